@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Build the test kernel (bzImage + the upstream C RDMA modules) in a work copy of the pristine tree,
+# with the project's rust/ overlaid and the config from config.fragment. Incremental: a second run
+# rebuilds only what changed.
+# Usage: build-kernel.sh <repo> <pristine-tree> <work-tree> <bindgen>
+set -euo pipefail
+repo=$(cd "${1:?repo}" && pwd)
+pristine=${2:?pristine tree}
+work=${3:?work tree}
+bindgen=${4:?bindgen}
+here=$(cd "$(dirname "$0")" && pwd)
+
+if [ ! -f "$work/.work-copy-done" ]; then
+  echo "build-kernel: making the work tree $work"
+  rm -rf "$work"
+  mkdir -p "$(dirname "$work")"
+  cp -a "$pristine" "$work"
+  touch "$work/.work-copy-done"
+fi
+
+"$here/overlay.sh" "$repo" "$work"
+
+kmake=(make -C "$work" -s LLVM=-19 "BINDGEN=$bindgen" -j"$(nproc)")
+
+frag="$here/config.fragment"
+if [ ! -f "$work/.config" ] || ! cmp -s "$frag" "$work/.config-fragment"; then
+  echo "build-kernel: configuring (allnoconfig + config.fragment)"
+  "${kmake[@]}" KCONFIG_ALLCONFIG="$frag" allnoconfig
+  # Every option the fragment asks for must have stuck; a silently dropped one (unmet dependency,
+  # rust not available) would give a kernel that cannot run the tests.
+  bad=0
+  while IFS= read -r line; do
+    case "$line" in CONFIG_*=*) ;; *) continue ;; esac
+    sym=${line%%=*}; val=${line#*=}
+    if [ "$val" = n ]; then
+      grep -q "^$sym=" "$work/.config" && { echo "build-kernel: $sym should be off" >&2; bad=1; }
+    else
+      grep -qx "$line" "$work/.config" || { echo "build-kernel: $line did not stick: $(grep "^$sym=\|^# $sym " "$work/.config" || echo unset)" >&2; bad=1; }
+    fi
+  done <"$frag"
+  if [ "$bad" != 0 ]; then
+    "${kmake[@]}" rustavailable >&2 || true
+    exit 1
+  fi
+  cp "$frag" "$work/.config-fragment"
+fi
+
+echo "build-kernel: make bzImage modules"
+"${kmake[@]}" bzImage modules
+echo "build-kernel: done: $work/arch/x86/boot/bzImage"

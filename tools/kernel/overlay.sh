@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Overlay the project's kernel-crate abstractions (rust/) onto a kernel tree.
+#
+# Never commits a copy of an upstream file: our files are new files under rust/kernel/ and
+# rust/helpers/, and the few edits to upstream files are appended here, guarded so that running
+# the script twice changes nothing.
+#   rust/kernel/<m>.rs (and rust/kernel/<m>/)  -> tree/rust/kernel/, plus `pub mod <m>;` in lib.rs
+#   rust/bindings/rdma_rs_helper.h             -> tree/rust/bindings/, included by bindings_helper.h
+#   rust/helpers/rdma_rs_*.c                   -> tree/rust/helpers/, included by helpers.c
+# Files overlaid earlier and since deleted from the repo are removed (tracked in a manifest).
+# Usage: overlay.sh <repo> <tree>
+set -euo pipefail
+repo=$(cd "${1:?repo}" && pwd)
+tree=$(cd "${2:?tree}" && pwd)
+manifest="$tree/.rdma-rs-overlay"
+touch "$manifest"
+
+new_manifest=$(mktemp)
+copy() { # src dst: copy only if different, so make sees no spurious change
+  mkdir -p "$(dirname "$2")"
+  cmp -s "$1" "$2" || cp "$1" "$2"
+  echo "${2#"$tree"/}" >>"$new_manifest"
+}
+append_once() { # file line
+  grep -qxF "$2" "$1" || printf '%s\n' "$2" >>"$1"
+}
+
+mods=()
+if [ -d "$repo/rust/kernel" ]; then
+  while IFS= read -r -d '' f; do
+    rel=${f#"$repo"/rust/kernel/}
+    copy "$f" "$tree/rust/kernel/$rel"
+    case "$rel" in */*) ;; *.rs) mods+=("${rel%.rs}") ;; esac
+  done < <(find "$repo/rust/kernel" -type f -name '*.rs' -print0 | sort -z)
+fi
+for m in "${mods[@]}"; do
+  append_once "$tree/rust/kernel/lib.rs" "pub mod $m; // rdma-rs overlay"
+done
+# Drop `mod` lines for modules no longer in the repo.
+while IFS= read -r line; do
+  m=${line#pub mod }; m=${m%%;*}
+  printf '%s\n' "${mods[@]}" | grep -qxF "$m" || sed -i "\|^pub mod $m; // rdma-rs overlay\$|d" "$tree/rust/kernel/lib.rs"
+done < <(grep '// rdma-rs overlay$' "$tree/rust/kernel/lib.rs" || true)
+
+if [ -f "$repo/rust/bindings/rdma_rs_helper.h" ]; then
+  copy "$repo/rust/bindings/rdma_rs_helper.h" "$tree/rust/bindings/rdma_rs_helper.h"
+  append_once "$tree/rust/bindings/bindings_helper.h" '#include "rdma_rs_helper.h"'
+fi
+for f in "$repo"/rust/helpers/rdma_rs_*.c; do
+  [ -e "$f" ] || continue
+  copy "$f" "$tree/rust/helpers/$(basename "$f")"
+  append_once "$tree/rust/helpers/helpers.c" "#include \"$(basename "$f")\""
+done
+
+# Remove files we overlaid before that the repo no longer has.
+while IFS= read -r old; do
+  [ -n "$old" ] || continue
+  grep -qxF "$old" "$new_manifest" && continue
+  rm -f "$tree/$old"
+  base=$(basename "$old")
+  case "$base" in rdma_rs_*.c) sed -i "\|^#include \"$base\"\$|d" "$tree/rust/helpers/helpers.c" ;; esac
+done <"$manifest"
+sort -u "$new_manifest" >"$manifest"
+rm -f "$new_manifest"
+echo "overlay: ${#mods[@]} kernel-crate module(s) overlaid"
