@@ -81,7 +81,9 @@ impl ServerBackend for ModelServer {
         match fd {
             Some(f) => self.mem.map(address, size, &f, offset),
             None => {
-                warn!("dma_map of {address:#x} without an fd: guest RAM must be a shared memfd");
+                // ROM and other non-RAM regions come without an fd; guest RAM must be a shared
+                // memfd for the device to reach it.
+                debug!("dma_map of {address:#x} without an fd: not reachable by DMA");
                 Ok(())
             }
         }

@@ -1,0 +1,90 @@
+# rdma-rs: the Linux RDMA stack (ib_core, mlx5_core, mlx5_ib) in Rust-for-Linux.
+#
+#   make run      set up, build, boot a VM with the Rust stack on the emulated ConnectX, show it
+#   make test     set up, build, run every test (host, KUnit, VM scenarios on both stacks)
+#
+#   make vm-test SCENARIO=<name> STACK=rust|c     one VM scenario
+#   make vm-shell STACK=rust|c                    interactive guest
+#   make setup | kernel | modules | cx-model | build | list-scenarios | clean
+#
+# Everything fetched or built outside the clone goes to $(CACHE), keyed by version.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+REPO := $(CURDIR)
+CACHE ?= $(HOME)/.cache/rdma-rs
+SHARED ?= $(abspath $(REPO)/../shared)
+OUT ?= $(REPO)/out
+STACK ?= rust
+SCENARIO ?=
+
+KERNEL_VERSION := 7.3.4
+PRISTINE = $(shell cat $(CACHE)/kernel-pristine.path 2>/dev/null)
+KTREE := $(CACHE)/build/linux-$(KERNEL_VERSION)
+BZIMAGE := $(KTREE)/arch/x86/boot/bzImage
+BINDGEN := $(CACHE)/bindgen-0.73.2/bin/bindgen
+QEMU := $(CACHE)/qemu-10.2.2+ds-1/build/qemu-system-x86_64
+CARGO_TARGET := $(CACHE)/cargo-target
+CX_MODEL := $(CARGO_TARGET)/release/cx-model
+RUST_MODULES := $(OUT)/modules
+KMAKE := $(MAKE) -C $(KTREE) -s LLVM=-19 BINDGEN=$(BINDGEN)
+
+HARNESS_ARGS = --kernel $(BZIMAGE) --kernel-tree $(KTREE) --rust-modules $(RUST_MODULES) \
+	--qemu $(QEMU) --cx-model $(CX_MODEL) --workdir $(OUT)/vm
+
+export CI ?=
+export DEBIAN_FRONTEND := noninteractive
+
+.PHONY: help setup kernel modules cx-model build test run vm-test vm-shell list-scenarios clean
+
+help:
+	@sed -n '1,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
+
+## Set-up: host packages, kernel source, Rust pieces, QEMU. Idempotent; cheap when done.
+setup: $(CACHE)/.setup-done
+
+$(CACHE)/.setup-done: tools/setup/host-deps.sh tools/setup/fetch-kernel.sh tools/setup/rust-toolchain.sh tools/setup/build-qemu.sh
+	@mkdir -p $(CACHE)
+	tools/setup/host-deps.sh
+	tools/setup/fetch-kernel.sh $(CACHE) | tail -n 1 > $(CACHE)/kernel-pristine.path
+	tools/setup/rust-toolchain.sh $(CACHE) >/dev/null
+	tools/setup/build-qemu.sh $(CACHE) $(SHARED)/cache/qemu >/dev/null
+	@touch $@
+
+## The test kernel (with rust/ overlaid) and the upstream C modules.
+kernel: setup
+	tools/kernel/build-kernel.sh $(REPO) "$(PRISTINE)" $(KTREE) $(BINDGEN)
+
+## Our Rust modules, against the test kernel; clippy runs as part of the build.
+modules: kernel
+	@mkdir -p $(RUST_MODULES)
+	$(KMAKE) M=$(REPO) MO=$(RUST_MODULES) CLIPPY=1 modules
+
+cx-model: setup
+	cd tools/cx-model && CARGO_TARGET_DIR=$(CARGO_TARGET) cargo build -q --release
+
+build: kernel modules cx-model
+
+list-scenarios:
+	@python3 tools/vm/harness.py list
+
+vm-test: build
+	@test -n "$(SCENARIO)" || { echo "vm-test: set SCENARIO=<name>; one of: $$(python3 tools/vm/harness.py list | cut -d: -f1 | tr '\n' ' ')"; exit 2; }
+	python3 tools/vm/harness.py run --scenario $(SCENARIO) --stack $(STACK) $(HARNESS_ARGS)
+
+vm-shell: build
+	python3 tools/vm/harness.py shell --stack $(STACK) $(HARNESS_ARGS)
+
+## Every test; ends with "N passed, N failed".
+test: build
+	python3 tools/test/run_all.py --cargo-target $(CARGO_TARGET) -- $(HARNESS_ARGS)
+
+## The main job: boot the Rust stack on the emulated ConnectX and show what is there.
+run: build
+	python3 tools/vm/harness.py run --scenario showcase --stack rust $(HARNESS_ARGS) --show-console
+
+clean:
+	rm -rf $(OUT)
+	-$(KMAKE) M=$(REPO) MO=$(RUST_MODULES) clean 2>/dev/null

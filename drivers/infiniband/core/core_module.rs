@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What `ib_core` owns while it is loaded: its workqueues and the `infiniband` device class.
+
+use crate::workqueues::CoreWorkqueues;
+use kernel::{
+    class,
+    prelude::*,
+    sync::atomic::{Atomic, Relaxed},
+};
+
+/// Set while the `infiniband` class is registered, for drivers to check before registering.
+static CLASS_REGISTERED: Atomic<bool> = Atomic::new(false);
+
+/// Whether `ib_core` has registered the `infiniband` class (drivers may register devices).
+pub fn class_registered() -> bool {
+    CLASS_REGISTERED.load(Relaxed)
+}
+
+/// The loaded `ib_core` module.
+#[pin_data(PinnedDrop)]
+pub(crate) struct IbCore {
+    workqueues: CoreWorkqueues,
+    /// `/sys/class/infiniband`.
+    #[pin]
+    class: class::Registration,
+}
+
+impl kernel::InPlaceModule for IbCore {
+    fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            workqueues: CoreWorkqueues::new()?,
+            class <- class::Registration::new(c"infiniband"),
+        })
+        .pin_chain(|this| {
+            CLASS_REGISTERED.store(true, Relaxed);
+            pr_info!("ib_core: infiniband class registered, workqueues ready\n");
+            let _ = &this.workqueues;
+            Ok(())
+        })
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for IbCore {
+    fn drop(self: Pin<&mut Self>) {
+        CLASS_REGISTERED.store(false, Relaxed);
+        pr_info!("ib_core: unloading\n");
+    }
+}

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `ib_core`: the RDMA core. Device registration, clients, RDMA netlink, sysfs and the kernel
+//! verbs API live here; drivers such as `mlx5_ib` and consumers plug into it.
+
+mod core_module;
+mod workqueues;
+
+pub use core_module::class_registered;
+
+kernel::prelude::module! {
+    type: core_module::IbCore,
+    name: "ib_core",
+    authors: ["rdma-rs developers"],
+    description: "RDMA core (Rust)",
+    license: "GPL",
+}

@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `mlx5_ib`: the InfiniBand driver for ConnectX functions. It attaches to `mlx5_core` functions
+//! and registers an RDMA device with `ib_core` for each.
+
+mod ib_module;
+
+kernel::prelude::module! {
+    type: ib_module::Mlx5Ib,
+    name: "mlx5_ib",
+    authors: ["rdma-rs developers"],
+    description: "Mellanox ConnectX InfiniBand driver (Rust)",
+    license: "GPL",
+}

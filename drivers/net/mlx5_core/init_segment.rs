@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The initialization segment at the start of BAR0: firmware revision, command interface
+//! revision, command queue address and doorbell, the `initializing` flag and the health buffer.
+//! All registers are big-endian 32-bit words.
+
+use kernel::{
+    io::Io,
+    pci,
+    prelude::*,
+    time::{delay::fsleep, Delta, Instant, Monotonic},
+};
+
+/// BAR0 mapping with at least the init segment in it.
+pub(crate) type Bar0<'a> = pci::Bar<'a, { SIZE }>;
+
+/// Size of the init segment the driver touches.
+pub(crate) const SIZE: usize = 0x2000;
+/// `fw_rev`: `[15:0]` major, `[31:16]` minor.
+const FW_REV: usize = 0x000;
+/// `cmdif_rev_fw_sub`: `[15:0]` firmware sub-minor, `[31:16]` command interface revision.
+const CMDIF_REV_FW_SUB: usize = 0x004;
+/// `initializing`: bit 31 set while firmware initializes.
+const INITIALIZING: usize = 0x1fc;
+
+/// The only command interface revision this driver speaks.
+pub(crate) const SUPPORTED_CMDIF_REV: u16 = 5;
+
+/// Reads a big-endian register.
+fn read_be32(bar: &Bar0<'_>, off: usize) -> u32 {
+    // `read32` interprets the bytes as little-endian; the device stores them big-endian.
+    bar.try_read32(off).map_or(u32::MAX, u32::swap_bytes)
+}
+
+/// The firmware version and command interface revision the device reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FwRevision {
+    /// Major version.
+    pub(crate) major: u16,
+    /// Minor version.
+    pub(crate) minor: u16,
+    /// Sub-minor version.
+    pub(crate) subminor: u16,
+    /// Command interface revision.
+    pub(crate) cmdif: u16,
+}
+
+impl FwRevision {
+    /// Decodes the `fw_rev` and `cmdif_rev_fw_sub` words.
+    pub(crate) fn from_words(fw_rev: u32, cmdif_rev_fw_sub: u32) -> Self {
+        Self {
+            major: (fw_rev & 0xffff) as u16,
+            minor: (fw_rev >> 16) as u16,
+            subminor: (cmdif_rev_fw_sub & 0xffff) as u16,
+            cmdif: (cmdif_rev_fw_sub >> 16) as u16,
+        }
+    }
+
+    /// Reads the revision from the init segment.
+    pub(crate) fn read(bar: &Bar0<'_>) -> Self {
+        Self::from_words(read_be32(bar, FW_REV), read_be32(bar, CMDIF_REV_FW_SUB))
+    }
+}
+
+/// Whether the `initializing` word says firmware is still initializing.
+pub(crate) fn is_initializing(word: u32) -> bool {
+    word & (1 << 31) != 0
+}
+
+/// Waits until firmware clears `initializing`, polling every `poll_ms`, for at most `timeout`.
+/// Returns `EBUSY` if it never does, as the C driver does for its pre-init wait.
+pub(crate) fn wait_fw_init(bar: &Bar0<'_>, timeout: Delta, poll: Delta) -> Result<Delta> {
+    let start = Instant::<Monotonic>::now();
+    loop {
+        if !is_initializing(read_be32(bar, INITIALIZING)) {
+            return Ok(start.elapsed());
+        }
+        if start.elapsed() > timeout {
+            return Err(EBUSY);
+        }
+        fsleep(poll);
+    }
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_mlx5_init_segment)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn firmware_revision_fields() {
+        // fw_rev: minor 35 in [31:16], major 16 in [15:0]; sub-minor 2000, cmdif 5.
+        let r = FwRevision::from_words((35 << 16) | 16, (5 << 16) | 2000);
+        assert_eq!(r, FwRevision { major: 16, minor: 35, subminor: 2000, cmdif: 5 });
+        assert_eq!(r.cmdif, SUPPORTED_CMDIF_REV);
+    }
+
+    #[test]
+    fn initializing_is_bit_31_only() {
+        assert!(is_initializing(0x8000_0000));
+        assert!(is_initializing(0xc000_0000));
+        // Bit 30 means "firmware reset supported", not initializing.
+        assert!(!is_initializing(0x4000_0000));
+        assert!(!is_initializing(0));
+    }
+}

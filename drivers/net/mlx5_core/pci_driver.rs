@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The PCI driver: the ConnectX ID table, probe and remove.
+
+use crate::init_segment::{self, Bar0, FwRevision};
+use kernel::{
+    device::Core,
+    pci,
+    prelude::*,
+    sync::atomic::{Atomic, Relaxed},
+    time::Delta,
+};
+
+/// Number of functions currently bound to this driver.
+static BOUND: Atomic<usize> = Atomic::new(0);
+
+/// How many ConnectX functions this driver has bound.
+pub fn bound_functions() -> usize {
+    BOUND.load(Relaxed)
+}
+
+/// Function kinds in the ID table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FunctionKind {
+    /// A physical function.
+    Physical,
+    /// An SR-IOV virtual function.
+    Virtual,
+}
+
+const MLX: pci::Vendor = pci::Vendor::MELLANOX;
+
+kernel::pci_device_table!(
+    PCI_TABLE,
+    <Mlx5PciDriver as pci::Driver>::IdInfo,
+    [
+        (pci::DeviceId::from_id(MLX, 0x1011), FunctionKind::Physical), // Connect-IB
+        (pci::DeviceId::from_id(MLX, 0x1012), FunctionKind::Virtual),  // Connect-IB VF
+        (pci::DeviceId::from_id(MLX, 0x1013), FunctionKind::Physical), // ConnectX-4
+        (pci::DeviceId::from_id(MLX, 0x1014), FunctionKind::Virtual),  // ConnectX-4 VF
+        (pci::DeviceId::from_id(MLX, 0x1015), FunctionKind::Physical), // ConnectX-4 Lx
+        (pci::DeviceId::from_id(MLX, 0x1016), FunctionKind::Virtual),  // ConnectX-4 Lx VF
+        (pci::DeviceId::from_id(MLX, 0x1017), FunctionKind::Physical), // ConnectX-5
+        (pci::DeviceId::from_id(MLX, 0x1018), FunctionKind::Virtual),  // ConnectX-5 VF
+        (pci::DeviceId::from_id(MLX, 0x1019), FunctionKind::Physical), // ConnectX-5 Ex
+        (pci::DeviceId::from_id(MLX, 0x101a), FunctionKind::Virtual),  // ConnectX-5 Ex VF
+        (pci::DeviceId::from_id(MLX, 0x101b), FunctionKind::Physical), // ConnectX-6
+        (pci::DeviceId::from_id(MLX, 0x101c), FunctionKind::Virtual),  // ConnectX-6 VF
+        (pci::DeviceId::from_id(MLX, 0x101d), FunctionKind::Physical), // ConnectX-6 Dx
+        (pci::DeviceId::from_id(MLX, 0x101e), FunctionKind::Virtual),  // ConnectX family VF
+        (pci::DeviceId::from_id(MLX, 0x101f), FunctionKind::Physical), // ConnectX-6 Lx
+        (pci::DeviceId::from_id(MLX, 0x1021), FunctionKind::Physical), // ConnectX-7
+        (pci::DeviceId::from_id(MLX, 0x1023), FunctionKind::Physical), // ConnectX-8
+        (pci::DeviceId::from_id(MLX, 0x1025), FunctionKind::Physical), // ConnectX-9
+        (pci::DeviceId::from_id(MLX, 0x1027), FunctionKind::Physical), // ConnectX-10
+        (pci::DeviceId::from_id(MLX, 0x2101), FunctionKind::Physical), // ConnectX-10 NVLink-C2C
+        (pci::DeviceId::from_id(MLX, 0xa2d2), FunctionKind::Physical), // BlueField
+        (pci::DeviceId::from_id(MLX, 0xa2d3), FunctionKind::Virtual),  // BlueField VF
+        (pci::DeviceId::from_id(MLX, 0xa2d6), FunctionKind::Physical), // BlueField-2
+        (pci::DeviceId::from_id(MLX, 0xa2dc), FunctionKind::Physical), // BlueField-3
+        (pci::DeviceId::from_id(MLX, 0xa2df), FunctionKind::Physical), // BlueField-4
+    ]
+);
+
+/// How long firmware may take to finish initializing before probe gives up (the C driver's
+/// pre-init timeout is of the same order).
+const FW_PRE_INIT_TIMEOUT: Delta = Delta::from_millis(120_000);
+/// Poll interval while waiting for firmware.
+const FW_INIT_POLL: Delta = Delta::from_millis(20);
+
+/// The driver.
+pub(crate) struct Mlx5PciDriver;
+
+/// Per-function state while bound.
+pub(crate) struct Mlx5Function<'bound> {
+    pdev: &'bound pci::Device,
+    _bar: Bar0<'bound>,
+    fw: FwRevision,
+}
+
+impl pci::Driver for Mlx5PciDriver {
+    type IdInfo = FunctionKind;
+    type Data<'bound> = Mlx5Function<'bound>;
+
+    const ID_TABLE: pci::IdTable<Self::IdInfo> = &PCI_TABLE;
+
+    fn probe<'bound>(
+        pdev: &'bound pci::Device<Core<'_>>,
+        info: Option<&'bound Self::IdInfo>,
+    ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
+        let kind = info.copied().unwrap_or(FunctionKind::Physical);
+        pdev.enable_device_mem()?;
+        pdev.set_master();
+        let bar = pdev.iomap_region_sized::<{ init_segment::SIZE }>(0, c"mlx5_core")?;
+        let fw = FwRevision::read(&bar);
+        dev_info!(pdev, "firmware version: {}.{}.{}\n", fw.major, fw.minor, fw.subminor);
+        if fw.cmdif != init_segment::SUPPORTED_CMDIF_REV {
+            dev_err!(
+                pdev,
+                "command interface revision {} is not supported (only {})\n",
+                fw.cmdif,
+                init_segment::SUPPORTED_CMDIF_REV
+            );
+            return Err(EINVAL);
+        }
+        match init_segment::wait_fw_init(&bar, FW_PRE_INIT_TIMEOUT, FW_INIT_POLL) {
+            Ok(waited) => dev_info!(pdev, "firmware ready after {} ms ({:?} function)\n", waited.as_millis(), kind),
+            Err(e) => {
+                dev_err!(pdev, "firmware still initializing after {} ms\n", FW_PRE_INIT_TIMEOUT.as_millis());
+                return Err(e);
+            }
+        }
+        BOUND.fetch_add(1, Relaxed);
+        Ok(Mlx5Function { pdev, _bar: bar, fw })
+    }
+
+    fn unbind<'bound>(_pdev: &'bound pci::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
+        dev_info!(
+            this.pdev,
+            "unbinding (firmware {}.{}.{})\n",
+            this.fw.major,
+            this.fw.minor,
+            this.fw.subminor
+        );
+    }
+}
+
+impl Drop for Mlx5Function<'_> {
+    fn drop(&mut self) {
+        BOUND.fetch_sub(1, Relaxed);
+    }
+}

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Runs every test of the project and ends with the line `N passed, N failed`.
+
+  1. host: `cargo test` of cx-model (each test case counts);
+  2. VM scenarios, each on every stack it supports (each KTAP check and KUnit case counts);
+     KUnit suites run inside the `kunit` scenario;
+  3. harness self-checks: an unknown scenario is refused with a clear message, and a run whose
+     cx-model is killed fails fast with a clear message.
+
+Usage: run_all.py --cargo-target DIR -- <harness arguments>
+Exits non-zero if anything failed.
+"""
+
+import argparse
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+HARNESS = REPO / "tools/vm/harness.py"
+
+
+class Tally:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+        self.lines = []
+
+    def add(self, name, passed, failed):
+        self.passed += passed
+        self.failed += failed
+        self.lines.append(f"{'PASS' if failed == 0 else 'FAIL'}  {name}: {passed} passed, {failed} failed")
+
+
+def cargo_tests(tally, crate_dir, target):
+    print(f"== cargo test ({crate_dir.relative_to(REPO)})", flush=True)
+    p = subprocess.run(["cargo", "test", "--release", "-q"], cwd=crate_dir, capture_output=True, text=True,
+                       env={**__import__("os").environ, "CARGO_TARGET_DIR": str(target)})
+    print(p.stdout[-3000:] + p.stderr[-3000:], flush=True)
+    passed = sum(int(m) for m in re.findall(r"test result: \w+\. (\d+) passed", p.stdout))
+    failed = sum(int(m) for m in re.findall(r"(\d+) failed;", p.stdout))
+    if p.returncode != 0 and failed == 0:
+        failed = 1  # did not build or crashed
+    tally.add(f"host: cargo test {crate_dir.name}", passed, failed)
+
+
+def scenarios():
+    out = subprocess.run([sys.executable, str(HARNESS), "list"], capture_output=True, text=True, check=True)
+    for line in out.stdout.splitlines():
+        name, stacks = line.split(":", 1)
+        for stack in stacks.split():
+            yield name.strip(), stack
+
+
+def vm_scenario(tally, name, stack, harness_args):
+    print(f"== vm: {name} ({stack})", flush=True)
+    p = subprocess.run([sys.executable, str(HARNESS), "run", "--scenario", name, "--stack", stack, *harness_args],
+                       capture_output=True, text=True)
+    print(p.stdout + p.stderr, flush=True)
+    m = re.search(r"^RESULT .*: (\d+) passed, (\d+) failed", p.stdout, re.M)
+    passed, failed = (int(m.group(1)), int(m.group(2))) if m else (0, 1)
+    if p.returncode != 0 and failed == 0:
+        failed = 1
+    tally.add(f"vm: {name} ({stack})", passed, failed)
+
+
+def harness_selfcheck(tally, harness_args):
+    print("== harness: unknown scenario is refused", flush=True)
+    p = subprocess.run([sys.executable, str(HARNESS), "run", "--scenario", "nonexistent", *harness_args],
+                       capture_output=True, text=True)
+    ok = p.returncode != 0 and "no scenario named 'nonexistent'" in p.stderr
+    print(p.stderr.strip(), flush=True)
+    tally.add("harness: unknown scenario is refused with a clear message", int(ok), int(not ok))
+
+    print("== harness: cx-model killed mid-run", flush=True)
+    start = time.monotonic()
+    p = subprocess.run([sys.executable, str(HARNESS), "run", "--scenario", "boot", "--stack", "rust",
+                        "--kill-model-after", "3", *harness_args], capture_output=True, text=True)
+    took = time.monotonic() - start
+    print(p.stderr.strip(), f"({took:.0f} s)", flush=True)
+    ok = p.returncode != 0 and "cx-model died during the run" in p.stderr and took < 60
+    tally.add("harness: a killed cx-model fails the run fast with a clear message", int(ok), int(not ok))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cargo-target", required=True)
+    ap.add_argument("harness_args", nargs=argparse.REMAINDER)
+    args = ap.parse_args()
+    harness_args = [a for a in args.harness_args if a != "--"]
+    started = time.monotonic()
+    tally = Tally()
+    cargo_tests(tally, REPO / "tools/cx-model", args.cargo_target)
+    for name, stack in scenarios():
+        if name == "showcase":
+            continue  # the main job's walk-through, run by `make run`
+        vm_scenario(tally, name, stack, harness_args)
+    harness_selfcheck(tally, harness_args)
+    print("\n== summary", flush=True)
+    for line in tally.lines:
+        print(line)
+    print(f"test time: {time.monotonic() - started:.0f} s")
+    print(f"{tally.passed} passed, {tally.failed} failed")
+    return 0 if tally.failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+# Loading and unloading the selected RDMA stack (sourced by /init). Modules live in
+# /lib/modules/<stack>/ in load order, listed in /lib/modules/<stack>/order.
+
+stack_dir=/lib/modules/$STACK
+
+# load_stack [module...]: insmod the stack's modules in order (all of them by default).
+load_stack() {
+	_want="$*"
+	while read -r _m; do
+		if [ -n "$_want" ] && ! echo " $_want " | grep -q " $_m "; then continue; fi
+		grep -q "^$_m " /proc/modules && continue
+		insmod "$stack_dir/$_m.ko" || return 1
+	done <"$stack_dir/order"
+}
+
+# unload_stack: rmmod every loaded module of the stack, in reverse order.
+unload_stack() {
+	_rc=0
+	for _m in $(sed '1!G;h;$!d' "$stack_dir/order"); do
+		grep -q "^$_m " /proc/modules || continue
+		rmmod "$_m" || _rc=1
+	done
+	return $_rc
+}
+
+# stack_loaded: lists the stack's modules currently loaded.
+stack_loaded() {
+	while read -r _m; do grep -q "^$_m " /proc/modules && echo "$_m"; done <"$stack_dir/order"
+}
+
+# cx_device: sysfs path of the emulated ConnectX-5 function (empty if absent).
+cx_device() {
+	for _d in /sys/bus/pci/devices/*; do
+		if [ "$(cat "$_d/vendor")" = 0x15b3 ] && [ "$(cat "$_d/device")" = 0x1017 ]; then
+			echo "$_d"
+			return
+		fi
+	done
+}
+
+# stack_loaded_line: the loaded modules of the stack on one line, space-separated.
+stack_loaded_line() {
+	stack_loaded | tr '\n' ' ' | sed 's/ $//'
+}
+
+# pci_cap_ids <sysfs device dir>: the standard capability IDs in config space, in list order
+# (two hex digits each, space-separated).
+pci_cap_ids() {
+	_cfg="$1/config"
+	_byte() { od -An -tx1 -j "$1" -N1 "$_cfg" | tr -d ' '; }
+	_ptr=$((0x$(_byte 52)))
+	_ids=""
+	_n=0
+	while [ "$_ptr" -ne 0 ] && [ $_n -lt 48 ]; do
+		_ids="$_ids $(_byte $_ptr)"
+		_ptr=$((0x$(_byte $((_ptr + 1)))))
+		_n=$((_n + 1))
+	done
+	echo "${_ids# }"
+}

@@ -1,0 +1,39 @@
+# modules: the selected stack loads, its mlx5_core reaches the emulated device through BAR0, and
+# everything unloads cleanly.
+#   rust: the function binds, the firmware revision read through BAR0 is logged, mlx5_ib sees
+#         ib_core and the bound function; 10 load/unload cycles; clean dmesg and kmemleak.
+#   c:    the upstream C mlx5_core logs the same firmware revision, its first command
+#         (ENABLE_HCA) fails with the bad-operation status the skeleton model returns, the probe
+#         fails, and the stack unloads cleanly.
+
+dev=$(cx_device)
+bdf=${dev##*/}
+check "load the $STACK stack" load_stack
+check_output "all of the stack's modules are loaded" "^$(tr '\n' ' ' <"$stack_dir/order" | sed 's/ $//')\$" stack_loaded_line
+check_output "mlx5_core logs the firmware version read from BAR0" \
+	"mlx5_core $bdf: firmware version: $EXPECT_FW\$" dmesg
+
+if [ "$STACK" = rust ]; then
+	check_output "the function is bound to mlx5_core" '/mlx5_core$' readlink "$dev/driver"
+	check "/sys/class/infiniband exists (ib_core registered its class)" test -d /sys/class/infiniband
+	check_output "mlx5_ib sees ib_core ready and one bound function" \
+		'mlx5_ib: loaded; ib_core ready, 1 mlx5 function\(s\) bound' dmesg
+	check "unload the stack" unload_stack
+	check "no module of the stack is left" test -z "$(stack_loaded)"
+	check "/sys/class/infiniband is gone" test ! -e /sys/class/infiniband
+	cycles=0
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		load_stack && unload_stack && [ -z "$(stack_loaded)" ] && cycles=$((cycles + 1))
+	done
+	check_output "10 load/unload cycles" '^10$' echo $cycles
+	check_output "each cycle bound and unbound the function" '^11$' sh -c "dmesg | grep -c 'mlx5_core $bdf: unbinding'"
+	kmemleak_clean "kmemleak finds no leak"
+else
+	check_output "ENABLE_HCA fails with the model's bad-operation status and syndrome" \
+		"mlx5_core $bdf: .*ENABLE_HCA\(0x104\) op_mod\(0x0\) failed, status bad operation\(0x2\), syndrome \(0xcf00104\)" dmesg
+	check_output "the C driver fails the probe" "mlx5_core $bdf: .*mlx5_init_one failed with error code -22" dmesg
+	check "the function is not bound" test ! -e "$dev/driver"
+	check "unload the stack" unload_stack
+	check "no module of the stack is left" test -z "$(stack_loaded)"
+fi
+dmesg_clean "dmesg has no warnings, oopses or lockdep reports"
