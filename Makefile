@@ -37,7 +37,10 @@ HARNESS_ARGS = --kernel $(BZIMAGE) --kernel-tree $(KTREE) --rust-modules $(RUST_
 export CI ?=
 export DEBIAN_FRONTEND := noninteractive
 
-.PHONY: help setup kernel modules cx-model build test run vm-test vm-shell list-scenarios clean
+RUST_SOURCES = $(shell find drivers rust samples -name '*.rs' 2>/dev/null)
+RUSTFMT_KERNEL = rustfmt --edition 2021 --config-path $(KTREE)/.rustfmt.toml
+
+.PHONY: help setup kernel modules cx-model build test run vm-test vm-shell list-scenarios clean fmt fmt-check
 
 help:
 	@sed -n '1,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
@@ -79,11 +82,21 @@ vm-shell: build
 
 ## Every test; ends with "N passed, N failed".
 test: build
-	python3 tools/test/run_all.py --cargo-target $(CARGO_TARGET) -- $(HARNESS_ARGS)
+	python3 tools/test/run_all.py --cargo-target $(CARGO_TARGET) --ktree $(KTREE) --bindgen $(BINDGEN) \
+		-- $(HARNESS_ARGS)
 
 ## The main job: boot the Rust stack on the emulated ConnectX and show what is there.
 run: build
 	python3 tools/vm/harness.py run --scenario showcase --stack rust $(HARNESS_ARGS) --show-console
+
+## rustfmt with the kernel's configuration (kernel code) and cargo fmt (cx-model).
+fmt: setup
+	$(RUSTFMT_KERNEL) $(RUST_SOURCES)
+	cd tools/cx-model && cargo fmt
+
+fmt-check: setup
+	$(RUSTFMT_KERNEL) --check $(RUST_SOURCES)
+	cd tools/cx-model && cargo fmt --check
 
 clean:
 	rm -rf $(OUT)

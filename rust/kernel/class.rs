@@ -67,3 +67,21 @@ impl PinnedDrop for Registration {
         unsafe { bindings::class_unregister(self.inner.get()) };
     }
 }
+
+#[macros::kunit_tests(rdma_rs_class)]
+mod tests {
+    use super::*;
+    use crate::alloc::KBox;
+
+    #[test]
+    fn register_and_unregister() {
+        let reg = KBox::pin_init(Registration::new(c"rdma_rs_kunit"), GFP_KERNEL);
+        assert!(reg.is_ok());
+        let Ok(reg) = reg else { return };
+        assert!(reg.is_registered());
+        drop(reg);
+        // The name is free again once the first registration is gone.
+        let again = KBox::pin_init(Registration::new(c"rdma_rs_kunit"), GFP_KERNEL);
+        assert!(again.is_ok());
+    }
+}

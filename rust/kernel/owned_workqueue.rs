@@ -58,10 +58,17 @@ impl OwnedQueue {
         // SAFETY: The format string takes exactly one `%s` argument, a NUL-terminated string that
         // outlives the call (the workqueue copies its name).
         let raw = unsafe {
-            bindings::alloc_workqueue_noprof(c"%s".as_char_ptr(), flags.0, max_active, name.as_char_ptr())
+            bindings::alloc_workqueue_noprof(
+                c"%s".as_char_ptr(),
+                flags.0,
+                max_active,
+                name.as_char_ptr(),
+            )
         };
         // INVARIANT: a non-null result came from `alloc_workqueue`.
-        Ok(Self { ptr: NonNull::new(raw).ok_or(ENOMEM)? })
+        Ok(Self {
+            ptr: NonNull::new(raw).ok_or(ENOMEM)?,
+        })
     }
 }
 
@@ -79,5 +86,42 @@ impl Drop for OwnedQueue {
         // SAFETY: `ptr` came from `alloc_workqueue` and is destroyed exactly once, here; this
         // drains pending work first.
         unsafe { bindings::destroy_workqueue(self.ptr.as_ptr()) };
+    }
+}
+
+#[macros::kunit_tests(rdma_rs_owned_workqueue)]
+mod tests {
+    use super::*;
+    use crate::sync::{
+        atomic::{Atomic, Relaxed},
+        Arc,
+    };
+
+    #[test]
+    fn destroy_drains_queued_work() {
+        let queue = OwnedQueue::new(c"rdma-rs-kunit", Flags::UNBOUND, 0);
+        assert!(queue.is_ok());
+        let Ok(queue) = queue else { return };
+        let runs = Arc::new(Atomic::new(0i32), GFP_KERNEL);
+        assert!(runs.is_ok());
+        let Ok(runs) = runs else { return };
+        for _ in 0..8 {
+            let r = runs.clone();
+            assert!(queue
+                .try_spawn(GFP_KERNEL, move || r.add(1, Relaxed))
+                .is_ok());
+        }
+        // Destroying the queue waits for every queued item.
+        drop(queue);
+        assert_eq!(runs.load(Relaxed), 8);
+    }
+
+    #[test]
+    fn flags_combine() {
+        let f = Flags::UNBOUND | Flags::HIGHPRI;
+        assert_eq!(
+            f.0,
+            bindings::wq_flags_WQ_UNBOUND | bindings::wq_flags_WQ_HIGHPRI
+        );
     }
 }

@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
 """Runs every test of the project and ends with the line `N passed, N failed`.
 
+  0. style: rustfmt (kernel configuration) and cargo fmt; a from-scratch build of our modules with
+     clippy, which must print no warning; cargo clippy of cx-model with warnings denied;
   1. host: `cargo test` of cx-model (each test case counts);
   2. VM scenarios, each on every stack it supports (each KTAP check and KUnit case counts);
      KUnit suites run inside the `kunit` scenario;
   3. harness self-checks: an unknown scenario is refused with a clear message, and a run whose
      cx-model is killed fails fast with a clear message.
 
-Usage: run_all.py --cargo-target DIR -- <harness arguments>
+Usage: run_all.py --cargo-target DIR --ktree DIR --bindgen PATH -- <harness arguments>
 Exits non-zero if anything failed.
 """
 
 import argparse
+import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -37,13 +41,42 @@ class Tally:
 def cargo_tests(tally, crate_dir, target):
     print(f"== cargo test ({crate_dir.relative_to(REPO)})", flush=True)
     p = subprocess.run(["cargo", "test", "--release", "-q"], cwd=crate_dir, capture_output=True, text=True,
-                       env={**__import__("os").environ, "CARGO_TARGET_DIR": str(target)})
+                       env=dict(os.environ, CARGO_TARGET_DIR=str(target)))
     print(p.stdout[-3000:] + p.stderr[-3000:], flush=True)
     passed = sum(int(m) for m in re.findall(r"test result: \w+\. (\d+) passed", p.stdout))
     failed = sum(int(m) for m in re.findall(r"(\d+) failed;", p.stdout))
     if p.returncode != 0 and failed == 0:
         failed = 1  # did not build or crashed
     tally.add(f"host: cargo test {crate_dir.name}", passed, failed)
+
+
+def style_checks(tally, args):
+    env = dict(os.environ, CARGO_TARGET_DIR=args.cargo_target)
+    print("== style: rustfmt", flush=True)
+    p = subprocess.run(["make", "-s", "--no-print-directory", "fmt-check"], cwd=REPO, capture_output=True,
+                       text=True)
+    print((p.stdout + p.stderr)[-4000:], flush=True)
+    tally.add("style: rustfmt", int(p.returncode == 0), int(p.returncode != 0))
+
+    print("== style: clippy and rustc warnings, our modules built from scratch", flush=True)
+    mo = REPO / "out/clippy"
+    shutil.rmtree(mo, ignore_errors=True)
+    mo.mkdir(parents=True)
+    p = subprocess.run(["make", "-C", args.ktree, "LLVM=-19", f"BINDGEN={args.bindgen}", f"M={REPO}",
+                        f"MO={mo}", "CLIPPY=1", "modules"], capture_output=True, text=True)
+    out = p.stdout + p.stderr
+    warnings = [l for l in out.splitlines() if re.match(r"^(warning|error)(\[|:)", l)]
+    print("\n".join(warnings[:40]) or "no warnings", flush=True)
+    ok = p.returncode == 0 and not warnings
+    if p.returncode != 0:
+        print(out[-4000:], flush=True)
+    tally.add("style: clippy on kernel modules, no warnings", int(ok), int(not ok))
+
+    print("== style: cargo clippy (cx-model)", flush=True)
+    p = subprocess.run(["cargo", "clippy", "-q", "--release", "--all-targets", "--", "-D", "warnings"],
+                       cwd=REPO / "tools/cx-model", capture_output=True, text=True, env=env)
+    print((p.stdout + p.stderr)[-4000:], flush=True)
+    tally.add("style: cargo clippy cx-model", int(p.returncode == 0), int(p.returncode != 0))
 
 
 def scenarios():
@@ -87,11 +120,14 @@ def harness_selfcheck(tally, harness_args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cargo-target", required=True)
+    ap.add_argument("--ktree", required=True, help="kernel build tree")
+    ap.add_argument("--bindgen", required=True)
     ap.add_argument("harness_args", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     harness_args = [a for a in args.harness_args if a != "--"]
     started = time.monotonic()
     tally = Tally()
+    style_checks(tally, args)
     cargo_tests(tally, REPO / "tools/cx-model", args.cargo_target)
     for name, stack in scenarios():
         if name == "showcase":

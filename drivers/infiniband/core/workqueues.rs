@@ -30,7 +30,11 @@ impl CoreWorkqueues {
         let reclaim_hi = Flags::HIGHPRI | Flags::MEM_RECLAIM | Flags::SYSFS;
         Ok(Self {
             general: OwnedQueue::new(c"infiniband", Flags::PERCPU, 0)?,
-            unregister: OwnedQueue::new(c"ib-unreg-wq", Flags::UNBOUND, OwnedQueue::UNBOUND_MAX_ACTIVE)?,
+            unregister: OwnedQueue::new(
+                c"ib-unreg-wq",
+                Flags::UNBOUND,
+                OwnedQueue::UNBOUND_MAX_ACTIVE,
+            )?,
             completion: OwnedQueue::new(c"ib-comp-wq", reclaim_hi | Flags::PERCPU, 0)?,
             completion_unbound: OwnedQueue::new(
                 c"ib-comp-unb-wq",

@@ -90,7 +90,15 @@ mod tests {
     fn firmware_revision_fields() {
         // fw_rev: minor 35 in [31:16], major 16 in [15:0]; sub-minor 2000, cmdif 5.
         let r = FwRevision::from_words((35 << 16) | 16, (5 << 16) | 2000);
-        assert_eq!(r, FwRevision { major: 16, minor: 35, subminor: 2000, cmdif: 5 });
+        assert_eq!(
+            r,
+            FwRevision {
+                major: 16,
+                minor: 35,
+                subminor: 2000,
+                cmdif: 5
+            }
+        );
         assert_eq!(r.cmdif, SUPPORTED_CMDIF_REV);
     }
 

@@ -93,7 +93,13 @@ impl pci::Driver for Mlx5PciDriver {
         pdev.set_master();
         let bar = pdev.iomap_region_sized::<{ init_segment::SIZE }>(0, c"mlx5_core")?;
         let fw = FwRevision::read(&bar);
-        dev_info!(pdev, "firmware version: {}.{}.{}\n", fw.major, fw.minor, fw.subminor);
+        dev_info!(
+            pdev,
+            "firmware version: {}.{}.{}\n",
+            fw.major,
+            fw.minor,
+            fw.subminor
+        );
         if fw.cmdif != init_segment::SUPPORTED_CMDIF_REV {
             dev_err!(
                 pdev,
@@ -104,14 +110,27 @@ impl pci::Driver for Mlx5PciDriver {
             return Err(EINVAL);
         }
         match init_segment::wait_fw_init(&bar, FW_PRE_INIT_TIMEOUT, FW_INIT_POLL) {
-            Ok(waited) => dev_info!(pdev, "firmware ready after {} ms ({:?} function)\n", waited.as_millis(), kind),
+            Ok(waited) => dev_info!(
+                pdev,
+                "firmware ready after {} ms ({:?} function)\n",
+                waited.as_millis(),
+                kind
+            ),
             Err(e) => {
-                dev_err!(pdev, "firmware still initializing after {} ms\n", FW_PRE_INIT_TIMEOUT.as_millis());
+                dev_err!(
+                    pdev,
+                    "firmware still initializing after {} ms\n",
+                    FW_PRE_INIT_TIMEOUT.as_millis()
+                );
                 return Err(e);
             }
         }
         BOUND.fetch_add(1, Relaxed);
-        Ok(Mlx5Function { pdev, _bar: bar, fw })
+        Ok(Mlx5Function {
+            pdev,
+            _bar: bar,
+            fw,
+        })
     }
 
     fn unbind<'bound>(_pdev: &'bound pci::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
