@@ -11,7 +11,7 @@ pkgs=(
   ninja-build libglib2.0-dev libpixman-1-dev zlib1g-dev python3-venv pkg-config
   seabios qemu-system-data
   # guest userland (copied into the initramfs with their libraries)
-  busybox-static rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest iproute2
+  busybox-static pciutils rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest iproute2
   # dpkg -x of the kernel source package, harness
   dpkg-dev
 )

@@ -57,7 +57,10 @@ GUEST_TOOLS = [
     "/usr/bin/ib_write_bw", "/usr/bin/ib_read_bw", "/usr/bin/ib_send_bw",
     "/usr/bin/ib_send_lat", "/usr/bin/ib_write_lat", "/usr/bin/ib_read_lat",
     "/usr/bin/ib_atomic_bw",
+    "/usr/bin/lspci",
 ]
+# Data files the tools read.
+GUEST_DATA = ["/usr/share/misc/pci.ids"]
 LIBIBVERBS_PROVIDERS = Path("/usr/lib/x86_64-linux-gnu/libibverbs")
 LIBIBVERBS_DRIVERS = Path("/etc/libibverbs.d")
 DEFAULT_FW = "16.35.2000"
@@ -173,6 +176,8 @@ def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[
         for p in list(LIBIBVERBS_PROVIDERS.glob("*.so")):
             copy_into(root, p)
             libs |= shared_libraries(str(p))
+        for p in GUEST_DATA:
+            copy_into(root, p)
         for p in LIBIBVERBS_DRIVERS.glob("*.driver"):
             copy_into(root, p)
         for lib in sorted(libs):

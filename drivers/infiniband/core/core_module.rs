@@ -34,7 +34,7 @@ impl kernel::InPlaceModule for IbCore {
         })
         .pin_chain(|this| {
             CLASS_REGISTERED.store(true, Relaxed);
-            pr_info!("ib_core: infiniband class registered, workqueues ready\n");
+            pr_info!("infiniband class registered, workqueues ready\n");
             let _ = &this.workqueues;
             Ok(())
         })
@@ -45,6 +45,6 @@ impl kernel::InPlaceModule for IbCore {
 impl PinnedDrop for IbCore {
     fn drop(self: Pin<&mut Self>) {
         CLASS_REGISTERED.store(false, Relaxed);
-        pr_info!("ib_core: unloading\n");
+        pr_info!("unloading\n");
     }
 }

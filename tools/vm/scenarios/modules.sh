@@ -17,7 +17,7 @@ if [ "$STACK" = rust ]; then
 	check_output "the function is bound to mlx5_core" '/mlx5_core$' readlink "$dev/driver"
 	check "/sys/class/infiniband exists (ib_core registered its class)" test -d /sys/class/infiniband
 	check_output "mlx5_ib sees ib_core ready and one bound function" \
-		'mlx5_ib: loaded; ib_core ready, 1 mlx5 function\(s\) bound' dmesg
+		'mlx5_ib: loaded; ib_core ready, 1 mlx5 function\(s\) bound$' dmesg
 	check "unload the stack" unload_stack
 	check "no module of the stack is left" test -z "$(stack_loaded)"
 	check "/sys/class/infiniband is gone" test ! -e /sys/class/infiniband

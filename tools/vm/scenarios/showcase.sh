@@ -9,7 +9,7 @@ show() {
 
 dev=$(cx_device)
 check "the emulated ConnectX-5 is on the PCI bus" test -n "$dev"
-show lspci
+show lspci -nn
 check "load the $STACK stack" load_stack
 show sh -c "lsmod | grep -E '^(ib_|mlx5)'"
 show sh -c "dmesg | grep -E 'mlx5|ib_core|infiniband'"

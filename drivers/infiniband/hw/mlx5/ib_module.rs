@@ -11,11 +11,11 @@ pub(crate) struct Mlx5Ib;
 impl kernel::Module for Mlx5Ib {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         if !ib_core::class_registered() {
-            pr_err!("mlx5_ib: ib_core has no infiniband class registered\n");
+            pr_err!("ib_core has no infiniband class registered\n");
             return Err(ENODEV);
         }
         pr_info!(
-            "mlx5_ib: loaded; ib_core ready, {} mlx5 function(s) bound\n",
+            "loaded; ib_core ready, {} mlx5 function(s) bound\n",
             mlx5_core::bound_functions()
         );
         Ok(Self)
@@ -24,6 +24,6 @@ impl kernel::Module for Mlx5Ib {
 
 impl Drop for Mlx5Ib {
     fn drop(&mut self) {
-        pr_info!("mlx5_ib: unloading\n");
+        pr_info!("unloading\n");
     }
 }
