@@ -390,6 +390,11 @@ def cmd_run(args) -> int:
             print(f"         | {d}")
     for r in cases:
         print(f"  [{'ok' if r.ok else 'FAIL':>4}]   {label}: kunit case {r.name}")
+    commands = workdir / "commands.txt"
+    if commands.exists() and commands.read_text().strip():
+        print(f"  cx-model: commands the driver issued ({label}):")
+        for line in commands.read_text().splitlines():
+            print(f"    {line}")
     for p in problems:
         print(f"  [FAIL] {label}: {p}")
     passed = sum(r.ok for r in leaves)

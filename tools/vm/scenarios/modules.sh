@@ -31,6 +31,8 @@ if [ "$STACK" = rust ]; then
 else
 	check_output "ENABLE_HCA fails with the model's bad-operation status and syndrome" \
 		"mlx5_core $bdf: .*ENABLE_HCA\(0x104\) op_mod\(0x0\) failed, status bad operation\(0x2\), syndrome \(0xcf00104\)" dmesg
+	check_output "ENABLE_HCA was the only command the driver issued" '^1$' \
+		sh -c "dmesg | grep -c 'mlx5_core $bdf: .*failed, status'"
 	check_output "the C driver fails the probe" "mlx5_core $bdf: .*mlx5_init_one failed with error code -22" dmesg
 	check "the function is not bound" test ! -e "$dev/driver"
 	check "unload the stack" unload_stack
