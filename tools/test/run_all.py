@@ -116,6 +116,15 @@ def harness_selfcheck(tally, harness_args):
     ok = p.returncode != 0 and "cx-model died during the run" in p.stderr and took < 60
     tally.add("harness: a killed cx-model fails the run fast with a clear message", int(ok), int(not ok))
 
+    print("== harness: no process outlives the runs", flush=True)
+    workdir = next((a.split("=", 1)[1] for a in harness_args if a.startswith("--workdir=")), None)
+    if workdir is None and "--workdir" in harness_args:
+        workdir = harness_args[harness_args.index("--workdir") + 1]
+    p = subprocess.run(["pgrep", "-af", f"{workdir}/"], capture_output=True, text=True)
+    strays = [l for l in p.stdout.splitlines() if "pgrep" not in l]
+    print("\n".join(strays) or "none", flush=True)
+    tally.add("harness: no stray QEMU or cx-model processes", int(not strays), int(bool(strays)))
+
 
 def main():
     ap = argparse.ArgumentParser()

@@ -92,6 +92,23 @@ impl pci::Driver for Mlx5PciDriver {
         pdev.enable_device_mem()?;
         pdev.set_master();
         let bar = pdev.iomap_region_sized::<{ init_segment::SIZE }>(0, c"mlx5_core")?;
+        // Registers other than `initializing` are only meaningful once firmware is up.
+        match init_segment::wait_fw_init(&bar, FW_PRE_INIT_TIMEOUT, FW_INIT_POLL) {
+            Ok(waited) => dev_info!(
+                pdev,
+                "firmware ready after {} ms ({:?} function)\n",
+                waited.as_millis(),
+                kind
+            ),
+            Err(e) => {
+                dev_err!(
+                    pdev,
+                    "firmware still initializing after {} ms\n",
+                    FW_PRE_INIT_TIMEOUT.as_millis()
+                );
+                return Err(e);
+            }
+        }
         let fw = FwRevision::read(&bar);
         dev_info!(
             pdev,
@@ -108,22 +125,6 @@ impl pci::Driver for Mlx5PciDriver {
                 init_segment::SUPPORTED_CMDIF_REV
             );
             return Err(EINVAL);
-        }
-        match init_segment::wait_fw_init(&bar, FW_PRE_INIT_TIMEOUT, FW_INIT_POLL) {
-            Ok(waited) => dev_info!(
-                pdev,
-                "firmware ready after {} ms ({:?} function)\n",
-                waited.as_millis(),
-                kind
-            ),
-            Err(e) => {
-                dev_err!(
-                    pdev,
-                    "firmware still initializing after {} ms\n",
-                    FW_PRE_INIT_TIMEOUT.as_millis()
-                );
-                return Err(e);
-            }
         }
         BOUND.fetch_add(1, Relaxed);
         Ok(Mlx5Function {

@@ -15,12 +15,14 @@ check_output "mlx5_core logs the firmware version read from BAR0" \
 
 if [ "$STACK" = rust ]; then
 	check_output "the function is bound to mlx5_core" '/mlx5_core$' readlink "$dev/driver"
+	check_output "BAR0 is claimed by mlx5_core in /proc/iomem" ': mlx5_core$' cat /proc/iomem
 	check "/sys/class/infiniband exists (ib_core registered its class)" test -d /sys/class/infiniband
 	check_output "mlx5_ib sees ib_core ready and one bound function" \
 		'mlx5_ib: loaded; ib_core ready, 1 mlx5 function\(s\) bound$' dmesg
 	check "unload the stack" unload_stack
 	check "no module of the stack is left" test -z "$(stack_loaded)"
 	check "/sys/class/infiniband is gone" test ! -e /sys/class/infiniband
+	check "BAR0 is released" sh -c '! grep -q mlx5_core /proc/iomem'
 	cycles=0
 	for i in 1 2 3 4 5 6 7 8 9 10; do
 		load_stack && unload_stack && [ -z "$(stack_loaded)" ] && cycles=$((cycles + 1))
