@@ -125,6 +125,16 @@ def scenario_timeout(path: Path) -> int:
     return DEFAULT_TIMEOUT
 
 
+def scenario_model_args(path: Path) -> list[str]:
+    """Extra cx-model arguments from `# cx-model: ...` header lines (e.g. fault rules)."""
+    args: list[str] = []
+    for line in path.read_text().splitlines()[:20]:
+        m = re.match(r"#\s*cx-model:\s*(.+)", line)
+        if m:
+            args += m.group(1).split()
+    return args
+
+
 def available_scenarios() -> list[str]:
     return sorted(p.stem for p in SCENARIOS.glob("*.sh"))
 
@@ -217,13 +227,13 @@ class Run:
         self.console_log = workdir / "console.log"
         self.socket = workdir / "cx.sock"
 
-    def start_model(self) -> None:
+    def start_model(self, extra: list[str] | None = None) -> None:
         if self.socket.exists():
             self.socket.unlink()
         env = dict(os.environ, RUST_LOG=os.environ.get("CX_MODEL_LOG", "debug"))
         self.model = subprocess.Popen(
             [self.args.cx_model, "--socket", str(self.socket), "--fw-version", self.args.fw_version,
-             "--command-log", str(self.workdir / "commands.txt")],
+             "--command-log", str(self.workdir / "commands.txt"), *(extra or [])],
             stdout=open(self.model_log, "wb"), stderr=subprocess.STDOUT, env=env,
             start_new_session=True)
         deadline = time.monotonic() + 20
@@ -348,7 +358,7 @@ def cmd_run(args) -> int:
         build_initramfs(initrd, args.stack, module_paths(args),
                         {"SCENARIO": args.scenario, "STACK": args.stack, "EXPECT_FW": args.fw_version},
                         args.scenario)
-        run.start_model()
+        run.start_model(scenario_model_args(path))
         lines = run.run_guest(initrd, timeout, args.kill_model_after)
     except HarnessError as e:
         run.stop()

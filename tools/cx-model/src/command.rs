@@ -24,8 +24,60 @@ pub enum Status {
     BadOperation = 0x2,
     /// A parameter is invalid.
     BadParameter = 0x3,
+    /// The command is not allowed in the current system state.
+    BadSystemState = 0x4,
+    /// A resource (object number) is invalid.
+    BadResource = 0x5,
+    /// The resource is busy.
+    ResourceBusy = 0x6,
+    /// Not ready; try again.
+    NotReady = 0x7,
+    /// A limit was exceeded.
+    LimitsExceeded = 0x8,
+    /// The resource is in the wrong state.
+    BadResourceState = 0x9,
+    /// An index is out of range.
+    IndexError = 0xa,
+    /// Out of resources.
+    NoResources = 0xf,
+    /// The QP is in the wrong state.
+    BadQpState = 0x10,
+    /// Bad packet.
+    BadPacket = 0x30,
+    /// Too many outstanding CQEs for the new CQ size.
+    BadSizeOutstandingCqes = 0x40,
     /// Input length is wrong.
     BadInputLength = 0x50,
+    /// Output length is wrong.
+    BadOutputLength = 0x51,
+}
+
+impl Status {
+    /// The status with this value, if the model knows it.
+    pub fn from_u8(v: u8) -> Option<Self> {
+        use Status::*;
+        [
+            Ok,
+            InternalError,
+            BadOperation,
+            BadParameter,
+            BadSystemState,
+            BadResource,
+            ResourceBusy,
+            NotReady,
+            LimitsExceeded,
+            BadResourceState,
+            IndexError,
+            NoResources,
+            BadQpState,
+            BadPacket,
+            BadSizeOutstandingCqes,
+            BadInputLength,
+            BadOutputLength,
+        ]
+        .into_iter()
+        .find(|s| *s as u8 == v)
+    }
 }
 
 /// Delivery status (bits 7:1 of `status_own`) for entries the device could not even parse.
@@ -34,6 +86,16 @@ pub enum Status {
 pub enum Delivery {
     /// The entry was delivered.
     Ok = 0x0,
+    /// A mailbox block carried the wrong token.
+    TokenError = 0x2,
+    /// A mailbox block carried the wrong block number.
+    BadBlockNumber = 0x3,
+    /// A mailbox pointer is not aligned (or not in guest memory).
+    InputPointerError = 0x5,
+    /// Input length larger than the mailbox chain carries.
+    InputLengthError = 0x7,
+    /// Output length larger than the mailbox chain carries.
+    OutputLengthError = 0x8,
     /// Bad `type` field or descriptor.
     BadDescriptor = 0x10,
 }
@@ -97,7 +159,7 @@ impl Entry {
 
 /// Writes the inline output (status and syndrome) of entry `slot_addr` and hands the entry back to
 /// the driver with `delivery` in `status_own`.
-pub fn complete<M: GuestMemory>(
+pub fn complete<M: GuestMemory + ?Sized>(
     mem: &mut M,
     slot_addr: u64,
     status: Status,
@@ -107,7 +169,18 @@ pub fn complete<M: GuestMemory>(
     let mut out = [0u8; 16];
     out[0] = status as u8;
     out[4..8].copy_from_slice(&syndrome.to_be_bytes());
-    mem.write(slot_addr + 0x20, &out)?;
+    complete_raw(mem, slot_addr, &out, delivery)
+}
+
+/// Writes the 16 inline output bytes of the entry at `slot_addr`, then hands it back to the
+/// driver with `delivery` in `status_own`.
+pub fn complete_raw<M: GuestMemory + ?Sized>(
+    mem: &mut M,
+    slot_addr: u64,
+    inline: &[u8; 16],
+    delivery: Delivery,
+) -> Result<(), DmaFault> {
+    mem.write(slot_addr + 0x20, inline)?;
     // The output must be visible before ownership returns: the driver polls `status_own`.
     std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
     mem.write(slot_addr + 0x3f, &[(delivery as u8) << 1])

@@ -1,14 +1,15 @@
 //! The emulated ConnectX function: BAR0 registers and the command interface behind them.
 //!
-//! This is the skeleton device: it presents the init segment, lets the driver program the command
-//! queue, and answers every command with the firmware's bad-operation status, so a driver fails
-//! fast and visibly. Every register access is logged at debug level and every command it does not
-//! implement at warn level.
+//! The device presents the init segment, lets the driver program the command queue, and runs each
+//! command the driver submits through the [`Firmware`]: input gathered from the entry and its
+//! mailboxes, output scattered back, ownership returned, and, once a command EQ exists, a
+//! completion event posted. Every register access is logged at debug level.
 
-use crate::command::{self, CommandLog, Delivery, Entry, Status, ENTRY_SIZE, OWNER_HW, XPORT_PCI};
+use crate::command::{self, CommandLog, Delivery, Entry, ENTRY_SIZE, OWNER_HW, XPORT_PCI};
+use crate::firmware::{eq::event, Execution, Firmware, FirmwareConfig};
 use crate::guest_memory::GuestMemory;
-use crate::init_segment::{self as iseg, FwVersion};
-use crate::opcodes::opcode_name;
+use crate::init_segment as iseg;
+use crate::mailbox::{self, MailboxError};
 use crate::pci_config::ConfigSpace;
 use log::{debug, error, warn};
 use std::time::{Duration, Instant};
@@ -16,8 +17,8 @@ use std::time::{Duration, Instant};
 /// What can be chosen about a device instance.
 #[derive(Debug, Clone)]
 pub struct DeviceConfig {
-    /// Firmware version reported in the init segment.
-    pub fw: FwVersion,
+    /// Firmware identity and resources.
+    pub firmware: FirmwareConfig,
     /// How long the `initializing` bit stays set after power-on or reset.
     pub init_delay: Duration,
 }
@@ -25,11 +26,7 @@ pub struct DeviceConfig {
 impl Default for DeviceConfig {
     fn default() -> Self {
         Self {
-            fw: FwVersion {
-                major: 16,
-                minor: 35,
-                subminor: 2000,
-            },
+            firmware: FirmwareConfig::default(),
             init_delay: Duration::from_millis(100),
         }
     }
@@ -37,14 +34,17 @@ impl Default for DeviceConfig {
 
 /// One emulated ConnectX-5 function.
 pub struct Device {
-    config: DeviceConfig,
+    init_delay: Duration,
     /// PCI configuration space.
     pub config_space: ConfigSpace,
+    /// The firmware behind the command interface.
+    pub firmware: Firmware,
     cmdq_h: u32,
     cmdq_l: u32,
     reset_at: Instant,
     powered_at: Instant,
-    commands: CommandLog,
+    /// Slots whose command was made to hang (never handed back).
+    hung_slots: u32,
 }
 
 impl Device {
@@ -52,13 +52,14 @@ impl Device {
     pub fn new(config: DeviceConfig) -> Self {
         let now = Instant::now();
         Self {
-            config,
+            init_delay: config.init_delay,
             config_space: ConfigSpace::new(),
+            firmware: Firmware::new(config.firmware),
             cmdq_h: 0,
             cmdq_l: 0,
             reset_at: now,
             powered_at: now,
-            commands: CommandLog::default(),
+            hung_slots: 0,
         }
     }
 
@@ -66,17 +67,24 @@ impl Device {
     pub fn reset(&mut self) {
         self.cmdq_h = 0;
         self.cmdq_l = 0;
+        self.hung_slots = 0;
         self.reset_at = Instant::now();
+        self.firmware.reset();
     }
 
     /// The commands seen so far.
     pub fn commands(&self) -> &CommandLog {
-        &self.commands
+        &self.firmware.log
+    }
+
+    /// MSI-X vectors to raise, in order; drains the list.
+    pub fn take_irqs(&mut self) -> Vec<u16> {
+        std::mem::take(&mut self.firmware.irqs)
     }
 
     /// Whether firmware still reports that it is initializing.
     pub fn initializing(&self) -> bool {
-        self.reset_at.elapsed() < self.config.init_delay
+        self.reset_at.elapsed() < self.init_delay
     }
 
     /// Guest address of the command queue the driver programmed.
@@ -85,7 +93,7 @@ impl Device {
     }
 
     fn reg32(&self, off: u64) -> u32 {
-        let fw = self.config.fw;
+        let fw = self.firmware.config.fw;
         match off {
             iseg::FW_REV => (u32::from(fw.minor) << 16) | u32::from(fw.major),
             iseg::CMDIF_REV_FW_SUB => (u32::from(iseg::CMDIF_REV) << 16) | u32::from(fw.subminor),
@@ -122,37 +130,46 @@ impl Device {
         }
     }
 
-    /// A write to BAR0; a doorbell write makes the device execute commands in guest memory.
-    pub fn bar0_write<M: GuestMemory>(&mut self, mem: &mut M, off: u64, data: &[u8]) {
-        let Ok(word) = <[u8; 4]>::try_from(data) else {
-            warn!(
-                "bar0 write {:#x} of {} bytes: only 32-bit register writes are implemented",
-                off,
-                data.len()
-            );
-            return;
+    /// A write to BAR0: command queue registers, the command doorbell, or a UAR doorbell.
+    pub fn bar0_write(&mut self, mem: &mut dyn GuestMemory, off: u64, data: &[u8]) {
+        let v = match data.len() {
+            4 => u32::from_be_bytes([data[0], data[1], data[2], data[3]]),
+            // 64-bit doorbells: the low word at the higher address carries what the model uses.
+            8 => u32::from_be_bytes([data[4], data[5], data[6], data[7]]),
+            n => {
+                warn!("bar0 write {off:#x} of {n} bytes: only 32- and 64-bit writes are implemented");
+                return;
+            }
         };
-        let v = u32::from_be_bytes(word);
         debug!(
-            "bar0 write {:#06x} {:<16} <- {:#010x}",
+            "bar0 write {:#06x} {:<16} <- {:#010x} (len {})",
             off,
             iseg::register_name(off),
-            v
+            v,
+            data.len()
         );
         match off {
             iseg::CMDQ_ADDR_H => self.cmdq_h = v,
             iseg::CMDQ_ADDR_L_SZ => self.cmdq_l = v & !0xfff,
             iseg::CMD_DBELL => self.ring_command_doorbell(mem, v),
-            _ if off < iseg::SIZE => warn!("bar0 write to unimplemented register {:#x} <- {:#x}", off, v),
-            _ => warn!(
-                "bar0 write to UAR area {:#x} <- {:#x}: UARs are not implemented",
-                off, v
-            ),
+            _ if off < crate::firmware::resources::FIRST_UAR as u64 * 4096 => {
+                warn!("bar0 write to unimplemented register {off:#x} <- {v:#x}")
+            }
+            _ => {
+                // A 64-bit write to the EQ doorbells puts the value in the first word.
+                let v = if data.len() == 8 {
+                    u32::from_be_bytes([data[0], data[1], data[2], data[3]])
+                } else {
+                    v
+                };
+                self.firmware.uar_write((off / 4096) as u32, off % 4096, v)
+            }
         }
     }
 
-    fn ring_command_doorbell<M: GuestMemory>(&mut self, mem: &mut M, mask: u32) {
+    fn ring_command_doorbell(&mut self, mem: &mut dyn GuestMemory, mask: u32) {
         let slots = 1u32 << iseg::LOG_CMDQ_SIZE;
+        let mut completed = 0u32;
         for slot in 0..32 {
             if mask & (1 << slot) == 0 {
                 continue;
@@ -162,42 +179,88 @@ impl Device {
                 continue;
             }
             let addr = self.cmdq_addr() + (u64::from(slot) << iseg::LOG_CMDQ_STRIDE);
-            self.execute_slot(mem, slot, addr);
+            // Events go to the command EQ only if it existed before this command ran: the command
+            // that creates it completes by polling.
+            let events = self.firmware.eqs.for_event(event::CMD).is_some();
+            if self.execute_slot(mem, slot, addr) && events {
+                completed |= 1 << slot;
+            }
+        }
+        if completed != 0 && self.firmware.eqs.for_event(event::CMD).is_some() {
+            self.firmware
+                .post_event(mem, event::CMD, 0, &completed.to_be_bytes());
         }
     }
 
-    fn execute_slot<M: GuestMemory>(&mut self, mem: &mut M, slot: u32, addr: u64) {
+    /// Runs the command in `slot`; returns whether it completed (handed back to the driver).
+    fn execute_slot(&mut self, mem: &mut dyn GuestMemory, slot: u32, addr: u64) -> bool {
         let mut raw = [0u8; ENTRY_SIZE];
         if let Err(e) = mem.read(addr, &mut raw) {
             error!("command slot {slot}: cannot read the entry: {e}");
-            return;
+            return false;
         }
         let entry = Entry::parse(&raw);
         if entry.status_own & OWNER_HW == 0 {
             warn!("command slot {slot}: doorbell rung for an entry software still owns");
         }
-        let result = if entry.kind != XPORT_PCI {
+        if entry.kind != XPORT_PCI {
             warn!("command slot {slot}: bad entry type {:#x}", entry.kind);
-            command::complete(mem, addr, Status::Ok, 0, Delivery::BadDescriptor)
-        } else {
-            let op = entry.opcode();
-            let name = opcode_name(op).unwrap_or("UNKNOWN");
-            warn!(
-                "command {name}({op:#x}) op_mod {:#x}: not implemented, answering bad operation",
-                entry.op_mod()
-            );
-            self.commands.record(op, false);
-            command::complete(
-                mem,
-                addr,
-                Status::BadOperation,
-                command::not_implemented_syndrome(op),
-                Delivery::Ok,
-            )
-        };
-        if let Err(e) = result {
-            error!("command slot {slot}: cannot write the completion: {e}");
+            return self.finish(mem, slot, addr, &[], Delivery::BadDescriptor);
         }
+        let input = match mailbox::read_input(mem, &entry) {
+            Ok(i) => i,
+            Err(e) => {
+                warn!(
+                    "command slot {slot} (opcode {:#x}): input mailboxes: {e:?}",
+                    entry.opcode()
+                );
+                return self.finish(mem, slot, addr, &[], delivery_for(e));
+            }
+        };
+        let output = match self.firmware.execute(mem, &input) {
+            Execution::Complete(out) => out,
+            Execution::Hang => {
+                self.hung_slots |= 1 << slot;
+                return false;
+            }
+        };
+        if let Err(e) = mailbox::write_output(mem, &entry, &output) {
+            warn!(
+                "command slot {slot} (opcode {:#x}): output mailboxes: {e:?}",
+                entry.opcode()
+            );
+            return self.finish(mem, slot, addr, &[], Delivery::OutputLengthError);
+        }
+        self.finish(mem, slot, addr, &output, Delivery::Ok)
+    }
+
+    fn finish(
+        &mut self,
+        mem: &mut dyn GuestMemory,
+        slot: u32,
+        addr: u64,
+        output: &[u8],
+        delivery: Delivery,
+    ) -> bool {
+        let mut inline = [0u8; mailbox::INLINE];
+        let n = output.len().min(mailbox::INLINE);
+        inline[..n].copy_from_slice(&output[..n]);
+        match command::complete_raw(mem, addr, &inline, delivery) {
+            Ok(()) => true,
+            Err(e) => {
+                error!("command slot {slot}: cannot write the completion: {e}");
+                false
+            }
+        }
+    }
+}
+
+fn delivery_for(e: MailboxError) -> Delivery {
+    match e {
+        MailboxError::Fault(_) => Delivery::InputPointerError,
+        MailboxError::ChainTooShort => Delivery::InputLengthError,
+        MailboxError::BadBlockNumber => Delivery::BadBlockNumber,
+        MailboxError::BadToken => Delivery::TokenError,
     }
 }
 
@@ -253,35 +316,6 @@ mod tests {
         let mut b = [0u8; 2];
         d.bar0_read(iseg::CMDIF_REV_FW_SUB, &mut b);
         assert_eq!(u16::from_be_bytes(b), 5);
-    }
-
-    #[test]
-    fn every_command_gets_bad_operation_with_syndrome() {
-        let mut d = device();
-        let mut m = FakeMemory::new(RAM, 0x10000);
-        d.bar0_write(&mut m, iseg::CMDQ_ADDR_H, &0u32.to_be_bytes());
-        d.bar0_write(&mut m, iseg::CMDQ_ADDR_L_SZ, &(RAM as u32).to_be_bytes());
-        assert_eq!(d.cmdq_addr(), RAM);
-        for (slot, op) in [(0u64, 0x104u16), (3, 0x10a)] {
-            let mut e = [0u8; ENTRY_SIZE];
-            e[0] = XPORT_PCI;
-            e[0x10..0x12].copy_from_slice(&op.to_be_bytes());
-            e[0x3f] = OWNER_HW;
-            m.write(RAM + slot * 64, &e).unwrap();
-        }
-        d.bar0_write(&mut m, iseg::CMD_DBELL, &((1u32 << 0) | (1 << 3)).to_be_bytes());
-        for (slot, op) in [(0u64, 0x104u32), (3, 0x10a)] {
-            let mut e = [0u8; ENTRY_SIZE];
-            m.read(RAM + slot * 64, &mut e).unwrap();
-            assert_eq!(e[0x3f], 0, "slot {slot} handed back with delivery ok");
-            assert_eq!(e[0x20], Status::BadOperation as u8);
-            assert_eq!(
-                u32::from_be_bytes(e[0x24..0x28].try_into().unwrap()),
-                0x0cf0_0000 | op
-            );
-        }
-        assert_eq!(d.commands().count(0x104), 1);
-        assert_eq!(d.commands().count(0x10a), 1);
     }
 
     #[test]

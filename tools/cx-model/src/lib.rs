@@ -4,8 +4,13 @@
 
 pub mod command;
 pub mod device;
+pub mod firmware;
 pub mod guest_memory;
+pub mod ifc;
 pub mod init_segment;
+pub mod mailbox;
 pub mod opcodes;
 pub mod pci_config;
 pub mod server;
+#[cfg(test)]
+pub mod test_driver;

@@ -1,26 +1,39 @@
-//! `cx-model --socket PATH [--fw-version X.Y.Z] [--init-delay-ms N] [--command-log FILE]`
-//!
-//! Serves one emulated ConnectX-5 on a vfio-user socket until QEMU disconnects, then prints (and
-//! optionally writes) the commands the driver issued, with counts.
+//! `cx-model --socket PATH [options]`: serves one emulated ConnectX-5 on a vfio-user socket until
+//! QEMU disconnects, then prints the commands the driver issued (with counts) and the account of
+//! firmware pages.
 
 use cx_model::device::{Device, DeviceConfig};
+use cx_model::firmware::faults::Rule;
 use cx_model::init_segment::FwVersion;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+const USAGE: &str = "usage: cx-model --socket PATH [--fw-version X.Y.Z] [--ports N] [--guid-seed N]
+                [--psid TEXT] [--init-delay-ms N] [--fault SPEC]... [--command-log FILE]
+  --fault hang:<OPCODE>[:<count>]                        the command never completes
+  --fault status:<OPCODE>:<status>[:<syndrome>[:<count>]] the command fails with that status
+  (<OPCODE> is a name such as QUERY_ISSI or a number; RUST_LOG=debug logs every register access)";
+
 struct Args {
     socket: PathBuf,
     config: DeviceConfig,
+    faults: Vec<Rule>,
     command_log: Option<PathBuf>,
 }
 
-const USAGE: &str =
-    "usage: cx-model --socket PATH [--fw-version X.Y.Z] [--init-delay-ms N] [--command-log FILE]";
+fn number(s: &str) -> Result<u64, String> {
+    match s.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => s.parse(),
+    }
+    .map_err(|_| format!("bad number {s:?}"))
+}
 
 fn parse_args() -> Result<Args, String> {
     let mut socket = None;
     let mut config = DeviceConfig::default();
+    let mut faults = Vec::new();
     let mut command_log = None;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -29,12 +42,20 @@ fn parse_args() -> Result<Args, String> {
             "--socket" => socket = Some(PathBuf::from(value()?)),
             "--fw-version" => {
                 let v = value()?;
-                config.fw = FwVersion::parse(&v).ok_or_else(|| format!("bad firmware version {v:?}"))?;
+                config.firmware.fw =
+                    FwVersion::parse(&v).ok_or_else(|| format!("bad firmware version {v:?}"))?;
             }
-            "--init-delay-ms" => {
-                let v = value()?;
-                config.init_delay = Duration::from_millis(v.parse().map_err(|_| format!("bad delay {v:?}"))?);
+            "--ports" => {
+                let n = number(&value()?)?;
+                config.firmware.ports = u8::try_from(n)
+                    .ok()
+                    .filter(|p| (1..=2).contains(p))
+                    .ok_or("--ports is 1 or 2")?;
             }
+            "--guid-seed" => config.firmware.guid_seed = number(&value()?)?,
+            "--psid" => config.firmware.psid = value()?,
+            "--init-delay-ms" => config.init_delay = Duration::from_millis(number(&value()?)?),
+            "--fault" => faults.push(Rule::parse(&value()?)?),
             "--command-log" => command_log = Some(PathBuf::from(value()?)),
             "-h" | "--help" => return Err(USAGE.into()),
             _ => return Err(format!("unknown argument {a:?}\n{USAGE}")),
@@ -43,6 +64,7 @@ fn parse_args() -> Result<Args, String> {
     Ok(Args {
         socket: socket.ok_or_else(|| format!("--socket is required\n{USAGE}"))?,
         config,
+        faults,
         command_log,
     })
 }
@@ -58,21 +80,34 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    log::info!("ConnectX-5 15b3:1017, firmware {}", args.config.fw);
-    let model = match cx_model::server::serve(&args.socket, Device::new(args.config)) {
+    let fw = &args.config.firmware;
+    log::info!(
+        "ConnectX-5 15b3:1017, firmware {}, {} InfiniBand port(s), GUID seed {:#x}, {} fault rule(s)",
+        fw.fw,
+        fw.ports,
+        fw.guid_seed,
+        args.faults.len()
+    );
+    let mut device = Device::new(args.config);
+    for rule in args.faults {
+        device.firmware.faults.add(rule);
+    }
+    let model = match cx_model::server::serve(&args.socket, device) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("cx-model: vfio-user server failed: {e:?}");
             return ExitCode::FAILURE;
         }
     };
-    let report = model.device.commands().report();
+    let dev = model.shared().device.lock().unwrap_or_else(|e| e.into_inner());
+    let report = dev.commands().report();
+    let pages = dev.firmware.pages.report();
     eprintln!(
-        "cx-model: commands issued ({} in all):\n{report}",
-        model.device.commands().total()
+        "cx-model: commands issued ({} in all):\n{report}cx-model: {pages}",
+        dev.commands().total()
     );
     if let Some(path) = args.command_log {
-        if let Err(e) = std::fs::write(&path, &report) {
+        if let Err(e) = std::fs::write(&path, format!("{report}{pages}\n")) {
             eprintln!("cx-model: cannot write {}: {e}", path.display());
             return ExitCode::FAILURE;
         }

@@ -1,54 +1,134 @@
 //! The vfio-user side: QEMU's `vfio-user-pci` client talks to [`ModelServer`], which forwards
-//! config-space and BAR accesses to the [`Device`] and keeps the guest-memory mappings and the
-//! MSI-X eventfds.
+//! config-space and BAR accesses to the [`Device`], keeps the guest-memory mappings and the MSI-X
+//! eventfds, and runs commands on a worker thread so the server keeps answering QEMU while a
+//! command executes (or hangs, when a fault says so).
 
 use crate::device::Device;
 use crate::guest_memory::MappedMemory;
+use crate::init_segment;
 use crate::pci_config::{BAR0_SIZE, MSIX_VECTORS};
 use log::{debug, info, warn};
 use std::fs::File;
 use std::io::Write;
 use std::mem::size_of;
 use std::path::Path;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 use vfio_bindings::bindings::vfio::*;
 use vfio_user::{DmaMapFlags, DmaUnmapFlags, IrqInfo, Server, ServerBackend, ServerRegion};
 
-/// The device plus what the vfio-user connection gave it.
-pub struct ModelServer {
+/// State shared by the server thread and the command worker. Lock order: device, then memory,
+/// then interrupts.
+pub struct Shared {
     /// The emulated function.
-    pub device: Device,
-    mem: MappedMemory,
-    msix: Vec<Option<File>>,
+    pub device: Mutex<Device>,
+    /// Guest RAM.
+    pub mem: Mutex<MappedMemory>,
+    /// MSI-X eventfds by vector.
+    pub msix: Mutex<Vec<Option<File>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panicking holder leaves the data as it was; the model keeps serving.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    /// Raises each vector the device queued.
+    fn fire(&self, vectors: &[u16]) {
+        if vectors.is_empty() {
+            return;
+        }
+        let msix = lock(&self.msix);
+        for &v in vectors {
+            match msix.get(usize::from(v)) {
+                Some(Some(f)) => {
+                    if let Err(e) = (&*f).write_all(&1u64.to_le_bytes()) {
+                        warn!("MSI-X vector {v}: eventfd write failed: {e}");
+                    }
+                }
+                _ => debug!("MSI-X vector {v} not enabled by the guest"),
+            }
+        }
+    }
+}
+
+/// Work for the command thread.
+enum Work {
+    /// The driver rang the command doorbell with this slot mask.
+    Doorbell(u32),
+}
+
+fn worker(shared: Arc<Shared>, rx: Receiver<Work>) {
+    while let Ok(work) = rx.recv() {
+        match work {
+            Work::Doorbell(mask) => {
+                let irqs = {
+                    let mut dev = lock(&shared.device);
+                    let mut mem = lock(&shared.mem);
+                    dev.bar0_write(&mut *mem, init_segment::CMD_DBELL, &mask.to_be_bytes());
+                    dev.take_irqs()
+                };
+                shared.fire(&irqs);
+            }
+        }
+    }
+}
+
+/// The server's backend.
+pub struct ModelServer {
+    shared: Arc<Shared>,
+    work: Option<Sender<Work>>,
+    thread: Option<JoinHandle<()>>,
 }
 
 impl ModelServer {
-    /// Wraps `device` for serving.
+    /// Wraps `device` for serving and starts the command worker.
     pub fn new(device: Device) -> Self {
+        let shared = Arc::new(Shared {
+            device: Mutex::new(device),
+            mem: Mutex::new(MappedMemory::default()),
+            msix: Mutex::new(Vec::new()),
+        });
+        let (tx, rx) = mpsc::channel();
+        let s = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("cx-commands".into())
+            .spawn(move || worker(s, rx))
+            .ok();
         Self {
-            device,
-            mem: MappedMemory::default(),
-            msix: Vec::new(),
+            shared,
+            work: Some(tx),
+            thread,
         }
     }
 
-    /// Raises MSI-X `vector` if the guest enabled it.
-    pub fn raise_msix(&self, vector: usize) {
-        match self.msix.get(vector) {
-            Some(Some(f)) => {
-                if let Err(e) = (&*f).write_all(&1u64.to_le_bytes()) {
-                    warn!("MSI-X vector {vector}: eventfd write failed: {e}");
-                }
-            }
-            _ => debug!("MSI-X vector {vector} not enabled by the guest"),
+    /// The shared state (device, memory, interrupts).
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Stops the worker after the work already queued.
+    pub fn stop(&mut self) {
+        self.work.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
 impl ServerBackend for ModelServer {
     fn region_read(&mut self, region: u32, offset: u64, data: &mut [u8]) -> Result<(), std::io::Error> {
         match region {
-            VFIO_PCI_CONFIG_REGION_INDEX => self.device.config_space.read(offset, data),
-            VFIO_PCI_BAR0_REGION_INDEX => self.device.bar0_read(offset, data),
+            VFIO_PCI_CONFIG_REGION_INDEX => lock(&self.shared.device).config_space.read(offset, data),
+            VFIO_PCI_BAR0_REGION_INDEX => lock(&self.shared.device).bar0_read(offset, data),
             _ => {
                 warn!("read of region {region} at {offset:#x}: no such region");
                 data.fill(0xff);
@@ -61,9 +141,24 @@ impl ServerBackend for ModelServer {
         match region {
             VFIO_PCI_CONFIG_REGION_INDEX => {
                 debug!("config write {offset:#x} <- {data:02x?}");
-                self.device.config_space.write(offset, data);
+                lock(&self.shared.device).config_space.write(offset, data);
             }
-            VFIO_PCI_BAR0_REGION_INDEX => self.device.bar0_write(&mut self.mem, offset, data),
+            VFIO_PCI_BAR0_REGION_INDEX if offset == init_segment::CMD_DBELL && data.len() == 4 => {
+                let mask = u32::from_be_bytes([data[0], data[1], data[2], data[3]]);
+                debug!("bar0 write {offset:#06x} cmd_dbell <- {mask:#010x}");
+                if let Some(tx) = &self.work {
+                    let _ = tx.send(Work::Doorbell(mask));
+                }
+            }
+            VFIO_PCI_BAR0_REGION_INDEX => {
+                let irqs = {
+                    let mut dev = lock(&self.shared.device);
+                    let mut mem = lock(&self.shared.mem);
+                    dev.bar0_write(&mut *mem, offset, data);
+                    dev.take_irqs()
+                };
+                self.shared.fire(&irqs);
+            }
             _ => warn!("write to region {region} at {offset:#x}: no such region"),
         }
         Ok(())
@@ -79,7 +174,7 @@ impl ServerBackend for ModelServer {
     ) -> Result<(), std::io::Error> {
         debug!("dma_map iova {address:#x} size {size:#x} offset {offset:#x} flags {flags:?}");
         match fd {
-            Some(f) => self.mem.map(address, size, &f, offset),
+            Some(f) => lock(&self.shared.mem).map(address, size, &f, offset),
             None => {
                 // ROM and other non-RAM regions come without an fd; guest RAM must be a shared
                 // memfd for the device to reach it.
@@ -91,13 +186,13 @@ impl ServerBackend for ModelServer {
 
     fn dma_unmap(&mut self, _flags: DmaUnmapFlags, address: u64, size: u64) -> Result<(), std::io::Error> {
         debug!("dma_unmap iova {address:#x} size {size:#x}");
-        self.mem.unmap(address);
+        lock(&self.shared.mem).unmap(address);
         Ok(())
     }
 
     fn reset(&mut self) -> Result<(), std::io::Error> {
         info!("device reset");
-        self.device.reset();
+        lock(&self.shared.device).reset();
         Ok(())
     }
 
@@ -116,26 +211,26 @@ impl ServerBackend for ModelServer {
         if index != VFIO_PCI_MSIX_IRQ_INDEX {
             return Ok(());
         }
+        let mut msix = lock(&self.shared.msix);
         let start = start as usize;
         if flags & VFIO_IRQ_SET_DATA_EVENTFD != 0 {
             let need = start + count as usize;
-            if self.msix.len() < need {
-                self.msix.resize_with(need, || None);
+            if msix.len() < need {
+                msix.resize_with(need, || None);
             }
             if fds.is_empty() {
-                // No fds with DATA_EVENTFD: disable the range.
-                for v in &mut self.msix[start..need] {
+                for v in &mut msix[start..need] {
                     *v = None;
                 }
             }
             for (i, f) in fds.into_iter().enumerate() {
-                self.msix[start + i] = Some(f);
+                msix[start + i] = Some(f);
             }
         } else if flags & VFIO_IRQ_SET_DATA_NONE != 0
             && flags & VFIO_IRQ_SET_ACTION_TRIGGER != 0
             && count == 0
         {
-            self.msix.clear();
+            msix.clear();
         }
         Ok(())
     }
@@ -193,5 +288,6 @@ pub fn serve(socket: &Path, device: Device) -> Result<ModelServer, vfio_user::Er
     let mut model = ModelServer::new(device);
     server.run(&mut model)?;
     info!("client disconnected");
+    model.stop();
     Ok(model)
 }

@@ -2,9 +2,8 @@
 # everything unloads cleanly.
 #   rust: the function binds, the firmware revision read through BAR0 is logged, mlx5_ib sees
 #         ib_core and the bound function; 10 load/unload cycles; clean dmesg and kmemleak.
-#   c:    the upstream C mlx5_core logs the same firmware revision, its first command
-#         (ENABLE_HCA) fails with the bad-operation status the skeleton model returns, the probe
-#         fails, and the stack unloads cleanly.
+#   c:    the upstream C stack loads against the same device, binds it (its bring-up is
+#         checked in detail by c-bringup; firmware failures by c-faults), and unloads cleanly.
 
 dev=$(cx_device)
 bdf=${dev##*/}
@@ -31,13 +30,9 @@ if [ "$STACK" = rust ]; then
 	check_output "each cycle bound and unbound the function" '^11$' sh -c "dmesg | grep -c 'mlx5_core $bdf: unbinding'"
 	kmemleak_clean "kmemleak finds no leak"
 else
-	check_output "ENABLE_HCA fails with the model's bad-operation status and syndrome" \
-		"mlx5_core $bdf: .*ENABLE_HCA\(0x104\) op_mod\(0x0\) failed, status bad operation\(0x2\), syndrome \(0xcf00104\)" dmesg
-	check_output "ENABLE_HCA was the only command the driver issued" '^1$' \
-		sh -c "dmesg | grep -c 'mlx5_core $bdf: .*failed, status'"
-	check_output "the C driver fails the probe" "mlx5_core $bdf: .*mlx5_init_one failed with error code -22" dmesg
-	check "the function is not bound" test ! -e "$dev/driver"
+	check_output "the function is bound to the C mlx5_core" '/mlx5_core$' readlink "$dev/driver"
 	check "unload the stack" unload_stack
 	check "no module of the stack is left" test -z "$(stack_loaded)"
+	check "the function is unbound" test ! -e "$dev/driver"
 fi
 dmesg_clean "dmesg has no warnings, oopses or lockdep reports"

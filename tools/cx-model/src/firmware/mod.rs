@@ -1,0 +1,316 @@
+//! The firmware behind the command interface: HCA state, pages, capabilities, resources, and the
+//! dispatch of each command to its handler.
+//!
+//! Handlers take the gathered input and return the full output (header included) or a status
+//! with a syndrome. Commands the model does not implement answer bad-operation and are logged.
+
+pub mod caps;
+pub mod eq;
+pub mod faults;
+pub mod hca;
+pub mod pages;
+pub mod registers;
+pub mod resources;
+
+use crate::command::{CommandLog, Status};
+use crate::guest_memory::GuestMemory;
+use crate::ifc::{self, header, Field};
+use crate::init_segment::FwVersion;
+use crate::opcodes::{self, opcode_name};
+use faults::{Faults, Injected};
+use log::{debug, info, warn};
+
+/// What can be chosen about an instance's firmware.
+#[derive(Debug, Clone)]
+pub struct FirmwareConfig {
+    /// Firmware version.
+    pub fw: FwVersion,
+    /// Number of physical ports (InfiniBand).
+    pub ports: u8,
+    /// Seed from which GUIDs and the LID derive, so two instances differ.
+    pub guid_seed: u64,
+    /// Board id (PSID) reported by QUERY_ADAPTER.
+    pub psid: String,
+    /// MSI-X vectors of the function.
+    pub msix_vectors: u16,
+}
+
+impl Default for FirmwareConfig {
+    fn default() -> Self {
+        Self {
+            fw: FwVersion {
+                major: 16,
+                minor: 35,
+                subminor: 2000,
+            },
+            ports: 1,
+            guid_seed: 0x1,
+            psid: "MT_0000000008".into(),
+            msix_vectors: crate::pci_config::MSIX_VECTORS,
+        }
+    }
+}
+
+/// A command failure: the status and syndrome the output carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CmdError {
+    /// Command status.
+    pub status: Status,
+    /// Syndrome identifying the cause.
+    pub syndrome: u32,
+}
+
+impl CmdError {
+    /// A failure with `status` and `syndrome`.
+    pub const fn new(status: Status, syndrome: u32) -> Self {
+        Self { status, syndrome }
+    }
+}
+
+/// Result of a handler: the output (header space included) or a failure.
+pub type CmdResult = Result<Vec<u8>, CmdError>;
+
+/// A command's gathered input.
+pub struct Input<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Input<'a> {
+    /// Wraps the input bytes.
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes }
+    }
+
+    /// Reads a field (zero past the end).
+    pub fn get(&self, f: Field) -> u64 {
+        ifc::get(self.bytes, f)
+    }
+
+    /// Reads the big-endian 64-bit word at byte `off` (zero past the end).
+    pub fn be64(&self, off: usize) -> u64 {
+        ifc::get(self.bytes, Field::new(off * 8, 64))
+    }
+
+    /// Input length in bytes.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Whether the input is empty.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The raw bytes.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// Opcode modifier.
+    pub fn op_mod(&self) -> u16 {
+        self.get(header::OP_MOD) as u16
+    }
+}
+
+/// What happened to a command.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Execution {
+    /// The command completed with this output (status set) to be written back.
+    Complete(Vec<u8>),
+    /// The command never completes (an injected fault): the entry stays owned by hardware.
+    Hang,
+}
+
+/// Life cycle of the HCA as the driver drives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HcaState {
+    /// After reset, before ENABLE_HCA.
+    Disabled,
+    /// After ENABLE_HCA.
+    Enabled,
+    /// After INIT_HCA.
+    Initialized,
+}
+
+/// The firmware of one function.
+pub struct Firmware {
+    /// Instance configuration.
+    pub config: FirmwareConfig,
+    /// HCA state.
+    pub state: HcaState,
+    /// Interface step-sequence id the driver chose.
+    pub issi: u16,
+    /// Pages the driver gave.
+    pub pages: pages::PageBank,
+    /// Capabilities (current and maximum).
+    pub caps: caps::Caps,
+    /// Allocated UAR indices.
+    pub uars: resources::IdPool,
+    /// Protection domains.
+    pub pds: resources::IdPool,
+    /// Transport domains.
+    pub tds: resources::IdPool,
+    /// Event queues.
+    pub eqs: eq::EqTable,
+    /// Fault injection.
+    pub faults: Faults,
+    /// Commands seen.
+    pub log: CommandLog,
+    /// MSI-X vectors to fire after the current operation.
+    pub irqs: Vec<u16>,
+}
+
+impl Firmware {
+    /// Firmware fresh from reset.
+    pub fn new(config: FirmwareConfig) -> Self {
+        let caps = caps::Caps::new(&config);
+        Self {
+            config,
+            state: HcaState::Disabled,
+            issi: 0,
+            pages: pages::PageBank::default(),
+            caps,
+            uars: resources::IdPool::new(resources::FIRST_UAR, 1 << 16),
+            pds: resources::IdPool::new(1, 1 << 24),
+            tds: resources::IdPool::new(1, 1 << 24),
+            eqs: eq::EqTable::default(),
+            faults: Faults::default(),
+            log: CommandLog::default(),
+            irqs: Vec::new(),
+        }
+    }
+
+    /// Function-level reset: everything the driver set up is forgotten, including the pages it
+    /// gave (a reset hands them back implicitly).
+    pub fn reset(&mut self) {
+        let pages = self.pages.outstanding();
+        if pages != 0 {
+            info!("reset with {pages} firmware pages still held; they are dropped");
+        }
+        let faults = std::mem::take(&mut self.faults);
+        let log = std::mem::take(&mut self.log);
+        *self = Self::new(self.config.clone());
+        self.faults = faults;
+        self.log = log;
+    }
+
+    /// Runs one command.
+    pub fn execute(&mut self, mem: &mut dyn GuestMemory, input: &[u8]) -> Execution {
+        let input = Input::new(input);
+        let op = input.get(header::OPCODE) as u16;
+        let name = opcode_name(op).unwrap_or("UNKNOWN");
+        let result = match self.faults.on_command(op) {
+            Some(Injected::Hang) => {
+                warn!("fault: {name}({op:#x}) will never complete");
+                self.log.record(op, true);
+                return Execution::Hang;
+            }
+            Some(Injected::Status(status, syndrome)) => {
+                warn!("fault: {name}({op:#x}) answered with status {status:#x} syndrome {syndrome:#x}");
+                Err(CmdError::new(
+                    Status::from_u8(status).unwrap_or(Status::InternalError),
+                    syndrome,
+                ))
+            }
+            None if input.len() < header::LEN => Err(CmdError::new(Status::BadInputLength, 0x1e0_0000)),
+            None => match self.dispatch(mem, op, &input) {
+                Some(r) => r,
+                None => {
+                    warn!(
+                        "command {name}({op:#x}) op_mod {:#x}: not implemented, answering bad operation",
+                        input.op_mod()
+                    );
+                    self.log.record(op, false);
+                    return Execution::Complete(failure(CmdError::new(
+                        Status::BadOperation,
+                        crate::command::not_implemented_syndrome(op),
+                    )));
+                }
+            },
+        };
+        self.log.record(op, true);
+        match result {
+            Ok(mut out) => {
+                if out.len() < header::LEN {
+                    out.resize(header::LEN, 0);
+                }
+                ifc::set(&mut out, header::STATUS, 0);
+                debug!("command {name}({op:#x}) op_mod {:#x}: ok", input.op_mod());
+                Execution::Complete(out)
+            }
+            Err(e) => {
+                info!(
+                    "command {name}({op:#x}) op_mod {:#x}: status {:#x} syndrome {:#x}",
+                    input.op_mod(),
+                    e.status as u8,
+                    e.syndrome
+                );
+                Execution::Complete(failure(e))
+            }
+        }
+    }
+
+    /// The handler for `op`, run; `None` if the model does not implement it.
+    fn dispatch(&mut self, mem: &mut dyn GuestMemory, op: u16, input: &Input) -> Option<CmdResult> {
+        use opcodes::op;
+        if self.state == HcaState::Disabled && op != op::ENABLE_HCA && op != op::QUERY_ISSI {
+            return Some(Err(CmdError::new(Status::BadSystemState, 0x5e0_0001)));
+        }
+        Some(match op {
+            op::ENABLE_HCA => hca::enable_hca(self, input),
+            op::DISABLE_HCA => hca::disable_hca(self, input),
+            op::QUERY_ISSI => hca::query_issi(self, input),
+            op::SET_ISSI => hca::set_issi(self, input),
+            op::INIT_HCA => hca::init_hca(self, input),
+            op::TEARDOWN_HCA => hca::teardown_hca(self, input),
+            op::SET_DRIVER_VERSION => hca::set_driver_version(self, input),
+            op::QUERY_ADAPTER => hca::query_adapter(self, input),
+            op::QUERY_PAGES => pages::query_pages(self, input),
+            op::MANAGE_PAGES => pages::manage_pages(self, mem, input),
+            op::QUERY_HCA_CAP => caps::query_hca_cap(self, input),
+            op::SET_HCA_CAP => caps::set_hca_cap(self, input),
+            op::ACCESS_REG => registers::access_reg(self, input),
+            op::ALLOC_UAR => resources::alloc_uar(self, input),
+            op::DEALLOC_UAR => resources::dealloc_uar(self, input),
+            op::ALLOC_PD => resources::alloc_pd(self, input),
+            op::DEALLOC_PD => resources::dealloc_pd(self, input),
+            op::ALLOC_TRANSPORT_DOMAIN => resources::alloc_transport_domain(self, input),
+            op::DEALLOC_TRANSPORT_DOMAIN => resources::dealloc_transport_domain(self, input),
+            op::CREATE_EQ => eq::create_eq(self, input),
+            op::DESTROY_EQ => eq::destroy_eq(self, input),
+            _ => return None,
+        })
+    }
+
+    /// Posts an event to the queue that takes its type, queueing the interrupt if one is due.
+    pub fn post_event(&mut self, mem: &mut dyn GuestMemory, ty: u8, sub_type: u8, data: &[u8]) {
+        if let Some(v) = self.eqs.post(mem, ty, sub_type, data) {
+            self.irqs.push(v);
+        }
+    }
+
+    /// A doorbell write into UAR page `uar` at `offset`.
+    pub fn uar_write(&mut self, uar: u32, offset: u64, value: u32) {
+        match offset {
+            eq::DOORBELL_ARM | eq::DOORBELL_UPDATE => {
+                if let Some(v) = self.eqs.doorbell(uar, offset, value) {
+                    self.irqs.push(v);
+                }
+            }
+            _ => warn!("UAR {uar} write at {offset:#x} <- {value:#x}: not implemented"),
+        }
+    }
+}
+
+/// The output of a failed command: the header with status and syndrome.
+pub fn failure(e: CmdError) -> Vec<u8> {
+    let mut out = vec![0u8; header::LEN];
+    ifc::set(&mut out, header::STATUS, e.status as u64);
+    ifc::set(&mut out, header::SYNDROME, u64::from(e.syndrome));
+    out
+}
+
+/// A zeroed output of `len` bytes.
+pub fn output(len: usize) -> Vec<u8> {
+    vec![0u8; len.max(header::LEN)]
+}
