@@ -40,7 +40,8 @@ export DEBIAN_FRONTEND := noninteractive
 RUST_SOURCES = $(shell find drivers rust samples -name '*.rs' 2>/dev/null)
 RUSTFMT_KERNEL = rustfmt --edition 2021 --config-path $(KTREE)/.rustfmt.toml
 
-.PHONY: help setup kernel modules cx-model build test run vm-test vm-shell list-scenarios clean fmt fmt-check
+.PHONY: help setup kernel modules cx-model build test run vm-test vm-shell list-scenarios clean fmt fmt-check \
+	record-c-bringup
 
 help:
 	@sed -n '1,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
@@ -84,6 +85,17 @@ vm-shell: build
 test: build
 	python3 tools/test/run_all.py --cargo-target $(CARGO_TARGET) --ktree $(KTREE) --bindgen $(BINDGEN) \
 		-- $(HARNESS_ARGS)
+
+## Re-record docs/c-bringup-commands.md: what the C stack asks of the device, from cx-model's log.
+record-c-bringup: build
+	python3 tools/vm/harness.py run --scenario c-bringup --stack c $(HARNESS_ARGS)
+	{ echo "# Commands the upstream C stack issues to bring up a ConnectX-5 IB port"; echo; \
+	  echo "Recorded by \`make record-c-bringup\` from cx-model's log of the \`c-bringup\` scenario:"; \
+	  echo "load dimlib, ib_core, ib_uverbs_support, ib_uverbs, ib_umad, mlx5_core, mlx5_ib (Linux"; \
+	  echo "$(KERNEL_VERSION)); run rdma and ibv_devinfo; unload everything. Do not edit by hand."; echo; \
+	  echo "## Counts (by opcode)"; echo; echo '```'; cat $(OUT)/vm/c-bringup-c/commands.txt; echo '```'; echo; \
+	  echo "## Order (runs of the same command folded)"; echo; echo '```'; \
+	  cat $(OUT)/vm/c-bringup-c/trace.txt; echo '```'; } > docs/c-bringup-commands.md
 
 ## The main job: boot the Rust stack on the emulated ConnectX and show what is there.
 run: build

@@ -135,6 +135,12 @@ def scenario_model_args(path: Path) -> list[str]:
     return args
 
 
+def scenario_host_checks(path: Path) -> list[str]:
+    """Regexes from `# host-check: ...` lines that cx-model's report (commands.txt) must match."""
+    return [m.group(1).strip() for line in path.read_text().splitlines()[:20]
+            if (m := re.match(r"#\s*host-check:\s*(.+)", line))]
+
+
 def available_scenarios() -> list[str]:
     return sorted(p.stem for p in SCENARIOS.glob("*.sh"))
 
@@ -233,7 +239,8 @@ class Run:
         env = dict(os.environ, RUST_LOG=os.environ.get("CX_MODEL_LOG", "debug"))
         self.model = subprocess.Popen(
             [self.args.cx_model, "--socket", str(self.socket), "--fw-version", self.args.fw_version,
-             "--command-log", str(self.workdir / "commands.txt"), *(extra or [])],
+             "--command-log", str(self.workdir / "commands.txt"),
+             "--command-trace", str(self.workdir / "trace.txt"), *(extra or [])],
             stdout=open(self.model_log, "wb"), stderr=subprocess.STDOUT, env=env,
             start_new_session=True)
         deadline = time.monotonic() + 20
@@ -401,7 +408,13 @@ def cmd_run(args) -> int:
     for r in cases:
         print(f"  [{'ok' if r.ok else 'FAIL':>4}]   {label}: kunit case {r.name}")
     commands = workdir / "commands.txt"
-    if commands.exists() and commands.read_text().strip():
+    report = commands.read_text() if commands.exists() else ""
+    for pattern in scenario_host_checks(path):
+        ok = re.search(pattern, report, re.M) is not None
+        top.append(KtapResult(ok, len(top) + 1, f"host: cx-model report matches /{pattern}/", 0))
+        leaves.append(top[-1])
+        print(f"  [{'ok' if ok else 'FAIL':>4}] {label}: host: cx-model report matches /{pattern}/")
+    if report.strip():
         print(f"  cx-model: commands the driver issued ({label}):")
         for line in commands.read_text().splitlines():
             print(f"    {line}")

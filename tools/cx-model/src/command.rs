@@ -190,12 +190,34 @@ pub fn complete_raw<M: GuestMemory + ?Sized>(
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct CommandLog {
     counts: BTreeMap<(u16, bool), u64>,
+    /// Every command in the order it arrived: opcode and op_mod.
+    sequence: Vec<(u16, u16)>,
 }
 
 impl CommandLog {
     /// Records one command and whether the model implemented it.
-    pub fn record(&mut self, opcode: u16, implemented: bool) {
+    pub fn record(&mut self, opcode: u16, op_mod: u16, implemented: bool) {
         *self.counts.entry((opcode, implemented)).or_default() += 1;
+        self.sequence.push((opcode, op_mod));
+    }
+
+    /// The commands in arrival order, one per line (`NAME op_mod`), with runs of the same
+    /// command folded into one line with a count.
+    pub fn trace(&self) -> String {
+        let mut s = String::new();
+        let mut i = 0;
+        while i < self.sequence.len() {
+            let cur = self.sequence[i];
+            let run = self.sequence[i..].iter().take_while(|&&c| c == cur).count();
+            let name = opcode_name(cur.0).unwrap_or("UNKNOWN");
+            if run > 1 {
+                s.push_str(&format!("{name} op_mod {:#x} x{run}\n", cur.1));
+            } else {
+                s.push_str(&format!("{name} op_mod {:#x}\n", cur.1));
+            }
+            i += run;
+        }
+        s
     }
 
     /// Total number of commands recorded.
@@ -271,9 +293,9 @@ mod tests {
     #[test]
     fn log_counts_and_reports() {
         let mut l = CommandLog::default();
-        l.record(0x104, false);
-        l.record(0x104, false);
-        l.record(0x10a, true);
+        l.record(0x104, 0, false);
+        l.record(0x104, 0, false);
+        l.record(0x10a, 0, true);
         assert_eq!(l.total(), 3);
         assert_eq!(l.count(0x104), 2);
         let r = l.report();

@@ -155,15 +155,7 @@ impl Device {
             _ if off < crate::firmware::resources::FIRST_UAR as u64 * 4096 => {
                 warn!("bar0 write to unimplemented register {off:#x} <- {v:#x}")
             }
-            _ => {
-                // A 64-bit write to the EQ doorbells puts the value in the first word.
-                let v = if data.len() == 8 {
-                    u32::from_be_bytes([data[0], data[1], data[2], data[3]])
-                } else {
-                    v
-                };
-                self.firmware.uar_write((off / 4096) as u32, off % 4096, v)
-            }
+            _ => self.firmware.uar_write((off / 4096) as u32, off % 4096, data),
         }
     }
 

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 const USAGE: &str = "usage: cx-model --socket PATH [--fw-version X.Y.Z] [--ports N] [--guid-seed N]
                 [--psid TEXT] [--init-delay-ms N] [--fault SPEC]... [--command-log FILE]
+                [--command-trace FILE]
   --fault hang:<OPCODE>[:<count>]                        the command never completes
   --fault status:<OPCODE>:<status>[:<syndrome>[:<count>]] the command fails with that status
   (<OPCODE> is a name such as QUERY_ISSI or a number; RUST_LOG=debug logs every register access)";
@@ -20,6 +21,7 @@ struct Args {
     config: DeviceConfig,
     faults: Vec<Rule>,
     command_log: Option<PathBuf>,
+    command_trace: Option<PathBuf>,
 }
 
 fn number(s: &str) -> Result<u64, String> {
@@ -35,6 +37,7 @@ fn parse_args() -> Result<Args, String> {
     let mut config = DeviceConfig::default();
     let mut faults = Vec::new();
     let mut command_log = None;
+    let mut command_trace = None;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{a} needs a value"));
@@ -57,6 +60,7 @@ fn parse_args() -> Result<Args, String> {
             "--init-delay-ms" => config.init_delay = Duration::from_millis(number(&value()?)?),
             "--fault" => faults.push(Rule::parse(&value()?)?),
             "--command-log" => command_log = Some(PathBuf::from(value()?)),
+            "--command-trace" => command_trace = Some(PathBuf::from(value()?)),
             "-h" | "--help" => return Err(USAGE.into()),
             _ => return Err(format!("unknown argument {a:?}\n{USAGE}")),
         }
@@ -66,6 +70,7 @@ fn parse_args() -> Result<Args, String> {
         config,
         faults,
         command_log,
+        command_trace,
     })
 }
 
@@ -108,6 +113,12 @@ fn main() -> ExitCode {
     );
     if let Some(path) = args.command_log {
         if let Err(e) = std::fs::write(&path, format!("{report}{pages}\n")) {
+            eprintln!("cx-model: cannot write {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    if let Some(path) = args.command_trace {
+        if let Err(e) = std::fs::write(&path, dev.commands().trace()) {
             eprintln!("cx-model: cannot write {}: {e}", path.display());
             return ExitCode::FAILURE;
         }

@@ -41,6 +41,12 @@ pub mod general {
     pub const LOG_MAX_RA_REQ_QP: Field = Field::new(0x14a, 6);
     pub const LOG_MAX_RA_RES_QP: Field = Field::new(0x15a, 6);
     pub const GID_TABLE_SIZE: Field = Field::new(0x170, 16);
+    pub const MAX_QP_CNT: Field = Field::new(0x186, 10);
+    pub const IB_VIRT: Field = Field::new(0x1a2, 1);
+    pub const MAX_WQE_SZ_SQ: Field = Field::new(0x290, 16);
+    pub const MAX_WQE_SZ_RQ: Field = Field::new(0x2b0, 16);
+    pub const MAX_WQE_SZ_SQ_DC: Field = Field::new(0x2d0, 16);
+    pub const QP_LATENCY_SENSITIVE_DISABLE: Field = Field::new(0x3b2, 1);
     pub const PKEY_TABLE_SIZE: Field = Field::new(0x190, 16);
     pub const PORT_TYPE: Field = Field::new(0x1b6, 2);
     pub const NUM_PORTS: Field = Field::new(0x1b8, 8);
@@ -49,6 +55,7 @@ pub mod general {
     pub const STAT_RATE_SUPPORT: Field = Field::new(0x1e0, 16);
     pub const CQE_VERSION: Field = Field::new(0x1fc, 4);
     pub const CMDIF_CHECKSUM: Field = Field::new(0x210, 2);
+    pub const XRC: Field = Field::new(0x23c, 1);
     pub const UD: Field = Field::new(0x23d, 1);
     pub const UC: Field = Field::new(0x23e, 1);
     pub const RC: Field = Field::new(0x23f, 1);
@@ -96,17 +103,27 @@ impl Caps {
         set(LOG_MAX_RA_RES_QP, 4);
         // Table sizes are encoded: GID 0 -> 8 entries... (see the drivers' tables); 128 P_Keys = 1.
         set(GID_TABLE_SIZE, 0);
+        // No Q counters (they would need their own commands) and no IB virtualization: ports are
+        // queried through MAD_IFC, the way a PF without SR-IOV is.
+        set(MAX_QP_CNT, 0);
+        set(IB_VIRT, 0);
+        set(MAX_WQE_SZ_SQ, 1024);
+        set(MAX_WQE_SZ_RQ, 512);
+        set(MAX_WQE_SZ_SQ_DC, 1024);
+        set(QP_LATENCY_SENSITIVE_DISABLE, 1);
         set(PKEY_TABLE_SIZE, 1);
         set(PORT_TYPE, 0); // InfiniBand
         set(NUM_PORTS, u64::from(config.ports));
         set(LOG_MAX_MSG, 30);
         set(MAX_TC, 0);
         set(CQE_VERSION, 1);
+        set(XRC, 1);
         set(UD, 1);
         set(UC, 1);
         set(RC, 1);
         set(LOG_PG_SZ, 12);
-        set(BF, 1);
+        // No BlueFlame: without it mlx5_ib skips its write-combining self-test.
+        set(BF, 0);
         set(DRIVER_VERSION, 1);
         set(LOG_BF_REG_SIZE, 9);
         set(MAX_QP_MCG, 240_000);

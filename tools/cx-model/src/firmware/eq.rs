@@ -168,6 +168,11 @@ impl EqTable {
         None
     }
 
+    /// Whether EQ `eqn` exists.
+    pub fn exists(&self, eqn: u8) -> bool {
+        self.eqs.contains_key(&eqn)
+    }
+
     /// Number of queues.
     pub fn len(&self) -> usize {
         self.eqs.len()

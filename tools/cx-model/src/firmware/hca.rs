@@ -101,7 +101,14 @@ pub fn teardown_hca(fw: &mut Firmware, input: &Input) -> CmdResult {
             fw.tds.len()
         );
     }
+    if fw.objects.total() != 0 {
+        info!(
+            "TEARDOWN_HCA with {} objects (QPs, CQs, mkeys, ...) still allocated",
+            fw.objects.total()
+        );
+    }
     fw.eqs.clear();
+    fw.objects.clear();
     fw.state = HcaState::Enabled;
     let mut out = output(16);
     ifc::set(&mut out, TEARDOWN_OUT_STATE, 0);

@@ -8,7 +8,9 @@ pub mod caps;
 pub mod eq;
 pub mod faults;
 pub mod hca;
+pub mod objects;
 pub mod pages;
+pub mod port;
 pub mod registers;
 pub mod resources;
 
@@ -152,6 +154,10 @@ pub struct Firmware {
     pub tds: resources::IdPool,
     /// Event queues.
     pub eqs: eq::EqTable,
+    /// Memory keys, CQs, QPs, SRQs, XRC domains.
+    pub objects: objects::Objects,
+    /// Node and port identity and state.
+    pub node: port::Node,
     /// Fault injection.
     pub faults: Faults,
     /// Commands seen.
@@ -164,7 +170,10 @@ impl Firmware {
     /// Firmware fresh from reset.
     pub fn new(config: FirmwareConfig) -> Self {
         let caps = caps::Caps::new(&config);
+        let node = port::Node::new(&config);
         Self {
+            node,
+            objects: objects::Objects::default(),
             config,
             state: HcaState::Disabled,
             issi: 0,
@@ -202,7 +211,7 @@ impl Firmware {
         let result = match self.faults.on_command(op) {
             Some(Injected::Hang) => {
                 warn!("fault: {name}({op:#x}) will never complete");
-                self.log.record(op, true);
+                self.log.record(op, input.op_mod(), true);
                 return Execution::Hang;
             }
             Some(Injected::Status(status, syndrome)) => {
@@ -220,7 +229,7 @@ impl Firmware {
                         "command {name}({op:#x}) op_mod {:#x}: not implemented, answering bad operation",
                         input.op_mod()
                     );
-                    self.log.record(op, false);
+                    self.log.record(op, input.op_mod(), false);
                     return Execution::Complete(failure(CmdError::new(
                         Status::BadOperation,
                         crate::command::not_implemented_syndrome(op),
@@ -228,7 +237,7 @@ impl Firmware {
                 }
             },
         };
-        self.log.record(op, true);
+        self.log.record(op, input.op_mod(), true);
         match result {
             Ok(mut out) => {
                 if out.len() < header::LEN {
@@ -278,6 +287,24 @@ impl Firmware {
             op::DEALLOC_TRANSPORT_DOMAIN => resources::dealloc_transport_domain(self, input),
             op::CREATE_EQ => eq::create_eq(self, input),
             op::DESTROY_EQ => eq::destroy_eq(self, input),
+            op::MAD_IFC => port::mad_ifc(self, input),
+            op::QUERY_HCA_VPORT_CONTEXT => port::query_hca_vport_context(self, input),
+            op::QUERY_VPORT_STATE => port::query_vport_state(self, input),
+            op::ALLOC_XRCD => objects::alloc_xrcd(self, input),
+            op::DEALLOC_XRCD => objects::dealloc_xrcd(self, input),
+            op::CREATE_MKEY => objects::create_mkey(self, input),
+            op::DESTROY_MKEY => objects::destroy_mkey(self, input),
+            op::CREATE_CQ => objects::create_cq(self, input),
+            op::DESTROY_CQ => objects::destroy_cq(self, input),
+            op::CREATE_QP => objects::create_qp(self, input),
+            op::DESTROY_QP => objects::destroy_qp(self, input),
+            op::CREATE_XRC_SRQ => objects::create_srq(self, objects::Kind::XrcSrq, input),
+            op::DESTROY_XRC_SRQ => objects::destroy_kind(self, objects::Kind::XrcSrq, input),
+            op::CREATE_SRQ => objects::create_srq(self, objects::Kind::Srq, input),
+            op::DESTROY_SRQ => objects::destroy_kind(self, objects::Kind::Srq, input),
+            op::CREATE_RMP => objects::create_rmp(self, input),
+            op::DESTROY_RMP => objects::destroy_kind(self, objects::Kind::Rmp, input),
+            _ if objects::transition(op).is_some() => objects::modify_qp(self, op, input),
             _ => return None,
         })
     }
@@ -289,18 +316,30 @@ impl Firmware {
         }
     }
 
-    /// A doorbell write into UAR page `uar` at `offset`.
-    pub fn uar_write(&mut self, uar: u32, offset: u64, value: u32) {
+    /// A doorbell write of `data` (big-endian, 4 or 8 bytes) into UAR page `uar` at `offset`.
+    pub fn uar_write(&mut self, uar: u32, offset: u64, data: &[u8]) {
+        let word = |i: usize| {
+            data.get(i..i + 4)
+                .map_or(0, |w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+        };
         match offset {
             eq::DOORBELL_ARM | eq::DOORBELL_UPDATE => {
-                if let Some(v) = self.eqs.doorbell(uar, offset, value) {
+                if let Some(v) = self.eqs.doorbell(uar, offset, word(0)) {
                     self.irqs.push(v);
                 }
             }
-            _ => warn!("UAR {uar} write at {offset:#x} <- {value:#x}: not implemented"),
+            CQ_DOORBELL if data.len() == 8 => {
+                // Arm request: sequence number, command and consumer index, then the CQ number.
+                let (cmd, cqn) = (word(0), word(4) & 0x00ff_ffff);
+                debug!("CQ {cqn:#x} arm request {cmd:#010x} (completion events come with the data path)");
+            }
+            _ => warn!("UAR {uar} write at {offset:#x} <- {data:02x?}: not implemented"),
         }
     }
 }
+
+/// UAR offset of the CQ arm doorbell.
+const CQ_DOORBELL: u64 = 0x20;
 
 /// The output of a failed command: the header with status and syndrome.
 pub fn failure(e: CmdError) -> Vec<u8> {

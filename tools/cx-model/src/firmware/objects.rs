@@ -1,0 +1,463 @@
+//! Objects the driver creates through commands: memory keys, completion queues, queue pairs,
+//! shared receive queues (SRQ, XRC SRQ, RMP) and XRC domains.
+//!
+//! The model records each object with the context the driver gave, checks that the objects a
+//! context refers to exist (PD, CQ, XRCD, UAR, EQ), keeps queue pairs' state machine, and refuses
+//! to destroy an object something still uses. Executing work on them is the data path's business.
+
+use super::{output, CmdError, CmdResult, Firmware, Input};
+use crate::command::Status;
+use crate::ifc::{self, Field};
+use log::debug;
+use std::collections::BTreeMap;
+
+/// Object number in create outputs and destroy/modify inputs.
+const NUMBER: Field = Field::new(0x48, 24);
+
+/// Kinds of object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    /// Memory key.
+    Mkey,
+    /// Completion queue.
+    Cq,
+    /// Queue pair.
+    Qp,
+    /// Shared receive queue (basic).
+    Srq,
+    /// XRC shared receive queue.
+    XrcSrq,
+    /// Receive memory pool (the ISSI 1 form of a basic SRQ).
+    Rmp,
+    /// XRC domain.
+    Xrcd,
+}
+
+/// Queue pair states, with the values the interface uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QpState {
+    /// Reset.
+    Rst = 0,
+    /// Initialised.
+    Init = 1,
+    /// Ready to receive.
+    Rtr = 2,
+    /// Ready to send.
+    Rts = 3,
+    /// Send queue error.
+    Sqe = 5,
+    /// Error.
+    Err = 6,
+}
+
+/// One object.
+#[derive(Debug, Clone)]
+pub struct Object {
+    /// The create command's input (context included), for the data path to interpret.
+    pub context: Vec<u8>,
+    /// Objects this one refers to, so they cannot be destroyed first.
+    pub refs: Vec<(Kind, u32)>,
+    /// Queue pair state (QPs only).
+    pub qp_state: QpState,
+}
+
+/// All objects, by kind and number.
+#[derive(Debug, Default)]
+pub struct Objects {
+    tables: BTreeMap<Kind, BTreeMap<u32, Object>>,
+    next: BTreeMap<Kind, u32>,
+}
+
+impl Objects {
+    /// Whether object `n` of `kind` exists.
+    pub fn exists(&self, kind: Kind, n: u32) -> bool {
+        self.tables.get(&kind).is_some_and(|t| t.contains_key(&n))
+    }
+
+    /// Object `n` of `kind`.
+    pub fn get(&self, kind: Kind, n: u32) -> Option<&Object> {
+        self.tables.get(&kind)?.get(&n)
+    }
+
+    /// Number of objects of `kind`.
+    pub fn count(&self, kind: Kind) -> usize {
+        self.tables.get(&kind).map_or(0, |t| t.len())
+    }
+
+    /// Total number of objects.
+    pub fn total(&self) -> usize {
+        self.tables.values().map(|t| t.len()).sum()
+    }
+
+    fn in_use(&self, space: Kind, n: u32) -> bool {
+        self.tables
+            .iter()
+            .any(|(k, t)| number_space(*k) == space && t.contains_key(&n))
+    }
+
+    fn insert(&mut self, kind: Kind, obj: Object) -> u32 {
+        // Numbers are handed out increasing, as the device does, skipping numbers in use by any
+        // kind that shares the number space.
+        let space = number_space(kind);
+        let mut n = *self.next.entry(space).or_insert(first_number(space));
+        while self.in_use(space, n) {
+            n = (n + 1) & 0x00ff_ffff;
+        }
+        self.next.insert(space, (n + 1) & 0x00ff_ffff);
+        self.tables.entry(kind).or_default().insert(n, obj);
+        n
+    }
+
+    fn users_of(&self, kind: Kind, n: u32) -> usize {
+        self.tables
+            .values()
+            .flat_map(|t| t.values())
+            .filter(|o| o.refs.contains(&(kind, n)))
+            .count()
+    }
+
+    fn remove(&mut self, kind: Kind, n: u32) -> Result<(), CmdError> {
+        if !self.exists(kind, n) {
+            return Err(CmdError::new(Status::BadResource, 0x0b7_0000 | kind as u32));
+        }
+        if self.users_of(kind, n) != 0 {
+            return Err(CmdError::new(Status::ResourceBusy, 0x0b7_1000 | kind as u32));
+        }
+        self.tables.entry(kind).or_default().remove(&n);
+        Ok(())
+    }
+
+    /// Forgets everything (teardown).
+    pub fn clear(&mut self) {
+        self.tables.clear();
+    }
+}
+
+/// Kinds numbered from one pool share a number space: basic SRQs, XRC SRQs and RMPs are all
+/// receive queues the driver keeps in one table by number.
+fn number_space(kind: Kind) -> Kind {
+    match kind {
+        Kind::Srq | Kind::XrcSrq | Kind::Rmp => Kind::Srq,
+        k => k,
+    }
+}
+
+/// Numbering starts above the reserved numbers: QP 0 and 1 are the special QPs' wire numbers.
+fn first_number(kind: Kind) -> u32 {
+    match kind {
+        Kind::Qp => 0x100,
+        Kind::Mkey => 1,
+        _ => 0,
+    }
+}
+
+/// Builds a create handler's output with the new object number.
+fn created(n: u32) -> CmdResult {
+    let mut out = output(16);
+    ifc::set(&mut out, NUMBER, u64::from(n));
+    Ok(out)
+}
+
+fn need(ok: bool, what: u32) -> Result<(), CmdError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(CmdError::new(Status::BadResource, 0x0b8_0000 | what))
+    }
+}
+
+fn destroy(fw: &mut Firmware, kind: Kind, input: &Input) -> CmdResult {
+    let n = input.get(NUMBER) as u32;
+    fw.objects.remove(kind, n)?;
+    debug!("destroyed {kind:?} {n:#x}");
+    Ok(output(16))
+}
+
+/// `mkc` fields in CREATE_MKEY.
+mod mkc {
+    use crate::ifc::Field;
+    pub const PD: Field = Field::new(0xe8, 24);
+    pub const KEY: Field = Field::new(0xb8, 8);
+}
+
+/// CREATE_MKEY: the output is the index; the driver adds its own key byte.
+pub fn create_mkey(fw: &mut Firmware, input: &Input) -> CmdResult {
+    let pd = input.get(mkc::PD) as u32;
+    need(fw.pds.contains(pd), 1)?;
+    let _key = input.get(mkc::KEY);
+    let n = fw.objects.insert(
+        Kind::Mkey,
+        Object {
+            context: input.bytes().to_vec(),
+            refs: vec![],
+            qp_state: QpState::Rst,
+        },
+    );
+    created(n)
+}
+
+/// DESTROY_MKEY.
+pub fn destroy_mkey(fw: &mut Firmware, input: &Input) -> CmdResult {
+    destroy(fw, Kind::Mkey, input)
+}
+
+/// `cqc` fields in CREATE_CQ.
+mod cqc {
+    use crate::ifc::Field;
+    pub const LOG_CQ_SIZE: Field = Field::new(0xe3, 5);
+    pub const UAR_PAGE: Field = Field::new(0xe8, 24);
+    pub const EQN: Field = Field::new(0x120, 32);
+}
+
+/// CREATE_CQ: the completion EQ and UAR must exist.
+pub fn create_cq(fw: &mut Firmware, input: &Input) -> CmdResult {
+    let log_size = input.get(cqc::LOG_CQ_SIZE);
+    let max = fw
+        .caps
+        .get(super::caps::kind::GENERAL, super::caps::general::LOG_MAX_CQ_SZ);
+    if log_size > max {
+        return Err(CmdError::new(Status::BadParameter, 0x0c9_0001));
+    }
+    need(fw.uars.contains(input.get(cqc::UAR_PAGE) as u32), 2)?;
+    need(fw.eqs.exists(input.get(cqc::EQN) as u8), 3)?;
+    let n = fw.objects.insert(
+        Kind::Cq,
+        Object {
+            context: input.bytes().to_vec(),
+            refs: vec![],
+            qp_state: QpState::Rst,
+        },
+    );
+    created(n)
+}
+
+/// DESTROY_CQ.
+pub fn destroy_cq(fw: &mut Firmware, input: &Input) -> CmdResult {
+    destroy(fw, Kind::Cq, input)
+}
+
+/// `qpc` fields in CREATE_QP and the modify commands.
+mod qpc {
+    use crate::ifc::Field;
+    pub const ST: Field = Field::new(0xc8, 8);
+    pub const PD: Field = Field::new(0xe8, 24);
+    pub const UAR_PAGE: Field = Field::new(0x128, 24);
+    pub const XRCD: Field = Field::new(0x588, 24);
+    pub const CQN_SND: Field = Field::new(0x4a8, 24);
+    pub const CQN_RCV: Field = Field::new(0x5a8, 24);
+    pub const RQ_TYPE: Field = Field::new(0x625, 3);
+    pub const SRQN_RMPN: Field = Field::new(0x628, 24);
+}
+
+/// Receive queue types in `qpc.rq_type`.
+const RQ_TYPE_SRQ: u64 = 1;
+
+/// CREATE_QP: PD, CQs and the SRQ/RMP (if any) must exist.
+pub fn create_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
+    let pd = input.get(qpc::PD) as u32;
+    need(fw.pds.contains(pd), 4)?;
+    need(fw.uars.contains(input.get(qpc::UAR_PAGE) as u32), 5)?;
+    let mut refs = vec![];
+    for f in [qpc::CQN_SND, qpc::CQN_RCV] {
+        let cq = input.get(f) as u32;
+        need(fw.objects.exists(Kind::Cq, cq), 6)?;
+        refs.push((Kind::Cq, cq));
+    }
+    let xrcd = input.get(qpc::XRCD) as u32;
+    if xrcd != 0 {
+        need(fw.objects.exists(Kind::Xrcd, xrcd), 7)?;
+        refs.push((Kind::Xrcd, xrcd));
+    }
+    if input.get(qpc::RQ_TYPE) == RQ_TYPE_SRQ {
+        let s = input.get(qpc::SRQN_RMPN) as u32;
+        let kind = [Kind::Rmp, Kind::Srq, Kind::XrcSrq]
+            .into_iter()
+            .find(|&k| fw.objects.exists(k, s));
+        need(kind.is_some(), 8)?;
+        if let Some(k) = kind {
+            refs.push((k, s));
+        }
+    }
+    let st = input.get(qpc::ST);
+    let n = fw.objects.insert(
+        Kind::Qp,
+        Object {
+            context: input.bytes().to_vec(),
+            refs,
+            qp_state: QpState::Rst,
+        },
+    );
+    debug!("created QP {n:#x} type {st:#x}");
+    created(n)
+}
+
+/// DESTROY_QP.
+pub fn destroy_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
+    destroy(fw, Kind::Qp, input)
+}
+
+/// The QP transitions, by opcode: the states it may start from and the state it ends in.
+pub fn transition(op: u16) -> Option<(&'static [QpState], QpState)> {
+    use crate::opcodes::op;
+    use QpState::*;
+    Some(match op {
+        op::RST2INIT_QP => (&[Rst], Init),
+        op::INIT2INIT_QP => (&[Init], Init),
+        op::INIT2RTR_QP => (&[Init], Rtr),
+        op::RTR2RTS_QP => (&[Rtr], Rts),
+        op::RTS2RTS_QP => (&[Rts], Rts),
+        op::SQERR2RTS_QP => (&[Sqe], Rts),
+        op::QP_2ERR_QP => (&[Rst, Init, Rtr, Rts, Sqe, Err], Err),
+        op::QP_2RST_QP => (&[Rst, Init, Rtr, Rts, Sqe, Err], Rst),
+        _ => return None,
+    })
+}
+
+/// A QP modify command (RST2INIT, INIT2RTR, RTR2RTS, 2ERR, 2RST, ...).
+pub fn modify_qp(fw: &mut Firmware, op: u16, input: &Input) -> CmdResult {
+    let Some((from, to)) = transition(op) else {
+        return Err(CmdError::new(Status::BadOperation, 0x0d0_0000 | u32::from(op)));
+    };
+    let n = input.get(NUMBER) as u32;
+    let qp = fw
+        .objects
+        .tables
+        .get_mut(&Kind::Qp)
+        .and_then(|t| t.get_mut(&n))
+        .ok_or(CmdError::new(Status::BadResource, 0x0d0_1000))?;
+    if !from.contains(&qp.qp_state) {
+        return Err(CmdError::new(Status::BadQpState, 0x0d0_2000 | qp.qp_state as u32));
+    }
+    debug!("QP {n:#x}: {:?} -> {to:?}", qp.qp_state);
+    qp.qp_state = to;
+    Ok(output(16))
+}
+
+/// XRC SRQ context fields.
+mod xrc_srqc {
+    use crate::ifc::Field;
+    pub const PD: Field = Field::new(0x148, 24);
+    pub const CQN: Field = Field::new(0xc8, 24);
+    pub const XRCD: Field = Field::new(0xa8, 24);
+}
+
+/// CREATE_XRC_SRQ and CREATE_SRQ (same context positions for PD, CQ and XRCD).
+pub fn create_srq(fw: &mut Firmware, kind: Kind, input: &Input) -> CmdResult {
+    need(fw.pds.contains(input.get(xrc_srqc::PD) as u32), 9)?;
+    let mut refs = vec![];
+    let cq = input.get(xrc_srqc::CQN) as u32;
+    if kind == Kind::XrcSrq || cq != 0 {
+        need(fw.objects.exists(Kind::Cq, cq), 10)?;
+        refs.push((Kind::Cq, cq));
+    }
+    let xrcd = input.get(xrc_srqc::XRCD) as u32;
+    if kind == Kind::XrcSrq {
+        need(fw.objects.exists(Kind::Xrcd, xrcd), 11)?;
+        refs.push((Kind::Xrcd, xrcd));
+    }
+    let n = fw.objects.insert(
+        kind,
+        Object {
+            context: input.bytes().to_vec(),
+            refs,
+            qp_state: QpState::Rst,
+        },
+    );
+    created(n)
+}
+
+/// DESTROY_XRC_SRQ / DESTROY_SRQ / DESTROY_RMP.
+pub fn destroy_kind(fw: &mut Firmware, kind: Kind, input: &Input) -> CmdResult {
+    destroy(fw, kind, input)
+}
+
+const RMP_PD: Field = Field::new(0x2c8, 24);
+
+/// CREATE_RMP.
+pub fn create_rmp(fw: &mut Firmware, input: &Input) -> CmdResult {
+    need(fw.pds.contains(input.get(RMP_PD) as u32), 12)?;
+    let n = fw.objects.insert(
+        Kind::Rmp,
+        Object {
+            context: input.bytes().to_vec(),
+            refs: vec![],
+            qp_state: QpState::Rst,
+        },
+    );
+    created(n)
+}
+
+/// ALLOC_XRCD.
+pub fn alloc_xrcd(fw: &mut Firmware, input: &Input) -> CmdResult {
+    let n = fw.objects.insert(
+        Kind::Xrcd,
+        Object {
+            context: input.bytes().to_vec(),
+            refs: vec![],
+            qp_state: QpState::Rst,
+        },
+    );
+    created(n)
+}
+
+/// DEALLOC_XRCD.
+pub fn dealloc_xrcd(fw: &mut Firmware, input: &Input) -> CmdResult {
+    destroy(fw, Kind::Xrcd, input)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qp_state_machine() {
+        use crate::opcodes::op;
+        let (from, to) = transition(op::RST2INIT_QP).unwrap();
+        assert_eq!((from, to), (&[QpState::Rst][..], QpState::Init));
+        assert!(transition(op::CREATE_QP).is_none());
+        assert!(transition(op::QP_2RST_QP).unwrap().0.contains(&QpState::Rts));
+    }
+
+    #[test]
+    fn receive_queues_share_numbers() {
+        let mut o = Objects::default();
+        let obj = || Object {
+            context: vec![],
+            refs: vec![],
+            qp_state: QpState::Rst,
+        };
+        let a = o.insert(Kind::XrcSrq, obj());
+        let b = o.insert(Kind::Rmp, obj());
+        let c = o.insert(Kind::Srq, obj());
+        assert!(a != b && b != c && a != c);
+        let m = o.insert(Kind::Mkey, obj());
+        assert_eq!(m, 1, "other kinds count on their own");
+    }
+
+    #[test]
+    fn objects_in_use_cannot_be_removed() {
+        let mut o = Objects::default();
+        let cq = o.insert(
+            Kind::Cq,
+            Object {
+                context: vec![],
+                refs: vec![],
+                qp_state: QpState::Rst,
+            },
+        );
+        let qp = o.insert(
+            Kind::Qp,
+            Object {
+                context: vec![],
+                refs: vec![(Kind::Cq, cq)],
+                qp_state: QpState::Rst,
+            },
+        );
+        assert_eq!(qp, 0x100);
+        assert_eq!(o.remove(Kind::Cq, cq).unwrap_err().status, Status::ResourceBusy);
+        o.remove(Kind::Qp, qp).unwrap();
+        o.remove(Kind::Cq, cq).unwrap();
+        assert_eq!(o.remove(Kind::Cq, cq).unwrap_err().status, Status::BadResource);
+        assert_eq!(o.total(), 0);
+    }
+}

@@ -1,0 +1,386 @@
+//! The InfiniBand ports: their identity (GUIDs, LID), link state, and the commands that report
+//! them: MAD_IFC (the subnet management attributes a port answers: NodeInfo, NodeDescription,
+//! PortInfo, GUIDInfo, P_KeyTable), QUERY_HCA_VPORT_CONTEXT and QUERY_VPORT_STATE.
+//!
+//! There is no subnet manager on the model's wire; each port presents itself as a configured,
+//! ACTIVE port with a LID, the way it would after an SM swept it.
+
+use super::{output, CmdError, CmdResult, Firmware, FirmwareConfig, Input};
+use crate::command::Status;
+use crate::ifc::{self, Field};
+use log::debug;
+
+/// Size of a MAD.
+pub const MAD_SIZE: usize = 256;
+/// Byte offset of the MAD in MAD_IFC input and output.
+const MAD_OFFSET: usize = 0x10;
+const MAD_IFC_PORT: Field = Field::new(0x58, 8);
+
+/// Offsets inside a MAD / SMP.
+mod mad {
+    pub const MGMT_CLASS: usize = 1;
+    pub const METHOD: usize = 3;
+    pub const STATUS: usize = 4;
+    pub const ATTR_ID: usize = 16;
+    pub const ATTR_MOD: usize = 20;
+    pub const SMP_DATA: usize = 64;
+}
+
+/// Management classes the model answers.
+const CLASS_SMP_LID_ROUTED: u8 = 0x01;
+const CLASS_SMP_DIRECTED: u8 = 0x81;
+const METHOD_GET: u8 = 0x01;
+const METHOD_SET: u8 = 0x02;
+const METHOD_GET_RESP: u8 = 0x81;
+/// MAD status: the method/attribute combination is not supported.
+const MAD_STATUS_UNSUPPORTED_ATTR: u16 = 0x000c;
+/// MAD status: the method is not supported.
+const MAD_STATUS_UNSUPPORTED_METHOD: u16 = 0x0008;
+
+/// Subnet management attributes.
+mod attr {
+    pub const NODE_DESCRIPTION: u16 = 0x0010;
+    pub const NODE_INFO: u16 = 0x0011;
+    pub const GUID_INFO: u16 = 0x0014;
+    pub const PORT_INFO: u16 = 0x0015;
+    pub const PKEY_TABLE: u16 = 0x0016;
+}
+
+/// P_Key table length reported in NodeInfo.PartitionCap.
+pub const PKEY_TABLE_LEN: u16 = 128;
+/// GUID table length reported in PortInfo.GUIDCap.
+pub const GUID_TABLE_LEN: u8 = 8;
+/// Port state ACTIVE.
+pub const STATE_ACTIVE: u8 = 4;
+/// Physical port state LinkUp.
+pub const PHYS_LINK_UP: u8 = 5;
+/// PortInfo.CapabilityMask: SM-configured features a ConnectX port reports (trap, automatic path
+/// migration, SL mapping, LED info, system image GUID, extended speeds, CapabilityMask2, vendor
+/// class, capability-mask notice, client reregistration, ...).
+pub const CAPABILITY_MASK: u32 = 0x2651_e848;
+/// NodeDescription firmware reports before the host sets one.
+pub const NODE_DESCRIPTION: &str = "MT4119 ConnectX5   Mellanox Technologies";
+
+/// One InfiniBand port's identity and state.
+#[derive(Debug, Clone)]
+pub struct Port {
+    /// Port number (1-based).
+    pub num: u8,
+    /// Port GUID.
+    pub guid: u64,
+    /// Base LID.
+    pub lid: u16,
+    /// LID of the subnet manager.
+    pub sm_lid: u16,
+    /// Logical port state (4 = ACTIVE).
+    pub state: u8,
+    /// Physical port state (5 = LinkUp).
+    pub phys_state: u8,
+}
+
+/// The node: identity shared by its ports.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// Node GUID.
+    pub guid: u64,
+    /// System image GUID.
+    pub system_image_guid: u64,
+    /// Node description.
+    pub description: String,
+    /// Ports, index 0 = port 1.
+    pub ports: Vec<Port>,
+}
+
+impl Node {
+    /// Identity derived from the instance's seed: Mellanox OUI 00:02:c9, then the seed.
+    pub fn new(config: &FirmwareConfig) -> Self {
+        let base = (0x0002_c903_u64 << 32) | ((config.guid_seed & 0x00ff_ffff) << 8);
+        // Unicast LIDs are 1..0xbfff; the SM sits at LID 1, the ports follow.
+        let lid0 = 2 + (config.guid_seed % 0x1000) as u16 * 4;
+        let ports = (1..=config.ports)
+            .map(|num| Port {
+                num,
+                guid: base + u64::from(num),
+                lid: lid0 + u16::from(num) - 1,
+                sm_lid: 1,
+                state: STATE_ACTIVE,
+                phys_state: PHYS_LINK_UP,
+            })
+            .collect();
+        Self {
+            guid: base,
+            system_image_guid: base,
+            description: NODE_DESCRIPTION.into(),
+            ports,
+        }
+    }
+
+    /// Port `num` (1-based).
+    pub fn port(&self, num: u8) -> Option<&Port> {
+        self.ports.get(usize::from(num).checked_sub(1)?)
+    }
+
+    fn node_info(&self, port: &Port, d: &mut [u8]) {
+        d[0] = 1; // BaseVersion
+        d[1] = 1; // ClassVersion
+        d[2] = 1; // NodeType: channel adapter
+        d[3] = self.ports.len() as u8;
+        d[4..12].copy_from_slice(&self.system_image_guid.to_be_bytes());
+        d[12..20].copy_from_slice(&self.guid.to_be_bytes());
+        d[20..28].copy_from_slice(&port.guid.to_be_bytes());
+        d[28..30].copy_from_slice(&PKEY_TABLE_LEN.to_be_bytes());
+        d[30..32].copy_from_slice(&crate::pci_config::DEVICE_ID.to_be_bytes());
+        d[36] = port.num; // LocalPortNum
+        d[37..40].copy_from_slice(&super::hca::MELLANOX_OUI.to_be_bytes()[5..8]);
+    }
+
+    fn port_info(port: &Port, d: &mut [u8]) {
+        d[0..8].copy_from_slice(&0u64.to_be_bytes()); // M_Key
+        d[8..16].copy_from_slice(&0xfe80_0000_0000_0000u64.to_be_bytes()); // GidPrefix
+        d[16..18].copy_from_slice(&port.lid.to_be_bytes());
+        d[18..20].copy_from_slice(&port.sm_lid.to_be_bytes());
+        d[20..24].copy_from_slice(&CAPABILITY_MASK.to_be_bytes());
+        d[28] = 0x02; // LinkWidthEnabled: 4X
+        d[29] = 0x03; // LinkWidthSupported: 1X, 4X
+        d[30] = 0x02; // LinkWidthActive: 4X
+        d[31] = 0x02;
+        d[32] = (0x7 << 4) | port.state; // LinkSpeedSupported SDR/DDR/QDR, PortState
+        d[33] = (port.phys_state << 4) | 0x2; // PortPhysicalState, LinkDownDefaultState: Polling
+        d[34] = 0; // M_KeyProtectBits, LMC 0
+        d[35] = (0x1 << 4) | 0x7; // LinkSpeedActive SDR (extended speed below), LinkSpeedEnabled
+        d[36] = 5 << 4; // NeighborMTU 4096, MasterSMSL 0
+        d[37] = 4 << 4; // VLCap: VL0-7
+        d[38] = 0x10; // VLHighLimit
+        d[39] = 0; // VLArbitrationHighCap
+        d[40] = 0;
+        d[41] = 5; // InitTypeReply 0, MTUCap 4096
+        d[42] = 0; // VLStallCount, HOQLife
+        d[43] = 4 << 4; // OperationalVLs: VL0-7
+        d[50] = GUID_TABLE_LEN;
+        d[51] = 18; // SubnetTimeOut
+        d[60..62].copy_from_slice(&0u16.to_be_bytes()); // CapabilityMask2
+        d[62] = 2 << 4; // LinkSpeedExtActive: EDR (25.78 Gb/s per lane)
+        d[63] = 0x2; // LinkSpeedExtEnabled
+    }
+
+    /// Answers the SMP in `m` in place; returns the MAD status.
+    fn answer_smp(&self, port: &Port, m: &mut [u8; MAD_SIZE]) -> u16 {
+        let attr_id = u16::from_be_bytes([m[mad::ATTR_ID], m[mad::ATTR_ID + 1]]);
+        let attr_mod = u32::from_be_bytes(m[mad::ATTR_MOD..mad::ATTR_MOD + 4].try_into().unwrap_or_default());
+        let d = &mut m[mad::SMP_DATA..mad::SMP_DATA + 64];
+        d.fill(0);
+        match attr_id {
+            attr::NODE_INFO => self.node_info(port, d),
+            attr::NODE_DESCRIPTION => {
+                let b = self.description.as_bytes();
+                let n = b.len().min(64);
+                d[..n].copy_from_slice(&b[..n]);
+            }
+            attr::PORT_INFO => {
+                // attr_mod selects the port; 0 means the port the SMP arrived on.
+                let p = if attr_mod == 0 {
+                    Some(port)
+                } else {
+                    u8::try_from(attr_mod).ok().and_then(|n| self.port(n))
+                };
+                match p {
+                    Some(p) => Self::port_info(p, d),
+                    None => return MAD_STATUS_UNSUPPORTED_ATTR,
+                }
+            }
+            attr::GUID_INFO => {
+                if attr_mod * 8 >= u32::from(GUID_TABLE_LEN) {
+                    return MAD_STATUS_UNSUPPORTED_ATTR;
+                }
+                if attr_mod == 0 {
+                    d[0..8].copy_from_slice(&port.guid.to_be_bytes());
+                }
+            }
+            attr::PKEY_TABLE => {
+                if attr_mod * 32 >= u32::from(PKEY_TABLE_LEN) {
+                    return MAD_STATUS_UNSUPPORTED_ATTR;
+                }
+                if attr_mod == 0 {
+                    d[0..2].copy_from_slice(&0xffffu16.to_be_bytes()); // default full-member P_Key
+                }
+            }
+            _ => return MAD_STATUS_UNSUPPORTED_ATTR,
+        }
+        0
+    }
+}
+
+/// MAD_IFC: the port's management agent answers a MAD.
+pub fn mad_ifc(fw: &mut Firmware, input: &Input) -> CmdResult {
+    if input.len() < MAD_OFFSET + MAD_SIZE {
+        return Err(CmdError::new(Status::BadInputLength, 0x3ad_0001));
+    }
+    let num = input.get(MAD_IFC_PORT) as u8;
+    let port = fw
+        .node
+        .port(num)
+        .cloned()
+        .ok_or(CmdError::new(Status::BadParameter, 0x3ad_0002))?;
+    let mut m = [0u8; MAD_SIZE];
+    m.copy_from_slice(&input.bytes()[MAD_OFFSET..MAD_OFFSET + MAD_SIZE]);
+    let class = m[mad::MGMT_CLASS];
+    let method = m[mad::METHOD];
+    let status = match (class, method) {
+        (CLASS_SMP_LID_ROUTED | CLASS_SMP_DIRECTED, METHOD_GET) => fw.node.answer_smp(&port, &mut m),
+        // Sets from an SM are answered with the current values: the model's ports are configured.
+        (CLASS_SMP_LID_ROUTED | CLASS_SMP_DIRECTED, METHOD_SET) => fw.node.answer_smp(&port, &mut m),
+        (CLASS_SMP_LID_ROUTED | CLASS_SMP_DIRECTED, _) => MAD_STATUS_UNSUPPORTED_METHOD,
+        _ => MAD_STATUS_UNSUPPORTED_METHOD,
+    };
+    debug!(
+        "MAD_IFC port {num}: class {class:#x} method {method:#x} attr {:#06x} -> status {status:#x}",
+        u16::from_be_bytes([m[mad::ATTR_ID], m[mad::ATTR_ID + 1]])
+    );
+    m[mad::METHOD] = METHOD_GET_RESP;
+    m[mad::STATUS..mad::STATUS + 2].copy_from_slice(&status.to_be_bytes());
+    let mut out = output(MAD_OFFSET + MAD_SIZE);
+    out[MAD_OFFSET..].copy_from_slice(&m);
+    Ok(out)
+}
+
+/// `hca_vport_context` fields in QUERY_HCA_VPORT_CONTEXT output.
+mod vport {
+    use crate::ifc::Field;
+    pub const IN_OTHER_VPORT: Field = Field::new(0x40, 1);
+    pub const IN_PORT_NUM: Field = Field::new(0x4c, 4);
+    pub const HAS_SMI: Field = Field::new(0x181, 1);
+    pub const PORT_PHYSICAL_STATE: Field = Field::new(0x190, 4);
+    pub const PORT_STATE: Field = Field::new(0x198, 4);
+    pub const VPORT_STATE: Field = Field::new(0x19c, 4);
+    pub const SYSTEM_IMAGE_GUID: Field = Field::new(0x1c0, 64);
+    pub const PORT_GUID: Field = Field::new(0x200, 64);
+    pub const NODE_GUID: Field = Field::new(0x240, 64);
+    pub const CAP_MASK1: Field = Field::new(0x280, 32);
+    pub const LID: Field = Field::new(0x380, 16);
+    pub const SUBNET_TIMEOUT: Field = Field::new(0x39b, 5);
+    pub const SM_LID: Field = Field::new(0x3a0, 16);
+    pub const OUT_LEN: usize = 0x10 + 0x200;
+    pub const STATE_OUT_STATE: Field = Field::new(0x7c, 4);
+    pub const STATE_OUT_ADMIN_STATE: Field = Field::new(0x78, 4);
+}
+
+fn port_of(fw: &Firmware, input: &Input) -> Result<Port, CmdError> {
+    if input.get(vport::IN_OTHER_VPORT) != 0 {
+        return Err(CmdError::new(Status::BadParameter, 0x762_0001));
+    }
+    // Port 0 means the function's own port on single-port devices.
+    let n = (input.get(vport::IN_PORT_NUM) as u8).max(1);
+    fw.node
+        .port(n)
+        .cloned()
+        .ok_or(CmdError::new(Status::BadParameter, 0x762_0002))
+}
+
+/// QUERY_HCA_VPORT_CONTEXT: the port as the function's own vport sees it.
+pub fn query_hca_vport_context(fw: &mut Firmware, input: &Input) -> CmdResult {
+    let port = port_of(fw, input)?;
+    let mut out = output(vport::OUT_LEN);
+    let mut set = |f: Field, v: u64| ifc::set(&mut out, f, v);
+    set(vport::HAS_SMI, 1);
+    set(vport::PORT_PHYSICAL_STATE, u64::from(port.phys_state));
+    set(vport::PORT_STATE, u64::from(port.state));
+    set(vport::VPORT_STATE, u64::from(port.state));
+    set(vport::SYSTEM_IMAGE_GUID, fw.node.system_image_guid);
+    set(vport::PORT_GUID, port.guid);
+    set(vport::NODE_GUID, fw.node.guid);
+    set(vport::CAP_MASK1, u64::from(CAPABILITY_MASK));
+    set(vport::LID, u64::from(port.lid));
+    set(vport::SUBNET_TIMEOUT, 18);
+    set(vport::SM_LID, u64::from(port.sm_lid));
+    Ok(out)
+}
+
+/// QUERY_VPORT_STATE: link state of the function's vport (1 = down, 4 = up in vport terms; the
+/// IB logical state otherwise).
+pub fn query_vport_state(fw: &mut Firmware, input: &Input) -> CmdResult {
+    if input.get(vport::IN_OTHER_VPORT) != 0 {
+        return Err(CmdError::new(Status::BadParameter, 0x750_0001));
+    }
+    let port = fw
+        .node
+        .port(1)
+        .cloned()
+        .ok_or(CmdError::new(Status::BadParameter, 0x750_0002))?;
+    let mut out = output(16);
+    let up = port.state == STATE_ACTIVE;
+    ifc::set(&mut out, vport::STATE_OUT_STATE, if up { 1 } else { 0 });
+    ifc::set(&mut out, vport::STATE_OUT_ADMIN_STATE, 1);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn smp(attr_id: u16, attr_mod: u32) -> [u8; MAD_SIZE] {
+        let mut m = [0u8; MAD_SIZE];
+        m[0] = 1;
+        m[mad::MGMT_CLASS] = CLASS_SMP_LID_ROUTED;
+        m[2] = 1;
+        m[mad::METHOD] = METHOD_GET;
+        m[mad::ATTR_ID..mad::ATTR_ID + 2].copy_from_slice(&attr_id.to_be_bytes());
+        m[mad::ATTR_MOD..mad::ATTR_MOD + 4].copy_from_slice(&attr_mod.to_be_bytes());
+        m
+    }
+
+    #[test]
+    fn identity_follows_the_seed() {
+        let a = Node::new(&FirmwareConfig {
+            guid_seed: 1,
+            ..Default::default()
+        });
+        let b = Node::new(&FirmwareConfig {
+            guid_seed: 2,
+            ports: 2,
+            ..Default::default()
+        });
+        assert_ne!(a.guid, b.guid);
+        assert_ne!(a.ports[0].lid, b.ports[0].lid);
+        assert_eq!(b.ports[1].guid, b.guid + 2);
+        assert!(a
+            .ports
+            .iter()
+            .chain(&b.ports)
+            .all(|p| (1..0xc000).contains(&p.lid)));
+    }
+
+    #[test]
+    fn port_info_and_node_info_fields() {
+        let n = Node::new(&FirmwareConfig::default());
+        let p = n.ports[0].clone();
+        let mut m = smp(attr::PORT_INFO, 1);
+        assert_eq!(n.answer_smp(&p, &mut m), 0);
+        let d = &m[mad::SMP_DATA..];
+        assert_eq!(u16::from_be_bytes([d[16], d[17]]), p.lid);
+        assert_eq!(d[32] & 0xf, STATE_ACTIVE);
+        assert_eq!(d[33] >> 4, PHYS_LINK_UP);
+        assert_eq!(d[50], GUID_TABLE_LEN);
+        let mut m = smp(attr::NODE_INFO, 0);
+        assert_eq!(n.answer_smp(&p, &mut m), 0);
+        let d = &m[mad::SMP_DATA..];
+        assert_eq!(u64::from_be_bytes(d[12..20].try_into().unwrap()), n.guid);
+        assert_eq!(u16::from_be_bytes([d[28], d[29]]), PKEY_TABLE_LEN);
+        assert_eq!(u32::from_be_bytes(d[36..40].try_into().unwrap()) & 0xffff, 0x02c9);
+    }
+
+    #[test]
+    fn tables_and_unknown_attributes() {
+        let n = Node::new(&FirmwareConfig::default());
+        let p = n.ports[0].clone();
+        let mut m = smp(attr::PKEY_TABLE, 0);
+        assert_eq!(n.answer_smp(&p, &mut m), 0);
+        assert_eq!(&m[mad::SMP_DATA..mad::SMP_DATA + 2], &[0xff, 0xff]);
+        let mut m = smp(attr::PKEY_TABLE, 4);
+        assert_eq!(n.answer_smp(&p, &mut m), MAD_STATUS_UNSUPPORTED_ATTR);
+        let mut m = smp(attr::GUID_INFO, 0);
+        assert_eq!(n.answer_smp(&p, &mut m), 0);
+        assert_eq!(u64::from_be_bytes(m[64..72].try_into().unwrap()), p.guid);
+        let mut m = smp(0xff90, 1);
+        assert_eq!(n.answer_smp(&p, &mut m), MAD_STATUS_UNSUPPORTED_ATTR);
+    }
+}
