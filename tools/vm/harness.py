@@ -51,8 +51,9 @@ C_MODULE_PATHS = {
 # User-space tools copied into the guest, with their shared libraries.
 GUEST_TOOLS = [
     "/usr/bin/rdma",
-    "/usr/bin/ibv_devices", "/usr/bin/ibv_devinfo", "/usr/bin/ibv_rc_pingpong",
+    "/usr/bin/ibv_devices", "/usr/bin/ibv_devinfo", "/usr/bin/ibv_rc_pingpong", "/usr/bin/ibv_asyncwatch",
     "/usr/bin/ibv_ud_pingpong", "/usr/bin/ibv_srq_pingpong", "/usr/bin/ibv_uc_pingpong",
+    "/usr/bin/ibv_xsrq_pingpong",
     "/usr/bin/rping", "/usr/bin/ucmatose", "/usr/bin/udaddy",
     "/usr/bin/ib_write_bw", "/usr/bin/ib_read_bw", "/usr/bin/ib_send_bw",
     "/usr/bin/ib_send_lat", "/usr/bin/ib_write_lat", "/usr/bin/ib_read_lat",
@@ -232,6 +233,27 @@ class Run:
         self.model_log = workdir / "cx-model.log"
         self.console_log = workdir / "console.log"
         self.socket = workdir / "cx.sock"
+        self.control_socket = workdir / "control.sock"
+
+    def control(self, command: str) -> str:
+        """Sends one control command to cx-model; returns its reply line."""
+        import socket
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+                c.settimeout(10)
+                c.connect(str(self.control_socket))
+                c.sendall(command.encode() + b"\n")
+                reply = b""
+                while not reply.endswith(b"\n"):
+                    chunk = c.recv(4096)
+                    if not chunk:
+                        break
+                    reply += chunk
+        except OSError as e:
+            return f"error control channel: {e}"
+        with open(self.workdir / "control.log", "a") as log:
+            log.write(f"{command} -> {reply.decode(errors='replace').strip()}\n")
+        return reply.decode(errors="replace").strip()
 
     def start_model(self, extra: list[str] | None = None) -> None:
         if self.socket.exists():
@@ -240,7 +262,8 @@ class Run:
         self.model = subprocess.Popen(
             [self.args.cx_model, "--socket", str(self.socket), "--fw-version", self.args.fw_version,
              "--command-log", str(self.workdir / "commands.txt"),
-             "--command-trace", str(self.workdir / "trace.txt"), *(extra or [])],
+             "--command-trace", str(self.workdir / "trace.txt"),
+             "--control", str(self.control_socket), *(extra or [])],
             stdout=open(self.model_log, "wb"), stderr=subprocess.STDOUT, env=env,
             start_new_session=True)
         deadline = time.monotonic() + 20
@@ -293,13 +316,14 @@ class Run:
     def run_guest(self, initrd: Path, timeout: int, kill_model_after: float | None) -> list[str]:
         """Boots the guest and returns its console lines; raises HarnessError on timeout or when a
         process dies under it."""
-        self.qemu = subprocess.Popen(self.qemu_argv(initrd, False), stdin=subprocess.DEVNULL,
+        self.qemu = subprocess.Popen(self.qemu_argv(initrd, False), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         assert self.qemu.stdout is not None
         os.set_blocking(self.qemu.stdout.fileno(), False)
         start = time.monotonic()
         buf = b""
+        scanned = 0
         with open(self.console_log, "wb") as log:
             while True:
                 chunk = self.qemu.stdout.read()
@@ -307,6 +331,16 @@ class Run:
                     buf += chunk
                     log.write(chunk)
                     log.flush()
+                    # Requests from the guest to the device (see guest/stack.sh: model_ctl): run
+                    # them on cx-model's control channel and type the reply into the console.
+                    while (nl := buf.find(b"\n", scanned)) >= 0:
+                        line = buf[scanned:nl].decode(errors="replace").strip()
+                        scanned = nl + 1
+                        m = re.match(r"rdma-rs: host-request: (.+)$", line)
+                        if m and self.qemu.stdin is not None:
+                            reply = self.control(m.group(1).strip())
+                            self.qemu.stdin.write(f"rdma-rs-reply {reply}\n".encode())
+                            self.qemu.stdin.flush()
                 if self.qemu.poll() is not None:
                     rest = self.qemu.stdout.read() or b""
                     buf += rest

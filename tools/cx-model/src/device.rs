@@ -45,6 +45,12 @@ pub struct Device {
     powered_at: Instant,
     /// Slots whose command was made to hang (never handed back).
     hung_slots: u32,
+    /// Health buffer syndrome (0: healthy).
+    health_synd: u8,
+    /// Health buffer "recovery flow required" bit.
+    health_rfr: bool,
+    /// Surprise-removed: the function no longer answers.
+    removed: bool,
 }
 
 impl Device {
@@ -60,7 +66,27 @@ impl Device {
             reset_at: now,
             powered_at: now,
             hung_slots: 0,
+            health_synd: 0,
+            health_rfr: false,
+            removed: false,
         }
+    }
+
+    /// Sets the health buffer's syndrome; `fatal` also sets the recovery-required bit.
+    pub fn set_health(&mut self, synd: u8, fatal: bool) {
+        self.health_synd = synd;
+        self.health_rfr = fatal && synd != 0;
+    }
+
+    /// Surprise removal: from now on reads return all ones and writes are dropped, as for a
+    /// function that fell off the bus.
+    pub fn surprise_remove(&mut self) {
+        self.removed = true;
+    }
+
+    /// Whether the function was surprise-removed.
+    pub fn removed(&self) -> bool {
+        self.removed
     }
 
     /// Function-level reset: firmware re-initializes and forgets the command queue.
@@ -103,8 +129,11 @@ impl Device {
                 (self.cmdq_l & !0xfff) | (iseg::LOG_CMDQ_SIZE << 4) | iseg::LOG_CMDQ_STRIDE
             }
             iseg::INITIALIZING => u32::from(self.initializing()) << 31,
-            // The health buffer's fw_ver word: all ones would mean the device fell off the bus.
+            // Health buffer: fw_ver (all ones would mean the device fell off the bus), then
+            // rfr_severity, then irisc_index, synd and ext_synd.
             0x230 => 0,
+            0x238 => u32::from(self.health_rfr) << 31,
+            0x23c => u32::from(self.health_synd) << 16,
             // The counter advances every 100 ms of device uptime.
             iseg::HEALTH_COUNTER => (self.powered_at.elapsed().as_millis() / 100) as u32,
             _ => 0,
@@ -113,6 +142,10 @@ impl Device {
 
     /// A read of BAR0 at `off`, of any width; registers are big-endian 32-bit words.
     pub fn bar0_read(&mut self, off: u64, data: &mut [u8]) {
+        if self.removed {
+            data.fill(0xff);
+            return;
+        }
         for (i, d) in data.iter_mut().enumerate() {
             let o = off + i as u64;
             *d = self.reg32(o & !3).to_be_bytes()[(o & 3) as usize];
@@ -132,6 +165,10 @@ impl Device {
 
     /// A write to BAR0: command queue registers, the command doorbell, or a UAR doorbell.
     pub fn bar0_write(&mut self, mem: &mut dyn GuestMemory, off: u64, data: &[u8]) {
+        if self.removed {
+            debug!("bar0 write {off:#x} after surprise removal: dropped");
+            return;
+        }
         let v = match data.len() {
             4 => u32::from_be_bytes([data[0], data[1], data[2], data[3]]),
             // 64-bit doorbells: the low word at the higher address carries what the model uses.

@@ -3,6 +3,7 @@
 //! See `docs/cx-model.md` in the repository for what it implements and how it is tested.
 
 pub mod command;
+pub mod control;
 pub mod device;
 pub mod firmware;
 pub mod guest_memory;

@@ -11,10 +11,12 @@ use std::time::Duration;
 
 const USAGE: &str = "usage: cx-model --socket PATH [--fw-version X.Y.Z] [--ports N] [--guid-seed N]
                 [--psid TEXT] [--init-delay-ms N] [--fault SPEC]... [--command-log FILE]
-                [--command-trace FILE]
+                [--command-trace FILE] [--control PATH]
   --fault hang:<OPCODE>[:<count>]                        the command never completes
   --fault status:<OPCODE>:<status>[:<syndrome>[:<count>]] the command fails with that status
-  (<OPCODE> is a name such as QUERY_ISSI or a number; RUST_LOG=debug logs every register access)";
+  (<OPCODE> is a name such as QUERY_ISSI or a number; RUST_LOG=debug logs every register access)
+  --control PATH: a unix socket taking line commands: port <n> up|down, health-error <synd> [fatal],
+                  health-clear, remove, fault <spec>, status";
 
 struct Args {
     socket: PathBuf,
@@ -22,6 +24,7 @@ struct Args {
     faults: Vec<Rule>,
     command_log: Option<PathBuf>,
     command_trace: Option<PathBuf>,
+    control: Option<PathBuf>,
 }
 
 fn number(s: &str) -> Result<u64, String> {
@@ -38,6 +41,7 @@ fn parse_args() -> Result<Args, String> {
     let mut faults = Vec::new();
     let mut command_log = None;
     let mut command_trace = None;
+    let mut control = None;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{a} needs a value"));
@@ -61,6 +65,7 @@ fn parse_args() -> Result<Args, String> {
             "--fault" => faults.push(Rule::parse(&value()?)?),
             "--command-log" => command_log = Some(PathBuf::from(value()?)),
             "--command-trace" => command_trace = Some(PathBuf::from(value()?)),
+            "--control" => control = Some(PathBuf::from(value()?)),
             "-h" | "--help" => return Err(USAGE.into()),
             _ => return Err(format!("unknown argument {a:?}\n{USAGE}")),
         }
@@ -71,6 +76,7 @@ fn parse_args() -> Result<Args, String> {
         faults,
         command_log,
         command_trace,
+        control,
     })
 }
 
@@ -97,7 +103,7 @@ fn main() -> ExitCode {
     for rule in args.faults {
         device.firmware.faults.add(rule);
     }
-    let model = match cx_model::server::serve(&args.socket, device) {
+    let model = match cx_model::server::serve(&args.socket, device, args.control.as_deref()) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("cx-model: vfio-user server failed: {e:?}");

@@ -9,8 +9,9 @@ use crate::init_segment;
 use crate::pci_config::{BAR0_SIZE, MSIX_VECTORS};
 use log::{debug, info, warn};
 use std::fs::File;
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::mem::size_of;
+use std::os::unix::net::UnixListener;
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -281,11 +282,51 @@ fn irqs() -> Vec<IrqInfo> {
         .collect()
 }
 
+/// Serves control commands (see [`crate::control`]) on a unix socket, one reply line each.
+fn serve_control(listener: UnixListener, shared: Arc<Shared>) {
+    for conn in listener.incoming() {
+        let Ok(conn) = conn else { continue };
+        let Ok(reader) = conn.try_clone() else { continue };
+        let mut writer = conn;
+        for line in BufReader::new(reader).lines() {
+            let Ok(line) = line else { break };
+            let (reply, irqs) = {
+                let mut dev = lock(&shared.device);
+                let mut mem = lock(&shared.mem);
+                let r = crate::control::execute(&mut dev, &mut *mem, &line);
+                (r, dev.take_irqs())
+            };
+            shared.fire(&irqs);
+            let text = match reply {
+                Ok(r) => format!("ok {r}\n"),
+                Err(e) => format!("error {e}\n"),
+            };
+            if writer.write_all(text.as_bytes()).is_err() {
+                break;
+            }
+        }
+    }
+}
+
 /// Listens on `socket`, serves one client until it disconnects, and returns the server state.
-pub fn serve(socket: &Path, device: Device) -> Result<ModelServer, vfio_user::Error> {
+/// With `control`, also serves control commands on that unix socket.
+pub fn serve(socket: &Path, device: Device, control: Option<&Path>) -> Result<ModelServer, vfio_user::Error> {
     let server = Server::new(socket, true, irqs(), regions())?;
     info!("listening on {}", socket.display());
     let mut model = ModelServer::new(device);
+    if let Some(path) = control {
+        let _ = std::fs::remove_file(path);
+        match UnixListener::bind(path) {
+            Ok(l) => {
+                let shared = model.shared().clone();
+                let _ = std::thread::Builder::new()
+                    .name("cx-control".into())
+                    .spawn(move || serve_control(l, shared));
+                info!("control channel on {}", path.display());
+            }
+            Err(e) => warn!("cannot listen for control on {}: {e}", path.display()),
+        }
+    }
     server.run(&mut model)?;
     info!("client disconnected");
     model.stop();

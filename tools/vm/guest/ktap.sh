@@ -82,3 +82,24 @@ ktap_end() {
 	echo "1..$KTAP_N"
 	echo "rdma-rs: ktap end, $KTAP_FAILED of $KTAP_N failed"
 }
+
+# wait_for <name> <seconds> <pattern> <command...>: passes once the command's output matches the
+# extended regular expression, polling every 0.2 s for at most <seconds>.
+wait_for() {
+	_name=$1
+	_secs=$2
+	_pat=$3
+	shift 3
+	_tries=$((_secs * 5))
+	while [ $_tries -gt 0 ]; do
+		_out=$("$@" 2>&1)
+		if printf '%s\n' "$_out" | grep -Eq -- "$_pat"; then
+			ktap_result 0 "$_name"
+			return
+		fi
+		sleep 0.2
+		_tries=$((_tries - 1))
+	done
+	ktap_result 1 "$_name" "after ${_secs}s, expected /$_pat/ in:
+$_out"
+}

@@ -58,3 +58,18 @@ pci_cap_ids() {
 	done
 	echo "${_ids# }"
 }
+
+# model_ctl <command...>: asks the harness to run a cx-model control command (port <n> up|down,
+# health-error <synd> [fatal], health-clear, remove, status) and prints the model's reply.
+# The request travels on the serial console; the harness types the reply back.
+model_ctl() {
+	echo "rdma-rs: host-request: $*" >/dev/console
+	while read -r -t 30 _tag _reply </dev/console; do
+		if [ "$_tag" = rdma-rs-reply ]; then
+			echo "$_reply"
+			return 0
+		fi
+	done
+	echo "no reply from the harness"
+	return 1
+}

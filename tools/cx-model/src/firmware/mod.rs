@@ -4,6 +4,8 @@
 //! Handlers take the gathered input and return the full output (header included) or a status
 //! with a syndrome. Commands the model does not implement answer bad-operation and are logged.
 
+#[cfg(test)]
+mod bringup_tests;
 pub mod caps;
 pub mod eq;
 pub mod faults;
@@ -262,51 +264,11 @@ impl Firmware {
     /// The handler for `op`, run; `None` if the model does not implement it.
     fn dispatch(&mut self, mem: &mut dyn GuestMemory, op: u16, input: &Input) -> Option<CmdResult> {
         use opcodes::op;
+        let handler = handler(op)?;
         if self.state == HcaState::Disabled && op != op::ENABLE_HCA && op != op::QUERY_ISSI {
             return Some(Err(CmdError::new(Status::BadSystemState, 0x5e0_0001)));
         }
-        Some(match op {
-            op::ENABLE_HCA => hca::enable_hca(self, input),
-            op::DISABLE_HCA => hca::disable_hca(self, input),
-            op::QUERY_ISSI => hca::query_issi(self, input),
-            op::SET_ISSI => hca::set_issi(self, input),
-            op::INIT_HCA => hca::init_hca(self, input),
-            op::TEARDOWN_HCA => hca::teardown_hca(self, input),
-            op::SET_DRIVER_VERSION => hca::set_driver_version(self, input),
-            op::QUERY_ADAPTER => hca::query_adapter(self, input),
-            op::QUERY_PAGES => pages::query_pages(self, input),
-            op::MANAGE_PAGES => pages::manage_pages(self, mem, input),
-            op::QUERY_HCA_CAP => caps::query_hca_cap(self, input),
-            op::SET_HCA_CAP => caps::set_hca_cap(self, input),
-            op::ACCESS_REG => registers::access_reg(self, input),
-            op::ALLOC_UAR => resources::alloc_uar(self, input),
-            op::DEALLOC_UAR => resources::dealloc_uar(self, input),
-            op::ALLOC_PD => resources::alloc_pd(self, input),
-            op::DEALLOC_PD => resources::dealloc_pd(self, input),
-            op::ALLOC_TRANSPORT_DOMAIN => resources::alloc_transport_domain(self, input),
-            op::DEALLOC_TRANSPORT_DOMAIN => resources::dealloc_transport_domain(self, input),
-            op::CREATE_EQ => eq::create_eq(self, input),
-            op::DESTROY_EQ => eq::destroy_eq(self, input),
-            op::MAD_IFC => port::mad_ifc(self, input),
-            op::QUERY_HCA_VPORT_CONTEXT => port::query_hca_vport_context(self, input),
-            op::QUERY_VPORT_STATE => port::query_vport_state(self, input),
-            op::ALLOC_XRCD => objects::alloc_xrcd(self, input),
-            op::DEALLOC_XRCD => objects::dealloc_xrcd(self, input),
-            op::CREATE_MKEY => objects::create_mkey(self, input),
-            op::DESTROY_MKEY => objects::destroy_mkey(self, input),
-            op::CREATE_CQ => objects::create_cq(self, input),
-            op::DESTROY_CQ => objects::destroy_cq(self, input),
-            op::CREATE_QP => objects::create_qp(self, input),
-            op::DESTROY_QP => objects::destroy_qp(self, input),
-            op::CREATE_XRC_SRQ => objects::create_srq(self, objects::Kind::XrcSrq, input),
-            op::DESTROY_XRC_SRQ => objects::destroy_kind(self, objects::Kind::XrcSrq, input),
-            op::CREATE_SRQ => objects::create_srq(self, objects::Kind::Srq, input),
-            op::DESTROY_SRQ => objects::destroy_kind(self, objects::Kind::Srq, input),
-            op::CREATE_RMP => objects::create_rmp(self, input),
-            op::DESTROY_RMP => objects::destroy_kind(self, objects::Kind::Rmp, input),
-            _ if objects::transition(op).is_some() => objects::modify_qp(self, op, input),
-            _ => return None,
-        })
+        Some(handler(self, mem, input))
     }
 
     /// Posts an event to the queue that takes its type, queueing the interrupt if one is due.
@@ -336,6 +298,56 @@ impl Firmware {
             _ => warn!("UAR {uar} write at {offset:#x} <- {data:02x?}: not implemented"),
         }
     }
+}
+
+/// A command handler.
+type Handler = fn(&mut Firmware, &mut dyn GuestMemory, &Input) -> CmdResult;
+
+/// The handler of each command the model implements.
+fn handler(op: u16) -> Option<Handler> {
+    use opcodes::op;
+    Some(match op {
+        op::ENABLE_HCA => |fw, _, i| hca::enable_hca(fw, i),
+        op::DISABLE_HCA => |fw, _, i| hca::disable_hca(fw, i),
+        op::QUERY_ISSI => |fw, _, i| hca::query_issi(fw, i),
+        op::SET_ISSI => |fw, _, i| hca::set_issi(fw, i),
+        op::INIT_HCA => |fw, _, i| hca::init_hca(fw, i),
+        op::TEARDOWN_HCA => |fw, _, i| hca::teardown_hca(fw, i),
+        op::SET_DRIVER_VERSION => |fw, _, i| hca::set_driver_version(fw, i),
+        op::QUERY_ADAPTER => |fw, _, i| hca::query_adapter(fw, i),
+        op::QUERY_PAGES => |fw, _, i| pages::query_pages(fw, i),
+        op::MANAGE_PAGES => |fw, m, i| pages::manage_pages(fw, m, i),
+        op::QUERY_HCA_CAP => |fw, _, i| caps::query_hca_cap(fw, i),
+        op::SET_HCA_CAP => |fw, _, i| caps::set_hca_cap(fw, i),
+        op::ACCESS_REG => |fw, _, i| registers::access_reg(fw, i),
+        op::ALLOC_UAR => |fw, _, i| resources::alloc_uar(fw, i),
+        op::DEALLOC_UAR => |fw, _, i| resources::dealloc_uar(fw, i),
+        op::ALLOC_PD => |fw, _, i| resources::alloc_pd(fw, i),
+        op::DEALLOC_PD => |fw, _, i| resources::dealloc_pd(fw, i),
+        op::ALLOC_TRANSPORT_DOMAIN => |fw, _, i| resources::alloc_transport_domain(fw, i),
+        op::DEALLOC_TRANSPORT_DOMAIN => |fw, _, i| resources::dealloc_transport_domain(fw, i),
+        op::CREATE_EQ => |fw, _, i| eq::create_eq(fw, i),
+        op::DESTROY_EQ => |fw, _, i| eq::destroy_eq(fw, i),
+        op::MAD_IFC => |fw, _, i| port::mad_ifc(fw, i),
+        op::QUERY_HCA_VPORT_CONTEXT => |fw, _, i| port::query_hca_vport_context(fw, i),
+        op::QUERY_VPORT_STATE => |fw, _, i| port::query_vport_state(fw, i),
+        op::ALLOC_XRCD => |fw, _, i| objects::alloc_xrcd(fw, i),
+        op::DEALLOC_XRCD => |fw, _, i| objects::dealloc_xrcd(fw, i),
+        op::CREATE_MKEY => |fw, _, i| objects::create_mkey(fw, i),
+        op::DESTROY_MKEY => |fw, _, i| objects::destroy_mkey(fw, i),
+        op::CREATE_CQ => |fw, _, i| objects::create_cq(fw, i),
+        op::DESTROY_CQ => |fw, _, i| objects::destroy_cq(fw, i),
+        op::CREATE_QP => |fw, _, i| objects::create_qp(fw, i),
+        op::DESTROY_QP => |fw, _, i| objects::destroy_qp(fw, i),
+        op::CREATE_XRC_SRQ => |fw, _, i| objects::create_srq(fw, objects::Kind::XrcSrq, i),
+        op::DESTROY_XRC_SRQ => |fw, _, i| objects::destroy_kind(fw, objects::Kind::XrcSrq, i),
+        op::CREATE_SRQ => |fw, _, i| objects::create_srq(fw, objects::Kind::Srq, i),
+        op::DESTROY_SRQ => |fw, _, i| objects::destroy_kind(fw, objects::Kind::Srq, i),
+        op::CREATE_RMP => |fw, _, i| objects::create_rmp(fw, i),
+        op::DESTROY_RMP => |fw, _, i| objects::destroy_kind(fw, objects::Kind::Rmp, i),
+        _ if objects::transition(op).is_some() => |fw, _, i| objects::modify_qp(fw, i),
+        _ => return None,
+    })
 }
 
 /// UAR offset of the CQ arm doorbell.

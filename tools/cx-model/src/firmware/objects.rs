@@ -314,7 +314,8 @@ pub fn transition(op: u16) -> Option<(&'static [QpState], QpState)> {
 }
 
 /// A QP modify command (RST2INIT, INIT2RTR, RTR2RTS, 2ERR, 2RST, ...).
-pub fn modify_qp(fw: &mut Firmware, op: u16, input: &Input) -> CmdResult {
+pub fn modify_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
+    let op = input.get(crate::ifc::header::OPCODE) as u16;
     let Some((from, to)) = transition(op) else {
         return Err(CmdError::new(Status::BadOperation, 0x0d0_0000 | u32::from(op)));
     };

@@ -1,0 +1,164 @@
+//! The control channel: line commands that change the device while it runs, for tests.
+//!
+//! ```text
+//! port <n> down | port <n> up     link goes down or comes back; a PORT_CHANGE event is posted
+//! health-error <synd> [fatal]     the health buffer reports a syndrome (fatal: recovery required)
+//! health-clear                    the health buffer is clean again
+//! remove                          surprise removal: reads return all ones, commands are dropped
+//! fault <spec>                    adds a fault rule (see --fault)
+//! status                          one line describing the device
+//! ```
+//!
+//! `cx-model --control PATH` serves these on a unix socket, one reply line per command.
+
+use crate::device::Device;
+use crate::firmware::eq::event;
+use crate::firmware::faults::Rule;
+use crate::firmware::port::{PHYS_LINK_UP, STATE_ACTIVE};
+use crate::guest_memory::GuestMemory;
+use log::info;
+
+/// PORT_CHANGE sub-types.
+const PORT_DOWN: u8 = 1;
+const PORT_ACTIVE: u8 = 4;
+/// Logical state DOWN and physical state Disabled.
+const STATE_DOWN: u8 = 1;
+const PHYS_DISABLED: u8 = 3;
+
+fn number(s: &str) -> Result<u64, String> {
+    match s.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => s.parse(),
+    }
+    .map_err(|_| format!("bad number {s:?}"))
+}
+
+/// Runs one control command; returns the reply line or an error line.
+pub fn execute(dev: &mut Device, mem: &mut dyn GuestMemory, line: &str) -> Result<String, String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    match words.as_slice() {
+        ["port", n, dir @ ("up" | "down")] => {
+            let num = u8::try_from(number(n)?).map_err(|_| "bad port".to_string())?;
+            let fw = &mut dev.firmware;
+            let port = fw
+                .node
+                .ports
+                .iter_mut()
+                .find(|p| p.num == num)
+                .ok_or_else(|| format!("no port {num}"))?;
+            let up = *dir == "up";
+            (port.state, port.phys_state) = if up {
+                (STATE_ACTIVE, PHYS_LINK_UP)
+            } else {
+                (STATE_DOWN, PHYS_DISABLED)
+            };
+            let mut data = [0u8; 28];
+            data[8] = num << 4;
+            fw.post_event(
+                mem,
+                event::PORT_CHANGE,
+                if up { PORT_ACTIVE } else { PORT_DOWN },
+                &data,
+            );
+            info!("control: port {num} {dir}");
+            Ok(format!("port {num} {dir}"))
+        }
+        ["health-error", synd, rest @ ..] => {
+            let synd = u8::try_from(number(synd)?).map_err(|_| "syndrome is 8 bits".to_string())?;
+            if synd == 0 {
+                return Err("syndrome 0 means healthy; use health-clear".into());
+            }
+            let fatal = matches!(rest, ["fatal"]);
+            dev.set_health(synd, fatal);
+            info!(
+                "control: health syndrome {synd:#x}{}",
+                if fatal { ", recovery required" } else { "" }
+            );
+            Ok(format!("health syndrome {synd:#x}"))
+        }
+        ["health-clear"] => {
+            dev.set_health(0, false);
+            Ok("health clear".into())
+        }
+        ["remove"] => {
+            dev.surprise_remove();
+            info!("control: surprise removal");
+            Ok("removed".into())
+        }
+        ["fault", spec] => {
+            dev.firmware.faults.add(Rule::parse(spec)?);
+            Ok(format!("fault {spec} added"))
+        }
+        ["status"] => {
+            let fw = &dev.firmware;
+            let ports: Vec<String> = fw
+                .node
+                .ports
+                .iter()
+                .map(|p| format!("port {} state {}", p.num, p.state))
+                .collect();
+            Ok(format!(
+                "state {:?}, {} commands, {} pages held, {}{}",
+                fw.state,
+                fw.log.total(),
+                fw.pages.outstanding(),
+                ports.join(", "),
+                if dev.removed() { ", removed" } else { "" }
+            ))
+        }
+        _ => Err(format!("unknown control command {line:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::DeviceConfig;
+    use crate::guest_memory::FakeMemory;
+    use crate::init_segment as iseg;
+
+    fn be32(d: &mut Device, off: u64) -> u32 {
+        let mut b = [0u8; 4];
+        d.bar0_read(off, &mut b);
+        u32::from_be_bytes(b)
+    }
+
+    #[test]
+    fn health_error_and_clear() {
+        let mut d = Device::new(DeviceConfig::default());
+        let mut m = FakeMemory::new(0, 0x1000);
+        execute(&mut d, &mut m, "health-error 0x8 fatal").unwrap();
+        let w = be32(&mut d, iseg::HEALTH + 0x38);
+        assert_eq!(w >> 31, 1, "rfr set");
+        assert_eq!((be32(&mut d, iseg::HEALTH + 0x3c) >> 16) & 0xff, 0x8, "synd");
+        execute(&mut d, &mut m, "health-clear").unwrap();
+        assert_eq!(be32(&mut d, iseg::HEALTH + 0x3c), 0);
+        assert!(execute(&mut d, &mut m, "health-error 0").is_err());
+    }
+
+    #[test]
+    fn surprise_removal_reads_all_ones() {
+        let mut d = Device::new(DeviceConfig::default());
+        let mut m = FakeMemory::new(0, 0x1000);
+        assert_ne!(be32(&mut d, iseg::FW_REV), u32::MAX);
+        execute(&mut d, &mut m, "remove").unwrap();
+        assert_eq!(be32(&mut d, iseg::FW_REV), u32::MAX);
+        assert_eq!(
+            be32(&mut d, iseg::HEALTH + 0x30),
+            u32::MAX,
+            "health fw_ver: the device is gone"
+        );
+    }
+
+    #[test]
+    fn bad_commands_are_refused() {
+        let mut d = Device::new(DeviceConfig::default());
+        let mut m = FakeMemory::new(0, 0x1000);
+        assert!(execute(&mut d, &mut m, "port 3 down").is_err());
+        assert!(execute(&mut d, &mut m, "explode").is_err());
+        assert!(execute(&mut d, &mut m, "fault hang:NOPE").is_err());
+        assert!(execute(&mut d, &mut m, "status")
+            .unwrap()
+            .contains("port 1 state 4"));
+    }
+}

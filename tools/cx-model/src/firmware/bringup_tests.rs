@@ -1,0 +1,292 @@
+//! A whole bring-up and teardown, driven the way mlx5_core drives it, without QEMU; and each
+//! fault the model can inject or must survive.
+
+use crate::command::Status;
+use crate::device::DeviceConfig;
+use crate::firmware::caps::general;
+use crate::firmware::eq::event;
+use crate::firmware::faults::Rule;
+use crate::guest_memory::GuestMemory;
+use crate::ifc::{self, Field};
+use crate::opcodes::op;
+use crate::test_driver::{input, Failure, TestDriver};
+
+fn status(f: Result<Vec<u8>, Failure>) -> Option<u8> {
+    match f {
+        Err(Failure::Status(s, _)) => Some(s),
+        _ => None,
+    }
+}
+
+fn give_pages(t: &mut TestDriver, n: usize) -> Vec<u64> {
+    let base = t.alloc_pages(n);
+    let pages: Vec<u64> = (0..n as u64).map(|i| base + i * 4096).collect();
+    let mut i = input(op::MANAGE_PAGES, 1, 0x10 + n * 8);
+    ifc::set(&mut i, Field::new(0x60, 32), n as u64);
+    for (k, p) in pages.iter().enumerate() {
+        i[0x10 + k * 8..0x18 + k * 8].copy_from_slice(&p.to_be_bytes());
+    }
+    t.exec(&i, 16).unwrap();
+    pages
+}
+
+fn query_pages(t: &mut TestDriver, op_mod: u16) -> u64 {
+    let out = t.exec(&input(op::QUERY_PAGES, op_mod, 16), 16).unwrap();
+    ifc::get(&out, Field::new(0x60, 32))
+}
+
+fn enable_and_init(t: &mut TestDriver) -> Vec<u64> {
+    t.exec(&input(op::ENABLE_HCA, 0, 16), 16).unwrap();
+    let out = t.exec(&input(op::QUERY_ISSI, 0, 16), 0x70).unwrap();
+    assert_eq!(
+        ifc::get(&out, Field::new(0x360, 32)),
+        0b11,
+        "ISSI 0 and 1 supported"
+    );
+    let mut set = input(op::SET_ISSI, 0, 16);
+    ifc::set(&mut set, Field::new(0x50, 16), 1);
+    t.exec(&set, 16).unwrap();
+    let boot = query_pages(t, 1);
+    assert!(boot > 0);
+    let mut pages = give_pages(t, boot as usize);
+    assert_eq!(query_pages(t, 1), 0, "boot pages satisfied");
+    // General capabilities: an InfiniBand port, and a SET that stays within the maximum.
+    let cap = t.exec(&input(op::QUERY_HCA_CAP, 1, 16), 0x10 + 4096).unwrap();
+    let cap_page = &cap[0x10..];
+    assert_eq!(ifc::get(cap_page, general::PORT_TYPE), 0);
+    assert_eq!(ifc::get(cap_page, general::NUM_PORTS), 1);
+    let mut set = input(op::SET_HCA_CAP, 0, 0x10 + 4096);
+    set[0x10..].copy_from_slice(cap_page);
+    ifc::set(&mut set[0x10..], general::LOG_MAX_QP, 31);
+    assert_eq!(status(t.exec(&set, 16)), Some(Status::BadParameter as u8));
+    ifc::set(&mut set[0x10..], general::LOG_MAX_QP, 18);
+    t.exec(&set, 16).unwrap();
+    // INIT_HCA needs the init pages first.
+    let init = query_pages(t, 2);
+    assert!(init > 0);
+    assert_eq!(
+        status(t.exec(&input(op::INIT_HCA, 0, 16), 16)),
+        Some(Status::BadSystemState as u8)
+    );
+    pages.extend(give_pages(t, init as usize));
+    t.exec(&input(op::INIT_HCA, 0, 0x20), 16).unwrap();
+    pages
+}
+
+fn teardown_and_reclaim(t: &mut TestDriver, given: &[u64]) {
+    t.exec(&input(op::TEARDOWN_HCA, 0, 16), 16).unwrap();
+    let mut back = vec![];
+    loop {
+        let mut take = input(op::MANAGE_PAGES, 2, 16);
+        ifc::set(&mut take, Field::new(0x60, 32), 768);
+        let out = t.exec(&take, 0x10 + 768 * 8).unwrap();
+        let n = ifc::get(&out, Field::new(0x40, 32)) as usize;
+        if n == 0 {
+            break;
+        }
+        back.extend((0..n).map(|k| u64::from_be_bytes(out[0x10 + k * 8..0x18 + k * 8].try_into().unwrap())));
+    }
+    t.exec(&input(op::DISABLE_HCA, 0, 16), 16).unwrap();
+    back.sort_unstable();
+    let mut given = given.to_vec();
+    given.sort_unstable();
+    assert_eq!(back, given, "every page given comes back, once");
+    assert_eq!(t.dev.firmware.pages.outstanding(), 0);
+}
+
+#[test]
+fn bring_up_event_mode_and_teardown() {
+    let mut t = TestDriver::new(DeviceConfig::default());
+    let pages = enable_and_init(&mut t);
+    let out = t.exec(&input(op::QUERY_ADAPTER, 0, 16), 0x110).unwrap();
+    assert_eq!(&out[0x100..0x10d], b"MT_0000000008");
+    let out = t.exec(&input(op::ALLOC_UAR, 0, 16), 16).unwrap();
+    let uar = ifc::get(&out, Field::new(0x48, 24));
+    assert!(uar >= 8, "UAR pages stay clear of the init segment");
+
+    // The command EQ: 256 entries in four pages, vector 0, command events only.
+    let eq_pages = t.alloc_pages(4);
+    let mut ce = input(op::CREATE_EQ, 0, 0x110 + 4 * 8);
+    ifc::set(&mut ce, Field::new(0xe3, 5), 8);
+    ifc::set(&mut ce, Field::new(0xe8, 24), uar);
+    ifc::set(&mut ce, Field::new(0x134, 12), 0);
+    ce[0x58..0x60].copy_from_slice(&(1u64 << event::CMD).to_be_bytes());
+    for k in 0..4u64 {
+        ce[0x110 + k as usize * 8..0x118 + k as usize * 8]
+            .copy_from_slice(&(eq_pages + k * 4096).to_be_bytes());
+    }
+    // The driver initialises owner bits to 1.
+    for k in 0..256u64 {
+        t.mem.write(eq_pages + k * 64 + 63, &[1]).unwrap();
+    }
+    let out = t.exec(&ce, 16).unwrap();
+    let eqn = ifc::get(&out, Field::new(0x58, 8)) as u32;
+    assert!(
+        t.dev.take_irqs().is_empty(),
+        "the command that creates the EQ completes by polling"
+    );
+    // Arm it, then run a command: its completion arrives as an event with the slot's bit.
+    let db = (eqn << 24).to_be_bytes(); // consumer index 0
+    t.dev.bar0_write(&mut t.mem, uar * 4096 + 0x40, &db);
+    t.exec_slot(3, &input(op::QUERY_ADAPTER, 0, 16), 0x110).unwrap();
+    let mut eqe = [0u8; 64];
+    t.mem.read(eq_pages, &mut eqe).unwrap();
+    assert_eq!(eqe[1], event::CMD);
+    assert_eq!(&eqe[0x20..0x24], &(1u32 << 3).to_be_bytes());
+    assert_eq!(eqe[63], 0, "first pass: owner 0");
+    assert_eq!(t.dev.take_irqs(), vec![0]);
+    // Not re-armed: the next completion is queued without an interrupt.
+    t.exec(&input(op::QUERY_ADAPTER, 0, 16), 0x110).unwrap();
+    assert!(t.dev.take_irqs().is_empty());
+
+    // The port answers a PortInfo SMP: ACTIVE, with a LID.
+    let mut mad = input(op::MAD_IFC, 3, 0x110);
+    ifc::set(&mut mad, Field::new(0x58, 8), 1);
+    mad[0x10..0x14].copy_from_slice(&[1, 1, 1, 1]);
+    mad[0x10 + 16..0x10 + 18].copy_from_slice(&0x15u16.to_be_bytes());
+    mad[0x10 + 20..0x10 + 24].copy_from_slice(&1u32.to_be_bytes());
+    let out = t.exec(&mad, 0x110).unwrap();
+    let smp = &out[0x10..];
+    assert_eq!(smp[3], 0x81, "GetResp");
+    assert_eq!(smp[64 + 32] & 0xf, 4, "ACTIVE");
+    assert_ne!(u16::from_be_bytes([smp[64 + 16], smp[64 + 17]]), 0, "a LID");
+
+    let mut destroy = input(op::DESTROY_EQ, 0, 16);
+    ifc::set(&mut destroy, Field::new(0x58, 8), u64::from(eqn));
+    t.exec(&destroy, 16).unwrap();
+    let mut dealloc = input(op::DEALLOC_UAR, 0, 16);
+    ifc::set(&mut dealloc, Field::new(0x48, 24), uar);
+    t.exec(&dealloc, 16).unwrap();
+    teardown_and_reclaim(&mut t, &pages);
+}
+
+#[test]
+fn objects_refer_to_what_exists() {
+    let mut t = TestDriver::new(DeviceConfig::default());
+    let pages = enable_and_init(&mut t);
+    // An mkey on a PD that does not exist is refused; on an allocated PD it is created.
+    let mut mk = input(op::CREATE_MKEY, 0, 0x110);
+    ifc::set(&mut mk, Field::new(0xe8, 24), 5);
+    assert_eq!(status(t.exec(&mk, 16)), Some(Status::BadResource as u8));
+    let out = t.exec(&input(op::ALLOC_PD, 0, 16), 16).unwrap();
+    let pd = ifc::get(&out, Field::new(0x48, 24));
+    ifc::set(&mut mk, Field::new(0xe8, 24), pd);
+    let out = t.exec(&mk, 16).unwrap();
+    let mkey = ifc::get(&out, Field::new(0x48, 24));
+    let mut dm = input(op::DESTROY_MKEY, 0, 16);
+    ifc::set(&mut dm, Field::new(0x48, 24), mkey);
+    t.exec(&dm, 16).unwrap();
+    assert_eq!(
+        status(t.exec(&dm, 16)),
+        Some(Status::BadResource as u8),
+        "destroyed twice"
+    );
+    teardown_and_reclaim(&mut t, &pages);
+}
+
+#[test]
+fn injected_hang_and_status() {
+    let mut t = TestDriver::new(DeviceConfig::default());
+    t.dev
+        .firmware
+        .faults
+        .add(Rule::parse("hang:ENABLE_HCA:1").unwrap());
+    t.dev
+        .firmware
+        .faults
+        .add(Rule::parse("status:QUERY_ISSI:0x4:0xabc:1").unwrap());
+    assert_eq!(
+        t.exec(&input(op::ENABLE_HCA, 0, 16), 16),
+        Err(Failure::NotCompleted)
+    );
+    // The driver gives up on slot 0 and carries on in another slot; the device still answers.
+    t.exec_slot(1, &input(op::ENABLE_HCA, 0, 16), 16).unwrap();
+    assert_eq!(
+        t.exec_slot(2, &input(op::QUERY_ISSI, 0, 16), 0x70),
+        Err(Failure::Status(0x4, 0xabc))
+    );
+    t.exec_slot(2, &input(op::QUERY_ISSI, 0, 16), 0x70).unwrap();
+}
+
+#[test]
+fn malformed_commands_get_device_errors() {
+    let mut t = TestDriver::new(DeviceConfig::default());
+    // Unknown opcode: bad operation with the opcode in the syndrome.
+    let r = t.exec(&input(0x7ff0, 0, 16), 16);
+    assert_eq!(r, Err(Failure::Status(Status::BadOperation as u8, 0x0cf0_7ff0)));
+    // Input shorter than a command header.
+    assert_eq!(
+        status(t.exec(&input(op::ENABLE_HCA, 0, 8)[..8], 16)),
+        Some(Status::BadInputLength as u8)
+    );
+    // Commands before ENABLE_HCA are refused.
+    assert_eq!(
+        status(t.exec(&input(op::INIT_HCA, 0, 16), 16)),
+        Some(Status::BadSystemState as u8)
+    );
+    t.exec(&input(op::ENABLE_HCA, 0, 16), 16).unwrap();
+    // MANAGE_PAGES claiming more entries than its input carries.
+    let mut mp = input(op::MANAGE_PAGES, 1, 0x10 + 8);
+    ifc::set(&mut mp, Field::new(0x60, 32), 4);
+    assert_eq!(status(t.exec(&mp, 16)), Some(Status::BadInputLength as u8));
+    // The same page given twice.
+    let p = t.alloc_pages(1);
+    let mut mp = input(op::MANAGE_PAGES, 1, 0x10 + 16);
+    ifc::set(&mut mp, Field::new(0x60, 32), 2);
+    mp[0x10..0x18].copy_from_slice(&p.to_be_bytes());
+    mp[0x18..0x20].copy_from_slice(&p.to_be_bytes());
+    assert_eq!(status(t.exec(&mp, 16)), Some(Status::BadParameter as u8));
+    assert_eq!(
+        t.dev.firmware.pages.outstanding(),
+        0,
+        "a refused give keeps nothing"
+    );
+}
+
+#[test]
+fn port_down_and_up_post_port_change_events() {
+    let mut t = TestDriver::new(DeviceConfig::default());
+    let pages = enable_and_init(&mut t);
+    let out = t.exec(&input(op::ALLOC_UAR, 0, 16), 16).unwrap();
+    let uar = ifc::get(&out, Field::new(0x48, 24));
+    // An async EQ of 256 entries taking port events.
+    let eq_pages = t.alloc_pages(4);
+    let mut ce = input(op::CREATE_EQ, 0, 0x110 + 4 * 8);
+    ifc::set(&mut ce, Field::new(0xe3, 5), 8);
+    ifc::set(&mut ce, Field::new(0xe8, 24), uar);
+    ce[0x58..0x60].copy_from_slice(&(1u64 << event::PORT_CHANGE).to_be_bytes());
+    for k in 0..4usize {
+        ce[0x110 + k * 8..0x118 + k * 8].copy_from_slice(&(eq_pages + k as u64 * 4096).to_be_bytes());
+    }
+    let eqn = ifc::get(&t.exec(&ce, 16).unwrap(), Field::new(0x58, 8)) as u32;
+    t.dev
+        .bar0_write(&mut t.mem, uar * 4096 + 0x40, &(eqn << 24).to_be_bytes());
+    crate::control::execute(&mut t.dev, &mut t.mem, "port 1 down").unwrap();
+    assert_eq!(t.dev.take_irqs(), vec![0]);
+    let mut eqe = [0u8; 64];
+    t.mem.read(eq_pages, &mut eqe).unwrap();
+    assert_eq!(
+        (eqe[1], eqe[3], eqe[0x28] >> 4),
+        (event::PORT_CHANGE, 1, 1),
+        "port 1 down"
+    );
+    assert_eq!(t.dev.firmware.node.ports[0].state, 1);
+    crate::control::execute(&mut t.dev, &mut t.mem, "port 1 up").unwrap();
+    t.mem.read(eq_pages + 64, &mut eqe).unwrap();
+    assert_eq!((eqe[1], eqe[3]), (event::PORT_CHANGE, 4), "port active");
+    let mut destroy = input(op::DESTROY_EQ, 0, 16);
+    ifc::set(&mut destroy, Field::new(0x58, 8), u64::from(eqn));
+    t.exec(&destroy, 16).unwrap();
+    teardown_and_reclaim(&mut t, &pages);
+}
+
+#[test]
+fn surprise_removal_drops_commands() {
+    let mut t = TestDriver::new(DeviceConfig::default());
+    t.exec(&input(op::ENABLE_HCA, 0, 16), 16).unwrap();
+    crate::control::execute(&mut t.dev, &mut t.mem, "remove").unwrap();
+    assert_eq!(
+        t.exec(&input(op::QUERY_ISSI, 0, 16), 0x70),
+        Err(Failure::NotCompleted)
+    );
+}
