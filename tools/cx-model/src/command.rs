@@ -86,6 +86,8 @@ impl Status {
 pub enum Delivery {
     /// The entry was delivered.
     Ok = 0x0,
+    /// The entry's signature does not check.
+    SignatureError = 0x1,
     /// A mailbox block carried the wrong token.
     TokenError = 0x2,
     /// A mailbox block carried the wrong block number.
@@ -125,6 +127,12 @@ pub struct Entry {
     pub token: u8,
     /// `status_own` as the driver left it.
     pub status_own: u8,
+}
+
+/// Whether the entry's signature checks: the driver sets `sig` so that the XOR of all 64 bytes
+/// (owner bit set) is 0xff.
+pub fn signature_ok(raw: &[u8; ENTRY_SIZE]) -> bool {
+    raw.iter().fold(0u8, |a, b| a ^ b) == 0xff
 }
 
 impl Entry {

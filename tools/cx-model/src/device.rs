@@ -232,6 +232,13 @@ impl Device {
         if entry.status_own & OWNER_HW == 0 {
             warn!("command slot {slot}: doorbell rung for an entry software still owns");
         }
+        if !command::signature_ok(&raw) {
+            warn!(
+                "command slot {slot} (opcode {:#x}): bad entry signature",
+                entry.opcode()
+            );
+            return self.finish(mem, slot, addr, &[], Delivery::SignatureError);
+        }
         if entry.kind != XPORT_PCI {
             warn!("command slot {slot}: bad entry type {:#x}", entry.kind);
             return self.finish(mem, slot, addr, &[], Delivery::BadDescriptor);
@@ -355,6 +362,7 @@ mod tests {
         let mut e = [0u8; ENTRY_SIZE];
         e[0] = 3;
         e[0x3f] = OWNER_HW;
+        e[0x3d] = !e.iter().fold(0u8, |a, b| a ^ b);
         m.write(RAM, &e).unwrap();
         d.bar0_write(&mut m, iseg::CMD_DBELL, &1u32.to_be_bytes());
         m.read(RAM, &mut e).unwrap();

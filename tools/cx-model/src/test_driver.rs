@@ -38,6 +38,8 @@ pub struct TestDriver {
     pub mem: FakeMemory,
     token: u8,
     heap_next: u64,
+    /// Whether entries get a correct signature (tests of bad signatures turn it off).
+    pub sign: bool,
 }
 
 impl TestDriver {
@@ -49,6 +51,7 @@ impl TestDriver {
             mem: FakeMemory::new(RAM, RAM_SIZE),
             token: 0,
             heap_next: HEAP,
+            sign: true,
         };
         t.dev.bar0_write(
             &mut t.mem,
@@ -111,6 +114,9 @@ impl TestDriver {
         e[0x38..0x3c].copy_from_slice(&(outlen as u32).to_be_bytes());
         e[0x3c] = token;
         e[0x3f] = OWNER_HW;
+        if self.sign {
+            e[0x3d] = !e.iter().fold(0u8, |a, b| a ^ b);
+        }
         let addr = CMDQ + u64::from(slot) * 64;
         self.mem.write(addr, &e).unwrap();
         self.dev
