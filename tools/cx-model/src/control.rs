@@ -5,6 +5,8 @@
 //! health-error <synd> [fatal]     the health buffer reports a syndrome (fatal: recovery required)
 //! health-clear                    the health buffer is clean again
 //! remove                          surprise removal: reads return all ones, commands are dropped
+//! page-request <n>                firmware asks for n more pages (n < 0: asks the driver to take
+//!                                 back -n pages), through a PAGE_REQUEST event
 //! fault <spec>                    adds a fault rule (see --fault)
 //! status                          one line describing the device
 //! ```
@@ -79,6 +81,22 @@ pub fn execute(dev: &mut Device, mem: &mut dyn GuestMemory, line: &str) -> Resul
         ["health-clear"] => {
             dev.set_health(0, false);
             Ok("health clear".into())
+        }
+        ["page-request", n] => {
+            let n: i32 = n.parse().map_err(|_| format!("bad page count {n:?}"))?;
+            if n == 0 {
+                return Err("page-request needs a non-zero count".into());
+            }
+            let fw = &mut dev.firmware;
+            if fw.eqs.for_event(event::PAGE_REQUEST).is_none() {
+                return Err("no EQ takes page requests".into());
+            }
+            fw.pages.request(n);
+            // ec_function and function id 0, then the signed page count.
+            let mut data = [0u8; 28];
+            data[4..8].copy_from_slice(&n.to_be_bytes());
+            fw.post_event(mem, event::PAGE_REQUEST, 0, &data);
+            Ok(format!("page request {n}"))
         }
         ["remove"] => {
             dev.surprise_remove();

@@ -1,7 +1,9 @@
 # c-events: cx-model changes under the running C stack through its control channel: the port goes
-# down and comes back (PORT_CHANGE events on the async EQ, MSI-X), and the firmware raises a
-# health syndrome that the C driver's health poll reports.
+# down and comes back (PORT_CHANGE events on the async EQ, MSI-X), the firmware asks for more
+# pages and then hands some back (PAGE_REQUEST events on the pages EQ), and it raises a health
+# syndrome that the C driver's health poll reports.
 # stacks: c
+# host-check: firmware pages: [1-9][0-9]* given, [1-9][0-9]* returned, 0 still held \(all reclaimed\)
 
 dev=$(cx_device)
 bdf=${dev##*/}
@@ -22,6 +24,14 @@ wait_for "sysfs port state follows: 4: ACTIVE" 10 '^4: ACTIVE$' cat $state
 wait_for "ibv_asyncwatch sees IBV_EVENT_PORT_ACTIVE on port 1" 10 'IBV_EVENT_PORT_ACTIVE.*port 1' cat /tmp/asyncwatch
 kill $watcher
 wait $watcher 2>/dev/null
+pages_held() {
+	model_ctl status | sed -n 's/.*commands, \([0-9]*\) pages held.*/\1/p'
+}
+held=$(pages_held)
+check_output "model: asks for 8 more pages" '^ok page request 8$' model_ctl page-request 8
+wait_for "the C driver gives them" 10 "^$((held + 8))\$" pages_held
+check_output "model: offers 4 pages back" '^ok page request -4$' model_ctl page-request -4
+wait_for "the C driver takes them" 10 "^$((held + 4))\$" pages_held
 check_output "model: health syndrome 0x8" '^ok health syndrome 0x8$' model_ctl health-error 0x8
 wait_for "the C health poll reports the syndrome" 20 "mlx5_core $bdf: .*synd 0x8: unrecoverable hardware error" dmesg
 check_output "model: health clear" '^ok health clear$' model_ctl health-clear

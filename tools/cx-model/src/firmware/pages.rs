@@ -65,6 +65,14 @@ impl PageBank {
         (self.given_total, self.returned_total)
     }
 
+    /// The firmware asks for `n` more pages (or, negative, offers `-n` back) outside the boot and
+    /// init requests.
+    pub fn request(&mut self, n: i32) {
+        if n > 0 {
+            self.owed += n as u32;
+        }
+    }
+
     /// A one-line account for the model's exit report.
     pub fn report(&self) -> String {
         format!(
