@@ -192,7 +192,9 @@ impl Device {
             _ if off < crate::firmware::resources::FIRST_UAR as u64 * 4096 => {
                 warn!("bar0 write to unimplemented register {off:#x} <- {v:#x}")
             }
-            _ => self.firmware.uar_write((off / 4096) as u32, off % 4096, data),
+            _ => self
+                .firmware
+                .uar_write(mem, (off / 4096) as u32, off % 4096, data),
         }
     }
 

@@ -290,3 +290,115 @@ fn surprise_removal_drops_commands() {
         Err(Failure::NotCompleted)
     );
 }
+
+#[test]
+fn signalled_sends_complete_on_the_send_cq_with_an_event() {
+    let mut t = TestDriver::new(DeviceConfig::default());
+    let pages = enable_and_init(&mut t);
+    let uar = ifc::get(
+        &t.exec(&input(op::ALLOC_UAR, 0, 16), 16).unwrap(),
+        Field::new(0x48, 24),
+    );
+    let pd = ifc::get(
+        &t.exec(&input(op::ALLOC_PD, 0, 16), 16).unwrap(),
+        Field::new(0x48, 24),
+    );
+    // A completion EQ (no event types in its mask) of 256 entries.
+    let eq_pages = t.alloc_pages(4);
+    let mut ce = input(op::CREATE_EQ, 0, 0x110 + 4 * 8);
+    ifc::set(&mut ce, Field::new(0xe3, 5), 8);
+    ifc::set(&mut ce, Field::new(0xe8, 24), uar);
+    ifc::set(&mut ce, Field::new(0x134, 12), 1);
+    for k in 0..4usize {
+        ce[0x110 + k * 8..0x118 + k * 8].copy_from_slice(&(eq_pages + k as u64 * 4096).to_be_bytes());
+    }
+    let eqn = ifc::get(&t.exec(&ce, 16).unwrap(), Field::new(0x58, 8));
+    t.dev
+        .bar0_write(&mut t.mem, uar * 4096 + 0x40, &((eqn as u32) << 24).to_be_bytes());
+    // A CQ of 4 entries in one page, armed.
+    let cq_page = t.alloc_pages(1);
+    let mut cc = input(op::CREATE_CQ, 0, 0x118);
+    ifc::set(&mut cc, Field::new(0xe3, 5), 2);
+    ifc::set(&mut cc, Field::new(0xe8, 24), uar);
+    ifc::set(&mut cc, Field::new(0x120, 32), eqn);
+    cc[0x110..0x118].copy_from_slice(&cq_page.to_be_bytes());
+    let cqn = ifc::get(&t.exec(&cc, 16).unwrap(), Field::new(0x48, 24)) as u32;
+    let mut arm = [0u8; 8];
+    arm[4..].copy_from_slice(&cqn.to_be_bytes());
+    t.dev.bar0_write(&mut t.mem, uar * 4096 + 0x20, &arm);
+    // A QP: RQ of 4 x 64 bytes, SQ of 4 basic blocks, one page; doorbell record on the heap.
+    let qp_page = t.alloc_pages(1);
+    let dbr = t.alloc_pages(1);
+    let mut cq = input(op::CREATE_QP, 0, 0x118);
+    for (f, v) in [
+        (Field::new(0xc8, 8), 0x3u64), // UD
+        (Field::new(0xe8, 24), pd),
+        (Field::new(0x128, 24), uar),
+        (Field::new(0x109, 4), 2),
+        (Field::new(0x10d, 3), 2),
+        (Field::new(0x111, 4), 2),
+        (Field::new(0x4a8, 24), u64::from(cqn)),
+        (Field::new(0x5a8, 24), u64::from(cqn)),
+        (Field::new(0x5c0, 64), dbr),
+    ] {
+        ifc::set(&mut cq, f, v);
+    }
+    cq[0x110..0x118].copy_from_slice(&qp_page.to_be_bytes());
+    let qpn = ifc::get(&t.exec(&cq, 16).unwrap(), Field::new(0x48, 24)) as u32;
+    // Sending before RTS does nothing; then walk the QP to RTS.
+    for o in [op::RST2INIT_QP, op::INIT2RTR_QP, op::RTR2RTS_QP] {
+        let mut m = input(o, 0, 0xd8);
+        ifc::set(&mut m, Field::new(0x48, 24), u64::from(qpn));
+        t.exec(&m, 16).unwrap();
+    }
+    let mut m = input(op::RTR2RTS_QP, 0, 0xd8);
+    ifc::set(&mut m, Field::new(0x48, 24), u64::from(qpn));
+    assert_eq!(
+        status(t.exec(&m, 16)),
+        Some(Status::BadQpState as u8),
+        "RTR2RTS from RTS"
+    );
+    // Two WQEs, the second signalled; producer 2 in the doorbell record.
+    for (i, ce) in [(0u16, 0u8), (1, 0x08)] {
+        let mut ctrl = [0u8; 16];
+        ctrl[1..3].copy_from_slice(&i.to_be_bytes());
+        ctrl[3] = 0x0a;
+        ctrl[4..8].copy_from_slice(&((qpn << 8) | 4).to_be_bytes());
+        ctrl[11] = ce;
+        t.mem.write(qp_page + 256 + u64::from(i) * 64, &ctrl).unwrap();
+    }
+    t.mem.write(dbr + 4, &2u32.to_be_bytes()).unwrap();
+    let mut bf = [0u8; 8];
+    bf[4..].copy_from_slice(&((qpn << 8) | 4).to_be_bytes());
+    t.dev.bar0_write(&mut t.mem, uar * 4096 + 0x800, &bf);
+    let mut cqe = [0u8; 64];
+    t.mem.read(cq_page, &mut cqe).unwrap();
+    assert_eq!(cqe[63], 0x00, "requester completion, owner 0");
+    assert_eq!(u16::from_be_bytes([cqe[60], cqe[61]]), 1, "for the signalled WQE");
+    assert_eq!(
+        u32::from_be_bytes(cqe[56..60].try_into().unwrap()) & 0xffffff,
+        qpn
+    );
+    t.mem.read(cq_page + 64, &mut cqe).unwrap();
+    assert_eq!(cqe, [0u8; 64], "the unsignalled WQE makes no completion");
+    assert_eq!(
+        t.dev.take_irqs(),
+        vec![1],
+        "the armed CQ raised an event on its EQ's vector"
+    );
+    let mut eqe = [0u8; 64];
+    t.mem.read(eq_pages, &mut eqe).unwrap();
+    assert_eq!(
+        (eqe[1], u32::from_be_bytes(eqe[0x38..0x3c].try_into().unwrap())),
+        (event::COMP, cqn)
+    );
+    // The QP holds the CQ: it cannot go first.
+    let mut dc = input(op::DESTROY_CQ, 0, 16);
+    ifc::set(&mut dc, Field::new(0x48, 24), u64::from(cqn));
+    assert_eq!(status(t.exec(&dc, 16)), Some(Status::ResourceBusy as u8));
+    let mut dq = input(op::DESTROY_QP, 0, 16);
+    ifc::set(&mut dq, Field::new(0x48, 24), u64::from(qpn));
+    t.exec(&dq, 16).unwrap();
+    t.exec(&dc, 16).unwrap();
+    teardown_and_reclaim(&mut t, &pages);
+}

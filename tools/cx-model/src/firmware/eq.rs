@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 
 /// Event types the model generates.
 pub mod event {
+    /// A completion queue has a new completion (data: CQ number).
+    pub const COMP: u8 = 0x00;
     /// Port state changed.
     pub const PORT_CHANGE: u8 = 0x09;
     /// A command completed (data: bitmap of slots).
@@ -135,6 +137,26 @@ impl EqTable {
             Ok(v) => v,
             Err(e) => {
                 warn!("EQ {}: cannot write event: {e}", eq.eqn);
+                None
+            }
+        }
+    }
+
+    /// Posts an event to EQ `eqn` whatever its mask (completion EQs take completion events of
+    /// the CQs bound to them); returns the vector to fire.
+    pub fn post_to(
+        &mut self,
+        mem: &mut dyn GuestMemory,
+        eqn: u8,
+        ty: u8,
+        sub_type: u8,
+        data: &[u8],
+    ) -> Option<u16> {
+        let eq = self.eqs.get_mut(&eqn)?;
+        match eq.post(mem, ty, sub_type, data) {
+            Ok(v) => v,
+            Err(e) => {
+                warn!("EQ {eqn}: cannot write event: {e}");
                 None
             }
         }

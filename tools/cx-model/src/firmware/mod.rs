@@ -7,6 +7,7 @@
 #[cfg(test)]
 mod bringup_tests;
 pub mod caps;
+pub mod datapath;
 pub mod eq;
 pub mod faults;
 pub mod hca;
@@ -160,6 +161,10 @@ pub struct Firmware {
     pub objects: objects::Objects,
     /// Node and port identity and state.
     pub node: port::Node,
+    /// Completion queue producer counters and arming.
+    pub cq_state: std::collections::BTreeMap<u32, datapath::CqState>,
+    /// Send queue consumer counters.
+    pub qp_send: std::collections::BTreeMap<u32, datapath::QpSendState>,
     /// Fault injection.
     pub faults: Faults,
     /// Commands seen.
@@ -176,6 +181,8 @@ impl Firmware {
         Self {
             node,
             objects: objects::Objects::default(),
+            cq_state: Default::default(),
+            qp_send: Default::default(),
             config,
             state: HcaState::Disabled,
             issi: 0,
@@ -279,7 +286,7 @@ impl Firmware {
     }
 
     /// A doorbell write of `data` (big-endian, 4 or 8 bytes) into UAR page `uar` at `offset`.
-    pub fn uar_write(&mut self, uar: u32, offset: u64, data: &[u8]) {
+    pub fn uar_write(&mut self, mem: &mut dyn GuestMemory, uar: u32, offset: u64, data: &[u8]) {
         let word = |i: usize| {
             data.get(i..i + 4)
                 .map_or(0, |w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
@@ -293,7 +300,13 @@ impl Firmware {
             CQ_DOORBELL if data.len() == 8 => {
                 // Arm request: sequence number, command and consumer index, then the CQ number.
                 let (cmd, cqn) = (word(0), word(4) & 0x00ff_ffff);
-                debug!("CQ {cqn:#x} arm request {cmd:#010x} (completion events come with the data path)");
+                debug!("CQ {cqn:#x} arm request {cmd:#010x}");
+                datapath::arm_cq(self, cqn);
+            }
+            BF_OFFSET..=BF_END if data.len() == 8 => {
+                // Send doorbell: the first eight bytes of the WQE's control segment.
+                let qpn = word(4) >> 8;
+                datapath::send_doorbell(self, mem, qpn);
             }
             _ => warn!("UAR {uar} write at {offset:#x} <- {data:02x?}: not implemented"),
         }
@@ -352,6 +365,9 @@ fn handler(op: u16) -> Option<Handler> {
 
 /// UAR offset of the CQ arm doorbell.
 const CQ_DOORBELL: u64 = 0x20;
+/// UAR offsets of the send doorbell (BlueFlame) registers.
+const BF_OFFSET: u64 = 0x800;
+const BF_END: u64 = 0xfff;
 
 /// The output of a failed command: the header with status and syndrome.
 pub fn failure(e: CmdError) -> Vec<u8> {

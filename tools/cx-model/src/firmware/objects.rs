@@ -169,6 +169,15 @@ fn need(ok: bool, what: u32) -> Result<(), CmdError> {
 fn destroy(fw: &mut Firmware, kind: Kind, input: &Input) -> CmdResult {
     let n = input.get(NUMBER) as u32;
     fw.objects.remove(kind, n)?;
+    match kind {
+        Kind::Cq => {
+            fw.cq_state.remove(&n);
+        }
+        Kind::Qp => {
+            fw.qp_send.remove(&n);
+        }
+        _ => {}
+    }
     debug!("destroyed {kind:?} {n:#x}");
     Ok(output(16))
 }
@@ -331,6 +340,9 @@ pub fn modify_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
     }
     debug!("QP {n:#x}: {:?} -> {to:?}", qp.qp_state);
     qp.qp_state = to;
+    if to == QpState::Rst {
+        fw.qp_send.remove(&n);
+    }
     Ok(output(16))
 }
 
