@@ -20,6 +20,12 @@ pub(crate) const SIZE: usize = 0x2000;
 const FW_REV: usize = 0x000;
 /// `cmdif_rev_fw_sub`: `[15:0]` firmware sub-minor, `[31:16]` command interface revision.
 const CMDIF_REV_FW_SUB: usize = 0x004;
+/// `cmdq_addr_h`: high half of the command queue address.
+const CMDQ_ADDR_H: usize = 0x010;
+/// `cmdq_addr_l_sz`: low half of the address; reads give log size (7:4) and log stride (3:0).
+const CMDQ_ADDR_L_SZ: usize = 0x014;
+/// `cmd_dbell`: `1 << slot` submits the entry in that slot.
+const CMD_DBELL: usize = 0x018;
 /// `initializing`: bit 31 set while firmware initializes.
 const INITIALIZING: usize = 0x1fc;
 
@@ -30,6 +36,29 @@ pub(crate) const SUPPORTED_CMDIF_REV: u16 = 5;
 fn read_be32(bar: &Bar0<'_>, off: usize) -> u32 {
     // `read32` interprets the bytes as little-endian; the device stores them big-endian.
     bar.try_read32(off).map_or(u32::MAX, u32::swap_bytes)
+}
+
+/// Writes a big-endian register.
+fn write_be32(bar: &Bar0<'_>, off: usize, v: u32) {
+    // A failure would mean an offset outside the mapping, which the constants rule out.
+    let _ = bar.try_write32(v.swap_bytes(), off);
+}
+
+/// The command queue's log2 number of entries and log2 entry stride.
+pub(crate) fn cmdq_geometry(bar: &Bar0<'_>) -> (u32, u32) {
+    let v = read_be32(bar, CMDQ_ADDR_L_SZ);
+    ((v >> 4) & 0xf, v & 0xf)
+}
+
+/// Programs the command queue's DMA address (high half first; the page is 4 KiB aligned).
+pub(crate) fn set_cmdq_address(bar: &Bar0<'_>, addr: u64) {
+    write_be32(bar, CMDQ_ADDR_H, (addr >> 32) as u32);
+    write_be32(bar, CMDQ_ADDR_L_SZ, addr as u32 & !0xfff);
+}
+
+/// Submits the command queue entry in `slot`.
+pub(crate) fn ring_command_doorbell(bar: &Bar0<'_>, slot: u32) {
+    write_be32(bar, CMD_DBELL, 1 << slot);
 }
 
 /// The firmware version and command interface revision the device reports.

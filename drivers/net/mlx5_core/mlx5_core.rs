@@ -3,8 +3,14 @@
 //! `mlx5_core`: the PCI driver for Mellanox ConnectX functions. It brings the function up through
 //! the firmware command interface and lets protocol modules (`mlx5_ib`) attach to it.
 
+mod cmd;
+mod dma_page;
+mod hca;
+mod ifc;
 mod init_segment;
+mod pages;
 mod pci_driver;
+mod status;
 
 pub use pci_driver::bound_functions;
 

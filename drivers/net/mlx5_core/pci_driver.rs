@@ -2,12 +2,17 @@
 
 //! The PCI driver: the ConnectX ID table, probe and remove.
 
+use crate::hca::Hca;
 use crate::init_segment::{self, Bar0, FwRevision};
 use kernel::{
     device::Core,
-    pci,
+    dma::{Device as _, DmaMask},
+    new_mutex, pci,
     prelude::*,
-    sync::atomic::{Atomic, Relaxed},
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Mutex,
+    },
     time::Delta,
 };
 
@@ -72,10 +77,14 @@ const FW_INIT_POLL: Delta = Delta::from_millis(20);
 pub(crate) struct Mlx5PciDriver;
 
 /// Per-function state while bound.
+#[pin_data(PinnedDrop)]
 pub(crate) struct Mlx5Function<'bound> {
     pdev: &'bound pci::Device,
-    _bar: Bar0<'bound>,
+    bar: Bar0<'bound>,
     fw: FwRevision,
+    /// The initialized HCA; taken at unbind to tear it down.
+    #[pin]
+    hca: Mutex<Option<Hca>>,
 }
 
 impl pci::Driver for Mlx5PciDriver {
@@ -88,53 +97,74 @@ impl pci::Driver for Mlx5PciDriver {
         pdev: &'bound pci::Device<Core<'_>>,
         info: Option<&'bound Self::IdInfo>,
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
-        let kind = info.copied().unwrap_or(FunctionKind::Physical);
-        pdev.enable_device_mem()?;
-        pdev.set_master();
-        let bar = pdev.iomap_region_sized::<{ init_segment::SIZE }>(0, c"mlx5_core")?;
-        // Registers other than `initializing` are only meaningful once firmware is up.
-        match init_segment::wait_fw_init(&bar, FW_PRE_INIT_TIMEOUT, FW_INIT_POLL) {
-            Ok(waited) => dev_info!(
+        pin_init::pin_init_scope(move || {
+            let kind = info.copied().unwrap_or(FunctionKind::Physical);
+            pdev.enable_device_mem()?;
+            pdev.set_master();
+            let bar = pdev.iomap_region_sized::<{ init_segment::SIZE }>(0, c"mlx5_core")?;
+            // Registers other than `initializing` are only meaningful once firmware is up.
+            match init_segment::wait_fw_init(&bar, FW_PRE_INIT_TIMEOUT, FW_INIT_POLL) {
+                Ok(waited) => dev_info!(
+                    pdev,
+                    "firmware ready after {} ms ({:?} function)\n",
+                    waited.as_millis(),
+                    kind
+                ),
+                Err(e) => {
+                    dev_err!(
+                        pdev,
+                        "firmware still initializing after {} ms\n",
+                        FW_PRE_INIT_TIMEOUT.as_millis()
+                    );
+                    return Err(e);
+                }
+            }
+            let fw = FwRevision::read(&bar);
+            dev_info!(
                 pdev,
-                "firmware ready after {} ms ({:?} function)\n",
-                waited.as_millis(),
-                kind
-            ),
-            Err(e) => {
+                "firmware version: {}.{}.{}\n",
+                fw.major,
+                fw.minor,
+                fw.subminor
+            );
+            if fw.cmdif != init_segment::SUPPORTED_CMDIF_REV {
                 dev_err!(
                     pdev,
-                    "firmware still initializing after {} ms\n",
-                    FW_PRE_INIT_TIMEOUT.as_millis()
+                    "command interface revision {} is not supported (only {})\n",
+                    fw.cmdif,
+                    init_segment::SUPPORTED_CMDIF_REV
                 );
-                return Err(e);
+                return Err(EINVAL);
             }
-        }
-        let fw = FwRevision::read(&bar);
-        dev_info!(
-            pdev,
-            "firmware version: {}.{}.{}\n",
-            fw.major,
-            fw.minor,
-            fw.subminor
-        );
-        if fw.cmdif != init_segment::SUPPORTED_CMDIF_REV {
-            dev_err!(
+            // SAFETY: probe runs before any DMA allocation or mapping for this device.
+            unsafe { pdev.dma_set_mask_and_coherent(DmaMask::new::<64>())? };
+            let hca = Hca::bring_up(pdev.as_ref(), &bar).inspect_err(|e| {
+                dev_err!(
+                    pdev,
+                    "mlx5 bring-up failed with error code {}\n",
+                    e.to_errno()
+                );
+            })?;
+            let (ports, ib) = hca.ports();
+            dev_info!(
                 pdev,
-                "command interface revision {} is not supported (only {})\n",
-                fw.cmdif,
-                init_segment::SUPPORTED_CMDIF_REV
+                "HCA initialized: board id {}, {} {} port(s), {} firmware pages lent\n",
+                core::str::from_utf8(hca.board_id()).unwrap_or("?"),
+                ports,
+                if ib { "InfiniBand" } else { "Ethernet" },
+                hca.pages_outstanding()
             );
-            return Err(EINVAL);
-        }
-        BOUND.fetch_add(1, Relaxed);
-        Ok(Mlx5Function {
-            pdev,
-            _bar: bar,
-            fw,
+            BOUND.fetch_add(1, Relaxed);
+            Ok(try_pin_init!(Mlx5Function {
+                pdev,
+                bar,
+                fw,
+                hca <- new_mutex!(Some(hca)),
+            }))
         })
     }
 
-    fn unbind<'bound>(_pdev: &'bound pci::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
+    fn unbind<'bound>(pdev: &'bound pci::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
         dev_info!(
             this.pdev,
             "unbinding (firmware {}.{}.{})\n",
@@ -142,11 +172,15 @@ impl pci::Driver for Mlx5PciDriver {
             this.fw.minor,
             this.fw.subminor
         );
+        if let Some(hca) = this.hca.lock().take() {
+            hca.tear_down(pdev.as_ref(), &this.bar);
+        }
     }
 }
 
-impl Drop for Mlx5Function<'_> {
-    fn drop(&mut self) {
+#[pinned_drop]
+impl PinnedDrop for Mlx5Function<'_> {
+    fn drop(self: Pin<&mut Self>) {
         BOUND.fetch_sub(1, Relaxed);
     }
 }

@@ -4,6 +4,8 @@
 #         ib_core and the bound function; 10 load/unload cycles; clean dmesg and kmemleak.
 #   c:    the upstream C stack loads against the same device, binds it (its bring-up is
 #         checked in detail by c-bringup; firmware failures by c-faults), and unloads cleanly.
+# Either way the device gets back every firmware page it was lent.
+# host-check: firmware pages: [0-9]+ given, [0-9]+ returned, 0 still held
 
 dev=$(cx_device)
 bdf=${dev##*/}

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Bring-up and teardown of the HCA, in the C driver's order: ENABLE_HCA, ISSI negotiation, boot
+//! pages, host endianness, capabilities, init pages, INIT_HCA, driver version, capability and
+//! adapter queries; and on removal TEARDOWN_HCA, page reclaim, DISABLE_HCA.
+
+use crate::cmd::CmdQueue;
+use crate::ifc::{layout, set_bits};
+use crate::init_segment::Bar0;
+use crate::pages::{FwPages, PageRequest};
+use crate::status::op;
+use kernel::{device, prelude::*};
+
+/// Size of a capability page.
+const CAP_SIZE: usize = 4096;
+/// Byte offset of the capability in QUERY_HCA_CAP output and SET_HCA_CAP input.
+const CAP_OFFSET: usize = 0x10;
+/// Capability type: general device capabilities.
+const CAP_GENERAL: u64 = 0;
+/// Access register id: host endianness.
+const REG_HOST_ENDIANNESS: u64 = 0x7004;
+/// The largest `log_max_qp` this driver asks for (the C driver's default profile).
+const PROFILE_LOG_MAX_QP: u64 = 18;
+
+layout! {
+    /// Input of the commands that carry only a function id (ENABLE_HCA, DISABLE_HCA).
+    input FunctionIn[16] {
+        opcode: 0x00, 16;
+        op_mod: 0x30, 16;
+        function_id: 0x50, 16;
+    }
+    /// Input of commands with nothing but the header.
+    input PlainIn[16] {
+        opcode: 0x00, 16;
+        op_mod: 0x30, 16;
+    }
+    /// QUERY_ISSI output.
+    output QueryIssiOut[0x70] {
+        current_issi: 0x50, 16;
+        supported_issi_dw0: 0x360, 32;
+    }
+    /// SET_ISSI input.
+    input SetIssiIn[16] {
+        opcode: 0x00, 16;
+        current_issi: 0x50, 16;
+    }
+    /// ACCESS_REG input with a 16-byte register.
+    input AccessRegIn[0x20] {
+        opcode: 0x00, 16;
+        op_mod: 0x30, 16;
+        register_id: 0x50, 16;
+        argument: 0x60, 32;
+    }
+    /// TEARDOWN_HCA input.
+    input TeardownHcaIn[16] {
+        opcode: 0x00, 16;
+        profile: 0x50, 16;
+    }
+    /// SET_DRIVER_VERSION input (the version string follows the header).
+    input SetDriverVersionIn[0x50] {
+        opcode: 0x00, 16;
+    }
+    /// General capability fields this driver reads or sets (offsets within the page).
+    output GeneralCaps[CAP_SIZE] {
+        log_max_qp: 0x9b, 5;
+        pkey_table_size: 0x190, 16;
+        port_type: 0x1b6, 2;
+        num_ports: 0x1b8, 8;
+        cmdif_checksum: 0x210, 2;
+        driver_version: 0x261, 1;
+        log_uar_page_sz: 0x490, 16;
+    }
+    /// QUERY_ADAPTER output: the board id.
+    output QueryAdapterOut[0x110] {
+        ieee_vendor_id: 0x148, 24;
+    }
+}
+
+/// A brought-up HCA: its command queue, the pages lent to firmware, what it reported.
+pub(crate) struct Hca {
+    cmd: CmdQueue,
+    pages: FwPages,
+    caps: KVec<u8>,
+    board_id: [u8; 16],
+}
+
+fn cap_query(
+    cmd: &mut CmdQueue,
+    dev: &device::Device<device::Bound>,
+    bar: &Bar0<'_>,
+    cur: bool,
+) -> Result<KVec<u8>> {
+    let q = PlainIn::new()
+        .opcode(op::QUERY_HCA_CAP.into())
+        .op_mod((CAP_GENERAL << 1) | u64::from(cur));
+    let out = cmd.exec(dev, bar, q.as_bytes(), CAP_OFFSET + CAP_SIZE)?;
+    let mut cap = KVec::with_capacity(CAP_SIZE, GFP_KERNEL)?;
+    cap.extend_from_slice(&out[CAP_OFFSET..CAP_OFFSET + CAP_SIZE], GFP_KERNEL)?;
+    Ok(cap)
+}
+
+impl Hca {
+    /// Brings the function up to an initialized HCA. On failure after ENABLE_HCA, the pages
+    /// already lent are reclaimed and the function disabled, as the C driver does.
+    pub(crate) fn bring_up(dev: &device::Device<device::Bound>, bar: &Bar0<'_>) -> Result<Self> {
+        let mut cmd = CmdQueue::new(dev, bar)?;
+        let enable = FunctionIn::new().opcode(op::ENABLE_HCA.into());
+        if let Err(e) = cmd.exec(dev, bar, enable.as_bytes(), 16) {
+            dev_err!(dev, "enable hca failed\n");
+            return Err(e);
+        }
+        let mut pages = FwPages::new();
+        match Self::init(&mut cmd, &mut pages, dev, bar) {
+            Ok((caps, board_id)) => Ok(Self {
+                cmd,
+                pages,
+                caps,
+                board_id,
+            }),
+            Err(e) => {
+                pages.reclaim_all(&mut cmd, dev, bar);
+                let disable = FunctionIn::new().opcode(op::DISABLE_HCA.into());
+                let _ = cmd.exec(dev, bar, disable.as_bytes(), 16);
+                Err(e)
+            }
+        }
+    }
+
+    /// Everything between ENABLE_HCA and a usable HCA.
+    fn init(
+        cmd: &mut CmdQueue,
+        pages: &mut FwPages,
+        dev: &device::Device<device::Bound>,
+        bar: &Bar0<'_>,
+    ) -> Result<(KVec<u8>, [u8; 16])> {
+        // ISSI: use 1 when offered, else stay at 0.
+        let q = PlainIn::new().opcode(op::QUERY_ISSI.into());
+        let issi =
+            QueryIssiOut::from_bytes(&cmd.exec(dev, bar, q.as_bytes(), QueryIssiOut::SIZE)?);
+        let supported = issi.supported_issi_dw0();
+        if supported & 0b10 != 0 {
+            cmd.exec(
+                dev,
+                bar,
+                SetIssiIn::new()
+                    .opcode(op::SET_ISSI.into())
+                    .current_issi(1)
+                    .as_bytes(),
+                16,
+            )?;
+        } else if supported & 0b1 == 0 && supported != 0 {
+            dev_err!(
+                dev,
+                "firmware supports no ISSI this driver knows ({supported:#x})\n"
+            );
+            return Err(EOPNOTSUPP);
+        }
+        pages.satisfy(cmd, dev, bar, PageRequest::Boot)?;
+
+        // Tell the device the host is little-endian (the register is all zeroes then).
+        let he = AccessRegIn::new()
+            .opcode(op::ACCESS_REG.into())
+            .op_mod(0)
+            .register_id(REG_HOST_ENDIANNESS);
+        cmd.exec(dev, bar, he.as_bytes(), 0x20)?;
+
+        // General capabilities: current, then maximum; set what the driver needs.
+        let mut cur = cap_query(cmd, dev, bar, true)?;
+        let max = GeneralCaps::from_bytes(&cap_query(cmd, dev, bar, false)?);
+        set_bits(&mut cur, 0x190, 16, 0); // pkey_table_size: 128 entries
+        set_bits(&mut cur, 0x9b, 5, max.log_max_qp().min(PROFILE_LOG_MAX_QP));
+        set_bits(&mut cur, 0x210, 2, 0); // cmdif_checksum off
+        set_bits(&mut cur, 0x490, 16, 0); // log_uar_page_sz: 4 KiB pages
+        let mut set = KVec::with_capacity(CAP_OFFSET + CAP_SIZE, GFP_KERNEL)?;
+        set.extend_from_slice(
+            PlainIn::new().opcode(op::SET_HCA_CAP.into()).as_bytes(),
+            GFP_KERNEL,
+        )?;
+        set.extend_from_slice(&cur, GFP_KERNEL)?;
+        cmd.exec(dev, bar, &set, 16)?;
+
+        pages.satisfy(cmd, dev, bar, PageRequest::Init)?;
+        if let Err(e) = cmd.exec(
+            dev,
+            bar,
+            PlainIn::new().opcode(op::INIT_HCA.into()).as_bytes(),
+            16,
+        ) {
+            dev_err!(dev, "init hca failed\n");
+            return Err(e);
+        }
+
+        // As in C: the driver-version capability comes from the capabilities just set.
+        if GeneralCaps::from_bytes(&cur).driver_version() != 0 {
+            let mut v = SetDriverVersionIn::new().opcode(op::SET_DRIVER_VERSION.into());
+            let text = b"Linux,mlx5_core,7.3.4,rust";
+            v.as_bytes_mut()[0x10..0x10 + text.len()].copy_from_slice(text);
+            // The C driver ignores the result too.
+            let _ = cmd.exec(dev, bar, v.as_bytes(), 16);
+        }
+        let caps = cap_query(cmd, dev, bar, true)?;
+        let q = PlainIn::new().opcode(op::QUERY_ADAPTER.into());
+        let adapter = cmd.exec(dev, bar, q.as_bytes(), QueryAdapterOut::SIZE)?;
+        let mut board_id = [0u8; 16];
+        board_id.copy_from_slice(&adapter[0x100..0x110]);
+        Ok((caps, board_id))
+    }
+
+    /// Tears the HCA down: TEARDOWN_HCA, page reclaim, DISABLE_HCA. If the teardown command
+    /// fails, the pages stay with the device and the function stays enabled (as in C).
+    pub(crate) fn tear_down(mut self, dev: &device::Device<device::Bound>, bar: &Bar0<'_>) {
+        let t = TeardownHcaIn::new()
+            .opcode(op::TEARDOWN_HCA.into())
+            .profile(0);
+        if self.cmd.exec(dev, bar, t.as_bytes(), 16).is_err() {
+            dev_err!(dev, "tear_down_hca failed, skip cleanup\n");
+            core::mem::forget(self.pages);
+            return;
+        }
+        self.pages.reclaim_all(&mut self.cmd, dev, bar);
+        let disable = FunctionIn::new().opcode(op::DISABLE_HCA.into());
+        let _ = self.cmd.exec(dev, bar, disable.as_bytes(), 16);
+        let (given, reclaimed) = self.pages.totals();
+        dev_info!(
+            dev,
+            "HCA torn down; {given} firmware pages given, {reclaimed} reclaimed\n"
+        );
+    }
+
+    /// The board id (PSID) the adapter reported.
+    pub(crate) fn board_id(&self) -> &[u8] {
+        let end = self
+            .board_id
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(self.board_id.len());
+        &self.board_id[..end]
+    }
+
+    /// Number of ports and whether they are InfiniBand.
+    pub(crate) fn ports(&self) -> (u64, bool) {
+        let c = GeneralCaps::from_bytes(&self.caps);
+        (c.num_ports(), c.port_type() == 0)
+    }
+
+    /// Firmware pages the device holds.
+    pub(crate) fn pages_outstanding(&self) -> usize {
+        self.pages.outstanding()
+    }
+}

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Firmware pages: host memory the device asks for (QUERY_PAGES) and the driver lends
+//! (MANAGE_PAGES give), then takes back (MANAGE_PAGES take) before the function is disabled.
+
+use crate::cmd::CmdQueue;
+use crate::dma_page::DmaPage;
+use crate::ifc::layout;
+use crate::init_segment::Bar0;
+use crate::status::op;
+use kernel::{device, prelude::*};
+
+/// Which request QUERY_PAGES answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PageRequest {
+    /// Pages needed to boot.
+    Boot = 1,
+    /// Pages needed before INIT_HCA.
+    Init = 2,
+}
+
+const MANAGE_GIVE: u64 = 1;
+const MANAGE_TAKE: u64 = 2;
+/// Byte offset of the address list in MANAGE_PAGES input (give) and output (take).
+const PAS: usize = 0x10;
+/// Most pages one take asks for: what fits the output mailboxes the C driver uses.
+const TAKE_BATCH: usize = 768;
+
+layout! {
+    /// QUERY_PAGES input.
+    input QueryPagesIn[16] {
+        opcode: 0x00, 16;
+        op_mod: 0x30, 16;
+        function_id: 0x50, 16;
+    }
+    /// QUERY_PAGES output.
+    output QueryPagesOut[16] {
+        function_id: 0x50, 16;
+        num_pages: 0x60, 32;
+    }
+    /// MANAGE_PAGES input header; the page addresses follow.
+    input ManagePagesIn[16] {
+        opcode: 0x00, 16;
+        op_mod: 0x30, 16;
+        function_id: 0x50, 16;
+        input_num_entries: 0x60, 32;
+    }
+    /// MANAGE_PAGES output header; returned addresses follow.
+    output ManagePagesOut[16] {
+        output_num_entries: 0x40, 32;
+    }
+}
+
+/// The pages lent to firmware, and counts of what moved.
+pub(crate) struct FwPages {
+    lent: KVec<DmaPage>,
+    given: u64,
+    reclaimed: u64,
+}
+
+impl FwPages {
+    /// No pages lent yet.
+    pub(crate) fn new() -> Self {
+        Self {
+            lent: KVec::new(),
+            given: 0,
+            reclaimed: 0,
+        }
+    }
+
+    /// Pages the device holds now.
+    pub(crate) fn outstanding(&self) -> usize {
+        self.lent.len()
+    }
+
+    /// Pages given and reclaimed since load.
+    pub(crate) fn totals(&self) -> (u64, u64) {
+        (self.given, self.reclaimed)
+    }
+
+    /// Asks how many pages `request` needs and gives them.
+    pub(crate) fn satisfy(
+        &mut self,
+        cmd: &mut CmdQueue,
+        dev: &device::Device<device::Bound>,
+        bar: &Bar0<'_>,
+        request: PageRequest,
+    ) -> Result {
+        let q = QueryPagesIn::new()
+            .opcode(op::QUERY_PAGES.into())
+            .op_mod(request as u64);
+        let out = QueryPagesOut::from_bytes(&cmd.exec(dev, bar, q.as_bytes(), 16)?);
+        let n = out.num_pages() as i32;
+        if n <= 0 {
+            return Ok(());
+        }
+        self.give(cmd, dev, bar, n as usize, out.function_id())
+    }
+
+    /// Allocates `n` pages and lends them to the device.
+    fn give(
+        &mut self,
+        cmd: &mut CmdQueue,
+        dev: &device::Device<device::Bound>,
+        bar: &Bar0<'_>,
+        n: usize,
+        function_id: u64,
+    ) -> Result {
+        let mut pages = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut input = KVec::with_capacity(PAS + n * 8, GFP_KERNEL)?;
+        let hdr = ManagePagesIn::new()
+            .opcode(op::MANAGE_PAGES.into())
+            .op_mod(MANAGE_GIVE)
+            .function_id(function_id)
+            .input_num_entries(n as u64);
+        input.extend_from_slice(hdr.as_bytes(), GFP_KERNEL)?;
+        for _ in 0..n {
+            let p = DmaPage::new(dev)?;
+            input.extend_from_slice(&p.dma_address().to_be_bytes(), GFP_KERNEL)?;
+            pages.push(p, GFP_KERNEL)?;
+        }
+        // Room to record them is made first: once the device accepts them, they must not be
+        // dropped (freed) for want of memory.
+        self.lent.reserve(n, GFP_KERNEL)?;
+        let slot = cmd.page_slot();
+        cmd.exec_in_slot(dev, bar, slot, &input, 16)?;
+        self.given += n as u64;
+        for p in pages.drain_all() {
+            if let Err(kernel::alloc::kvec::PushError(p)) = self.lent.push_within_capacity(p) {
+                // Unreachable after the reserve above; never free a page the device holds.
+                core::mem::forget(p);
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes back every page. Pages the device does not return are kept mapped (never freed
+    /// under a device that may still write them) and reported.
+    pub(crate) fn reclaim_all(
+        &mut self,
+        cmd: &mut CmdQueue,
+        dev: &device::Device<device::Bound>,
+        bar: &Bar0<'_>,
+    ) {
+        while !self.lent.is_empty() {
+            let want = self.lent.len().min(TAKE_BATCH);
+            let q = ManagePagesIn::new()
+                .opcode(op::MANAGE_PAGES.into())
+                .op_mod(MANAGE_TAKE)
+                .input_num_entries(want as u64);
+            let slot = cmd.page_slot();
+            let out = match cmd.exec_in_slot(dev, bar, slot, q.as_bytes(), PAS + want * 8) {
+                Ok(o) => o,
+                Err(e) => {
+                    dev_err!(dev, "failed reclaiming pages: err {}\n", e.to_errno());
+                    break;
+                }
+            };
+            let got = ManagePagesOut::from_bytes(&out).output_num_entries() as usize;
+            if got == 0 || got > want {
+                dev_err!(dev, "firmware returned {got} pages, driver asked {want}\n");
+                break;
+            }
+            for i in 0..got {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(&out[PAS + i * 8..PAS + i * 8 + 8]);
+                let addr = u64::from_be_bytes(a);
+                match self.lent.iter().position(|p| p.dma_address() == addr) {
+                    Some(k) => {
+                        // Dropping the page frees it: the device gave it back.
+                        if self.lent.remove(k).is_ok() {
+                            self.reclaimed += 1;
+                        }
+                    }
+                    None => dev_err!(dev, "firmware returned page {addr:#x} it was never given\n"),
+                }
+            }
+        }
+        if !self.lent.is_empty() {
+            dev_err!(
+                dev,
+                "firmware did not return {} pages; they stay allocated\n",
+                self.lent.len()
+            );
+            // Leaked on purpose: freeing memory the device may still write is worse.
+            core::mem::forget(core::mem::take(&mut self.lent));
+        }
+    }
+}
