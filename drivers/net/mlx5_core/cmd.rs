@@ -67,6 +67,9 @@ pub(crate) struct CmdQueue {
     log_size: u32,
     log_stride: u32,
     token: u8,
+    /// Slots whose command never completed: the device may still own them, so they are never
+    /// written again.
+    stuck: u32,
 }
 
 impl CmdQueue {
@@ -85,6 +88,7 @@ impl CmdQueue {
             log_size,
             log_stride,
             token: 0,
+            stuck: 0,
         })
     }
 
@@ -144,6 +148,10 @@ impl CmdQueue {
         input: &[u8],
         out_len: usize,
     ) -> Result<KVec<u8>> {
+        if slot >= 1 << self.log_size || self.stuck & (1 << slot) != 0 {
+            dev_err!(dev, "command slot {slot} is not usable\n");
+            return Err(EAGAIN);
+        }
         let out_len = out_len.max(INLINE);
         let opcode = u16::from_be_bytes([
             input.first().copied().unwrap_or(0),
@@ -178,7 +186,10 @@ impl CmdQueue {
         dma_mb(Write);
         init_segment::ring_command_doorbell(bar, slot);
 
-        self.wait_owner(dev, entry_off, opcode)?;
+        if let Err(e) = self.wait_owner(dev, entry_off, opcode) {
+            self.stuck |= 1 << slot;
+            return Err(e);
+        }
         dma_mb(Read);
         let mut status_own = [0u8; 1];
         self.queue.read(entry_off + 0x3f, &mut status_own)?;
@@ -225,7 +236,7 @@ impl CmdQueue {
         Ok(out)
     }
 
-    /// Runs a command in the regular slot.
+    /// Runs a command in the first regular slot that is not stuck.
     pub(crate) fn exec(
         &mut self,
         dev: &device::Device<device::Bound>,
@@ -233,7 +244,11 @@ impl CmdQueue {
         input: &[u8],
         out_len: usize,
     ) -> Result<KVec<u8>> {
-        self.exec_in_slot(dev, bar, 0, input, out_len)
+        let Some(slot) = (0..self.page_slot()).find(|s| self.stuck & (1 << s) == 0) else {
+            dev_err!(dev, "all command slots are stalled, aborting command\n");
+            return Err(EAGAIN);
+        };
+        self.exec_in_slot(dev, bar, slot, input, out_len)
     }
 
     /// Waits for the device to hand the entry back; spins briefly, then sleeps.
