@@ -8,7 +8,7 @@
 //! error completions are the data-path issue's work.
 
 use super::eq::event;
-use super::objects::{Kind, QpState};
+use super::objects::{cqc, qpc, Kind, QpState};
 use super::Firmware;
 use crate::guest_memory::{DmaFault, GuestMemory};
 use crate::ifc::{self, Field};
@@ -24,26 +24,6 @@ const PAS: usize = 0x110;
 const CQE_REQ: u8 = 0x0;
 /// WQE ctrl `fm_ce_se`: completion requested.
 const CE_MASK: u8 = 0x0c;
-
-mod qpc {
-    use crate::ifc::Field;
-    pub const LOG_RQ_SIZE: Field = Field::new(0x109, 4);
-    pub const LOG_RQ_STRIDE: Field = Field::new(0x10d, 3);
-    pub const LOG_SQ_SIZE: Field = Field::new(0x111, 4);
-    pub const NO_SQ: Field = Field::new(0x110, 1);
-    pub const LOG_PAGE_SIZE: Field = Field::new(0x163, 5);
-    pub const CQN_SND: Field = Field::new(0x4a8, 24);
-    pub const RQ_TYPE: Field = Field::new(0x625, 3);
-    pub const DBR_ADDR: Field = Field::new(0x5c0, 64);
-}
-
-mod cqc {
-    use crate::ifc::Field;
-    pub const CQE_SZ: Field = Field::new(0x88, 3);
-    pub const LOG_CQ_SIZE: Field = Field::new(0xe3, 5);
-    pub const EQN: Field = Field::new(0x120, 32);
-    pub const LOG_PAGE_SIZE: Field = Field::new(0x143, 5);
-}
 
 /// Where a queue's buffer lives: pages of `page_size` bytes.
 #[derive(Debug, Clone)]

@@ -211,11 +211,13 @@ pub fn destroy_mkey(fw: &mut Firmware, input: &Input) -> CmdResult {
 }
 
 /// `cqc` fields in CREATE_CQ.
-mod cqc {
+pub(crate) mod cqc {
     use crate::ifc::Field;
+    pub const CQE_SZ: Field = Field::new(0x88, 3);
     pub const LOG_CQ_SIZE: Field = Field::new(0xe3, 5);
     pub const UAR_PAGE: Field = Field::new(0xe8, 24);
     pub const EQN: Field = Field::new(0x120, 32);
+    pub const LOG_PAGE_SIZE: Field = Field::new(0x143, 5);
 }
 
 /// CREATE_CQ: the completion EQ and UAR must exist.
@@ -246,8 +248,14 @@ pub fn destroy_cq(fw: &mut Firmware, input: &Input) -> CmdResult {
 }
 
 /// `qpc` fields in CREATE_QP and the modify commands.
-mod qpc {
+pub(crate) mod qpc {
     use crate::ifc::Field;
+    pub const LOG_RQ_SIZE: Field = Field::new(0x109, 4);
+    pub const LOG_RQ_STRIDE: Field = Field::new(0x10d, 3);
+    pub const NO_SQ: Field = Field::new(0x110, 1);
+    pub const LOG_SQ_SIZE: Field = Field::new(0x111, 4);
+    pub const LOG_PAGE_SIZE: Field = Field::new(0x163, 5);
+    pub const DBR_ADDR: Field = Field::new(0x5c0, 64);
     pub const ST: Field = Field::new(0xc8, 8);
     pub const PD: Field = Field::new(0xe8, 24);
     pub const UAR_PAGE: Field = Field::new(0x128, 24);
