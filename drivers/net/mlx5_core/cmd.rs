@@ -55,6 +55,23 @@ pub(crate) fn blocks_for(len: usize) -> usize {
     len.saturating_sub(INLINE).div_ceil(BLOCK_DATA)
 }
 
+/// The part of `data` (a whole command input, header included) that block `i` carries.
+pub(crate) fn block_data(data: &[u8], i: usize) -> &[u8] {
+    let from = (INLINE + i * BLOCK_DATA).min(data.len());
+    let to = (from + BLOCK_DATA).min(data.len());
+    &data[from..to]
+}
+
+/// A block's trailer from `next` on: next block address, block number, token (ctrl and block
+/// signatures stay zero: the driver turns checksums off).
+pub(crate) fn block_trailer(next: u64, num: u32, token: u8) -> [u8; 16] {
+    let mut t = [0u8; 16];
+    t[0..8].copy_from_slice(&next.to_be_bytes());
+    t[BLOCK_NUM - BLOCK_NEXT..BLOCK_NUM - BLOCK_NEXT + 4].copy_from_slice(&num.to_be_bytes());
+    t[BLOCK_TOKEN - BLOCK_NEXT] = token;
+    t
+}
+
 /// The entry signature: the byte that makes the XOR of the whole entry 0xff.
 pub(crate) fn entry_signature(entry: &[u8; ENTRY]) -> u8 {
     !entry.iter().fold(0u8, |a, b| a ^ b)
@@ -122,14 +139,9 @@ impl CmdQueue {
             };
             let mb = &self.mailboxes[page];
             mb.zero(off, BLOCK_STRIDE)?;
-            let from = INLINE + i * BLOCK_DATA;
-            if from < data.len() {
-                let to = (from + BLOCK_DATA).min(data.len());
-                mb.write(off, &data[from..to])?;
-            }
-            mb.write(off + BLOCK_NEXT, &next.to_be_bytes())?;
-            mb.write(off + BLOCK_NUM, &(i as u32).to_be_bytes())?;
-            mb.write(off + BLOCK_TOKEN, &[token])?;
+            let part = block_data(data, i);
+            mb.write(off, part)?;
+            mb.write(off + BLOCK_NEXT, &block_trailer(next, i as u32, token))?;
         }
         Ok(if count == 0 {
             0
@@ -293,6 +305,34 @@ mod tests {
         assert_eq!(blocks_for(16 + 513), 2);
         assert_eq!(blocks_for(16 + 4096), 8);
         assert_eq!(blocks_for(0x10 + 4096), 8);
+    }
+
+    #[test]
+    fn inputs_split_across_blocks() {
+        // An input of 16 + 512 * 2 + 100 bytes: inline part, two full blocks, one partial.
+        let mut data = KVec::new();
+        for i in 0..(16 + 512 * 2 + 100) {
+            assert!(data.push((i % 251) as u8, GFP_KERNEL).is_ok());
+        }
+        assert_eq!(blocks_for(data.len()), 3);
+        assert_eq!(block_data(&data, 0).len(), 512);
+        assert_eq!(block_data(&data, 0)[0], data[16]);
+        assert_eq!(block_data(&data, 1)[0], data[16 + 512]);
+        assert_eq!(block_data(&data, 2).len(), 100);
+        assert_eq!(block_data(&data, 3).len(), 0);
+        // A 16-byte input needs no block and a 17-byte one a one-byte block.
+        assert_eq!(block_data(&data[..16], 0).len(), 0);
+        assert_eq!(block_data(&data[..17], 0).len(), 1);
+    }
+
+    #[test]
+    fn block_trailer_layout() {
+        let t = block_trailer(0x1122_3344_5566_7000, 3, 0x5a);
+        assert_eq!(&t[0..8], &[0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x70, 0x00]);
+        assert_eq!(&t[8..12], &[0, 0, 0, 3]);
+        assert_eq!(t[13], 0x5a);
+        // Block signatures stay unset.
+        assert_eq!(t[15], 0);
     }
 
     #[test]

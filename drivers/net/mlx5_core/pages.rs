@@ -51,6 +51,34 @@ layout! {
     }
 }
 
+/// Something lent to the device, known to it by its DMA address.
+pub(crate) trait Lent {
+    /// The address the device knows it by.
+    fn dma_address(&self) -> u64;
+}
+
+impl Lent for DmaPage {
+    fn dma_address(&self) -> u64 {
+        DmaPage::dma_address(self)
+    }
+}
+
+/// Removes (and so drops) from `lent` each item whose address the device returned. Returns how
+/// many matched and how many addresses matched nothing lent.
+pub(crate) fn take_back<P: Lent>(
+    lent: &mut KVec<P>,
+    returned: impl Iterator<Item = u64>,
+) -> (usize, usize) {
+    let (mut matched, mut unknown) = (0, 0);
+    for addr in returned {
+        match lent.iter().position(|p| p.dma_address() == addr) {
+            Some(k) if lent.remove(k).is_ok() => matched += 1,
+            _ => unknown += 1,
+        }
+    }
+    (matched, unknown)
+}
+
 /// The pages lent to firmware, and counts of what moved.
 pub(crate) struct FwPages {
     lent: KVec<DmaPage>,
@@ -161,19 +189,19 @@ impl FwPages {
                 dev_err!(dev, "firmware returned {got} pages, driver asked {want}\n");
                 break;
             }
-            for i in 0..got {
+            let addrs = (0..got).map(|i| {
                 let mut a = [0u8; 8];
                 a.copy_from_slice(&out[PAS + i * 8..PAS + i * 8 + 8]);
-                let addr = u64::from_be_bytes(a);
-                match self.lent.iter().position(|p| p.dma_address() == addr) {
-                    Some(k) => {
-                        // Dropping the page frees it: the device gave it back.
-                        if self.lent.remove(k).is_ok() {
-                            self.reclaimed += 1;
-                        }
-                    }
-                    None => dev_err!(dev, "firmware returned page {addr:#x} it was never given\n"),
-                }
+                u64::from_be_bytes(a)
+            });
+            // Dropping a page frees it: the device gave it back.
+            let (matched, unknown) = take_back(&mut self.lent, addrs);
+            self.reclaimed += matched as u64;
+            if unknown != 0 {
+                dev_err!(
+                    dev,
+                    "firmware returned {unknown} page(s) it was never given\n"
+                );
             }
         }
         if !self.lent.is_empty() {
@@ -185,5 +213,51 @@ impl FwPages {
             // Leaked on purpose: freeing memory the device may still write is worse.
             core::mem::forget(core::mem::take(&mut self.lent));
         }
+    }
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_mlx5_pages)]
+mod tests {
+    use super::*;
+
+    struct FakePage(u64);
+
+    impl Lent for FakePage {
+        fn dma_address(&self) -> u64 {
+            self.0
+        }
+    }
+
+    fn lent(addrs: &[u64]) -> KVec<FakePage> {
+        let mut v = KVec::new();
+        for &a in addrs {
+            assert!(v.push(FakePage(a), GFP_KERNEL).is_ok());
+        }
+        v
+    }
+
+    #[test]
+    fn returned_pages_are_taken_back_once() {
+        let mut l = lent(&[0x1000, 0x2000, 0x3000]);
+        assert_eq!(take_back(&mut l, [0x2000u64, 0x1000].into_iter()), (2, 0));
+        assert_eq!(l.len(), 1);
+        assert_eq!(l[0].0, 0x3000);
+        // The same page twice, and one never lent: both counted as unknown.
+        assert_eq!(
+            take_back(&mut l, [0x2000u64, 0x9000, 0x3000].into_iter()),
+            (1, 2)
+        );
+        assert!(l.is_empty());
+    }
+
+    #[test]
+    fn query_pages_layout() {
+        let q = QueryPagesIn::new()
+            .opcode(op::QUERY_PAGES.into())
+            .op_mod(PageRequest::Init as u64);
+        assert_eq!(&q.as_bytes()[0..2], &[0x01, 0x07]);
+        assert_eq!(&q.as_bytes()[6..8], &[0x00, 0x02]);
+        let out = QueryPagesOut::from_bytes(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 48]);
+        assert_eq!(out.num_pages(), 48);
     }
 }
