@@ -209,6 +209,7 @@ def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[
         (root / f"lib/modules/{stack}/order").write_text("\n".join(order) + "\n")
         (root / "etc/passwd").write_text("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n")
         (root / "etc/group").write_text("root:x:0:\nnogroup:x:65534:\n")
+        (root / "etc/hosts").write_text("127.0.0.1 localhost\n::1 localhost\n")
         (root / "etc/rdma-rs.conf").write_text("".join(f"{k}='{v}'\n" for k, v in conf.items()))
         with open(out, "wb") as f:
             files = subprocess.run(["find", "."], cwd=root, capture_output=True, check=True).stdout

@@ -269,10 +269,13 @@ pub(crate) mod qpc {
 /// Receive queue types in `qpc.rq_type`.
 const RQ_TYPE_SRQ: u64 = 1;
 
-/// CREATE_QP: PD, CQs and the SRQ/RMP (if any) must exist.
+/// QP service type of the driver's memory-registration (UMR) QP, which has no PD.
+const ST_REG_UMR: u64 = 0xc;
+
+/// CREATE_QP: PD (except for a UMR QP), CQs and the SRQ/RMP (if any) must exist.
 pub fn create_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
     let pd = input.get(qpc::PD) as u32;
-    need(fw.pds.contains(pd), 4)?;
+    need(input.get(qpc::ST) == ST_REG_UMR || fw.pds.contains(pd), 4)?;
     need(fw.uars.contains(input.get(qpc::UAR_PAGE) as u32), 5)?;
     let mut refs = vec![];
     for f in [qpc::CQN_SND, qpc::CQN_RCV] {
@@ -352,6 +355,25 @@ pub fn modify_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
         fw.qp_send.remove(&n);
     }
     Ok(output(16))
+}
+
+/// QUERY_QP: the QP's context as created, with its current state. (Attributes that modify
+/// commands set are not reflected yet; the data path will keep them.)
+pub fn query_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
+    const QPC: std::ops::Range<usize> = 0x18..0x100;
+    const OUT_LEN: usize = 0x1d0;
+    const STATE: Field = Field::new(0xc0, 4);
+    let n = input.get(NUMBER) as u32;
+    let qp = fw
+        .objects
+        .get(Kind::Qp, n)
+        .ok_or(CmdError::new(Status::BadResource, 0x0d1_0000))?;
+    let mut out = output(OUT_LEN);
+    if let Some(ctx) = qp.context.get(QPC) {
+        out[QPC].copy_from_slice(ctx);
+    }
+    ifc::set(&mut out, STATE, qp.qp_state as u64);
+    Ok(out)
 }
 
 /// XRC SRQ context fields.
