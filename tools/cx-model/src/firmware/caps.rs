@@ -47,6 +47,7 @@ pub mod general {
     pub const MAX_WQE_SZ_RQ: Field = Field::new(0x2b0, 16);
     pub const MAX_WQE_SZ_SQ_DC: Field = Field::new(0x2d0, 16);
     pub const QP_LATENCY_SENSITIVE_DISABLE: Field = Field::new(0x3b2, 1);
+    pub const UMR_MODIFY_ENTITY_SIZE_DISABLED: Field = Field::new(0x207, 1);
     pub const PKEY_TABLE_SIZE: Field = Field::new(0x190, 16);
     pub const PORT_TYPE: Field = Field::new(0x1b6, 2);
     pub const NUM_PORTS: Field = Field::new(0x1b8, 8);
@@ -111,6 +112,9 @@ impl Caps {
         set(MAX_WQE_SZ_RQ, 512);
         set(MAX_WQE_SZ_SQ_DC, 1024);
         set(QP_LATENCY_SENSITIVE_DISABLE, 1);
+        // Memory registrations carry their page list in CREATE_MKEY rather than in UMR work
+        // requests, which the model does not execute.
+        set(UMR_MODIFY_ENTITY_SIZE_DISABLED, 1);
         set(PKEY_TABLE_SIZE, 1);
         set(PORT_TYPE, 0); // InfiniBand
         set(NUM_PORTS, u64::from(config.ports));

@@ -165,6 +165,8 @@ pub struct Firmware {
     pub cq_state: std::collections::BTreeMap<u32, datapath::CqState>,
     /// Send queue consumer counters.
     pub qp_send: std::collections::BTreeMap<u32, datapath::QpSendState>,
+    /// Receive queue consumer counters.
+    pub qp_recv: std::collections::BTreeMap<u32, datapath::QpSendState>,
     /// Fault injection.
     pub faults: Faults,
     /// Commands seen.
@@ -183,6 +185,7 @@ impl Firmware {
             objects: objects::Objects::default(),
             cq_state: Default::default(),
             qp_send: Default::default(),
+            qp_recv: Default::default(),
             config,
             state: HcaState::Disabled,
             issi: 0,
@@ -301,7 +304,7 @@ impl Firmware {
                 // Arm request: sequence number, command and consumer index, then the CQ number.
                 let (cmd, cqn) = (word(0), word(4) & 0x00ff_ffff);
                 debug!("CQ {cqn:#x} arm request {cmd:#010x}");
-                datapath::arm_cq(self, cqn);
+                datapath::arm_cq(self, mem, cqn, cmd & 0x00ff_ffff);
             }
             BF_OFFSET..=BF_END if data.len() == 8 => {
                 // Send doorbell: the first eight bytes of the WQE's control segment.

@@ -59,6 +59,26 @@ pub struct Object {
     pub refs: Vec<(Kind, u32)>,
     /// Queue pair state (QPs only).
     pub qp_state: QpState,
+    /// QPs: the input of the last command of each transition (by opcode), whose context holds
+    /// the attributes that transition set (Q_Key at RST2INIT, remote QP and path at INIT2RTR).
+    pub modified: BTreeMap<u16, Vec<u8>>,
+}
+
+impl Object {
+    /// An object created with `context`, holding `refs`.
+    pub fn new(context: Vec<u8>, refs: Vec<(Kind, u32)>) -> Self {
+        Self {
+            context,
+            refs,
+            qp_state: QpState::Rst,
+            modified: BTreeMap::new(),
+        }
+    }
+
+    /// A QP attribute: `f` read from the context of the last `op` modify command.
+    pub fn attr(&self, op: u16, f: Field) -> u64 {
+        self.modified.get(&op).map_or(0, |c| ifc::get(c, f))
+    }
 }
 
 /// All objects, by kind and number.
@@ -175,6 +195,7 @@ fn destroy(fw: &mut Firmware, kind: Kind, input: &Input) -> CmdResult {
         }
         Kind::Qp => {
             fw.qp_send.remove(&n);
+            fw.qp_recv.remove(&n);
         }
         _ => {}
     }
@@ -194,14 +215,9 @@ pub fn create_mkey(fw: &mut Firmware, input: &Input) -> CmdResult {
     let pd = input.get(mkc::PD) as u32;
     need(fw.pds.contains(pd), 1)?;
     let _key = input.get(mkc::KEY);
-    let n = fw.objects.insert(
-        Kind::Mkey,
-        Object {
-            context: input.bytes().to_vec(),
-            refs: vec![],
-            qp_state: QpState::Rst,
-        },
-    );
+    let n = fw
+        .objects
+        .insert(Kind::Mkey, Object::new(input.bytes().to_vec(), vec![]));
     created(n)
 }
 
@@ -218,6 +234,7 @@ pub(crate) mod cqc {
     pub const UAR_PAGE: Field = Field::new(0xe8, 24);
     pub const EQN: Field = Field::new(0x120, 32);
     pub const LOG_PAGE_SIZE: Field = Field::new(0x143, 5);
+    pub const PAGE_OFFSET: Field = Field::new(0xd4, 6);
 }
 
 /// CREATE_CQ: the completion EQ and UAR must exist.
@@ -231,14 +248,9 @@ pub fn create_cq(fw: &mut Firmware, input: &Input) -> CmdResult {
     }
     need(fw.uars.contains(input.get(cqc::UAR_PAGE) as u32), 2)?;
     need(fw.eqs.exists(input.get(cqc::EQN) as u8), 3)?;
-    let n = fw.objects.insert(
-        Kind::Cq,
-        Object {
-            context: input.bytes().to_vec(),
-            refs: vec![],
-            qp_state: QpState::Rst,
-        },
-    );
+    let n = fw
+        .objects
+        .insert(Kind::Cq, Object::new(input.bytes().to_vec(), vec![]));
     created(n)
 }
 
@@ -255,6 +267,7 @@ pub(crate) mod qpc {
     pub const NO_SQ: Field = Field::new(0x110, 1);
     pub const LOG_SQ_SIZE: Field = Field::new(0x111, 4);
     pub const LOG_PAGE_SIZE: Field = Field::new(0x163, 5);
+    pub const PAGE_OFFSET: Field = Field::new(0x554, 6);
     pub const DBR_ADDR: Field = Field::new(0x5c0, 64);
     pub const ST: Field = Field::new(0xc8, 8);
     pub const PD: Field = Field::new(0xe8, 24);
@@ -262,6 +275,10 @@ pub(crate) mod qpc {
     pub const XRCD: Field = Field::new(0x588, 24);
     pub const CQN_SND: Field = Field::new(0x4a8, 24);
     pub const CQN_RCV: Field = Field::new(0x5a8, 24);
+    pub const Q_KEY: Field = Field::new(0x600, 32);
+    pub const REMOTE_QPN: Field = Field::new(0x168, 24);
+    pub const RLID: Field = Field::new(0x1b0, 16);
+    pub const VHCA_PORT_NUM: Field = Field::new(0x2a8, 8);
     pub const RQ_TYPE: Field = Field::new(0x625, 3);
     pub const SRQN_RMPN: Field = Field::new(0x628, 24);
 }
@@ -299,14 +316,9 @@ pub fn create_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
         }
     }
     let st = input.get(qpc::ST);
-    let n = fw.objects.insert(
-        Kind::Qp,
-        Object {
-            context: input.bytes().to_vec(),
-            refs,
-            qp_state: QpState::Rst,
-        },
-    );
+    let n = fw
+        .objects
+        .insert(Kind::Qp, Object::new(input.bytes().to_vec(), refs));
     debug!("created QP {n:#x} type {st:#x}");
     created(n)
 }
@@ -351,8 +363,10 @@ pub fn modify_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
     }
     debug!("QP {n:#x}: {:?} -> {to:?}", qp.qp_state);
     qp.qp_state = to;
+    qp.modified.insert(op, input.bytes().to_vec());
     if to == QpState::Rst {
         fw.qp_send.remove(&n);
+        fw.qp_recv.remove(&n);
     }
     Ok(output(16))
 }
@@ -398,14 +412,7 @@ pub fn create_srq(fw: &mut Firmware, kind: Kind, input: &Input) -> CmdResult {
         need(fw.objects.exists(Kind::Xrcd, xrcd), 11)?;
         refs.push((Kind::Xrcd, xrcd));
     }
-    let n = fw.objects.insert(
-        kind,
-        Object {
-            context: input.bytes().to_vec(),
-            refs,
-            qp_state: QpState::Rst,
-        },
-    );
+    let n = fw.objects.insert(kind, Object::new(input.bytes().to_vec(), refs));
     created(n)
 }
 
@@ -419,27 +426,17 @@ const RMP_PD: Field = Field::new(0x2c8, 24);
 /// CREATE_RMP.
 pub fn create_rmp(fw: &mut Firmware, input: &Input) -> CmdResult {
     need(fw.pds.contains(input.get(RMP_PD) as u32), 12)?;
-    let n = fw.objects.insert(
-        Kind::Rmp,
-        Object {
-            context: input.bytes().to_vec(),
-            refs: vec![],
-            qp_state: QpState::Rst,
-        },
-    );
+    let n = fw
+        .objects
+        .insert(Kind::Rmp, Object::new(input.bytes().to_vec(), vec![]));
     created(n)
 }
 
 /// ALLOC_XRCD.
 pub fn alloc_xrcd(fw: &mut Firmware, input: &Input) -> CmdResult {
-    let n = fw.objects.insert(
-        Kind::Xrcd,
-        Object {
-            context: input.bytes().to_vec(),
-            refs: vec![],
-            qp_state: QpState::Rst,
-        },
-    );
+    let n = fw
+        .objects
+        .insert(Kind::Xrcd, Object::new(input.bytes().to_vec(), vec![]));
     created(n)
 }
 
@@ -464,11 +461,7 @@ mod tests {
     #[test]
     fn receive_queues_share_numbers() {
         let mut o = Objects::default();
-        let obj = || Object {
-            context: vec![],
-            refs: vec![],
-            qp_state: QpState::Rst,
-        };
+        let obj = || Object::new(vec![], vec![]);
         let a = o.insert(Kind::XrcSrq, obj());
         let b = o.insert(Kind::Rmp, obj());
         let c = o.insert(Kind::Srq, obj());
@@ -480,22 +473,8 @@ mod tests {
     #[test]
     fn objects_in_use_cannot_be_removed() {
         let mut o = Objects::default();
-        let cq = o.insert(
-            Kind::Cq,
-            Object {
-                context: vec![],
-                refs: vec![],
-                qp_state: QpState::Rst,
-            },
-        );
-        let qp = o.insert(
-            Kind::Qp,
-            Object {
-                context: vec![],
-                refs: vec![(Kind::Cq, cq)],
-                qp_state: QpState::Rst,
-            },
-        );
+        let cq = o.insert(Kind::Cq, Object::new(vec![], vec![]));
+        let qp = o.insert(Kind::Qp, Object::new(vec![], vec![(Kind::Cq, cq)]));
         assert_eq!(qp, 0x100);
         assert_eq!(o.remove(Kind::Cq, cq).unwrap_err().status, Status::ResourceBusy);
         o.remove(Kind::Qp, qp).unwrap();
