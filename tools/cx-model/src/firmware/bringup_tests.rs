@@ -402,3 +402,154 @@ fn signalled_sends_complete_on_the_send_cq_with_an_event() {
     t.exec(&dc, 16).unwrap();
     teardown_and_reclaim(&mut t, &pages);
 }
+
+/// Creates a QP of service type `st` with `rq_log` receive entries of 64 bytes and 4 send BBs,
+/// in one page; returns (qpn, buffer page, doorbell record).
+fn make_qp(t: &mut TestDriver, st: u64, pd: u64, uar: u64, cqn: u32) -> (u32, u64, u64) {
+    let page = t.alloc_pages(1);
+    let dbr = t.alloc_pages(1);
+    let mut cq = input(op::CREATE_QP, 0, 0x118);
+    for (f, v) in [
+        (Field::new(0xc8, 8), st),
+        (Field::new(0xe8, 24), pd),
+        (Field::new(0x128, 24), uar),
+        (Field::new(0x109, 4), 2),
+        (Field::new(0x10d, 3), 2),
+        (Field::new(0x111, 4), 2),
+        (Field::new(0x4a8, 24), u64::from(cqn)),
+        (Field::new(0x5a8, 24), u64::from(cqn)),
+        (Field::new(0x5c0, 64), dbr),
+    ] {
+        ifc::set(&mut cq, f, v);
+    }
+    cq[0x110..0x118].copy_from_slice(&page.to_be_bytes());
+    let qpn = ifc::get(&t.exec(&cq, 16).unwrap(), Field::new(0x48, 24)) as u32;
+    for o in [op::RST2INIT_QP, op::INIT2RTR_QP, op::RTR2RTS_QP] {
+        let mut m = input(o, 0, 0xd8);
+        ifc::set(&mut m, Field::new(0x48, 24), u64::from(qpn));
+        ifc::set(&mut m, Field::new(0x600, 32), 0x1111_2222); // Q_Key
+        t.exec(&m, 16).unwrap();
+    }
+    (qpn, page, dbr)
+}
+
+#[test]
+fn ud_send_is_delivered_through_mtt_keys_to_a_posted_receive() {
+    let mut t = TestDriver::new(DeviceConfig::default());
+    let pages = enable_and_init(&mut t);
+    let uar = ifc::get(
+        &t.exec(&input(op::ALLOC_UAR, 0, 16), 16).unwrap(),
+        Field::new(0x48, 24),
+    );
+    let pd = ifc::get(
+        &t.exec(&input(op::ALLOC_PD, 0, 16), 16).unwrap(),
+        Field::new(0x48, 24),
+    );
+    let eq_page = t.alloc_pages(4);
+    let mut ce = input(op::CREATE_EQ, 0, 0x110 + 32);
+    ifc::set(&mut ce, Field::new(0xe3, 5), 8);
+    ifc::set(&mut ce, Field::new(0xe8, 24), uar);
+    for k in 0..4usize {
+        ce[0x110 + k * 8..0x118 + k * 8].copy_from_slice(&(eq_page + k as u64 * 4096).to_be_bytes());
+    }
+    let eqn = ifc::get(&t.exec(&ce, 16).unwrap(), Field::new(0x58, 8));
+    let cq_page = t.alloc_pages(1);
+    let mut cc = input(op::CREATE_CQ, 0, 0x118);
+    ifc::set(&mut cc, Field::new(0xe3, 5), 4);
+    ifc::set(&mut cc, Field::new(0xe8, 24), uar);
+    ifc::set(&mut cc, Field::new(0x120, 32), eqn);
+    cc[0x110..0x118].copy_from_slice(&cq_page.to_be_bytes());
+    let cqn = ifc::get(&t.exec(&cc, 16).unwrap(), Field::new(0x48, 24)) as u32;
+    // One memory region: virtual 0x7000_0000.., two 4 KiB pages that are not contiguous in
+    // guest memory, so a buffer crossing the page boundary needs the translation table.
+    let p0 = t.alloc_pages(1);
+    let _gap = t.alloc_pages(1);
+    let p1 = t.alloc_pages(1);
+    let mut mk = input(op::CREATE_MKEY, 0, 0x110 + 16);
+    ifc::set(&mut mk, Field::new(0xe8, 24), pd);
+    ifc::set(&mut mk, Field::new(0x96, 2), 1); // MTT
+    ifc::set(&mut mk, Field::new(0x100, 64), 0x7000_0000);
+    ifc::set(&mut mk, Field::new(0x140, 64), 0x2000);
+    ifc::set(&mut mk, Field::new(0x25a, 6), 12);
+    mk[0x110..0x118].copy_from_slice(&(p0 | 0x3).to_be_bytes());
+    mk[0x118..0x120].copy_from_slice(&(p1 | 0x3).to_be_bytes());
+    let lkey = (ifc::get(&t.exec(&mk, 16).unwrap(), Field::new(0x48, 24)) as u32) << 8;
+    let (a, a_page, a_dbr) = make_qp(&mut t, 0x2, pd, uar, cqn);
+    let (b, b_page, b_dbr) = make_qp(&mut t, 0x2, pd, uar, cqn);
+    // B posts a receive of 0x200 bytes at virtual 0x7000_1000 - 0x20 (crossing into page 1).
+    let recv_va = 0x7000_1000u64 - 0x20;
+    let mut rseg = [0u8; 16];
+    rseg[0..4].copy_from_slice(&0x200u32.to_be_bytes());
+    rseg[4..8].copy_from_slice(&lkey.to_be_bytes());
+    rseg[8..16].copy_from_slice(&recv_va.to_be_bytes());
+    t.mem.write(b_page, &rseg).unwrap();
+    t.mem.write(b_dbr, &1u32.to_be_bytes()).unwrap();
+    // A sends 100 bytes from virtual 0x7000_0100 to B's QP at the port's LID.
+    let payload: Vec<u8> = (0..100u8).collect();
+    t.mem.write(p0 + 0x100, &payload).unwrap();
+    let lid = t.dev.firmware.node.ports[0].lid;
+    let mut w = [0u8; 128];
+    w[3] = 0x0a;
+    w[4..8].copy_from_slice(&((a << 8) | 5).to_be_bytes());
+    w[11] = 0x08;
+    w[16..20].copy_from_slice(&0x1111_2222u32.to_be_bytes()); // Q_Key
+    w[24..28].copy_from_slice(&(b | 0x8000_0000).to_be_bytes());
+    w[30..32].copy_from_slice(&lid.to_be_bytes());
+    w[64..68].copy_from_slice(&100u32.to_be_bytes());
+    w[68..72].copy_from_slice(&lkey.to_be_bytes());
+    w[72..80].copy_from_slice(&0x7000_0100u64.to_be_bytes());
+    t.mem.write(a_page + 256, &w).unwrap();
+    t.mem.write(a_dbr + 4, &2u32.to_be_bytes()).unwrap();
+    let mut bf = [0u8; 8];
+    bf[4..].copy_from_slice(&((a << 8) | 5).to_be_bytes());
+    t.dev.bar0_write(&mut t.mem, uar * 4096 + 0x800, &bf);
+    // B's buffer: 40 bytes of GRH area, then the payload across the two pages.
+    let mut got = [0u8; 140];
+    t.mem.read(p0 + 0x1000 - 0x20, &mut got[..0x20]).unwrap();
+    t.mem.read(p1, &mut got[0x20..]).unwrap();
+    assert_eq!(&got[40..], &payload[..]);
+    // Completions: the responder's first (it arrives while the send executes), then A's.
+    let mut cqe = [0u8; 64];
+    t.mem.read(cq_page, &mut cqe).unwrap();
+    assert_eq!(cqe[63] >> 4, 0x2, "RESP_SEND");
+    assert_eq!(
+        u32::from_be_bytes(cqe[44..48].try_into().unwrap()),
+        140,
+        "byte count includes the GRH area"
+    );
+    assert_eq!(
+        u32::from_be_bytes(cqe[24..28].try_into().unwrap()) & 0xffffff,
+        a,
+        "source QP"
+    );
+    assert_eq!(u32::from_be_bytes(cqe[56..60].try_into().unwrap()) & 0xffffff, b);
+    t.mem.read(cq_page + 64, &mut cqe).unwrap();
+    assert_eq!(
+        (
+            cqe[63] >> 4,
+            u32::from_be_bytes(cqe[56..60].try_into().unwrap()) & 0xffffff
+        ),
+        (0x0, a)
+    );
+    // A second send finds no receive posted: UD drops it, the sender still completes.
+    w[1..3].copy_from_slice(&2u16.to_be_bytes());
+    t.mem.write(a_page + 256 + 128, &w).unwrap();
+    t.mem.write(a_dbr + 4, &4u32.to_be_bytes()).unwrap();
+    t.dev.bar0_write(&mut t.mem, uar * 4096 + 0x800, &bf);
+    t.mem.read(cq_page + 128, &mut cqe).unwrap();
+    assert_eq!(
+        (cqe[63] >> 4, u16::from_be_bytes([cqe[60], cqe[61]])),
+        (0x0, 2),
+        "requester CQE only"
+    );
+    t.mem.read(cq_page + 192, &mut cqe).unwrap();
+    assert_eq!(cqe, [0u8; 64]);
+    // B consumed exactly the one receive it had.
+    assert_eq!(t.dev.firmware.qp_recv.get(&b).map(|r| r.consumer), Some(1));
+    for n in [a, b] {
+        let mut dq = input(op::DESTROY_QP, 0, 16);
+        ifc::set(&mut dq, Field::new(0x48, 24), u64::from(n));
+        t.exec(&dq, 16).unwrap();
+    }
+    teardown_and_reclaim(&mut t, &pages);
+}

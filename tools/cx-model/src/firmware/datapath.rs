@@ -76,10 +76,11 @@ pub struct CqState {
     armed: bool,
 }
 
-/// Per-QP data-path state.
+/// Per-QP data-path state: how far the device has consumed a work queue.
 #[derive(Debug, Clone, Default)]
 pub struct QpSendState {
-    consumer: u16,
+    /// Next WQE the device takes.
+    pub consumer: u16,
 }
 
 fn cq_post(

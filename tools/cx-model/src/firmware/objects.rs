@@ -162,11 +162,12 @@ fn number_space(kind: Kind) -> Kind {
     }
 }
 
-/// Numbering starts above the reserved numbers: QP 0 and 1 are the special QPs' wire numbers.
+/// Numbering starts above the reserved numbers: QP 0 and 1 are the special QPs' wire numbers,
+/// and mkey index 1 with key byte 0 would be 0x100, the lkey that ends a scatter list.
 fn first_number(kind: Kind) -> u32 {
     match kind {
         Kind::Qp => 0x100,
-        Kind::Mkey => 1,
+        Kind::Mkey => 2,
         _ => 0,
     }
 }
@@ -467,7 +468,7 @@ mod tests {
         let c = o.insert(Kind::Srq, obj());
         assert!(a != b && b != c && a != c);
         let m = o.insert(Kind::Mkey, obj());
-        assert_eq!(m, 1, "other kinds count on their own");
+        assert_eq!(m, 2, "other kinds count on their own");
     }
 
     #[test]
