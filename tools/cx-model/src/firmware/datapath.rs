@@ -40,7 +40,8 @@ const INVALID_LKEY: u32 = 0x100;
 const CE_MASK: u8 = 0x0c;
 
 /// Where a queue's buffer lives: pages of `page_size` bytes, starting `start` bytes into the
-/// first one (user buffers need not be page aligned; the offset is given in 64-byte units).
+/// first one (user buffers need not be page aligned; the offset is given in units of a 64th of
+/// the page size).
 #[derive(Debug, Clone)]
 struct Buffer {
     pages: Vec<u64>,
@@ -51,7 +52,7 @@ struct Buffer {
 impl Buffer {
     fn from_context(ctx: &[u8], log_page_size: Field, page_offset: Field, bytes: u64) -> Self {
         let page_size = 4096u64 << ifc::get(ctx, log_page_size);
-        let start = ifc::get(ctx, page_offset) * 64;
+        let start = ifc::get(ctx, page_offset) * (page_size / 64);
         let n = (start + bytes).div_ceil(page_size).max(1) as usize;
         let pages = (0..n)
             .map(|i| ifc::get(ctx, Field::new((PAS + i * 8) * 8, 64)))
@@ -189,7 +190,7 @@ pub fn send_doorbell(fw: &mut Firmware, mem: &mut dyn GuestMemory, qpn: u32) {
     let mut consumer = fw.qp_send.entry(qpn).or_default().consumer;
     let st = ifc::get(ctx, objects_qpc::ST);
     debug!(
-        "QP {qpn:#x}: send doorbell, SQ {consumer}..{producer}, RQ {rq_bytes} bytes, {sq_entries} SQ entries, buffer {:#x?} +{:#x}",
+        "QP {qpn:#x}: send doorbell, SQ {consumer}..{producer}, RQ {rq_bytes} bytes, {sq_entries} SQ entries, buffer {:x?} +{:#x}",
         buf.pages.first(),
         buf.start
     );
