@@ -379,39 +379,12 @@ fn deliver_send(
         warn!("QP {src_qpn:#x}: SEND data not reachable through its memory keys: dropped");
         return;
     };
-    // The receiver's next receive WQE.
-    let c = &dst.context;
-    if ifc::get(c, qpc::RQ_TYPE) != 0 {
-        debug!("QP {dqpn:#x}: receives through an SRQ, which the model does not serve yet: dropped");
-        return;
-    }
-    let stride = 16u64 << ifc::get(c, qpc::LOG_RQ_STRIDE);
-    let entries = 1u64 << ifc::get(c, qpc::LOG_RQ_SIZE);
-    let mut db = [0u8; 4];
-    if mem.read(ifc::get(c, qpc::DBR_ADDR), &mut db).is_err() {
-        return;
-    }
-    let rq_producer = u32::from_be_bytes(db) as u16;
-    let rq = fw.qp_recv.entry(dqpn).or_default();
-    if rq.consumer == rq_producer {
+    // The receiver's next receive WQE, from its own receive queue or from its SRQ.
+    let c = dst.context.clone();
+    let Some(recv) = next_receive(fw, mem, dqpn, &c) else {
         debug!("QP {dqpn:#x}: no receive WQE posted: dropped");
         return;
-    }
-    let index = rq.consumer;
-    let sq_entries = 1u64 << ifc::get(c, qpc::LOG_SQ_SIZE);
-    let rbuf = Buffer::from_context(
-        c,
-        qpc::LOG_PAGE_SIZE,
-        qpc::PAGE_OFFSET,
-        entries * stride + sq_entries * WQE_BB,
-    );
-    let Some(waddr) = rbuf.addr(u64::from(index) % entries * stride) else {
-        return;
     };
-    let mut rwqe = vec![0u8; stride as usize];
-    if mem.read(waddr, &mut rwqe).is_err() {
-        return;
-    }
     let mut data = vec![];
     if st == ST_UD {
         let mut grh = [0u8; GRH];
@@ -429,23 +402,30 @@ fn deliver_send(
         data.extend_from_slice(&grh);
     }
     data.extend_from_slice(&payload);
-    let Some(written) = scatter(fw, mem, &rwqe, &data) else {
+    let Some(written) = scatter(fw, mem, &recv.segs, &data) else {
         warn!("QP {dqpn:#x}: receive buffer not reachable through its memory keys: dropped");
         return;
     };
-    fw.qp_recv.entry(dqpn).or_default().consumer = index.wrapping_add(1);
-    let src_lid = fw
-        .node
-        .ports
-        .iter()
-        .find(|p| p.num == dst_port.num)
-        .map_or(0, |p| p.lid);
+    let index = recv.index;
+    match recv.queue {
+        RecvQueue::Qp => fw.qp_recv.entry(dqpn).or_default().consumer = index.wrapping_add(1),
+        RecvQueue::Srq { rmpn, next } => {
+            let s = fw.srq_state.entry(rmpn).or_default();
+            s.head = next;
+            s.consumed = s.consumed.wrapping_add(1);
+        }
+    }
+    let src_port = src.attr(op::RST2INIT_QP, objects_qpc::VHCA_PORT_NUM).max(1) as u8;
+    let src_lid = fw.node.port(src_port).map_or(dst_port.lid, |p| p.lid);
     let mut cqe = [0u8; 64];
     let g = u32::from(grh_gid.is_some()) << 28;
     cqe[22..24].copy_from_slice(&src_lid.to_be_bytes());
     cqe[24..28].copy_from_slice(&(g | (src_qpn & 0x00ff_ffff)).to_be_bytes());
     if let Some(imm) = imm {
         cqe[36..40].copy_from_slice(&imm.to_be_bytes());
+    }
+    if let RecvQueue::Srq { rmpn, .. } = recv.queue {
+        cqe[32..36].copy_from_slice(&rmpn.to_be_bytes());
     }
     cqe[44..48].copy_from_slice(&(written as u32).to_be_bytes());
     cqe[56..60].copy_from_slice(&(dqpn & 0x00ff_ffff).to_be_bytes());
@@ -455,7 +435,7 @@ fn deliver_send(
     } else {
         CQE_RESP_SEND
     }) << 4;
-    let rcq = ifc::get(c, objects_qpc::CQN_RCV) as u32;
+    let rcq = ifc::get(&c, objects_qpc::CQN_RCV) as u32;
     debug!(
         "QP {src_qpn:#x} -> QP {dqpn:#x}: {} bytes delivered (receive WQE {index})",
         payload.len()
@@ -463,4 +443,90 @@ fn deliver_send(
     if let Err(e) = cq_post(fw, mem, rcq, &mut cqe) {
         warn!("QP {dqpn:#x}: cannot write the receive completion: {e}");
     }
+}
+
+/// Where a receive WQE came from, and how to mark it consumed.
+#[derive(Debug, Clone, Copy)]
+enum RecvQueue {
+    /// The QP's own receive queue.
+    Qp,
+    /// A shared receive queue (RMP): the WQE list continues at `next`.
+    Srq { rmpn: u32, next: u16 },
+}
+
+/// A receive WQE taken for a delivery: its scatter list and index.
+struct Receive {
+    segs: Vec<u8>,
+    index: u16,
+    queue: RecvQueue,
+}
+
+/// Per-SRQ state: the next WQE in the driver's free list, and how many were consumed.
+#[derive(Debug, Clone, Default)]
+pub struct SrqState {
+    head: u16,
+    consumed: u16,
+}
+
+/// `rmpc.wq` fields of CREATE_RMP input.
+mod rmp {
+    use crate::ifc::Field;
+    pub const DBR_ADDR: Field = Field::new(0x300, 64);
+    pub const LOG_WQ_STRIDE: Field = Field::new(0x38c, 4);
+    pub const LOG_WQ_PG_SZ: Field = Field::new(0x393, 5);
+    pub const LOG_WQ_SZ: Field = Field::new(0x39b, 5);
+    pub const PAGE_OFFSET: Field = Field::new(0x2ab, 5);
+}
+
+/// The next posted receive WQE of QP `qpn` (context `c`), if any.
+fn next_receive(fw: &mut Firmware, mem: &dyn GuestMemory, qpn: u32, c: &[u8]) -> Option<Receive> {
+    if ifc::get(c, qpc::RQ_TYPE) == 0 {
+        let stride = 16u64 << ifc::get(c, qpc::LOG_RQ_STRIDE);
+        let entries = 1u64 << ifc::get(c, qpc::LOG_RQ_SIZE);
+        let mut db = [0u8; 4];
+        mem.read(ifc::get(c, qpc::DBR_ADDR), &mut db).ok()?;
+        let producer = u32::from_be_bytes(db) as u16;
+        let index = fw.qp_recv.entry(qpn).or_default().consumer;
+        if index == producer {
+            return None;
+        }
+        let sq_entries = 1u64 << ifc::get(c, qpc::LOG_SQ_SIZE);
+        let buf = Buffer::from_context(
+            c,
+            qpc::LOG_PAGE_SIZE,
+            qpc::PAGE_OFFSET,
+            entries * stride + sq_entries * WQE_BB,
+        );
+        let mut segs = vec![0u8; stride as usize];
+        mem.read(buf.addr(u64::from(index) % entries * stride)?, &mut segs)
+            .ok()?;
+        return Some(Receive {
+            segs,
+            index,
+            queue: RecvQueue::Qp,
+        });
+    }
+    // A shared receive queue: the model serves RMPs (how an ISSI 1 driver makes basic SRQs).
+    let rmpn = ifc::get(c, qpc::SRQN_RMPN) as u32;
+    let rc = fw.objects.get(Kind::Rmp, rmpn)?.context.clone();
+    let stride = 1u64 << ifc::get(&rc, rmp::LOG_WQ_STRIDE);
+    let entries = 1u64 << ifc::get(&rc, rmp::LOG_WQ_SZ);
+    let mut db = [0u8; 4];
+    mem.read(ifc::get(&rc, rmp::DBR_ADDR), &mut db).ok()?;
+    let posted = u32::from_be_bytes(db) as u16;
+    let state = fw.srq_state.entry(rmpn).or_default().clone();
+    if state.consumed == posted {
+        return None;
+    }
+    let buf = Buffer::from_context(&rc, rmp::LOG_WQ_PG_SZ, rmp::PAGE_OFFSET, entries * stride);
+    let mut wqe = vec![0u8; stride as usize];
+    mem.read(buf.addr(u64::from(state.head) % entries * stride)?, &mut wqe)
+        .ok()?;
+    // The first 16 bytes link to the next free WQE; the scatter list follows.
+    let next = u16::from_be_bytes([wqe[2], wqe[3]]);
+    Some(Receive {
+        segs: wqe.split_off(16),
+        index: state.head,
+        queue: RecvQueue::Srq { rmpn, next },
+    })
 }

@@ -167,6 +167,8 @@ pub struct Firmware {
     pub qp_send: std::collections::BTreeMap<u32, datapath::QpSendState>,
     /// Receive queue consumer counters.
     pub qp_recv: std::collections::BTreeMap<u32, datapath::QpSendState>,
+    /// Shared receive queue (RMP) consumption.
+    pub srq_state: std::collections::BTreeMap<u32, datapath::SrqState>,
     /// Fault injection.
     pub faults: Faults,
     /// Commands seen.
@@ -186,6 +188,7 @@ impl Firmware {
             cq_state: Default::default(),
             qp_send: Default::default(),
             qp_recv: Default::default(),
+            srq_state: Default::default(),
             config,
             state: HcaState::Disabled,
             issi: 0,

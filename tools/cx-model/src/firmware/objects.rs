@@ -198,6 +198,9 @@ fn destroy(fw: &mut Firmware, kind: Kind, input: &Input) -> CmdResult {
             fw.qp_send.remove(&n);
             fw.qp_recv.remove(&n);
         }
+        Kind::Rmp => {
+            fw.srq_state.remove(&n);
+        }
         _ => {}
     }
     debug!("destroyed {kind:?} {n:#x}");
