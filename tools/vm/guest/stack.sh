@@ -73,3 +73,20 @@ model_ctl() {
 	echo "no reply from the harness"
 	return 1
 }
+
+# probe_fails <modules> <name> <pattern>...: loads <modules> of the stack (all when empty),
+# expects the emulated function to stay unbound and each pattern in the kernel log written by
+# this attempt, then unloads. For scenarios that inject firmware faults.
+probe_fails() {
+	_mods=$1
+	_what=$2
+	shift 2
+	_dev=$(cx_device)
+	dmesg -c >/dev/null
+	load_stack $_mods
+	check "$_what: the probe failed, the function is not bound" test ! -e "$_dev/driver"
+	for _p in "$@"; do
+		check_output "$_what: log says /$_p/" "$_p" dmesg
+	done
+	check "$_what: the stack unloads" unload_stack
+}

@@ -10,28 +10,14 @@
 dev=$(cx_device)
 bdf=${dev##*/}
 
-# attempt <name> <dmesg pattern>...: load the stack, expect an unbound function and each pattern
-# in the kernel log written by this attempt, then unload.
-attempt() {
-	_what=$1
-	shift
-	dmesg -c >/dev/null
-	load_stack
-	check "$_what: the probe failed, the function is not bound" test ! -e "$dev/driver"
-	for _p in "$@"; do
-		check_output "$_what: log says /$_p/" "$_p" dmesg
-	done
-	check "$_what: the stack unloads" unload_stack
-}
-
-attempt "ENABLE_HCA bad operation" \
+probe_fails "" "ENABLE_HCA bad operation" \
 	"mlx5_core $bdf: .*ENABLE_HCA\(0x104\) op_mod\(0x0\) failed, status bad operation\(0x2\), syndrome \(0xcf00104\), err\(-22\)" \
 	"enable hca failed" \
 	"mlx5_init_one failed with error code -22"
-attempt "QUERY_ISSI never completes" \
+probe_fails "" "QUERY_ISSI never completes" \
 	"QUERY_ISSI\(0x10a\) timeout" \
 	"mlx5_init_one failed with error code -110"
-attempt "INIT_HCA bad system state" \
+probe_fails "" "INIT_HCA bad system state" \
 	"INIT_HCA\(0x102\) op_mod\(0x0\) failed, status bad system state\(0x4\), syndrome \(0x1a0bad\)" \
 	"init hca failed"
 dmesg -c >/dev/null

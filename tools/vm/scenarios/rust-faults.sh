@@ -10,26 +10,14 @@
 dev=$(cx_device)
 bdf=${dev##*/}
 
-attempt() {
-	_what=$1
-	shift
-	dmesg -c >/dev/null
-	load_stack mlx5_core
-	check "$_what: the probe failed, the function is not bound" test ! -e "$dev/driver"
-	for _p in "$@"; do
-		check_output "$_what: log says /$_p/" "$_p" dmesg
-	done
-	check "$_what: mlx5_core unloads" unload_stack
-}
-
-attempt "ENABLE_HCA bad operation" \
+probe_fails "mlx5_core" "ENABLE_HCA bad operation" \
 	"mlx5_core $bdf: ENABLE_HCA\(0x104\) op_mod\(0x0\) failed, status bad operation\(0x2\), syndrome \(0xcf00104\), err\(-22\)" \
 	"enable hca failed" \
 	"mlx5 bring-up failed with error code -22"
-attempt "QUERY_ISSI never completes" \
+probe_fails "mlx5_core" "QUERY_ISSI never completes" \
 	"QUERY_ISSI\(0x10a\) timeout" \
 	"mlx5 bring-up failed with error code -110"
-attempt "INIT_HCA bad system state" \
+probe_fails "mlx5_core" "INIT_HCA bad system state" \
 	"INIT_HCA\(0x102\) op_mod\(0x0\) failed, status bad system state\(0x4\), syndrome \(0x1a0bad\), err\(-5\)" \
 	"init hca failed"
 dmesg -c >/dev/null
