@@ -94,6 +94,23 @@ fn teardown_and_reclaim(t: &mut TestDriver, given: &[u64]) {
     assert_eq!(t.dev.firmware.pages.outstanding(), 0);
 }
 
+/// CREATE_EQ of 256 entries in four pages on `uar`, taking event types `mask`, firing `vector`.
+fn create_eq(t: &mut TestDriver, uar: u64, mask: u64, vector: u64) -> (u32, u64) {
+    let pages = t.alloc_pages(4);
+    let mut ce = input(op::CREATE_EQ, 0, 0x110 + 4 * 8);
+    ifc::set(&mut ce, Field::new(0xe3, 5), 8);
+    ifc::set(&mut ce, Field::new(0xe8, 24), uar);
+    ifc::set(&mut ce, Field::new(0x134, 12), vector);
+    ce[0x58..0x60].copy_from_slice(&mask.to_be_bytes());
+    for k in 0..4usize {
+        ce[0x110 + k * 8..0x118 + k * 8].copy_from_slice(&(pages + k as u64 * 4096).to_be_bytes());
+    }
+    (
+        ifc::get(&t.exec(&ce, 16).unwrap(), Field::new(0x58, 8)) as u32,
+        pages,
+    )
+}
+
 #[test]
 fn bring_up_event_mode_and_teardown() {
     let mut t = TestDriver::new(DeviceConfig::default());
@@ -250,15 +267,7 @@ fn port_down_and_up_post_port_change_events() {
     let out = t.exec(&input(op::ALLOC_UAR, 0, 16), 16).unwrap();
     let uar = ifc::get(&out, Field::new(0x48, 24));
     // An async EQ of 256 entries taking port events.
-    let eq_pages = t.alloc_pages(4);
-    let mut ce = input(op::CREATE_EQ, 0, 0x110 + 4 * 8);
-    ifc::set(&mut ce, Field::new(0xe3, 5), 8);
-    ifc::set(&mut ce, Field::new(0xe8, 24), uar);
-    ce[0x58..0x60].copy_from_slice(&(1u64 << event::PORT_CHANGE).to_be_bytes());
-    for k in 0..4usize {
-        ce[0x110 + k * 8..0x118 + k * 8].copy_from_slice(&(eq_pages + k as u64 * 4096).to_be_bytes());
-    }
-    let eqn = ifc::get(&t.exec(&ce, 16).unwrap(), Field::new(0x58, 8)) as u32;
+    let (eqn, eq_pages) = create_eq(&mut t, uar, 1 << event::PORT_CHANGE, 0);
     t.dev
         .bar0_write(&mut t.mem, uar * 4096 + 0x40, &(eqn << 24).to_be_bytes());
     crate::control::execute(&mut t.dev, &mut t.mem, "port 1 down").unwrap();
@@ -304,23 +313,15 @@ fn signalled_sends_complete_on_the_send_cq_with_an_event() {
         Field::new(0x48, 24),
     );
     // A completion EQ (no event types in its mask) of 256 entries.
-    let eq_pages = t.alloc_pages(4);
-    let mut ce = input(op::CREATE_EQ, 0, 0x110 + 4 * 8);
-    ifc::set(&mut ce, Field::new(0xe3, 5), 8);
-    ifc::set(&mut ce, Field::new(0xe8, 24), uar);
-    ifc::set(&mut ce, Field::new(0x134, 12), 1);
-    for k in 0..4usize {
-        ce[0x110 + k * 8..0x118 + k * 8].copy_from_slice(&(eq_pages + k as u64 * 4096).to_be_bytes());
-    }
-    let eqn = ifc::get(&t.exec(&ce, 16).unwrap(), Field::new(0x58, 8));
+    let (eqn, eq_pages) = create_eq(&mut t, uar, 0, 1);
     t.dev
-        .bar0_write(&mut t.mem, uar * 4096 + 0x40, &((eqn as u32) << 24).to_be_bytes());
+        .bar0_write(&mut t.mem, uar * 4096 + 0x40, &(eqn << 24).to_be_bytes());
     // A CQ of 4 entries in one page, armed.
     let cq_page = t.alloc_pages(1);
     let mut cc = input(op::CREATE_CQ, 0, 0x118);
     ifc::set(&mut cc, Field::new(0xe3, 5), 2);
     ifc::set(&mut cc, Field::new(0xe8, 24), uar);
-    ifc::set(&mut cc, Field::new(0x120, 32), eqn);
+    ifc::set(&mut cc, Field::new(0x120, 32), u64::from(eqn));
     cc[0x110..0x118].copy_from_slice(&cq_page.to_be_bytes());
     let cqn = ifc::get(&t.exec(&cc, 16).unwrap(), Field::new(0x48, 24)) as u32;
     let mut arm = [0u8; 8];
@@ -423,19 +424,12 @@ fn ud_send_is_delivered_through_mtt_keys_to_a_posted_receive() {
         &t.exec(&input(op::ALLOC_PD, 0, 16), 16).unwrap(),
         Field::new(0x48, 24),
     );
-    let eq_page = t.alloc_pages(4);
-    let mut ce = input(op::CREATE_EQ, 0, 0x110 + 32);
-    ifc::set(&mut ce, Field::new(0xe3, 5), 8);
-    ifc::set(&mut ce, Field::new(0xe8, 24), uar);
-    for k in 0..4usize {
-        ce[0x110 + k * 8..0x118 + k * 8].copy_from_slice(&(eq_page + k as u64 * 4096).to_be_bytes());
-    }
-    let eqn = ifc::get(&t.exec(&ce, 16).unwrap(), Field::new(0x58, 8));
+    let (eqn, _) = create_eq(&mut t, uar, 0, 0);
     let cq_page = t.alloc_pages(1);
     let mut cc = input(op::CREATE_CQ, 0, 0x118);
     ifc::set(&mut cc, Field::new(0xe3, 5), 4);
     ifc::set(&mut cc, Field::new(0xe8, 24), uar);
-    ifc::set(&mut cc, Field::new(0x120, 32), eqn);
+    ifc::set(&mut cc, Field::new(0x120, 32), u64::from(eqn));
     cc[0x110..0x118].copy_from_slice(&cq_page.to_be_bytes());
     let cqn = ifc::get(&t.exec(&cc, 16).unwrap(), Field::new(0x48, 24)) as u32;
     // One memory region: virtual 0x7000_0000.., two 4 KiB pages that are not contiguous in
