@@ -103,6 +103,12 @@ impl Device {
         &self.firmware.log
     }
 
+    /// What the last operations produced for the outside: MSI-X vectors to raise, and packets
+    /// for the wire; drains both.
+    pub fn take_effects(&mut self) -> (Vec<u16>, Vec<crate::firmware::datapath::Packet>) {
+        (self.take_irqs(), self.firmware.datapath.take_outbound())
+    }
+
     /// MSI-X vectors to raise, in order; drains the list.
     pub fn take_irqs(&mut self) -> Vec<u16> {
         std::mem::take(&mut self.firmware.irqs)

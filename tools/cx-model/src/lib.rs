@@ -15,3 +15,4 @@ pub mod pci_config;
 pub mod server;
 #[cfg(test)]
 pub mod test_driver;
+pub mod wire;

@@ -12,11 +12,15 @@ use std::time::Duration;
 const USAGE: &str = "usage: cx-model --socket PATH [--fw-version X.Y.Z] [--ports N] [--guid-seed N]
                 [--psid TEXT] [--init-delay-ms N] [--fault SPEC]... [--command-log FILE]
                 [--command-trace FILE] [--control PATH]
+                [--wire-listen PATH | --wire-connect PATH]
   --fault hang:<OPCODE>[:<count>]                        the command never completes
   --fault status:<OPCODE>:<status>[:<syndrome>[:<count>]] the command fails with that status
   (<OPCODE> is a name such as QUERY_ISSI or a number; RUST_LOG=debug logs every register access)
   --control PATH: a unix socket taking line commands: port <n> up|down, health-error <synd> [fatal],
-                  health-clear, remove, fault <spec>, status";
+                  health-clear, remove, fault <spec>, status
+  --wire-listen PATH / --wire-connect PATH: link this model's ports to a peer model's over a unix
+                  socket (one side listens, the other connects); packets for LIDs that are not
+                  on this device go to the peer";
 
 struct Args {
     socket: PathBuf,
@@ -25,6 +29,7 @@ struct Args {
     command_log: Option<PathBuf>,
     command_trace: Option<PathBuf>,
     control: Option<PathBuf>,
+    wire: Option<cx_model::wire::WireEnd>,
 }
 
 fn number(s: &str) -> Result<u64, String> {
@@ -42,6 +47,7 @@ fn parse_args() -> Result<Args, String> {
     let mut command_log = None;
     let mut command_trace = None;
     let mut control = None;
+    let mut wire = None;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{a} needs a value"));
@@ -66,6 +72,8 @@ fn parse_args() -> Result<Args, String> {
             "--command-log" => command_log = Some(PathBuf::from(value()?)),
             "--command-trace" => command_trace = Some(PathBuf::from(value()?)),
             "--control" => control = Some(PathBuf::from(value()?)),
+            "--wire-listen" => wire = Some(cx_model::wire::WireEnd::Listen(value()?.into())),
+            "--wire-connect" => wire = Some(cx_model::wire::WireEnd::Connect(value()?.into())),
             "-h" | "--help" => return Err(USAGE.into()),
             _ => return Err(format!("unknown argument {a:?}\n{USAGE}")),
         }
@@ -77,6 +85,7 @@ fn parse_args() -> Result<Args, String> {
         command_log,
         command_trace,
         control,
+        wire,
     })
 }
 
@@ -103,7 +112,7 @@ fn main() -> ExitCode {
     for rule in args.faults {
         device.firmware.faults.add(rule);
     }
-    let model = match cx_model::server::serve(&args.socket, device, args.control.as_deref()) {
+    let model = match cx_model::server::serve(&args.socket, device, args.control.as_deref(), args.wire) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("cx-model: vfio-user server failed: {e:?}");

@@ -1,9 +1,11 @@
 //! The vfio-user side: QEMU's `vfio-user-pci` client talks to [`ModelServer`], which forwards
 //! config-space and BAR accesses to the [`Device`], keeps the guest-memory mappings and the MSI-X
 //! eventfds, and runs commands on a worker thread so the server keeps answering QEMU while a
-//! command executes (or hangs, when a fault says so).
+//! command executes (or hangs, when a fault says so). A network thread delivers packets from the
+//! wire (see [`crate::wire`]) and runs the data path's retry timers.
 
 use crate::device::Device;
+use crate::firmware::datapath::{self, Packet};
 use crate::guest_memory::MappedMemory;
 use crate::init_segment;
 use crate::pci_config::{BAR0_SIZE, MSIX_VECTORS};
@@ -11,11 +13,12 @@ use log::{debug, info, warn};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::mem::size_of;
-use std::os::unix::net::UnixListener;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 use vfio_bindings::bindings::vfio::*;
 use vfio_user::{DmaMapFlags, DmaUnmapFlags, IrqInfo, Server, ServerBackend, ServerRegion};
 
@@ -28,6 +31,8 @@ pub struct Shared {
     pub mem: Mutex<MappedMemory>,
     /// MSI-X eventfds by vector.
     pub msix: Mutex<Vec<Option<File>>>,
+    /// The wire to the peer model, when linked.
+    pub wire: Mutex<Option<UnixStream>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -36,6 +41,26 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// Raises the interrupts an operation on the device queued and puts the packets it sent
+    /// on the wire. Call without the device lock held.
+    fn settle(&self, (irqs, packets): (Vec<u16>, Vec<Packet>)) {
+        self.fire(&irqs);
+        if packets.is_empty() {
+            return;
+        }
+        let mut wire = lock(&self.wire);
+        if let Some(w) = wire.as_mut() {
+            for p in &packets {
+                if let Err(e) = crate::wire::write_frame(w, p) {
+                    warn!("wire: send failed: {e}; packets lost");
+                    break;
+                }
+            }
+        } else {
+            debug!("{} packet(s) for the wire, which is down: lost", packets.len());
+        }
+    }
+
     /// Raises each vector the device queued.
     fn fire(&self, vectors: &[u16]) {
         if vectors.is_empty() {
@@ -65,15 +90,58 @@ fn worker(shared: Arc<Shared>, rx: Receiver<Work>) {
     while let Ok(work) = rx.recv() {
         match work {
             Work::Doorbell(mask) => {
-                let irqs = {
+                let effects = {
                     let mut dev = lock(&shared.device);
                     let mut mem = lock(&shared.mem);
                     dev.bar0_write(&mut *mem, init_segment::CMD_DBELL, &mask.to_be_bytes());
-                    dev.take_irqs()
+                    dev.take_effects()
                 };
-                shared.fire(&irqs);
+                shared.settle(effects);
             }
         }
+    }
+}
+
+/// Work for the network thread.
+pub enum Net {
+    /// A packet from the wire.
+    Packet(Packet),
+    /// Stop the thread.
+    Stop,
+}
+
+/// The longest the network thread sleeps when no timer runs.
+const NET_IDLE: Duration = Duration::from_millis(100);
+
+/// Delivers packets from the wire and runs the data path's timers.
+fn network(shared: Arc<Shared>, rx: Receiver<Net>) {
+    loop {
+        let deadline = lock(&shared.device).firmware.datapath.next_deadline();
+        let wait = deadline.map_or(NET_IDLE, |d| {
+            d.saturating_duration_since(Instant::now()).min(NET_IDLE)
+        });
+        let mut packets = vec![];
+        match rx.recv_timeout(wait) {
+            Ok(Net::Packet(p)) => packets.push(p),
+            Ok(Net::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        while let Ok(n) = rx.try_recv() {
+            match n {
+                Net::Packet(p) => packets.push(p),
+                Net::Stop => return,
+            }
+        }
+        let effects = {
+            let mut dev = lock(&shared.device);
+            let mut mem = lock(&shared.mem);
+            for p in packets {
+                datapath::receive(&mut dev.firmware, &mut *mem, p);
+            }
+            datapath::tick(&mut dev.firmware, &mut *mem, Instant::now());
+            dev.take_effects()
+        };
+        shared.settle(effects);
     }
 }
 
@@ -82,6 +150,8 @@ pub struct ModelServer {
     shared: Arc<Shared>,
     work: Option<Sender<Work>>,
     thread: Option<JoinHandle<()>>,
+    net: Sender<Net>,
+    net_thread: Option<JoinHandle<()>>,
 }
 
 impl ModelServer {
@@ -91,6 +161,7 @@ impl ModelServer {
             device: Mutex::new(device),
             mem: Mutex::new(MappedMemory::default()),
             msix: Mutex::new(Vec::new()),
+            wire: Mutex::new(None),
         });
         let (tx, rx) = mpsc::channel();
         let s = shared.clone();
@@ -98,11 +169,24 @@ impl ModelServer {
             .name("cx-commands".into())
             .spawn(move || worker(s, rx))
             .ok();
+        let (net, net_rx) = mpsc::channel();
+        let s = shared.clone();
+        let net_thread = std::thread::Builder::new()
+            .name("cx-network".into())
+            .spawn(move || network(s, net_rx))
+            .ok();
         Self {
             shared,
             work: Some(tx),
             thread,
+            net,
+            net_thread,
         }
+    }
+
+    /// A sender of packets to the network thread.
+    pub fn net(&self) -> Sender<Net> {
+        self.net.clone()
     }
 
     /// The shared state (device, memory, interrupts).
@@ -116,6 +200,11 @@ impl ModelServer {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        let _ = self.net.send(Net::Stop);
+        if let Some(t) = self.net_thread.take() {
+            let _ = t.join();
+        }
+        lock(&self.shared.wire).take();
     }
 }
 
@@ -152,13 +241,13 @@ impl ServerBackend for ModelServer {
                 }
             }
             VFIO_PCI_BAR0_REGION_INDEX => {
-                let irqs = {
+                let effects = {
                     let mut dev = lock(&self.shared.device);
                     let mut mem = lock(&self.shared.mem);
                     dev.bar0_write(&mut *mem, offset, data);
-                    dev.take_irqs()
+                    dev.take_effects()
                 };
-                self.shared.fire(&irqs);
+                self.shared.settle(effects);
             }
             _ => warn!("write to region {region} at {offset:#x}: no such region"),
         }
@@ -290,13 +379,13 @@ fn serve_control(listener: UnixListener, shared: Arc<Shared>) {
         let mut writer = conn;
         for line in BufReader::new(reader).lines() {
             let Ok(line) = line else { break };
-            let (reply, irqs) = {
+            let (reply, effects) = {
                 let mut dev = lock(&shared.device);
                 let mut mem = lock(&shared.mem);
                 let r = crate::control::execute(&mut dev, &mut *mem, &line);
-                (r, dev.take_irqs())
+                (r, dev.take_effects())
             };
-            shared.fire(&irqs);
+            shared.settle(effects);
             let text = match reply {
                 Ok(r) => format!("ok {r}\n"),
                 Err(e) => format!("error {e}\n"),
@@ -308,12 +397,44 @@ fn serve_control(listener: UnixListener, shared: Arc<Shared>) {
     }
 }
 
+/// Keeps the wire to the peer model up (see [`crate::wire::run`]), handing its packets to the
+/// network thread.
+fn serve_wire(end: crate::wire::WireEnd, shared: Arc<Shared>, net: Sender<Net>) {
+    let s1 = shared.clone();
+    let s2 = shared;
+    crate::wire::run(
+        end,
+        move |w| {
+            *lock(&s1.wire) = Some(w);
+            lock(&s1.device).firmware.datapath.wire = true;
+        },
+        move || {
+            lock(&s2.wire).take();
+            lock(&s2.device).firmware.datapath.wire = false;
+        },
+        move |p| net.send(Net::Packet(p)).is_ok(),
+    );
+}
+
 /// Listens on `socket`, serves one client until it disconnects, and returns the server state.
-/// With `control`, also serves control commands on that unix socket.
-pub fn serve(socket: &Path, device: Device, control: Option<&Path>) -> Result<ModelServer, vfio_user::Error> {
+/// With `control`, also serves control commands on that unix socket; with `wire`, links to a
+/// peer model.
+pub fn serve(
+    socket: &Path,
+    device: Device,
+    control: Option<&Path>,
+    wire: Option<crate::wire::WireEnd>,
+) -> Result<ModelServer, vfio_user::Error> {
     let server = Server::new(socket, true, irqs(), regions())?;
     info!("listening on {}", socket.display());
     let mut model = ModelServer::new(device);
+    if let Some(end) = wire {
+        let shared = model.shared().clone();
+        let net = model.net();
+        let _ = std::thread::Builder::new()
+            .name("cx-wire".into())
+            .spawn(move || serve_wire(end, shared, net));
+    }
     if let Some(path) = control {
         let _ = std::fs::remove_file(path);
         match UnixListener::bind(path) {

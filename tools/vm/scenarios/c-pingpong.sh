@@ -32,5 +32,6 @@ check "load the C stack" load_stack
 pingpong "ibv_rc_pingpong: 1000 x 4096 bytes, validated" ibv_rc_pingpong -n 1000 -s 4096 -c
 pingpong "ibv_rc_pingpong: 1000 x 4096 bytes, completion events" ibv_rc_pingpong -n 1000 -s 4096 -c -e
 pingpong "ibv_ud_pingpong: 1000 x 4096 bytes, validated" ibv_ud_pingpong -n 1000 -s 4096 -c
+pingpong "ibv_srq_pingpong: 1000 x 4096 bytes over 16 QPs sharing one SRQ, validated" ibv_srq_pingpong -n 1000 -s 4096 -c
 check "unload the C stack" unload_stack
 dmesg_clean "dmesg has no warnings, oopses or lockdep reports"

@@ -21,6 +21,17 @@ pub mod kind {
     pub const GENERAL: u8 = 0x0;
     /// Second page of general capabilities.
     pub const GENERAL_2: u8 = 0x20;
+    /// Atomic operations (`atomic_caps`).
+    pub const ATOMIC: u8 = 0x3;
+}
+
+/// Fields of the atomic capabilities (`atomic_caps`).
+pub mod atomic {
+    use crate::ifc::Field;
+    /// Which operations: bit 0 compare-and-swap, bit 1 fetch-and-add.
+    pub const OPERATIONS: Field = Field::new(0x90, 16);
+    /// Operand sizes on RC QPs: bit 3 is 8 bytes.
+    pub const SIZE_QP: Field = Field::new(0xb0, 16);
 }
 
 /// Fields of the general capabilities (`cmd_hca_cap`).
@@ -56,6 +67,7 @@ pub mod general {
     pub const STAT_RATE_SUPPORT: Field = Field::new(0x1e0, 16);
     pub const CQE_VERSION: Field = Field::new(0x1fc, 4);
     pub const CMDIF_CHECKSUM: Field = Field::new(0x210, 2);
+    pub const ATOMIC: Field = Field::new(0x21e, 1);
     pub const XRC: Field = Field::new(0x23c, 1);
     pub const UD: Field = Field::new(0x23d, 1);
     pub const UC: Field = Field::new(0x23e, 1);
@@ -138,7 +150,13 @@ impl Caps {
         set(LOG_MAX_UCTX, 0);
         set(LOG_UAR_PAGE_SZ, 0);
         set(NUM_OF_UARS_PER_PAGE, 1);
-        let max = BTreeMap::from([(kind::GENERAL, gen)]);
+        // Atomics: 8-byte compare-and-swap and fetch-and-add on RC, on big-endian operands in
+        // memory (requester-endianness mode 1, host order, is not offered).
+        set(ATOMIC, 1);
+        let mut atomic_caps = vec![0u8; CAP_SIZE];
+        ifc::set(&mut atomic_caps, atomic::OPERATIONS, 0b11);
+        ifc::set(&mut atomic_caps, atomic::SIZE_QP, 1 << 3);
+        let max = BTreeMap::from([(kind::GENERAL, gen), (kind::ATOMIC, atomic_caps)]);
         Self {
             cur: max.clone(),
             max,

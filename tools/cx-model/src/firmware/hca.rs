@@ -109,10 +109,7 @@ pub fn teardown_hca(fw: &mut Firmware, input: &Input) -> CmdResult {
     }
     fw.eqs.clear();
     fw.objects.clear();
-    fw.cq_state.clear();
-    fw.qp_send.clear();
-    fw.qp_recv.clear();
-    fw.srq_state.clear();
+    fw.datapath.clear();
     fw.state = HcaState::Enabled;
     let mut out = output(16);
     ifc::set(&mut out, TEARDOWN_OUT_STATE, 0);

@@ -161,14 +161,8 @@ pub struct Firmware {
     pub objects: objects::Objects,
     /// Node and port identity and state.
     pub node: port::Node,
-    /// Completion queue producer counters and arming.
-    pub cq_state: std::collections::BTreeMap<u32, datapath::CqState>,
-    /// Send queue consumer counters.
-    pub qp_send: std::collections::BTreeMap<u32, datapath::QpSendState>,
-    /// Receive queue consumer counters.
-    pub qp_recv: std::collections::BTreeMap<u32, datapath::QpSendState>,
-    /// Shared receive queue (RMP) consumption.
-    pub srq_state: std::collections::BTreeMap<u32, datapath::SrqState>,
+    /// Work queue progress, completions, packets in flight, counters.
+    pub datapath: datapath::DataPath,
     /// Fault injection.
     pub faults: Faults,
     /// Commands seen.
@@ -185,10 +179,7 @@ impl Firmware {
         Self {
             node,
             objects: objects::Objects::default(),
-            cq_state: Default::default(),
-            qp_send: Default::default(),
-            qp_recv: Default::default(),
-            srq_state: Default::default(),
+            datapath: datapath::DataPath::default(),
             config,
             state: HcaState::Disabled,
             issi: 0,
@@ -213,7 +204,9 @@ impl Firmware {
         }
         let faults = std::mem::take(&mut self.faults);
         let log = std::mem::take(&mut self.log);
+        let wire = self.datapath.wire;
         *self = Self::new(self.config.clone());
+        self.datapath.wire = wire;
         self.faults = faults;
         self.log = log;
     }
@@ -365,7 +358,14 @@ fn handler(op: u16) -> Option<Handler> {
         op::DESTROY_SRQ => |fw, _, i| objects::destroy_kind(fw, objects::Kind::Srq, i),
         op::CREATE_RMP => |fw, _, i| objects::create_rmp(fw, i),
         op::DESTROY_RMP => |fw, _, i| objects::destroy_kind(fw, objects::Kind::Rmp, i),
-        _ if objects::transition(op).is_some() => |fw, _, i| objects::modify_qp(fw, i),
+        _ if objects::transition(op).is_some() => |fw, m, i| {
+            let out = objects::modify_qp(fw, i)?;
+            let qpn = i.get(objects::NUMBER) as u32;
+            if let Some(state) = fw.objects.get(objects::Kind::Qp, qpn).map(|q| q.qp_state) {
+                datapath::qp_modified(fw, m, qpn, state);
+            }
+            Ok(out)
+        },
         _ => return None,
     })
 }

@@ -12,7 +12,7 @@ use log::debug;
 use std::collections::BTreeMap;
 
 /// Object number in create outputs and destroy/modify inputs.
-const NUMBER: Field = Field::new(0x48, 24);
+pub const NUMBER: Field = Field::new(0x48, 24);
 
 /// Kinds of object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -147,6 +147,22 @@ impl Objects {
         Ok(())
     }
 
+    /// Sets QP `n`'s state (the data path moves QPs to an error state); false if no such QP.
+    pub fn set_qp_state(&mut self, n: u32, state: QpState) -> bool {
+        match self.tables.get_mut(&Kind::Qp).and_then(|t| t.get_mut(&n)) {
+            Some(qp) => {
+                qp.qp_state = state;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Numbers of the objects of `kind`, increasing.
+    pub fn numbers(&self, kind: Kind) -> impl Iterator<Item = u32> + '_ {
+        self.tables.get(&kind).into_iter().flat_map(|t| t.keys().copied())
+    }
+
     /// Forgets everything (teardown).
     pub fn clear(&mut self) {
         self.tables.clear();
@@ -191,16 +207,9 @@ fn destroy(fw: &mut Firmware, kind: Kind, input: &Input) -> CmdResult {
     let n = input.get(NUMBER) as u32;
     fw.objects.remove(kind, n)?;
     match kind {
-        Kind::Cq => {
-            fw.cq_state.remove(&n);
-        }
-        Kind::Qp => {
-            fw.qp_send.remove(&n);
-            fw.qp_recv.remove(&n);
-        }
-        Kind::Rmp => {
-            fw.srq_state.remove(&n);
-        }
+        Kind::Cq => fw.datapath.forget_cq(n),
+        Kind::Qp => fw.datapath.forget_qp(n),
+        Kind::Rmp => fw.datapath.forget_srq(n),
         _ => {}
     }
     debug!("destroyed {kind:?} {n:#x}");
@@ -368,10 +377,6 @@ pub fn modify_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
     debug!("QP {n:#x}: {:?} -> {to:?}", qp.qp_state);
     qp.qp_state = to;
     qp.modified.insert(op, input.bytes().to_vec());
-    if to == QpState::Rst {
-        fw.qp_send.remove(&n);
-        fw.qp_recv.remove(&n);
-    }
     Ok(output(16))
 }
 

@@ -1,0 +1,192 @@
+//! The data path: work queues, execution, completions, and the packets between queue pairs.
+//!
+//! A send doorbell makes the **requester** ([`requester`]) fetch WQEs from the QP's send queue
+//! (up to the producer counter in its doorbell record) and turn each into a [`Packet`] addressed
+//! by LID and QP number. Packets for a LID of this device go to a local queue; others go to the
+//! wire (another model, see `crate::wire`) when one is connected, and are lost otherwise. The
+//! **responder** ([`responder`]) executes requests against its own memory through memory keys,
+//! consumes receive WQEs (the QP's receive queue or its SRQ), and answers RC requests with an
+//! acknowledgement, read data, an atomic's original value or a NAK.
+//!
+//! RC is stop-and-wait per QP: one request is in flight, and the next WQE is fetched when the
+//! response came. That keeps ordering trivially right across RNR retries. A NAK or a missing
+//! response ends in an error completion; the QP moves to the error state and every WQE still in
+//! its queues is flushed. Receiver-not-ready NAKs and lost requests are retried from
+//! [`tick`], which the model's network thread calls while [`DataPath::next_deadline`] says a
+//! timer runs.
+
+mod buffer;
+mod completion;
+mod keys;
+pub mod packet;
+mod queue_pair;
+mod requester;
+mod responder;
+mod wqe;
+
+#[cfg(test)]
+mod tests;
+
+use super::objects::QpState;
+use super::Firmware;
+use crate::guest_memory::GuestMemory;
+use log::debug;
+pub use packet::Packet;
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Instant;
+
+pub use completion::{arm_cq, Syndrome};
+
+/// Traffic counters, as the port and queue counters report them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Packets and payload bytes sent by this device's QPs (requests and responses).
+    pub xmit_packets: u64,
+    /// Payload bytes sent.
+    pub xmit_bytes: u64,
+    /// Packets received by this device's QPs.
+    pub rcv_packets: u64,
+    /// Payload bytes received.
+    pub rcv_bytes: u64,
+    /// Sends that found no receive WQE (UD drops and RC receiver-not-ready NAKs).
+    pub out_of_buffer: u64,
+    /// RDMA write requests executed as responder.
+    pub rx_write_requests: u64,
+    /// RDMA read requests executed as responder.
+    pub rx_read_requests: u64,
+    /// Atomic requests executed as responder.
+    pub rx_atomic_requests: u64,
+    /// Receiver-not-ready NAKs the requester retried past its limit.
+    pub rnr_nak_retry_err: u64,
+    /// Requests that timed out past the retry limit.
+    pub local_ack_timeout_err: u64,
+    /// Receives too small for the message (responder side).
+    pub resp_local_length_error: u64,
+}
+
+/// Data-path state of one function.
+#[derive(Debug, Default)]
+pub struct DataPath {
+    cqs: BTreeMap<u32, completion::CqState>,
+    sqs: BTreeMap<u32, requester::SendQueue>,
+    rqs: BTreeMap<u32, responder::RecvQueueState>,
+    srqs: BTreeMap<u32, responder::SrqState>,
+    /// Packets for this device, in arrival order.
+    local: VecDeque<Packet>,
+    /// Packets for other devices, for the wire.
+    outbound: Vec<Packet>,
+    /// Whether a wire carries packets to other devices.
+    pub wire: bool,
+    /// Traffic counters.
+    pub counters: Counters,
+}
+
+impl DataPath {
+    /// The earliest retry or timeout deadline of any QP, if a timer runs.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.sqs.values().filter_map(|s| s.deadline()).min()
+    }
+
+    /// Packets for the wire; drains the list.
+    pub fn take_outbound(&mut self) -> Vec<Packet> {
+        std::mem::take(&mut self.outbound)
+    }
+
+    /// Forgets the state of a destroyed or reset QP.
+    pub fn forget_qp(&mut self, qpn: u32) {
+        self.sqs.remove(&qpn);
+        self.rqs.remove(&qpn);
+    }
+
+    /// Forgets the state of a destroyed CQ.
+    pub fn forget_cq(&mut self, cqn: u32) {
+        self.cqs.remove(&cqn);
+    }
+
+    /// Forgets the state of a destroyed SRQ (RMP).
+    pub fn forget_srq(&mut self, srqn: u32) {
+        self.srqs.remove(&srqn);
+    }
+
+    /// Forgets everything (teardown); counters stay.
+    pub fn clear(&mut self) {
+        let counters = std::mem::take(&mut self.counters);
+        let wire = self.wire;
+        *self = Self {
+            counters,
+            wire,
+            ..Self::default()
+        };
+    }
+
+    /// Sends `p`: to the local queue when its LID is one of `local_lids`, else to the wire.
+    fn send(&mut self, local_lids: &[u16], p: Packet) {
+        self.counters.xmit_packets += 1;
+        self.counters.xmit_bytes += p.body.payload_len() as u64;
+        if local_lids.contains(&p.dlid) {
+            self.local.push_back(p);
+        } else if self.wire {
+            self.outbound.push(p);
+        } else {
+            debug!(
+                "packet for LID {:#x} QP {:#x}: no such port here and no wire; lost",
+                p.dlid, p.dqpn
+            );
+        }
+    }
+}
+
+impl Firmware {
+    fn local_lids(&self) -> Vec<u16> {
+        self.node.ports.iter().map(|p| p.lid).collect()
+    }
+
+    /// Sends a packet from this device (see [`DataPath::send`]).
+    fn transmit(&mut self, p: Packet) {
+        let lids = self.local_lids();
+        self.datapath.send(&lids, p);
+    }
+}
+
+/// Delivers every packet queued for this device, including those the deliveries produce.
+fn pump(fw: &mut Firmware, mem: &mut dyn GuestMemory, now: Instant) {
+    while let Some(p) = fw.datapath.local.pop_front() {
+        fw.datapath.counters.rcv_packets += 1;
+        fw.datapath.counters.rcv_bytes += p.body.payload_len() as u64;
+        if p.body.is_request() {
+            responder::on_request(fw, mem, p, now);
+        } else {
+            requester::on_response(fw, mem, p, now);
+        }
+    }
+}
+
+/// A send doorbell for `qpn`: runs its send queue up to the producer counter.
+pub fn send_doorbell(fw: &mut Firmware, mem: &mut dyn GuestMemory, qpn: u32) {
+    let now = Instant::now();
+    requester::progress(fw, mem, qpn, now);
+    pump(fw, mem, now);
+}
+
+/// A packet from the wire.
+pub fn receive(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet) {
+    let now = Instant::now();
+    fw.datapath.local.push_back(p);
+    pump(fw, mem, now);
+}
+
+/// Runs the retry and timeout timers due at `now`.
+pub fn tick(fw: &mut Firmware, mem: &mut dyn GuestMemory, now: Instant) {
+    requester::timers(fw, mem, now);
+    pump(fw, mem, now);
+}
+
+/// A QP moved to `state` by a modify command: entering the error state flushes its queues;
+/// reset forgets how far they were consumed.
+pub fn qp_modified(fw: &mut Firmware, mem: &mut dyn GuestMemory, qpn: u32, state: QpState) {
+    match state {
+        QpState::Err => queue_pair::flush(fw, mem, qpn),
+        QpState::Rst => fw.datapath.forget_qp(qpn),
+        _ => {}
+    }
+}

@@ -1,0 +1,40 @@
+# c-perftest: perftest's bandwidth and latency tools on the C stack and cx-model, server and client
+# in one VM looped back through the port. Each run must finish and print its result table; the
+# numbers are recorded in the log (under TCG they say little about the hardware) but not judged.
+# RDMA WRITE and READ and atomics exercise the model's responder through remote keys; send
+# latency exercises receives and completions one message at a time.
+# stacks: c
+# timeout: 600
+# host-check: firmware pages: [0-9]+ given, [0-9]+ returned, 0 still held
+
+# perf <name> <tool> <args...>: server in the background, client in the foreground; both must
+# exit 0 and the client must print a result row (a line starting with the message size).
+perf() {
+	_name=$1
+	_tool=$2
+	shift 2
+	timeout 200 $_tool -d mlx5_0 -i 1 "$@" >/tmp/pf-server 2>&1 &
+	_srv=$!
+	sleep 3
+	timeout 180 $_tool -d mlx5_0 -i 1 "$@" localhost >/tmp/pf-client 2>&1
+	_crc=$?
+	wait $_srv
+	_src=$?
+	_out="client exit $_crc, server exit $_src
+$(cat /tmp/pf-client)
+--- server
+$(cat /tmp/pf-server)"
+	[ $_crc = 0 ] && [ $_src = 0 ] && grep -Eq '^ *[0-9]+ +[0-9]+ +[0-9.]+' /tmp/pf-client
+	ktap_result $? "$_name" "$_out"
+	# The result table, for the record.
+	grep -E '^ *#bytes|^ *[0-9]+ +[0-9]+ +[0-9.]+' /tmp/pf-client | sed 's/^/# /'
+}
+
+check "load the C stack" load_stack
+perf "ib_write_bw: 2000 x 64 KiB RDMA writes" ib_write_bw -s 65536 -n 2000
+perf "ib_read_bw: 2000 x 64 KiB RDMA reads" ib_read_bw -s 65536 -n 2000
+perf "ib_send_lat: 1000 x 2 bytes" ib_send_lat -s 2 -n 1000
+perf "ib_write_lat: 1000 x 2 bytes" ib_write_lat -s 2 -n 1000
+perf "ib_atomic_bw: 1000 fetch-and-add" ib_atomic_bw -n 1000
+check "unload the C stack" unload_stack
+dmesg_clean "dmesg has no warnings, oopses or lockdep reports"
