@@ -36,5 +36,6 @@ perf "ib_read_bw: 2000 x 64 KiB RDMA reads" ib_read_bw -s 65536 -n 2000
 perf "ib_send_lat: 1000 x 2 bytes" ib_send_lat -s 2 -n 1000
 perf "ib_write_lat: 1000 x 2 bytes" ib_write_lat -s 2 -n 1000
 perf "ib_atomic_bw: 1000 fetch-and-add" ib_atomic_bw -n 1000
+perf "ib_atomic_bw: 1000 compare-and-swap" ib_atomic_bw -n 1000 -A CMP_AND_SWAP
 check "unload the C stack" unload_stack
 dmesg_clean "dmesg has no warnings, oopses or lockdep reports"

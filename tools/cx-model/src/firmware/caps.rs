@@ -32,6 +32,10 @@ pub mod atomic {
     pub const OPERATIONS: Field = Field::new(0x90, 16);
     /// Operand sizes on RC QPs: bit 3 is 8 bytes.
     pub const SIZE_QP: Field = Field::new(0xb0, 16);
+    /// Byte order of 8-byte operands in memory the driver chose: 0 big-endian, 1 host order.
+    pub const REQ_8B_ENDIANNESS_MODE: Field = Field::new(0x40, 2);
+    /// Whether host order (mode 1) is offered.
+    pub const SUPPORTED_8B_ENDIANNESS_MODE_1: Field = Field::new(0x46, 1);
 }
 
 /// Fields of the general capabilities (`cmd_hca_cap`).
@@ -150,11 +154,13 @@ impl Caps {
         set(LOG_MAX_UCTX, 0);
         set(LOG_UAR_PAGE_SZ, 0);
         set(NUM_OF_UARS_PER_PAGE, 1);
-        // Atomics: 8-byte compare-and-swap and fetch-and-add on RC, on big-endian operands in
-        // memory (requester-endianness mode 1, host order, is not offered).
+        // Atomics: 8-byte compare-and-swap and fetch-and-add on RC. Operands in memory are
+        // big-endian unless the driver picks host order (little-endian: the model serves x86
+        // guests), which the C driver does and needs before it offers atomics.
         set(ATOMIC, 1);
         let mut atomic_caps = vec![0u8; CAP_SIZE];
         ifc::set(&mut atomic_caps, atomic::OPERATIONS, 0b11);
+        ifc::set(&mut atomic_caps, atomic::SUPPORTED_8B_ENDIANNESS_MODE_1, 1);
         ifc::set(&mut atomic_caps, atomic::SIZE_QP, 1 << 3);
         let max = BTreeMap::from([(kind::GENERAL, gen), (kind::ATOMIC, atomic_caps)]);
         Self {
@@ -202,6 +208,18 @@ pub fn set_hca_cap(fw: &mut Firmware, input: &Input) -> CmdResult {
         if ifc::get(new, general::CMDIF_CHECKSUM) != 0 {
             debug!("driver asks for command checksums; the model does not check them");
         }
+    }
+    if ty == kind::ATOMIC {
+        // Only the requester endianness mode is settable; the rest of the page is read-only (the
+        // C driver sends a page with just that field set).
+        let mode = ifc::get(new, atomic::REQ_8B_ENDIANNESS_MODE);
+        if mode > ifc::get(max, atomic::SUPPORTED_8B_ENDIANNESS_MODE_1) {
+            return Err(CmdError::new(Status::BadParameter, 0x0ca4_0000 | mode as u32));
+        }
+        if let Some(cur) = fw.caps.cur.get_mut(&ty) {
+            ifc::set(cur, atomic::REQ_8B_ENDIANNESS_MODE, mode);
+        }
+        return Ok(output(16));
     }
     fw.caps.cur.insert(ty, new.to_vec());
     Ok(output(16))

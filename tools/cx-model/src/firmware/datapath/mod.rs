@@ -141,6 +141,12 @@ impl Firmware {
         self.node.ports.iter().map(|p| p.lid).collect()
     }
 
+    /// Whether the driver chose host order (little-endian) for 8-byte atomic operands in memory.
+    fn atomics_in_host_order(&self) -> bool {
+        use super::caps::{atomic, kind};
+        self.caps.get(kind::ATOMIC, atomic::REQ_8B_ENDIANNESS_MODE) == 1
+    }
+
     /// Sends a packet from this device (see [`DataPath::send`]).
     fn transmit(&mut self, p: Packet) {
         let lids = self.local_lids();

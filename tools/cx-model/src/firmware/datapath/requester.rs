@@ -313,7 +313,12 @@ pub fn on_response(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, now:
                 error(fw, mem, &qp, w.counter, w.opcode, Syndrome::LocalQpOp);
                 return;
             };
-            match keys::scatter(fw, mem, qp.pd, list, &v.to_be_bytes()) {
+            let bytes = if fw.atomics_in_host_order() {
+                v.to_le_bytes()
+            } else {
+                v.to_be_bytes()
+            };
+            match keys::scatter(fw, mem, qp.pd, list, &bytes) {
                 Ok(()) => complete(fw, mem, &qp, &w, 8),
                 Err(_) => {
                     error(fw, mem, &qp, w.counter, w.opcode, Syndrome::LocalProt);

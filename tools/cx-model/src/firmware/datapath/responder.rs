@@ -276,8 +276,16 @@ pub fn on_request(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, _now:
                 reply(fw, &p, Body::Nak(Nak::InvalidRequest));
                 return;
             }
+            let host_order = fw.atomics_in_host_order();
             let orig = match keys::read(fw, mem, *rkey, qp.pd, *addr, 8, Access::RemoteAtomic) {
-                Ok(b) => u64::from_be_bytes(b.try_into().unwrap_or([0; 8])),
+                Ok(b) => {
+                    let b: [u8; 8] = b.try_into().unwrap_or([0; 8]);
+                    if host_order {
+                        u64::from_le_bytes(b)
+                    } else {
+                        u64::from_be_bytes(b)
+                    }
+                }
                 Err(e) => {
                     debug!(
                         "QP {:#x}: atomic at {addr:#x} key {rkey:#x} refused: {e:?}",
@@ -292,15 +300,12 @@ pub fn on_request(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, _now:
                 Some(_) => orig,
                 None => orig.wrapping_add(*operand),
             };
-            let res = keys::write(
-                fw,
-                mem,
-                *rkey,
-                qp.pd,
-                *addr,
-                &new.to_be_bytes(),
-                Access::RemoteAtomic,
-            );
+            let bytes = if host_order {
+                new.to_le_bytes()
+            } else {
+                new.to_be_bytes()
+            };
+            let res = keys::write(fw, mem, *rkey, qp.pd, *addr, &bytes, Access::RemoteAtomic);
             if res.is_err() {
                 reply(fw, &p, Body::Nak(Nak::RemoteOperational));
                 return;

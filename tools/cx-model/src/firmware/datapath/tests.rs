@@ -616,3 +616,36 @@ fn a_full_cq_overruns_with_a_cq_error_event() {
     assert_eq!(n, 16, "the 17th completion was lost");
     r.finish();
 }
+
+#[test]
+fn atomics_use_host_order_when_the_driver_chooses_it() {
+    let mut r = Rig::new();
+    // The driver reads the atomic caps and sets requester endianness mode 1 (host order).
+    let caps =
+        r.t.exec(&input(op::QUERY_HCA_CAP, 3 << 1 | 1, 16), 0x10 + 4096)
+            .unwrap();
+    assert_eq!(ifc::get(&caps[0x10..], Field::new(0x46, 1)), 1, "mode 1 offered");
+    // As the C driver does: a page with only the mode set; the read-only fields stay.
+    let mut set = input(op::SET_HCA_CAP, 3 << 1, 0x10 + 4096);
+    ifc::set(&mut set[0x10..], Field::new(0x40, 2), 1);
+    r.t.exec(&set, 16).unwrap();
+    let cur = r.t.exec(&input(op::QUERY_HCA_CAP, 3 << 1 | 1, 16), 0x10 + 4096).unwrap();
+    assert_eq!(ifc::get(&cur[0x10..], Field::new(0x90, 16)), 0b11, "operations kept");
+    assert_eq!(ifc::get(&cur[0x10..], Field::new(0x40, 2)), 1, "mode set");
+    let (mut a, mut ca, _b, _cb) = r.rc_pair(7);
+    let (ak, aaddr) = r.mr(4096, LOCAL_WRITE);
+    let (bk, baddr) = r.mr(4096, ALL);
+    r.t.mem.write(baddr, &0x1_0000_0001u64.to_le_bytes()).unwrap();
+    let mut atomic = [0u8; 16];
+    atomic[..8].copy_from_slice(&0xffu64.to_be_bytes()); // the WQE stays big-endian
+    let w = cat(&[&raddr(baddr, bk), &atomic, &sge(8, ak, aaddr)]);
+    r.post_send(&mut a, wqe_op::ATOMIC_FA, 0, &w);
+    assert_eq!(r.poll(&mut ca).unwrap().opcode, cqe_op::REQ);
+    let le = |r: &Rig, at: u64| {
+        let mut v = [0u8; 8];
+        r.t.mem.read(at, &mut v).unwrap();
+        u64::from_le_bytes(v)
+    };
+    assert_eq!((le(&r, baddr), le(&r, aaddr)), (0x1_0000_0100, 0x1_0000_0001));
+    r.finish();
+}
