@@ -28,8 +28,25 @@ $(cat /tmp/pp-server)"
 	sed -n 's/^/# /p' /tmp/pp-client | grep iters
 }
 
+# counters: the port's data and packet counters, as ib_core's sysfs reads them (PerfMgmt MADs
+# that mlx5_ib passes to the device).
+COUNTERS=/sys/class/infiniband/mlx5_0/ports/1/counters
+counters() {
+	echo "$(cat $COUNTERS/port_xmit_data) $(cat $COUNTERS/port_rcv_data) $(cat $COUNTERS/port_xmit_packets) $(cat $COUNTERS/port_rcv_packets)"
+}
+
 check "load the C stack" load_stack
+before=$(counters)
 pingpong "ibv_rc_pingpong: 1000 x 4096 bytes, validated" ibv_rc_pingpong -n 1000 -s 4096 -c
+after=$(counters)
+# 1000 round trips of 4096 bytes through one port: 2000 messages sent and received, counted in
+# 32-bit words.
+counters_moved() {
+	set -- $before $after
+	[ $(($5 - $1)) -ge 2048000 ] && [ $(($6 - $2)) -ge 2048000 ] && [ $(($7 - $3)) -ge 2000 ] && [ $(($8 - $4)) -ge 2000 ]
+}
+check "port counters moved by the traffic" counters_moved
+echo "# port counters (xmit data, rcv data, xmit packets, rcv packets): $before -> $after"
 pingpong "ibv_rc_pingpong: 1000 x 4096 bytes, completion events" ibv_rc_pingpong -n 1000 -s 4096 -c -e
 pingpong "ibv_ud_pingpong: 1000 x 4096 bytes, validated" ibv_ud_pingpong -n 1000 -s 4096 -c
 pingpong "ibv_srq_pingpong: 1000 x 4096 bytes over 16 QPs sharing one SRQ, validated" ibv_srq_pingpong -n 1000 -s 4096 -c

@@ -13,6 +13,7 @@ pub mod faults;
 pub mod hca;
 pub mod objects;
 pub mod pages;
+pub mod pma;
 pub mod port;
 pub mod registers;
 pub mod resources;

@@ -230,6 +230,10 @@ pub fn mad_ifc(fw: &mut Firmware, input: &Input) -> CmdResult {
         // Sets from an SM are answered with the current values: the model's ports are configured.
         (CLASS_SMP_LID_ROUTED | CLASS_SMP_DIRECTED, METHOD_SET) => fw.node.answer_smp(&port, &mut m),
         (CLASS_SMP_LID_ROUTED | CLASS_SMP_DIRECTED, _) => MAD_STATUS_UNSUPPORTED_METHOD,
+        (super::pma::CLASS_PERF_MGMT, METHOD_GET) => {
+            let attr = u16::from_be_bytes([m[mad::ATTR_ID], m[mad::ATTR_ID + 1]]);
+            super::pma::answer_get(&fw.datapath.counters, attr, num, &mut m)
+        }
         _ => MAD_STATUS_UNSUPPORTED_METHOD,
     };
     debug!(

@@ -629,8 +629,14 @@ fn atomics_use_host_order_when_the_driver_chooses_it() {
     let mut set = input(op::SET_HCA_CAP, 3 << 1, 0x10 + 4096);
     ifc::set(&mut set[0x10..], Field::new(0x40, 2), 1);
     r.t.exec(&set, 16).unwrap();
-    let cur = r.t.exec(&input(op::QUERY_HCA_CAP, 3 << 1 | 1, 16), 0x10 + 4096).unwrap();
-    assert_eq!(ifc::get(&cur[0x10..], Field::new(0x90, 16)), 0b11, "operations kept");
+    let cur =
+        r.t.exec(&input(op::QUERY_HCA_CAP, 3 << 1 | 1, 16), 0x10 + 4096)
+            .unwrap();
+    assert_eq!(
+        ifc::get(&cur[0x10..], Field::new(0x90, 16)),
+        0b11,
+        "operations kept"
+    );
     assert_eq!(ifc::get(&cur[0x10..], Field::new(0x40, 2)), 1, "mode set");
     let (mut a, mut ca, _b, _cb) = r.rc_pair(7);
     let (ak, aaddr) = r.mr(4096, LOCAL_WRITE);
