@@ -73,7 +73,14 @@ fn created(out: &[u8]) -> u32 {
 
 impl Rig {
     fn new() -> Self {
-        let mut t = TestDriver::new(Default::default());
+        Self::with_guid_seed(crate::device::DeviceConfig::default().firmware.guid_seed)
+    }
+
+    /// A device whose GUIDs and LIDs derive from `seed` (two seeds, two distinct devices).
+    fn with_guid_seed(seed: u64) -> Self {
+        let mut config = crate::device::DeviceConfig::default();
+        config.firmware.guid_seed = seed;
+        let mut t = TestDriver::new(config);
         let pages = enable_and_init(&mut t);
         let uar = ifc::get(&t.exec(&input(op::ALLOC_UAR, 0, 16), 16).unwrap(), NUMBER);
         let pd = ifc::get(&t.exec(&input(op::ALLOC_PD, 0, 16), 16).unwrap(), NUMBER);
@@ -654,4 +661,75 @@ fn atomics_use_host_order_when_the_driver_chooses_it() {
     };
     assert_eq!((le(&r, baddr), le(&r, aaddr)), (0x1_0000_0100, 0x1_0000_0001));
     r.finish();
+}
+
+/// Carries packets between two devices until both are quiet, as the wire between two models
+/// does.
+fn shuttle(x: &mut Rig, y: &mut Rig) {
+    loop {
+        let to_y = x.t.dev.firmware.datapath.take_outbound();
+        let to_x = y.t.dev.firmware.datapath.take_outbound();
+        if to_x.is_empty() && to_y.is_empty() {
+            return;
+        }
+        for (packets, r) in [(to_y, &mut *y), (to_x, &mut *x)] {
+            for p in packets {
+                let Rig { t, .. } = r;
+                super::receive(&mut t.dev.firmware, &mut t.mem, p);
+            }
+        }
+    }
+}
+
+#[test]
+fn queue_pairs_on_two_devices_reach_each_other_over_the_wire() {
+    let mut x = Rig::with_guid_seed(1);
+    let mut y = Rig::with_guid_seed(2);
+    assert_ne!(x.lid(), y.lid());
+    x.t.dev.firmware.datapath.wire = true;
+    y.t.dev.firmware.datapath.wire = true;
+    let mut cx = x.cq(4, false);
+    let mut cy = y.cq(4, false);
+    let mut a = x.qp(RC, &cx, 3, 3);
+    let mut b = y.qp(RC, &cy, 3, 3);
+    let (xl, yl) = (x.lid(), y.lid());
+    x.bring_up(&a, b.n, yl, 7, 7);
+    y.bring_up(&b, a.n, xl, 7, 7);
+    let (ak, aaddr) = x.mr(4096, LOCAL_WRITE);
+    let (bk, baddr) = y.mr(4096, ALL);
+    x.t.mem.write(aaddr, b"over the wire").unwrap();
+    // A SEND before the receive is posted: a receiver-not-ready NAK crosses back, and the
+    // retry after the receive arrives.
+    x.post_send(&mut a, wqe_op::SEND, 0, &sge(13, ak, aaddr));
+    shuttle(&mut x, &mut y);
+    assert_eq!(x.poll(&mut cx), None);
+    y.post_recv(&mut b, 64, bk, baddr);
+    let later = Instant::now() + RNR_DELAY * 2;
+    x.tick(later);
+    shuttle(&mut x, &mut y);
+    assert_eq!(y.poll(&mut cy).unwrap().byte_cnt, 13);
+    let mut got = [0u8; 13];
+    y.t.mem.read(baddr, &mut got).unwrap();
+    assert_eq!(&got, b"over the wire");
+    assert_eq!(x.poll(&mut cx).unwrap().opcode, cqe_op::REQ);
+    // An RDMA READ of Y's memory into X's.
+    let w = cat(&[&raddr(baddr, bk), &sge(13, ak, aaddr + 100)]);
+    x.post_send(&mut a, wqe_op::RDMA_READ, 0, &w);
+    shuttle(&mut x, &mut y);
+    assert_eq!(x.poll(&mut cx).unwrap().byte_cnt, 13);
+    let mut got = [0u8; 13];
+    x.t.mem.read(aaddr + 100, &mut got).unwrap();
+    assert_eq!(&got, b"over the wire");
+    // With the wire down, a request is lost and ends in a retry-exceeded error.
+    x.t.dev.firmware.datapath.wire = false;
+    x.post_send(&mut a, wqe_op::SEND, 0, &sge(13, ak, aaddr));
+    let mut at = Instant::now();
+    for _ in 0..9 {
+        at += ACK_TIMEOUT * 2;
+        x.tick(at);
+    }
+    let w = x.poll(&mut cx).unwrap();
+    assert_eq!((w.opcode, w.syndrome), (cqe_op::REQ_ERR, 0x15));
+    x.finish();
+    y.finish();
 }
