@@ -2,9 +2,11 @@
 
 //! Bring-up and teardown of the HCA, in the C driver's order: ENABLE_HCA, ISSI negotiation, boot
 //! pages, host endianness, capabilities, init pages, INIT_HCA, driver version, capability and
-//! adapter queries; and on removal TEARDOWN_HCA, page reclaim, DISABLE_HCA.
+//! adapter queries, a UAR and the event queues (async events, page requests); and on removal
+//! the event queues, TEARDOWN_HCA, page reclaim, DISABLE_HCA.
 
 use crate::cmd::CmdQueue;
+use crate::eq::{event, EventQueue, Uar};
 use crate::ifc::{layout, set_bits};
 use crate::init_segment::Bar0;
 use crate::pages::{FwPages, PageRequest};
@@ -76,12 +78,28 @@ layout! {
     }
 }
 
-/// A brought-up HCA: its command queue, the pages lent to firmware, what it reported.
+/// The MSI-X vector of the control event queues.
+pub(crate) const CONTROL_VECTOR: u16 = 0;
+
+/// A brought-up HCA: its command queue, the pages lent to firmware, what it reported, and its
+/// event queues.
 pub(crate) struct Hca {
     cmd: CmdQueue,
     pages: FwPages,
     caps: KVec<u8>,
     board_id: [u8; 16],
+    uar: Option<Uar>,
+    async_eq: Option<EventQueue>,
+    pages_eq: Option<EventQueue>,
+}
+
+/// A port state change, to pass on to the protocol interfaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PortEvent {
+    /// Port number (1-based).
+    pub(crate) port: u8,
+    /// Event sub-type: 1 down, 4 active, others as the interface defines.
+    pub(crate) sub_type: u8,
 }
 
 fn cap_query(
@@ -111,12 +129,24 @@ impl Hca {
         }
         let mut pages = FwPages::new();
         match Self::init(&mut cmd, &mut pages, dev, bar) {
-            Ok((caps, board_id)) => Ok(Self {
-                cmd,
-                pages,
-                caps,
-                board_id,
-            }),
+            Ok((caps, board_id)) => {
+                let mut hca = Self {
+                    cmd,
+                    pages,
+                    caps,
+                    board_id,
+                    uar: None,
+                    async_eq: None,
+                    pages_eq: None,
+                };
+                match hca.events_up(dev, bar) {
+                    Ok(()) => Ok(hca),
+                    Err(e) => {
+                        hca.tear_down(dev, bar);
+                        Err(e)
+                    }
+                }
+            }
             Err(e) => {
                 pages.reclaim_all(&mut cmd, dev, bar);
                 let disable = FunctionIn::new().opcode(op::DISABLE_HCA.into());
@@ -206,9 +236,89 @@ impl Hca {
         Ok((caps, board_id))
     }
 
-    /// Tears the HCA down: TEARDOWN_HCA, page reclaim, DISABLE_HCA. If the teardown command
-    /// fails, the pages stay with the device and the function stays enabled (as in C).
+    /// A UAR for doorbells, then the asynchronous event queue (port changes) and the page
+    /// request queue, both on the control vector. They are armed by the first
+    /// [`Self::take_events`], once the interrupt handler is in place.
+    fn events_up(&mut self, dev: &device::Device<device::Bound>, bar: &Bar0<'_>) -> Result {
+        let uar = self.uar.insert(Uar::alloc(&mut self.cmd, dev, bar)?);
+        self.async_eq = Some(EventQueue::create(
+            &mut self.cmd,
+            dev,
+            bar,
+            uar,
+            CONTROL_VECTOR,
+            1 << event::PORT_CHANGE,
+            "async",
+        )?);
+        self.pages_eq = Some(EventQueue::create(
+            &mut self.cmd,
+            dev,
+            bar,
+            uar,
+            CONTROL_VECTOR,
+            1 << event::PAGE_REQUEST,
+            "pages",
+        )?);
+        Ok(())
+    }
+
+    /// Consumes the event queues and re-arms them. Page requests are answered here; port
+    /// changes are returned for the interfaces (which are called without the HCA locked).
+    pub(crate) fn take_events(
+        &mut self,
+        dev: &device::Device<device::Bound>,
+        bar: &Bar0<'_>,
+    ) -> Result<KVec<PortEvent>> {
+        let mut eqes = KVec::new();
+        for eq in [self.pages_eq.as_mut(), self.async_eq.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            eq.poll(bar, &mut eqes)?;
+        }
+        let mut ports = KVec::new();
+        for e in eqes.iter() {
+            match e.ty {
+                event::PAGE_REQUEST => {
+                    let function_id = u16::from_be_bytes([e.data[2], e.data[3]]);
+                    let num = i32::from_be_bytes([e.data[4], e.data[5], e.data[6], e.data[7]]);
+                    if let Err(err) =
+                        self.pages
+                            .on_request(&mut self.cmd, dev, bar, function_id.into(), num)
+                    {
+                        dev_err!(
+                            dev,
+                            "page request for {num} pages failed: err {}\n",
+                            err.to_errno()
+                        );
+                    }
+                }
+                event::PORT_CHANGE => ports.push(
+                    PortEvent {
+                        port: e.data[8] >> 4,
+                        sub_type: e.sub_type,
+                    },
+                    GFP_KERNEL,
+                )?,
+                ty => dev_warn!(dev, "unexpected event type {ty:#x}\n"),
+            }
+        }
+        Ok(ports)
+    }
+
+    /// Tears the HCA down: the event queues and UAR, TEARDOWN_HCA, page reclaim, DISABLE_HCA.
+    /// If the teardown command fails, the pages stay with the device and the function stays
+    /// enabled (as in C).
     pub(crate) fn tear_down(mut self, dev: &device::Device<device::Bound>, bar: &Bar0<'_>) {
+        for eq in [self.pages_eq.take(), self.async_eq.take()]
+            .into_iter()
+            .flatten()
+        {
+            eq.destroy(&mut self.cmd, dev, bar);
+        }
+        if let Some(uar) = self.uar.take() {
+            uar.free(&mut self.cmd, dev, bar);
+        }
         let t = TeardownHcaIn::new()
             .opcode(op::TEARDOWN_HCA.into())
             .profile(0);

@@ -5,6 +5,8 @@
 
 mod cmd;
 mod dma_page;
+mod eq;
+mod events;
 mod hca;
 mod ifc;
 mod init_segment;

@@ -162,6 +162,71 @@ impl FwPages {
         Ok(())
     }
 
+    /// Answers a page request event: gives `num` pages, or takes back `-num` (at most what the
+    /// device holds, one command's worth).
+    pub(crate) fn on_request(
+        &mut self,
+        cmd: &mut CmdQueue,
+        dev: &device::Device<device::Bound>,
+        bar: &Bar0<'_>,
+        function_id: u64,
+        num: i32,
+    ) -> Result {
+        if num > 0 {
+            return self.give(cmd, dev, bar, num as usize, function_id);
+        }
+        let want = (num.unsigned_abs() as usize)
+            .min(self.lent.len())
+            .min(TAKE_BATCH);
+        if want > 0 && self.reclaim_some(cmd, dev, bar, want) == 0 {
+            return Err(EIO);
+        }
+        Ok(())
+    }
+
+    /// Asks for `want` pages back in one command; returns how many came back (0 when the
+    /// command failed or returned nothing usable).
+    fn reclaim_some(
+        &mut self,
+        cmd: &mut CmdQueue,
+        dev: &device::Device<device::Bound>,
+        bar: &Bar0<'_>,
+        want: usize,
+    ) -> usize {
+        let q = ManagePagesIn::new()
+            .opcode(op::MANAGE_PAGES.into())
+            .op_mod(MANAGE_TAKE)
+            .input_num_entries(want as u64);
+        let slot = cmd.page_slot();
+        let out = match cmd.exec_in_slot(dev, bar, slot, q.as_bytes(), PAS + want * 8) {
+            Ok(o) => o,
+            Err(e) => {
+                dev_err!(dev, "failed reclaiming pages: err {}\n", e.to_errno());
+                return 0;
+            }
+        };
+        let got = ManagePagesOut::from_bytes(&out).output_num_entries() as usize;
+        if got == 0 || got > want {
+            dev_err!(dev, "firmware returned {got} pages, driver asked {want}\n");
+            return 0;
+        }
+        let addrs = (0..got).map(|i| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&out[PAS + i * 8..PAS + i * 8 + 8]);
+            u64::from_be_bytes(a)
+        });
+        // Dropping a page frees it: the device gave it back.
+        let (matched, unknown) = take_back(&mut self.lent, addrs);
+        self.reclaimed += matched as u64;
+        if unknown != 0 {
+            dev_err!(
+                dev,
+                "firmware returned {unknown} page(s) it was never given\n"
+            );
+        }
+        matched
+    }
+
     /// Takes back every page. Pages the device does not return are kept mapped (never freed
     /// under a device that may still write them) and reported.
     pub(crate) fn reclaim_all(
@@ -172,36 +237,8 @@ impl FwPages {
     ) {
         while !self.lent.is_empty() {
             let want = self.lent.len().min(TAKE_BATCH);
-            let q = ManagePagesIn::new()
-                .opcode(op::MANAGE_PAGES.into())
-                .op_mod(MANAGE_TAKE)
-                .input_num_entries(want as u64);
-            let slot = cmd.page_slot();
-            let out = match cmd.exec_in_slot(dev, bar, slot, q.as_bytes(), PAS + want * 8) {
-                Ok(o) => o,
-                Err(e) => {
-                    dev_err!(dev, "failed reclaiming pages: err {}\n", e.to_errno());
-                    break;
-                }
-            };
-            let got = ManagePagesOut::from_bytes(&out).output_num_entries() as usize;
-            if got == 0 || got > want {
-                dev_err!(dev, "firmware returned {got} pages, driver asked {want}\n");
+            if self.reclaim_some(cmd, dev, bar, want) == 0 {
                 break;
-            }
-            let addrs = (0..got).map(|i| {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(&out[PAS + i * 8..PAS + i * 8 + 8]);
-                u64::from_be_bytes(a)
-            });
-            // Dropping a page frees it: the device gave it back.
-            let (matched, unknown) = take_back(&mut self.lent, addrs);
-            self.reclaimed += matched as u64;
-            if unknown != 0 {
-                dev_err!(
-                    dev,
-                    "firmware returned {unknown} page(s) it was never given\n"
-                );
             }
         }
         if !self.lent.is_empty() {

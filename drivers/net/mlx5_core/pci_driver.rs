@@ -2,16 +2,19 @@
 
 //! The PCI driver: the ConnectX ID table, probe and remove.
 
-use crate::hca::Hca;
-use crate::init_segment::{self, Bar0, FwRevision};
+use crate::events::{EventHandler, Function};
+use crate::hca::{Hca, CONTROL_VECTOR};
+use crate::init_segment::{self, FwRevision};
 use kernel::{
     device::Core,
     dma::{Device as _, DmaMask},
-    new_mutex, pci,
+    irq::{self, ThreadedRegistration},
+    pci,
+    pci_irq_vectors::BoundIrqVectors,
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
-        Mutex,
+        Arc,
     },
     time::Delta,
 };
@@ -76,15 +79,18 @@ const FW_INIT_POLL: Delta = Delta::from_millis(20);
 /// The driver.
 pub(crate) struct Mlx5PciDriver;
 
-/// Per-function state while bound.
+/// Per-function state while bound. Fields drop in declaration order: the interrupt handler goes
+/// before the function state it uses, and both before the MSI-X vectors.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Mlx5Function<'bound> {
-    pdev: &'bound pci::Device,
-    bar: Bar0<'bound>,
-    fw: FwRevision,
-    /// The initialized HCA; taken at unbind to tear it down.
+    /// The control vector's handler: event queues.
     #[pin]
-    hca: Mutex<Option<Hca>>,
+    irq: ThreadedRegistration<'bound, EventHandler<'bound>>,
+    /// BAR0 and the HCA, shared with the handler.
+    function: Arc<Function<'bound>>,
+    /// The MSI-X vectors.
+    vectors: BoundIrqVectors<'bound>,
+    fw: FwRevision,
 }
 
 impl pci::Driver for Mlx5PciDriver {
@@ -138,6 +144,10 @@ impl pci::Driver for Mlx5PciDriver {
             }
             // SAFETY: probe runs before any DMA allocation or mapping for this device.
             unsafe { pdev.dma_set_mask_and_coherent(DmaMask::new::<64>())? };
+            // SAFETY: the vectors are kept in `Mlx5Function::vectors`, declared after the
+            // handler registration (`irq`), so the handler is freed first.
+            let vectors = unsafe { BoundIrqVectors::alloc_msix(pdev, 1, 1)? };
+            let request = vectors.request(CONTROL_VECTOR.into())?;
             let hca = Hca::bring_up(pdev.as_ref(), &bar).inspect_err(|e| {
                 dev_err!(
                     pdev,
@@ -154,27 +164,36 @@ impl pci::Driver for Mlx5PciDriver {
                 if ib { "InfiniBand" } else { "Ethernet" },
                 hca.pages_outstanding()
             );
+            let function = Function::new(pdev, bar, hca)?;
+            let handler: Result<EventHandler<'_>> = Ok(EventHandler::new(function.clone()));
             BOUND.fetch_add(1, Relaxed);
             Ok(try_pin_init!(Mlx5Function {
-                pdev,
-                bar,
+                // SAFETY: the registration lives in the pinned driver data and is dropped with
+                // it; nothing forgets it.
+                irq <- unsafe {
+                    ThreadedRegistration::new(request, irq::Flags::TRIGGER_NONE, c"mlx5_core", handler)
+                },
+                function: function.clone(),
+                vectors,
                 fw,
-                hca <- new_mutex!(Some(hca)),
-            }))
+                _: {
+                    // Events that came before the handler was there, and the first arming.
+                    function.process_events();
+                },
+            }? Error))
         })
     }
 
     fn unbind<'bound>(pdev: &'bound pci::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
         dev_info!(
-            this.pdev,
-            "unbinding (firmware {}.{}.{})\n",
+            pdev,
+            "unbinding (firmware {}.{}.{}, {} MSI-X vector(s))\n",
             this.fw.major,
             this.fw.minor,
-            this.fw.subminor
+            this.fw.subminor,
+            this.vectors.len()
         );
-        if let Some(hca) = this.hca.lock().take() {
-            hca.tear_down(pdev.as_ref(), &this.bar);
-        }
+        this.function.tear_down();
     }
 }
 

@@ -64,6 +64,10 @@ pub(crate) mod op {
     pub(crate) const QUERY_ISSI: u16 = 0x10a;
     pub(crate) const SET_ISSI: u16 = 0x10b;
     pub(crate) const SET_DRIVER_VERSION: u16 = 0x10d;
+    pub(crate) const CREATE_EQ: u16 = 0x301;
+    pub(crate) const DESTROY_EQ: u16 = 0x302;
+    pub(crate) const ALLOC_UAR: u16 = 0x802;
+    pub(crate) const DEALLOC_UAR: u16 = 0x803;
     pub(crate) const ACCESS_REG: u16 = 0x805;
 }
 
@@ -71,6 +75,10 @@ pub(crate) mod op {
 pub(crate) fn opcode_name(opcode: u16) -> &'static str {
     match opcode {
         op::QUERY_HCA_CAP => "QUERY_HCA_CAP",
+        op::CREATE_EQ => "CREATE_EQ",
+        op::DESTROY_EQ => "DESTROY_EQ",
+        op::ALLOC_UAR => "ALLOC_UAR",
+        op::DEALLOC_UAR => "DEALLOC_UAR",
         op::QUERY_ADAPTER => "QUERY_ADAPTER",
         op::INIT_HCA => "INIT_HCA",
         op::TEARDOWN_HCA => "TEARDOWN_HCA",

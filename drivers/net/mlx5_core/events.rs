@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The function's state shared between probe, unbind and the control vector's interrupt handler
+//! (BAR0 and the HCA), and the handler itself: it consumes the event queues in its thread,
+//! answers page requests and reports port changes.
+
+use crate::hca::{Hca, PortEvent};
+use crate::init_segment::Bar0;
+use kernel::{
+    device::Bound,
+    irq::{IrqReturn, ThreadedHandler},
+    new_mutex, pci,
+    prelude::*,
+    sync::{Arc, Mutex},
+};
+
+/// Port change sub-types, as the C driver names them.
+fn port_change_name(sub_type: u8) -> &'static str {
+    match sub_type {
+        1 => "down",
+        4 => "active",
+        5 => "initialized",
+        6 => "LID changed",
+        7 => "P_Key changed",
+        8 => "GUID changed",
+        9 => "client re-register",
+        _ => "changed",
+    }
+}
+
+/// A bound function: its BAR and, until unbind, its HCA.
+#[pin_data]
+pub(crate) struct Function<'bound> {
+    pdev: &'bound pci::Device<Bound>,
+    bar: Bar0<'bound>,
+    #[pin]
+    hca: Mutex<Option<Hca>>,
+}
+
+impl<'bound> Function<'bound> {
+    /// Shares `bar` and `hca` for `pdev`.
+    pub(crate) fn new(
+        pdev: &'bound pci::Device<Bound>,
+        bar: Bar0<'bound>,
+        hca: Hca,
+    ) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            try_pin_init!(Self {
+                pdev,
+                bar,
+                hca <- new_mutex!(Some(hca)),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Consumes the event queues (answering page requests) and re-arms them, then reports the
+    /// port changes with the HCA unlocked. Does nothing once the HCA is torn down.
+    pub(crate) fn process_events(&self) {
+        let ports: KVec<PortEvent> = {
+            let mut guard = self.hca.lock();
+            let Some(hca) = (*guard).as_mut() else {
+                return;
+            };
+            match hca.take_events(self.pdev.as_ref(), &self.bar) {
+                Ok(p) => p,
+                Err(e) => {
+                    dev_err!(self.pdev, "event queue error: err {}\n", e.to_errno());
+                    return;
+                }
+            }
+        };
+        for p in ports.iter() {
+            dev_info!(
+                self.pdev,
+                "port {} state change: {}\n",
+                p.port,
+                port_change_name(p.sub_type)
+            );
+        }
+    }
+
+    /// Tears the HCA down (once; later calls do nothing).
+    pub(crate) fn tear_down(&self) {
+        let hca = self.hca.lock().take();
+        if let Some(hca) = hca {
+            hca.tear_down(self.pdev.as_ref(), &self.bar);
+        }
+    }
+}
+
+/// The control vector's handler: the hard part only wakes the thread.
+pub(crate) struct EventHandler<'bound> {
+    function: Arc<Function<'bound>>,
+}
+
+impl<'bound> EventHandler<'bound> {
+    /// A handler for `function`'s event queues.
+    pub(crate) fn new(function: Arc<Function<'bound>>) -> Self {
+        Self { function }
+    }
+}
+
+impl ThreadedHandler for EventHandler<'_> {
+    fn handle_threaded(&self) -> IrqReturn {
+        self.function.process_events();
+        IrqReturn::Handled
+    }
+}
