@@ -5,7 +5,7 @@
 #
 #   make vm-test SCENARIO=<name> STACK=rust|c     one VM scenario
 #   make vm-shell STACK=rust|c                    interactive guest
-#   make setup | kernel | modules | cx-model | build | list-scenarios | clean
+#   make setup | kernel | modules | cx-model | verbs-tools | build | list-scenarios | clean
 #
 # Everything fetched or built outside the clone goes to $(CACHE), keyed by version.
 
@@ -30,9 +30,12 @@ CARGO_TARGET := $(CACHE)/cargo-target
 CX_MODEL := $(CARGO_TARGET)/release/cx-model
 RUST_MODULES := $(OUT)/modules
 KMAKE := $(MAKE) -C $(KTREE) -s LLVM=-19 BINDGEN=$(BINDGEN)
+# Guest-side test programs built from this repository (libibverbs consumers).
+VERBS_TOOLS := $(OUT)/tools/verbs_errors
 
 HARNESS_ARGS = --kernel $(BZIMAGE) --kernel-tree $(KTREE) --rust-modules $(RUST_MODULES) \
-	--qemu $(QEMU) --cx-model $(CX_MODEL) --workdir $(OUT)/vm
+	--qemu $(QEMU) --cx-model $(CX_MODEL) --workdir $(OUT)/vm \
+	$(foreach t,$(VERBS_TOOLS),--guest-tool $(t))
 
 export CI ?=
 export DEBIAN_FRONTEND := noninteractive
@@ -40,7 +43,7 @@ export DEBIAN_FRONTEND := noninteractive
 RUST_SOURCES = $(shell find drivers rust samples -name '*.rs' 2>/dev/null)
 RUSTFMT_KERNEL = rustfmt --edition 2021 --config-path $(KTREE)/.rustfmt.toml
 
-.PHONY: help setup kernel modules cx-model build test run vm-test vm-shell list-scenarios clean fmt fmt-check \
+.PHONY: help setup kernel modules cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check \
 	record-c-bringup
 
 help:
@@ -69,7 +72,14 @@ modules: kernel
 cx-model: setup
 	cd tools/cx-model && CARGO_TARGET_DIR=$(CARGO_TARGET) cargo build -q --release
 
-build: kernel modules cx-model
+## Guest-side verbs programs, against the host's libibverbs (copied into the guest with it).
+verbs-tools: $(VERBS_TOOLS)
+
+$(OUT)/tools/verbs_errors: tools/verbs-errors/verbs_errors.c | $(CACHE)/.setup-done
+	@mkdir -p $(@D)
+	gcc -O2 -g -Wall -Wextra -Werror -o $@ $< -libverbs
+
+build: kernel modules cx-model verbs-tools
 
 list-scenarios:
 	@python3 tools/vm/harness.py list

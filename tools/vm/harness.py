@@ -60,6 +60,8 @@ GUEST_TOOLS = [
     "/usr/bin/ib_atomic_bw",
     "/usr/bin/lspci",
 ]
+# Programs built from this repository (--guest-tool), put in the guest's /usr/bin with their libraries.
+REPO_TOOLS: list[Path] = []
 # Data files the tools read.
 GUEST_DATA = ["/usr/share/misc/pci.ids"]
 LIBIBVERBS_PROVIDERS = Path("/usr/lib/x86_64-linux-gnu/libibverbs")
@@ -190,6 +192,12 @@ def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[
                 raise HarnessError(f"{tool} is missing on the host (run make setup)")
             copy_into(root, tool)
             libs |= shared_libraries(tool)
+        for tool in REPO_TOOLS:
+            if not tool.exists():
+                raise HarnessError(f"{tool} is missing (run make build)")
+            (root / "usr/bin").mkdir(parents=True, exist_ok=True)
+            shutil.copy2(tool, root / "usr/bin" / tool.name)
+            libs |= shared_libraries(str(tool))
         for p in list(LIBIBVERBS_PROVIDERS.glob("*.so")):
             copy_into(root, p)
             libs |= shared_libraries(str(p))
@@ -376,6 +384,8 @@ def common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cx-model", required=True)
     p.add_argument("--fw-version", default=DEFAULT_FW)
     p.add_argument("--workdir", required=True, help="directory for logs and the initramfs")
+    p.add_argument("--guest-tool", action="append", type=Path, default=[], dest="guest_tools",
+                   help="a program built here, copied to the guest's /usr/bin (repeatable)")
 
 
 def cmd_run(args) -> int:
@@ -498,6 +508,7 @@ def main() -> int:
     common_args(s)
     sub.add_parser("list", help="list scenarios and their stacks")
     args = ap.parse_args()
+    REPO_TOOLS.extend(getattr(args, "guest_tools", []))
     if args.cmd == "list":
         for name in available_scenarios():
             print(f"{name}: {' '.join(scenario_stacks(SCENARIOS / f'{name}.sh'))}")

@@ -1,0 +1,940 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * verbs_errors: drives an RDMA device into the error completions an RC QP must report, and
+ * checks the statuses, the flushes that follow and the QP states. One process, loopback: both QPs
+ * of every case sit on the same port and are connected to each other by LID and QPN.
+ *
+ * Cases, each on a fresh pair of RC QPs (requester and responder, each with its own send and
+ * receive CQ):
+ *   good-send          SEND 4096 bytes, received and compared
+ *   good-write         RDMA WRITE 4096 bytes, compared at the target
+ *   good-read          RDMA READ 4096 bytes, compared locally
+ *   bad-lkey           SEND with an lkey that does not exist, then two valid SENDs:
+ *                      LOC_PROT_ERR, WR_FLUSH_ERR, WR_FLUSH_ERR; requester in ERR
+ *   bad-rkey           RDMA WRITE with an rkey that is no MR, then two valid WRITEs:
+ *                      REM_ACCESS_ERR, WR_FLUSH_ERR, WR_FLUSH_ERR; requester in ERR
+ *   recv-too-small     SEND 4096 bytes into a 64-byte receive: LOC_LEN_ERR on the responder
+ *                      (its next receive flushed), REM_INV_REQ_ERR on the requester; both in ERR
+ *   write-past-mr-end  RDMA WRITE 4096 bytes at offset 1024 of a 4096-byte MR, then two valid
+ *                      WRITEs: REM_ACCESS_ERR and flushes; requester in ERR; no byte written
+ *
+ * Prints one line per completion and per QP state, then `PASS <case>` or
+ * `FAIL <case>: <reasons>`. Exits 0 only if every case passed.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <infiniband/verbs.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MSG_SIZE 4096
+#define SMALL_RECV 64
+#define POLL_TIMEOUT_MS 5000 /* for each expected completion */
+#define QUIET_MS 200         /* no further completion may arrive in this time */
+#define CQ_DEPTH 16
+#define QP_DEPTH 8
+#define MAX_BUFS 4
+
+struct device {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	uint8_t port;
+	uint16_t lid;
+	int qp_access; /* remote access the QPs allow */
+};
+
+/* One side of a connection: a QP with its own send and receive CQ. */
+struct endpoint {
+	const char *role;
+	struct ibv_cq *scq;
+	struct ibv_cq *rcq;
+	struct ibv_qp *qp;
+};
+
+/* Memory for a case, `len` bytes, of which the first `mr_len` are registered. */
+struct buffer {
+	uint8_t *mem;
+	size_t len;
+	struct ibv_mr *mr;
+};
+
+struct test_case {
+	const char *name;
+	struct device *dev;
+	struct endpoint req;
+	struct endpoint resp;
+	struct buffer bufs[MAX_BUFS];
+	int nbufs;
+	int failed;
+	char why[2048];
+};
+
+/* A completion a CQ must deliver next; opcode and length count only on success. */
+struct want {
+	uint64_t wr_id;
+	enum ibv_wc_status status;
+	enum ibv_wc_opcode opcode;
+	int check_len;
+	uint32_t byte_len;
+};
+
+static const char *status_name(enum ibv_wc_status s)
+{
+	switch (s) {
+	case IBV_WC_SUCCESS: return "IBV_WC_SUCCESS";
+	case IBV_WC_LOC_LEN_ERR: return "IBV_WC_LOC_LEN_ERR";
+	case IBV_WC_LOC_QP_OP_ERR: return "IBV_WC_LOC_QP_OP_ERR";
+	case IBV_WC_LOC_EEC_OP_ERR: return "IBV_WC_LOC_EEC_OP_ERR";
+	case IBV_WC_LOC_PROT_ERR: return "IBV_WC_LOC_PROT_ERR";
+	case IBV_WC_WR_FLUSH_ERR: return "IBV_WC_WR_FLUSH_ERR";
+	case IBV_WC_MW_BIND_ERR: return "IBV_WC_MW_BIND_ERR";
+	case IBV_WC_BAD_RESP_ERR: return "IBV_WC_BAD_RESP_ERR";
+	case IBV_WC_LOC_ACCESS_ERR: return "IBV_WC_LOC_ACCESS_ERR";
+	case IBV_WC_REM_INV_REQ_ERR: return "IBV_WC_REM_INV_REQ_ERR";
+	case IBV_WC_REM_ACCESS_ERR: return "IBV_WC_REM_ACCESS_ERR";
+	case IBV_WC_REM_OP_ERR: return "IBV_WC_REM_OP_ERR";
+	case IBV_WC_RETRY_EXC_ERR: return "IBV_WC_RETRY_EXC_ERR";
+	case IBV_WC_RNR_RETRY_EXC_ERR: return "IBV_WC_RNR_RETRY_EXC_ERR";
+	case IBV_WC_LOC_RDD_VIOL_ERR: return "IBV_WC_LOC_RDD_VIOL_ERR";
+	case IBV_WC_REM_INV_RD_REQ_ERR: return "IBV_WC_REM_INV_RD_REQ_ERR";
+	case IBV_WC_REM_ABORT_ERR: return "IBV_WC_REM_ABORT_ERR";
+	case IBV_WC_INV_EECN_ERR: return "IBV_WC_INV_EECN_ERR";
+	case IBV_WC_INV_EEC_STATE_ERR: return "IBV_WC_INV_EEC_STATE_ERR";
+	case IBV_WC_FATAL_ERR: return "IBV_WC_FATAL_ERR";
+	case IBV_WC_RESP_TIMEOUT_ERR: return "IBV_WC_RESP_TIMEOUT_ERR";
+	case IBV_WC_GENERAL_ERR: return "IBV_WC_GENERAL_ERR";
+	default: return "IBV_WC_(unknown)";
+	}
+}
+
+static const char *opcode_name(enum ibv_wc_opcode op)
+{
+	switch (op) {
+	case IBV_WC_SEND: return "SEND";
+	case IBV_WC_RDMA_WRITE: return "RDMA_WRITE";
+	case IBV_WC_RDMA_READ: return "RDMA_READ";
+	case IBV_WC_COMP_SWAP: return "COMP_SWAP";
+	case IBV_WC_FETCH_ADD: return "FETCH_ADD";
+	case IBV_WC_BIND_MW: return "BIND_MW";
+	case IBV_WC_LOCAL_INV: return "LOCAL_INV";
+	case IBV_WC_RECV: return "RECV";
+	case IBV_WC_RECV_RDMA_WITH_IMM: return "RECV_RDMA_WITH_IMM";
+	default: return "(other)";
+	}
+}
+
+static const char *state_name(enum ibv_qp_state s)
+{
+	switch (s) {
+	case IBV_QPS_RESET: return "RESET";
+	case IBV_QPS_INIT: return "INIT";
+	case IBV_QPS_RTR: return "RTR";
+	case IBV_QPS_RTS: return "RTS";
+	case IBV_QPS_SQD: return "SQD";
+	case IBV_QPS_SQE: return "SQE";
+	case IBV_QPS_ERR: return "ERR";
+	default: return "UNKNOWN";
+	}
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Prints a line about the case. */
+static void note(struct test_case *tc, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void note(struct test_case *tc, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("case %s: ", tc->name);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+/* Records a reason the case failed; the reasons are joined on the FAIL line. */
+static void fail(struct test_case *tc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(struct test_case *tc, const char *fmt, ...)
+{
+	size_t used = strlen(tc->why);
+	va_list ap;
+
+	if (used && used + 2 < sizeof(tc->why)) {
+		strcat(tc->why, "; ");
+		used += 2;
+	}
+	va_start(ap, fmt);
+	vsnprintf(tc->why + used, sizeof(tc->why) - used, fmt, ap);
+	va_end(ap);
+	tc->failed = 1;
+}
+
+static void fill_pattern(uint8_t *p, size_t len, unsigned int seed)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(seed + i * 7 + (i >> 8));
+}
+
+/* Index of the first byte that differs, or -1. */
+static long first_difference(const uint8_t *a, const uint8_t *b, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (a[i] != b[i])
+			return (long)i;
+	return -1;
+}
+
+/* Index of the first non-zero byte, or -1. */
+static long first_nonzero(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i])
+			return (long)i;
+	return -1;
+}
+
+/*
+ * Allocates `len` bytes (zeroed, or filled with a pattern when seed != 0) and registers the first
+ * `mr_len` of them with `access`.
+ */
+static struct buffer *add_buffer(struct test_case *tc, size_t len, size_t mr_len, int access,
+				 unsigned int seed)
+{
+	struct buffer *b;
+	void *mem;
+
+	if (tc->nbufs == MAX_BUFS) {
+		fail(tc, "internal: more than %d buffers", MAX_BUFS);
+		return NULL;
+	}
+	if (posix_memalign(&mem, 4096, len)) {
+		fail(tc, "cannot allocate %zu bytes", len);
+		return NULL;
+	}
+	memset(mem, 0, len);
+	if (seed)
+		fill_pattern(mem, mr_len, seed);
+	b = &tc->bufs[tc->nbufs];
+	b->mem = mem;
+	b->len = len;
+	b->mr = ibv_reg_mr(tc->dev->pd, mem, mr_len, access);
+	if (!b->mr) {
+		fail(tc, "ibv_reg_mr(%zu bytes): %s", mr_len, strerror(errno));
+		free(mem);
+		return NULL;
+	}
+	tc->nbufs++;
+	return b;
+}
+
+/* A key no MR of this case has: the MR index bits of a real key, scrambled. */
+static uint32_t bogus_key(const struct test_case *tc, uint32_t real)
+{
+	uint32_t k = real ^ 0x00c0de00;
+
+	for (int again = 1; again;) {
+		again = 0;
+		for (int i = 0; i < tc->nbufs; i++) {
+			if (tc->bufs[i].mr->lkey == k || tc->bufs[i].mr->rkey == k) {
+				k += 0x100;
+				again = 1;
+			}
+		}
+	}
+	return k;
+}
+
+static int create_endpoint(struct test_case *tc, struct endpoint *ep, const char *role)
+{
+	struct ibv_qp_init_attr attr;
+
+	ep->role = role;
+	ep->scq = ibv_create_cq(tc->dev->ctx, CQ_DEPTH, NULL, NULL, 0);
+	if (!ep->scq) {
+		fail(tc, "%s: ibv_create_cq: %s", role, strerror(errno));
+		return -1;
+	}
+	ep->rcq = ibv_create_cq(tc->dev->ctx, CQ_DEPTH, NULL, NULL, 0);
+	if (!ep->rcq) {
+		fail(tc, "%s: ibv_create_cq: %s", role, strerror(errno));
+		return -1;
+	}
+	memset(&attr, 0, sizeof(attr));
+	attr.send_cq = ep->scq;
+	attr.recv_cq = ep->rcq;
+	attr.qp_type = IBV_QPT_RC;
+	attr.sq_sig_all = 0;
+	attr.cap.max_send_wr = QP_DEPTH;
+	attr.cap.max_recv_wr = QP_DEPTH;
+	attr.cap.max_send_sge = 1;
+	attr.cap.max_recv_sge = 1;
+	ep->qp = ibv_create_qp(tc->dev->pd, &attr);
+	if (!ep->qp) {
+		fail(tc, "%s: ibv_create_qp: %s", role, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* RST -> INIT -> RTR -> RTS, with `ep`'s QP connected to `peer_qpn` on this port's LID. */
+static int connect_endpoint(struct test_case *tc, struct endpoint *ep, uint32_t peer_qpn)
+{
+	struct ibv_qp_attr a;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = tc->dev->port;
+	a.qp_access_flags = tc->dev->qp_access;
+	rc = ibv_modify_qp(ep->qp, &a,
+			   IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (rc) {
+		fail(tc, "%s: ibv_modify_qp(INIT): %s", ep->role, strerror(rc));
+		return -1;
+	}
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = peer_qpn;
+	a.rq_psn = 0;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 0;
+	a.ah_attr.dlid = tc->dev->lid;
+	a.ah_attr.sl = 0;
+	a.ah_attr.src_path_bits = 0;
+	a.ah_attr.port_num = tc->dev->port;
+	rc = ibv_modify_qp(ep->qp, &a,
+			   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (rc) {
+		fail(tc, "%s: ibv_modify_qp(RTR): %s", ep->role, strerror(rc));
+		return -1;
+	}
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 0;
+	a.max_rd_atomic = 1;
+	rc = ibv_modify_qp(ep->qp, &a,
+			   IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				   IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	if (rc) {
+		fail(tc, "%s: ibv_modify_qp(RTS): %s", ep->role, strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+static int setup_case(struct test_case *tc)
+{
+	if (create_endpoint(tc, &tc->req, "requester") || create_endpoint(tc, &tc->resp, "responder"))
+		return -1;
+	if (connect_endpoint(tc, &tc->req, tc->resp.qp->qp_num) ||
+	    connect_endpoint(tc, &tc->resp, tc->req.qp->qp_num))
+		return -1;
+	note(tc, "requester QP %#x, responder QP %#x, LID %#x, port %u", tc->req.qp->qp_num,
+	     tc->resp.qp->qp_num, tc->dev->lid, tc->dev->port);
+	return 0;
+}
+
+static void destroy_endpoint(struct test_case *tc, struct endpoint *ep)
+{
+	int rc;
+
+	if (ep->qp && (rc = ibv_destroy_qp(ep->qp)))
+		fail(tc, "%s: ibv_destroy_qp: %s", ep->role, strerror(rc));
+	if (ep->scq && (rc = ibv_destroy_cq(ep->scq)))
+		fail(tc, "%s: ibv_destroy_cq: %s", ep->role, strerror(rc));
+	if (ep->rcq && (rc = ibv_destroy_cq(ep->rcq)))
+		fail(tc, "%s: ibv_destroy_cq: %s", ep->role, strerror(rc));
+	ep->qp = NULL;
+	ep->scq = NULL;
+	ep->rcq = NULL;
+}
+
+static void teardown_case(struct test_case *tc)
+{
+	int rc;
+
+	destroy_endpoint(tc, &tc->req);
+	destroy_endpoint(tc, &tc->resp);
+	for (int i = 0; i < tc->nbufs; i++) {
+		if ((rc = ibv_dereg_mr(tc->bufs[i].mr)))
+			fail(tc, "ibv_dereg_mr: %s", strerror(rc));
+		free(tc->bufs[i].mem);
+	}
+	tc->nbufs = 0;
+}
+
+static int post_recv(struct test_case *tc, uint64_t wr_id, struct buffer *b, uint32_t len)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)b->mem, .length = len, .lkey = b->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+	int rc = ibv_post_recv(tc->resp.qp, &wr, &bad);
+
+	if (rc)
+		fail(tc, "ibv_post_recv(wr_id %llu): %s", (unsigned long long)wr_id, strerror(rc));
+	return rc ? -1 : 0;
+}
+
+/* A signalled send-queue WR of `len` bytes from `local`; rkey/raddr for RDMA. */
+struct send_req {
+	uint64_t wr_id;
+	enum ibv_wr_opcode opcode;
+	struct buffer *local;
+	uint32_t len;
+	uint32_t lkey;
+	uint64_t raddr;
+	uint32_t rkey;
+};
+
+/* Posts the WRs as one list (one doorbell), so they are queued together whatever happens. */
+static int post_sends(struct test_case *tc, const struct send_req *r, int n)
+{
+	struct ibv_sge sge[QP_DEPTH];
+	struct ibv_send_wr wr[QP_DEPTH];
+	struct ibv_send_wr *bad = NULL;
+	int rc;
+
+	if (n > QP_DEPTH) {
+		fail(tc, "internal: more than %d WRs", QP_DEPTH);
+		return -1;
+	}
+	memset(wr, 0, sizeof(wr));
+	for (int i = 0; i < n; i++) {
+		sge[i].addr = (uintptr_t)r[i].local->mem;
+		sge[i].length = r[i].len;
+		sge[i].lkey = r[i].lkey;
+		wr[i].wr_id = r[i].wr_id;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = r[i].opcode;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].wr.rdma.remote_addr = r[i].raddr;
+		wr[i].wr.rdma.rkey = r[i].rkey;
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+	}
+	rc = ibv_post_send(tc->req.qp, wr, &bad);
+	if (rc) {
+		fail(tc, "ibv_post_send(wr_id %llu): %s",
+		     (unsigned long long)(bad ? bad->wr_id : 0), strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+static void print_wc(struct test_case *tc, const char *what, const struct ibv_wc *wc)
+{
+	if (wc->status == IBV_WC_SUCCESS)
+		note(tc, "%s wc status=%s opcode=%s wr_id=%llu byte_len=%u", what,
+		     ibv_wc_status_str(wc->status), opcode_name(wc->opcode),
+		     (unsigned long long)wc->wr_id, wc->byte_len);
+	else
+		/* On error only wr_id, status, qp_num and vendor_err are defined. */
+		note(tc, "%s wc status=%s opcode=- wr_id=%llu vendor_err=%#x", what,
+		     ibv_wc_status_str(wc->status), (unsigned long long)wc->wr_id, wc->vendor_err);
+}
+
+/* Polls one completion within `ms`; 1 if one came, 0 if none, -1 on a poll error. */
+static int poll_one(struct test_case *tc, struct ibv_cq *cq, struct ibv_wc *wc, unsigned int ms)
+{
+	uint64_t deadline = now_ms() + ms;
+
+	for (;;) {
+		int n;
+
+		memset(wc, 0, sizeof(*wc));
+		n = ibv_poll_cq(cq, 1, wc);
+		if (n < 0) {
+			fail(tc, "ibv_poll_cq failed (%d)", n);
+			return -1;
+		}
+		if (n == 1)
+			return 1;
+		if (now_ms() >= deadline)
+			return 0;
+		usleep(1000);
+	}
+}
+
+/*
+ * Expects exactly the completions `w[0..n)` on `ep`'s send (send != 0) or receive CQ, in order,
+ * each within POLL_TIMEOUT_MS, and nothing more within QUIET_MS.
+ */
+static void expect_wcs(struct test_case *tc, struct endpoint *ep, int send, const struct want *w,
+		       int n)
+{
+	struct ibv_cq *cq = send ? ep->scq : ep->rcq;
+	char what[64];
+	struct ibv_wc wc;
+	int got;
+
+	snprintf(what, sizeof(what), "%s %s-cq", ep->role, send ? "send" : "recv");
+	for (int i = 0; i < n; i++) {
+		got = poll_one(tc, cq, &wc, POLL_TIMEOUT_MS);
+		if (got < 0)
+			return;
+		if (!got) {
+			note(tc, "%s: no completion within %d ms", what, POLL_TIMEOUT_MS);
+			fail(tc, "%s: expected %s wr_id=%llu got no completion within %d ms", what,
+			     status_name(w[i].status), (unsigned long long)w[i].wr_id, POLL_TIMEOUT_MS);
+			return;
+		}
+		print_wc(tc, what, &wc);
+		if (wc.status != w[i].status || wc.wr_id != w[i].wr_id) {
+			fail(tc, "%s: expected %s wr_id=%llu got %s wr_id=%llu", what,
+			     status_name(w[i].status), (unsigned long long)w[i].wr_id,
+			     status_name(wc.status), (unsigned long long)wc.wr_id);
+			continue;
+		}
+		if (wc.status != IBV_WC_SUCCESS)
+			continue;
+		if (wc.opcode != w[i].opcode)
+			fail(tc, "%s: wr_id=%llu expected opcode %s got %s", what,
+			     (unsigned long long)wc.wr_id, opcode_name(w[i].opcode),
+			     opcode_name(wc.opcode));
+		if (w[i].check_len && wc.byte_len != w[i].byte_len)
+			fail(tc, "%s: wr_id=%llu expected byte_len %u got %u", what,
+			     (unsigned long long)wc.wr_id, w[i].byte_len, wc.byte_len);
+	}
+	while ((got = poll_one(tc, cq, &wc, QUIET_MS)) == 1) {
+		print_wc(tc, what, &wc);
+		fail(tc, "%s: expected no further completion got %s wr_id=%llu", what,
+		     status_name(wc.status), (unsigned long long)wc.wr_id);
+	}
+}
+
+/* Prints whatever completions arrive on `ep`'s receive CQ within QUIET_MS, judging none. */
+static void show_recv_wcs(struct test_case *tc, struct endpoint *ep)
+{
+	char what[64];
+	struct ibv_wc wc;
+
+	snprintf(what, sizeof(what), "%s recv-cq (not judged)", ep->role);
+	while (poll_one(tc, ep->rcq, &wc, QUIET_MS) == 1)
+		print_wc(tc, what, &wc);
+}
+
+static int query_state(struct test_case *tc, struct endpoint *ep, enum ibv_qp_state *state)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr a;
+	int rc = ibv_query_qp(ep->qp, &a, IBV_QP_STATE, &init);
+
+	if (rc) {
+		note(tc, "%s qp state: ibv_query_qp: %s", ep->role, strerror(rc));
+		fail(tc, "%s: ibv_query_qp: %s", ep->role, strerror(rc));
+		return -1;
+	}
+	*state = a.qp_state;
+	return 0;
+}
+
+static void expect_state(struct test_case *tc, struct endpoint *ep, enum ibv_qp_state want)
+{
+	enum ibv_qp_state s;
+
+	if (query_state(tc, ep, &s))
+		return;
+	note(tc, "%s qp state=%s", ep->role, state_name(s));
+	if (s != want)
+		fail(tc, "%s QP: expected state %s got %s", ep->role, state_name(want), state_name(s));
+}
+
+static void show_state(struct test_case *tc, struct endpoint *ep)
+{
+	enum ibv_qp_state s;
+
+	if (!query_state(tc, ep, &s))
+		note(tc, "%s qp state=%s (not judged)", ep->role, state_name(s));
+}
+
+static void expect_same(struct test_case *tc, const char *what, const uint8_t *got,
+			const uint8_t *want, size_t len)
+{
+	long at = first_difference(got, want, len);
+
+	if (at >= 0)
+		fail(tc, "%s: expected byte %ld = %#04x got %#04x", what, at, want[at], got[at]);
+	else
+		note(tc, "%s: %zu bytes verified", what, len);
+}
+
+static void expect_zero(struct test_case *tc, const char *what, const uint8_t *p, size_t len)
+{
+	long at = first_nonzero(p, len);
+
+	if (at >= 0)
+		fail(tc, "%s: expected untouched (zero) got byte %ld = %#04x", what, at, p[at]);
+	else
+		note(tc, "%s: untouched", what);
+}
+
+#define LOCAL IBV_ACCESS_LOCAL_WRITE
+#define REMOTE (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+
+static void case_good_send(struct test_case *tc)
+{
+	struct buffer *src = add_buffer(tc, MSG_SIZE, MSG_SIZE, LOCAL, 0x11);
+	struct buffer *dst = add_buffer(tc, MSG_SIZE, MSG_SIZE, LOCAL, 0);
+
+	if (!src || !dst || post_recv(tc, 100, dst, MSG_SIZE))
+		return;
+	struct send_req s = { 1, IBV_WR_SEND, src, MSG_SIZE, src->mr->lkey, 0, 0 };
+	if (post_sends(tc, &s, 1))
+		return;
+	expect_wcs(tc, &tc->req, 1, &(struct want){ 1, IBV_WC_SUCCESS, IBV_WC_SEND, 0, 0 }, 1);
+	expect_wcs(tc, &tc->resp, 0, &(struct want){ 100, IBV_WC_SUCCESS, IBV_WC_RECV, 1, MSG_SIZE }, 1);
+	expect_same(tc, "received data", dst->mem, src->mem, MSG_SIZE);
+	expect_state(tc, &tc->req, IBV_QPS_RTS);
+	expect_state(tc, &tc->resp, IBV_QPS_RTS);
+}
+
+static void case_good_write(struct test_case *tc)
+{
+	struct buffer *src = add_buffer(tc, MSG_SIZE, MSG_SIZE, LOCAL, 0x22);
+	struct buffer *dst = add_buffer(tc, MSG_SIZE, MSG_SIZE, REMOTE, 0);
+
+	if (!src || !dst)
+		return;
+	struct send_req s = { 1, IBV_WR_RDMA_WRITE, src, MSG_SIZE, src->mr->lkey,
+			      (uintptr_t)dst->mem, dst->mr->rkey };
+	if (post_sends(tc, &s, 1))
+		return;
+	expect_wcs(tc, &tc->req, 1, &(struct want){ 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0, 0 }, 1);
+	expect_wcs(tc, &tc->resp, 0, NULL, 0);
+	expect_same(tc, "written data at the target", dst->mem, src->mem, MSG_SIZE);
+	expect_state(tc, &tc->req, IBV_QPS_RTS);
+	expect_state(tc, &tc->resp, IBV_QPS_RTS);
+}
+
+static void case_good_read(struct test_case *tc)
+{
+	struct buffer *dst = add_buffer(tc, MSG_SIZE, MSG_SIZE, LOCAL, 0);
+	struct buffer *src = add_buffer(tc, MSG_SIZE, MSG_SIZE, REMOTE, 0x33);
+
+	if (!src || !dst)
+		return;
+	struct send_req s = { 1, IBV_WR_RDMA_READ, dst, MSG_SIZE, dst->mr->lkey,
+			      (uintptr_t)src->mem, src->mr->rkey };
+	if (post_sends(tc, &s, 1))
+		return;
+	expect_wcs(tc, &tc->req, 1, &(struct want){ 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 0, 0 }, 1);
+	expect_wcs(tc, &tc->resp, 0, NULL, 0);
+	expect_same(tc, "read data", dst->mem, src->mem, MSG_SIZE);
+	expect_state(tc, &tc->req, IBV_QPS_RTS);
+	expect_state(tc, &tc->resp, IBV_QPS_RTS);
+}
+
+/* The failing WR is followed by two valid ones: the error, then both flushed. */
+static const struct want error_then_flushes[3] = {
+	{ 1, 0, 0, 0, 0 }, /* status set by the case */
+	{ 2, IBV_WC_WR_FLUSH_ERR, 0, 0, 0 },
+	{ 3, IBV_WC_WR_FLUSH_ERR, 0, 0, 0 },
+};
+
+static void case_bad_lkey(struct test_case *tc)
+{
+	struct buffer *src = add_buffer(tc, MSG_SIZE, MSG_SIZE, LOCAL, 0x44);
+	struct buffer *dst = add_buffer(tc, 3 * MSG_SIZE, 3 * MSG_SIZE, LOCAL, 0);
+	struct want w[3];
+
+	if (!src || !dst)
+		return;
+	/* Receives for all three SENDs: a SEND that wrongly goes through shows up as a RECV. */
+	for (int i = 0; i < 3; i++) {
+		struct buffer slot = *dst;
+
+		slot.mem += i * MSG_SIZE;
+		if (post_recv(tc, 100 + i, &slot, MSG_SIZE))
+			return;
+	}
+	uint32_t bad = bogus_key(tc, src->mr->lkey);
+	note(tc, "lkey %#x, bogus lkey %#x", src->mr->lkey, bad);
+	struct send_req s[3] = {
+		{ 1, IBV_WR_SEND, src, MSG_SIZE, bad, 0, 0 },
+		{ 2, IBV_WR_SEND, src, MSG_SIZE, src->mr->lkey, 0, 0 },
+		{ 3, IBV_WR_SEND, src, MSG_SIZE, src->mr->lkey, 0, 0 },
+	};
+	if (post_sends(tc, s, 3))
+		return;
+	memcpy(w, error_then_flushes, sizeof(w));
+	w[0].status = IBV_WC_LOC_PROT_ERR;
+	expect_wcs(tc, &tc->req, 1, w, 3);
+	/* The error is local: nothing reaches the responder, which stays usable. */
+	expect_wcs(tc, &tc->resp, 0, NULL, 0);
+	expect_zero(tc, "responder receive buffers", dst->mem, dst->len);
+	expect_state(tc, &tc->req, IBV_QPS_ERR);
+	expect_state(tc, &tc->resp, IBV_QPS_RTS);
+}
+
+static void case_bad_rkey(struct test_case *tc)
+{
+	struct buffer *src = add_buffer(tc, MSG_SIZE, MSG_SIZE, LOCAL, 0x55);
+	struct buffer *dst = add_buffer(tc, MSG_SIZE, MSG_SIZE, REMOTE, 0);
+	struct want w[3];
+
+	if (!src || !dst)
+		return;
+	uint32_t bad = bogus_key(tc, dst->mr->rkey);
+	note(tc, "rkey %#x, bogus rkey %#x", dst->mr->rkey, bad);
+	struct send_req s[3] = {
+		{ 1, IBV_WR_RDMA_WRITE, src, MSG_SIZE, src->mr->lkey, (uintptr_t)dst->mem, bad },
+		{ 2, IBV_WR_RDMA_WRITE, src, MSG_SIZE, src->mr->lkey, (uintptr_t)dst->mem, dst->mr->rkey },
+		{ 3, IBV_WR_RDMA_WRITE, src, MSG_SIZE, src->mr->lkey, (uintptr_t)dst->mem, dst->mr->rkey },
+	};
+	if (post_sends(tc, s, 3))
+		return;
+	memcpy(w, error_then_flushes, sizeof(w));
+	w[0].status = IBV_WC_REM_ACCESS_ERR;
+	expect_wcs(tc, &tc->req, 1, w, 3);
+	/* Neither the refused WRITE nor the flushed ones may have landed. */
+	expect_zero(tc, "target MR", dst->mem, dst->len);
+	expect_state(tc, &tc->req, IBV_QPS_ERR);
+	show_recv_wcs(tc, &tc->resp);
+	show_state(tc, &tc->resp);
+}
+
+static void case_recv_too_small(struct test_case *tc)
+{
+	struct buffer *src = add_buffer(tc, MSG_SIZE, MSG_SIZE, LOCAL, 0x66);
+	struct buffer *small = add_buffer(tc, MSG_SIZE, SMALL_RECV, LOCAL, 0);
+	struct buffer *big = add_buffer(tc, MSG_SIZE, MSG_SIZE, LOCAL, 0);
+
+	if (!src || !small || !big)
+		return;
+	if (post_recv(tc, 100, small, SMALL_RECV) || post_recv(tc, 101, big, MSG_SIZE))
+		return;
+	struct send_req s = { 1, IBV_WR_SEND, src, MSG_SIZE, src->mr->lkey, 0, 0 };
+	if (post_sends(tc, &s, 1))
+		return;
+	expect_wcs(tc, &tc->resp, 0,
+		   (struct want[]){ { 100, IBV_WC_LOC_LEN_ERR, 0, 0, 0 },
+				    { 101, IBV_WC_WR_FLUSH_ERR, 0, 0, 0 } },
+		   2);
+	expect_wcs(tc, &tc->req, 1, &(struct want){ 1, IBV_WC_REM_INV_REQ_ERR, 0, 0, 0 }, 1);
+	/* Nothing may be written past the 64 registered bytes, nor into the flushed receive. */
+	expect_zero(tc, "memory after the 64-byte receive", small->mem + SMALL_RECV,
+		    small->len - SMALL_RECV);
+	expect_zero(tc, "second receive buffer", big->mem, big->len);
+	expect_state(tc, &tc->req, IBV_QPS_ERR);
+	expect_state(tc, &tc->resp, IBV_QPS_ERR);
+}
+
+static void case_write_past_mr_end(struct test_case *tc)
+{
+	struct buffer *src = add_buffer(tc, MSG_SIZE, MSG_SIZE, LOCAL, 0x77);
+	/* Two pages of memory, the first registered: the second shows a write past the end. */
+	struct buffer *dst = add_buffer(tc, 2 * MSG_SIZE, MSG_SIZE, LOCAL | IBV_ACCESS_REMOTE_WRITE, 0);
+	struct want w[3];
+
+	if (!src || !dst)
+		return;
+	uint64_t base = (uintptr_t)dst->mem;
+	struct send_req s[3] = {
+		{ 1, IBV_WR_RDMA_WRITE, src, MSG_SIZE, src->mr->lkey, base + 1024, dst->mr->rkey },
+		{ 2, IBV_WR_RDMA_WRITE, src, MSG_SIZE, src->mr->lkey, base, dst->mr->rkey },
+		{ 3, IBV_WR_RDMA_WRITE, src, MSG_SIZE, src->mr->lkey, base, dst->mr->rkey },
+	};
+	if (post_sends(tc, s, 3))
+		return;
+	memcpy(w, error_then_flushes, sizeof(w));
+	w[0].status = IBV_WC_REM_ACCESS_ERR;
+	expect_wcs(tc, &tc->req, 1, w, 3);
+	/* The responder checks the whole range before writing: no byte lands, in or past the MR. */
+	expect_zero(tc, "target MR", dst->mem, MSG_SIZE);
+	expect_zero(tc, "memory past the MR end", dst->mem + MSG_SIZE, dst->len - MSG_SIZE);
+	expect_state(tc, &tc->req, IBV_QPS_ERR);
+	show_recv_wcs(tc, &tc->resp);
+	show_state(tc, &tc->resp);
+}
+
+static const struct {
+	const char *name;
+	void (*run)(struct test_case *tc);
+} cases[] = {
+	/* The good cases first: they show the path works before errors are judged. */
+	{ "good-send", case_good_send },
+	{ "good-write", case_good_write },
+	{ "good-read", case_good_read },
+	{ "bad-lkey", case_bad_lkey },
+	{ "bad-rkey", case_bad_rkey },
+	{ "recv-too-small", case_recv_too_small },
+	{ "write-past-mr-end", case_write_past_mr_end },
+};
+
+/* Runs one case on fresh QPs and CQs; 0 if it passed. */
+static int run_case(struct device *dev, int i)
+{
+	struct test_case *tc = calloc(1, sizeof(*tc));
+	int failed;
+
+	if (!tc) {
+		printf("FAIL %s: out of memory\n", cases[i].name);
+		return 1;
+	}
+	tc->name = cases[i].name;
+	tc->dev = dev;
+	if (!setup_case(tc))
+		cases[i].run(tc);
+	teardown_case(tc);
+	if (tc->failed)
+		printf("FAIL %s: %s\n", tc->name, tc->why);
+	else
+		printf("PASS %s\n", tc->name);
+	fflush(stdout);
+	failed = tc->failed;
+	free(tc);
+	return failed;
+}
+
+static int open_device(struct device *dev, const char *name)
+{
+	struct ibv_device **list;
+	struct ibv_device_attr da;
+	struct ibv_port_attr pa;
+	int n, rc;
+
+	list = ibv_get_device_list(&n);
+	if (!list) {
+		fprintf(stderr, "verbs_errors: ibv_get_device_list: %s\n", strerror(errno));
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		if (strcmp(ibv_get_device_name(list[i]), name) == 0) {
+			dev->ctx = ibv_open_device(list[i]);
+			if (!dev->ctx)
+				fprintf(stderr, "verbs_errors: ibv_open_device(%s): %s\n", name,
+					strerror(errno));
+			break;
+		}
+	}
+	if (!dev->ctx && n >= 0)
+		fprintf(stderr, "verbs_errors: no usable device %s (%d devices)\n", name, n);
+	ibv_free_device_list(list);
+	if (!dev->ctx)
+		return -1;
+
+	rc = ibv_query_port(dev->ctx, dev->port, &pa);
+	if (rc) {
+		fprintf(stderr, "verbs_errors: ibv_query_port(%s, %u): %s\n", name, dev->port,
+			strerror(rc));
+		return -1;
+	}
+	printf("device %s port %u: state %s, link layer %s, LID %#x\n", name, dev->port,
+	       ibv_port_state_str(pa.state),
+	       pa.link_layer == IBV_LINK_LAYER_INFINIBAND ? "InfiniBand" : "not InfiniBand", pa.lid);
+	if (pa.link_layer != IBV_LINK_LAYER_INFINIBAND || pa.state != IBV_PORT_ACTIVE || !pa.lid) {
+		fprintf(stderr, "verbs_errors: %s port %u is not an ACTIVE InfiniBand port with a LID\n",
+			name, dev->port);
+		return -1;
+	}
+	dev->lid = pa.lid;
+	rc = ibv_query_device(dev->ctx, &da);
+	if (rc) {
+		fprintf(stderr, "verbs_errors: ibv_query_device(%s): %s\n", name, strerror(rc));
+		return -1;
+	}
+	/* mlx5 refuses remote atomic access on a QP when the device has no atomics. */
+	dev->qp_access = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+	if (da.atomic_cap != IBV_ATOMIC_NONE)
+		dev->qp_access |= IBV_ACCESS_REMOTE_ATOMIC;
+	printf("device %s: atomics %s; QPs allow remote read, write%s\n", name,
+	       da.atomic_cap == IBV_ATOMIC_NONE ? "not supported" : "supported",
+	       da.atomic_cap == IBV_ATOMIC_NONE ? "" : ", atomic");
+	dev->pd = ibv_alloc_pd(dev->ctx);
+	if (!dev->pd) {
+		fprintf(stderr, "verbs_errors: ibv_alloc_pd: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int close_device(struct device *dev)
+{
+	int bad = 0, rc;
+
+	if (dev->pd && (rc = ibv_dealloc_pd(dev->pd))) {
+		fprintf(stderr, "verbs_errors: ibv_dealloc_pd: %s\n", strerror(rc));
+		bad = 1;
+	}
+	if (dev->ctx && ibv_close_device(dev->ctx)) {
+		fprintf(stderr, "verbs_errors: ibv_close_device failed\n");
+		bad = 1;
+	}
+	return bad;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: verbs_errors [-d <device>] [-i <port>]\n"
+		   "  -d  RDMA device (default mlx5_0)\n"
+		   "  -i  port number (default 1)\n"
+		   "Runs RC error-completion cases in loopback; exits 0 if all pass.\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct device dev = { .port = 1 };
+	const char *name = "mlx5_0";
+	int opt, failed = 0, closed_bad, ncases = sizeof(cases) / sizeof(cases[0]);
+
+	while ((opt = getopt(argc, argv, "d:i:h")) != -1) {
+		switch (opt) {
+		case 'd':
+			name = optarg;
+			break;
+		case 'i': {
+			char *end;
+			long p = strtol(optarg, &end, 10);
+
+			if (*end || p < 1 || p > 255) {
+				fprintf(stderr, "verbs_errors: bad port %s\n", optarg);
+				return 2;
+			}
+			dev.port = (uint8_t)p;
+			break;
+		}
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (open_device(&dev, name)) {
+		close_device(&dev);
+		return 1;
+	}
+	for (int i = 0; i < ncases; i++)
+		failed += run_case(&dev, i);
+	closed_bad = close_device(&dev);
+	printf("verbs_errors: %d of %d cases passed\n", ncases - failed, ncases);
+	return failed || closed_bad ? 1 : 0;
+}

@@ -1,0 +1,38 @@
+# c-errors: RC error completions on the C stack and cx-model. verbs_errors (tools/verbs-errors)
+# connects pairs of RC QPs on mlx5_0 port 1 to each other and drives them into errors: a bad
+# lkey, a bad rkey, a receive too small for the SEND, an RDMA WRITE past the end of an MR. Each
+# case checks the error status, the flushes that follow, the QP states and that no byte landed.
+# Good SEND, WRITE and READ cases come first to show the path works.
+# stacks: c
+# timeout: 400
+# host-check: firmware pages: [0-9]+ given, [0-9]+ returned, 0 still held
+
+out=/tmp/verbs-errors.out
+
+# errors_case <case> <description>: one KTAP result from verbs_errors' `PASS/FAIL <case>` line;
+# the diagnostics are the program's lines for that case.
+errors_case() {
+	_lines=$(grep -E "^(case $1:|FAIL $1:)" $out)
+	if grep -qx "PASS $1" $out; then
+		ktap_result 0 "$1: $2"
+	elif grep -q "^FAIL $1:" $out; then
+		ktap_result 1 "$1: $2" "$_lines"
+	else
+		ktap_result 1 "$1: $2" "verbs_errors (exit $rc) printed no result for $1; its last lines:
+$(tail -n 15 $out)"
+	fi
+}
+
+check "load the C stack" load_stack
+timeout 150 verbs_errors -d mlx5_0 -i 1 >$out 2>&1
+rc=$?
+sed 's/^/verbs_errors| /' $out
+errors_case good-send "SEND 4096 bytes succeeds, data verified"
+errors_case good-write "RDMA WRITE 4096 bytes succeeds, data verified"
+errors_case good-read "RDMA READ 4096 bytes succeeds, data verified"
+errors_case bad-lkey "SEND with a bad lkey: LOC_PROT_ERR, two flushes, requester in ERR"
+errors_case bad-rkey "RDMA WRITE with a bad rkey: REM_ACCESS_ERR, two flushes, requester in ERR"
+errors_case recv-too-small "4096-byte SEND into a 64-byte receive: LOC_LEN_ERR and flush at the responder, REM_INV_REQ_ERR at the requester, both in ERR"
+errors_case write-past-mr-end "RDMA WRITE past the end of the MR: REM_ACCESS_ERR, two flushes, requester in ERR, nothing written"
+check "unload the C stack" unload_stack
+dmesg_clean "dmesg has no warnings, oopses or lockdep reports"
