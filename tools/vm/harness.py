@@ -38,6 +38,12 @@ STACK_MODULES = {
     "rust": ["ib_core", "mlx5_core", "mlx5_ib"],
     "c": ["dimlib", "ib_core", "ib_uverbs_support", "ib_uverbs", "ib_umad", "mlx5_core", "mlx5_ib"],
 }
+# Test-only modules of a stack, put next to its modules but not loaded by load_stack (scenarios
+# insmod them).
+STACK_EXTRAS = {
+    "rust": ["mlx5_test_interface"],
+    "c": [],
+}
 # Where the C modules sit in the kernel build tree.
 C_MODULE_PATHS = {
     "dimlib": "lib/dim/dimlib.ko",
@@ -215,6 +221,11 @@ def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[
             shutil.copy2(src, root / f"lib/modules/{stack}/{name}.ko")
             order.append(name)
         (root / f"lib/modules/{stack}/order").write_text("\n".join(order) + "\n")
+        for name in STACK_EXTRAS[stack]:
+            src = modules[name]
+            if not src.exists():
+                raise HarnessError(f"test module {name} not found at {src} (run make build)")
+            shutil.copy2(src, root / f"lib/modules/{stack}/{name}.ko")
         (root / "etc/passwd").write_text("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n")
         (root / "etc/group").write_text("root:x:0:\nnogroup:x:65534:\n")
         (root / "etc/hosts").write_text("127.0.0.1 localhost\n::1 localhost\n")
@@ -227,7 +238,7 @@ def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[
 
 def module_paths(args) -> dict[str, Path]:
     if args.stack == "rust":
-        return {m: Path(args.rust_modules) / f"{m}.ko" for m in STACK_MODULES["rust"]}
+        return {m: Path(args.rust_modules) / f"{m}.ko" for m in STACK_MODULES["rust"] + STACK_EXTRAS["rust"]}
     return {m: Path(args.kernel_tree) / C_MODULE_PATHS[m] for m in STACK_MODULES["c"]}
 
 

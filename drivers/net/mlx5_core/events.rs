@@ -6,6 +6,7 @@
 
 use crate::hca::{Hca, PortEvent};
 use crate::init_segment::Bar0;
+use crate::interface::{self, Event};
 use kernel::{
     device::Bound,
     irq::{IrqReturn, ThreadedHandler},
@@ -28,13 +29,17 @@ fn port_change_name(sub_type: u8) -> &'static str {
     }
 }
 
-/// A bound function: its BAR and, until unbind, its HCA.
-#[pin_data]
+/// A bound function: its BAR and, until unbind, its HCA and its place in the interface
+/// registry. Dropping it tears the HCA down if unbind did not (a probe that failed late).
+#[pin_data(PinnedDrop)]
 pub(crate) struct Function<'bound> {
     pdev: &'bound pci::Device<Bound>,
     bar: Bar0<'bound>,
     #[pin]
     hca: Mutex<Option<Hca>>,
+    /// Registry id, once interfaces may see the function.
+    #[pin]
+    id: Mutex<Option<u32>>,
 }
 
 impl<'bound> Function<'bound> {
@@ -49,6 +54,7 @@ impl<'bound> Function<'bound> {
                 pdev,
                 bar,
                 hca <- new_mutex!(Some(hca)),
+                id <- new_mutex!(None),
             }),
             GFP_KERNEL,
         )
@@ -70,6 +76,7 @@ impl<'bound> Function<'bound> {
                 }
             }
         };
+        let id = *self.id.lock();
         for p in ports.iter() {
             dev_info!(
                 self.pdev,
@@ -77,15 +84,37 @@ impl<'bound> Function<'bound> {
                 p.port,
                 port_change_name(p.sub_type)
             );
+            if let Some(id) = id {
+                interface::dispatch(id, Event::port_change(p.port, p.sub_type));
+            }
         }
     }
 
-    /// Tears the HCA down (once; later calls do nothing).
+    /// Makes the function visible to interfaces (each gets `add`).
+    pub(crate) fn publish(&self, ports: u8) -> Result {
+        let id = interface::add_device(self.pdev.as_ref().name(), ports)?;
+        *self.id.lock() = Some(id);
+        Ok(())
+    }
+
+    /// Hides the function from interfaces (each gets `remove`), then tears the HCA down (once;
+    /// later calls do nothing).
     pub(crate) fn tear_down(&self) {
+        let id = self.id.lock().take();
+        if let Some(id) = id {
+            interface::remove_device(id);
+        }
         let hca = self.hca.lock().take();
         if let Some(hca) = hca {
             hca.tear_down(self.pdev.as_ref(), &self.bar);
         }
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Function<'_> {
+    fn drop(self: Pin<&mut Self>) {
+        self.tear_down();
     }
 }
 

@@ -10,14 +10,44 @@ mod events;
 mod hca;
 mod ifc;
 mod init_segment;
+pub mod interface;
 mod pages;
 mod pci_driver;
 mod status;
 
 pub use pci_driver::bound_functions;
 
-kernel::module_pci_driver! {
-    type: pci_driver::Mlx5PciDriver,
+use kernel::{driver, pci, prelude::*};
+
+/// The module: the interface registry, then the PCI driver.
+#[pin_data(PinnedDrop)]
+struct Mlx5CoreModule {
+    #[pin]
+    driver: driver::Registration<pci::Adapter<pci_driver::Mlx5PciDriver>>,
+}
+
+impl kernel::InPlaceModule for Mlx5CoreModule {
+    fn init(module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        // SAFETY: Called once, at module load, before the driver can bind or an interface
+        // register.
+        unsafe { interface::REGISTRY.init() };
+        try_pin_init!(Self {
+            driver <- driver::Registration::new(c"mlx5_core", module),
+        })
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Mlx5CoreModule {
+    fn drop(self: Pin<&mut Self>) {
+        // The registry is a static: free what it holds. Functions still bound are unbound right
+        // after (the driver field drops), and find nothing left to remove.
+        interface::clear();
+    }
+}
+
+module! {
+    type: Mlx5CoreModule,
     name: "mlx5_core",
     authors: ["rdma-rs developers"],
     description: "Mellanox ConnectX core driver (Rust)",

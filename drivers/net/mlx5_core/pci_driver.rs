@@ -156,6 +156,7 @@ impl pci::Driver for Mlx5PciDriver {
                 );
             })?;
             let (ports, ib) = hca.ports();
+            let ports_u8 = u8::try_from(ports).unwrap_or(u8::MAX);
             dev_info!(
                 pdev,
                 "HCA initialized: board id {}, {} {} port(s), {} firmware pages lent\n",
@@ -166,7 +167,6 @@ impl pci::Driver for Mlx5PciDriver {
             );
             let function = Function::new(pdev, bar, hca)?;
             let handler: Result<EventHandler<'_>> = Ok(EventHandler::new(function.clone()));
-            BOUND.fetch_add(1, Relaxed);
             Ok(try_pin_init!(Mlx5Function {
                 // SAFETY: the registration lives in the pinned driver data and is dropped with
                 // it; nothing forgets it.
@@ -179,6 +179,12 @@ impl pci::Driver for Mlx5PciDriver {
                 _: {
                     // Events that came before the handler was there, and the first arming.
                     function.process_events();
+                    // Interfaces get `add` last, with the function fully up.
+                    if let Err(e) = function.publish(ports_u8) {
+                        function.tear_down();
+                        return Err(e);
+                    }
+                    BOUND.fetch_add(1, Relaxed);
                 },
             }? Error))
         })
