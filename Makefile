@@ -3,6 +3,7 @@
 #   make run      set up, build, boot a VM with the Rust stack on the emulated ConnectX, show it
 #   make test     set up, build, run every test (host, KUnit, VM scenarios on both stacks)
 #
+#   make bench    probe-to-ready time of the Rust and the C mlx5_core on the same model, as a ratio
 #   make vm-test SCENARIO=<name> STACK=rust|c     one VM scenario
 #   make vm-shell STACK=rust|c                    interactive guest
 #   make setup | kernel | modules | cx-model | verbs-tools | build | list-scenarios | clean
@@ -43,7 +44,7 @@ export DEBIAN_FRONTEND := noninteractive
 RUST_SOURCES = $(shell find drivers rust samples -name '*.rs' 2>/dev/null)
 RUSTFMT_KERNEL = rustfmt --edition 2021 --config-path $(KTREE)/.rustfmt.toml
 
-.PHONY: help setup kernel modules cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check \
+.PHONY: bench help setup kernel modules cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check \
 	record-c-bringup
 
 help:
@@ -80,6 +81,9 @@ $(OUT)/tools/verbs_errors: tools/verbs-errors/verbs_errors.c | $(CACHE)/.setup-d
 	gcc -O2 -g -Wall -Wextra -Werror -o $@ $< -libverbs
 
 build: kernel modules cx-model verbs-tools
+
+bench: build
+	python3 tools/bench/probe.py -- $(HARNESS_ARGS)
 
 list-scenarios:
 	@python3 tools/vm/harness.py list

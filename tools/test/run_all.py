@@ -83,6 +83,8 @@ def scenarios():
     out = subprocess.run([sys.executable, str(HARNESS), "list"], capture_output=True, text=True, check=True)
     for line in out.stdout.splitlines():
         name, stacks = line.split(":", 1)
+        if name.strip().startswith("bench-"):
+            continue  # benchmarks run under `make bench`, not as tests
         for stack in stacks.split():
             yield name.strip(), stack
 
