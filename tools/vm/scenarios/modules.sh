@@ -1,7 +1,8 @@
 # modules: the selected stack loads, its mlx5_core reaches the emulated device through BAR0, and
 # everything unloads cleanly.
 #   rust: the function binds, the firmware revision read through BAR0 is logged, mlx5_ib sees
-#         ib_core and the bound function; 10 load/unload cycles; clean dmesg and kmemleak.
+#         ib_core and attaches to the function through mlx5_core's interface registry; 10
+#         load/unload cycles; clean dmesg and kmemleak.
 #   c:    the upstream C stack loads against the same device, binds it (its bring-up is
 #         checked in detail by c-bringup; firmware failures by c-faults), and unloads cleanly.
 # Either way the device gets back every firmware page it was lent.
@@ -20,7 +21,11 @@ if [ "$STACK" = rust ]; then
 	check "/sys/class/infiniband exists (ib_core registered its class)" test -d /sys/class/infiniband
 	check_output "mlx5_ib sees ib_core ready and one bound function" \
 		'mlx5_ib: loaded; ib_core ready, 1 mlx5 function\(s\) bound$' dmesg
+	check_output "mlx5_ib attached to the function through mlx5_core's interface registry" \
+		"mlx5_ib: attached to $bdf \(1 port\(s\)\)\$" dmesg
 	check "unload the stack" unload_stack
+	check_output "mlx5_ib detached from the function on unload" \
+		"mlx5_ib: detached from $bdf \(1 port\(s\)\)\$" dmesg
 	check "no module of the stack is left" test -z "$(stack_loaded)"
 	check "/sys/class/infiniband is gone" test ! -e /sys/class/infiniband
 	check "BAR0 is released" sh -c '! grep -q mlx5_core /proc/iomem'

@@ -1,29 +1,70 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The loaded `mlx5_ib` module. It links against both `ib_core` and `mlx5_core` (so it cannot be
-//! loaded without them) and checks at load that the core is ready.
+//! loaded without them), checks at load that the core is ready, and attaches to every mlx5
+//! function through `mlx5_core`'s interface registry.
 
 use kernel::prelude::*;
+use mlx5_core::interface::{Event, Interface, Mlx5Device, Registration};
 
-/// The loaded `mlx5_ib` module.
-pub(crate) struct Mlx5Ib;
+/// `mlx5_ib` as an mlx5 interface.
+pub(crate) struct IbInterface;
 
-impl kernel::Module for Mlx5Ib {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
-        if !ib_core::class_registered() {
-            pr_err!("ib_core has no infiniband class registered\n");
-            return Err(ENODEV);
+/// What `mlx5_ib` keeps per function. (The RDMA device it will register with `ib_core` goes
+/// here.)
+pub(crate) struct IbFunction {
+    ports: u8,
+}
+
+impl Interface for IbInterface {
+    type Context = IbFunction;
+
+    fn add(&self, dev: &Mlx5Device) -> Result<IbFunction> {
+        pr_info!("attached to {} ({} port(s))\n", dev.name(), dev.ports());
+        Ok(IbFunction { ports: dev.ports() })
+    }
+
+    fn remove(&self, dev: &Mlx5Device, ctx: IbFunction) {
+        pr_info!("detached from {} ({} port(s))\n", dev.name(), ctx.ports);
+    }
+
+    fn event(&self, dev: &Mlx5Device, _ctx: &mut IbFunction, event: Event) {
+        match event {
+            Event::PortDown(p) => pr_info!("{}: port {p} down\n", dev.name()),
+            Event::PortActive(p) => pr_info!("{}: port {p} active\n", dev.name()),
+            Event::PortChange(..) => {}
         }
-        pr_info!(
-            "loaded; ib_core ready, {} mlx5 function(s) bound\n",
-            mlx5_core::bound_functions()
-        );
-        Ok(Self)
     }
 }
 
-impl Drop for Mlx5Ib {
-    fn drop(&mut self) {
+/// The loaded `mlx5_ib` module.
+#[pin_data(PinnedDrop)]
+pub(crate) struct Mlx5Ib {
+    #[pin]
+    registration: Registration<IbInterface>,
+}
+
+impl kernel::InPlaceModule for Mlx5Ib {
+    fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        pin_init::pin_init_scope(|| {
+            if !ib_core::class_registered() {
+                pr_err!("ib_core has no infiniband class registered\n");
+                return Err(ENODEV);
+            }
+            pr_info!(
+                "loaded; ib_core ready, {} mlx5 function(s) bound\n",
+                mlx5_core::bound_functions()
+            );
+            Ok(try_pin_init!(Self {
+                registration <- Registration::new(IbInterface),
+            }))
+        })
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Mlx5Ib {
+    fn drop(self: Pin<&mut Self>) {
         pr_info!("unloading\n");
     }
 }
