@@ -144,6 +144,13 @@ def scenario_model_args(path: Path) -> list[str]:
     return args
 
 
+def scenario_host_scripts(path: Path) -> list[str]:
+    """Scripts from `# host-trace: <script>` lines: run on the host with the model's command
+    trace (trace.txt) as argument; the check passes when the script exits 0."""
+    return [m.group(1).strip() for line in path.read_text().splitlines()[:15]
+            if (m := re.match(r"#\s*host-trace:\s*(.+)", line))]
+
+
 def scenario_host_checks(path: Path) -> list[str]:
     """Regexes from `# host-check: ...` lines that cx-model's report (commands.txt) must match."""
     return [m.group(1).strip() for line in path.read_text().splitlines()[:20]
@@ -470,6 +477,16 @@ def cmd_run(args) -> int:
         top.append(KtapResult(ok, len(top) + 1, f"host: cx-model report matches /{pattern}/", 0))
         leaves.append(top[-1])
         print(f"  [{'ok' if ok else 'FAIL':>4}] {label}: host: cx-model report matches /{pattern}/")
+    for script in scenario_host_scripts(path):
+        p = subprocess.run([sys.executable, str(HERE.parents[1] / script), str(workdir / "trace.txt")],
+                           capture_output=True, text=True)
+        ok = p.returncode == 0
+        name = f"host: {script} accepts the command trace"
+        top.append(KtapResult(ok, len(top) + 1, name, 0, (p.stdout + p.stderr).splitlines()))
+        leaves.append(top[-1])
+        print(f"  [{'ok' if ok else 'FAIL':>4}] {label}: {name}")
+        for d in (p.stdout + p.stderr).splitlines()[:40]:
+            print(f"         | {d}")
     if report.strip():
         print(f"  cx-model: commands the driver issued ({label}):")
         for line in commands.read_text().splitlines():

@@ -19,6 +19,12 @@ const CAP_SIZE: usize = 4096;
 const CAP_OFFSET: usize = 0x10;
 /// Capability type: general device capabilities.
 const CAP_GENERAL: u64 = 0;
+/// Capability type: atomic operations.
+const CAP_ATOMIC: u64 = 3;
+/// Atomic capability fields: requester endianness mode (settable) and whether host order
+/// (mode 1) is supported.
+const ATOMIC_REQ_8B_ENDIANNESS_MODE: (usize, usize) = (0x40, 2);
+const ATOMIC_SUPPORTED_MODE_1: (usize, usize) = (0x46, 1);
 /// Access register id: host endianness.
 const REG_HOST_ENDIANNESS: u64 = 0x7004;
 /// The largest `log_max_qp` this driver asks for (the C driver's default profile).
@@ -68,6 +74,7 @@ layout! {
         pkey_table_size: 0x190, 16;
         port_type: 0x1b6, 2;
         num_ports: 0x1b8, 8;
+        atomic: 0x21e, 1;
         cmdif_checksum: 0x210, 2;
         driver_version: 0x261, 1;
         log_uar_page_sz: 0x490, 16;
@@ -108,9 +115,19 @@ fn cap_query(
     bar: &Bar0<'_>,
     cur: bool,
 ) -> Result<KVec<u8>> {
+    cap_query_type(cmd, dev, bar, CAP_GENERAL, cur)
+}
+
+fn cap_query_type(
+    cmd: &mut CmdQueue,
+    dev: &device::Device<device::Bound>,
+    bar: &Bar0<'_>,
+    ty: u64,
+    cur: bool,
+) -> Result<KVec<u8>> {
     let q = PlainIn::new()
         .opcode(op::QUERY_HCA_CAP.into())
-        .op_mod((CAP_GENERAL << 1) | u64::from(cur));
+        .op_mod((ty << 1) | u64::from(cur));
     let out = cmd.exec(dev, bar, q.as_bytes(), CAP_OFFSET + CAP_SIZE)?;
     let mut cap = KVec::with_capacity(CAP_SIZE, GFP_KERNEL)?;
     cap.extend_from_slice(&out[CAP_OFFSET..CAP_OFFSET + CAP_SIZE], GFP_KERNEL)?;
@@ -209,6 +226,29 @@ impl Hca {
         set.extend_from_slice(&cur, GFP_KERNEL)?;
         cmd.exec(dev, bar, &set, 16)?;
 
+        // Atomics, as the C driver does: read their capabilities (current, then maximum) and,
+        // when the device offers it, ask for operands in host byte order.
+        let atomic = GeneralCaps::from_bytes(&cur).atomic() != 0;
+        if atomic {
+            let acur = cap_query_type(cmd, dev, bar, CAP_ATOMIC, true)?;
+            let _amax = cap_query_type(cmd, dev, bar, CAP_ATOMIC, false)?;
+            let (bit, width) = ATOMIC_SUPPORTED_MODE_1;
+            if crate::ifc::get_bits(&acur, bit, width) != 0 {
+                let mut set = KVec::with_capacity(CAP_OFFSET + CAP_SIZE, GFP_KERNEL)?;
+                set.extend_from_slice(
+                    PlainIn::new()
+                        .opcode(op::SET_HCA_CAP.into())
+                        .op_mod(CAP_ATOMIC << 1)
+                        .as_bytes(),
+                    GFP_KERNEL,
+                )?;
+                set.resize(CAP_OFFSET + CAP_SIZE, 0, GFP_KERNEL)?;
+                let (bit, width) = ATOMIC_REQ_8B_ENDIANNESS_MODE;
+                set_bits(&mut set[CAP_OFFSET..], bit, width, 1);
+                cmd.exec(dev, bar, &set, 16)?;
+            }
+        }
+
         pages.satisfy(cmd, dev, bar, PageRequest::Init)?;
         if let Err(e) = cmd.exec(
             dev,
@@ -229,6 +269,9 @@ impl Hca {
             let _ = cmd.exec(dev, bar, v.as_bytes(), 16);
         }
         let caps = cap_query(cmd, dev, bar, true)?;
+        if atomic {
+            cap_query_type(cmd, dev, bar, CAP_ATOMIC, true)?;
+        }
         let q = PlainIn::new().opcode(op::QUERY_ADAPTER.into());
         let adapter = cmd.exec(dev, bar, q.as_bytes(), QueryAdapterOut::SIZE)?;
         let mut board_id = [0u8; 16];

@@ -2,8 +2,11 @@
 # (samples/mlx5_test_interface.rs) attached through the interface registry. The interface gets
 # `add` for a function bound before it registered and for one bound after, `event` when the
 # model takes the port down and up, and `remove` exactly once from either side (unbind or
-# interface unload). Then 10 load/unload cycles; every page comes back; no leak, no splat.
+# interface unload). Then 10 load/unload cycles; every page comes back; no leak, no splat. On the
+# host, the model's command trace must match the C driver's bring-up except for the differences
+# in docs/rust-bringup-differences.md.
 # stacks: rust
+# host-trace: tools/vm/trace_compare.py
 # host-check: firmware pages: [1-9][0-9]* given, [1-9][0-9]* returned, 0 still held \(all reclaimed\)
 
 dev=$(cx_device)
