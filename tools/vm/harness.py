@@ -188,7 +188,7 @@ def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[
         shutil.copy2(busybox, root / "bin/busybox")
         shutil.copy2(GUEST / "init", root / "init")
         (root / "init").chmod(0o755)
-        for f in ["ktap.sh", "stack.sh"]:
+        for f in ["ktap.sh", "stack.sh", "net.sh"]:
             shutil.copy2(GUEST / f, root / "lib/rdma-rs" / f)
         for s in SCENARIOS.glob("*.sh"):
             shutil.copy2(s, root / "scenarios" / s.name)
