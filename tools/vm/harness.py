@@ -508,31 +508,19 @@ class Link:
         return {"VMS": "2", "VM_INDEX": str(vm.index), "NET_MAC": self.mac(vm.index),
                 "NET_IP": f"{self.ip(vm.index)}/24", "PEER_IP": self.ip(peer)}
 
-    def model_args(self, vm: Vm, wire: bool) -> list[str]:
+    def model_args(self, vm: Vm) -> list[str]:
         """cx-model arguments: a GUID seed per HCA (cx-model derives the port LIDs from it too, so
-        the two ports get different LIDs) and, when the model has one, its end of the wire."""
-        args = ["--guid-seed", str(vm.index + 1)]
-        if wire:
-            args += ["--wire-listen" if vm.index == 0 else "--wire-connect", str(self.wire)]
-        return args
-
-
-def model_has_wire(cx_model: str) -> bool:
-    """Whether this cx-model can be linked to another one (`--wire-listen`/`--wire-connect`)."""
-    p = subprocess.run([cx_model, "--help"], capture_output=True, text=True, check=False)
-    return "--wire-listen" in p.stdout + p.stderr
+        the two ports get different LIDs) and its end of the wire."""
+        return ["--guid-seed", str(vm.index + 1),
+                "--wire-listen" if vm.index == 0 else "--wire-connect", str(self.wire)]
 
 
 def start_models(vms: list[Vm], link: Link | None, extra: list[str]) -> None:
-    """Starts every guest's cx-model (model 0 first: it listens on the wire) and waits for their
-    vfio-user sockets."""
-    wire = link is not None and model_has_wire(vms[0].args.cx_model)
-    if link is not None and not wire:
-        print("harness: this cx-model has no --wire-listen: the two models are not linked",
-              file=sys.stderr)
+    """Starts every guest's cx-model (model 0 first: it listens on the wire; model 1 would retry
+    its connection until then anyway) and waits for their vfio-user sockets."""
     for vm in vms:
-        vm.spawn_model((link.model_args(vm, wire) if link else []) + extra)
-        if wire and vm.index == 0:
+        vm.spawn_model((link.model_args(vm) if link else []) + extra)
+        if link is not None and vm.index == 0:
             wait_for_path(link.wire, vm.model, 20, f"{vm.tag}cx-model", vm.model_log)
     for vm in vms:
         vm.wait_model()
