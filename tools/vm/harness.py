@@ -9,6 +9,9 @@ For one run it
   3. reads the serial console, stops everything when the guest powers off, when cx-model or QEMU
      dies, or when the hard timeout expires (no process outlives the run);
   4. parses the scenario's KTAP and reports pass/fail.
+A scenario with a `# vms: 2` header runs in two guests at once, each with its own cx-model: the
+guests are linked by a virtio-net NIC pair (QEMU stream netdev on a unix socket, static addresses
+10.23.0.1 and 10.23.0.2), the two models by a wire socket, and the scenario branches on $VM_INDEX.
 
 Usage: harness.py run --scenario NAME --stack rust|c [options]   (see --help)
        harness.py shell --stack rust|c [options]
@@ -74,6 +77,15 @@ LIBIBVERBS_PROVIDERS = Path("/usr/lib/x86_64-linux-gnu/libibverbs")
 LIBIBVERBS_DRIVERS = Path("/etc/libibverbs.d")
 DEFAULT_FW = "16.35.2000"
 DEFAULT_TIMEOUT = 300
+# Two-VM runs: the guests' NIC driver and the modules it needs, in load order, as paths in the kernel
+# build tree (guest/net.sh loads them from /lib/modules/net/).
+NET_MODULES = {
+    "failover": "net/core/failover.ko",
+    "net_failover": "drivers/net/net_failover.ko",
+    "dimlib": "lib/dim/dimlib.ko",
+    "virtio_net": "drivers/net/virtio_net.ko",
+}
+MAX_VMS = 2
 
 
 class HarnessError(Exception):
@@ -151,6 +163,18 @@ def scenario_host_scripts(path: Path) -> list[str]:
             if (m := re.match(r"#\s*host-trace:\s*(.+)", line))]
 
 
+def scenario_vms(path: Path) -> int:
+    """How many VMs the scenario runs in, from a `# vms: N` header line (default 1)."""
+    for line in path.read_text().splitlines()[:20]:
+        m = re.match(r"#\s*vms:\s*(\d+)", line)
+        if m:
+            n = int(m.group(1))
+            if not 1 <= n <= MAX_VMS:
+                raise HarnessError(f"{path.name}: `# vms: {n}`: a scenario runs in 1 to {MAX_VMS} VMs")
+            return n
+    return 1
+
+
 def scenario_host_checks(path: Path) -> list[str]:
     """Regexes from `# host-check: ...` lines that cx-model's report (commands.txt) must match."""
     return [m.group(1).strip() for line in path.read_text().splitlines()[:20]
@@ -182,8 +206,9 @@ def copy_into(root: Path, src: str | Path) -> None:
 
 
 def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[str, str],
-                    scenario: str | None) -> None:
-    """Writes a newc cpio archive for one run to `out`."""
+                    scenario: str | None, net_modules: dict[str, Path] | None = None) -> None:
+    """Writes a newc cpio archive for one run (one guest) to `out`; `net_modules` (the NIC driver,
+    for two-VM runs) go to /lib/modules/net/ with their load order."""
     with tempfile.TemporaryDirectory(prefix="rdma-rs-initramfs-") as tmp:
         root = Path(tmp)
         for d in ["bin", "sbin", "etc", "proc", "sys", "dev", "tmp", "root", "lib/rdma-rs",
@@ -195,7 +220,7 @@ def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[
         shutil.copy2(busybox, root / "bin/busybox")
         shutil.copy2(GUEST / "init", root / "init")
         (root / "init").chmod(0o755)
-        for f in ["ktap.sh", "stack.sh"]:
+        for f in ["ktap.sh", "stack.sh", "net.sh"]:
             shutil.copy2(GUEST / f, root / "lib/rdma-rs" / f)
         for s in SCENARIOS.glob("*.sh"):
             shutil.copy2(s, root / "scenarios" / s.name)
@@ -233,6 +258,13 @@ def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[
             if not src.exists():
                 raise HarnessError(f"test module {name} not found at {src} (run make build)")
             shutil.copy2(src, root / f"lib/modules/{stack}/{name}.ko")
+        if net_modules:
+            (root / "lib/modules/net").mkdir(parents=True)
+            for name, src in net_modules.items():
+                if not src.exists():
+                    raise HarnessError(f"NIC module {name} not found at {src} (run make kernel)")
+                shutil.copy2(src, root / f"lib/modules/net/{name}.ko")
+            (root / "lib/modules/net/order").write_text("\n".join(net_modules) + "\n")
         (root / "etc/passwd").write_text("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n")
         (root / "etc/group").write_text("root:x:0:\nnogroup:x:65534:\n")
         (root / "etc/hosts").write_text("127.0.0.1 localhost\n::1 localhost\n")
@@ -249,18 +281,42 @@ def module_paths(args) -> dict[str, Path]:
     return {m: Path(args.kernel_tree) / C_MODULE_PATHS[m] for m in STACK_MODULES["c"]}
 
 
-class Run:
-    """Processes of one VM run; `stop()` leaves nothing behind."""
+def net_module_paths(args) -> dict[str, Path]:
+    return {m: Path(args.kernel_tree) / p for m, p in NET_MODULES.items()}
 
-    def __init__(self, args, workdir: Path):
+
+class Vm:
+    """One guest and its cx-model: their processes, their files in `workdir`, the console. A run
+    has one, or two for a `# vms: 2` scenario (`name` is then "vm0"/"vm1", prefixed to everything
+    reported about this guest). `stop()` leaves nothing behind."""
+
+    def __init__(self, args, workdir: Path, index: int = 0, name: str = ""):
         self.args = args
         self.workdir = workdir
+        self.index = index
+        self.name = name
         self.model: subprocess.Popen | None = None
         self.qemu: subprocess.Popen | None = None
         self.model_log = workdir / "cx-model.log"
         self.console_log = workdir / "console.log"
         self.socket = workdir / "cx.sock"
         self.control_socket = workdir / "control.sock"
+        # Added to QEMU's arguments (the NIC of a two-VM run) and, when set, a path QEMU creates
+        # that must exist before the next VM starts (its end of the link).
+        self.qemu_extra: list[str] = []
+        self.qemu_ready_path: Path | None = None
+        # Console state while the guest runs.
+        self.buf = b""
+        self.scanned = 0
+        self.log = None
+        self.gone = False  # QEMU has exited
+        self.ktap_ended = False  # the guest printed the end of its KTAP
+        self.stopped_by: str | None = None  # why the harness stopped this guest early
+
+    @property
+    def tag(self) -> str:
+        """Prefix for messages about this guest: "vm0: " in two-VM runs, "" otherwise."""
+        return f"{self.name}: " if self.name else ""
 
     def control(self, command: str) -> str:
         """Sends one control command to cx-model; returns its reply line."""
@@ -278,11 +334,15 @@ class Run:
                     reply += chunk
         except OSError as e:
             return f"error control channel: {e}"
-        with open(self.workdir / "control.log", "a") as log:
-            log.write(f"{command} -> {reply.decode(errors='replace').strip()}\n")
+        self.log_request(command, reply.decode(errors="replace").strip())
         return reply.decode(errors="replace").strip()
 
-    def start_model(self, extra: list[str] | None = None) -> None:
+    def log_request(self, request: str, reply: str) -> None:
+        with open(self.workdir / "control.log", "a") as log:
+            log.write(f"{request} -> {reply}\n")
+
+    def spawn_model(self, extra: list[str] | None = None) -> None:
+        """Starts cx-model; `wait_model()` waits for its vfio-user socket."""
         if self.socket.exists():
             self.socket.unlink()
         env = dict(os.environ, RUST_LOG=os.environ.get("CX_MODEL_LOG", "debug"))
@@ -293,14 +353,13 @@ class Run:
              "--control", str(self.control_socket), *(extra or [])],
             stdout=open(self.model_log, "wb"), stderr=subprocess.STDOUT, env=env,
             start_new_session=True)
-        deadline = time.monotonic() + 20
-        while not self.socket.exists():
-            if self.model.poll() is not None:
-                raise HarnessError(f"cx-model exited at start (code {self.model.returncode}); "
-                                   f"see {self.model_log}")
-            if time.monotonic() > deadline:
-                raise HarnessError("cx-model did not create its socket within 20 s")
-            time.sleep(0.05)
+
+    def wait_model(self) -> None:
+        wait_for_path(self.socket, self.model, 20, f"{self.tag}cx-model", self.model_log)
+
+    def start_model(self, extra: list[str] | None = None) -> None:
+        self.spawn_model(extra)
+        self.wait_model()
 
     def qemu_argv(self, initrd: Path, interactive: bool) -> list[str]:
         args = self.args
@@ -313,13 +372,77 @@ class Run:
                 "-smp", "2", "-m", "1G",
                 "-object", "memory-backend-memfd,id=mem0,size=1G,share=on",
                 "-device", "pcie-root-port,id=rp1,chassis=1,slot=1",
-                "-device", dev,
+                "-device", dev, *self.qemu_extra,
                 "-kernel", args.kernel, "-initrd", str(initrd), "-append", cmdline,
                 "-nodefaults", "-no-reboot", "-display", "none", "-vga", "none"]
         for d in args.firmware_dirs:
             argv += ["-L", d]
         argv += ["-serial", "stdio"] if interactive else ["-serial", "stdio", "-monitor", "none"]
         return argv
+
+    def start_guest(self, initrd: Path) -> None:
+        """Starts QEMU with the console on a pipe (read with `read_console()`)."""
+        self.qemu = subprocess.Popen(self.qemu_argv(initrd, False), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        assert self.qemu.stdout is not None
+        os.set_blocking(self.qemu.stdout.fileno(), False)
+        self.log = open(self.console_log, "wb")
+        if self.qemu_ready_path is not None:
+            wait_for_path(self.qemu_ready_path, self.qemu, 20, f"{self.tag}QEMU", self.console_log)
+
+    def read_console(self) -> list[str]:
+        """What the guest printed since the last call, as complete lines (also logged)."""
+        assert self.qemu is not None and self.qemu.stdout is not None and self.log is not None
+        chunk = self.qemu.stdout.read()
+        if not chunk:
+            return []
+        self.buf += chunk
+        self.log.write(chunk)
+        self.log.flush()
+        lines = []
+        while (nl := self.buf.find(b"\n", self.scanned)) >= 0:
+            line = self.buf[self.scanned:nl].decode(errors="replace").strip()
+            self.scanned = nl + 1
+            if "rdma-rs: ktap end" in line:
+                self.ktap_ended = True
+            lines.append(line)
+        return lines
+
+    def close_console(self) -> None:
+        """After QEMU exited: the rest of its output, then the log is closed."""
+        assert self.qemu is not None and self.qemu.stdout is not None
+        if self.log is None:
+            return
+        rest = self.qemu.stdout.read() or b""
+        self.buf += rest
+        self.log.write(rest)
+        self.log.close()
+        self.log = None
+        self.ktap_ended = self.ktap_ended or b"rdma-rs: ktap end" in self.buf[self.scanned:]
+        self.gone = True
+
+    def console_lines(self) -> list[str]:
+        return self.buf.decode(errors="replace").splitlines()
+
+    def reply(self, text: str) -> None:
+        """Types a reply to a host request into the guest's console (see guest/stack.sh)."""
+        if self.qemu is None or self.qemu.stdin is None or self.qemu.poll() is not None:
+            return
+        try:
+            self.qemu.stdin.write(f"rdma-rs-reply {text}\n".encode())
+            self.qemu.stdin.flush()
+        except BrokenPipeError:
+            pass
+
+    def stop_guest(self, why: str) -> None:
+        """Stops QEMU early (another guest of the run failed); `why` goes into the report."""
+        if self.qemu is not None and self.qemu.poll() is None:
+            self.stopped_by = why
+            try:
+                os.killpg(self.qemu.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
 
     def stop(self) -> None:
         for p in (self.qemu, self.model):
@@ -339,57 +462,164 @@ class Run:
                 except ProcessLookupError:
                     pass
                 p.wait()
+        if self.log is not None:
+            self.log.close()
+            self.log = None
 
-    def run_guest(self, initrd: Path, timeout: int, kill_model_after: float | None) -> list[str]:
-        """Boots the guest and returns its console lines; raises HarnessError on timeout or when a
-        process dies under it."""
-        self.qemu = subprocess.Popen(self.qemu_argv(initrd, False), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        assert self.qemu.stdout is not None
-        os.set_blocking(self.qemu.stdout.fileno(), False)
-        start = time.monotonic()
-        buf = b""
-        scanned = 0
-        with open(self.console_log, "wb") as log:
-            while True:
-                chunk = self.qemu.stdout.read()
-                if chunk:
-                    buf += chunk
-                    log.write(chunk)
-                    log.flush()
-                    # Requests from the guest to the device (see guest/stack.sh: model_ctl): run
-                    # them on cx-model's control channel and type the reply into the console.
-                    while (nl := buf.find(b"\n", scanned)) >= 0:
-                        line = buf[scanned:nl].decode(errors="replace").strip()
-                        scanned = nl + 1
-                        m = re.match(r"rdma-rs: host-request: (.+)$", line)
-                        if m and self.qemu.stdin is not None:
-                            reply = self.control(m.group(1).strip())
-                            self.qemu.stdin.write(f"rdma-rs-reply {reply}\n".encode())
-                            self.qemu.stdin.flush()
-                if self.qemu.poll() is not None:
-                    rest = self.qemu.stdout.read() or b""
-                    buf += rest
-                    log.write(rest)
-                    break
-                elapsed = time.monotonic() - start
-                if kill_model_after is not None and elapsed > kill_model_after and self.model.poll() is None:
-                    os.killpg(self.model.pid, signal.SIGKILL)
-                if self.model.poll() is not None:
-                    raise HarnessError(
-                        f"cx-model died during the run (exit {self.model.returncode}) after "
-                        f"{elapsed:.1f} s; stopping QEMU. Logs: {self.model_log}, {self.console_log}")
-                if elapsed > timeout:
-                    raise HarnessError(f"timeout: the guest did not finish within {timeout} s; "
-                                       f"console in {self.console_log}")
-                time.sleep(0.05)
-        # QEMU is gone; the model sees the disconnect, prints its command report and exits.
+
+def wait_for_path(path: Path, proc: subprocess.Popen | None, secs: float, what: str, log: Path) -> None:
+    """Waits until `proc` has created `path` (a socket); raises HarnessError if it exits first or
+    takes longer than `secs`."""
+    assert proc is not None
+    deadline = time.monotonic() + secs
+    while not path.exists():
+        if proc.poll() is not None:
+            raise HarnessError(f"{what} exited at start (code {proc.returncode}); see {log}")
+        if time.monotonic() > deadline:
+            raise HarnessError(f"{what} did not create {path.name} within {secs:.0f} s; see {log}")
+        time.sleep(0.05)
+
+
+class Link:
+    """The network of a two-VM run: each guest has a virtio-net NIC, the two NICs are joined by a
+    QEMU stream netdev on a unix socket (VM 0 listens, VM 1 connects; no host networking), and
+    the guests get static addresses 10.23.0.1/24 and 10.23.0.2/24 (guest/net.sh sets them from
+    /etc/rdma-rs.conf). The two cx-models are joined by their own wire socket."""
+
+    SUBNET = "10.23.0"
+
+    def __init__(self, workdir: Path):
+        self.socket = workdir / "net.sock"
+        self.wire = workdir / "wire.sock"
+
+    def mac(self, index: int) -> str:
+        return f"52:54:00:23:00:{index + 1:02x}"
+
+    def ip(self, index: int) -> str:
+        return f"{self.SUBNET}.{index + 1}"
+
+    def attach(self, vm: Vm) -> None:
+        """Gives `vm` its NIC, and VM 0 the listening end of the link."""
+        server = "on" if vm.index == 0 else "off"
+        vm.qemu_extra = [
+            "-netdev", f"stream,id=n0,server={server},addr.type=unix,addr.path={self.socket}",
+            "-device", f"virtio-net-pci,netdev=n0,mac={self.mac(vm.index)},disable-legacy=on,romfile="]
+        if vm.index == 0:
+            if self.socket.exists():
+                self.socket.unlink()
+            vm.qemu_ready_path = self.socket
+
+    def conf(self, vm: Vm) -> dict[str, str]:
+        """The guest's network settings, for /etc/rdma-rs.conf."""
+        peer = 1 - vm.index
+        return {"VMS": "2", "VM_INDEX": str(vm.index), "NET_MAC": self.mac(vm.index),
+                "NET_IP": f"{self.ip(vm.index)}/24", "PEER_IP": self.ip(peer)}
+
+    def model_args(self, vm: Vm) -> list[str]:
+        """cx-model arguments: a GUID seed per HCA (cx-model derives the port LIDs from it too, so
+        the two ports get different LIDs) and its end of the wire."""
+        return ["--guid-seed", str(vm.index + 1),
+                "--wire-listen" if vm.index == 0 else "--wire-connect", str(self.wire)]
+
+
+def start_models(vms: list[Vm], link: Link | None, extra: list[str]) -> None:
+    """Starts every guest's cx-model (model 0 first: it listens on the wire; model 1 would retry
+    its connection until then anyway) and waits for their vfio-user sockets."""
+    for vm in vms:
+        vm.spawn_model((link.model_args(vm) if link else []) + extra)
+        if link is not None and vm.index == 0:
+            wait_for_path(link.wire, vm.model, 20, f"{vm.tag}cx-model", vm.model_log)
+    for vm in vms:
+        vm.wait_model()
+
+
+class Barriers:
+    """The host side of the guests' `barrier NAME` (guest/stack.sh). A guest's request is answered
+    `ok barrier NAME` when every guest of the run waits at NAME, and `error barrier NAME: ...` as
+    soon as that cannot happen (a guest has stopped, or the guests wait at different barriers), so
+    no guest waits forever. With one guest every barrier passes at once."""
+
+    def __init__(self, vms: list[Vm]):
+        self.vms = vms
+        self.waiting: dict[int, str] = {}  # guest index -> barrier it waits at
+
+    def arrive(self, vm: Vm, name: str) -> None:
+        self.waiting[vm.index] = name
+        self.settle()
+
+    def settle(self) -> None:
+        if not self.waiting:
+            return
+        gone = [v for v in self.vms if v.gone]
+        names = set(self.waiting.values())
+        if gone:
+            reason = f"{', '.join(v.name or 'the guest' for v in gone)} stopped"
+        elif len(self.waiting) < len(self.vms):
+            return
+        elif len(names) == 1:
+            reason = None
+        else:
+            reason = "the guests wait at different barriers: " + ", ".join(
+                f"{self.vms[i].name} at {n}" for i, n in sorted(self.waiting.items()))
+        for i, name in sorted(self.waiting.items()):
+            answer = f"ok barrier {name}" if reason is None else f"error barrier {name}: {reason}"
+            self.vms[i].log_request(f"barrier {name}", answer)
+            self.vms[i].reply(answer)
+        self.waiting.clear()
+
+
+def run_guests(vms: list[Vm], initrds: list[Path], timeout: int, kill_model_after: float | None) -> None:
+    """Boots the guests and reads their consoles until every guest has powered off. Requests from
+    a guest (see guest/stack.sh: model_ctl, barrier) go to its own cx-model's control channel or
+    to the barriers; the reply is typed into its console. Raises HarnessError on timeout or when a
+    cx-model dies under a running guest; a guest that stops before finishing its scenario stops
+    the others (the report then says which guests did not finish, and why)."""
+    barriers = Barriers(vms)
+    for vm, initrd in zip(vms, initrds):
+        vm.start_guest(initrd)
+    start = time.monotonic()
+    while True:
+        for vm in vms:
+            if vm.gone:
+                continue
+            for line in vm.read_console():
+                m = re.match(r"rdma-rs: host-request: (.+)$", line)
+                if not m:
+                    continue
+                request = m.group(1).strip()
+                if b := re.fullmatch(r"barrier (\S+)", request):
+                    barriers.arrive(vm, b.group(1))
+                else:
+                    vm.reply(vm.control(request))
+            if vm.qemu.poll() is not None:
+                vm.close_console()
+                barriers.settle()
+                if not vm.ktap_ended:
+                    for other in vms:
+                        if not other.gone:
+                            other.stop_guest(f"stopped because {vm.name} stopped before finishing")
+        if all(vm.gone for vm in vms):
+            break
+        elapsed = time.monotonic() - start
+        for vm in vms:
+            if kill_model_after is not None and elapsed > kill_model_after and vm.model.poll() is None:
+                os.killpg(vm.model.pid, signal.SIGKILL)
+            if not vm.gone and vm.model.poll() is not None:
+                raise HarnessError(
+                    f"{vm.tag}cx-model died during the run (exit {vm.model.returncode}) after "
+                    f"{elapsed:.1f} s; stopping QEMU. Logs: {vm.model_log}, {vm.console_log}")
+        if elapsed > timeout:
+            what = "the guest did not" if len(vms) == 1 else (
+                " and ".join(vm.name for vm in vms if not vm.gone) + " did not")
+            raise HarnessError(f"timeout: {what} finish within {timeout} s; console in "
+                               f"{', '.join(str(vm.console_log) for vm in vms)}")
+        time.sleep(0.05)
+    # QEMU is gone; each model sees the disconnect, prints its command report and exits.
+    for vm in vms:
         try:
-            self.model.wait(timeout=10)
+            vm.model.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-        return buf.decode(errors="replace").splitlines()
 
 
 def common_args(p: argparse.ArgumentParser) -> None:
@@ -416,37 +646,75 @@ def cmd_run(args) -> int:
         print(f"harness: scenario {args.scenario} does not run on STACK={args.stack} "
               f"(it runs on: {' '.join(scenario_stacks(path))})", file=sys.stderr)
         return 2
+    try:
+        nvms = scenario_vms(path)
+    except HarnessError as e:
+        print(f"harness: {e}", file=sys.stderr)
+        return 2
     workdir = Path(args.workdir) / f"{args.scenario}-{args.stack}"
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     timeout = args.timeout or scenario_timeout(path)
     label = f"{args.scenario} ({args.stack})"
     started = time.monotonic()
-    run = Run(args, workdir)
+    # One guest keeps its files in the run's directory; two guests each have a subdirectory.
+    if nvms == 1:
+        vms = [Vm(args, workdir)]
+        link = None
+    else:
+        vms = [Vm(args, workdir / f"vm{i}", i, f"vm{i}") for i in range(nvms)]
+        link = Link(workdir)
     try:
-        initrd = workdir / "initramfs.cpio"
-        build_initramfs(initrd, args.stack, module_paths(args),
-                        {"SCENARIO": args.scenario, "STACK": args.stack, "EXPECT_FW": args.fw_version},
-                        args.scenario)
-        run.start_model(scenario_model_args(path))
-        lines = run.run_guest(initrd, timeout, args.kill_model_after)
+        initrds = []
+        for vm in vms:
+            vm.workdir.mkdir(parents=True, exist_ok=True)
+            conf = {"SCENARIO": args.scenario, "STACK": args.stack, "EXPECT_FW": args.fw_version}
+            if link is not None:
+                link.attach(vm)
+                conf.update(link.conf(vm))
+            initrds.append(vm.workdir / "initramfs.cpio")
+            build_initramfs(initrds[-1], args.stack, module_paths(args), conf, args.scenario,
+                            net_module_paths(args) if link is not None else None)
+        start_models(vms, link, scenario_model_args(path))
+        run_guests(vms, initrds, timeout, args.kill_model_after)
     except HarnessError as e:
-        run.stop()
+        for vm in vms:
+            vm.stop()
         print(f"harness: {label}: FAILED: {e}", file=sys.stderr)
         print(f"RESULT {label}: 0 passed, 1 failed (harness)")
         return 1
     finally:
-        run.stop()
+        for vm in vms:
+            vm.stop()
     elapsed = time.monotonic() - started
-    if args.show_console:
-        shown = False
-        for line in lines:
-            if "rdma-rs: guest up" in line:
-                shown = True
-            if shown:
-                print(f"  guest| {line.rstrip()}")
-            if "rdma-rs: ktap end" in line:
-                break
+    passed = failed = 0
+    for vm in vms:
+        if args.show_console:
+            show_console(vm)
+        p, f = report_vm(vm, label, path)
+        passed += p
+        failed += f
+    print(f"RESULT {label}: {passed} passed, {failed} failed ({elapsed:.0f} s; logs in {workdir})")
+    return 0 if failed == 0 else 1
+
+
+def show_console(vm: Vm) -> None:
+    """Prints the guest's console from the scenario's start to the end of its KTAP."""
+    shown = False
+    for line in vm.console_lines():
+        if "rdma-rs: guest up" in line:
+            shown = True
+        if shown:
+            print(f"  {vm.name + ' ' if vm.name else ''}guest| {line.rstrip()}")
+        if "rdma-rs: ktap end" in line:
+            break
+
+
+def report_vm(vm: Vm, label: str, path: Path) -> tuple[int, int]:
+    """Prints one guest's results (its KTAP, the host checks on its cx-model's report, what went
+    wrong with the run) and returns how many passed and failed."""
+    who = f"{label}: {vm.tag}"
+    lines = vm.console_lines()
     results, plan = parse_ktap(lines)
     top = [r for r in results if r.depth == 0]
     # Nested results are KUnit output; in KTAP a parent's line follows its children, so a nested
@@ -457,53 +725,50 @@ def cmd_run(args) -> int:
     finished = any("rdma-rs: ktap end" in l for l in lines)
     problems = []
     if not finished:
-        problems.append("the guest did not finish the scenario (panic or early power-off?); "
-                        f"see {run.console_log}")
+        why = vm.stopped_by or "panic or early power-off?"
+        problems.append(f"the guest did not finish the scenario ({why}); see {vm.console_log}")
     if plan is not None and plan != len(top):
         problems.append(f"plan says {plan} checks but {len(top)} ran")
     if not top:
         problems.append("no KTAP results")
     for r in top:
         mark = "ok" if r.ok else "FAIL"
-        print(f"  [{mark:>4}] {label}: {r.name}")
+        print(f"  [{mark:>4}] {who}{r.name}")
         for d in r.diagnostics[:30]:
             print(f"         | {d}")
     for r in cases:
-        print(f"  [{'ok' if r.ok else 'FAIL':>4}]   {label}: kunit case {r.name}")
-    commands = workdir / "commands.txt"
+        print(f"  [{'ok' if r.ok else 'FAIL':>4}]   {who}kunit case {r.name}")
+    commands = vm.workdir / "commands.txt"
     report = commands.read_text() if commands.exists() else ""
     for pattern in scenario_host_checks(path):
         ok = re.search(pattern, report, re.M) is not None
         top.append(KtapResult(ok, len(top) + 1, f"host: cx-model report matches /{pattern}/", 0))
         leaves.append(top[-1])
-        print(f"  [{'ok' if ok else 'FAIL':>4}] {label}: host: cx-model report matches /{pattern}/")
+        print(f"  [{'ok' if ok else 'FAIL':>4}] {who}host: cx-model report matches /{pattern}/")
     for script in scenario_host_scripts(path):
-        p = subprocess.run([sys.executable, str(HERE.parents[1] / script), str(workdir / "trace.txt")],
+        p = subprocess.run([sys.executable, str(HERE.parents[1] / script), str(vm.workdir / "trace.txt")],
                            capture_output=True, text=True)
         ok = p.returncode == 0
         name = f"host: {script} accepts the command trace"
         top.append(KtapResult(ok, len(top) + 1, name, 0, (p.stdout + p.stderr).splitlines()))
         leaves.append(top[-1])
-        print(f"  [{'ok' if ok else 'FAIL':>4}] {label}: {name}")
+        print(f"  [{'ok' if ok else 'FAIL':>4}] {who}{name}")
         for d in (p.stdout + p.stderr).splitlines()[:40]:
             print(f"         | {d}")
     if report.strip():
-        print(f"  cx-model: commands the driver issued ({label}):")
-        for line in commands.read_text().splitlines():
+        print(f"  cx-model: commands the driver issued ({label}{', ' + vm.name if vm.name else ''}):")
+        for line in report.splitlines():
             print(f"    {line}")
     for p in problems:
-        print(f"  [FAIL] {label}: {p}")
-    passed = sum(r.ok for r in leaves)
-    failed = sum(not r.ok for r in leaves) + len(problems)
-    print(f"RESULT {label}: {passed} passed, {failed} failed ({elapsed:.0f} s; logs in {workdir})")
-    return 0 if failed == 0 else 1
+        print(f"  [FAIL] {who}{p}")
+    return sum(r.ok for r in leaves), sum(not r.ok for r in leaves) + len(problems)
 
 
 def cmd_shell(args) -> int:
     workdir = Path(args.workdir) / f"shell-{args.stack}"
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
-    run = Run(args, workdir)
+    run = Vm(args, workdir)
     try:
         initrd = workdir / "initramfs.cpio"
         build_initramfs(initrd, args.stack, module_paths(args),

@@ -13,11 +13,13 @@ load_stack() {
 	done <"$stack_dir/order"
 }
 
-# unload_stack: rmmod every loaded module of the stack, in reverse order.
+# unload_stack: rmmod every loaded module of the stack, in reverse order. Modules in
+# $KEEP_MODULES stay (in two-VM runs the NIC driver uses dimlib, which the C stack shares).
 unload_stack() {
 	_rc=0
 	for _m in $(sed '1!G;h;$!d' "$stack_dir/order"); do
 		grep -q "^$_m " /proc/modules || continue
+		case " $KEEP_MODULES " in *" $_m "*) continue ;; esac
 		rmmod "$_m" || _rc=1
 	done
 	return $_rc
@@ -59,12 +61,13 @@ pci_cap_ids() {
 	echo "${_ids# }"
 }
 
-# model_ctl <command...>: asks the harness to run a cx-model control command (port <n> up|down,
-# health-error <synd> [fatal], health-clear, remove, status) and prints the model's reply.
-# The request travels on the serial console; the harness types the reply back.
-model_ctl() {
+# host_request <secs> <request...>: prints the request on the console for the harness and waits
+# up to <secs> for its reply, which the harness types back into the console; prints the reply.
+host_request() {
+	_secs=$1
+	shift
 	echo "rdma-rs: host-request: $*" >/dev/console
-	while read -r -t 30 _tag _reply </dev/console; do
+	while read -r -t "$_secs" _tag _reply </dev/console; do
 		if [ "$_tag" = rdma-rs-reply ]; then
 			echo "$_reply"
 			return 0
@@ -72,6 +75,23 @@ model_ctl() {
 	done
 	echo "no reply from the harness"
 	return 1
+}
+
+# model_ctl <command...>: asks the harness to run a cx-model control command (port <n> up|down,
+# health-error <synd> [fatal], health-clear, remove, status) on this guest's cx-model and prints
+# the model's reply.
+model_ctl() {
+	host_request 30 "$@"
+}
+
+# barrier <name> [secs]: in a two-VM run, waits until the other guest reached the barrier <name>
+# too (at most <secs>, default 300). The harness answers "ok barrier <name>" (exit 0), or an error
+# at once when the peer has stopped or waits at another barrier (exit 1). Prints the answer.
+# With one VM it passes at once.
+barrier() {
+	_answer=$(host_request "${2:-300}" barrier "$1")
+	echo "$_answer"
+	[ "$_answer" = "ok barrier $1" ]
 }
 
 # probe_fails <modules> <name> <pattern>...: loads <modules> of the stack (all when empty),
