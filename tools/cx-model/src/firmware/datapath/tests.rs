@@ -733,3 +733,82 @@ fn queue_pairs_on_two_devices_reach_each_other_over_the_wire() {
     x.finish();
     y.finish();
 }
+
+#[test]
+fn a_shared_receive_queue_follows_its_free_list_around_the_ring() {
+    let mut r = Rig::new();
+    // An RMP of 4 WQEs of 64 bytes (a 16-byte link, then one data segment), linked in a circle.
+    let srq_buf = r.t.alloc_pages(1);
+    let srq_dbr = r.t.alloc_pages(1);
+    let mut c = input(op::CREATE_RMP, 0, 0x118);
+    ifc::set(&mut c, Field::new(0x2c8, 24), r.pd);
+    ifc::set(&mut c, Field::new(0x300, 64), srq_dbr);
+    ifc::set(&mut c, Field::new(0x38c, 4), 6);
+    ifc::set(&mut c, Field::new(0x39b, 5), 2);
+    c[0x110..0x118].copy_from_slice(&srq_buf.to_be_bytes());
+    let srqn = created(&r.t.exec(&c, 16).unwrap());
+    let (bk, baddr) = r.mr(4096, LOCAL_WRITE);
+    for i in 0..4u64 {
+        let mut w = [0u8; 64];
+        w[2..4].copy_from_slice(&(((i + 1) % 4) as u16).to_be_bytes());
+        w[16..32].copy_from_slice(&sge(64, bk, baddr + i * 64));
+        r.t.mem.write(srq_buf + i * 64, &w).unwrap();
+    }
+    // B receives through the RMP; A sends to B.
+    let mut cq = r.cq(4, false);
+    let mut a = r.qp(RC, &cq, 3, 3);
+    let mut qc = input(op::CREATE_QP, 0, 0x118);
+    let b_buf = r.t.alloc_pages(1);
+    let b_dbr = r.t.alloc_pages(1);
+    for (f, v) in [
+        (Field::new(0xc8, 8), RC),
+        (Field::new(0xe8, 24), r.pd),
+        (Field::new(0x128, 24), r.uar),
+        (Field::new(0x111, 4), 3),
+        (Field::new(0x4a8, 24), u64::from(cq.n)),
+        (Field::new(0x5a8, 24), u64::from(cq.n)),
+        (Field::new(0x5c0, 64), b_dbr),
+        (Field::new(0x625, 3), 1), // receives from an SRQ
+        (Field::new(0x628, 24), u64::from(srqn)),
+    ] {
+        ifc::set(&mut qc, f, v);
+    }
+    qc[0x110..0x118].copy_from_slice(&b_buf.to_be_bytes());
+    let b = created(&r.t.exec(&qc, 16).unwrap());
+    let lid = r.lid();
+    let b_qp = Qp {
+        n: b,
+        buf: b_buf,
+        dbr: b_dbr,
+        rq_entries: 1,
+        sq_entries: 8,
+        sq_pi: 0,
+        rq_pi: 0,
+    };
+    r.bring_up(&a, b, lid, 7, 7);
+    r.bring_up(&b_qp, a.n, lid, 7, 7);
+    let (ak, aaddr) = r.mr(4096, LOCAL_WRITE);
+    // Ten messages through a ring of four: the driver re-posts each WQE as it is consumed
+    // (the counter in the doorbell record says how many were posted in all).
+    let mut posted = 4u32;
+    r.t.mem.write(srq_dbr, &posted.to_be_bytes()).unwrap();
+    for k in 0..10u32 {
+        r.t.mem.write(aaddr, &[k as u8; 16]).unwrap();
+        r.post_send(&mut a, wqe_op::SEND, 0, &sge(16, ak, aaddr));
+        let w = r
+            .poll(&mut cq)
+            .unwrap_or_else(|| panic!("message {k}: no receive completion"));
+        assert_eq!(
+            (w.opcode, u32::from(w.counter)),
+            (cqe_op::RESP_SEND, k % 4),
+            "message {k}"
+        );
+        let mut got = [0u8; 16];
+        r.t.mem.read(baddr + u64::from(k % 4) * 64, &mut got).unwrap();
+        assert_eq!(got, [k as u8; 16]);
+        assert_eq!(r.poll(&mut cq).unwrap().opcode, cqe_op::REQ);
+        posted += 1;
+        r.t.mem.write(srq_dbr, &posted.to_be_bytes()).unwrap();
+    }
+    r.finish();
+}
