@@ -8,13 +8,17 @@
 //! syndrome and errno.
 
 use crate::dma_page::{DmaPage, PAGE};
+use crate::health::DeviceState;
 use crate::ifc::layout;
 use crate::init_segment::{self, Bar0};
-use crate::status::{self, delivery_errno, opcode_name};
+use crate::status::{self, delivery_errno, op, opcode_name};
 use kernel::{
     device,
     prelude::*,
-    sync::barrier::{dma_mb, Read, Write},
+    sync::{
+        barrier::{dma_mb, Read, Write},
+        Arc,
+    },
     time::{
         delay::{fsleep, udelay},
         Delta, Instant, Monotonic,
@@ -87,11 +91,17 @@ pub(crate) struct CmdQueue {
     /// Slots whose command never completed: the device may still own them, so they are never
     /// written again.
     stuck: u32,
+    /// Whether the device is in the internal-error state (set by the health poll).
+    state: Arc<DeviceState>,
 }
 
 impl CmdQueue {
     /// Allocates the queue page and programs its address into the init segment.
-    pub(crate) fn new(dev: &device::Device<device::Bound>, bar: &Bar0<'_>) -> Result<Self> {
+    pub(crate) fn new(
+        dev: &device::Device<device::Bound>,
+        bar: &Bar0<'_>,
+        state: Arc<DeviceState>,
+    ) -> Result<Self> {
         let (log_size, log_stride) = init_segment::cmdq_geometry(bar);
         if log_size > 5 || log_size + log_stride > 12 || (1 << log_stride) < ENTRY {
             dev_err!(dev, "unsupported command queue geometry: log size {log_size}, log stride {log_stride}\n");
@@ -106,7 +116,13 @@ impl CmdQueue {
             log_stride,
             token: 0,
             stuck: 0,
+            state,
         })
+    }
+
+    /// Whether the device is in the internal-error state.
+    pub(crate) fn device_in_error(&self) -> bool {
+        self.state.in_error()
     }
 
     /// The slot MANAGE_PAGES uses: the last one, kept for page commands as in the C driver.
@@ -173,6 +189,9 @@ impl CmdQueue {
             input.get(6).copied().unwrap_or(0),
             input.get(7).copied().unwrap_or(0),
         ]);
+        if self.state.in_error() {
+            return internal_error_result(opcode, out_len);
+        }
         let (nin, nout) = (blocks_for(input.len()), blocks_for(out_len));
         self.ensure_blocks(dev, nin + nout)?;
         // Tokens are non-zero and change with every command.
@@ -200,6 +219,9 @@ impl CmdQueue {
 
         if let Err(e) = self.wait_owner(dev, entry_off, opcode) {
             self.stuck |= 1 << slot;
+            if self.state.in_error() {
+                return internal_error_result(opcode, out_len);
+            }
             return Err(e);
         }
         dma_mb(Read);
@@ -278,6 +300,10 @@ impl CmdQueue {
             if so[0] & OWNER_HW == 0 {
                 return Ok(());
             }
+            // A command in flight when the device enters the error state fails now.
+            if self.state.in_error() {
+                return Err(EIO);
+            }
             if start.elapsed() > CMD_TIMEOUT {
                 dev_err!(dev, "{}({:#x}) timeout\n", opcode_name(opcode), opcode);
                 return Err(ETIMEDOUT);
@@ -289,6 +315,24 @@ impl CmdQueue {
                 fsleep(Delta::from_micros(100));
             }
         }
+    }
+}
+
+/// What a command gets while the device is in the internal-error state, as in the C driver:
+/// commands that release resources succeed (with zeroed output), so teardown completes; the
+/// others fail with `ENOLINK`.
+fn internal_error_result(opcode: u16, out_len: usize) -> Result<KVec<u8>> {
+    match opcode {
+        op::TEARDOWN_HCA
+        | op::DISABLE_HCA
+        | op::MANAGE_PAGES
+        | op::DESTROY_EQ
+        | op::DEALLOC_UAR => {
+            let mut out = KVec::with_capacity(out_len, GFP_KERNEL)?;
+            out.resize(out_len, 0, GFP_KERNEL)?;
+            Ok(out)
+        }
+        _ => Err(ENOLINK),
     }
 }
 

@@ -5,15 +5,19 @@
 //! answers page requests and reports port changes.
 
 use crate::hca::{Hca, PortEvent};
-use crate::init_segment::Bar0;
+use crate::init_segment;
 use crate::interface::{self, Event};
 use kernel::{
     device::Bound,
     irq::{IrqReturn, ThreadedHandler},
-    new_mutex, pci,
+    new_mutex,
+    pci::{self, DevresBar},
     prelude::*,
     sync::{Arc, Mutex},
 };
+
+/// BAR0 as the function keeps it: device-managed, shared with the health poll.
+pub(crate) type SharedBar = Arc<DevresBar<{ init_segment::SIZE }>>;
 
 /// Port change sub-types, as the C driver names them.
 fn port_change_name(sub_type: u8) -> &'static str {
@@ -34,7 +38,7 @@ fn port_change_name(sub_type: u8) -> &'static str {
 #[pin_data(PinnedDrop)]
 pub(crate) struct Function<'bound> {
     pdev: &'bound pci::Device<Bound>,
-    bar: Bar0<'bound>,
+    bar: SharedBar,
     #[pin]
     hca: Mutex<Option<Hca>>,
     /// Registry id, once interfaces may see the function.
@@ -46,7 +50,7 @@ impl<'bound> Function<'bound> {
     /// Shares `bar` and `hca` for `pdev`.
     pub(crate) fn new(
         pdev: &'bound pci::Device<Bound>,
-        bar: Bar0<'bound>,
+        bar: SharedBar,
         hca: Hca,
     ) -> Result<Arc<Self>> {
         Arc::pin_init(
@@ -68,7 +72,12 @@ impl<'bound> Function<'bound> {
             let Some(hca) = (*guard).as_mut() else {
                 return;
             };
-            match hca.take_events(self.pdev.as_ref(), &self.bar) {
+            let dev = self.pdev.as_ref();
+            match self
+                .bar
+                .access_with(dev, |bar| hca.take_events(dev, bar))
+                .and_then(|r| r)
+            {
                 Ok(p) => p,
                 Err(e) => {
                     dev_err!(self.pdev, "event queue error: err {}\n", e.to_errno());
@@ -106,7 +115,14 @@ impl<'bound> Function<'bound> {
         }
         let hca = self.hca.lock().take();
         if let Some(hca) = hca {
-            hca.tear_down(self.pdev.as_ref(), &self.bar);
+            let dev = self.pdev.as_ref();
+            if self
+                .bar
+                .access_with(dev, |bar| hca.tear_down(dev, bar))
+                .is_err()
+            {
+                dev_err!(self.pdev, "BAR0 no longer accessible; HCA not torn down\n");
+            }
         }
     }
 }

@@ -7,11 +7,12 @@
 
 use crate::cmd::CmdQueue;
 use crate::eq::{event, EventQueue, Uar};
+use crate::health::DeviceState;
 use crate::ifc::{layout, set_bits};
 use crate::init_segment::Bar0;
 use crate::pages::{FwPages, PageRequest};
 use crate::status::op;
-use kernel::{device, prelude::*};
+use kernel::{device, prelude::*, sync::Arc};
 
 /// Size of a capability page.
 const CAP_SIZE: usize = 4096;
@@ -137,8 +138,12 @@ fn cap_query_type(
 impl Hca {
     /// Brings the function up to an initialized HCA. On failure after ENABLE_HCA, the pages
     /// already lent are reclaimed and the function disabled, as the C driver does.
-    pub(crate) fn bring_up(dev: &device::Device<device::Bound>, bar: &Bar0<'_>) -> Result<Self> {
-        let mut cmd = CmdQueue::new(dev, bar)?;
+    pub(crate) fn bring_up(
+        dev: &device::Device<device::Bound>,
+        bar: &Bar0<'_>,
+        state: Arc<DeviceState>,
+    ) -> Result<Self> {
+        let mut cmd = CmdQueue::new(dev, bar, state)?;
         let enable = FunctionIn::new().opcode(op::ENABLE_HCA.into());
         if let Err(e) = cmd.exec(dev, bar, enable.as_bytes(), 16) {
             dev_err!(dev, "enable hca failed\n");

@@ -28,6 +28,12 @@ const CMDQ_ADDR_L_SZ: usize = 0x014;
 const CMD_DBELL: usize = 0x018;
 /// `initializing`: bit 31 set while firmware initializes.
 const INITIALIZING: usize = 0x1fc;
+/// Health buffer word with the recover-flow-required bit (31).
+const HEALTH_RFR: usize = 0x238;
+/// Health buffer word with the syndrome (bits 23:16).
+const HEALTH_SYND: usize = 0x23c;
+/// `health_counter`: advances while firmware is alive.
+const HEALTH_COUNTER: usize = 0x1010;
 
 /// The only command interface revision this driver speaks.
 pub(crate) const SUPPORTED_CMDIF_REV: u16 = 5;
@@ -54,6 +60,31 @@ pub(crate) fn cmdq_geometry(bar: &Bar0<'_>) -> (u32, u32) {
 pub(crate) fn set_cmdq_address(bar: &Bar0<'_>, addr: u64) {
     write_be32(bar, CMDQ_ADDR_H, (addr >> 32) as u32);
     write_be32(bar, CMDQ_ADDR_L_SZ, addr as u32 & !0xfff);
+}
+
+/// What the health buffer and counter say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HealthRegs {
+    /// The free-running counter.
+    pub(crate) counter: u32,
+    /// The syndrome (0: healthy).
+    pub(crate) synd: u8,
+    /// Recovery flow required: the error is fatal.
+    pub(crate) rfr: bool,
+    /// Every register reads all ones: the device is gone from the bus.
+    pub(crate) gone: bool,
+}
+
+/// Reads the health registers.
+pub(crate) fn health(bar: &Bar0<'_>) -> HealthRegs {
+    let addr = read_be32(bar, CMDQ_ADDR_L_SZ);
+    let counter = read_be32(bar, HEALTH_COUNTER);
+    HealthRegs {
+        counter,
+        synd: (read_be32(bar, HEALTH_SYND) >> 16) as u8,
+        rfr: read_be32(bar, HEALTH_RFR) & (1 << 31) != 0,
+        gone: addr == u32::MAX && counter == u32::MAX,
+    }
 }
 
 /// Submits the command queue entry in `slot`.

@@ -8,6 +8,7 @@ mod dma_page;
 mod eq;
 mod events;
 mod hca;
+mod health;
 mod ifc;
 mod init_segment;
 pub mod interface;

@@ -236,6 +236,18 @@ impl FwPages {
         bar: &Bar0<'_>,
     ) {
         while !self.lent.is_empty() {
+            if cmd.device_in_error() {
+                // The device is dead (as the C driver assumes in this state): nothing will write
+                // the pages any more, so they are freed without asking for them back.
+                dev_warn!(
+                    dev,
+                    "device in error state: releasing {} firmware pages without reclaim\n",
+                    self.lent.len()
+                );
+                self.reclaimed += self.lent.len() as u64;
+                self.lent.clear();
+                break;
+            }
             let want = self.lent.len().min(TAKE_BATCH);
             if self.reclaim_some(cmd, dev, bar, want) == 0 {
                 break;

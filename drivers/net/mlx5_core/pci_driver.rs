@@ -4,6 +4,7 @@
 
 use crate::events::{EventHandler, Function};
 use crate::hca::{Hca, CONTROL_VECTOR};
+use crate::health::{DeviceState, HealthPoller};
 use crate::init_segment::{self, FwRevision};
 use kernel::{
     device::Core,
@@ -16,7 +17,7 @@ use kernel::{
         atomic::{Atomic, Relaxed},
         Arc,
     },
-    time::Delta,
+    time::{hrtimer::ArcHrTimerHandle, Delta},
 };
 
 /// Number of functions currently bound to this driver.
@@ -83,6 +84,8 @@ pub(crate) struct Mlx5PciDriver;
 /// before the function state it uses, and both before the MSI-X vectors.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Mlx5Function<'bound> {
+    /// The health poll's timer (stopped when the handle drops).
+    health: ArcHrTimerHandle<HealthPoller>,
     /// The control vector's handler: event queues.
     #[pin]
     irq: ThreadedRegistration<'bound, EventHandler<'bound>>,
@@ -148,7 +151,8 @@ impl pci::Driver for Mlx5PciDriver {
             // handler registration (`irq`), so the handler is freed first.
             let vectors = unsafe { BoundIrqVectors::alloc_msix(pdev, 1, 1)? };
             let request = vectors.request(CONTROL_VECTOR.into())?;
-            let hca = Hca::bring_up(pdev.as_ref(), &bar).inspect_err(|e| {
+            let state = DeviceState::new()?;
+            let hca = Hca::bring_up(pdev.as_ref(), &bar, state.clone()).inspect_err(|e| {
                 dev_err!(
                     pdev,
                     "mlx5 bring-up failed with error code {}\n",
@@ -165,9 +169,12 @@ impl pci::Driver for Mlx5PciDriver {
                 if ib { "InfiniBand" } else { "Ethernet" },
                 hca.pages_outstanding()
             );
+            let bar = Arc::new(bar.into_devres()?, GFP_KERNEL)?;
+            let health = HealthPoller::start(pdev.as_ref(), bar.clone(), state)?;
             let function = Function::new(pdev, bar, hca)?;
             let handler: Result<EventHandler<'_>> = Ok(EventHandler::new(function.clone()));
             Ok(try_pin_init!(Mlx5Function {
+                health,
                 // SAFETY: the registration lives in the pinned driver data and is dropped with
                 // it; nothing forgets it.
                 irq <- unsafe {

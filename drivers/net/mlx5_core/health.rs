@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Device health: a timer polls the health counter and syndrome in the init segment, as the C
+//! driver's `poll_health` does. A syndrome is logged with its name; a fatal one (recovery
+//! required), a device that reads all ones (gone from the bus) or a counter that stopped moving
+//! puts the device in the internal-error state, in which the command queue fails commands at
+//! once (and lets teardown commands "succeed", so unload completes).
+
+use crate::init_segment::{self, Bar0, HealthRegs};
+use kernel::{
+    device, impl_has_hr_timer,
+    pci::DevresBar,
+    prelude::*,
+    sync::{
+        aref::ARef,
+        atomic::{Atomic, Relaxed},
+        Arc, ArcBorrow,
+    },
+    time::{
+        hrtimer::{
+            ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerPointer,
+            HrTimerRestart, RelativeMode,
+        },
+        Delta, Monotonic,
+    },
+};
+
+/// How often the health registers are read (the C driver's default).
+const POLL_INTERVAL: Delta = Delta::from_millis(2000);
+/// Polls with an unchanged counter before the device is declared unresponsive (as in C).
+const MAX_MISSES: u32 = 3;
+
+/// Whether the device is usable; shared by the command queue and the health poll.
+pub(crate) struct DeviceState {
+    internal_error: Atomic<u32>,
+}
+
+impl DeviceState {
+    /// A healthy device.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Ok(Arc::new(
+            Self {
+                internal_error: Atomic::new(0),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// Whether the device is in the internal-error state.
+    pub(crate) fn in_error(&self) -> bool {
+        self.internal_error.load(Relaxed) != 0
+    }
+
+    /// Enters the internal-error state; true the first time.
+    pub(crate) fn set_error(&self) -> bool {
+        self.internal_error.xchg(1, Relaxed) == 0
+    }
+}
+
+/// The name the C driver gives a health syndrome.
+pub(crate) fn syndrome_name(synd: u8) -> &'static str {
+    match synd {
+        0x1 => "firmware internal error",
+        0x7 => "irisc not responding",
+        0x8 => "unrecoverable hardware error",
+        0x9 => "firmware CRC error",
+        0xa => "ICM fetch PCI error",
+        0xb => "HW fatal error",
+        0xc => "async EQ buffer overrun",
+        0xd => "EQ error",
+        0xe => "Invalid EQ referenced",
+        0xf => "FFSER error",
+        0x10 => "High temperature",
+        0x12 => "ICM fetch PCI data poisoned error",
+        0x13 => "Trust lockdown error",
+        _ => "unrecognized error",
+    }
+}
+
+/// What one poll concludes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Nothing new.
+    Healthy,
+    /// A new non-zero syndrome, not fatal.
+    Syndrome(u8),
+    /// Fatal: the sensor number the C driver reports (1: PCI communication, 5: firmware
+    /// syndrome with recovery required).
+    Fatal(u32),
+    /// The counter stopped.
+    Unresponsive,
+}
+
+/// Judges one reading given the previous counter, the misses so far and the last syndrome seen.
+pub(crate) fn judge(regs: HealthRegs, prev: u32, misses: u32, last_synd: u8) -> (Verdict, u32) {
+    if regs.gone {
+        return (Verdict::Fatal(1), misses);
+    }
+    if regs.rfr && regs.synd != 0 {
+        return (Verdict::Fatal(5), misses);
+    }
+    let misses = if regs.counter == prev { misses + 1 } else { 0 };
+    if misses == MAX_MISSES {
+        return (Verdict::Unresponsive, misses);
+    }
+    if regs.synd != 0 && regs.synd != last_synd {
+        return (Verdict::Syndrome(regs.synd), misses);
+    }
+    (Verdict::Healthy, misses)
+}
+
+/// The health poll of one function.
+#[pin_data]
+pub(crate) struct HealthPoller {
+    #[pin]
+    timer: HrTimer<Self>,
+    bar: Arc<DevresBar<{ init_segment::SIZE }>>,
+    dev: ARef<device::Device>,
+    state: Arc<DeviceState>,
+    prev: Atomic<u32>,
+    misses: Atomic<u32>,
+    synd: Atomic<u32>,
+}
+
+impl HealthPoller {
+    /// Starts polling `bar` for `dev`; dropping the handle stops it.
+    pub(crate) fn start(
+        dev: &device::Device,
+        bar: Arc<DevresBar<{ init_segment::SIZE }>>,
+        state: Arc<DeviceState>,
+    ) -> Result<ArcHrTimerHandle<Self>> {
+        let poller = Arc::pin_init(
+            pin_init!(Self {
+                timer <- HrTimer::new(),
+                bar,
+                dev: dev.into(),
+                state,
+                prev: Atomic::new(0),
+                misses: Atomic::new(0),
+                synd: Atomic::new(0),
+            }),
+            GFP_KERNEL,
+        )?;
+        Ok(poller.start(POLL_INTERVAL))
+    }
+
+    fn poll(&self, bar: &Bar0<'_>) -> bool {
+        if self.state.in_error() {
+            return false;
+        }
+        let regs = init_segment::health(bar);
+        let last_synd = self.synd.load(Relaxed) as u8;
+        let (verdict, misses) = judge(
+            regs,
+            self.prev.load(Relaxed),
+            self.misses.load(Relaxed),
+            last_synd,
+        );
+        self.prev.store(regs.counter, Relaxed);
+        self.misses.store(misses, Relaxed);
+        self.synd.store(regs.synd.into(), Relaxed);
+        match verdict {
+            Verdict::Healthy => true,
+            Verdict::Syndrome(s) => {
+                dev_err!(self.dev, "synd {:#x}: {}\n", s, syndrome_name(s));
+                true
+            }
+            Verdict::Unresponsive => {
+                dev_err!(
+                    self.dev,
+                    "device's health compromised - reached miss count\n"
+                );
+                true
+            }
+            Verdict::Fatal(sensor) => {
+                if self.state.set_error() {
+                    dev_err!(self.dev, "Fatal error {} detected\n", sensor);
+                    if regs.synd != 0 && !regs.gone {
+                        dev_err!(
+                            self.dev,
+                            "synd {:#x}: {}\n",
+                            regs.synd,
+                            syndrome_name(regs.synd)
+                        );
+                    }
+                    dev_err!(
+                        self.dev,
+                        "device in internal error state: commands fail from now on\n"
+                    );
+                }
+                false
+            }
+        }
+    }
+}
+
+impl HrTimerCallback for HealthPoller {
+    type Pointer<'a> = Arc<Self>;
+
+    fn run(this: ArcBorrow<'_, Self>, mut ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
+        // After unbind the BAR is revoked: stop.
+        let again = this
+            .bar
+            .try_access_with(|bar| this.poll(bar))
+            .unwrap_or(false);
+        if again {
+            ctx.forward_now(POLL_INTERVAL);
+            HrTimerRestart::Restart
+        } else {
+            HrTimerRestart::NoRestart
+        }
+    }
+}
+
+impl_has_hr_timer! {
+    impl HasHrTimer<Self> for HealthPoller {
+        mode: RelativeMode<Monotonic>, field: self.timer
+    }
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_mlx5_health)]
+mod tests {
+    use super::*;
+
+    fn regs(counter: u32, synd: u8, rfr: bool) -> HealthRegs {
+        HealthRegs {
+            counter,
+            synd,
+            rfr,
+            gone: false,
+        }
+    }
+
+    #[test]
+    fn a_moving_counter_is_healthy_a_stopped_one_is_not() {
+        assert_eq!(judge(regs(5, 0, false), 4, 0, 0), (Verdict::Healthy, 0));
+        assert_eq!(judge(regs(5, 0, false), 5, 1, 0), (Verdict::Healthy, 2));
+        assert_eq!(
+            judge(regs(5, 0, false), 5, 2, 0),
+            (Verdict::Unresponsive, 3)
+        );
+    }
+
+    #[test]
+    fn syndromes_are_reported_once_and_fatal_ones_stop_the_device() {
+        assert_eq!(judge(regs(6, 8, false), 5, 0, 0), (Verdict::Syndrome(8), 0));
+        assert_eq!(judge(regs(7, 8, false), 6, 0, 8), (Verdict::Healthy, 0));
+        assert_eq!(judge(regs(7, 8, true), 6, 0, 8).0, Verdict::Fatal(5));
+        let gone = HealthRegs {
+            counter: u32::MAX,
+            synd: 0xff,
+            rfr: true,
+            gone: true,
+        };
+        assert_eq!(judge(gone, 1, 0, 0).0, Verdict::Fatal(1));
+        assert_eq!(syndrome_name(8), "unrecoverable hardware error");
+    }
+}
