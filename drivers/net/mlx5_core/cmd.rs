@@ -7,6 +7,7 @@
 //! Every failure is logged as the C driver logs it: the command's name, op_mod, status name,
 //! syndrome and errno.
 
+use crate::cmd_events::CmdEvents;
 use crate::dma_page::{DmaPage, PAGE};
 use crate::health::DeviceState;
 use crate::ifc::layout;
@@ -25,6 +26,8 @@ use kernel::{
     },
 };
 
+/// In event mode, how long a waiter sleeps before it rechecks the entry itself.
+const EVENT_RECHECK_MS: u32 = 20;
 /// Size of a queue entry.
 const ENTRY: usize = 64;
 /// Transport type of an entry submitted over PCI.
@@ -93,6 +96,8 @@ pub(crate) struct CmdQueue {
     stuck: u32,
     /// Whether the device is in the internal-error state (set by the health poll).
     state: Arc<DeviceState>,
+    /// Event mode: completions arrive through the command EQ (polling mode when `None`).
+    events: Option<Arc<CmdEvents>>,
 }
 
 impl CmdQueue {
@@ -117,7 +122,18 @@ impl CmdQueue {
             token: 0,
             stuck: 0,
             state,
+            events: None,
         })
+    }
+
+    /// Switches to event mode (completions through the command EQ in `events`).
+    pub(crate) fn use_events(&mut self, events: Arc<CmdEvents>) {
+        self.events = Some(events);
+    }
+
+    /// Switches back to polling mode (before the command EQ is destroyed).
+    pub(crate) fn use_polling(&mut self) {
+        self.events = None;
     }
 
     /// Whether the device is in the internal-error state.
@@ -215,9 +231,12 @@ impl CmdQueue {
         self.queue.write(entry_off, &e)?;
         // The entry and its mailboxes must be visible to the device before the doorbell.
         dma_mb(Write);
+        if let Some(ev) = &self.events {
+            ev.clear(slot);
+        }
         init_segment::ring_command_doorbell(bar, slot);
 
-        if let Err(e) = self.wait_owner(dev, entry_off, opcode) {
+        if let Err(e) = self.wait_owner(dev, slot, entry_off, opcode) {
             self.stuck |= 1 << slot;
             if self.state.in_error() {
                 return internal_error_result(opcode, out_len);
@@ -289,6 +308,7 @@ impl CmdQueue {
     fn wait_owner(
         &self,
         dev: &device::Device<device::Bound>,
+        slot: u32,
         entry_off: usize,
         opcode: u16,
     ) -> Result {
@@ -307,6 +327,12 @@ impl CmdQueue {
             if start.elapsed() > CMD_TIMEOUT {
                 dev_err!(dev, "{}({:#x}) timeout\n", opcode_name(opcode), opcode);
                 return Err(ETIMEDOUT);
+            }
+            if let Some(ev) = &self.events {
+                // Event mode: sleep until the handler reports the slot (or a short while, to
+                // recheck the ownership bit and the error state).
+                ev.wait(slot, EVENT_RECHECK_MS);
+                continue;
             }
             polls += 1;
             if polls < 100 {

@@ -4,6 +4,7 @@
 //! (BAR0 and the HCA), and the handler itself: it consumes the event queues in its thread,
 //! answers page requests and reports port changes.
 
+use crate::cmd_events::CmdEvents;
 use crate::hca::{Hca, PortEvent};
 use crate::init_segment;
 use crate::interface::{self, Event};
@@ -41,6 +42,8 @@ pub(crate) struct Function<'bound> {
     bar: SharedBar,
     #[pin]
     hca: Mutex<Option<Hca>>,
+    /// Command completions (event mode), consumed without the HCA lock.
+    cmd_events: Arc<CmdEvents>,
     /// Registry id, once interfaces may see the function.
     #[pin]
     id: Mutex<Option<u32>>,
@@ -52,12 +55,14 @@ impl<'bound> Function<'bound> {
         pdev: &'bound pci::Device<Bound>,
         bar: SharedBar,
         hca: Hca,
+        cmd_events: Arc<CmdEvents>,
     ) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(Self {
                 pdev,
                 bar,
                 hca <- new_mutex!(Some(hca)),
+                cmd_events,
                 id <- new_mutex!(None),
             }),
             GFP_KERNEL,
@@ -67,6 +72,11 @@ impl<'bound> Function<'bound> {
     /// Consumes the event queues (answering page requests) and re-arms them, then reports the
     /// port changes with the HCA unlocked. Does nothing once the HCA is torn down.
     pub(crate) fn process_events(&self) {
+        // Command completions first, and without the HCA lock: the issuer holds it.
+        let dev = self.pdev.as_ref();
+        if let Ok(Err(e)) = self.bar.access_with(dev, |bar| self.cmd_events.poll(bar)) {
+            dev_err!(self.pdev, "command EQ error: err {}\n", e.to_errno());
+        }
         let ports: KVec<PortEvent> = {
             let mut guard = self.hca.lock();
             let Some(hca) = (*guard).as_mut() else {
@@ -123,6 +133,11 @@ impl<'bound> Function<'bound> {
             {
                 dev_err!(self.pdev, "BAR0 no longer accessible; HCA not torn down\n");
             }
+            dev_info!(
+                self.pdev,
+                "{} command completion(s) came as events\n",
+                self.cmd_events.reported()
+            );
         }
     }
 }

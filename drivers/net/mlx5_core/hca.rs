@@ -6,6 +6,7 @@
 //! the event queues, TEARDOWN_HCA, page reclaim, DISABLE_HCA.
 
 use crate::cmd::CmdQueue;
+use crate::cmd_events::{CmdEvents, EVENT_CMD};
 use crate::eq::{event, EventQueue, Uar};
 use crate::health::DeviceState;
 use crate::ifc::{layout, set_bits};
@@ -99,6 +100,8 @@ pub(crate) struct Hca {
     uar: Option<Uar>,
     async_eq: Option<EventQueue>,
     pages_eq: Option<EventQueue>,
+    /// The command EQ, kept outside the HCA lock for the event handler.
+    cmd_events: Arc<CmdEvents>,
 }
 
 /// A port state change, to pass on to the protocol interfaces.
@@ -142,6 +145,7 @@ impl Hca {
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
         state: Arc<DeviceState>,
+        cmd_events: Arc<CmdEvents>,
     ) -> Result<Self> {
         let mut cmd = CmdQueue::new(dev, bar, state)?;
         let enable = FunctionIn::new().opcode(op::ENABLE_HCA.into());
@@ -160,6 +164,7 @@ impl Hca {
                     uar: None,
                     async_eq: None,
                     pages_eq: None,
+                    cmd_events,
                 };
                 match hca.events_up(dev, bar) {
                     Ok(()) => Ok(hca),
@@ -289,6 +294,18 @@ impl Hca {
     /// [`Self::take_events`], once the interrupt handler is in place.
     fn events_up(&mut self, dev: &device::Device<device::Bound>, bar: &Bar0<'_>) -> Result {
         let uar = self.uar.insert(Uar::alloc(&mut self.cmd, dev, bar)?);
+        // The command EQ first; from then on commands complete in event mode, as in C.
+        let cmd_eq = EventQueue::create(
+            &mut self.cmd,
+            dev,
+            bar,
+            uar,
+            CONTROL_VECTOR,
+            1 << EVENT_CMD,
+            "cmd",
+        )?;
+        self.cmd_events.set_eq(cmd_eq);
+        self.cmd.use_events(self.cmd_events.clone());
         self.async_eq = Some(EventQueue::create(
             &mut self.cmd,
             dev,
@@ -362,6 +379,11 @@ impl Hca {
             .into_iter()
             .flatten()
         {
+            eq.destroy(&mut self.cmd, dev, bar);
+        }
+        // Back to polling before the command EQ goes.
+        self.cmd.use_polling();
+        if let Some(eq) = self.cmd_events.take_eq() {
             eq.destroy(&mut self.cmd, dev, bar);
         }
         if let Some(uar) = self.uar.take() {

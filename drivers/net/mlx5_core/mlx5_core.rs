@@ -4,6 +4,7 @@
 //! the firmware command interface and lets protocol modules (`mlx5_ib`) attach to it.
 
 mod cmd;
+mod cmd_events;
 mod dma_page;
 mod eq;
 mod events;

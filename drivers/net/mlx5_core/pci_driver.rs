@@ -2,6 +2,7 @@
 
 //! The PCI driver: the ConnectX ID table, probe and remove.
 
+use crate::cmd_events::CmdEvents;
 use crate::events::{EventHandler, Function};
 use crate::hca::{Hca, CONTROL_VECTOR};
 use crate::health::{DeviceState, HealthPoller};
@@ -152,13 +153,15 @@ impl pci::Driver for Mlx5PciDriver {
             let vectors = unsafe { BoundIrqVectors::alloc_msix(pdev, 1, 1)? };
             let request = vectors.request(CONTROL_VECTOR.into())?;
             let state = DeviceState::new()?;
-            let hca = Hca::bring_up(pdev.as_ref(), &bar, state.clone()).inspect_err(|e| {
-                dev_err!(
-                    pdev,
-                    "mlx5 bring-up failed with error code {}\n",
-                    e.to_errno()
-                );
-            })?;
+            let cmd_events = CmdEvents::new()?;
+            let hca = Hca::bring_up(pdev.as_ref(), &bar, state.clone(), cmd_events.clone())
+                .inspect_err(|e| {
+                    dev_err!(
+                        pdev,
+                        "mlx5 bring-up failed with error code {}\n",
+                        e.to_errno()
+                    );
+                })?;
             let (ports, ib) = hca.ports();
             let ports_u8 = u8::try_from(ports).unwrap_or(u8::MAX);
             dev_info!(
@@ -171,7 +174,7 @@ impl pci::Driver for Mlx5PciDriver {
             );
             let bar = Arc::new(bar.into_devres()?, GFP_KERNEL)?;
             let health = HealthPoller::start(pdev.as_ref(), bar.clone(), state)?;
-            let function = Function::new(pdev, bar, hca)?;
+            let function = Function::new(pdev, bar, hca, cmd_events)?;
             let handler: Result<EventHandler<'_>> = Ok(EventHandler::new(function.clone()));
             Ok(try_pin_init!(Mlx5Function {
                 health,

@@ -25,7 +25,9 @@ check_output "model: offers 4 pages back" '^ok page request -4$' model_ctl page-
 wait_for "mlx5_core takes them" 10 "^$((held + 4))\$" pages_held
 for i in 1 2 3; do model_ctl port 1 down >/dev/null; model_ctl port 1 up >/dev/null; done
 wait_for "three more down/up pairs, each reported" 10 '^4$' sh -c "dmesg | grep -c 'port 1 state change: down'"
+check_output "the control vector took interrupts" 'mlx5_core' sh -c "grep mlx5_core /proc/interrupts | awk '{ n = 0; for (i = 2; i <= NF; i++) if (\$i ~ /^[0-9]+\$/) n += \$i; if (n > 0) print }'"
 check "unload the rust stack" unload_stack
+check_output "commands completed in event mode (through the command EQ)" "mlx5_core $bdf: [1-9][0-9]* command completion\(s\) came as events" dmesg
 check_output "teardown reclaimed every page, including the extra ones" "HCA torn down; $((held + 8)) firmware pages given, $((held + 8)) reclaimed" dmesg
 kmemleak_clean "kmemleak finds no leak"
 dmesg_clean "dmesg has no warnings, oopses or lockdep reports"
