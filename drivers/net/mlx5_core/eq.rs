@@ -131,9 +131,10 @@ impl Uar {
     }
 }
 
-/// An event queue.
+/// An event queue. Its page is freed only by a successful [`EventQueue::destroy`]: dropped
+/// otherwise, the page is left allocated, since the device may still write it.
 pub(crate) struct EventQueue {
-    page: DmaPage,
+    page: Option<DmaPage>,
     eqn: u8,
     ci: u32,
     uar_offset: usize,
@@ -168,7 +169,7 @@ impl EventQueue {
         let out = cmd.exec(dev, bar, q.as_bytes(), 16)?;
         let eqn = CreateEqOut::from_bytes(&out).eq_number() as u8;
         Ok(Self {
-            page,
+            page: Some(page),
             eqn,
             ci: 0,
             uar_offset: uar.offset(),
@@ -178,7 +179,7 @@ impl EventQueue {
 
     /// DESTROY_EQ.
     pub(crate) fn destroy(
-        self,
+        mut self,
         cmd: &mut CmdQueue,
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
@@ -186,32 +187,36 @@ impl EventQueue {
         let q = DestroyEqIn::new()
             .opcode(op::DESTROY_EQ.into())
             .eq_number(self.eqn.into());
-        if let Err(e) = cmd.exec(dev, bar, q.as_bytes(), 16) {
-            dev_err!(
+        match cmd.exec(dev, bar, q.as_bytes(), 16) {
+            // The device no longer writes the page.
+            Ok(_) => drop(self.page.take()),
+            // The device may still write the page: `Drop` keeps it.
+            Err(e) => dev_err!(
                 dev,
                 "failed to destroy {} EQ {}: err {}\n",
                 self.name,
                 self.eqn,
                 e.to_errno()
-            );
-            // The device may still write the page: never free it.
-            core::mem::forget(self.page);
+            ),
         }
     }
 
     /// Takes every entry software owns, in order, then re-arms the queue.
     pub(crate) fn poll(&mut self, bar: &Bar0<'_>, out: &mut KVec<Eqe>) -> Result {
+        let Some(page) = self.page.as_ref() else {
+            return Ok(());
+        };
         loop {
             let at = (self.ci % ENTRIES) as usize * EQE_SIZE;
             let mut owner = [0u8; 1];
-            self.page.read(at + EQE_SIZE - 1, &mut owner)?;
+            page.read(at + EQE_SIZE - 1, &mut owner)?;
             if !software_owns(owner[0], self.ci) {
                 break;
             }
             // The rest of the entry is read only after its owner bit said it is complete.
             core::sync::atomic::fence(core::sync::atomic::Ordering::Acquire);
             let mut e = [0u8; EQE_SIZE];
-            self.page.read(at, &mut e)?;
+            page.read(at, &mut e)?;
             let mut data = [0u8; 28];
             data.copy_from_slice(&e[0x20..0x3c]);
             out.push(
@@ -227,6 +232,15 @@ impl EventQueue {
         let v = doorbell_value(self.eqn, self.ci);
         // The mapping covers the UAR pages; a failure would mean a UAR outside BAR0.
         bar.try_write32(v.swap_bytes(), self.uar_offset + DOORBELL_ARM)
+    }
+}
+
+impl Drop for EventQueue {
+    fn drop(&mut self) {
+        if let Some(page) = self.page.take() {
+            // Not destroyed: the device may still write the page, so it is never freed.
+            core::mem::forget(page);
+        }
     }
 }
 

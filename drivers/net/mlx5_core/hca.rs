@@ -153,7 +153,7 @@ impl Hca {
             dev_err!(dev, "enable hca failed\n");
             return Err(e);
         }
-        let mut pages = FwPages::new();
+        let mut pages = FwPages::new()?;
         match Self::init(&mut cmd, &mut pages, dev, bar) {
             Ok((caps, board_id)) => {
                 let mut hca = Self {
@@ -421,6 +421,11 @@ impl Hca {
     pub(crate) fn ports(&self) -> (u64, bool) {
         let c = GeneralCaps::from_bytes(&self.caps);
         (c.num_ports(), c.port_type() == 0)
+    }
+
+    /// The count of pages the firmware holds, kept up to date (for debugfs).
+    pub(crate) fn pages_counter(&self) -> Arc<kernel::sync::atomic::Atomic<u32>> {
+        self.pages.held_counter()
     }
 
     /// Firmware pages the device holds.

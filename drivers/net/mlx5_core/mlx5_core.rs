@@ -5,6 +5,7 @@
 
 mod cmd;
 mod cmd_events;
+mod debugfs;
 mod dma_page;
 mod eq;
 mod events;
@@ -33,6 +34,8 @@ impl kernel::InPlaceModule for Mlx5CoreModule {
         // SAFETY: Called once, at module load, before the driver can bind or an interface
         // register.
         unsafe { interface::REGISTRY.init() };
+        // SAFETY: As above.
+        unsafe { debugfs::init() };
         try_pin_init!(Self {
             driver <- driver::Registration::new(c"mlx5_core", module),
         })
@@ -45,6 +48,7 @@ impl PinnedDrop for Mlx5CoreModule {
         // The registry is a static: free what it holds. Functions still bound are unbound right
         // after (the driver field drops), and find nothing left to remove.
         interface::clear();
+        debugfs::exit();
     }
 }
 

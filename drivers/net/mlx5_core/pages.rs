@@ -8,7 +8,14 @@ use crate::dma_page::DmaPage;
 use crate::ifc::layout;
 use crate::init_segment::Bar0;
 use crate::status::op;
-use kernel::{device, prelude::*};
+use kernel::{
+    device,
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc,
+    },
+};
 
 /// Which request QUERY_PAGES answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,16 +91,29 @@ pub(crate) struct FwPages {
     lent: KVec<DmaPage>,
     given: u64,
     reclaimed: u64,
+    /// How many the firmware holds, for debugfs (`fw_pages_total`).
+    held: Arc<Atomic<u32>>,
 }
 
 impl FwPages {
     /// No pages lent yet.
-    pub(crate) fn new() -> Self {
-        Self {
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self {
             lent: KVec::new(),
             given: 0,
             reclaimed: 0,
-        }
+            held: Arc::new(Atomic::new(0), GFP_KERNEL)?,
+        })
+    }
+
+    /// The count of pages the firmware holds, kept up to date.
+    pub(crate) fn held_counter(&self) -> Arc<Atomic<u32>> {
+        self.held.clone()
+    }
+
+    fn update_held(&self) {
+        self.held
+            .store(u32::try_from(self.lent.len()).unwrap_or(u32::MAX), Relaxed);
     }
 
     /// Pages the device holds now.
@@ -159,6 +179,7 @@ impl FwPages {
                 core::mem::forget(p);
             }
         }
+        self.update_held();
         Ok(())
     }
 
@@ -218,6 +239,7 @@ impl FwPages {
         // Dropping a page frees it: the device gave it back.
         let (matched, unknown) = take_back(&mut self.lent, addrs);
         self.reclaimed += matched as u64;
+        self.update_held();
         if unknown != 0 {
             dev_err!(
                 dev,
@@ -246,6 +268,7 @@ impl FwPages {
                 );
                 self.reclaimed += self.lent.len() as u64;
                 self.lent.clear();
+                self.update_held();
                 break;
             }
             let want = self.lent.len().min(TAKE_BATCH);
@@ -260,6 +283,20 @@ impl FwPages {
                 self.lent.len()
             );
             // Leaked on purpose: freeing memory the device may still write is worse.
+            core::mem::forget(core::mem::take(&mut self.lent));
+        }
+    }
+}
+
+impl Drop for FwPages {
+    fn drop(&mut self) {
+        if !self.lent.is_empty() {
+            // Dropped without a reclaim (a probe that failed half-way): the device may still
+            // write these pages, so they are never freed.
+            pr_err!(
+                "{} firmware pages were never reclaimed; they stay allocated\n",
+                self.lent.len()
+            );
             core::mem::forget(core::mem::take(&mut self.lent));
         }
     }

@@ -3,6 +3,7 @@
 //! The PCI driver: the ConnectX ID table, probe and remove.
 
 use crate::cmd_events::CmdEvents;
+use crate::debugfs::FunctionDir;
 use crate::events::{EventHandler, Function};
 use crate::hca::{Hca, CONTROL_VECTOR};
 use crate::health::{DeviceState, HealthPoller};
@@ -92,6 +93,8 @@ pub(crate) struct Mlx5Function<'bound> {
     irq: ThreadedRegistration<'bound, EventHandler<'bound>>,
     /// BAR0 and the HCA, shared with the handler.
     function: Arc<Function<'bound>>,
+    /// `mlx5/<function>/` in debugfs.
+    _debugfs: Pin<KBox<FunctionDir>>,
     /// The MSI-X vectors.
     vectors: BoundIrqVectors<'bound>,
     fw: FwRevision,
@@ -172,9 +175,13 @@ impl pci::Driver for Mlx5PciDriver {
                 if ib { "InfiniBand" } else { "Ethernet" },
                 hca.pages_outstanding()
             );
+            let pages_counter = hca.pages_counter();
+            // Until `Function` owns the HCA (and tears it down when dropped), a failure leaves
+            // the HCA to its drop, which never frees memory the device was given.
             let bar = Arc::new(bar.into_devres()?, GFP_KERNEL)?;
-            let health = HealthPoller::start(pdev.as_ref(), bar.clone(), state)?;
-            let function = Function::new(pdev, bar, hca, cmd_events)?;
+            let function = Function::new(pdev, bar.clone(), hca, cmd_events)?;
+            let health = HealthPoller::start(pdev.as_ref(), bar, state)?;
+            let debugfs = FunctionDir::new(pdev.as_ref().name(), pages_counter)?;
             let handler: Result<EventHandler<'_>> = Ok(EventHandler::new(function.clone()));
             Ok(try_pin_init!(Mlx5Function {
                 health,
@@ -184,6 +191,7 @@ impl pci::Driver for Mlx5PciDriver {
                     ThreadedRegistration::new(request, irq::Flags::TRIGGER_NONE, c"mlx5_core", handler)
                 },
                 function: function.clone(),
+                _debugfs: debugfs,
                 vectors,
                 fw,
                 _: {

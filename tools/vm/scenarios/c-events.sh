@@ -32,6 +32,7 @@ check_output "model: asks for 8 more pages" '^ok page request 8$' model_ctl page
 wait_for "the C driver gives them" 10 "^$((held + 8))\$" pages_held
 check_output "model: offers 4 pages back" '^ok page request -4$' model_ctl page-request -4
 wait_for "the C driver takes them" 10 "^$((held + 4))\$" pages_held
+check_output "debugfs mlx5/$bdf/pages/fw_pages_total agrees with the model" "^$((held + 4))\$" cat /sys/kernel/debug/mlx5/$bdf/pages/fw_pages_total
 check_output "model: health syndrome 0x8" '^ok health syndrome 0x8$' model_ctl health-error 0x8
 wait_for "the C health poll reports the syndrome" 20 "mlx5_core $bdf: .*synd 0x8: unrecoverable hardware error" dmesg
 check_output "model: health clear" '^ok health clear$' model_ctl health-clear

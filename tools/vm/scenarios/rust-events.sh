@@ -23,6 +23,7 @@ check_output "model: asks for 8 more pages" '^ok page request 8$' model_ctl page
 wait_for "mlx5_core gives them" 10 "^$((held + 8))\$" pages_held
 check_output "model: offers 4 pages back" '^ok page request -4$' model_ctl page-request -4
 wait_for "mlx5_core takes them" 10 "^$((held + 4))\$" pages_held
+check_output "debugfs mlx5/$bdf/pages/fw_pages_total agrees with the model" "^$((held + 4))\$" cat /sys/kernel/debug/mlx5/$bdf/pages/fw_pages_total
 for i in 1 2 3; do model_ctl port 1 down >/dev/null; model_ctl port 1 up >/dev/null; done
 wait_for "three more down/up pairs, each reported" 10 '^4$' sh -c "dmesg | grep -c 'port 1 state change: down'"
 check_output "the control vector took interrupts" 'mlx5_core' sh -c "grep mlx5_core /proc/interrupts | awk '{ n = 0; for (i = 2; i <= NF; i++) if (\$i ~ /^[0-9]+\$/) n += \$i; if (n > 0) print }'"
