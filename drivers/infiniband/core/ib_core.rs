@@ -4,6 +4,7 @@
 //! verbs API live here; drivers such as `mlx5_ib` and consumers plug into it.
 
 mod core_module;
+pub mod names;
 mod workqueues;
 
 pub use core_module::class_registered;
