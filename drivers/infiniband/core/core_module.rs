@@ -28,6 +28,8 @@ pub(crate) struct IbCore {
 
 impl kernel::InPlaceModule for IbCore {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        // SAFETY: Called once, at module load, before any device or client can register.
+        unsafe { crate::registry::REGISTRY.init() };
         try_pin_init!(Self {
             workqueues: CoreWorkqueues::new()?,
             class <- class::Registration::new(c"infiniband"),
@@ -45,6 +47,7 @@ impl kernel::InPlaceModule for IbCore {
 impl PinnedDrop for IbCore {
     fn drop(self: Pin<&mut Self>) {
         CLASS_REGISTERED.store(false, Relaxed);
+        crate::registry::clear();
         pr_info!("unloading\n");
     }
 }

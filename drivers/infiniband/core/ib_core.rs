@@ -5,6 +5,7 @@
 
 mod core_module;
 pub mod names;
+pub mod registry;
 mod workqueues;
 
 pub use core_module::class_registered;
