@@ -25,6 +25,16 @@ unload_stack() {
 	return $_rc
 }
 
+# unload_within SECS: unload_stack, and fail if it took SECS seconds or more (for a device that
+# is dead or gone, teardown must not wait out command timeouts).
+unload_within() {
+	_t0=$(cut -d. -f1 /proc/uptime)
+	unload_stack || return 1
+	_t1=$(cut -d. -f1 /proc/uptime)
+	echo "unloaded in $((_t1 - _t0)) s"
+	[ $((_t1 - _t0)) -lt "$1" ]
+}
+
 # stack_loaded: lists the stack's modules currently loaded.
 stack_loaded() {
 	while read -r _m; do grep -q "^$_m " /proc/modules && echo "$_m"; done <"$stack_dir/order"

@@ -138,6 +138,31 @@ fn reply(fw: &mut Firmware, req: &Packet, body: Body) {
     });
 }
 
+/// A SEND landed in receive WQE `r`: consume it and post the responder completion.
+#[allow(clippy::too_many_arguments)]
+fn send_received(
+    fw: &mut Firmware,
+    mem: &mut dyn GuestMemory,
+    qp: &QpInfo,
+    r: &Receive,
+    p: &Packet,
+    bytes: usize,
+    imm: Option<u32>,
+    grh: bool,
+) {
+    consume(fw, qp.qpn, r);
+    let op = if imm.is_some() {
+        opcode::RESP_SEND_IMM
+    } else {
+        opcode::RESP_SEND
+    };
+    let mut c = Cqe::responder(op, qp.qpn, r.index, bytes as u32).source(p.slid, p.sqpn, grh);
+    if let Some(i) = imm {
+        c = c.immediate(i);
+    }
+    completion::post(fw, mem, qp.cqn_rcv, c);
+}
+
 /// A receive completed with an error: the QP moves to the error state.
 fn receive_error(fw: &mut Firmware, mem: &mut dyn GuestMemory, qp: &QpInfo, r: &Receive, s: Syndrome) {
     consume(fw, qp.qpn, r);
@@ -184,18 +209,7 @@ pub fn on_request(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, _now:
             };
             match keys::scatter(fw, mem, qp.pd, &r.sges, data) {
                 Ok(()) => {
-                    consume(fw, qp.qpn, &r);
-                    let op = if imm.is_some() {
-                        opcode::RESP_SEND_IMM
-                    } else {
-                        opcode::RESP_SEND
-                    };
-                    let mut c =
-                        Cqe::responder(op, qp.qpn, r.index, data.len() as u32).source(p.slid, p.sqpn, false);
-                    if let Some(i) = imm {
-                        c = c.immediate(*i);
-                    }
-                    completion::post(fw, mem, qp.cqn_rcv, c);
+                    send_received(fw, mem, &qp, &r, &p, data.len(), *imm, false);
                     reply(fw, &p, Body::Ack);
                 }
                 Err(ScatterError::TooSmall) => {
@@ -349,20 +363,7 @@ fn datagram(fw: &mut Firmware, mem: &mut dyn GuestMemory, qp: &QpInfo, p: Packet
     }
     msg.extend_from_slice(data);
     match keys::scatter(fw, mem, qp.pd, &r.sges, &msg) {
-        Ok(()) => {
-            consume(fw, qp.qpn, &r);
-            let op = if imm.is_some() {
-                opcode::RESP_SEND_IMM
-            } else {
-                opcode::RESP_SEND
-            };
-            let mut c =
-                Cqe::responder(op, qp.qpn, r.index, msg.len() as u32).source(p.slid, p.sqpn, gids.is_some());
-            if let Some(i) = imm {
-                c = c.immediate(*i);
-            }
-            completion::post(fw, mem, qp.cqn_rcv, c);
-        }
+        Ok(()) => send_received(fw, mem, qp, &r, &p, msg.len(), *imm, gids.is_some()),
         Err(ScatterError::TooSmall) => {
             fw.datapath.counters.resp_local_length_error += 1;
             receive_error(fw, mem, qp, &r, Syndrome::LocalLength);
