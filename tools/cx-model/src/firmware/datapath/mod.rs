@@ -119,11 +119,12 @@ impl DataPath {
         };
     }
 
-    /// Sends `p`: to the local queue when its LID is one of `local_lids`, else to the wire.
-    fn send(&mut self, local_lids: &[u16], p: Packet) {
+    /// Sends `p`: to the local queue when its LID is a port of this device (`local`), else to
+    /// the wire.
+    fn send(&mut self, local: bool, p: Packet) {
         self.counters.xmit_packets += 1;
         self.counters.xmit_bytes += p.body.payload_len() as u64;
-        if local_lids.contains(&p.dlid) {
+        if local {
             self.local.push_back(p);
         } else if self.wire {
             self.outbound.push(p);
@@ -137,10 +138,6 @@ impl DataPath {
 }
 
 impl Firmware {
-    fn local_lids(&self) -> Vec<u16> {
-        self.node.ports.iter().map(|p| p.lid).collect()
-    }
-
     /// Whether the driver chose host order (little-endian) for 8-byte atomic operands in memory.
     fn atomics_in_host_order(&self) -> bool {
         use super::caps::{atomic, kind};
@@ -149,8 +146,8 @@ impl Firmware {
 
     /// Sends a packet from this device (see [`DataPath::send`]).
     fn transmit(&mut self, p: Packet) {
-        let lids = self.local_lids();
-        self.datapath.send(&lids, p);
+        let local = self.node.ports.iter().any(|port| port.lid == p.dlid);
+        self.datapath.send(local, p);
     }
 }
 
