@@ -35,6 +35,27 @@ unload_within() {
 	[ $((_t1 - _t0)) -lt "$1" ]
 }
 
+# loopback_pair SERVER_SECS CLIENT_SECS CMD...: runs CMD as a server in the background and, once
+# it had time to listen, CMD localhost as its client, each under its own timeout. Sets
+# LP_CLIENT_RC, LP_SERVER_RC and LP_OUT (both exit codes and outputs, for diagnostics); the
+# outputs stay in /tmp/lp-client and /tmp/lp-server.
+loopback_pair() {
+	_ssecs=$1
+	_csecs=$2
+	shift 2
+	timeout "$_ssecs" "$@" >/tmp/lp-server 2>&1 &
+	_srv=$!
+	sleep 3
+	timeout "$_csecs" "$@" localhost >/tmp/lp-client 2>&1
+	LP_CLIENT_RC=$?
+	wait $_srv
+	LP_SERVER_RC=$?
+	LP_OUT="client exit $LP_CLIENT_RC, server exit $LP_SERVER_RC
+$(cat /tmp/lp-client)
+--- server
+$(cat /tmp/lp-server)"
+}
+
 # stack_loaded: lists the stack's modules currently loaded.
 stack_loaded() {
 	while read -r _m; do grep -q "^$_m " /proc/modules && echo "$_m"; done <"$stack_dir/order"

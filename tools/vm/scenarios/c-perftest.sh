@@ -13,21 +13,11 @@ perf() {
 	_name=$1
 	_tool=$2
 	shift 2
-	timeout 200 $_tool -d mlx5_0 -i 1 "$@" >/tmp/pf-server 2>&1 &
-	_srv=$!
-	sleep 3
-	timeout 180 $_tool -d mlx5_0 -i 1 "$@" localhost >/tmp/pf-client 2>&1
-	_crc=$?
-	wait $_srv
-	_src=$?
-	_out="client exit $_crc, server exit $_src
-$(cat /tmp/pf-client)
---- server
-$(cat /tmp/pf-server)"
-	[ $_crc = 0 ] && [ $_src = 0 ] && grep -Eq '^ *[0-9]+ +[0-9]+ +[0-9.]+' /tmp/pf-client
-	ktap_result $? "$_name" "$_out"
+	loopback_pair 200 180 $_tool -d mlx5_0 -i 1 "$@"
+	[ $LP_CLIENT_RC = 0 ] && [ $LP_SERVER_RC = 0 ] && grep -Eq '^ *[0-9]+ +[0-9]+ +[0-9.]+' /tmp/lp-client
+	ktap_result $? "$_name" "$LP_OUT"
 	# The result table, for the record.
-	grep -E '^ *#bytes|^ *[0-9]+ +[0-9]+ +[0-9.]+' /tmp/pf-client | sed 's/^/# /'
+	grep -E '^ *#bytes|^ *[0-9]+ +[0-9]+ +[0-9.]+' /tmp/lp-client | sed 's/^/# /'
 }
 
 check "load the C stack" load_stack

@@ -12,20 +12,11 @@ pingpong() {
 	_name=$1
 	_tool=$2
 	shift 2
-	timeout 150 $_tool -d mlx5_0 -g 0 "$@" >/tmp/pp-server 2>&1 &
-	_srv=$!
-	sleep 2
-	timeout 120 $_tool -d mlx5_0 -g 0 "$@" localhost >/tmp/pp-client 2>&1
-	_crc=$?
-	wait $_srv
-	_src=$?
-	_out="client exit $_crc, server exit $_src
-$(cat /tmp/pp-client)
---- server
-$(cat /tmp/pp-server)"
-	[ $_crc = 0 ] && [ $_src = 0 ] && grep -q '^1000 iters in' /tmp/pp-client && grep -q '^1000 iters in' /tmp/pp-server
-	ktap_result $? "$_name" "$_out"
-	sed -n 's/^/# /p' /tmp/pp-client | grep iters
+	loopback_pair 150 120 $_tool -d mlx5_0 -g 0 "$@"
+	[ $LP_CLIENT_RC = 0 ] && [ $LP_SERVER_RC = 0 ] && grep -q '^1000 iters in' /tmp/lp-client &&
+		grep -q '^1000 iters in' /tmp/lp-server
+	ktap_result $? "$_name" "$LP_OUT"
+	sed -n 's/^/# /p' /tmp/lp-client | grep iters
 }
 
 # counters: the port's data and packet counters, as ib_core's sysfs reads them (PerfMgmt MADs
