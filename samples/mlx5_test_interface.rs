@@ -76,7 +76,12 @@ impl WorkItem for NopWork {
         let ms = start.elapsed().as_millis();
         match r {
             Ok(_) => pr_info!("nop {}: ok in {} ms\n", this.number, ms),
-            Err(e) => pr_info!("nop {}: error {} after {} ms\n", this.number, e.to_errno(), ms),
+            Err(e) => pr_info!(
+                "nop {}: error {} after {} ms\n",
+                this.number,
+                e.to_errno(),
+                ms
+            ),
         }
         this.outstanding.done();
     }

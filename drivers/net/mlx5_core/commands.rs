@@ -5,8 +5,8 @@
 //! `mlx5_core`'s own (page commands keep their slot).
 
 use crate::cmd::{CmdQueue, Doorbell};
-use crate::init_segment;
 use crate::events::SharedBar;
+use crate::init_segment;
 use kernel::{
     device,
     prelude::*,

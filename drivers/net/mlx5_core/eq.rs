@@ -106,12 +106,7 @@ impl Uar {
     }
 
     /// DEALLOC_UAR.
-    pub(crate) fn free(
-        self,
-        cmd: &CmdQueue,
-        dev: &device::Device<device::Bound>,
-        bar: &Bar0<'_>,
-    ) {
+    pub(crate) fn free(self, cmd: &CmdQueue, dev: &device::Device<device::Bound>, bar: &Bar0<'_>) {
         let q = DeallocUarIn::new()
             .opcode(op::DEALLOC_UAR.into())
             .uar(self.index.into());

@@ -2,8 +2,8 @@
 
 //! The PCI driver: the ConnectX ID table, probe and remove.
 
-use crate::commands::Commands;
 use crate::cmd_events::CmdEvents;
+use crate::commands::Commands;
 use crate::debugfs::FunctionDir;
 use crate::events::{EventHandler, Function};
 use crate::hca::{Hca, CONTROL_VECTOR};
