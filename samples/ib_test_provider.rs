@@ -19,12 +19,16 @@
 //! | port `p` capability mask | `0x2651e848` |
 //! | GID table | 4 entries: `fe80::<node GUID>` then zeros |
 //! | P_Key table | 2 entries: `0xffff`, `0x0000` |
+//! | driver sysfs attributes | `hw_rev`: `<d>` in hex; `hca_type`: `MT4119` |
 
 use ib_core::{
     attrs::{DeviceAttr, Gid, NodeType, PortAttr, PortImmutable, PortState, CORE_PORT_IBA_IB},
     device::{DeviceInfo, DeviceOps, FwVersion, NodeDesc, Registration},
 };
-use kernel::prelude::*;
+use kernel::{
+    prelude::*,
+    sysfs_attrs::{Attribute, ShowBuffer},
+};
 
 module! {
     type: TestProvider,
@@ -67,6 +71,17 @@ const WIDTH_4X: u8 = 2;
 /// `IB_SPEED_EDR`.
 const SPEED_EDR: u16 = 32;
 
+/// `hw_rev`, as mlx5 prints its revision.
+fn hw_rev_show(d: &SoftDevice, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    buf.emit(fmt!("{:x}\n", d.number))
+}
+
+/// `hca_type`, as mlx5 prints it for a ConnectX-5.
+fn hca_type_show(_: &SoftDevice, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    buf.write_bytes(b"MT4119\n");
+    Ok(())
+}
+
 /// One software device.
 struct SoftDevice {
     number: u32,
@@ -76,6 +91,11 @@ struct SoftDevice {
 
 #[vtable]
 impl DeviceOps for SoftDevice {
+    const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
+        Attribute::ro(c"hw_rev", hw_rev_show),
+        Attribute::ro(c"hca_type", hca_type_show),
+    ];
+
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(DeviceAttr {
             fw_ver: (7 << 32) | (3 << 16) | u64::from(self.number),

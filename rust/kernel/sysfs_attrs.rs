@@ -81,22 +81,22 @@ impl fmt::Write for ShowBuffer<'_> {
 const VALID_MODE: u16 = 0o664;
 
 /// One attribute of a group: a file name, its mode and its callbacks.
-pub struct Attribute<T> {
+pub struct Attribute<T: ?Sized> {
     name: &'static CStr,
     mode: u16,
     show: Option<ShowFn<T>>,
     store: Option<StoreFn<T>>,
 }
 
-impl<T> Clone for Attribute<T> {
+impl<T: ?Sized> Clone for Attribute<T> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<T> Copy for Attribute<T> {}
+impl<T: ?Sized> Copy for Attribute<T> {}
 
-impl<T> Attribute<T> {
+impl<T: ?Sized> Attribute<T> {
     /// An attribute with the given mode (at most `0o664`, as sysfs demands) and callbacks.
     pub const fn new(
         name: &'static CStr,
@@ -120,6 +120,31 @@ impl<T> Attribute<T> {
     /// A read-write attribute, mode `0644` (C's `__ATTR_RW`).
     pub const fn rw(name: &'static CStr, show: ShowFn<T>, store: StoreFn<T>) -> Self {
         Self::new(name, 0o644, Some(show), Some(store))
+    }
+
+    /// The file name.
+    pub fn name(&self) -> &'static CStr {
+        self.name
+    }
+
+    /// The file mode.
+    pub fn mode(&self) -> u16 {
+        self.mode
+    }
+
+    /// Whether the attribute can be written.
+    pub fn has_store(&self) -> bool {
+        self.store.is_some()
+    }
+
+    /// Calls `show` (`EIO` without one), for an owner that forwards its files to `data`.
+    pub fn show(&self, data: &T, index: u32, buf: &mut ShowBuffer<'_>) -> Result {
+        self.show.ok_or(EIO)?(data, index, buf)
+    }
+
+    /// Calls `store` (`EIO` without one).
+    pub fn store(&self, data: &T, index: u32, bytes: &[u8]) -> Result {
+        self.store.ok_or(EIO)?(data, index, bytes)
     }
 }
 

@@ -21,6 +21,7 @@ use kernel::{
     new_condvar, new_mutex,
     prelude::*,
     sync::{aref::ARef, Arc, CondVar, Mutex},
+    sysfs_attrs::{Attribute, ShowBuffer},
 };
 
 /// Longest node description (`IB_DEVICE_NODE_DESC_MAX`).
@@ -129,6 +130,10 @@ pub trait DeviceOps: Send + Sync + 'static {
     fn modify_node_desc(&self, _desc: &NodeDesc) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
+
+    /// Files the driver adds to the device's sysfs directory (C's `ops.device_group`, e.g.
+    /// mlx5's `hw_rev`); their callbacks get the driver's data and the file's position here.
+    const DEVICE_ATTRS: &'static [Attribute<Self>] = &[];
 }
 
 /// The operations the core calls on a registered device, with the driver's type erased.
@@ -139,6 +144,9 @@ trait DynOps: Send + Sync {
     fn fw_version(&self) -> FwVersion;
     fn link_layer(&self, port: u32) -> LinkLayer;
     fn modify_node_desc(&self, desc: &NodeDesc) -> Result;
+    fn device_attr(&self, i: usize) -> Option<(&'static CStr, u16, bool)>;
+    fn device_attr_show(&self, i: u32, buf: &mut ShowBuffer<'_>) -> Result;
+    fn device_attr_store(&self, i: u32, data: &[u8]) -> Result;
 }
 
 impl<T: DeviceOps> DynOps for T {
@@ -180,6 +188,22 @@ impl<T: DeviceOps> DynOps for T {
         } else {
             Err(EOPNOTSUPP)
         }
+    }
+
+    fn device_attr(&self, i: usize) -> Option<(&'static CStr, u16, bool)> {
+        T::DEVICE_ATTRS
+            .get(i)
+            .map(|a| (a.name(), a.mode(), a.has_store()))
+    }
+
+    fn device_attr_show(&self, i: u32, buf: &mut ShowBuffer<'_>) -> Result {
+        let a = T::DEVICE_ATTRS.get(i as usize).ok_or(EIO)?;
+        a.show(self, i, buf)
+    }
+
+    fn device_attr_store(&self, i: u32, data: &[u8]) -> Result {
+        let a = T::DEVICE_ATTRS.get(i as usize).ok_or(EIO)?;
+        a.store(self, i, data)
     }
 }
 
@@ -285,6 +309,21 @@ impl IbDevice {
         self.ops.modify_node_desc(&desc)?;
         *cur = desc;
         Ok(())
+    }
+
+    /// Name, mode and writability of the driver's device attribute `i` (C's `device_group`).
+    pub(crate) fn driver_attr(&self, i: usize) -> Option<(&'static CStr, u16, bool)> {
+        self.ops.device_attr(i)
+    }
+
+    /// Reads the driver's device attribute `i`.
+    pub(crate) fn driver_attr_show(&self, i: u32, buf: &mut ShowBuffer<'_>) -> Result {
+        self.ops.device_attr_show(i, buf)
+    }
+
+    /// Writes the driver's device attribute `i`.
+    pub(crate) fn driver_attr_store(&self, i: u32, data: &[u8]) -> Result {
+        self.ops.device_attr_store(i, data)
     }
 
     /// Number of ports; they count from 1.
@@ -482,10 +521,13 @@ impl Registration {
             }? Error),
             GFP_KERNEL,
         )?;
-        // sysfs, then phase 2 (clients), then the MONITOR event, as C.
+        // sysfs, then phase 2 (clients), then the `add` uevent and the MONITOR event, as C.
         let sysfs = crate::sysfs::DeviceSysfs::new(&dev)?;
         *dev.sysfs.lock() = Some(sysfs);
         registry::enable(reserved, &dev);
+        if let Some(s) = dev.sysfs.lock().as_ref() {
+            s.announce();
+        }
         crate::monitor::device_event(&dev, crate::monitor::Event::Register);
         Ok(Self { dev })
     }

@@ -18,6 +18,9 @@ impl DeviceSysfs {
         Ok(Self)
     }
 
+    /// Sends the `add` uevent once the device is registered (C's `ib_device_notify_register`).
+    pub(crate) fn announce(&self) {}
+
     /// Renames the device's directory (C's `device_rename`).
     pub(crate) fn rename(&self, _name: &Name) -> Result {
         Ok(())
