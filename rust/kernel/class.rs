@@ -29,16 +29,43 @@ unsafe impl Send for Registration {}
 // core, which serialises access.
 unsafe impl Sync for Registration {}
 
+/// `dev_uevent` of a class whose devices' uevents carry `NAME=<device name>`.
+///
+/// # Safety
+///
+/// Called by the driver core with a valid device and uevent environment.
+unsafe extern "C" fn name_uevent(
+    dev: *const bindings::device,
+    env: *mut bindings::kobj_uevent_env,
+) -> c_int {
+    // SAFETY: `dev` and `env` are valid (contract); the format takes one string, the device's
+    // name, which is NUL-terminated.
+    unsafe { bindings::add_uevent_var(env, c"NAME=%s".as_char_ptr(), bindings::dev_name(dev)) }
+}
+
 impl Registration {
     /// Registers a class called `name`.
     pub fn new(name: &'static CStr) -> impl PinInit<Self, Error> {
+        Self::register(name, false)
+    }
+
+    /// Registers a class called `name` whose devices' uevents (and `uevent` files) carry
+    /// `NAME=<device name>`, as the `infiniband` class does.
+    pub fn new_with_name_uevent(name: &'static CStr) -> impl PinInit<Self, Error> {
+        Self::register(name, true)
+    }
+
+    fn register(name: &'static CStr, name_var: bool) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             inner <- Opaque::try_ffi_init(move |slot: *mut bindings::class| {
                 // SAFETY: `slot` is valid for writes; an all-zero `struct class` is valid (no
-                // groups, no callbacks), and only the name is set.
+                // groups, no callbacks), and only the name and the uevent callback are set.
                 unsafe {
                     slot.write(core::mem::zeroed());
                     (*slot).name = name.as_char_ptr();
+                    if name_var {
+                        (*slot).dev_uevent = Some(name_uevent);
+                    }
                 }
                 // SAFETY: `slot` holds an initialised class that lives, pinned, until
                 // `PinnedDrop::drop` unregisters it.

@@ -6,15 +6,24 @@ use crate::workqueues::CoreWorkqueues;
 use kernel::{
     class,
     prelude::*,
-    sync::atomic::{Atomic, Relaxed},
+    sync::atomic::{Acquire, Atomic, Release},
 };
 
-/// Set while the `infiniband` class is registered, for drivers to check before registering.
-static CLASS_REGISTERED: Atomic<bool> = Atomic::new(false);
+/// The `infiniband` class while it is registered (null otherwise), for the devices' sysfs.
+static CLASS: Atomic<*const class::Registration> = Atomic::new(core::ptr::null());
 
 /// Whether `ib_core` has registered the `infiniband` class (drivers may register devices).
 pub fn class_registered() -> bool {
-    CLASS_REGISTERED.load(Relaxed)
+    !CLASS.load(Acquire).is_null()
+}
+
+/// The `infiniband` class, while `ib_core` is loaded.
+pub(crate) fn class() -> Option<&'static class::Registration> {
+    // SAFETY: The pointer is set to the class inside the module's data, which is pinned, once
+    // the class is registered, and cleared before the class is unregistered at unload. Code
+    // that gets the class runs in this module while it is loaded: devices register (and
+    // unregister) only while a driver holds a reference on the module.
+    unsafe { CLASS.load(Acquire).as_ref() }
 }
 
 /// The loaded `ib_core` module.
@@ -32,10 +41,10 @@ impl kernel::InPlaceModule for IbCore {
         unsafe { crate::registry::REGISTRY.init() };
         try_pin_init!(Self {
             workqueues: CoreWorkqueues::new()?,
-            class <- class::Registration::new(c"infiniband"),
+            class <- class::Registration::new_with_name_uevent(c"infiniband"),
         })
         .pin_chain(|this| {
-            CLASS_REGISTERED.store(true, Relaxed);
+            CLASS.store(&this.class, Release);
             pr_info!("infiniband class registered, workqueues ready\n");
             let _ = &this.workqueues;
             Ok(())
@@ -46,7 +55,7 @@ impl kernel::InPlaceModule for IbCore {
 #[pinned_drop]
 impl PinnedDrop for IbCore {
     fn drop(self: Pin<&mut Self>) {
-        CLASS_REGISTERED.store(false, Relaxed);
+        CLASS.store(core::ptr::null(), Release);
         crate::registry::clear();
         pr_info!("unloading\n");
     }

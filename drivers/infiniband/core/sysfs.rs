@@ -1,28 +1,697 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The device's presence under `/sys/class/infiniband/<name>/`.
+//! The device's presence under `/sys/class/infiniband/<name>/`, as C's `sysfs.c` lays it out:
 //!
-//! Placeholder with the interface the device code calls; the class device, its attributes and the
-//! `ports/` tree are being written (issue 4). Until then a registered device has no sysfs entry.
+//! ```text
+//! <name>/node_type        "1: CA"                       (and the driver's own attributes)
+//!        node_guid        "0002:c903:00ab:cd00"
+//!        sys_image_guid   same format
+//!        fw_ver           the driver's string
+//!        node_desc        read-write, through the driver
+//!        ports/<N>/state, phys_state, lid, sm_lid, lid_mask_count, sm_sl, cap_mask, rate,
+//!                  link_layer                           (a live query_port each)
+//!                  gids/<i>, pkeys/<i>                  (the caches)
+//!                  gid_attrs/types/<i>, gid_attrs/ndevs/<i>
+//! ```
+//!
+//! Created when a device registers, before clients see it (C: `device_add`, then
+//! `ib_setup_port_attrs`, then `enable_device_and_get`); the `add` uevent waits until the device
+//! is enabled, as C's `ib_device_notify_register` sends it. Removed when it unregisters, after
+//! the clients: removal waits for every `show`/`store` running and refuses new ones, so the
+//! callbacks never outlive the device's registration (see [`kernel::class_device`]).
+//!
+//! Not yet: `hw_counters/` (no driver statistics in the device API), `counters/` (PMA, needs
+//! MADs), the RoCE side of `gid_attrs` (every GID is an IB GID, `ndevs/<i>` reads `EINVAL` as
+//! for an IB port in C) and the class's `NAME=` uevent variable.
 
-use crate::{device::IbDevice, names::Name};
-use kernel::{prelude::*, sync::Arc};
+use crate::{
+    attrs::{LinkLayer, NodeType, PortState},
+    core_module,
+    device::{IbDevice, NODE_DESC_MAX},
+    names::Name,
+};
+use kernel::{
+    class_device::{AddUevent, ClassDevice},
+    kobject_dir::{KObjectDir, SysfsDir},
+    prelude::*,
+    str::CString,
+    sync::Arc,
+    sysfs_attrs::{Attribute, AttributeGroups, ShowBuffer, StoreFn},
+};
+
+/// What a port's directories read: the device and the port number.
+struct SysfsPort {
+    dev: Arc<IbDevice>,
+    port: u32,
+}
+
+/// A port's directories.
+struct PortDirs {
+    /// `ports/<N>/gid_attrs` (dropped first: it lives in the port's directory).
+    _gid_attrs: Arc<KObjectDir<SysfsPort>>,
+    /// `ports/<N>`.
+    _port: Arc<KObjectDir<SysfsPort>>,
+}
 
 /// What sysfs holds for one registered device; dropping it removes the files.
-pub(crate) struct DeviceSysfs;
+///
+/// The fields drop in order, children before their parents (which they also keep alive).
+pub(crate) struct DeviceSysfs {
+    _ports: KVec<PortDirs>,
+    _ports_dir: Arc<KObjectDir<()>>,
+    dev: Arc<ClassDevice<Arc<IbDevice>>>,
+}
+
+/// C's `node_type_string`.
+fn node_type_str(t: NodeType) -> &'static str {
+    match t {
+        NodeType::Ca => "CA",
+        NodeType::Switch => "switch",
+        NodeType::Router => "router",
+        NodeType::Rnic => "RNIC",
+        NodeType::Usnic => "usNIC",
+        NodeType::UsnicUdp => "usNIC UDP",
+        NodeType::Unspecified => "unspecified",
+    }
+}
+
+/// C's `ib_port_state_to_str`.
+fn port_state_str(s: PortState) -> &'static str {
+    match s {
+        PortState::Nop => "NOP",
+        PortState::Down => "DOWN",
+        PortState::Init => "INIT",
+        PortState::Armed => "ARMED",
+        PortState::Active => "ACTIVE",
+        PortState::ActiveDefer => "ACTIVE_DEFER",
+    }
+}
+
+/// C's `phys_state_to_str`.
+fn phys_state_str(s: u8) -> &'static str {
+    match s {
+        1 => "Sleep",
+        2 => "Polling",
+        3 => "Disabled",
+        4 => "PortConfigurationTraining",
+        5 => "LinkUp",
+        6 => "LinkErrorRecovery",
+        7 => "Phy Test",
+        _ => "<unknown>",
+    }
+}
+
+/// Lanes of an `IB_WIDTH_*` value (C's `ib_width_enum_to_int`).
+fn width_lanes(w: u8) -> Option<u32> {
+    match w {
+        1 => Some(1),
+        16 => Some(2),
+        2 => Some(4),
+        4 => Some(8),
+        8 => Some(12),
+        _ => None,
+    }
+}
+
+/// Per-lane rate in 100 Mb/s and the name of an `IB_SPEED_*` value; anything else counts as SDR
+/// (C's `ib_port_attr_to_speed_info`).
+fn lane_speed(s: u16) -> (u32, &'static str) {
+    match s {
+        2 => (50, " DDR"),
+        4 => (100, " QDR"),
+        8 => (100, " FDR10"),
+        16 => (140, " FDR"),
+        32 => (250, " EDR"),
+        64 => (500, " HDR"),
+        128 => (1000, " NDR"),
+        256 => (2000, " XDR"),
+        _ => (25, " SDR"),
+    }
+}
+
+/// `rate`: `"100 Gb/sec (4X EDR)"`; `EINVAL` for an unknown width, as C.
+fn write_rate(buf: &mut ShowBuffer<'_>, width: u8, speed: u16) -> Result {
+    let lanes = width_lanes(width).ok_or(EINVAL)?;
+    let (per_lane, name) = lane_speed(speed);
+    let rate = per_lane * lanes;
+    let half = if rate % 10 != 0 { ".5" } else { "" };
+    buf.emit(fmt!("{}{} Gb/sec ({}X{})\n", rate / 10, half, lanes, name))
+}
+
+/// A GUID as C prints a `__be64`: four big-endian 16-bit groups.
+fn write_guid(buf: &mut ShowBuffer<'_>, g: u64) -> Result {
+    buf.emit(fmt!(
+        "{:04x}:{:04x}:{:04x}:{:04x}\n",
+        (g >> 48) & 0xffff,
+        (g >> 32) & 0xffff,
+        (g >> 16) & 0xffff,
+        g & 0xffff
+    ))
+}
+
+/// A GID as `%pI6` prints it: eight groups of four hex digits.
+fn write_gid(buf: &mut ShowBuffer<'_>, gid: &[u8; 16]) -> Result {
+    for (i, pair) in gid.chunks_exact(2).enumerate() {
+        let sep = if i == 0 { "" } else { ":" };
+        buf.emit(fmt!("{}{:02x}{:02x}", sep, pair[0], pair[1]))?;
+    }
+    buf.write_bytes(b"\n");
+    Ok(())
+}
+
+// The device's attributes (C's `ib_dev_attrs`).
+
+fn node_type_show(d: &Arc<IbDevice>, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    let t = d.node_type();
+    buf.emit(fmt!("{}: {}\n", t as u8, node_type_str(t)))
+}
+
+fn node_guid_show(d: &Arc<IbDevice>, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    write_guid(buf, d.node_guid())
+}
+
+fn sys_image_guid_show(d: &Arc<IbDevice>, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    write_guid(buf, d.attr().sys_image_guid)
+}
+
+fn fw_ver_show(d: &Arc<IbDevice>, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    buf.write_bytes(d.fw_version().as_bytes());
+    buf.write_bytes(b"\n");
+    Ok(())
+}
+
+fn node_desc_show(d: &Arc<IbDevice>, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    buf.write_bytes(d.node_desc().as_bytes());
+    buf.write_bytes(b"\n");
+    Ok(())
+}
+
+/// As C: the first 64 bytes written, newline included, go to the driver (`EOPNOTSUPP` when it
+/// cannot set a description); the text ends at the first NUL.
+fn node_desc_store(d: &Arc<IbDevice>, _: u32, data: &[u8]) -> Result {
+    d.set_node_desc(&data[..data.len().min(NODE_DESC_MAX)])
+}
+
+const DEVICE_ATTRS: [Attribute<Arc<IbDevice>>; 5] = [
+    Attribute::ro(c"node_type", node_type_show),
+    Attribute::ro(c"node_guid", node_guid_show),
+    Attribute::ro(c"sys_image_guid", sys_image_guid_show),
+    Attribute::ro(c"fw_ver", fw_ver_show),
+    Attribute::rw(c"node_desc", node_desc_show, node_desc_store),
+];
+
+fn driver_attr_show(d: &Arc<IbDevice>, i: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    d.driver_attr_show(i, buf)
+}
+
+fn driver_attr_store(d: &Arc<IbDevice>, i: u32, data: &[u8]) -> Result {
+    d.driver_attr_store(i, data)
+}
+
+// A port's attributes (C's `port_default_attrs`), each from a live `query_port`.
+
+fn state_show(p: &SysfsPort, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    let a = p.dev.query_port(p.port)?;
+    buf.emit(fmt!("{}: {}\n", a.state as u8, port_state_str(a.state)))
+}
+
+fn lid_show(p: &SysfsPort, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    buf.emit(fmt!("{:#x}\n", p.dev.query_port(p.port)?.lid))
+}
+
+fn lid_mask_count_show(p: &SysfsPort, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    buf.emit(fmt!("{}\n", p.dev.query_port(p.port)?.lmc))
+}
+
+fn sm_lid_show(p: &SysfsPort, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    buf.emit(fmt!("{:#x}\n", p.dev.query_port(p.port)?.sm_lid))
+}
+
+fn sm_sl_show(p: &SysfsPort, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    buf.emit(fmt!("{}\n", p.dev.query_port(p.port)?.sm_sl))
+}
+
+fn cap_mask_show(p: &SysfsPort, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    buf.emit(fmt!("0x{:08x}\n", p.dev.query_port(p.port)?.port_cap_flags))
+}
+
+fn rate_show(p: &SysfsPort, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    let a = p.dev.query_port(p.port)?;
+    write_rate(buf, a.active_width, a.active_speed)
+}
+
+fn phys_state_show(p: &SysfsPort, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    let s = p.dev.query_port(p.port)?.phys_state;
+    buf.emit(fmt!("{}: {}\n", s, phys_state_str(s)))
+}
+
+fn link_layer_show(p: &SysfsPort, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    let s = match p.dev.link_layer(p.port) {
+        Some(LinkLayer::Infiniband) => "InfiniBand",
+        Some(LinkLayer::Ethernet) => "Ethernet",
+        _ => "Unknown",
+    };
+    buf.emit(fmt!("{}\n", s))
+}
+
+const PORT_ATTRS: [Attribute<SysfsPort>; 9] = [
+    Attribute::ro(c"state", state_show),
+    Attribute::ro(c"lid", lid_show),
+    Attribute::ro(c"lid_mask_count", lid_mask_count_show),
+    Attribute::ro(c"sm_lid", sm_lid_show),
+    Attribute::ro(c"sm_sl", sm_sl_show),
+    Attribute::ro(c"cap_mask", cap_mask_show),
+    Attribute::ro(c"rate", rate_show),
+    Attribute::ro(c"phys_state", phys_state_show),
+    Attribute::ro(c"link_layer", link_layer_show),
+];
+
+/// GID `i` if the cache holds a valid (non-zero) entry there; C keeps zero GIDs out of the
+/// table.
+fn valid_gid(p: &SysfsPort, i: u32) -> Option<[u8; 16]> {
+    p.dev
+        .cached_gid(p.port, i)
+        .map(|g| g.0)
+        .filter(|g| g.iter().any(|&b| b != 0))
+}
+
+/// `gids/<i>`: the zero GID for an empty entry, as C.
+fn gid_show(p: &SysfsPort, i: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    write_gid(buf, &valid_gid(p, i).unwrap_or([0; 16]))
+}
+
+/// `pkeys/<i>`, from the cache; `EINVAL` past its end, as C's cached P_Key lookup.
+fn pkey_show(p: &SysfsPort, i: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    let pkey = p.dev.cached_pkey(p.port, i).ok_or(EINVAL)?;
+    buf.emit(fmt!("0x{:04x}\n", pkey))
+}
+
+/// `gid_attrs/types/<i>`: every cached GID is an IB one; `EINVAL` for an empty entry.
+fn gid_type_show(p: &SysfsPort, i: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    valid_gid(p, i).ok_or(EINVAL)?;
+    buf.write_bytes(b"IB/RoCE v1\n");
+    Ok(())
+}
+
+/// `gid_attrs/ndevs/<i>`: no GID has a net device yet (IB ports), which C reports as `EINVAL`.
+fn gid_ndev_show(_: &SysfsPort, _: u32, _: &mut ShowBuffer<'_>) -> Result {
+    Err(EINVAL)
+}
+
+/// `ports/<port>` and its `gid_attrs`, sized by a `query_port` as C's `setup_port` does.
+fn port_dirs(ports_dir: &Arc<KObjectDir<()>>, dev: &Arc<IbDevice>, port: u32) -> Result<PortDirs> {
+    let attr = dev.query_port(port)?;
+    let mut b = AttributeGroups::builder();
+    b.group(None, &PORT_ATTRS)?;
+    b.table(c"gids", attr.gid_tbl_len, 0o444, Some(gid_show), None)?;
+    if attr.pkey_tbl_len > 0 {
+        b.table(
+            c"pkeys",
+            u32::from(attr.pkey_tbl_len),
+            0o444,
+            Some(pkey_show),
+            None,
+        )?;
+    }
+    let name = CString::try_from_fmt(fmt!("{}", port))?;
+    let parent: Arc<dyn SysfsDir> = ports_dir.clone();
+    let port_dir = KObjectDir::new(
+        parent,
+        &name,
+        b.build()?,
+        SysfsPort {
+            dev: dev.clone(),
+            port,
+        },
+    )?;
+
+    let mut b = AttributeGroups::builder();
+    b.table(c"ndevs", attr.gid_tbl_len, 0o444, Some(gid_ndev_show), None)?;
+    b.table(c"types", attr.gid_tbl_len, 0o444, Some(gid_type_show), None)?;
+    let parent: Arc<dyn SysfsDir> = port_dir.clone();
+    let gid_attrs = KObjectDir::new(
+        parent,
+        c"gid_attrs",
+        b.build()?,
+        SysfsPort {
+            dev: dev.clone(),
+            port,
+        },
+    )?;
+    Ok(PortDirs {
+        _gid_attrs: gid_attrs,
+        _port: port_dir,
+    })
+}
 
 impl DeviceSysfs {
     /// Creates the device's sysfs entries (called before the device becomes visible to
-    /// clients, as C's `device_add` in `ib_register_device`).
-    pub(crate) fn new(_dev: &Arc<IbDevice>) -> Result<Self> {
-        Ok(Self)
+    /// clients, as C's `device_add` in `ib_register_device`). The `add` uevent waits for
+    /// [`DeviceSysfs::announce`].
+    pub(crate) fn new(dev: &Arc<IbDevice>) -> Result<Self> {
+        let class = core_module::class().ok_or(ENODEV)?;
+        let mut b = AttributeGroups::builder();
+        b.group(None, &DEVICE_ATTRS)?;
+        // The driver's own files (C's `groups[1] = ops.device_group`).
+        let mut extra = KVec::new();
+        while let Some((name, mode, store)) = dev.driver_attr(extra.len()) {
+            let store: Option<StoreFn<Arc<IbDevice>>> = store.then_some(driver_attr_store);
+            extra.push(
+                Attribute::new(name, mode, Some(driver_attr_show), store),
+                GFP_KERNEL,
+            )?;
+        }
+        if !extra.is_empty() {
+            b.group(None, &extra)?;
+        }
+        let name = dev.name();
+        // SAFETY: The class belongs to the loaded `ib_core`, which unloads only after every
+        // device has unregistered (drivers hold a reference on the module), and unregistration
+        // drops this `DeviceSysfs`, the only holder of the class device.
+        let class_dev = unsafe {
+            ClassDevice::new(
+                class,
+                dev.parent(),
+                name.as_c_str(),
+                b.build()?,
+                dev.clone(),
+                AddUevent::Deferred,
+            )?
+        };
+        let parent: Arc<dyn SysfsDir> = class_dev.clone();
+        let ports_dir = KObjectDir::new(parent, c"ports", AttributeGroups::empty()?, ())?;
+        let mut ports = KVec::with_capacity(dev.port_count() as usize, GFP_KERNEL)?;
+        for port in 1..=dev.port_count() {
+            ports.push(port_dirs(&ports_dir, dev, port)?, GFP_KERNEL)?;
+        }
+        Ok(Self {
+            _ports: ports,
+            _ports_dir: ports_dir,
+            dev: class_dev,
+        })
     }
 
-    /// Sends the `add` uevent once the device is registered (C's `ib_device_notify_register`).
-    pub(crate) fn announce(&self) {}
+    /// Sends the `add` uevent, once the device is registered (C's `ib_device_notify_register`).
+    pub(crate) fn announce(&self) {
+        self.dev.announce();
+    }
 
     /// Renames the device's directory (C's `device_rename`).
-    pub(crate) fn rename(&self, _name: &Name) -> Result {
+    pub(crate) fn rename(&self, name: &Name) -> Result {
+        self.dev.rename(name.as_c_str())
+    }
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_ib_sysfs)]
+mod tests {
+    use super::*;
+    use crate::{
+        attrs::{DeviceAttr, Gid, PortAttr, PortImmutable, CORE_PORT_IBA_IB},
+        device::{DeviceInfo, DeviceOps, NodeDesc, Registration},
+        registry,
+    };
+    use kernel::{bindings, page::PAGE_SIZE};
+
+    /// What `f` writes into a fresh page.
+    fn text(f: impl FnOnce(&mut ShowBuffer<'_>) -> Result) -> Result<KVec<u8>> {
+        let mut page = KVec::from_elem(0u8, PAGE_SIZE, GFP_KERNEL)?;
+        let n = {
+            let mut b = ShowBuffer::new(&mut page);
+            f(&mut b)?;
+            b.len()
+        };
+        page.truncate(n);
+        Ok(page)
+    }
+
+    #[test]
+    fn values_print_as_in_c() -> Result {
+        assert_eq!(
+            &text(|b| write_rate(b, 2, 32))?[..],
+            b"100 Gb/sec (4X EDR)\n"
+        );
+        assert_eq!(
+            &text(|b| write_rate(b, 1, 1))?[..],
+            b"2.5 Gb/sec (1X SDR)\n"
+        );
+        assert_eq!(
+            &text(|b| write_rate(b, 8, 16))?[..],
+            b"168 Gb/sec (12X FDR)\n"
+        );
+        assert_eq!(
+            &text(|b| write_rate(b, 16, 64))?[..],
+            b"100 Gb/sec (2X HDR)\n"
+        );
+        assert_eq!(
+            &text(|b| write_rate(b, 1, 8))?[..],
+            b"10 Gb/sec (1X FDR10)\n"
+        );
+        assert_eq!(
+            &text(|b| write_rate(b, 4, 256))?[..],
+            b"1600 Gb/sec (8X XDR)\n"
+        );
+        // An unknown speed counts as SDR, an unknown width is EINVAL.
+        assert_eq!(&text(|b| write_rate(b, 2, 3))?[..], b"10 Gb/sec (4X SDR)\n");
+        assert_eq!(text(|b| write_rate(b, 3, 32)).err(), Some(EINVAL));
+        assert_eq!(
+            &text(|b| write_guid(b, 0x0002_c903_00ab_cd00))?[..],
+            b"0002:c903:00ab:cd00\n"
+        );
+        let gid = Gid::from_parts(0xfe80_0000_0000_0000, 0x0002_c903_00ab_cd00);
+        assert_eq!(
+            &text(|b| write_gid(b, &gid.0))?[..],
+            b"fe80:0000:0000:0000:0002:c903:00ab:cd00\n"
+        );
+        assert_eq!(port_state_str(PortState::Active), "ACTIVE");
+        assert_eq!(port_state_str(PortState::ActiveDefer), "ACTIVE_DEFER");
+        assert_eq!(phys_state_str(5), "LinkUp");
+        assert_eq!(phys_state_str(0), "<unknown>");
+        assert_eq!(phys_state_str(8), "<unknown>");
+        assert_eq!(node_type_str(NodeType::UsnicUdp), "usNIC UDP");
+        Ok(())
+    }
+
+    /// A device with two ports: port 1 has a P_Key table, port 2 none; two GIDs each, the
+    /// second zero. Descriptions starting with `bad` are refused.
+    struct Fake;
+
+    #[vtable]
+    impl DeviceOps for Fake {
+        fn query_device(&self) -> Result<DeviceAttr> {
+            Ok(DeviceAttr {
+                sys_image_guid: 0x1122_3344_5566_7788,
+                ..DeviceAttr::default()
+            })
+        }
+
+        fn query_port(&self, port: u32) -> Result<PortAttr> {
+            Ok(PortAttr {
+                state: PortState::Active,
+                phys_state: 5,
+                lid: port * 0x10,
+                gid_tbl_len: 2,
+                pkey_tbl_len: u16::from(port == 1),
+                active_width: 2,
+                active_speed: 32,
+                ..PortAttr::default()
+            })
+        }
+
+        fn get_port_immutable(&self, port: u32) -> Result<PortImmutable> {
+            Ok(PortImmutable {
+                core_cap_flags: CORE_PORT_IBA_IB,
+                gid_tbl_len: 2,
+                pkey_tbl_len: u16::from(port == 1),
+                max_mad_size: 256,
+            })
+        }
+
+        fn query_gid(&self, _port: u32, index: u32) -> Result<Gid> {
+            Ok(match index {
+                0 => Gid::from_parts(0xfe80_0000_0000_0000, 0xabcd),
+                _ => Gid::default(),
+            })
+        }
+
+        fn query_pkey(&self, _port: u32, _index: u16) -> Result<u16> {
+            Ok(0xffff)
+        }
+
+        fn modify_node_desc(&self, desc: &NodeDesc) -> Result {
+            if desc.as_bytes().starts_with(b"bad") {
+                return Err(EPERM);
+            }
+            Ok(())
+        }
+    }
+
+    /// Whether the path below the kernfs directory `dir` exists.
+    fn exists(dir: *mut bindings::kernfs_node, path: &[&CStr]) -> bool {
+        let mut kn = dir;
+        // SAFETY: `dir` is a live kernfs directory (the device is registered); every node found
+        // is referenced until the next step has been looked up in it.
+        unsafe {
+            bindings::kernfs_get(kn);
+            for name in path {
+                let next =
+                    bindings::kernfs_find_and_get_ns(kn, name.as_char_ptr(), core::ptr::null());
+                bindings::kernfs_put(kn);
+                if next.is_null() {
+                    return false;
+                }
+                kn = next;
+            }
+            bindings::kernfs_put(kn);
+        }
+        true
+    }
+
+    /// Whether the `infiniband` class has a device called `name`.
+    fn in_class(name: &CStr) -> bool {
+        let Some(class) = core_module::class() else {
+            return false;
+        };
+        // SAFETY: The class is registered; the reference `class_find_device` takes is dropped.
+        unsafe {
+            let d = bindings::class_find_device(
+                class.as_raw(),
+                core::ptr::null(),
+                name.as_char_ptr().cast(),
+                Some(bindings::device_match_name),
+            );
+            if d.is_null() {
+                return false;
+            }
+            bindings::put_device(d);
+        }
+        true
+    }
+
+    #[test]
+    fn a_device_tree_follows_registration_and_rename() -> Result {
+        let reg = Registration::new(
+            DeviceInfo {
+                name: b"kunit_sysfs%d",
+                node_type: NodeType::Ca,
+                node_guid: 0x0002_c903_0000_0100,
+                phys_port_cnt: 2,
+                node_desc: b"kunit device",
+                parent: None,
+            },
+            Fake,
+        )?;
+        let dev = reg.device().clone();
+        let name = dev.name();
+        assert!(in_class(name.as_c_str()));
+        let dir = {
+            let s = dev.sysfs.lock();
+            let s = s.as_ref().ok_or(ENODEV)?;
+            // SAFETY: The class device is in sysfs while registered.
+            unsafe { (*s.dev.kobject()).sd }
+        };
+        for f in [
+            c"node_type",
+            c"node_guid",
+            c"sys_image_guid",
+            c"fw_ver",
+            c"node_desc",
+        ] {
+            assert!(exists(dir, &[f]));
+        }
+        assert!(!exists(dir, &[c"hw_rev"]));
+        for f in [
+            c"state",
+            c"lid",
+            c"lid_mask_count",
+            c"sm_lid",
+            c"sm_sl",
+            c"cap_mask",
+            c"rate",
+            c"phys_state",
+            c"link_layer",
+        ] {
+            assert!(exists(dir, &[c"ports", c"1", f]));
+            assert!(exists(dir, &[c"ports", c"2", f]));
+        }
+        assert!(exists(dir, &[c"ports", c"1", c"gids", c"1"]));
+        assert!(!exists(dir, &[c"ports", c"1", c"gids", c"2"]));
+        assert!(exists(dir, &[c"ports", c"1", c"pkeys", c"0"]));
+        assert!(!exists(dir, &[c"ports", c"2", c"pkeys"]));
+        assert!(exists(dir, &[c"ports", c"2", c"gid_attrs", c"types", c"1"]));
+        assert!(exists(dir, &[c"ports", c"2", c"gid_attrs", c"ndevs", c"1"]));
+        assert!(!exists(dir, &[c"ports", c"3"]));
+
+        // The device's values.
+        assert_eq!(&text(|b| node_type_show(&dev, 0, b))?[..], b"1: CA\n");
+        assert_eq!(
+            &text(|b| node_guid_show(&dev, 0, b))?[..],
+            b"0002:c903:0000:0100\n"
+        );
+        assert_eq!(
+            &text(|b| sys_image_guid_show(&dev, 0, b))?[..],
+            b"1122:3344:5566:7788\n"
+        );
+        assert_eq!(&text(|b| fw_ver_show(&dev, 0, b))?[..], b"\n");
+        assert_eq!(
+            &text(|b| node_desc_show(&dev, 0, b))?[..],
+            b"kunit device\n"
+        );
+        // C keeps what was written, newline included, up to 64 bytes and the first NUL.
+        node_desc_store(&dev, 0, b"new\n")?;
+        assert_eq!(&text(|b| node_desc_show(&dev, 0, b))?[..], b"new\n\n");
+        node_desc_store(&dev, 0, b"ab\0cd")?;
+        assert_eq!(&text(|b| node_desc_show(&dev, 0, b))?[..], b"ab\n");
+        node_desc_store(&dev, 0, &[b'x'; 70])?;
+        assert_eq!(text(|b| node_desc_show(&dev, 0, b))?.len(), 65);
+        assert_eq!(node_desc_store(&dev, 0, b"bad"), Err(EPERM));
+        assert_eq!(text(|b| node_desc_show(&dev, 0, b))?.len(), 65);
+
+        // A port's values.
+        let p1 = SysfsPort {
+            dev: dev.clone(),
+            port: 1,
+        };
+        let p2 = SysfsPort {
+            dev: dev.clone(),
+            port: 2,
+        };
+        assert_eq!(&text(|b| state_show(&p1, 0, b))?[..], b"4: ACTIVE\n");
+        assert_eq!(&text(|b| phys_state_show(&p1, 0, b))?[..], b"5: LinkUp\n");
+        assert_eq!(&text(|b| lid_show(&p2, 0, b))?[..], b"0x20\n");
+        assert_eq!(&text(|b| cap_mask_show(&p2, 0, b))?[..], b"0x00000000\n");
+        assert_eq!(
+            &text(|b| rate_show(&p1, 0, b))?[..],
+            b"100 Gb/sec (4X EDR)\n"
+        );
+        assert_eq!(&text(|b| link_layer_show(&p1, 0, b))?[..], b"InfiniBand\n");
+        assert_eq!(
+            &text(|b| gid_show(&p1, 0, b))?[..],
+            b"fe80:0000:0000:0000:0000:0000:0000:abcd\n"
+        );
+        assert_eq!(
+            &text(|b| gid_show(&p1, 1, b))?[..],
+            b"0000:0000:0000:0000:0000:0000:0000:0000\n"
+        );
+        assert_eq!(&text(|b| pkey_show(&p1, 0, b))?[..], b"0xffff\n");
+        assert_eq!(text(|b| pkey_show(&p2, 0, b)).err(), Some(EINVAL));
+        assert_eq!(&text(|b| gid_type_show(&p2, 0, b))?[..], b"IB/RoCE v1\n");
+        assert_eq!(text(|b| gid_type_show(&p2, 1, b)).err(), Some(EINVAL));
+        assert_eq!(text(|b| gid_ndev_show(&p2, 0, b)).err(), Some(EINVAL));
+        let bad = SysfsPort {
+            dev: dev.clone(),
+            port: 3,
+        };
+        assert_eq!(text(|b| state_show(&bad, 0, b)).err(), Some(EINVAL));
+        drop((p1, p2, bad));
+
+        // Rename moves the directory; unregistration removes it.
+        registry::rename(&dev, b"kunit_renamed")?;
+        assert!(in_class(c"kunit_renamed"));
+        assert!(!in_class(name.as_c_str()));
+        assert!(exists(dir, &[c"ports", c"2", c"state"]));
+        drop(reg);
+        assert!(!in_class(c"kunit_renamed"));
+        assert!(dev.sysfs.lock().is_none());
         Ok(())
     }
 }
