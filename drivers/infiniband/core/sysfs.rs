@@ -22,7 +22,7 @@
 //!
 //! Not yet: `hw_counters/` (no driver statistics in the device API), `counters/` (PMA, needs
 //! MADs), the RoCE side of `gid_attrs` (every GID is an IB GID, `ndevs/<i>` reads `EINVAL` as
-//! for an IB port in C) and the class's `NAME=` uevent variable.
+//! for an IB port in C), the driver's `ops.port_groups`, and network namespaces.
 
 use crate::{
     attrs::{LinkLayer, NodeType, PortState},
