@@ -9,7 +9,9 @@ pub mod device;
 pub mod monitor;
 pub mod names;
 pub mod registry;
+pub mod restrack;
 mod sysfs;
+pub mod verbs;
 mod workqueues;
 
 pub use core_module::class_registered;
