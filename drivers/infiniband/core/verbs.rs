@@ -556,3 +556,260 @@ impl Drop for Mr {
         }
     }
 }
+
+#[kernel::macros::kunit_tests(rdma_rs_ib_verbs)]
+mod tests {
+    use super::*;
+    use crate::{
+        attrs::{DeviceAttr, NodeType, PortAttr, PortImmutable},
+        device::{DeviceInfo, DeviceOps, Registration},
+    };
+    use kernel::{new_mutex, sync::Mutex};
+
+    /// Driver calls a test device saw, in order.
+    type Calls = Arc<Mutex<KVec<&'static str>>>;
+
+    /// A device whose verbs only record what they are asked.
+    struct Recording {
+        calls: Calls,
+    }
+
+    impl Recording {
+        fn log(&self, what: &'static str) -> Result {
+            self.calls.lock().push(what, GFP_KERNEL)?;
+            Ok(())
+        }
+    }
+
+    #[vtable]
+    impl DeviceOps for Recording {
+        fn query_device(&self) -> Result<DeviceAttr> {
+            Ok(DeviceAttr {
+                max_cqe: 1024,
+                max_qp_wr: 64,
+                max_send_sge: 2,
+                max_recv_sge: 2,
+                ..DeviceAttr::default()
+            })
+        }
+
+        fn query_port(&self, _port: u32) -> Result<PortAttr> {
+            Ok(PortAttr::default())
+        }
+
+        fn get_port_immutable(&self, _port: u32) -> Result<PortImmutable> {
+            Ok(PortImmutable::default())
+        }
+
+        fn alloc_pd(&self) -> Result<DriverObject> {
+            self.log("alloc_pd")?;
+            DriverObject::new(1u32)
+        }
+
+        fn dealloc_pd(&self, _pd: DriverObject) -> Result {
+            self.log("dealloc_pd")
+        }
+
+        fn create_cq(&self, _init: &CqInit, _n: &CqNotifier) -> Result<DriverObject> {
+            self.log("create_cq")?;
+            DriverObject::new(2u32)
+        }
+
+        fn destroy_cq(&self, _cq: DriverObject) -> Result {
+            self.log("destroy_cq")
+        }
+
+        fn create_qp(
+            &self,
+            pd: &DriverObject,
+            init: &QpInitDriver<'_>,
+        ) -> Result<(DriverObject, u32)> {
+            // The core hands back what the driver made.
+            if *pd.get::<u32>()? != 1 || *init.send_cq.get::<u32>()? != 2 {
+                return Err(EINVAL);
+            }
+            self.log("create_qp")?;
+            Ok((DriverObject::new(3u32)?, 0x42))
+        }
+
+        fn modify_qp(&self, _qp: &DriverObject, _attr: &QpAttr, _mask: QpAttrMask) -> Result {
+            self.log("modify_qp")
+        }
+
+        fn destroy_qp(&self, _qp: DriverObject) -> Result {
+            self.log("destroy_qp")
+        }
+
+        fn get_dma_mr(&self, _pd: &DriverObject, _access: u32) -> Result<(DriverObject, u32, u32)> {
+            self.log("get_dma_mr")?;
+            Ok((DriverObject::new(4u32)?, 7, 8))
+        }
+
+        fn dereg_mr(&self, _mr: DriverObject) -> Result {
+            self.log("dereg_mr")
+        }
+    }
+
+    fn register(calls: &Calls) -> Result<Registration> {
+        let info = DeviceInfo {
+            name: b"kverbs%d",
+            node_type: NodeType::Ca,
+            node_guid: 0,
+            phys_port_cnt: 1,
+            node_desc: b"",
+            parent: None,
+        };
+        Registration::new(
+            info,
+            Recording {
+                calls: calls.clone(),
+            },
+        )
+    }
+
+    fn take(calls: &Calls) -> KVec<&'static str> {
+        core::mem::take(&mut *calls.lock())
+    }
+
+    #[test]
+    fn transitions_follow_the_c_table() {
+        use QpState::{Init, Reset, Rtr, Rts};
+        let m = |bits| QpAttrMask(QpAttrMask::STATE | bits);
+        let rc_init = QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS;
+        assert!(qp_transition_ok(Reset, Init, QpType::Rc, m(rc_init)));
+        assert!(!qp_transition_ok(
+            Reset,
+            Init,
+            QpType::Rc,
+            m(QpAttrMask::PORT)
+        ));
+        // UD needs a Q_Key rather than access flags.
+        assert!(!qp_transition_ok(Reset, Init, QpType::Ud, m(rc_init)));
+        assert!(qp_transition_ok(
+            Reset,
+            Init,
+            QpType::Ud,
+            m(QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::QKEY)
+        ));
+        let rc_rtr = QpAttrMask::AV
+            | QpAttrMask::PATH_MTU
+            | QpAttrMask::DEST_QPN
+            | QpAttrMask::RQ_PSN
+            | QpAttrMask::MAX_DEST_RD_ATOMIC
+            | QpAttrMask::MIN_RNR_TIMER;
+        assert!(qp_transition_ok(Init, Rtr, QpType::Rc, m(rc_rtr)));
+        assert!(!qp_transition_ok(
+            Init,
+            Rtr,
+            QpType::Rc,
+            m(rc_rtr & !QpAttrMask::AV)
+        ));
+        assert!(qp_transition_ok(Init, Rtr, QpType::Ud, m(0)));
+        assert!(qp_transition_ok(
+            Rtr,
+            Rts,
+            QpType::Ud,
+            m(QpAttrMask::SQ_PSN)
+        ));
+        assert!(!qp_transition_ok(
+            Rtr,
+            Rts,
+            QpType::Rc,
+            m(QpAttrMask::SQ_PSN)
+        ));
+        // Skipping states is refused; reset and error are always reachable.
+        assert!(!qp_transition_ok(Reset, Rtr, QpType::Rc, m(rc_rtr)));
+        assert!(!qp_transition_ok(Init, Rts, QpType::Rc, m(0)));
+        assert!(qp_transition_ok(Rts, QpState::Err, QpType::Rc, m(0)));
+        assert!(qp_transition_ok(Rtr, Reset, QpType::Rc, m(0)));
+        // A change of state without the state bit is refused.
+        assert!(!qp_transition_ok(
+            Reset,
+            Init,
+            QpType::Rc,
+            QpAttrMask(rc_init)
+        ));
+    }
+
+    #[test]
+    fn objects_outlive_their_handles_until_their_users_go() -> Result {
+        let calls: Calls = Arc::pin_init(new_mutex!(KVec::new()), GFP_KERNEL)?;
+        let reg = register(&calls)?;
+        let dev = reg.device().clone();
+        let pd = Pd::alloc(&dev)?;
+        let cq = Cq::create(
+            &dev,
+            &CqInit {
+                cqe: 16,
+                comp_vector: 0,
+            },
+            None,
+        )?;
+        let qp = Qp::create(
+            &pd,
+            QpInit {
+                qp_type: QpType::Rc,
+                send_cq: cq.clone(),
+                recv_cq: cq.clone(),
+                cap: QpCap {
+                    max_send_wr: 8,
+                    max_recv_wr: 8,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    max_inline_data: 0,
+                },
+                sq_sig_all: false,
+            },
+        )?;
+        assert_eq!(qp.qp_num(), 0x42);
+        let mr = Mr::get_dma_mr(&pd, access::LOCAL_WRITE)?;
+        assert_eq!((mr.lkey(), mr.rkey()), (7, 8));
+        assert_eq!(
+            &take(&calls)[..],
+            &["alloc_pd", "create_cq", "create_qp", "get_dma_mr"]
+        );
+        let r = dev.restrack();
+        assert_eq!(
+            [ResType::Pd, ResType::Cq, ResType::Qp, ResType::Mr].map(|t| r.count(t)),
+            [1, 1, 1, 1]
+        );
+        // Limits from query_device are enforced before the driver is asked.
+        assert_eq!(
+            Cq::create(
+                &dev,
+                &CqInit {
+                    cqe: 4096,
+                    comp_vector: 0
+                },
+                None
+            )
+            .err(),
+            Some(EINVAL)
+        );
+        // A wrong transition never reaches the driver.
+        let to_rtr = QpAttr {
+            qp_state: QpState::Rtr,
+            ..QpAttr::default()
+        };
+        assert_eq!(
+            qp.modify(&to_rtr, QpAttrMask(QpAttrMask::STATE)),
+            Err(EINVAL)
+        );
+        assert!(take(&calls).is_empty());
+        // Dropping the PD and CQ handles frees nothing: the QP and the MR use them.
+        drop(pd);
+        drop(cq);
+        assert!(take(&calls).is_empty());
+        drop(qp);
+        assert_eq!(&take(&calls)[..], &["destroy_qp", "destroy_cq"]);
+        drop(mr);
+        assert_eq!(&take(&calls)[..], &["dereg_mr", "dealloc_pd"]);
+        assert_eq!(
+            [ResType::Pd, ResType::Cq, ResType::Qp, ResType::Mr].map(|t| r.count(t)),
+            [0, 0, 0, 0]
+        );
+        drop(dev);
+        drop(reg);
+        Ok(())
+    }
+}
