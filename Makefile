@@ -83,7 +83,7 @@ $(OUT)/tools/verbs_errors: tools/verbs-errors/verbs_errors.c | $(CACHE)/.setup-d
 # Raw NETLINK_RDMA requests, no library: static, so the guest needs nothing else.
 $(OUT)/tools/rdma_nl_tester: tools/rdma-nl-tester/rdma_nl_tester.c | $(CACHE)/.setup-done
 	@mkdir -p $(@D)
-	gcc -O2 -g -Wall -Wextra -Werror -static -o $@ $<
+	gcc -O2 -g -fno-strict-aliasing -Wall -Wextra -Werror -static -o $@ $<
 
 build: kernel modules cx-model verbs-tools
 
