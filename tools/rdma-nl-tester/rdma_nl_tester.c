@@ -499,9 +499,11 @@ static void describe_answer(const struct answer *a, int silent_wait, char *s, si
 	else if (!a->end)
 		l = snprintf(s, n, "%d reply(ies) and %d part(s) of type 0x%x, then nothing", a->replies,
 			     a->parts, a->first_type);
+	else if (a->end == 1 && a->err && !a->replies && !a->parts)
+		l = snprintf(s, n, "error %s%s", errname(a->err), ext);
 	else if (a->end == 1 && a->err)
-		l = snprintf(s, n, "%s%d reply(ies), %d part(s), error %s%s",
-			     a->replies || a->parts ? "" : "", a->replies, a->parts, errname(a->err), ext);
+		l = snprintf(s, n, "%d reply(ies), %d part(s), then error %s%s", a->replies, a->parts,
+			     errname(a->err), ext);
 	else if (a->end == 1)
 		l = snprintf(s, n, "%d reply(ies) of type 0x%x, %d part(s), ACK", a->replies,
 			     a->first_type, a->parts);
