@@ -26,13 +26,17 @@ pub(crate) fn class() -> Option<&'static class::Registration> {
     unsafe { CLASS.load(Acquire).as_ref() }
 }
 
-/// The loaded `ib_core` module.
+/// The loaded `ib_core` module. Fields are declared in the order C's `ib_core_cleanup` releases
+/// them (the reverse of `ib_core_init`, which the initializer follows).
 #[pin_data(PinnedDrop)]
 pub(crate) struct IbCore {
-    workqueues: CoreWorkqueues,
+    /// The neighbour watch of address resolution (`NETEVENT_NEIGH_UPDATE`).
+    #[pin]
+    neighbours: crate::addr::Registration,
     /// `/sys/class/infiniband`.
     #[pin]
     class: class::Registration,
+    workqueues: CoreWorkqueues,
 }
 
 impl kernel::InPlaceModule for IbCore {
@@ -42,6 +46,7 @@ impl kernel::InPlaceModule for IbCore {
         try_pin_init!(Self {
             workqueues: CoreWorkqueues::new()?,
             class <- class::Registration::new_with_name_uevent(c"infiniband"),
+            neighbours <- crate::addr::register(),
         })
         .pin_chain(|this| {
             CLASS.store(&this.class, Release);

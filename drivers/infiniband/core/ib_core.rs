@@ -3,13 +3,16 @@
 //! `ib_core`: the RDMA core. Device registration, clients, RDMA netlink, sysfs and the kernel
 //! verbs API live here; drivers such as `mlx5_ib` and consumers plug into it.
 
+pub mod addr;
 pub mod attrs;
 mod core_module;
 pub mod device;
 pub mod monitor;
 pub mod names;
 pub mod registry;
+pub mod restrack;
 mod sysfs;
+pub mod verbs;
 mod workqueues;
 
 pub use core_module::class_registered;
