@@ -2,16 +2,123 @@
 
 //! A test-only mlx5 interface: it attaches to every function `mlx5_core` binds and logs `add`,
 //! each event and `remove`, so VM scenarios can check the interface registry.
+//!
+//! With `nop_commands=N`, `add` also starts N NOP commands at once, each from its own work item
+//! through the function's command handle, and logs how long each took (`rust-cmd-concurrency`);
+//! `remove` waits for them.
 
-use kernel::prelude::*;
-use mlx5_core::interface::{Event, Interface, Mlx5Device, Registration};
+use kernel::{
+    new_condvar, new_mutex,
+    prelude::*,
+    sync::{Arc, CondVar, Mutex},
+    time::{Instant, Monotonic},
+    workqueue::{self, Work, WorkItem},
+};
+use mlx5_core::{
+    commands::Commands,
+    interface::{Event, Interface, Mlx5Device, Registration},
+};
+
+/// `MLX5_CMD_OP_NOP`.
+const OP_NOP: u16 = 0x80d;
 
 /// The interface.
 struct TestInterface;
 
+/// NOP commands still running.
+#[pin_data]
+struct Outstanding {
+    #[pin]
+    count: Mutex<u32>,
+    #[pin]
+    zero: CondVar,
+}
+
+impl Outstanding {
+    fn done(&self) {
+        let mut c = self.count.lock();
+        *c -= 1;
+        if *c == 0 {
+            self.zero.notify_all();
+        }
+    }
+
+    fn wait(&self) {
+        let mut c = self.count.lock();
+        while *c > 0 {
+            self.zero.wait(&mut c);
+        }
+    }
+}
+
+/// One NOP command, run from a work item.
+#[pin_data]
+struct NopWork {
+    #[pin]
+    work: Work<NopWork>,
+    number: u32,
+    commands: Commands,
+    outstanding: Arc<Outstanding>,
+}
+
+kernel::impl_has_work! {
+    impl HasWork<Self> for NopWork { self.work }
+}
+
+impl WorkItem for NopWork {
+    type Pointer = Arc<NopWork>;
+
+    fn run(this: Arc<NopWork>) {
+        let mut input = [0u8; 16];
+        input[..2].copy_from_slice(&OP_NOP.to_be_bytes());
+        let start = Instant::<Monotonic>::now();
+        let r = this.commands.exec(&input, 16);
+        let ms = start.elapsed().as_millis();
+        match r {
+            Ok(_) => pr_info!("nop {}: ok in {} ms\n", this.number, ms),
+            Err(e) => pr_info!(
+                "nop {}: error {} after {} ms\n",
+                this.number,
+                e.to_errno(),
+                ms
+            ),
+        }
+        this.outstanding.done();
+    }
+}
+
 /// What it keeps per function.
 struct PerFunction {
     events: u32,
+    nops: Arc<Outstanding>,
+}
+
+/// Starts `n` NOP commands at once on `dev`.
+fn start_nops(dev: &Mlx5Device, n: u32) -> Result<Arc<Outstanding>> {
+    let outstanding = Arc::pin_init(
+        pin_init!(Outstanding {
+            count <- new_mutex!(0),
+            zero <- new_condvar!(),
+        }),
+        GFP_KERNEL,
+    )?;
+    for number in 0..n.min(64) {
+        let mine = outstanding.clone();
+        let work = Arc::pin_init(
+            pin_init!(NopWork {
+                work <- kernel::new_work!("mlx5_test_interface::nop"),
+                number,
+                commands: dev.commands().clone(),
+                outstanding: mine,
+            }),
+            GFP_KERNEL,
+        )?;
+        *outstanding.count.lock() += 1;
+        if workqueue::system_unbound().enqueue(work).is_err() {
+            outstanding.done();
+        }
+    }
+    Ok(outstanding)
 }
 
 impl Interface for TestInterface {
@@ -24,10 +131,18 @@ impl Interface for TestInterface {
             dev.id(),
             dev.ports()
         );
-        Ok(PerFunction { events: 0 })
+        let n = module_parameters::nop_commands.value();
+        if n > 0 {
+            pr_info!("starting {n} NOP command(s) at once on {}\n", dev.name());
+        }
+        Ok(PerFunction {
+            events: 0,
+            nops: start_nops(dev, n)?,
+        })
     }
 
     fn remove(&self, dev: &Mlx5Device, ctx: PerFunction) {
+        ctx.nops.wait();
         pr_info!("remove {} after {} event(s)\n", dev.name(), ctx.events);
     }
 
@@ -64,4 +179,10 @@ module! {
     authors: ["rdma-rs developers"],
     description: "Test-only mlx5 interface that logs add, events and remove",
     license: "GPL",
+    params: {
+        nop_commands: u32 {
+            default: 0,
+            description: "NOP commands to start at once on each function at add (at most 64)",
+        },
+    },
 }

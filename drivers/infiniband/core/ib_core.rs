@@ -3,9 +3,13 @@
 //! `ib_core`: the RDMA core. Device registration, clients, RDMA netlink, sysfs and the kernel
 //! verbs API live here; drivers such as `mlx5_ib` and consumers plug into it.
 
+pub mod attrs;
 mod core_module;
+pub mod device;
+pub mod monitor;
 pub mod names;
 pub mod registry;
+mod sysfs;
 mod workqueues;
 
 pub use core_module::class_registered;

@@ -58,17 +58,57 @@ pub fn number_in(name: &[u8], prefix: &[u8], suffix: &[u8]) -> Option<u32> {
     (n < i32::MAX as u32).then_some(n)
 }
 
+/// A device name, kept inline with room for its NUL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Name {
+    buf: [u8; NAME_MAX],
+    len: u8,
+}
+
+impl Name {
+    /// `name` as a device name: `EINVAL` when empty, too long, or holding a NUL.
+    pub fn new(name: &[u8]) -> Result<Self> {
+        if name.is_empty() || name.len() >= NAME_MAX || name.contains(&0) {
+            return Err(EINVAL);
+        }
+        let mut buf = [0u8; NAME_MAX];
+        buf[..name.len()].copy_from_slice(name);
+        Ok(Self {
+            buf,
+            len: name.len() as u8,
+        })
+    }
+
+    /// The name's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..usize::from(self.len)]
+    }
+
+    /// The name with its NUL.
+    pub fn as_c_str(&self) -> &CStr {
+        // The buffer holds no NUL before `len` and is zero from there, with room for one.
+        CStr::from_bytes_with_nul(&self.buf[..=usize::from(self.len)]).unwrap_or(c"")
+    }
+}
+
+impl core::ops::Deref for Name {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
 /// The name a device registering (or renamed) with `template` gets, given the names already
 /// taken. A fixed name already taken is `ENFILE`, as in C.
-pub fn assign<'a>(template: &[u8], taken: impl Iterator<Item = &'a [u8]>) -> Result<KVec<u8>> {
-    let mut out = KVec::new();
+pub fn assign<'a>(template: &[u8], taken: impl Iterator<Item = &'a [u8]>) -> Result<Name> {
     match parse(template)? {
         Template::Fixed(name) => {
             let mut taken = taken;
             if taken.any(|t| t == name) {
                 return Err(ENFILE);
             }
-            out.extend_from_slice(name, GFP_KERNEL)?;
+            Name::new(name)
         }
         Template::Numbered { prefix, suffix } => {
             let mut used = KVec::new();
@@ -86,7 +126,6 @@ pub fn assign<'a>(template: &[u8], taken: impl Iterator<Item = &'a [u8]>) -> Res
                     break;
                 }
             }
-            out.extend_from_slice(prefix, GFP_KERNEL)?;
             let mut digits = [0u8; 10];
             let mut k = digits.len();
             let mut v = n;
@@ -98,14 +137,19 @@ pub fn assign<'a>(template: &[u8], taken: impl Iterator<Item = &'a [u8]>) -> Res
                     break;
                 }
             }
-            out.extend_from_slice(&digits[k..], GFP_KERNEL)?;
-            out.extend_from_slice(suffix, GFP_KERNEL)?;
-            if out.len() >= NAME_MAX {
-                return Err(EINVAL);
+            let mut out = [0u8; NAME_MAX];
+            let mut len = 0;
+            for part in [prefix, &digits[k..], suffix] {
+                let end = len + part.len();
+                if end >= NAME_MAX {
+                    return Err(EINVAL);
+                }
+                out[len..end].copy_from_slice(part);
+                len = end;
             }
+            Name::new(&out[..len])
         }
     }
-    Ok(out)
 }
 
 #[kernel::macros::kunit_tests(rdma_rs_ib_names)]

@@ -3,46 +3,28 @@
 //! Registered RDMA devices and clients, with the C core's ordering:
 //!
 //! - a device gets a unique name (see [`crate::names`]) and an index that increases (cyclically,
-//!   not reused at once, as the C core's `xa_alloc_cyclic`);
+//!   not reused at once, as the C core's `xa_alloc_cyclic`); both are taken before the device is
+//!   set up (phase 1), and the device becomes visible to clients, netlink and lookups only once
+//!   fully set up (phase 2, [`enable`]);
 //! - a client that registers gets `add` for every registered device, in index order;
 //! - a device that registers is added to every client, in client registration order;
-//! - a device that unregisters is removed from every client in reverse registration order;
+//! - a device that unregisters is hidden first, then removed from every client in reverse
+//!   registration order;
 //! - a client that unregisters is removed from every device.
 //!
 //! Client callbacks run with the registry locked: they must not register or unregister devices
 //! or clients.
 
-use crate::names;
+use crate::{
+    device::{DeviceRef, IbDevice},
+    names::{self, Name},
+};
 use core::{marker::PhantomPinned, ptr::NonNull};
 use kernel::{
     new_mutex,
     prelude::*,
-    sync::{global_lock, Mutex},
+    sync::{global_lock, Arc, Mutex},
 };
-
-/// A registered device, as clients see it.
-pub struct IbDevice {
-    index: u32,
-    name: KVec<u8>,
-    ports: u8,
-}
-
-impl IbDevice {
-    /// The device index (stable while registered; what netlink calls `DEV_INDEX`).
-    pub fn index(&self) -> u32 {
-        self.index
-    }
-
-    /// The device name (`mlx5_0`).
-    pub fn name(&self) -> &[u8] {
-        &self.name
-    }
-
-    /// Number of ports.
-    pub fn ports(&self) -> u8 {
-        self.ports
-    }
-}
 
 /// A kernel consumer of RDMA devices.
 pub trait Client: Sync + Send {
@@ -76,9 +58,18 @@ impl ClientPtr {
     }
 }
 
+/// A device index and name in use: reserved (phase 1), then registered, then hidden while it
+/// unregisters.
+struct Entry {
+    index: u32,
+    name: Name,
+    dev: Option<Arc<IbDevice>>,
+    registered: bool,
+}
+
 /// Devices and clients.
 pub(crate) struct Registry {
-    devices: KVec<IbDevice>,
+    devices: KVec<Entry>,
     clients: KVec<ClientPtr>,
     next_index: u32,
 }
@@ -90,6 +81,18 @@ impl Registry {
             clients: KVec::new(),
             next_index: 0,
         }
+    }
+
+    fn entry(&self, index: u32) -> Option<&Entry> {
+        self.devices.iter().find(|e| e.index == index)
+    }
+
+    /// The registered devices, in index order (entries are kept sorted by index).
+    fn registered(&self) -> impl Iterator<Item = &Arc<IbDevice>> {
+        self.devices
+            .iter()
+            .filter(|e| e.registered)
+            .filter_map(|e| e.dev.as_ref())
     }
 }
 
@@ -106,63 +109,156 @@ pub(crate) fn clear() {
     reg.clients = KVec::new();
 }
 
-/// A registered device; dropping it unregisters the device.
-pub struct DeviceRegistration {
+/// A name and index taken for a device being set up; released on drop unless enabled.
+pub(crate) struct Reserved {
     index: u32,
+    name: Name,
 }
 
-impl DeviceRegistration {
-    /// Registers a device named after `template` (`mlx5_%d` or a fixed name) with `ports`
-    /// ports; every client gets `add`.
-    pub fn new(template: &[u8], ports: u8) -> Result<Self> {
-        let mut reg = REGISTRY.lock();
-        let name = names::assign(template, reg.devices.iter().map(|d| &d.name[..]))?;
-        // Indices increase and wrap, skipping those in use.
-        let mut index = reg.next_index;
-        while reg.devices.iter().any(|d| d.index == index) {
-            index = index.wrapping_add(1) & 0x7fff_ffff;
-        }
-        reg.next_index = index.wrapping_add(1) & 0x7fff_ffff;
-        let dev = IbDevice { index, name, ports };
-        reg.devices.reserve(1, GFP_KERNEL)?;
-        for c in reg.clients.iter() {
-            c.get().attach(&dev);
-        }
-        reg.devices.push(dev, GFP_KERNEL)?;
-        Ok(Self { index })
-    }
-
-    /// The device's index.
-    pub fn index(&self) -> u32 {
+impl Reserved {
+    /// The index.
+    pub(crate) fn index(&self) -> u32 {
         self.index
     }
 
-    /// The device's name.
-    pub fn name(&self) -> Result<KVec<u8>> {
-        let reg = REGISTRY.lock();
-        let d = reg
-            .devices
-            .iter()
-            .find(|d| d.index == self.index)
-            .ok_or(ENODEV)?;
-        let mut n = KVec::new();
-        n.extend_from_slice(&d.name, GFP_KERNEL)?;
-        Ok(n)
+    /// The name.
+    pub(crate) fn name(&self) -> Name {
+        self.name
     }
 }
 
-impl Drop for DeviceRegistration {
+impl Drop for Reserved {
     fn drop(&mut self) {
-        let mut reg = REGISTRY.lock();
-        let Some(k) = reg.devices.iter().position(|d| d.index == self.index) else {
-            return;
-        };
-        if let Ok(dev) = reg.devices.remove(k) {
-            for c in reg.clients.iter().rev() {
-                c.get().detach(&dev);
-            }
+        release(self.index);
+    }
+}
+
+/// Phase 1: takes a name from `template` and the next free index.
+pub(crate) fn reserve(template: &[u8]) -> Result<Reserved> {
+    let mut reg = REGISTRY.lock();
+    let name = names::assign(template, reg.devices.iter().map(|e| e.name.as_bytes()))?;
+    // Indices increase and wrap, skipping those in use.
+    let mut index = reg.next_index;
+    while reg.entry(index).is_some() {
+        index = index.wrapping_add(1) & 0x7fff_ffff;
+    }
+    reg.next_index = index.wrapping_add(1) & 0x7fff_ffff;
+    let at = reg
+        .devices
+        .iter()
+        .position(|e| e.index > index)
+        .unwrap_or(reg.devices.len());
+    reg.devices.reserve(1, GFP_KERNEL)?;
+    let entry = Entry {
+        index,
+        name,
+        dev: None,
+        registered: false,
+    };
+    reg.devices
+        .insert_within_capacity(at, entry)
+        .map_err(|_| ENOMEM)?;
+    Ok(Reserved { index, name })
+}
+
+/// Phase 2: the device becomes visible, and every client gets `add`, in registration order.
+pub(crate) fn enable(reserved: Reserved, dev: &Arc<IbDevice>) {
+    let index = reserved.index;
+    core::mem::forget(reserved);
+    let mut reg = REGISTRY.lock();
+    let reg = &mut *reg;
+    if let Some(e) = reg.devices.iter_mut().find(|e| e.index == index) {
+        e.dev = Some(dev.clone());
+        e.registered = true;
+    }
+    for c in reg.clients.iter() {
+        c.get().attach(dev);
+    }
+}
+
+/// Hides a device and removes it from every client, latest client first.
+pub(crate) fn disable(dev: &IbDevice) {
+    let mut reg = REGISTRY.lock();
+    let reg = &mut *reg;
+    match reg.devices.iter_mut().find(|e| e.index == dev.index()) {
+        Some(e) if e.registered => e.registered = false,
+        _ => return,
+    }
+    for c in reg.clients.iter().rev() {
+        c.get().detach(dev);
+    }
+}
+
+/// Frees a device's name and index.
+pub(crate) fn release(index: u32) {
+    let mut reg = REGISTRY.lock();
+    if let Some(k) = reg.devices.iter().position(|e| e.index == index) {
+        let _ = reg.devices.remove(k);
+    }
+}
+
+/// The registered device with `index`, referenced.
+pub fn get(index: u32) -> Option<DeviceRef> {
+    let reg = REGISTRY.lock();
+    let found = reg.registered().find(|d| d.index() == index)?.try_get();
+    found
+}
+
+/// The registered device called `name`, referenced.
+pub fn get_by_name(name: &[u8]) -> Option<DeviceRef> {
+    let reg = REGISTRY.lock();
+    let e = reg
+        .devices
+        .iter()
+        .find(|e| e.registered && e.name.as_bytes() == name)?;
+    e.dev.as_ref()?.try_get()
+}
+
+/// The registered device with the lowest index at or above `from`, referenced (for dumps that
+/// continue where they stopped).
+pub fn next_from(from: u32) -> Option<DeviceRef> {
+    let reg = REGISTRY.lock();
+    let found = reg
+        .registered()
+        .filter(|d| d.index() >= from)
+        .find_map(|d| d.try_get());
+    found
+}
+
+/// The registered devices, in index order, referenced.
+pub fn devices() -> Result<KVec<DeviceRef>> {
+    let reg = REGISTRY.lock();
+    let mut v = KVec::new();
+    for d in reg.registered() {
+        if let Some(r) = d.try_get() {
+            v.push(r, GFP_KERNEL)?;
         }
     }
+    Ok(v)
+}
+
+/// Renames a registered device, with C's `ib_device_rename` rules: the same name is a no-op,
+/// a name in use is `EEXIST`; sysfs follows, and a MONITOR event tells listeners.
+pub fn rename(dev: &IbDevice, new: &[u8]) -> Result {
+    let name = Name::new(new)?;
+    let mut reg = REGISTRY.lock();
+    let Some(k) = reg.devices.iter().position(|e| e.index == dev.index()) else {
+        return Err(ENODEV);
+    };
+    if reg.devices[k].name == name {
+        return Ok(());
+    }
+    if reg.devices.iter().any(|e| e.name == name) {
+        return Err(EEXIST);
+    }
+    if let Some(s) = dev.sysfs.lock().as_ref() {
+        s.rename(&name)?;
+    }
+    reg.devices[k].name = name;
+    dev.set_name(name);
+    drop(reg);
+    crate::monitor::device_event(dev, crate::monitor::Event::Rename);
+    Ok(())
 }
 
 /// A client's registration: attached to every registered device while it lives.
@@ -188,7 +284,7 @@ impl<C: Client + 'static> ClientRegistration<C> {
                 reg.clients.push(ClientPtr(ptr), GFP_KERNEL)?;
                 // SAFETY: `this` is fully initialized and pinned.
                 let r = unsafe { ptr.as_ref() };
-                for d in reg.devices.iter() {
+                for d in reg.registered() {
                     r.attach(d);
                 }
             },
@@ -213,7 +309,7 @@ impl<C: Client + 'static> PinnedDrop for ClientRegistration<C> {
         {
             let _ = reg.clients.remove(k);
         }
-        for d in reg.devices.iter() {
+        for d in reg.registered() {
             self.detach(d);
         }
     }
@@ -223,13 +319,13 @@ impl<C: Client + 'static> Attached for ClientRegistration<C> {
     fn attach(&self, dev: &IbDevice) {
         match self.client.add(dev) {
             Ok(data) => {
-                if let Err(e) = self.data.lock().push((dev.index, data), GFP_KERNEL) {
+                if let Err(e) = self.data.lock().push((dev.index(), data), GFP_KERNEL) {
                     pr_err!("no memory to attach a client ({e:?})\n");
                 }
             }
             Err(e) => pr_warn!(
                 "a client refused device {}: err {}\n",
-                dev.index,
+                dev.index(),
                 e.to_errno()
             ),
         }
@@ -238,7 +334,7 @@ impl<C: Client + 'static> Attached for ClientRegistration<C> {
     fn detach(&self, dev: &IbDevice) {
         let data = {
             let mut d = self.data.lock();
-            match d.iter().position(|(i, _)| *i == dev.index) {
+            match d.iter().position(|(i, _)| *i == dev.index()) {
                 Some(k) => d.remove(k).ok(),
                 None => None,
             }
@@ -252,7 +348,94 @@ impl<C: Client + 'static> Attached for ClientRegistration<C> {
 #[kernel::macros::kunit_tests(rdma_rs_ib_registry)]
 mod tests {
     use super::*;
+    use crate::{
+        attrs::{DeviceAttr, NodeType, PortAttr, PortImmutable},
+        device::{DeviceInfo, DeviceOps, Registration},
+    };
     use kernel::sync::Arc;
+
+    /// A software device with nothing but its ports.
+    struct Soft;
+
+    #[vtable]
+    impl DeviceOps for Soft {
+        fn query_device(&self) -> Result<DeviceAttr> {
+            Ok(DeviceAttr::default())
+        }
+
+        fn query_port(&self, _port: u32) -> Result<PortAttr> {
+            Ok(PortAttr::default())
+        }
+
+        fn get_port_immutable(&self, _port: u32) -> Result<PortImmutable> {
+            Ok(PortImmutable::default())
+        }
+    }
+
+    /// A closure that can be called through a box.
+    trait Job: Send {
+        fn run(self: KBox<Self>);
+    }
+
+    impl<F: FnOnce() + Send> Job for F {
+        fn run(self: KBox<Self>) {
+            KBox::into_inner(self)()
+        }
+    }
+
+    /// A job on a workqueue, with a work item of its own: `Queue::try_spawn` would share its
+    /// lock class key with the kernel's other users of it, under another name, and lockdep warns.
+    #[pin_data]
+    struct Task {
+        #[pin]
+        work: kernel::workqueue::Work<Task>,
+        #[pin]
+        job: Mutex<Option<KBox<dyn Job>>>,
+    }
+
+    kernel::impl_has_work! {
+        impl HasWork<Self> for Task { self.work }
+    }
+
+    impl kernel::workqueue::WorkItem for Task {
+        type Pointer = Arc<Task>;
+
+        fn run(this: Arc<Task>) {
+            let job = this.job.lock().take();
+            if let Some(job) = job {
+                job.run();
+            }
+        }
+    }
+
+    /// Runs `f` on a system workqueue.
+    fn spawn(unbound: bool, f: KBox<dyn Job>) -> Result {
+        let q = if unbound {
+            kernel::workqueue::system_unbound()
+        } else {
+            kernel::workqueue::system()
+        };
+        let task = Arc::pin_init(
+            pin_init!(Task {
+                work <- kernel::new_work!("ib_core::registry::tests"),
+                job <- new_mutex!(Some(f)),
+            }),
+            GFP_KERNEL,
+        )?;
+        q.enqueue(task).map_err(|_| EBUSY)
+    }
+
+    fn register(template: &[u8], ports: u32) -> Result<Registration> {
+        let info = DeviceInfo {
+            name: template,
+            node_type: NodeType::Ca,
+            node_guid: 0,
+            phys_port_cnt: ports,
+            node_desc: b"",
+            parent: None,
+        };
+        Registration::new(info, Soft)
+    }
 
     /// What a test client saw: (client tag, 'a' or 'r', device name).
     type Log = Arc<Mutex<KVec<(u8, u8, KVec<u8>)>>>;
@@ -267,14 +450,14 @@ mod tests {
 
         fn add(&self, dev: &IbDevice) -> Result<()> {
             let mut n = KVec::new();
-            n.extend_from_slice(dev.name(), GFP_KERNEL)?;
+            n.extend_from_slice(&dev.name(), GFP_KERNEL)?;
             self.log.lock().push((self.tag, b'a', n), GFP_KERNEL)?;
             Ok(())
         }
 
         fn remove(&self, dev: &IbDevice, (): ()) {
             let mut n = KVec::new();
-            if n.extend_from_slice(dev.name(), GFP_KERNEL).is_ok() {
+            if n.extend_from_slice(&dev.name(), GFP_KERNEL).is_ok() {
                 let _ = self.log.lock().push((self.tag, b'r', n), GFP_KERNEL);
             }
         }
@@ -300,7 +483,7 @@ mod tests {
             }),
             GFP_KERNEL,
         )?;
-        let d0 = DeviceRegistration::new(b"kunit_%d", 1)?;
+        let d0 = register(b"kunit_%d", 1)?;
         let b = KBox::pin_init(
             ClientRegistration::new(Recorder {
                 tag: b'B',
@@ -308,8 +491,8 @@ mod tests {
             }),
             GFP_KERNEL,
         )?;
-        let d1 = DeviceRegistration::new(b"kunit_%d", 2)?;
-        assert!(d1.index() > d0.index());
+        let d1 = register(b"kunit_%d", 2)?;
+        assert!(d1.device().index() > d0.device().index());
         assert_eq!(
             &seen(&log)[..],
             &[
@@ -320,22 +503,22 @@ mod tests {
             ]
         );
         // Unregistering a device removes it from the clients, latest first.
-        let old = d0.index();
+        let old = d0.device().index();
         drop(d0);
         assert_eq!(
             &seen(&log)[..],
             &[ev(b'B', b'r', b"kunit_0"), ev(b'A', b'r', b"kunit_0")]
         );
         // Its name is free again, its index is not reused at once.
-        let d2 = DeviceRegistration::new(b"kunit_%d", 1)?;
-        assert_eq!(&d2.name()?[..], b"kunit_0");
-        assert_ne!(d2.index(), old);
+        let d2 = register(b"kunit_%d", 1)?;
+        assert_eq!(&d2.device().name()[..], b"kunit_0");
+        assert_ne!(d2.device().index(), old);
         assert_eq!(
             &seen(&log)[..],
             &[ev(b'A', b'a', b"kunit_0"), ev(b'B', b'a', b"kunit_0")]
         );
         // A fixed name cannot be taken twice.
-        assert!(DeviceRegistration::new(b"kunit_1", 1).is_err());
+        assert!(register(b"kunit_1", 1).is_err());
         // Unregistering a client removes it from every device.
         drop(b);
         assert_eq!(
@@ -349,6 +532,118 @@ mod tests {
             &seen(&log)[..],
             &[ev(b'A', b'r', b"kunit_1"), ev(b'A', b'r', b"kunit_0")]
         );
+        Ok(())
+    }
+
+    #[test]
+    fn unregister_waits_for_users() -> Result {
+        use kernel::{
+            sync::{
+                atomic::{Atomic, Relaxed},
+                Completion,
+            },
+            time::{delay::fsleep, Delta},
+        };
+
+        let reg = register(b"kunit_busy", 1)?;
+        let index = reg.device().index();
+        let user = get(index).ok_or(ENODEV)?;
+        let done = Arc::pin_init(Completion::new(), GFP_KERNEL)?;
+        let unregistered = Arc::new(Atomic::new(false), GFP_KERNEL)?;
+        {
+            let (done, unregistered) = (done.clone(), unregistered.clone());
+            spawn(
+                false,
+                KBox::new(
+                    move || {
+                        drop(reg);
+                        unregistered.store(true, Relaxed);
+                        done.complete_all();
+                    },
+                    GFP_KERNEL,
+                )?,
+            )?;
+        }
+        // The device is hidden at once, but unregistration waits for the user.
+        fsleep(Delta::from_millis(100));
+        assert!(get(index).is_none());
+        assert!(get_by_name(b"kunit_busy").is_none());
+        assert!(!unregistered.load(Relaxed));
+        assert_eq!(&user.name()[..], b"kunit_busy");
+        drop(user);
+        done.wait_for_completion();
+        assert!(unregistered.load(Relaxed));
+        // The name is free again.
+        let again = register(b"kunit_busy", 1)?;
+        assert_eq!(&again.device().name()[..], b"kunit_busy");
+        Ok(())
+    }
+
+    #[test]
+    fn concurrent_device_and_client_churn() -> Result {
+        use kernel::sync::{
+            atomic::{Atomic, Relaxed},
+            Completion,
+        };
+
+        const WORKERS: usize = 4;
+        const ROUNDS: u32 = 40;
+        let failures = Arc::new(Atomic::new(0u32), GFP_KERNEL)?;
+        let mut done = KVec::new();
+        for w in 0..WORKERS {
+            let c = Arc::pin_init(Completion::new(), GFP_KERNEL)?;
+            done.push(c.clone(), GFP_KERNEL)?;
+            let failures = failures.clone();
+            let work = KBox::new(
+                move || {
+                    let log: Result<Log> = Arc::pin_init(new_mutex!(KVec::new()), GFP_KERNEL);
+                    for _ in 0..ROUNDS {
+                        let ok = match w % 2 {
+                            // Devices come and go, and are looked up while they do.
+                            0 => register(b"kchurn%d", 2)
+                                .map(|r| {
+                                    let found = get(r.device().index()).is_some();
+                                    let _ = next_from(0);
+                                    found
+                                })
+                                .unwrap_or(false),
+                            // Clients come and go.
+                            _ => match &log {
+                                Ok(log) => KBox::pin_init(
+                                    ClientRegistration::new(Recorder {
+                                        tag: b'C',
+                                        log: log.clone(),
+                                    }),
+                                    GFP_KERNEL,
+                                )
+                                .is_ok(),
+                                Err(_) => false,
+                            },
+                        };
+                        if !ok {
+                            failures.fetch_add(1, Relaxed);
+                        }
+                    }
+                    // Every add a client saw was matched by a remove.
+                    if let Ok(log) = &log {
+                        let log = log.lock();
+                        let adds = log.iter().filter(|e| e.1 == b'a').count();
+                        let removes = log.iter().filter(|e| e.1 == b'r').count();
+                        if adds != removes {
+                            failures.fetch_add(1, Relaxed);
+                        }
+                    }
+                    c.complete_all();
+                },
+                GFP_KERNEL,
+            )?;
+            spawn(true, work)?;
+        }
+        for c in done.iter() {
+            c.wait_for_completion();
+        }
+        assert_eq!(failures.load(Relaxed), 0);
+        assert!(next_from(0).is_none());
         Ok(())
     }
 }

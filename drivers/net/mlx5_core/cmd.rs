@@ -2,7 +2,9 @@
 
 //! The firmware command interface: a page of 64-byte queue entries in host memory, input and
 //! output beyond 16 bytes in chains of 512-byte mailbox blocks, a doorbell in the init segment,
-//! and completion when the device clears the entry's ownership bit (polling mode).
+//! and completion when the device clears the entry's ownership bit (polling mode) or reports the
+//! slot on the command EQ (event mode). Commands run concurrently, one per slot, each with its
+//! own mailbox blocks from a pool allocated with the queue.
 //!
 //! Every failure is logged as the C driver logs it: the command's name, op_mod, status name,
 //! syndrome and errno.
@@ -14,11 +16,11 @@ use crate::ifc::layout;
 use crate::init_segment::{self, Bar0};
 use crate::status::{self, delivery_errno, op, opcode_name};
 use kernel::{
-    device,
+    device, new_condvar, new_mutex,
     prelude::*,
     sync::{
         barrier::{dma_mb, Read, Write},
-        Arc,
+        Arc, CondVar, Mutex,
     },
     time::{
         delay::{fsleep, udelay},
@@ -84,56 +86,139 @@ pub(crate) fn entry_signature(entry: &[u8; ENTRY]) -> u8 {
     !entry.iter().fold(0u8, |a, b| a ^ b)
 }
 
-/// The command queue, in polling mode. One command runs at a time.
+/// Where a command's doorbell is rung: BAR0, held for the whole command (bring-up, teardown, the
+/// event handler), or reached only for the doorbell write (commands from interfaces, which may
+/// sleep and so cannot hold a revocable BAR across the command).
+pub(crate) trait Doorbell {
+    /// Rings the command doorbell for `slot`; `ENODEV` if the BAR is gone.
+    fn ring(&self, slot: u32) -> Result;
+}
+
+impl Doorbell for Bar0<'_> {
+    fn ring(&self, slot: u32) -> Result {
+        init_segment::ring_command_doorbell(self, slot);
+        Ok(())
+    }
+}
+
+/// Pages of mailbox blocks allocated with the queue (four blocks each): a command waits for the
+/// blocks it needs, and one needing more than the pool holds is refused.
+const POOL_PAGES: usize = 16;
+const POOL_BLOCKS: usize = POOL_PAGES * BLOCKS_PER_PAGE;
+
+/// Which slots and mailbox blocks are in use.
+struct Slots {
+    /// Slots with a command in flight.
+    busy: u32,
+    /// Slots whose command never completed: the device may still own them, so they are never
+    /// written again.
+    stuck: u32,
+    /// Mailbox blocks not in use, by index.
+    free_blocks: KVec<u16>,
+    /// Blocks held by stuck commands (the device may still write them): never reused.
+    lost_blocks: usize,
+    /// Token of the last command.
+    token: u8,
+}
+
+/// The command queue. Several commands run at once, each in its own slot with its own mailbox
+/// blocks; the last slot is kept for page commands, as in the C driver.
+#[pin_data]
 pub(crate) struct CmdQueue {
     queue: DmaPage,
     mailboxes: KVec<DmaPage>,
     log_size: u32,
     log_stride: u32,
-    token: u8,
-    /// Slots whose command never completed: the device may still own them, so they are never
-    /// written again.
-    stuck: u32,
+    #[pin]
+    slots: Mutex<Slots>,
+    /// Signalled when a slot or mailbox blocks are released.
+    #[pin]
+    released: CondVar,
     /// Whether the device is in the internal-error state (set by the health poll).
     state: Arc<DeviceState>,
     /// Event mode: completions arrive through the command EQ (polling mode when `None`).
-    events: Option<Arc<CmdEvents>>,
+    #[pin]
+    events: Mutex<Option<Arc<CmdEvents>>>,
+}
+
+/// A slot and its mailbox blocks, taken for one command; released on drop.
+struct Claim<'a> {
+    q: &'a CmdQueue,
+    slot: u32,
+    blocks: KVec<u16>,
+    stuck: bool,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        let mut s = self.q.slots.lock();
+        s.busy &= !(1 << self.slot);
+        if self.stuck {
+            s.stuck |= 1 << self.slot;
+            s.lost_blocks += self.blocks.len();
+        } else {
+            for &b in self.blocks.iter() {
+                // The free list had room for every block from the start.
+                let _ = s.free_blocks.push_within_capacity(b);
+            }
+        }
+        drop(s);
+        self.q.released.notify_all();
+    }
 }
 
 impl CmdQueue {
-    /// Allocates the queue page and programs its address into the init segment.
+    /// Allocates the queue page and the mailbox pool, and programs the queue's address into the
+    /// init segment.
     pub(crate) fn new(
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
         state: Arc<DeviceState>,
-    ) -> Result<Self> {
+    ) -> Result<Arc<Self>> {
         let (log_size, log_stride) = init_segment::cmdq_geometry(bar);
         if log_size > 5 || log_size + log_stride > 12 || (1 << log_stride) < ENTRY {
             dev_err!(dev, "unsupported command queue geometry: log size {log_size}, log stride {log_stride}\n");
             return Err(EINVAL);
         }
         let queue = DmaPage::new(dev)?;
+        let mut mailboxes = KVec::with_capacity(POOL_PAGES, GFP_KERNEL)?;
+        for _ in 0..POOL_PAGES {
+            mailboxes.push(DmaPage::new(dev)?, GFP_KERNEL)?;
+        }
+        let mut free_blocks = KVec::with_capacity(POOL_BLOCKS, GFP_KERNEL)?;
+        for b in 0..POOL_BLOCKS as u16 {
+            free_blocks.push(b, GFP_KERNEL)?;
+        }
         init_segment::set_cmdq_address(bar, queue.dma_address());
-        Ok(Self {
-            queue,
-            mailboxes: KVec::new(),
-            log_size,
-            log_stride,
-            token: 0,
-            stuck: 0,
-            state,
-            events: None,
-        })
+        Arc::pin_init(
+            try_pin_init!(Self {
+                queue,
+                mailboxes,
+                log_size,
+                log_stride,
+                slots <- new_mutex!(Slots {
+                    busy: 0,
+                    stuck: 0,
+                    free_blocks,
+                    lost_blocks: 0,
+                    token: 0,
+                }),
+                released <- new_condvar!(),
+                state,
+                events <- new_mutex!(None),
+            }? Error),
+            GFP_KERNEL,
+        )
     }
 
     /// Switches to event mode (completions through the command EQ in `events`).
-    pub(crate) fn use_events(&mut self, events: Arc<CmdEvents>) {
-        self.events = Some(events);
+    pub(crate) fn use_events(&self, events: Arc<CmdEvents>) {
+        *self.events.lock() = Some(events);
     }
 
     /// Switches back to polling mode (before the command EQ is destroyed).
-    pub(crate) fn use_polling(&mut self) {
-        self.events = None;
+    pub(crate) fn use_polling(&self) {
+        *self.events.lock() = None;
     }
 
     /// Whether the device is in the internal-error state.
@@ -146,55 +231,107 @@ impl CmdQueue {
         (1 << self.log_size) - 1
     }
 
-    fn block_addr(&self, i: usize) -> Option<(usize, usize, u64)> {
-        let page = self.mailboxes.get(i / BLOCKS_PER_PAGE)?;
-        let off = (i % BLOCKS_PER_PAGE) * BLOCK_STRIDE;
-        Some((i / BLOCKS_PER_PAGE, off, page.dma_address() + off as u64))
+    /// Number of slots commands other than page commands can use.
+    fn regular_slots(&self) -> u32 {
+        self.page_slot()
     }
 
-    fn ensure_blocks(&mut self, dev: &device::Device<device::Bound>, n: usize) -> Result {
-        while self.mailboxes.len() * BLOCKS_PER_PAGE < n {
-            self.mailboxes.push(DmaPage::new(dev)?, GFP_KERNEL)?;
-        }
-        Ok(())
+    /// DMA address, page and offset of mailbox block `b`.
+    fn block(&self, b: u16) -> Option<(&DmaPage, usize, u64)> {
+        let b = usize::from(b);
+        let page = self.mailboxes.get(b / BLOCKS_PER_PAGE)?;
+        let off = (b % BLOCKS_PER_PAGE) * BLOCK_STRIDE;
+        Some((page, off, page.dma_address() + off as u64))
     }
 
-    /// Lays out a chain of `count` blocks starting at block `first`, filled from `data` (past the
-    /// inline part); returns the address of the first block, or 0 for no chain.
-    fn build_chain(&self, first: usize, count: usize, data: &[u8], token: u8) -> Result<u64> {
-        for i in 0..count {
-            let (page, off, _) = self.block_addr(first + i).ok_or(EINVAL)?;
-            let next = if i + 1 < count {
-                self.block_addr(first + i + 1).ok_or(EINVAL)?.2
-            } else {
-                0
+    /// Fills the chain of `blocks` from `data` (past the inline part); returns the address of
+    /// the first block, or 0 for no chain.
+    fn build_chain(&self, blocks: &[u16], data: &[u8], token: u8) -> Result<u64> {
+        for (i, &b) in blocks.iter().enumerate() {
+            let (mb, off, _) = self.block(b).ok_or(EINVAL)?;
+            let next = match blocks.get(i + 1) {
+                Some(&n) => self.block(n).ok_or(EINVAL)?.2,
+                None => 0,
             };
-            let mb = &self.mailboxes[page];
             mb.zero(off, BLOCK_STRIDE)?;
-            let part = block_data(data, i);
-            mb.write(off, part)?;
+            mb.write(off, block_data(data, i))?;
             mb.write(off + BLOCK_NEXT, &block_trailer(next, i as u32, token))?;
         }
-        Ok(if count == 0 {
-            0
-        } else {
-            self.block_addr(first).ok_or(EINVAL)?.2
-        })
+        match blocks.first() {
+            Some(&b) => Ok(self.block(b).ok_or(EINVAL)?.2),
+            None => Ok(0),
+        }
     }
 
-    /// Runs a command in `slot`: `input` (header included), room for `out_len` output bytes.
-    /// Returns the output, or the errno of a delivery, status or timeout failure (logged).
+    /// Waits for a usable slot (`want`, or any regular one) and `nblocks` mailbox blocks, and
+    /// takes them with a fresh token.
+    fn claim(
+        &self,
+        dev: &device::Device,
+        want: Option<u32>,
+        nblocks: usize,
+    ) -> Result<(Claim<'_>, u8)> {
+        let mut s = self.slots.lock();
+        loop {
+            if self.state.in_error() {
+                return Err(ENOLINK);
+            }
+            let usable = match want {
+                Some(slot) => 1u32 << slot,
+                None => (1u32 << self.regular_slots()) - 1,
+            } & !s.stuck;
+            if usable == 0 {
+                dev_err!(dev, "all command slots are stalled, aborting command\n");
+                return Err(EAGAIN);
+            }
+            if nblocks > POOL_BLOCKS - s.lost_blocks {
+                dev_err!(
+                    dev,
+                    "a command needs {nblocks} mailbox blocks, more than the {} usable\n",
+                    POOL_BLOCKS - s.lost_blocks
+                );
+                return Err(EINVAL);
+            }
+            let free = usable & !s.busy;
+            if free != 0 && s.free_blocks.len() >= nblocks {
+                let slot = free.trailing_zeros();
+                let mut blocks = KVec::with_capacity(nblocks, GFP_KERNEL)?;
+                for _ in 0..nblocks {
+                    if let Some(b) = s.free_blocks.pop() {
+                        blocks.push(b, GFP_KERNEL)?;
+                    }
+                }
+                s.busy |= 1 << slot;
+                // Tokens are non-zero and change with every command.
+                s.token = s.token.wrapping_add(1).max(1);
+                let token = s.token;
+                return Ok((
+                    Claim {
+                        q: self,
+                        slot,
+                        blocks,
+                        stuck: false,
+                    },
+                    token,
+                ));
+            }
+            self.released.wait(&mut s);
+        }
+    }
+
+    /// Runs a command in `slot` (the page slot; `None`: any regular slot): `input` (header
+    /// included), room for `out_len` output bytes. Returns the output, or the errno of a
+    /// delivery, status or timeout failure (logged). Several commands may run at once.
     pub(crate) fn exec_in_slot(
-        &mut self,
-        dev: &device::Device<device::Bound>,
-        bar: &Bar0<'_>,
-        slot: u32,
+        &self,
+        dev: &device::Device,
+        bar: &dyn Doorbell,
+        slot: Option<u32>,
         input: &[u8],
         out_len: usize,
     ) -> Result<KVec<u8>> {
-        if slot >= 1 << self.log_size || self.stuck & (1 << slot) != 0 {
-            dev_err!(dev, "command slot {slot} is not usable\n");
-            return Err(EAGAIN);
+        if slot.is_some_and(|s| s >= 1 << self.log_size) {
+            return Err(EINVAL);
         }
         let out_len = out_len.max(INLINE);
         let opcode = u16::from_be_bytes([
@@ -209,12 +346,14 @@ impl CmdQueue {
             return internal_error_result(opcode, out_len);
         }
         let (nin, nout) = (blocks_for(input.len()), blocks_for(out_len));
-        self.ensure_blocks(dev, nin + nout)?;
-        // Tokens are non-zero and change with every command.
-        self.token = self.token.wrapping_add(1).max(1);
-        let token = self.token;
-        let in_ptr = self.build_chain(0, nin, input, token)?;
-        let out_ptr = self.build_chain(nin, nout, &[], token)?;
+        let (mut claim, token) = match self.claim(dev, slot, nin + nout) {
+            Err(ENOLINK) => return internal_error_result(opcode, out_len),
+            r => r?,
+        };
+        let slot = claim.slot;
+        let (in_blocks, out_blocks) = claim.blocks.split_at(nin);
+        let in_ptr = self.build_chain(in_blocks, input, token)?;
+        let out_ptr = self.build_chain(out_blocks, &[], token)?;
 
         let mut e = [0u8; ENTRY];
         e[0] = XPORT_PCI;
@@ -231,13 +370,15 @@ impl CmdQueue {
         self.queue.write(entry_off, &e)?;
         // The entry and its mailboxes must be visible to the device before the doorbell.
         dma_mb(Write);
-        if let Some(ev) = &self.events {
+        let events = self.events.lock().clone();
+        if let Some(ev) = &events {
             ev.clear(slot);
         }
-        init_segment::ring_command_doorbell(bar, slot);
+        // On failure nothing was submitted: the claim frees the slot and blocks again.
+        bar.ring(slot)?;
 
-        if let Err(e) = self.wait_owner(dev, slot, entry_off, opcode) {
-            self.stuck |= 1 << slot;
+        if let Err(e) = self.wait_owner(dev, events.as_deref(), slot, entry_off, opcode) {
+            claim.stuck = true;
             if self.state.in_error() {
                 return internal_error_result(opcode, out_len);
             }
@@ -263,12 +404,13 @@ impl CmdQueue {
         let mut out = KVec::with_capacity(out_len, GFP_KERNEL)?;
         out.resize(out_len, 0, GFP_KERNEL)?;
         self.queue.read(entry_off + 0x20, &mut out[..INLINE])?;
-        for i in 0..nout {
-            let (page, off, _) = self.block_addr(nin + i).ok_or(EINVAL)?;
+        for (i, &b) in out_blocks.iter().enumerate() {
+            let (mb, off, _) = self.block(b).ok_or(EINVAL)?;
             let from = INLINE + i * BLOCK_DATA;
             let to = (from + BLOCK_DATA).min(out_len);
-            self.mailboxes[page].read(off, &mut out[from..to])?;
+            mb.read(off, &mut out[from..to])?;
         }
+        drop(claim);
         let hdr = OutHeader::from_bytes(&out);
         let st = hdr.status() as u8;
         if st != 0 {
@@ -289,25 +431,22 @@ impl CmdQueue {
         Ok(out)
     }
 
-    /// Runs a command in the first regular slot that is not stuck.
+    /// Runs a command in a regular slot (waiting for one to be free).
     pub(crate) fn exec(
-        &mut self,
-        dev: &device::Device<device::Bound>,
-        bar: &Bar0<'_>,
+        &self,
+        dev: &device::Device,
+        bar: &dyn Doorbell,
         input: &[u8],
         out_len: usize,
     ) -> Result<KVec<u8>> {
-        let Some(slot) = (0..self.page_slot()).find(|s| self.stuck & (1 << s) == 0) else {
-            dev_err!(dev, "all command slots are stalled, aborting command\n");
-            return Err(EAGAIN);
-        };
-        self.exec_in_slot(dev, bar, slot, input, out_len)
+        self.exec_in_slot(dev, bar, None, input, out_len)
     }
 
     /// Waits for the device to hand the entry back; spins briefly, then sleeps.
     fn wait_owner(
         &self,
-        dev: &device::Device<device::Bound>,
+        dev: &device::Device,
+        events: Option<&CmdEvents>,
         slot: u32,
         entry_off: usize,
         opcode: u16,
@@ -328,7 +467,7 @@ impl CmdQueue {
                 dev_err!(dev, "{}({:#x}) timeout\n", opcode_name(opcode), opcode);
                 return Err(ETIMEDOUT);
             }
-            if let Some(ev) = &self.events {
+            if let Some(ev) = events {
                 // Event mode: sleep until the handler reports the slot (or a short while, to
                 // recheck the ownership bit and the error state).
                 ev.wait(slot, EVENT_RECHECK_MS);

@@ -93,7 +93,7 @@ pub(crate) struct Uar {
 impl Uar {
     /// ALLOC_UAR.
     pub(crate) fn alloc(
-        cmd: &mut CmdQueue,
+        cmd: &CmdQueue,
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
     ) -> Result<Self> {
@@ -106,12 +106,7 @@ impl Uar {
     }
 
     /// DEALLOC_UAR.
-    pub(crate) fn free(
-        self,
-        cmd: &mut CmdQueue,
-        dev: &device::Device<device::Bound>,
-        bar: &Bar0<'_>,
-    ) {
+    pub(crate) fn free(self, cmd: &CmdQueue, dev: &device::Device<device::Bound>, bar: &Bar0<'_>) {
         let q = DeallocUarIn::new()
             .opcode(op::DEALLOC_UAR.into())
             .uar(self.index.into());
@@ -145,7 +140,7 @@ impl EventQueue {
     /// CREATE_EQ of one page, taking the event types in `mask`, signalling MSI-X `vector`. The
     /// queue is not armed yet: [`Self::poll`] arms it.
     pub(crate) fn create(
-        cmd: &mut CmdQueue,
+        cmd: &CmdQueue,
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
         uar: &Uar,
@@ -180,7 +175,7 @@ impl EventQueue {
     /// DESTROY_EQ.
     pub(crate) fn destroy(
         mut self,
-        cmd: &mut CmdQueue,
+        cmd: &CmdQueue,
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
     ) {

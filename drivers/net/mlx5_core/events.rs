@@ -5,6 +5,7 @@
 //! answers page requests and reports port changes.
 
 use crate::cmd_events::CmdEvents;
+use crate::commands::Commands;
 use crate::hca::{Hca, PortEvent};
 use crate::init_segment;
 use crate::interface::{self, Event};
@@ -110,8 +111,8 @@ impl<'bound> Function<'bound> {
     }
 
     /// Makes the function visible to interfaces (each gets `add`).
-    pub(crate) fn publish(&self, ports: u8) -> Result {
-        let id = interface::add_device(self.pdev.as_ref().name(), ports)?;
+    pub(crate) fn publish(&self, ports: u8, commands: Commands) -> Result {
+        let id = interface::add_device(self.pdev.as_ref().name(), ports, commands)?;
         *self.id.lock() = Some(id);
         Ok(())
     }

@@ -93,7 +93,7 @@ pub(crate) const CONTROL_VECTOR: u16 = 0;
 /// A brought-up HCA: its command queue, the pages lent to firmware, what it reported, and its
 /// event queues.
 pub(crate) struct Hca {
-    cmd: CmdQueue,
+    cmd: Arc<CmdQueue>,
     pages: FwPages,
     caps: KVec<u8>,
     board_id: [u8; 16],
@@ -114,7 +114,7 @@ pub(crate) struct PortEvent {
 }
 
 fn cap_query(
-    cmd: &mut CmdQueue,
+    cmd: &CmdQueue,
     dev: &device::Device<device::Bound>,
     bar: &Bar0<'_>,
     cur: bool,
@@ -123,7 +123,7 @@ fn cap_query(
 }
 
 fn cap_query_type(
-    cmd: &mut CmdQueue,
+    cmd: &CmdQueue,
     dev: &device::Device<device::Bound>,
     bar: &Bar0<'_>,
     ty: u64,
@@ -139,6 +139,11 @@ fn cap_query_type(
 }
 
 impl Hca {
+    /// The command queue, for commands run outside the HCA lock.
+    pub(crate) fn command_queue(&self) -> Arc<CmdQueue> {
+        self.cmd.clone()
+    }
+
     /// Brings the function up to an initialized HCA. On failure after ENABLE_HCA, the pages
     /// already lent are reclaimed and the function disabled, as the C driver does.
     pub(crate) fn bring_up(
@@ -147,14 +152,14 @@ impl Hca {
         state: Arc<DeviceState>,
         cmd_events: Arc<CmdEvents>,
     ) -> Result<Self> {
-        let mut cmd = CmdQueue::new(dev, bar, state)?;
+        let cmd = CmdQueue::new(dev, bar, state)?;
         let enable = FunctionIn::new().opcode(op::ENABLE_HCA.into());
         if let Err(e) = cmd.exec(dev, bar, enable.as_bytes(), 16) {
             dev_err!(dev, "enable hca failed\n");
             return Err(e);
         }
         let mut pages = FwPages::new()?;
-        match Self::init(&mut cmd, &mut pages, dev, bar) {
+        match Self::init(&cmd, &mut pages, dev, bar) {
             Ok((caps, board_id)) => {
                 let mut hca = Self {
                     cmd,
@@ -175,7 +180,7 @@ impl Hca {
                 }
             }
             Err(e) => {
-                pages.reclaim_all(&mut cmd, dev, bar);
+                pages.reclaim_all(&cmd, dev, bar);
                 let disable = FunctionIn::new().opcode(op::DISABLE_HCA.into());
                 let _ = cmd.exec(dev, bar, disable.as_bytes(), 16);
                 Err(e)
@@ -185,7 +190,7 @@ impl Hca {
 
     /// Everything between ENABLE_HCA and a usable HCA.
     fn init(
-        cmd: &mut CmdQueue,
+        cmd: &CmdQueue,
         pages: &mut FwPages,
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
@@ -293,10 +298,10 @@ impl Hca {
     /// request queue, both on the control vector. They are armed by the first
     /// [`Self::take_events`], once the interrupt handler is in place.
     fn events_up(&mut self, dev: &device::Device<device::Bound>, bar: &Bar0<'_>) -> Result {
-        let uar = self.uar.insert(Uar::alloc(&mut self.cmd, dev, bar)?);
+        let uar = self.uar.insert(Uar::alloc(&self.cmd, dev, bar)?);
         // The command EQ first; from then on commands complete in event mode, as in C.
         let cmd_eq = EventQueue::create(
-            &mut self.cmd,
+            &self.cmd,
             dev,
             bar,
             uar,
@@ -307,7 +312,7 @@ impl Hca {
         self.cmd_events.set_eq(cmd_eq);
         self.cmd.use_events(self.cmd_events.clone());
         self.async_eq = Some(EventQueue::create(
-            &mut self.cmd,
+            &self.cmd,
             dev,
             bar,
             uar,
@@ -316,7 +321,7 @@ impl Hca {
             "async",
         )?);
         self.pages_eq = Some(EventQueue::create(
-            &mut self.cmd,
+            &self.cmd,
             dev,
             bar,
             uar,
@@ -349,7 +354,7 @@ impl Hca {
                     let num = i32::from_be_bytes([e.data[4], e.data[5], e.data[6], e.data[7]]);
                     if let Err(err) =
                         self.pages
-                            .on_request(&mut self.cmd, dev, bar, function_id.into(), num)
+                            .on_request(&self.cmd, dev, bar, function_id.into(), num)
                     {
                         dev_err!(
                             dev,
@@ -379,15 +384,15 @@ impl Hca {
             .into_iter()
             .flatten()
         {
-            eq.destroy(&mut self.cmd, dev, bar);
+            eq.destroy(&self.cmd, dev, bar);
         }
         // Back to polling before the command EQ goes.
         self.cmd.use_polling();
         if let Some(eq) = self.cmd_events.take_eq() {
-            eq.destroy(&mut self.cmd, dev, bar);
+            eq.destroy(&self.cmd, dev, bar);
         }
         if let Some(uar) = self.uar.take() {
-            uar.free(&mut self.cmd, dev, bar);
+            uar.free(&self.cmd, dev, bar);
         }
         let t = TeardownHcaIn::new()
             .opcode(op::TEARDOWN_HCA.into())
@@ -397,7 +402,7 @@ impl Hca {
             core::mem::forget(self.pages);
             return;
         }
-        self.pages.reclaim_all(&mut self.cmd, dev, bar);
+        self.pages.reclaim_all(&self.cmd, dev, bar);
         let disable = FunctionIn::new().opcode(op::DISABLE_HCA.into());
         let _ = self.cmd.exec(dev, bar, disable.as_bytes(), 16);
         let (given, reclaimed) = self.pages.totals();

@@ -10,6 +10,7 @@
 //! the registration is dropped, whichever comes first. Callbacks run in process context with the
 //! registry locked: they must not register or unregister interfaces.
 
+use crate::commands::Commands;
 use core::{marker::PhantomPinned, ptr::NonNull};
 use kernel::{
     new_mutex,
@@ -23,6 +24,7 @@ pub struct Mlx5Device {
     id: u32,
     name: CString,
     ports: u8,
+    commands: Commands,
 }
 
 impl Mlx5Device {
@@ -39,6 +41,11 @@ impl Mlx5Device {
     /// Number of ports.
     pub fn ports(&self) -> u8 {
         self.ports
+    }
+
+    /// Firmware commands on the function (a handle the interface may keep).
+    pub fn commands(&self) -> &Commands {
+        &self.commands
     }
 }
 
@@ -126,13 +133,14 @@ global_lock! {
 }
 
 /// Adds a bound function; every registered interface gets `add`. Returns its id.
-pub(crate) fn add_device(name: &CStr, ports: u8) -> Result<u32> {
+pub(crate) fn add_device(name: &CStr, ports: u8, commands: Commands) -> Result<u32> {
     let mut reg = REGISTRY.lock();
     let id = reg.next_id;
     let dev = Mlx5Device {
         id,
         name: CString::try_from_fmt(fmt!("{name}"))?,
         ports,
+        commands,
     };
     reg.devices.reserve(1, GFP_KERNEL)?;
     reg.next_id = id.wrapping_add(1);

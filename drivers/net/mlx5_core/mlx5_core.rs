@@ -5,6 +5,7 @@
 
 mod cmd;
 mod cmd_events;
+pub mod commands;
 mod debugfs;
 mod dma_page;
 mod eq;

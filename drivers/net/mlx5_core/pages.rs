@@ -129,7 +129,7 @@ impl FwPages {
     /// Asks how many pages `request` needs and gives them.
     pub(crate) fn satisfy(
         &mut self,
-        cmd: &mut CmdQueue,
+        cmd: &CmdQueue,
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
         request: PageRequest,
@@ -148,7 +148,7 @@ impl FwPages {
     /// Allocates `n` pages and lends them to the device.
     fn give(
         &mut self,
-        cmd: &mut CmdQueue,
+        cmd: &CmdQueue,
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
         n: usize,
@@ -171,7 +171,7 @@ impl FwPages {
         // dropped (freed) for want of memory.
         self.lent.reserve(n, GFP_KERNEL)?;
         let slot = cmd.page_slot();
-        cmd.exec_in_slot(dev, bar, slot, &input, 16)?;
+        cmd.exec_in_slot(dev, bar, Some(slot), &input, 16)?;
         self.given += n as u64;
         for p in pages.drain_all() {
             if let Err(kernel::alloc::kvec::PushError(p)) = self.lent.push_within_capacity(p) {
@@ -187,7 +187,7 @@ impl FwPages {
     /// device holds, one command's worth).
     pub(crate) fn on_request(
         &mut self,
-        cmd: &mut CmdQueue,
+        cmd: &CmdQueue,
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
         function_id: u64,
@@ -209,7 +209,7 @@ impl FwPages {
     /// command failed or returned nothing usable).
     fn reclaim_some(
         &mut self,
-        cmd: &mut CmdQueue,
+        cmd: &CmdQueue,
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
         want: usize,
@@ -219,7 +219,7 @@ impl FwPages {
             .op_mod(MANAGE_TAKE)
             .input_num_entries(want as u64);
         let slot = cmd.page_slot();
-        let out = match cmd.exec_in_slot(dev, bar, slot, q.as_bytes(), PAS + want * 8) {
+        let out = match cmd.exec_in_slot(dev, bar, Some(slot), q.as_bytes(), PAS + want * 8) {
             Ok(o) => o,
             Err(e) => {
                 dev_err!(dev, "failed reclaiming pages: err {}\n", e.to_errno());
@@ -253,7 +253,7 @@ impl FwPages {
     /// under a device that may still write them) and reported.
     pub(crate) fn reclaim_all(
         &mut self,
-        cmd: &mut CmdQueue,
+        cmd: &CmdQueue,
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
     ) {

@@ -3,6 +3,7 @@
 //! The PCI driver: the ConnectX ID table, probe and remove.
 
 use crate::cmd_events::CmdEvents;
+use crate::commands::Commands;
 use crate::debugfs::FunctionDir;
 use crate::events::{EventHandler, Function};
 use crate::hca::{Hca, CONTROL_VECTOR};
@@ -176,9 +177,11 @@ impl pci::Driver for Mlx5PciDriver {
                 hca.pages_outstanding()
             );
             let pages_counter = hca.pages_counter();
+            let queue = hca.command_queue();
             // Until `Function` owns the HCA (and tears it down when dropped), a failure leaves
             // the HCA to its drop, which never frees memory the device was given.
             let bar = Arc::new(bar.into_devres()?, GFP_KERNEL)?;
+            let commands = Commands::new(queue, bar.clone(), pdev.as_ref().into());
             let function = Function::new(pdev, bar.clone(), hca, cmd_events)?;
             let health = HealthPoller::start(pdev.as_ref(), bar, state)?;
             let debugfs = FunctionDir::new(pdev.as_ref().name(), pages_counter)?;
@@ -198,7 +201,7 @@ impl pci::Driver for Mlx5PciDriver {
                     // Events that came before the handler was there, and the first arming.
                     function.process_events();
                     // Interfaces get `add` last, with the function fully up.
-                    if let Err(e) = function.publish(ports_u8) {
+                    if let Err(e) = function.publish(ports_u8, commands) {
                         function.tear_down();
                         return Err(e);
                     }

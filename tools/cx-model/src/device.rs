@@ -45,6 +45,10 @@ pub struct Device {
     powered_at: Instant,
     /// Slots whose command was made to hang (never handed back).
     hung_slots: u32,
+    /// Commands executed whose completion is held back (a `delay` fault), oldest first.
+    delayed: Vec<Delayed>,
+    /// The most commands the device owned at once (hung, delayed and the one executing).
+    max_in_flight: u32,
     /// Health buffer syndrome (0: healthy).
     health_synd: u8,
     /// Health buffer "recovery flow required" bit.
@@ -66,6 +70,8 @@ impl Device {
             reset_at: now,
             powered_at: now,
             hung_slots: 0,
+            delayed: Vec::new(),
+            max_in_flight: 0,
             health_synd: 0,
             health_rfr: false,
             removed: false,
@@ -94,6 +100,7 @@ impl Device {
         self.cmdq_h = 0;
         self.cmdq_l = 0;
         self.hung_slots = 0;
+        self.delayed.clear();
         self.reset_at = Instant::now();
         self.firmware.reset();
     }
@@ -237,6 +244,8 @@ impl Device {
             return false;
         }
         let entry = Entry::parse(&raw);
+        let in_flight = 1 + self.hung_slots.count_ones() + self.delayed.len() as u32;
+        self.max_in_flight = self.max_in_flight.max(in_flight);
         if entry.status_own & OWNER_HW == 0 {
             warn!("command slot {slot}: doorbell rung for an entry software still owns");
         }
@@ -267,6 +276,16 @@ impl Device {
                 self.hung_slots |= 1 << slot;
                 return false;
             }
+            Execution::Later(output, after) => {
+                self.delayed.push(Delayed {
+                    due: Instant::now() + after,
+                    slot,
+                    addr,
+                    entry,
+                    output,
+                });
+                return false;
+            }
         };
         if let Err(e) = mailbox::write_output(mem, &entry, &output) {
             warn!(
@@ -276,6 +295,47 @@ impl Device {
             return self.finish(mem, slot, addr, &[], Delivery::OutputLengthError);
         }
         self.finish(mem, slot, addr, &output, Delivery::Ok)
+    }
+
+    /// When the next held-back completion is due.
+    pub fn next_command_deadline(&self) -> Option<Instant> {
+        self.delayed.iter().map(|d| d.due).min()
+    }
+
+    /// Hands back the held-back commands whose time has come, with a command event when the
+    /// command EQ exists.
+    pub fn complete_due(&mut self, mem: &mut dyn GuestMemory, now: Instant) {
+        if self.removed {
+            return;
+        }
+        let mut completed = 0u32;
+        let mut i = 0;
+        while i < self.delayed.len() {
+            if self.delayed[i].due > now {
+                i += 1;
+                continue;
+            }
+            let d = self.delayed.remove(i);
+            let done = match mailbox::write_output(mem, &d.entry, &d.output) {
+                Ok(()) => self.finish(mem, d.slot, d.addr, &d.output, Delivery::Ok),
+                Err(e) => {
+                    warn!("command slot {}: output mailboxes: {e:?}", d.slot);
+                    self.finish(mem, d.slot, d.addr, &[], Delivery::OutputLengthError)
+                }
+            };
+            if done {
+                completed |= 1 << d.slot;
+            }
+        }
+        if completed != 0 && self.firmware.eqs.for_event(event::CMD).is_some() {
+            self.firmware
+                .post_event(mem, event::CMD, 0, &completed.to_be_bytes());
+        }
+    }
+
+    /// The most commands the device owned at once.
+    pub fn max_in_flight(&self) -> u32 {
+        self.max_in_flight
     }
 
     fn finish(
@@ -306,6 +366,15 @@ fn delivery_for(e: MailboxError) -> Delivery {
         MailboxError::BadBlockNumber => Delivery::BadBlockNumber,
         MailboxError::BadToken => Delivery::TokenError,
     }
+}
+
+/// A command whose completion is held back.
+struct Delayed {
+    due: Instant,
+    slot: u32,
+    addr: u64,
+    entry: Entry,
+    output: Vec<u8>,
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ const USAGE: &str = "usage: cx-model --socket PATH [--fw-version X.Y.Z] [--ports
                 [--command-trace FILE] [--control PATH]
                 [--wire-listen PATH | --wire-connect PATH]
   --fault hang:<OPCODE>[:<count>]                        the command never completes
+  --fault delay:<OPCODE>:<ms>[:<count>]                  the command completes only after ms milliseconds
   --fault status:<OPCODE>:<status>[:<syndrome>[:<count>]] the command fails with that status
   (<OPCODE> is a name such as QUERY_ISSI or a number; RUST_LOG=debug logs every register access)
   --control PATH: a unix socket taking line commands: port <n> up|down, health-error <synd> [fatal],
@@ -121,7 +122,11 @@ fn main() -> ExitCode {
     };
     let dev = model.shared().device.lock().unwrap_or_else(|e| e.into_inner());
     let report = dev.commands().report();
-    let pages = dev.firmware.pages.report();
+    let pages = format!(
+        "{}\ncx-model: most commands in flight at once: {}",
+        dev.firmware.pages.report(),
+        dev.max_in_flight()
+    );
     eprintln!(
         "cx-model: commands issued ({} in all):\n{report}cx-model: {pages}",
         dev.commands().total()

@@ -116,7 +116,13 @@ const NET_IDLE: Duration = Duration::from_millis(100);
 /// Delivers packets from the wire and runs the data path's timers.
 fn network(shared: Arc<Shared>, rx: Receiver<Net>) {
     loop {
-        let deadline = lock(&shared.device).firmware.datapath.next_deadline();
+        let deadline = {
+            let dev = lock(&shared.device);
+            match (dev.firmware.datapath.next_deadline(), dev.next_command_deadline()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        };
         let wait = deadline.map_or(NET_IDLE, |d| {
             d.saturating_duration_since(Instant::now()).min(NET_IDLE)
         });
@@ -138,7 +144,9 @@ fn network(shared: Arc<Shared>, rx: Receiver<Net>) {
             for p in packets {
                 datapath::receive(&mut dev.firmware, &mut *mem, p);
             }
-            datapath::tick(&mut dev.firmware, &mut *mem, Instant::now());
+            let now = Instant::now();
+            datapath::tick(&mut dev.firmware, &mut *mem, now);
+            dev.complete_due(&mut *mem, now);
             dev.take_effects()
         };
         shared.settle(effects);

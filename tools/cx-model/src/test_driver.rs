@@ -13,7 +13,7 @@ use std::time::Duration;
 pub const RAM: u64 = 0x100_0000;
 const RAM_SIZE: usize = 16 << 20;
 /// Command queue page.
-const CMDQ: u64 = RAM;
+pub const CMDQ: u64 = RAM;
 /// Mailbox blocks are carved from here, 1 KiB each.
 const MAILBOXES: u64 = RAM + 0x10_0000;
 /// Free memory for pages and queues handed to the device.

@@ -524,3 +524,31 @@ fn ud_send_is_delivered_through_mtt_keys_to_a_posted_receive() {
     }
     teardown_and_reclaim(&mut t, &pages);
 }
+
+#[test]
+fn a_delayed_command_holds_its_slot_while_others_complete() {
+    let mut t = TestDriver::new(DeviceConfig::default());
+    t.exec(&input(op::ENABLE_HCA, 0, 16), 16).unwrap();
+    t.dev.firmware.faults.add(Rule::parse("delay:NOP:50:1").unwrap());
+    let start = std::time::Instant::now();
+    assert_eq!(
+        t.exec_slot(0, &input(op::NOP, 0, 16), 16),
+        Err(Failure::NotCompleted)
+    );
+    let due = t.dev.next_command_deadline().expect("a completion is held back");
+    assert!(due >= start + std::time::Duration::from_millis(50));
+    // Other slots run meanwhile; the rule applied once.
+    t.exec_slot(1, &input(op::NOP, 0, 16), 16).unwrap();
+    t.exec_slot(2, &input(op::QUERY_ADAPTER, 0, 16), 0x110).unwrap();
+    assert_eq!(t.dev.max_in_flight(), 2, "the held command and one more");
+    // Not before it is due.
+    t.dev.complete_due(&mut t.mem, start);
+    let mut e = [0u8; 64];
+    t.mem.read(crate::test_driver::CMDQ, &mut e).unwrap();
+    assert_eq!(e[0x3f] & 1, 1, "still owned by the device");
+    t.dev.complete_due(&mut t.mem, due);
+    t.mem.read(crate::test_driver::CMDQ, &mut e).unwrap();
+    assert_eq!(e[0x3f], 0, "handed back with delivery status 0");
+    assert_eq!(e[0x20], 0, "command status 0");
+    assert!(t.dev.next_command_deadline().is_none());
+}

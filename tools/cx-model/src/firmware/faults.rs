@@ -1,10 +1,12 @@
 //! Faults injected on purpose, to test how drivers handle a misbehaving device.
 //!
-//! A rule names a command and what happens to it: it never completes (`hang`), or it fails with a
+//! A rule names a command and what happens to it: it never completes (`hang`), it completes only
+//! after a delay, keeping its slot busy while other commands run (`delay`), or it fails with a
 //! given status and syndrome (`status`). A rule may apply a limited number of times.
 //!
-//! Syntax (`--fault`): `hang:<OPCODE>[:<count>]` or `status:<OPCODE>:<status>[:<syndrome>[:<count>]]`,
-//! where `<OPCODE>` is a name such as `QUERY_ISSI` or a number such as `0x10a`.
+//! Syntax (`--fault`): `hang:<OPCODE>[:<count>]`, `delay:<OPCODE>:<ms>[:<count>]` or
+//! `status:<OPCODE>:<status>[:<syndrome>[:<count>]]`, where `<OPCODE>` is a name such as
+//! `QUERY_ISSI` or a number such as `0x10a`.
 
 use crate::opcodes::opcode_name;
 
@@ -13,6 +15,8 @@ use crate::opcodes::opcode_name;
 pub enum Injected {
     /// The command never completes.
     Hang,
+    /// The command executes, but its completion is held back this many milliseconds.
+    Delay(u32),
     /// The command fails with this status and syndrome.
     Status(u8, u32),
 }
@@ -63,6 +67,10 @@ impl Rule {
             ["hang", opc, rest @ ..] if rest.len() <= 1 => {
                 Ok(Self { opcode: parse_opcode(opc)?, action: Injected::Hang, remaining: count(rest.first())? })
             }
+            ["delay", opc, ms, rest @ ..] if rest.len() <= 1 => {
+                let ms = u32::try_from(parse_number(ms)?).map_err(|_| "delay too long".to_string())?;
+                Ok(Self { opcode: parse_opcode(opc)?, action: Injected::Delay(ms), remaining: count(rest.first())? })
+            }
             ["status", opc, status, rest @ ..] if rest.len() <= 2 => {
                 let status = u8::try_from(parse_number(status)?).map_err(|_| "status out of range".to_string())?;
                 if status == 0 {
@@ -80,7 +88,7 @@ impl Rule {
                 })
             }
             _ => Err(format!(
-                "bad fault {spec:?}: expected hang:<OPCODE>[:<count>] or status:<OPCODE>:<status>[:<syndrome>[:<count>]]"
+                "bad fault {spec:?}: expected hang:<OPCODE>[:<count>], delay:<OPCODE>:<ms>[:<count>] or status:<OPCODE>:<status>[:<syndrome>[:<count>]]"
             )),
         }
     }

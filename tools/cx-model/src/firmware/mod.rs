@@ -125,6 +125,9 @@ pub enum Execution {
     Complete(Vec<u8>),
     /// The command never completes (an injected fault): the entry stays owned by hardware.
     Hang,
+    /// The command completed with this output, to be handed back only after the delay (an
+    /// injected fault): the slot stays busy meanwhile.
+    Later(Vec<u8>, std::time::Duration),
 }
 
 /// Life cycle of the HCA as the driver drives it.
@@ -217,7 +220,15 @@ impl Firmware {
         let input = Input::new(input);
         let op = input.get(header::OPCODE) as u16;
         let name = opcode_name(op).unwrap_or("UNKNOWN");
-        let result = match self.faults.on_command(op) {
+        let injected = self.faults.on_command(op);
+        let delay = match injected {
+            Some(Injected::Delay(ms)) => {
+                warn!("fault: {name}({op:#x}) completes in {ms} ms");
+                Some(std::time::Duration::from_millis(u64::from(ms)))
+            }
+            _ => None,
+        };
+        let result = match injected {
             Some(Injected::Hang) => {
                 warn!("fault: {name}({op:#x}) will never complete");
                 self.log.record(op, input.op_mod(), true);
@@ -230,8 +241,10 @@ impl Firmware {
                     syndrome,
                 ))
             }
-            None if input.len() < header::LEN => Err(CmdError::new(Status::BadInputLength, 0x1e0_0000)),
-            None => match self.dispatch(mem, op, &input) {
+            Some(Injected::Delay(_)) | None if input.len() < header::LEN => {
+                Err(CmdError::new(Status::BadInputLength, 0x1e0_0000))
+            }
+            Some(Injected::Delay(_)) | None => match self.dispatch(mem, op, &input) {
                 Some(r) => r,
                 None => {
                     warn!(
@@ -247,14 +260,14 @@ impl Firmware {
             },
         };
         self.log.record(op, input.op_mod(), true);
-        match result {
+        let out = match result {
             Ok(mut out) => {
                 if out.len() < header::LEN {
                     out.resize(header::LEN, 0);
                 }
                 ifc::set(&mut out, header::STATUS, 0);
                 debug!("command {name}({op:#x}) op_mod {:#x}: ok", input.op_mod());
-                Execution::Complete(out)
+                out
             }
             Err(e) => {
                 info!(
@@ -263,8 +276,12 @@ impl Firmware {
                     e.status as u8,
                     e.syndrome
                 );
-                Execution::Complete(failure(e))
+                failure(e)
             }
+        };
+        match delay {
+            Some(d) => Execution::Later(out, d),
+            None => Execution::Complete(out),
         }
     }
 
@@ -328,6 +345,7 @@ fn handler(op: u16) -> Option<Handler> {
         op::TEARDOWN_HCA => |fw, _, i| hca::teardown_hca(fw, i),
         op::SET_DRIVER_VERSION => |fw, _, i| hca::set_driver_version(fw, i),
         op::QUERY_ADAPTER => |fw, _, i| hca::query_adapter(fw, i),
+        op::NOP => |_, _, _| Ok(vec![0; header::LEN]),
         op::QUERY_PAGES => |fw, _, i| pages::query_pages(fw, i),
         op::MANAGE_PAGES => |fw, m, i| pages::manage_pages(fw, m, i),
         op::QUERY_HCA_CAP => |fw, _, i| caps::query_hca_cap(fw, i),

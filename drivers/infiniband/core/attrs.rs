@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What a driver reports about its device and ports: the Rust forms of C's `ib_device_attr`,
+//! `ib_port_attr` and `ib_port_immutable`, with the enumerations netlink and sysfs print.
+
+/// Node type (`enum rdma_node_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum NodeType {
+    /// An InfiniBand channel adapter (`RDMA_NODE_IB_CA`).
+    Ca = 1,
+    /// A switch.
+    Switch = 2,
+    /// A router.
+    Router = 3,
+    /// An iWARP NIC.
+    Rnic = 4,
+    /// A user-space NIC.
+    Usnic = 5,
+    /// A user-space NIC over UDP.
+    UsnicUdp = 6,
+    /// An unspecified node.
+    Unspecified = 7,
+}
+
+/// Link layer of a port (`IB_LINK_LAYER_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkLayer {
+    /// Not known.
+    Unspecified,
+    /// InfiniBand.
+    Infiniband,
+    /// Ethernet (RoCE).
+    Ethernet,
+}
+
+/// Logical port state (`enum ib_port_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum PortState {
+    /// No state change.
+    #[default]
+    Nop = 0,
+    /// Down.
+    Down = 1,
+    /// Initialized.
+    Init = 2,
+    /// Armed.
+    Armed = 3,
+    /// Active.
+    Active = 4,
+    /// Active, deferred.
+    ActiveDefer = 5,
+}
+
+/// A 16-byte GID, in network byte order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Gid(pub [u8; 16]);
+
+impl Gid {
+    /// The GID made of a subnet prefix and an interface id (both as numbers).
+    pub fn from_parts(subnet_prefix: u64, interface_id: u64) -> Self {
+        let mut g = [0u8; 16];
+        g[..8].copy_from_slice(&subnet_prefix.to_be_bytes());
+        g[8..].copy_from_slice(&interface_id.to_be_bytes());
+        Self(g)
+    }
+}
+
+/// Per-port data that does not change while the device is registered (`ib_port_immutable`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortImmutable {
+    /// `RDMA_CORE_CAP_*` flags (e.g. [`CORE_PORT_IBA_IB`]).
+    pub core_cap_flags: u32,
+    /// Entries in the GID table.
+    pub gid_tbl_len: u32,
+    /// Entries in the P_Key table.
+    pub pkey_tbl_len: u16,
+    /// Largest MAD the port handles (256 for IB).
+    pub max_mad_size: u32,
+}
+
+/// `RDMA_CORE_CAP_IB_MAD`.
+pub const CORE_CAP_IB_MAD: u32 = 0x1;
+/// `RDMA_CORE_CAP_IB_SMI`.
+pub const CORE_CAP_IB_SMI: u32 = 0x2;
+/// `RDMA_CORE_CAP_IB_CM`.
+pub const CORE_CAP_IB_CM: u32 = 0x4;
+/// `RDMA_CORE_CAP_IB_SA`.
+pub const CORE_CAP_IB_SA: u32 = 0x10;
+/// `RDMA_CORE_CAP_AF_IB`.
+pub const CORE_CAP_AF_IB: u32 = 0x1000;
+/// `RDMA_CORE_CAP_PROT_IB`.
+pub const CORE_CAP_PROT_IB: u32 = 0x0010_0000;
+/// `RDMA_CORE_CAP_PROT_ROCE`.
+pub const CORE_CAP_PROT_ROCE: u32 = 0x0020_0000;
+/// `RDMA_CORE_CAP_PROT_ROCE_UDP_ENCAP`.
+pub const CORE_CAP_PROT_ROCE_UDP_ENCAP: u32 = 0x0080_0000;
+/// `RDMA_CORE_PORT_IBA_IB`: the flags of an InfiniBand port.
+pub const CORE_PORT_IBA_IB: u32 = CORE_CAP_PROT_IB
+    | CORE_CAP_IB_MAD
+    | CORE_CAP_IB_SMI
+    | CORE_CAP_IB_CM
+    | CORE_CAP_IB_SA
+    | CORE_CAP_AF_IB;
+
+/// A port's current attributes (`ib_port_attr`), as `query_port` returns them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortAttr {
+    /// Logical state.
+    pub state: PortState,
+    /// Physical state (`IB_PORT_PHYS_STATE_*`: 5 is LinkUp, 3 Disabled).
+    pub phys_state: u8,
+    /// Largest MTU (`IB_MTU_*`: 1 = 256 .. 5 = 4096).
+    pub max_mtu: u8,
+    /// Active MTU.
+    pub active_mtu: u8,
+    /// GID table length.
+    pub gid_tbl_len: u32,
+    /// `IB_PORT_*` capability mask (what sysfs `cap_mask` and netlink `CAP_FLAGS` show).
+    pub port_cap_flags: u32,
+    /// Largest message.
+    pub max_msg_sz: u32,
+    /// P_Key violations.
+    pub bad_pkey_cntr: u32,
+    /// Q_Key violations.
+    pub qkey_viol_cntr: u32,
+    /// P_Key table length.
+    pub pkey_tbl_len: u16,
+    /// Base LID.
+    pub lid: u32,
+    /// LID of the subnet manager.
+    pub sm_lid: u32,
+    /// LID mask count.
+    pub lmc: u8,
+    /// Number of data VLs (encoded).
+    pub max_vl_num: u8,
+    /// Service level of the subnet manager.
+    pub sm_sl: u8,
+    /// Subnet timeout.
+    pub subnet_timeout: u8,
+    /// Init type reply.
+    pub init_type_reply: u8,
+    /// Active width (`IB_WIDTH_*`: 1 = 1X, 2 = 4X, 4 = 8X, 8 = 12X, 16 = 2X).
+    pub active_width: u8,
+    /// Active speed (`IB_SPEED_*`: 1 SDR, 2 DDR, 4 QDR, 8 FDR10, 16 FDR, 32 EDR, 64 HDR, 128 NDR,
+    /// 256 XDR).
+    pub active_speed: u16,
+    /// `IB_PORT_*` capability mask 2.
+    pub port_cap_flags2: u16,
+}
+
+/// A device's attributes (`ib_device_attr`), as `query_device` returns them; cached at
+/// registration as C does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceAttr {
+    /// Firmware version, as a number.
+    pub fw_ver: u64,
+    /// System image GUID, as the number it prints as.
+    pub sys_image_guid: u64,
+    /// Largest MR.
+    pub max_mr_size: u64,
+    /// Supported page sizes.
+    pub page_size_cap: u64,
+    /// IEEE vendor id.
+    pub vendor_id: u32,
+    /// Vendor part id.
+    pub vendor_part_id: u32,
+    /// Hardware version.
+    pub hw_ver: u32,
+    /// Largest number of QPs.
+    pub max_qp: u32,
+    /// Largest work queue.
+    pub max_qp_wr: u32,
+    /// `IB_DEVICE_*` capability flags.
+    pub device_cap_flags: u64,
+    /// Scatter/gather entries per send WR.
+    pub max_send_sge: u32,
+    /// Scatter/gather entries per receive WR.
+    pub max_recv_sge: u32,
+    /// Largest number of CQs.
+    pub max_cq: u32,
+    /// Largest CQ.
+    pub max_cqe: u32,
+    /// Largest number of MRs.
+    pub max_mr: u32,
+    /// Largest number of PDs.
+    pub max_pd: u32,
+    /// Outstanding RDMA reads/atomics per QP as target.
+    pub max_qp_rd_atom: u32,
+    /// Outstanding RDMA reads/atomics per QP as initiator.
+    pub max_qp_init_rd_atom: u32,
+    /// Atomic support (`IB_ATOMIC_*`: 0 none, 1 HCA, 2 global).
+    pub atomic_cap: u8,
+    /// Largest number of SRQs.
+    pub max_srq: u32,
+    /// Largest SRQ.
+    pub max_srq_wr: u32,
+    /// P_Keys per port.
+    pub max_pkeys: u16,
+    /// Local CA ack delay.
+    pub local_ca_ack_delay: u8,
+}

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A test-only RDMA provider: software devices with no hardware behind them, registered with
+//! `ib_core` so that its registration, sysfs and netlink can be tested before (and without) a
+//! hardware driver.
+//!
+//! `insmod ib_test_provider.ko devices=2 ports=2` registers `ibtest0` and `ibtest1`; every device
+//! has one port except the last, which has `ports`. Every value a device reports is derived from
+//! its number `d` and the parameters, so scenarios can compute what to expect:
+//!
+//! | what | value |
+//! |---|---|
+//! | node GUID, system image GUID | `guid_base + d` |
+//! | firmware version | `7.3.<d>` |
+//! | vendor id, part id, hw version | `0x02c9`, `4119`, `d` |
+//! | node description | `ib_test_provider device <d>` (writable) |
+//! | port `p` state | ACTIVE, LinkUp; 4X EDR; MTU 4096 |
+//! | port `p` LID, SM LID, LMC, SM SL | `lid_base + 16*d + p`, `1`, `0`, `0` |
+//! | port `p` capability mask | `0x2651e848` |
+//! | GID table | 4 entries: `fe80::<node GUID>` then zeros |
+//! | P_Key table | 2 entries: `0xffff`, `0x0000` |
+
+use ib_core::{
+    attrs::{DeviceAttr, Gid, NodeType, PortAttr, PortImmutable, PortState, CORE_PORT_IBA_IB},
+    device::{DeviceInfo, DeviceOps, FwVersion, NodeDesc, Registration},
+};
+use kernel::prelude::*;
+
+module! {
+    type: TestProvider,
+    name: "ib_test_provider",
+    authors: ["rdma-rs developers"],
+    description: "Test-only software RDMA devices for ib_core tests",
+    license: "GPL",
+    params: {
+        devices: u32 {
+            default: 2,
+            description: "Number of devices to register (at most 8)",
+        },
+        ports: u32 {
+            default: 2,
+            description: "Ports of the last device (1..=4); the others have one",
+        },
+        guid_base: u64 {
+            default: 0x0002_c903_00ab_cd00,
+            description: "Node GUID of device 0; device d has guid_base + d",
+        },
+        lid_base: u32 {
+            default: 0x100,
+            description: "Port p of device d has LID lid_base + 16*d + p",
+        },
+    },
+}
+
+/// Entries in every port's GID table.
+const GID_TBL_LEN: u32 = 4;
+/// The P_Key table.
+const PKEYS: [u16; 2] = [0xffff, 0x0000];
+/// An IB port's capability mask, as a ConnectX HCA reports it.
+const PORT_CAP_FLAGS: u32 = 0x2651_e848;
+/// `IB_PORT_PHYS_STATE_LINK_UP`.
+const PHYS_STATE_LINK_UP: u8 = 5;
+/// `IB_MTU_4096`.
+const MTU_4096: u8 = 5;
+/// `IB_WIDTH_4X`.
+const WIDTH_4X: u8 = 2;
+/// `IB_SPEED_EDR`.
+const SPEED_EDR: u16 = 32;
+
+/// One software device.
+struct SoftDevice {
+    number: u32,
+    guid: u64,
+    lid_base: u32,
+}
+
+#[vtable]
+impl DeviceOps for SoftDevice {
+    fn query_device(&self) -> Result<DeviceAttr> {
+        Ok(DeviceAttr {
+            fw_ver: (7 << 32) | (3 << 16) | u64::from(self.number),
+            sys_image_guid: self.guid,
+            max_mr_size: u64::MAX,
+            page_size_cap: 0xffff_f000,
+            vendor_id: 0x02c9,
+            vendor_part_id: 4119,
+            hw_ver: self.number,
+            max_qp: 1 << 16,
+            max_qp_wr: 1 << 15,
+            max_send_sge: 30,
+            max_recv_sge: 30,
+            max_cq: 1 << 16,
+            max_cqe: (1 << 22) - 1,
+            max_mr: 1 << 16,
+            max_pd: 1 << 16,
+            max_qp_rd_atom: 16,
+            max_qp_init_rd_atom: 16,
+            max_srq: 1 << 15,
+            max_srq_wr: (1 << 15) - 1,
+            max_pkeys: PKEYS.len() as u16,
+            local_ca_ack_delay: 16,
+            ..DeviceAttr::default()
+        })
+    }
+
+    fn query_port(&self, port: u32) -> Result<PortAttr> {
+        Ok(PortAttr {
+            state: PortState::Active,
+            phys_state: PHYS_STATE_LINK_UP,
+            max_mtu: MTU_4096,
+            active_mtu: MTU_4096,
+            gid_tbl_len: GID_TBL_LEN,
+            port_cap_flags: PORT_CAP_FLAGS,
+            max_msg_sz: 1 << 30,
+            pkey_tbl_len: PKEYS.len() as u16,
+            lid: self.lid_base + 16 * self.number + port,
+            sm_lid: 1,
+            active_width: WIDTH_4X,
+            active_speed: SPEED_EDR,
+            ..PortAttr::default()
+        })
+    }
+
+    fn get_port_immutable(&self, _port: u32) -> Result<PortImmutable> {
+        Ok(PortImmutable {
+            core_cap_flags: CORE_PORT_IBA_IB,
+            gid_tbl_len: GID_TBL_LEN,
+            pkey_tbl_len: PKEYS.len() as u16,
+            max_mad_size: 256,
+        })
+    }
+
+    fn query_gid(&self, _port: u32, index: u32) -> Result<Gid> {
+        Ok(match index {
+            0 => Gid::from_parts(0xfe80_0000_0000_0000, self.guid),
+            i if i < GID_TBL_LEN => Gid::default(),
+            _ => return Err(EINVAL),
+        })
+    }
+
+    fn query_pkey(&self, _port: u32, index: u16) -> Result<u16> {
+        PKEYS.get(usize::from(index)).copied().ok_or(EINVAL)
+    }
+
+    fn fw_version(&self) -> FwVersion {
+        let mut v = FwVersion::new();
+        // A version string this short always fits.
+        let _ = core::fmt::Write::write_fmt(&mut v, format_args!("7.3.{}", self.number));
+        v
+    }
+
+    fn modify_node_desc(&self, _desc: &NodeDesc) -> Result {
+        Ok(())
+    }
+}
+
+/// The loaded module: its registered devices.
+struct TestProvider {
+    registrations: KVec<Registration>,
+}
+
+impl kernel::Module for TestProvider {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let count = module_parameters::devices.value();
+        let last_ports = module_parameters::ports.value();
+        if count > 8 || !(1..=4).contains(&last_ports) {
+            pr_err!("devices must be at most 8 and ports 1..=4\n");
+            return Err(EINVAL);
+        }
+        let guid_base = module_parameters::guid_base.value();
+        let lid_base = module_parameters::lid_base.value();
+        let mut registrations = KVec::with_capacity(count as usize, GFP_KERNEL)?;
+        for number in 0..count {
+            let mut desc = NodeDesc::new();
+            let _ = core::fmt::Write::write_fmt(
+                &mut desc,
+                format_args!("ib_test_provider device {number}"),
+            );
+            let info = DeviceInfo {
+                name: b"ibtest%d",
+                node_type: NodeType::Ca,
+                node_guid: guid_base.wrapping_add(u64::from(number)),
+                phys_port_cnt: if number + 1 == count { last_ports } else { 1 },
+                node_desc: desc.as_bytes(),
+                parent: None,
+            };
+            let dev = SoftDevice {
+                number,
+                guid: info.node_guid,
+                lid_base,
+            };
+            let reg = Registration::new(info, dev)?;
+            pr_info!(
+                "registered {} (index {}, {} port(s))\n",
+                kernel::str::BStr::from_bytes(&reg.device().name()),
+                reg.device().index(),
+                reg.device().port_count()
+            );
+            registrations.push(reg, GFP_KERNEL)?;
+        }
+        Ok(Self { registrations })
+    }
+}
+
+impl Drop for TestProvider {
+    fn drop(&mut self) {
+        // Unregister the latest first, as a driver unwinding its probes would.
+        while let Some(reg) = self.registrations.pop() {
+            drop(reg);
+        }
+        pr_info!("unloaded\n");
+    }
+}
