@@ -87,4 +87,9 @@ __rust_helper int rust_helper_net_eq(const struct net *net1, const struct net *n
 	return net_eq(net1, net2);
 }
 
+__rust_helper void rust_helper_put_net(struct net *net)
+{
+	put_net(net);
+}
+
 #endif

@@ -5,8 +5,13 @@
 //! C headers: [`include/net/net_namespace.h`](srctree/include/net/net_namespace.h),
 //! [`include/net/netns/generic.h`](srctree/include/net/netns/generic.h)
 
-use crate::{bindings, error::to_result, prelude::*, types::Opaque};
-use core::marker::PhantomData;
+use crate::{
+    bindings,
+    error::{from_err_ptr, to_result},
+    prelude::*,
+    types::Opaque,
+};
+use core::{marker::PhantomData, ptr::NonNull};
 
 /// A network namespace (`struct net`).
 ///
@@ -59,6 +64,47 @@ impl PartialEq for Net {
     fn eq(&self, other: &Net) -> bool {
         // SAFETY: Both namespaces are alive by the type invariants.
         unsafe { bindings::net_eq(self.as_raw(), other.as_raw()) != 0 }
+    }
+}
+
+/// A counted reference to a network namespace (`get_net`/`put_net`).
+///
+/// # Invariants
+///
+/// The object holds one reference on the namespace.
+pub struct NetRef(NonNull<bindings::net>);
+
+// SAFETY: A namespace reference can be used and dropped from any thread.
+unsafe impl Send for NetRef {}
+
+// SAFETY: `&NetRef` only gives out `&Net`, which is `Sync`.
+unsafe impl Sync for NetRef {}
+
+impl NetRef {
+    /// The namespace a namespace file descriptor of the current task refers to
+    /// (`get_net_ns_by_fd`): `EBADF` for a bad descriptor, `EINVAL` for a file that is not a
+    /// network namespace.
+    pub fn from_fd(fd: i32) -> Result<Self> {
+        // SAFETY: Any integer may be passed; the kernel looks it up in the current task's table.
+        let net = from_err_ptr(unsafe { bindings::get_net_ns_by_fd(fd) })?;
+        // INVARIANT: `get_net_ns_by_fd` returned a referenced namespace.
+        Ok(Self(NonNull::new(net).ok_or(EINVAL)?))
+    }
+}
+
+impl core::ops::Deref for NetRef {
+    type Target = Net;
+
+    fn deref(&self) -> &Net {
+        // SAFETY: The reference keeps the namespace alive (type invariants).
+        unsafe { Net::from_raw(self.0.as_ptr()) }
+    }
+}
+
+impl Drop for NetRef {
+    fn drop(&mut self) {
+        // SAFETY: The object holds a reference (type invariants), given back here.
+        unsafe { bindings::put_net(self.0.as_ptr()) };
     }
 }
 
@@ -186,7 +232,8 @@ impl<T: Operations> Registration<T> {
     ///
     /// `T`'s `init` has succeeded for `net` and its `exit` has not started (e.g. the caller runs
     /// on behalf of an object that `init` created and `exit` destroys).
-    pub unsafe fn data<'a>(&'a self, net: &'a Net) -> &'a T::Data {
+    /// (The registration is not borrowed: the data is found through `T::id()`.)
+    pub unsafe fn data(net: &Net) -> &T::Data {
         // SAFETY: The caller guarantees that `init` stored a `T::Data` in the slot and that it is
         // not yet taken out by `exit`.
         unsafe { &*Self::slot(net) }
@@ -196,7 +243,7 @@ impl<T: Operations> Registration<T> {
     pub fn init_net_data(&self) -> &T::Data {
         // SAFETY: The registration ran `init` for every existing namespace, including the
         // initial one, which is never torn down; `exit` runs for it only when `self` is dropped.
-        unsafe { self.data(Net::init_net()) }
+        unsafe { Self::data(Net::init_net()) }
     }
 
     /// The `init` callback.

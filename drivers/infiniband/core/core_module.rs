@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What `ib_core` owns while it is loaded: its workqueues and the `infiniband` device class.
+//! What `ib_core` owns while it is loaded: its workqueues, the `infiniband` device class, the
+//! RDMA netlink sockets and nldev, set up in C's order (`ib_core_init`) and torn down in
+//! reverse (`ib_core_cleanup`).
 
 use crate::workqueues::CoreWorkqueues;
 use kernel::{
@@ -17,26 +19,38 @@ pub fn class_registered() -> bool {
     CLASS_REGISTERED.load(Relaxed)
 }
 
-/// The loaded `ib_core` module.
+/// The loaded `ib_core` module. Fields drop in declaration order: the reverse of C's set-up.
 #[pin_data(PinnedDrop)]
 pub(crate) struct IbCore {
-    workqueues: CoreWorkqueues,
+    /// nldev's commands (C's `nldev_init`).
+    nldev: crate::nldev::Registration,
+    /// A `NETLINK_RDMA` kernel socket in every network namespace (C's
+    /// `register_pernet_device(&rdma_dev_net_ops)`).
+    #[pin]
+    sockets: crate::netlink::Sockets,
     /// `/sys/class/infiniband`.
     #[pin]
     class: class::Registration,
+    workqueues: CoreWorkqueues,
 }
 
 impl kernel::InPlaceModule for IbCore {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
-        // SAFETY: Called once, at module load, before any device or client can register.
-        unsafe { crate::registry::REGISTRY.init() };
+        // SAFETY: Called once, at module load, before any device or client can register and
+        // before the netlink sockets exist.
+        unsafe {
+            crate::registry::REGISTRY.init();
+            crate::netlink::init();
+        }
         try_pin_init!(Self {
             workqueues: CoreWorkqueues::new()?,
             class <- class::Registration::new(c"infiniband"),
+            sockets <- crate::netlink::Sockets::new(),
+            nldev: crate::nldev::Registration::new(),
         })
         .pin_chain(|this| {
             CLASS_REGISTERED.store(true, Relaxed);
-            pr_info!("infiniband class registered, workqueues ready\n");
+            pr_info!("infiniband class registered, workqueues ready, RDMA netlink up\n");
             let _ = &this.workqueues;
             Ok(())
         })
