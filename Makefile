@@ -32,7 +32,7 @@ CX_MODEL := $(CARGO_TARGET)/release/cx-model
 RUST_MODULES := $(OUT)/modules
 KMAKE := $(MAKE) -C $(KTREE) -s LLVM=-19 BINDGEN=$(BINDGEN)
 # Guest-side test programs built from this repository (libibverbs consumers).
-VERBS_TOOLS := $(OUT)/tools/verbs_errors
+VERBS_TOOLS := $(OUT)/tools/verbs_errors $(OUT)/tools/rdma_nl_tester
 
 HARNESS_ARGS = --kernel $(BZIMAGE) --kernel-tree $(KTREE) --rust-modules $(RUST_MODULES) \
 	--qemu $(QEMU) --cx-model $(CX_MODEL) --workdir $(OUT)/vm \
@@ -79,6 +79,11 @@ verbs-tools: $(VERBS_TOOLS)
 $(OUT)/tools/verbs_errors: tools/verbs-errors/verbs_errors.c | $(CACHE)/.setup-done
 	@mkdir -p $(@D)
 	gcc -O2 -g -Wall -Wextra -Werror -o $@ $< -libverbs
+
+# Raw NETLINK_RDMA requests, no library: static, so the guest needs nothing else.
+$(OUT)/tools/rdma_nl_tester: tools/rdma-nl-tester/rdma_nl_tester.c | $(CACHE)/.setup-done
+	@mkdir -p $(@D)
+	gcc -O2 -g -fno-strict-aliasing -Wall -Wextra -Werror -static -o $@ $<
 
 build: kernel modules cx-model verbs-tools
 

@@ -19,12 +19,24 @@
 //! | port `p` capability mask | `0x2651e848` |
 //! | GID table | 4 entries: `fe80::<node GUID>` then zeros |
 //! | P_Key table | 2 entries: `0xffff`, `0x0000` |
+//!
+//! The devices also implement the verbs objects (PD, CQ, QP with its attributes, DMA MR) in
+//! software, with no data path: QP numbers count from `0x100`, a PD's DMA MR has lkey and rkey
+//! `0x1000 + PD number`.
 
 use ib_core::{
     attrs::{DeviceAttr, Gid, NodeType, PortAttr, PortImmutable, PortState, CORE_PORT_IBA_IB},
     device::{DeviceInfo, DeviceOps, FwVersion, NodeDesc, Registration},
+    verbs::{CqInit, CqNotifier, DriverObject, QpAttr, QpAttrMask, QpInitDriver},
 };
-use kernel::prelude::*;
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Mutex,
+    },
+};
 
 module! {
     type: TestProvider,
@@ -72,7 +84,24 @@ struct SoftDevice {
     number: u32,
     guid: u64,
     lid_base: u32,
+    next_pd: Atomic<u32>,
+    next_qpn: Atomic<u32>,
 }
+
+/// A software PD.
+struct SoftPd {
+    number: u32,
+}
+
+/// A software QP: its attributes as last modified.
+#[pin_data]
+struct SoftQp {
+    #[pin]
+    attr: Mutex<QpAttr>,
+}
+
+/// A software CQ or MR: nothing to keep.
+struct SoftObject;
 
 #[vtable]
 impl DeviceOps for SoftDevice {
@@ -152,6 +181,87 @@ impl DeviceOps for SoftDevice {
     fn modify_node_desc(&self, _desc: &NodeDesc) -> Result {
         Ok(())
     }
+
+    fn alloc_pd(&self) -> Result<DriverObject> {
+        DriverObject::new(SoftPd {
+            number: self.next_pd.fetch_add(1, Relaxed),
+        })
+    }
+
+    fn dealloc_pd(&self, pd: DriverObject) -> Result {
+        pd.get::<SoftPd>().map(|_| ())
+    }
+
+    fn create_cq(&self, _init: &CqInit, _notifier: &CqNotifier) -> Result<DriverObject> {
+        DriverObject::new(SoftObject)
+    }
+
+    fn destroy_cq(&self, cq: DriverObject) -> Result {
+        cq.get::<SoftObject>().map(|_| ())
+    }
+
+    fn req_notify_cq(&self, cq: &DriverObject, _solicited: bool) -> Result {
+        cq.get::<SoftObject>().map(|_| ())
+    }
+
+    fn create_qp(&self, pd: &DriverObject, init: &QpInitDriver<'_>) -> Result<(DriverObject, u32)> {
+        pd.get::<SoftPd>()?;
+        init.send_cq.get::<SoftObject>()?;
+        init.recv_cq.get::<SoftObject>()?;
+        let qpn = self.next_qpn.fetch_add(1, Relaxed);
+        let qp = DriverObject::pin_init(try_pin_init!(SoftQp {
+            attr <- new_mutex!(QpAttr::default()),
+        }? Error))?;
+        Ok((qp, qpn))
+    }
+
+    fn modify_qp(&self, qp: &DriverObject, attr: &QpAttr, mask: QpAttrMask) -> Result {
+        let qp = qp.get::<SoftQp>()?;
+        let mut cur = qp.attr.lock();
+        let m = |bit: u32| mask.0 & bit != 0;
+        if m(QpAttrMask::STATE) {
+            cur.qp_state = attr.qp_state;
+        }
+        if m(QpAttrMask::PORT) {
+            cur.port_num = attr.port_num;
+        }
+        if m(QpAttrMask::PKEY_INDEX) {
+            cur.pkey_index = attr.pkey_index;
+        }
+        if m(QpAttrMask::ACCESS_FLAGS) {
+            cur.qp_access_flags = attr.qp_access_flags;
+        }
+        if m(QpAttrMask::DEST_QPN) {
+            cur.dest_qp_num = attr.dest_qp_num;
+        }
+        if m(QpAttrMask::PATH_MTU) {
+            cur.path_mtu = attr.path_mtu;
+        }
+        if m(QpAttrMask::RQ_PSN) {
+            cur.rq_psn = attr.rq_psn;
+        }
+        if m(QpAttrMask::SQ_PSN) {
+            cur.sq_psn = attr.sq_psn;
+        }
+        Ok(())
+    }
+
+    fn query_qp(&self, qp: &DriverObject) -> Result<QpAttr> {
+        Ok(*qp.get::<SoftQp>()?.attr.lock())
+    }
+
+    fn destroy_qp(&self, qp: DriverObject) -> Result {
+        qp.get::<SoftQp>().map(|_| ())
+    }
+
+    fn get_dma_mr(&self, pd: &DriverObject, _access: u32) -> Result<(DriverObject, u32, u32)> {
+        let key = 0x1000 + pd.get::<SoftPd>()?.number;
+        Ok((DriverObject::new(SoftObject)?, key, key))
+    }
+
+    fn dereg_mr(&self, mr: DriverObject) -> Result {
+        mr.get::<SoftObject>().map(|_| ())
+    }
 }
 
 /// The loaded module: its registered devices.
@@ -188,6 +298,8 @@ impl kernel::Module for TestProvider {
                 number,
                 guid: info.node_guid,
                 lid_base,
+                next_pd: Atomic::new(1),
+                next_qpn: Atomic::new(0x100),
             };
             let reg = Registration::new(info, dev)?;
             pr_info!(

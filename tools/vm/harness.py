@@ -44,7 +44,7 @@ STACK_MODULES = {
 # Test-only modules of a stack, put next to its modules but not loaded by load_stack (scenarios
 # insmod them).
 STACK_EXTRAS = {
-    "rust": ["mlx5_test_interface", "ib_test_provider"],
+    "rust": ["mlx5_test_interface", "ib_test_provider", "ib_verbs_client"],
     "c": [],
 }
 # Where the C modules sit in the kernel build tree.

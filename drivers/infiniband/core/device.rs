@@ -14,6 +14,8 @@ use crate::{
     attrs::{DeviceAttr, Gid, LinkLayer, NodeType, PortAttr, PortImmutable},
     names::Name,
     registry,
+    restrack::Restrack,
+    verbs::{CqInit, CqNotifier, DriverObject, QpAttr, QpAttrMask, QpInitDriver},
 };
 use kernel::{
     device::Device,
@@ -133,10 +135,91 @@ pub trait DeviceOps: Send + Sync + 'static {
     fn modify_node_desc(&self, _desc: &NodeDesc) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
+
+    /// Allocates a protection domain.
+    fn alloc_pd(&self) -> Result<DriverObject> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Frees a protection domain (nothing uses it any more).
+    fn dealloc_pd(&self, _pd: DriverObject) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates a completion queue; completion events go to `notifier`.
+    fn create_cq(&self, _init: &CqInit, _notifier: &CqNotifier) -> Result<DriverObject> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys a completion queue (no QP uses it any more).
+    fn destroy_cq(&self, _cq: DriverObject) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Arms a completion queue for one completion event.
+    fn req_notify_cq(&self, _cq: &DriverObject, _solicited: bool) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates a queue pair in `pd`; returns its state and QP number.
+    fn create_qp(
+        &self,
+        _pd: &DriverObject,
+        _init: &QpInitDriver<'_>,
+    ) -> Result<(DriverObject, u32)> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Applies a modify the core has checked against the QP state machine.
+    fn modify_qp(&self, _qp: &DriverObject, _attr: &QpAttr, _mask: QpAttrMask) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The QP's attributes.
+    fn query_qp(&self, _qp: &DriverObject) -> Result<QpAttr> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys a queue pair.
+    fn destroy_qp(&self, _qp: DriverObject) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The DMA memory region of `pd` with `access` rights; returns its state, lkey and rkey.
+    fn get_dma_mr(&self, _pd: &DriverObject, _access: u32) -> Result<(DriverObject, u32, u32)> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Deregisters a memory region.
+    fn dereg_mr(&self, _mr: DriverObject) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+}
+
+/// Calls `$method` on the driver if it has it, else `EOPNOTSUPP`.
+macro_rules! optional_op {
+    ($t:ident, $has:ident, $self:ident . $method:ident ( $($arg:expr),* )) => {
+        if $t::$has {
+            $t::$method($self, $($arg),*)
+        } else {
+            Err(EOPNOTSUPP)
+        }
+    };
 }
 
 /// The operations the core calls on a registered device, with the driver's type erased.
-trait DynOps: Send + Sync {
+pub(crate) trait DynOps: Send + Sync {
+    fn alloc_pd(&self) -> Result<DriverObject>;
+    fn dealloc_pd(&self, pd: DriverObject) -> Result;
+    fn create_cq(&self, init: &CqInit, notifier: &CqNotifier) -> Result<DriverObject>;
+    fn destroy_cq(&self, cq: DriverObject) -> Result;
+    fn req_notify_cq(&self, cq: &DriverObject, solicited: bool) -> Result;
+    fn create_qp(&self, pd: &DriverObject, init: &QpInitDriver<'_>) -> Result<(DriverObject, u32)>;
+    fn modify_qp(&self, qp: &DriverObject, attr: &QpAttr, mask: QpAttrMask) -> Result;
+    fn query_qp(&self, qp: &DriverObject) -> Result<QpAttr>;
+    fn destroy_qp(&self, qp: DriverObject) -> Result;
+    fn get_dma_mr(&self, pd: &DriverObject, access: u32) -> Result<(DriverObject, u32, u32)>;
+    fn dereg_mr(&self, mr: DriverObject) -> Result;
     fn query_port(&self, port: u32) -> Result<PortAttr>;
     fn query_gid(&self, port: u32, index: u32) -> Option<Result<Gid>>;
     fn query_pkey(&self, port: u32, index: u16) -> Result<u16>;
@@ -146,6 +229,50 @@ trait DynOps: Send + Sync {
 }
 
 impl<T: DeviceOps> DynOps for T {
+    fn alloc_pd(&self) -> Result<DriverObject> {
+        optional_op!(T, HAS_ALLOC_PD, self.alloc_pd())
+    }
+
+    fn dealloc_pd(&self, pd: DriverObject) -> Result {
+        optional_op!(T, HAS_DEALLOC_PD, self.dealloc_pd(pd))
+    }
+
+    fn create_cq(&self, init: &CqInit, notifier: &CqNotifier) -> Result<DriverObject> {
+        optional_op!(T, HAS_CREATE_CQ, self.create_cq(init, notifier))
+    }
+
+    fn destroy_cq(&self, cq: DriverObject) -> Result {
+        optional_op!(T, HAS_DESTROY_CQ, self.destroy_cq(cq))
+    }
+
+    fn req_notify_cq(&self, cq: &DriverObject, solicited: bool) -> Result {
+        optional_op!(T, HAS_REQ_NOTIFY_CQ, self.req_notify_cq(cq, solicited))
+    }
+
+    fn create_qp(&self, pd: &DriverObject, init: &QpInitDriver<'_>) -> Result<(DriverObject, u32)> {
+        optional_op!(T, HAS_CREATE_QP, self.create_qp(pd, init))
+    }
+
+    fn modify_qp(&self, qp: &DriverObject, attr: &QpAttr, mask: QpAttrMask) -> Result {
+        optional_op!(T, HAS_MODIFY_QP, self.modify_qp(qp, attr, mask))
+    }
+
+    fn query_qp(&self, qp: &DriverObject) -> Result<QpAttr> {
+        optional_op!(T, HAS_QUERY_QP, self.query_qp(qp))
+    }
+
+    fn destroy_qp(&self, qp: DriverObject) -> Result {
+        optional_op!(T, HAS_DESTROY_QP, self.destroy_qp(qp))
+    }
+
+    fn get_dma_mr(&self, pd: &DriverObject, access: u32) -> Result<(DriverObject, u32, u32)> {
+        optional_op!(T, HAS_GET_DMA_MR, self.get_dma_mr(pd, access))
+    }
+
+    fn dereg_mr(&self, mr: DriverObject) -> Result {
+        optional_op!(T, HAS_DEREG_MR, self.dereg_mr(mr))
+    }
+
     fn query_port(&self, port: u32) -> Result<PortAttr> {
         T::query_port(self, port)
     }
@@ -239,6 +366,7 @@ pub struct IbDevice {
     #[pin]
     users_gone: CondVar,
     ops: KBox<dyn DynOps>,
+    restrack: Restrack,
     /// The device's sysfs presence, while it has one.
     #[pin]
     pub(crate) sysfs: Mutex<Option<crate::sysfs::DeviceSysfs>>,
@@ -364,6 +492,16 @@ impl IbDevice {
     /// The device the RDMA device sits on, if any.
     pub fn parent(&self) -> Option<&Device> {
         self.parent.as_deref()
+    }
+
+    /// The driver's operations.
+    pub(crate) fn ops(&self) -> &dyn DynOps {
+        &*self.ops
+    }
+
+    /// Live verbs objects per type (what `RES_GET` reports).
+    pub fn restrack(&self) -> &Restrack {
+        &self.restrack
     }
 
     /// A counted reference, unless the device is being unregistered.
@@ -500,6 +638,7 @@ impl Registration {
                 users <- new_mutex!(Users { count: 0, closed: false }),
                 users_gone <- new_condvar!(),
                 ops,
+                restrack: Restrack::new(),
                 sysfs <- new_mutex!(None),
             }? Error),
             GFP_KERNEL,

@@ -12,7 +12,9 @@ mod netlink;
 pub mod nl_uapi;
 mod nldev;
 pub mod registry;
+pub mod restrack;
 mod sysfs;
+pub mod verbs;
 mod workqueues;
 
 pub use core_module::class_registered;

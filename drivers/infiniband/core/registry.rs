@@ -32,7 +32,7 @@ pub trait Client: Sync + Send {
     type Data: Send;
 
     /// A device is available. An error leaves the device without this client (no `remove`).
-    fn add(&self, dev: &IbDevice) -> Result<Self::Data>;
+    fn add(&self, dev: &Arc<IbDevice>) -> Result<Self::Data>;
 
     /// The device goes away, or the client unregisters.
     fn remove(&self, dev: &IbDevice, data: Self::Data);
@@ -40,7 +40,7 @@ pub trait Client: Sync + Send {
 
 /// The registry's view of a client registration.
 trait Attached: Sync {
-    fn attach(&self, dev: &IbDevice);
+    fn attach(&self, dev: &Arc<IbDevice>);
     fn detach(&self, dev: &IbDevice);
 }
 
@@ -271,12 +271,22 @@ pub struct ClientRegistration<C: Client + 'static> {
     _pin: PhantomPinned,
 }
 
+/// The lock class (name and key) of every client's data lock. (A `new_mutex!` in the generic
+/// registration would make one key that each client's instance names with its own copy of the
+/// name, which lockdep reports.)
+fn client_data_class() -> (&'static CStr, Pin<&'static kernel::sync::LockClassKey>) {
+    (
+        c"ib_core::ClientRegistration::data",
+        kernel::static_lock_class!(),
+    )
+}
+
 impl<C: Client + 'static> ClientRegistration<C> {
     /// Registers `client`; it gets `add` for every registered device.
     pub fn new(client: C) -> impl PinInit<Self, Error> {
         try_pin_init!(&this in Self {
             client,
-            data <- new_mutex!(KVec::new()),
+            data <- Mutex::new(KVec::new(), client_data_class().0, client_data_class().1),
             _pin: PhantomPinned,
             _: {
                 let ptr: NonNull<dyn Attached> = this;
@@ -316,7 +326,7 @@ impl<C: Client + 'static> PinnedDrop for ClientRegistration<C> {
 }
 
 impl<C: Client + 'static> Attached for ClientRegistration<C> {
-    fn attach(&self, dev: &IbDevice) {
+    fn attach(&self, dev: &Arc<IbDevice>) {
         match self.client.add(dev) {
             Ok(data) => {
                 if let Err(e) = self.data.lock().push((dev.index(), data), GFP_KERNEL) {
@@ -448,7 +458,7 @@ mod tests {
     impl Client for Recorder {
         type Data = ();
 
-        fn add(&self, dev: &IbDevice) -> Result<()> {
+        fn add(&self, dev: &Arc<IbDevice>) -> Result<()> {
             let mut n = KVec::new();
             n.extend_from_slice(&dev.name(), GFP_KERNEL)?;
             self.log.lock().push((self.tag, b'a', n), GFP_KERNEL)?;

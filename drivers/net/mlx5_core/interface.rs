@@ -13,7 +13,6 @@
 use crate::commands::Commands;
 use core::{marker::PhantomPinned, ptr::NonNull};
 use kernel::{
-    new_mutex,
     prelude::*,
     str::CString,
     sync::{global_lock, Mutex},
@@ -221,12 +220,22 @@ pub struct Registration<I: Interface + 'static> {
     _pin: PhantomPinned,
 }
 
+/// The lock class (name and key) of every interface's context lock. (A `new_mutex!` in the
+/// generic registration would make one key that each interface's instance names with its own copy
+/// of the name, which lockdep reports.)
+fn contexts_class() -> (&'static CStr, Pin<&'static kernel::sync::LockClassKey>) {
+    (
+        c"mlx5_core::interface::Registration::contexts",
+        kernel::static_lock_class!(),
+    )
+}
+
 impl<I: Interface + 'static> Registration<I> {
     /// Registers `iface`; it gets `add` for every function already bound.
     pub fn new(iface: I) -> impl PinInit<Self, Error> {
         try_pin_init!(&this in Self {
             iface,
-            contexts <- new_mutex!(KVec::new()),
+            contexts <- Mutex::new(KVec::new(), contexts_class().0, contexts_class().1),
             _pin: PhantomPinned,
             _: {
                 let ptr: NonNull<dyn Attached> = this;

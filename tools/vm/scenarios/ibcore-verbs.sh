@@ -1,0 +1,36 @@
+# ibcore-verbs: the kernel verbs API of the Rust ib_core, from a sample consumer
+# (samples/ib_verbs_client.rs, an ib_core client) on the test provider's software devices:
+#   - on every device it gets a PD, a CQ, an RC QP and a DMA MR; the core refuses wrong QP
+#     transitions (RESET to RTR, RESET to INIT without a port) with EINVAL and takes the QP to
+#     RTS; resource tracking counts each live object;
+#   - a device that unregisters under the client is removed from it first (its objects freed),
+#     then unregisters; a device that registers later is added; unloading the client frees
+#     everything on every device; then a clean dmesg and kmemleak.
+# stacks: rust
+
+prov="$stack_dir/ib_test_provider.ko"
+client="$stack_dir/ib_verbs_client.ko"
+line() { # DEVICE: the client's report for it
+	echo "ib_verbs_client: $1: qp 0x[0-9a-f]+ in state Rts \(driver says Rts, dest qp 0x[0-9a-f]+\), 2 wrong transition\(s\) refused, mr lkey 0x[0-9a-f]+; live: pd 1 cq 1 qp 1 mr 1\$"
+}
+
+check "load ib_core" load_stack ib_core
+check "the test provider registers two devices" insmod "$prov" devices=2 ports=2
+check "the verbs client loads" insmod "$client"
+check_output "ibtest0: PD, CQ, QP at RTS, MR; wrong transitions refused; one of each live" "$(line ibtest0)" dmesg
+check_output "ibtest1: the same" "$(line ibtest1)" dmesg
+check_output "QP numbers and MR keys come from the driver" \
+	'ibtest0: qp 0x100 in state Rts \(driver says Rts, dest qp 0x100\).*mr lkey 0x1001;' dmesg
+check "the provider unloads under the client" rmmod ib_test_provider
+check_output "the client released ibtest1 first, nothing left live" \
+	'ib_verbs_client: ibtest1: released qp 0x100; live: pd 0 cq 0 qp 0 mr 0$' dmesg
+check_output "and ibtest0" 'ib_verbs_client: ibtest0: released qp 0x100; live: pd 0 cq 0 qp 0 mr 0$' dmesg
+check "devices registered later are added to the client" insmod "$prov" devices=1 ports=1
+wait_for "ibtest0 added again" 5 '^2$' sh -c "dmesg | grep -cE '$(line ibtest0)'"
+check "the client unloads while the device stays" rmmod ib_verbs_client
+check_output "unloading the client released the device's objects" \
+	'ib_verbs_client: ibtest0: released qp 0x100; live: pd 0 cq 0 qp 0 mr 0$' sh -c "dmesg | tail -n 20"
+check "the provider unloads" rmmod ib_test_provider
+check "ib_core unloads" unload_stack
+kmemleak_clean "kmemleak finds no leak"
+dmesg_clean "dmesg has no warnings, oopses or lockdep reports"
