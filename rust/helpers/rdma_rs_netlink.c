@@ -4,6 +4,7 @@
  * rdma-rs `netlink` and `net_namespace` abstractions.
  */
 
+#include <linux/netdevice.h>
 #include <linux/netlink.h>
 #include <net/net_namespace.h>
 #include <net/netlink.h>
@@ -90,6 +91,11 @@ __rust_helper int rust_helper_net_eq(const struct net *net1, const struct net *n
 __rust_helper void rust_helper_put_net(struct net *net)
 {
 	put_net(net);
+}
+
+__rust_helper void rust_helper_dev_put(struct net_device *dev)
+{
+	dev_put(dev);
 }
 
 #endif

@@ -54,6 +54,18 @@ impl Net {
         self.0.get()
     }
 
+    /// Whether a network device called `name` exists in this namespace (`dev_get_by_name`).
+    pub fn has_netdev(&self, name: &CStr) -> bool {
+        // SAFETY: The namespace is alive (type invariants) and `name` is NUL-terminated.
+        let dev = unsafe { bindings::dev_get_by_name(self.as_raw(), name.as_char_ptr()) };
+        if dev.is_null() {
+            return false;
+        }
+        // SAFETY: `dev_get_by_name` returned a referenced device; the reference is given back.
+        unsafe { bindings::dev_put(dev) };
+        true
+    }
+
     /// Whether this is the initial network namespace.
     pub fn is_init_net(&self) -> bool {
         self == Self::init_net()

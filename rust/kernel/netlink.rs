@@ -123,6 +123,7 @@ impl MsgHeader {
         const { assert!(N > 0 && N <= u16::MAX as usize) };
         let mut attrs = Attrs {
             tb: [ptr::null_mut(); N],
+            extack,
             _msg: PhantomData,
         };
         // SAFETY: The message lies in one buffer (type invariants), `tb` has room for `N`
@@ -255,6 +256,8 @@ impl<const N: usize> Default for Policy<N> {
 pub struct Attrs<'a, const N: usize> {
     /// Validated attributes by type (null: absent); they point into the message.
     tb: [*mut bindings::nlattr; N],
+    /// Where validation errors are reported (null: nowhere), valid for `'a`.
+    extack: *mut bindings::netlink_ext_ack,
     _msg: PhantomData<&'a MsgHeader>,
 }
 
@@ -300,6 +303,41 @@ impl<'a, const N: usize> Attrs<'a, N> {
     /// Attribute `attr` as `nla_get_u64` reads it; `None` if absent or shorter.
     pub fn u64(&self, attr: u16) -> Option<u64> {
         self.bytes(attr).map(u64::from_ne_bytes)
+    }
+
+    /// Parses the attributes nested in attribute `attr` against `policy` (`nla_parse_nested`
+    /// with `Validation::Strict`, `nla_parse_nested_deprecated` with `Validation::Liberal`);
+    /// `None` if `attr` is absent.
+    pub fn parse_nested<const M: usize>(
+        &self,
+        attr: u16,
+        policy: &Policy<M>,
+        validation: Validation,
+    ) -> Option<Result<Attrs<'a, M>>> {
+        const { assert!(M > 0 && M <= u16::MAX as usize) };
+        let payload = self.get(attr)?;
+        let mut nested = Attrs {
+            tb: [ptr::null_mut(); M],
+            extack: self.extack,
+            _msg: PhantomData,
+        };
+        let Ok(len) = c_int::try_from(payload.len()) else {
+            return Some(Err(EINVAL));
+        };
+        // SAFETY: `payload` is the nested attributes' bytes in the message, which lives for
+        // `'a`; `tb` has room for `M` entries and `policy` has `M`; `extack` is null or valid.
+        let ret = unsafe {
+            bindings::__nla_parse(
+                nested.tb.as_mut_ptr(),
+                (M - 1) as c_int,
+                payload.as_ptr().cast(),
+                len,
+                policy.0.as_ptr().cast(),
+                validation as u32,
+                self.extack,
+            )
+        };
+        Some(to_result(ret).map(|()| nested))
     }
 
     /// Attribute `attr` as a string: the payload up to its first NUL (all of it if there is
@@ -666,6 +704,13 @@ impl<'a> Request<'a> {
         validation: Validation,
     ) -> Result<Attrs<'a, N>> {
         self.msg.parse_with(policy, validation, self.extack)
+    }
+
+    /// Sets the message of the extended acknowledgement (`NL_SET_ERR_MSG`).
+    pub fn set_err_msg(&self, msg: &'static CStr) {
+        // SAFETY: `extack` is valid while the request is handled (type invariants); the message
+        // is static, as the netlink core expects.
+        unsafe { (*self.extack)._msg = msg.as_char_ptr() };
     }
 
     /// Sends `msg` to the sender without blocking (`netlink_unicast(..., MSG_DONTWAIT)`).
@@ -1131,6 +1176,50 @@ mod tests {
         assert_eq!(attrs.u32(A_U32), Some(5));
         assert!(!attrs.has(100));
         assert_eq!(hdr.parse(&POLICY, Validation::Strict).err(), Some(EINVAL));
+        Ok(())
+    }
+
+    #[test]
+    fn nested_attributes_parse_against_their_policy() -> Result {
+        static INNER: Policy<3> = Policy::new()
+            .with(1, AttrPolicy::U32)
+            .with(2, AttrPolicy::U8);
+        let msg = message(|w| {
+            let mut n = w.nest(A_NEST)?;
+            n.put_u32(1, 77)?;
+            n.put_u8(2, 3)?;
+            n.end();
+            Ok(())
+        })?;
+        let attrs = msg
+            .first()
+            .ok_or(EINVAL)?
+            .parse(&POLICY, Validation::Liberal)?;
+        let inner = attrs
+            .parse_nested(A_NEST, &INNER, Validation::Strict)
+            .ok_or(EINVAL)??;
+        assert_eq!(inner.u32(1), Some(77));
+        assert_eq!(inner.u8(2), Some(3));
+        assert!(attrs
+            .parse_nested(A_U32, &INNER, Validation::Strict)
+            .is_none());
+        // A u8 where the inner policy wants a u32: strict parsing refuses it.
+        let bad = message(|w| {
+            let mut n = w.nest(A_NEST)?;
+            n.put_u8(1, 1)?;
+            n.end();
+            Ok(())
+        })?;
+        let attrs = bad
+            .first()
+            .ok_or(EINVAL)?
+            .parse(&POLICY, Validation::Liberal)?;
+        assert_eq!(
+            attrs
+                .parse_nested(A_NEST, &INNER, Validation::Strict)
+                .and_then(|r| r.err()),
+            Some(EINVAL)
+        );
         Ok(())
     }
 

@@ -22,6 +22,8 @@ pub fn class_registered() -> bool {
 /// The loaded `ib_core` module. Fields drop in declaration order: the reverse of C's set-up.
 #[pin_data(PinnedDrop)]
 pub(crate) struct IbCore {
+    /// RDMA netlink local services (C's `rdma_nl_register(RDMA_NL_LS, ...)`).
+    ls: crate::ls::Registration,
     /// nldev's commands (C's `nldev_init`).
     nldev: crate::nldev::Registration,
     /// A `NETLINK_RDMA` kernel socket in every network namespace (C's
@@ -47,6 +49,7 @@ impl kernel::InPlaceModule for IbCore {
             class <- class::Registration::new(c"infiniband"),
             sockets <- crate::netlink::Sockets::new(),
             nldev: crate::nldev::Registration::new(),
+            ls: crate::ls::Registration::new(),
         })
         .pin_chain(|this| {
             CLASS_REGISTERED.store(true, Relaxed);

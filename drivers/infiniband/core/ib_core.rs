@@ -6,6 +6,7 @@
 pub mod attrs;
 mod core_module;
 pub mod device;
+mod ls;
 pub mod monitor;
 pub mod names;
 mod netlink;

@@ -7,9 +7,9 @@
 //!
 //! Commands: `GET` (doit, dump), `SET` (rename, adaptive moderation, namespace), `PORT_GET`
 //! (doit, dump), `SYS_GET`, `SYS_SET`, `RES_GET` (doit, dump), the resource-object commands
-//! `RES_{QP,CM_ID,CQ,MR,PD,CTX,SRQ}_GET` and their `_RAW` forms (no object is tracked yet, so a
-//! dump carries none and a doit finds none), and `GET_CHARDEV` (no character-device client
-//! exists yet). Every other op is one this core lacks: `EINVAL`, as C answers for such ops.
+//! `RES_{QP,CM_ID,CQ,MR,PD,CTX,SRQ}_GET` and their `_RAW` forms (resource tracking only counts
+//! objects so far, so a dump lists none and a doit finds none), and `GET_CHARDEV` (no
+//! character-device client exists yet). Every other op is one this core lacks: `EINVAL`, as C answers for such ops.
 
 use crate::{
     attrs::CORE_CAP_PROT_IB,
@@ -18,6 +18,7 @@ use crate::{
     netlink::{self as rdma_nl, Op},
     nl_uapi::{self, attr, cmd, event, EMPTY_STRING, IFNAMSIZ},
     registry,
+    restrack::ResType,
 };
 use kernel::{
     net_namespace::{Net, NetRef},
@@ -341,57 +342,35 @@ fn fill_port_info(w: &mut MsgWriter<'_>, dev: &IbDevice, port: u32) -> Result {
     Ok(())
 }
 
-/// Tracked resource types (`enum rdma_restrack_type`; the counters and DMA handles, 6 and 8,
-/// are not shown by `RES_GET`).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-#[repr(u8)]
-pub(crate) enum ResType {
-    /// Protection domains.
-    Pd = 0,
-    /// Completion queues.
-    Cq = 1,
-    /// Queue pairs.
-    Qp = 2,
-    /// Connection manager ids.
-    CmId = 3,
-    /// Memory regions.
-    Mr = 4,
-    /// User contexts.
-    Ctx = 5,
-    /// Shared receive queues.
-    Srq = 7,
-    /// Completion counters.
-    CompCntr = 9,
-}
-
-/// The summary `RES_GET` gives: name and type, in C's order.
-const SUMMARY: [(&[u8], ResType); 8] = [
-    (b"pd", ResType::Pd),
-    (b"cq", ResType::Cq),
-    (b"qp", ResType::Qp),
-    (b"cm_id", ResType::CmId),
-    (b"mr", ResType::Mr),
-    (b"ctx", ResType::Ctx),
-    (b"srq", ResType::Srq),
-    (b"comp_cntr", ResType::CompCntr),
+/// The summary `RES_GET` gives, in C's order (`enum rdma_restrack_type`, without the counters
+/// and DMA handles it does not show): the name, and the tracked type (completion counters are
+/// not tracked here: no driver has them).
+const SUMMARY: [(&[u8], Option<ResType>); 8] = [
+    (b"pd", Some(ResType::Pd)),
+    (b"cq", Some(ResType::Cq)),
+    (b"qp", Some(ResType::Qp)),
+    (b"cm_id", Some(ResType::CmId)),
+    (b"mr", Some(ResType::Mr)),
+    (b"ctx", Some(ResType::Ctx)),
+    (b"srq", Some(ResType::Srq)),
+    (b"comp_cntr", None),
 ];
 
 /// How many objects of `kind` the device has (C's `rdma_restrack_count`; `show_details`
-/// counts driver-internal objects too). No object is tracked yet: the kernel verbs API and
-/// uverbs, which create them, do not exist; this is where they will be counted.
-pub(crate) fn restrack_count(_dev: &IbDevice, _kind: ResType, _show_details: bool) -> u64 {
-    0
+/// would count driver-internal objects too, which this core does not tell apart).
+fn restrack_count(dev: &IbDevice, kind: Option<ResType>, _show_details: bool) -> u64 {
+    kind.map_or(0, |k| dev.restrack().count(k))
 }
 
 /// The limit `RES_GET` shows next to a count (C's `fill_res_info`); 0 is not shown.
-fn restrack_max(dev: &IbDevice, kind: ResType) -> u64 {
+fn restrack_max(dev: &IbDevice, kind: Option<ResType>) -> u64 {
     let a = dev.attr();
     u64::from(match kind {
-        ResType::Qp => a.max_qp,
-        ResType::Cq => a.max_cq,
-        ResType::Mr => a.max_mr,
-        ResType::Pd => a.max_pd,
-        ResType::Srq => a.max_srq,
+        Some(ResType::Qp) => a.max_qp,
+        Some(ResType::Cq) => a.max_cq,
+        Some(ResType::Mr) => a.max_mr,
+        Some(ResType::Pd) => a.max_pd,
+        Some(ResType::Srq) => a.max_srq,
         // Completion counters: no driver here reports any (`query_comp_cntr_caps`).
         _ => 0,
     })
@@ -482,11 +461,7 @@ fn set_doit(req: &mut Request<'_>) -> Result {
         if name.is_some_and(|n| n.is_empty()) {
             return Err(EINVAL);
         }
-        // C's `ib_device_set_netns_put`: the descriptor must name a namespace; then, with
-        // devices shared by all namespaces, moving one is not supported. (Moving a device in
-        // exclusive mode is not implemented here either.)
-        let _net = NetRef::from_fd(fd as i32)?;
-        return Err(EOPNOTSUPP);
+        return set_netns(req, &dev, fd, name);
     }
     if let Some(name) = name {
         if name.is_empty() {
@@ -498,6 +473,41 @@ fn set_doit(req: &mut Request<'_>) -> Result {
         return dev.set_use_cq_dim(dim);
     }
     Ok(())
+}
+
+/// Moves a device to the namespace `fd` names (C's `ib_device_set_netns_put`).
+fn set_netns(req: &Request<'_>, dev: &IbDevice, fd: u32, name: Option<&[u8]>) -> Result {
+    let net = match NetRef::from_fd(fd as i32) {
+        Ok(net) => net,
+        Err(e) => {
+            req.set_err_msg(c"Invalid target net namespace fd");
+            return Err(e);
+        }
+    };
+    // `netlink_ns_capable(skb, net->user_ns, CAP_NET_ADMIN)` holds: the sender passed the
+    // admin check in the initial user namespace, the ancestor of every other.
+    //
+    // Every device lives in the initial namespace; moving one there is a no-op, a name still
+    // renames it in place.
+    if net.is_init_net() {
+        let ret = match name {
+            Some(n) => registry::rename(dev, n),
+            None => Ok(()),
+        };
+        if ret == Err(EEXIST) {
+            req.set_err_msg(c"Device name already exists in the target net namespace");
+        } else if ret == Err(EINVAL) && name.is_some() {
+            req.set_err_msg(c"Unable to use requested device name in the target net namespace");
+        }
+        return ret;
+    }
+    if rdma_nl::shared_netns() {
+        req.set_err_msg(c"Cannot change net namespace of RDMA device in shared netns mode");
+        return Err(EOPNOTSUPP);
+    }
+    // Drivers here cannot disassociate user contexts (`disassociate_ucontext`).
+    req.set_err_msg(c"Device does not support namespace changes (no disassociate support)");
+    Err(EOPNOTSUPP)
 }
 
 /// `PORT_GET` doit. The reply is typed `GET`, as C's.
@@ -575,7 +585,8 @@ impl Dump for ResGetDump {
 
 /// How the commands of one tracked object type look (C's `fill_entries`).
 struct ResObject {
-    kind: ResType,
+    /// The tracked type (`None`: statistic counters, which resource tracking does not count).
+    kind: Option<ResType>,
     /// The table attribute holding the entries.
     table: u16,
     /// The attribute that names one object in a doit.
@@ -585,51 +596,61 @@ struct ResObject {
 }
 
 const RES_QP: ResObject = ResObject {
-    kind: ResType::Qp,
+    kind: Some(ResType::Qp),
     table: attr::ATTR_RES_QP,
     id: attr::ATTR_RES_LQPN,
     per_dev: false,
 };
 const RES_CM_ID: ResObject = ResObject {
-    kind: ResType::CmId,
+    kind: Some(ResType::CmId),
     table: attr::ATTR_RES_CM_ID,
     id: attr::ATTR_RES_CM_IDN,
     per_dev: false,
 };
 const RES_CQ: ResObject = ResObject {
-    kind: ResType::Cq,
+    kind: Some(ResType::Cq),
     table: attr::ATTR_RES_CQ,
     id: attr::ATTR_RES_CQN,
     per_dev: true,
 };
 const RES_MR: ResObject = ResObject {
-    kind: ResType::Mr,
+    kind: Some(ResType::Mr),
     table: attr::ATTR_RES_MR,
     id: attr::ATTR_RES_MRN,
     per_dev: true,
 };
 const RES_PD: ResObject = ResObject {
-    kind: ResType::Pd,
+    kind: Some(ResType::Pd),
     table: attr::ATTR_RES_PD,
     id: attr::ATTR_RES_PDN,
     per_dev: true,
 };
 const RES_CTX: ResObject = ResObject {
-    kind: ResType::Ctx,
+    kind: Some(ResType::Ctx),
     table: attr::ATTR_RES_CTX,
     id: attr::ATTR_RES_CTXN,
     per_dev: true,
 };
+const RES_COUNTER: ResObject = ResObject {
+    kind: None,
+    table: attr::ATTR_STAT_COUNTER,
+    id: attr::ATTR_STAT_COUNTER_ID,
+    per_dev: false,
+};
 const RES_SRQ: ResObject = ResObject {
-    kind: ResType::Srq,
+    kind: Some(ResType::Srq),
     table: attr::ATTR_RES_SRQ,
     id: attr::ATTR_RES_SRQN,
     per_dev: true,
 };
 
 /// Object `id` of type `kind` of a device (C's `rdma_restrack_get_byid`): `ENOENT`, since
-/// nothing is tracked yet (see [`restrack_count`]).
-fn restrack_get(_dev: &IbDevice, _kind: ResType, _id: u32) -> Result<core::convert::Infallible> {
+/// resource tracking only counts objects so far (it keeps no list to look them up in).
+fn restrack_get(
+    _dev: &IbDevice,
+    _kind: Option<ResType>,
+    _id: u32,
+) -> Result<core::convert::Infallible> {
     Err(ENOENT)
 }
 
@@ -679,9 +700,9 @@ fn res_object_dump(buf: &mut DumpBuffer<'_>, _start: &mut u32, obj: &ResObject) 
     let mut w = buf.put(portid, seq, nldev_type(op), flags::MULTI)?;
     fill_handle(&mut w, &dev)?;
     let table = w.nest_noflag(obj.table)?;
-    // No object is tracked, so none is put (`filled` stays false in C): the message is
-    // cancelled and the dump ends with `NLMSG_DONE` alone. (With objects, `_start` counts the
-    // ones already sent, as C's `cb->args[0]`.)
+    // Resource tracking only counts objects so far, it keeps no list: none is put (`filled`
+    // stays false in C), the message is cancelled and the dump ends with `NLMSG_DONE` alone.
+    // (With a list, `_start` counts the objects already sent, as C's `cb->args[0]`.)
     table.cancel();
     w.cancel();
     Ok(())
@@ -780,6 +801,268 @@ fn sys_set_doit(req: &mut Request<'_>) -> Result {
     Err(EINVAL)
 }
 
+/// `nla_strscpy` into a buffer of `size` bytes: at most `size - 1` bytes of the string.
+fn strscpy(s: &[u8], size: usize) -> &[u8] {
+    s.get(..size.saturating_sub(1)).unwrap_or(s)
+}
+
+/// `RDMA_COUNTER_MODE_AUTO`.
+const COUNTER_MODE_AUTO: u32 = 1;
+
+/// `NEWLINK` doit: a software device on a network device (`rdma link add`).
+fn newlink(req: &mut Request<'_>) -> Result {
+    let attrs = req.parse(&POLICY, Validation::Strict).map_err(|_| EINVAL)?;
+    let (Some(ibdev), Some(kind), Some(ndev)) = (
+        attrs.string(attr::ATTR_DEV_NAME),
+        attrs.string(attr::ATTR_LINK_TYPE),
+        attrs.string(attr::ATTR_NDEV_NAME),
+    ) else {
+        return Err(EINVAL);
+    };
+    let ibdev = strscpy(ibdev, usize::from(DEVICE_NAME_MAX));
+    if ibdev.contains(&b'%') || ibdev.is_empty() {
+        return Err(EINVAL);
+    }
+    let _kind = strscpy(kind, usize::from(IFNAMSIZ));
+    let ndev = strscpy(ndev, usize::from(IFNAMSIZ));
+    let mut name = [0u8; IFNAMSIZ as usize];
+    name.get_mut(..ndev.len())
+        .ok_or(EINVAL)?
+        .copy_from_slice(ndev);
+    let name = CStr::from_bytes_until_nul(&name).map_err(|_| EINVAL)?;
+    if !req.net().has_netdev(name) {
+        return Err(ENODEV);
+    }
+    // No link type is registered: the software drivers (rxe, siw) are not part of this stack.
+    Err(EINVAL)
+}
+
+/// `DELLINK` doit: removes a software device (`rdma link delete`).
+fn dellink(req: &mut Request<'_>) -> Result {
+    let attrs = req.parse(&POLICY, Validation::Strict).map_err(|_| EINVAL)?;
+    let _dev = requested_device(req.net(), &attrs)?;
+    // Only devices that allow it may be unregistered by users (`IBK_ALLOW_USER_UNREG`, set by
+    // software drivers); none here does.
+    Err(EINVAL)
+}
+
+/// `STAT_SET` doit: counter mode, QP binding, optional counters (`rdma stat set`).
+fn stat_set(req: &mut Request<'_>) -> Result {
+    let attrs = req.parse(&POLICY, Validation::Strict).map_err(|_| EINVAL)?;
+    if !attrs.has(attr::ATTR_DEV_INDEX) || !attrs.has(attr::ATTR_PORT_INDEX) {
+        return Err(EINVAL);
+    }
+    let dev = requested_device(req.net(), &attrs)?;
+    if !attrs
+        .u32(attr::ATTR_PORT_INDEX)
+        .is_some_and(|p| dev.is_valid_port(p))
+    {
+        return Err(EINVAL);
+    }
+    if !attrs.has(attr::ATTR_STAT_MODE) && !attrs.has(attr::ATTR_STAT_HWCOUNTERS) {
+        return Err(EINVAL);
+    }
+    if let Some(mode) = attrs.u32(attr::ATTR_STAT_MODE) {
+        // Only QP counters exist.
+        if attrs.u32(attr::ATTR_STAT_RES) != Some(u32::from(attr::ATTR_RES_QP)) {
+            return Err(EINVAL);
+        }
+        if mode == COUNTER_MODE_AUTO {
+            // `rdma_counter_set_auto_mode`: a port without hardware counters.
+            return Err(EOPNOTSUPP);
+        }
+        if !attrs.has(attr::ATTR_RES_LQPN) {
+            return Err(EINVAL);
+        }
+        if attrs.has(attr::ATTR_STAT_COUNTER_ID) {
+            // `rdma_counter_bind_qpn`: the QP is looked up by number, which resource tracking
+            // cannot do yet (it only counts).
+            return Err(ENOENT);
+        }
+        // `rdma_counter_bind_qpn_alloc`: a port without hardware counters.
+        return Err(EOPNOTSUPP);
+    }
+    // Optional counters (`ib_get_hw_stats_port`): none without hardware counters.
+    Err(EINVAL)
+}
+
+/// `STAT_DEL` doit: unbinds a QP from a counter.
+fn stat_del(req: &mut Request<'_>) -> Result {
+    let attrs = req.parse(&POLICY, Validation::Strict).map_err(|_| EINVAL)?;
+    for a in [
+        attr::ATTR_STAT_RES,
+        attr::ATTR_DEV_INDEX,
+        attr::ATTR_PORT_INDEX,
+        attr::ATTR_STAT_COUNTER_ID,
+        attr::ATTR_RES_LQPN,
+    ] {
+        if !attrs.has(a) {
+            return Err(EINVAL);
+        }
+    }
+    if attrs.u32(attr::ATTR_STAT_RES) != Some(u32::from(attr::ATTR_RES_QP)) {
+        return Err(EINVAL);
+    }
+    let dev = requested_device(req.net(), &attrs)?;
+    if !attrs
+        .u32(attr::ATTR_PORT_INDEX)
+        .is_some_and(|p| dev.is_valid_port(p))
+    {
+        return Err(EINVAL);
+    }
+    // `rdma_counter_unbind_qpn` looks the QP up by number, which resource tracking cannot do
+    // yet.
+    Err(ENOENT)
+}
+
+/// `STAT_GET` doit: a port's hardware counters, a port's counter mode, or one counter or MR.
+fn stat_get_doit(req: &mut Request<'_>) -> Result {
+    let attrs = parse(req).map_err(|_| EINVAL)?;
+    let Some(res) = attrs.u32(attr::ATTR_STAT_RES) else {
+        // The default counters of a port (`rdma stat show`).
+        if !attrs.has(attr::ATTR_DEV_INDEX) || !attrs.has(attr::ATTR_PORT_INDEX) {
+            return Err(EINVAL);
+        }
+        let _dev = requested_device(req.net(), &attrs)?;
+        // No driver here has hardware counters (`alloc_hw_port_stats`, `get_hw_stats`).
+        return Err(EINVAL);
+    };
+    if res == u32::from(attr::ATTR_RES_QP) {
+        if attrs.has(attr::ATTR_STAT_COUNTER_ID) {
+            return res_object_doit(req, &RES_COUNTER);
+        }
+        if !attrs.has(attr::ATTR_STAT_MODE)
+            || !attrs.has(attr::ATTR_DEV_INDEX)
+            || !attrs.has(attr::ATTR_PORT_INDEX)
+        {
+            return Err(EINVAL);
+        }
+        let dev = requested_device(req.net(), &attrs)?;
+        let port = attrs.u32(attr::ATTR_PORT_INDEX).ok_or(EINVAL)?;
+        if !dev.is_valid_port(port) {
+            return Err(EINVAL);
+        }
+        // The port's counter mode (`rdma_counter_get_mode`): no counter was ever set up, so
+        // it is `RDMA_COUNTER_MODE_NONE`, without a mask.
+        return answer(req, cmd::CMD_STAT_GET, |w| {
+            fill_handle(w, &dev)?;
+            w.put_u32(attr::ATTR_PORT_INDEX, port)?;
+            w.put_u32(attr::ATTR_STAT_MODE, 0)
+        });
+    }
+    if res == u32::from(attr::ATTR_RES_MR) {
+        return res_object_doit(req, &RES_MR);
+    }
+    Err(EINVAL)
+}
+
+/// `STAT_GET` dump: the QP counters or the MRs of a device.
+struct StatGetDump;
+
+impl Dump for StatGetDump {
+    type State = u32;
+
+    fn dump(buf: &mut DumpBuffer<'_>, start: &mut u32) -> Result {
+        let res = {
+            let attrs = buf
+                .request()
+                .parse(&POLICY, Validation::Liberal)
+                .map_err(|_| EINVAL)?;
+            attrs.u32(attr::ATTR_STAT_RES).ok_or(EINVAL)?
+        };
+        if res == u32::from(attr::ATTR_RES_QP) {
+            res_object_dump(buf, start, &RES_COUNTER)
+        } else if res == u32::from(attr::ATTR_RES_MR) {
+            res_object_dump(buf, start, &RES_MR)
+        } else {
+            Err(EINVAL)
+        }
+    }
+}
+
+/// `STAT_GET_STATUS` doit: which hardware counters a port has and which are enabled.
+fn stat_get_status(req: &mut Request<'_>) -> Result {
+    let attrs = parse(req).map_err(|_| EINVAL)?;
+    if !attrs.has(attr::ATTR_DEV_INDEX) || !attrs.has(attr::ATTR_PORT_INDEX) {
+        return Err(EINVAL);
+    }
+    let dev = requested_device(req.net(), &attrs)?;
+    if !attrs
+        .u32(attr::ATTR_PORT_INDEX)
+        .is_some_and(|p| dev.is_valid_port(p))
+    {
+        return Err(EINVAL);
+    }
+    // `ib_get_hw_stats_port`: no hardware counters.
+    Err(EINVAL)
+}
+
+/// `NEWDEV` doit: a sub-device of a device (`rdma dev add`).
+fn newdev(req: &mut Request<'_>) -> Result {
+    let attrs = req.parse(&POLICY, Validation::Strict).map_err(|_| EINVAL)?;
+    if !attrs.has(attr::ATTR_DEV_INDEX)
+        || !attrs.has(attr::ATTR_DEV_NAME)
+        || !attrs.has(attr::ATTR_DEV_TYPE)
+    {
+        return Err(EINVAL);
+    }
+    let _parent = requested_device(req.net(), &attrs)?;
+    // `ib_add_sub_device`: no driver here makes sub-devices (`add_sub_dev`).
+    Err(EOPNOTSUPP)
+}
+
+/// `DELDEV` doit: removes a sub-device (`rdma dev delete`).
+fn deldev(req: &mut Request<'_>) -> Result {
+    let attrs = req.parse(&POLICY, Validation::Strict).map_err(|_| EINVAL)?;
+    let _dev = requested_device(req.net(), &attrs)?;
+    // `ib_del_sub_device_and_put`: the device is no sub-device.
+    Err(EOPNOTSUPP)
+}
+
+/// `FRMR_POOLS_GET` dump: the fast-registration MR pools of a device.
+struct FrmrPoolsDump;
+
+impl Dump for FrmrPoolsDump {
+    type State = u32;
+
+    fn dump(buf: &mut DumpBuffer<'_>, _start: &mut u32) -> Result {
+        let index = {
+            let attrs = buf
+                .request()
+                .parse(&POLICY, Validation::Liberal)
+                .map_err(|_| EINVAL)?;
+            attrs.u32(attr::ATTR_DEV_INDEX).ok_or(EINVAL)?
+        };
+        let _dev = device_by_index(buf.net(), index).ok_or(EINVAL)?;
+        // No device here has FRMR pools: nothing to dump.
+        Ok(())
+    }
+}
+
+/// `FRMR_POOLS_SET` doit: the pools' aging period, or the handles pinned in one pool.
+fn frmr_pools_set(req: &mut Request<'_>) -> Result {
+    let attrs = req.parse(&POLICY, Validation::Strict)?;
+    if !attrs.has(attr::ATTR_DEV_INDEX) {
+        return Err(EINVAL);
+    }
+    let _dev = requested_device(req.net(), &attrs)?;
+    if attrs.has(attr::ATTR_FRMR_POOLS_AGING_PERIOD) {
+        // `ib_frmr_pools_set_aging_period`: no pools.
+        return Err(EINVAL);
+    }
+    if attrs.has(attr::ATTR_FRMR_POOL_PINNED_HANDLES) {
+        let key = attrs
+            .parse_nested(attr::ATTR_FRMR_POOL_KEY, &POLICY, Validation::Strict)
+            .ok_or(EINVAL)??;
+        if key.has(attr::ATTR_FRMR_POOL_KEY_KERNEL_VENDOR_KEY) {
+            return Err(EINVAL);
+        }
+        // `ib_frmr_pools_set_pinned`: no pools.
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
 const fn doit(f: rdma_nl::Callback, admin: bool) -> Op {
     Op {
         doit: Some(f),
@@ -823,6 +1106,21 @@ static OPS: [Op; cmd::NUM_OPS as usize] = {
     t[cmd::CMD_RES_SRQ_GET as usize] = res_object::<6>(false);
     t[cmd::CMD_SYS_GET as usize] = doit(sys_get_doit, false);
     t[cmd::CMD_SYS_SET as usize] = doit(sys_set_doit, true);
+    t[cmd::CMD_NEWLINK as usize] = doit(newlink, true);
+    t[cmd::CMD_DELLINK as usize] = doit(dellink, true);
+    t[cmd::CMD_STAT_SET as usize] = doit(stat_set, true);
+    t[cmd::CMD_STAT_GET as usize] =
+        doit_dump(stat_get_doit, rdma_nl::start_dump::<StatGetDump>, false);
+    t[cmd::CMD_STAT_DEL as usize] = doit(stat_del, true);
+    t[cmd::CMD_STAT_GET_STATUS as usize] = doit(stat_get_status, false);
+    t[cmd::CMD_NEWDEV as usize] = doit(newdev, true);
+    t[cmd::CMD_DELDEV as usize] = doit(deldev, true);
+    t[cmd::CMD_FRMR_POOLS_GET as usize] = Op {
+        doit: None,
+        dump: Some(rdma_nl::start_dump::<FrmrPoolsDump>),
+        admin: false,
+    };
+    t[cmd::CMD_FRMR_POOLS_SET as usize] = doit(frmr_pools_set, true);
     t[cmd::CMD_RES_QP_GET_RAW as usize] = res_object::<0>(true);
     t[cmd::CMD_RES_CQ_GET_RAW as usize] = res_object::<2>(true);
     t[cmd::CMD_RES_MR_GET_RAW as usize] = res_object::<3>(true);
