@@ -2,7 +2,8 @@
 # does. The test provider registers ibtest0 (one port) and ibtest1 (two ports); every value it
 # reports is derived from its parameters (samples/ib_test_provider.rs), and `rdma dev|link|sys|
 # res show` (plain, -d, -j) must print all of them in the formats the C stack prints for mlx5_0
-# (same fields, same order, same spacing; values differ by device). Then: a rename through
+# (same fields, same order, same spacing; values differ by device); `rdma res show` counts the
+# objects of the sample verbs client while it is loaded. Then: a rename through
 # `rdma dev set` (refused with EEXIST for a name in use; sysfs follows when it is there),
 # adaptive moderation on/off, the NOTIFY multicast group sees rename, unregister and register
 # events, ib_core cannot be removed while the provider uses it, and nothing leaks.
@@ -61,6 +62,14 @@ check_output "rdma res show: ibtest1" "^$(r $i1 ibtest1)\$" rdma res show
 rj() { echo "{\"ifindex\":$1,\"ifname\":\"$2\",\"pd\":0,\"cq\":0,\"qp\":0,\"cm_id\":0,\"mr\":0,\"ctx\":0,\"srq\":0,\"comp_cntr\":0}"; }
 check_output "rdma res show -j" "^\[$(rj $i0 ibtest0),$(rj $i1 ibtest1)\]\$" rdma res show -j
 check_output "rdma res show qp: no QP listed, no error" '^$' sh -c 'rdma res show qp 2>&1'
+# The counts come from resource tracking: the sample verbs client makes a PD, a CQ, a QP and an
+# MR on every device, and frees them when it unloads.
+check "the verbs client loads" insmod "$stack_dir/ib_verbs_client.ko"
+rv() { echo "$1: $2: pd 1 cq 1 qp 1 cm_id 0 mr 1 ctx 0 srq 0 comp_cntr 0 "; }
+check_output "rdma res show counts the client's objects on ibtest0" "^$(rv $i0 ibtest0)\$" rdma res show
+check_output "and on ibtest1" "^$(rv $i1 ibtest1)\$" rdma res show
+check "the verbs client unloads" rmmod ib_verbs_client
+check_output "rdma res show: back to zero" "^$(r $i1 ibtest1)\$" rdma res show
 check_output "rdma stat show: no hardware counters (EINVAL, as C without them)" \
 	'error: Invalid argument' sh -c 'rdma stat show 2>&1; true'
 
