@@ -3,7 +3,8 @@
 # reports is derived from its parameters (samples/ib_test_provider.rs), and `rdma dev|link|sys|
 # res show` (plain, -d, -j) must print all of them in the formats the C stack prints for mlx5_0
 # (same fields, same order, same spacing; values differ by device); `rdma res show` counts the
-# objects of the sample verbs client while it is loaded. Then: a rename through
+# objects of the sample verbs client while it is loaded; other network namespaces get their
+# own socket and see the devices in shared mode only. Then: a rename through
 # `rdma dev set` (refused with EEXIST for a name in use; sysfs follows when it is there),
 # adaptive moderation on/off, the NOTIFY multicast group sees rename, unregister and register
 # events, ib_core cannot be removed while the provider uses it, and nothing leaks.
@@ -72,6 +73,25 @@ check "the verbs client unloads" rmmod ib_verbs_client
 check_output "rdma res show: back to zero" "^$(r $i1 ibtest1)\$" rdma res show
 check_output "rdma stat show: no hardware counters (EINVAL, as C without them)" \
 	'error: Invalid argument' sh -c 'rdma stat show 2>&1; true'
+
+# Network namespaces: each gets its own NETLINK_RDMA socket (per-namespace operations); in the
+# default shared mode it sees the devices, in exclusive mode it does not; the mode cannot change
+# while a namespace other than the initial one exists (EBUSY).
+check_output "a new network namespace has its socket and sees the devices (shared mode)" \
+	"^$d1\$" unshare -n rdma dev show
+unshare -n sleep 3 &
+nspid=$!
+sleep 1
+check_output "the mode cannot change while another namespace exists (EBUSY)" \
+	'Device or resource busy' sh -c 'rdma sys set netns exclusive 2>&1; true'
+wait $nspid
+wait_for "exclusive mode once the namespace is gone" 20 '^netns exclusive ' \
+	sh -c 'rdma sys set netns exclusive >/dev/null 2>&1; rdma sys show'
+check_output "in exclusive mode a new namespace sees no device" '^0$' \
+	sh -c 'unshare -n rdma dev show 2>&1 | wc -l'
+wait_for "back to shared mode" 20 '^netns shared ' \
+	sh -c 'rdma sys set netns shared >/dev/null 2>&1; rdma sys show'
+check_output "the initial namespace sees both devices throughout" '^2$' sh -c 'rdma dev show | wc -l'
 
 # Rename (SET, admin) and the MONITOR events, seen by a listener of RDMA_NL_GROUP_NOTIFY.
 rdma_nl_tester monitor 12 >$mon 2>&1 &
