@@ -6,7 +6,9 @@
 
 #include <linux/capability.h>
 #include <linux/netlink.h>
+#include <net/neighbour.h>
 #include <net/net_namespace.h>
+#include <net/netevent.h>
 #include <net/netlink.h>
 #include <net/netns/generic.h>
 #include <net/sock.h>

@@ -19,7 +19,8 @@ pub fn class_registered() -> bool {
     CLASS_REGISTERED.load(Relaxed)
 }
 
-/// The loaded `ib_core` module. Fields drop in declaration order: the reverse of C's set-up.
+/// The loaded `ib_core` module. Fields are declared in the order C's `ib_core_cleanup` releases
+/// them (the reverse of `ib_core_init`, which the initializer follows).
 #[pin_data(PinnedDrop)]
 pub(crate) struct IbCore {
     /// RDMA netlink local services (C's `rdma_nl_register(RDMA_NL_LS, ...)`).
@@ -30,6 +31,9 @@ pub(crate) struct IbCore {
     /// `register_pernet_device(&rdma_dev_net_ops)`).
     #[pin]
     sockets: crate::netlink::Sockets,
+    /// The neighbour watch of address resolution (`NETEVENT_NEIGH_UPDATE`).
+    #[pin]
+    neighbours: crate::addr::Registration,
     /// `/sys/class/infiniband`.
     #[pin]
     class: class::Registration,
@@ -47,6 +51,7 @@ impl kernel::InPlaceModule for IbCore {
         try_pin_init!(Self {
             workqueues: CoreWorkqueues::new()?,
             class <- class::Registration::new(c"infiniband"),
+            neighbours <- crate::addr::register(),
             sockets <- crate::netlink::Sockets::new(),
             nldev: crate::nldev::Registration::new(),
             ls: crate::ls::Registration::new(),

@@ -3,6 +3,7 @@
 //! `ib_core`: the RDMA core. Device registration, clients, RDMA netlink, sysfs and the kernel
 //! verbs API live here; drivers such as `mlx5_ib` and consumers plug into it.
 
+pub mod addr;
 pub mod attrs;
 mod core_module;
 pub mod device;
