@@ -12,7 +12,7 @@
 //! character-device client exists yet). Every other op is one this core lacks: `EINVAL`, as C answers for such ops.
 
 use crate::{
-    attrs::CORE_CAP_PROT_IB,
+    attrs::{CORE_CAP_PROT_IB, CORE_CAP_PROT_ROCE, CORE_CAP_PROT_ROCE_UDP_ENCAP},
     device::{DeviceRef, IbDevice},
     monitor::Event,
     netlink::{self as rdma_nl, Op},
@@ -238,12 +238,8 @@ fn fill_handle(w: &mut MsgWriter<'_>, dev: &IbDevice) -> Result {
 
 /// `RDMA_CORE_CAP_OPA_MAD`.
 const CORE_CAP_OPA_MAD: u32 = 0x20;
-/// `RDMA_CORE_CAP_PROT_ROCE`.
-const CORE_CAP_PROT_ROCE: u32 = 0x0020_0000;
 /// `RDMA_CORE_CAP_PROT_IWARP`.
 const CORE_CAP_PROT_IWARP: u32 = 0x0040_0000;
-/// `RDMA_CORE_CAP_PROT_ROCE_UDP_ENCAP`.
-const CORE_CAP_PROT_ROCE_UDP_ENCAP: u32 = 0x0080_0000;
 /// `RDMA_CORE_CAP_PROT_USNIC`.
 const CORE_CAP_PROT_USNIC: u32 = 0x0200_0000;
 
