@@ -4,5 +4,15 @@
  * bindings_helper.h. Appended to it by tools/kernel/overlay.sh.
  */
 
+#include <linux/capability.h>
+#include <linux/netlink.h>
 #include <net/neighbour.h>
+#include <net/net_namespace.h>
 #include <net/netevent.h>
+#include <net/netlink.h>
+#include <net/netns/generic.h>
+#include <net/sock.h>
+#include <uapi/rdma/rdma_netlink.h>
+
+const size_t RUST_CONST_HELPER_NLMSG_DEFAULT_SIZE = NLMSG_DEFAULT_SIZE;
+const size_t RUST_CONST_HELPER_NLMSG_GOODSIZE = NLMSG_GOODSIZE;

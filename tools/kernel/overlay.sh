@@ -39,7 +39,11 @@ done
 # Drop `mod` lines for modules no longer in the repo.
 while IFS= read -r line; do
   m=${line#pub mod }; m=${m%%;*}
-  printf '%s\n' "${mods[@]}" | grep -qxF "$m" || sed -i "\|^pub mod $m; // rdma-rs overlay\$|d" "$tree/rust/kernel/lib.rs"
+  # (No `printf | grep -q` here: with pipefail, grep quitting at the first match can make
+  # printf die of SIGPIPE, and the line of a module still in the repo would be removed.)
+  keep=0
+  for k in "${mods[@]}"; do [ "$k" = "$m" ] && keep=1; done
+  [ "$keep" = 1 ] || sed -i "\|^pub mod $m; // rdma-rs overlay\$|d" "$tree/rust/kernel/lib.rs"
 done < <(grep '// rdma-rs overlay$' "$tree/rust/kernel/lib.rs" || true)
 
 if [ -f "$repo/rust/bindings/rdma_rs_helper.h" ]; then

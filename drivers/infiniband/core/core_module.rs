@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What `ib_core` owns while it is loaded: its workqueues and the `infiniband` device class.
+//! What `ib_core` owns while it is loaded: its workqueues, the `infiniband` device class, the
+//! RDMA netlink sockets and nldev, set up in C's order (`ib_core_init`) and torn down in
+//! reverse (`ib_core_cleanup`).
 
 use crate::workqueues::CoreWorkqueues;
 use kernel::{
@@ -30,6 +32,14 @@ pub(crate) fn class() -> Option<&'static class::Registration> {
 /// them (the reverse of `ib_core_init`, which the initializer follows).
 #[pin_data(PinnedDrop)]
 pub(crate) struct IbCore {
+    /// RDMA netlink local services (C's `rdma_nl_register(RDMA_NL_LS, ...)`).
+    ls: crate::ls::Registration,
+    /// nldev's commands (C's `nldev_init`).
+    nldev: crate::nldev::Registration,
+    /// A `NETLINK_RDMA` kernel socket in every network namespace (C's
+    /// `register_pernet_device(&rdma_dev_net_ops)`).
+    #[pin]
+    sockets: crate::netlink::Sockets,
     /// The neighbour watch of address resolution (`NETEVENT_NEIGH_UPDATE`).
     #[pin]
     neighbours: crate::addr::Registration,
@@ -41,16 +51,23 @@ pub(crate) struct IbCore {
 
 impl kernel::InPlaceModule for IbCore {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
-        // SAFETY: Called once, at module load, before any device or client can register.
-        unsafe { crate::registry::REGISTRY.init() };
+        // SAFETY: Called once, at module load, before any device or client can register and
+        // before the netlink sockets exist.
+        unsafe {
+            crate::registry::REGISTRY.init();
+            crate::netlink::init();
+        }
         try_pin_init!(Self {
             workqueues: CoreWorkqueues::new()?,
             class <- class::Registration::new_with_name_uevent(c"infiniband"),
             neighbours <- crate::addr::register(),
+            sockets <- crate::netlink::Sockets::new(),
+            nldev: crate::nldev::Registration::new(),
+            ls: crate::ls::Registration::new(),
         })
         .pin_chain(|this| {
             CLASS.store(&this.class, Release);
-            pr_info!("infiniband class registered, workqueues ready\n");
+            pr_info!("infiniband class registered, workqueues ready, RDMA netlink up\n");
             let _ = &this.workqueues;
             Ok(())
         })

@@ -22,7 +22,11 @@ use kernel::{
     error::VTABLE_DEFAULT_ERROR,
     new_condvar, new_mutex,
     prelude::*,
-    sync::{aref::ARef, Arc, CondVar, Mutex},
+    sync::{
+        aref::ARef,
+        atomic::{Atomic, Relaxed},
+        Arc, CondVar, Mutex,
+    },
     sysfs_attrs::{Attribute, ShowBuffer},
 };
 
@@ -378,6 +382,8 @@ pub struct IbDevice {
     fw_version: FwVersion,
     ports: KVec<PortData>,
     kverbs_provider: bool,
+    /// Whether kernel CQs use adaptive interrupt moderation (C's `use_cq_dim`).
+    use_cq_dim: Atomic<bool>,
     parent: Option<ARef<Device>>,
     #[pin]
     users: Mutex<Users>,
@@ -505,6 +511,21 @@ impl IbDevice {
     /// Whether the device serves kernel verbs (it has every verb C requires for that).
     pub fn kverbs_provider(&self) -> bool {
         self.kverbs_provider
+    }
+
+    /// Whether kernel CQs use adaptive interrupt moderation (netlink's `DEV_DIM`).
+    pub fn use_cq_dim(&self) -> bool {
+        self.use_cq_dim.load(Relaxed)
+    }
+
+    /// Turns adaptive interrupt moderation on (1) or off (0) (C's `ib_device_set_dim`:
+    /// `EINVAL` for other values).
+    pub fn set_use_cq_dim(&self, use_dim: u8) -> Result {
+        if use_dim > 1 {
+            return Err(EINVAL);
+        }
+        self.use_cq_dim.store(use_dim == 1, Relaxed);
+        Ok(())
     }
 
     /// The device the RDMA device sits on, if any.
@@ -651,6 +672,7 @@ impl Registration {
                 ports,
                 // The kernel verbs are not part of `DeviceOps` yet.
                 kverbs_provider: false,
+                use_cq_dim: Atomic::new(false),
                 parent: info.parent,
                 users <- new_mutex!(Users { count: 0, closed: false }),
                 users_gone <- new_condvar!(),

@@ -1,10 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Device events for RDMA netlink listeners (`RDMA_NLDEV_CMD_MONITOR` multicast to the
-//! `RDMA_NL_GROUP_NOTIFY` group).
-//!
-//! Placeholder with the interface the device code calls; the netlink side is being written
-//! (issue 4). Until then the events go nowhere.
+//! `RDMA_NL_GROUP_NOTIFY` group), sent by [`crate::nldev::notify`].
 
 use crate::device::IbDevice;
 
@@ -19,5 +16,8 @@ pub enum Event {
     Rename,
 }
 
-/// Tells listeners about `event` on `dev`.
-pub(crate) fn device_event(_dev: &IbDevice, _event: Event) {}
+/// Tells listeners about `event` on `dev`. As in C, a failure is reported in the kernel log
+/// and does not stop what the device is doing.
+pub(crate) fn device_event(dev: &IbDevice, event: Event) {
+    let _ = crate::nldev::notify(dev, event);
+}

@@ -6,7 +6,7 @@
 # ACK, reply, dump or silence the C ib_core gives (expectations written from the C code). One
 # check per family of cases; then the NOTIFY multicast group reports the device's unregistration
 # and registration; then no warning, no oops, no leak.
-# stacks: c
+# stacks: rust c
 # timeout: 600
 
 out=/tmp/nl-tester.out
@@ -25,7 +25,7 @@ else
 	provider_args=
 	devname=mlx5_0
 fi
-wait_for "$devname is registered" 30 "^$devname\$" ls /sys/class/infiniband
+wait_for "$devname is registered" 30 "^[0-9]+: $devname: " rdma dev show
 
 timeout 400 rdma_nl_tester >$out 2>&1
 rc=$?
@@ -62,7 +62,7 @@ family dump "dumps abandoned mid-way, concurrent dumps (EBUSY), tiny receive buf
 family rename "rename to the same name, a new name and back, refused names, NET_NS_FD, DEV_DIM"
 family handlers "per-handler argument checks (RES, STAT, SYS, NEWLINK, DELLINK, NEWDEV/DELDEV, GET_CHARDEV)"
 check_output "rdma_nl_tester: every case passed" 'rdma_nl_tester: [0-9]+ passed, 0 failed$' tail -n 1 $out
-check_output "$devname still has its name" "^$devname\$" ls /sys/class/infiniband
+check_output "$devname still has its name" "^[0-9]+: $devname: " rdma dev show
 
 # The NOTIFY group sees the device go and come back (nldev.c: rdma_nl_notify_event from
 # device.c: enable_device_and_get / disable_device).
@@ -71,7 +71,7 @@ monpid=$!
 wait_for "the monitor joined RDMA_NL_GROUP_NOTIFY" 5 'listening' cat $mon
 check "rmmod $provider" rmmod $provider
 check "insmod $provider again" insmod "$stack_dir/$provider.ko" $provider_args
-wait_for "$devname is registered again" 30 "^$devname\$" ls /sys/class/infiniband
+wait_for "$devname is registered again" 30 "^[0-9]+: $devname: " rdma dev show
 wait $monpid
 sed 's/^/mon| /' $mon
 check_output "the monitor saw $devname unregistered" \

@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA netlink (`NETLINK_RDMA`), as C's `drivers/infiniband/core/netlink.c`:
+//!
+//! - one kernel socket per network namespace, created and released with the namespace
+//!   ([`RdmaNet`], registered as per-namespace device operations);
+//! - a message type is `client << 10 | op`; a client (only nldev here) registers a table of ops,
+//!   each with a `doit`, a dump, or both, and whether it needs `CAP_NET_ADMIN`;
+//! - an unknown client or op, or an op with neither callback, is `EINVAL`; in a namespace other
+//!   than the initial one only nldev is served; a message with `NLM_F_DUMP` starts the op's dump,
+//!   any other its `doit`; errors and requested acknowledgements are acknowledged after the
+//!   reply.
+//!
+//! Unlike C, a client that is not registered is not looked for with
+//! `request_module("rdma-netlink-subsys-N")`: no module of this stack provides one (C's iWARP
+//! port mapper and SA local services do not exist here), so the answer is C's answer when that
+//! lookup fails, `EINVAL`.
+
+use crate::nl_uapi::{self, client};
+use kernel::{
+    bindings, global_lock,
+    net_namespace::{self, Net, PernetId},
+    netlink::{self, flags, Config, Handler, KernelSocket, Message, Request},
+    prelude::*,
+    ThisModule,
+};
+
+/// This module, which the netlink core pins while a user socket of the protocol is open or a
+/// dump runs.
+pub(crate) static THIS_MODULE: ThisModule =
+    <crate::LocalModule as kernel::ModuleMetadata>::THIS_MODULE;
+
+/// A `doit` or the start of a dump.
+pub(crate) type Callback = fn(&mut Request<'_>) -> Result;
+
+/// One op of a client (C's `struct rdma_nl_cbs`).
+#[derive(Clone, Copy)]
+pub(crate) struct Op {
+    /// Answers a request without `NLM_F_DUMP`.
+    pub(crate) doit: Option<Callback>,
+    /// Starts the dump that answers a request with `NLM_F_DUMP` (see [`start_dump`]).
+    pub(crate) dump: Option<Callback>,
+    /// Whether the sender needs `CAP_NET_ADMIN` (`RDMA_NL_ADMIN_PERM`).
+    pub(crate) admin: bool,
+}
+
+impl Op {
+    /// An op this stack does not implement.
+    pub(crate) const NONE: Op = Op {
+        doit: None,
+        dump: None,
+        admin: false,
+    };
+}
+
+/// Starts dump `D` for `req`: usable as [`Op::dump`].
+pub(crate) fn start_dump<D: netlink::Dump>(req: &mut Request<'_>) -> Result {
+    req.start_dump::<D>(&THIS_MODULE)
+}
+
+/// The registered op tables, by client.
+struct Clients {
+    tables: [Option<&'static [Op]>; client::NUM as usize],
+}
+
+global_lock! {
+    // SAFETY: Initialised by `init`, before the sockets exist.
+    unsafe(uninit) static CLIENTS: Mutex<Clients> = Clients { tables: [None; client::NUM as usize] };
+}
+
+/// Number of ops of `client`, 0 for an unknown client (C's `is_nl_msg_valid`).
+fn num_ops(c: u32) -> u32 {
+    match c {
+        client::IWCM => client::IWPM_NUM_OPS,
+        client::LS => client::LS_NUM_OPS,
+        client::NLDEV => nl_uapi::cmd::NUM_OPS,
+        _ => 0,
+    }
+}
+
+/// Registers `client`'s ops (C's `rdma_nl_register`).
+pub(crate) fn register(c: u32, ops: &'static [Op]) {
+    let mut clients = CLIENTS.lock();
+    match clients.tables.get_mut(c as usize) {
+        Some(slot @ None) if num_ops(c) > 0 => *slot = Some(ops),
+        _ => pr_warn!("RDMA netlink client {c} cannot be registered\n"),
+    }
+}
+
+/// Unregisters `client`'s ops (C's `rdma_nl_unregister`).
+///
+/// The tables are `'static` data of this module, which cannot be unloaded while a request is
+/// handled: the netlink core pins the protocol's module for every open user socket.
+pub(crate) fn unregister(c: u32) {
+    if let Some(slot) = CLIENTS.lock().tables.get_mut(c as usize) {
+        *slot = None;
+    }
+}
+
+fn ops_of(c: u32) -> Option<&'static [Op]> {
+    *CLIENTS.lock().tables.get(c as usize)?
+}
+
+/// The protocol's request handler (C's `rdma_nl_rcv_msg` under `rdma_nl_rcv_skb`).
+struct RdmaNetlink;
+
+impl Handler for RdmaNetlink {
+    /// SA local services run netlink backwards: the kernel asks, user space answers without
+    /// `NLM_F_REQUEST`.
+    fn accepts_non_request(msg: &netlink::MsgHeader) -> bool {
+        nl_uapi::client_of(msg.msg_type()) == client::LS
+    }
+
+    fn handle(req: &mut Request<'_>) -> Result {
+        let msg_type = req.msg().msg_type();
+        let c = nl_uapi::client_of(msg_type);
+        let op = nl_uapi::op_of(msg_type);
+        if op >= num_ops(c) {
+            return Err(EINVAL);
+        }
+        // Only nldev answers outside the initial namespace.
+        if !req.net().is_init_net() && c != client::NLDEV {
+            return Err(EINVAL);
+        }
+        let entry = ops_of(c)
+            .and_then(|ops| ops.get(op as usize))
+            .copied()
+            .unwrap_or(Op::NONE);
+        if entry.doit.is_none() && entry.dump.is_none() {
+            return Err(EINVAL);
+        }
+        if entry.admin && !req.capable(bindings::CAP_NET_ADMIN) {
+            return Err(EPERM);
+        }
+        // Local-services answers overload NLM_F_ROOT: never a dump.
+        let call = if c == client::LS {
+            entry.doit
+        } else if req.msg().flags() & flags::DUMP != 0 || c == client::IWCM {
+            entry.dump
+        } else {
+            entry.doit
+        };
+        match call {
+            Some(f) => f(req),
+            None => Err(EINVAL),
+        }
+    }
+}
+
+/// The protocol in a network namespace: its kernel socket (C's `rdma_dev_net.nl_sock`).
+pub(crate) struct RdmaNet;
+
+static RDMA_NET_ID: PernetId = PernetId::new();
+
+impl net_namespace::Operations for RdmaNet {
+    type Data = KernelSocket;
+
+    fn id() -> &'static PernetId {
+        &RDMA_NET_ID
+    }
+
+    fn init(net: &Net) -> Result<KernelSocket> {
+        let sk = KernelSocket::new::<RdmaNetlink>(
+            net,
+            bindings::NETLINK_RDMA,
+            &THIS_MODULE,
+            Config {
+                groups: 0,
+                nonroot_recv: true,
+                // C: `sk_sndtimeo = 10 * HZ`.
+                send_timeout_ms: Some(10_000),
+            },
+        )?;
+        if !net.is_init_net() {
+            NET_STATE.lock().other_nets += 1;
+        }
+        Ok(sk)
+    }
+
+    fn exit(net: &Net, sk: KernelSocket) {
+        if !net.is_init_net() {
+            let mut st = NET_STATE.lock();
+            st.other_nets = st.other_nets.saturating_sub(1);
+        }
+        drop(sk);
+    }
+}
+
+/// Namespace-wide state of the protocol.
+struct NetState {
+    /// Whether [`Sockets`] is registered (every namespace has its socket).
+    sockets_up: bool,
+    /// Namespaces other than the initial one (C counts its `rdma_nets`).
+    other_nets: u32,
+    /// Whether devices are shared by all namespaces (C's `ib_devices_shared_netns`).
+    shared_netns: bool,
+}
+
+global_lock! {
+    // SAFETY: Initialised by `init`, before `Sockets` registers.
+    unsafe(uninit) static NET_STATE: Mutex<NetState> = NetState {
+        sockets_up: false,
+        other_nets: 0,
+        shared_netns: true,
+    };
+}
+
+/// Prepares the client table and the namespace state (C's `rdma_nl_init`).
+///
+/// # Safety
+///
+/// Called once, at module load, before anything else in this file.
+pub(crate) unsafe fn init() {
+    // SAFETY: The caller guarantees this is the only call, before any use.
+    unsafe {
+        CLIENTS.init();
+        NET_STATE.init();
+    }
+}
+
+/// The kernel sockets of every namespace (C's `register_pernet_device(&rdma_dev_net_ops)`).
+#[pin_data(PinnedDrop)]
+pub(crate) struct Sockets {
+    #[pin]
+    reg: net_namespace::Registration<RdmaNet>,
+}
+
+impl Sockets {
+    /// Creates the socket of every namespace, and of every namespace created later.
+    pub(crate) fn new() -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            reg <- net_namespace::Registration::new(net_namespace::Kind::Device),
+        })
+        .pin_chain(|_| {
+            NET_STATE.lock().sockets_up = true;
+            Ok(())
+        })
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Sockets {
+    fn drop(self: Pin<&mut Self>) {
+        // No multicast from now on; then the registration releases the sockets.
+        NET_STATE.lock().sockets_up = false;
+    }
+}
+
+/// Sends `msg` to multicast `group` of the initial namespace (C's `rdma_nl_multicast` for
+/// devices, which all live there). `ESRCH` when nobody listens.
+pub(crate) fn multicast(msg: Message, group: u32) -> Result {
+    let st = NET_STATE.lock();
+    if !st.sockets_up {
+        return Err(ESRCH);
+    }
+    // SAFETY: `sockets_up` is set, under this lock, only while the registration of `RdmaNet`
+    // lives, and the registration ran `init` for the initial namespace, which never exits.
+    let sk = unsafe { net_namespace::Registration::<RdmaNet>::data(Net::init_net()) };
+    sk.multicast(msg, group, GFP_KERNEL)
+}
+
+/// Whether devices are shared by all namespaces (C's `ib_devices_shared_netns`).
+pub(crate) fn shared_netns() -> bool {
+    NET_STATE.lock().shared_netns
+}
+
+/// Whether a request from `net` may see the devices (C's `rdma_dev_access_netns`; every
+/// device lives in the initial namespace here).
+pub(crate) fn net_sees_devices(net: &Net) -> bool {
+    shared_netns() || net.is_init_net()
+}
+
+/// Sets the namespace mode (C's `rdma_compatdev_set`): refused with `EBUSY` while namespaces
+/// other than the initial one exist.
+pub(crate) fn set_shared_netns(shared: bool) -> Result {
+    let mut st = NET_STATE.lock();
+    if st.shared_netns == shared {
+        return Ok(());
+    }
+    if st.other_nets > 0 {
+        return Err(EBUSY);
+    }
+    st.shared_netns = shared;
+    Ok(())
+}
