@@ -128,9 +128,19 @@ def parse_ktap(lines: list[str]) -> tuple[list[KtapResult], int | None]:
     return results, plan
 
 
+def header_lines(path: Path) -> list[str]:
+    """The scenario's header: the comment block it starts with, where `# key: value` lines live."""
+    lines = []
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line)
+    return lines
+
+
 def scenario_stacks(path: Path) -> list[str]:
     """Stacks a scenario runs on, from a `# stacks: rust c` header line (default: both)."""
-    for line in path.read_text().splitlines()[:10]:
+    for line in header_lines(path):
         m = re.match(r"#\s*stacks:\s*(.+)", line)
         if m:
             return m.group(1).split()
@@ -139,7 +149,7 @@ def scenario_stacks(path: Path) -> list[str]:
 
 def scenario_timeout(path: Path) -> int:
     """Per-scenario hard timeout from a `# timeout: N` header line."""
-    for line in path.read_text().splitlines()[:10]:
+    for line in header_lines(path):
         m = re.match(r"#\s*timeout:\s*(\d+)", line)
         if m:
             return int(m.group(1))
@@ -149,7 +159,7 @@ def scenario_timeout(path: Path) -> int:
 def scenario_model_args(path: Path) -> list[str]:
     """Extra cx-model arguments from `# cx-model: ...` header lines (e.g. fault rules)."""
     args: list[str] = []
-    for line in path.read_text().splitlines()[:20]:
+    for line in header_lines(path):
         m = re.match(r"#\s*cx-model:\s*(.+)", line)
         if m:
             args += m.group(1).split()
@@ -159,13 +169,13 @@ def scenario_model_args(path: Path) -> list[str]:
 def scenario_host_scripts(path: Path) -> list[str]:
     """Scripts from `# host-trace: <script>` lines: run on the host with the model's command
     trace (trace.txt) as argument; the check passes when the script exits 0."""
-    return [m.group(1).strip() for line in path.read_text().splitlines()[:15]
+    return [m.group(1).strip() for line in header_lines(path)
             if (m := re.match(r"#\s*host-trace:\s*(.+)", line))]
 
 
 def scenario_vms(path: Path) -> int:
     """How many VMs the scenario runs in, from a `# vms: N` header line (default 1)."""
-    for line in path.read_text().splitlines()[:20]:
+    for line in header_lines(path):
         m = re.match(r"#\s*vms:\s*(\d+)", line)
         if m:
             n = int(m.group(1))
@@ -177,7 +187,7 @@ def scenario_vms(path: Path) -> int:
 
 def scenario_host_checks(path: Path) -> list[str]:
     """Regexes from `# host-check: ...` lines that cx-model's report (commands.txt) must match."""
-    return [m.group(1).strip() for line in path.read_text().splitlines()[:20]
+    return [m.group(1).strip() for line in header_lines(path)
             if (m := re.match(r"#\s*host-check:\s*(.+)", line))]
 
 
