@@ -102,6 +102,20 @@ def vm_scenario(tally, name, stack, harness_args):
 
 
 def harness_selfcheck(tally, harness_args):
+    print("== harness: scenario header keys", flush=True)
+    sys.path.insert(0, str(HARNESS.parent))
+    import harness  # noqa: E402 (the harness is a script beside this one)
+    stray = []
+    for script in sorted((HARNESS.parent / "scenarios").glob("*.sh")):
+        header = set(harness.header_lines(script))
+        keyed = [line for line in script.read_text().splitlines()
+                 if re.match(r"#\s*(stacks|timeout|cx-model|host-trace|host-check|vms)\s*:", line)]
+        stray += [f"{script.name}: {line}" for line in keyed if line not in header]
+    for line in stray:
+        print(f"  outside the header, ignored: {line}", flush=True)
+    tally.add("harness: every scenario key line is in the header it is read from", int(not stray),
+              int(bool(stray)))
+
     print("== harness: unknown scenario is refused", flush=True)
     p = subprocess.run([sys.executable, str(HARNESS), "run", "--scenario", "nonexistent", *harness_args],
                        capture_output=True, text=True)
