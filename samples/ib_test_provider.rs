@@ -21,21 +21,24 @@
 //! | P_Key table | 2 entries: `0xffff`, `0x0000` |
 //! | driver sysfs attributes | `hw_rev`: `<d>` in hex; `hca_type`: `MT4119` |
 //!
-//! The devices also implement the verbs objects (PD, CQ, QP with its attributes, DMA MR) in
-//! software, with no data path: QP numbers count from `0x100`, a PD's DMA MR has lkey and rkey
+//! The devices also implement the kernel verbs in software (so they are kernel verbs providers):
+//! PD, CQ, QP with its attributes, DMA MR, DMA buffers, and a reliable-connected data path
+//! between the QPs of one device (SEND with and without immediate data, RDMA write, RDMA read;
+//! see `soft_rc.rs`). QP numbers count from `0x100`, a PD's DMA MR has lkey and rkey
 //! `0x1000 + PD number`.
 
 use ib_core::{
     attrs::{DeviceAttr, Gid, NodeType, PortAttr, PortImmutable, PortState, CORE_PORT_IBA_IB},
     device::{DeviceInfo, DeviceOps, FwVersion, NodeDesc, Registration},
+    dma_buffer::DmaMemory,
     verbs::{CqInit, CqNotifier, DriverObject, QpAttr, QpAttrMask, QpInitDriver},
+    work::{PostError, RecvWr, SendWr, WorkCompletion},
 };
 use kernel::{
-    new_mutex,
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
-        Mutex,
+        Arc,
     },
     sysfs_attrs::{Attribute, ShowBuffer},
 };
@@ -92,6 +95,11 @@ fn hca_type_show(_: &SoftDevice, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
     Ok(())
 }
 
+#[path = "ib_test_provider/soft_rc.rs"]
+mod soft_rc;
+
+use soft_rc::{mr_key, Fabric, SoftCq, SoftQp, SoftQpInit};
+
 /// One software device.
 struct SoftDevice {
     number: u32,
@@ -99,6 +107,7 @@ struct SoftDevice {
     lid_base: u32,
     next_pd: Atomic<u32>,
     next_qpn: Atomic<u32>,
+    fabric: Arc<Fabric>,
 }
 
 /// A software PD.
@@ -106,15 +115,11 @@ struct SoftPd {
     number: u32,
 }
 
-/// A software QP: its attributes as last modified.
-#[pin_data]
-struct SoftQp {
-    #[pin]
-    attr: Mutex<QpAttr>,
+/// A software memory region: its key and rights.
+struct SoftMr {
+    key: u32,
+    rights: u32,
 }
-
-/// A software CQ or MR: nothing to keep.
-struct SoftObject;
 
 #[vtable]
 impl DeviceOps for SoftDevice {
@@ -158,7 +163,7 @@ impl DeviceOps for SoftDevice {
             active_mtu: MTU_4096,
             gid_tbl_len: GID_TBL_LEN,
             port_cap_flags: PORT_CAP_FLAGS,
-            max_msg_sz: 1 << 30,
+            max_msg_sz: soft_rc::MAX_MSG as u32,
             pkey_tbl_len: PKEYS.len() as u16,
             lid: self.lid_base + 16 * self.number + port,
             sm_lid: 1,
@@ -210,75 +215,138 @@ impl DeviceOps for SoftDevice {
         pd.get::<SoftPd>().map(|_| ())
     }
 
-    fn create_cq(&self, _init: &CqInit, _notifier: &CqNotifier) -> Result<DriverObject> {
-        DriverObject::new(SoftObject)
+    fn create_cq(&self, init: &CqInit, notifier: &CqNotifier) -> Result<DriverObject> {
+        DriverObject::new(SoftCq::new(init.cqe as usize, notifier.clone())?)
     }
 
     fn destroy_cq(&self, cq: DriverObject) -> Result {
-        cq.get::<SoftObject>().map(|_| ())
+        cq.get::<Arc<SoftCq>>().map(|_| ())
     }
 
-    fn req_notify_cq(&self, cq: &DriverObject, _solicited: bool) -> Result {
-        cq.get::<SoftObject>().map(|_| ())
+    fn req_notify_cq(&self, cq: &DriverObject, solicited: bool) -> Result {
+        cq.get::<Arc<SoftCq>>()?.arm(solicited);
+        Ok(())
+    }
+
+    fn poll_cq(&self, cq: &DriverObject, wc: &mut [WorkCompletion]) -> Result<usize> {
+        Ok(cq.get::<Arc<SoftCq>>()?.poll(wc))
     }
 
     fn create_qp(&self, pd: &DriverObject, init: &QpInitDriver<'_>) -> Result<(DriverObject, u32)> {
-        pd.get::<SoftPd>()?;
-        init.send_cq.get::<SoftObject>()?;
-        init.recv_cq.get::<SoftObject>()?;
         let qpn = self.next_qpn.fetch_add(1, Relaxed);
-        let qp = DriverObject::pin_init(try_pin_init!(SoftQp {
-            attr <- new_mutex!(QpAttr::default()),
-        }? Error))?;
-        Ok((qp, qpn))
+        let qp = SoftQp::new(SoftQpInit {
+            qpn,
+            pd: pd.get::<SoftPd>()?.number,
+            qp_type: init.qp_type,
+            sq_sig_all: init.sq_sig_all,
+            cap: init.cap,
+            send_cq: init.send_cq.get::<Arc<SoftCq>>()?.clone(),
+            recv_cq: init.recv_cq.get::<Arc<SoftCq>>()?.clone(),
+        })?;
+        self.fabric.add_qp(qp.clone())?;
+        Ok((DriverObject::new(qp)?, qpn))
     }
 
     fn modify_qp(&self, qp: &DriverObject, attr: &QpAttr, mask: QpAttrMask) -> Result {
-        let qp = qp.get::<SoftQp>()?;
-        let mut cur = qp.attr.lock();
-        let m = |bit: u32| mask.0 & bit != 0;
-        if m(QpAttrMask::STATE) {
-            cur.qp_state = attr.qp_state;
-        }
-        if m(QpAttrMask::PORT) {
-            cur.port_num = attr.port_num;
-        }
-        if m(QpAttrMask::PKEY_INDEX) {
-            cur.pkey_index = attr.pkey_index;
-        }
-        if m(QpAttrMask::ACCESS_FLAGS) {
-            cur.qp_access_flags = attr.qp_access_flags;
-        }
-        if m(QpAttrMask::DEST_QPN) {
-            cur.dest_qp_num = attr.dest_qp_num;
-        }
-        if m(QpAttrMask::PATH_MTU) {
-            cur.path_mtu = attr.path_mtu;
-        }
-        if m(QpAttrMask::RQ_PSN) {
-            cur.rq_psn = attr.rq_psn;
-        }
-        if m(QpAttrMask::SQ_PSN) {
-            cur.sq_psn = attr.sq_psn;
+        let qp = qp.get::<Arc<SoftQp>>()?;
+        let state = {
+            let mut cur = qp.attr.lock();
+            let m = |bit: u32| mask.0 & bit != 0;
+            if m(QpAttrMask::STATE) {
+                cur.qp_state = attr.qp_state;
+            }
+            if m(QpAttrMask::PORT) {
+                cur.port_num = attr.port_num;
+            }
+            if m(QpAttrMask::PKEY_INDEX) {
+                cur.pkey_index = attr.pkey_index;
+            }
+            if m(QpAttrMask::ACCESS_FLAGS) {
+                cur.qp_access_flags = attr.qp_access_flags;
+            }
+            if m(QpAttrMask::QKEY) {
+                cur.qkey = attr.qkey;
+            }
+            if m(QpAttrMask::AV) {
+                cur.dlid = attr.dlid;
+            }
+            if m(QpAttrMask::DEST_QPN) {
+                cur.dest_qp_num = attr.dest_qp_num;
+            }
+            if m(QpAttrMask::PATH_MTU) {
+                cur.path_mtu = attr.path_mtu;
+            }
+            if m(QpAttrMask::RQ_PSN) {
+                cur.rq_psn = attr.rq_psn;
+            }
+            if m(QpAttrMask::SQ_PSN) {
+                cur.sq_psn = attr.sq_psn;
+            }
+            if m(QpAttrMask::TIMEOUT) {
+                cur.timeout = attr.timeout;
+            }
+            if m(QpAttrMask::RETRY_CNT) {
+                cur.retry_cnt = attr.retry_cnt;
+            }
+            if m(QpAttrMask::RNR_RETRY) {
+                cur.rnr_retry = attr.rnr_retry;
+            }
+            if m(QpAttrMask::MIN_RNR_TIMER) {
+                cur.min_rnr_timer = attr.min_rnr_timer;
+            }
+            if m(QpAttrMask::MAX_QP_RD_ATOMIC) {
+                cur.max_rd_atomic = attr.max_rd_atomic;
+            }
+            if m(QpAttrMask::MAX_DEST_RD_ATOMIC) {
+                cur.max_dest_rd_atomic = attr.max_dest_rd_atomic;
+            }
+            cur.qp_state
+        };
+        if mask.0 & QpAttrMask::STATE != 0 {
+            qp.state_changed(state);
         }
         Ok(())
     }
 
     fn query_qp(&self, qp: &DriverObject) -> Result<QpAttr> {
-        Ok(*qp.get::<SoftQp>()?.attr.lock())
+        Ok(*qp.get::<Arc<SoftQp>>()?.attr.lock())
     }
 
     fn destroy_qp(&self, qp: DriverObject) -> Result {
-        qp.get::<SoftQp>().map(|_| ())
+        let qp = qp.get::<Arc<SoftQp>>()?;
+        self.fabric.remove_qp(qp.qpn);
+        Ok(())
     }
 
-    fn get_dma_mr(&self, pd: &DriverObject, _access: u32) -> Result<(DriverObject, u32, u32)> {
-        let key = 0x1000 + pd.get::<SoftPd>()?.number;
-        Ok((DriverObject::new(SoftObject)?, key, key))
+    fn post_send(&self, qp: &DriverObject, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        let qp = qp
+            .get::<Arc<SoftQp>>()
+            .map_err(|err| PostError { first_bad: 0, err })?;
+        qp.post_send(&self.fabric, wrs)
+    }
+
+    fn post_recv(&self, qp: &DriverObject, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        let qp = qp
+            .get::<Arc<SoftQp>>()
+            .map_err(|err| PostError { first_bad: 0, err })?;
+        qp.post_recv(&self.fabric, wrs)
+    }
+
+    fn get_dma_mr(&self, pd: &DriverObject, rights: u32) -> Result<(DriverObject, u32, u32)> {
+        let key = mr_key(pd.get::<SoftPd>()?.number);
+        let mr = DriverObject::new(SoftMr { key, rights })?;
+        self.fabric.add_mr(key, rights)?;
+        Ok((mr, key, key))
     }
 
     fn dereg_mr(&self, mr: DriverObject) -> Result {
-        mr.get::<SoftObject>().map(|_| ())
+        let mr = mr.get::<SoftMr>()?;
+        self.fabric.remove_mr(mr.key, mr.rights);
+        Ok(())
+    }
+
+    fn alloc_dma_buffer(&self, len: usize) -> Result<KBox<dyn DmaMemory>> {
+        self.fabric.alloc_buffer(len)
     }
 }
 
@@ -312,12 +380,14 @@ impl kernel::Module for TestProvider {
                 node_desc: desc.as_bytes(),
                 parent: None,
             };
+            let lid0 = lid_base + 16 * number;
             let dev = SoftDevice {
                 number,
                 guid: info.node_guid,
                 lid_base,
                 next_pd: Atomic::new(1),
                 next_qpn: Atomic::new(0x100),
+                fabric: Arc::pin_init(Fabric::new(lid0), GFP_KERNEL)?,
             };
             let reg = Registration::new(info, dev)?;
             pr_info!(

@@ -1,19 +1,36 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! A kernel consumer of the verbs API, as a ULP would be: an `ib_core` client that, on every
-//! device, allocates a PD, a CQ, an RC QP and the PD's DMA MR, walks the QP from RESET to RTS
-//! (after checking that wrong transitions are refused), and frees everything when the device or
-//! the client goes away. It only keeps the QP and the MR: they keep the PD and the CQ alive.
+//! device serving kernel verbs, allocates a PD, a CQ with a completion handler, an RC QP and the
+//! PD's DMA MR, walks the QP from RESET to RTS connected to itself (after checking that wrong
+//! transitions are refused), then moves data through it and checks every byte and completion:
+//!
+//! - a 4096-byte SEND with immediate data into a posted receive, with a completion event;
+//! - an RDMA write and an RDMA read of 4096 bytes;
+//! - errors: a receive too short for the message (`LocLenErr` at the receiver, `RemInvReqErr`
+//!   at the sender, the QP in error, later requests flushed), an RDMA write with a wrong rkey
+//!   (`RemAccessErr`); after each, RESET and reconnect, and a SEND works again.
+//!
+//! It frees everything when the device or the client goes away. It keeps the QP, the MR and the
+//! buffers: they keep the PD, the CQ and the device alive.
 
 use ib_core::{
     device::IbDevice,
+    dma_buffer::DmaBuffer,
     registry::{Client, ClientRegistration},
     restrack::ResType,
     verbs::{
-        access, Cq, CqInit, Mr, Pd, Qp, QpAttr, QpAttrMask as M, QpCap, QpInit, QpState, QpType,
+        access, CompletionHandler, Cq, CqInit, Mr, Pd, Qp, QpAttr, QpAttrMask as M, QpCap, QpInit,
+        QpState, QpType,
     },
+    work::{send_flags, RecvWr, SendOpcode, SendWr, WorkCompletion},
 };
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    new_condvar, new_mutex,
+    prelude::*,
+    sync::{Arc, CondVar, Mutex},
+    time::msecs_to_jiffies,
+};
 
 module! {
     type: VerbsClient,
@@ -30,6 +47,244 @@ struct Sample;
 struct PerDevice {
     qp: Arc<Qp>,
     _mr: Arc<Mr>,
+    _buffers: [DmaBuffer; 2],
+}
+
+/// Bytes per message.
+const MSG: usize = 4096;
+
+/// Immediate data of the SEND.
+const IMM: u32 = 0x1234;
+
+/// Completion events of a CQ, counted by its handler.
+#[pin_data]
+struct Events {
+    #[pin]
+    count: Mutex<u32>,
+    #[pin]
+    wake: CondVar,
+}
+
+impl Events {
+    fn seen(&self) -> u32 {
+        *self.count.lock()
+    }
+
+    /// Waits (at most 5 s) until more than `seen` events have been counted.
+    fn wait_past(&self, seen: u32) -> bool {
+        let mut c = self.count.lock();
+        for _ in 0..50 {
+            if *c > seen {
+                return true;
+            }
+            let _ = self
+                .wake
+                .wait_interruptible_timeout(&mut c, msecs_to_jiffies(100));
+        }
+        *c > seen
+    }
+}
+
+/// A QP with what it sends from and receives into.
+struct Endpoint<'a> {
+    qp: &'a Qp,
+    cq: &'a Cq,
+    mr: &'a Mr,
+    events: &'a Events,
+    tx: &'a DmaBuffer,
+    rx: &'a DmaBuffer,
+}
+
+/// Byte `i` of the test message made with `seed`.
+fn pattern(i: usize, seed: u8) -> u8 {
+    (i as u8).wrapping_mul(7).wrapping_add(seed)
+}
+
+/// Fills `buf` with the message made with `seed`.
+fn fill(buf: &DmaBuffer, seed: u8) -> Result {
+    let mut data = KVec::with_capacity(MSG, GFP_KERNEL)?;
+    for i in 0..MSG {
+        data.push(pattern(i, seed), GFP_KERNEL)?;
+    }
+    buf.write(0, &data)
+}
+
+/// Whether `buf` holds the message made with `seed`.
+fn holds(buf: &DmaBuffer, seed: u8) -> Result<bool> {
+    let mut data = KVec::with_capacity(MSG, GFP_KERNEL)?;
+    data.resize(MSG, 0, GFP_KERNEL)?;
+    buf.read(0, &mut data)?;
+    Ok(data.iter().enumerate().all(|(i, &b)| b == pattern(i, seed)))
+}
+
+impl Endpoint<'_> {
+    /// Polls until `n` completions are in, waiting for events in between (`ETIMEDOUT` after
+    /// about 5 s without progress).
+    fn collect(&self, n: usize) -> Result<KVec<WorkCompletion>> {
+        let mut got = KVec::new();
+        let mut wc = [WorkCompletion::default(); 4];
+        for _ in 0..50 {
+            loop {
+                let k = self.cq.poll(&mut wc)?;
+                if k == 0 {
+                    break;
+                }
+                got.extend_from_slice(&wc[..k], GFP_KERNEL)?;
+            }
+            if got.len() >= n {
+                return Ok(got);
+            }
+            // Arm, then poll once more before sleeping: a completion may have come in between.
+            let seen = self.events.seen();
+            self.cq.req_notify(false)?;
+            if self.cq.poll(&mut wc[..1])? == 1 {
+                got.push(wc[0], GFP_KERNEL)?;
+                continue;
+            }
+            self.events.wait_past(seen);
+        }
+        Err(ETIMEDOUT)
+    }
+
+    /// Posts a receive of `rx_len` bytes and a SEND of the whole `tx` with immediate data;
+    /// returns the send and the receive completions.
+    fn send(&self, rx_len: u32) -> Result<(WorkCompletion, WorkCompletion)> {
+        let rx = [self.rx.sge(0, rx_len, self.mr.lkey())?];
+        self.qp.post_recv(&[RecvWr {
+            wr_id: 1,
+            sg_list: &rx,
+        }])?;
+        let tx = [self.tx.sge(0, MSG as u32, self.mr.lkey())?];
+        self.qp.post_send(&[SendWr {
+            wr_id: 2,
+            opcode: SendOpcode::SendWithImm,
+            sg_list: &tx,
+            send_flags: send_flags::SIGNALED,
+            imm_data: IMM,
+            ..SendWr::default()
+        }])?;
+        let wcs = self.collect(2)?;
+        let send = wcs.iter().find(|w| w.wr_id == 2).copied().ok_or(EIO)?;
+        let recv = wcs.iter().find(|w| w.wr_id == 1).copied().ok_or(EIO)?;
+        Ok((send, recv))
+    }
+
+    /// One signaled RDMA operation between `local` and `remote` (whole buffers); returns its
+    /// completion.
+    fn rdma(
+        &self,
+        opcode: SendOpcode,
+        local: &DmaBuffer,
+        remote: &DmaBuffer,
+        rkey: u32,
+    ) -> Result<WorkCompletion> {
+        let sge = [local.sge(0, MSG as u32, self.mr.lkey())?];
+        self.qp.post_send(&[SendWr {
+            wr_id: 3,
+            opcode,
+            sg_list: &sge,
+            send_flags: send_flags::SIGNALED,
+            remote_addr: remote.dma_addr(),
+            rkey,
+            ..SendWr::default()
+        }])?;
+        let wcs = self.collect(1)?;
+        wcs.first().copied().ok_or(EIO)
+    }
+
+    /// RESET, then RTS again.
+    fn reconnect(&self) -> Result {
+        let reset = QpAttr {
+            qp_state: QpState::Reset,
+            ..QpAttr::default()
+        };
+        self.qp.modify(&reset, M(M::STATE))?;
+        connect(self.qp)
+    }
+
+    /// The whole exercise; logs one line per part.
+    fn exercise(&self, name: &kernel::str::BStr) -> Result {
+        // SEND with immediate data into a posted receive, with a completion event.
+        fill(self.tx, 0x11)?;
+        let before = self.events.seen();
+        self.cq.req_notify(false)?;
+        let (send, recv) = self.send(MSG as u32)?;
+        let events = self.events.seen() - before;
+        pr_info!(
+            "{name}: send {:?} {:?}; recv {:?} {:?} {} bytes imm {:#x} from qp {:#x}; data {}; {} completion event(s)\n",
+            send.opcode,
+            send.status,
+            recv.opcode,
+            recv.status,
+            recv.byte_len,
+            recv.imm_data.map_or(-1, i64::from),
+            recv.src_qp,
+            if holds(self.rx, 0x11)? { "intact" } else { "CORRUPT" },
+            events
+        );
+        // RDMA write of tx into rx, then RDMA read of rx back into tx.
+        fill(self.tx, 0x22)?;
+        let write = self.rdma(SendOpcode::RdmaWrite, self.tx, self.rx, self.mr.rkey())?;
+        let written = holds(self.rx, 0x22)?;
+        fill(self.tx, 0)?;
+        let read = self.rdma(SendOpcode::RdmaRead, self.tx, self.rx, self.mr.rkey())?;
+        pr_info!(
+            "{name}: rdma write {:?} {:?} data {}; rdma read {:?} {:?} {} bytes data {}\n",
+            write.opcode,
+            write.status,
+            if written { "intact" } else { "CORRUPT" },
+            read.opcode,
+            read.status,
+            read.byte_len,
+            if holds(self.tx, 0x22)? {
+                "intact"
+            } else {
+                "CORRUPT"
+            }
+        );
+        // A receive too short: both sides fail, the QP goes to error and flushes what follows.
+        fill(self.tx, 0x33)?;
+        let (send, recv) = self.send(1024)?;
+        let rx = [self.rx.sge(0, MSG as u32, self.mr.lkey())?];
+        self.qp.post_recv(&[RecvWr {
+            wr_id: 4,
+            sg_list: &rx,
+        }])?;
+        let flushed = self.collect(1)?;
+        let flushed = flushed.first().map(|w| w.status);
+        pr_info!(
+            "{name}: short receive: recv {:?}, send {:?}, next recv {:?}; core says {:?}, driver says {:?}\n",
+            recv.status,
+            send.status,
+            flushed,
+            self.qp.state(),
+            self.qp.query()?.qp_state
+        );
+        // A wrong rkey.
+        self.reconnect()?;
+        let bad = self.rdma(
+            SendOpcode::RdmaWrite,
+            self.tx,
+            self.rx,
+            self.mr.rkey() ^ 0x8000,
+        )?;
+        // And the QP works again after a reset.
+        self.reconnect()?;
+        fill(self.tx, 0x44)?;
+        let (send, recv) = self.send(MSG as u32)?;
+        pr_info!(
+            "{name}: bad rkey: {:?}; after reset and reconnect: send {:?}, recv {:?}, data {}\n",
+            bad.status,
+            send.status,
+            recv.status,
+            if holds(self.rx, 0x44)? {
+                "intact"
+            } else {
+                "CORRUPT"
+            }
+        );
+        Ok(())
+    }
 }
 
 /// `IB_MTU_4096`.
@@ -113,20 +368,35 @@ impl Client for Sample {
         let pd = Pd::alloc(dev).inspect_err(|e| {
             pr_info!("{name}: no kernel verbs (alloc_pd: err {})\n", e.to_errno());
         })?;
+        let events = Arc::pin_init(
+            pin_init!(Events {
+                count <- new_mutex!(0),
+                wake <- new_condvar!(),
+            }),
+            GFP_KERNEL,
+        )?;
+        let counter = events.clone();
+        let handler: CompletionHandler = KBox::new(
+            move || {
+                *counter.count.lock() += 1;
+                counter.wake.notify_all();
+            },
+            GFP_KERNEL,
+        )?;
         let cq = Cq::create(
             dev,
             &CqInit {
                 cqe: 64,
                 comp_vector: 0,
             },
-            None,
+            Some(handler),
         )?;
         let qp = Qp::create(
             &pd,
             QpInit {
                 qp_type: QpType::Rc,
                 send_cq: cq.clone(),
-                recv_cq: cq,
+                recv_cq: cq.clone(),
                 cap: QpCap {
                     max_send_wr: 16,
                     max_recv_wr: 16,
@@ -137,7 +407,10 @@ impl Client for Sample {
                 sq_sig_all: false,
             },
         )?;
-        let mr = Mr::get_dma_mr(&pd, access::LOCAL_WRITE)?;
+        let mr = Mr::get_dma_mr(
+            &pd,
+            access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ,
+        )?;
         // Only the QP and the MR are kept: they hold the PD and the CQ.
         drop(pd);
         let refused = wrong_transitions_refused(&qp);
@@ -156,7 +429,23 @@ impl Client for Sample {
             r.count(ResType::Qp),
             r.count(ResType::Mr)
         );
-        Ok(PerDevice { qp, _mr: mr })
+        let buffers = [DmaBuffer::alloc(dev, MSG)?, DmaBuffer::alloc(dev, MSG)?];
+        let endpoint = Endpoint {
+            qp: &qp,
+            cq: &cq,
+            mr: &mr,
+            events: &events,
+            tx: &buffers[0],
+            rx: &buffers[1],
+        };
+        if let Err(e) = endpoint.exercise(name) {
+            pr_err!("{name}: data path failed: err {}\n", e.to_errno());
+        }
+        Ok(PerDevice {
+            qp,
+            _mr: mr,
+            _buffers: buffers,
+        })
     }
 
     fn remove(&self, dev: &IbDevice, data: PerDevice) {

@@ -12,10 +12,12 @@
 
 use crate::{
     attrs::{DeviceAttr, Gid, LinkLayer, NodeType, PortAttr, PortImmutable},
+    dma_buffer::DmaMemory,
     names::Name,
     registry,
     restrack::Restrack,
     verbs::{CqInit, CqNotifier, DriverObject, QpAttr, QpAttrMask, QpInitDriver},
+    work::{PostError, RecvWr, SendWr, WorkCompletion},
 };
 use kernel::{
     device::Device,
@@ -199,6 +201,47 @@ pub trait DeviceOps: Send + Sync + 'static {
     fn dereg_mr(&self, _mr: DriverObject) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
+
+    /// Queues send work requests on a QP, in order; stops at the first it cannot queue.
+    fn post_send(&self, _qp: &DriverObject, _wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Queues receive work requests on a QP, in order; stops at the first it cannot queue.
+    fn post_recv(&self, _qp: &DriverObject, _wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Moves up to `wc.len()` completions of a CQ into `wc`, oldest first; returns how many.
+    fn poll_cq(&self, _cq: &DriverObject, _wc: &mut [WorkCompletion]) -> Result<usize> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Allocates `len` bytes of memory the device can reach, for consumers' work requests
+    /// (see [`crate::dma_buffer`]).
+    fn alloc_dma_buffer(&self, _len: usize) -> Result<KBox<dyn DmaMemory>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+}
+
+/// Whether a driver has every verb C requires of a kernel verbs provider
+/// (`ib_device_check_mandatory`), except `reg_user_mr` (there are no user verbs yet) and with
+/// [`DeviceOps::alloc_dma_buffer`] (how Rust consumers get memory for work requests).
+fn is_kverbs_provider<T: DeviceOps>() -> bool {
+    T::HAS_ALLOC_PD
+        && T::HAS_DEALLOC_PD
+        && T::HAS_CREATE_QP
+        && T::HAS_MODIFY_QP
+        && T::HAS_DESTROY_QP
+        && T::HAS_POST_SEND
+        && T::HAS_POST_RECV
+        && T::HAS_CREATE_CQ
+        && T::HAS_DESTROY_CQ
+        && T::HAS_POLL_CQ
+        && T::HAS_REQ_NOTIFY_CQ
+        && T::HAS_GET_DMA_MR
+        && T::HAS_DEREG_MR
+        && T::HAS_ALLOC_DMA_BUFFER
 }
 
 /// Calls `$method` on the driver if it has it, else `EOPNOTSUPP`.
@@ -225,6 +268,10 @@ pub(crate) trait DynOps: Send + Sync {
     fn destroy_qp(&self, qp: DriverObject) -> Result;
     fn get_dma_mr(&self, pd: &DriverObject, access: u32) -> Result<(DriverObject, u32, u32)>;
     fn dereg_mr(&self, mr: DriverObject) -> Result;
+    fn post_send(&self, qp: &DriverObject, wrs: &[SendWr<'_>]) -> Result<(), PostError>;
+    fn post_recv(&self, qp: &DriverObject, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
+    fn poll_cq(&self, cq: &DriverObject, wc: &mut [WorkCompletion]) -> Result<usize>;
+    fn alloc_dma_buffer(&self, len: usize) -> Result<KBox<dyn DmaMemory>>;
     fn query_port(&self, port: u32) -> Result<PortAttr>;
     fn query_gid(&self, port: u32, index: u32) -> Option<Result<Gid>>;
     fn query_pkey(&self, port: u32, index: u16) -> Result<u16>;
@@ -279,6 +326,36 @@ impl<T: DeviceOps> DynOps for T {
 
     fn dereg_mr(&self, mr: DriverObject) -> Result {
         optional_op!(T, HAS_DEREG_MR, self.dereg_mr(mr))
+    }
+
+    fn post_send(&self, qp: &DriverObject, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        if T::HAS_POST_SEND {
+            T::post_send(self, qp, wrs)
+        } else {
+            Err(PostError {
+                first_bad: 0,
+                err: EOPNOTSUPP,
+            })
+        }
+    }
+
+    fn post_recv(&self, qp: &DriverObject, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        if T::HAS_POST_RECV {
+            T::post_recv(self, qp, wrs)
+        } else {
+            Err(PostError {
+                first_bad: 0,
+                err: EOPNOTSUPP,
+            })
+        }
+    }
+
+    fn poll_cq(&self, cq: &DriverObject, wc: &mut [WorkCompletion]) -> Result<usize> {
+        optional_op!(T, HAS_POLL_CQ, self.poll_cq(cq, wc))
+    }
+
+    fn alloc_dma_buffer(&self, len: usize) -> Result<KBox<dyn DmaMemory>> {
+        optional_op!(T, HAS_ALLOC_DMA_BUFFER, self.alloc_dma_buffer(len))
     }
 
     fn query_port(&self, port: u32) -> Result<PortAttr> {
@@ -644,8 +721,17 @@ impl Registration {
         let attr = ops.query_device()?;
         let ports = read_ports(&ops, &immutables)?;
         let fw_version = DynOps::fw_version(&ops);
+        let kverbs_provider = is_kverbs_provider::<T>();
         let ops: KBox<dyn DynOps> = KBox::new(ops, GFP_KERNEL)?;
-        Self::finish(info, reserved, attr, fw_version, ports, ops)
+        Self::finish(
+            info,
+            reserved,
+            attr,
+            fw_version,
+            ports,
+            ops,
+            kverbs_provider,
+        )
     }
 
     /// The part of registration that does not depend on the driver's type. (Kept out of the
@@ -658,6 +744,7 @@ impl Registration {
         fw_version: FwVersion,
         ports: KVec<PortData>,
         ops: KBox<dyn DynOps>,
+        kverbs_provider: bool,
     ) -> Result<Self> {
         let (index, name) = (reserved.index(), reserved.name());
         let dev = Arc::pin_init(
@@ -670,8 +757,7 @@ impl Registration {
                 attr,
                 fw_version,
                 ports,
-                // The kernel verbs are not part of `DeviceOps` yet.
-                kverbs_provider: false,
+                kverbs_provider,
                 use_cq_dim: Atomic::new(false),
                 parent: info.parent,
                 users <- new_mutex!(Users { count: 0, closed: false }),

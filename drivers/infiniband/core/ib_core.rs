@@ -7,6 +7,7 @@ pub mod addr;
 pub mod attrs;
 mod core_module;
 pub mod device;
+pub mod dma_buffer;
 mod ls;
 pub mod monitor;
 pub mod names;
@@ -17,6 +18,7 @@ pub mod registry;
 pub mod restrack;
 mod sysfs;
 pub mod verbs;
+pub mod work;
 mod workqueues;
 
 pub use core_module::class_registered;

@@ -31,6 +31,10 @@ pub trait Client: Sync + Send {
     /// What the client keeps per device.
     type Data: Send;
 
+    /// Whether the client uses kernel verbs, so that devices which do not serve them are not
+    /// added to it (C's `no_kverbs_req`, inverted).
+    const NEEDS_KVERBS: bool = true;
+
     /// A device is available. An error leaves the device without this client (no `remove`).
     fn add(&self, dev: &Arc<IbDevice>) -> Result<Self::Data>;
 
@@ -327,6 +331,9 @@ impl<C: Client + 'static> PinnedDrop for ClientRegistration<C> {
 
 impl<C: Client + 'static> Attached for ClientRegistration<C> {
     fn attach(&self, dev: &Arc<IbDevice>) {
+        if C::NEEDS_KVERBS && !dev.kverbs_provider() {
+            return;
+        }
         match self.client.add(dev) {
             Ok(data) => {
                 if let Err(e) = self.data.lock().push((dev.index(), data), GFP_KERNEL) {
@@ -457,6 +464,7 @@ mod tests {
 
     impl Client for Recorder {
         type Data = ();
+        const NEEDS_KVERBS: bool = false;
 
         fn add(&self, dev: &Arc<IbDevice>) -> Result<()> {
             let mut n = KVec::new();
@@ -481,6 +489,50 @@ mod tests {
         let mut n = KVec::new();
         let _ = n.extend_from_slice(name, GFP_KERNEL);
         (tag, what, n)
+    }
+
+    /// A client that uses kernel verbs: it counts the devices it was given.
+    struct VerbsUser {
+        added: Arc<Mutex<u32>>,
+    }
+
+    impl Client for VerbsUser {
+        type Data = ();
+
+        fn add(&self, _dev: &Arc<IbDevice>) -> Result<()> {
+            *self.added.lock() += 1;
+            Ok(())
+        }
+
+        fn remove(&self, _dev: &IbDevice, (): ()) {}
+    }
+
+    #[test]
+    fn devices_without_kernel_verbs_are_not_given_to_verbs_clients() -> Result {
+        let added = Arc::pin_init(new_mutex!(0u32), GFP_KERNEL)?;
+        let log: Log = Arc::pin_init(new_mutex!(KVec::new()), GFP_KERNEL)?;
+        let d = register(b"kunit_%d", 1)?;
+        assert!(!d.device().kverbs_provider());
+        let verbs = KBox::pin_init(
+            ClientRegistration::new(VerbsUser {
+                added: added.clone(),
+            }),
+            GFP_KERNEL,
+        )?;
+        let any = KBox::pin_init(
+            ClientRegistration::new(Recorder {
+                tag: b'N',
+                log: log.clone(),
+            }),
+            GFP_KERNEL,
+        )?;
+        // As C's add_client_context: only clients that say they need no verbs get the device.
+        assert_eq!(*added.lock(), 0);
+        assert_eq!(seen(&log).len(), 1);
+        drop(any);
+        drop(verbs);
+        drop(d);
+        Ok(())
     }
 
     #[test]

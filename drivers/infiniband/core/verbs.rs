@@ -17,6 +17,7 @@
 use crate::{
     device::{DeviceRef, IbDevice},
     restrack::ResType,
+    work::{PostError, RecvWr, SendWr, WorkCompletion},
 };
 use core::any::Any;
 use kernel::{prelude::*, sync::Arc};
@@ -348,6 +349,18 @@ impl Cq {
         self.dev.ops().req_notify_cq(self.drv()?, solicited)
     }
 
+    /// Moves up to `wc.len()` completions into `wc`, oldest first; returns how many (C's
+    /// `ib_poll_cq`). A completion event only says that there is something to poll: re-arm with
+    /// [`Cq::req_notify`], then poll again, so that nothing completing in between is missed.
+    pub fn poll(&self, wc: &mut [WorkCompletion]) -> Result<usize> {
+        let n = self.dev.ops().poll_cq(self.drv()?, wc)?;
+        // A driver reporting more than it was given room for is a driver bug.
+        if n > wc.len() {
+            return Err(EIO);
+        }
+        Ok(n)
+    }
+
     /// The notifier the driver reports events to.
     pub fn notifier(&self) -> &CqNotifier {
         &self.notifier
@@ -441,7 +454,23 @@ impl Qp {
         self.qp_type
     }
 
-    /// The current state, as the core last set it.
+    /// Queues send work requests, in order (C's `ib_post_send`). On error, the requests before
+    /// [`PostError::first_bad`] are queued and will complete; the others are not.
+    pub fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        let drv = self.drv().map_err(|err| PostError { first_bad: 0, err })?;
+        self.pd.dev.ops().post_send(drv, wrs)
+    }
+
+    /// Queues receive work requests, in order (C's `ib_post_recv`), with the same partial
+    /// semantics as [`Qp::post_send`].
+    pub fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        let drv = self.drv().map_err(|err| PostError { first_bad: 0, err })?;
+        self.pd.dev.ops().post_recv(drv, wrs)
+    }
+
+    /// The state the last modify set, as C drivers track it: a QP the device moves to the error
+    /// state (after a failed work request) still reads as before here; [`Qp::query`] asks the
+    /// driver.
     pub fn state(&self) -> QpState {
         *self.state.lock()
     }
@@ -563,6 +592,7 @@ mod tests {
     use crate::{
         attrs::{DeviceAttr, NodeType, PortAttr, PortImmutable},
         device::{DeviceInfo, DeviceOps, Registration},
+        dma_buffer::{DmaBuffer, DmaMemory, DMA_BUFFER_MAX},
     };
     use kernel::{new_mutex, sync::Mutex};
 
@@ -647,6 +677,46 @@ mod tests {
 
         fn dereg_mr(&self, _mr: DriverObject) -> Result {
             self.log("dereg_mr")
+        }
+
+        fn poll_cq(&self, _cq: &DriverObject, wc: &mut [WorkCompletion]) -> Result<usize> {
+            // A driver bug: more completions than there was room for.
+            Ok(wc.len() + 1)
+        }
+
+        fn alloc_dma_buffer(&self, len: usize) -> Result<KBox<dyn DmaMemory>> {
+            self.log("alloc_dma_buffer")?;
+            let mut bytes = KVec::new();
+            bytes.resize(len, 0, GFP_KERNEL)?;
+            let bytes = KBox::pin_init(new_mutex!(bytes), GFP_KERNEL)?;
+            Ok(KBox::new(Plain(bytes), GFP_KERNEL)?)
+        }
+    }
+
+    /// Plain memory standing in for DMA memory, at device address 0x1000.
+    struct Plain(Pin<KBox<Mutex<KVec<u8>>>>);
+
+    impl DmaMemory for Plain {
+        fn dma_addr(&self) -> u64 {
+            0x1000
+        }
+
+        fn len(&self) -> usize {
+            self.0.lock().len()
+        }
+
+        fn read(&self, offset: usize, out: &mut [u8]) -> Result {
+            out.copy_from_slice(self.0.lock().get(offset..offset + out.len()).ok_or(EIO)?);
+            Ok(())
+        }
+
+        fn write(&self, offset: usize, data: &[u8]) -> Result {
+            self.0
+                .lock()
+                .get_mut(offset..offset + data.len())
+                .ok_or(EIO)?
+                .copy_from_slice(data);
+            Ok(())
         }
     }
 
@@ -808,6 +878,48 @@ mod tests {
             [ResType::Pd, ResType::Cq, ResType::Qp, ResType::Mr].map(|t| r.count(t)),
             [0, 0, 0, 0]
         );
+        drop(dev);
+        drop(reg);
+        Ok(())
+    }
+
+    #[test]
+    fn buffers_are_bounds_checked_and_polls_too() -> Result {
+        let calls: Calls = Arc::pin_init(new_mutex!(KVec::new()), GFP_KERNEL)?;
+        let reg = register(&calls)?;
+        let dev = reg.device().clone();
+        // No post_send or post_recv: a device, but not a kernel verbs provider.
+        assert!(!dev.kverbs_provider());
+        assert_eq!(DmaBuffer::alloc(&dev, 0).err(), Some(EINVAL));
+        assert_eq!(
+            DmaBuffer::alloc(&dev, DMA_BUFFER_MAX + 1).err(),
+            Some(EINVAL)
+        );
+        assert!(take(&calls).is_empty());
+        let buf = DmaBuffer::alloc(&dev, 64)?;
+        buf.write(60, b"abcd")?;
+        let mut out = [0u8; 4];
+        buf.read(60, &mut out)?;
+        assert_eq!(&out, b"abcd");
+        // Past the end (and overflowing offsets) never reach the driver.
+        assert_eq!(buf.write(61, b"abcd"), Err(EINVAL));
+        assert_eq!(buf.read(usize::MAX, &mut out), Err(EINVAL));
+        assert_eq!(buf.sge(32, 33, 7).err(), Some(EINVAL));
+        let sge = buf.sge(32, 32, 7)?;
+        assert_eq!((sge.addr, sge.length, sge.lkey), (0x1020, 32, 7));
+        // A driver claiming more completions than the room it had is caught.
+        let cq = Cq::create(
+            &dev,
+            &CqInit {
+                cqe: 4,
+                comp_vector: 0,
+            },
+            None,
+        )?;
+        let mut wc = [WorkCompletion::default(); 2];
+        assert_eq!(cq.poll(&mut wc), Err(EIO));
+        drop(cq);
+        drop(buf);
         drop(dev);
         drop(reg);
         Ok(())

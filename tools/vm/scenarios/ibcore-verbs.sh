@@ -3,6 +3,13 @@
 #   - on every device it gets a PD, a CQ, an RC QP and a DMA MR; the core refuses wrong QP
 #     transitions (RESET to RTR, RESET to INIT without a port) with EINVAL and takes the QP to
 #     RTS; resource tracking counts each live object;
+#   - the data path, through the QP connected to itself and two DMA buffers: a 4096-byte SEND
+#     with immediate data 0x1234 lands intact in the posted receive, with both completions and
+#     one completion event; an RDMA write and an RDMA read move 4096 bytes intact; a receive too
+#     short for the message fails both sides (LocLenErr, RemInvReqErr), puts the QP in error
+#     (the driver says so; the core keeps the state of the last modify, as C drivers do) and
+#     flushes the next receive; a wrong rkey gives RemAccessErr; after RESET and reconnect a
+#     SEND works again;
 #   - a device that unregisters under the client is removed from it first (its objects freed),
 #     then unregisters; a device that registers later is added; unloading the client frees
 #     everything on every device; then a clean dmesg and kmemleak.
@@ -21,6 +28,17 @@ check_output "ibtest0: PD, CQ, QP at RTS, MR; wrong transitions refused; one of 
 check_output "ibtest1: the same" "$(line ibtest1)" dmesg
 check_output "QP numbers and MR keys come from the driver" \
 	'ibtest0: qp 0x100 in state Rts \(driver says Rts, dest qp 0x100\).*mr lkey 0x1001;' dmesg
+for dev in ibtest0 ibtest1; do
+	check_output "$dev: 4096-byte SEND with imm 0x1234 lands intact, both completions, one event" \
+		"ib_verbs_client: $dev: send Send Success; recv Recv Success 4096 bytes imm 0x1234 from qp 0x100; data intact; 1 completion event\(s\)\$" dmesg
+	check_output "$dev: RDMA write and RDMA read of 4096 bytes, data intact" \
+		"ib_verbs_client: $dev: rdma write RdmaWrite Success data intact; rdma read RdmaRead Success 4096 bytes data intact\$" dmesg
+	check_output "$dev: a short receive fails both sides, the QP goes to error, the next receive is flushed" \
+		"ib_verbs_client: $dev: short receive: recv LocLenErr, send RemInvReqErr, next recv Some\(WrFlushErr\); core says Rts, driver says Err\$" dmesg
+	check_output "$dev: a wrong rkey gives RemAccessErr; after RESET and reconnect a SEND works again" \
+		"ib_verbs_client: $dev: bad rkey: RemAccessErr; after reset and reconnect: send Success, recv Success, data intact\$" dmesg
+done
+check "no data path failure was logged" sh -c '! dmesg | grep "data path failed"'
 check "the provider unloads under the client" rmmod ib_test_provider
 check_output "the client released ibtest1 first, nothing left live" \
 	'ib_verbs_client: ibtest1: released qp 0x100; live: pd 0 cq 0 qp 0 mr 0$' dmesg

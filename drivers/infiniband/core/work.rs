@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The data path's vocabulary: scatter/gather entries, send and receive work requests, and the
+//! work completions a CQ returns (C's `ib_sge`, `ib_send_wr`, `ib_recv_wr`, `ib_wc`), with the
+//! numeric values of the C enums so that drivers can put them on the wire unchanged.
+
+use kernel::prelude::*;
+
+/// One piece of local memory a work request reads or writes (`ib_sge`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sge {
+    /// Device address (what [`crate::dma_buffer::DmaBuffer::dma_addr`] gives, plus an offset).
+    pub addr: u64,
+    /// Bytes.
+    pub length: u32,
+    /// Key of a memory region covering the range.
+    pub lkey: u32,
+}
+
+/// Send work request operations (`enum ib_wr_opcode` values).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u8)]
+pub enum SendOpcode {
+    /// Writes to remote memory.
+    RdmaWrite = 0,
+    /// Writes to remote memory and consumes a receive carrying the immediate data.
+    RdmaWriteWithImm = 1,
+    /// Sends to the peer's next receive.
+    #[default]
+    Send = 2,
+    /// Sends with immediate data.
+    SendWithImm = 3,
+    /// Reads remote memory.
+    RdmaRead = 4,
+}
+
+/// Send flags (`enum ib_send_flags` values).
+pub mod send_flags {
+    /// Wait for earlier RDMA reads and atomics.
+    pub const FENCE: u32 = 1;
+    /// Generate a completion even when the QP does not signal every send.
+    pub const SIGNALED: u32 = 1 << 1;
+    /// Ask for a solicited event at the receiver.
+    pub const SOLICITED: u32 = 1 << 2;
+    /// Copy the data into the work request.
+    pub const INLINE: u32 = 1 << 3;
+}
+
+/// A send work request (`ib_send_wr` with `ib_rdma_wr`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SendWr<'a> {
+    /// The consumer's identifier, returned in the completion.
+    pub wr_id: u64,
+    /// Operation.
+    pub opcode: SendOpcode,
+    /// Local memory.
+    pub sg_list: &'a [Sge],
+    /// [`send_flags`] bits.
+    pub send_flags: u32,
+    /// Immediate data (with-immediate opcodes), as a number.
+    pub imm_data: u32,
+    /// Remote address (RDMA opcodes).
+    pub remote_addr: u64,
+    /// Remote key (RDMA opcodes).
+    pub rkey: u32,
+}
+
+/// A receive work request (`ib_recv_wr`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RecvWr<'a> {
+    /// The consumer's identifier, returned in the completion.
+    pub wr_id: u64,
+    /// Where incoming data goes.
+    pub sg_list: &'a [Sge],
+}
+
+/// A post that stopped early: the work requests before `first_bad` are posted, the others are
+/// not (C's `bad_wr`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PostError {
+    /// Index of the first work request not posted.
+    pub first_bad: usize,
+    /// Why (`EINVAL` for a malformed request or a QP in the wrong state, `ENOMEM` for a full
+    /// queue, as C's drivers).
+    pub err: Error,
+}
+
+impl From<PostError> for Error {
+    fn from(e: PostError) -> Error {
+        e.err
+    }
+}
+
+/// Completion status (`enum ib_wc_status` values).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u8)]
+pub enum WcStatus {
+    /// Success.
+    #[default]
+    Success = 0,
+    /// Local length error (a message longer than the receive buffer).
+    LocLenErr = 1,
+    /// Local QP operation error.
+    LocQpOpErr = 2,
+    /// Local EE context operation error.
+    LocEecOpErr = 3,
+    /// Local protection error (bad lkey or address).
+    LocProtErr = 4,
+    /// Flushed: the QP went to the error state before the request was processed.
+    WrFlushErr = 5,
+    /// Memory window bind error.
+    MwBindErr = 6,
+    /// Bad response.
+    BadRespErr = 7,
+    /// Local access error.
+    LocAccessErr = 8,
+    /// Remote invalid request (the responder could not take the message).
+    RemInvReqErr = 9,
+    /// Remote access error (bad rkey, address or rights).
+    RemAccessErr = 10,
+    /// Remote operation error.
+    RemOpErr = 11,
+    /// Transport retries exhausted.
+    RetryExcErr = 12,
+    /// RNR retries exhausted.
+    RnrRetryExcErr = 13,
+    /// Local RDD violation.
+    LocRddViolErr = 14,
+    /// Remote invalid RD request.
+    RemInvRdReqErr = 15,
+    /// Remote aborted.
+    RemAbortErr = 16,
+    /// Invalid EE context number.
+    InvEecnErr = 17,
+    /// Invalid EE context state.
+    InvEecStateErr = 18,
+    /// Fatal error.
+    FatalErr = 19,
+    /// Response timeout.
+    RespTimeoutErr = 20,
+    /// General error.
+    GeneralErr = 21,
+}
+
+/// Completed operations (`enum ib_wc_opcode` values; receives have bit 7 set).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u8)]
+pub enum WcOpcode {
+    /// A send.
+    #[default]
+    Send = 0,
+    /// An RDMA write.
+    RdmaWrite = 1,
+    /// An RDMA read.
+    RdmaRead = 2,
+    /// A receive.
+    Recv = 1 << 7,
+    /// A receive consumed by an RDMA write with immediate data.
+    RecvRdmaWithImm = (1 << 7) + 1,
+}
+
+/// A work completion (`ib_wc`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkCompletion {
+    /// The work request's identifier.
+    pub wr_id: u64,
+    /// Status.
+    pub status: WcStatus,
+    /// Operation (only meaningful on success, as in C).
+    pub opcode: WcOpcode,
+    /// The driver's error detail.
+    pub vendor_err: u32,
+    /// Bytes received (receives).
+    pub byte_len: u32,
+    /// Immediate data, when the message carried some (C's `IB_WC_WITH_IMM`).
+    pub imm_data: Option<u32>,
+    /// The local QP.
+    pub qp_num: u32,
+    /// The sending QP (receives).
+    pub src_qp: u32,
+    /// The sender's LID (receives).
+    pub slid: u16,
+    /// The sender's service level (receives).
+    pub sl: u8,
+    /// The port (receives).
+    pub port_num: u8,
+}

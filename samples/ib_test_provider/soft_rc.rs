@@ -1,0 +1,812 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The test provider's software data path: reliable-connected QPs of one device exchange SENDs
+//! (with or without immediate data), RDMA writes and RDMA reads through memory the provider
+//! hands out as DMA buffers, with the completions and errors an RC transport gives.
+//!
+//! - Device addresses: buffer `n` lives at `n << 32`; a scatter/gather entry must fall inside one
+//!   buffer and carry the key of a memory region of the QP's PD (`0x1000 + PD number`), with
+//!   `LOCAL_WRITE` to be written; otherwise the work request fails with `LocProtErr`.
+//! - Work runs when it is posted (in the poster's context, so these verbs sleep): a send waits
+//!   until its peer has a receive posted (RNR retries never run out), then moves the data.
+//! - Errors are those of RC: a message longer than the receive completes the receive with
+//!   `LocLenErr` and the send with `RemInvReqErr`; a remote key, range or right that does not
+//!   allow an RDMA operation gives `RemAccessErr`; a peer that is not at RTR or RTS,
+//!   `RetryExcErr`. A failed request moves its QP (and, for responder errors, the peer) to the
+//!   error state, which completes every outstanding request with `WrFlushErr`.
+//! - CQ events follow the arming: the next completion, or with "solicited" only the next
+//!   solicited receive or failed completion. The consumer's handler runs at the end of the post
+//!   that completed work, after the provider's locks are dropped; flushes caused by a modify to
+//!   ERR are reported at the next post.
+
+use ib_core::{
+    dma_buffer::DmaMemory,
+    verbs::{access, CqNotifier, QpAttr, QpCap, QpState, QpType},
+    work::{
+        send_flags, PostError, RecvWr, SendOpcode, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion,
+    },
+};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc, Mutex,
+    },
+};
+
+/// Each buffer gets a window of this many device addresses.
+const BUFFER_WINDOW_SHIFT: u32 = 32;
+
+/// Largest message (the port's `max_msg_sz`).
+pub(crate) const MAX_MSG: usize = 1 << 30;
+
+/// The memory region key of PD `pd` (lkey and rkey of its DMA MRs).
+pub(crate) fn mr_key(pd: u32) -> u32 {
+    0x1000 + pd
+}
+
+/// A buffer's memory.
+#[pin_data]
+pub(crate) struct SoftBuffer {
+    addr: u64,
+    len: usize,
+    #[pin]
+    data: Mutex<KVec<u8>>,
+}
+
+/// What a device's QPs share: its buffers, memory regions and QPs, and its port LIDs.
+#[pin_data]
+pub(crate) struct Fabric {
+    #[pin]
+    buffers: Mutex<KVec<Arc<SoftBuffer>>>,
+    /// (key, access) of each live memory region.
+    #[pin]
+    mrs: Mutex<KVec<(u32, u32)>>,
+    #[pin]
+    qps: Mutex<KVec<Arc<SoftQp>>>,
+    next_window: Atomic<u64>,
+    /// LID of port 0 (port `p` has `lid0 + p`).
+    lid0: u32,
+}
+
+impl Fabric {
+    /// An empty fabric for a device whose port `p` has LID `lid0 + p`.
+    pub(crate) fn new(lid0: u32) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            buffers <- new_mutex!(KVec::new()),
+            mrs <- new_mutex!(KVec::new()),
+            qps <- new_mutex!(KVec::new()),
+            next_window: Atomic::new(1),
+            lid0,
+        }? Error)
+    }
+
+    /// A new buffer of `len` zeroed bytes.
+    pub(crate) fn alloc_buffer(self: &Arc<Self>, len: usize) -> Result<KBox<dyn DmaMemory>> {
+        if len > 1 << BUFFER_WINDOW_SHIFT {
+            return Err(EINVAL);
+        }
+        let mut data = KVec::with_capacity(len, GFP_KERNEL)?;
+        data.resize(len, 0, GFP_KERNEL)?;
+        let window = self.next_window.fetch_add(1, Relaxed);
+        let buf = Arc::pin_init(
+            try_pin_init!(SoftBuffer {
+                addr: window << BUFFER_WINDOW_SHIFT,
+                len,
+                data <- new_mutex!(data),
+            }? Error),
+            GFP_KERNEL,
+        )?;
+        self.buffers.lock().push(buf.clone(), GFP_KERNEL)?;
+        Ok(KBox::new(
+            BufferHandle {
+                buf,
+                len,
+                fabric: self.clone(),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// Records a memory region.
+    pub(crate) fn add_mr(&self, key: u32, rights: u32) -> Result {
+        self.mrs.lock().push((key, rights), GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Forgets a memory region.
+    pub(crate) fn remove_mr(&self, key: u32, rights: u32) {
+        let mut mrs = self.mrs.lock();
+        if let Some(i) = mrs.iter().position(|&m| m == (key, rights)) {
+            let _ = mrs.remove(i);
+        }
+    }
+
+    /// Lists a new QP, so that its peer can reach it.
+    pub(crate) fn add_qp(&self, qp: Arc<SoftQp>) -> Result {
+        self.qps.lock().push(qp, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Unlists a QP that is being destroyed.
+    pub(crate) fn remove_qp(&self, qpn: u32) {
+        self.qps.lock().retain(|q| q.qpn != qpn);
+    }
+
+    fn qp(&self, qpn: u32) -> Option<Arc<SoftQp>> {
+        self.qps.lock().iter().find(|q| q.qpn == qpn).cloned()
+    }
+
+    /// Whether `key` names a live memory region of `pd` with every right in `rights`.
+    fn key_allows(&self, key: u32, pd: u32, rights: u32) -> bool {
+        key == mr_key(pd)
+            && self
+                .mrs
+                .lock()
+                .iter()
+                .any(|&(k, r)| k == key && r & rights == rights)
+    }
+
+    /// The buffer holding `[addr, addr + len)` and the offset of `addr` in it.
+    fn buffer(&self, addr: u64, len: usize) -> Option<(Arc<SoftBuffer>, usize)> {
+        let buffers = self.buffers.lock();
+        let buf = buffers
+            .iter()
+            .find(|b| addr >> BUFFER_WINDOW_SHIFT == b.addr >> BUFFER_WINDOW_SHIFT)?;
+        let off = usize::try_from(addr - buf.addr).ok()?;
+        let end = off.checked_add(len)?;
+        (end <= buf.len).then(|| (buf.clone(), off))
+    }
+
+    /// Copies out the bytes `sges` describe (local memory of `pd`).
+    fn gather(&self, sges: &[Sge], pd: u32) -> Result<KVec<u8>, WcStatus> {
+        let total = sges.iter().map(|s| s.length as usize).sum::<usize>();
+        if total > MAX_MSG {
+            return Err(WcStatus::LocLenErr);
+        }
+        let mut data = KVec::with_capacity(total, GFP_KERNEL).map_err(|_| WcStatus::GeneralErr)?;
+        for s in sges {
+            if !self.key_allows(s.lkey, pd, 0) {
+                return Err(WcStatus::LocProtErr);
+            }
+            let (buf, off) = self
+                .buffer(s.addr, s.length as usize)
+                .ok_or(WcStatus::LocProtErr)?;
+            let src = buf.data.lock();
+            data.extend_from_slice(&src[off..off + s.length as usize], GFP_KERNEL)
+                .map_err(|_| WcStatus::GeneralErr)?;
+        }
+        Ok(data)
+    }
+
+    /// Copies `data` into the memory `sges` describe (local memory of `pd`, written).
+    fn scatter(&self, sges: &[Sge], pd: u32, data: &[u8]) -> Result<(), WcStatus> {
+        let room = sges.iter().map(|s| s.length as usize).sum::<usize>();
+        if data.len() > room {
+            return Err(WcStatus::LocLenErr);
+        }
+        let mut rest = data;
+        for s in sges {
+            if rest.is_empty() {
+                break;
+            }
+            if !self.key_allows(s.lkey, pd, access::LOCAL_WRITE) {
+                return Err(WcStatus::LocProtErr);
+            }
+            let n = rest.len().min(s.length as usize);
+            let (buf, off) = self.buffer(s.addr, n).ok_or(WcStatus::LocProtErr)?;
+            buf.data.lock()[off..off + n].copy_from_slice(&rest[..n]);
+            rest = &rest[n..];
+        }
+        Ok(())
+    }
+
+    /// The remote range of an RDMA operation on `peer`, if its key, range and rights allow it.
+    fn remote(
+        &self,
+        peer: &SoftQp,
+        rkey: u32,
+        addr: u64,
+        len: usize,
+        right: u32,
+    ) -> Option<(Arc<SoftBuffer>, usize)> {
+        if peer.attr.lock().qp_access_flags & right == 0 || !self.key_allows(rkey, peer.pd, right) {
+            return None;
+        }
+        self.buffer(addr, len)
+    }
+
+    /// Runs `qp`'s send queue as far as it can go, then reports CQ events.
+    pub(crate) fn progress(&self, qp: &Arc<SoftQp>) {
+        let mut peer_seen: Option<Arc<SoftQp>> = None;
+        {
+            let _running = qp.progress.lock();
+            loop {
+                let attr = *qp.attr.lock();
+                if attr.qp_state == QpState::Err {
+                    qp.flush();
+                    break;
+                }
+                if attr.qp_state != QpState::Rts {
+                    break;
+                }
+                let needs_recv = match qp.queues.lock().sq.first() {
+                    None => break,
+                    Some(w) => matches!(
+                        w.opcode,
+                        SendOpcode::Send | SendOpcode::SendWithImm | SendOpcode::RdmaWriteWithImm
+                    ),
+                };
+                let peer = self
+                    .qp(attr.dest_qp_num)
+                    .filter(|p| matches!(p.state(), QpState::Rtr | QpState::Rts));
+                if let Some(p) = &peer {
+                    // Receiver not ready: the send waits for a receive.
+                    if needs_recv && p.queues.lock().rq.is_empty() {
+                        peer_seen = peer;
+                        break;
+                    }
+                }
+                let wr = match qp.queues.lock().sq.remove(0) {
+                    Ok(w) => w,
+                    Err(_) => break,
+                };
+                let out = match &peer {
+                    Some(p) => self.execute(qp, &attr, p, &wr),
+                    None => Outcome::failed(WcStatus::RetryExcErr),
+                };
+                let signaled = qp.sq_sig_all || wr.flags & send_flags::SIGNALED != 0;
+                if signaled || out.status != WcStatus::Success {
+                    qp.send_cq.push(
+                        WorkCompletion {
+                            wr_id: wr.wr_id,
+                            status: out.status,
+                            opcode: completed_opcode(wr.opcode),
+                            byte_len: out.byte_len,
+                            qp_num: qp.qpn,
+                            ..WorkCompletion::default()
+                        },
+                        false,
+                    );
+                }
+                if out.status != WcStatus::Success {
+                    qp.set_state(QpState::Err);
+                }
+                if let Some(p) = &peer {
+                    if out.peer_failed {
+                        p.set_state(QpState::Err);
+                        p.flush();
+                    }
+                }
+                if peer.is_some() {
+                    peer_seen = peer;
+                }
+            }
+        }
+        qp.send_cq.report();
+        qp.recv_cq.report();
+        if let Some(p) = peer_seen {
+            p.send_cq.report();
+            p.recv_cq.report();
+        }
+    }
+
+    /// Carries out one send work request of `qp` (with attributes `attr`) against `peer`.
+    fn execute(&self, qp: &SoftQp, attr: &QpAttr, peer: &SoftQp, wr: &PendingSend) -> Outcome {
+        let with_imm = matches!(
+            wr.opcode,
+            SendOpcode::SendWithImm | SendOpcode::RdmaWriteWithImm
+        );
+        match wr.opcode {
+            SendOpcode::Send | SendOpcode::SendWithImm => {
+                let data = match self.gather(&wr.sges, qp.pd) {
+                    Ok(d) => d,
+                    Err(s) => return Outcome::failed(s),
+                };
+                let Some(recv) = peer.take_recv() else {
+                    return Outcome::failed(WcStatus::RnrRetryExcErr);
+                };
+                let mut wc = self.receive_completion(qp, attr, peer, recv.wr_id);
+                match self.scatter(&recv.sges, peer.pd, &data) {
+                    Ok(()) => {
+                        wc.opcode = WcOpcode::Recv;
+                        wc.byte_len = data.len() as u32;
+                        wc.imm_data = with_imm.then_some(wr.imm_data);
+                        peer.recv_cq.push(wc, wr.flags & send_flags::SOLICITED != 0);
+                        Outcome::done(0)
+                    }
+                    Err(s) => {
+                        wc.status = s;
+                        peer.recv_cq.push(wc, false);
+                        // The responder NAKs: an invalid request for a message too long, an
+                        // operational error otherwise.
+                        Outcome {
+                            status: if s == WcStatus::LocLenErr {
+                                WcStatus::RemInvReqErr
+                            } else {
+                                WcStatus::RemOpErr
+                            },
+                            byte_len: 0,
+                            peer_failed: true,
+                        }
+                    }
+                }
+            }
+            SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm => {
+                let data = match self.gather(&wr.sges, qp.pd) {
+                    Ok(d) => d,
+                    Err(s) => return Outcome::failed(s),
+                };
+                let Some((buf, off)) = self.remote(
+                    peer,
+                    wr.rkey,
+                    wr.remote_addr,
+                    data.len(),
+                    access::REMOTE_WRITE,
+                ) else {
+                    return Outcome::remote_access_error();
+                };
+                buf.data.lock()[off..off + data.len()].copy_from_slice(&data);
+                if with_imm {
+                    let Some(recv) = peer.take_recv() else {
+                        return Outcome::failed(WcStatus::RnrRetryExcErr);
+                    };
+                    let mut wc = self.receive_completion(qp, attr, peer, recv.wr_id);
+                    wc.opcode = WcOpcode::RecvRdmaWithImm;
+                    wc.byte_len = data.len() as u32;
+                    wc.imm_data = Some(wr.imm_data);
+                    peer.recv_cq.push(wc, wr.flags & send_flags::SOLICITED != 0);
+                }
+                Outcome::done(0)
+            }
+            SendOpcode::RdmaRead => {
+                let len = wr.sges.iter().map(|s| s.length as usize).sum::<usize>();
+                if len > MAX_MSG {
+                    return Outcome::failed(WcStatus::LocLenErr);
+                }
+                let Some((buf, off)) =
+                    self.remote(peer, wr.rkey, wr.remote_addr, len, access::REMOTE_READ)
+                else {
+                    return Outcome::remote_access_error();
+                };
+                let mut data = KVec::new();
+                if data
+                    .extend_from_slice(&buf.data.lock()[off..off + len], GFP_KERNEL)
+                    .is_err()
+                {
+                    return Outcome::failed(WcStatus::GeneralErr);
+                }
+                match self.scatter(&wr.sges, qp.pd, &data) {
+                    Ok(()) => Outcome::done(len as u32),
+                    Err(s) => Outcome::failed(s),
+                }
+            }
+        }
+    }
+
+    /// A successful receive completion at `peer` of a message from `qp`, to be filled in.
+    fn receive_completion(
+        &self,
+        qp: &SoftQp,
+        attr: &QpAttr,
+        peer: &SoftQp,
+        wr_id: u64,
+    ) -> WorkCompletion {
+        let peer_port = peer.attr.lock().port_num;
+        WorkCompletion {
+            wr_id,
+            qp_num: peer.qpn,
+            src_qp: qp.qpn,
+            slid: (self.lid0 + u32::from(attr.port_num)) as u16,
+            port_num: peer_port,
+            ..WorkCompletion::default()
+        }
+    }
+}
+
+/// What became of one send work request.
+struct Outcome {
+    status: WcStatus,
+    byte_len: u32,
+    /// The responder failed too and goes to the error state.
+    peer_failed: bool,
+}
+
+impl Outcome {
+    fn done(byte_len: u32) -> Self {
+        Self {
+            status: WcStatus::Success,
+            byte_len,
+            peer_failed: false,
+        }
+    }
+
+    fn failed(status: WcStatus) -> Self {
+        Self {
+            status,
+            byte_len: 0,
+            peer_failed: false,
+        }
+    }
+
+    fn remote_access_error() -> Self {
+        Self {
+            status: WcStatus::RemAccessErr,
+            byte_len: 0,
+            peer_failed: true,
+        }
+    }
+}
+
+/// The completion opcode of a send work request.
+fn completed_opcode(op: SendOpcode) -> WcOpcode {
+    match op {
+        SendOpcode::Send | SendOpcode::SendWithImm => WcOpcode::Send,
+        SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm => WcOpcode::RdmaWrite,
+        SendOpcode::RdmaRead => WcOpcode::RdmaRead,
+    }
+}
+
+/// A buffer as the core holds it; dropping it unlists the memory.
+struct BufferHandle {
+    buf: Arc<SoftBuffer>,
+    len: usize,
+    fabric: Arc<Fabric>,
+}
+
+impl DmaMemory for BufferHandle {
+    fn dma_addr(&self) -> u64 {
+        self.buf.addr
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn read(&self, offset: usize, out: &mut [u8]) -> Result {
+        let data = self.buf.data.lock();
+        let src = data.get(offset..offset + out.len()).ok_or(EINVAL)?;
+        out.copy_from_slice(src);
+        Ok(())
+    }
+
+    fn write(&self, offset: usize, data: &[u8]) -> Result {
+        let mut mem = self.buf.data.lock();
+        let dst = mem.get_mut(offset..offset + data.len()).ok_or(EINVAL)?;
+        dst.copy_from_slice(data);
+        Ok(())
+    }
+}
+
+impl Drop for BufferHandle {
+    fn drop(&mut self) {
+        self.fabric
+            .buffers
+            .lock()
+            .retain(|b| !Arc::ptr_eq(b, &self.buf));
+    }
+}
+
+/// How a CQ is armed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Arm {
+    Off,
+    Next,
+    Solicited,
+}
+
+/// A CQ's entries and arming.
+struct Ring {
+    entries: KVec<WorkCompletion>,
+    arm: Arm,
+    /// An event is due (reported once the provider's locks are dropped).
+    event_due: bool,
+    overflowed: bool,
+}
+
+/// A software completion queue.
+#[pin_data]
+pub(crate) struct SoftCq {
+    capacity: usize,
+    notifier: CqNotifier,
+    #[pin]
+    ring: Mutex<Ring>,
+}
+
+impl SoftCq {
+    /// A CQ of `capacity` entries reporting events to `notifier`.
+    pub(crate) fn new(capacity: usize, notifier: CqNotifier) -> Result<Arc<Self>> {
+        let entries = KVec::with_capacity(capacity.min(4096), GFP_KERNEL)?;
+        Arc::pin_init(
+            try_pin_init!(Self {
+                capacity,
+                notifier,
+                ring <- new_mutex!(Ring {
+                    entries,
+                    arm: Arm::Off,
+                    event_due: false,
+                    overflowed: false,
+                }),
+            }? Error),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Adds a completion; notes an event if the CQ is armed for it.
+    fn push(&self, wc: WorkCompletion, solicited: bool) {
+        let mut r = self.ring.lock();
+        if r.entries.len() >= self.capacity || r.entries.push(wc, GFP_KERNEL).is_err() {
+            // Hardware reports an overflow as a CQ error event; there is no async event API
+            // yet, so it is logged (once) and the completion is lost, as it would be there.
+            if !r.overflowed {
+                pr_err!("CQ overrun: completion of wr_id {:#x} lost\n", wc.wr_id);
+            }
+            r.overflowed = true;
+            return;
+        }
+        let fire = match r.arm {
+            Arm::Off => false,
+            Arm::Next => true,
+            Arm::Solicited => solicited || wc.status != WcStatus::Success,
+        };
+        if fire {
+            r.arm = Arm::Off;
+            r.event_due = true;
+        }
+    }
+
+    /// Calls the consumer's handler if an event is due (no provider lock is held here).
+    pub(crate) fn report(&self) {
+        let due = core::mem::take(&mut self.ring.lock().event_due);
+        if due {
+            self.notifier.completion();
+        }
+    }
+
+    /// Arms the CQ for one event.
+    pub(crate) fn arm(&self, solicited_only: bool) {
+        self.ring.lock().arm = if solicited_only {
+            Arm::Solicited
+        } else {
+            Arm::Next
+        };
+    }
+
+    /// Moves the oldest completions into `out`.
+    pub(crate) fn poll(&self, out: &mut [WorkCompletion]) -> usize {
+        let mut r = self.ring.lock();
+        let n = out.len().min(r.entries.len());
+        for (slot, wc) in out.iter_mut().zip(r.entries.iter()) {
+            *slot = *wc;
+        }
+        // Keep the rest in order.
+        let rest = r.entries.len() - n;
+        r.entries.copy_within(n.., 0);
+        r.entries.truncate(rest);
+        n
+    }
+}
+
+/// A posted send.
+struct PendingSend {
+    wr_id: u64,
+    opcode: SendOpcode,
+    sges: KVec<Sge>,
+    flags: u32,
+    imm_data: u32,
+    remote_addr: u64,
+    rkey: u32,
+}
+
+/// A posted receive.
+struct PendingRecv {
+    wr_id: u64,
+    sges: KVec<Sge>,
+}
+
+/// A QP's work queues.
+struct Queues {
+    sq: KVec<PendingSend>,
+    rq: KVec<PendingRecv>,
+}
+
+/// A software QP.
+#[pin_data]
+pub(crate) struct SoftQp {
+    /// QP number.
+    pub(crate) qpn: u32,
+    pd: u32,
+    qp_type: QpType,
+    sq_sig_all: bool,
+    cap: QpCap,
+    send_cq: Arc<SoftCq>,
+    recv_cq: Arc<SoftCq>,
+    /// Attributes as last modified (and the error state the data path sets).
+    #[pin]
+    pub(crate) attr: Mutex<QpAttr>,
+    #[pin]
+    queues: Mutex<Queues>,
+    /// Held while the send queue runs, so that its requests complete in order.
+    #[pin]
+    progress: Mutex<()>,
+}
+
+/// What a QP is created with.
+pub(crate) struct SoftQpInit {
+    pub(crate) qpn: u32,
+    pub(crate) pd: u32,
+    pub(crate) qp_type: QpType,
+    pub(crate) sq_sig_all: bool,
+    pub(crate) cap: QpCap,
+    pub(crate) send_cq: Arc<SoftCq>,
+    pub(crate) recv_cq: Arc<SoftCq>,
+}
+
+impl SoftQp {
+    /// A QP in RESET.
+    pub(crate) fn new(init: SoftQpInit) -> Result<Arc<Self>> {
+        // No inline data: `INLINE` sends would have to copy at post time.
+        if init.cap.max_inline_data > 0 {
+            return Err(EINVAL);
+        }
+        Arc::pin_init(
+            try_pin_init!(Self {
+                qpn: init.qpn,
+                pd: init.pd,
+                qp_type: init.qp_type,
+                sq_sig_all: init.sq_sig_all,
+                cap: init.cap,
+                send_cq: init.send_cq,
+                recv_cq: init.recv_cq,
+                attr <- new_mutex!(QpAttr::default()),
+                queues <- new_mutex!(Queues {
+                    sq: KVec::new(),
+                    rq: KVec::new(),
+                }),
+                progress <- new_mutex!(()),
+            }? Error),
+            GFP_KERNEL,
+        )
+    }
+
+    fn state(&self) -> QpState {
+        self.attr.lock().qp_state
+    }
+
+    fn set_state(&self, state: QpState) {
+        self.attr.lock().qp_state = state;
+    }
+
+    fn take_recv(&self) -> Option<PendingRecv> {
+        self.queues.lock().rq.remove(0).ok()
+    }
+
+    /// After a modify: RESET forgets the queues, ERR flushes them. The events of a flush are
+    /// reported at the next post (as `ib_drain_qp`'s marker requests do), not here: the core
+    /// holds the QP while it modifies it, and a handler could modify it too.
+    pub(crate) fn state_changed(&self, state: QpState) {
+        match state {
+            QpState::Reset => {
+                let mut q = self.queues.lock();
+                q.sq.clear();
+                q.rq.clear();
+            }
+            QpState::Err => self.flush(),
+            _ => (),
+        }
+    }
+
+    /// Completes every outstanding request with `WrFlushErr`.
+    fn flush(&self) {
+        let (sq, rq) = {
+            let mut q = self.queues.lock();
+            (core::mem::take(&mut q.sq), core::mem::take(&mut q.rq))
+        };
+        let flushed = |wr_id, opcode| WorkCompletion {
+            wr_id,
+            status: WcStatus::WrFlushErr,
+            opcode,
+            qp_num: self.qpn,
+            ..WorkCompletion::default()
+        };
+        for w in sq.iter() {
+            self.send_cq
+                .push(flushed(w.wr_id, completed_opcode(w.opcode)), false);
+        }
+        for w in rq.iter() {
+            self.recv_cq.push(flushed(w.wr_id, WcOpcode::Recv), false);
+        }
+    }
+
+    /// Queues send work requests (rxe's rules: RTS or ERR only, an RC or UC QP, at most
+    /// `max_send_sge` entries, no inline data), then runs the send queue.
+    pub(crate) fn post_send(
+        self: &Arc<Self>,
+        fabric: &Fabric,
+        wrs: &[SendWr<'_>],
+    ) -> Result<(), PostError> {
+        let mut result = Ok(());
+        for (i, wr) in wrs.iter().enumerate() {
+            if let Err(err) = self.queue_send(wr) {
+                result = Err(PostError { first_bad: i, err });
+                break;
+            }
+        }
+        fabric.progress(self);
+        result
+    }
+
+    fn queue_send(&self, wr: &SendWr<'_>) -> Result {
+        if !matches!(self.state(), QpState::Rts | QpState::Err)
+            || self.qp_type == QpType::Ud
+            || wr.sg_list.len() > self.cap.max_send_sge as usize
+            || wr.send_flags & send_flags::INLINE != 0
+        {
+            return Err(EINVAL);
+        }
+        let mut sges = KVec::with_capacity(wr.sg_list.len(), GFP_KERNEL)?;
+        sges.extend_from_slice(wr.sg_list, GFP_KERNEL)?;
+        let mut q = self.queues.lock();
+        if q.sq.len() >= self.cap.max_send_wr as usize {
+            return Err(ENOMEM);
+        }
+        q.sq.push(
+            PendingSend {
+                wr_id: wr.wr_id,
+                opcode: wr.opcode,
+                sges,
+                flags: wr.send_flags,
+                imm_data: wr.imm_data,
+                remote_addr: wr.remote_addr,
+                rkey: wr.rkey,
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(())
+    }
+
+    /// Queues receive work requests (not in RESET; at most `max_recv_sge` entries), then lets
+    /// the peer's waiting sends run.
+    pub(crate) fn post_recv(
+        self: &Arc<Self>,
+        fabric: &Fabric,
+        wrs: &[RecvWr<'_>],
+    ) -> Result<(), PostError> {
+        let mut result = Ok(());
+        for (i, wr) in wrs.iter().enumerate() {
+            if let Err(err) = self.queue_recv(wr) {
+                result = Err(PostError { first_bad: i, err });
+                break;
+            }
+        }
+        let attr = *self.attr.lock();
+        if attr.qp_state == QpState::Err {
+            // Posted to a QP in error: flushed at once.
+            fabric.progress(self);
+        } else if let Some(p) = fabric.qp(attr.dest_qp_num) {
+            fabric.progress(&p);
+        }
+        result
+    }
+
+    fn queue_recv(&self, wr: &RecvWr<'_>) -> Result {
+        if self.state() == QpState::Reset || wr.sg_list.len() > self.cap.max_recv_sge as usize {
+            return Err(EINVAL);
+        }
+        let mut sges = KVec::with_capacity(wr.sg_list.len(), GFP_KERNEL)?;
+        sges.extend_from_slice(wr.sg_list, GFP_KERNEL)?;
+        let mut q = self.queues.lock();
+        if q.rq.len() >= self.cap.max_recv_wr as usize {
+            return Err(ENOMEM);
+        }
+        q.rq.push(
+            PendingRecv {
+                wr_id: wr.wr_id,
+                sges,
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(())
+    }
+}
