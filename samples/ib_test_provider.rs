@@ -379,6 +379,7 @@ impl kernel::Module for TestProvider {
                 phys_port_cnt: if number + 1 == count { last_ports } else { 1 },
                 node_desc: desc.as_bytes(),
                 parent: None,
+                use_cq_dim: false,
             };
             let lid0 = lid_base + 16 * number;
             let dev = SoftDevice {

@@ -53,6 +53,21 @@ pub enum PortState {
     ActiveDefer = 5,
 }
 
+impl PortState {
+    /// The state a device reports as a number (PortInfo's PortState); values past
+    /// `ActiveDefer` read as `Nop`.
+    pub fn from_raw(v: u8) -> Self {
+        match v {
+            1 => Self::Down,
+            2 => Self::Init,
+            3 => Self::Armed,
+            4 => Self::Active,
+            5 => Self::ActiveDefer,
+            _ => Self::Nop,
+        }
+    }
+}
+
 /// A 16-byte GID, in network byte order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Gid(pub [u8; 16]);

@@ -429,6 +429,9 @@ pub struct DeviceInfo<'a> {
     pub node_desc: &'a [u8],
     /// The device the RDMA device sits on (its sysfs parent), if any.
     pub parent: Option<ARef<Device>>,
+    /// Whether kernel CQs start with adaptive interrupt moderation (C's `use_cq_dim`, which
+    /// mlx5 sets; netlink can change it later).
+    pub use_cq_dim: bool,
 }
 
 /// What the core keeps per port: the immutable data and the caches C fills at registration.
@@ -758,7 +761,7 @@ impl Registration {
                 fw_version,
                 ports,
                 kverbs_provider,
-                use_cq_dim: Atomic::new(false),
+                use_cq_dim: Atomic::new(info.use_cq_dim),
                 parent: info.parent,
                 users <- new_mutex!(Users { count: 0, closed: false }),
                 users_gone <- new_condvar!(),

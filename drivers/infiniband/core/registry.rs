@@ -450,6 +450,7 @@ mod tests {
             phys_port_cnt: ports,
             node_desc: b"",
             parent: None,
+            use_cq_dim: false,
         };
         Registration::new(info, Soft)
     }

@@ -577,6 +577,7 @@ mod tests {
                 phys_port_cnt: 2,
                 node_desc: b"kunit device",
                 parent: None,
+                use_cq_dim: false,
             },
             Fake,
         )?;

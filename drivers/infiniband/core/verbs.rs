@@ -728,6 +728,7 @@ mod tests {
             phys_port_cnt: 1,
             node_desc: b"",
             parent: None,
+            use_cq_dim: false,
         };
         Registration::new(
             info,

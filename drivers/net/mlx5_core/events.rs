@@ -111,8 +111,14 @@ impl<'bound> Function<'bound> {
     }
 
     /// Makes the function visible to interfaces (each gets `add`).
-    pub(crate) fn publish(&self, ports: u8, commands: Commands) -> Result {
-        let id = interface::add_device(self.pdev.as_ref().name(), ports, commands)?;
+    pub(crate) fn publish(
+        &self,
+        ports: u8,
+        commands: Commands,
+        info: interface::FunctionInfo,
+        caps: interface::HcaCaps,
+    ) -> Result {
+        let id = interface::add_device(self.pdev.as_ref().into(), ports, commands, info, caps)?;
         *self.id.lock() = Some(id);
         Ok(())
     }

@@ -95,13 +95,33 @@ pub(crate) const CONTROL_VECTOR: u16 = 0;
 pub(crate) struct Hca {
     cmd: Arc<CmdQueue>,
     pages: FwPages,
-    caps: KVec<u8>,
+    caps: HcaCaps,
     board_id: [u8; 16],
     uar: Option<Uar>,
     async_eq: Option<EventQueue>,
     pages_eq: Option<EventQueue>,
     /// The command EQ, kept outside the HCA lock for the event handler.
     cmd_events: Arc<CmdEvents>,
+}
+
+/// The current capability pages the HCA reported after INIT_HCA (`MLX5_CAP_GEN` and
+/// `MLX5_CAP_ATOMIC` of the C driver), for the protocol interfaces.
+pub struct HcaCaps {
+    /// The general capabilities (`cmd_hca_cap`, 4096 bytes).
+    pub general: KVec<u8>,
+    /// The atomic capabilities (`atomic_caps`); empty when the HCA has no atomics.
+    pub atomic: KVec<u8>,
+}
+
+impl HcaCaps {
+    /// A copy, for an interface.
+    pub(crate) fn try_clone(&self) -> Result<Self> {
+        let mut general = KVec::with_capacity(self.general.len(), GFP_KERNEL)?;
+        general.extend_from_slice(&self.general, GFP_KERNEL)?;
+        let mut atomic = KVec::with_capacity(self.atomic.len(), GFP_KERNEL)?;
+        atomic.extend_from_slice(&self.atomic, GFP_KERNEL)?;
+        Ok(Self { general, atomic })
+    }
 }
 
 /// A port state change, to pass on to the protocol interfaces.
@@ -194,7 +214,7 @@ impl Hca {
         pages: &mut FwPages,
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
-    ) -> Result<(KVec<u8>, [u8; 16])> {
+    ) -> Result<(HcaCaps, [u8; 16])> {
         // ISSI: use 1 when offered, else stay at 0.
         let q = PlainIn::new().opcode(op::QUERY_ISSI.into());
         let issi =
@@ -283,15 +303,17 @@ impl Hca {
             // The C driver ignores the result too.
             let _ = cmd.exec(dev, bar, v.as_bytes(), 16);
         }
-        let caps = cap_query(cmd, dev, bar, true)?;
-        if atomic {
-            cap_query_type(cmd, dev, bar, CAP_ATOMIC, true)?;
-        }
+        let general = cap_query(cmd, dev, bar, true)?;
+        let atomic = if atomic {
+            cap_query_type(cmd, dev, bar, CAP_ATOMIC, true)?
+        } else {
+            KVec::new()
+        };
         let q = PlainIn::new().opcode(op::QUERY_ADAPTER.into());
         let adapter = cmd.exec(dev, bar, q.as_bytes(), QueryAdapterOut::SIZE)?;
         let mut board_id = [0u8; 16];
         board_id.copy_from_slice(&adapter[0x100..0x110]);
-        Ok((caps, board_id))
+        Ok((HcaCaps { general, atomic }, board_id))
     }
 
     /// A UAR for doorbells, then the asynchronous event queue (port changes) and the page
@@ -424,8 +446,13 @@ impl Hca {
 
     /// Number of ports and whether they are InfiniBand.
     pub(crate) fn ports(&self) -> (u64, bool) {
-        let c = GeneralCaps::from_bytes(&self.caps);
+        let c = GeneralCaps::from_bytes(&self.caps.general);
         (c.num_ports(), c.port_type() == 0)
+    }
+
+    /// The capability pages.
+    pub(crate) fn caps(&self) -> &HcaCaps {
+        &self.caps
     }
 
     /// The count of pages the firmware holds, kept up to date (for debugfs).

@@ -6,9 +6,11 @@
 //! `QueryHcaCapIn::new().op_mod(1)` instead of offsets.
 //!
 //! Offsets are those of the interface (`mlx5_ifc.h`); `tools/dev/ifc_layout.py` prints them.
+//! The macro and the bit helpers are public so that protocol modules use the same checked
+//! layouts for the commands they issue.
 
 /// Reads `width` bits at `bit` of `buf`; bits past the end read as zero.
-pub(crate) fn get_bits(buf: &[u8], bit: usize, width: usize) -> u64 {
+pub fn get_bits(buf: &[u8], bit: usize, width: usize) -> u64 {
     let mut v = 0u64;
     for i in 0..width {
         let b = bit + i;
@@ -19,7 +21,7 @@ pub(crate) fn get_bits(buf: &[u8], bit: usize, width: usize) -> u64 {
 }
 
 /// Writes the low `width` bits of `v` at `bit` of `buf`; bits past the end are dropped.
-pub(crate) fn set_bits(buf: &mut [u8], bit: usize, width: usize, v: u64) {
+pub fn set_bits(buf: &mut [u8], bit: usize, width: usize, v: u64) {
     for i in 0..width {
         let b = bit + i;
         let set = ((v >> (width - 1 - i)) & 1) as u8;
@@ -30,11 +32,13 @@ pub(crate) fn set_bits(buf: &mut [u8], bit: usize, width: usize, v: u64) {
     }
 }
 
-/// Declares interface layouts.
+/// Declares interface layouts (exported: driver modules such as `mlx5_ib` declare theirs with
+/// `mlx5_core::layout!`).
 ///
 /// `input` layouts get a builder method per field (`Layout::new().field(value)`); `output`
 /// layouts get a getter per field. Field offsets and widths are in bits; the compiler checks that
 /// every field fits in the layout and is at most 64 bits wide.
+#[macro_export]
 macro_rules! layout {
     ($(
         $(#[$meta:meta])*
@@ -72,7 +76,7 @@ macro_rules! layout {
             }
         }
 
-        layout!(@accessors $kind $name { $( $(#[$fmeta])* $field: $bit, $width; )* });
+        $crate::layout!(@accessors $kind $name { $( $(#[$fmeta])* $field: $bit, $width; )* });
     )*};
 
     (@accessors input $name:ident { $( $(#[$fmeta:meta])* $field:ident: $bit:expr, $width:expr; )* }) => {
@@ -116,7 +120,7 @@ macro_rules! layout {
     };
 }
 
-pub(crate) use layout;
+pub use crate::layout;
 
 #[kernel::macros::kunit_tests(rdma_rs_mlx5_ifc)]
 mod tests {

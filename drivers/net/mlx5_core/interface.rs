@@ -11,12 +11,33 @@
 //! registry locked: they must not register or unregister interfaces.
 
 use crate::commands::Commands;
+pub use crate::hca::HcaCaps;
 use core::{marker::PhantomPinned, ptr::NonNull};
 use kernel::{
+    device,
     prelude::*,
     str::CString,
-    sync::{global_lock, Mutex},
+    sync::{aref::ARef, global_lock, Mutex},
 };
+
+/// What the function reported when it was brought up.
+#[derive(Clone, Copy, Debug)]
+pub struct FunctionInfo {
+    /// Firmware major version (init segment).
+    pub fw_major: u16,
+    /// Firmware minor version.
+    pub fw_minor: u16,
+    /// Firmware sub-minor version.
+    pub fw_subminor: u16,
+    /// PCI vendor id.
+    pub vendor_id: u16,
+    /// PCI device id.
+    pub device_id: u16,
+    /// PCI revision.
+    pub revision: u8,
+    /// Board id (PSID) from QUERY_ADAPTER, NUL-padded.
+    pub board_id: [u8; 16],
+}
 
 /// What an interface learns about a function.
 pub struct Mlx5Device {
@@ -24,6 +45,9 @@ pub struct Mlx5Device {
     name: CString,
     ports: u8,
     commands: Commands,
+    info: FunctionInfo,
+    caps: HcaCaps,
+    parent: ARef<device::Device>,
 }
 
 impl Mlx5Device {
@@ -45,6 +69,21 @@ impl Mlx5Device {
     /// Firmware commands on the function (a handle the interface may keep).
     pub fn commands(&self) -> &Commands {
         &self.commands
+    }
+
+    /// What the function reported at bring-up.
+    pub fn info(&self) -> &FunctionInfo {
+        &self.info
+    }
+
+    /// The HCA's current capabilities.
+    pub fn caps(&self) -> &HcaCaps {
+        &self.caps
+    }
+
+    /// The PCI function's device (the parent of devices the interface registers).
+    pub fn device(&self) -> &ARef<device::Device> {
+        &self.parent
     }
 }
 
@@ -132,14 +171,23 @@ global_lock! {
 }
 
 /// Adds a bound function; every registered interface gets `add`. Returns its id.
-pub(crate) fn add_device(name: &CStr, ports: u8, commands: Commands) -> Result<u32> {
+pub(crate) fn add_device(
+    parent: ARef<device::Device>,
+    ports: u8,
+    commands: Commands,
+    info: FunctionInfo,
+    caps: HcaCaps,
+) -> Result<u32> {
     let mut reg = REGISTRY.lock();
     let id = reg.next_id;
     let dev = Mlx5Device {
         id,
-        name: CString::try_from_fmt(fmt!("{name}"))?,
+        name: CString::try_from_fmt(fmt!("{}", parent.name()))?,
         ports,
         commands,
+        info,
+        caps,
+        parent,
     };
     reg.devices.reserve(1, GFP_KERNEL)?;
     reg.next_id = id.wrapping_add(1);

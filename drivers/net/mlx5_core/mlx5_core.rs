@@ -12,12 +12,12 @@ mod eq;
 mod events;
 mod hca;
 mod health;
-mod ifc;
+pub mod ifc;
 mod init_segment;
 pub mod interface;
 mod pages;
 mod pci_driver;
-mod status;
+pub mod status;
 
 pub use pci_driver::bound_functions;
 

@@ -9,6 +9,7 @@ use crate::events::{EventHandler, Function};
 use crate::hca::{Hca, CONTROL_VECTOR};
 use crate::health::{DeviceState, HealthPoller};
 use crate::init_segment::{self, FwRevision};
+use crate::interface;
 use kernel::{
     device::Core,
     dma::{Device as _, DmaMask},
@@ -176,6 +177,18 @@ impl pci::Driver for Mlx5PciDriver {
                 if ib { "InfiniBand" } else { "Ethernet" },
                 hca.pages_outstanding()
             );
+            let mut board_id = [0u8; 16];
+            board_id[..hca.board_id().len()].copy_from_slice(hca.board_id());
+            let info = interface::FunctionInfo {
+                fw_major: fw.major,
+                fw_minor: fw.minor,
+                fw_subminor: fw.subminor,
+                vendor_id: pdev.vendor_id().as_raw(),
+                device_id: pdev.device_id(),
+                revision: pdev.revision_id(),
+                board_id,
+            };
+            let caps = hca.caps().try_clone()?;
             let pages_counter = hca.pages_counter();
             let queue = hca.command_queue();
             // Until `Function` owns the HCA (and tears it down when dropped), a failure leaves
@@ -201,7 +214,7 @@ impl pci::Driver for Mlx5PciDriver {
                     // Events that came before the handler was there, and the first arming.
                     function.process_events();
                     // Interfaces get `add` last, with the function fully up.
-                    if let Err(e) = function.publish(ports_u8, commands) {
+                    if let Err(e) = function.publish(ports_u8, commands, info, caps) {
                         function.tear_down();
                         return Err(e);
                     }

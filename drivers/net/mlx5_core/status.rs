@@ -50,25 +50,48 @@ pub(crate) fn delivery_errno(delivery: u8) -> Error {
     }
 }
 
-/// Command opcodes this driver issues.
-pub(crate) mod op {
-    pub(crate) const QUERY_HCA_CAP: u16 = 0x100;
-    pub(crate) const QUERY_ADAPTER: u16 = 0x101;
-    pub(crate) const INIT_HCA: u16 = 0x102;
-    pub(crate) const TEARDOWN_HCA: u16 = 0x103;
-    pub(crate) const ENABLE_HCA: u16 = 0x104;
-    pub(crate) const DISABLE_HCA: u16 = 0x105;
-    pub(crate) const QUERY_PAGES: u16 = 0x107;
-    pub(crate) const MANAGE_PAGES: u16 = 0x108;
-    pub(crate) const SET_HCA_CAP: u16 = 0x109;
-    pub(crate) const QUERY_ISSI: u16 = 0x10a;
-    pub(crate) const SET_ISSI: u16 = 0x10b;
-    pub(crate) const SET_DRIVER_VERSION: u16 = 0x10d;
-    pub(crate) const CREATE_EQ: u16 = 0x301;
-    pub(crate) const DESTROY_EQ: u16 = 0x302;
-    pub(crate) const ALLOC_UAR: u16 = 0x802;
-    pub(crate) const DEALLOC_UAR: u16 = 0x803;
-    pub(crate) const ACCESS_REG: u16 = 0x805;
+/// Command opcodes (`MLX5_CMD_OP_*`) this driver and its interfaces issue.
+pub mod op {
+    /// `MLX5_CMD_OP_QUERY_HCA_CAP`.
+    pub const QUERY_HCA_CAP: u16 = 0x100;
+    /// `MLX5_CMD_OP_QUERY_ADAPTER`.
+    pub const QUERY_ADAPTER: u16 = 0x101;
+    /// `MLX5_CMD_OP_INIT_HCA`.
+    pub const INIT_HCA: u16 = 0x102;
+    /// `MLX5_CMD_OP_TEARDOWN_HCA`.
+    pub const TEARDOWN_HCA: u16 = 0x103;
+    /// `MLX5_CMD_OP_ENABLE_HCA`.
+    pub const ENABLE_HCA: u16 = 0x104;
+    /// `MLX5_CMD_OP_DISABLE_HCA`.
+    pub const DISABLE_HCA: u16 = 0x105;
+    /// `MLX5_CMD_OP_QUERY_PAGES`.
+    pub const QUERY_PAGES: u16 = 0x107;
+    /// `MLX5_CMD_OP_MANAGE_PAGES`.
+    pub const MANAGE_PAGES: u16 = 0x108;
+    /// `MLX5_CMD_OP_SET_HCA_CAP`.
+    pub const SET_HCA_CAP: u16 = 0x109;
+    /// `MLX5_CMD_OP_QUERY_ISSI`.
+    pub const QUERY_ISSI: u16 = 0x10a;
+    /// `MLX5_CMD_OP_SET_ISSI`.
+    pub const SET_ISSI: u16 = 0x10b;
+    /// `MLX5_CMD_OP_SET_DRIVER_VERSION`.
+    pub const SET_DRIVER_VERSION: u16 = 0x10d;
+    /// `MLX5_CMD_OP_CREATE_EQ`.
+    pub const CREATE_EQ: u16 = 0x301;
+    /// `MLX5_CMD_OP_DESTROY_EQ`.
+    pub const DESTROY_EQ: u16 = 0x302;
+    /// `MLX5_CMD_OP_ALLOC_UAR`.
+    pub const ALLOC_UAR: u16 = 0x802;
+    /// `MLX5_CMD_OP_DEALLOC_UAR`.
+    pub const DEALLOC_UAR: u16 = 0x803;
+    /// `MLX5_CMD_OP_ACCESS_REG`.
+    pub const ACCESS_REG: u16 = 0x805;
+    /// `MLX5_CMD_OP_MAD_IFC`.
+    pub const MAD_IFC: u16 = 0x50d;
+    /// `MLX5_CMD_OP_QUERY_HCA_VPORT_CONTEXT`.
+    pub const QUERY_HCA_VPORT_CONTEXT: u16 = 0x762;
+    /// `MLX5_CMD_OP_NOP`.
+    pub const NOP: u16 = 0x80d;
 }
 
 /// Name of a command opcode, as the C driver prints it.
@@ -91,6 +114,9 @@ pub(crate) fn opcode_name(opcode: u16) -> &'static str {
         op::SET_ISSI => "SET_ISSI",
         op::SET_DRIVER_VERSION => "SET_DRIVER_VERSION",
         op::ACCESS_REG => "ACCESS_REG",
+        op::MAD_IFC => "MAD_IFC",
+        op::QUERY_HCA_VPORT_CONTEXT => "QUERY_HCA_VPORT_CONTEXT",
+        op::NOP => "NOP",
         _ => "unknown command opcode",
     }
 }

@@ -2,30 +2,54 @@
 
 //! The loaded `mlx5_ib` module. It links against both `ib_core` and `mlx5_core` (so it cannot be
 //! loaded without them), checks at load that the core is ready, and attaches to every mlx5
-//! function through `mlx5_core`'s interface registry.
+//! function through `mlx5_core`'s interface registry, registering an RDMA device for each.
 
+use crate::ib_device;
 use kernel::prelude::*;
 use mlx5_core::interface::{Event, Interface, Mlx5Device, Registration};
 
 /// `mlx5_ib` as an mlx5 interface.
 pub(crate) struct IbInterface;
 
-/// What `mlx5_ib` keeps per function. (The RDMA device it will register with `ib_core` goes
-/// here.)
+/// What `mlx5_ib` keeps per function: its registered RDMA device.
 pub(crate) struct IbFunction {
     ports: u8,
+    device: ib_core::device::Registration,
 }
 
 impl Interface for IbInterface {
     type Context = IbFunction;
 
     fn add(&self, dev: &Mlx5Device) -> Result<IbFunction> {
-        pr_info!("attached to {} ({} port(s))\n", dev.name(), dev.ports());
-        Ok(IbFunction { ports: dev.ports() })
+        let device = ib_device::register(dev).inspect_err(|e| {
+            pr_err!(
+                "{}: no RDMA device registered: err {}\n",
+                dev.name(),
+                e.to_errno()
+            );
+        })?;
+        pr_info!(
+            "attached to {} ({} port(s)) as {}\n",
+            dev.name(),
+            dev.ports(),
+            kernel::str::BStr::from_bytes(&device.device().name())
+        );
+        Ok(IbFunction {
+            ports: dev.ports(),
+            device,
+        })
     }
 
     fn remove(&self, dev: &Mlx5Device, ctx: IbFunction) {
-        pr_info!("detached from {} ({} port(s))\n", dev.name(), ctx.ports);
+        let name = ctx.device.device().name();
+        // Unregisters the RDMA device (its clients first), before the function goes.
+        drop(ctx.device);
+        pr_info!(
+            "detached from {} ({} port(s)); {} unregistered\n",
+            dev.name(),
+            ctx.ports,
+            kernel::str::BStr::from_bytes(&name)
+        );
     }
 
     fn event(&self, dev: &Mlx5Device, _ctx: &mut IbFunction, event: Event) {

@@ -3,7 +3,10 @@
 //! `mlx5_ib`: the InfiniBand driver for ConnectX functions. It attaches to `mlx5_core` functions
 //! and registers an RDMA device with `ib_core` for each.
 
+mod caps;
+mod ib_device;
 mod ib_module;
+mod mad;
 
 kernel::prelude::module! {
     type: ib_module::Mlx5Ib,

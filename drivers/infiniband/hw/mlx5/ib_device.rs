@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RDMA device of an mlx5 function with InfiniBand ports: what `ib_core` asks of it
+//! (device and port attributes, GIDs, P_Keys, firmware string, sysfs files), answered as the C
+//! driver answers for a native IB function: the port's identity and state from subnet
+//! management MADs through MAD_IFC, the limits from the HCA's capability pages.
+//!
+//! At registration the driver asks firmware, in C's order (stages INIT and CAPS of
+//! `mlx5_ib_add`): NodeInfo (P_Key table size), the ExtendedPortInfo probe, NodeDescription,
+//! NodeInfo (node GUID). `ib_core` then asks for the port immutable data (PortInfo and
+//! QUERY_HCA_VPORT_CONTEXT per port), the device attributes (NodeInfo twice), and fills its
+//! caches (PortInfo, then PortInfo and GUIDInfo per GID, PKeyTable per P_Key).
+
+use crate::caps;
+use crate::mad::{self, attr, NodeInfo, PortInfo};
+use ib_core::{
+    attrs::{
+        DeviceAttr, Gid, LinkLayer, NodeType, PortAttr, PortImmutable, PortState, CORE_PORT_IBA_IB,
+    },
+    device::{DeviceInfo, DeviceOps, FwVersion, Registration},
+};
+use kernel::{
+    prelude::*,
+    sysfs_attrs::{Attribute, ShowBuffer},
+};
+use mlx5_core::{
+    commands::Commands,
+    interface::{FunctionInfo, HcaCaps, Mlx5Device},
+    status::op,
+};
+
+mlx5_core::layout! {
+    /// QUERY_HCA_VPORT_CONTEXT input.
+    input QueryHcaVportContextIn[0x10] {
+        opcode: 0x00, 16;
+        op_mod: 0x30, 16;
+        other_vport: 0x40, 1;
+        port_num: 0x4c, 4;
+        vport_number: 0x50, 16;
+    }
+    /// QUERY_HCA_VPORT_CONTEXT output, as far as used (the context starts at byte 0x10).
+    output QueryHcaVportContextOut[0x210] {
+        grh_required: 0x183, 1;
+    }
+}
+
+/// `RDMA_CORE_CAP_IB_GRH_REQUIRED`.
+const CORE_CAP_IB_GRH_REQUIRED: u32 = 0x8000;
+/// The Mellanox ExtendedPortInfo attribute.
+const ATTR_EXTENDED_PORT_INFO: u16 = 0xff90;
+/// `IB_MGMT_MAD_SIZE`.
+const MAD_SIZE: u32 = 256;
+/// PortInfo CapabilityMask bits.
+const CAP_MASK2_SUP: u32 = 1 << 15;
+const EXTENDED_SPEEDS_SUP: u32 = 1 << 14;
+/// CapabilityMask2 bits.
+const LINK_WIDTH_2X_SUP: u16 = 1 << 4;
+const LINK_SPEED_HDR_SUP: u16 = 1 << 5;
+const LINK_SPEED_NDR_SUP: u16 = 1 << 10;
+/// `IB_SPEED_*` values.
+const SPEED_QDR: u16 = 4;
+const SPEED_FDR10: u16 = 8;
+const SPEED_FDR: u16 = 16;
+const SPEED_EDR: u16 = 32;
+const SPEED_HDR: u16 = 64;
+const SPEED_NDR: u16 = 128;
+
+/// The RDMA device's driver state.
+pub(crate) struct Mlx5IbDevice {
+    cmds: Commands,
+    info: FunctionInfo,
+    caps: HcaCaps,
+    /// P_Key table size (NodeInfo's PartitionCap, read once as C's `pkey_table_len`).
+    pkey_table_len: u16,
+    /// Whether port 1 answers ExtendedPortInfo (C's `MLX_EXT_PORT_CAP_FLAG_EXTENDED_PORT_INFO`).
+    ext_port_info: bool,
+}
+
+/// Port numbers as MAD_IFC takes them (the core only asks for ports that exist).
+fn port_u8(port: u32) -> Result<u8> {
+    u8::try_from(port).map_err(|_| EINVAL)
+}
+
+impl Mlx5IbDevice {
+    fn node_info(&self) -> Result<NodeInfo> {
+        Ok(NodeInfo::parse(&mad::smp_get(
+            &self.cmds,
+            1,
+            attr::NODE_INFO,
+            0,
+        )?))
+    }
+
+    fn port_info(&self, port: u32) -> Result<PortInfo> {
+        Ok(PortInfo::parse(&mad::smp_get(
+            &self.cmds,
+            port_u8(port)?,
+            attr::PORT_INFO,
+            port,
+        )?))
+    }
+}
+
+/// `hw_rev`: the PCI revision.
+fn hw_rev_show(d: &Mlx5IbDevice, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    buf.emit(fmt!("{:x}\n", d.info.revision))
+}
+
+/// `hca_type`: `MT` and the PCI device id in decimal.
+fn hca_type_show(d: &Mlx5IbDevice, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    buf.emit(fmt!("MT{}\n", d.info.device_id))
+}
+
+/// `board_id`: the PSID QUERY_ADAPTER reported.
+fn board_id_show(d: &Mlx5IbDevice, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    let id = &d.info.board_id;
+    let end = id.iter().position(|&b| b == 0).unwrap_or(id.len());
+    buf.write_bytes(&id[..end]);
+    buf.write_bytes(b"\n");
+    Ok(())
+}
+
+#[vtable]
+impl DeviceOps for Mlx5IbDevice {
+    const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
+        Attribute::ro(c"hw_rev", hw_rev_show),
+        Attribute::ro(c"hca_type", hca_type_show),
+        Attribute::ro(c"board_id", board_id_show),
+    ];
+
+    fn query_device(&self) -> Result<DeviceAttr> {
+        let mut a = caps::device_attr(&self.caps, &self.info);
+        // C reads NodeInfo twice here: once for the system image GUID, once for the vendor id.
+        a.sys_image_guid = self.node_info()?.sys_image_guid;
+        a.vendor_id = self.node_info()?.vendor_id & 0xffff;
+        a.max_pkeys = self.pkey_table_len;
+        Ok(a)
+    }
+
+    fn query_port(&self, port: u32) -> Result<PortAttr> {
+        let p = self.port_info(port)?;
+        let mut a = PortAttr {
+            lid: p.lid.into(),
+            lmc: p.lmc,
+            sm_lid: p.sm_lid.into(),
+            sm_sl: p.sm_sl,
+            state: PortState::from_raw(p.state),
+            phys_state: p.phys_state,
+            port_cap_flags: p.cap_mask,
+            gid_tbl_len: p.guid_cap.into(),
+            max_msg_sz: caps::max_msg_sz(&self.caps),
+            pkey_tbl_len: self.pkey_table_len,
+            bad_pkey_cntr: p.bad_pkey_cntr.into(),
+            qkey_viol_cntr: p.qkey_viol_cntr.into(),
+            active_width: p.width_active & 0xf,
+            active_speed: p.speed_active.into(),
+            max_mtu: p.mtu_cap,
+            active_mtu: p.neighbor_mtu,
+            subnet_timeout: p.subnet_timeout,
+            max_vl_num: p.vl_cap,
+            init_type_reply: p.init_type_reply,
+            ..PortAttr::default()
+        };
+        let mask2 = p.cap_mask & CAP_MASK2_SUP != 0;
+        if mask2 {
+            a.port_cap_flags2 = p.cap_mask2;
+            if p.cap_mask2 & LINK_WIDTH_2X_SUP != 0 {
+                a.active_width = p.width_active;
+            }
+        }
+        if p.cap_mask & EXTENDED_SPEEDS_SUP != 0 {
+            match p.speed_ext_active {
+                1 => a.active_speed = SPEED_FDR,
+                2 => a.active_speed = SPEED_EDR,
+                4 if mask2 && p.cap_mask2 & LINK_SPEED_HDR_SUP != 0 => a.active_speed = SPEED_HDR,
+                8 if mask2 && p.cap_mask2 & LINK_SPEED_NDR_SUP != 0 => a.active_speed = SPEED_NDR,
+                _ => {}
+            }
+        }
+        // QDR may be FDR10, which only ExtendedPortInfo tells.
+        if a.active_speed == SPEED_QDR && self.ext_port_info {
+            let d = mad::smp_get(&self.cmds, port_u8(port)?, ATTR_EXTENDED_PORT_INFO, port)?;
+            if d[15] & 1 != 0 {
+                a.active_speed = SPEED_FDR10;
+            }
+        }
+        Ok(a)
+    }
+
+    fn get_port_immutable(&self, port: u32) -> Result<PortImmutable> {
+        let a = self.query_port(port)?;
+        let q = QueryHcaVportContextIn::new().opcode(op::QUERY_HCA_VPORT_CONTEXT.into());
+        let out = self
+            .cmds
+            .exec(q.as_bytes(), QueryHcaVportContextOut::SIZE)?;
+        let grh = QueryHcaVportContextOut::from_bytes(&out).grh_required() != 0;
+        Ok(PortImmutable {
+            core_cap_flags: CORE_PORT_IBA_IB | if grh { CORE_CAP_IB_GRH_REQUIRED } else { 0 },
+            gid_tbl_len: a.gid_tbl_len,
+            pkey_tbl_len: a.pkey_tbl_len,
+            max_mad_size: MAD_SIZE,
+        })
+    }
+
+    fn query_gid(&self, port: u32, index: u32) -> Result<Gid> {
+        let prefix = self.port_info(port)?.gid_prefix;
+        let block = mad::smp_get(&self.cmds, port_u8(port)?, attr::GUID_INFO, index / 8)?;
+        Ok(Gid::from_parts(prefix, mad::guid_in_block(&block, index)))
+    }
+
+    fn query_pkey(&self, port: u32, index: u16) -> Result<u16> {
+        let index = u32::from(index);
+        let block = mad::smp_get(&self.cmds, port_u8(port)?, attr::PKEY_TABLE, index / 32)?;
+        Ok(mad::pkey_in_block(&block, index))
+    }
+
+    fn fw_version(&self) -> FwVersion {
+        let mut v = FwVersion::new();
+        // "16.35.2000" always fits.
+        let _ = core::fmt::Write::write_fmt(
+            &mut v,
+            format_args!(
+                "{}.{}.{:04}",
+                self.info.fw_major, self.info.fw_minor, self.info.fw_subminor
+            ),
+        );
+        v
+    }
+
+    fn get_link_layer(&self, _port: u32) -> LinkLayer {
+        LinkLayer::Infiniband
+    }
+}
+
+/// Registers the RDMA device of `dev` (`mlx5_%d`), asking firmware what C's init stages ask.
+/// `EOPNOTSUPP` for functions whose ports are not native InfiniBand (Ethernet/RoCE and
+/// virtualized IB are not handled yet).
+pub(crate) fn register(dev: &Mlx5Device) -> Result<Registration> {
+    if !caps::is_native_ib(dev.caps()) {
+        return Err(EOPNOTSUPP);
+    }
+    let cmds = dev.commands().clone();
+    // Stage INIT: the P_Key table size, then whether port 1 answers ExtendedPortInfo (a refusal
+    // only means it does not).
+    let node = NodeInfo::parse(&mad::smp_get(&cmds, 1, attr::NODE_INFO, 0)?);
+    let ext_port_info = mad::smp_get(&cmds, 1, ATTR_EXTENDED_PORT_INFO, 1).is_ok();
+    // Stage CAPS: the node description and the node GUID.
+    let desc = mad::smp_get(&cmds, 1, attr::NODE_DESC, 0)?;
+    let node_guid = NodeInfo::parse(&mad::smp_get(&cmds, 1, attr::NODE_INFO, 0)?).node_guid;
+    let mut caps = HcaCaps {
+        general: KVec::new(),
+        atomic: KVec::new(),
+    };
+    caps.general
+        .extend_from_slice(&dev.caps().general, GFP_KERNEL)?;
+    caps.atomic
+        .extend_from_slice(&dev.caps().atomic, GFP_KERNEL)?;
+    let info = DeviceInfo {
+        name: b"mlx5_%d",
+        node_type: NodeType::Ca,
+        node_guid,
+        phys_port_cnt: dev.ports().into(),
+        node_desc: &desc,
+        parent: Some(dev.device().clone()),
+        use_cq_dim: true,
+    };
+    Registration::new(
+        info,
+        Mlx5IbDevice {
+            cmds,
+            info: *dev.info(),
+            caps,
+            pkey_table_len: node.partition_cap,
+            ext_port_info,
+        },
+    )
+}

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Subnet management queries through MAD_IFC: how the C driver learns an InfiniBand port's
+//! identity and state (`mad.c`). Each query is a LID-routed SMP `Get` of one attribute, handed to
+//! the port's management agent in firmware; the answer's attribute data is decoded here.
+
+use kernel::prelude::*;
+use mlx5_core::{commands::Commands, status::op};
+
+mlx5_core::layout! {
+    /// MAD_IFC input (`mad_ifc_in`): the header, then the MAD at byte 0x10.
+    input MadIfcIn[0x110] {
+        opcode: 0x00, 16;
+        op_mod: 0x30, 16;
+        remote_lid: 0x40, 16;
+        plane_index: 0x50, 8;
+        port: 0x58, 8;
+    }
+}
+
+/// Where the MAD sits in MAD_IFC input and output.
+const MAD_OFFSET: usize = 0x10;
+/// Size of a MAD.
+const MAD_SIZE: usize = 256;
+/// Offset of an SMP's attribute data.
+const SMP_DATA: usize = 64;
+/// Size of an SMP's attribute data.
+pub(crate) const SMP_DATA_SIZE: usize = 64;
+/// MAD_IFC `op_mod`: do not check the M_Key and the B_Key (the query has no work completion to
+/// send a trap to), as `mlx5_MAD_IFC` sets it for queries.
+const OP_MOD_IGNORE_KEYS: u64 = 0x3;
+
+/// Subnet management attributes.
+pub(crate) mod attr {
+    /// NodeDescription.
+    pub(crate) const NODE_DESC: u16 = 0x0010;
+    /// NodeInfo.
+    pub(crate) const NODE_INFO: u16 = 0x0011;
+    /// GUIDInfo (8 GUIDs per block).
+    pub(crate) const GUID_INFO: u16 = 0x0014;
+    /// PortInfo.
+    pub(crate) const PORT_INFO: u16 = 0x0015;
+    /// P_KeyTable (32 P_Keys per block).
+    pub(crate) const PKEY_TABLE: u16 = 0x0016;
+}
+
+/// Asks `port`'s management agent for attribute `attr_id` (modifier `attr_mod`); returns the
+/// attribute data of the answer. A command failure is its errno; a MAD the agent refuses
+/// (non-zero MAD status) is `EIO`.
+pub(crate) fn smp_get(
+    cmds: &Commands,
+    port: u8,
+    attr_id: u16,
+    attr_mod: u32,
+) -> Result<[u8; SMP_DATA_SIZE]> {
+    let mut input = MadIfcIn::new()
+        .opcode(op::MAD_IFC.into())
+        .op_mod(OP_MOD_IGNORE_KEYS)
+        .port(port.into());
+    let mad = &mut input.as_bytes_mut()[MAD_OFFSET..MAD_OFFSET + MAD_SIZE];
+    mad[0] = 1; // BaseVersion
+    mad[1] = 0x01; // MgmtClass: LID-routed subnet management
+    mad[2] = 1; // ClassVersion
+    mad[3] = 0x01; // Method: Get
+    mad[16..18].copy_from_slice(&attr_id.to_be_bytes());
+    mad[20..24].copy_from_slice(&attr_mod.to_be_bytes());
+    let out = cmds.exec(input.as_bytes(), MAD_OFFSET + MAD_SIZE)?;
+    let answer = out.get(MAD_OFFSET..MAD_OFFSET + MAD_SIZE).ok_or(EIO)?;
+    let status = u16::from_be_bytes([answer[4], answer[5]]);
+    if status != 0 {
+        // C reads the data of a refused query anyway (zeros); a refusal is an error here.
+        return Err(EIO);
+    }
+    let mut data = [0u8; SMP_DATA_SIZE];
+    data.copy_from_slice(&answer[SMP_DATA..SMP_DATA + SMP_DATA_SIZE]);
+    Ok(data)
+}
+
+fn be16(d: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([d[at], d[at + 1]])
+}
+
+fn be32(d: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]])
+}
+
+fn be64(d: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[at..at + 8]);
+    u64::from_be_bytes(b)
+}
+
+/// NodeInfo, as far as the driver uses it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct NodeInfo {
+    /// System image GUID.
+    pub(crate) sys_image_guid: u64,
+    /// Node GUID.
+    pub(crate) node_guid: u64,
+    /// P_Key table size (PartitionCap).
+    pub(crate) partition_cap: u16,
+    /// Vendor id (24 bits).
+    pub(crate) vendor_id: u32,
+}
+
+impl NodeInfo {
+    /// Decodes NodeInfo attribute data.
+    pub(crate) fn parse(d: &[u8; SMP_DATA_SIZE]) -> Self {
+        Self {
+            sys_image_guid: be64(d, 4),
+            node_guid: be64(d, 12),
+            partition_cap: be16(d, 28),
+            vendor_id: be32(d, 36) & 0x00ff_ffff,
+        }
+    }
+}
+
+/// PortInfo, decoded as `mlx5_query_mad_ifc_port` does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PortInfo {
+    /// GID prefix.
+    pub(crate) gid_prefix: u64,
+    /// LID.
+    pub(crate) lid: u16,
+    /// SM LID.
+    pub(crate) sm_lid: u16,
+    /// CapabilityMask.
+    pub(crate) cap_mask: u32,
+    /// CapabilityMask2.
+    pub(crate) cap_mask2: u16,
+    /// P_Key violations.
+    pub(crate) bad_pkey_cntr: u16,
+    /// Q_Key violations.
+    pub(crate) qkey_viol_cntr: u16,
+    /// LinkWidthActive (5 bits: 2X is only meaningful with CapabilityMask2's 2X bit).
+    pub(crate) width_active: u8,
+    /// PortState.
+    pub(crate) state: u8,
+    /// PortPhysicalState.
+    pub(crate) phys_state: u8,
+    /// LMC.
+    pub(crate) lmc: u8,
+    /// LinkSpeedActive.
+    pub(crate) speed_active: u8,
+    /// NeighborMTU (the active MTU).
+    pub(crate) neighbor_mtu: u8,
+    /// MasterSMSL.
+    pub(crate) sm_sl: u8,
+    /// VLCap.
+    pub(crate) vl_cap: u8,
+    /// InitTypeReply.
+    pub(crate) init_type_reply: u8,
+    /// MTUCap.
+    pub(crate) mtu_cap: u8,
+    /// GUIDCap (GUID table length).
+    pub(crate) guid_cap: u8,
+    /// SubnetTimeOut.
+    pub(crate) subnet_timeout: u8,
+    /// LinkSpeedExtActive.
+    pub(crate) speed_ext_active: u8,
+}
+
+impl PortInfo {
+    /// Decodes PortInfo attribute data.
+    pub(crate) fn parse(d: &[u8; SMP_DATA_SIZE]) -> Self {
+        Self {
+            gid_prefix: be64(d, 8),
+            lid: be16(d, 16),
+            sm_lid: be16(d, 18),
+            cap_mask: be32(d, 20),
+            cap_mask2: be16(d, 60),
+            bad_pkey_cntr: be16(d, 46),
+            qkey_viol_cntr: be16(d, 48),
+            width_active: d[31] & 0x1f,
+            state: d[32] & 0xf,
+            phys_state: d[33] >> 4,
+            lmc: d[34] & 0x7,
+            speed_active: d[35] >> 4,
+            neighbor_mtu: d[36] >> 4,
+            sm_sl: d[36] & 0xf,
+            vl_cap: d[37] >> 4,
+            init_type_reply: d[41] >> 4,
+            mtu_cap: d[41] & 0xf,
+            guid_cap: d[50],
+            subnet_timeout: d[51] & 0x1f,
+            speed_ext_active: d[62] >> 4,
+        }
+    }
+}
+
+/// GUID `index % 8` of a GUIDInfo block.
+pub(crate) fn guid_in_block(d: &[u8; SMP_DATA_SIZE], index: u32) -> u64 {
+    be64(d, (index % 8) as usize * 8)
+}
+
+/// P_Key `index % 32` of a P_KeyTable block.
+pub(crate) fn pkey_in_block(d: &[u8; SMP_DATA_SIZE], index: u32) -> u16 {
+    be16(d, (index % 32) as usize * 2)
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_mlx5_ib_mad)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_info_fields_at_their_offsets() {
+        let mut d = [0u8; SMP_DATA_SIZE];
+        d[8..16].copy_from_slice(&0xfe80_0000_0000_0000u64.to_be_bytes());
+        d[16..18].copy_from_slice(&0x1234u16.to_be_bytes());
+        d[18..20].copy_from_slice(&1u16.to_be_bytes());
+        d[20..24].copy_from_slice(&0x2651_e848u32.to_be_bytes());
+        d[31] = 0x02;
+        d[32] = 0x74;
+        d[33] = 0x52;
+        d[34] = 0x03;
+        d[35] = 0x17;
+        d[36] = 0x5a;
+        d[41] = 0x05;
+        d[50] = 8;
+        d[51] = 18;
+        d[62] = 0x20;
+        let p = PortInfo::parse(&d);
+        assert_eq!(p.gid_prefix, 0xfe80_0000_0000_0000);
+        assert_eq!((p.lid, p.sm_lid, p.cap_mask), (0x1234, 1, 0x2651_e848));
+        assert_eq!((p.width_active, p.state, p.phys_state), (2, 4, 5));
+        assert_eq!(
+            (p.lmc, p.speed_active, p.neighbor_mtu, p.sm_sl),
+            (3, 1, 5, 0xa)
+        );
+        assert_eq!((p.mtu_cap, p.guid_cap, p.subnet_timeout), (5, 8, 18));
+        assert_eq!(p.speed_ext_active, 2);
+    }
+
+    #[test]
+    fn node_info_and_table_blocks() {
+        let mut d = [0u8; SMP_DATA_SIZE];
+        d[4..12].copy_from_slice(&0x0002_c903_0000_0100u64.to_be_bytes());
+        d[12..20].copy_from_slice(&0x0002_c903_0000_0200u64.to_be_bytes());
+        d[28..30].copy_from_slice(&128u16.to_be_bytes());
+        d[36] = 1; // LocalPortNum, not part of the vendor id
+        d[37..40].copy_from_slice(&[0x00, 0x02, 0xc9]);
+        let n = NodeInfo::parse(&d);
+        assert_eq!(n.sys_image_guid, 0x0002_c903_0000_0100);
+        assert_eq!(n.node_guid, 0x0002_c903_0000_0200);
+        assert_eq!((n.partition_cap, n.vendor_id), (128, 0x02c9));
+        let mut g = [0u8; SMP_DATA_SIZE];
+        g[8..16].copy_from_slice(&7u64.to_be_bytes());
+        assert_eq!(guid_in_block(&g, 9), 7);
+        g[62..64].copy_from_slice(&0xffffu16.to_be_bytes());
+        assert_eq!(pkey_in_block(&g, 63), 0xffff);
+    }
+}

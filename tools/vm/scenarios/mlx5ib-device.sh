@@ -1,0 +1,65 @@
+# mlx5ib-device: mlx5_ib registers the RDMA device of the emulated ConnectX-5, and every
+# stack shows it the same way: the same checks, with the same expected values, run on the
+# upstream C stack and on ours. The values come from cx-model's configuration (firmware
+# 16.35.2000, GUID seed 1: node GUID 0002:c903:0000:0100, port GUID ...0101, LID 6, SM LID 1,
+# PSID MT_0000000008, one ACTIVE 4X EDR port, a 128-entry P_Key table with 0xffff first, an
+# 8-entry GUID table) as its MAD_IFC, QUERY_HCA_CAP and QUERY_ADAPTER answers report them:
+#   - `rdma dev show` and `rdma link show` lines, attribute for attribute;
+#   - sysfs: node_type, node_guid, sys_image_guid, fw_ver, node_desc, hca_type, hw_rev,
+#     board_id, and ports/1/ state, phys_state, lid, sm_lid, lid_mask_count, sm_sl, cap_mask,
+#     rate, link_layer, gids/0, gids/1, pkeys/0, pkeys/1, gid_attrs/types/0;
+#   - the device is a child of the PCI function;
+#   - unloading mlx5_ib unregisters it and loading it again registers it again, as mlx5_0;
+#   - then a clean dmesg and kmemleak.
+# stacks: rust c
+
+dev=/sys/class/infiniband/mlx5_0
+port=$dev/ports/1
+
+check "load the stack" load_stack
+wait_for "mlx5_0 is registered" 20 '^mlx5_0$' ls /sys/class/infiniband
+# (The index is not compared: our ib_core's KUnit suites run when it loads and register devices
+# of their own, which move the cyclic index allocator, as they would in C.)
+check_output "rdma dev show: the device line" \
+	'^[0-9]+: mlx5_0: node_type ca fw 16\.35\.2000 node_guid 0002:c903:0000:0100 sys_image_guid 0002:c903:0000:0100 *$' \
+	rdma dev show
+check_output "rdma link show: the port line" \
+	'^link mlx5_0/1 subnet_prefix fe80:0000:0000:0000 lid 6 sm_lid 1 lmc 0 state ACTIVE physical_state LINK_UP *$' \
+	rdma link show
+check_output "rdma -d dev show: adaptive moderation on, as mlx5 sets it" 'adaptive-moderation on' rdma -d dev show
+
+# file expected-value: one check per sysfs file.
+sysfs_is() {
+	check_output "sysfs ${1#/sys/class/infiniband/}: $2" "^$2\$" cat "$1"
+}
+sysfs_is $dev/node_type '1: CA'
+sysfs_is $dev/node_guid '0002:c903:0000:0100'
+sysfs_is $dev/sys_image_guid '0002:c903:0000:0100'
+sysfs_is $dev/fw_ver '16\.35\.2000'
+sysfs_is $dev/node_desc 'MT4119 ConnectX5   Mellanox Technologies'
+sysfs_is $dev/hca_type 'MT4119'
+sysfs_is $dev/hw_rev '0'
+sysfs_is $dev/board_id 'MT_0000000008'
+sysfs_is $port/state '4: ACTIVE'
+sysfs_is $port/phys_state '5: LinkUp'
+sysfs_is $port/lid '0x6'
+sysfs_is $port/sm_lid '0x1'
+sysfs_is $port/lid_mask_count '0'
+sysfs_is $port/sm_sl '0'
+sysfs_is $port/cap_mask '0x2651e848'
+sysfs_is $port/rate '100 Gb/sec \(4X EDR\)'
+sysfs_is $port/link_layer 'InfiniBand'
+sysfs_is $port/gids/0 'fe80:0000:0000:0000:0002:c903:0000:0101'
+sysfs_is $port/gids/1 'fe80:0000:0000:0000:0000:0000:0000:0000'
+sysfs_is $port/pkeys/0 '0xffff'
+sysfs_is $port/pkeys/1 '0x0000'
+sysfs_is $port/gid_attrs/types/0 'IB/RoCE v1'
+check_output "the device sits on the PCI function" '/0000:[0-9a-f:.]+/infiniband/mlx5_0$' \
+	readlink -f $dev
+check "unload mlx5_ib" rmmod mlx5_ib
+check "mlx5_0 is gone" test ! -e $dev
+check "load mlx5_ib again" insmod "$stack_dir/mlx5_ib.ko"
+wait_for "mlx5_0 is registered again" 20 '^mlx5_0$' ls /sys/class/infiniband
+check "the stack unloads" unload_stack
+kmemleak_clean "kmemleak finds no leak"
+dmesg_clean "dmesg has no warnings, oopses or lockdep reports"
