@@ -9,10 +9,11 @@
 
 use kernel::{
     new_condvar, new_mutex,
+    owned_workqueue::{Flags, OwnedQueue},
     prelude::*,
     sync::{Arc, CondVar, Mutex},
     time::{Instant, Monotonic},
-    workqueue::{self, Work, WorkItem},
+    workqueue::{Work, WorkItem},
 };
 use mlx5_core::{
     commands::Commands,
@@ -91,10 +92,13 @@ impl WorkItem for NopWork {
 struct PerFunction {
     events: u32,
     nops: Arc<Outstanding>,
+    /// Where the NOPs run. Destroying it in `remove` waits until every work item has returned
+    /// (a NOP reports itself done before it leaves this module's code).
+    queue: OwnedQueue,
 }
 
 /// Starts `n` NOP commands at once on `dev`.
-fn start_nops(dev: &Mlx5Device, n: u32) -> Result<Arc<Outstanding>> {
+fn start_nops(dev: &Mlx5Device, queue: &OwnedQueue, n: u32) -> Result<Arc<Outstanding>> {
     let outstanding = Arc::pin_init(
         pin_init!(Outstanding {
             count <- new_mutex!(0),
@@ -114,7 +118,7 @@ fn start_nops(dev: &Mlx5Device, n: u32) -> Result<Arc<Outstanding>> {
             GFP_KERNEL,
         )?;
         *outstanding.count.lock() += 1;
-        if workqueue::system_unbound().enqueue(work).is_err() {
+        if queue.enqueue(work).is_err() {
             outstanding.done();
         }
     }
@@ -135,14 +139,17 @@ impl Interface for TestInterface {
         if n > 0 {
             pr_info!("starting {n} NOP command(s) at once on {}\n", dev.name());
         }
+        let queue = OwnedQueue::new(c"mlx5_test_nops", Flags::UNBOUND, 0)?;
         Ok(PerFunction {
             events: 0,
-            nops: start_nops(dev, n)?,
+            nops: start_nops(dev, &queue, n)?,
+            queue,
         })
     }
 
     fn remove(&self, dev: &Mlx5Device, ctx: PerFunction) {
         ctx.nops.wait();
+        drop(ctx.queue);
         pr_info!("remove {} after {} event(s)\n", dev.name(), ctx.events);
     }
 

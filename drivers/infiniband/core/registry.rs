@@ -369,7 +369,11 @@ mod tests {
         attrs::{DeviceAttr, NodeType, PortAttr, PortImmutable},
         device::{DeviceInfo, DeviceOps, Registration},
     };
-    use kernel::sync::Arc;
+    use kernel::{
+        owned_workqueue::{Flags, OwnedQueue},
+        sync::Arc,
+        workqueue::Queue,
+    };
 
     /// A software device with nothing but its ports.
     struct Soft;
@@ -425,13 +429,20 @@ mod tests {
         }
     }
 
-    /// Runs `f` on a system workqueue.
-    fn spawn(unbound: bool, f: KBox<dyn Job>) -> Result {
-        let q = if unbound {
-            kernel::workqueue::system_unbound()
+    /// A workqueue of the test's own. Dropping it waits until every job on it has returned: a
+    /// job signals the test before it leaves this module's code, and the module may be unloaded
+    /// as soon as its tests are done.
+    fn test_queue(unbound: bool) -> Result<OwnedQueue> {
+        let flags = if unbound {
+            Flags::UNBOUND
         } else {
-            kernel::workqueue::system()
+            Flags::PERCPU
         };
+        OwnedQueue::new(c"ib_core_kunit", flags, 0)
+    }
+
+    /// Runs `f` on `q`.
+    fn spawn(q: &Queue, f: KBox<dyn Job>) -> Result {
         let task = Arc::pin_init(
             pin_init!(Task {
                 work <- kernel::new_work!("ib_core::registry::tests"),
@@ -608,6 +619,7 @@ mod tests {
             time::{delay::fsleep, Delta},
         };
 
+        let queue = test_queue(false)?;
         let reg = register(b"kunit_busy", 1)?;
         let index = reg.device().index();
         let user = get(index).ok_or(ENODEV)?;
@@ -616,7 +628,7 @@ mod tests {
         {
             let (done, unregistered) = (done.clone(), unregistered.clone());
             spawn(
-                false,
+                &queue,
                 KBox::new(
                     move || {
                         drop(reg);
@@ -651,6 +663,7 @@ mod tests {
 
         const WORKERS: usize = 4;
         const ROUNDS: u32 = 40;
+        let queue = test_queue(true)?;
         let failures = Arc::new(Atomic::new(0u32), GFP_KERNEL)?;
         let mut done = KVec::new();
         for w in 0..WORKERS {
@@ -700,7 +713,7 @@ mod tests {
                 },
                 GFP_KERNEL,
             )?;
-            spawn(true, work)?;
+            spawn(&queue, work)?;
         }
         for c in done.iter() {
             c.wait_for_completion();

@@ -70,8 +70,9 @@ layout! {
     input SetDriverVersionIn[0x50] {
         opcode: 0x00, 16;
     }
-    /// General capability fields this driver reads or sets (offsets within the page).
-    output GeneralCaps[CAP_SIZE] {
+    /// General capability fields this driver reads or sets (offsets within the page; the
+    /// layout covers the page as far as its last field).
+    output GeneralCaps[0xa0] {
         log_max_qp: 0x9b, 5;
         pkey_table_size: 0x190, 16;
         port_type: 0x1b6, 2;

@@ -9,6 +9,11 @@
 //! The macro and the bit helpers are public so that protocol modules use the same checked
 //! layouts for the commands they issue.
 
+/// Largest layout: layouts are copied onto the kernel stack (16 KiB, shared by the whole call
+/// chain), so big structures such as the 4 KiB capability page are declared only as far as
+/// the fields read from them.
+pub const MAX_LAYOUT_BYTES: usize = 0x400;
+
 /// Reads `width` bits at `bit` of `buf`; bits past the end read as zero.
 pub fn get_bits(buf: &[u8], bit: usize, width: usize) -> u64 {
     let mut v = 0u64;
@@ -59,9 +64,12 @@ macro_rules! layout {
             pub(crate) const SIZE: usize = $bytes;
 
             // Every field must lie inside the layout and fit in a u64. (`allow`, not `expect`:
-            // the lint fires only for layouts that have one-bit fields.)
+            // the lint fires only for layouts that have one-bit fields.) A layout is a value on
+            // the stack: it is sized to the fields it declares (a 4 KiB capability page is read
+            // through a prefix of it), never more than `MAX_LAYOUT_BYTES`.
             #[allow(clippy::int_plus_one)]
             const _FIELDS_FIT: () = {
+                assert!($bytes <= $crate::ifc::MAX_LAYOUT_BYTES);
                 $( assert!($width <= 64 && $bit + $width <= $bytes * 8); )*
             };
 

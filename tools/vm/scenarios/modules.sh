@@ -21,11 +21,11 @@ if [ "$STACK" = rust ]; then
 	check "/sys/class/infiniband exists (ib_core registered its class)" test -d /sys/class/infiniband
 	check_output "mlx5_ib sees ib_core ready and one bound function" \
 		'mlx5_ib: loaded; ib_core ready, 1 mlx5 function\(s\) bound$' dmesg
-	check_output "mlx5_ib attached to the function through mlx5_core's interface registry" \
-		"mlx5_ib: attached to $bdf \(1 port\(s\)\)\$" dmesg
+	check_output "mlx5_ib attached to the function through mlx5_core's interface registry, as mlx5_0" \
+		"mlx5_ib: attached to $bdf \(1 port\(s\)\) as mlx5_0\$" dmesg
 	check "unload the stack" unload_stack
-	check_output "mlx5_ib detached from the function on unload" \
-		"mlx5_ib: detached from $bdf \(1 port\(s\)\)\$" dmesg
+	check_output "mlx5_ib detached from the function on unload, unregistering mlx5_0" \
+		"mlx5_ib: detached from $bdf \(1 port\(s\)\); mlx5_0 unregistered\$" dmesg
 	check "no module of the stack is left" test -z "$(stack_loaded)"
 	check "/sys/class/infiniband is gone" test ! -e /sys/class/infiniband
 	check "BAR0 is released" sh -c '! grep -q mlx5_core /proc/iomem'

@@ -27,6 +27,7 @@ show sh -c "dmesg | grep -E 'state change|mlx5_ib: 0000' | tail -n 4"
 show cat /sys/kernel/debug/mlx5/$bdf/pages/fw_pages_total
 show ls /sys/class/infiniband
 show rdma dev show
+show rdma link show
 show ibv_devices
 check "unload the $STACK stack" unload_stack
 show sh -c "dmesg | grep -E 'torn down|came as events|detached' | tail -n 4"

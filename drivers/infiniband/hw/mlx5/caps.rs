@@ -7,8 +7,9 @@ use ib_core::attrs::DeviceAttr;
 use mlx5_core::interface::{FunctionInfo, HcaCaps};
 
 mlx5_core::layout! {
-    /// The general capability fields the device attributes come from (`cmd_hca_cap`).
-    output GenCaps[0x1000] {
+    /// The general capability fields the device attributes come from (`cmd_hca_cap`, as far as
+    /// its last field used here).
+    output GenCaps[0x68] {
         log_max_srq_sz: 0x80, 8;
         log_max_qp_sz: 0x88, 8;
         log_max_qp: 0x9b, 5;
@@ -37,8 +38,8 @@ mlx5_core::layout! {
         log_max_pd: 0x32b, 5;
     }
 
-    /// The atomic capability fields (`atomic_caps`).
-    output AtomicCaps[0x100] {
+    /// The atomic capability fields (`atomic_caps`, as far as used).
+    output AtomicCaps[0x18] {
         atomic_req_8b_endianness_mode: 0x40, 2;
         atomic_operations: 0x90, 16;
         atomic_size_qp: 0xb0, 16;

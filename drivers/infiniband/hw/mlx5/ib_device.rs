@@ -39,10 +39,13 @@ mlx5_core::layout! {
         vport_number: 0x50, 16;
     }
     /// QUERY_HCA_VPORT_CONTEXT output, as far as used (the context starts at byte 0x10).
-    output QueryHcaVportContextOut[0x210] {
+    output QueryHcaVportContextOut[0x40] {
         grh_required: 0x183, 1;
     }
 }
+
+/// QUERY_HCA_VPORT_CONTEXT output length: the header and the whole `hca_vport_context`.
+const VPORT_CONTEXT_OUT_LEN: usize = 0x210;
 
 /// `RDMA_CORE_CAP_IB_GRH_REQUIRED`.
 const CORE_CAP_IB_GRH_REQUIRED: u32 = 0x8000;
@@ -190,9 +193,7 @@ impl DeviceOps for Mlx5IbDevice {
     fn get_port_immutable(&self, port: u32) -> Result<PortImmutable> {
         let a = self.query_port(port)?;
         let q = QueryHcaVportContextIn::new().opcode(op::QUERY_HCA_VPORT_CONTEXT.into());
-        let out = self
-            .cmds
-            .exec(q.as_bytes(), QueryHcaVportContextOut::SIZE)?;
+        let out = self.cmds.exec(q.as_bytes(), VPORT_CONTEXT_OUT_LEN)?;
         let grh = QueryHcaVportContextOut::from_bytes(&out).grh_required() != 0;
         Ok(PortImmutable {
             core_cap_flags: CORE_PORT_IBA_IB | if grh { CORE_CAP_IB_GRH_REQUIRED } else { 0 },
