@@ -117,8 +117,16 @@ impl<'bound> Function<'bound> {
         commands: Commands,
         info: interface::FunctionInfo,
         caps: interface::HcaCaps,
+        fw_pages: Arc<kernel::sync::atomic::Atomic<u32>>,
     ) -> Result {
-        let id = interface::add_device(self.pdev.as_ref().into(), ports, commands, info, caps)?;
+        let id = interface::add_device(
+            self.pdev.as_ref().into(),
+            ports,
+            commands,
+            info,
+            caps,
+            fw_pages,
+        )?;
         *self.id.lock() = Some(id);
         Ok(())
     }

@@ -17,7 +17,7 @@ use kernel::{
     device,
     prelude::*,
     str::CString,
-    sync::{aref::ARef, global_lock, Mutex},
+    sync::{aref::ARef, atomic::Atomic, global_lock, Arc, Mutex},
 };
 
 /// What the function reported when it was brought up.
@@ -47,6 +47,7 @@ pub struct Mlx5Device {
     commands: Commands,
     info: FunctionInfo,
     caps: HcaCaps,
+    fw_pages: Arc<Atomic<u32>>,
     parent: ARef<device::Device>,
 }
 
@@ -79,6 +80,12 @@ impl Mlx5Device {
     /// The HCA's current capabilities.
     pub fn caps(&self) -> &HcaCaps {
         &self.caps
+    }
+
+    /// The count of pages the firmware holds, kept up to date as it asks for pages and gives
+    /// them back (C's `priv.fw_pages`); the interface may keep it.
+    pub fn fw_pages(&self) -> &Arc<Atomic<u32>> {
+        &self.fw_pages
     }
 
     /// The PCI function's device (the parent of devices the interface registers).
@@ -177,6 +184,7 @@ pub(crate) fn add_device(
     commands: Commands,
     info: FunctionInfo,
     caps: HcaCaps,
+    fw_pages: Arc<Atomic<u32>>,
 ) -> Result<u32> {
     let mut reg = REGISTRY.lock();
     let id = reg.next_id;
@@ -187,6 +195,7 @@ pub(crate) fn add_device(
         commands,
         info,
         caps,
+        fw_pages,
         parent,
     };
     reg.devices.reserve(1, GFP_KERNEL)?;

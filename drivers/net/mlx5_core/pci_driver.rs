@@ -197,6 +197,7 @@ impl pci::Driver for Mlx5PciDriver {
             let commands = Commands::new(queue, bar.clone(), pdev.as_ref().into());
             let function = Function::new(pdev, bar.clone(), hca, cmd_events)?;
             let health = HealthPoller::start(pdev.as_ref(), bar, state)?;
+            let fw_pages = pages_counter.clone();
             let debugfs = FunctionDir::new(pdev.as_ref().name(), pages_counter)?;
             let handler: Result<EventHandler<'_>> = Ok(EventHandler::new(function.clone()));
             Ok(try_pin_init!(Mlx5Function {
@@ -214,7 +215,7 @@ impl pci::Driver for Mlx5PciDriver {
                     // Events that came before the handler was there, and the first arming.
                     function.process_events();
                     // Interfaces get `add` last, with the function fully up.
-                    if let Err(e) = function.publish(ports_u8, commands, info, caps) {
+                    if let Err(e) = function.publish(ports_u8, commands, info, caps, fw_pages) {
                         function.tear_down();
                         return Err(e);
                     }

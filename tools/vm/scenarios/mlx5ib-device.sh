@@ -6,7 +6,7 @@
 # 8-entry GUID table) as its MAD_IFC, QUERY_HCA_CAP and QUERY_ADAPTER answers report them:
 #   - `rdma dev show` and `rdma link show` lines, attribute for attribute;
 #   - sysfs: node_type, node_guid, sys_image_guid, fw_ver, node_desc, hca_type, hw_rev,
-#     board_id, and ports/1/ state, phys_state, lid, sm_lid, lid_mask_count, sm_sl, cap_mask,
+#     board_id, reg_pages, fw_pages (equal to debugfs' fw_pages_total), and ports/1/ state, phys_state, lid, sm_lid, lid_mask_count, sm_sl, cap_mask,
 #     rate, link_layer, gids/0, gids/1, pkeys/0, pkeys/1, gid_attrs/types/0;
 #   - the device is a child of the PCI function;
 #   - unloading mlx5_ib unregisters it and loading it again registers it again, as mlx5_0;
@@ -40,6 +40,11 @@ sysfs_is $dev/node_desc 'MT4119 ConnectX5   Mellanox Technologies'
 sysfs_is $dev/hca_type 'MT4119'
 sysfs_is $dev/hw_rev '0'
 sysfs_is $dev/board_id 'MT_0000000008'
+sysfs_is $dev/reg_pages '0'
+check_output "sysfs mlx5_0/fw_pages: the pages firmware holds, as debugfs counts them" \
+	"^$(cat /sys/kernel/debug/mlx5/$(basename "$(readlink -f $dev/device)")/pages/fw_pages_total)\$" \
+	cat $dev/fw_pages
+check_output "firmware holds pages" '^[1-9][0-9]*$' cat $dev/fw_pages
 sysfs_is $port/state '4: ACTIVE'
 sysfs_is $port/phys_state '5: LinkUp'
 sysfs_is $port/lid '0x6'

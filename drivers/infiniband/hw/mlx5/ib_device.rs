@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The RDMA device of an mlx5 function with InfiniBand ports: what `ib_core` asks of it
-//! (device and port attributes, GIDs, P_Keys, firmware string, sysfs files), answered as the C
+//! (device and port attributes, GIDs, P_Keys, firmware string, sysfs files: `hw_rev`,
+//! `hca_type`, `board_id`, `fw_pages`, `reg_pages`), answered as the C
 //! driver answers for a native IB function: the port's identity and state from subnet
 //! management MADs through MAD_IFC, the limits from the HCA's capability pages.
 //!
@@ -21,6 +22,10 @@ use ib_core::{
 };
 use kernel::{
     prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc,
+    },
     sysfs_attrs::{Attribute, ShowBuffer},
 };
 use mlx5_core::{
@@ -77,6 +82,8 @@ pub(crate) struct Mlx5IbDevice {
     pkey_table_len: u16,
     /// Whether port 1 answers ExtendedPortInfo (C's `MLX_EXT_PORT_CAP_FLAG_EXTENDED_PORT_INFO`).
     ext_port_info: bool,
+    /// Pages the firmware holds, as `mlx5_core` counts them.
+    fw_pages: Arc<Atomic<u32>>,
 }
 
 /// Port numbers as MAD_IFC takes them (the core only asks for ports that exist).
@@ -123,12 +130,25 @@ fn board_id_show(d: &Mlx5IbDevice, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
     Ok(())
 }
 
+/// `fw_pages`: pages the firmware holds.
+fn fw_pages_show(d: &Mlx5IbDevice, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    buf.emit(fmt!("{}\n", d.fw_pages.load(Relaxed)))
+}
+
+/// `reg_pages`: C prints a counter its page allocator never raises, so always 0.
+fn reg_pages_show(_: &Mlx5IbDevice, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    buf.write_bytes(b"0\n");
+    Ok(())
+}
+
 #[vtable]
 impl DeviceOps for Mlx5IbDevice {
     const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
         Attribute::ro(c"hw_rev", hw_rev_show),
         Attribute::ro(c"hca_type", hca_type_show),
         Attribute::ro(c"board_id", board_id_show),
+        Attribute::ro(c"fw_pages", fw_pages_show),
+        Attribute::ro(c"reg_pages", reg_pages_show),
     ];
 
     fn query_device(&self) -> Result<DeviceAttr> {
@@ -273,6 +293,7 @@ pub(crate) fn register(dev: &Mlx5Device) -> Result<Registration> {
             caps,
             pkey_table_len: node.partition_cap,
             ext_port_info,
+            fw_pages: dev.fw_pages().clone(),
         },
     )
 }
