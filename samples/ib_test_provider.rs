@@ -319,16 +319,12 @@ impl DeviceOps for SoftDevice {
     }
 
     fn post_send(&self, qp: &DriverObject, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        let qp = qp
-            .get::<Arc<SoftQp>>()
-            .map_err(|err| PostError { first_bad: 0, err })?;
+        let qp = qp.get::<Arc<SoftQp>>()?;
         qp.post_send(&self.fabric, wrs)
     }
 
     fn post_recv(&self, qp: &DriverObject, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
-        let qp = qp
-            .get::<Arc<SoftQp>>()
-            .map_err(|err| PostError { first_bad: 0, err })?;
+        let qp = qp.get::<Arc<SoftQp>>()?;
         qp.post_recv(&self.fabric, wrs)
     }
 

@@ -98,15 +98,16 @@ impl Fabric {
             }? Error),
             GFP_KERNEL,
         )?;
-        self.buffers.lock().push(buf.clone(), GFP_KERNEL)?;
-        Ok(KBox::new(
+        // The handle first: if listing fails, dropping it unlists nothing and frees the memory.
+        let handle = KBox::new(
             BufferHandle {
-                buf,
-                len,
+                buf: buf.clone(),
                 fabric: self.clone(),
             },
             GFP_KERNEL,
-        )?)
+        )?;
+        self.buffers.lock().push(buf, GFP_KERNEL)?;
+        Ok(handle)
     }
 
     /// Records a memory region.
@@ -451,7 +452,6 @@ fn completed_opcode(op: SendOpcode) -> WcOpcode {
 /// A buffer as the core holds it; dropping it unlists the memory.
 struct BufferHandle {
     buf: Arc<SoftBuffer>,
-    len: usize,
     fabric: Arc<Fabric>,
 }
 
@@ -461,7 +461,7 @@ impl DmaMemory for BufferHandle {
     }
 
     fn len(&self) -> usize {
-        self.len
+        self.buf.len
     }
 
     fn read(&self, offset: usize, out: &mut [u8]) -> Result {
@@ -586,6 +586,14 @@ impl SoftCq {
         r.entries.truncate(rest);
         n
     }
+}
+
+/// Queues work requests in order with `queue`, stopping at the first it refuses (C's `bad_wr`).
+fn queue_each<W>(wrs: &[W], mut queue: impl FnMut(&W) -> Result) -> Result<(), PostError> {
+    for (first_bad, wr) in wrs.iter().enumerate() {
+        queue(wr).map_err(|err| PostError { first_bad, err })?;
+    }
+    Ok(())
 }
 
 /// A posted send.
@@ -726,13 +734,7 @@ impl SoftQp {
         fabric: &Fabric,
         wrs: &[SendWr<'_>],
     ) -> Result<(), PostError> {
-        let mut result = Ok(());
-        for (i, wr) in wrs.iter().enumerate() {
-            if let Err(err) = self.queue_send(wr) {
-                result = Err(PostError { first_bad: i, err });
-                break;
-            }
-        }
+        let result = queue_each(wrs, |wr| self.queue_send(wr));
         fabric.progress(self);
         result
     }
@@ -773,13 +775,7 @@ impl SoftQp {
         fabric: &Fabric,
         wrs: &[RecvWr<'_>],
     ) -> Result<(), PostError> {
-        let mut result = Ok(());
-        for (i, wr) in wrs.iter().enumerate() {
-            if let Err(err) = self.queue_recv(wr) {
-                result = Err(PostError { first_bad: i, err });
-                break;
-            }
-        }
+        let result = queue_each(wrs, |wr| self.queue_recv(wr));
         let attr = *self.attr.lock();
         if attr.qp_state == QpState::Err {
             // Posted to a QP in error: flushed at once.

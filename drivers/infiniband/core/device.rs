@@ -244,13 +244,13 @@ fn is_kverbs_provider<T: DeviceOps>() -> bool {
         && T::HAS_ALLOC_DMA_BUFFER
 }
 
-/// Calls `$method` on the driver if it has it, else `EOPNOTSUPP`.
+/// Calls `$method` on the driver if it has it, else `EOPNOTSUPP` (in the method's error type).
 macro_rules! optional_op {
     ($t:ident, $has:ident, $self:ident . $method:ident ( $($arg:expr),* )) => {
         if $t::$has {
             $t::$method($self, $($arg),*)
         } else {
-            Err(EOPNOTSUPP)
+            Err(EOPNOTSUPP.into())
         }
     };
 }
@@ -329,25 +329,11 @@ impl<T: DeviceOps> DynOps for T {
     }
 
     fn post_send(&self, qp: &DriverObject, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        if T::HAS_POST_SEND {
-            T::post_send(self, qp, wrs)
-        } else {
-            Err(PostError {
-                first_bad: 0,
-                err: EOPNOTSUPP,
-            })
-        }
+        optional_op!(T, HAS_POST_SEND, self.post_send(qp, wrs))
     }
 
     fn post_recv(&self, qp: &DriverObject, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
-        if T::HAS_POST_RECV {
-            T::post_recv(self, qp, wrs)
-        } else {
-            Err(PostError {
-                first_bad: 0,
-                err: EOPNOTSUPP,
-            })
-        }
+        optional_op!(T, HAS_POST_RECV, self.post_recv(qp, wrs))
     }
 
     fn poll_cq(&self, cq: &DriverObject, wc: &mut [WorkCompletion]) -> Result<usize> {

@@ -457,14 +457,14 @@ impl Qp {
     /// Queues send work requests, in order (C's `ib_post_send`). On error, the requests before
     /// [`PostError::first_bad`] are queued and will complete; the others are not.
     pub fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        let drv = self.drv().map_err(|err| PostError { first_bad: 0, err })?;
+        let drv = self.drv()?;
         self.pd.dev.ops().post_send(drv, wrs)
     }
 
     /// Queues receive work requests, in order (C's `ib_post_recv`), with the same partial
     /// semantics as [`Qp::post_send`].
     pub fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
-        let drv = self.drv().map_err(|err| PostError { first_bad: 0, err })?;
+        let drv = self.drv()?;
         self.pd.dev.ops().post_recv(drv, wrs)
     }
 

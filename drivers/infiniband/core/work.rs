@@ -85,6 +85,13 @@ pub struct PostError {
     pub err: Error,
 }
 
+impl From<Error> for PostError {
+    /// A failure before anything was posted.
+    fn from(err: Error) -> PostError {
+        PostError { first_bad: 0, err }
+    }
+}
+
 impl From<PostError> for Error {
     fn from(e: PostError) -> Error {
         e.err

@@ -115,8 +115,8 @@ pub struct HcaCaps {
 }
 
 impl HcaCaps {
-    /// A copy, for an interface.
-    pub(crate) fn try_clone(&self) -> Result<Self> {
+    /// A copy (for an interface, or an interface's device).
+    pub fn try_clone(&self) -> Result<Self> {
         let mut general = KVec::with_capacity(self.general.len(), GFP_KERNEL)?;
         general.extend_from_slice(&self.general, GFP_KERNEL)?;
         let mut atomic = KVec::with_capacity(self.atomic.len(), GFP_KERNEL)?;

@@ -71,8 +71,7 @@ pub(crate) fn is_native_ib(caps: &HcaCaps) -> bool {
 
 /// Largest message, for `query_port` (`1 << log_max_msg`).
 pub(crate) fn max_msg_sz(caps: &HcaCaps) -> u32 {
-    1u32.checked_shl(GenCaps::from_bytes(&caps.general).log_max_msg() as u32)
-        .unwrap_or(u32::MAX)
+    pow2(GenCaps::from_bytes(&caps.general).log_max_msg())
 }
 
 /// `1 << v`, saturated (firmware-reported logs are small, but not trusted to be).

@@ -268,14 +268,6 @@ pub(crate) fn register(dev: &Mlx5Device) -> Result<Registration> {
     // Stage CAPS: the node description and the node GUID.
     let desc = mad::smp_get(&cmds, 1, attr::NODE_DESC, 0)?;
     let node_guid = NodeInfo::parse(&mad::smp_get(&cmds, 1, attr::NODE_INFO, 0)?).node_guid;
-    let mut caps = HcaCaps {
-        general: KVec::new(),
-        atomic: KVec::new(),
-    };
-    caps.general
-        .extend_from_slice(&dev.caps().general, GFP_KERNEL)?;
-    caps.atomic
-        .extend_from_slice(&dev.caps().atomic, GFP_KERNEL)?;
     let info = DeviceInfo {
         name: b"mlx5_%d",
         node_type: NodeType::Ca,
@@ -290,7 +282,7 @@ pub(crate) fn register(dev: &Mlx5Device) -> Result<Registration> {
         Mlx5IbDevice {
             cmds,
             info: *dev.info(),
-            caps,
+            caps: dev.caps().try_clone()?,
             pkey_table_len: node.partition_cap,
             ext_port_info,
             fw_pages: dev.fw_pages().clone(),
