@@ -62,8 +62,11 @@ $(CACHE)/.setup-done: tools/setup/host-deps.sh tools/setup/fetch-kernel.sh tools
 	@touch $@
 
 ## The test kernel (with rust/ overlaid) and the upstream C modules.
+# SKIP_KERNEL=1 uses the kernel tree as it is (e.g. several work trees sharing one kernel build).
 kernel: setup
+ifneq ($(SKIP_KERNEL),1)
 	tools/kernel/build-kernel.sh $(REPO) "$(PRISTINE)" $(KTREE) $(BINDGEN)
+endif
 
 ## Our Rust modules, against the test kernel; clippy runs as part of the build.
 modules: kernel
