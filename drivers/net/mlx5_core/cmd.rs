@@ -14,7 +14,7 @@ use crate::dma_page::{DmaPage, PAGE};
 use crate::health::DeviceState;
 use crate::ifc::layout;
 use crate::init_segment::{self, Bar0};
-use crate::status::{self, delivery_errno, op, opcode_name};
+use crate::status::{delivery_errno, op, opcode_name, Status};
 use kernel::{
     device, new_condvar, new_mutex,
     prelude::*,
@@ -412,17 +412,16 @@ impl CmdQueue {
         }
         drop(claim);
         let hdr = OutHeader::from_bytes(&out);
-        let st = hdr.status() as u8;
-        if st != 0 {
-            let err = status::status_errno(st);
+        let status = Status::from_raw(hdr.status() as u8);
+        if let Err(err) = status.to_result() {
             dev_err!(
                 dev,
                 "{}({:#x}) op_mod({:#x}) failed, status {}({:#x}), syndrome ({:#x}), err({})\n",
                 opcode_name(opcode),
                 opcode,
                 op_mod,
-                status::status_name(st),
-                st,
+                status.name(),
+                status.raw(),
                 hdr.syndrome(),
                 err.to_errno()
             );

@@ -5,38 +5,133 @@
 
 use kernel::prelude::*;
 
-/// Name of a command status, as the C driver prints it.
-pub(crate) fn status_name(status: u8) -> &'static str {
-    match status {
-        0x0 => "OK",
-        0x1 => "internal error",
-        0x2 => "bad operation",
-        0x3 => "bad parameter",
-        0x4 => "bad system state",
-        0x5 => "bad resource",
-        0x6 => "resource busy",
-        0x7 => "not ready",
-        0x8 => "limits exceeded",
-        0x9 => "bad resource state",
-        0xa => "bad index",
-        0xf => "no resources",
-        0x10 => "bad QP state",
-        0x30 => "bad packet (discarded)",
-        0x40 => "bad size too many outstanding CQEs",
-        0x50 => "bad input length",
-        0x51 => "bad output length",
-        _ => "unknown status code",
-    }
+/// A command status (`MLX5_CMD_STAT_*`), as the output header reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// `OK`.
+    Ok,
+    /// `MLX5_CMD_STAT_INT_ERR`.
+    InternalError,
+    /// `MLX5_CMD_STAT_BAD_OP_ERR`.
+    BadOperation,
+    /// `MLX5_CMD_STAT_BAD_PARAM_ERR`.
+    BadParameter,
+    /// `MLX5_CMD_STAT_BAD_SYS_STATE_ERR`.
+    BadSystemState,
+    /// `MLX5_CMD_STAT_BAD_RES_ERR`.
+    BadResource,
+    /// `MLX5_CMD_STAT_RES_BUSY`.
+    ResourceBusy,
+    /// `MLX5_CMD_STAT_NOT_READY`.
+    NotReady,
+    /// `MLX5_CMD_STAT_LIM_ERR`.
+    LimitsExceeded,
+    /// `MLX5_CMD_STAT_BAD_RES_STATE_ERR`.
+    BadResourceState,
+    /// `MLX5_CMD_STAT_IX_ERR`.
+    BadIndex,
+    /// `MLX5_CMD_STAT_NO_RES_ERR`.
+    NoResources,
+    /// `MLX5_CMD_STAT_BAD_QP_STATE_ERR`.
+    BadQpState,
+    /// `MLX5_CMD_STAT_BAD_PKT_ERR`.
+    BadPacket,
+    /// `MLX5_CMD_STAT_BAD_SIZE_OUTS_CQES_ERR`.
+    BadSizeOutstandingCqes,
+    /// `MLX5_CMD_STAT_BAD_INP_LEN_ERR`.
+    BadInputLength,
+    /// `MLX5_CMD_STAT_BAD_OUTP_LEN_ERR`.
+    BadOutputLength,
+    /// A value this driver does not know.
+    Unknown(u8),
 }
 
-/// The errno a command status becomes.
-pub(crate) fn status_errno(status: u8) -> Error {
-    match status {
-        0x1 | 0x4 | 0x50 | 0x51 => EIO,
-        0x6 => EBUSY,
-        0x7 | 0xf => EAGAIN,
-        0x8 => ENOMEM,
-        _ => EINVAL,
+impl Status {
+    /// The status of the raw `status` byte.
+    pub fn from_raw(status: u8) -> Self {
+        match status {
+            0x0 => Self::Ok,
+            0x1 => Self::InternalError,
+            0x2 => Self::BadOperation,
+            0x3 => Self::BadParameter,
+            0x4 => Self::BadSystemState,
+            0x5 => Self::BadResource,
+            0x6 => Self::ResourceBusy,
+            0x7 => Self::NotReady,
+            0x8 => Self::LimitsExceeded,
+            0x9 => Self::BadResourceState,
+            0xa => Self::BadIndex,
+            0xf => Self::NoResources,
+            0x10 => Self::BadQpState,
+            0x30 => Self::BadPacket,
+            0x40 => Self::BadSizeOutstandingCqes,
+            0x50 => Self::BadInputLength,
+            0x51 => Self::BadOutputLength,
+            other => Self::Unknown(other),
+        }
+    }
+
+    /// The raw value.
+    pub fn raw(self) -> u8 {
+        match self {
+            Self::Ok => 0x0,
+            Self::InternalError => 0x1,
+            Self::BadOperation => 0x2,
+            Self::BadParameter => 0x3,
+            Self::BadSystemState => 0x4,
+            Self::BadResource => 0x5,
+            Self::ResourceBusy => 0x6,
+            Self::NotReady => 0x7,
+            Self::LimitsExceeded => 0x8,
+            Self::BadResourceState => 0x9,
+            Self::BadIndex => 0xa,
+            Self::NoResources => 0xf,
+            Self::BadQpState => 0x10,
+            Self::BadPacket => 0x30,
+            Self::BadSizeOutstandingCqes => 0x40,
+            Self::BadInputLength => 0x50,
+            Self::BadOutputLength => 0x51,
+            Self::Unknown(v) => v,
+        }
+    }
+
+    /// The name the C driver prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ok => "OK",
+            Self::InternalError => "internal error",
+            Self::BadOperation => "bad operation",
+            Self::BadParameter => "bad parameter",
+            Self::BadSystemState => "bad system state",
+            Self::BadResource => "bad resource",
+            Self::ResourceBusy => "resource busy",
+            Self::NotReady => "not ready",
+            Self::LimitsExceeded => "limits exceeded",
+            Self::BadResourceState => "bad resource state",
+            Self::BadIndex => "bad index",
+            Self::NoResources => "no resources",
+            Self::BadQpState => "bad QP state",
+            Self::BadPacket => "bad packet (discarded)",
+            Self::BadSizeOutstandingCqes => "bad size too many outstanding CQEs",
+            Self::BadInputLength => "bad input length",
+            Self::BadOutputLength => "bad output length",
+            Self::Unknown(_) => "unknown status code",
+        }
+    }
+
+    /// The errno the C driver maps the status to (`Ok` is `Ok(())`).
+    pub fn to_result(self) -> Result {
+        match self {
+            Self::Ok => Ok(()),
+            Self::InternalError
+            | Self::BadSystemState
+            | Self::BadInputLength
+            | Self::BadOutputLength => Err(EIO),
+            Self::ResourceBusy => Err(EBUSY),
+            Self::NotReady | Self::NoResources => Err(EAGAIN),
+            Self::LimitsExceeded => Err(ENOMEM),
+            _ => Err(EINVAL),
+        }
     }
 }
 
@@ -125,17 +220,27 @@ pub(crate) fn opcode_name(opcode: u16) -> &'static str {
 mod tests {
     use super::*;
 
+    fn errno(status: u8) -> Option<Error> {
+        Status::from_raw(status).to_result().err()
+    }
+
     #[test]
     fn statuses_map_as_in_the_c_driver() {
-        assert_eq!(status_errno(0x2), EINVAL);
-        assert_eq!(status_errno(0x4), EIO);
-        assert_eq!(status_errno(0x6), EBUSY);
-        assert_eq!(status_errno(0x7), EAGAIN);
-        assert_eq!(status_errno(0x8), ENOMEM);
-        assert_eq!(status_errno(0xf), EAGAIN);
-        assert_eq!(status_errno(0x50), EIO);
-        assert_eq!(status_name(0x2), "bad operation");
-        assert_eq!(status_name(0x4), "bad system state");
+        assert_eq!(errno(0x0), None);
+        assert_eq!(errno(0x2), Some(EINVAL));
+        assert_eq!(errno(0x4), Some(EIO));
+        assert_eq!(errno(0x6), Some(EBUSY));
+        assert_eq!(errno(0x7), Some(EAGAIN));
+        assert_eq!(errno(0x8), Some(ENOMEM));
+        assert_eq!(errno(0xf), Some(EAGAIN));
+        assert_eq!(errno(0x50), Some(EIO));
+        assert_eq!(errno(0x77), Some(EINVAL));
+        assert_eq!(Status::from_raw(0x2).name(), "bad operation");
+        assert_eq!(Status::from_raw(0x4), Status::BadSystemState);
+        assert_eq!(Status::from_raw(0x77).name(), "unknown status code");
+        for raw in 0..=u8::MAX {
+            assert_eq!(Status::from_raw(raw).raw(), raw);
+        }
     }
 
     #[test]
