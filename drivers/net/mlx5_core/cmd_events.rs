@@ -5,6 +5,7 @@
 //! (without the HCA lock, which the command's issuer holds) and wakes the issuer. The issuer also
 //! rechecks the ownership bit on every wake-up, so a lost event costs latency, not the command.
 
+use crate::cmdq::CompletionSource;
 use crate::eq::{Eqe, EventQueue};
 use crate::init_segment::Bar0;
 use kernel::{
@@ -90,14 +91,16 @@ impl CmdEvents {
     pub(crate) fn reported(&self) -> u64 {
         self.state.lock().reported
     }
+}
 
+impl CompletionSource for CmdEvents {
     /// Forgets an earlier completion of `slot` (before the slot is reused).
-    pub(crate) fn clear(&self, slot: u32) {
+    fn clear(&self, slot: u32) {
         self.state.lock().completed &= !(1 << slot);
     }
 
     /// Waits until `slot` is reported complete or `ms` milliseconds pass; true if reported.
-    pub(crate) fn wait(&self, slot: u32, ms: u32) -> bool {
+    fn wait(&self, slot: u32, ms: u32) -> bool {
         let mut st = self.state.lock();
         if st.completed & (1 << slot) == 0 {
             let _ = self

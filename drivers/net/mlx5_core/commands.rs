@@ -4,9 +4,8 @@
 //! cloneable) to run commands on their function, concurrently with each other and with
 //! `mlx5_core`'s own (page commands keep their slot).
 
-use crate::cmd::{CmdQueue, Doorbell};
-use crate::events::SharedBar;
-use crate::init_segment;
+use crate::cmdq::{CmdQueue, Doorbell};
+use crate::init_segment::{self, SharedBar};
 use kernel::{
     device,
     prelude::*,

@@ -4,7 +4,7 @@
 //! with an owner bit that flips on each pass; the driver consumes entries, then re-arms the
 //! queue through its UAR page so the next event raises the queue's MSI-X vector.
 
-use crate::cmd::CmdQueue;
+use crate::cmdq::CmdQueue;
 use crate::dma_page::{DmaPage, PAGE};
 use crate::ifc::layout;
 use crate::init_segment::Bar0;

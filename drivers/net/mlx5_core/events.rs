@@ -7,19 +7,15 @@
 use crate::cmd_events::CmdEvents;
 use crate::commands::Commands;
 use crate::hca::{Hca, PortEvent};
-use crate::init_segment;
+use crate::init_segment::SharedBar;
 use crate::interface::{self, Event};
 use kernel::{
     device::Bound,
     irq::{IrqReturn, ThreadedHandler},
-    new_mutex,
-    pci::{self, DevresBar},
+    new_mutex, pci,
     prelude::*,
     sync::{Arc, Mutex},
 };
-
-/// BAR0 as the function keeps it: device-managed, shared with the health poll.
-pub(crate) type SharedBar = Arc<DevresBar<{ init_segment::SIZE }>>;
 
 /// Port change sub-types, as the C driver names them.
 fn port_change_name(sub_type: u8) -> &'static str {

@@ -5,8 +5,8 @@
 //! adapter queries, a UAR and the event queues (async events, page requests); and on removal
 //! the event queues, TEARDOWN_HCA, page reclaim, DISABLE_HCA.
 
-use crate::cmd::CmdQueue;
 use crate::cmd_events::{CmdEvents, EVENT_CMD};
+use crate::cmdq::CmdQueue;
 use crate::eq::{event, EventQueue, Uar};
 use crate::health::DeviceState;
 use crate::ifc::{layout, set_bits};

@@ -6,13 +6,18 @@
 
 use kernel::{
     io::Io,
-    pci,
+    pci::{self, DevresBar},
     prelude::*,
+    sync::Arc,
     time::{delay::fsleep, Delta, Instant, Monotonic},
 };
 
 /// BAR0 mapping with at least the init segment in it.
 pub(crate) type Bar0<'a> = pci::Bar<'a, { SIZE }>;
+
+/// BAR0 as a bound function keeps it: device-managed, shared by the command handles, the
+/// health poll and the event handler.
+pub(crate) type SharedBar = Arc<DevresBar<{ SIZE }>>;
 
 /// Size of the init segment the driver touches.
 pub(crate) const SIZE: usize = 0x2000;

@@ -3,8 +3,8 @@
 //! `mlx5_core`: the PCI driver for Mellanox ConnectX functions. It brings the function up through
 //! the firmware command interface and lets protocol modules (`mlx5_ib`) attach to it.
 
-mod cmd;
 mod cmd_events;
+mod cmdq;
 pub mod commands;
 mod debugfs;
 mod dma_page;

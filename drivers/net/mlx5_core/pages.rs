@@ -3,7 +3,7 @@
 //! Firmware pages: host memory the device asks for (QUERY_PAGES) and the driver lends
 //! (MANAGE_PAGES give), then takes back (MANAGE_PAGES take) before the function is disabled.
 
-use crate::cmd::CmdQueue;
+use crate::cmdq::CmdQueue;
 use crate::dma_page::DmaPage;
 use crate::ifc::layout;
 use crate::init_segment::Bar0;

@@ -9,7 +9,6 @@
 //! Every failure is logged as the C driver logs it: the command's name, op_mod, status name,
 //! syndrome and errno.
 
-use crate::cmd_events::CmdEvents;
 use crate::dma_page::{DmaPage, PAGE};
 use crate::health::DeviceState;
 use crate::ifc::layout;
@@ -50,6 +49,16 @@ const BLOCK_TOKEN: usize = 0x23d;
 
 /// How long a command may take (the C driver's default command timeout).
 pub(crate) const CMD_TIMEOUT: Delta = Delta::from_millis(60_000);
+
+/// Where completions come from in event mode (the command EQ): the queue waits on it, the event
+/// path reports to it. The queue knows only this trait, so it does not depend on the event
+/// queues (which run commands through it).
+pub(crate) trait CompletionSource: Send + Sync {
+    /// Forgets an earlier completion of `slot` (before the slot is reused).
+    fn clear(&self, slot: u32);
+    /// Waits until `slot` is reported complete or `ms` milliseconds pass; true if reported.
+    fn wait(&self, slot: u32, ms: u32) -> bool;
+}
 
 layout! {
     /// The common output header.
@@ -138,7 +147,7 @@ pub(crate) struct CmdQueue {
     state: Arc<DeviceState>,
     /// Event mode: completions arrive through the command EQ (polling mode when `None`).
     #[pin]
-    events: Mutex<Option<Arc<CmdEvents>>>,
+    events: Mutex<Option<Arc<dyn CompletionSource>>>,
 }
 
 /// A slot and its mailbox blocks, taken for one command; released on drop.
@@ -211,8 +220,8 @@ impl CmdQueue {
         )
     }
 
-    /// Switches to event mode (completions through the command EQ in `events`).
-    pub(crate) fn use_events(&self, events: Arc<CmdEvents>) {
+    /// Switches to event mode (completions reported by `events`).
+    pub(crate) fn use_events(&self, events: Arc<dyn CompletionSource>) {
         *self.events.lock() = Some(events);
     }
 
@@ -445,7 +454,7 @@ impl CmdQueue {
     fn wait_owner(
         &self,
         dev: &device::Device,
-        events: Option<&CmdEvents>,
+        events: Option<&dyn CompletionSource>,
         slot: u32,
         entry_off: usize,
         opcode: u16,
@@ -500,7 +509,7 @@ fn internal_error_result(opcode: u16, out_len: usize) -> Result<KVec<u8>> {
     }
 }
 
-#[kernel::macros::kunit_tests(rdma_rs_mlx5_cmd)]
+#[kernel::macros::kunit_tests(rdma_rs_mlx5_cmdq)]
 mod tests {
     use super::*;
 
