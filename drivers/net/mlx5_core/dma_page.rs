@@ -1,17 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A 4 KiB page of coherent DMA memory shared with the device: the command queue, mailbox blocks
-//! and the pages lent to firmware.
+//! A 4 KiB page of coherent DMA memory shared with the device: the command queue, mailbox blocks,
+//! event queues and the pages lent to firmware.
 
-use kernel::{device, dma::Coherent, prelude::*};
+use kernel::{
+    device,
+    dma::Coherent,
+    io::{io_project, Io},
+    prelude::*,
+};
 
 /// Size of a page as the device sees it.
 pub(crate) const PAGE: usize = 4096;
 
 /// One page of coherent memory.
 ///
-/// The device reads and writes it concurrently with the CPU, so every access is a copy through
-/// raw pointers with volatile semantics, never a reference into the page.
+/// The device reads and writes it concurrently with the CPU, so it is only reached through the
+/// kernel's I/O projections of coherent memory (bounds-checked views, copied with volatile
+/// semantics), never through a reference into the page.
 pub(crate) struct DmaPage {
     mem: Coherent<[u8; PAGE]>,
 }
@@ -29,42 +35,30 @@ impl DmaPage {
         self.mem.dma_address()
     }
 
-    fn ptr(&self, off: usize, len: usize) -> Result<*mut u8> {
-        let end = off.checked_add(len).ok_or(EINVAL)?;
-        if end > PAGE {
-            return Err(EINVAL);
-        }
-        // SAFETY: `off + len <= PAGE`, so the pointer stays inside the allocation.
-        Ok(unsafe { self.mem.as_mut_ptr().cast::<u8>().add(off) })
-    }
-
-    /// Copies `buf.len()` bytes at `off` out of the page.
+    /// Copies `buf.len()` bytes at `off` out of the page (`ERANGE` past its end).
     pub(crate) fn read(&self, off: usize, buf: &mut [u8]) -> Result {
-        let p = self.ptr(off, buf.len())?;
-        for (i, b) in buf.iter_mut().enumerate() {
-            // SAFETY: `p + i` is inside the page (checked by `ptr`); the page is plain bytes the
-            // device may write at any time, hence the volatile read.
-            *b = unsafe { core::ptr::read_volatile(p.add(i)) };
-        }
+        let end = off.checked_add(buf.len()).ok_or(ERANGE)?;
+        // The view is `buf.len()` bytes long, as the copy requires.
+        io_project!(&self.mem, [try: off..end]).copy_to_slice(buf);
         Ok(())
     }
 
-    /// Copies `buf` into the page at `off`.
+    /// Copies `buf` into the page at `off` (`ERANGE` past its end).
     pub(crate) fn write(&self, off: usize, buf: &[u8]) -> Result {
-        let p = self.ptr(off, buf.len())?;
-        for (i, b) in buf.iter().enumerate() {
-            // SAFETY: as in `read`; the write is volatile so it is not elided or merged.
-            unsafe { core::ptr::write_volatile(p.add(i), *b) };
-        }
+        let end = off.checked_add(buf.len()).ok_or(ERANGE)?;
+        io_project!(&self.mem, [try: off..end]).copy_from_slice(buf);
         Ok(())
     }
 
-    /// Fills `len` bytes at `off` with zero.
+    /// Fills `len` bytes at `off` with zero (`ERANGE` past the page's end).
     pub(crate) fn zero(&self, off: usize, len: usize) -> Result {
-        let p = self.ptr(off, len)?;
-        for i in 0..len {
-            // SAFETY: as in `write`.
-            unsafe { core::ptr::write_volatile(p.add(i), 0) };
+        const ZEROS: [u8; 64] = [0; 64];
+        let end = off.checked_add(len).ok_or(ERANGE)?;
+        let mut at = off;
+        while at < end {
+            let to = end.min(at + ZEROS.len());
+            io_project!(&self.mem, [try: at..to]).copy_from_slice(&ZEROS[..to - at]);
+            at = to;
         }
         Ok(())
     }
