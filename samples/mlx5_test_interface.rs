@@ -17,11 +17,9 @@ use kernel::{
 };
 use mlx5_core::{
     commands::Commands,
+    ifc::{Nop, PlainIn},
     interface::{Event, Interface, Mlx5Device, Registration},
 };
-
-/// `MLX5_CMD_OP_NOP`.
-const OP_NOP: u16 = 0x80d;
 
 /// The interface.
 struct TestInterface;
@@ -70,10 +68,8 @@ impl WorkItem for NopWork {
     type Pointer = Arc<NopWork>;
 
     fn run(this: Arc<NopWork>) {
-        let mut input = [0u8; 16];
-        input[..2].copy_from_slice(&OP_NOP.to_be_bytes());
         let start = Instant::<Monotonic>::now();
-        let r = this.commands.exec(&input, 16);
+        let r = this.commands.exec::<Nop>(&PlainIn::new());
         let ms = start.elapsed().as_millis();
         match r {
             Ok(_) => pr_info!("nop {}: ok in {} ms\n", this.number, ms),

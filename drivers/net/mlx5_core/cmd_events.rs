@@ -6,7 +6,8 @@
 //! rechecks the ownership bit on every wake-up, so a lost event costs latency, not the command.
 
 use crate::cmdq::CompletionSource;
-use crate::eq::{Eqe, EventQueue};
+use crate::eq::EventQueue;
+use crate::ifc::Eqe;
 use crate::init_segment::Bar0;
 use kernel::{
     new_condvar, new_mutex,
@@ -37,7 +38,7 @@ pub(crate) struct CmdEvents {
 
 /// The slots a CMD event reports complete.
 pub(crate) fn completed_slots(e: &Eqe) -> u32 {
-    u32::from_be_bytes([e.data[0], e.data[1], e.data[2], e.data[3]])
+    e.cmd_vector() as u32
 }
 
 impl CmdEvents {
@@ -76,7 +77,7 @@ impl CmdEvents {
         eq.poll(bar, &mut eqes)?;
         let slots = eqes
             .iter()
-            .filter(|e| e.ty == EVENT_CMD)
+            .filter(|e| e.event_type() == u64::from(EVENT_CMD))
             .fold(0, |acc, e| acc | completed_slots(e));
         if slots != 0 {
             st.completed |= slots;
@@ -119,13 +120,11 @@ mod tests {
 
     #[test]
     fn a_cmd_event_names_its_slots() {
-        let mut data = [0u8; 28];
-        data[..4].copy_from_slice(&0x8000_0005u32.to_be_bytes());
-        let e = Eqe {
-            ty: EVENT_CMD,
-            sub_type: 0,
-            data,
-        };
+        let mut raw = [0u8; 0x40];
+        raw[1] = EVENT_CMD;
+        raw[0x20..0x24].copy_from_slice(&0x8000_0005u32.to_be_bytes());
+        let e = Eqe::from_bytes(&raw);
+        assert_eq!(e.event_type(), u64::from(EVENT_CMD));
         assert_eq!(completed_slots(&e), 0x8000_0005);
     }
 }

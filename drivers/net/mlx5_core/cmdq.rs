@@ -11,7 +11,7 @@
 
 use crate::dma_page::{DmaPage, PAGE};
 use crate::health::DeviceState;
-use crate::ifc::layout;
+use crate::ifc::{self, CmdEntry, CmdInHeader, CmdMailbox, Command, Layout, OutHeader};
 use crate::init_segment::{self, Bar0};
 use crate::status::{delivery_errno, op, opcode_name, Status};
 use kernel::{
@@ -29,12 +29,8 @@ use kernel::{
 
 /// In event mode, how long a waiter sleeps before it rechecks the entry itself.
 const EVENT_RECHECK_MS: u32 = 20;
-/// Size of a queue entry.
-const ENTRY: usize = 64;
 /// Transport type of an entry submitted over PCI.
-const XPORT_PCI: u8 = 7;
-/// Ownership bit in `status_own`: set while the device owns the entry.
-const OWNER_HW: u8 = 1;
+const XPORT_PCI: u64 = 7;
 /// Bytes of input and output carried inline in the entry.
 const INLINE: usize = 16;
 /// Data bytes a mailbox block carries.
@@ -42,10 +38,8 @@ const BLOCK_DATA: usize = 512;
 /// Mailbox blocks are 576 bytes, aligned to 1 KiB: four per page.
 const BLOCK_STRIDE: usize = 1024;
 const BLOCKS_PER_PAGE: usize = PAGE / BLOCK_STRIDE;
-/// Offsets of a block's next pointer, number and token.
-const BLOCK_NEXT: usize = 0x230;
-const BLOCK_NUM: usize = 0x238;
-const BLOCK_TOKEN: usize = 0x23d;
+
+const _: () = assert!(CmdEntry::SIZE == 64 && CmdMailbox::SIZE <= BLOCK_STRIDE);
 
 /// How long a command may take (the C driver's default command timeout).
 pub(crate) const CMD_TIMEOUT: Delta = Delta::from_millis(60_000);
@@ -60,14 +54,6 @@ pub(crate) trait CompletionSource: Send + Sync {
     fn wait(&self, slot: u32, ms: u32) -> bool;
 }
 
-layout! {
-    /// The common output header.
-    output OutHeader[16] {
-        status: 0x00, 8;
-        syndrome: 0x20, 32;
-    }
-}
-
 /// Number of mailbox blocks that carry `len` bytes past the inline part.
 pub(crate) fn blocks_for(len: usize) -> usize {
     len.saturating_sub(INLINE).div_ceil(BLOCK_DATA)
@@ -80,19 +66,47 @@ pub(crate) fn block_data(data: &[u8], i: usize) -> &[u8] {
     &data[from..to]
 }
 
-/// A block's trailer from `next` on: next block address, block number, token (ctrl and block
-/// signatures stay zero: the driver turns checksums off).
-pub(crate) fn block_trailer(next: u64, num: u32, token: u8) -> [u8; 16] {
-    let mut t = [0u8; 16];
-    t[0..8].copy_from_slice(&next.to_be_bytes());
-    t[BLOCK_NUM - BLOCK_NEXT..BLOCK_NUM - BLOCK_NEXT + 4].copy_from_slice(&num.to_be_bytes());
-    t[BLOCK_TOKEN - BLOCK_NEXT] = token;
-    t
+/// Mailbox block `num` of a chain: its data, the next block's address and the command's token
+/// (ctrl and block signatures stay zero: the driver turns checksums off).
+pub(crate) fn mailbox_block(data: &[u8], next: u64, num: u32, token: u8) -> Result<CmdMailbox> {
+    let mut m = CmdMailbox::new();
+    m.mailbox_data_mut()
+        .get_mut(..data.len())
+        .ok_or(EINVAL)?
+        .copy_from_slice(data);
+    m.set_next_pointer(next)?;
+    m.set_block_number(num.into())?;
+    m.set_token(token.into())?;
+    Ok(m)
 }
 
 /// The entry signature: the byte that makes the XOR of the whole entry 0xff.
-pub(crate) fn entry_signature(entry: &[u8; ENTRY]) -> u8 {
-    !entry.iter().fold(0u8, |a, b| a ^ b)
+pub(crate) fn entry_signature(entry: &CmdEntry) -> u8 {
+    !entry.as_bytes().iter().fold(0u8, |a, b| a ^ b)
+}
+
+/// A queue entry handed to the device: input length and inline part, mailbox pointers, output
+/// length, token, signature, owned by the device.
+pub(crate) fn command_entry(
+    input: &[u8],
+    in_ptr: u64,
+    out_ptr: u64,
+    out_len: usize,
+    token: u8,
+) -> Result<CmdEntry> {
+    let mut e = CmdEntry::new();
+    e.set_type_(XPORT_PCI)?;
+    e.set_input_length(input.len() as u64)?;
+    e.set_input_mailbox_pointer(in_ptr)?;
+    let n = input.len().min(INLINE);
+    e.command_input_inline_data_mut()[..n].copy_from_slice(&input[..n]);
+    e.set_output_mailbox_pointer(out_ptr)?;
+    e.set_output_length(out_len as u64)?;
+    e.set_token(token.into())?;
+    e.set_ownership(1)?;
+    let sig = entry_signature(&e);
+    e.set_signature(sig.into())?;
+    Ok(e)
 }
 
 /// Where a command's doorbell is rung: BAR0, held for the whole command (bring-up, teardown, the
@@ -185,7 +199,7 @@ impl CmdQueue {
         state: Arc<DeviceState>,
     ) -> Result<Arc<Self>> {
         let (log_size, log_stride) = init_segment::cmdq_geometry(bar);
-        if log_size > 5 || log_size + log_stride > 12 || (1 << log_stride) < ENTRY {
+        if log_size > 5 || log_size + log_stride > 12 || (1 << log_stride) < CmdEntry::SIZE {
             dev_err!(dev, "unsupported command queue geometry: log size {log_size}, log stride {log_stride}\n");
             return Err(EINVAL);
         }
@@ -262,9 +276,8 @@ impl CmdQueue {
                 Some(&n) => self.block(n).ok_or(EINVAL)?.2,
                 None => 0,
             };
-            mb.zero(off, BLOCK_STRIDE)?;
-            mb.write(off, block_data(data, i))?;
-            mb.write(off + BLOCK_NEXT, &block_trailer(next, i as u32, token))?;
+            let num = u32::try_from(i).map_err(|_| EINVAL)?;
+            mb.write_layout(off, &mailbox_block(block_data(data, i), next, num, token)?)?;
         }
         match blocks.first() {
             Some(&b) => Ok(self.block(b).ok_or(EINVAL)?.2),
@@ -328,29 +341,68 @@ impl CmdQueue {
         }
     }
 
-    /// Runs a command in `slot` (the page slot; `None`: any regular slot): `input` (header
-    /// included), room for `out_len` output bytes. Returns the output, or the errno of a
-    /// delivery, status or timeout failure (logged). Several commands may run at once.
-    pub(crate) fn exec_in_slot(
+    /// Runs command `C` in a regular slot (waiting for one to be free): `input`, with the
+    /// command's opcode written into its header. Returns the output layout, or the errno of a
+    /// delivery, status or timeout failure (logged).
+    pub(crate) fn exec<C: Command>(
+        &self,
+        dev: &device::Device,
+        bar: &dyn Doorbell,
+        input: &C::In,
+    ) -> Result<C::Out> {
+        Ok(self.exec_var::<C>(dev, bar, None, input, &[], 0)?.0)
+    }
+
+    /// Runs command `C` with a variable part: `in_tail` is sent after the input layout and
+    /// `out_tail` more bytes are read after the command's output, returned as bytes. `slot`:
+    /// the page slot, or `None` for any regular slot.
+    pub(crate) fn exec_var<C: Command>(
         &self,
         dev: &device::Device,
         bar: &dyn Doorbell,
         slot: Option<u32>,
-        input: &[u8],
+        input: &C::In,
+        in_tail: &[u8],
+        out_tail: usize,
+    ) -> Result<(C::Out, KVec<u8>)> {
+        let wire = ifc::encode::<C>(input)?;
+        let out_len = C::OUT_LEN.checked_add(out_tail).ok_or(EINVAL)?;
+        let out = self.exec_raw(dev, bar, slot, wire.as_bytes(), in_tail, out_len)?;
+        let fixed = C::Out::from_bytes(&out);
+        let mut tail = KVec::with_capacity(out_tail, GFP_KERNEL)?;
+        tail.extend_from_slice(out.get(C::OUT_LEN..).unwrap_or(&[]), GFP_KERNEL)?;
+        Ok((fixed, tail))
+    }
+
+    /// Runs a command in `slot` (the page slot; `None`: any regular slot): `input` (header
+    /// included) followed by `tail`, room for `out_len` output bytes. Returns the output, or
+    /// the errno of a delivery, status or timeout failure (logged). Several commands may run at
+    /// once.
+    fn exec_raw(
+        &self,
+        dev: &device::Device,
+        bar: &dyn Doorbell,
+        slot: Option<u32>,
+        head: &[u8],
+        tail: &[u8],
         out_len: usize,
     ) -> Result<KVec<u8>> {
         if slot.is_some_and(|s| s >= 1 << self.log_size) {
             return Err(EINVAL);
         }
+        let joined;
+        let input = if tail.is_empty() {
+            head
+        } else {
+            let mut v = KVec::with_capacity(head.len() + tail.len(), GFP_KERNEL)?;
+            v.extend_from_slice(head, GFP_KERNEL)?;
+            v.extend_from_slice(tail, GFP_KERNEL)?;
+            joined = v;
+            &joined[..]
+        };
         let out_len = out_len.max(INLINE);
-        let opcode = u16::from_be_bytes([
-            input.first().copied().unwrap_or(0),
-            input.get(1).copied().unwrap_or(0),
-        ]);
-        let op_mod = u16::from_be_bytes([
-            input.get(6).copied().unwrap_or(0),
-            input.get(7).copied().unwrap_or(0),
-        ]);
+        let hdr = CmdInHeader::from_bytes(input);
+        let (opcode, op_mod) = (hdr.opcode() as u16, hdr.op_mod());
         if self.state.in_error() {
             return internal_error_result(opcode, out_len);
         }
@@ -364,19 +416,9 @@ impl CmdQueue {
         let in_ptr = self.build_chain(in_blocks, input, token)?;
         let out_ptr = self.build_chain(out_blocks, &[], token)?;
 
-        let mut e = [0u8; ENTRY];
-        e[0] = XPORT_PCI;
-        e[4..8].copy_from_slice(&(input.len() as u32).to_be_bytes());
-        e[8..16].copy_from_slice(&in_ptr.to_be_bytes());
-        let n = input.len().min(INLINE);
-        e[0x10..0x10 + n].copy_from_slice(&input[..n]);
-        e[0x30..0x38].copy_from_slice(&out_ptr.to_be_bytes());
-        e[0x38..0x3c].copy_from_slice(&(out_len as u32).to_be_bytes());
-        e[0x3c] = token;
-        e[0x3f] = OWNER_HW;
-        e[0x3d] = entry_signature(&e);
+        let entry = command_entry(input, in_ptr, out_ptr, out_len, token)?;
         let entry_off = (slot as usize) << self.log_stride;
-        self.queue.write(entry_off, &e)?;
+        self.queue.write_layout(entry_off, &entry)?;
         // The entry and its mailboxes must be visible to the device before the doorbell.
         dma_mb(Write);
         let events = self.events.lock().clone();
@@ -394,9 +436,8 @@ impl CmdQueue {
             return Err(e);
         }
         dma_mb(Read);
-        let mut status_own = [0u8; 1];
-        self.queue.read(entry_off + 0x3f, &mut status_own)?;
-        let delivery = status_own[0] >> 1;
+        let done: CmdEntry = self.queue.read_layout(entry_off)?;
+        let delivery = done.status() as u8;
         if delivery != 0 {
             let err = delivery_errno(delivery);
             dev_err!(
@@ -412,12 +453,13 @@ impl CmdQueue {
         }
         let mut out = KVec::with_capacity(out_len, GFP_KERNEL)?;
         out.resize(out_len, 0, GFP_KERNEL)?;
-        self.queue.read(entry_off + 0x20, &mut out[..INLINE])?;
+        out[..INLINE].copy_from_slice(done.command_output_inline_data());
         for (i, &b) in out_blocks.iter().enumerate() {
             let (mb, off, _) = self.block(b).ok_or(EINVAL)?;
+            let block: CmdMailbox = mb.read_layout(off)?;
             let from = INLINE + i * BLOCK_DATA;
             let to = (from + BLOCK_DATA).min(out_len);
-            mb.read(off, &mut out[from..to])?;
+            out[from..to].copy_from_slice(&block.mailbox_data()[..to - from]);
         }
         drop(claim);
         let hdr = OutHeader::from_bytes(&out);
@@ -439,17 +481,6 @@ impl CmdQueue {
         Ok(out)
     }
 
-    /// Runs a command in a regular slot (waiting for one to be free).
-    pub(crate) fn exec(
-        &self,
-        dev: &device::Device,
-        bar: &dyn Doorbell,
-        input: &[u8],
-        out_len: usize,
-    ) -> Result<KVec<u8>> {
-        self.exec_in_slot(dev, bar, None, input, out_len)
-    }
-
     /// Waits for the device to hand the entry back; spins briefly, then sleeps.
     fn wait_owner(
         &self,
@@ -462,9 +493,8 @@ impl CmdQueue {
         let start = Instant::<Monotonic>::now();
         let mut polls = 0u32;
         loop {
-            let mut so = [0u8; 1];
-            self.queue.read(entry_off + 0x3f, &mut so)?;
-            if so[0] & OWNER_HW == 0 {
+            let entry: CmdEntry = self.queue.read_layout(entry_off)?;
+            if entry.ownership() == 0 {
                 return Ok(());
             }
             // A command in flight when the device enters the error state fails now.
@@ -543,24 +573,41 @@ mod tests {
     }
 
     #[test]
-    fn block_trailer_layout() {
-        let t = block_trailer(0x1122_3344_5566_7000, 3, 0x5a);
-        assert_eq!(&t[0..8], &[0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x70, 0x00]);
-        assert_eq!(&t[8..12], &[0, 0, 0, 3]);
-        assert_eq!(t[13], 0x5a);
+    fn mailbox_block_layout() -> Result {
+        let m = mailbox_block(&[0xaa; 3], 0x1122_3344_5566_7000, 3, 0x5a)?;
+        let b = m.as_bytes();
+        assert_eq!(&b[0..4], &[0xaa, 0xaa, 0xaa, 0]);
+        assert_eq!(
+            &b[0x230..0x238],
+            &[0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x70, 0x00]
+        );
+        assert_eq!(&b[0x238..0x23c], &[0, 0, 0, 3]);
+        assert_eq!(b[0x23d], 0x5a);
         // Block signatures stay unset.
-        assert_eq!(t[15], 0);
+        assert_eq!((b[0x23e], b[0x23f]), (0, 0));
+        // More data than a block carries is refused.
+        assert!(mailbox_block(&[0; BLOCK_DATA + 1], 0, 0, 1).is_err());
+        Ok(())
     }
 
     #[test]
-    fn signature_makes_the_entry_xor_to_ff() {
-        let mut e = [0u8; ENTRY];
-        e[0] = XPORT_PCI;
-        e[0x10] = 0x01;
-        e[0x11] = 0x04;
-        e[0x3c] = 0x5a;
-        e[0x3f] = OWNER_HW;
-        e[0x3d] = entry_signature(&e);
-        assert_eq!(e.iter().fold(0u8, |a, b| a ^ b), 0xff);
+    fn entry_fields_and_signature() -> Result {
+        let mut input = [0u8; 0x20];
+        input[..2].copy_from_slice(&op::ACCESS_REG.to_be_bytes());
+        input[0x11] = 0x42;
+        let e = command_entry(&input, 0x1000, 0x2000, 0x20, 0x5a)?;
+        let b = e.as_bytes();
+        assert_eq!((b[0], &b[4..8]), (7, &[0u8, 0, 0, 0x20][..]));
+        assert_eq!(&b[0x10..0x12], &[0x08, 0x05]);
+        assert_eq!(&b[0x08..0x10], &0x1000u64.to_be_bytes());
+        assert_eq!(&b[0x30..0x38], &0x2000u64.to_be_bytes());
+        assert_eq!(&b[0x38..0x3c], &[0, 0, 0, 0x20]);
+        assert_eq!((b[0x3c], b[0x3f]), (0x5a, 1));
+        assert_eq!(b.iter().fold(0u8, |a, b| a ^ b), 0xff);
+        // A device-written status reads through the layout.
+        let mut done = e.clone();
+        done.as_bytes_mut()[0x3f] = 0x04;
+        assert_eq!((done.status(), done.ownership()), (2, 0));
+        Ok(())
     }
 }

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Firmware commands for protocol modules: a handle interfaces keep (it is `'static` and
-//! cloneable) to run commands on their function, concurrently with each other and with
-//! `mlx5_core`'s own (page commands keep their slot).
+//! cloneable) to run typed commands ([`crate::ifc::Command`]) on their function, concurrently
+//! with each other and with `mlx5_core`'s own (page commands keep their slot).
 
 use crate::cmdq::{CmdQueue, Doorbell};
+use crate::ifc::Command;
 use crate::init_segment::{self, SharedBar};
 use kernel::{
     device,
@@ -25,13 +26,24 @@ impl Commands {
         Self { queue, bar, dev }
     }
 
-    /// Runs a command: `input` is the whole command input (header included, as the interface
-    /// layouts in `mlx5_ifc.h` define it); the output has room for `out_len` bytes. Waits for a
-    /// free slot when all are busy. Errors: the status's errno (logged with the command's name),
-    /// `ETIMEDOUT`, `ENOLINK` once the device is in the internal-error state, `ENODEV` once the
-    /// function is unbound.
-    pub fn exec(&self, input: &[u8], out_len: usize) -> Result<KVec<u8>> {
-        self.queue.exec(&self.dev, self, input, out_len)
+    /// Runs command `C` with `input` (its opcode is written by the queue) and returns its
+    /// output. Waits for a free slot when all are busy. Errors: the status's errno (logged with
+    /// the command's name), `ETIMEDOUT`, `ENOLINK` once the device is in the internal-error
+    /// state, `ENODEV` once the function is unbound.
+    pub fn exec<C: Command>(&self, input: &C::In) -> Result<C::Out> {
+        self.queue.exec::<C>(&self.dev, self, input)
+    }
+
+    /// Runs command `C` with a variable part: `in_tail` follows the input layout, and
+    /// `out_tail` bytes following the output are returned with it. Errors as [`Self::exec`].
+    pub fn exec_var<C: Command>(
+        &self,
+        input: &C::In,
+        in_tail: &[u8],
+        out_tail: usize,
+    ) -> Result<(C::Out, KVec<u8>)> {
+        self.queue
+            .exec_var::<C>(&self.dev, self, None, input, in_tail, out_tail)
     }
 }
 

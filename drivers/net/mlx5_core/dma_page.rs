@@ -3,6 +3,7 @@
 //! A 4 KiB page of coherent DMA memory shared with the device: the command queue, mailbox blocks,
 //! event queues and the pages lent to firmware.
 
+use crate::ifc::Layout;
 use kernel::{
     device,
     dma::Coherent,
@@ -50,16 +51,15 @@ impl DmaPage {
         Ok(())
     }
 
-    /// Fills `len` bytes at `off` with zero (`ERANGE` past the page's end).
-    pub(crate) fn zero(&self, off: usize, len: usize) -> Result {
-        const ZEROS: [u8; 64] = [0; 64];
-        let end = off.checked_add(len).ok_or(ERANGE)?;
-        let mut at = off;
-        while at < end {
-            let to = end.min(at + ZEROS.len());
-            io_project!(&self.mem, [try: at..to]).copy_from_slice(&ZEROS[..to - at]);
-            at = to;
-        }
-        Ok(())
+    /// Reads the layout `L` at `off`.
+    pub(crate) fn read_layout<L: Layout>(&self, off: usize) -> Result<L> {
+        let mut l = L::zeroed();
+        self.read(off, l.as_bytes_mut())?;
+        Ok(l)
+    }
+
+    /// Writes the layout `l` at `off`.
+    pub(crate) fn write_layout<L: Layout>(&self, off: usize, l: &L) -> Result {
+        self.write(off, l.as_bytes())
     }
 }

@@ -6,13 +6,14 @@
 
 use crate::cmdq::CmdQueue;
 use crate::dma_page::{DmaPage, PAGE};
-use crate::ifc::layout;
+use crate::ifc::{
+    AllocUar, CreateEq, CreateEqIn, DeallocUar, DeallocUarIn, DestroyEq, DestroyEqIn, Eqe, PlainIn,
+};
 use crate::init_segment::Bar0;
-use crate::status::op;
 use kernel::{device, io::Io, prelude::*};
 
 /// Size of an event queue entry.
-const EQE_SIZE: usize = 64;
+const EQE_SIZE: usize = Eqe::SIZE;
 /// Entries per queue: one page.
 const LOG_ENTRIES: u32 = 6;
 const ENTRIES: u32 = 1 << LOG_ENTRIES;
@@ -20,57 +21,12 @@ const ENTRIES: u32 = 1 << LOG_ENTRIES;
 const DOORBELL_ARM: usize = 0x40;
 /// Size of a UAR page (the driver sets `log_uar_page_sz` to 0: 4 KiB).
 const UAR_PAGE: usize = 4096;
-/// Byte offset of the page list in CREATE_EQ input.
-const PAS: usize = 0x110;
-/// Byte offset of the event bitmask in CREATE_EQ input.
-const EVENT_BITMASK: usize = 0x58;
-
 /// Event types this driver subscribes to.
 pub(crate) mod event {
     /// A port changed state.
     pub(crate) const PORT_CHANGE: u8 = 0x09;
     /// Firmware asks for pages or offers pages back.
     pub(crate) const PAGE_REQUEST: u8 = 0x0b;
-}
-
-layout! {
-    /// CREATE_EQ input (the event bitmask and page list are written as bytes).
-    input CreateEqIn[0x118] {
-        opcode: 0x00, 16;
-        log_eq_size: 0xe3, 5;
-        uar_page: 0xe8, 24;
-        intr: 0x134, 12;
-        log_page_size: 0x143, 5;
-    }
-    /// CREATE_EQ output.
-    output CreateEqOut[16] {
-        eq_number: 0x58, 8;
-    }
-    /// DESTROY_EQ input.
-    input DestroyEqIn[16] {
-        opcode: 0x00, 16;
-        eq_number: 0x58, 8;
-    }
-    /// ALLOC_UAR output.
-    output AllocUarOut[16] {
-        uar: 0x48, 24;
-    }
-    /// DEALLOC_UAR input.
-    input DeallocUarIn[16] {
-        opcode: 0x00, 16;
-        uar: 0x48, 24;
-    }
-}
-
-/// One event as the queue delivered it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Eqe {
-    /// Event type.
-    pub(crate) ty: u8,
-    /// Event sub-type.
-    pub(crate) sub_type: u8,
-    /// Event data (bytes 0x20..0x3c of the entry).
-    pub(crate) data: [u8; 28],
 }
 
 /// Whether the entry at consumer index `ci` belongs to software: its owner bit equals the
@@ -97,20 +53,18 @@ impl Uar {
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
     ) -> Result<Self> {
-        let mut q = [0u8; 16];
-        q[..2].copy_from_slice(&op::ALLOC_UAR.to_be_bytes());
-        let out = cmd.exec(dev, bar, &q, 16)?;
+        let out = cmd.exec::<AllocUar>(dev, bar, &PlainIn::new())?;
         Ok(Self {
-            index: AllocUarOut::from_bytes(&out).uar() as u32,
+            index: out.uar() as u32,
         })
     }
 
     /// DEALLOC_UAR.
     pub(crate) fn free(self, cmd: &CmdQueue, dev: &device::Device<device::Bound>, bar: &Bar0<'_>) {
-        let q = DeallocUarIn::new()
-            .opcode(op::DEALLOC_UAR.into())
-            .uar(self.index.into());
-        if let Err(e) = cmd.exec(dev, bar, q.as_bytes(), 16) {
+        let r = DeallocUarIn::new()
+            .uar(self.index.into())
+            .and_then(|q| cmd.exec::<DeallocUar>(dev, bar, &q));
+        if let Err(e) = r {
             dev_err!(
                 dev,
                 "failed to free UAR {}: err {}\n",
@@ -149,20 +103,21 @@ impl EventQueue {
         name: &'static str,
     ) -> Result<Self> {
         let page = DmaPage::new(dev)?;
+        // Entries start owned by the device's first pass.
+        let mut fresh = Eqe::new();
+        fresh.set_owner(1)?;
         for i in 0..ENTRIES as usize {
-            page.write(i * EQE_SIZE + EQE_SIZE - 1, &[1])?;
+            page.write_layout(i * EQE_SIZE, &fresh)?;
         }
-        let mut q = CreateEqIn::new()
-            .opcode(op::CREATE_EQ.into())
-            .log_eq_size(LOG_ENTRIES.into())
-            .uar_page(uar.index.into())
-            .intr(vector.into())
-            .log_page_size(0);
-        let b = q.as_bytes_mut();
-        b[EVENT_BITMASK..EVENT_BITMASK + 8].copy_from_slice(&mask.to_be_bytes());
-        b[PAS..PAS + 8].copy_from_slice(&page.dma_address().to_be_bytes());
-        let out = cmd.exec(dev, bar, q.as_bytes(), 16)?;
-        let eqn = CreateEqOut::from_bytes(&out).eq_number() as u8;
+        let q = CreateEqIn::new()
+            .log_eq_size(LOG_ENTRIES.into())?
+            .uar_page(uar.index.into())?
+            .intr(vector.into())?
+            .log_page_size(0)?
+            .event_bitmask(mask)?
+            .pas0(page.dma_address())?;
+        let out = cmd.exec::<CreateEq>(dev, bar, &q)?;
+        let eqn = out.eq_number() as u8;
         Ok(Self {
             page: Some(page),
             eqn,
@@ -179,10 +134,10 @@ impl EventQueue {
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
     ) {
-        let q = DestroyEqIn::new()
-            .opcode(op::DESTROY_EQ.into())
-            .eq_number(self.eqn.into());
-        match cmd.exec(dev, bar, q.as_bytes(), 16) {
+        let r = DestroyEqIn::new()
+            .eq_number(self.eqn.into())
+            .and_then(|q| cmd.exec::<DestroyEq>(dev, bar, &q));
+        match r {
             // The device no longer writes the page.
             Ok(_) => drop(self.page.take()),
             // The device may still write the page: `Drop` keeps it.
@@ -203,25 +158,13 @@ impl EventQueue {
         };
         loop {
             let at = (self.ci % ENTRIES) as usize * EQE_SIZE;
-            let mut owner = [0u8; 1];
-            page.read(at + EQE_SIZE - 1, &mut owner)?;
-            if !software_owns(owner[0], self.ci) {
+            let seen: Eqe = page.read_layout(at)?;
+            if !software_owns(seen.owner() as u8, self.ci) {
                 break;
             }
-            // The rest of the entry is read only after its owner bit said it is complete.
+            // The entry is read again, whole, only after its owner bit said it is complete.
             core::sync::atomic::fence(core::sync::atomic::Ordering::Acquire);
-            let mut e = [0u8; EQE_SIZE];
-            page.read(at, &mut e)?;
-            let mut data = [0u8; 28];
-            data.copy_from_slice(&e[0x20..0x3c]);
-            out.push(
-                Eqe {
-                    ty: e[1],
-                    sub_type: e[3],
-                    data,
-                },
-                GFP_KERNEL,
-            )?;
+            out.push(page.read_layout(at)?, GFP_KERNEL)?;
             self.ci = self.ci.wrapping_add(1);
         }
         let v = doorbell_value(self.eqn, self.ci);

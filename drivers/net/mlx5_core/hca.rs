@@ -9,84 +9,25 @@ use crate::cmd_events::{CmdEvents, EVENT_CMD};
 use crate::cmdq::CmdQueue;
 use crate::eq::{event, EventQueue, Uar};
 use crate::health::DeviceState;
-use crate::ifc::{layout, set_bits};
+use crate::ifc::{
+    AccessReg, AccessRegIn, AtomicCaps, DisableHca, EnableHca, FunctionIn, GeneralCaps, InitHca,
+    PlainIn, QueryAdapter, QueryHcaCap, QueryIssi, SetDriverVersion, SetDriverVersionIn, SetHcaCap,
+    SetIssi, SetIssiIn, TeardownHca, TeardownHcaIn,
+};
 use crate::init_segment::Bar0;
 use crate::pages::{FwPages, PageRequest};
-use crate::status::op;
 use kernel::{device, prelude::*, sync::Arc};
 
 /// Size of a capability page.
 const CAP_SIZE: usize = 4096;
-/// Byte offset of the capability in QUERY_HCA_CAP output and SET_HCA_CAP input.
-const CAP_OFFSET: usize = 0x10;
 /// Capability type: general device capabilities.
 const CAP_GENERAL: u64 = 0;
 /// Capability type: atomic operations.
 const CAP_ATOMIC: u64 = 3;
-/// Atomic capability fields: requester endianness mode (settable) and whether host order
-/// (mode 1) is supported.
-const ATOMIC_REQ_8B_ENDIANNESS_MODE: (usize, usize) = (0x40, 2);
-const ATOMIC_SUPPORTED_MODE_1: (usize, usize) = (0x46, 1);
 /// Access register id: host endianness.
 const REG_HOST_ENDIANNESS: u64 = 0x7004;
 /// The largest `log_max_qp` this driver asks for (the C driver's default profile).
 const PROFILE_LOG_MAX_QP: u64 = 18;
-
-layout! {
-    /// Input of the commands that carry only a function id (ENABLE_HCA, DISABLE_HCA).
-    input FunctionIn[16] {
-        opcode: 0x00, 16;
-        op_mod: 0x30, 16;
-        function_id: 0x50, 16;
-    }
-    /// Input of commands with nothing but the header.
-    input PlainIn[16] {
-        opcode: 0x00, 16;
-        op_mod: 0x30, 16;
-    }
-    /// QUERY_ISSI output.
-    output QueryIssiOut[0x70] {
-        current_issi: 0x50, 16;
-        supported_issi_dw0: 0x360, 32;
-    }
-    /// SET_ISSI input.
-    input SetIssiIn[16] {
-        opcode: 0x00, 16;
-        current_issi: 0x50, 16;
-    }
-    /// ACCESS_REG input with a 16-byte register.
-    input AccessRegIn[0x20] {
-        opcode: 0x00, 16;
-        op_mod: 0x30, 16;
-        register_id: 0x50, 16;
-        argument: 0x60, 32;
-    }
-    /// TEARDOWN_HCA input.
-    input TeardownHcaIn[16] {
-        opcode: 0x00, 16;
-        profile: 0x50, 16;
-    }
-    /// SET_DRIVER_VERSION input (the version string follows the header).
-    input SetDriverVersionIn[0x50] {
-        opcode: 0x00, 16;
-    }
-    /// General capability fields this driver reads or sets (offsets within the page; the
-    /// layout covers the page as far as its last field).
-    output GeneralCaps[0xa0] {
-        log_max_qp: 0x9b, 5;
-        pkey_table_size: 0x190, 16;
-        port_type: 0x1b6, 2;
-        num_ports: 0x1b8, 8;
-        atomic: 0x21e, 1;
-        cmdif_checksum: 0x210, 2;
-        driver_version: 0x261, 1;
-        log_uar_page_sz: 0x490, 16;
-    }
-    /// QUERY_ADAPTER output: the board id.
-    output QueryAdapterOut[0x110] {
-        ieee_vendor_id: 0x148, 24;
-    }
-}
 
 /// The MSI-X vector of the control event queues.
 pub(crate) const CONTROL_VECTOR: u16 = 0;
@@ -150,13 +91,17 @@ fn cap_query_type(
     ty: u64,
     cur: bool,
 ) -> Result<KVec<u8>> {
-    let q = PlainIn::new()
-        .opcode(op::QUERY_HCA_CAP.into())
-        .op_mod((ty << 1) | u64::from(cur));
-    let out = cmd.exec(dev, bar, q.as_bytes(), CAP_OFFSET + CAP_SIZE)?;
-    let mut cap = KVec::with_capacity(CAP_SIZE, GFP_KERNEL)?;
-    cap.extend_from_slice(&out[CAP_OFFSET..CAP_OFFSET + CAP_SIZE], GFP_KERNEL)?;
+    let q = PlainIn::new().op_mod((ty << 1) | u64::from(cur))?;
+    let (_, cap) = cmd.exec_var::<QueryHcaCap>(dev, bar, None, &q, &[], CAP_SIZE)?;
     Ok(cap)
+}
+
+/// Writes the fields of `layout` (a prefix of a capability page) back into `page`.
+fn store_caps(page: &mut [u8], layout: &[u8]) -> Result {
+    page.get_mut(..layout.len())
+        .ok_or(EINVAL)?
+        .copy_from_slice(layout);
+    Ok(())
 }
 
 impl Hca {
@@ -174,8 +119,7 @@ impl Hca {
         cmd_events: Arc<CmdEvents>,
     ) -> Result<Self> {
         let cmd = CmdQueue::new(dev, bar, state)?;
-        let enable = FunctionIn::new().opcode(op::ENABLE_HCA.into());
-        if let Err(e) = cmd.exec(dev, bar, enable.as_bytes(), 16) {
+        if let Err(e) = cmd.exec::<EnableHca>(dev, bar, &FunctionIn::new()) {
             dev_err!(dev, "enable hca failed\n");
             return Err(e);
         }
@@ -202,8 +146,7 @@ impl Hca {
             }
             Err(e) => {
                 pages.reclaim_all(&cmd, dev, bar);
-                let disable = FunctionIn::new().opcode(op::DISABLE_HCA.into());
-                let _ = cmd.exec(dev, bar, disable.as_bytes(), 16);
+                let _ = cmd.exec::<DisableHca>(dev, bar, &FunctionIn::new());
                 Err(e)
             }
         }
@@ -217,20 +160,10 @@ impl Hca {
         bar: &Bar0<'_>,
     ) -> Result<(HcaCaps, [u8; 16])> {
         // ISSI: use 1 when offered, else stay at 0.
-        let q = PlainIn::new().opcode(op::QUERY_ISSI.into());
-        let issi =
-            QueryIssiOut::from_bytes(&cmd.exec(dev, bar, q.as_bytes(), QueryIssiOut::SIZE)?);
+        let issi = cmd.exec::<QueryIssi>(dev, bar, &PlainIn::new())?;
         let supported = issi.supported_issi_dw0();
         if supported & 0b10 != 0 {
-            cmd.exec(
-                dev,
-                bar,
-                SetIssiIn::new()
-                    .opcode(op::SET_ISSI.into())
-                    .current_issi(1)
-                    .as_bytes(),
-                16,
-            )?;
+            cmd.exec::<SetIssi>(dev, bar, &SetIssiIn::new().current_issi(1)?)?;
         } else if supported & 0b1 == 0 && supported != 0 {
             dev_err!(
                 dev,
@@ -242,67 +175,52 @@ impl Hca {
 
         // Tell the device the host is little-endian (the register is all zeroes then).
         let he = AccessRegIn::new()
-            .opcode(op::ACCESS_REG.into())
-            .op_mod(0)
-            .register_id(REG_HOST_ENDIANNESS);
-        cmd.exec(dev, bar, he.as_bytes(), 0x20)?;
+            .op_mod(0)?
+            .register_id(REG_HOST_ENDIANNESS)?;
+        cmd.exec::<AccessReg>(dev, bar, &he)?;
 
         // General capabilities: current, then maximum; set what the driver needs.
         let mut cur = cap_query(cmd, dev, bar, true)?;
         let max = GeneralCaps::from_bytes(&cap_query(cmd, dev, bar, false)?);
-        set_bits(&mut cur, 0x190, 16, 0); // pkey_table_size: 128 entries
-        set_bits(&mut cur, 0x9b, 5, max.log_max_qp().min(PROFILE_LOG_MAX_QP));
-        set_bits(&mut cur, 0x210, 2, 0); // cmdif_checksum off
-        set_bits(&mut cur, 0x490, 16, 0); // log_uar_page_sz: 4 KiB pages
-        let mut set = KVec::with_capacity(CAP_OFFSET + CAP_SIZE, GFP_KERNEL)?;
-        set.extend_from_slice(
-            PlainIn::new().opcode(op::SET_HCA_CAP.into()).as_bytes(),
-            GFP_KERNEL,
-        )?;
-        set.extend_from_slice(&cur, GFP_KERNEL)?;
-        cmd.exec(dev, bar, &set, 16)?;
+        let mut want = GeneralCaps::from_bytes(&cur);
+        want.set_pkey_table_size(0)?; // 128 entries
+        want.set_log_max_qp(max.log_max_qp().min(PROFILE_LOG_MAX_QP))?;
+        want.set_cmdif_checksum(0)?; // off
+        want.set_log_uar_page_sz(0)?; // 4 KiB pages
+        store_caps(&mut cur, want.as_bytes())?;
+        let set_general = PlainIn::new().op_mod(CAP_GENERAL << 1)?;
+        cmd.exec_var::<SetHcaCap>(dev, bar, None, &set_general, &cur, 0)?;
 
         // Atomics, as the C driver does: read their capabilities (current, then maximum) and,
         // when the device offers it, ask for operands in host byte order.
-        let atomic = GeneralCaps::from_bytes(&cur).atomic() != 0;
+        let atomic = want.atomic() != 0;
         if atomic {
             let acur = cap_query_type(cmd, dev, bar, CAP_ATOMIC, true)?;
             let _amax = cap_query_type(cmd, dev, bar, CAP_ATOMIC, false)?;
-            let (bit, width) = ATOMIC_SUPPORTED_MODE_1;
-            if crate::ifc::get_bits(&acur, bit, width) != 0 {
-                let mut set = KVec::with_capacity(CAP_OFFSET + CAP_SIZE, GFP_KERNEL)?;
-                set.extend_from_slice(
-                    PlainIn::new()
-                        .opcode(op::SET_HCA_CAP.into())
-                        .op_mod(CAP_ATOMIC << 1)
-                        .as_bytes(),
-                    GFP_KERNEL,
-                )?;
-                set.resize(CAP_OFFSET + CAP_SIZE, 0, GFP_KERNEL)?;
-                let (bit, width) = ATOMIC_REQ_8B_ENDIANNESS_MODE;
-                set_bits(&mut set[CAP_OFFSET..], bit, width, 1);
-                cmd.exec(dev, bar, &set, 16)?;
+            if AtomicCaps::from_bytes(&acur).supported_atomic_req_8b_endianness_mode_1() != 0 {
+                let mut page = KVec::with_capacity(CAP_SIZE, GFP_KERNEL)?;
+                page.resize(CAP_SIZE, 0, GFP_KERNEL)?;
+                let mut set = AtomicCaps::new();
+                set.set_atomic_req_8b_endianness_mode(1)?;
+                store_caps(&mut page, set.as_bytes())?;
+                let set_atomic = PlainIn::new().op_mod(CAP_ATOMIC << 1)?;
+                cmd.exec_var::<SetHcaCap>(dev, bar, None, &set_atomic, &page, 0)?;
             }
         }
 
         pages.satisfy(cmd, dev, bar, PageRequest::Init)?;
-        if let Err(e) = cmd.exec(
-            dev,
-            bar,
-            PlainIn::new().opcode(op::INIT_HCA.into()).as_bytes(),
-            16,
-        ) {
+        if let Err(e) = cmd.exec::<InitHca>(dev, bar, &PlainIn::new()) {
             dev_err!(dev, "init hca failed\n");
             return Err(e);
         }
 
         // As in C: the driver-version capability comes from the capabilities just set.
-        if GeneralCaps::from_bytes(&cur).driver_version() != 0 {
-            let mut v = SetDriverVersionIn::new().opcode(op::SET_DRIVER_VERSION.into());
+        if want.driver_version() != 0 {
+            let mut v = SetDriverVersionIn::new();
             let text = b"Linux,mlx5_core,7.3.4,rust";
-            v.as_bytes_mut()[0x10..0x10 + text.len()].copy_from_slice(text);
+            v.driver_version_mut()[..text.len()].copy_from_slice(text);
             // The C driver ignores the result too.
-            let _ = cmd.exec(dev, bar, v.as_bytes(), 16);
+            let _ = cmd.exec::<SetDriverVersion>(dev, bar, &v);
         }
         let general = cap_query(cmd, dev, bar, true)?;
         let atomic = if atomic {
@@ -310,10 +228,9 @@ impl Hca {
         } else {
             KVec::new()
         };
-        let q = PlainIn::new().opcode(op::QUERY_ADAPTER.into());
-        let adapter = cmd.exec(dev, bar, q.as_bytes(), QueryAdapterOut::SIZE)?;
+        let adapter = cmd.exec::<QueryAdapter>(dev, bar, &PlainIn::new())?;
         let mut board_id = [0u8; 16];
-        board_id.copy_from_slice(&adapter[0x100..0x110]);
+        board_id.copy_from_slice(adapter.vsd_contd_psid());
         Ok((HcaCaps { general, atomic }, board_id))
     }
 
@@ -371,14 +288,12 @@ impl Hca {
         }
         let mut ports = KVec::new();
         for e in eqes.iter() {
-            match e.ty {
+            match e.event_type() as u8 {
                 event::PAGE_REQUEST => {
-                    let function_id = u16::from_be_bytes([e.data[2], e.data[3]]);
-                    let num = i32::from_be_bytes([e.data[4], e.data[5], e.data[6], e.data[7]]);
-                    if let Err(err) =
-                        self.pages
-                            .on_request(&self.cmd, dev, bar, function_id.into(), num)
-                    {
+                    let function_id = e.page_function_id();
+                    // Two's complement: negative asks for pages back.
+                    let num = e.page_num_pages() as u32 as i32;
+                    if let Err(err) = self.pages.on_request(&self.cmd, dev, bar, function_id, num) {
                         dev_err!(
                             dev,
                             "page request for {num} pages failed: err {}\n",
@@ -388,8 +303,8 @@ impl Hca {
                 }
                 event::PORT_CHANGE => ports.push(
                     PortEvent {
-                        port: e.data[8] >> 4,
-                        sub_type: e.sub_type,
+                        port: e.port_num() as u8,
+                        sub_type: e.event_sub_type() as u8,
                     },
                     GFP_KERNEL,
                 )?,
@@ -417,17 +332,16 @@ impl Hca {
         if let Some(uar) = self.uar.take() {
             uar.free(&self.cmd, dev, bar);
         }
-        let t = TeardownHcaIn::new()
-            .opcode(op::TEARDOWN_HCA.into())
-            .profile(0);
-        if self.cmd.exec(dev, bar, t.as_bytes(), 16).is_err() {
+        let torn_down = TeardownHcaIn::new()
+            .profile(0)
+            .and_then(|t| self.cmd.exec::<TeardownHca>(dev, bar, &t));
+        if torn_down.is_err() {
             dev_err!(dev, "tear_down_hca failed, skip cleanup\n");
             core::mem::forget(self.pages);
             return;
         }
         self.pages.reclaim_all(&self.cmd, dev, bar);
-        let disable = FunctionIn::new().opcode(op::DISABLE_HCA.into());
-        let _ = self.cmd.exec(dev, bar, disable.as_bytes(), 16);
+        let _ = self.cmd.exec::<DisableHca>(dev, bar, &FunctionIn::new());
         let (given, reclaimed) = self.pages.totals();
         dev_info!(
             dev,

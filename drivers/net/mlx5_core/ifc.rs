@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Layouts of the mlx5 firmware interface: commands and contexts are big-endian bit fields at
-//! fixed offsets (bit 0 is the most significant bit of byte 0). [`layout!`] declares a layout as a
+//! The mlx5 firmware interface, declared once for `mlx5_core` and the protocol modules
+//! (`mlx5_ib` imports from here): commands and contexts are big-endian bit fields at fixed
+//! offsets (bit 0 is the most significant bit of byte 0). [`layout!`] declares a layout as a
 //! byte array with one typed accessor per field, so drivers write
-//! `QueryHcaCapIn::new().op_mod(1)` instead of offsets.
+//! `QueryPagesIn::new().op_mod(1)?` instead of offsets; a [`Command`] ties an opcode to its input
+//! and output layouts, so `exec::<QueryPages>(&input)` returns a [`QueryPagesOut`].
 //!
 //! Offsets are those of the interface (`mlx5_ifc.h`); `tools/dev/ifc_layout.py` prints them.
-//! The macro and the bit helpers are public so that protocol modules use the same checked
-//! layouts for the commands they issue.
+//! A value too wide for its field is refused with `EINVAL` (never cut to the field's width).
+
+use crate::status::op;
+use kernel::prelude::*;
 
 /// Largest layout: layouts are copied onto the kernel stack (16 KiB, shared by the whole call
 /// chain), so big structures such as the 4 KiB capability page are declared only as far as
@@ -25,35 +29,89 @@ pub fn get_bits(buf: &[u8], bit: usize, width: usize) -> u64 {
     v
 }
 
-/// Writes the low `width` bits of `v` at `bit` of `buf`; bits past the end are dropped.
-pub fn set_bits(buf: &mut [u8], bit: usize, width: usize, v: u64) {
+/// Writes `v` into the `width` bits at `bit` of `buf`.
+///
+/// `EINVAL` if `v` does not fit in `width` bits or the field does not lie inside `buf`; `buf`
+/// is unchanged then. (`EINVAL` rather than `ERANGE`: the value is an argument outside the
+/// field's domain, which is what the kernel's and the C driver's callers report with `EINVAL`;
+/// `ERANGE` means a result that cannot be represented.)
+pub fn set_bits(buf: &mut [u8], bit: usize, width: usize, v: u64) -> Result {
+    if width > 64 || (width < 64 && v >> width != 0) {
+        return Err(EINVAL);
+    }
+    let end = bit.checked_add(width).ok_or(EINVAL)?;
+    if end > buf.len() * 8 {
+        return Err(EINVAL);
+    }
     for i in 0..width {
         let b = bit + i;
         let set = ((v >> (width - 1 - i)) & 1) as u8;
+        let shift = 7 - b % 8;
+        // In bounds: `bit + width <= buf.len() * 8` was checked above.
         if let Some(byte) = buf.get_mut(b / 8) {
-            let shift = 7 - b % 8;
             *byte = (*byte & !(1 << shift)) | (set << shift);
         }
     }
+    Ok(())
 }
 
-/// Declares interface layouts (exported: driver modules such as `mlx5_ib` declare theirs with
-/// `mlx5_core::layout!`).
+/// A declared interface layout: a fixed number of bytes, copied by value.
+pub trait Layout: Clone {
+    /// Size of the layout in bytes.
+    const SIZE: usize;
+
+    /// A zeroed layout.
+    fn zeroed() -> Self;
+
+    /// The layout at the start of `bytes`, zero-extended if `bytes` is shorter.
+    fn from_bytes(bytes: &[u8]) -> Self;
+
+    /// The raw bytes.
+    fn as_bytes(&self) -> &[u8];
+
+    /// The raw bytes, mutable.
+    fn as_bytes_mut(&mut self) -> &mut [u8];
+}
+
+/// A firmware command: its opcode and the layouts of its input and output.
 ///
-/// `input` layouts get a builder method per field (`Layout::new().field(value)`); `output`
-/// layouts get a getter per field. Field offsets and widths are in bits; the compiler checks that
-/// every field fits in the layout and is at most 64 bits wide.
-#[macro_export]
+/// The command queue writes [`Command::OPCODE`] into the input's header, so input layouts do not
+/// carry it. Commands with a variable part (page lists, capability pages) pass or receive it as
+/// bytes after the fixed layout (`exec_var`).
+pub trait Command {
+    /// `MLX5_CMD_OP_*`.
+    const OPCODE: u16;
+    /// The fixed part of the input, header included.
+    type In: Layout;
+    /// The fixed part of the output, header included (as far as the driver reads it).
+    type Out: Layout;
+    /// Output bytes the command asks the device for (at least the layout; more when the
+    /// interface's output is longer than what the driver reads).
+    const OUT_LEN: usize = <Self::Out as Layout>::SIZE;
+}
+
+/// Declares interface layouts.
+///
+/// `input` layouts get a builder method per field (`Layout::new().field(value)?`, `EINVAL` for a
+/// value wider than the field); `output` layouts get a getter per field; `context` layouts (read
+/// and modified in place, such as capability pages) get a getter and a `set_` method per field.
+/// Field offsets and widths are in bits. Lines starting with `@` declare byte ranges (offset and
+/// length in bytes) with a `name()` and a `name_mut()` slice accessor, for data that is not a
+/// number (strings, MADs). The compiler checks that every field fits in the layout and is at most
+/// 64 bits wide, and that the layout is at most [`MAX_LAYOUT_BYTES`].
+///
+/// Not exported: interface layouts are declared here, once, for every module that uses them.
 macro_rules! layout {
     ($(
         $(#[$meta:meta])*
-        $kind:ident $name:ident [$bytes:expr] {
+        $vis:vis $kind:ident $name:ident [$bytes:expr] {
             $( $(#[$fmeta:meta])* $field:ident: $bit:expr, $width:expr; )*
+            $( @ $(#[$bmeta:meta])* $bname:ident: $boff:expr, $blen:expr; )*
         }
     )*) => {$(
         $(#[$meta])*
         #[derive(Clone)]
-        pub(crate) struct $name {
+        $vis struct $name {
             bytes: [u8; $bytes],
         }
 
@@ -61,7 +119,7 @@ macro_rules! layout {
         #[allow(dead_code)]
         impl $name {
             /// Size of the layout in bytes.
-            pub(crate) const SIZE: usize = $bytes;
+            $vis const SIZE: usize = $bytes;
 
             // Every field must lie inside the layout and fit in a u64. (`allow`, not `expect`:
             // the lint fires only for layouts that have one-bit fields.) A layout is a value on
@@ -71,64 +129,428 @@ macro_rules! layout {
             const _FIELDS_FIT: () = {
                 assert!($bytes <= $crate::ifc::MAX_LAYOUT_BYTES);
                 $( assert!($width <= 64 && $bit + $width <= $bytes * 8); )*
+                $( assert!($boff + $blen <= $bytes); )*
             };
 
+            /// A zeroed layout.
+            #[inline]
+            $vis fn new() -> Self {
+                let () = Self::_FIELDS_FIT;
+                Self { bytes: [0; $bytes] }
+            }
+
+            /// The layout at the start of `bytes`, zero-extended if `bytes` is shorter.
+            #[inline]
+            $vis fn from_bytes(bytes: &[u8]) -> Self {
+                let mut this = Self::new();
+                let n = bytes.len().min($bytes);
+                this.bytes[..n].copy_from_slice(&bytes[..n]);
+                this
+            }
+
             /// The raw bytes.
-            pub(crate) fn as_bytes(&self) -> &[u8] {
+            #[inline]
+            $vis fn as_bytes(&self) -> &[u8] {
                 &self.bytes
             }
 
-            /// The raw bytes, for variable parts that follow the fixed fields.
-            pub(crate) fn as_bytes_mut(&mut self) -> &mut [u8] {
+            /// The raw bytes, mutable.
+            #[inline]
+            $vis fn as_bytes_mut(&mut self) -> &mut [u8] {
+                &mut self.bytes
+            }
+
+            $(
+                $(#[$bmeta])*
+                #[inline]
+                $vis fn $bname(&self) -> &[u8] {
+                    &self.bytes[$boff..$boff + $blen]
+                }
+
+                ::kernel::macros::paste! {
+                    $(#[$bmeta])*
+                    #[inline]
+                    $vis fn [<$bname _mut>](&mut self) -> &mut [u8] {
+                        &mut self.bytes[$boff..$boff + $blen]
+                    }
+                }
+            )*
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl $crate::ifc::Layout for $name {
+            const SIZE: usize = $bytes;
+
+            #[inline]
+            fn zeroed() -> Self {
+                Self::new()
+            }
+
+            #[inline]
+            fn from_bytes(bytes: &[u8]) -> Self {
+                $name::from_bytes(bytes)
+            }
+
+            fn as_bytes(&self) -> &[u8] {
+                &self.bytes
+            }
+
+            fn as_bytes_mut(&mut self) -> &mut [u8] {
                 &mut self.bytes
             }
         }
 
-        $crate::layout!(@accessors $kind $name { $( $(#[$fmeta])* $field: $bit, $width; )* });
+        $crate::ifc::layout!(@accessors $kind $vis $name { $( $(#[$fmeta])* $field: $bit, $width; )* });
     )*};
 
-    (@accessors input $name:ident { $( $(#[$fmeta:meta])* $field:ident: $bit:expr, $width:expr; )* }) => {
+    (@accessors input $vis:vis $name:ident { $( $(#[$fmeta:meta])* $field:ident: $bit:expr, $width:expr; )* }) => {
         #[allow(dead_code)]
         impl $name {
-            /// A zeroed layout.
-            pub(crate) fn new() -> Self {
-                let () = Self::_FIELDS_FIT;
-                Self { bytes: [0; Self::SIZE] }
-            }
-
             $(
+                #[doc = concat!("Sets `", stringify!($field), "`.")]
                 $(#[$fmeta])*
-                pub(crate) fn $field(mut self, value: u64) -> Self {
-                    $crate::ifc::set_bits(&mut self.bytes, $bit, $width, value);
-                    self
+                ///
+                /// `EINVAL` if `value` is wider than the field.
+                #[inline]
+                $vis fn $field(mut self, value: u64) -> ::kernel::error::Result<Self> {
+                    $crate::ifc::set_bits(&mut self.bytes, $bit, $width, value)?;
+                    Ok(self)
                 }
             )*
         }
     };
 
-    (@accessors output $name:ident { $( $(#[$fmeta:meta])* $field:ident: $bit:expr, $width:expr; )* }) => {
+    (@accessors output $vis:vis $name:ident { $( $(#[$fmeta:meta])* $field:ident: $bit:expr, $width:expr; )* }) => {
         #[allow(dead_code)]
         impl $name {
-            /// The layout at the start of `bytes`, zero-extended if `bytes` is shorter.
-            pub(crate) fn from_bytes(bytes: &[u8]) -> Self {
-                let () = Self::_FIELDS_FIT;
-                let mut this = Self { bytes: [0; Self::SIZE] };
-                let n = bytes.len().min(Self::SIZE);
-                this.bytes[..n].copy_from_slice(&bytes[..n]);
-                this
-            }
-
             $(
+                #[doc = concat!("`", stringify!($field), "`.")]
                 $(#[$fmeta])*
-                pub(crate) fn $field(&self) -> u64 {
+                #[inline]
+                $vis fn $field(&self) -> u64 {
                     $crate::ifc::get_bits(&self.bytes, $bit, $width)
+                }
+            )*
+        }
+    };
+
+    (@accessors context $vis:vis $name:ident { $( $(#[$fmeta:meta])* $field:ident: $bit:expr, $width:expr; )* }) => {
+        $crate::ifc::layout!(@accessors output $vis $name { $( $(#[$fmeta])* $field: $bit, $width; )* });
+
+        #[allow(dead_code)]
+        impl $name {
+            $(
+                ::kernel::macros::paste! {
+                    #[doc = concat!("Sets `", stringify!($field), "`.")]
+                    $(#[$fmeta])*
+                    ///
+                    /// Sets the field; `EINVAL` if `value` is wider than it.
+                    #[inline]
+                    $vis fn [<set_ $field>](&mut self, value: u64) -> ::kernel::error::Result {
+                        $crate::ifc::set_bits(&mut self.bytes, $bit, $width, value)
+                    }
                 }
             )*
         }
     };
 }
 
-pub use crate::layout;
+pub(crate) use layout;
+
+/// Declares command types: `Name: OPCODE, In => Out;` (optionally `, out_len = N` for an output
+/// longer than the layout read from it).
+macro_rules! commands {
+    ($(
+        $(#[$meta:meta])*
+        $name:ident: $opcode:ident, $in:ty => $out:ty $(, out_len = $len:expr)?;
+    )*) => {$(
+        $(#[$meta])*
+        pub struct $name;
+
+        impl Command for $name {
+            const OPCODE: u16 = op::$opcode;
+            type In = $in;
+            type Out = $out;
+            $( const OUT_LEN: usize = $len; )?
+        }
+    )*};
+}
+
+layout! {
+    /// The header of every command input (the opcode is written by the command queue).
+    pub context CmdInHeader[16] {
+        opcode: 0x00, 16;
+        uid: 0x10, 16;
+        op_mod: 0x30, 16;
+    }
+    /// The header of every command output.
+    pub output OutHeader[16] {
+        status: 0x00, 8;
+        syndrome: 0x20, 32;
+    }
+    /// Input of the commands that carry only a function id (ENABLE_HCA, DISABLE_HCA).
+    pub input FunctionIn[16] {
+        op_mod: 0x30, 16;
+        function_id: 0x50, 16;
+    }
+    /// Input of commands with nothing but the header.
+    pub input PlainIn[16] {
+        op_mod: 0x30, 16;
+    }
+    /// QUERY_ISSI output.
+    pub output QueryIssiOut[0x70] {
+        current_issi: 0x50, 16;
+        supported_issi_dw0: 0x360, 32;
+    }
+    /// SET_ISSI input.
+    pub input SetIssiIn[16] {
+        current_issi: 0x50, 16;
+    }
+    /// ACCESS_REG input with a 16-byte register.
+    pub input AccessRegIn[0x20] {
+        op_mod: 0x30, 16;
+        register_id: 0x50, 16;
+        argument: 0x60, 32;
+    }
+    /// TEARDOWN_HCA input.
+    pub input TeardownHcaIn[16] {
+        profile: 0x50, 16;
+    }
+    /// SET_DRIVER_VERSION input.
+    pub input SetDriverVersionIn[0x50] {
+        @
+        /// The version string (NUL-padded).
+        driver_version: 0x10, 0x40;
+    }
+    /// QUERY_ADAPTER output.
+    pub output QueryAdapterOut[0x110] {
+        ieee_vendor_id: 0x148, 24;
+        @
+        /// The board id (PSID), NUL-padded.
+        vsd_contd_psid: 0x100, 16;
+    }
+    /// QUERY_PAGES input.
+    pub input QueryPagesIn[16] {
+        op_mod: 0x30, 16;
+        function_id: 0x50, 16;
+    }
+    /// QUERY_PAGES output.
+    pub output QueryPagesOut[16] {
+        function_id: 0x50, 16;
+        num_pages: 0x60, 32;
+    }
+    /// MANAGE_PAGES input header; the page addresses (big-endian 64-bit) follow.
+    pub input ManagePagesIn[16] {
+        op_mod: 0x30, 16;
+        function_id: 0x50, 16;
+        input_num_entries: 0x60, 32;
+    }
+    /// MANAGE_PAGES output header; returned addresses follow.
+    pub output ManagePagesOut[16] {
+        output_num_entries: 0x40, 32;
+    }
+    /// CREATE_EQ input with a one-page queue.
+    pub input CreateEqIn[0x118] {
+        log_eq_size: 0xe3, 5;
+        uar_page: 0xe8, 24;
+        intr: 0x134, 12;
+        log_page_size: 0x143, 5;
+        event_bitmask: 0x2c0, 64;
+        pas0: 0x880, 64;
+    }
+    /// CREATE_EQ output.
+    pub output CreateEqOut[16] {
+        eq_number: 0x58, 8;
+    }
+    /// DESTROY_EQ input.
+    pub input DestroyEqIn[16] {
+        eq_number: 0x58, 8;
+    }
+    /// ALLOC_UAR output.
+    pub output AllocUarOut[16] {
+        uar: 0x48, 24;
+    }
+    /// DEALLOC_UAR input.
+    pub input DeallocUarIn[16] {
+        uar: 0x48, 24;
+    }
+    /// MAD_IFC input (`mad_ifc_in`): the header, then the MAD at byte 0x10 (the common MAD
+    /// header fields a `Get` sets are declared here; the rest of the MAD is zero).
+    pub input MadIfcIn[0x110] {
+        op_mod: 0x30, 16;
+        remote_lid: 0x40, 16;
+        plane_index: 0x50, 8;
+        port: 0x58, 8;
+        mad_base_version: 0x80, 8;
+        mad_mgmt_class: 0x88, 8;
+        mad_class_version: 0x90, 8;
+        mad_method: 0x98, 8;
+        mad_attr_id: 0x100, 16;
+        mad_attr_mod: 0x120, 32;
+    }
+    /// MAD_IFC output: the answer MAD at byte 0x10.
+    pub output MadIfcOut[0x110] {
+        mad_status: 0xa0, 16;
+        @
+        /// The SMP's attribute data.
+        smp_data: 0x50, 64;
+    }
+    /// QUERY_HCA_VPORT_CONTEXT input.
+    pub input QueryHcaVportContextIn[0x10] {
+        op_mod: 0x30, 16;
+        other_vport: 0x40, 1;
+        port_num: 0x4c, 4;
+        vport_number: 0x50, 16;
+    }
+    /// QUERY_HCA_VPORT_CONTEXT output, as far as used (the context starts at byte 0x10).
+    pub output QueryHcaVportContextOut[0x40] {
+        grh_required: 0x183, 1;
+    }
+    /// General device capabilities (`cmd_hca_cap`), the fields `mlx5_core` and `mlx5_ib` read
+    /// or set (the 4 KiB page as far as its last field used).
+    pub context GeneralCaps[0xa0] {
+        log_max_srq_sz: 0x80, 8;
+        log_max_qp_sz: 0x88, 8;
+        log_max_qp: 0x9b, 5;
+        log_max_srq: 0xab, 5;
+        log_max_cq_sz: 0xc8, 8;
+        log_max_cq: 0xdb, 5;
+        log_max_mkey: 0xea, 6;
+        log_max_ra_req_qp: 0x14a, 6;
+        log_max_ra_res_qp: 0x15a, 6;
+        pkey_table_size: 0x190, 16;
+        ib_virt: 0x1a2, 1;
+        local_ca_ack_delay: 0x1ab, 5;
+        port_type: 0x1b6, 2;
+        num_ports: 0x1b8, 8;
+        log_max_msg: 0x1c3, 5;
+        ipoib_basic_offloads: 0x204, 1;
+        umr_modify_entity_size_disabled: 0x207, 1;
+        cmdif_checksum: 0x210, 2;
+        atomic: 0x21e, 1;
+        apm: 0x22e, 1;
+        imaicl: 0x231, 1;
+        qkv: 0x236, 1;
+        pkv: 0x237, 1;
+        xrc: 0x23c, 1;
+        log_pg_sz: 0x258, 8;
+        driver_version: 0x261, 1;
+        max_wqe_sz_sq: 0x290, 16;
+        max_wqe_sz_rq: 0x2b0, 16;
+        log_max_pd: 0x32b, 5;
+        log_uar_page_sz: 0x490, 16;
+    }
+    /// Atomic capabilities (`atomic_caps`, as far as used).
+    pub context AtomicCaps[0x18] {
+        atomic_req_8b_endianness_mode: 0x40, 2;
+        supported_atomic_req_8b_endianness_mode_1: 0x46, 1;
+        atomic_operations: 0x90, 16;
+        atomic_size_qp: 0xb0, 16;
+    }
+    /// A command queue entry (`mlx5_cmd_layout`).
+    pub context CmdEntry[0x40] {
+        type_: 0x00, 8;
+        input_length: 0x20, 32;
+        input_mailbox_pointer: 0x40, 64;
+        output_mailbox_pointer: 0x180, 64;
+        output_length: 0x1c0, 32;
+        token: 0x1e0, 8;
+        signature: 0x1e8, 8;
+        status: 0x1f8, 7;
+        ownership: 0x1ff, 1;
+        @
+        /// The first 16 bytes of the input.
+        command_input_inline_data: 0x10, 16;
+        @
+        /// The first 16 bytes of the output.
+        command_output_inline_data: 0x20, 16;
+    }
+    /// A command mailbox block (`mlx5_cmd_prot_block`): 512 data bytes and a trailer.
+    pub context CmdMailbox[0x240] {
+        next_pointer: 0x1180, 64;
+        block_number: 0x11c0, 32;
+        token: 0x11e8, 8;
+        ctrl_signature: 0x11f0, 8;
+        signature: 0x11f8, 8;
+        @
+        /// The data the block carries.
+        mailbox_data: 0x00, 0x200;
+    }
+    /// An event queue entry (`mlx5_eqe`), with the event data of the events this driver takes.
+    pub context Eqe[0x40] {
+        event_type: 0x08, 8;
+        event_sub_type: 0x18, 8;
+        /// CMD event: the slots completed (`cmd_eqe.vector`).
+        cmd_vector: 0x100, 32;
+        /// Page request: the function (`page_req_eqe.func_id`).
+        page_function_id: 0x110, 16;
+        /// Page request: pages to give (positive) or take back (negative), two's complement.
+        page_num_pages: 0x120, 32;
+        /// Port change: the port number (`port_change_eqe.port`, high nibble).
+        port_num: 0x140, 4;
+        signature: 0x1f0, 8;
+        owner: 0x1ff, 1;
+    }
+}
+
+commands! {
+    /// `ENABLE_HCA`.
+    EnableHca: ENABLE_HCA, FunctionIn => OutHeader;
+    /// `DISABLE_HCA`.
+    DisableHca: DISABLE_HCA, FunctionIn => OutHeader;
+    /// `QUERY_ISSI`.
+    QueryIssi: QUERY_ISSI, PlainIn => QueryIssiOut;
+    /// `SET_ISSI`.
+    SetIssi: SET_ISSI, SetIssiIn => OutHeader;
+    /// `ACCESS_REG` of a 16-byte register (its value is not read).
+    AccessReg: ACCESS_REG, AccessRegIn => OutHeader, out_len = 0x20;
+    /// `QUERY_HCA_CAP`: the capability page follows the output header.
+    QueryHcaCap: QUERY_HCA_CAP, PlainIn => OutHeader;
+    /// `SET_HCA_CAP`: the capability page follows the input header.
+    SetHcaCap: SET_HCA_CAP, PlainIn => OutHeader;
+    /// `INIT_HCA`.
+    InitHca: INIT_HCA, PlainIn => OutHeader;
+    /// `TEARDOWN_HCA`.
+    TeardownHca: TEARDOWN_HCA, TeardownHcaIn => OutHeader;
+    /// `SET_DRIVER_VERSION`.
+    SetDriverVersion: SET_DRIVER_VERSION, SetDriverVersionIn => OutHeader;
+    /// `QUERY_ADAPTER`.
+    QueryAdapter: QUERY_ADAPTER, PlainIn => QueryAdapterOut;
+    /// `QUERY_PAGES`.
+    QueryPages: QUERY_PAGES, QueryPagesIn => QueryPagesOut;
+    /// `MANAGE_PAGES`: page addresses follow the input (give) or the output (take).
+    ManagePages: MANAGE_PAGES, ManagePagesIn => ManagePagesOut;
+    /// `CREATE_EQ`.
+    CreateEq: CREATE_EQ, CreateEqIn => CreateEqOut;
+    /// `DESTROY_EQ`.
+    DestroyEq: DESTROY_EQ, DestroyEqIn => OutHeader;
+    /// `ALLOC_UAR`.
+    AllocUar: ALLOC_UAR, PlainIn => AllocUarOut;
+    /// `DEALLOC_UAR`.
+    DeallocUar: DEALLOC_UAR, DeallocUarIn => OutHeader;
+    /// `MAD_IFC`.
+    MadIfc: MAD_IFC, MadIfcIn => MadIfcOut;
+    /// `QUERY_HCA_VPORT_CONTEXT` (the device returns the whole `hca_vport_context`).
+    QueryHcaVportContext: QUERY_HCA_VPORT_CONTEXT, QueryHcaVportContextIn
+        => QueryHcaVportContextOut, out_len = 0x210;
+    /// `NOP`.
+    Nop: NOP, PlainIn => OutHeader;
+}
+
+/// The input bytes of a command as the queue sends them: `input` with `C::OPCODE` in its header.
+pub fn encode<C: Command>(input: &C::In) -> Result<C::In> {
+    let mut input = input.clone();
+    let mut hdr = CmdInHeader::from_bytes(input.as_bytes());
+    hdr.set_opcode(C::OPCODE.into())?;
+    let n = CmdInHeader::SIZE.min(C::In::SIZE);
+    input.as_bytes_mut()[..n].copy_from_slice(&hdr.as_bytes()[..n]);
+    Ok(input)
+}
 
 #[kernel::macros::kunit_tests(rdma_rs_mlx5_ifc)]
 mod tests {
@@ -151,23 +573,25 @@ mod tests {
     }
 
     #[test]
-    fn builder_places_fields_big_endian() {
+    fn builder_places_fields_big_endian() -> Result {
         let i = TestIn::new()
-            .opcode(0x104)
-            .op_mod(3)
-            .wide(0x0123_4567_89ab_cdef);
+            .opcode(0x104)?
+            .op_mod(3)?
+            .wide(0x0123_4567_89ab_cdef)?;
         let b = i.as_bytes();
         assert_eq!(&b[0..2], &[0x01, 0x04]);
         assert_eq!(&b[6..8], &[0x00, 0x03]);
         assert_eq!(&b[8..16], &[0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef]);
+        Ok(())
     }
 
     #[test]
-    fn field_straddling_bytes() {
-        let i = TestIn::new().straddle(0xab);
+    fn field_straddling_bytes() -> Result {
+        let i = TestIn::new().straddle(0xab)?;
         assert_eq!(i.as_bytes()[3] & 0x0f, 0x0a);
         assert_eq!(i.as_bytes()[4] >> 4, 0x0b);
         assert_eq!(get_bits(i.as_bytes(), 0x1c, 8), 0xab);
+        Ok(())
     }
 
     #[test]
@@ -181,10 +605,102 @@ mod tests {
     }
 
     #[test]
-    fn values_wider_than_the_field_are_truncated() {
-        let i = TestIn::new().op_mod(0x1_0005);
-        assert_eq!(get_bits(i.as_bytes(), 0x30, 16), 5);
-        // The neighbouring field is untouched.
+    fn values_wider_than_the_field_are_refused() -> Result {
+        // One bit too many is refused, and the layout is left as it was.
+        assert_eq!(TestIn::new().op_mod(0x1_0005).err(), Some(EINVAL));
+        let mut caps = GeneralCaps::new();
+        caps.set_log_max_qp(18)?;
+        assert_eq!(caps.set_log_max_qp(1 << 5), Err(EINVAL));
+        assert_eq!(caps.log_max_qp(), 18);
+        let mut buf = [0u8; 4];
+        assert_eq!(set_bits(&mut buf, 0x1c, 8, 0xab), Err(EINVAL));
+        assert_eq!(set_bits(&mut buf, 0, 3, 8), Err(EINVAL));
+        assert_eq!(buf, [0; 4]);
+        // The widest value that fits is kept whole, neighbours untouched.
+        let i = TestIn::new().op_mod(0xffff)?;
+        assert_eq!(get_bits(i.as_bytes(), 0x30, 16), 0xffff);
         assert_eq!(get_bits(i.as_bytes(), 0x20, 16), 0);
+        assert_eq!(get_bits(i.as_bytes(), 0x40, 8), 0);
+        // 64-bit fields take any value.
+        assert!(TestIn::new().wide(u64::MAX).is_ok());
+        Ok(())
+    }
+
+    #[test]
+    fn commands_tie_opcodes_to_their_layouts() -> Result {
+        assert_eq!(QueryPages::OPCODE, 0x107);
+        assert_eq!(<QueryPages as Command>::In::SIZE, 16);
+        assert_eq!(<QueryPages as Command>::OUT_LEN, 16);
+        assert_eq!(QueryIssi::OUT_LEN, 0x70);
+        assert_eq!(AccessReg::OUT_LEN, 0x20);
+        assert_eq!(<AccessReg as Command>::In::SIZE, 0x20);
+        assert_eq!(QueryHcaVportContext::OUT_LEN, 0x210);
+        assert_eq!(<MadIfc as Command>::In::SIZE, 0x110);
+        assert_eq!(<CreateEq as Command>::In::SIZE, 0x118);
+        assert_eq!(Nop::OPCODE, 0x80d);
+        Ok(())
+    }
+
+    #[test]
+    fn encoding_round_trip() -> Result {
+        // The queue stamps the opcode; the builder's fields stay where the interface puts them.
+        let q = QueryPagesIn::new().op_mod(2)?.function_id(0x1234)?;
+        let wire = encode::<QueryPages>(&q)?;
+        assert_eq!(&wire.as_bytes()[0..2], &[0x01, 0x07]);
+        let hdr = CmdInHeader::from_bytes(wire.as_bytes());
+        assert_eq!((hdr.opcode(), hdr.op_mod()), (0x107, 2));
+        assert_eq!(get_bits(wire.as_bytes(), 0x50, 16), 0x1234);
+        // An output decodes from the bytes the device wrote.
+        let mut raw = [0u8; 16];
+        raw[0x0a..0x0c].copy_from_slice(&0x1234u16.to_be_bytes());
+        raw[0x0c..0x10].copy_from_slice(&48u32.to_be_bytes());
+        let out = <QueryPages as Command>::Out::from_bytes(&raw);
+        assert_eq!((out.function_id(), out.num_pages()), (0x1234, 48));
+        // Byte ranges and a MAD's fields.
+        let mut m = MadIfcIn::new()
+            .port(1)?
+            .mad_attr_id(0x15)?
+            .mad_attr_mod(7)?;
+        assert_eq!(&m.as_bytes()[0x20..0x22], &[0x00, 0x15]);
+        assert_eq!(&m.as_bytes()[0x24..0x28], &[0, 0, 0, 7]);
+        m.as_bytes_mut()[0x10] = 1;
+        assert_eq!(get_bits(m.as_bytes(), 0x80, 8), 1);
+        let mut v = SetDriverVersionIn::new();
+        v.driver_version_mut()[..5].copy_from_slice(b"Linux");
+        assert_eq!(&v.as_bytes()[0x10..0x15], b"Linux");
+        Ok(())
+    }
+
+    #[test]
+    fn entry_mailbox_and_eqe_layouts() -> Result {
+        let mut e = CmdEntry::new();
+        e.set_type_(7)?;
+        e.set_input_length(0x1010)?;
+        e.set_output_mailbox_pointer(0x1122_3344_5566_7000)?;
+        e.set_token(0x5a)?;
+        e.set_ownership(1)?;
+        let b = e.as_bytes();
+        assert_eq!(b[0], 7);
+        assert_eq!(&b[4..8], &[0, 0, 0x10, 0x10]);
+        assert_eq!(
+            &b[0x30..0x38],
+            &[0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x70, 0x00]
+        );
+        assert_eq!((b[0x3c], b[0x3f]), (0x5a, 1));
+        let mut m = CmdMailbox::new();
+        m.set_block_number(3)?;
+        m.set_token(0x5a)?;
+        assert_eq!(&m.as_bytes()[0x238..0x23c], &[0, 0, 0, 3]);
+        assert_eq!(m.as_bytes()[0x23d], 0x5a);
+        let mut raw = [0u8; 0x40];
+        raw[1] = 0x0b;
+        raw[0x22..0x24].copy_from_slice(&1u16.to_be_bytes());
+        raw[0x24..0x28].copy_from_slice(&(-3i32).to_be_bytes());
+        raw[0x3f] = 1;
+        let q = Eqe::from_bytes(&raw);
+        assert_eq!((q.event_type(), q.page_function_id()), (0x0b, 1));
+        assert_eq!(q.page_num_pages() as u32 as i32, -3);
+        assert_eq!(q.owner(), 1);
+        Ok(())
     }
 }

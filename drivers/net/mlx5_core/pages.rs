@@ -5,9 +5,8 @@
 
 use crate::cmdq::CmdQueue;
 use crate::dma_page::DmaPage;
-use crate::ifc::layout;
+use crate::ifc::{ManagePages, ManagePagesIn, QueryPages, QueryPagesIn};
 use crate::init_segment::Bar0;
-use crate::status::op;
 use kernel::{
     device,
     prelude::*,
@@ -28,35 +27,10 @@ pub(crate) enum PageRequest {
 
 const MANAGE_GIVE: u64 = 1;
 const MANAGE_TAKE: u64 = 2;
-/// Byte offset of the address list in MANAGE_PAGES input (give) and output (take).
-const PAS: usize = 0x10;
+/// Size of one page address in MANAGE_PAGES input (give) and output (take).
+const PAS_ENTRY: usize = 8;
 /// Most pages one take asks for: what fits the output mailboxes the C driver uses.
 const TAKE_BATCH: usize = 768;
-
-layout! {
-    /// QUERY_PAGES input.
-    input QueryPagesIn[16] {
-        opcode: 0x00, 16;
-        op_mod: 0x30, 16;
-        function_id: 0x50, 16;
-    }
-    /// QUERY_PAGES output.
-    output QueryPagesOut[16] {
-        function_id: 0x50, 16;
-        num_pages: 0x60, 32;
-    }
-    /// MANAGE_PAGES input header; the page addresses follow.
-    input ManagePagesIn[16] {
-        opcode: 0x00, 16;
-        op_mod: 0x30, 16;
-        function_id: 0x50, 16;
-        input_num_entries: 0x60, 32;
-    }
-    /// MANAGE_PAGES output header; returned addresses follow.
-    output ManagePagesOut[16] {
-        output_num_entries: 0x40, 32;
-    }
-}
 
 /// Something lent to the device, known to it by its DMA address.
 pub(crate) trait Lent {
@@ -134,11 +108,10 @@ impl FwPages {
         bar: &Bar0<'_>,
         request: PageRequest,
     ) -> Result {
-        let q = QueryPagesIn::new()
-            .opcode(op::QUERY_PAGES.into())
-            .op_mod(request as u64);
-        let out = QueryPagesOut::from_bytes(&cmd.exec(dev, bar, q.as_bytes(), 16)?);
-        let n = out.num_pages() as i32;
+        let q = QueryPagesIn::new().op_mod(request as u64)?;
+        let out = cmd.exec::<QueryPages>(dev, bar, &q)?;
+        // Two's complement: the device may report a negative count.
+        let n = out.num_pages() as u32 as i32;
         if n <= 0 {
             return Ok(());
         }
@@ -154,24 +127,22 @@ impl FwPages {
         n: usize,
         function_id: u64,
     ) -> Result {
-        let mut pages = KVec::with_capacity(n, GFP_KERNEL)?;
-        let mut input = KVec::with_capacity(PAS + n * 8, GFP_KERNEL)?;
         let hdr = ManagePagesIn::new()
-            .opcode(op::MANAGE_PAGES.into())
-            .op_mod(MANAGE_GIVE)
-            .function_id(function_id)
-            .input_num_entries(n as u64);
-        input.extend_from_slice(hdr.as_bytes(), GFP_KERNEL)?;
+            .op_mod(MANAGE_GIVE)?
+            .function_id(function_id)?
+            .input_num_entries(n as u64)?;
+        let mut pages = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut pas = KVec::with_capacity(n * PAS_ENTRY, GFP_KERNEL)?;
         for _ in 0..n {
             let p = DmaPage::new(dev)?;
-            input.extend_from_slice(&p.dma_address().to_be_bytes(), GFP_KERNEL)?;
+            pas.extend_from_slice(&p.dma_address().to_be_bytes(), GFP_KERNEL)?;
             pages.push(p, GFP_KERNEL)?;
         }
         // Room to record them is made first: once the device accepts them, they must not be
         // dropped (freed) for want of memory.
         self.lent.reserve(n, GFP_KERNEL)?;
         let slot = cmd.page_slot();
-        cmd.exec_in_slot(dev, bar, Some(slot), &input, 16)?;
+        cmd.exec_var::<ManagePages>(dev, bar, Some(slot), &hdr, &pas, 0)?;
         self.given += n as u64;
         for p in pages.drain_all() {
             if let Err(kernel::alloc::kvec::PushError(p)) = self.lent.push_within_capacity(p) {
@@ -214,27 +185,29 @@ impl FwPages {
         bar: &Bar0<'_>,
         want: usize,
     ) -> usize {
-        let q = ManagePagesIn::new()
-            .opcode(op::MANAGE_PAGES.into())
-            .op_mod(MANAGE_TAKE)
-            .input_num_entries(want as u64);
         let slot = cmd.page_slot();
-        let out = match cmd.exec_in_slot(dev, bar, Some(slot), q.as_bytes(), PAS + want * 8) {
+        let r = ManagePagesIn::new()
+            .op_mod(MANAGE_TAKE)
+            .and_then(|q| q.input_num_entries(want as u64))
+            .and_then(|q| {
+                cmd.exec_var::<ManagePages>(dev, bar, Some(slot), &q, &[], want * PAS_ENTRY)
+            });
+        let (out, pas) = match r {
             Ok(o) => o,
             Err(e) => {
                 dev_err!(dev, "failed reclaiming pages: err {}\n", e.to_errno());
                 return 0;
             }
         };
-        let got = ManagePagesOut::from_bytes(&out).output_num_entries() as usize;
-        if got == 0 || got > want {
+        let got = out.output_num_entries() as usize;
+        if got == 0 || got > want || got * PAS_ENTRY > pas.len() {
             dev_err!(dev, "firmware returned {got} pages, driver asked {want}\n");
             return 0;
         }
-        let addrs = (0..got).map(|i| {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(&out[PAS + i * 8..PAS + i * 8 + 8]);
-            u64::from_be_bytes(a)
+        let addrs = pas.chunks_exact(PAS_ENTRY).take(got).map(|a| {
+            let mut b = [0u8; PAS_ENTRY];
+            b.copy_from_slice(a);
+            u64::from_be_bytes(b)
         });
         // Dropping a page frees it: the device gave it back.
         let (matched, unknown) = take_back(&mut self.lent, addrs);
@@ -337,13 +310,28 @@ mod tests {
     }
 
     #[test]
-    fn query_pages_layout() {
-        let q = QueryPagesIn::new()
-            .opcode(op::QUERY_PAGES.into())
-            .op_mod(PageRequest::Init as u64);
-        assert_eq!(&q.as_bytes()[0..2], &[0x01, 0x07]);
-        assert_eq!(&q.as_bytes()[6..8], &[0x00, 0x02]);
-        let out = QueryPagesOut::from_bytes(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 48]);
+    fn query_pages_layout() -> Result {
+        let q = QueryPagesIn::new().op_mod(PageRequest::Init as u64)?;
+        let wire = crate::ifc::encode::<QueryPages>(&q)?;
+        assert_eq!(&wire.as_bytes()[0..2], &[0x01, 0x07]);
+        assert_eq!(&wire.as_bytes()[6..8], &[0x00, 0x02]);
+        let out = crate::ifc::QueryPagesOut::from_bytes(&[
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 48,
+        ]);
         assert_eq!(out.num_pages(), 48);
+        Ok(())
+    }
+
+    #[test]
+    fn manage_pages_give_header() -> Result {
+        let q = ManagePagesIn::new()
+            .op_mod(MANAGE_GIVE)?
+            .input_num_entries(3)?;
+        let wire = crate::ifc::encode::<ManagePages>(&q)?;
+        assert_eq!(&wire.as_bytes()[0..2], &[0x01, 0x08]);
+        assert_eq!(&wire.as_bytes()[12..16], &[0, 0, 0, 3]);
+        // A count wider than its 32-bit field is refused.
+        assert!(ManagePagesIn::new().input_num_entries(1 << 32).is_err());
+        Ok(())
     }
 }

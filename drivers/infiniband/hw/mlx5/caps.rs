@@ -4,47 +4,10 @@
 //! `mlx5_ib_query_device` computes them for a native InfiniBand function.
 
 use ib_core::attrs::DeviceAttr;
-use mlx5_core::interface::{FunctionInfo, HcaCaps};
-
-mlx5_core::layout! {
-    /// The general capability fields the device attributes come from (`cmd_hca_cap`, as far as
-    /// its last field used here).
-    output GenCaps[0x68] {
-        log_max_srq_sz: 0x80, 8;
-        log_max_qp_sz: 0x88, 8;
-        log_max_qp: 0x9b, 5;
-        log_max_srq: 0xab, 5;
-        log_max_cq_sz: 0xc8, 8;
-        log_max_cq: 0xdb, 5;
-        log_max_mkey: 0xea, 6;
-        log_max_ra_req_qp: 0x14a, 6;
-        log_max_ra_res_qp: 0x15a, 6;
-        ib_virt: 0x1a2, 1;
-        local_ca_ack_delay: 0x1ab, 5;
-        port_type: 0x1b6, 2;
-        num_ports: 0x1b8, 8;
-        log_max_msg: 0x1c3, 5;
-        ipoib_basic_offloads: 0x204, 1;
-        umr_modify_entity_size_disabled: 0x207, 1;
-        atomic: 0x21e, 1;
-        apm: 0x22e, 1;
-        imaicl: 0x231, 1;
-        qkv: 0x236, 1;
-        pkv: 0x237, 1;
-        xrc: 0x23c, 1;
-        log_pg_sz: 0x258, 8;
-        max_wqe_sz_sq: 0x290, 16;
-        max_wqe_sz_rq: 0x2b0, 16;
-        log_max_pd: 0x32b, 5;
-    }
-
-    /// The atomic capability fields (`atomic_caps`, as far as used).
-    output AtomicCaps[0x18] {
-        atomic_req_8b_endianness_mode: 0x40, 2;
-        atomic_operations: 0x90, 16;
-        atomic_size_qp: 0xb0, 16;
-    }
-}
+use mlx5_core::{
+    ifc::{AtomicCaps, GeneralCaps as GenCaps},
+    interface::{FunctionInfo, HcaCaps},
+};
 
 /// `IB_DEVICE_*` capability bits mlx5 reports.
 mod cap {
@@ -151,12 +114,10 @@ mod tests {
     use super::*;
     use kernel::prelude::*;
 
-    fn caps_with(fields: &[(usize, usize, u64)]) -> Result<HcaCaps> {
+    fn caps_with(c: &GenCaps) -> Result<HcaCaps> {
         let mut general = KVec::new();
         general.resize(0x1000, 0, GFP_KERNEL)?;
-        for &(bit, width, v) in fields {
-            mlx5_core::ifc::set_bits(&mut general, bit, width, v);
-        }
+        general[..GenCaps::SIZE].copy_from_slice(c.as_bytes());
         Ok(HcaCaps {
             general,
             atomic: KVec::new(),
@@ -165,15 +126,15 @@ mod tests {
 
     #[test]
     fn attributes_follow_the_c_formulas() -> Result {
-        let caps = caps_with(&[
-            (0x88, 8, 16),     // log_max_qp_sz
-            (0x9b, 5, 18),     // log_max_qp
-            (0xc8, 8, 22),     // log_max_cq_sz
-            (0x290, 16, 1024), // max_wqe_sz_sq
-            (0x2b0, 16, 512),  // max_wqe_sz_rq
-            (0x237, 1, 1),     // pkv
-            (0x258, 8, 12),    // log_pg_sz
-        ])?;
+        let mut c = GenCaps::new();
+        c.set_log_max_qp_sz(16)?;
+        c.set_log_max_qp(18)?;
+        c.set_log_max_cq_sz(22)?;
+        c.set_max_wqe_sz_sq(1024)?;
+        c.set_max_wqe_sz_rq(512)?;
+        c.set_pkv(1)?;
+        c.set_log_pg_sz(12)?;
+        let caps = caps_with(&c)?;
         let info = FunctionInfo {
             fw_major: 16,
             fw_minor: 35,

@@ -30,27 +30,9 @@ use kernel::{
 };
 use mlx5_core::{
     commands::Commands,
+    ifc::{QueryHcaVportContext, QueryHcaVportContextIn},
     interface::{FunctionInfo, HcaCaps, Mlx5Device},
-    status::op,
 };
-
-mlx5_core::layout! {
-    /// QUERY_HCA_VPORT_CONTEXT input.
-    input QueryHcaVportContextIn[0x10] {
-        opcode: 0x00, 16;
-        op_mod: 0x30, 16;
-        other_vport: 0x40, 1;
-        port_num: 0x4c, 4;
-        vport_number: 0x50, 16;
-    }
-    /// QUERY_HCA_VPORT_CONTEXT output, as far as used (the context starts at byte 0x10).
-    output QueryHcaVportContextOut[0x40] {
-        grh_required: 0x183, 1;
-    }
-}
-
-/// QUERY_HCA_VPORT_CONTEXT output length: the header and the whole `hca_vport_context`.
-const VPORT_CONTEXT_OUT_LEN: usize = 0x210;
 
 /// `RDMA_CORE_CAP_IB_GRH_REQUIRED`.
 const CORE_CAP_IB_GRH_REQUIRED: u32 = 0x8000;
@@ -212,9 +194,10 @@ impl DeviceOps for Mlx5IbDevice {
 
     fn get_port_immutable(&self, port: u32) -> Result<PortImmutable> {
         let a = self.query_port(port)?;
-        let q = QueryHcaVportContextIn::new().opcode(op::QUERY_HCA_VPORT_CONTEXT.into());
-        let out = self.cmds.exec(q.as_bytes(), VPORT_CONTEXT_OUT_LEN)?;
-        let grh = QueryHcaVportContextOut::from_bytes(&out).grh_required() != 0;
+        let out = self
+            .cmds
+            .exec::<QueryHcaVportContext>(&QueryHcaVportContextIn::new())?;
+        let grh = out.grh_required() != 0;
         Ok(PortImmutable {
             core_cap_flags: CORE_PORT_IBA_IB | if grh { CORE_CAP_IB_GRH_REQUIRED } else { 0 },
             gid_tbl_len: a.gid_tbl_len,

@@ -5,25 +5,11 @@
 //! the port's management agent in firmware; the answer's attribute data is decoded here.
 
 use kernel::prelude::*;
-use mlx5_core::{commands::Commands, status::op};
+use mlx5_core::{
+    commands::Commands,
+    ifc::{MadIfc, MadIfcIn},
+};
 
-mlx5_core::layout! {
-    /// MAD_IFC input (`mad_ifc_in`): the header, then the MAD at byte 0x10.
-    input MadIfcIn[0x110] {
-        opcode: 0x00, 16;
-        op_mod: 0x30, 16;
-        remote_lid: 0x40, 16;
-        plane_index: 0x50, 8;
-        port: 0x58, 8;
-    }
-}
-
-/// Where the MAD sits in MAD_IFC input and output.
-const MAD_OFFSET: usize = 0x10;
-/// Size of a MAD.
-const MAD_SIZE: usize = 256;
-/// Offset of an SMP's attribute data.
-const SMP_DATA: usize = 64;
 /// Size of an SMP's attribute data.
 pub(crate) const SMP_DATA_SIZE: usize = 64;
 /// MAD_IFC `op_mod`: do not check the M_Key and the B_Key (the query has no work completion to
@@ -53,26 +39,26 @@ pub(crate) fn smp_get(
     attr_id: u16,
     attr_mod: u32,
 ) -> Result<[u8; SMP_DATA_SIZE]> {
-    let mut input = MadIfcIn::new()
-        .opcode(op::MAD_IFC.into())
-        .op_mod(OP_MOD_IGNORE_KEYS)
-        .port(port.into());
-    let mad = &mut input.as_bytes_mut()[MAD_OFFSET..MAD_OFFSET + MAD_SIZE];
-    mad[0] = 1; // BaseVersion
-    mad[1] = 0x01; // MgmtClass: LID-routed subnet management
-    mad[2] = 1; // ClassVersion
-    mad[3] = 0x01; // Method: Get
-    mad[16..18].copy_from_slice(&attr_id.to_be_bytes());
-    mad[20..24].copy_from_slice(&attr_mod.to_be_bytes());
-    let out = cmds.exec(input.as_bytes(), MAD_OFFSET + MAD_SIZE)?;
-    let answer = out.get(MAD_OFFSET..MAD_OFFSET + MAD_SIZE).ok_or(EIO)?;
-    let status = u16::from_be_bytes([answer[4], answer[5]]);
-    if status != 0 {
+    let input = MadIfcIn::new()
+        .op_mod(OP_MOD_IGNORE_KEYS)?
+        .port(port.into())?
+        .mad_base_version(1)?
+        // LID-routed subnet management.
+        .mad_mgmt_class(0x01)?
+        .mad_class_version(1)?
+        // Get.
+        .mad_method(0x01)?
+        .mad_attr_id(attr_id.into())?
+        .mad_attr_mod(attr_mod.into())?;
+    let out = cmds.exec::<MadIfc>(&input)?;
+    if out.mad_status() != 0 {
         // C reads the data of a refused query anyway (zeros); a refusal is an error here.
         return Err(EIO);
     }
     let mut data = [0u8; SMP_DATA_SIZE];
-    data.copy_from_slice(&answer[SMP_DATA..SMP_DATA + SMP_DATA_SIZE]);
+    for (d, s) in data.iter_mut().zip(out.smp_data()) {
+        *d = *s;
+    }
     Ok(data)
 }
 
