@@ -254,6 +254,11 @@ impl CmdQueue {
         (1 << self.log_size) - 1
     }
 
+    /// The longest input one command can carry: the inline part and every block of the pool.
+    pub(crate) fn max_input_len(&self) -> usize {
+        INLINE + POOL_BLOCKS * BLOCK_DATA
+    }
+
     /// Number of slots commands other than page commands can use.
     fn regular_slots(&self) -> u32 {
         self.page_slot()

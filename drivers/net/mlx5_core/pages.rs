@@ -127,6 +127,16 @@ impl FwPages {
         n: usize,
         function_id: u64,
     ) -> Result {
+        // The count comes from the device: no more pages are allocated than one command can
+        // lend (the rest of such a request would be refused by the queue anyway).
+        let most = cmd.max_input_len().saturating_sub(ManagePagesIn::SIZE) / PAS_ENTRY;
+        if n > most {
+            dev_err!(
+                dev,
+                "firmware asked for {n} pages, more than one command lends ({most})\n"
+            );
+            return Err(EINVAL);
+        }
         let hdr = ManagePagesIn::new()
             .op_mod(MANAGE_GIVE)?
             .function_id(function_id)?
