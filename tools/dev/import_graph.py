@@ -20,7 +20,7 @@ import sys
 
 
 def strip_comments(src, docs):
-    src = re.sub(r"//(?![/!])[^\n]*" if docs else r"//[^\n]*", "", src)
+    src = re.sub(r"(?<![/])//(?![/!])[^\n]*" if docs else r"//[^\n]*", "", src)
     return re.sub(r"/\*.*?\*/", "", src, flags=re.S)
 
 
