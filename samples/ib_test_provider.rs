@@ -32,7 +32,7 @@ use ib_core::{
     device::{DeviceInfo, DeviceOps, FwVersion, NodeDesc, Registration},
     dma_buffer::DmaMemory,
     verbs::{CqInit, CqNotifier, DriverObject, QpAttr, QpAttrMask, QpInitDriver},
-    work::{PostError, RecvWr, SendWr, WorkCompletion},
+    wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
 use kernel::{
     prelude::*,

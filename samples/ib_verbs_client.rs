@@ -23,7 +23,7 @@ use ib_core::{
         access, CompletionHandler, Cq, CqInit, Mr, Pd, Qp, QpAttr, QpAttrMask as M, QpCap, QpInit,
         QpState, QpType,
     },
-    work::{send_flags, RecvWr, SendOpcode, SendWr, WorkCompletion},
+    wr::{send_flags, RecvWr, SendOpcode, SendWr, WorkCompletion},
 };
 use kernel::{
     new_condvar, new_mutex,

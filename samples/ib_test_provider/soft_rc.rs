@@ -22,7 +22,7 @@
 use ib_core::{
     dma_buffer::DmaMemory,
     verbs::{access, CqNotifier, QpAttr, QpCap, QpState, QpType},
-    work::{
+    wr::{
         send_flags, PostError, RecvWr, SendOpcode, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion,
     },
 };

@@ -17,7 +17,7 @@ use crate::{
     registry,
     restrack::Restrack,
     verbs::{CqInit, CqNotifier, DriverObject, QpAttr, QpAttrMask, QpInitDriver},
-    work::{PostError, RecvWr, SendWr, WorkCompletion},
+    wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
 use kernel::{
     device::Device,

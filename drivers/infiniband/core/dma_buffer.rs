@@ -9,7 +9,7 @@
 //! the consumer reads and writes it through [`DmaBuffer`], with bounds checked here.
 
 use crate::device::{DeviceRef, IbDevice};
-use crate::work::Sge;
+use crate::wr::Sge;
 use kernel::{prelude::*, sync::Arc};
 
 /// Largest buffer a consumer may ask for.

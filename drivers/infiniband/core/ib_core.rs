@@ -18,8 +18,8 @@ pub mod registry;
 pub mod restrack;
 mod sysfs;
 pub mod verbs;
-pub mod work;
 mod workqueues;
+pub mod wr;
 
 pub use core_module::class_registered;
 

@@ -17,7 +17,7 @@
 use crate::{
     device::{DeviceRef, IbDevice},
     restrack::ResType,
-    work::{PostError, RecvWr, SendWr, WorkCompletion},
+    wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
 use core::any::Any;
 use kernel::{prelude::*, sync::Arc};
