@@ -31,7 +31,10 @@ use ib_core::{
     attrs::{DeviceAttr, Gid, NodeType, PortAttr, PortImmutable, PortState, CORE_PORT_IBA_IB},
     device::{DeviceInfo, DeviceOps, FwVersion, NodeDesc, Registration},
     dma_buffer::DmaMemory,
-    verbs::{CqInit, CqNotifier, DriverObject, QpAttr, QpAttrMask, QpInitDriver},
+    verbs::{
+        AccessFlags, CqInit, CqNotifier, DriverObject, QpAttr, QpAttrField, QpAttrMask,
+        QpInitDriver,
+    },
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
 use kernel::{
@@ -118,7 +121,7 @@ struct SoftPd {
 /// A software memory region: its key and rights.
 struct SoftMr {
     key: u32,
-    rights: u32,
+    rights: AccessFlags,
 }
 
 #[vtable]
@@ -249,60 +252,61 @@ impl DeviceOps for SoftDevice {
 
     fn modify_qp(&self, qp: &DriverObject, attr: &QpAttr, mask: QpAttrMask) -> Result {
         let qp = qp.get::<Arc<SoftQp>>()?;
+        use QpAttrField as F;
         let state = {
             let mut cur = qp.attr.lock();
-            let m = |bit: u32| mask.0 & bit != 0;
-            if m(QpAttrMask::STATE) {
+            let m = |field: F| mask.contains(field);
+            if m(F::State) {
                 cur.qp_state = attr.qp_state;
             }
-            if m(QpAttrMask::PORT) {
+            if m(F::Port) {
                 cur.port_num = attr.port_num;
             }
-            if m(QpAttrMask::PKEY_INDEX) {
+            if m(F::PkeyIndex) {
                 cur.pkey_index = attr.pkey_index;
             }
-            if m(QpAttrMask::ACCESS_FLAGS) {
+            if m(F::AccessFlags) {
                 cur.qp_access_flags = attr.qp_access_flags;
             }
-            if m(QpAttrMask::QKEY) {
+            if m(F::Qkey) {
                 cur.qkey = attr.qkey;
             }
-            if m(QpAttrMask::AV) {
+            if m(F::Av) {
                 cur.dlid = attr.dlid;
             }
-            if m(QpAttrMask::DEST_QPN) {
+            if m(F::DestQpn) {
                 cur.dest_qp_num = attr.dest_qp_num;
             }
-            if m(QpAttrMask::PATH_MTU) {
+            if m(F::PathMtu) {
                 cur.path_mtu = attr.path_mtu;
             }
-            if m(QpAttrMask::RQ_PSN) {
+            if m(F::RqPsn) {
                 cur.rq_psn = attr.rq_psn;
             }
-            if m(QpAttrMask::SQ_PSN) {
+            if m(F::SqPsn) {
                 cur.sq_psn = attr.sq_psn;
             }
-            if m(QpAttrMask::TIMEOUT) {
+            if m(F::Timeout) {
                 cur.timeout = attr.timeout;
             }
-            if m(QpAttrMask::RETRY_CNT) {
+            if m(F::RetryCnt) {
                 cur.retry_cnt = attr.retry_cnt;
             }
-            if m(QpAttrMask::RNR_RETRY) {
+            if m(F::RnrRetry) {
                 cur.rnr_retry = attr.rnr_retry;
             }
-            if m(QpAttrMask::MIN_RNR_TIMER) {
+            if m(F::MinRnrTimer) {
                 cur.min_rnr_timer = attr.min_rnr_timer;
             }
-            if m(QpAttrMask::MAX_QP_RD_ATOMIC) {
+            if m(F::MaxQpRdAtomic) {
                 cur.max_rd_atomic = attr.max_rd_atomic;
             }
-            if m(QpAttrMask::MAX_DEST_RD_ATOMIC) {
+            if m(F::MaxDestRdAtomic) {
                 cur.max_dest_rd_atomic = attr.max_dest_rd_atomic;
             }
             cur.qp_state
         };
-        if mask.0 & QpAttrMask::STATE != 0 {
+        if mask.contains(F::State) {
             qp.state_changed(state);
         }
         Ok(())
@@ -328,7 +332,11 @@ impl DeviceOps for SoftDevice {
         qp.post_recv(&self.fabric, wrs)
     }
 
-    fn get_dma_mr(&self, pd: &DriverObject, rights: u32) -> Result<(DriverObject, u32, u32)> {
+    fn get_dma_mr(
+        &self,
+        pd: &DriverObject,
+        rights: AccessFlags,
+    ) -> Result<(DriverObject, u32, u32)> {
         let key = mr_key(pd.get::<SoftPd>()?.number);
         let mr = DriverObject::new(SoftMr { key, rights })?;
         self.fabric.add_mr(key, rights)?;

@@ -16,7 +16,7 @@ use crate::{
     names::Name,
     registry,
     restrack::Restrack,
-    verbs::{CqInit, CqNotifier, DriverObject, QpAttr, QpAttrMask, QpInitDriver},
+    verbs::{AccessFlags, CqInit, CqNotifier, DriverObject, QpAttr, QpAttrMask, QpInitDriver},
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
 use kernel::{
@@ -193,7 +193,11 @@ pub trait DeviceOps: Send + Sync + 'static {
     }
 
     /// The DMA memory region of `pd` with `access` rights; returns its state, lkey and rkey.
-    fn get_dma_mr(&self, _pd: &DriverObject, _access: u32) -> Result<(DriverObject, u32, u32)> {
+    fn get_dma_mr(
+        &self,
+        _pd: &DriverObject,
+        _access: AccessFlags,
+    ) -> Result<(DriverObject, u32, u32)> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -266,7 +270,11 @@ pub(crate) trait DynOps: Send + Sync {
     fn modify_qp(&self, qp: &DriverObject, attr: &QpAttr, mask: QpAttrMask) -> Result;
     fn query_qp(&self, qp: &DriverObject) -> Result<QpAttr>;
     fn destroy_qp(&self, qp: DriverObject) -> Result;
-    fn get_dma_mr(&self, pd: &DriverObject, access: u32) -> Result<(DriverObject, u32, u32)>;
+    fn get_dma_mr(
+        &self,
+        pd: &DriverObject,
+        access: AccessFlags,
+    ) -> Result<(DriverObject, u32, u32)>;
     fn dereg_mr(&self, mr: DriverObject) -> Result;
     fn post_send(&self, qp: &DriverObject, wrs: &[SendWr<'_>]) -> Result<(), PostError>;
     fn post_recv(&self, qp: &DriverObject, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
@@ -320,7 +328,11 @@ impl<T: DeviceOps> DynOps for T {
         optional_op!(T, HAS_DESTROY_QP, self.destroy_qp(qp))
     }
 
-    fn get_dma_mr(&self, pd: &DriverObject, access: u32) -> Result<(DriverObject, u32, u32)> {
+    fn get_dma_mr(
+        &self,
+        pd: &DriverObject,
+        access: AccessFlags,
+    ) -> Result<(DriverObject, u32, u32)> {
         optional_op!(T, HAS_GET_DMA_MR, self.get_dma_mr(pd, access))
     }
 

@@ -277,7 +277,7 @@ fn fill_dev_info(w: &mut MsgWriter<'_>, dev: &IbDevice) -> Result {
     w.put_u32(attr::ATTR_PORT_INDEX, dev.port_count())?;
     w.put_u64(
         attr::ATTR_CAP_FLAGS,
-        dev.attr().device_cap_flags,
+        u64::from(dev.attr().device_cap_flags),
         attr::ATTR_PAD,
     )?;
     let fw = dev.fw_version();

@@ -135,56 +135,76 @@ pub enum QpState {
     Err = 6,
 }
 
-/// Which [`QpAttr`] fields a modify sets (`enum ib_qp_attr_mask` values).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct QpAttrMask(pub u32);
+kernel::impl_flags!(
+    /// Which [`QpAttr`] fields a modify sets (`enum ib_qp_attr_mask`); only the fields
+    /// [`QpAttr`] has can be named.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct QpAttrMask(u32);
 
-impl QpAttrMask {
-    /// `IB_QP_STATE`.
-    pub const STATE: u32 = 1;
-    /// `IB_QP_ACCESS_FLAGS`.
-    pub const ACCESS_FLAGS: u32 = 1 << 3;
-    /// `IB_QP_PKEY_INDEX`.
-    pub const PKEY_INDEX: u32 = 1 << 4;
-    /// `IB_QP_PORT`.
-    pub const PORT: u32 = 1 << 5;
-    /// `IB_QP_QKEY`.
-    pub const QKEY: u32 = 1 << 6;
-    /// `IB_QP_AV`.
-    pub const AV: u32 = 1 << 7;
-    /// `IB_QP_PATH_MTU`.
-    pub const PATH_MTU: u32 = 1 << 8;
-    /// `IB_QP_TIMEOUT`.
-    pub const TIMEOUT: u32 = 1 << 9;
-    /// `IB_QP_RETRY_CNT`.
-    pub const RETRY_CNT: u32 = 1 << 10;
-    /// `IB_QP_RNR_RETRY`.
-    pub const RNR_RETRY: u32 = 1 << 11;
-    /// `IB_QP_RQ_PSN`.
-    pub const RQ_PSN: u32 = 1 << 12;
-    /// `IB_QP_MAX_QP_RD_ATOMIC`.
-    pub const MAX_QP_RD_ATOMIC: u32 = 1 << 13;
-    /// `IB_QP_MIN_RNR_TIMER`.
-    pub const MIN_RNR_TIMER: u32 = 1 << 15;
-    /// `IB_QP_SQ_PSN`.
-    pub const SQ_PSN: u32 = 1 << 16;
-    /// `IB_QP_MAX_DEST_RD_ATOMIC`.
-    pub const MAX_DEST_RD_ATOMIC: u32 = 1 << 17;
-    /// `IB_QP_DEST_QPN`.
-    pub const DEST_QPN: u32 = 1 << 20;
-
-    fn has(self, bits: u32) -> bool {
-        self.0 & bits == bits
+    /// One [`QpAttr`] field a modify sets (`IB_QP_*`, C's values).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum QpAttrField {
+        /// `IB_QP_STATE`: [`QpAttr::qp_state`].
+        State = 1,
+        /// `IB_QP_ACCESS_FLAGS`: [`QpAttr::qp_access_flags`].
+        AccessFlags = 1 << 3,
+        /// `IB_QP_PKEY_INDEX`: [`QpAttr::pkey_index`].
+        PkeyIndex = 1 << 4,
+        /// `IB_QP_PORT`: [`QpAttr::port_num`].
+        Port = 1 << 5,
+        /// `IB_QP_QKEY`: [`QpAttr::qkey`].
+        Qkey = 1 << 6,
+        /// `IB_QP_AV`: [`QpAttr::dlid`].
+        Av = 1 << 7,
+        /// `IB_QP_PATH_MTU`: [`QpAttr::path_mtu`].
+        PathMtu = 1 << 8,
+        /// `IB_QP_TIMEOUT`: [`QpAttr::timeout`].
+        Timeout = 1 << 9,
+        /// `IB_QP_RETRY_CNT`: [`QpAttr::retry_cnt`].
+        RetryCnt = 1 << 10,
+        /// `IB_QP_RNR_RETRY`: [`QpAttr::rnr_retry`].
+        RnrRetry = 1 << 11,
+        /// `IB_QP_RQ_PSN`: [`QpAttr::rq_psn`].
+        RqPsn = 1 << 12,
+        /// `IB_QP_MAX_QP_RD_ATOMIC`: [`QpAttr::max_rd_atomic`].
+        MaxQpRdAtomic = 1 << 13,
+        /// `IB_QP_MIN_RNR_TIMER`: [`QpAttr::min_rnr_timer`].
+        MinRnrTimer = 1 << 15,
+        /// `IB_QP_SQ_PSN`: [`QpAttr::sq_psn`].
+        SqPsn = 1 << 16,
+        /// `IB_QP_MAX_DEST_RD_ATOMIC`: [`QpAttr::max_dest_rd_atomic`].
+        MaxDestRdAtomic = 1 << 17,
+        /// `IB_QP_DEST_QPN`: [`QpAttr::dest_qp_num`].
+        DestQpn = 1 << 20,
     }
-}
+);
+
+kernel::impl_flags!(
+    /// Local and remote access rights of a memory region or a QP (`enum ib_access_flags`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct AccessFlags(u32);
+
+    /// One access right (`IB_ACCESS_*`, C's values).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Access {
+        /// `IB_ACCESS_LOCAL_WRITE`.
+        LocalWrite = 1,
+        /// `IB_ACCESS_REMOTE_WRITE`.
+        RemoteWrite = 1 << 1,
+        /// `IB_ACCESS_REMOTE_READ`.
+        RemoteRead = 1 << 2,
+        /// `IB_ACCESS_REMOTE_ATOMIC`.
+        RemoteAtomic = 1 << 3,
+    }
+);
 
 /// QP attributes a modify sets or a query returns (the subset of `ib_qp_attr` kept so far).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QpAttr {
     /// State.
     pub qp_state: QpState,
-    /// Remote access flags (`IB_ACCESS_REMOTE_*`).
-    pub qp_access_flags: u32,
+    /// Remote access rights.
+    pub qp_access_flags: AccessFlags,
     /// P_Key index.
     pub pkey_index: u16,
     /// Port (from 1).
@@ -219,41 +239,30 @@ pub struct QpAttr {
 /// required attributes of the C core's `ib_modify_qp_is_ok` (optional attributes are not
 /// checked yet).
 pub fn qp_transition_ok(cur: QpState, next: QpState, qp_type: QpType, mask: QpAttrMask) -> bool {
+    use QpAttrField as F;
     use QpState::*;
     use QpType::*;
+    let none = QpAttrMask::empty();
     let required = match (cur, next) {
-        (_, Reset) | (_, Err) => 0,
+        (_, Reset) | (_, Err) => none,
         (Reset, Init) => match qp_type {
-            Ud => QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::QKEY,
-            Rc | Uc => QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS,
+            Ud => F::PkeyIndex | F::Port | F::Qkey,
+            Rc | Uc => F::PkeyIndex | F::Port | F::AccessFlags,
         },
-        (Init, Init) | (Rts, Rts) | (Sqd, Sqd) | (Sqd, Rts) | (Sqe, Rts) | (Rts, Sqd) => 0,
+        (Init, Init) | (Rts, Rts) | (Sqd, Sqd) | (Sqd, Rts) | (Sqe, Rts) | (Rts, Sqd) => none,
         (Init, Rtr) => match qp_type {
-            Ud => 0,
-            Uc => QpAttrMask::AV | QpAttrMask::PATH_MTU | QpAttrMask::DEST_QPN | QpAttrMask::RQ_PSN,
-            Rc => {
-                QpAttrMask::AV
-                    | QpAttrMask::PATH_MTU
-                    | QpAttrMask::DEST_QPN
-                    | QpAttrMask::RQ_PSN
-                    | QpAttrMask::MAX_DEST_RD_ATOMIC
-                    | QpAttrMask::MIN_RNR_TIMER
-            }
+            Ud => none,
+            Uc => F::Av | F::PathMtu | F::DestQpn | F::RqPsn,
+            Rc => F::Av | F::PathMtu | F::DestQpn | F::RqPsn | F::MaxDestRdAtomic | F::MinRnrTimer,
         },
         (Rtr, Rts) => match qp_type {
-            Ud | Uc => QpAttrMask::SQ_PSN,
-            Rc => {
-                QpAttrMask::TIMEOUT
-                    | QpAttrMask::RETRY_CNT
-                    | QpAttrMask::RNR_RETRY
-                    | QpAttrMask::SQ_PSN
-                    | QpAttrMask::MAX_QP_RD_ATOMIC
-            }
+            Ud | Uc => F::SqPsn.into(),
+            Rc => F::Timeout | F::RetryCnt | F::RnrRetry | F::SqPsn | F::MaxQpRdAtomic,
         },
         _ => return false,
     };
     // A modify to another state must say so.
-    (cur == next || mask.has(QpAttrMask::STATE)) && mask.has(required)
+    (cur == next || mask.contains(F::State)) && mask.contains_all(required)
 }
 
 /// A protection domain.
@@ -489,7 +498,7 @@ impl Qp {
     /// as C's `ib_modify_qp_is_ok`, then the driver applies it.
     pub fn modify(&self, attr: &QpAttr, mask: QpAttrMask) -> Result {
         let mut state = self.state.lock();
-        let next = if mask.has(QpAttrMask::STATE) {
+        let next = if mask.contains(QpAttrField::State) {
             attr.qp_state
         } else {
             *state
@@ -497,7 +506,7 @@ impl Qp {
         if !qp_transition_ok(*state, next, self.qp_type, mask) {
             return Err(EINVAL);
         }
-        if mask.has(QpAttrMask::PORT) && !self.pd.dev.is_valid_port(attr.port_num.into()) {
+        if mask.contains(QpAttrField::Port) && !self.pd.dev.is_valid_port(attr.port_num.into()) {
             return Err(EINVAL);
         }
         self.pd.dev.ops().modify_qp(self.drv()?, attr, mask)?;
@@ -530,18 +539,6 @@ impl Drop for Qp {
     }
 }
 
-/// Local and remote access rights (`IB_ACCESS_*`).
-pub mod access {
-    /// Local write.
-    pub const LOCAL_WRITE: u32 = 1;
-    /// Remote write.
-    pub const REMOTE_WRITE: u32 = 1 << 1;
-    /// Remote read.
-    pub const REMOTE_READ: u32 = 1 << 2;
-    /// Remote atomics.
-    pub const REMOTE_ATOMIC: u32 = 1 << 3;
-}
-
 /// A memory region. It keeps its PD alive.
 pub struct Mr {
     pd: Arc<Pd>,
@@ -552,7 +549,7 @@ pub struct Mr {
 
 impl Mr {
     /// The DMA MR of `pd`: all of memory, with `access` rights (`get_dma_mr`).
-    pub fn get_dma_mr(pd: &Arc<Pd>, access: u32) -> Result<Arc<Self>> {
+    pub fn get_dma_mr(pd: &Arc<Pd>, access: AccessFlags) -> Result<Arc<Self>> {
         let (drv, lkey, rkey) = pd.dev.ops().get_dma_mr(pd.drv()?, access)?;
         let mr = Self {
             pd: pd.clone(),
@@ -590,7 +587,7 @@ impl Drop for Mr {
 mod tests {
     use super::*;
     use crate::{
-        attrs::{DeviceAttr, NodeType, PortAttr, PortImmutable},
+        attrs::{DeviceAttr, DeviceCap, DeviceCapFlags, NodeType, PortAttr, PortImmutable},
         device::{DeviceInfo, DeviceOps, Registration},
         dma_buffer::{DmaBuffer, DmaMemory, DMA_BUFFER_MAX},
     };
@@ -670,7 +667,11 @@ mod tests {
             self.log("destroy_qp")
         }
 
-        fn get_dma_mr(&self, _pd: &DriverObject, _access: u32) -> Result<(DriverObject, u32, u32)> {
+        fn get_dma_mr(
+            &self,
+            _pd: &DriverObject,
+            _access: AccessFlags,
+        ) -> Result<(DriverObject, u32, u32)> {
             self.log("get_dma_mr")?;
             Ok((DriverObject::new(4u32)?, 7, 8))
         }
@@ -744,15 +745,16 @@ mod tests {
 
     #[test]
     fn transitions_follow_the_c_table() {
+        use QpAttrField as F;
         use QpState::{Init, Reset, Rtr, Rts};
-        let m = |bits| QpAttrMask(QpAttrMask::STATE | bits);
-        let rc_init = QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS;
+        let m = |bits: QpAttrMask| bits | F::State;
+        let rc_init = F::PkeyIndex | F::Port | F::AccessFlags;
         assert!(qp_transition_ok(Reset, Init, QpType::Rc, m(rc_init)));
         assert!(!qp_transition_ok(
             Reset,
             Init,
             QpType::Rc,
-            m(QpAttrMask::PORT)
+            m(F::Port.into())
         ));
         // UD needs a Q_Key rather than access flags.
         assert!(!qp_transition_ok(Reset, Init, QpType::Ud, m(rc_init)));
@@ -760,46 +762,42 @@ mod tests {
             Reset,
             Init,
             QpType::Ud,
-            m(QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::QKEY)
+            m(F::PkeyIndex | F::Port | F::Qkey)
         ));
-        let rc_rtr = QpAttrMask::AV
-            | QpAttrMask::PATH_MTU
-            | QpAttrMask::DEST_QPN
-            | QpAttrMask::RQ_PSN
-            | QpAttrMask::MAX_DEST_RD_ATOMIC
-            | QpAttrMask::MIN_RNR_TIMER;
+        let rc_rtr =
+            F::Av | F::PathMtu | F::DestQpn | F::RqPsn | F::MaxDestRdAtomic | F::MinRnrTimer;
         assert!(qp_transition_ok(Init, Rtr, QpType::Rc, m(rc_rtr)));
-        assert!(!qp_transition_ok(
+        assert!(!qp_transition_ok(Init, Rtr, QpType::Rc, m(rc_rtr & !F::Av)));
+        assert!(qp_transition_ok(
             Init,
             Rtr,
-            QpType::Rc,
-            m(rc_rtr & !QpAttrMask::AV)
-        ));
-        assert!(qp_transition_ok(Init, Rtr, QpType::Ud, m(0)));
-        assert!(qp_transition_ok(
-            Rtr,
-            Rts,
             QpType::Ud,
-            m(QpAttrMask::SQ_PSN)
+            m(QpAttrMask::empty())
         ));
-        assert!(!qp_transition_ok(
-            Rtr,
-            Rts,
-            QpType::Rc,
-            m(QpAttrMask::SQ_PSN)
-        ));
+        assert!(qp_transition_ok(Rtr, Rts, QpType::Ud, m(F::SqPsn.into())));
+        assert!(!qp_transition_ok(Rtr, Rts, QpType::Rc, m(F::SqPsn.into())));
         // Skipping states is refused; reset and error are always reachable.
         assert!(!qp_transition_ok(Reset, Rtr, QpType::Rc, m(rc_rtr)));
-        assert!(!qp_transition_ok(Init, Rts, QpType::Rc, m(0)));
-        assert!(qp_transition_ok(Rts, QpState::Err, QpType::Rc, m(0)));
-        assert!(qp_transition_ok(Rtr, Reset, QpType::Rc, m(0)));
-        // A change of state without the state bit is refused.
         assert!(!qp_transition_ok(
-            Reset,
             Init,
+            Rts,
             QpType::Rc,
-            QpAttrMask(rc_init)
+            m(QpAttrMask::empty())
         ));
+        assert!(qp_transition_ok(
+            Rts,
+            QpState::Err,
+            QpType::Rc,
+            m(QpAttrMask::empty())
+        ));
+        assert!(qp_transition_ok(
+            Rtr,
+            Reset,
+            QpType::Rc,
+            m(QpAttrMask::empty())
+        ));
+        // A change of state without the state bit is refused.
+        assert!(!qp_transition_ok(Reset, Init, QpType::Rc, rc_init));
     }
 
     #[test]
@@ -833,7 +831,7 @@ mod tests {
             },
         )?;
         assert_eq!(qp.qp_num(), 0x42);
-        let mr = Mr::get_dma_mr(&pd, access::LOCAL_WRITE)?;
+        let mr = Mr::get_dma_mr(&pd, Access::LocalWrite.into())?;
         assert_eq!((mr.lkey(), mr.rkey()), (7, 8));
         assert_eq!(
             &take(&calls)[..],
@@ -862,10 +860,7 @@ mod tests {
             qp_state: QpState::Rtr,
             ..QpAttr::default()
         };
-        assert_eq!(
-            qp.modify(&to_rtr, QpAttrMask(QpAttrMask::STATE)),
-            Err(EINVAL)
-        );
+        assert_eq!(qp.modify(&to_rtr, QpAttrField::State.into()), Err(EINVAL));
         assert!(take(&calls).is_empty());
         // Dropping the PD and CQ handles frees nothing: the QP and the MR use them.
         drop(pd);
@@ -924,5 +919,27 @@ mod tests {
         drop(dev);
         drop(reg);
         Ok(())
+    }
+
+    #[test]
+    fn flags_have_the_c_values() {
+        use QpAttrField as F;
+        let all = Access::LocalWrite | Access::RemoteWrite | Access::RemoteRead;
+        assert_eq!(u32::from(all | Access::RemoteAtomic), 0xf);
+        assert!(all.contains(Access::RemoteRead) && !all.contains(Access::RemoteAtomic));
+        assert_eq!(u32::from(AccessFlags::default()), 0);
+        assert_eq!(u32::from(QpAttrMask::from(F::DestQpn)), 1 << 20);
+        assert_eq!(
+            u32::from(F::State | F::MinRnrTimer | F::Av),
+            1 | (1 << 15) | (1 << 7)
+        );
+        // A mask holds only fields `QpAttr` has: complementing never sets another bit.
+        assert_eq!(QpAttrMask::all_bits(), 0x13_bff9);
+        assert_eq!(u32::from(!QpAttrMask::empty()), QpAttrMask::all_bits());
+        assert_eq!(
+            u64::from(DeviceCap::BadPkeyCntr | DeviceCap::CcDmaBounce),
+            2 | (1 << 41)
+        );
+        assert_eq!(u64::from(DeviceCapFlags::default()), 0);
     }
 }
