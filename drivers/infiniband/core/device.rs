@@ -10,18 +10,16 @@
 //! removes it from clients in reverse order, waits until nobody holds a [`DeviceRef`], announces
 //! it, and removes sysfs.
 
+pub use crate::ops::{DeviceOps, NoVerbs};
 use crate::{
     attrs::{DeviceAttr, Gid, LinkLayer, NodeType, PortAttr, PortImmutable},
-    dma_buffer::DmaMemory,
     names::Name,
+    ops::{is_kverbs_provider, DeviceImpl, DynOps},
     registry,
     restrack::Restrack,
-    verbs::{AccessFlags, CqInit, CqNotifier, DriverObject, QpAttr, QpAttrMask, QpInitDriver},
-    wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
 use kernel::{
     device::Device,
-    error::VTABLE_DEFAULT_ERROR,
     new_condvar, new_mutex,
     prelude::*,
     sync::{
@@ -29,7 +27,7 @@ use kernel::{
         atomic::{Atomic, Relaxed},
         Arc, CondVar, Mutex,
     },
-    sysfs_attrs::{Attribute, ShowBuffer},
+    sysfs_attrs::ShowBuffer,
 };
 
 /// Longest node description (`IB_DEVICE_NODE_DESC_MAX`).
@@ -95,323 +93,6 @@ pub type FwVersion = ShortText<{ FW_VERSION_MAX - 1 }>;
 
 /// A node description.
 pub type NodeDesc = ShortText<NODE_DESC_MAX>;
-
-/// What an RDMA driver implements for its device (C's `ib_device_ops`).
-///
-/// `query_device`, `query_port` and `get_port_immutable` are mandatory, as in C. The others are
-/// optional; a device lacking any of the verbs C lists as mandatory for kernel verbs still
-/// registers, but is not a kernel verbs provider.
-#[vtable]
-pub trait DeviceOps: Send + Sync + 'static {
-    /// The device's attributes; called once, at registration.
-    fn query_device(&self) -> Result<DeviceAttr>;
-
-    /// A port's current attributes (`port` counts from 1).
-    fn query_port(&self, port: u32) -> Result<PortAttr>;
-
-    /// A port's immutable data; called once per port, at registration.
-    fn get_port_immutable(&self, port: u32) -> Result<PortImmutable>;
-
-    /// GID `index` of `port` (skipped when absent, as in C).
-    fn query_gid(&self, _port: u32, _index: u32) -> Result<Gid> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// P_Key `index` of `port` (needed when the port has a P_Key table).
-    fn query_pkey(&self, _port: u32, _index: u16) -> Result<u16> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// The firmware version as users see it (`fw_ver`); empty when absent.
-    fn fw_version(&self) -> FwVersion {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// The link layer of `port`; InfiniBand when absent, as C's `rdma_port_get_link_layer`
-    /// for a CA.
-    fn get_link_layer(&self, _port: u32) -> LinkLayer {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Sets the node description (C's `modify_device` with `IB_DEVICE_MODIFY_NODE_DESC`); the
-    /// core keeps the new text once the driver accepts it. `EOPNOTSUPP` when absent.
-    fn modify_node_desc(&self, _desc: &NodeDesc) -> Result {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Files the driver adds to the device's sysfs directory (C's `ops.device_group`, e.g.
-    /// mlx5's `hw_rev`); their callbacks get the driver's data and the file's position here.
-    const DEVICE_ATTRS: &'static [Attribute<Self>] = &[];
-
-    /// Allocates a protection domain.
-    fn alloc_pd(&self) -> Result<DriverObject> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Frees a protection domain (nothing uses it any more).
-    fn dealloc_pd(&self, _pd: DriverObject) -> Result {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Creates a completion queue; completion events go to `notifier`.
-    fn create_cq(&self, _init: &CqInit, _notifier: &CqNotifier) -> Result<DriverObject> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Destroys a completion queue (no QP uses it any more).
-    fn destroy_cq(&self, _cq: DriverObject) -> Result {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Arms a completion queue for one completion event.
-    fn req_notify_cq(&self, _cq: &DriverObject, _solicited: bool) -> Result {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Creates a queue pair in `pd`; returns its state and QP number.
-    fn create_qp(
-        &self,
-        _pd: &DriverObject,
-        _init: &QpInitDriver<'_>,
-    ) -> Result<(DriverObject, u32)> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Applies a modify the core has checked against the QP state machine.
-    fn modify_qp(&self, _qp: &DriverObject, _attr: &QpAttr, _mask: QpAttrMask) -> Result {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// The QP's attributes.
-    fn query_qp(&self, _qp: &DriverObject) -> Result<QpAttr> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Destroys a queue pair.
-    fn destroy_qp(&self, _qp: DriverObject) -> Result {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// The DMA memory region of `pd` with `access` rights; returns its state, lkey and rkey.
-    fn get_dma_mr(
-        &self,
-        _pd: &DriverObject,
-        _access: AccessFlags,
-    ) -> Result<(DriverObject, u32, u32)> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Deregisters a memory region.
-    fn dereg_mr(&self, _mr: DriverObject) -> Result {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Queues send work requests on a QP, in order; stops at the first it cannot queue.
-    fn post_send(&self, _qp: &DriverObject, _wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Queues receive work requests on a QP, in order; stops at the first it cannot queue.
-    fn post_recv(&self, _qp: &DriverObject, _wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Moves up to `wc.len()` completions of a CQ into `wc`, oldest first; returns how many.
-    fn poll_cq(&self, _cq: &DriverObject, _wc: &mut [WorkCompletion]) -> Result<usize> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Allocates `len` bytes of memory the device can reach, for consumers' work requests
-    /// (see [`crate::dma_buffer`]).
-    fn alloc_dma_buffer(&self, _len: usize) -> Result<KBox<dyn DmaMemory>> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-}
-
-/// Whether a driver has every verb C requires of a kernel verbs provider
-/// (`ib_device_check_mandatory`), except `reg_user_mr` (there are no user verbs yet) and with
-/// [`DeviceOps::alloc_dma_buffer`] (how Rust consumers get memory for work requests).
-fn is_kverbs_provider<T: DeviceOps>() -> bool {
-    T::HAS_ALLOC_PD
-        && T::HAS_DEALLOC_PD
-        && T::HAS_CREATE_QP
-        && T::HAS_MODIFY_QP
-        && T::HAS_DESTROY_QP
-        && T::HAS_POST_SEND
-        && T::HAS_POST_RECV
-        && T::HAS_CREATE_CQ
-        && T::HAS_DESTROY_CQ
-        && T::HAS_POLL_CQ
-        && T::HAS_REQ_NOTIFY_CQ
-        && T::HAS_GET_DMA_MR
-        && T::HAS_DEREG_MR
-        && T::HAS_ALLOC_DMA_BUFFER
-}
-
-/// Calls `$method` on the driver if it has it, else `EOPNOTSUPP` (in the method's error type).
-macro_rules! optional_op {
-    ($t:ident, $has:ident, $self:ident . $method:ident ( $($arg:expr),* )) => {
-        if $t::$has {
-            $t::$method($self, $($arg),*)
-        } else {
-            Err(EOPNOTSUPP.into())
-        }
-    };
-}
-
-/// The operations the core calls on a registered device, with the driver's type erased.
-pub(crate) trait DynOps: Send + Sync {
-    fn alloc_pd(&self) -> Result<DriverObject>;
-    fn dealloc_pd(&self, pd: DriverObject) -> Result;
-    fn create_cq(&self, init: &CqInit, notifier: &CqNotifier) -> Result<DriverObject>;
-    fn destroy_cq(&self, cq: DriverObject) -> Result;
-    fn req_notify_cq(&self, cq: &DriverObject, solicited: bool) -> Result;
-    fn create_qp(&self, pd: &DriverObject, init: &QpInitDriver<'_>) -> Result<(DriverObject, u32)>;
-    fn modify_qp(&self, qp: &DriverObject, attr: &QpAttr, mask: QpAttrMask) -> Result;
-    fn query_qp(&self, qp: &DriverObject) -> Result<QpAttr>;
-    fn destroy_qp(&self, qp: DriverObject) -> Result;
-    fn get_dma_mr(
-        &self,
-        pd: &DriverObject,
-        access: AccessFlags,
-    ) -> Result<(DriverObject, u32, u32)>;
-    fn dereg_mr(&self, mr: DriverObject) -> Result;
-    fn post_send(&self, qp: &DriverObject, wrs: &[SendWr<'_>]) -> Result<(), PostError>;
-    fn post_recv(&self, qp: &DriverObject, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
-    fn poll_cq(&self, cq: &DriverObject, wc: &mut [WorkCompletion]) -> Result<usize>;
-    fn alloc_dma_buffer(&self, len: usize) -> Result<KBox<dyn DmaMemory>>;
-    fn query_port(&self, port: u32) -> Result<PortAttr>;
-    fn query_gid(&self, port: u32, index: u32) -> Option<Result<Gid>>;
-    fn query_pkey(&self, port: u32, index: u16) -> Result<u16>;
-    fn fw_version(&self) -> FwVersion;
-    fn link_layer(&self, port: u32) -> LinkLayer;
-    fn modify_node_desc(&self, desc: &NodeDesc) -> Result;
-    fn device_attr(&self, i: usize) -> Option<(&'static CStr, u16, bool)>;
-    fn device_attr_show(&self, i: u32, buf: &mut ShowBuffer<'_>) -> Result;
-    fn device_attr_store(&self, i: u32, data: &[u8]) -> Result;
-}
-
-impl<T: DeviceOps> DynOps for T {
-    fn alloc_pd(&self) -> Result<DriverObject> {
-        optional_op!(T, HAS_ALLOC_PD, self.alloc_pd())
-    }
-
-    fn dealloc_pd(&self, pd: DriverObject) -> Result {
-        optional_op!(T, HAS_DEALLOC_PD, self.dealloc_pd(pd))
-    }
-
-    fn create_cq(&self, init: &CqInit, notifier: &CqNotifier) -> Result<DriverObject> {
-        optional_op!(T, HAS_CREATE_CQ, self.create_cq(init, notifier))
-    }
-
-    fn destroy_cq(&self, cq: DriverObject) -> Result {
-        optional_op!(T, HAS_DESTROY_CQ, self.destroy_cq(cq))
-    }
-
-    fn req_notify_cq(&self, cq: &DriverObject, solicited: bool) -> Result {
-        optional_op!(T, HAS_REQ_NOTIFY_CQ, self.req_notify_cq(cq, solicited))
-    }
-
-    fn create_qp(&self, pd: &DriverObject, init: &QpInitDriver<'_>) -> Result<(DriverObject, u32)> {
-        optional_op!(T, HAS_CREATE_QP, self.create_qp(pd, init))
-    }
-
-    fn modify_qp(&self, qp: &DriverObject, attr: &QpAttr, mask: QpAttrMask) -> Result {
-        optional_op!(T, HAS_MODIFY_QP, self.modify_qp(qp, attr, mask))
-    }
-
-    fn query_qp(&self, qp: &DriverObject) -> Result<QpAttr> {
-        optional_op!(T, HAS_QUERY_QP, self.query_qp(qp))
-    }
-
-    fn destroy_qp(&self, qp: DriverObject) -> Result {
-        optional_op!(T, HAS_DESTROY_QP, self.destroy_qp(qp))
-    }
-
-    fn get_dma_mr(
-        &self,
-        pd: &DriverObject,
-        access: AccessFlags,
-    ) -> Result<(DriverObject, u32, u32)> {
-        optional_op!(T, HAS_GET_DMA_MR, self.get_dma_mr(pd, access))
-    }
-
-    fn dereg_mr(&self, mr: DriverObject) -> Result {
-        optional_op!(T, HAS_DEREG_MR, self.dereg_mr(mr))
-    }
-
-    fn post_send(&self, qp: &DriverObject, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        optional_op!(T, HAS_POST_SEND, self.post_send(qp, wrs))
-    }
-
-    fn post_recv(&self, qp: &DriverObject, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
-        optional_op!(T, HAS_POST_RECV, self.post_recv(qp, wrs))
-    }
-
-    fn poll_cq(&self, cq: &DriverObject, wc: &mut [WorkCompletion]) -> Result<usize> {
-        optional_op!(T, HAS_POLL_CQ, self.poll_cq(cq, wc))
-    }
-
-    fn alloc_dma_buffer(&self, len: usize) -> Result<KBox<dyn DmaMemory>> {
-        optional_op!(T, HAS_ALLOC_DMA_BUFFER, self.alloc_dma_buffer(len))
-    }
-
-    fn query_port(&self, port: u32) -> Result<PortAttr> {
-        T::query_port(self, port)
-    }
-
-    fn query_gid(&self, port: u32, index: u32) -> Option<Result<Gid>> {
-        T::HAS_QUERY_GID.then(|| T::query_gid(self, port, index))
-    }
-
-    fn query_pkey(&self, port: u32, index: u16) -> Result<u16> {
-        if T::HAS_QUERY_PKEY {
-            T::query_pkey(self, port, index)
-        } else {
-            Err(EOPNOTSUPP)
-        }
-    }
-
-    fn fw_version(&self) -> FwVersion {
-        if T::HAS_FW_VERSION {
-            T::fw_version(self)
-        } else {
-            FwVersion::new()
-        }
-    }
-
-    fn link_layer(&self, port: u32) -> LinkLayer {
-        if T::HAS_GET_LINK_LAYER {
-            T::get_link_layer(self, port)
-        } else {
-            LinkLayer::Infiniband
-        }
-    }
-
-    fn modify_node_desc(&self, desc: &NodeDesc) -> Result {
-        if T::HAS_MODIFY_NODE_DESC {
-            T::modify_node_desc(self, desc)
-        } else {
-            Err(EOPNOTSUPP)
-        }
-    }
-
-    fn device_attr(&self, i: usize) -> Option<(&'static CStr, u16, bool)> {
-        T::DEVICE_ATTRS
-            .get(i)
-            .map(|a| (a.name(), a.mode(), a.has_store()))
-    }
-
-    fn device_attr_show(&self, i: u32, buf: &mut ShowBuffer<'_>) -> Result {
-        let a = T::DEVICE_ATTRS.get(i as usize).ok_or(EIO)?;
-        a.show(self, i, buf)
-    }
-
-    fn device_attr_store(&self, i: u32, data: &[u8]) -> Result {
-        let a = T::DEVICE_ATTRS.get(i as usize).ok_or(EIO)?;
-        a.store(self, i, data)
-    }
-}
 
 /// What a driver says about its device when registering it.
 pub struct DeviceInfo<'a> {
@@ -720,10 +401,10 @@ impl Registration {
             immutables.push(ops.get_port_immutable(port)?, GFP_KERNEL)?;
         }
         let attr = ops.query_device()?;
-        let ports = read_ports(&ops, &immutables)?;
-        let fw_version = DynOps::fw_version(&ops);
+        let ops = DeviceImpl::erase(Arc::new(ops, GFP_KERNEL)?)?;
+        let ports = read_ports(&*ops, &immutables)?;
+        let fw_version = ops.fw_version();
         let kverbs_provider = is_kverbs_provider::<T>();
-        let ops: KBox<dyn DynOps> = KBox::new(ops, GFP_KERNEL)?;
         Self::finish(
             info,
             reserved,

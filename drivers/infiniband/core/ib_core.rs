@@ -14,6 +14,7 @@ pub mod names;
 mod netlink;
 pub mod nl_uapi;
 mod nldev;
+pub mod ops;
 pub mod registry;
 pub mod restrack;
 mod sysfs;

@@ -367,7 +367,7 @@ mod tests {
     use super::*;
     use crate::{
         attrs::{DeviceAttr, NodeType, PortAttr, PortImmutable},
-        device::{DeviceInfo, DeviceOps, Registration},
+        device::{DeviceInfo, DeviceOps, NoVerbs, Registration},
     };
     use kernel::{
         owned_workqueue::{Flags, OwnedQueue},
@@ -380,6 +380,11 @@ mod tests {
 
     #[vtable]
     impl DeviceOps for Soft {
+        type Pd = NoVerbs;
+        type Cq = NoVerbs;
+        type Qp = NoVerbs;
+        type Mr = NoVerbs;
+
         fn query_device(&self) -> Result<DeviceAttr> {
             Ok(DeviceAttr::default())
         }

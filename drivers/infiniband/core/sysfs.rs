@@ -407,7 +407,7 @@ mod tests {
     use super::*;
     use crate::{
         attrs::{DeviceAttr, Gid, PortAttr, PortImmutable, CORE_PORT_IBA_IB},
-        device::{DeviceInfo, DeviceOps, NodeDesc, Registration},
+        device::{DeviceInfo, DeviceOps, NoVerbs, NodeDesc, Registration},
         registry,
     };
     use kernel::{bindings, page::PAGE_SIZE};
@@ -477,6 +477,11 @@ mod tests {
 
     #[vtable]
     impl DeviceOps for Fake {
+        type Pd = NoVerbs;
+        type Cq = NoVerbs;
+        type Qp = NoVerbs;
+        type Mr = NoVerbs;
+
         fn query_device(&self) -> Result<DeviceAttr> {
             Ok(DeviceAttr {
                 sys_image_guid: 0x1122_3344_5566_7788,

@@ -4,51 +4,26 @@
 //! regions, as kernel consumers create them on a registered device.
 //!
 //! Lifetimes are those of the C core, enforced by reference counts rather than by WARNs:
-//! - every object holds a [`DeviceRef`], so unregistering a device waits until its objects are
-//!   gone (clients drop theirs in `remove`, which runs first, as in C);
+//! - every object holds a [`DeviceRef`] (directly, or through its PD), so unregistering a device
+//!   waits until its objects are gone (clients drop theirs in `remove`, which runs first, as in
+//!   C);
 //! - a QP holds its PD and its CQs, an MR its PD: a PD or CQ is destroyed only after the last
 //!   object using it;
 //! - each live object is counted per device ([`crate::restrack`]), which is what `RES_GET`
 //!   reports.
 //!
-//! The driver's side of each object is a [`DriverObject`] it made in the matching
-//! [`crate::device::DeviceOps`] method and gets back in later calls and at destruction.
+//! The driver's side of each object is the driver's own type (`DeviceOps::Pd`, `Cq`, `Qp`,
+//! `Mr`), made in the matching [`crate::ops::DeviceOps`] method; the core keeps it with the
+//! driver's type erased once (see [`crate::ops`]), so a post or a poll is one indirect call, and
+//! gives it back to the driver's destroying verb when the object goes.
 
 use crate::{
     device::{DeviceRef, IbDevice},
+    ops::{CqObject, MrObject, PdObject, QpObject},
     restrack::ResType,
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
-use core::any::Any;
 use kernel::{prelude::*, sync::Arc};
-
-/// A driver's state for one verbs object, typed by the driver.
-pub struct DriverObject(KBox<dyn Any + Send + Sync>);
-
-impl DriverObject {
-    /// Wraps the driver's state for an object.
-    pub fn new<T: Any + Send + Sync>(state: T) -> Result<Self> {
-        Ok(Self(KBox::new(state, GFP_KERNEL)?))
-    }
-
-    /// Wraps driver state that is initialized in place (it holds locks, for instance).
-    pub fn pin_init<T: Any + Send + Sync>(init: impl PinInit<T, Error>) -> Result<Self> {
-        let pinned: Pin<KBox<T>> = KBox::pin_init(init, GFP_KERNEL)?;
-        Self::new(pinned)
-    }
-
-    /// The driver's state, if it is a `T` (`EINVAL` otherwise).
-    pub fn get<T: Any>(&self) -> Result<&T> {
-        let any: &(dyn Any + Send + Sync) = &*self.0;
-        if let Some(t) = any.downcast_ref::<T>() {
-            return Ok(t);
-        }
-        match any.downcast_ref::<Pin<KBox<T>>>() {
-            Some(p) => Ok(p),
-            None => Err(EINVAL),
-        }
-    }
-}
 
 /// Completion queue parameters (`ib_cq_init_attr`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -57,6 +32,27 @@ pub struct CqInit {
     pub cqe: u32,
     /// Completion vector.
     pub comp_vector: u32,
+}
+
+/// What a consumer's CQ callback is.
+pub type CompletionHandler = KBox<dyn Fn() + Send + Sync>;
+
+/// Where a driver reports completion events of a CQ (it keeps a clone).
+#[derive(Clone)]
+pub struct CqNotifier(Arc<Option<CompletionHandler>>);
+
+impl CqNotifier {
+    /// A notifier calling `handler` (nothing when `None`).
+    pub(crate) fn new(handler: Option<CompletionHandler>) -> Result<Self> {
+        Ok(Self(Arc::new(handler, GFP_KERNEL)?))
+    }
+
+    /// A completion event: calls the consumer's handler, if it has one.
+    pub fn completion(&self) {
+        if let Some(h) = self.0.as_ref() {
+            h();
+        }
+    }
 }
 
 /// QP transport types (`enum ib_qp_type` values).
@@ -86,32 +82,37 @@ pub struct QpCap {
     pub max_inline_data: u32,
 }
 
-/// What a consumer asks for when creating a QP.
-pub struct QpInit {
+/// What the driver gets when creating a QP: the consumer's request, with the driver's own state
+/// of the QP's CQs (`C` is the driver's `DeviceOps::Cq`).
+pub struct QpInitDriver<'a, C: ?Sized> {
     /// Transport type.
     pub qp_type: QpType,
-    /// CQ of send completions.
-    pub send_cq: Arc<Cq>,
-    /// CQ of receive completions.
-    pub recv_cq: Arc<Cq>,
+    /// The send CQ's driver state.
+    pub send_cq: &'a C,
+    /// The receive CQ's driver state.
+    pub recv_cq: &'a C,
     /// Work queue sizes.
     pub cap: QpCap,
     /// Signal every send WR.
     pub sq_sig_all: bool,
 }
 
-/// What the driver gets when creating a QP: the consumer's request with the driver's CQ state.
-pub struct QpInitDriver<'a> {
-    /// Transport type.
-    pub qp_type: QpType,
-    /// The send CQ's driver state.
-    pub send_cq: &'a DriverObject,
-    /// The receive CQ's driver state.
-    pub recv_cq: &'a DriverObject,
-    /// Work queue sizes.
-    pub cap: QpCap,
-    /// Signal every send WR.
-    pub sq_sig_all: bool,
+/// A QP a driver created (`Q` is its `DeviceOps::Qp`).
+pub struct NewQp<Q> {
+    /// The driver's state of the QP.
+    pub qp: Q,
+    /// The QP number.
+    pub qp_num: u32,
+}
+
+/// A memory region a driver registered (`M` is its `DeviceOps::Mr`).
+pub struct NewMr<M> {
+    /// The driver's state of the MR.
+    pub mr: M,
+    /// The local key.
+    pub lkey: u32,
+    /// The remote key.
+    pub rkey: u32,
 }
 
 /// QP states (`enum ib_qp_state`).
@@ -265,10 +266,36 @@ pub fn qp_transition_ok(cur: QpState, next: QpState, qp_type: QpType, mask: QpAt
     (cur == next || mask.contains(F::State)) && mask.contains_all(required)
 }
 
+/// A live object counted in its device's resource tracking; dropping it uncounts it. Objects
+/// keep it after their driver state, so that the count drops once the driver has destroyed
+/// the object, as C's `rdma_restrack_del` after the destroying verb.
+struct Counted {
+    dev: Arc<IbDevice>,
+    res: ResType,
+}
+
+impl Counted {
+    fn new(dev: &Arc<IbDevice>, res: ResType) -> Self {
+        dev.restrack().add(res);
+        Self {
+            dev: dev.clone(),
+            res,
+        }
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.dev.restrack().remove(self.res);
+    }
+}
+
 /// A protection domain.
 pub struct Pd {
+    // Fields drop in order: the driver's PD, its count, then the device reference.
+    drv: KBox<dyn PdObject>,
+    _counted: Counted,
     dev: DeviceRef,
-    drv: Option<DriverObject>,
 }
 
 impl Pd {
@@ -278,10 +305,10 @@ impl Pd {
         let dev = dev.try_get().ok_or(ENODEV)?;
         let drv = dev.ops().alloc_pd()?;
         let pd = Self {
+            drv,
+            _counted: Counted::new(dev.arc(), ResType::Pd),
             dev,
-            drv: Some(drv),
         };
-        pd.dev.restrack().add(ResType::Pd);
         // On failure the PD is dropped, which gives it back to the driver.
         Ok(Arc::new(pd, GFP_KERNEL)?)
     }
@@ -290,43 +317,13 @@ impl Pd {
     pub fn device(&self) -> &IbDevice {
         &self.dev
     }
-
-    fn drv(&self) -> Result<&DriverObject> {
-        self.drv.as_ref().ok_or(EINVAL)
-    }
-}
-
-impl Drop for Pd {
-    fn drop(&mut self) {
-        if let Some(drv) = self.drv.take() {
-            if let Err(e) = self.dev.ops().dealloc_pd(drv) {
-                pr_warn!("dealloc_pd failed: err {}\n", e.to_errno());
-            }
-            self.dev.restrack().remove(ResType::Pd);
-        }
-    }
-}
-
-/// What a consumer's CQ callback is.
-pub type CompletionHandler = KBox<dyn Fn() + Send + Sync>;
-
-/// Where a driver reports completion events of a CQ (it keeps a clone).
-#[derive(Clone)]
-pub struct CqNotifier(Arc<Option<CompletionHandler>>);
-
-impl CqNotifier {
-    /// A completion event: calls the consumer's handler, if it has one.
-    pub fn completion(&self) {
-        if let Some(h) = self.0.as_ref() {
-            h();
-        }
-    }
 }
 
 /// A completion queue.
 pub struct Cq {
+    drv: KBox<dyn CqObject>,
+    _counted: Counted,
     dev: DeviceRef,
-    drv: Option<DriverObject>,
     notifier: CqNotifier,
 }
 
@@ -341,28 +338,28 @@ impl Cq {
         if init.cqe == 0 || init.cqe > dev.attr().max_cqe {
             return Err(EINVAL);
         }
-        let notifier = CqNotifier(Arc::new(handler, GFP_KERNEL)?);
+        let notifier = CqNotifier::new(handler)?;
         let drv = dev.ops().create_cq(init, &notifier)?;
         let cq = Self {
+            drv,
+            _counted: Counted::new(dev.arc(), ResType::Cq),
             dev,
-            drv: Some(drv),
             notifier,
         };
-        cq.dev.restrack().add(ResType::Cq);
         Ok(Arc::new(cq, GFP_KERNEL)?)
     }
 
     /// Asks for a completion event on the next completion (`solicited`: the next solicited
     /// one).
     pub fn req_notify(&self, solicited: bool) -> Result {
-        self.dev.ops().req_notify_cq(self.drv()?, solicited)
+        self.drv.req_notify(solicited)
     }
 
     /// Moves up to `wc.len()` completions into `wc`, oldest first; returns how many (C's
     /// `ib_poll_cq`). A completion event only says that there is something to poll: re-arm with
     /// [`Cq::req_notify`], then poll again, so that nothing completing in between is missed.
     pub fn poll(&self, wc: &mut [WorkCompletion]) -> Result<usize> {
-        let n = self.dev.ops().poll_cq(self.drv()?, wc)?;
+        let n = self.drv.poll(wc)?;
         // A driver reporting more than it was given room for is a driver bug.
         if n > wc.len() {
             return Err(EIO);
@@ -375,42 +372,48 @@ impl Cq {
         &self.notifier
     }
 
-    fn drv(&self) -> Result<&DriverObject> {
-        self.drv.as_ref().ok_or(EINVAL)
+    /// Whether this CQ is on the same device as `pd`.
+    fn same_device(&self, pd: &Pd) -> bool {
+        core::ptr::eq(self.dev.arc().as_ref(), pd.dev.arc().as_ref())
     }
 }
 
-impl Drop for Cq {
-    fn drop(&mut self) {
-        if let Some(drv) = self.drv.take() {
-            if let Err(e) = self.dev.ops().destroy_cq(drv) {
-                pr_warn!("destroy_cq failed: err {}\n", e.to_errno());
-            }
-            self.dev.restrack().remove(ResType::Cq);
-        }
-    }
+/// What a consumer asks for when creating a QP.
+pub struct QpInit {
+    /// Transport type.
+    pub qp_type: QpType,
+    /// CQ of send completions.
+    pub send_cq: Arc<Cq>,
+    /// CQ of receive completions.
+    pub recv_cq: Arc<Cq>,
+    /// Work queue sizes.
+    pub cap: QpCap,
+    /// Signal every send WR.
+    pub sq_sig_all: bool,
 }
 
 /// A queue pair. It keeps its PD and CQs alive.
 pub struct Qp {
+    // Dropped first: the driver destroys the QP while its PD and CQs are there.
+    drv: KBox<dyn QpObject>,
+    _counted: Counted,
     pd: Arc<Pd>,
     send_cq: Arc<Cq>,
     recv_cq: Arc<Cq>,
     qp_type: QpType,
     qp_num: u32,
-    drv: Option<DriverObject>,
     state: kernel::sync::Arc<kernel::sync::Mutex<QpState>>,
 }
 
 impl Qp {
-    /// Creates a QP in `pd`. Its CQs must be on the same device.
+    /// Creates a QP in `pd`. Its CQs must be on the same device (`EINVAL` otherwise).
     pub fn create(pd: &Arc<Pd>, init: QpInit) -> Result<Arc<Self>> {
-        let dev = &pd.dev;
-        if !core::ptr::eq(init.send_cq.dev.arc().as_ref(), dev.arc().as_ref())
-            || !core::ptr::eq(init.recv_cq.dev.arc().as_ref(), dev.arc().as_ref())
-        {
+        // Objects of one device are all of its driver's types: this check is what lets the core
+        // hand the driver its own CQ states.
+        if !init.send_cq.same_device(pd) || !init.recv_cq.same_device(pd) {
             return Err(EINVAL);
         }
+        let dev = &pd.dev;
         let attr = dev.attr();
         if init.cap.max_send_wr > attr.max_qp_wr
             || init.cap.max_recv_wr > attr.max_qp_wr
@@ -419,37 +422,28 @@ impl Qp {
         {
             return Err(EINVAL);
         }
-        let (drv, qp_num) = dev.ops().create_qp(
-            pd.drv()?,
-            &QpInitDriver {
-                qp_type: init.qp_type,
-                send_cq: init.send_cq.drv()?,
-                recv_cq: init.recv_cq.drv()?,
-                cap: init.cap,
-                sq_sig_all: init.sq_sig_all,
-            },
-        )?;
+        let new = pd.drv.create_qp(&QpInitDriver {
+            qp_type: init.qp_type,
+            send_cq: &*init.send_cq.drv,
+            recv_cq: &*init.recv_cq.drv,
+            cap: init.cap,
+            sq_sig_all: init.sq_sig_all,
+        })?;
+        // On failure from here on, dropping `new.qp` gives the QP back to the driver.
         let state = kernel::sync::Arc::pin_init(
             kernel::new_mutex!(QpState::Reset, "ib_core::verbs::Qp::state"),
             GFP_KERNEL,
-        );
-        let state = match state {
-            Ok(s) => s,
-            Err(e) => {
-                let _ = dev.ops().destroy_qp(drv);
-                return Err(e);
-            }
-        };
+        )?;
         let qp = Self {
+            drv: new.qp,
+            _counted: Counted::new(dev.arc(), ResType::Qp),
             pd: pd.clone(),
             send_cq: init.send_cq,
             recv_cq: init.recv_cq,
             qp_type: init.qp_type,
-            qp_num,
-            drv: Some(drv),
+            qp_num: new.qp_num,
             state,
         };
-        qp.pd.dev.restrack().add(ResType::Qp);
         Ok(Arc::new(qp, GFP_KERNEL)?)
     }
 
@@ -466,15 +460,13 @@ impl Qp {
     /// Queues send work requests, in order (C's `ib_post_send`). On error, the requests before
     /// [`PostError::first_bad`] are queued and will complete; the others are not.
     pub fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        let drv = self.drv()?;
-        self.pd.dev.ops().post_send(drv, wrs)
+        self.drv.post_send(wrs)
     }
 
     /// Queues receive work requests, in order (C's `ib_post_recv`), with the same partial
     /// semantics as [`Qp::post_send`].
     pub fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
-        let drv = self.drv()?;
-        self.pd.dev.ops().post_recv(drv, wrs)
+        self.drv.post_recv(wrs)
     }
 
     /// The state the last modify set, as C drivers track it: a QP the device moves to the error
@@ -509,55 +501,37 @@ impl Qp {
         if mask.contains(QpAttrField::Port) && !self.pd.dev.is_valid_port(attr.port_num.into()) {
             return Err(EINVAL);
         }
-        self.pd.dev.ops().modify_qp(self.drv()?, attr, mask)?;
+        self.drv.modify(attr, mask)?;
         *state = next;
         Ok(())
     }
 
     /// The QP's attributes, from the driver.
     pub fn query(&self) -> Result<QpAttr> {
-        self.pd.dev.ops().query_qp(self.drv()?)
-    }
-
-    fn drv(&self) -> Result<&DriverObject> {
-        self.drv.as_ref().ok_or(EINVAL)
-    }
-}
-
-impl Drop for Qp {
-    fn drop(&mut self) {
-        if let Some(drv) = self.drv.take() {
-            if let Err(e) = self.pd.dev.ops().destroy_qp(drv) {
-                pr_warn!(
-                    "destroy_qp {:#x} failed: err {}\n",
-                    self.qp_num,
-                    e.to_errno()
-                );
-            }
-            self.pd.dev.restrack().remove(ResType::Qp);
-        }
+        self.drv.query()
     }
 }
 
 /// A memory region. It keeps its PD alive.
 pub struct Mr {
-    pd: Arc<Pd>,
+    _drv: KBox<dyn MrObject>,
+    _counted: Counted,
+    _pd: Arc<Pd>,
     lkey: u32,
     rkey: u32,
-    drv: Option<DriverObject>,
 }
 
 impl Mr {
     /// The DMA MR of `pd`: all of memory, with `access` rights (`get_dma_mr`).
     pub fn get_dma_mr(pd: &Arc<Pd>, access: AccessFlags) -> Result<Arc<Self>> {
-        let (drv, lkey, rkey) = pd.dev.ops().get_dma_mr(pd.drv()?, access)?;
+        let new = pd.drv.get_dma_mr(access)?;
         let mr = Self {
-            pd: pd.clone(),
-            lkey,
-            rkey,
-            drv: Some(drv),
+            _drv: new.mr,
+            _counted: Counted::new(pd.dev.arc(), ResType::Mr),
+            _pd: pd.clone(),
+            lkey: new.lkey,
+            rkey: new.rkey,
         };
-        mr.pd.dev.restrack().add(ResType::Mr);
         Ok(Arc::new(mr, GFP_KERNEL)?)
     }
 
@@ -572,17 +546,6 @@ impl Mr {
     }
 }
 
-impl Drop for Mr {
-    fn drop(&mut self) {
-        if let Some(drv) = self.drv.take() {
-            if let Err(e) = self.pd.dev.ops().dereg_mr(drv) {
-                pr_warn!("dereg_mr failed: err {}\n", e.to_errno());
-            }
-            self.pd.dev.restrack().remove(ResType::Mr);
-        }
-    }
-}
-
 #[kernel::macros::kunit_tests(rdma_rs_ib_verbs)]
 mod tests {
     use super::*;
@@ -591,14 +554,22 @@ mod tests {
         device::{DeviceInfo, DeviceOps, Registration},
         dma_buffer::{DmaBuffer, DmaMemory, DMA_BUFFER_MAX},
     };
-    use kernel::{new_mutex, sync::Mutex};
+    use kernel::{
+        new_mutex,
+        sync::{
+            atomic::{Atomic, Relaxed},
+            Mutex,
+        },
+    };
 
     /// Driver calls a test device saw, in order.
     type Calls = Arc<Mutex<KVec<&'static str>>>;
 
-    /// A device whose verbs only record what they are asked.
+    /// A device whose verbs record what they are asked. Its objects are numbered in creation
+    /// order from 1; `query_qp` reports the numbers of the PD and CQs the QP was made with.
     struct Recording {
         calls: Calls,
+        next: Atomic<u32>,
     }
 
     impl Recording {
@@ -606,10 +577,29 @@ mod tests {
             self.calls.lock().push(what, GFP_KERNEL)?;
             Ok(())
         }
+
+        fn number(&self) -> u32 {
+            self.next.fetch_add(1, Relaxed) + 1
+        }
+    }
+
+    /// A [`Recording`] PD, CQ or MR: its number.
+    struct Numbered(u32);
+
+    /// A [`Recording`] QP: the numbers of what it was made with.
+    struct RecQp {
+        pd: u32,
+        send_cq: u32,
+        recv_cq: u32,
     }
 
     #[vtable]
     impl DeviceOps for Recording {
+        type Pd = Numbered;
+        type Cq = Numbered;
+        type Qp = RecQp;
+        type Mr = Numbered;
+
         fn query_device(&self) -> Result<DeviceAttr> {
             Ok(DeviceAttr {
                 max_cqe: 1024,
@@ -628,59 +618,76 @@ mod tests {
             Ok(PortImmutable::default())
         }
 
-        fn alloc_pd(&self) -> Result<DriverObject> {
+        fn alloc_pd(&self) -> Result<Numbered> {
             self.log("alloc_pd")?;
-            DriverObject::new(1u32)
+            Ok(Numbered(self.number()))
         }
 
-        fn dealloc_pd(&self, _pd: DriverObject) -> Result {
+        fn dealloc_pd(&self, _pd: Numbered) -> Result {
             self.log("dealloc_pd")
         }
 
-        fn create_cq(&self, _init: &CqInit, _n: &CqNotifier) -> Result<DriverObject> {
+        fn create_cq(&self, _init: &CqInit, _n: &CqNotifier) -> Result<Numbered> {
             self.log("create_cq")?;
-            DriverObject::new(2u32)
+            Ok(Numbered(self.number()))
         }
 
-        fn destroy_cq(&self, _cq: DriverObject) -> Result {
+        fn destroy_cq(&self, _cq: Numbered) -> Result {
             self.log("destroy_cq")
+        }
+
+        fn req_notify_cq(&self, _cq: &Numbered, _solicited: bool) -> Result {
+            self.log("req_notify_cq")
         }
 
         fn create_qp(
             &self,
-            pd: &DriverObject,
-            init: &QpInitDriver<'_>,
-        ) -> Result<(DriverObject, u32)> {
-            // The core hands back what the driver made.
-            if *pd.get::<u32>()? != 1 || *init.send_cq.get::<u32>()? != 2 {
-                return Err(EINVAL);
-            }
+            pd: &Numbered,
+            init: &QpInitDriver<'_, Numbered>,
+        ) -> Result<NewQp<RecQp>> {
             self.log("create_qp")?;
-            Ok((DriverObject::new(3u32)?, 0x42))
+            Ok(NewQp {
+                qp: RecQp {
+                    pd: pd.0,
+                    send_cq: init.send_cq.0,
+                    recv_cq: init.recv_cq.0,
+                },
+                qp_num: 0x42,
+            })
         }
 
-        fn modify_qp(&self, _qp: &DriverObject, _attr: &QpAttr, _mask: QpAttrMask) -> Result {
+        fn modify_qp(&self, _qp: &RecQp, _attr: &QpAttr, _mask: QpAttrMask) -> Result {
             self.log("modify_qp")
         }
 
-        fn destroy_qp(&self, _qp: DriverObject) -> Result {
+        /// The PD's number as `qkey`, the send and receive CQs' as `sq_psn` and `rq_psn`.
+        fn query_qp(&self, qp: &RecQp) -> Result<QpAttr> {
+            Ok(QpAttr {
+                qkey: qp.pd,
+                sq_psn: qp.send_cq,
+                rq_psn: qp.recv_cq,
+                ..QpAttr::default()
+            })
+        }
+
+        fn destroy_qp(&self, _qp: RecQp) -> Result {
             self.log("destroy_qp")
         }
 
-        fn get_dma_mr(
-            &self,
-            _pd: &DriverObject,
-            _access: AccessFlags,
-        ) -> Result<(DriverObject, u32, u32)> {
+        fn get_dma_mr(&self, _pd: &Numbered, _access: AccessFlags) -> Result<NewMr<Numbered>> {
             self.log("get_dma_mr")?;
-            Ok((DriverObject::new(4u32)?, 7, 8))
+            Ok(NewMr {
+                mr: Numbered(self.number()),
+                lkey: 7,
+                rkey: 8,
+            })
         }
 
-        fn dereg_mr(&self, _mr: DriverObject) -> Result {
+        fn dereg_mr(&self, _mr: Numbered) -> Result {
             self.log("dereg_mr")
         }
 
-        fn poll_cq(&self, _cq: &DriverObject, wc: &mut [WorkCompletion]) -> Result<usize> {
+        fn poll_cq(&self, _cq: &Numbered, wc: &mut [WorkCompletion]) -> Result<usize> {
             // A driver bug: more completions than there was room for.
             Ok(wc.len() + 1)
         }
@@ -735,8 +742,13 @@ mod tests {
             info,
             Recording {
                 calls: calls.clone(),
+                next: Atomic::new(0),
             },
         )
+    }
+
+    fn calls() -> Result<Calls> {
+        Arc::pin_init(new_mutex!(KVec::new()), GFP_KERNEL)
     }
 
     fn take(calls: &Calls) -> KVec<&'static str> {
@@ -802,7 +814,7 @@ mod tests {
 
     #[test]
     fn objects_outlive_their_handles_until_their_users_go() -> Result {
-        let calls: Calls = Arc::pin_init(new_mutex!(KVec::new()), GFP_KERNEL)?;
+        let calls = calls()?;
         let reg = register(&calls)?;
         let dev = reg.device().clone();
         let pd = Pd::alloc(&dev)?;
@@ -881,7 +893,7 @@ mod tests {
 
     #[test]
     fn buffers_are_bounds_checked_and_polls_too() -> Result {
-        let calls: Calls = Arc::pin_init(new_mutex!(KVec::new()), GFP_KERNEL)?;
+        let calls = calls()?;
         let reg = register(&calls)?;
         let dev = reg.device().clone();
         // No post_send or post_recv: a device, but not a kernel verbs provider.
@@ -918,6 +930,62 @@ mod tests {
         drop(buf);
         drop(dev);
         drop(reg);
+        Ok(())
+    }
+
+    #[test]
+    fn the_driver_gets_its_own_objects_back() -> Result {
+        let calls = calls()?;
+        let reg = register(&calls)?;
+        let dev = reg.device().clone();
+        let pd = Pd::alloc(&dev)?;
+        let init = CqInit {
+            cqe: 4,
+            comp_vector: 0,
+        };
+        let send_cq = Cq::create(&dev, &init, None)?;
+        let recv_cq = Cq::create(&dev, &init, None)?;
+        let qp_init = |send: &Arc<Cq>, recv: &Arc<Cq>| QpInit {
+            qp_type: QpType::Rc,
+            send_cq: send.clone(),
+            recv_cq: recv.clone(),
+            cap: QpCap::default(),
+            sq_sig_all: false,
+        };
+        let qp = Qp::create(&pd, qp_init(&send_cq, &recv_cq))?;
+        // The driver's QP was made from its PD (1) and its two CQs (2 and 3), in their roles.
+        let a = qp.query()?;
+        assert_eq!((a.qkey, a.sq_psn, a.rq_psn), (1, 2, 3));
+        assert_eq!(
+            &take(&calls)[..],
+            &["alloc_pd", "create_cq", "create_cq", "create_qp"]
+        );
+        // Objects of another device of the same driver type never reach this driver's verbs.
+        let other = register(&calls)?;
+        let foreign_cq = Cq::create(other.device(), &init, None)?;
+        assert_eq!(
+            Qp::create(&pd, qp_init(&send_cq, &foreign_cq)).err(),
+            Some(EINVAL)
+        );
+        assert_eq!(
+            Qp::create(&pd, qp_init(&foreign_cq, &recv_cq)).err(),
+            Some(EINVAL)
+        );
+        assert_eq!(&take(&calls)[..], &["create_cq"]);
+        // Verbs the driver lacks: EOPNOTSUPP, before anything reaches it.
+        assert_eq!(qp.post_send(&[]).err().map(|e| e.err), Some(EOPNOTSUPP));
+        assert_eq!(qp.post_recv(&[]).err().map(|e| e.first_bad), Some(0));
+        drop((qp, foreign_cq, other, send_cq, recv_cq, pd));
+        assert_eq!(
+            &take(&calls)[..],
+            &[
+                "destroy_qp",
+                "destroy_cq",
+                "destroy_cq",
+                "destroy_cq",
+                "dealloc_pd"
+            ]
+        );
         Ok(())
     }
 
