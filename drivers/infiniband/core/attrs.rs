@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What a driver reports about its device and ports: the Rust forms of C's `ib_device_attr`,
-//! `ib_port_attr` and `ib_port_immutable`, with the enumerations and flags netlink and sysfs print.
+//! `ib_port_attr` and `ib_port_immutable`, with the enumerations and flags netlink and sysfs print,
+//! and the short texts (firmware version, node description) they show.
 
 /// Node type (`enum rdma_node_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -286,3 +287,67 @@ pub struct DeviceAttr {
     /// Local CA ack delay.
     pub local_ca_ack_delay: u8,
 }
+
+/// Longest node description (`IB_DEVICE_NODE_DESC_MAX`).
+pub const NODE_DESC_MAX: usize = 64;
+
+/// Longest firmware version string, with its NUL (`IB_FW_VERSION_NAME_MAX`).
+pub const FW_VERSION_MAX: usize = 64;
+
+/// A short text kept inline (firmware version, node description): at most `N` bytes.
+#[derive(Clone, Copy)]
+pub struct ShortText<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> ShortText<N> {
+    /// An empty text.
+    pub const fn new() -> Self {
+        Self {
+            buf: [0; N],
+            len: 0,
+        }
+    }
+
+    /// `s`, cut at its first NUL and at `N` bytes.
+    pub fn from_bytes(s: &[u8]) -> Self {
+        let mut t = Self::new();
+        let s = s.split(|&c| c == 0).next().unwrap_or(&[]);
+        let n = s.len().min(N);
+        t.buf[..n].copy_from_slice(&s[..n]);
+        t.len = n;
+        t
+    }
+
+    /// The text.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl<const N: usize> Default for ShortText<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> core::fmt::Write for ShortText<N> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let b = s.as_bytes();
+        let n = b.len().min(N - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&b[..n]);
+        self.len += n;
+        if n < b.len() {
+            Err(core::fmt::Error)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// A firmware version string.
+pub type FwVersion = ShortText<{ FW_VERSION_MAX - 1 }>;
+
+/// A node description.
+pub type NodeDesc = ShortText<NODE_DESC_MAX>;

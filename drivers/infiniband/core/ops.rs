@@ -6,10 +6,10 @@
 //! the driver, which gets its own object type back).
 
 use crate::{
-    attrs::{DeviceAttr, Gid, LinkLayer, PortAttr, PortImmutable},
-    device::{FwVersion, NodeDesc},
-    dma_buffer::DmaMemory,
-    verbs::{AccessFlags, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver},
+    attrs::{DeviceAttr, FwVersion, Gid, LinkLayer, NodeDesc, PortAttr, PortImmutable},
+    verbs_types::{
+        AccessFlags, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver,
+    },
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
 use core::{any::Any, mem::ManuallyDrop};
@@ -19,6 +19,27 @@ use kernel::{
     sync::Arc,
     sysfs_attrs::{Attribute, ShowBuffer},
 };
+
+/// The driver's side of a buffer: memory at a device address. The core checks every range
+/// before calling `read` or `write`.
+pub trait DmaMemory: Send + Sync {
+    /// The address the device uses for byte 0.
+    fn dma_addr(&self) -> u64;
+
+    /// Size in bytes.
+    fn len(&self) -> usize;
+
+    /// Whether the buffer has no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Copies `out.len()` bytes at `offset` out of the buffer.
+    fn read(&self, offset: usize, out: &mut [u8]) -> Result;
+
+    /// Copies `data` into the buffer at `offset`.
+    fn write(&self, offset: usize, data: &[u8]) -> Result;
+}
 
 /// What an RDMA driver implements for its device (C's `ib_device_ops`).
 ///

@@ -25,12 +25,12 @@
 //! for an IB port in C), the driver's `ops.port_groups`, and network namespaces.
 
 use crate::{
-    attrs::{LinkLayer, NodeType, PortState},
-    core_module,
-    device::{IbDevice, NODE_DESC_MAX},
+    attrs::{LinkLayer, NodeType, PortState, NODE_DESC_MAX},
+    ib_device::IbDevice,
     names::Name,
 };
 use kernel::{
+    class,
     class_device::{AddUevent, ClassDevice},
     kobject_dir::{KObjectDir, SysfsDir},
     prelude::*,
@@ -345,11 +345,14 @@ fn port_dirs(ports_dir: &Arc<KObjectDir<()>>, dev: &Arc<IbDevice>, port: u32) ->
 }
 
 impl DeviceSysfs {
-    /// Creates the device's sysfs entries (called before the device becomes visible to
-    /// clients, as C's `device_add` in `ib_register_device`). The `add` uevent waits for
+    /// Creates the device's sysfs entries in `class` (called before the device becomes visible
+    /// to clients, as C's `device_add` in `ib_register_device`). The `add` uevent waits for
     /// [`DeviceSysfs::announce`].
-    pub(crate) fn new(dev: &Arc<IbDevice>) -> Result<Self> {
-        let class = core_module::class().ok_or(ENODEV)?;
+    ///
+    /// # Safety
+    ///
+    /// `class` stays registered until the returned value is dropped.
+    pub(crate) unsafe fn new(class: &class::Registration, dev: &Arc<IbDevice>) -> Result<Self> {
         let mut b = AttributeGroups::builder();
         b.group(None, &DEVICE_ATTRS)?;
         // The driver's own files (C's `groups[1] = ops.device_group`).
@@ -365,9 +368,8 @@ impl DeviceSysfs {
             b.group(None, &extra)?;
         }
         let name = dev.name();
-        // SAFETY: The class belongs to the loaded `ib_core`, which unloads only after every
-        // device has unregistered (drivers hold a reference on the module), and unregistration
-        // drops this `DeviceSysfs`, the only holder of the class device.
+        // SAFETY: `class` stays registered until this `DeviceSysfs`, the only holder of the class
+        // device, is dropped (the caller's contract).
         let class_dev = unsafe {
             ClassDevice::new(
                 class,
@@ -407,7 +409,7 @@ mod tests {
     use super::*;
     use crate::{
         attrs::{DeviceAttr, Gid, PortAttr, PortImmutable, CORE_PORT_IBA_IB},
-        device::{DeviceInfo, DeviceOps, NoVerbs, NodeDesc, Registration},
+        device::{self, DeviceInfo, DeviceOps, NoVerbs, NodeDesc, Registration},
         registry,
     };
     use kernel::{bindings, page::PAGE_SIZE};
@@ -553,7 +555,7 @@ mod tests {
 
     /// Whether the `infiniband` class has a device called `name`.
     fn in_class(name: &CStr) -> bool {
-        let Some(class) = core_module::class() else {
+        let Some(class) = device::class() else {
             return false;
         };
         // SAFETY: The class is registered; the reference `class_find_device` takes is dropped.
@@ -589,12 +591,11 @@ mod tests {
         let dev = reg.device().clone();
         let name = dev.name();
         assert!(in_class(name.as_c_str()));
-        let dir = {
-            let s = dev.sysfs.lock();
-            let s = s.as_ref().ok_or(ENODEV)?;
+        let dir = registry::with_sysfs(dev.index(), |s| {
+            let s = s.ok_or(ENODEV)?;
             // SAFETY: The class device is in sysfs while registered.
-            unsafe { (*s.dev.kobject()).sd }
-        };
+            Ok::<_, Error>(unsafe { (*s.dev.kobject()).sd })
+        })?;
         for f in [
             c"node_type",
             c"node_guid",
@@ -691,13 +692,13 @@ mod tests {
         drop((p1, p2, bad));
 
         // Rename moves the directory; unregistration removes it.
-        registry::rename(&dev, b"kunit_renamed")?;
+        device::rename(&dev, b"kunit_renamed")?;
         assert!(in_class(c"kunit_renamed"));
         assert!(!in_class(name.as_c_str()));
         assert!(exists(dir, &[c"ports", c"2", c"state"]));
         drop(reg);
         assert!(!in_class(c"kunit_renamed"));
-        assert!(dev.sysfs.lock().is_none());
+        assert!(registry::with_sysfs(dev.index(), |s| s.is_none()));
         Ok(())
     }
 }
