@@ -42,6 +42,10 @@ mod nldev;
 // The loaded module.
 mod core_module;
 
+// The fake devices KUnit suites share.
+#[cfg(CONFIG_KUNIT = "y")]
+mod kunit_fake;
+
 pub use device::class_registered;
 
 kernel::prelude::module! {

@@ -390,38 +390,12 @@ impl<C: Client + 'static> Attached for ClientRegistration<C> {
 #[kernel::macros::kunit_tests(rdma_rs_ib_registry)]
 mod tests {
     use super::*;
-    use crate::{
-        attrs::{DeviceAttr, NodeType, PortAttr, PortImmutable},
-        device::{DeviceInfo, DeviceOps, NoVerbs, Registration},
-    };
+    use crate::kunit_fake::register;
     use kernel::{
         owned_workqueue::{Flags, OwnedQueue},
         sync::Arc,
         workqueue::Queue,
     };
-
-    /// A software device with nothing but its ports.
-    struct Soft;
-
-    #[vtable]
-    impl DeviceOps for Soft {
-        type Pd = NoVerbs;
-        type Cq = NoVerbs;
-        type Qp = NoVerbs;
-        type Mr = NoVerbs;
-
-        fn query_device(&self) -> Result<DeviceAttr> {
-            Ok(DeviceAttr::default())
-        }
-
-        fn query_port(&self, _port: u32) -> Result<PortAttr> {
-            Ok(PortAttr::default())
-        }
-
-        fn get_port_immutable(&self, _port: u32) -> Result<PortImmutable> {
-            Ok(PortImmutable::default())
-        }
-    }
 
     /// A closure that can be called through a box.
     trait Job: Send {
@@ -481,19 +455,6 @@ mod tests {
             GFP_KERNEL,
         )?;
         q.enqueue(task).map_err(|_| EBUSY)
-    }
-
-    fn register(template: &[u8], ports: u32) -> Result<Registration> {
-        let info = DeviceInfo {
-            name: template,
-            node_type: NodeType::Ca,
-            node_guid: 0,
-            phys_port_cnt: ports,
-            node_desc: b"",
-            parent: None,
-            use_cq_dim: false,
-        };
-        Registration::new(info, Soft)
     }
 
     /// What a test client saw: (client tag, 'a' or 'r', device name).

@@ -407,11 +407,7 @@ impl DeviceSysfs {
 #[kernel::macros::kunit_tests(rdma_rs_ib_sysfs)]
 mod tests {
     use super::*;
-    use crate::{
-        attrs::{DeviceAttr, Gid, PortAttr, PortImmutable, CORE_PORT_IBA_IB},
-        device::{self, DeviceInfo, DeviceOps, NoVerbs, NodeDesc, Registration},
-        registry,
-    };
+    use crate::{attrs::Gid, device, kunit_fake, registry};
     use kernel::{bindings, page::PAGE_SIZE};
 
     /// What `f` writes into a fresh page.
@@ -473,65 +469,6 @@ mod tests {
         Ok(())
     }
 
-    /// A device with two ports: port 1 has a P_Key table, port 2 none; two GIDs each, the
-    /// second zero. Descriptions starting with `bad` are refused.
-    struct Fake;
-
-    #[vtable]
-    impl DeviceOps for Fake {
-        type Pd = NoVerbs;
-        type Cq = NoVerbs;
-        type Qp = NoVerbs;
-        type Mr = NoVerbs;
-
-        fn query_device(&self) -> Result<DeviceAttr> {
-            Ok(DeviceAttr {
-                sys_image_guid: 0x1122_3344_5566_7788,
-                ..DeviceAttr::default()
-            })
-        }
-
-        fn query_port(&self, port: u32) -> Result<PortAttr> {
-            Ok(PortAttr {
-                state: PortState::Active,
-                phys_state: 5,
-                lid: port * 0x10,
-                gid_tbl_len: 2,
-                pkey_tbl_len: u16::from(port == 1),
-                active_width: 2,
-                active_speed: 32,
-                ..PortAttr::default()
-            })
-        }
-
-        fn get_port_immutable(&self, port: u32) -> Result<PortImmutable> {
-            Ok(PortImmutable {
-                core_cap_flags: CORE_PORT_IBA_IB,
-                gid_tbl_len: 2,
-                pkey_tbl_len: u16::from(port == 1),
-                max_mad_size: 256,
-            })
-        }
-
-        fn query_gid(&self, _port: u32, index: u32) -> Result<Gid> {
-            Ok(match index {
-                0 => Gid::from_parts(0xfe80_0000_0000_0000, 0xabcd),
-                _ => Gid::default(),
-            })
-        }
-
-        fn query_pkey(&self, _port: u32, _index: u16) -> Result<u16> {
-            Ok(0xffff)
-        }
-
-        fn modify_node_desc(&self, desc: &NodeDesc) -> Result {
-            if desc.as_bytes().starts_with(b"bad") {
-                return Err(EPERM);
-            }
-            Ok(())
-        }
-    }
-
     /// Whether the path below the kernfs directory `dir` exists.
     fn exists(dir: *mut bindings::kernfs_node, path: &[&CStr]) -> bool {
         let mut kn = dir;
@@ -576,18 +513,8 @@ mod tests {
 
     #[test]
     fn a_device_tree_follows_registration_and_rename() -> Result {
-        let reg = Registration::new(
-            DeviceInfo {
-                name: b"kunit_sysfs%d",
-                node_type: NodeType::Ca,
-                node_guid: 0x0002_c903_0000_0100,
-                phys_port_cnt: 2,
-                node_desc: b"kunit device",
-                parent: None,
-                use_cq_dim: false,
-            },
-            Fake,
-        )?;
+        // Port 1 has a P_Key table, port 2 none; two GIDs each, the second zero.
+        let reg = kunit_fake::register(b"kunit_sysfs%d", 2)?;
         let dev = reg.device().clone();
         let name = dev.name();
         assert!(in_class(name.as_c_str()));

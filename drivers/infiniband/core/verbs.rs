@@ -343,210 +343,10 @@ impl Mr {
 mod tests {
     use super::*;
     use crate::{
-        attrs::{DeviceAttr, DeviceCap, DeviceCapFlags, NodeType, PortAttr, PortImmutable},
-        device::{DeviceInfo, DeviceOps, Registration},
-        dma_buffer::{DmaBuffer, DmaMemory, DMA_BUFFER_MAX},
+        attrs::{DeviceCap, DeviceCapFlags},
+        dma_buffer::{DmaBuffer, DMA_BUFFER_MAX},
+        kunit_fake::{self, calls, register_recording as register, take},
     };
-    use kernel::{
-        new_mutex,
-        sync::{
-            atomic::{Atomic, Relaxed},
-            Mutex,
-        },
-    };
-
-    /// Driver calls a test device saw, in order.
-    type Calls = Arc<Mutex<KVec<&'static str>>>;
-
-    /// A device whose verbs record what they are asked. Its objects are numbered in creation
-    /// order from 1; `query_qp` reports the numbers of the PD and CQs the QP was made with.
-    struct Recording {
-        calls: Calls,
-        next: Atomic<u32>,
-    }
-
-    impl Recording {
-        fn log(&self, what: &'static str) -> Result {
-            self.calls.lock().push(what, GFP_KERNEL)?;
-            Ok(())
-        }
-
-        fn number(&self) -> u32 {
-            self.next.fetch_add(1, Relaxed) + 1
-        }
-    }
-
-    /// A [`Recording`] PD, CQ or MR: its number.
-    struct Numbered(u32);
-
-    /// A [`Recording`] QP: the numbers of what it was made with.
-    struct RecQp {
-        pd: u32,
-        send_cq: u32,
-        recv_cq: u32,
-    }
-
-    #[vtable]
-    impl DeviceOps for Recording {
-        type Pd = Numbered;
-        type Cq = Numbered;
-        type Qp = RecQp;
-        type Mr = Numbered;
-
-        fn query_device(&self) -> Result<DeviceAttr> {
-            Ok(DeviceAttr {
-                max_cqe: 1024,
-                max_qp_wr: 64,
-                max_send_sge: 2,
-                max_recv_sge: 2,
-                ..DeviceAttr::default()
-            })
-        }
-
-        fn query_port(&self, _port: u32) -> Result<PortAttr> {
-            Ok(PortAttr::default())
-        }
-
-        fn get_port_immutable(&self, _port: u32) -> Result<PortImmutable> {
-            Ok(PortImmutable::default())
-        }
-
-        fn alloc_pd(&self) -> Result<Numbered> {
-            self.log("alloc_pd")?;
-            Ok(Numbered(self.number()))
-        }
-
-        fn dealloc_pd(&self, _pd: Numbered) -> Result {
-            self.log("dealloc_pd")
-        }
-
-        fn create_cq(&self, _init: &CqInit, _n: &CqNotifier) -> Result<Numbered> {
-            self.log("create_cq")?;
-            Ok(Numbered(self.number()))
-        }
-
-        fn destroy_cq(&self, _cq: Numbered) -> Result {
-            self.log("destroy_cq")
-        }
-
-        fn req_notify_cq(&self, _cq: &Numbered, _solicited: bool) -> Result {
-            self.log("req_notify_cq")
-        }
-
-        fn create_qp(
-            &self,
-            pd: &Numbered,
-            init: &QpInitDriver<'_, Numbered>,
-        ) -> Result<NewQp<RecQp>> {
-            self.log("create_qp")?;
-            Ok(NewQp {
-                qp: RecQp {
-                    pd: pd.0,
-                    send_cq: init.send_cq.0,
-                    recv_cq: init.recv_cq.0,
-                },
-                qp_num: 0x42,
-            })
-        }
-
-        fn modify_qp(&self, _qp: &RecQp, _attr: &QpAttr, _mask: QpAttrMask) -> Result {
-            self.log("modify_qp")
-        }
-
-        /// The PD's number as `qkey`, the send and receive CQs' as `sq_psn` and `rq_psn`.
-        fn query_qp(&self, qp: &RecQp) -> Result<QpAttr> {
-            Ok(QpAttr {
-                qkey: qp.pd,
-                sq_psn: qp.send_cq,
-                rq_psn: qp.recv_cq,
-                ..QpAttr::default()
-            })
-        }
-
-        fn destroy_qp(&self, _qp: RecQp) -> Result {
-            self.log("destroy_qp")
-        }
-
-        fn get_dma_mr(&self, _pd: &Numbered, _access: AccessFlags) -> Result<NewMr<Numbered>> {
-            self.log("get_dma_mr")?;
-            Ok(NewMr {
-                mr: Numbered(self.number()),
-                lkey: 7,
-                rkey: 8,
-            })
-        }
-
-        fn dereg_mr(&self, _mr: Numbered) -> Result {
-            self.log("dereg_mr")
-        }
-
-        fn poll_cq(&self, _cq: &Numbered, wc: &mut [WorkCompletion]) -> Result<usize> {
-            // A driver bug: more completions than there was room for.
-            Ok(wc.len() + 1)
-        }
-
-        fn alloc_dma_buffer(&self, len: usize) -> Result<KBox<dyn DmaMemory>> {
-            self.log("alloc_dma_buffer")?;
-            let mut bytes = KVec::new();
-            bytes.resize(len, 0, GFP_KERNEL)?;
-            let bytes = KBox::pin_init(new_mutex!(bytes), GFP_KERNEL)?;
-            Ok(KBox::new(Plain(bytes), GFP_KERNEL)?)
-        }
-    }
-
-    /// Plain memory standing in for DMA memory, at device address 0x1000.
-    struct Plain(Pin<KBox<Mutex<KVec<u8>>>>);
-
-    impl DmaMemory for Plain {
-        fn dma_addr(&self) -> u64 {
-            0x1000
-        }
-
-        fn len(&self) -> usize {
-            self.0.lock().len()
-        }
-
-        fn read(&self, offset: usize, out: &mut [u8]) -> Result {
-            out.copy_from_slice(self.0.lock().get(offset..offset + out.len()).ok_or(EIO)?);
-            Ok(())
-        }
-
-        fn write(&self, offset: usize, data: &[u8]) -> Result {
-            self.0
-                .lock()
-                .get_mut(offset..offset + data.len())
-                .ok_or(EIO)?
-                .copy_from_slice(data);
-            Ok(())
-        }
-    }
-
-    fn register(calls: &Calls) -> Result<Registration> {
-        let info = DeviceInfo {
-            name: b"kverbs%d",
-            node_type: NodeType::Ca,
-            node_guid: 0,
-            phys_port_cnt: 1,
-            node_desc: b"",
-            parent: None,
-            use_cq_dim: false,
-        };
-        Registration::new(
-            info,
-            Recording {
-                calls: calls.clone(),
-                next: Atomic::new(0),
-            },
-        )
-    }
-
-    fn calls() -> Result<Calls> {
-        Arc::pin_init(new_mutex!(KVec::new()), GFP_KERNEL)
-    }
-
-    fn take(calls: &Calls) -> KVec<&'static str> {
-        core::mem::take(&mut *calls.lock())
-    }
 
     #[test]
     fn transitions_follow_the_c_table() {
@@ -779,6 +579,14 @@ mod tests {
                 "dealloc_pd"
             ]
         );
+        // A driver without verbs (`NoVerbs` objects) has no PDs or CQs to give.
+        let plain = kunit_fake::register(b"kunit_noverbs%d", 1)?;
+        assert_eq!(Pd::alloc(plain.device()).err(), Some(EOPNOTSUPP));
+        assert_eq!(
+            Cq::create(plain.device(), &init, None).err(),
+            Some(EOPNOTSUPP)
+        );
+        assert_eq!(plain.device().restrack().count(ResType::Pd), 0);
         Ok(())
     }
 
