@@ -31,8 +31,11 @@ use ib_core::{
     attrs::{DeviceAttr, Gid, NodeType, PortAttr, PortImmutable, PortState, CORE_PORT_IBA_IB},
     device::{DeviceInfo, DeviceOps, FwVersion, NodeDesc, Registration},
     dma_buffer::DmaMemory,
-    verbs::{CqInit, CqNotifier, DriverObject, QpAttr, QpAttrMask, QpInitDriver},
-    work::{PostError, RecvWr, SendWr, WorkCompletion},
+    verbs::{
+        AccessFlags, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrField, QpAttrMask,
+        QpInitDriver,
+    },
+    wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
 use kernel::{
     prelude::*,
@@ -118,11 +121,16 @@ struct SoftPd {
 /// A software memory region: its key and rights.
 struct SoftMr {
     key: u32,
-    rights: u32,
+    rights: AccessFlags,
 }
 
 #[vtable]
 impl DeviceOps for SoftDevice {
+    type Pd = SoftPd;
+    type Cq = Arc<SoftCq>;
+    type Qp = Arc<SoftQp>;
+    type Mr = SoftMr;
+
     const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
         Attribute::ro(c"hw_rev", hw_rev_show),
         Attribute::ro(c"hca_type", hca_type_show),
@@ -205,138 +213,141 @@ impl DeviceOps for SoftDevice {
         Ok(())
     }
 
-    fn alloc_pd(&self) -> Result<DriverObject> {
-        DriverObject::new(SoftPd {
+    fn alloc_pd(&self) -> Result<SoftPd> {
+        Ok(SoftPd {
             number: self.next_pd.fetch_add(1, Relaxed),
         })
     }
 
-    fn dealloc_pd(&self, pd: DriverObject) -> Result {
-        pd.get::<SoftPd>().map(|_| ())
-    }
-
-    fn create_cq(&self, init: &CqInit, notifier: &CqNotifier) -> Result<DriverObject> {
-        DriverObject::new(SoftCq::new(init.cqe as usize, notifier.clone())?)
-    }
-
-    fn destroy_cq(&self, cq: DriverObject) -> Result {
-        cq.get::<Arc<SoftCq>>().map(|_| ())
-    }
-
-    fn req_notify_cq(&self, cq: &DriverObject, solicited: bool) -> Result {
-        cq.get::<Arc<SoftCq>>()?.arm(solicited);
+    fn dealloc_pd(&self, _pd: SoftPd) -> Result {
         Ok(())
     }
 
-    fn poll_cq(&self, cq: &DriverObject, wc: &mut [WorkCompletion]) -> Result<usize> {
-        Ok(cq.get::<Arc<SoftCq>>()?.poll(wc))
+    fn create_cq(&self, init: &CqInit, notifier: &CqNotifier) -> Result<Arc<SoftCq>> {
+        SoftCq::new(init.cqe as usize, notifier.clone())
     }
 
-    fn create_qp(&self, pd: &DriverObject, init: &QpInitDriver<'_>) -> Result<(DriverObject, u32)> {
+    fn destroy_cq(&self, _cq: Arc<SoftCq>) -> Result {
+        Ok(())
+    }
+
+    fn req_notify_cq(&self, cq: &Arc<SoftCq>, solicited: bool) -> Result {
+        cq.arm(solicited);
+        Ok(())
+    }
+
+    fn poll_cq(&self, cq: &Arc<SoftCq>, wc: &mut [WorkCompletion]) -> Result<usize> {
+        Ok(cq.poll(wc))
+    }
+
+    fn create_qp(
+        &self,
+        pd: &SoftPd,
+        init: &QpInitDriver<'_, Arc<SoftCq>>,
+    ) -> Result<NewQp<Arc<SoftQp>>> {
         let qpn = self.next_qpn.fetch_add(1, Relaxed);
         let qp = SoftQp::new(SoftQpInit {
             qpn,
-            pd: pd.get::<SoftPd>()?.number,
+            pd: pd.number,
             qp_type: init.qp_type,
             sq_sig_all: init.sq_sig_all,
             cap: init.cap,
-            send_cq: init.send_cq.get::<Arc<SoftCq>>()?.clone(),
-            recv_cq: init.recv_cq.get::<Arc<SoftCq>>()?.clone(),
+            send_cq: init.send_cq.clone(),
+            recv_cq: init.recv_cq.clone(),
         })?;
         self.fabric.add_qp(qp.clone())?;
-        Ok((DriverObject::new(qp)?, qpn))
+        Ok(NewQp { qp, qp_num: qpn })
     }
 
-    fn modify_qp(&self, qp: &DriverObject, attr: &QpAttr, mask: QpAttrMask) -> Result {
-        let qp = qp.get::<Arc<SoftQp>>()?;
+    fn modify_qp(&self, qp: &Arc<SoftQp>, attr: &QpAttr, mask: QpAttrMask) -> Result {
+        use QpAttrField as F;
         let state = {
             let mut cur = qp.attr.lock();
-            let m = |bit: u32| mask.0 & bit != 0;
-            if m(QpAttrMask::STATE) {
+            let m = |field: F| mask.contains(field);
+            if m(F::State) {
                 cur.qp_state = attr.qp_state;
             }
-            if m(QpAttrMask::PORT) {
+            if m(F::Port) {
                 cur.port_num = attr.port_num;
             }
-            if m(QpAttrMask::PKEY_INDEX) {
+            if m(F::PkeyIndex) {
                 cur.pkey_index = attr.pkey_index;
             }
-            if m(QpAttrMask::ACCESS_FLAGS) {
+            if m(F::AccessFlags) {
                 cur.qp_access_flags = attr.qp_access_flags;
             }
-            if m(QpAttrMask::QKEY) {
+            if m(F::Qkey) {
                 cur.qkey = attr.qkey;
             }
-            if m(QpAttrMask::AV) {
+            if m(F::Av) {
                 cur.dlid = attr.dlid;
             }
-            if m(QpAttrMask::DEST_QPN) {
+            if m(F::DestQpn) {
                 cur.dest_qp_num = attr.dest_qp_num;
             }
-            if m(QpAttrMask::PATH_MTU) {
+            if m(F::PathMtu) {
                 cur.path_mtu = attr.path_mtu;
             }
-            if m(QpAttrMask::RQ_PSN) {
+            if m(F::RqPsn) {
                 cur.rq_psn = attr.rq_psn;
             }
-            if m(QpAttrMask::SQ_PSN) {
+            if m(F::SqPsn) {
                 cur.sq_psn = attr.sq_psn;
             }
-            if m(QpAttrMask::TIMEOUT) {
+            if m(F::Timeout) {
                 cur.timeout = attr.timeout;
             }
-            if m(QpAttrMask::RETRY_CNT) {
+            if m(F::RetryCnt) {
                 cur.retry_cnt = attr.retry_cnt;
             }
-            if m(QpAttrMask::RNR_RETRY) {
+            if m(F::RnrRetry) {
                 cur.rnr_retry = attr.rnr_retry;
             }
-            if m(QpAttrMask::MIN_RNR_TIMER) {
+            if m(F::MinRnrTimer) {
                 cur.min_rnr_timer = attr.min_rnr_timer;
             }
-            if m(QpAttrMask::MAX_QP_RD_ATOMIC) {
+            if m(F::MaxQpRdAtomic) {
                 cur.max_rd_atomic = attr.max_rd_atomic;
             }
-            if m(QpAttrMask::MAX_DEST_RD_ATOMIC) {
+            if m(F::MaxDestRdAtomic) {
                 cur.max_dest_rd_atomic = attr.max_dest_rd_atomic;
             }
             cur.qp_state
         };
-        if mask.0 & QpAttrMask::STATE != 0 {
+        if mask.contains(F::State) {
             qp.state_changed(state);
         }
         Ok(())
     }
 
-    fn query_qp(&self, qp: &DriverObject) -> Result<QpAttr> {
-        Ok(*qp.get::<Arc<SoftQp>>()?.attr.lock())
+    fn query_qp(&self, qp: &Arc<SoftQp>) -> Result<QpAttr> {
+        Ok(*qp.attr.lock())
     }
 
-    fn destroy_qp(&self, qp: DriverObject) -> Result {
-        let qp = qp.get::<Arc<SoftQp>>()?;
+    fn destroy_qp(&self, qp: Arc<SoftQp>) -> Result {
         self.fabric.remove_qp(qp.qpn);
         Ok(())
     }
 
-    fn post_send(&self, qp: &DriverObject, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        let qp = qp.get::<Arc<SoftQp>>()?;
+    fn post_send(&self, qp: &Arc<SoftQp>, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         qp.post_send(&self.fabric, wrs)
     }
 
-    fn post_recv(&self, qp: &DriverObject, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
-        let qp = qp.get::<Arc<SoftQp>>()?;
+    fn post_recv(&self, qp: &Arc<SoftQp>, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         qp.post_recv(&self.fabric, wrs)
     }
 
-    fn get_dma_mr(&self, pd: &DriverObject, rights: u32) -> Result<(DriverObject, u32, u32)> {
-        let key = mr_key(pd.get::<SoftPd>()?.number);
-        let mr = DriverObject::new(SoftMr { key, rights })?;
+    fn get_dma_mr(&self, pd: &SoftPd, rights: AccessFlags) -> Result<NewMr<SoftMr>> {
+        let key = mr_key(pd.number);
         self.fabric.add_mr(key, rights)?;
-        Ok((mr, key, key))
+        Ok(NewMr {
+            mr: SoftMr { key, rights },
+            lkey: key,
+            rkey: key,
+        })
     }
 
-    fn dereg_mr(&self, mr: DriverObject) -> Result {
-        let mr = mr.get::<SoftMr>()?;
+    fn dereg_mr(&self, mr: SoftMr) -> Result {
         self.fabric.remove_mr(mr.key, mr.rights);
         Ok(())
     }

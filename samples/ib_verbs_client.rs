@@ -20,10 +20,10 @@ use ib_core::{
     registry::{Client, ClientRegistration},
     restrack::ResType,
     verbs::{
-        access, CompletionHandler, Cq, CqInit, Mr, Pd, Qp, QpAttr, QpAttrMask as M, QpCap, QpInit,
+        Access, CompletionHandler, Cq, CqInit, Mr, Pd, Qp, QpAttr, QpAttrField as F, QpCap, QpInit,
         QpState, QpType,
     },
-    work::{send_flags, RecvWr, SendOpcode, SendWr, WorkCompletion},
+    wr::{send_flags, RecvWr, SendOpcode, SendWr, WorkCompletion},
 };
 use kernel::{
     new_condvar, new_mutex,
@@ -198,7 +198,7 @@ impl Endpoint<'_> {
             qp_state: QpState::Reset,
             ..QpAttr::default()
         };
-        self.qp.modify(&reset, M(M::STATE))?;
+        self.qp.modify(&reset, F::State.into())?;
         connect(self.qp)
     }
 
@@ -296,13 +296,10 @@ fn connect(qp: &Qp) -> Result {
         qp_state: QpState::Init,
         port_num: 1,
         pkey_index: 0,
-        qp_access_flags: access::REMOTE_WRITE | access::REMOTE_READ,
+        qp_access_flags: Access::RemoteWrite | Access::RemoteRead,
         ..QpAttr::default()
     };
-    qp.modify(
-        &to_init,
-        M(M::STATE | M::PORT | M::PKEY_INDEX | M::ACCESS_FLAGS),
-    )?;
+    qp.modify(&to_init, F::State | F::Port | F::PkeyIndex | F::AccessFlags)?;
     let to_rtr = QpAttr {
         qp_state: QpState::Rtr,
         path_mtu: MTU_4096,
@@ -314,13 +311,7 @@ fn connect(qp: &Qp) -> Result {
     };
     qp.modify(
         &to_rtr,
-        M(M::STATE
-            | M::AV
-            | M::PATH_MTU
-            | M::DEST_QPN
-            | M::RQ_PSN
-            | M::MAX_DEST_RD_ATOMIC
-            | M::MIN_RNR_TIMER),
+        F::State | F::Av | F::PathMtu | F::DestQpn | F::RqPsn | F::MaxDestRdAtomic | F::MinRnrTimer,
     )?;
     let to_rts = QpAttr {
         qp_state: QpState::Rts,
@@ -333,7 +324,7 @@ fn connect(qp: &Qp) -> Result {
     };
     qp.modify(
         &to_rts,
-        M(M::STATE | M::TIMEOUT | M::RETRY_CNT | M::RNR_RETRY | M::SQ_PSN | M::MAX_QP_RD_ATOMIC),
+        F::State | F::Timeout | F::RetryCnt | F::RnrRetry | F::SqPsn | F::MaxQpRdAtomic,
     )
 }
 
@@ -345,7 +336,7 @@ fn wrong_transitions_refused(qp: &Qp) -> u32 {
         qp_state: QpState::Rtr,
         ..QpAttr::default()
     };
-    if qp.modify(&skip, M(M::STATE)) == Err(EINVAL) {
+    if qp.modify(&skip, F::State.into()) == Err(EINVAL) {
         refused += 1;
     }
     // RESET to INIT without the port.
@@ -353,7 +344,7 @@ fn wrong_transitions_refused(qp: &Qp) -> u32 {
         qp_state: QpState::Init,
         ..QpAttr::default()
     };
-    if qp.modify(&no_port, M(M::STATE | M::PKEY_INDEX | M::ACCESS_FLAGS)) == Err(EINVAL) {
+    if qp.modify(&no_port, F::State | F::PkeyIndex | F::AccessFlags) == Err(EINVAL) {
         refused += 1;
     }
     refused
@@ -409,7 +400,7 @@ impl Client for Sample {
         )?;
         let mr = Mr::get_dma_mr(
             &pd,
-            access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ,
+            Access::LocalWrite | Access::RemoteWrite | Access::RemoteRead,
         )?;
         // Only the QP and the MR are kept: they hold the PD and the CQ.
         drop(pd);

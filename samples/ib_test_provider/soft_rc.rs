@@ -21,8 +21,8 @@
 
 use ib_core::{
     dma_buffer::DmaMemory,
-    verbs::{access, CqNotifier, QpAttr, QpCap, QpState, QpType},
-    work::{
+    verbs::{Access, AccessFlags, CqNotifier, QpAttr, QpCap, QpState, QpType},
+    wr::{
         send_flags, PostError, RecvWr, SendOpcode, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion,
     },
 };
@@ -62,7 +62,7 @@ pub(crate) struct Fabric {
     buffers: Mutex<KVec<Arc<SoftBuffer>>>,
     /// (key, access) of each live memory region.
     #[pin]
-    mrs: Mutex<KVec<(u32, u32)>>,
+    mrs: Mutex<KVec<(u32, AccessFlags)>>,
     #[pin]
     qps: Mutex<KVec<Arc<SoftQp>>>,
     next_window: Atomic<u64>,
@@ -111,13 +111,13 @@ impl Fabric {
     }
 
     /// Records a memory region.
-    pub(crate) fn add_mr(&self, key: u32, rights: u32) -> Result {
+    pub(crate) fn add_mr(&self, key: u32, rights: AccessFlags) -> Result {
         self.mrs.lock().push((key, rights), GFP_KERNEL)?;
         Ok(())
     }
 
     /// Forgets a memory region.
-    pub(crate) fn remove_mr(&self, key: u32, rights: u32) {
+    pub(crate) fn remove_mr(&self, key: u32, rights: AccessFlags) {
         let mut mrs = self.mrs.lock();
         if let Some(i) = mrs.iter().position(|&m| m == (key, rights)) {
             let _ = mrs.remove(i);
@@ -140,13 +140,13 @@ impl Fabric {
     }
 
     /// Whether `key` names a live memory region of `pd` with every right in `rights`.
-    fn key_allows(&self, key: u32, pd: u32, rights: u32) -> bool {
+    fn key_allows(&self, key: u32, pd: u32, rights: AccessFlags) -> bool {
         key == mr_key(pd)
             && self
                 .mrs
                 .lock()
                 .iter()
-                .any(|&(k, r)| k == key && r & rights == rights)
+                .any(|&(k, r)| k == key && r.contains_all(rights))
     }
 
     /// The buffer holding `[addr, addr + len)` and the offset of `addr` in it.
@@ -168,7 +168,7 @@ impl Fabric {
         }
         let mut data = KVec::with_capacity(total, GFP_KERNEL).map_err(|_| WcStatus::GeneralErr)?;
         for s in sges {
-            if !self.key_allows(s.lkey, pd, 0) {
+            if !self.key_allows(s.lkey, pd, AccessFlags::empty()) {
                 return Err(WcStatus::LocProtErr);
             }
             let (buf, off) = self
@@ -192,7 +192,7 @@ impl Fabric {
             if rest.is_empty() {
                 break;
             }
-            if !self.key_allows(s.lkey, pd, access::LOCAL_WRITE) {
+            if !self.key_allows(s.lkey, pd, Access::LocalWrite.into()) {
                 return Err(WcStatus::LocProtErr);
             }
             let n = rest.len().min(s.length as usize);
@@ -210,9 +210,11 @@ impl Fabric {
         rkey: u32,
         addr: u64,
         len: usize,
-        right: u32,
+        right: Access,
     ) -> Option<(Arc<SoftBuffer>, usize)> {
-        if peer.attr.lock().qp_access_flags & right == 0 || !self.key_allows(rkey, peer.pd, right) {
+        if !peer.attr.lock().qp_access_flags.contains(right)
+            || !self.key_allows(rkey, peer.pd, right.into())
+        {
             return None;
         }
         self.buffer(addr, len)
@@ -344,7 +346,7 @@ impl Fabric {
                     wr.rkey,
                     wr.remote_addr,
                     data.len(),
-                    access::REMOTE_WRITE,
+                    Access::RemoteWrite,
                 ) else {
                     return Outcome::remote_access_error();
                 };
@@ -367,7 +369,7 @@ impl Fabric {
                     return Outcome::failed(WcStatus::LocLenErr);
                 }
                 let Some((buf, off)) =
-                    self.remote(peer, wr.rkey, wr.remote_addr, len, access::REMOTE_READ)
+                    self.remote(peer, wr.rkey, wr.remote_addr, len, Access::RemoteRead)
                 else {
                     return Outcome::remote_access_error();
                 };

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Prints the `use crate::...` import graph of a Rust crate directory and its cycles.
+"""Prints the module import graph of a Rust crate directory and its cycles.
 
-Usage: import_graph.py <dir>
+Usage: import_graph.py DIR [--tests] [--docs]
 
-Every `*.rs` file directly in <dir> is a module named after the file (a file `foo/bar.rs` below
-it belongs to module `foo`). For each module the script lists the crate modules it imports
-(`use crate::a::...`, `use crate::{a, b::c}`, and `crate::a::` paths in the code), then the
-strongly connected components with more than one module (import cycles). Exit status: 0 without
-cycles, 1 with cycles, 2 on a usage error.
+Every `NAME.rs` directly in DIR is a module. An edge A -> B means that A.rs names `crate::B`
+(in a `use` item or in a path such as `crate::B::f()`; `use crate::{B, C::x}` counts both).
+KUnit suites (`#[kunit_tests(...)] mod tests { ... }`, compiled only with CONFIG_KUNIT) and the
+modules only they use are left out unless `--tests` is given: they sit above the modules they
+test. Links in doc comments (`[`crate::x::Y`]`) count only with `--docs`. The crate root (the file with `module!`/`mod` lines only) is left out.
+
+Output: one line per module, `module -> deps`, then the strongly connected components with more
+than one module (the cycles), or `no cycles`.
 """
 
 import os
@@ -16,57 +19,62 @@ import re
 import sys
 
 
-def strip_comments(text):
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    return re.sub(r"//[^\n]*", "", text)
+def strip_comments(src, docs):
+    src = re.sub(r"(?<![/])//(?![/!])[^\n]*" if docs else r"//[^\n]*", "", src)
+    return re.sub(r"/\*.*?\*/", "", src, flags=re.S)
 
 
-def strip_tests(text):
-    """Drops `#[cfg(test)]`/`#[kunit_tests(...)]` modules: test-only imports are not layering."""
+def strip_tests(src):
+    """Removes `mod tests { ... }` blocks preceded by a kunit_tests attribute."""
     out = []
     i = 0
-    pat = re.compile(r"#\[(?:kernel::macros::)?(?:kunit_tests\([^)]*\)|cfg\(test\))\]\s*mod\s+\w+\s*\{")
+    pat = re.compile(r"#\[\s*(?:kernel::)?(?:macros::)?kunit_tests\b[^\]]*\]\s*mod\s+\w+\s*\{")
     while True:
-        m = pat.search(text, i)
+        m = pat.search(src, i)
         if not m:
-            out.append(text[i:])
+            out.append(src[i:])
             break
-        out.append(text[i : m.start()])
-        depth, j = 1, m.end()
-        while j < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[j], 0)
+        out.append(src[i:m.start()])
+        depth = 1
+        j = m.end()
+        while j < len(src) and depth:
+            if src[j] == "{":
+                depth += 1
+            elif src[j] == "}":
+                depth -= 1
             j += 1
         i = j
     return "".join(out)
 
 
-def use_targets(text):
-    """First path segments imported from `crate` by `use` items and `crate::` paths."""
-    targets = set()
-    for m in re.finditer(r"\buse\s+crate::(\{[^;]*\}|[A-Za-z_]\w*)", text, flags=re.S):
-        group = m.group(1)
-        if group.startswith("{"):
-            depth, cur, parts = 0, "", []
-            for ch in group[1:-1]:
-                if ch == "{":
-                    depth += 1
-                elif ch == "}":
-                    depth -= 1
-                if ch == "," and depth == 0:
-                    parts.append(cur)
-                    cur = ""
-                else:
-                    cur += ch
-            parts.append(cur)
-            for p in parts:
-                name = re.match(r"\s*([A-Za-z_]\w*)", p)
-                if name:
-                    targets.add(name.group(1))
-        else:
-            targets.add(group)
-    for m in re.finditer(r"(?<![\w:])crate::([A-Za-z_]\w*)::", text):
-        targets.add(m.group(1))
-    return targets
+def crate_refs(src):
+    """Top-level module names a file reaches through `crate::`."""
+    refs = set()
+    # `crate::{a, b::c, d::{e}}`: the first path segment of each item at the first level.
+    for m in re.finditer(r"\bcrate::\{", src):
+        depth = 1
+        j = m.end()
+        start = j
+        items = []
+        while j < len(src) and depth:
+            c = src[j]
+            if c == "{":
+                depth += 1
+            elif c == "}":
+                depth -= 1
+                if depth == 0:
+                    items.append(src[start:j])
+            elif c == "," and depth == 1:
+                items.append(src[start:j])
+                start = j + 1
+            j += 1
+        for it in items:
+            name = re.match(r"\s*(\w+)", it)
+            if name:
+                refs.add(name.group(1))
+    for m in re.finditer(r"\bcrate::(\w+)", src):
+        refs.add(m.group(1))
+    return refs
 
 
 def sccs(graph):
@@ -78,7 +86,7 @@ def sccs(graph):
         counter[0] += 1
         stack.append(v)
         on.add(v)
-        for w in sorted(graph.get(v, ())):
+        for w in sorted(graph[v]):
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -101,33 +109,40 @@ def sccs(graph):
 
 
 def main():
-    if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
-        print(__doc__.strip().splitlines()[2], file=sys.stderr)
-        return 2
-    root = sys.argv[1]
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    tests = "--tests" in sys.argv[1:]
+    docs = "--docs" in sys.argv[1:]
+    if len(args) != 1:
+        sys.exit(__doc__)
+    d = args[0]
+    files = sorted(f for f in os.listdir(d) if f.endswith(".rs"))
+    mods = {f[:-3] for f in files}
     graph = {}
-    for dirpath, _, files in os.walk(root):
-        for f in sorted(files):
-            if not f.endswith(".rs"):
-                continue
-            path = os.path.join(dirpath, f)
-            rel = os.path.relpath(path, root)
-            module = rel.split(os.sep)[0].removesuffix(".rs")
-            with open(path, encoding="utf-8") as fh:
-                text = strip_tests(strip_comments(fh.read()))
-            deps = graph.setdefault(module, set())
-            deps.update(t for t in use_targets(text) if t != module)
-    modules = set(graph)
-    for m in sorted(graph):
-        deps = sorted(d for d in graph[m] if d in modules)
-        print(f"{m} -> {', '.join(deps) if deps else '(none)'}")
-    cycles = [c for c in sccs({m: {d for d in ds if d in modules} for m, ds in graph.items()}) if len(c) > 1]
+    for f in files:
+        src = strip_comments(open(os.path.join(d, f)).read(), docs)
+        if re.search(r"^\s*(kernel::prelude::)?module!\s*\{", src, re.M):
+            continue
+        if not tests:
+            src = strip_tests(src)
+        graph[f[:-3]] = {r for r in crate_refs(src) if r in mods and r != f[:-3]}
+    if not tests:
+        # Modules compiled only for KUnit (`#[cfg(CONFIG_KUNIT...)] mod x;` in the crate root).
+        for f in files:
+            root = open(os.path.join(d, f)).read()
+            for m in re.finditer(r"#\[cfg\(CONFIG_KUNIT[^\]]*\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)", root):
+                graph.pop(m.group(1), None)
+        for v in graph:
+            graph[v] &= set(graph)
+    for v in sorted(graph):
+        print(f"{v} -> {', '.join(sorted(graph[v])) or '(none)'}")
+    cycles = [c for c in sccs(graph) if len(c) > 1]
+    print()
     if cycles:
         for c in cycles:
-            print("cycle: {" + ", ".join(c) + "}")
-        return 1
-    print("no cycles")
-    return 0
+            print(f"cycle ({len(c)} modules): {', '.join(c)}")
+    else:
+        print("no cycles")
+    return 1 if cycles else 0
 
 
 if __name__ == "__main__":

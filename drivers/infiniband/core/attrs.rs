@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What a driver reports about its device and ports: the Rust forms of C's `ib_device_attr`,
-//! `ib_port_attr` and `ib_port_immutable`, with the enumerations netlink and sysfs print.
+//! `ib_port_attr` and `ib_port_immutable`, with the enumerations and flags netlink and sysfs print,
+//! and the short texts (firmware version, node description) they show.
 
 /// Node type (`enum rdma_node_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,6 +166,76 @@ pub struct PortAttr {
     pub port_cap_flags2: u16,
 }
 
+kernel::impl_flags!(
+    /// `IB_DEVICE_*` capability flags of a device ([`DeviceAttr::device_cap_flags`]; netlink's
+    /// `CAP_FLAGS` prints them as the number `u64::from` gives).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DeviceCapFlags(u64);
+
+    /// One device capability (`enum ib_device_cap_flags`, C's values).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum DeviceCap {
+        /// `IB_DEVICE_RESIZE_MAX_WR`.
+        ResizeMaxWr = 1 << 0,
+        /// `IB_DEVICE_BAD_PKEY_CNTR`.
+        BadPkeyCntr = 1 << 1,
+        /// `IB_DEVICE_BAD_QKEY_CNTR`.
+        BadQkeyCntr = 1 << 2,
+        /// `IB_DEVICE_RAW_MULTI`.
+        RawMulti = 1 << 3,
+        /// `IB_DEVICE_AUTO_PATH_MIG`.
+        AutoPathMig = 1 << 4,
+        /// `IB_DEVICE_CHANGE_PHY_PORT`.
+        ChangePhyPort = 1 << 5,
+        /// `IB_DEVICE_UD_AV_PORT_ENFORCE`.
+        UdAvPortEnforce = 1 << 6,
+        /// `IB_DEVICE_CURR_QP_STATE_MOD`.
+        CurrQpStateMod = 1 << 7,
+        /// `IB_DEVICE_SHUTDOWN_PORT`.
+        ShutdownPort = 1 << 8,
+        /// `IB_DEVICE_PORT_ACTIVE_EVENT`.
+        PortActiveEvent = 1 << 10,
+        /// `IB_DEVICE_SYS_IMAGE_GUID`.
+        SysImageGuid = 1 << 11,
+        /// `IB_DEVICE_RC_RNR_NAK_GEN`.
+        RcRnrNakGen = 1 << 12,
+        /// `IB_DEVICE_SRQ_RESIZE`.
+        SrqResize = 1 << 13,
+        /// `IB_DEVICE_N_NOTIFY_CQ`.
+        NNotifyCq = 1 << 14,
+        /// `IB_DEVICE_MEM_WINDOW`.
+        MemWindow = 1 << 17,
+        /// `IB_DEVICE_UD_IP_CSUM`.
+        UdIpCsum = 1 << 18,
+        /// `IB_DEVICE_XRC`.
+        Xrc = 1 << 20,
+        /// `IB_DEVICE_MEM_MGT_EXTENSIONS`.
+        MemMgtExtensions = 1 << 21,
+        /// `IB_DEVICE_MEM_WINDOW_TYPE_2A`.
+        MemWindowType2a = 1 << 23,
+        /// `IB_DEVICE_MEM_WINDOW_TYPE_2B`.
+        MemWindowType2b = 1 << 24,
+        /// `IB_DEVICE_RC_IP_CSUM`.
+        RcIpCsum = 1 << 25,
+        /// `IB_DEVICE_RAW_IP_CSUM`.
+        RawIpCsum = 1 << 26,
+        /// `IB_DEVICE_MANAGED_FLOW_STEERING`.
+        ManagedFlowSteering = 1 << 29,
+        /// `IB_DEVICE_RAW_SCATTER_FCS`.
+        RawScatterFcs = 1 << 34,
+        /// `IB_DEVICE_PCI_WRITE_END_PADDING`.
+        PciWriteEndPadding = 1 << 36,
+        /// `IB_DEVICE_FLUSH_GLOBAL`.
+        FlushGlobal = 1 << 38,
+        /// `IB_DEVICE_FLUSH_PERSISTENT`.
+        FlushPersistent = 1 << 39,
+        /// `IB_DEVICE_ATOMIC_WRITE`.
+        AtomicWrite = 1 << 40,
+        /// `IB_DEVICE_CC_DMA_BOUNCE`.
+        CcDmaBounce = 1 << 41,
+    }
+);
+
 /// A device's attributes (`ib_device_attr`), as `query_device` returns them; cached at
 /// registration as C does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -187,8 +258,8 @@ pub struct DeviceAttr {
     pub max_qp: u32,
     /// Largest work queue.
     pub max_qp_wr: u32,
-    /// `IB_DEVICE_*` capability flags.
-    pub device_cap_flags: u64,
+    /// Capability flags.
+    pub device_cap_flags: DeviceCapFlags,
     /// Scatter/gather entries per send WR.
     pub max_send_sge: u32,
     /// Scatter/gather entries per receive WR.
@@ -216,3 +287,67 @@ pub struct DeviceAttr {
     /// Local CA ack delay.
     pub local_ca_ack_delay: u8,
 }
+
+/// Longest node description (`IB_DEVICE_NODE_DESC_MAX`).
+pub const NODE_DESC_MAX: usize = 64;
+
+/// Longest firmware version string, with its NUL (`IB_FW_VERSION_NAME_MAX`).
+pub const FW_VERSION_MAX: usize = 64;
+
+/// A short text kept inline (firmware version, node description): at most `N` bytes.
+#[derive(Clone, Copy)]
+pub struct ShortText<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> ShortText<N> {
+    /// An empty text.
+    pub const fn new() -> Self {
+        Self {
+            buf: [0; N],
+            len: 0,
+        }
+    }
+
+    /// `s`, cut at its first NUL and at `N` bytes.
+    pub fn from_bytes(s: &[u8]) -> Self {
+        let mut t = Self::new();
+        let s = s.split(|&c| c == 0).next().unwrap_or(&[]);
+        let n = s.len().min(N);
+        t.buf[..n].copy_from_slice(&s[..n]);
+        t.len = n;
+        t
+    }
+
+    /// The text.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl<const N: usize> Default for ShortText<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> core::fmt::Write for ShortText<N> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let b = s.as_bytes();
+        let n = b.len().min(N - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&b[..n]);
+        self.len += n;
+        if n < b.len() {
+            Err(core::fmt::Error)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// A firmware version string.
+pub type FwVersion = ShortText<{ FW_VERSION_MAX - 1 }>;
+
+/// A node description.
+pub type NodeDesc = ShortText<NODE_DESC_MAX>;

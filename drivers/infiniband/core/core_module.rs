@@ -5,28 +5,7 @@
 //! reverse (`ib_core_cleanup`).
 
 use crate::workqueues::CoreWorkqueues;
-use kernel::{
-    class,
-    prelude::*,
-    sync::atomic::{Acquire, Atomic, Release},
-};
-
-/// The `infiniband` class while it is registered (null otherwise), for the devices' sysfs.
-static CLASS: Atomic<*const class::Registration> = Atomic::new(core::ptr::null());
-
-/// Whether `ib_core` has registered the `infiniband` class (drivers may register devices).
-pub fn class_registered() -> bool {
-    !CLASS.load(Acquire).is_null()
-}
-
-/// The `infiniband` class, while `ib_core` is loaded.
-pub(crate) fn class() -> Option<&'static class::Registration> {
-    // SAFETY: The pointer is set to the class inside the module's data, which is pinned, once
-    // the class is registered, and cleared before the class is unregistered at unload. Code
-    // that gets the class runs in this module while it is loaded: devices register (and
-    // unregister) only while a driver holds a reference on the module.
-    unsafe { CLASS.load(Acquire).as_ref() }
-}
+use kernel::{class, prelude::*};
 
 /// The loaded `ib_core` module. Fields are declared in the order C's `ib_core_cleanup` releases
 /// them (the reverse of `ib_core_init`, which the initializer follows).
@@ -66,7 +45,9 @@ impl kernel::InPlaceModule for IbCore {
             ls: crate::ls::Registration::new(),
         })
         .pin_chain(|this| {
-            CLASS.store(&this.class, Release);
+            // SAFETY: The class is in the module's pinned data; it is removed at unload before
+            // the class is unregistered.
+            unsafe { crate::device::set_class(Some(&this.class)) };
             pr_info!("infiniband class registered, workqueues ready, RDMA netlink up\n");
             let _ = &this.workqueues;
             Ok(())
@@ -77,7 +58,8 @@ impl kernel::InPlaceModule for IbCore {
 #[pinned_drop]
 impl PinnedDrop for IbCore {
     fn drop(self: Pin<&mut Self>) {
-        CLASS.store(core::ptr::null(), Release);
+        // SAFETY: Removing the class is always allowed.
+        unsafe { crate::device::set_class(None) };
         crate::registry::clear();
         pr_info!("unloading\n");
     }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! RDMA devices: what a driver implements ([`DeviceOps`]), what it registers ([`Registration`])
-//! and what the core, its clients, sysfs and netlink see ([`IbDevice`]).
+//! RDMA devices as drivers register them: the driver's operations ([`DeviceOps`]), what it says
+//! about its device ([`DeviceInfo`]) and its [`Registration`]; renames ([`rename`]).
 //!
 //! Registration follows the C core (`ib_register_device`): the name and index are taken first,
 //! then the port immutable data and the device attributes are read from the driver, the GID and
@@ -9,688 +9,61 @@
 //! and handed to clients; a MONITOR event announces it last. Unregistration hides the device,
 //! removes it from clients in reverse order, waits until nobody holds a [`DeviceRef`], announces
 //! it, and removes sysfs.
+//!
+//! This is the layer that ties the registry, sysfs and the MONITOR events together; the device
+//! itself ([`IbDevice`]) sits below all three.
 
 use crate::{
-    attrs::{DeviceAttr, Gid, LinkLayer, NodeType, PortAttr, PortImmutable},
-    dma_buffer::DmaMemory,
-    names::Name,
+    attrs::{DeviceAttr, PortImmutable},
+    ib_device::read_ports,
+    monitor::{self, Event},
+    ops::{is_kverbs_provider, DeviceImpl, DynOps},
     registry,
-    restrack::Restrack,
-    verbs::{CqInit, CqNotifier, DriverObject, QpAttr, QpAttrMask, QpInitDriver},
-    work::{PostError, RecvWr, SendWr, WorkCompletion},
+    sysfs::DeviceSysfs,
+};
+pub use crate::{
+    attrs::{FwVersion, NodeDesc, ShortText, FW_VERSION_MAX, NODE_DESC_MAX},
+    ib_device::{DeviceInfo, DeviceRef, IbDevice, PortData},
+    ops::{DeviceOps, NoVerbs},
 };
 use kernel::{
-    device::Device,
-    error::VTABLE_DEFAULT_ERROR,
-    new_condvar, new_mutex,
+    class,
     prelude::*,
     sync::{
-        aref::ARef,
-        atomic::{Atomic, Relaxed},
-        Arc, CondVar, Mutex,
+        atomic::{Acquire, Atomic, Release},
+        Arc,
     },
-    sysfs_attrs::{Attribute, ShowBuffer},
 };
 
-/// Longest node description (`IB_DEVICE_NODE_DESC_MAX`).
-pub const NODE_DESC_MAX: usize = 64;
+/// The `infiniband` class while it is registered (null otherwise), for the devices' sysfs. The
+/// core module installs it at load and removes it at unload ([`set_class`]).
+static CLASS: Atomic<*const class::Registration> = Atomic::new(core::ptr::null());
 
-/// Longest firmware version string, with its NUL (`IB_FW_VERSION_NAME_MAX`).
-pub const FW_VERSION_MAX: usize = 64;
-
-/// A short text kept inline (firmware version, node description): at most `N` bytes.
-#[derive(Clone, Copy)]
-pub struct ShortText<const N: usize> {
-    buf: [u8; N],
-    len: usize,
-}
-
-impl<const N: usize> ShortText<N> {
-    /// An empty text.
-    pub const fn new() -> Self {
-        Self {
-            buf: [0; N],
-            len: 0,
-        }
-    }
-
-    /// `s`, cut at its first NUL and at `N` bytes.
-    pub fn from_bytes(s: &[u8]) -> Self {
-        let mut t = Self::new();
-        let s = s.split(|&c| c == 0).next().unwrap_or(&[]);
-        let n = s.len().min(N);
-        t.buf[..n].copy_from_slice(&s[..n]);
-        t.len = n;
-        t
-    }
-
-    /// The text.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
-}
-
-impl<const N: usize> Default for ShortText<N> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<const N: usize> core::fmt::Write for ShortText<N> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        let b = s.as_bytes();
-        let n = b.len().min(N - self.len);
-        self.buf[self.len..self.len + n].copy_from_slice(&b[..n]);
-        self.len += n;
-        if n < b.len() {
-            Err(core::fmt::Error)
-        } else {
-            Ok(())
-        }
-    }
-}
-
-/// A firmware version string.
-pub type FwVersion = ShortText<{ FW_VERSION_MAX - 1 }>;
-
-/// A node description.
-pub type NodeDesc = ShortText<NODE_DESC_MAX>;
-
-/// What an RDMA driver implements for its device (C's `ib_device_ops`).
+/// Installs the class registered devices appear in (`None`: removes it).
 ///
-/// `query_device`, `query_port` and `get_port_immutable` are mandatory, as in C. The others are
-/// optional; a device lacking any of the verbs C lists as mandatory for kernel verbs still
-/// registers, but is not a kernel verbs provider.
-#[vtable]
-pub trait DeviceOps: Send + Sync + 'static {
-    /// The device's attributes; called once, at registration.
-    fn query_device(&self) -> Result<DeviceAttr>;
-
-    /// A port's current attributes (`port` counts from 1).
-    fn query_port(&self, port: u32) -> Result<PortAttr>;
-
-    /// A port's immutable data; called once per port, at registration.
-    fn get_port_immutable(&self, port: u32) -> Result<PortImmutable>;
-
-    /// GID `index` of `port` (skipped when absent, as in C).
-    fn query_gid(&self, _port: u32, _index: u32) -> Result<Gid> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// P_Key `index` of `port` (needed when the port has a P_Key table).
-    fn query_pkey(&self, _port: u32, _index: u16) -> Result<u16> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// The firmware version as users see it (`fw_ver`); empty when absent.
-    fn fw_version(&self) -> FwVersion {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// The link layer of `port`; InfiniBand when absent, as C's `rdma_port_get_link_layer`
-    /// for a CA.
-    fn get_link_layer(&self, _port: u32) -> LinkLayer {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Sets the node description (C's `modify_device` with `IB_DEVICE_MODIFY_NODE_DESC`); the
-    /// core keeps the new text once the driver accepts it. `EOPNOTSUPP` when absent.
-    fn modify_node_desc(&self, _desc: &NodeDesc) -> Result {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Files the driver adds to the device's sysfs directory (C's `ops.device_group`, e.g.
-    /// mlx5's `hw_rev`); their callbacks get the driver's data and the file's position here.
-    const DEVICE_ATTRS: &'static [Attribute<Self>] = &[];
-
-    /// Allocates a protection domain.
-    fn alloc_pd(&self) -> Result<DriverObject> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Frees a protection domain (nothing uses it any more).
-    fn dealloc_pd(&self, _pd: DriverObject) -> Result {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Creates a completion queue; completion events go to `notifier`.
-    fn create_cq(&self, _init: &CqInit, _notifier: &CqNotifier) -> Result<DriverObject> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Destroys a completion queue (no QP uses it any more).
-    fn destroy_cq(&self, _cq: DriverObject) -> Result {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Arms a completion queue for one completion event.
-    fn req_notify_cq(&self, _cq: &DriverObject, _solicited: bool) -> Result {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Creates a queue pair in `pd`; returns its state and QP number.
-    fn create_qp(
-        &self,
-        _pd: &DriverObject,
-        _init: &QpInitDriver<'_>,
-    ) -> Result<(DriverObject, u32)> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Applies a modify the core has checked against the QP state machine.
-    fn modify_qp(&self, _qp: &DriverObject, _attr: &QpAttr, _mask: QpAttrMask) -> Result {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// The QP's attributes.
-    fn query_qp(&self, _qp: &DriverObject) -> Result<QpAttr> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Destroys a queue pair.
-    fn destroy_qp(&self, _qp: DriverObject) -> Result {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// The DMA memory region of `pd` with `access` rights; returns its state, lkey and rkey.
-    fn get_dma_mr(&self, _pd: &DriverObject, _access: u32) -> Result<(DriverObject, u32, u32)> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Deregisters a memory region.
-    fn dereg_mr(&self, _mr: DriverObject) -> Result {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Queues send work requests on a QP, in order; stops at the first it cannot queue.
-    fn post_send(&self, _qp: &DriverObject, _wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Queues receive work requests on a QP, in order; stops at the first it cannot queue.
-    fn post_recv(&self, _qp: &DriverObject, _wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Moves up to `wc.len()` completions of a CQ into `wc`, oldest first; returns how many.
-    fn poll_cq(&self, _cq: &DriverObject, _wc: &mut [WorkCompletion]) -> Result<usize> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Allocates `len` bytes of memory the device can reach, for consumers' work requests
-    /// (see [`crate::dma_buffer`]).
-    fn alloc_dma_buffer(&self, _len: usize) -> Result<KBox<dyn DmaMemory>> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
+/// # Safety
+///
+/// An installed class stays registered, at the same address, until it is removed; it is
+/// removed before devices can no longer unregister (drivers hold a reference on `ib_core`, so
+/// every device has unregistered when the module unloads).
+pub(crate) unsafe fn set_class(class: Option<&class::Registration>) {
+    CLASS.store(
+        class.map_or(core::ptr::null(), core::ptr::from_ref),
+        Release,
+    );
 }
 
-/// Whether a driver has every verb C requires of a kernel verbs provider
-/// (`ib_device_check_mandatory`), except `reg_user_mr` (there are no user verbs yet) and with
-/// [`DeviceOps::alloc_dma_buffer`] (how Rust consumers get memory for work requests).
-fn is_kverbs_provider<T: DeviceOps>() -> bool {
-    T::HAS_ALLOC_PD
-        && T::HAS_DEALLOC_PD
-        && T::HAS_CREATE_QP
-        && T::HAS_MODIFY_QP
-        && T::HAS_DESTROY_QP
-        && T::HAS_POST_SEND
-        && T::HAS_POST_RECV
-        && T::HAS_CREATE_CQ
-        && T::HAS_DESTROY_CQ
-        && T::HAS_POLL_CQ
-        && T::HAS_REQ_NOTIFY_CQ
-        && T::HAS_GET_DMA_MR
-        && T::HAS_DEREG_MR
-        && T::HAS_ALLOC_DMA_BUFFER
+/// Whether `ib_core` has registered the `infiniband` class (drivers may register devices).
+pub fn class_registered() -> bool {
+    !CLASS.load(Acquire).is_null()
 }
 
-/// Calls `$method` on the driver if it has it, else `EOPNOTSUPP` (in the method's error type).
-macro_rules! optional_op {
-    ($t:ident, $has:ident, $self:ident . $method:ident ( $($arg:expr),* )) => {
-        if $t::$has {
-            $t::$method($self, $($arg),*)
-        } else {
-            Err(EOPNOTSUPP.into())
-        }
-    };
-}
-
-/// The operations the core calls on a registered device, with the driver's type erased.
-pub(crate) trait DynOps: Send + Sync {
-    fn alloc_pd(&self) -> Result<DriverObject>;
-    fn dealloc_pd(&self, pd: DriverObject) -> Result;
-    fn create_cq(&self, init: &CqInit, notifier: &CqNotifier) -> Result<DriverObject>;
-    fn destroy_cq(&self, cq: DriverObject) -> Result;
-    fn req_notify_cq(&self, cq: &DriverObject, solicited: bool) -> Result;
-    fn create_qp(&self, pd: &DriverObject, init: &QpInitDriver<'_>) -> Result<(DriverObject, u32)>;
-    fn modify_qp(&self, qp: &DriverObject, attr: &QpAttr, mask: QpAttrMask) -> Result;
-    fn query_qp(&self, qp: &DriverObject) -> Result<QpAttr>;
-    fn destroy_qp(&self, qp: DriverObject) -> Result;
-    fn get_dma_mr(&self, pd: &DriverObject, access: u32) -> Result<(DriverObject, u32, u32)>;
-    fn dereg_mr(&self, mr: DriverObject) -> Result;
-    fn post_send(&self, qp: &DriverObject, wrs: &[SendWr<'_>]) -> Result<(), PostError>;
-    fn post_recv(&self, qp: &DriverObject, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
-    fn poll_cq(&self, cq: &DriverObject, wc: &mut [WorkCompletion]) -> Result<usize>;
-    fn alloc_dma_buffer(&self, len: usize) -> Result<KBox<dyn DmaMemory>>;
-    fn query_port(&self, port: u32) -> Result<PortAttr>;
-    fn query_gid(&self, port: u32, index: u32) -> Option<Result<Gid>>;
-    fn query_pkey(&self, port: u32, index: u16) -> Result<u16>;
-    fn fw_version(&self) -> FwVersion;
-    fn link_layer(&self, port: u32) -> LinkLayer;
-    fn modify_node_desc(&self, desc: &NodeDesc) -> Result;
-    fn device_attr(&self, i: usize) -> Option<(&'static CStr, u16, bool)>;
-    fn device_attr_show(&self, i: u32, buf: &mut ShowBuffer<'_>) -> Result;
-    fn device_attr_store(&self, i: u32, data: &[u8]) -> Result;
-}
-
-impl<T: DeviceOps> DynOps for T {
-    fn alloc_pd(&self) -> Result<DriverObject> {
-        optional_op!(T, HAS_ALLOC_PD, self.alloc_pd())
-    }
-
-    fn dealloc_pd(&self, pd: DriverObject) -> Result {
-        optional_op!(T, HAS_DEALLOC_PD, self.dealloc_pd(pd))
-    }
-
-    fn create_cq(&self, init: &CqInit, notifier: &CqNotifier) -> Result<DriverObject> {
-        optional_op!(T, HAS_CREATE_CQ, self.create_cq(init, notifier))
-    }
-
-    fn destroy_cq(&self, cq: DriverObject) -> Result {
-        optional_op!(T, HAS_DESTROY_CQ, self.destroy_cq(cq))
-    }
-
-    fn req_notify_cq(&self, cq: &DriverObject, solicited: bool) -> Result {
-        optional_op!(T, HAS_REQ_NOTIFY_CQ, self.req_notify_cq(cq, solicited))
-    }
-
-    fn create_qp(&self, pd: &DriverObject, init: &QpInitDriver<'_>) -> Result<(DriverObject, u32)> {
-        optional_op!(T, HAS_CREATE_QP, self.create_qp(pd, init))
-    }
-
-    fn modify_qp(&self, qp: &DriverObject, attr: &QpAttr, mask: QpAttrMask) -> Result {
-        optional_op!(T, HAS_MODIFY_QP, self.modify_qp(qp, attr, mask))
-    }
-
-    fn query_qp(&self, qp: &DriverObject) -> Result<QpAttr> {
-        optional_op!(T, HAS_QUERY_QP, self.query_qp(qp))
-    }
-
-    fn destroy_qp(&self, qp: DriverObject) -> Result {
-        optional_op!(T, HAS_DESTROY_QP, self.destroy_qp(qp))
-    }
-
-    fn get_dma_mr(&self, pd: &DriverObject, access: u32) -> Result<(DriverObject, u32, u32)> {
-        optional_op!(T, HAS_GET_DMA_MR, self.get_dma_mr(pd, access))
-    }
-
-    fn dereg_mr(&self, mr: DriverObject) -> Result {
-        optional_op!(T, HAS_DEREG_MR, self.dereg_mr(mr))
-    }
-
-    fn post_send(&self, qp: &DriverObject, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        optional_op!(T, HAS_POST_SEND, self.post_send(qp, wrs))
-    }
-
-    fn post_recv(&self, qp: &DriverObject, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
-        optional_op!(T, HAS_POST_RECV, self.post_recv(qp, wrs))
-    }
-
-    fn poll_cq(&self, cq: &DriverObject, wc: &mut [WorkCompletion]) -> Result<usize> {
-        optional_op!(T, HAS_POLL_CQ, self.poll_cq(cq, wc))
-    }
-
-    fn alloc_dma_buffer(&self, len: usize) -> Result<KBox<dyn DmaMemory>> {
-        optional_op!(T, HAS_ALLOC_DMA_BUFFER, self.alloc_dma_buffer(len))
-    }
-
-    fn query_port(&self, port: u32) -> Result<PortAttr> {
-        T::query_port(self, port)
-    }
-
-    fn query_gid(&self, port: u32, index: u32) -> Option<Result<Gid>> {
-        T::HAS_QUERY_GID.then(|| T::query_gid(self, port, index))
-    }
-
-    fn query_pkey(&self, port: u32, index: u16) -> Result<u16> {
-        if T::HAS_QUERY_PKEY {
-            T::query_pkey(self, port, index)
-        } else {
-            Err(EOPNOTSUPP)
-        }
-    }
-
-    fn fw_version(&self) -> FwVersion {
-        if T::HAS_FW_VERSION {
-            T::fw_version(self)
-        } else {
-            FwVersion::new()
-        }
-    }
-
-    fn link_layer(&self, port: u32) -> LinkLayer {
-        if T::HAS_GET_LINK_LAYER {
-            T::get_link_layer(self, port)
-        } else {
-            LinkLayer::Infiniband
-        }
-    }
-
-    fn modify_node_desc(&self, desc: &NodeDesc) -> Result {
-        if T::HAS_MODIFY_NODE_DESC {
-            T::modify_node_desc(self, desc)
-        } else {
-            Err(EOPNOTSUPP)
-        }
-    }
-
-    fn device_attr(&self, i: usize) -> Option<(&'static CStr, u16, bool)> {
-        T::DEVICE_ATTRS
-            .get(i)
-            .map(|a| (a.name(), a.mode(), a.has_store()))
-    }
-
-    fn device_attr_show(&self, i: u32, buf: &mut ShowBuffer<'_>) -> Result {
-        let a = T::DEVICE_ATTRS.get(i as usize).ok_or(EIO)?;
-        a.show(self, i, buf)
-    }
-
-    fn device_attr_store(&self, i: u32, data: &[u8]) -> Result {
-        let a = T::DEVICE_ATTRS.get(i as usize).ok_or(EIO)?;
-        a.store(self, i, data)
-    }
-}
-
-/// What a driver says about its device when registering it.
-pub struct DeviceInfo<'a> {
-    /// Name or template (`mlx5_%d`: the lowest free number).
-    pub name: &'a [u8],
-    /// Node type.
-    pub node_type: NodeType,
-    /// Node GUID, as the number it prints as.
-    pub node_guid: u64,
-    /// Number of physical ports (ports count from 1).
-    pub phys_port_cnt: u32,
-    /// Initial node description.
-    pub node_desc: &'a [u8],
-    /// The device the RDMA device sits on (its sysfs parent), if any.
-    pub parent: Option<ARef<Device>>,
-    /// Whether kernel CQs start with adaptive interrupt moderation (C's `use_cq_dim`, which
-    /// mlx5 sets; netlink can change it later).
-    pub use_cq_dim: bool,
-}
-
-/// What the core keeps per port: the immutable data and the caches C fills at registration.
-pub struct PortData {
-    immutable: PortImmutable,
-    link_layer: LinkLayer,
-    gids: KVec<Gid>,
-    pkeys: KVec<u16>,
-}
-
-/// Who holds a [`DeviceRef`], and whether new ones may be taken.
-struct Users {
-    count: u32,
-    closed: bool,
-}
-
-/// An RDMA device as the core, its clients, sysfs and netlink see it.
-#[pin_data]
-pub struct IbDevice {
-    index: u32,
-    #[pin]
-    name: Mutex<Name>,
-    node_type: NodeType,
-    node_guid: u64,
-    #[pin]
-    node_desc: Mutex<NodeDesc>,
-    attr: DeviceAttr,
-    fw_version: FwVersion,
-    ports: KVec<PortData>,
-    kverbs_provider: bool,
-    /// Whether kernel CQs use adaptive interrupt moderation (C's `use_cq_dim`).
-    use_cq_dim: Atomic<bool>,
-    parent: Option<ARef<Device>>,
-    #[pin]
-    users: Mutex<Users>,
-    #[pin]
-    users_gone: CondVar,
-    ops: KBox<dyn DynOps>,
-    restrack: Restrack,
-    /// The device's sysfs presence, while it has one.
-    #[pin]
-    pub(crate) sysfs: Mutex<Option<crate::sysfs::DeviceSysfs>>,
-}
-
-impl IbDevice {
-    /// The device index (stable while registered; netlink's `DEV_INDEX`).
-    pub fn index(&self) -> u32 {
-        self.index
-    }
-
-    /// The device's current name.
-    pub fn name(&self) -> Name {
-        *self.name.lock()
-    }
-
-    pub(crate) fn set_name(&self, name: Name) {
-        *self.name.lock() = name;
-    }
-
-    /// Node type.
-    pub fn node_type(&self) -> NodeType {
-        self.node_type
-    }
-
-    /// Node GUID, as the number it prints as.
-    pub fn node_guid(&self) -> u64 {
-        self.node_guid
-    }
-
-    /// The attributes `query_device` gave at registration.
-    pub fn attr(&self) -> &DeviceAttr {
-        &self.attr
-    }
-
-    /// Firmware version string (empty when the driver has none).
-    pub fn fw_version(&self) -> &FwVersion {
-        &self.fw_version
-    }
-
-    /// Current node description.
-    pub fn node_desc(&self) -> NodeDesc {
-        *self.node_desc.lock()
-    }
-
-    /// Sets the node description through the driver (`EOPNOTSUPP` if it cannot).
-    pub fn set_node_desc(&self, desc: &[u8]) -> Result {
-        let desc = NodeDesc::from_bytes(desc);
-        let mut cur = self.node_desc.lock();
-        self.ops.modify_node_desc(&desc)?;
-        *cur = desc;
-        Ok(())
-    }
-
-    /// Name, mode and writability of the driver's device attribute `i` (C's `device_group`).
-    pub(crate) fn driver_attr(&self, i: usize) -> Option<(&'static CStr, u16, bool)> {
-        self.ops.device_attr(i)
-    }
-
-    /// Reads the driver's device attribute `i`.
-    pub(crate) fn driver_attr_show(&self, i: u32, buf: &mut ShowBuffer<'_>) -> Result {
-        self.ops.device_attr_show(i, buf)
-    }
-
-    /// Writes the driver's device attribute `i`.
-    pub(crate) fn driver_attr_store(&self, i: u32, data: &[u8]) -> Result {
-        self.ops.device_attr_store(i, data)
-    }
-
-    /// Number of ports; they count from 1.
-    pub fn port_count(&self) -> u32 {
-        self.ports.len() as u32
-    }
-
-    fn port(&self, port: u32) -> Option<&PortData> {
-        self.ports.get(usize::try_from(port).ok()?.checked_sub(1)?)
-    }
-
-    /// Whether `port` exists.
-    pub fn is_valid_port(&self, port: u32) -> bool {
-        self.port(port).is_some()
-    }
-
-    /// The immutable data of `port`.
-    pub fn port_immutable(&self, port: u32) -> Option<&PortImmutable> {
-        self.port(port).map(|p| &p.immutable)
-    }
-
-    /// `port`'s current attributes, from the driver (`EINVAL` for a port that does not exist).
-    pub fn query_port(&self, port: u32) -> Result<PortAttr> {
-        if !self.is_valid_port(port) {
-            return Err(EINVAL);
-        }
-        self.ops.query_port(port)
-    }
-
-    /// Link layer of `port`.
-    pub fn link_layer(&self, port: u32) -> Option<LinkLayer> {
-        self.port(port).map(|p| p.link_layer)
-    }
-
-    /// GID `index` of `port`, from the cache filled at registration.
-    pub fn cached_gid(&self, port: u32, index: u32) -> Option<Gid> {
-        self.port(port)?
-            .gids
-            .get(usize::try_from(index).ok()?)
-            .copied()
-    }
-
-    /// P_Key `index` of `port`, from the cache filled at registration.
-    pub fn cached_pkey(&self, port: u32, index: u32) -> Option<u16> {
-        self.port(port)?
-            .pkeys
-            .get(usize::try_from(index).ok()?)
-            .copied()
-    }
-
-    /// Whether the device serves kernel verbs (it has every verb C requires for that).
-    pub fn kverbs_provider(&self) -> bool {
-        self.kverbs_provider
-    }
-
-    /// Whether kernel CQs use adaptive interrupt moderation (netlink's `DEV_DIM`).
-    pub fn use_cq_dim(&self) -> bool {
-        self.use_cq_dim.load(Relaxed)
-    }
-
-    /// Turns adaptive interrupt moderation on (1) or off (0) (C's `ib_device_set_dim`:
-    /// `EINVAL` for other values).
-    pub fn set_use_cq_dim(&self, use_dim: u8) -> Result {
-        if use_dim > 1 {
-            return Err(EINVAL);
-        }
-        self.use_cq_dim.store(use_dim == 1, Relaxed);
-        Ok(())
-    }
-
-    /// The device the RDMA device sits on, if any.
-    pub fn parent(&self) -> Option<&Device> {
-        self.parent.as_deref()
-    }
-
-    /// The driver's operations.
-    pub(crate) fn ops(&self) -> &dyn DynOps {
-        &*self.ops
-    }
-
-    /// Live verbs objects per type (what `RES_GET` reports).
-    pub fn restrack(&self) -> &Restrack {
-        &self.restrack
-    }
-
-    /// A counted reference, unless the device is being unregistered.
-    pub fn try_get(self: &Arc<Self>) -> Option<DeviceRef> {
-        let mut u = self.users.lock();
-        if u.closed {
-            return None;
-        }
-        u.count += 1;
-        Some(DeviceRef(self.clone()))
-    }
-
-    /// Refuses new references and waits until every [`DeviceRef`] is dropped.
-    fn close_and_wait(&self) {
-        let mut u = self.users.lock();
-        u.closed = true;
-        while u.count > 0 {
-            self.users_gone.wait(&mut u);
-        }
-    }
-}
-
-/// A counted reference to a registered device. Unregistration waits until every one of them is
-/// dropped, so hold it only for the duration of an operation.
-pub struct DeviceRef(Arc<IbDevice>);
-
-impl DeviceRef {
-    /// The shared device.
-    pub fn arc(&self) -> &Arc<IbDevice> {
-        &self.0
-    }
-}
-
-impl core::ops::Deref for DeviceRef {
-    type Target = IbDevice;
-
-    fn deref(&self) -> &IbDevice {
-        &self.0
-    }
-}
-
-impl Drop for DeviceRef {
-    fn drop(&mut self) {
-        let mut u = self.0.users.lock();
-        u.count -= 1;
-        if u.count == 0 {
-            self.0.users_gone.notify_all();
-        }
-    }
-}
-
-/// Reads what registration caches from the driver: port data (immutable, link layer, GIDs on
-/// non-RoCE ports, P_Keys), in C's order (`setup_port_data`, then `ib_cache_setup_one`).
-fn read_ports(ops: &dyn DynOps, immutables: &[PortImmutable]) -> Result<KVec<PortData>> {
-    let mut ports = KVec::with_capacity(immutables.len(), GFP_KERNEL)?;
-    for (i, imm) in immutables.iter().enumerate() {
-        let port = i as u32 + 1;
-        let link_layer = ops.link_layer(port);
-        // The cache update starts with a port query, as C's `ib_cache_update`.
-        ops.query_port(port)?;
-        let mut gids = KVec::new();
-        if link_layer != LinkLayer::Ethernet {
-            for index in 0..imm.gid_tbl_len {
-                match ops.query_gid(port, index) {
-                    Some(g) => gids.push(g?, GFP_KERNEL)?,
-                    None => break,
-                }
-            }
-        }
-        let mut pkeys = KVec::with_capacity(usize::from(imm.pkey_tbl_len), GFP_KERNEL)?;
-        for index in 0..imm.pkey_tbl_len {
-            pkeys.push(ops.query_pkey(port, index)?, GFP_KERNEL)?;
-        }
-        ports.push(
-            PortData {
-                immutable: *imm,
-                link_layer,
-                gids,
-                pkeys,
-            },
-            GFP_KERNEL,
-        )?;
-    }
-    Ok(ports)
+/// The `infiniband` class, while `ib_core` is loaded.
+pub(crate) fn class() -> Option<&'static class::Registration> {
+    // SAFETY: An installed pointer is valid until it is removed (`set_class`'s contract). Code
+    // that gets the class runs while `ib_core` is loaded: devices register (and unregister)
+    // only while a driver holds a reference on the module.
+    unsafe { CLASS.load(Acquire).as_ref() }
 }
 
 /// A registered RDMA device; dropping it unregisters the device (and waits for its users).
@@ -708,63 +81,47 @@ impl Registration {
             immutables.push(ops.get_port_immutable(port)?, GFP_KERNEL)?;
         }
         let attr = ops.query_device()?;
-        let ports = read_ports(&ops, &immutables)?;
-        let fw_version = DynOps::fw_version(&ops);
-        let kverbs_provider = is_kverbs_provider::<T>();
-        let ops: KBox<dyn DynOps> = KBox::new(ops, GFP_KERNEL)?;
+        let ops = DeviceImpl::erase(Arc::new(ops, GFP_KERNEL)?)?;
         Self::finish(
             info,
             reserved,
+            attr,
+            &immutables,
+            ops,
+            is_kverbs_provider::<T>(),
+        )
+    }
+
+    /// The part of registration that does not depend on the driver's type.
+    fn finish(
+        info: DeviceInfo<'_>,
+        reserved: registry::Reserved,
+        attr: DeviceAttr,
+        immutables: &[PortImmutable],
+        ops: KBox<dyn DynOps>,
+        kverbs_provider: bool,
+    ) -> Result<Self> {
+        let ports = read_ports(&*ops, immutables)?;
+        let fw_version = ops.fw_version();
+        let (index, name) = (reserved.index(), reserved.name());
+        let dev = IbDevice::new(
+            info,
+            index,
+            name,
             attr,
             fw_version,
             ports,
             ops,
             kverbs_provider,
-        )
-    }
-
-    /// The part of registration that does not depend on the driver's type. (Kept out of the
-    /// generic function: lock class keys made there would be shared by every driver's instance
-    /// under different names, which lockdep reports.)
-    fn finish(
-        info: DeviceInfo<'_>,
-        reserved: registry::Reserved,
-        attr: DeviceAttr,
-        fw_version: FwVersion,
-        ports: KVec<PortData>,
-        ops: KBox<dyn DynOps>,
-        kverbs_provider: bool,
-    ) -> Result<Self> {
-        let (index, name) = (reserved.index(), reserved.name());
-        let dev = Arc::pin_init(
-            try_pin_init!(IbDevice {
-                index,
-                name <- new_mutex!(name),
-                node_type: info.node_type,
-                node_guid: info.node_guid,
-                node_desc <- new_mutex!(NodeDesc::from_bytes(info.node_desc)),
-                attr,
-                fw_version,
-                ports,
-                kverbs_provider,
-                use_cq_dim: Atomic::new(info.use_cq_dim),
-                parent: info.parent,
-                users <- new_mutex!(Users { count: 0, closed: false }),
-                users_gone <- new_condvar!(),
-                ops,
-                restrack: Restrack::new(),
-                sysfs <- new_mutex!(None),
-            }? Error),
-            GFP_KERNEL,
         )?;
-        // sysfs, then phase 2 (clients), then the `add` uevent and the MONITOR event, as C.
-        let sysfs = crate::sysfs::DeviceSysfs::new(&dev)?;
-        *dev.sysfs.lock() = Some(sysfs);
-        registry::enable(reserved, &dev);
-        if let Some(s) = dev.sysfs.lock().as_ref() {
-            s.announce();
-        }
-        crate::monitor::device_event(&dev, crate::monitor::Event::Register);
+        // sysfs, then phase 2 (clients, then the `add` uevent), then the MONITOR event, as C.
+        let class = class().ok_or(ENODEV)?;
+        // SAFETY: The class stays registered until `ib_core` unloads, which is after every
+        // device has unregistered; unregistration drops the device's sysfs (in
+        // `registry::release`).
+        let sysfs = unsafe { DeviceSysfs::new(class, &dev)? };
+        registry::enable(reserved, &dev, sysfs);
+        monitor::device_event(&dev, Event::Register);
         Ok(Self { dev })
     }
 
@@ -779,8 +136,17 @@ impl Drop for Registration {
         // Hide it and remove it from clients (in reverse order), then wait for its users.
         registry::disable(&self.dev);
         self.dev.close_and_wait();
-        crate::monitor::device_event(&self.dev, crate::monitor::Event::Unregister);
-        *self.dev.sysfs.lock() = None;
+        monitor::device_event(&self.dev, Event::Unregister);
+        // Removes sysfs, then frees the name and index.
         registry::release(self.dev.index());
     }
+}
+
+/// Renames a registered device, with C's `ib_device_rename` rules: the same name is a no-op,
+/// a name in use is `EEXIST`; sysfs follows, and a MONITOR event tells listeners.
+pub fn rename(dev: &IbDevice, new: &[u8]) -> Result {
+    if registry::rename(dev, new)? {
+        monitor::device_event(dev, Event::Rename);
+    }
+    Ok(())
 }

@@ -4,37 +4,19 @@
 //!
 //! A C consumer maps its own memory with `ib_dma_map_single()` on the device's DMA device (or,
 //! for software devices, takes the kernel address as is). Rust consumers have no safe way to do
-//! either, so the driver allocates the memory instead ([`crate::device::DeviceOps::alloc_dma_buffer`]:
+//! either, so the driver allocates the memory instead ([`crate::ops::DeviceOps::alloc_dma_buffer`]:
 //! coherent DMA memory on the PCI function for hardware, plain memory for software devices) and
 //! the consumer reads and writes it through [`DmaBuffer`], with bounds checked here.
 
-use crate::device::{DeviceRef, IbDevice};
-use crate::work::Sge;
+pub use crate::ops::DmaMemory;
+use crate::{
+    ib_device::{DeviceRef, IbDevice},
+    wr::Sge,
+};
 use kernel::{prelude::*, sync::Arc};
 
 /// Largest buffer a consumer may ask for.
 pub const DMA_BUFFER_MAX: usize = 4 << 20;
-
-/// The driver's side of a buffer: memory at a device address. The core checks every range
-/// before calling `read` or `write`.
-pub trait DmaMemory: Send + Sync {
-    /// The address the device uses for byte 0.
-    fn dma_addr(&self) -> u64;
-
-    /// Size in bytes.
-    fn len(&self) -> usize;
-
-    /// Whether the buffer has no bytes.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Copies `out.len()` bytes at `offset` out of the buffer.
-    fn read(&self, offset: usize, out: &mut [u8]) -> Result;
-
-    /// Copies `data` into the buffer at `offset`.
-    fn write(&self, offset: usize, data: &[u8]) -> Result;
-}
 
 /// A buffer of device-reachable memory. It keeps its device registered while it lives.
 pub struct DmaBuffer {

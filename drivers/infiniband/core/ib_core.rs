@@ -3,25 +3,50 @@
 //! `ib_core`: the RDMA core. Device registration, clients, RDMA netlink, sysfs and the kernel
 //! verbs API live here; drivers such as `mlx5_ib` and consumers plug into it.
 
+// Modules in layers, lowest first: a module uses only modules of earlier groups
+// (`tools/dev/import_graph.py drivers/infiniband/core` prints the graph and finds no cycle).
+
+// Vocabulary: attributes, names, netlink numbers, object counts, verbs and data path types.
 pub mod addr;
 pub mod attrs;
-mod core_module;
-pub mod device;
-pub mod dma_buffer;
-mod ls;
-pub mod monitor;
 pub mod names;
-mod netlink;
 pub mod nl_uapi;
-mod nldev;
-pub mod registry;
 pub mod restrack;
+pub mod verbs_types;
+mod workqueues;
+pub mod wr;
+
+// What a driver implements; RDMA netlink's sockets and dispatch.
+mod netlink;
+pub mod ops;
+
+// The core's device.
+pub mod ib_device;
+
+// Users of a device: verbs objects and buffers, MONITOR events, sysfs.
+pub mod dma_buffer;
+pub mod monitor;
 mod sysfs;
 pub mod verbs;
-pub mod work;
-mod workqueues;
 
-pub use core_module::class_registered;
+// Registered devices (with their sysfs) and clients.
+pub mod registry;
+
+// Registration, which ties the registry, sysfs and events together; what drivers use.
+pub mod device;
+
+// Netlink's device interface and local services.
+mod ls;
+mod nldev;
+
+// The loaded module.
+mod core_module;
+
+// The fake devices KUnit suites share.
+#[cfg(CONFIG_KUNIT = "y")]
+mod kunit_fake;
+
+pub use device::class_registered;
 
 kernel::prelude::module! {
     type: core_module::IbCore,

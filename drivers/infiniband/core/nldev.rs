@@ -3,7 +3,7 @@
 //! The RDMA netlink device interface (`RDMA_NL_NLDEV`), as C's
 //! `drivers/infiniband/core/nldev.c`: what `rdma dev`, `rdma link`, `rdma res`, `rdma system`
 //! and libibverbs ask of the core, answered attribute for attribute as C answers, and the
-//! `MONITOR` events listeners of `RDMA_NL_GROUP_NOTIFY` get.
+//! `MONITOR` events listeners of `RDMA_NL_GROUP_NOTIFY` get (sent by `monitor`).
 //!
 //! Commands: `GET` (doit, dump), `SET` (rename, adaptive moderation, namespace), `PORT_GET`
 //! (doit, dump), `SYS_GET`, `SYS_SET`, `RES_GET` (doit, dump), the resource-object commands
@@ -13,10 +13,10 @@
 
 use crate::{
     attrs::{CORE_CAP_PROT_IB, CORE_CAP_PROT_ROCE, CORE_CAP_PROT_ROCE_UDP_ENCAP},
-    device::{DeviceRef, IbDevice},
-    monitor::Event,
+    device,
+    ib_device::{DeviceRef, IbDevice},
     netlink::{self as rdma_nl, Op},
-    nl_uapi::{self, attr, cmd, event, EMPTY_STRING, IFNAMSIZ},
+    nl_uapi::{self, attr, cmd, EMPTY_STRING, IFNAMSIZ},
     registry,
     restrack::ResType,
 };
@@ -277,7 +277,7 @@ fn fill_dev_info(w: &mut MsgWriter<'_>, dev: &IbDevice) -> Result {
     w.put_u32(attr::ATTR_PORT_INDEX, dev.port_count())?;
     w.put_u64(
         attr::ATTR_CAP_FLAGS,
-        dev.attr().device_cap_flags,
+        u64::from(dev.attr().device_cap_flags),
         attr::ATTR_PAD,
     )?;
     let fw = dev.fw_version();
@@ -463,7 +463,7 @@ fn set_doit(req: &mut Request<'_>) -> Result {
         if name.is_empty() {
             return Err(EINVAL);
         }
-        return registry::rename(&dev, name);
+        return device::rename(&dev, name);
     }
     if let Some(dim) = attrs.u8(attr::ATTR_DEV_DIM) {
         return dev.set_use_cq_dim(dim);
@@ -487,7 +487,7 @@ fn set_netns(req: &Request<'_>, dev: &IbDevice, fd: u32, name: Option<&[u8]>) ->
     // renames it in place.
     if net.is_init_net() {
         let ret = match name {
-            Some(n) => registry::rename(dev, n),
+            Some(n) => device::rename(dev, n),
             None => Ok(()),
         };
         if ret == Err(EEXIST) {
@@ -1140,42 +1140,4 @@ impl Drop for Registration {
     fn drop(&mut self) {
         rdma_nl::unregister(nl_uapi::client::NLDEV);
     }
-}
-
-/// Tells `RDMA_NL_GROUP_NOTIFY` listeners about `event` on `dev` (C's
-/// `rdma_nl_notify_event` for device events).
-pub(crate) fn notify(dev: &IbDevice, ev: Event) -> Result {
-    let kind = match ev {
-        Event::Register => event::REGISTER_EVENT,
-        Event::Unregister => event::UNREGISTER_EVENT,
-        Event::Rename => event::RENAME_EVENT,
-    };
-    let mut msg = Message::new(NLMSG_DEFAULT_SIZE, GFP_KERNEL).map_err(|_| ENOMEM)?;
-    let built = msg
-        .put(0, 0, nldev_type(cmd::CMD_MONITOR), 0)
-        .and_then(|mut w| {
-            fill_handle(&mut w, dev)?;
-            w.put_u8(attr::ATTR_EVENT_TYPE, kind)?;
-            w.end();
-            Ok(())
-        });
-    let sent = built.and_then(|()| match rdma_nl::multicast(msg, nl_uapi::GROUP_NOTIFY) {
-        Err(e) if e == ESRCH => Ok(()),
-        r => r,
-    });
-    if let Err(e) = sent {
-        let what = match ev {
-            Event::Register => "register device",
-            Event::Unregister => "unregister device",
-            Event::Rename => "rename device",
-        };
-        pr_warn!(
-            "{}: Failed to send RDMA monitor {} event ({})\n",
-            kernel::str::BStr::from_bytes(&dev.name()),
-            what,
-            e.to_errno()
-        );
-        return Err(e);
-    }
-    Ok(())
 }

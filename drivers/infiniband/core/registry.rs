@@ -12,12 +12,16 @@
 //!   registration order;
 //! - a client that unregisters is removed from every device.
 //!
+//! A registered device's sysfs presence is kept here too, so that a rename moves it under the
+//! same lock that checks the new name.
+//!
 //! Client callbacks run with the registry locked: they must not register or unregister devices
 //! or clients.
 
 use crate::{
-    device::{DeviceRef, IbDevice},
+    ib_device::{DeviceRef, IbDevice},
     names::{self, Name},
+    sysfs::DeviceSysfs,
 };
 use core::{marker::PhantomPinned, ptr::NonNull};
 use kernel::{
@@ -69,6 +73,8 @@ struct Entry {
     name: Name,
     dev: Option<Arc<IbDevice>>,
     registered: bool,
+    /// The device's sysfs presence, from phase 2 until [`release`].
+    sysfs: Option<DeviceSysfs>,
 }
 
 /// Devices and clients.
@@ -158,6 +164,7 @@ pub(crate) fn reserve(template: &[u8]) -> Result<Reserved> {
         name,
         dev: None,
         registered: false,
+        sysfs: None,
     };
     reg.devices
         .insert_within_capacity(at, entry)
@@ -165,19 +172,24 @@ pub(crate) fn reserve(template: &[u8]) -> Result<Reserved> {
     Ok(Reserved { index, name })
 }
 
-/// Phase 2: the device becomes visible, and every client gets `add`, in registration order.
-pub(crate) fn enable(reserved: Reserved, dev: &Arc<IbDevice>) {
+/// Phase 2: the device becomes visible with its sysfs presence, every client gets `add`, in
+/// registration order, and then sysfs sends the `add` uevent (C's `enable_device_and_get`, then
+/// `ib_device_notify_register`).
+pub(crate) fn enable(reserved: Reserved, dev: &Arc<IbDevice>, sysfs: DeviceSysfs) {
     let index = reserved.index;
     core::mem::forget(reserved);
     let mut reg = REGISTRY.lock();
     let reg = &mut *reg;
-    if let Some(e) = reg.devices.iter_mut().find(|e| e.index == index) {
-        e.dev = Some(dev.clone());
-        e.registered = true;
-    }
+    let Some(e) = reg.devices.iter_mut().find(|e| e.index == index) else {
+        return;
+    };
+    e.dev = Some(dev.clone());
+    e.registered = true;
     for c in reg.clients.iter() {
         c.get().attach(dev);
     }
+    sysfs.announce();
+    e.sysfs = Some(sysfs);
 }
 
 /// Hides a device and removes it from every client, latest client first.
@@ -193,8 +205,16 @@ pub(crate) fn disable(dev: &IbDevice) {
     }
 }
 
-/// Frees a device's name and index.
+/// Removes a device's sysfs presence (outside the lock: removal waits for running `show` and
+/// `store` callbacks), then frees its name and index.
 pub(crate) fn release(index: u32) {
+    let sysfs = REGISTRY
+        .lock()
+        .devices
+        .iter_mut()
+        .find(|e| e.index == index)
+        .and_then(|e| e.sysfs.take());
+    drop(sysfs);
     let mut reg = REGISTRY.lock();
     if let Some(k) = reg.devices.iter().position(|e| e.index == index) {
         let _ = reg.devices.remove(k);
@@ -241,28 +261,33 @@ pub fn devices() -> Result<KVec<DeviceRef>> {
     Ok(v)
 }
 
-/// Renames a registered device, with C's `ib_device_rename` rules: the same name is a no-op,
-/// a name in use is `EEXIST`; sysfs follows, and a MONITOR event tells listeners.
-pub fn rename(dev: &IbDevice, new: &[u8]) -> Result {
+/// Renames a registered device, with C's `ib_device_rename` rules: the same name is a no-op
+/// (`false`), a name in use is `EEXIST`; sysfs follows. Returns whether the name changed.
+pub(crate) fn rename(dev: &IbDevice, new: &[u8]) -> Result<bool> {
     let name = Name::new(new)?;
     let mut reg = REGISTRY.lock();
     let Some(k) = reg.devices.iter().position(|e| e.index == dev.index()) else {
         return Err(ENODEV);
     };
     if reg.devices[k].name == name {
-        return Ok(());
+        return Ok(false);
     }
     if reg.devices.iter().any(|e| e.name == name) {
         return Err(EEXIST);
     }
-    if let Some(s) = dev.sysfs.lock().as_ref() {
+    if let Some(s) = reg.devices[k].sysfs.as_ref() {
         s.rename(&name)?;
     }
     reg.devices[k].name = name;
     dev.set_name(name);
-    drop(reg);
-    crate::monitor::device_event(dev, crate::monitor::Event::Rename);
-    Ok(())
+    Ok(true)
+}
+
+/// Calls `f` with the sysfs presence of the device with `index` (KUnit checks).
+#[cfg(CONFIG_KUNIT = "y")]
+pub(crate) fn with_sysfs<R>(index: u32, f: impl FnOnce(Option<&DeviceSysfs>) -> R) -> R {
+    let reg = REGISTRY.lock();
+    f(reg.entry(index).and_then(|e| e.sysfs.as_ref()))
 }
 
 /// A client's registration: attached to every registered device while it lives.
@@ -365,33 +390,12 @@ impl<C: Client + 'static> Attached for ClientRegistration<C> {
 #[kernel::macros::kunit_tests(rdma_rs_ib_registry)]
 mod tests {
     use super::*;
-    use crate::{
-        attrs::{DeviceAttr, NodeType, PortAttr, PortImmutable},
-        device::{DeviceInfo, DeviceOps, Registration},
-    };
+    use crate::kunit_fake::register;
     use kernel::{
         owned_workqueue::{Flags, OwnedQueue},
         sync::Arc,
         workqueue::Queue,
     };
-
-    /// A software device with nothing but its ports.
-    struct Soft;
-
-    #[vtable]
-    impl DeviceOps for Soft {
-        fn query_device(&self) -> Result<DeviceAttr> {
-            Ok(DeviceAttr::default())
-        }
-
-        fn query_port(&self, _port: u32) -> Result<PortAttr> {
-            Ok(PortAttr::default())
-        }
-
-        fn get_port_immutable(&self, _port: u32) -> Result<PortImmutable> {
-            Ok(PortImmutable::default())
-        }
-    }
 
     /// A closure that can be called through a box.
     trait Job: Send {
@@ -451,19 +455,6 @@ mod tests {
             GFP_KERNEL,
         )?;
         q.enqueue(task).map_err(|_| EBUSY)
-    }
-
-    fn register(template: &[u8], ports: u32) -> Result<Registration> {
-        let info = DeviceInfo {
-            name: template,
-            node_type: NodeType::Ca,
-            node_guid: 0,
-            phys_port_cnt: ports,
-            node_desc: b"",
-            parent: None,
-            use_cq_dim: false,
-        };
-        Registration::new(info, Soft)
     }
 
     /// What a test client saw: (client tag, 'a' or 'r', device name).

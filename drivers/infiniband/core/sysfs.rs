@@ -25,12 +25,12 @@
 //! for an IB port in C), the driver's `ops.port_groups`, and network namespaces.
 
 use crate::{
-    attrs::{LinkLayer, NodeType, PortState},
-    core_module,
-    device::{IbDevice, NODE_DESC_MAX},
+    attrs::{LinkLayer, NodeType, PortState, NODE_DESC_MAX},
+    ib_device::IbDevice,
     names::Name,
 };
 use kernel::{
+    class,
     class_device::{AddUevent, ClassDevice},
     kobject_dir::{KObjectDir, SysfsDir},
     prelude::*,
@@ -345,11 +345,14 @@ fn port_dirs(ports_dir: &Arc<KObjectDir<()>>, dev: &Arc<IbDevice>, port: u32) ->
 }
 
 impl DeviceSysfs {
-    /// Creates the device's sysfs entries (called before the device becomes visible to
-    /// clients, as C's `device_add` in `ib_register_device`). The `add` uevent waits for
+    /// Creates the device's sysfs entries in `class` (called before the device becomes visible
+    /// to clients, as C's `device_add` in `ib_register_device`). The `add` uevent waits for
     /// [`DeviceSysfs::announce`].
-    pub(crate) fn new(dev: &Arc<IbDevice>) -> Result<Self> {
-        let class = core_module::class().ok_or(ENODEV)?;
+    ///
+    /// # Safety
+    ///
+    /// `class` stays registered until the returned value is dropped.
+    pub(crate) unsafe fn new(class: &class::Registration, dev: &Arc<IbDevice>) -> Result<Self> {
         let mut b = AttributeGroups::builder();
         b.group(None, &DEVICE_ATTRS)?;
         // The driver's own files (C's `groups[1] = ops.device_group`).
@@ -365,9 +368,8 @@ impl DeviceSysfs {
             b.group(None, &extra)?;
         }
         let name = dev.name();
-        // SAFETY: The class belongs to the loaded `ib_core`, which unloads only after every
-        // device has unregistered (drivers hold a reference on the module), and unregistration
-        // drops this `DeviceSysfs`, the only holder of the class device.
+        // SAFETY: `class` stays registered until this `DeviceSysfs`, the only holder of the class
+        // device, is dropped (the caller's contract).
         let class_dev = unsafe {
             ClassDevice::new(
                 class,
@@ -405,11 +407,7 @@ impl DeviceSysfs {
 #[kernel::macros::kunit_tests(rdma_rs_ib_sysfs)]
 mod tests {
     use super::*;
-    use crate::{
-        attrs::{DeviceAttr, Gid, PortAttr, PortImmutable, CORE_PORT_IBA_IB},
-        device::{DeviceInfo, DeviceOps, NodeDesc, Registration},
-        registry,
-    };
+    use crate::{attrs::Gid, device, kunit_fake, registry};
     use kernel::{bindings, page::PAGE_SIZE};
 
     /// What `f` writes into a fresh page.
@@ -471,60 +469,6 @@ mod tests {
         Ok(())
     }
 
-    /// A device with two ports: port 1 has a P_Key table, port 2 none; two GIDs each, the
-    /// second zero. Descriptions starting with `bad` are refused.
-    struct Fake;
-
-    #[vtable]
-    impl DeviceOps for Fake {
-        fn query_device(&self) -> Result<DeviceAttr> {
-            Ok(DeviceAttr {
-                sys_image_guid: 0x1122_3344_5566_7788,
-                ..DeviceAttr::default()
-            })
-        }
-
-        fn query_port(&self, port: u32) -> Result<PortAttr> {
-            Ok(PortAttr {
-                state: PortState::Active,
-                phys_state: 5,
-                lid: port * 0x10,
-                gid_tbl_len: 2,
-                pkey_tbl_len: u16::from(port == 1),
-                active_width: 2,
-                active_speed: 32,
-                ..PortAttr::default()
-            })
-        }
-
-        fn get_port_immutable(&self, port: u32) -> Result<PortImmutable> {
-            Ok(PortImmutable {
-                core_cap_flags: CORE_PORT_IBA_IB,
-                gid_tbl_len: 2,
-                pkey_tbl_len: u16::from(port == 1),
-                max_mad_size: 256,
-            })
-        }
-
-        fn query_gid(&self, _port: u32, index: u32) -> Result<Gid> {
-            Ok(match index {
-                0 => Gid::from_parts(0xfe80_0000_0000_0000, 0xabcd),
-                _ => Gid::default(),
-            })
-        }
-
-        fn query_pkey(&self, _port: u32, _index: u16) -> Result<u16> {
-            Ok(0xffff)
-        }
-
-        fn modify_node_desc(&self, desc: &NodeDesc) -> Result {
-            if desc.as_bytes().starts_with(b"bad") {
-                return Err(EPERM);
-            }
-            Ok(())
-        }
-    }
-
     /// Whether the path below the kernfs directory `dir` exists.
     fn exists(dir: *mut bindings::kernfs_node, path: &[&CStr]) -> bool {
         let mut kn = dir;
@@ -548,7 +492,7 @@ mod tests {
 
     /// Whether the `infiniband` class has a device called `name`.
     fn in_class(name: &CStr) -> bool {
-        let Some(class) = core_module::class() else {
+        let Some(class) = device::class() else {
             return false;
         };
         // SAFETY: The class is registered; the reference `class_find_device` takes is dropped.
@@ -569,27 +513,16 @@ mod tests {
 
     #[test]
     fn a_device_tree_follows_registration_and_rename() -> Result {
-        let reg = Registration::new(
-            DeviceInfo {
-                name: b"kunit_sysfs%d",
-                node_type: NodeType::Ca,
-                node_guid: 0x0002_c903_0000_0100,
-                phys_port_cnt: 2,
-                node_desc: b"kunit device",
-                parent: None,
-                use_cq_dim: false,
-            },
-            Fake,
-        )?;
+        // Port 1 has a P_Key table, port 2 none; two GIDs each, the second zero.
+        let reg = kunit_fake::register(b"kunit_sysfs%d", 2)?;
         let dev = reg.device().clone();
         let name = dev.name();
         assert!(in_class(name.as_c_str()));
-        let dir = {
-            let s = dev.sysfs.lock();
-            let s = s.as_ref().ok_or(ENODEV)?;
+        let dir = registry::with_sysfs(dev.index(), |s| {
+            let s = s.ok_or(ENODEV)?;
             // SAFETY: The class device is in sysfs while registered.
-            unsafe { (*s.dev.kobject()).sd }
-        };
+            Ok::<_, Error>(unsafe { (*s.dev.kobject()).sd })
+        })?;
         for f in [
             c"node_type",
             c"node_guid",
@@ -686,13 +619,13 @@ mod tests {
         drop((p1, p2, bad));
 
         // Rename moves the directory; unregistration removes it.
-        registry::rename(&dev, b"kunit_renamed")?;
+        device::rename(&dev, b"kunit_renamed")?;
         assert!(in_class(c"kunit_renamed"));
         assert!(!in_class(name.as_c_str()));
         assert!(exists(dir, &[c"ports", c"2", c"state"]));
         drop(reg);
         assert!(!in_class(c"kunit_renamed"));
-        assert!(dev.sysfs.lock().is_none());
+        assert!(registry::with_sysfs(dev.index(), |s| s.is_none()));
         Ok(())
     }
 }

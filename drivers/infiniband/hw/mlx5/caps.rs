@@ -3,27 +3,11 @@
 //! The device attributes of an mlx5 RDMA device, from the HCA's capability pages, as
 //! `mlx5_ib_query_device` computes them for a native InfiniBand function.
 
-use ib_core::attrs::DeviceAttr;
+use ib_core::attrs::{DeviceAttr, DeviceCap as Cap};
 use mlx5_core::{
     ifc::{AtomicCaps, GeneralCaps as GenCaps},
     interface::{FunctionInfo, HcaCaps},
 };
-
-/// `IB_DEVICE_*` capability bits mlx5 reports.
-mod cap {
-    pub(super) const BAD_PKEY_CNTR: u64 = 1 << 1;
-    pub(super) const BAD_QKEY_CNTR: u64 = 1 << 2;
-    pub(super) const AUTO_PATH_MIG: u64 = 1 << 4;
-    pub(super) const CHANGE_PHY_PORT: u64 = 1 << 5;
-    pub(super) const PORT_ACTIVE_EVENT: u64 = 1 << 10;
-    pub(super) const SYS_IMAGE_GUID: u64 = 1 << 11;
-    pub(super) const RC_RNR_NAK_GEN: u64 = 1 << 12;
-    pub(super) const MEM_WINDOW: u64 = 1 << 17;
-    pub(super) const UD_IP_CSUM: u64 = 1 << 18;
-    pub(super) const XRC: u64 = 1 << 20;
-    pub(super) const MEM_MGT_EXTENSIONS: u64 = 1 << 21;
-    pub(super) const MEM_WINDOW_TYPE_2B: u64 = 1 << 24;
-}
 
 /// Whether the function's ports are InfiniBand ports served through MAD_IFC (port type IB, no
 /// IB virtualization), the only kind this driver handles so far (C's `mlx5_use_mad_ifc`).
@@ -47,18 +31,18 @@ fn pow2(v: u64) -> u32 {
 pub(crate) fn device_attr(caps: &HcaCaps, info: &FunctionInfo) -> DeviceAttr {
     let c = GenCaps::from_bytes(&caps.general);
     let mut flags =
-        cap::CHANGE_PHY_PORT | cap::PORT_ACTIVE_EVENT | cap::SYS_IMAGE_GUID | cap::RC_RNR_NAK_GEN;
+        Cap::ChangePhyPort | Cap::PortActiveEvent | Cap::SysImageGuid | Cap::RcRnrNakGen;
     for (on, bit) in [
-        (c.pkv(), cap::BAD_PKEY_CNTR),
-        (c.qkv(), cap::BAD_QKEY_CNTR),
-        (c.apm(), cap::AUTO_PATH_MIG),
-        (c.xrc(), cap::XRC),
-        (c.imaicl(), cap::MEM_WINDOW | cap::MEM_WINDOW_TYPE_2B),
+        (c.pkv(), Cap::BadPkeyCntr.into()),
+        (c.qkv(), Cap::BadQkeyCntr.into()),
+        (c.apm(), Cap::AutoPathMig.into()),
+        (c.xrc(), Cap::Xrc.into()),
+        (c.imaicl(), Cap::MemWindow | Cap::MemWindowType2b),
         (
             u64::from(c.umr_modify_entity_size_disabled() == 0),
-            cap::MEM_MGT_EXTENSIONS,
+            Cap::MemMgtExtensions.into(),
         ),
-        (c.ipoib_basic_offloads(), cap::UD_IP_CSUM),
+        (c.ipoib_basic_offloads(), Cap::UdIpCsum.into()),
     ] {
         if on != 0 {
             flags |= bit;
@@ -149,7 +133,7 @@ mod tests {
         assert_eq!((a.max_qp, a.max_qp_wr), (1 << 18, 1 << 14));
         assert_eq!(a.max_cqe, (1 << 22) - 1);
         assert_eq!((a.max_send_sge, a.max_recv_sge), (30, 32));
-        assert_eq!(a.device_cap_flags, 0x1c20 | 0x2 | cap::MEM_MGT_EXTENSIONS);
+        assert_eq!(u64::from(a.device_cap_flags), 0x1c20 | 0x2 | (1 << 21));
         assert_eq!(a.page_size_cap, !0xfff);
         assert_eq!(a.vendor_part_id, 0x1017);
         assert_eq!(a.atomic_cap, 0);

@@ -125,6 +125,12 @@ fn reg_pages_show(_: &Mlx5IbDevice, _: u32, buf: &mut ShowBuffer<'_>) -> Result 
 
 #[vtable]
 impl DeviceOps for Mlx5IbDevice {
+    // No kernel verbs yet.
+    type Pd = ib_core::device::NoVerbs;
+    type Cq = ib_core::device::NoVerbs;
+    type Qp = ib_core::device::NoVerbs;
+    type Mr = ib_core::device::NoVerbs;
+
     const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
         Attribute::ro(c"hw_rev", hw_rev_show),
         Attribute::ro(c"hca_type", hca_type_show),

@@ -9,7 +9,7 @@ use kernel::prelude::*;
 /// One piece of local memory a work request reads or writes (`ib_sge`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Sge {
-    /// Device address (what [`crate::dma_buffer::DmaBuffer::dma_addr`] gives, plus an offset).
+    /// Device address (what `DmaBuffer::dma_addr` gives, plus an offset).
     pub addr: u64,
     /// Bytes.
     pub length: u32,

@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An RDMA device as the core, its clients, sysfs and netlink see it ([`IbDevice`]): what the
+//! driver reported at registration (attributes, port data, GID and P_Key caches), live port
+//! queries through the driver's operations, and the counted references ([`DeviceRef`]) that
+//! unregistration waits for. How a device registers is the `device` module's business.
+
+use crate::{
+    attrs::{DeviceAttr, FwVersion, Gid, LinkLayer, NodeDesc, NodeType, PortAttr, PortImmutable},
+    names::Name,
+    ops::DynOps,
+    restrack::Restrack,
+};
+use kernel::{
+    device::Device,
+    new_condvar, new_mutex,
+    prelude::*,
+    sync::{
+        aref::ARef,
+        atomic::{Atomic, Relaxed},
+        Arc, CondVar, Mutex,
+    },
+    sysfs_attrs::ShowBuffer,
+};
+
+/// What a driver says about its device when registering it.
+pub struct DeviceInfo<'a> {
+    /// Name or template (`mlx5_%d`: the lowest free number).
+    pub name: &'a [u8],
+    /// Node type.
+    pub node_type: NodeType,
+    /// Node GUID, as the number it prints as.
+    pub node_guid: u64,
+    /// Number of physical ports (ports count from 1).
+    pub phys_port_cnt: u32,
+    /// Initial node description.
+    pub node_desc: &'a [u8],
+    /// The device the RDMA device sits on (its sysfs parent), if any.
+    pub parent: Option<ARef<Device>>,
+    /// Whether kernel CQs start with adaptive interrupt moderation (C's `use_cq_dim`, which
+    /// mlx5 sets; netlink can change it later).
+    pub use_cq_dim: bool,
+}
+
+/// What the core keeps per port: the immutable data and the caches C fills at registration.
+pub struct PortData {
+    immutable: PortImmutable,
+    link_layer: LinkLayer,
+    gids: KVec<Gid>,
+    pkeys: KVec<u16>,
+}
+
+/// Who holds a [`DeviceRef`], and whether new ones may be taken.
+struct Users {
+    count: u32,
+    closed: bool,
+}
+
+/// An RDMA device as the core, its clients, sysfs and netlink see it.
+#[pin_data]
+pub struct IbDevice {
+    index: u32,
+    #[pin]
+    name: Mutex<Name>,
+    node_type: NodeType,
+    node_guid: u64,
+    #[pin]
+    node_desc: Mutex<NodeDesc>,
+    attr: DeviceAttr,
+    fw_version: FwVersion,
+    ports: KVec<PortData>,
+    kverbs_provider: bool,
+    /// Whether kernel CQs use adaptive interrupt moderation (C's `use_cq_dim`).
+    use_cq_dim: Atomic<bool>,
+    parent: Option<ARef<Device>>,
+    #[pin]
+    users: Mutex<Users>,
+    #[pin]
+    users_gone: CondVar,
+    ops: KBox<dyn DynOps>,
+    restrack: Restrack,
+}
+
+impl IbDevice {
+    /// The device the core keeps for a driver's registration: what the driver reported at
+    /// registration and its operations. (Not generic over the driver: lock class keys made in a
+    /// generic function would be shared by every driver's instance under different names, which
+    /// lockdep reports.)
+    #[expect(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        info: DeviceInfo<'_>,
+        index: u32,
+        name: Name,
+        attr: DeviceAttr,
+        fw_version: FwVersion,
+        ports: KVec<PortData>,
+        ops: KBox<dyn DynOps>,
+        kverbs_provider: bool,
+    ) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            try_pin_init!(IbDevice {
+                index,
+                name <- new_mutex!(name),
+                node_type: info.node_type,
+                node_guid: info.node_guid,
+                node_desc <- new_mutex!(NodeDesc::from_bytes(info.node_desc)),
+                attr,
+                fw_version,
+                ports,
+                kverbs_provider,
+                use_cq_dim: Atomic::new(info.use_cq_dim),
+                parent: info.parent,
+                users <- new_mutex!(Users { count: 0, closed: false }),
+                users_gone <- new_condvar!(),
+                ops,
+                restrack: Restrack::new(),
+            }? Error),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The device index (stable while registered; netlink's `DEV_INDEX`).
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// The device's current name.
+    pub fn name(&self) -> Name {
+        *self.name.lock()
+    }
+
+    pub(crate) fn set_name(&self, name: Name) {
+        *self.name.lock() = name;
+    }
+
+    /// Node type.
+    pub fn node_type(&self) -> NodeType {
+        self.node_type
+    }
+
+    /// Node GUID, as the number it prints as.
+    pub fn node_guid(&self) -> u64 {
+        self.node_guid
+    }
+
+    /// The attributes `query_device` gave at registration.
+    pub fn attr(&self) -> &DeviceAttr {
+        &self.attr
+    }
+
+    /// Firmware version string (empty when the driver has none).
+    pub fn fw_version(&self) -> &FwVersion {
+        &self.fw_version
+    }
+
+    /// Current node description.
+    pub fn node_desc(&self) -> NodeDesc {
+        *self.node_desc.lock()
+    }
+
+    /// Sets the node description through the driver (`EOPNOTSUPP` if it cannot).
+    pub fn set_node_desc(&self, desc: &[u8]) -> Result {
+        let desc = NodeDesc::from_bytes(desc);
+        let mut cur = self.node_desc.lock();
+        self.ops.modify_node_desc(&desc)?;
+        *cur = desc;
+        Ok(())
+    }
+
+    /// Name, mode and writability of the driver's device attribute `i` (C's `device_group`).
+    pub(crate) fn driver_attr(&self, i: usize) -> Option<(&'static CStr, u16, bool)> {
+        self.ops.device_attr(i)
+    }
+
+    /// Reads the driver's device attribute `i`.
+    pub(crate) fn driver_attr_show(&self, i: u32, buf: &mut ShowBuffer<'_>) -> Result {
+        self.ops.device_attr_show(i, buf)
+    }
+
+    /// Writes the driver's device attribute `i`.
+    pub(crate) fn driver_attr_store(&self, i: u32, data: &[u8]) -> Result {
+        self.ops.device_attr_store(i, data)
+    }
+
+    /// Number of ports; they count from 1.
+    pub fn port_count(&self) -> u32 {
+        self.ports.len() as u32
+    }
+
+    fn port(&self, port: u32) -> Option<&PortData> {
+        self.ports.get(usize::try_from(port).ok()?.checked_sub(1)?)
+    }
+
+    /// Whether `port` exists.
+    pub fn is_valid_port(&self, port: u32) -> bool {
+        self.port(port).is_some()
+    }
+
+    /// The immutable data of `port`.
+    pub fn port_immutable(&self, port: u32) -> Option<&PortImmutable> {
+        self.port(port).map(|p| &p.immutable)
+    }
+
+    /// `port`'s current attributes, from the driver (`EINVAL` for a port that does not exist).
+    pub fn query_port(&self, port: u32) -> Result<PortAttr> {
+        if !self.is_valid_port(port) {
+            return Err(EINVAL);
+        }
+        self.ops.query_port(port)
+    }
+
+    /// Link layer of `port`.
+    pub fn link_layer(&self, port: u32) -> Option<LinkLayer> {
+        self.port(port).map(|p| p.link_layer)
+    }
+
+    /// GID `index` of `port`, from the cache filled at registration.
+    pub fn cached_gid(&self, port: u32, index: u32) -> Option<Gid> {
+        self.port(port)?
+            .gids
+            .get(usize::try_from(index).ok()?)
+            .copied()
+    }
+
+    /// P_Key `index` of `port`, from the cache filled at registration.
+    pub fn cached_pkey(&self, port: u32, index: u32) -> Option<u16> {
+        self.port(port)?
+            .pkeys
+            .get(usize::try_from(index).ok()?)
+            .copied()
+    }
+
+    /// Whether the device serves kernel verbs (it has every verb C requires for that).
+    pub fn kverbs_provider(&self) -> bool {
+        self.kverbs_provider
+    }
+
+    /// Whether kernel CQs use adaptive interrupt moderation (netlink's `DEV_DIM`).
+    pub fn use_cq_dim(&self) -> bool {
+        self.use_cq_dim.load(Relaxed)
+    }
+
+    /// Turns adaptive interrupt moderation on (1) or off (0) (C's `ib_device_set_dim`:
+    /// `EINVAL` for other values).
+    pub fn set_use_cq_dim(&self, use_dim: u8) -> Result {
+        if use_dim > 1 {
+            return Err(EINVAL);
+        }
+        self.use_cq_dim.store(use_dim == 1, Relaxed);
+        Ok(())
+    }
+
+    /// The device the RDMA device sits on, if any.
+    pub fn parent(&self) -> Option<&Device> {
+        self.parent.as_deref()
+    }
+
+    /// The driver's operations.
+    pub(crate) fn ops(&self) -> &dyn DynOps {
+        &*self.ops
+    }
+
+    /// Live verbs objects per type (what `RES_GET` reports).
+    pub fn restrack(&self) -> &Restrack {
+        &self.restrack
+    }
+
+    /// A counted reference, unless the device is being unregistered.
+    pub fn try_get(self: &Arc<Self>) -> Option<DeviceRef> {
+        let mut u = self.users.lock();
+        if u.closed {
+            return None;
+        }
+        u.count += 1;
+        Some(DeviceRef(self.clone()))
+    }
+
+    /// Refuses new references and waits until every [`DeviceRef`] is dropped.
+    pub(crate) fn close_and_wait(&self) {
+        let mut u = self.users.lock();
+        u.closed = true;
+        while u.count > 0 {
+            self.users_gone.wait(&mut u);
+        }
+    }
+}
+
+/// A counted reference to a registered device. Unregistration waits until every one of them is
+/// dropped, so hold it only for the duration of an operation.
+pub struct DeviceRef(Arc<IbDevice>);
+
+impl DeviceRef {
+    /// The shared device.
+    pub fn arc(&self) -> &Arc<IbDevice> {
+        &self.0
+    }
+}
+
+impl core::ops::Deref for DeviceRef {
+    type Target = IbDevice;
+
+    fn deref(&self) -> &IbDevice {
+        &self.0
+    }
+}
+
+impl Drop for DeviceRef {
+    fn drop(&mut self) {
+        let mut u = self.0.users.lock();
+        u.count -= 1;
+        if u.count == 0 {
+            self.0.users_gone.notify_all();
+        }
+    }
+}
+
+/// Reads what registration caches from the driver: port data (immutable, link layer, GIDs on
+/// non-RoCE ports, P_Keys), in C's order (`setup_port_data`, then `ib_cache_setup_one`).
+pub(crate) fn read_ports(ops: &dyn DynOps, immutables: &[PortImmutable]) -> Result<KVec<PortData>> {
+    let mut ports = KVec::with_capacity(immutables.len(), GFP_KERNEL)?;
+    for (i, imm) in immutables.iter().enumerate() {
+        let port = i as u32 + 1;
+        let link_layer = ops.link_layer(port);
+        // The cache update starts with a port query, as C's `ib_cache_update`.
+        ops.query_port(port)?;
+        let mut gids = KVec::new();
+        if link_layer != LinkLayer::Ethernet {
+            for index in 0..imm.gid_tbl_len {
+                match ops.query_gid(port, index) {
+                    Some(g) => gids.push(g?, GFP_KERNEL)?,
+                    None => break,
+                }
+            }
+        }
+        let mut pkeys = KVec::with_capacity(usize::from(imm.pkey_tbl_len), GFP_KERNEL)?;
+        for index in 0..imm.pkey_tbl_len {
+            pkeys.push(ops.query_pkey(port, index)?, GFP_KERNEL)?;
+        }
+        ports.push(
+            PortData {
+                immutable: *imm,
+                link_layer,
+                gids,
+                pkeys,
+            },
+            GFP_KERNEL,
+        )?;
+    }
+    Ok(ports)
+}

@@ -1,0 +1,505 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What an RDMA driver implements ([`DeviceOps`]) and how the core calls it: with the driver's
+//! type erased once per device (`DynOps`) and once per verbs object (the core keeps each PD, CQ,
+//! QP and MR as a boxed `Typed<T, T::Qp>` etc., so a post or a poll is one indirect call into
+//! the driver, which gets its own object type back).
+
+use crate::{
+    attrs::{DeviceAttr, FwVersion, Gid, LinkLayer, NodeDesc, PortAttr, PortImmutable},
+    verbs_types::{
+        AccessFlags, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver,
+    },
+    wr::{PostError, RecvWr, SendWr, WorkCompletion},
+};
+use core::{any::Any, mem::ManuallyDrop};
+use kernel::{
+    error::VTABLE_DEFAULT_ERROR,
+    prelude::*,
+    sync::Arc,
+    sysfs_attrs::{Attribute, ShowBuffer},
+};
+
+/// The driver's side of a buffer: memory at a device address. The core checks every range
+/// before calling `read` or `write`.
+pub trait DmaMemory: Send + Sync {
+    /// The address the device uses for byte 0.
+    fn dma_addr(&self) -> u64;
+
+    /// Size in bytes.
+    fn len(&self) -> usize;
+
+    /// Whether the buffer has no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Copies `out.len()` bytes at `offset` out of the buffer.
+    fn read(&self, offset: usize, out: &mut [u8]) -> Result;
+
+    /// Copies `data` into the buffer at `offset`.
+    fn write(&self, offset: usize, data: &[u8]) -> Result;
+}
+
+/// What an RDMA driver implements for its device (C's `ib_device_ops`).
+///
+/// `query_device`, `query_port` and `get_port_immutable` are mandatory, as in C. The others are
+/// optional; a device lacking any of the verbs C lists as mandatory for kernel verbs still
+/// registers, but is not a kernel verbs provider.
+///
+/// Each verbs object's driver state has the driver's own type (`Self::Pd`, `Self::Cq`,
+/// `Self::Qp`, `Self::Mr`): the driver makes it in the creating verb, gets it back by reference
+/// in every later verb on the object (and the states of the objects it uses, such as a QP's PD
+/// and CQs) and by value in the destroying verb, which the core calls once nothing uses the
+/// object any more. A driver without kernel verbs names [`NoVerbs`] for all four.
+#[vtable]
+pub trait DeviceOps: Send + Sync + 'static {
+    /// The driver's state of a protection domain ([`NoVerbs`] for a driver without verbs).
+    type Pd: Send + Sync + 'static;
+
+    /// The driver's state of a completion queue.
+    type Cq: Send + Sync + 'static;
+
+    /// The driver's state of a queue pair.
+    type Qp: Send + Sync + 'static;
+
+    /// The driver's state of a memory region.
+    type Mr: Send + Sync + 'static;
+
+    /// The device's attributes; called once, at registration.
+    fn query_device(&self) -> Result<DeviceAttr>;
+
+    /// A port's current attributes (`port` counts from 1).
+    fn query_port(&self, port: u32) -> Result<PortAttr>;
+
+    /// A port's immutable data; called once per port, at registration.
+    fn get_port_immutable(&self, port: u32) -> Result<PortImmutable>;
+
+    /// GID `index` of `port` (skipped when absent, as in C).
+    fn query_gid(&self, _port: u32, _index: u32) -> Result<Gid> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// P_Key `index` of `port` (needed when the port has a P_Key table).
+    fn query_pkey(&self, _port: u32, _index: u16) -> Result<u16> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The firmware version as users see it (`fw_ver`); empty when absent.
+    fn fw_version(&self) -> FwVersion {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The link layer of `port`; InfiniBand when absent, as C's `rdma_port_get_link_layer`
+    /// for a CA.
+    fn get_link_layer(&self, _port: u32) -> LinkLayer {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Sets the node description (C's `modify_device` with `IB_DEVICE_MODIFY_NODE_DESC`); the
+    /// core keeps the new text once the driver accepts it. `EOPNOTSUPP` when absent.
+    fn modify_node_desc(&self, _desc: &NodeDesc) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Files the driver adds to the device's sysfs directory (C's `ops.device_group`, e.g.
+    /// mlx5's `hw_rev`); their callbacks get the driver's data and the file's position here.
+    const DEVICE_ATTRS: &'static [Attribute<Self>] = &[];
+
+    /// Allocates a protection domain.
+    fn alloc_pd(&self) -> Result<Self::Pd> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Frees a protection domain (nothing uses it any more).
+    fn dealloc_pd(&self, _pd: Self::Pd) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates a completion queue; completion events go to `notifier`.
+    fn create_cq(&self, _init: &CqInit, _notifier: &CqNotifier) -> Result<Self::Cq> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys a completion queue (no QP uses it any more).
+    fn destroy_cq(&self, _cq: Self::Cq) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Arms a completion queue for one completion event.
+    fn req_notify_cq(&self, _cq: &Self::Cq, _solicited: bool) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates a queue pair in `pd`, with the CQs `init` names (both of this device).
+    fn create_qp(
+        &self,
+        _pd: &Self::Pd,
+        _init: &QpInitDriver<'_, Self::Cq>,
+    ) -> Result<NewQp<Self::Qp>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Applies a modify the core has checked against the QP state machine.
+    fn modify_qp(&self, _qp: &Self::Qp, _attr: &QpAttr, _mask: QpAttrMask) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The QP's attributes.
+    fn query_qp(&self, _qp: &Self::Qp) -> Result<QpAttr> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys a queue pair.
+    fn destroy_qp(&self, _qp: Self::Qp) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The DMA memory region of `pd` with `access` rights.
+    fn get_dma_mr(&self, _pd: &Self::Pd, _access: AccessFlags) -> Result<NewMr<Self::Mr>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Deregisters a memory region.
+    fn dereg_mr(&self, _mr: Self::Mr) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Queues send work requests on a QP, in order; stops at the first it cannot queue.
+    fn post_send(&self, _qp: &Self::Qp, _wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Queues receive work requests on a QP, in order; stops at the first it cannot queue.
+    fn post_recv(&self, _qp: &Self::Qp, _wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Moves up to `wc.len()` completions of a CQ into `wc`, oldest first; returns how many.
+    fn poll_cq(&self, _cq: &Self::Cq, _wc: &mut [WorkCompletion]) -> Result<usize> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Allocates `len` bytes of memory the device can reach, for consumers' work requests
+    /// (the core hands it to consumers as a `DmaBuffer`).
+    fn alloc_dma_buffer(&self, _len: usize) -> Result<KBox<dyn DmaMemory>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+}
+
+/// The driver state of verbs objects a driver without kernel verbs never makes: naming it for
+/// [`DeviceOps::Pd`], [`DeviceOps::Cq`], [`DeviceOps::Qp`] and [`DeviceOps::Mr`] says so (no
+/// value of it exists).
+#[derive(Debug)]
+pub enum NoVerbs {}
+
+/// Whether a driver has every verb C requires of a kernel verbs provider
+/// (`ib_device_check_mandatory`), except `reg_user_mr` (there are no user verbs yet) and with
+/// [`DeviceOps::alloc_dma_buffer`] (how Rust consumers get memory for work requests).
+pub(crate) fn is_kverbs_provider<T: DeviceOps>() -> bool {
+    T::HAS_ALLOC_PD
+        && T::HAS_DEALLOC_PD
+        && T::HAS_CREATE_QP
+        && T::HAS_MODIFY_QP
+        && T::HAS_DESTROY_QP
+        && T::HAS_POST_SEND
+        && T::HAS_POST_RECV
+        && T::HAS_CREATE_CQ
+        && T::HAS_DESTROY_CQ
+        && T::HAS_POLL_CQ
+        && T::HAS_REQ_NOTIFY_CQ
+        && T::HAS_GET_DMA_MR
+        && T::HAS_DEREG_MR
+        && T::HAS_ALLOC_DMA_BUFFER
+}
+
+/// `$call` if the driver has the verb (`$has`), else `EOPNOTSUPP` (in the verb's error type).
+/// `$has` is a constant: the test costs nothing.
+macro_rules! optional_op {
+    ($has:expr, $call:expr) => {
+        if $has {
+            $call
+        } else {
+            Err(EOPNOTSUPP.into())
+        }
+    };
+}
+
+/// The operations the core calls on a registered device, with the driver's type erased once
+/// per device.
+pub(crate) trait DynOps: Send + Sync {
+    /// A new PD (`DeviceOps::alloc_pd`).
+    fn alloc_pd(&self) -> Result<KBox<dyn PdObject>>;
+    /// A new CQ (`DeviceOps::create_cq`).
+    fn create_cq(&self, init: &CqInit, notifier: &CqNotifier) -> Result<KBox<dyn CqObject>>;
+    /// A new DMA buffer (`DeviceOps::alloc_dma_buffer`).
+    fn alloc_dma_buffer(&self, len: usize) -> Result<KBox<dyn DmaMemory>>;
+    /// `DeviceOps::query_port`.
+    fn query_port(&self, port: u32) -> Result<PortAttr>;
+    /// `DeviceOps::query_gid`, `None` when the driver has none.
+    fn query_gid(&self, port: u32, index: u32) -> Option<Result<Gid>>;
+    /// `DeviceOps::query_pkey` (`EOPNOTSUPP` when absent).
+    fn query_pkey(&self, port: u32, index: u16) -> Result<u16>;
+    /// `DeviceOps::fw_version` (empty when absent).
+    fn fw_version(&self) -> FwVersion;
+    /// `DeviceOps::get_link_layer` (InfiniBand when absent).
+    fn link_layer(&self, port: u32) -> LinkLayer;
+    /// `DeviceOps::modify_node_desc` (`EOPNOTSUPP` when absent).
+    fn modify_node_desc(&self, desc: &NodeDesc) -> Result;
+    /// Name, mode and writability of the driver's sysfs attribute `i`.
+    fn device_attr(&self, i: usize) -> Option<(&'static CStr, u16, bool)>;
+    /// Reads the driver's sysfs attribute `i`.
+    fn device_attr_show(&self, i: u32, buf: &mut ShowBuffer<'_>) -> Result;
+    /// Writes the driver's sysfs attribute `i`.
+    fn device_attr_store(&self, i: u32, data: &[u8]) -> Result;
+}
+
+/// A driver's operations as the core keeps them: shared with every object the device makes.
+pub(crate) struct DeviceImpl<T>(Arc<T>);
+
+impl<T: DeviceOps> DeviceImpl<T> {
+    /// The driver's operations, type-erased.
+    pub(crate) fn erase(ops: Arc<T>) -> Result<KBox<dyn DynOps>> {
+        Ok(KBox::new(Self(ops), GFP_KERNEL)?)
+    }
+}
+
+/// A protection domain's driver state, with the driver's type erased once.
+pub(crate) trait PdObject: Send + Sync {
+    /// Creates a QP in this PD with `init`'s CQs, which must be CQs of this PD's device.
+    fn create_qp(&self, init: &QpInitDriver<'_, dyn CqObject>)
+        -> Result<NewQp<KBox<dyn QpObject>>>;
+    /// The PD's DMA memory region.
+    fn get_dma_mr(&self, access: AccessFlags) -> Result<NewMr<KBox<dyn MrObject>>>;
+}
+
+/// A completion queue's driver state, with the driver's type erased once.
+pub(crate) trait CqObject: Send + Sync {
+    /// `DeviceOps::req_notify_cq`.
+    fn req_notify(&self, solicited: bool) -> Result;
+    /// `DeviceOps::poll_cq`.
+    fn poll(&self, wc: &mut [WorkCompletion]) -> Result<usize>;
+    /// The object as `Any`, for QP creation to find the driver's CQ state.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A queue pair's driver state, with the driver's type erased once: each verb on it is one
+/// indirect call into the driver's code.
+pub(crate) trait QpObject: Send + Sync {
+    /// `DeviceOps::modify_qp`.
+    fn modify(&self, attr: &QpAttr, mask: QpAttrMask) -> Result;
+    /// `DeviceOps::query_qp`.
+    fn query(&self) -> Result<QpAttr>;
+    /// `DeviceOps::post_send`.
+    fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError>;
+    /// `DeviceOps::post_recv`.
+    fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
+}
+
+/// A memory region's driver state, with the driver's type erased once (it is only dropped).
+pub(crate) trait MrObject: Send + Sync {}
+
+/// One verbs object of driver `T`: the driver's state `O` and the driver's operations. Dropping
+/// it gives the state back to the driver's destroying verb.
+struct Typed<T: DeviceOps, O: Send + Sync + 'static> {
+    ops: Arc<T>,
+    obj: ManuallyDrop<O>,
+    /// The destroying verb (`EOPNOTSUPP` when the driver lacks it) and its name for the log.
+    destroy: fn(&T, O) -> Result,
+    what: &'static str,
+    /// The QP number, for the log.
+    num: Option<u32>,
+}
+
+impl<T: DeviceOps, O: Send + Sync + 'static> Typed<T, O> {
+    fn new(ops: Arc<T>, obj: O, destroy: fn(&T, O) -> Result, what: &'static str) -> Self {
+        Self {
+            ops,
+            obj: ManuallyDrop::new(obj),
+            destroy,
+            what,
+            num: None,
+        }
+    }
+}
+
+impl<T: DeviceOps, O: Send + Sync + 'static> Drop for Typed<T, O> {
+    fn drop(&mut self) {
+        // SAFETY: `obj` is not used again: this is the object's destructor.
+        let obj = unsafe { ManuallyDrop::take(&mut self.obj) };
+        if let Err(e) = (self.destroy)(&self.ops, obj) {
+            match self.num {
+                Some(n) => pr_warn!("{} {:#x} failed: err {}\n", self.what, n, e.to_errno()),
+                None => pr_warn!("{} failed: err {}\n", self.what, e.to_errno()),
+            }
+        }
+    }
+}
+
+fn dealloc_pd<T: DeviceOps>(ops: &T, pd: T::Pd) -> Result {
+    optional_op!(T::HAS_DEALLOC_PD, T::dealloc_pd(ops, pd))
+}
+
+fn destroy_cq<T: DeviceOps>(ops: &T, cq: T::Cq) -> Result {
+    optional_op!(T::HAS_DESTROY_CQ, T::destroy_cq(ops, cq))
+}
+
+fn destroy_qp<T: DeviceOps>(ops: &T, qp: T::Qp) -> Result {
+    optional_op!(T::HAS_DESTROY_QP, T::destroy_qp(ops, qp))
+}
+
+fn dereg_mr<T: DeviceOps>(ops: &T, mr: T::Mr) -> Result {
+    optional_op!(T::HAS_DEREG_MR, T::dereg_mr(ops, mr))
+}
+
+/// The driver state of `cq`, a CQ of a device whose driver is `T`. The core only asks for CQs
+/// of the device the QP is created on, whose objects are all `T`'s: the check cannot fail
+/// (`EINVAL` if the core broke that rule).
+fn driver_cq<T: DeviceOps>(cq: &dyn CqObject) -> Result<&T::Cq> {
+    cq.as_any()
+        .downcast_ref::<Typed<T, T::Cq>>()
+        .map(|c| &*c.obj)
+        .ok_or(EINVAL)
+}
+
+impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
+    fn create_qp(
+        &self,
+        init: &QpInitDriver<'_, dyn CqObject>,
+    ) -> Result<NewQp<KBox<dyn QpObject>>> {
+        let typed = QpInitDriver {
+            qp_type: init.qp_type,
+            send_cq: driver_cq::<T>(init.send_cq)?,
+            recv_cq: driver_cq::<T>(init.recv_cq)?,
+            cap: init.cap,
+            sq_sig_all: init.sq_sig_all,
+        };
+        let new = optional_op!(T::HAS_CREATE_QP, T::create_qp(&self.ops, &self.obj, &typed))?;
+        let mut qp = Typed::new(self.ops.clone(), new.qp, destroy_qp::<T>, "destroy_qp");
+        qp.num = Some(new.qp_num);
+        // On failure the QP is dropped, which gives it back to the driver.
+        Ok(NewQp {
+            qp: KBox::new(qp, GFP_KERNEL)?,
+            qp_num: new.qp_num,
+        })
+    }
+
+    fn get_dma_mr(&self, access: AccessFlags) -> Result<NewMr<KBox<dyn MrObject>>> {
+        let new = optional_op!(
+            T::HAS_GET_DMA_MR,
+            T::get_dma_mr(&self.ops, &self.obj, access)
+        )?;
+        let mr = Typed::new(self.ops.clone(), new.mr, dereg_mr::<T>, "dereg_mr");
+        Ok(NewMr {
+            mr: KBox::new(mr, GFP_KERNEL)?,
+            lkey: new.lkey,
+            rkey: new.rkey,
+        })
+    }
+}
+
+impl<T: DeviceOps> CqObject for Typed<T, T::Cq> {
+    fn req_notify(&self, solicited: bool) -> Result {
+        optional_op!(
+            T::HAS_REQ_NOTIFY_CQ,
+            T::req_notify_cq(&self.ops, &self.obj, solicited)
+        )
+    }
+
+    fn poll(&self, wc: &mut [WorkCompletion]) -> Result<usize> {
+        optional_op!(T::HAS_POLL_CQ, T::poll_cq(&self.ops, &self.obj, wc))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl<T: DeviceOps> QpObject for Typed<T, T::Qp> {
+    fn modify(&self, attr: &QpAttr, mask: QpAttrMask) -> Result {
+        optional_op!(
+            T::HAS_MODIFY_QP,
+            T::modify_qp(&self.ops, &self.obj, attr, mask)
+        )
+    }
+
+    fn query(&self) -> Result<QpAttr> {
+        optional_op!(T::HAS_QUERY_QP, T::query_qp(&self.ops, &self.obj))
+    }
+
+    fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        optional_op!(T::HAS_POST_SEND, T::post_send(&self.ops, &self.obj, wrs))
+    }
+
+    fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        optional_op!(T::HAS_POST_RECV, T::post_recv(&self.ops, &self.obj, wrs))
+    }
+}
+
+impl<T: DeviceOps> MrObject for Typed<T, T::Mr> {}
+
+impl<T: DeviceOps> DynOps for DeviceImpl<T> {
+    fn alloc_pd(&self) -> Result<KBox<dyn PdObject>> {
+        let pd = optional_op!(T::HAS_ALLOC_PD, T::alloc_pd(&self.0))?;
+        let pd = Typed::new(self.0.clone(), pd, dealloc_pd::<T>, "dealloc_pd");
+        Ok(KBox::new(pd, GFP_KERNEL)?)
+    }
+
+    fn create_cq(&self, init: &CqInit, notifier: &CqNotifier) -> Result<KBox<dyn CqObject>> {
+        let cq = optional_op!(T::HAS_CREATE_CQ, T::create_cq(&self.0, init, notifier))?;
+        let cq = Typed::new(self.0.clone(), cq, destroy_cq::<T>, "destroy_cq");
+        Ok(KBox::new(cq, GFP_KERNEL)?)
+    }
+
+    fn alloc_dma_buffer(&self, len: usize) -> Result<KBox<dyn DmaMemory>> {
+        optional_op!(T::HAS_ALLOC_DMA_BUFFER, T::alloc_dma_buffer(&self.0, len))
+    }
+
+    fn query_port(&self, port: u32) -> Result<PortAttr> {
+        T::query_port(&self.0, port)
+    }
+
+    fn query_gid(&self, port: u32, index: u32) -> Option<Result<Gid>> {
+        T::HAS_QUERY_GID.then(|| T::query_gid(&self.0, port, index))
+    }
+
+    fn query_pkey(&self, port: u32, index: u16) -> Result<u16> {
+        optional_op!(T::HAS_QUERY_PKEY, T::query_pkey(&self.0, port, index))
+    }
+
+    fn fw_version(&self) -> FwVersion {
+        if T::HAS_FW_VERSION {
+            T::fw_version(&self.0)
+        } else {
+            FwVersion::new()
+        }
+    }
+
+    fn link_layer(&self, port: u32) -> LinkLayer {
+        if T::HAS_GET_LINK_LAYER {
+            T::get_link_layer(&self.0, port)
+        } else {
+            LinkLayer::Infiniband
+        }
+    }
+
+    fn modify_node_desc(&self, desc: &NodeDesc) -> Result {
+        optional_op!(T::HAS_MODIFY_NODE_DESC, T::modify_node_desc(&self.0, desc))
+    }
+
+    fn device_attr(&self, i: usize) -> Option<(&'static CStr, u16, bool)> {
+        T::DEVICE_ATTRS
+            .get(i)
+            .map(|a| (a.name(), a.mode(), a.has_store()))
+    }
+
+    fn device_attr_show(&self, i: u32, buf: &mut ShowBuffer<'_>) -> Result {
+        let a = T::DEVICE_ATTRS.get(i as usize).ok_or(EIO)?;
+        a.show(&self.0, i, buf)
+    }
+
+    fn device_attr_store(&self, i: u32, data: &[u8]) -> Result {
+        let a = T::DEVICE_ATTRS.get(i as usize).ok_or(EIO)?;
+        a.store(&self.0, i, data)
+    }
+}

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The vocabulary of the verbs objects that drivers and consumers share: what a CQ or QP is
+//! created with, QP states and attributes with their modify mask, access rights, and what a
+//! driver hands back when it creates a QP or a memory region (C's `ib_cq_init_attr`,
+//! `ib_qp_init_attr`, `ib_qp_attr`, `enum ib_qp_attr_mask`, `enum ib_access_flags`), with C's
+//! numeric values.
+
+use kernel::{prelude::*, sync::Arc};
+
+/// Completion queue parameters (`ib_cq_init_attr`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CqInit {
+    /// Entries wanted (the driver may round up).
+    pub cqe: u32,
+    /// Completion vector.
+    pub comp_vector: u32,
+}
+
+/// What a consumer's CQ callback is.
+pub type CompletionHandler = KBox<dyn Fn() + Send + Sync>;
+
+/// Where a driver reports completion events of a CQ (it keeps a clone).
+#[derive(Clone)]
+pub struct CqNotifier(Arc<Option<CompletionHandler>>);
+
+impl CqNotifier {
+    /// A notifier calling `handler` (nothing when `None`).
+    pub(crate) fn new(handler: Option<CompletionHandler>) -> Result<Self> {
+        Ok(Self(Arc::new(handler, GFP_KERNEL)?))
+    }
+
+    /// A completion event: calls the consumer's handler, if it has one.
+    pub fn completion(&self) {
+        if let Some(h) = self.0.as_ref() {
+            h();
+        }
+    }
+}
+
+/// QP transport types (`enum ib_qp_type` values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum QpType {
+    /// Reliable connected.
+    Rc = 2,
+    /// Unreliable connected.
+    Uc = 3,
+    /// Unreliable datagram.
+    Ud = 4,
+}
+
+/// Work queue sizes (`ib_qp_cap`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpCap {
+    /// Send work requests.
+    pub max_send_wr: u32,
+    /// Receive work requests.
+    pub max_recv_wr: u32,
+    /// Scatter/gather entries per send WR.
+    pub max_send_sge: u32,
+    /// Scatter/gather entries per receive WR.
+    pub max_recv_sge: u32,
+    /// Inline data bytes.
+    pub max_inline_data: u32,
+}
+
+/// What the driver gets when creating a QP: the consumer's request, with the driver's own state
+/// of the QP's CQs (`C` is the driver's `DeviceOps::Cq`).
+pub struct QpInitDriver<'a, C: ?Sized> {
+    /// Transport type.
+    pub qp_type: QpType,
+    /// The send CQ's driver state.
+    pub send_cq: &'a C,
+    /// The receive CQ's driver state.
+    pub recv_cq: &'a C,
+    /// Work queue sizes.
+    pub cap: QpCap,
+    /// Signal every send WR.
+    pub sq_sig_all: bool,
+}
+
+/// A QP a driver created (`Q` is its `DeviceOps::Qp`).
+pub struct NewQp<Q> {
+    /// The driver's state of the QP.
+    pub qp: Q,
+    /// The QP number.
+    pub qp_num: u32,
+}
+
+/// A memory region a driver registered (`M` is its `DeviceOps::Mr`).
+pub struct NewMr<M> {
+    /// The driver's state of the MR.
+    pub mr: M,
+    /// The local key.
+    pub lkey: u32,
+    /// The remote key.
+    pub rkey: u32,
+}
+
+/// QP states (`enum ib_qp_state`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u8)]
+pub enum QpState {
+    /// Reset.
+    #[default]
+    Reset = 0,
+    /// Initialized.
+    Init = 1,
+    /// Ready to receive.
+    Rtr = 2,
+    /// Ready to send.
+    Rts = 3,
+    /// Send queue drained.
+    Sqd = 4,
+    /// Send queue error.
+    Sqe = 5,
+    /// Error.
+    Err = 6,
+}
+
+kernel::impl_flags!(
+    /// Which [`QpAttr`] fields a modify sets (`enum ib_qp_attr_mask`); only the fields
+    /// [`QpAttr`] has can be named.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct QpAttrMask(u32);
+
+    /// One [`QpAttr`] field a modify sets (`IB_QP_*`, C's values).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum QpAttrField {
+        /// `IB_QP_STATE`: [`QpAttr::qp_state`].
+        State = 1,
+        /// `IB_QP_ACCESS_FLAGS`: [`QpAttr::qp_access_flags`].
+        AccessFlags = 1 << 3,
+        /// `IB_QP_PKEY_INDEX`: [`QpAttr::pkey_index`].
+        PkeyIndex = 1 << 4,
+        /// `IB_QP_PORT`: [`QpAttr::port_num`].
+        Port = 1 << 5,
+        /// `IB_QP_QKEY`: [`QpAttr::qkey`].
+        Qkey = 1 << 6,
+        /// `IB_QP_AV`: [`QpAttr::dlid`].
+        Av = 1 << 7,
+        /// `IB_QP_PATH_MTU`: [`QpAttr::path_mtu`].
+        PathMtu = 1 << 8,
+        /// `IB_QP_TIMEOUT`: [`QpAttr::timeout`].
+        Timeout = 1 << 9,
+        /// `IB_QP_RETRY_CNT`: [`QpAttr::retry_cnt`].
+        RetryCnt = 1 << 10,
+        /// `IB_QP_RNR_RETRY`: [`QpAttr::rnr_retry`].
+        RnrRetry = 1 << 11,
+        /// `IB_QP_RQ_PSN`: [`QpAttr::rq_psn`].
+        RqPsn = 1 << 12,
+        /// `IB_QP_MAX_QP_RD_ATOMIC`: [`QpAttr::max_rd_atomic`].
+        MaxQpRdAtomic = 1 << 13,
+        /// `IB_QP_MIN_RNR_TIMER`: [`QpAttr::min_rnr_timer`].
+        MinRnrTimer = 1 << 15,
+        /// `IB_QP_SQ_PSN`: [`QpAttr::sq_psn`].
+        SqPsn = 1 << 16,
+        /// `IB_QP_MAX_DEST_RD_ATOMIC`: [`QpAttr::max_dest_rd_atomic`].
+        MaxDestRdAtomic = 1 << 17,
+        /// `IB_QP_DEST_QPN`: [`QpAttr::dest_qp_num`].
+        DestQpn = 1 << 20,
+    }
+);
+
+kernel::impl_flags!(
+    /// Local and remote access rights of a memory region or a QP (`enum ib_access_flags`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct AccessFlags(u32);
+
+    /// One access right (`IB_ACCESS_*`, C's values).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Access {
+        /// `IB_ACCESS_LOCAL_WRITE`.
+        LocalWrite = 1,
+        /// `IB_ACCESS_REMOTE_WRITE`.
+        RemoteWrite = 1 << 1,
+        /// `IB_ACCESS_REMOTE_READ`.
+        RemoteRead = 1 << 2,
+        /// `IB_ACCESS_REMOTE_ATOMIC`.
+        RemoteAtomic = 1 << 3,
+    }
+);
+
+/// QP attributes a modify sets or a query returns (the subset of `ib_qp_attr` kept so far).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpAttr {
+    /// State.
+    pub qp_state: QpState,
+    /// Remote access rights.
+    pub qp_access_flags: AccessFlags,
+    /// P_Key index.
+    pub pkey_index: u16,
+    /// Port (from 1).
+    pub port_num: u8,
+    /// Q_Key (datagram QPs).
+    pub qkey: u32,
+    /// Destination LID (the address vector, IB only so far).
+    pub dlid: u16,
+    /// Path MTU (`IB_MTU_*`).
+    pub path_mtu: u8,
+    /// Local ACK timeout.
+    pub timeout: u8,
+    /// Transport retries.
+    pub retry_cnt: u8,
+    /// RNR retries.
+    pub rnr_retry: u8,
+    /// Receive PSN.
+    pub rq_psn: u32,
+    /// Outstanding RDMA reads/atomics as initiator.
+    pub max_rd_atomic: u8,
+    /// Minimal RNR NAK timer.
+    pub min_rnr_timer: u8,
+    /// Send PSN.
+    pub sq_psn: u32,
+    /// Outstanding RDMA reads/atomics as responder.
+    pub max_dest_rd_atomic: u8,
+    /// Remote QP number.
+    pub dest_qp_num: u32,
+}
