@@ -5,8 +5,7 @@
 //! `mlx5_core`'s own (page commands keep their slot).
 
 use crate::cmd::{CmdQueue, Doorbell};
-use crate::events::SharedBar;
-use crate::init_segment;
+use crate::init_segment::{self, SharedBar};
 use kernel::{
     device,
     prelude::*,

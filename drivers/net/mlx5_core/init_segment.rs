@@ -6,8 +6,9 @@
 
 use kernel::{
     io::Io,
-    pci,
+    pci::{self, DevresBar},
     prelude::*,
+    sync::Arc,
     time::{delay::fsleep, Delta, Instant, Monotonic},
 };
 
@@ -16,6 +17,11 @@ pub(crate) type Bar0<'a> = pci::Bar<'a, { SIZE }>;
 
 /// Size of the init segment the driver touches.
 pub(crate) const SIZE: usize = 0x2000;
+
+/// BAR0 as the function keeps it: device-managed, shared with the health poll and the command
+/// handles drivers keep.
+pub(crate) type SharedBar = Arc<DevresBar<SIZE>>;
+
 /// `fw_rev`: `[15:0]` major, `[31:16]` minor.
 const FW_REV: usize = 0x000;
 /// `cmdif_rev_fw_sub`: `[15:0]` firmware sub-minor, `[31:16]` command interface revision.

@@ -4,7 +4,7 @@
 //! `mlx5_ib_query_device` computes them for a native InfiniBand function.
 
 use ib_core::attrs::DeviceAttr;
-use mlx5_core::interface::{FunctionInfo, HcaCaps};
+use mlx5_core::auxdev::{FunctionInfo, HcaCaps};
 
 mlx5_core::layout! {
     /// The general capability fields the device attributes come from (`cmd_hca_cap`, as far as

@@ -29,8 +29,8 @@ use kernel::{
     sysfs_attrs::{Attribute, ShowBuffer},
 };
 use mlx5_core::{
+    auxdev::{FunctionInfo, HcaCaps, Mlx5Device},
     commands::Commands,
-    interface::{FunctionInfo, HcaCaps, Mlx5Device},
     status::op,
 };
 
