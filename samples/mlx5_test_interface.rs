@@ -28,6 +28,7 @@ use kernel::{
     workqueue::{Work, WorkItem},
 };
 use mlx5_core::{
+    aux_driver::{NamedAdapter, NamedDriver},
     auxdev::{self, Event, EventNotifier, Mlx5Device, NotifierRegistration},
     commands::Commands,
 };
@@ -220,11 +221,15 @@ impl auxiliary::Driver for TestDriver {
     }
 }
 
-/// The module: the auxiliary driver for its lifetime.
+impl NamedDriver for TestDriver {
+    const NAME: &'static CStr = c"rdma";
+}
+
+/// The module: the auxiliary driver (`mlx5_test_interface.rdma`) for its lifetime.
 #[pin_data]
 struct TestModule {
     #[pin]
-    driver: driver::Registration<auxiliary::Adapter<TestDriver>>,
+    driver: driver::Registration<NamedAdapter<TestDriver>>,
 }
 
 impl kernel::InPlaceModule for TestModule {

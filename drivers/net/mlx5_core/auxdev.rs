@@ -25,7 +25,7 @@ use kernel::{
     new_spinlock,
     prelude::*,
     str::CString,
-    sync::{aref::ARef, atomic::Atomic, global_lock, Arc, Mutex, SpinLock},
+    sync::{aref::ARef, atomic::Atomic, global_lock, Arc, SpinLock},
     types::CovariantForLt,
 };
 

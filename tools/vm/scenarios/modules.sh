@@ -24,7 +24,7 @@ if [ "$STACK" = rust ]; then
 		'mlx5_ib: loaded; ib_core ready, 1 mlx5 function\(s\) bound$' dmesg
 	check_output "mlx5_core created the auxiliary device mlx5_core.rdma.0 below the function" \
 		"/$bdf/mlx5_core\.rdma\.0\$" readlink -f /sys/bus/auxiliary/devices/mlx5_core.rdma.0
-	check_output "mlx5_ib's auxiliary driver is bound to it" '/mlx5_ib\.mlx5_ib$' \
+	check_output "mlx5_ib's auxiliary driver, mlx5_ib.rdma as in C, is bound to it" '/mlx5_ib\.rdma$' \
 		readlink /sys/bus/auxiliary/devices/mlx5_core.rdma.0/driver
 	check_output "mlx5_ib's probe attached to the function, as mlx5_0" \
 		"mlx5_ib: attached to $bdf \(1 port\(s\)\) as mlx5_0\$" dmesg

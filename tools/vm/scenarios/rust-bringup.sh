@@ -24,7 +24,7 @@ check_output "the function is bound" "^$bdf\$" ls $drv
 check_output "mlx5_core created mlx5_core.rdma.0 below the function" "/$bdf/mlx5_core\.rdma\.0\$" \
 	readlink -f /sys/bus/auxiliary/devices/mlx5_core.rdma.0
 check "load the test interface" insmod $stack_dir/$iface.ko
-check_output "the test interface's auxiliary driver is bound to it" "/$iface\.$iface\$" \
+check_output "the test interface's auxiliary driver ($iface.rdma) is bound to it" "/$iface\.rdma\$" \
 	readlink /sys/bus/auxiliary/devices/mlx5_core.rdma.0/driver
 check_output "interface: add for the function bound before it registered" "$iface: add $bdf \(function 0, 1 port\(s\)\)" dmesg
 check_output "model: port 1 down" '^ok port 1 down$' model_ctl port 1 down

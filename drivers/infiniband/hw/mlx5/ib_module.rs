@@ -3,8 +3,8 @@
 //! The loaded `mlx5_ib` module. It links against both `ib_core` and `mlx5_core` (so it cannot be
 //! loaded without them), checks at load that the core is ready, and registers the auxiliary
 //! driver of the `mlx5_core.rdma.<N>` devices `mlx5_core` creates for its functions (C's
-//! `mlx5r_driver`): its probe registers an RDMA device for the function, its unbind unregisters
-//! it.
+//! `mlx5r_driver`, `mlx5_ib.rdma`): its probe registers an RDMA device for the function, its
+//! unbind unregisters it.
 
 use crate::ib_device;
 use kernel::{
@@ -15,7 +15,10 @@ use kernel::{
     str::{BStr, CString},
     sync::Arc,
 };
-use mlx5_core::auxdev::{self, Event, EventNotifier, NotifierRegistration};
+use mlx5_core::{
+    aux_driver::{NamedAdapter, NamedDriver},
+    auxdev::{self, Event, EventNotifier, NotifierRegistration},
+};
 
 /// `mlx5_ib`'s auxiliary driver.
 pub(crate) struct IbDriver;
@@ -112,11 +115,15 @@ impl auxiliary::Driver for IbDriver {
     }
 }
 
+impl NamedDriver for IbDriver {
+    const NAME: &'static CStr = c"rdma";
+}
+
 /// The loaded `mlx5_ib` module: its auxiliary driver.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Mlx5Ib {
     #[pin]
-    driver: driver::Registration<auxiliary::Adapter<IbDriver>>,
+    driver: driver::Registration<NamedAdapter<IbDriver>>,
 }
 
 impl kernel::InPlaceModule for Mlx5Ib {
@@ -130,8 +137,7 @@ impl kernel::InPlaceModule for Mlx5Ib {
                 "loaded; ib_core ready, {} mlx5 function(s) bound\n",
                 mlx5_core::bound_functions()
             );
-            // The 7.3 auxiliary adapter passes one name as both the module and the driver name:
-            // the driver is `mlx5_ib.mlx5_ib` (C's is `mlx5_ib.rdma`).
+            // `mlx5_ib.rdma`, as C's.
             Ok(try_pin_init!(Self {
                 driver <- driver::Registration::new(c"mlx5_ib", module),
             }))
