@@ -6,7 +6,8 @@
 #     lists exactly that alias;
 #   - unbinding mlx5_ib from the device through sysfs removes mlx5_0 (`rdma dev show` prints
 #     nothing, /sys/class/infiniband is empty); port events then reach no driver (rust: mlx5_ib's
-#     notifier went with the unbind);
+#     notifier went with the unbind); (rust) the test driver, which matches the same devices,
+#     binds the free device when loaded and frees it when unloaded;
 #   - binding it again brings mlx5_0 back with the same `rdma dev show`/`rdma link show` lines and
 #     sysfs values, and (rust) port events reach mlx5_ib's new notifier;
 #   - unloading the stack deletes the device; loading it again reuses the number 0; a clean
@@ -70,6 +71,15 @@ if [ "$STACK" = rust ]; then
 	check_output "model: port 1 up" '^ok port 1 up$' model_ctl port 1 up
 	wait_for "mlx5_core sees the port go down and come back" 10 "^$((c + 2))\$" core_port_lines
 	check_output "no notifier of mlx5_ib is called while it is unbound" "^$n\$" ib_port_lines
+	# The test driver matches the same devices: loaded now, it takes the free one.
+	check "load the test driver while the device is free" insmod $stack_dir/mlx5_test_interface.ko
+	check_output "the test driver is bound to it (mlx5_test_interface.rdma)" \
+		'/mlx5_test_interface\.rdma$' readlink $adev/driver
+	check_output "the test driver's probe saw the function" \
+		"mlx5_test_interface: add $bdf \(function 0, 1 port\(s\)\)" dmesg
+	check "unload the test driver" rmmod mlx5_test_interface
+	check_output "its unbind ran" "mlx5_test_interface: remove $bdf after 0 event\(s\)" dmesg
+	check "the device is free again" test ! -e $adev/driver
 fi
 
 check "bind mlx5_ib to mlx5_core.rdma.0 again through sysfs" sh -c "echo mlx5_core.rdma.0 > $drvdir/bind"
