@@ -5,9 +5,10 @@
 //! on the function) and `remove` (unbind), so VM scenarios can check `mlx5_core`'s side of the
 //! auxiliary bus without `mlx5_ib`.
 //!
-//! It matches the same devices as `mlx5_ib`: a device binds whichever of the two is loaded first
-//! (scenarios load only one of them); the other can take it over through sysfs (`unbind` from one
-//! driver, `bind` to the other under `/sys/bus/auxiliary/drivers/`).
+//! It matches the same devices as `mlx5_ib`: a device binds whichever of the two is loaded first,
+//! or, left free (`mlx5_ib` unbound through sysfs), the one loaded next; the other can take it
+//! over through sysfs (`unbind` from one driver, `bind` to the other under
+//! `/sys/bus/auxiliary/drivers/`). Scenarios load one of them, or free the device first.
 //!
 //! With `nop_commands=N`, `add` also starts N NOP commands at once, each from its own work item
 //! through the function's command handle, and logs how long each took (`rust-cmd-concurrency`);

@@ -10,8 +10,9 @@
 #     binds the free device when loaded and frees it when unloaded;
 #   - binding it again brings mlx5_0 back with the same `rdma dev show`/`rdma link show` lines and
 #     sysfs values, and (rust) port events reach mlx5_ib's new notifier;
-#   - unloading the stack deletes the device; loading it again reuses the number 0; a clean
-#     unload, dmesg and kmemleak.
+#   - unbinding the PCI function deletes the device (rust: mlx5_ib is unbound before the HCA is
+#     torn down); loading the stack again reuses the number 0; a clean unload, dmesg and
+#     kmemleak.
 # stacks: rust c
 
 dev=$(cx_device)
@@ -99,6 +100,14 @@ if [ "$STACK" = rust ]; then
 	wait_for "mlx5_ib's new notifier gets the port up" 10 "^$((n + 2))\$" ib_port_lines
 fi
 
+check "unbind the PCI function from mlx5_core" sh -c "echo $bdf > /sys/bus/pci/drivers/mlx5_core/unbind"
+check "mlx5_core.rdma.0 went with the function" test ! -e $adev
+check "mlx5_0 went with it" sh -c 'ls /sys/class/infiniband && test -z "$(ls /sys/class/infiniband)"'
+if [ "$STACK" = rust ]; then
+	check_output "mlx5_ib was unbound (mlx5_0 unregistered) before the HCA was torn down" \
+		'^detached torn-down $' sh -c "dmesg | sed -n -E -e 's/.*mlx5_ib: detached from $bdf .*/detached/p' \
+		-e 's/.*mlx5_core $bdf: HCA torn down.*/torn-down/p' | tail -n 2 | tr '\n' ' '"
+fi
 check "unload the stack" unload_stack
 check "no module of the stack is left" test -z "$(stack_loaded)"
 check "no mlx5_core auxiliary device is left" sh -c "ls $adev_dir; ! ls $adev_dir | grep -q mlx5_core"
