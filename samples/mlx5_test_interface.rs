@@ -1,28 +1,48 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A test-only mlx5 interface: it attaches to every function `mlx5_core` binds and logs `add`,
-//! each event and `remove`, so VM scenarios can check the interface registry.
+//! A test-only auxiliary driver of mlx5 functions: it binds the `mlx5_core.rdma.<N>` devices
+//! `mlx5_core` creates (as `mlx5_ib` does) and logs `add` (probe), each event (through a notifier
+//! on the function) and `remove` (unbind), so VM scenarios can check `mlx5_core`'s side of the
+//! auxiliary bus without `mlx5_ib`.
+//!
+//! It matches the same devices as `mlx5_ib`: a device binds whichever of the two is loaded first,
+//! or, left free (`mlx5_ib` unbound through sysfs), the one loaded next; the other can take it
+//! over through sysfs (`unbind` from one driver, `bind` to the other under
+//! `/sys/bus/auxiliary/drivers/`). Scenarios load one of them, or free the device first.
 //!
 //! With `nop_commands=N`, `add` also starts N NOP commands at once, each from its own work item
 //! through the function's command handle, and logs how long each took (`rust-cmd-concurrency`);
 //! `remove` waits for them.
 
 use kernel::{
-    new_condvar, new_mutex,
+    auxiliary,
+    device::Core,
+    driver, new_condvar, new_mutex,
     owned_workqueue::{Flags, OwnedQueue},
     prelude::*,
-    sync::{Arc, CondVar, Mutex},
+    str::CString,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc, CondVar, Mutex,
+    },
     time::{Instant, Monotonic},
     workqueue::{Work, WorkItem},
 };
 use mlx5_core::{
+    aux_driver::{NamedAdapter, NamedDriver},
+    auxdev::{self, Event, EventNotifier, Mlx5Device, NotifierRegistration},
     commands::Commands,
     ifc::{Nop, PlainIn},
-    interface::{Event, Interface, Mlx5Device, Registration},
 };
 
-/// The interface.
-struct TestInterface;
+/// The driver.
+struct TestDriver;
+
+kernel::auxiliary_device_table!(
+    AUX_TABLE,
+    <TestDriver as auxiliary::Driver>::IdInfo,
+    [(auxdev::RDMA_ID, ())]
+);
 
 /// NOP commands still running.
 #[pin_data]
@@ -84,13 +104,49 @@ impl WorkItem for NopWork {
     }
 }
 
-/// What it keeps per function.
+/// Counts and logs a function's events.
+struct EventLog {
+    /// The function's PCI name.
+    name: CString,
+    /// Events seen so far.
+    count: Atomic<u32>,
+}
+
+impl EventNotifier for EventLog {
+    fn notify(&self, event: Event) {
+        self.count.fetch_add(1, Relaxed);
+        match event {
+            Event::PortDown(p) => pr_info!("event {}: port {p} down\n", &*self.name),
+            Event::PortActive(p) => pr_info!("event {}: port {p} active\n", &*self.name),
+            Event::PortChange(p, s) => {
+                pr_info!("event {}: port {p} change {s}\n", &*self.name)
+            }
+        }
+    }
+}
+
+/// What it keeps per bound function. Dropped after unbind: the notifier goes first, then the
+/// NOPs are waited for, then their queue.
 struct PerFunction {
-    events: u32,
+    notifier: Option<NotifierRegistration>,
+    events: Arc<EventLog>,
     nops: Arc<Outstanding>,
-    /// Where the NOPs run. Destroying it in `remove` waits until every work item has returned
-    /// (a NOP reports itself done before it leaves this module's code).
-    queue: OwnedQueue,
+    /// Where the NOPs run. Destroying it waits until every work item has returned (a NOP
+    /// reports itself done before it leaves this module's code).
+    queue: Option<OwnedQueue>,
+}
+
+impl Drop for PerFunction {
+    fn drop(&mut self) {
+        drop(self.notifier.take());
+        self.nops.wait();
+        drop(self.queue.take());
+        pr_info!(
+            "remove {} after {} event(s)\n",
+            &*self.events.name,
+            self.events.count.load(Relaxed)
+        );
+    }
 }
 
 /// Starts `n` NOP commands at once on `dev`.
@@ -121,10 +177,17 @@ fn start_nops(dev: &Mlx5Device, queue: &OwnedQueue, n: u32) -> Result<Arc<Outsta
     Ok(outstanding)
 }
 
-impl Interface for TestInterface {
-    type Context = PerFunction;
+impl auxiliary::Driver for TestDriver {
+    type IdInfo = ();
+    type Data<'bound> = PerFunction;
 
-    fn add(&self, dev: &Mlx5Device) -> Result<PerFunction> {
+    const ID_TABLE: auxiliary::IdTable<Self::IdInfo> = &AUX_TABLE;
+
+    fn probe<'bound>(
+        adev: &'bound auxiliary::Device<Core<'_>>,
+        _info: &'bound Self::IdInfo,
+    ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
+        let dev = auxdev::device_data(adev)?;
         pr_info!(
             "add {} (function {}, {} port(s))\n",
             dev.name(),
@@ -136,42 +199,40 @@ impl Interface for TestInterface {
             pr_info!("starting {n} NOP command(s) at once on {}\n", dev.name());
         }
         let queue = OwnedQueue::new(c"mlx5_test_nops", Flags::UNBOUND, 0)?;
-        Ok(PerFunction {
-            events: 0,
-            nops: start_nops(dev, &queue, n)?,
-            queue,
-        })
-    }
-
-    fn remove(&self, dev: &Mlx5Device, ctx: PerFunction) {
-        ctx.nops.wait();
-        drop(ctx.queue);
-        pr_info!("remove {} after {} event(s)\n", dev.name(), ctx.events);
-    }
-
-    fn event(&self, dev: &Mlx5Device, ctx: &mut PerFunction, event: Event) {
-        ctx.events += 1;
-        match event {
-            Event::PortDown(p) => pr_info!("event {}: port {p} down\n", dev.name()),
-            Event::PortActive(p) => pr_info!("event {}: port {p} active\n", dev.name()),
-            Event::PortChange(p, s) => {
-                pr_info!("event {}: port {p} change {s}\n", dev.name())
-            }
-        }
+        let events = Arc::new(
+            EventLog {
+                name: CString::try_from_fmt(fmt!("{}", dev.name()))?,
+                count: Atomic::new(0),
+            },
+            GFP_KERNEL,
+        )?;
+        let mut function = PerFunction {
+            notifier: None,
+            events: events.clone(),
+            nops: start_nops(&dev, &queue, n)?,
+            queue: Some(queue),
+        };
+        // On failure `function` drops: the NOPs are waited for.
+        function.notifier = Some(dev.register_notifier(events)?);
+        Ok(function)
     }
 }
 
-/// The module: one registration for its lifetime.
+impl NamedDriver for TestDriver {
+    const NAME: &'static CStr = c"rdma";
+}
+
+/// The module: the auxiliary driver (`mlx5_test_interface.rdma`) for its lifetime.
 #[pin_data]
 struct TestModule {
     #[pin]
-    registration: Registration<TestInterface>,
+    driver: driver::Registration<NamedAdapter<TestDriver>>,
 }
 
 impl kernel::InPlaceModule for TestModule {
-    fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
+    fn init(module: &'static ThisModule) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
-            registration <- Registration::new(TestInterface),
+            driver <- driver::Registration::new(c"mlx5_test_interface", module),
         })
     }
 }
@@ -180,7 +241,7 @@ module! {
     type: TestModule,
     name: "mlx5_test_interface",
     authors: ["rdma-rs developers"],
-    description: "Test-only mlx5 interface that logs add, events and remove",
+    description: "Test-only mlx5 auxiliary driver that logs add, events and remove",
     license: "GPL",
     params: {
         nop_commands: u32 {

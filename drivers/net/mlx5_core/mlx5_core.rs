@@ -1,20 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! `mlx5_core`: the PCI driver for Mellanox ConnectX functions. It brings the function up through
-//! the firmware command interface and lets protocol modules (`mlx5_ib`) attach to it.
+//! the firmware command interface and creates an auxiliary device for it (`mlx5_core.rdma.<N>`),
+//! which protocol drivers (`mlx5_ib`) bind.
 
+pub mod aux_driver;
+pub mod auxdev;
 mod cmd_events;
 mod cmdq;
 pub mod commands;
 mod debugfs;
 mod dma_page;
 mod eq;
-mod events;
+mod function;
 mod hca;
 mod health;
 pub mod ifc;
 mod init_segment;
-pub mod interface;
 mod pages;
 mod pci_driver;
 pub mod status;
@@ -23,7 +25,7 @@ pub use pci_driver::bound_functions;
 
 use kernel::{driver, pci, prelude::*};
 
-/// The module: the interface registry, then the PCI driver.
+/// The module: the auxiliary device numbers, then the PCI driver.
 #[pin_data(PinnedDrop)]
 struct Mlx5CoreModule {
     #[pin]
@@ -32,9 +34,8 @@ struct Mlx5CoreModule {
 
 impl kernel::InPlaceModule for Mlx5CoreModule {
     fn init(module: &'static ThisModule) -> impl PinInit<Self, Error> {
-        // SAFETY: Called once, at module load, before the driver can bind or an interface
-        // register.
-        unsafe { interface::REGISTRY.init() };
+        // SAFETY: Called once, at module load, before the driver can bind.
+        unsafe { auxdev::ADEV_IDS.init() };
         // SAFETY: As above.
         unsafe { debugfs::init() };
         try_pin_init!(Self {
@@ -46,9 +47,9 @@ impl kernel::InPlaceModule for Mlx5CoreModule {
 #[pinned_drop]
 impl PinnedDrop for Mlx5CoreModule {
     fn drop(self: Pin<&mut Self>) {
-        // The registry is a static: free what it holds. Functions still bound are unbound right
-        // after (the driver field drops), and find nothing left to remove.
-        interface::clear();
+        // The number pool is a static: free it. Functions still bound are unbound right after
+        // (the driver field drops); their numbers have no pool to go back to then.
+        auxdev::free_ids();
         debugfs::exit();
     }
 }

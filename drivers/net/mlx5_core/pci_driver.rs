@@ -2,14 +2,14 @@
 
 //! The PCI driver: the ConnectX ID table, probe and remove.
 
+use crate::auxdev::{DeviceParts, FunctionInfo};
 use crate::cmd_events::CmdEvents;
 use crate::commands::Commands;
 use crate::debugfs::FunctionDir;
-use crate::events::{EventHandler, Function};
+use crate::function::{EventHandler, Function};
 use crate::hca::{Hca, CONTROL_VECTOR};
 use crate::health::{DeviceState, HealthPoller};
 use crate::init_segment::{self, FwRevision};
-use crate::interface;
 use kernel::{
     device::Core,
     dma::{Device as _, DmaMask},
@@ -179,7 +179,7 @@ impl pci::Driver for Mlx5PciDriver {
             );
             let mut board_id = [0u8; 16];
             board_id[..hca.board_id().len()].copy_from_slice(hca.board_id());
-            let info = interface::FunctionInfo {
+            let info = FunctionInfo {
                 fw_major: fw.major,
                 fw_minor: fw.minor,
                 fw_subminor: fw.subminor,
@@ -214,8 +214,16 @@ impl pci::Driver for Mlx5PciDriver {
                 _: {
                     // Events that came before the handler was there, and the first arming.
                     function.process_events();
-                    // Interfaces get `add` last, with the function fully up.
-                    if let Err(e) = function.publish(ports_u8, commands, info, caps, fw_pages) {
+                    // The auxiliary device comes last, with the function fully up (drivers
+                    // already loaded probe it now).
+                    let parts = DeviceParts {
+                        ports: ports_u8,
+                        commands,
+                        info,
+                        caps,
+                        fw_pages,
+                    };
+                    if let Err(e) = function.publish(parts) {
                         function.tear_down();
                         return Err(e);
                     }

@@ -1,7 +1,8 @@
 # modules: the selected stack loads, its mlx5_core reaches the emulated device through BAR0, and
 # everything unloads cleanly.
-#   rust: the function binds, the firmware revision read through BAR0 is logged, mlx5_ib sees
-#         ib_core and attaches to the function through mlx5_core's interface registry; 10
+#   rust: the function binds, the firmware revision read through BAR0 is logged, mlx5_core
+#         creates the auxiliary device mlx5_core.rdma.0 below the function, mlx5_ib sees ib_core
+#         and its auxiliary driver binds the device, as mlx5_0; unloading deletes the device; 10
 #         load/unload cycles; clean dmesg and kmemleak.
 #   c:    the upstream C stack loads against the same device, binds it (its bring-up is
 #         checked in detail by c-bringup; firmware failures by c-faults), and unloads cleanly.
@@ -21,12 +22,17 @@ if [ "$STACK" = rust ]; then
 	check "/sys/class/infiniband exists (ib_core registered its class)" test -d /sys/class/infiniband
 	check_output "mlx5_ib sees ib_core ready and one bound function" \
 		'mlx5_ib: loaded; ib_core ready, 1 mlx5 function\(s\) bound$' dmesg
-	check_output "mlx5_ib attached to the function through mlx5_core's interface registry, as mlx5_0" \
+	check_output "mlx5_core created the auxiliary device mlx5_core.rdma.0 below the function" \
+		"/$bdf/mlx5_core\.rdma\.0\$" readlink -f /sys/bus/auxiliary/devices/mlx5_core.rdma.0
+	check_output "mlx5_ib's auxiliary driver, mlx5_ib.rdma as in C, is bound to it" '/mlx5_ib\.rdma$' \
+		readlink /sys/bus/auxiliary/devices/mlx5_core.rdma.0/driver
+	check_output "mlx5_ib's probe attached to the function, as mlx5_0" \
 		"mlx5_ib: attached to $bdf \(1 port\(s\)\) as mlx5_0\$" dmesg
 	check "unload the stack" unload_stack
 	check_output "mlx5_ib detached from the function on unload, unregistering mlx5_0" \
 		"mlx5_ib: detached from $bdf \(1 port\(s\)\); mlx5_0 unregistered\$" dmesg
 	check "no module of the stack is left" test -z "$(stack_loaded)"
+	check "the auxiliary device is gone" test ! -e /sys/bus/auxiliary/devices/mlx5_core.rdma.0
 	check "/sys/class/infiniband is gone" test ! -e /sys/class/infiniband
 	check "BAR0 is released" sh -c '! grep -q mlx5_core /proc/iomem'
 	cycles=0

@@ -6,7 +6,7 @@
 use ib_core::attrs::{DeviceAttr, DeviceCap as Cap};
 use mlx5_core::{
     ifc::{AtomicCaps, GeneralCaps as GenCaps},
-    interface::{FunctionInfo, HcaCaps},
+    auxdev::{FunctionInfo, HcaCaps},
 };
 
 /// Whether the function's ports are InfiniBand ports served through MAD_IFC (port type IB, no

@@ -29,9 +29,9 @@ use kernel::{
     sysfs_attrs::{Attribute, ShowBuffer},
 };
 use mlx5_core::{
+    auxdev::{FunctionInfo, HcaCaps, Mlx5Device},
     commands::Commands,
     ifc::{QueryHcaVportContext, QueryHcaVportContextIn},
-    interface::{FunctionInfo, HcaCaps, Mlx5Device},
 };
 
 /// `RDMA_CORE_CAP_IB_GRH_REQUIRED`.

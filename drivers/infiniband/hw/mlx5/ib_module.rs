@@ -1,27 +1,90 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The loaded `mlx5_ib` module. It links against both `ib_core` and `mlx5_core` (so it cannot be
-//! loaded without them), checks at load that the core is ready, and attaches to every mlx5
-//! function through `mlx5_core`'s interface registry, registering an RDMA device for each.
+//! loaded without them), checks at load that the core is ready, and registers the auxiliary
+//! driver of the `mlx5_core.rdma.<N>` devices `mlx5_core` creates for its functions (C's
+//! `mlx5r_driver`, `mlx5_ib.rdma`): its probe registers an RDMA device for the function, its
+//! unbind unregisters it.
 
 use crate::ib_device;
-use kernel::prelude::*;
-use mlx5_core::interface::{Event, Interface, Mlx5Device, Registration};
+use kernel::{
+    auxiliary,
+    device::Core,
+    driver,
+    prelude::*,
+    str::{BStr, CString},
+    sync::Arc,
+};
+use mlx5_core::{
+    aux_driver::{NamedAdapter, NamedDriver},
+    auxdev::{self, Event, EventNotifier, NotifierRegistration},
+};
 
-/// `mlx5_ib` as an mlx5 interface.
-pub(crate) struct IbInterface;
+/// `mlx5_ib`'s auxiliary driver.
+pub(crate) struct IbDriver;
 
-/// What `mlx5_ib` keeps per function: its registered RDMA device.
-pub(crate) struct IbFunction {
-    ports: u8,
-    device: ib_core::device::Registration,
+kernel::auxiliary_device_table!(
+    AUX_TABLE,
+    <IbDriver as auxiliary::Driver>::IdInfo,
+    [(auxdev::RDMA_ID, ())]
+);
+
+/// Logs a function's port changes (C's `mlx5_ib_event` reports them to `ib_core`; there are no
+/// `ib_core` event handlers yet).
+struct PortEvents {
+    /// The function's PCI name.
+    name: CString,
 }
 
-impl Interface for IbInterface {
-    type Context = IbFunction;
+impl EventNotifier for PortEvents {
+    fn notify(&self, event: Event) {
+        match event {
+            Event::PortDown(p) => pr_info!("{}: port {p} down\n", &*self.name),
+            Event::PortActive(p) => pr_info!("{}: port {p} active\n", &*self.name),
+            Event::PortChange(..) => {}
+        }
+    }
+}
 
-    fn add(&self, dev: &Mlx5Device) -> Result<IbFunction> {
-        let device = ib_device::register(dev).inspect_err(|e| {
+/// What `mlx5_ib` keeps per bound function: its registered RDMA device and its event notifier.
+/// Dropped after unbind: the notifier goes first, then the RDMA device (the reverse of probe).
+pub(crate) struct IbFunction {
+    events: Option<NotifierRegistration>,
+    device: Option<ib_core::device::Registration>,
+    /// The function's PCI name.
+    name: CString,
+    ports: u8,
+}
+
+impl Drop for IbFunction {
+    fn drop(&mut self) {
+        drop(self.events.take());
+        if let Some(device) = self.device.take() {
+            let name = device.device().name();
+            // Unregisters the RDMA device (its clients first), before the function goes.
+            drop(device);
+            pr_info!(
+                "detached from {} ({} port(s)); {} unregistered\n",
+                &*self.name,
+                self.ports,
+                BStr::from_bytes(&name)
+            );
+        }
+    }
+}
+
+impl auxiliary::Driver for IbDriver {
+    type IdInfo = ();
+    type Data<'bound> = IbFunction;
+
+    const ID_TABLE: auxiliary::IdTable<Self::IdInfo> = &AUX_TABLE;
+
+    fn probe<'bound>(
+        adev: &'bound auxiliary::Device<Core<'_>>,
+        _info: &'bound Self::IdInfo,
+    ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
+        let dev = auxdev::device_data(adev)?;
+        let device = ib_device::register(&dev).inspect_err(|e| {
             pr_err!(
                 "{}: no RDMA device registered: err {}\n",
                 dev.name(),
@@ -32,45 +95,40 @@ impl Interface for IbInterface {
             "attached to {} ({} port(s)) as {}\n",
             dev.name(),
             dev.ports(),
-            kernel::str::BStr::from_bytes(&device.device().name())
+            BStr::from_bytes(&device.device().name())
         );
-        Ok(IbFunction {
+        let mut function = IbFunction {
+            events: None,
+            device: Some(device),
+            name: CString::try_from_fmt(fmt!("{}", dev.name()))?,
             ports: dev.ports(),
-            device,
-        })
-    }
-
-    fn remove(&self, dev: &Mlx5Device, ctx: IbFunction) {
-        let name = ctx.device.device().name();
-        // Unregisters the RDMA device (its clients first), before the function goes.
-        drop(ctx.device);
-        pr_info!(
-            "detached from {} ({} port(s)); {} unregistered\n",
-            dev.name(),
-            ctx.ports,
-            kernel::str::BStr::from_bytes(&name)
-        );
-    }
-
-    fn event(&self, dev: &Mlx5Device, _ctx: &mut IbFunction, event: Event) {
-        match event {
-            Event::PortDown(p) => pr_info!("{}: port {p} down\n", dev.name()),
-            Event::PortActive(p) => pr_info!("{}: port {p} active\n", dev.name()),
-            Event::PortChange(..) => {}
-        }
+        };
+        let notifier = Arc::new(
+            PortEvents {
+                name: CString::try_from_fmt(fmt!("{}", dev.name()))?,
+            },
+            GFP_KERNEL,
+        )?;
+        // On failure `function` drops: the RDMA device is unregistered again.
+        function.events = Some(dev.register_notifier(notifier)?);
+        Ok(function)
     }
 }
 
-/// The loaded `mlx5_ib` module.
+impl NamedDriver for IbDriver {
+    const NAME: &'static CStr = c"rdma";
+}
+
+/// The loaded `mlx5_ib` module: its auxiliary driver.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Mlx5Ib {
     #[pin]
-    registration: Registration<IbInterface>,
+    driver: driver::Registration<NamedAdapter<IbDriver>>,
 }
 
 impl kernel::InPlaceModule for Mlx5Ib {
-    fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
-        pin_init::pin_init_scope(|| {
+    fn init(module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        pin_init::pin_init_scope(move || {
             if !ib_core::class_registered() {
                 pr_err!("ib_core has no infiniband class registered\n");
                 return Err(ENODEV);
@@ -79,8 +137,9 @@ impl kernel::InPlaceModule for Mlx5Ib {
                 "loaded; ib_core ready, {} mlx5 function(s) bound\n",
                 mlx5_core::bound_functions()
             );
+            // `mlx5_ib.rdma`, as C's.
             Ok(try_pin_init!(Self {
-                registration <- Registration::new(IbInterface),
+                driver <- driver::Registration::new(c"mlx5_ib", module),
             }))
         })
     }

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The function's state shared between probe, unbind and the control vector's interrupt handler
-//! (BAR0 and the HCA), and the handler itself: it consumes the event queues in its thread,
-//! answers page requests and reports port changes.
+//! (BAR0, the HCA, the event notifiers, the auxiliary device), and the handler itself: it
+//! consumes the event queues in its thread, answers page requests and passes port changes to the
+//! notifiers drivers registered.
 
+use crate::auxdev::{AuxDevice, DeviceParts, Event, Notifiers};
 use crate::cmd_events::CmdEvents;
-use crate::commands::Commands;
 use crate::hca::{Hca, PortEvent};
 use crate::init_segment::SharedBar;
-use crate::interface::{self, Event};
 use kernel::{
     device::Bound,
     irq::{IrqReturn, ThreadedHandler},
@@ -31,8 +31,9 @@ fn port_change_name(sub_type: u8) -> &'static str {
     }
 }
 
-/// A bound function: its BAR and, until unbind, its HCA and its place in the interface
-/// registry. Dropping it tears the HCA down if unbind did not (a probe that failed late).
+/// A bound function: its BAR, its event notifiers and, until unbind, its HCA and its auxiliary
+/// device. Dropping it deletes the device and tears the HCA down if unbind did not (a probe that
+/// failed late).
 #[pin_data(PinnedDrop)]
 pub(crate) struct Function<'bound> {
     pdev: &'bound pci::Device<Bound>,
@@ -41,9 +42,13 @@ pub(crate) struct Function<'bound> {
     hca: Mutex<Option<Hca>>,
     /// Command completions (event mode), consumed without the HCA lock.
     cmd_events: Arc<CmdEvents>,
-    /// Registry id, once interfaces may see the function.
+    /// The drivers' event notifiers, called by the interrupt thread.
+    notifiers: Arc<Notifiers>,
+    /// `mlx5_core.rdma.<N>`, once published. Its lock is held only to put the device in or take
+    /// it out (never while it is created or deleted, which probes or unbinds a driver), and the
+    /// interrupt thread never takes it.
     #[pin]
-    id: Mutex<Option<u32>>,
+    aux: Mutex<Option<AuxDevice<'bound>>>,
 }
 
 impl<'bound> Function<'bound> {
@@ -60,7 +65,8 @@ impl<'bound> Function<'bound> {
                 bar,
                 hca <- new_mutex!(Some(hca)),
                 cmd_events,
-                id <- new_mutex!(None),
+                notifiers: Notifiers::new()?,
+                aux <- new_mutex!(None),
             }),
             GFP_KERNEL,
         )
@@ -92,7 +98,6 @@ impl<'bound> Function<'bound> {
                 }
             }
         };
-        let id = *self.id.lock();
         for p in ports.iter() {
             dev_info!(
                 self.pdev,
@@ -100,40 +105,26 @@ impl<'bound> Function<'bound> {
                 p.port,
                 port_change_name(p.sub_type)
             );
-            if let Some(id) = id {
-                interface::dispatch(id, Event::port_change(p.port, p.sub_type));
-            }
+            self.notifiers.call(Event::port_change(p.port, p.sub_type));
         }
     }
 
-    /// Makes the function visible to interfaces (each gets `add`).
-    pub(crate) fn publish(
-        &self,
-        ports: u8,
-        commands: Commands,
-        info: interface::FunctionInfo,
-        caps: interface::HcaCaps,
-        fw_pages: Arc<kernel::sync::atomic::Atomic<u32>>,
-    ) -> Result {
-        let id = interface::add_device(
-            self.pdev.as_ref().into(),
-            ports,
-            commands,
-            info,
-            caps,
-            fw_pages,
-        )?;
-        *self.id.lock() = Some(id);
+    /// Creates the function's auxiliary device (`mlx5_core.rdma.<N>`); a driver already loaded
+    /// probes it before this returns.
+    pub(crate) fn publish(&self, parts: DeviceParts) -> Result {
+        let aux = AuxDevice::new(self.pdev.as_ref(), parts, self.notifiers.clone())?;
+        let old = self.aux.lock().replace(aux);
+        // Published once per bind; were it not, the older device goes here, unlocked.
+        drop(old);
         Ok(())
     }
 
-    /// Hides the function from interfaces (each gets `remove`), then tears the HCA down (once;
-    /// later calls do nothing).
+    /// Deletes the auxiliary device (its driver is unbound first), then tears the HCA down
+    /// (once; later calls do nothing).
     pub(crate) fn tear_down(&self) {
-        let id = self.id.lock().take();
-        if let Some(id) = id {
-            interface::remove_device(id);
-        }
+        let aux = self.aux.lock().take();
+        // Unbinds the driver (it drops its notifiers) with the lock released.
+        drop(aux);
         let hca = self.hca.lock().take();
         if let Some(hca) = hca {
             let dev = self.pdev.as_ref();

@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! How protocol drivers (`mlx5_ib`, test drivers) attach to the functions this driver binds: on
+//! the auxiliary bus, as the C driver does.
+//!
+//! Once a function is up, `mlx5_core` creates an auxiliary device for it, named as the C driver
+//! names it: `mlx5_core.rdma.<N>`, `N` the lowest number no other bound function uses (C's
+//! `mlx5_adev_ida`). Its registration data is a [`Mlx5Device`]: what a driver needs to use the
+//! function (firmware commands, what the function reported, its capabilities, the firmware page
+//! count, its PCI device, its port count). A driver matches it with [`RDMA_ID`] in its
+//! auxiliary ID table and reads the data with [`device_data`] in its probe; the device is deleted
+//! (and the driver unbound) before the function is torn down.
+//!
+//! Port events reach a driver through a notifier it registers on the function in its probe
+//! ([`Mlx5Device::register_notifier`], C's `mlx5_notifier_register`) and drops at unbind. The
+//! control vector's interrupt thread calls notifiers under a spinlock that is only ever held to
+//! change the list or to call them, never across a probe or a driver's other callbacks.
+
+use crate::commands::Commands;
+pub use crate::hca::HcaCaps;
+use kernel::{
+    auxiliary,
+    device::{self, Bound},
+    id_pool::IdPool,
+    new_spinlock,
+    prelude::*,
+    str::CString,
+    sync::{aref::ARef, atomic::Atomic, global_lock, Arc, SpinLock},
+    types::CovariantForLt,
+};
+
+/// The module name in auxiliary device names (C's `KBUILD_MODNAME` in `add_adev`).
+pub const MODULE_NAME: &CStr = c"mlx5_core";
+
+/// The name of the RDMA auxiliary device (C's `MLX5_ADEV_NAME ".rdma"` suffix).
+pub const RDMA_NAME: &CStr = c"rdma";
+
+/// The ID that matches `mlx5_core.rdma.<N>` in a driver's auxiliary ID table (the module alias
+/// `auxiliary:mlx5_core.rdma`).
+pub const RDMA_ID: auxiliary::DeviceId = auxiliary::DeviceId::new(MODULE_NAME, RDMA_NAME);
+
+/// What the function reported when it was brought up.
+#[derive(Clone, Copy, Debug)]
+pub struct FunctionInfo {
+    /// Firmware major version (init segment).
+    pub fw_major: u16,
+    /// Firmware minor version.
+    pub fw_minor: u16,
+    /// Firmware sub-minor version.
+    pub fw_subminor: u16,
+    /// PCI vendor id.
+    pub vendor_id: u16,
+    /// PCI device id.
+    pub device_id: u16,
+    /// PCI revision.
+    pub revision: u8,
+    /// Board id (PSID) from QUERY_ADAPTER, NUL-padded.
+    pub board_id: [u8; 16],
+}
+
+/// Events passed to notifiers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The port went down.
+    PortDown(u8),
+    /// The port became active.
+    PortActive(u8),
+    /// Another port change (LID, P_Key, GUID, client re-register, initialized): port and the
+    /// device's sub-type.
+    PortChange(u8, u8),
+}
+
+impl Event {
+    /// The event for a PORT_CHANGE event queue entry.
+    pub(crate) fn port_change(port: u8, sub_type: u8) -> Self {
+        match sub_type {
+            1 => Event::PortDown(port),
+            4 => Event::PortActive(port),
+            s => Event::PortChange(port, s),
+        }
+    }
+}
+
+/// A driver's handler of a function's events (C's `struct notifier_block` on the function's
+/// event chain).
+pub trait EventNotifier: Send + Sync {
+    /// Something happened on the function. Called from the control vector's interrupt thread
+    /// with the function's notifier lock (a spinlock) held: it must not sleep (no firmware
+    /// command, no mutex), as C's atomic notifier chain; defer such work to a work item.
+    fn notify(&self, event: Event);
+}
+
+/// The notifiers registered on one function.
+struct NotifierList {
+    /// Key of the next registration.
+    next_key: u64,
+    /// Registrations, oldest first.
+    entries: KVec<(u64, Arc<dyn EventNotifier>)>,
+}
+
+/// A function's event notifiers (C's `mlx5_events.nh`), shared between the function (whose
+/// interrupt thread calls them) and its auxiliary device's data (through which drivers register).
+#[pin_data]
+pub(crate) struct Notifiers {
+    #[pin]
+    list: SpinLock<NotifierList>,
+}
+
+impl Notifiers {
+    /// An empty chain.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                list <- new_spinlock!(NotifierList {
+                    next_key: 0,
+                    entries: KVec::new(),
+                }),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Adds `notifier` to the chain until the returned registration is dropped.
+    fn register(
+        self: &Arc<Self>,
+        notifier: Arc<dyn EventNotifier>,
+    ) -> Result<NotifierRegistration> {
+        let mut list = self.list.lock();
+        let key = list.next_key;
+        // Under a spinlock: no sleeping allocation.
+        list.entries.push((key, notifier), GFP_ATOMIC)?;
+        list.next_key = key.wrapping_add(1);
+        Ok(NotifierRegistration {
+            notifiers: self.clone(),
+            key,
+        })
+    }
+
+    /// Calls every notifier with `event`, oldest registration first.
+    pub(crate) fn call(&self, event: Event) {
+        let list = self.list.lock();
+        for (_, n) in list.entries.iter() {
+            n.notify(event);
+        }
+    }
+}
+
+/// A notifier's registration: the notifier gets events until this is dropped. Once the drop
+/// returns, the notifier is not running and is not called again.
+pub struct NotifierRegistration {
+    notifiers: Arc<Notifiers>,
+    key: u64,
+}
+
+impl Drop for NotifierRegistration {
+    fn drop(&mut self) {
+        let removed = {
+            let mut list = self.notifiers.list.lock();
+            match list.entries.iter().position(|(k, _)| *k == self.key) {
+                Some(i) => list.entries.remove(i).ok(),
+                None => None,
+            }
+        };
+        // The notifier's last reference may go here, with the lock released.
+        drop(removed);
+    }
+}
+
+/// What a driver bound to a function's auxiliary device learns about the function: the
+/// device's registration data.
+pub struct Mlx5Device {
+    id: u32,
+    name: CString,
+    ports: u8,
+    commands: Commands,
+    info: FunctionInfo,
+    caps: HcaCaps,
+    fw_pages: Arc<Atomic<u32>>,
+    parent: ARef<device::Device>,
+    notifiers: Arc<Notifiers>,
+}
+
+impl Mlx5Device {
+    /// The auxiliary device's id (`N` in `mlx5_core.rdma.<N>`), stable while the function is
+    /// bound.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// The function's PCI name (`0000:01:00.0`).
+    pub fn name(&self) -> &CStr {
+        &self.name
+    }
+
+    /// Number of ports.
+    pub fn ports(&self) -> u8 {
+        self.ports
+    }
+
+    /// Firmware commands on the function (a handle the driver may keep).
+    pub fn commands(&self) -> &Commands {
+        &self.commands
+    }
+
+    /// What the function reported at bring-up.
+    pub fn info(&self) -> &FunctionInfo {
+        &self.info
+    }
+
+    /// The HCA's current capabilities.
+    pub fn caps(&self) -> &HcaCaps {
+        &self.caps
+    }
+
+    /// The count of pages the firmware holds, kept up to date as it asks for pages and gives
+    /// them back (C's `priv.fw_pages`); the driver may keep it.
+    pub fn fw_pages(&self) -> &Arc<Atomic<u32>> {
+        &self.fw_pages
+    }
+
+    /// The PCI function's device (the parent of devices the driver registers).
+    pub fn device(&self) -> &ARef<device::Device> {
+        &self.parent
+    }
+
+    /// Registers `notifier` for the function's events (C's `mlx5_notifier_register`); it gets
+    /// them until the returned registration is dropped, which a driver does at unbind at the
+    /// latest.
+    pub fn register_notifier(
+        &self,
+        notifier: Arc<dyn EventNotifier>,
+    ) -> Result<NotifierRegistration> {
+        self.notifiers.register(notifier)
+    }
+}
+
+/// The registration data type of `mlx5_core.rdma.<N>` devices, as [`auxiliary::Registration`]
+/// and [`auxiliary::Device::registration_data`] name it.
+pub type DeviceData = CovariantForLt!(Mlx5Device);
+
+/// The [`Mlx5Device`] of an `mlx5_core.rdma.<N>` device a driver is bound to (`EINVAL` if the
+/// device was not created by this driver).
+pub fn device_data<'a>(adev: &'a auxiliary::Device<Bound>) -> Result<Pin<&'a Mlx5Device>> {
+    adev.registration_data::<DeviceData>()
+}
+
+global_lock! {
+    // SAFETY: Initialized by the module initializer before the driver can bind.
+    pub(crate) unsafe(uninit) static ADEV_IDS: Mutex<Option<IdPool>> = None;
+}
+
+/// Frees the id pool at module unload (every function is unbound by then or finds no pool).
+pub(crate) fn free_ids() {
+    *ADEV_IDS.lock() = None;
+}
+
+/// An auxiliary device number, taken from the pool until dropped.
+struct AdevId(u32);
+
+impl AdevId {
+    /// The lowest free number.
+    fn alloc() -> Result<Self> {
+        let mut guard = ADEV_IDS.lock();
+        let pool = guard.get_or_insert_with(IdPool::new);
+        loop {
+            if let Some(unused) = pool.find_unused_id(0) {
+                let id = u32::try_from(unused.as_usize()).map_err(|_| ENOSPC)?;
+                unused.acquire();
+                return Ok(Self(id));
+            }
+            let resizer = pool.grow_request().ok_or(ENOSPC)?.realloc(GFP_KERNEL)?;
+            pool.grow(resizer);
+        }
+    }
+}
+
+impl Drop for AdevId {
+    fn drop(&mut self) {
+        if let Some(pool) = ADEV_IDS.lock().as_mut() {
+            pool.release_id(self.0 as usize);
+        }
+    }
+}
+
+/// A function's `mlx5_core.rdma.<N>` device while it exists. Dropping it deletes the device
+/// (unbinding its driver first), then frees the number.
+pub(crate) struct AuxDevice<'bound> {
+    _registration: auxiliary::Registration<'bound, DeviceData>,
+    _id: AdevId,
+}
+
+/// What `mlx5_core` hands to a function's auxiliary device at creation.
+pub(crate) struct DeviceParts {
+    /// Number of ports.
+    pub(crate) ports: u8,
+    /// Firmware commands on the function.
+    pub(crate) commands: Commands,
+    /// What the function reported at bring-up.
+    pub(crate) info: FunctionInfo,
+    /// The HCA's capabilities.
+    pub(crate) caps: HcaCaps,
+    /// The firmware page count.
+    pub(crate) fw_pages: Arc<Atomic<u32>>,
+}
+
+impl<'bound> AuxDevice<'bound> {
+    /// Creates `mlx5_core.rdma.<N>` below `parent` with what drivers get; a driver already
+    /// loaded probes it before this returns.
+    pub(crate) fn new(
+        parent: &'bound device::Device<Bound>,
+        parts: DeviceParts,
+        notifiers: Arc<Notifiers>,
+    ) -> Result<Self> {
+        let id = AdevId::alloc()?;
+        let data = Mlx5Device {
+            id: id.0,
+            name: CString::try_from_fmt(fmt!("{}", parent.name()))?,
+            ports: parts.ports,
+            commands: parts.commands,
+            info: parts.info,
+            caps: parts.caps,
+            fw_pages: parts.fw_pages,
+            parent: parent.into(),
+            notifiers,
+        };
+        let registration =
+            auxiliary::Registration::new(parent, RDMA_NAME, id.0, MODULE_NAME, data)?;
+        Ok(Self {
+            _registration: registration,
+            _id: id,
+        })
+    }
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_mlx5_auxdev)]
+mod tests {
+    use super::*;
+    use kernel::sync::atomic::Relaxed;
+
+    /// Counts the events it gets for port 1.
+    struct Counter(Atomic<u32>);
+
+    impl EventNotifier for Counter {
+        fn notify(&self, event: Event) {
+            if let Event::PortDown(1) | Event::PortActive(1) | Event::PortChange(1, _) = event {
+                self.0.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    #[test]
+    fn port_change_sub_types() {
+        assert_eq!(Event::port_change(1, 1), Event::PortDown(1));
+        assert_eq!(Event::port_change(2, 4), Event::PortActive(2));
+        assert_eq!(Event::port_change(1, 6), Event::PortChange(1, 6));
+    }
+
+    #[test]
+    fn notifiers_get_events_until_their_registration_drops() -> Result {
+        let chain = Notifiers::new()?;
+        let a = Arc::new(Counter(Atomic::new(0)), GFP_KERNEL)?;
+        let b = Arc::new(Counter(Atomic::new(0)), GFP_KERNEL)?;
+        let ra = chain.register(a.clone())?;
+        let rb = chain.register(b.clone())?;
+        chain.call(Event::port_change(1, 1));
+        drop(ra);
+        chain.call(Event::port_change(1, 4));
+        assert_eq!(a.0.load(Relaxed), 1);
+        assert_eq!(b.0.load(Relaxed), 2);
+        drop(rb);
+        chain.call(Event::port_change(1, 1));
+        assert_eq!(b.0.load(Relaxed), 2);
+        // The chain holds no reference to a notifier once its registration is gone.
+        assert!(chain.list.lock().entries.is_empty());
+        Ok(())
+    }
+}
