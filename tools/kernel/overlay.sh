@@ -5,6 +5,7 @@
 # rust/helpers/, and the few edits to upstream files are appended here, guarded so that running
 # the script twice changes nothing.
 #   rust/kernel/<m>.rs (and rust/kernel/<m>/)  -> tree/rust/kernel/, plus `pub mod <m>;` in lib.rs
+#   rust/kernel/<dir>/<m>.rs, <dir> upstream's   -> plus `pub mod <m>;` in upstream's <dir>/mod.rs
 #   rust/bindings/rdma_rs_helper.h             -> tree/rust/bindings/, included by bindings_helper.h
 #   rust/helpers/rdma_rs_*.c                   -> tree/rust/helpers/, included by helpers.c
 # Files overlaid earlier and since deleted from the repo are removed (tracked in a manifest).
@@ -25,26 +26,45 @@ append_once() { # file line
   grep -qxF "$2" "$1" || printf '%s\n' "$2" >>"$1"
 }
 
+# The file that declares the submodules of rust/kernel/<dir>/ upstream (mod.rs or <dir>.rs).
+parent_of() { # dir (relative to rust/kernel, empty for the crate root)
+  if [ -z "$1" ]; then echo "$tree/rust/kernel/lib.rs"
+  elif [ -f "$tree/rust/kernel/$1/mod.rs" ] && ! grep -qxF "rust/kernel/$1/mod.rs" "$manifest"; then
+    echo "$tree/rust/kernel/$1/mod.rs"
+  else echo "$tree/rust/kernel/$1.rs"; fi
+}
+
+# Modules we add: `m` at the crate root (rust/kernel/m.rs) or `dir/m` inside an upstream module
+# (rust/kernel/dir/m.rs, e.g. net/), each declared by a `pub mod` line in its parent.
 mods=()
 if [ -d "$repo/rust/kernel" ]; then
   while IFS= read -r -d '' f; do
     rel=${f#"$repo"/rust/kernel/}
     copy "$f" "$tree/rust/kernel/$rel"
-    case "$rel" in */*) ;; *.rs) mods+=("${rel%.rs}") ;; esac
+    case "$rel" in */*/*) ;; *.rs) mods+=("${rel%.rs}") ;; esac
   done < <(find "$repo/rust/kernel" -type f -name '*.rs' -print0 | sort -z)
 fi
+# A top-level file with a directory of the same name (ours) declares its own submodules.
+declared=()
 for m in "${mods[@]}"; do
-  append_once "$tree/rust/kernel/lib.rs" "pub mod $m; // rdma-rs overlay"
+  case "$m" in */*) dir=${m%/*} ;; *) dir= ;; esac
+  [ -n "$dir" ] && [ -f "$repo/rust/kernel/$dir.rs" ] && continue
+  parent=$(parent_of "$dir")
+  append_once "$parent" "pub mod ${m##*/}; // rdma-rs overlay"
+  declared+=("$parent:${m##*/}")
 done
 # Drop `mod` lines for modules no longer in the repo.
-while IFS= read -r line; do
-  m=${line#pub mod }; m=${m%%;*}
-  # (No `printf | grep -q` here: with pipefail, grep quitting at the first match can make
-  # printf die of SIGPIPE, and the line of a module still in the repo would be removed.)
-  keep=0
-  for k in "${mods[@]}"; do [ "$k" = "$m" ] && keep=1; done
-  [ "$keep" = 1 ] || sed -i "\|^pub mod $m; // rdma-rs overlay\$|d" "$tree/rust/kernel/lib.rs"
-done < <(grep '// rdma-rs overlay$' "$tree/rust/kernel/lib.rs" || true)
+for parent in "$tree"/rust/kernel/*/mod.rs "$tree"/rust/kernel/*.rs; do
+  [ -f "$parent" ] || continue
+  while IFS= read -r line; do
+    m=${line#pub mod }; m=${m%%;*}
+    # (No `printf | grep -q` here: with pipefail, grep quitting at the first match can make
+    # printf die of SIGPIPE, and the line of a module still in the repo would be removed.)
+    keep=0
+    for k in "${declared[@]}"; do [ "$k" = "$parent:$m" ] && keep=1; done
+    [ "$keep" = 1 ] || sed -i "\|^pub mod $m; // rdma-rs overlay\$|d" "$parent"
+  done < <(grep '// rdma-rs overlay$' "$parent" || true)
+done
 
 if [ -f "$repo/rust/bindings/rdma_rs_helper.h" ]; then
   copy "$repo/rust/bindings/rdma_rs_helper.h" "$tree/rust/bindings/rdma_rs_helper.h"

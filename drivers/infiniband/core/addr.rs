@@ -6,7 +6,7 @@
 //! against (address resolution itself comes with the connection manager).
 
 use kernel::{
-    netevent::{self, NeteventHandler},
+    net::netevent::{self, NeteventHandler},
     prelude::*,
     sync::atomic::{Atomic, Relaxed},
 };

@@ -11,7 +11,7 @@
 use crate::netlink::{self as rdma_nl, Op};
 use kernel::{
     bindings,
-    netlink::{flags, AttrPolicy, Policy, Request, Validation},
+    net::netlink_protocol::{flags, AttrPolicy, Policy, Request, Validation},
     prelude::*,
     sync::atomic::{Atomic, Relaxed},
 };

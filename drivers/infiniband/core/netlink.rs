@@ -19,8 +19,8 @@
 use crate::nl_uapi::{self, client};
 use kernel::{
     bindings, global_lock,
-    net_namespace::{self, Net, PernetId},
-    netlink::{self, flags, Config, Handler, KernelSocket, Message, Request},
+    net::namespace::{self as net_namespace, Net, PernetId},
+    net::netlink_protocol::{self as netlink, flags, Config, Handler, KernelSocket, Message, Request},
     prelude::*,
     ThisModule,
 };

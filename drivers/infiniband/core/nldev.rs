@@ -21,8 +21,8 @@ use crate::{
     restrack::ResType,
 };
 use kernel::{
-    net_namespace::{Net, NetRef},
-    netlink::{
+    net::namespace::{Net, NetRef},
+    net::netlink_protocol::{
         flags, AttrPolicy, Attrs, Dump, DumpBuffer, Message, MsgWriter, Policy, Request,
         Validation, NLMSG_DEFAULT_SIZE,
     },

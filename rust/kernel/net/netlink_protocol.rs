@@ -18,7 +18,7 @@ use crate::{
     alloc::{AllocError, Flags},
     bindings,
     error::to_result,
-    net_namespace::Net,
+    net::namespace::Net,
     prelude::*,
     types::Opaque,
     ThisModule,
