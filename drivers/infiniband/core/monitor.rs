@@ -10,7 +10,7 @@ use crate::{
     nl_uapi::{self, attr, cmd, event},
 };
 use kernel::{
-    netlink::{Message, NLMSG_DEFAULT_SIZE},
+    net::netlink_protocol::{Message, NLMSG_DEFAULT_SIZE},
     prelude::*,
 };
 
