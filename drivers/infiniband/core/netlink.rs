@@ -20,7 +20,9 @@ use crate::nl_uapi::{self, client};
 use kernel::{
     bindings, global_lock,
     net::namespace::{self as net_namespace, Net, PernetId},
-    net::netlink_protocol::{self as netlink, flags, Config, Handler, KernelSocket, Message, Request},
+    net::netlink_protocol::{
+        self as netlink, flags, Config, Handler, KernelSocket, Message, Request,
+    },
     prelude::*,
     ThisModule,
 };

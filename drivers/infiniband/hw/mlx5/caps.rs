@@ -5,8 +5,8 @@
 
 use ib_core::attrs::{DeviceAttr, DeviceCap as Cap};
 use mlx5_core::{
-    ifc::{AtomicCaps, GeneralCaps as GenCaps},
     auxdev::{FunctionInfo, HcaCaps},
+    ifc::{AtomicCaps, GeneralCaps as GenCaps},
 };
 
 /// Whether the function's ports are InfiniBand ports served through MAD_IFC (port type IB, no
