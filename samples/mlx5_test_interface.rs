@@ -16,6 +16,7 @@
 
 use kernel::{
     auxiliary,
+    auxiliary_named::{NamedAdapter, NamedDriver},
     device::Core,
     driver, new_condvar, new_mutex,
     owned_workqueue::{Flags, OwnedQueue},
@@ -29,7 +30,6 @@ use kernel::{
     workqueue::{Work, WorkItem},
 };
 use mlx5_core::{
-    aux_driver::{NamedAdapter, NamedDriver},
     auxdev::{self, Event, EventNotifier, Mlx5Device, NotifierRegistration},
     commands::Commands,
     ifc::{Nop, PlainIn},

@@ -4,7 +4,6 @@
 //! the firmware command interface and creates an auxiliary device for it (`mlx5_core.rdma.<N>`),
 //! which protocol drivers (`mlx5_ib`) bind.
 
-pub mod aux_driver;
 pub mod auxdev;
 mod cmd_events;
 mod cmdq;

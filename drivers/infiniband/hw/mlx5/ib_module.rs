@@ -9,16 +9,14 @@
 use crate::ib_device;
 use kernel::{
     auxiliary,
+    auxiliary_named::{NamedAdapter, NamedDriver},
     device::Core,
     driver,
     prelude::*,
     str::{BStr, CString},
     sync::Arc,
 };
-use mlx5_core::{
-    aux_driver::{NamedAdapter, NamedDriver},
-    auxdev::{self, Event, EventNotifier, NotifierRegistration},
-};
+use mlx5_core::auxdev::{self, Event, EventNotifier, NotifierRegistration};
 
 /// `mlx5_ib`'s auxiliary driver.
 pub(crate) struct IbDriver;

@@ -10,13 +10,14 @@
 //! driver implements [`NamedDriver`] (an [`auxiliary::Driver`] with a [`NamedDriver::NAME`]) and
 //! registers `driver::Registration<NamedAdapter<T>>` with its module name.
 //!
-//! It does what the kernel's adapter does, through the same public kernel-crate API (device and
-//! ID casts as the kernel's adapter makes them, `set_drvdata` in probe, the data dropped by
-//! `driver::Registration`'s post-unbind callback). It belongs in `rust/kernel/auxiliary.rs` (a
-//! driver name in `auxiliary::Driver`) and should go once the kernel crate has it.
+//! It does what the kernel's adapter does (device and ID casts as the kernel's adapter makes
+//! them, `set_drvdata` in probe, the data dropped by `driver::Registration`'s post-unbind
+//! callback). Upstream, this would be a driver name in `auxiliary::Driver`; until then it lives
+//! beside `auxiliary` in this overlay.
+//!
+//! C header: [`include/linux/auxiliary_bus.h`](srctree/include/linux/auxiliary_bus.h)
 
-use core::marker::PhantomData;
-use kernel::{
+use crate::{
     auxiliary, bindings, device,
     device_id::RawDeviceIdIndex,
     driver,
@@ -25,6 +26,7 @@ use kernel::{
     types::Opaque,
     ThisModule,
 };
+use core::marker::PhantomData;
 
 /// An auxiliary driver with a name of its own.
 pub trait NamedDriver: auxiliary::Driver + 'static {
