@@ -56,9 +56,21 @@ struct Users {
     closed: bool,
 }
 
+/// Which registry a device or client is in.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Domain {
+    /// The product's: drivers' devices, what netlink, sysfs and clients see.
+    Live,
+    /// ib_core's KUnit suites' own (their fake devices and test clients).
+    #[cfg(CONFIG_KUNIT = "y")]
+    Test,
+}
+
 /// An RDMA device as the core, its clients, sysfs and netlink see it.
 #[pin_data]
 pub struct IbDevice {
+    /// The registry the device is in (the product's, or KUnit's).
+    domain: Domain,
     index: u32,
     #[pin]
     name: Mutex<Name>,
@@ -89,6 +101,7 @@ impl IbDevice {
     #[expect(clippy::too_many_arguments)]
     pub(crate) fn new(
         info: DeviceInfo<'_>,
+        domain: Domain,
         index: u32,
         name: Name,
         attr: DeviceAttr,
@@ -99,6 +112,7 @@ impl IbDevice {
     ) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(IbDevice {
+                domain,
                 index,
                 name <- new_mutex!(name),
                 node_type: info.node_type,
@@ -122,6 +136,11 @@ impl IbDevice {
     /// The device index (stable while registered; netlink's `DEV_INDEX`).
     pub fn index(&self) -> u32 {
         self.index
+    }
+
+    /// The registry the device is in.
+    pub(crate) fn domain(&self) -> Domain {
+        self.domain
     }
 
     /// The device's current name.
