@@ -10,6 +10,8 @@
 #   - sysfs: node_type, node_guid, sys_image_guid, fw_ver, node_desc, hca_type, hw_rev,
 #     board_id, reg_pages, fw_pages (equal to debugfs' fw_pages_total), and ports/1/ state, phys_state, lid, sm_lid, lid_mask_count, sm_sl, cap_mask,
 #     rate, link_layer, gids/0, gids/1, pkeys/0, pkeys/1, gid_attrs/types/0;
+#   - the port going down and up: sysfs state follows, and mlx5_ib logs nothing about it (C's
+#     mlx5_ib logs only an event on a port the device does not have);
 #   - the device is a child of the PCI function;
 #   - unloading mlx5_ib unregisters it and loading it again registers it again, as mlx5_0;
 #   - then a clean dmesg and kmemleak.
@@ -66,6 +68,17 @@ sysfs_is $port/gids/1 'fe80:0000:0000:0000:0000:0000:0000:0000'
 sysfs_is $port/pkeys/0 '0xffff'
 sysfs_is $port/pkeys/1 '0x0000'
 sysfs_is $port/gid_attrs/types/0 'IB/RoCE v1'
+# Port changes: C's mlx5_ib turns them into IB events and logs nothing for a port the device has
+# (mlx5_ib_handle_event warns only of an event on a port it does not have); the same regex on
+# both stacks: no mlx5_ib line about a port or link after the port goes down and up.
+mark=$(dmesg | wc -l)
+check_output "model: port 1 down" '^ok port 1 down$' model_ctl port 1 down
+wait_for "sysfs port state follows: 1: DOWN" 10 '^1: DOWN$' cat $port/state
+check_output "model: port 1 up" '^ok port 1 up$' model_ctl port 1 up
+wait_for "sysfs port state follows: 4: ACTIVE" 10 '^4: ACTIVE$' cat $port/state
+sleep 1
+check "mlx5_ib logs nothing about the port going down and up (as C's mlx5_ib)" \
+	sh -c "! dmesg | tail -n +$((mark + 1)) | grep -iE '(mlx5_ib|infiniband mlx5_0).*(port|link)'"
 check_output "the device sits on the PCI function" '/0000:[0-9a-f:.]+/infiniband/mlx5_0$' \
 	readlink -f $dev
 check "unload mlx5_ib" rmmod mlx5_ib
