@@ -26,6 +26,7 @@ pub use crate::{
     ib_device::{DeviceInfo, DeviceRef, IbDevice, PortData},
     ops::{DeviceOps, NoVerbs},
 };
+use core::mem::ManuallyDrop;
 use kernel::{
     class,
     prelude::*,
@@ -93,8 +94,13 @@ pub(crate) fn test_class() -> Option<&'static class::Registration> {
 }
 
 /// A registered RDMA device; dropping it unregisters the device (and waits for its users).
+///
+/// Dropping it returns only once the device itself is gone, every reference to it dropped
+/// (C's `unreg_completion`): the device holds the driver's operations, whose code is the
+/// driver's, so they are dropped before unregistration returns, while the driver is still
+/// there, never by whoever drops the last reference after the driver module has gone.
 pub struct Registration {
-    dev: Arc<IbDevice>,
+    dev: ManuallyDrop<Arc<IbDevice>>,
 }
 
 impl Registration {
@@ -170,7 +176,9 @@ impl Registration {
         if domain == Domain::Live {
             monitor::device_event(&dev, Event::Register);
         }
-        Ok(Self { dev })
+        Ok(Self {
+            dev: ManuallyDrop::new(dev),
+        })
     }
 
     /// The registered device.
@@ -189,6 +197,11 @@ impl Drop for Registration {
         }
         // Removes sysfs, then frees the name and index.
         registry::release(self.dev.domain(), self.dev.index());
+        // Then waits until the device is dropped (whoever holds the last reference).
+        let gone = self.dev.gone();
+        // SAFETY: `self.dev` is not used after this.
+        drop(unsafe { ManuallyDrop::take(&mut self.dev) });
+        gone.wait_for_completion();
     }
 }
 

@@ -719,6 +719,78 @@ mod tests {
         Ok(())
     }
 
+    /// A driver whose operations record when they are dropped.
+    struct DropRecorder {
+        dropped: Arc<kernel::sync::atomic::Atomic<bool>>,
+    }
+
+    impl Drop for DropRecorder {
+        fn drop(&mut self) {
+            self.dropped.store(true, kernel::sync::atomic::Relaxed);
+        }
+    }
+
+    #[vtable]
+    impl crate::ops::DeviceOps for DropRecorder {
+        type Pd = crate::ops::NoVerbs;
+        type Cq = crate::ops::NoVerbs;
+        type Qp = crate::ops::NoVerbs;
+        type Mr = crate::ops::NoVerbs;
+
+        fn query_device(&self) -> Result<crate::attrs::DeviceAttr> {
+            Ok(crate::kunit_fake::device_attr())
+        }
+
+        fn query_port(&self, _port: u32) -> Result<crate::attrs::PortAttr> {
+            Ok(crate::attrs::PortAttr::default())
+        }
+
+        fn get_port_immutable(&self, _port: u32) -> Result<crate::attrs::PortImmutable> {
+            Ok(crate::attrs::PortImmutable {
+                core_cap_flags: crate::attrs::CORE_PORT_IBA_IB,
+                gid_tbl_len: 0,
+                pkey_tbl_len: 0,
+                max_mad_size: 256,
+            })
+        }
+    }
+
+    #[test]
+    fn the_drivers_operations_are_dropped_before_unregistration_returns() -> Result {
+        use kernel::{
+            sync::atomic::{Atomic, Relaxed},
+            time::{delay::fsleep, Delta},
+        };
+
+        let queue = test_queue(false)?;
+        let dropped = Arc::new(Atomic::new(false), GFP_KERNEL)?;
+        let reg = crate::device::Registration::new_test(
+            crate::kunit_fake::info(b"kunit_owner%d", 1),
+            DropRecorder {
+                dropped: dropped.clone(),
+            },
+        )?;
+        // Someone (a sysfs reader, a netlink dump, a client) still holds the device, and lets
+        // it go a little later, on another thread.
+        let holder = reg.device().clone();
+        spawn(
+            &queue,
+            KBox::new(
+                move || {
+                    fsleep(Delta::from_millis(100));
+                    drop(holder);
+                },
+                GFP_KERNEL,
+            )?,
+        )?;
+        // Unregistration returns only once the driver's operations are dropped: after it, the
+        // driver (and its module) may go.
+        drop(reg);
+        assert!(dropped.load(Relaxed));
+        drop(queue);
+        Ok(())
+    }
+
     #[test]
     fn unregister_waits_for_users() -> Result {
         use kernel::{

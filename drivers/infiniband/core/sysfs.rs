@@ -642,9 +642,12 @@ mod tests {
         assert!(in_class(c"kunit_renamed"));
         assert!(!in_class(name.as_c_str()));
         assert!(exists(dir, &[c"ports", c"2", c"state"]));
+        // Unregistration waits for every reference to the device.
+        let index = dev.index();
+        drop(dev);
         drop(reg);
         assert!(!in_class(c"kunit_renamed"));
-        assert!(registry::with_sysfs(dev.index(), |s| s.is_none()));
+        assert!(registry::with_sysfs(index, |s| s.is_none()));
         Ok(())
     }
 }
