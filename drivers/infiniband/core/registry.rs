@@ -149,16 +149,13 @@ fn with<R>(domain: Domain, f: impl FnOnce(&mut Registry) -> R) -> R {
 /// Frees the registries' memory at module unload (nothing can be registered then: registrants
 /// hold a reference on this module).
 pub(crate) fn clear() {
-    for domain in [
-        Domain::Live,
-        #[cfg(CONFIG_KUNIT = "y")]
-        Domain::Test,
-    ] {
-        with(domain, |reg| {
-            reg.devices = KVec::new();
-            reg.clients = KVec::new();
-        });
-    }
+    let clear_one = |reg: &mut Registry| {
+        reg.devices = KVec::new();
+        reg.clients = KVec::new();
+    };
+    with(Domain::Live, clear_one);
+    #[cfg(CONFIG_KUNIT = "y")]
+    with(Domain::Test, clear_one);
 }
 
 /// A name and index taken for a device being set up; released on drop unless enabled.
