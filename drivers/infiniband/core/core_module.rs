@@ -33,7 +33,7 @@ impl kernel::InPlaceModule for IbCore {
         // SAFETY: Called once, at module load, before any device or client can register and
         // before the netlink sockets exist.
         unsafe {
-            crate::registry::REGISTRY.init();
+            crate::registry::init();
             crate::netlink::init();
         }
         try_pin_init!(Self {

@@ -15,7 +15,7 @@
 
 use crate::{
     attrs::{DeviceAttr, PortImmutable},
-    ib_device::read_ports,
+    ib_device::{read_ports, Domain},
     monitor::{self, Event},
     ops::{is_kverbs_provider, DeviceImpl, DynOps},
     registry,
@@ -26,6 +26,7 @@ pub use crate::{
     ib_device::{DeviceInfo, DeviceRef, IbDevice, PortData},
     ops::{DeviceOps, NoVerbs},
 };
+use core::mem::ManuallyDrop;
 use kernel::{
     class,
     prelude::*,
@@ -66,16 +67,58 @@ pub(crate) fn class() -> Option<&'static class::Registration> {
     unsafe { CLASS.load(Acquire).as_ref() }
 }
 
+/// The class KUnit suites' devices appear in while a suite installs one (null otherwise): never
+/// the `infiniband` class.
+#[cfg(CONFIG_KUNIT = "y")]
+static TEST_CLASS: Atomic<*const class::Registration> = Atomic::new(core::ptr::null());
+
+/// Installs the class KUnit suites' devices appear in (`None`: removes it).
+///
+/// # Safety
+///
+/// An installed class stays registered, at the same address, until it is removed, and every
+/// device registered while it was installed has unregistered before it is removed.
+#[cfg(CONFIG_KUNIT = "y")]
+pub(crate) unsafe fn set_test_class(class: Option<&class::Registration>) {
+    TEST_CLASS.store(
+        class.map_or(core::ptr::null(), core::ptr::from_ref),
+        Release,
+    );
+}
+
+/// The class KUnit suites' devices appear in, if a suite installed one.
+#[cfg(CONFIG_KUNIT = "y")]
+pub(crate) fn test_class() -> Option<&'static class::Registration> {
+    // SAFETY: An installed pointer is valid until it is removed (`set_test_class`'s contract).
+    unsafe { TEST_CLASS.load(Acquire).as_ref() }
+}
+
 /// A registered RDMA device; dropping it unregisters the device (and waits for its users).
+///
+/// Dropping it returns only once the device itself is gone, every reference to it dropped
+/// (C's `unreg_completion`): the device holds the driver's operations, whose code is the
+/// driver's, so they are dropped before unregistration returns, while the driver is still
+/// there, never by whoever drops the last reference after the driver module has gone.
 pub struct Registration {
-    dev: Arc<IbDevice>,
+    dev: ManuallyDrop<Arc<IbDevice>>,
 }
 
 impl Registration {
     /// Registers a device whose driver is `ops`.
     pub fn new<T: DeviceOps>(info: DeviceInfo<'_>, ops: T) -> Result<Self> {
+        Self::new_in(Domain::Live, info, ops)
+    }
+
+    /// Registers a KUnit suite's device: in the suites' own registry (names, indices, clients),
+    /// in the class [`set_test_class`] installed if any, without MONITOR events.
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(crate) fn new_test<T: DeviceOps>(info: DeviceInfo<'_>, ops: T) -> Result<Self> {
+        Self::new_in(Domain::Test, info, ops)
+    }
+
+    fn new_in<T: DeviceOps>(domain: Domain, info: DeviceInfo<'_>, ops: T) -> Result<Self> {
         // Phase 1: the name and index, so that uniqueness checks see them.
-        let reserved = registry::reserve(info.name)?;
+        let reserved = registry::reserve(domain, info.name)?;
         let mut immutables = KVec::with_capacity(info.phys_port_cnt as usize, GFP_KERNEL)?;
         for port in 1..=info.phys_port_cnt {
             immutables.push(ops.get_port_immutable(port)?, GFP_KERNEL)?;
@@ -103,9 +146,10 @@ impl Registration {
     ) -> Result<Self> {
         let ports = read_ports(&*ops, immutables)?;
         let fw_version = ops.fw_version();
-        let (index, name) = (reserved.index(), reserved.name());
+        let (domain, index, name) = (reserved.domain(), reserved.index(), reserved.name());
         let dev = IbDevice::new(
             info,
+            domain,
             index,
             name,
             attr,
@@ -115,14 +159,26 @@ impl Registration {
             kverbs_provider,
         )?;
         // sysfs, then phase 2 (clients, then the `add` uevent), then the MONITOR event, as C.
-        let class = class().ok_or(ENODEV)?;
-        // SAFETY: The class stays registered until `ib_core` unloads, which is after every
-        // device has unregistered; unregistration drops the device's sysfs (in
-        // `registry::release`).
-        let sysfs = unsafe { DeviceSysfs::new(class, &dev)? };
+        let class = match domain {
+            Domain::Live => Some(class().ok_or(ENODEV)?),
+            #[cfg(CONFIG_KUNIT = "y")]
+            Domain::Test => test_class(),
+        };
+        let sysfs = match class {
+            // SAFETY: The `infiniband` class stays registered until `ib_core` unloads, which is
+            // after every device has unregistered, and a KUnit class until every device
+            // registered in it has unregistered (`set_test_class`); unregistration drops the
+            // device's sysfs (in `registry::release`).
+            Some(class) => Some(unsafe { DeviceSysfs::new(class, &dev)? }),
+            None => None,
+        };
         registry::enable(reserved, &dev, sysfs);
-        monitor::device_event(&dev, Event::Register);
-        Ok(Self { dev })
+        if domain == Domain::Live {
+            monitor::device_event(&dev, Event::Register);
+        }
+        Ok(Self {
+            dev: ManuallyDrop::new(dev),
+        })
     }
 
     /// The registered device.
@@ -136,16 +192,23 @@ impl Drop for Registration {
         // Hide it and remove it from clients (in reverse order), then wait for its users.
         registry::disable(&self.dev);
         self.dev.close_and_wait();
-        monitor::device_event(&self.dev, Event::Unregister);
+        if self.dev.domain() == Domain::Live {
+            monitor::device_event(&self.dev, Event::Unregister);
+        }
         // Removes sysfs, then frees the name and index.
-        registry::release(self.dev.index());
+        registry::release(self.dev.domain(), self.dev.index());
+        // Then waits until the device is dropped (whoever holds the last reference).
+        let gone = self.dev.gone();
+        // SAFETY: `self.dev` is not used after this.
+        drop(unsafe { ManuallyDrop::take(&mut self.dev) });
+        gone.wait_for_completion();
     }
 }
 
 /// Renames a registered device, with C's `ib_device_rename` rules: the same name is a no-op,
 /// a name in use is `EEXIST`; sysfs follows, and a MONITOR event tells listeners.
 pub fn rename(dev: &IbDevice, new: &[u8]) -> Result {
-    if registry::rename(dev, new)? {
+    if registry::rename(dev, new)? && dev.domain() == Domain::Live {
         monitor::device_event(dev, Event::Rename);
     }
     Ok(())

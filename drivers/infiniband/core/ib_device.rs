@@ -18,7 +18,7 @@ use kernel::{
     sync::{
         aref::ARef,
         atomic::{Atomic, Relaxed},
-        Arc, CondVar, Mutex,
+        Arc, Completion, CondVar, Mutex,
     },
     sysfs_attrs::ShowBuffer,
 };
@@ -46,8 +46,11 @@ pub struct DeviceInfo<'a> {
 pub struct PortData {
     immutable: PortImmutable,
     link_layer: LinkLayer,
-    gids: KVec<Gid>,
-    pkeys: KVec<u16>,
+    /// The GID cache (its size is the driver's: kvmalloc'ed).
+    gids: KVVec<Gid>,
+    /// The P_Key cache: as many entries as the driver's `pkey_tbl_len` (a `u16`, so at most
+    /// 65535, as C's), kvmalloc'ed, since a device picks the size.
+    pkeys: KVVec<u16>,
 }
 
 /// Who holds a [`DeviceRef`], and whether new ones may be taken.
@@ -56,9 +59,21 @@ struct Users {
     closed: bool,
 }
 
+/// Which registry a device or client is in.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Domain {
+    /// The product's: drivers' devices, what netlink, sysfs and clients see.
+    Live,
+    /// ib_core's KUnit suites' own (their fake devices and test clients).
+    #[cfg(CONFIG_KUNIT = "y")]
+    Test,
+}
+
 /// An RDMA device as the core, its clients, sysfs and netlink see it.
 #[pin_data]
 pub struct IbDevice {
+    /// The registry the device is in (the product's, or KUnit's).
+    domain: Domain,
     index: u32,
     #[pin]
     name: Mutex<Name>,
@@ -79,6 +94,18 @@ pub struct IbDevice {
     users_gone: CondVar,
     ops: KBox<dyn DynOps>,
     restrack: Restrack,
+    /// Completed when the device is dropped, after every other field (the driver's operations
+    /// included): declared last.
+    gone: Gone,
+}
+
+/// Completes its completion when dropped.
+struct Gone(Arc<Completion>);
+
+impl Drop for Gone {
+    fn drop(&mut self) {
+        self.0.complete_all();
+    }
 }
 
 impl IbDevice {
@@ -89,6 +116,7 @@ impl IbDevice {
     #[expect(clippy::too_many_arguments)]
     pub(crate) fn new(
         info: DeviceInfo<'_>,
+        domain: Domain,
         index: u32,
         name: Name,
         attr: DeviceAttr,
@@ -99,6 +127,7 @@ impl IbDevice {
     ) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(IbDevice {
+                domain,
                 index,
                 name <- new_mutex!(name),
                 node_type: info.node_type,
@@ -114,6 +143,7 @@ impl IbDevice {
                 users_gone <- new_condvar!(),
                 ops,
                 restrack: Restrack::new(),
+                gone: Gone(Arc::pin_init(Completion::new(), GFP_KERNEL)?),
             }? Error),
             GFP_KERNEL,
         )
@@ -122,6 +152,11 @@ impl IbDevice {
     /// The device index (stable while registered; netlink's `DEV_INDEX`).
     pub fn index(&self) -> u32 {
         self.index
+    }
+
+    /// The registry the device is in.
+    pub(crate) fn domain(&self) -> Domain {
+        self.domain
     }
 
     /// The device's current name.
@@ -276,6 +311,12 @@ impl IbDevice {
     }
 
     /// Refuses new references and waits until every [`DeviceRef`] is dropped.
+    /// What completes once the device is dropped: its last reference gone and the driver's
+    /// operations dropped with it.
+    pub(crate) fn gone(&self) -> Arc<Completion> {
+        self.gone.0.clone()
+    }
+
     pub(crate) fn close_and_wait(&self) {
         let mut u = self.users.lock();
         u.closed = true;
@@ -323,7 +364,7 @@ pub(crate) fn read_ports(ops: &dyn DynOps, immutables: &[PortImmutable]) -> Resu
         let link_layer = ops.link_layer(port);
         // The cache update starts with a port query, as C's `ib_cache_update`.
         ops.query_port(port)?;
-        let mut gids = KVec::new();
+        let mut gids = KVVec::new();
         if link_layer != LinkLayer::Ethernet {
             for index in 0..imm.gid_tbl_len {
                 match ops.query_gid(port, index) {
@@ -332,7 +373,9 @@ pub(crate) fn read_ports(ops: &dyn DynOps, immutables: &[PortImmutable]) -> Resu
                 }
             }
         }
-        let mut pkeys = KVec::with_capacity(usize::from(imm.pkey_tbl_len), GFP_KERNEL)?;
+        // One query per P_Key, as C's `ib_cache_update` (mlx5 answers each with the MAD of its
+        // block of 32, as C's `mlx5_query_mad_ifc_pkey`).
+        let mut pkeys = KVVec::with_capacity(usize::from(imm.pkey_tbl_len), GFP_KERNEL)?;
         for index in 0..imm.pkey_tbl_len {
             pkeys.push(ops.query_pkey(port, index)?, GFP_KERNEL)?;
         }
@@ -347,4 +390,76 @@ pub(crate) fn read_ports(ops: &dyn DynOps, immutables: &[PortImmutable]) -> Resu
         )?;
     }
     Ok(ports)
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_ib_cache)]
+mod tests {
+    use super::*;
+    use crate::{
+        attrs::CORE_PORT_IBA_IB,
+        device::{DeviceOps, NoVerbs, Registration},
+        kunit_fake,
+    };
+
+    /// A device whose one port has the largest P_Key table a driver can report; its P_Key
+    /// queries are counted.
+    struct LargePkeyTable {
+        queries: Arc<Atomic<u32>>,
+    }
+
+    #[vtable]
+    impl DeviceOps for LargePkeyTable {
+        type Pd = NoVerbs;
+        type Cq = NoVerbs;
+        type Qp = NoVerbs;
+        type Mr = NoVerbs;
+
+        fn query_device(&self) -> Result<DeviceAttr> {
+            Ok(kunit_fake::device_attr())
+        }
+
+        fn query_port(&self, _port: u32) -> Result<PortAttr> {
+            Ok(PortAttr {
+                gid_tbl_len: 1,
+                pkey_tbl_len: u16::MAX,
+                ..PortAttr::default()
+            })
+        }
+
+        fn get_port_immutable(&self, _port: u32) -> Result<PortImmutable> {
+            Ok(PortImmutable {
+                core_cap_flags: CORE_PORT_IBA_IB,
+                gid_tbl_len: 1,
+                pkey_tbl_len: u16::MAX,
+                max_mad_size: 256,
+            })
+        }
+
+        fn query_gid(&self, _port: u32, _index: u32) -> Result<Gid> {
+            Ok(Gid::default())
+        }
+
+        fn query_pkey(&self, _port: u32, index: u16) -> Result<u16> {
+            self.queries.fetch_add(1, Relaxed);
+            Ok(index ^ 0x8000)
+        }
+    }
+
+    #[test]
+    fn the_largest_pkey_table_is_cached_one_query_per_entry() -> Result {
+        let queries = Arc::new(Atomic::new(0u32), GFP_KERNEL)?;
+        let reg = Registration::new_test(
+            kunit_fake::info(b"kunit_pkeys%d", 1),
+            LargePkeyTable {
+                queries: queries.clone(),
+            },
+        )?;
+        let dev = reg.device();
+        assert_eq!(queries.load(Relaxed), u32::from(u16::MAX));
+        assert_eq!(dev.cached_pkey(1, 0), Some(0x8000));
+        assert_eq!(dev.cached_pkey(1, 65534), Some(65534 ^ 0x8000));
+        assert_eq!(dev.cached_pkey(1, 65535), None);
+        assert_eq!(dev.cached_pkey(2, 0), None);
+        Ok(())
+    }
 }

@@ -12,6 +12,9 @@
 //!   `poll_cq` claims one completion more than there is room for (a driver bug the core
 //!   catches).
 //!
+//! Both register in the suites' own registry ([`Registration::new_test`]): they take no index
+//! or name of the product's, are not in the `infiniband` class, and netlink never shows them.
+//!
 //! Both report the limits in [`device_attr`]. The test provider module
 //! (`samples/ib_test_provider`) is another, separate provider: a loadable module with a
 //! software data path that VM scenarios use; it cannot live here (a module cannot link to
@@ -136,7 +139,7 @@ impl DeviceOps for Fake {
 
 /// Registers a [`Fake`] with `ports` ports, named from `name`.
 pub(crate) fn register(name: &[u8], ports: u32) -> Result<Registration> {
-    Registration::new(info(name, ports), Fake)
+    Registration::new_test(info(name, ports), Fake)
 }
 
 /// Driver calls a [`Recording`] device saw, in order.
@@ -287,7 +290,7 @@ impl DeviceOps for Recording {
 
 /// Registers a [`Recording`] device (one port, named `kverbs%d`) logging to `calls`.
 pub(crate) fn register_recording(calls: &Calls) -> Result<Registration> {
-    Registration::new(
+    Registration::new_test(
         info(b"kverbs%d", 1),
         Recording {
             calls: calls.clone(),

@@ -17,9 +17,14 @@
 //!
 //! Client callbacks run with the registry locked: they must not register or unregister devices
 //! or clients.
+//!
+//! There are two registries ([`Domain`]): the product's, and, in a kernel with KUnit, one for
+//! ib_core's own suites. The suites' fake devices take their names and indices from theirs, so
+//! the product's first device is index 0 as in C (the suites run at every load of `ib_core`),
+//! and netlink, lookups and the product's clients never see them.
 
 use crate::{
-    ib_device::{DeviceRef, IbDevice},
+    ib_device::{DeviceRef, Domain, IbDevice},
     names::{self, Name},
     sysfs::DeviceSysfs,
 };
@@ -111,16 +116,51 @@ global_lock! {
     pub(crate) unsafe(uninit) static REGISTRY: Mutex<Registry> = Registry::new();
 }
 
-/// Frees the registry's memory at module unload (nothing can be registered then: registrants
+#[cfg(CONFIG_KUNIT = "y")]
+global_lock! {
+    // SAFETY: Initialized by the module initializer before any registration.
+    pub(crate) unsafe(uninit) static TEST_REGISTRY: Mutex<Registry> = Registry::new();
+}
+
+/// Initializes the registries.
+///
+/// # Safety
+///
+/// Called once, at module load, before any device or client registers.
+pub(crate) unsafe fn init() {
+    // SAFETY: As this function's contract.
+    unsafe { REGISTRY.init() };
+    #[cfg(CONFIG_KUNIT = "y")]
+    // SAFETY: As this function's contract.
+    unsafe {
+        TEST_REGISTRY.init()
+    };
+}
+
+/// Runs `f` with the registry of `domain` locked.
+fn with<R>(domain: Domain, f: impl FnOnce(&mut Registry) -> R) -> R {
+    match domain {
+        Domain::Live => f(&mut REGISTRY.lock()),
+        #[cfg(CONFIG_KUNIT = "y")]
+        Domain::Test => f(&mut TEST_REGISTRY.lock()),
+    }
+}
+
+/// Frees the registries' memory at module unload (nothing can be registered then: registrants
 /// hold a reference on this module).
 pub(crate) fn clear() {
-    let mut reg = REGISTRY.lock();
-    reg.devices = KVec::new();
-    reg.clients = KVec::new();
+    let clear_one = |reg: &mut Registry| {
+        reg.devices = KVec::new();
+        reg.clients = KVec::new();
+    };
+    with(Domain::Live, clear_one);
+    #[cfg(CONFIG_KUNIT = "y")]
+    with(Domain::Test, clear_one);
 }
 
 /// A name and index taken for a device being set up; released on drop unless enabled.
 pub(crate) struct Reserved {
+    domain: Domain,
     index: u32,
     name: Name,
 }
@@ -135,17 +175,25 @@ impl Reserved {
     pub(crate) fn name(&self) -> Name {
         self.name
     }
+
+    /// The registry.
+    pub(crate) fn domain(&self) -> Domain {
+        self.domain
+    }
 }
 
 impl Drop for Reserved {
     fn drop(&mut self) {
-        release(self.index);
+        release(self.domain, self.index);
     }
 }
 
-/// Phase 1: takes a name from `template` and the next free index.
-pub(crate) fn reserve(template: &[u8]) -> Result<Reserved> {
-    let mut reg = REGISTRY.lock();
+/// Phase 1: takes a name from `template` and the next free index in the registry of `domain`.
+pub(crate) fn reserve(domain: Domain, template: &[u8]) -> Result<Reserved> {
+    with(domain, |reg| reserve_in(reg, domain, template))
+}
+
+fn reserve_in(reg: &mut Registry, domain: Domain, template: &[u8]) -> Result<Reserved> {
     let name = names::assign(template, reg.devices.iter().map(|e| e.name.as_bytes()))?;
     // Indices increase and wrap, skipping those in use.
     let mut index = reg.next_index;
@@ -169,84 +217,106 @@ pub(crate) fn reserve(template: &[u8]) -> Result<Reserved> {
     reg.devices
         .insert_within_capacity(at, entry)
         .map_err(|_| ENOMEM)?;
-    Ok(Reserved { index, name })
+    Ok(Reserved {
+        domain,
+        index,
+        name,
+    })
 }
 
 /// Phase 2: the device becomes visible with its sysfs presence, every client gets `add`, in
 /// registration order, and then sysfs sends the `add` uevent (C's `enable_device_and_get`, then
-/// `ib_device_notify_register`).
-pub(crate) fn enable(reserved: Reserved, dev: &Arc<IbDevice>, sysfs: DeviceSysfs) {
-    let index = reserved.index;
+/// `ib_device_notify_register`). A device without a class (KUnit's) has no sysfs presence.
+pub(crate) fn enable(reserved: Reserved, dev: &Arc<IbDevice>, sysfs: Option<DeviceSysfs>) {
+    let (domain, index) = (reserved.domain, reserved.index);
     core::mem::forget(reserved);
-    let mut reg = REGISTRY.lock();
-    let reg = &mut *reg;
-    let Some(e) = reg.devices.iter_mut().find(|e| e.index == index) else {
-        return;
-    };
-    e.dev = Some(dev.clone());
-    e.registered = true;
-    for c in reg.clients.iter() {
-        c.get().attach(dev);
-    }
-    sysfs.announce();
-    e.sysfs = Some(sysfs);
+    with(domain, |reg| {
+        let Some(e) = reg.devices.iter_mut().find(|e| e.index == index) else {
+            return;
+        };
+        e.dev = Some(dev.clone());
+        e.registered = true;
+        for c in reg.clients.iter() {
+            c.get().attach(dev);
+        }
+        if let Some(sysfs) = sysfs {
+            sysfs.announce();
+            e.sysfs = Some(sysfs);
+        }
+    })
 }
 
 /// Hides a device and removes it from every client, latest client first.
 pub(crate) fn disable(dev: &IbDevice) {
-    let mut reg = REGISTRY.lock();
-    let reg = &mut *reg;
-    match reg.devices.iter_mut().find(|e| e.index == dev.index()) {
-        Some(e) if e.registered => e.registered = false,
-        _ => return,
-    }
-    for c in reg.clients.iter().rev() {
-        c.get().detach(dev);
-    }
+    with(dev.domain(), |reg| {
+        match reg.devices.iter_mut().find(|e| e.index == dev.index()) {
+            Some(e) if e.registered => e.registered = false,
+            _ => return,
+        }
+        for c in reg.clients.iter().rev() {
+            c.get().detach(dev);
+        }
+    })
 }
 
 /// Removes a device's sysfs presence (outside the lock: removal waits for running `show` and
 /// `store` callbacks), then frees its name and index.
-pub(crate) fn release(index: u32) {
-    let sysfs = REGISTRY
-        .lock()
-        .devices
-        .iter_mut()
-        .find(|e| e.index == index)
-        .and_then(|e| e.sysfs.take());
+pub(crate) fn release(domain: Domain, index: u32) {
+    let sysfs = with(domain, |reg| {
+        reg.devices
+            .iter_mut()
+            .find(|e| e.index == index)
+            .and_then(|e| e.sysfs.take())
+    });
     drop(sysfs);
-    let mut reg = REGISTRY.lock();
-    if let Some(k) = reg.devices.iter().position(|e| e.index == index) {
-        let _ = reg.devices.remove(k);
-    }
+    with(domain, |reg| {
+        if let Some(k) = reg.devices.iter().position(|e| e.index == index) {
+            let _ = reg.devices.remove(k);
+        }
+    })
 }
 
 /// The registered device with `index`, referenced.
 pub fn get(index: u32) -> Option<DeviceRef> {
-    let reg = REGISTRY.lock();
-    let found = reg.registered().find(|d| d.index() == index)?.try_get();
-    found
+    get_in(Domain::Live, index)
+}
+
+/// The registered device with `index` in the registry of `domain`, referenced.
+pub(crate) fn get_in(domain: Domain, index: u32) -> Option<DeviceRef> {
+    with(domain, |reg| {
+        reg.registered().find(|d| d.index() == index)?.try_get()
+    })
 }
 
 /// The registered device called `name`, referenced.
 pub fn get_by_name(name: &[u8]) -> Option<DeviceRef> {
-    let reg = REGISTRY.lock();
-    let e = reg
-        .devices
-        .iter()
-        .find(|e| e.registered && e.name.as_bytes() == name)?;
-    e.dev.as_ref()?.try_get()
+    get_by_name_in(Domain::Live, name)
+}
+
+/// The registered device called `name` in the registry of `domain`, referenced.
+pub(crate) fn get_by_name_in(domain: Domain, name: &[u8]) -> Option<DeviceRef> {
+    with(domain, |reg| {
+        let e = reg
+            .devices
+            .iter()
+            .find(|e| e.registered && e.name.as_bytes() == name)?;
+        e.dev.as_ref()?.try_get()
+    })
 }
 
 /// The registered device with the lowest index at or above `from`, referenced (for dumps that
 /// continue where they stopped).
 pub fn next_from(from: u32) -> Option<DeviceRef> {
-    let reg = REGISTRY.lock();
-    let found = reg
-        .registered()
-        .filter(|d| d.index() >= from)
-        .find_map(|d| d.try_get());
-    found
+    next_from_in(Domain::Live, from)
+}
+
+/// [`next_from`] in the registry of `domain`.
+pub(crate) fn next_from_in(domain: Domain, from: u32) -> Option<DeviceRef> {
+    with(domain, |reg| {
+        reg.registered()
+            .filter(|d| d.index() >= from)
+            .find_map(|d| d.try_get())
+    })
 }
 
 /// The registered devices, in index order, referenced.
@@ -265,35 +335,38 @@ pub fn devices() -> Result<KVec<DeviceRef>> {
 /// (`false`), a name in use is `EEXIST`; sysfs follows. Returns whether the name changed.
 pub(crate) fn rename(dev: &IbDevice, new: &[u8]) -> Result<bool> {
     let name = Name::new(new)?;
-    let mut reg = REGISTRY.lock();
-    let Some(k) = reg.devices.iter().position(|e| e.index == dev.index()) else {
-        return Err(ENODEV);
-    };
-    if reg.devices[k].name == name {
-        return Ok(false);
-    }
-    if reg.devices.iter().any(|e| e.name == name) {
-        return Err(EEXIST);
-    }
-    if let Some(s) = reg.devices[k].sysfs.as_ref() {
-        s.rename(&name)?;
-    }
-    reg.devices[k].name = name;
-    dev.set_name(name);
-    Ok(true)
+    with(dev.domain(), |reg| {
+        let Some(k) = reg.devices.iter().position(|e| e.index == dev.index()) else {
+            return Err(ENODEV);
+        };
+        if reg.devices[k].name == name {
+            return Ok(false);
+        }
+        if reg.devices.iter().any(|e| e.name == name) {
+            return Err(EEXIST);
+        }
+        if let Some(s) = reg.devices[k].sysfs.as_ref() {
+            s.rename(&name)?;
+        }
+        reg.devices[k].name = name;
+        dev.set_name(name);
+        Ok(true)
+    })
 }
 
-/// Calls `f` with the sysfs presence of the device with `index` (KUnit checks).
+/// Calls `f` with the sysfs presence of the KUnit device with `index` (KUnit checks).
 #[cfg(CONFIG_KUNIT = "y")]
 pub(crate) fn with_sysfs<R>(index: u32, f: impl FnOnce(Option<&DeviceSysfs>) -> R) -> R {
-    let reg = REGISTRY.lock();
-    f(reg.entry(index).and_then(|e| e.sysfs.as_ref()))
+    with(Domain::Test, |reg| {
+        f(reg.entry(index).and_then(|e| e.sysfs.as_ref()))
+    })
 }
 
 /// A client's registration: attached to every registered device while it lives.
 #[pin_data(PinnedDrop)]
 pub struct ClientRegistration<C: Client + 'static> {
     client: C,
+    domain: Domain,
     #[pin]
     data: Mutex<KVec<(u32, C::Data)>>,
     #[pin]
@@ -313,19 +386,32 @@ fn client_data_class() -> (&'static CStr, Pin<&'static kernel::sync::LockClassKe
 impl<C: Client + 'static> ClientRegistration<C> {
     /// Registers `client`; it gets `add` for every registered device.
     pub fn new(client: C) -> impl PinInit<Self, Error> {
+        Self::new_in(Domain::Live, client)
+    }
+
+    /// Registers `client` with the KUnit suites' devices.
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(crate) fn new_test(client: C) -> impl PinInit<Self, Error> {
+        Self::new_in(Domain::Test, client)
+    }
+
+    fn new_in(domain: Domain, client: C) -> impl PinInit<Self, Error> {
         try_pin_init!(&this in Self {
             client,
+            domain,
             data <- Mutex::new(KVec::new(), client_data_class().0, client_data_class().1),
             _pin: PhantomPinned,
             _: {
                 let ptr: NonNull<dyn Attached> = this;
-                let mut reg = REGISTRY.lock();
-                reg.clients.push(ClientPtr(ptr), GFP_KERNEL)?;
-                // SAFETY: `this` is fully initialized and pinned.
-                let r = unsafe { ptr.as_ref() };
-                for d in reg.registered() {
-                    r.attach(d);
-                }
+                with(*domain, |reg| -> Result {
+                    reg.clients.push(ClientPtr(ptr), GFP_KERNEL)?;
+                    // SAFETY: `this` is fully initialized and pinned.
+                    let r = unsafe { ptr.as_ref() };
+                    for d in reg.registered() {
+                        r.attach(d);
+                    }
+                    Ok(())
+                })?;
             },
         }? Error)
     }
@@ -340,17 +426,19 @@ impl<C: Client + 'static> ClientRegistration<C> {
 impl<C: Client + 'static> PinnedDrop for ClientRegistration<C> {
     fn drop(self: Pin<&mut Self>) {
         let ptr: NonNull<dyn Attached> = NonNull::from(&*self);
-        let mut reg = REGISTRY.lock();
-        if let Some(k) = reg
-            .clients
-            .iter()
-            .position(|p| core::ptr::addr_eq(p.0.as_ptr(), ptr.as_ptr()))
-        {
-            let _ = reg.clients.remove(k);
-        }
-        for d in reg.registered() {
-            self.detach(d);
-        }
+        let this: &Self = &self;
+        with(this.domain, |reg| {
+            if let Some(k) = reg
+                .clients
+                .iter()
+                .position(|p| core::ptr::addr_eq(p.0.as_ptr(), ptr.as_ptr()))
+            {
+                let _ = reg.clients.remove(k);
+            }
+            for d in reg.registered() {
+                this.detach(d);
+            }
+        })
     }
 }
 
@@ -517,13 +605,13 @@ mod tests {
         let d = register(b"kunit_%d", 1)?;
         assert!(!d.device().kverbs_provider());
         let verbs = KBox::pin_init(
-            ClientRegistration::new(VerbsUser {
+            ClientRegistration::new_test(VerbsUser {
                 added: added.clone(),
             }),
             GFP_KERNEL,
         )?;
         let any = KBox::pin_init(
-            ClientRegistration::new(Recorder {
+            ClientRegistration::new_test(Recorder {
                 tag: b'N',
                 log: log.clone(),
             }),
@@ -542,7 +630,7 @@ mod tests {
     fn clients_and_devices_in_the_c_cores_order() -> Result {
         let log: Log = Arc::pin_init(new_mutex!(KVec::new()), GFP_KERNEL)?;
         let a = KBox::pin_init(
-            ClientRegistration::new(Recorder {
+            ClientRegistration::new_test(Recorder {
                 tag: b'A',
                 log: log.clone(),
             }),
@@ -550,7 +638,7 @@ mod tests {
         )?;
         let d0 = register(b"kunit_%d", 1)?;
         let b = KBox::pin_init(
-            ClientRegistration::new(Recorder {
+            ClientRegistration::new_test(Recorder {
                 tag: b'B',
                 log: log.clone(),
             }),
@@ -601,6 +689,106 @@ mod tests {
     }
 
     #[test]
+    fn fake_devices_stay_out_of_the_products_registry() -> Result {
+        let live_next = REGISTRY.lock().next_index;
+        let log: Log = Arc::pin_init(new_mutex!(KVec::new()), GFP_KERNEL)?;
+        let live_client = KBox::pin_init(
+            ClientRegistration::new(Recorder {
+                tag: b'L',
+                log: log.clone(),
+            }),
+            GFP_KERNEL,
+        )?;
+        let d = register(b"kunit_apart%d", 1)?;
+        let index = d.device().index();
+        // The product's index space and names are untouched, its lookups and clients do not
+        // see the device; the suites' registry does.
+        assert_eq!(REGISTRY.lock().next_index, live_next);
+        assert!(REGISTRY.lock().devices.is_empty());
+        assert!(get_by_name(b"kunit_apart0").is_none());
+        assert!(get(index).is_none());
+        assert!(next_from(0).is_none());
+        assert!(get_by_name_in(Domain::Test, b"kunit_apart0").is_some());
+        assert!(seen(&log).is_empty());
+        drop(d);
+        drop(live_client);
+        assert!(seen(&log).is_empty());
+        Ok(())
+    }
+
+    /// A driver whose operations record when they are dropped.
+    struct DropRecorder {
+        dropped: Arc<kernel::sync::atomic::Atomic<bool>>,
+    }
+
+    impl Drop for DropRecorder {
+        fn drop(&mut self) {
+            self.dropped.store(true, kernel::sync::atomic::Relaxed);
+        }
+    }
+
+    #[vtable]
+    impl crate::ops::DeviceOps for DropRecorder {
+        type Pd = crate::ops::NoVerbs;
+        type Cq = crate::ops::NoVerbs;
+        type Qp = crate::ops::NoVerbs;
+        type Mr = crate::ops::NoVerbs;
+
+        fn query_device(&self) -> Result<crate::attrs::DeviceAttr> {
+            Ok(crate::kunit_fake::device_attr())
+        }
+
+        fn query_port(&self, _port: u32) -> Result<crate::attrs::PortAttr> {
+            Ok(crate::attrs::PortAttr::default())
+        }
+
+        fn get_port_immutable(&self, _port: u32) -> Result<crate::attrs::PortImmutable> {
+            Ok(crate::attrs::PortImmutable {
+                core_cap_flags: crate::attrs::CORE_PORT_IBA_IB,
+                gid_tbl_len: 0,
+                pkey_tbl_len: 0,
+                max_mad_size: 256,
+            })
+        }
+    }
+
+    #[test]
+    fn the_drivers_operations_are_dropped_before_unregistration_returns() -> Result {
+        use kernel::{
+            sync::atomic::{Atomic, Relaxed},
+            time::{delay::fsleep, Delta},
+        };
+
+        let queue = test_queue(false)?;
+        let dropped = Arc::new(Atomic::new(false), GFP_KERNEL)?;
+        let reg = crate::device::Registration::new_test(
+            crate::kunit_fake::info(b"kunit_owner%d", 1),
+            DropRecorder {
+                dropped: dropped.clone(),
+            },
+        )?;
+        // Someone (a sysfs reader, a netlink dump, a client) still holds the device, and lets
+        // it go a little later, on another thread.
+        let holder = reg.device().clone();
+        spawn(
+            &queue,
+            KBox::new(
+                move || {
+                    fsleep(Delta::from_millis(100));
+                    drop(holder);
+                },
+                GFP_KERNEL,
+            )?,
+        )?;
+        // Unregistration returns only once the driver's operations are dropped: after it, the
+        // driver (and its module) may go.
+        drop(reg);
+        assert!(dropped.load(Relaxed));
+        drop(queue);
+        Ok(())
+    }
+
+    #[test]
     fn unregister_waits_for_users() -> Result {
         use kernel::{
             sync::{
@@ -613,7 +801,7 @@ mod tests {
         let queue = test_queue(false)?;
         let reg = register(b"kunit_busy", 1)?;
         let index = reg.device().index();
-        let user = get(index).ok_or(ENODEV)?;
+        let user = get_in(Domain::Test, index).ok_or(ENODEV)?;
         let done = Arc::pin_init(Completion::new(), GFP_KERNEL)?;
         let unregistered = Arc::new(Atomic::new(false), GFP_KERNEL)?;
         {
@@ -632,8 +820,8 @@ mod tests {
         }
         // The device is hidden at once, but unregistration waits for the user.
         fsleep(Delta::from_millis(100));
-        assert!(get(index).is_none());
-        assert!(get_by_name(b"kunit_busy").is_none());
+        assert!(get_in(Domain::Test, index).is_none());
+        assert!(get_by_name_in(Domain::Test, b"kunit_busy").is_none());
         assert!(!unregistered.load(Relaxed));
         assert_eq!(&user.name()[..], b"kunit_busy");
         drop(user);
@@ -669,15 +857,15 @@ mod tests {
                             // Devices come and go, and are looked up while they do.
                             0 => register(b"kchurn%d", 2)
                                 .map(|r| {
-                                    let found = get(r.device().index()).is_some();
-                                    let _ = next_from(0);
+                                    let found = get_in(Domain::Test, r.device().index()).is_some();
+                                    let _ = next_from_in(Domain::Test, 0);
                                     found
                                 })
                                 .unwrap_or(false),
                             // Clients come and go.
                             _ => match &log {
                                 Ok(log) => KBox::pin_init(
-                                    ClientRegistration::new(Recorder {
+                                    ClientRegistration::new_test(Recorder {
                                         tag: b'C',
                                         log: log.clone(),
                                     }),
@@ -710,7 +898,7 @@ mod tests {
             c.wait_for_completion();
         }
         assert_eq!(failures.load(Relaxed), 0);
-        assert!(next_from(0).is_none());
+        assert!(next_from_in(Domain::Test, 0).is_none());
         Ok(())
     }
 }

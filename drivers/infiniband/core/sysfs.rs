@@ -490,9 +490,9 @@ mod tests {
         true
     }
 
-    /// Whether the `infiniband` class has a device called `name`.
-    fn in_class(name: &CStr) -> bool {
-        let Some(class) = device::class() else {
+    /// Whether `class` has a device called `name`.
+    fn in_class_of(class: Option<&class::Registration>, name: &CStr) -> bool {
+        let Some(class) = class else {
             return false;
         };
         // SAFETY: The class is registered; the reference `class_find_device` takes is dropped.
@@ -511,13 +511,32 @@ mod tests {
         true
     }
 
+    /// Whether the suites' class has a device called `name`.
+    fn in_class(name: &CStr) -> bool {
+        in_class_of(device::test_class(), name)
+    }
+
     #[test]
     fn a_device_tree_follows_registration_and_rename() -> Result {
+        // The suites' devices appear in a class of their own, never in `infiniband`.
+        let class = KBox::pin_init(class::Registration::new(c"rdma_rs_kunit"), GFP_KERNEL)?;
+        // SAFETY: The class stays registered, pinned in its box, until it is removed below;
+        // `device_tree_checks` unregisters every device it registers before it returns.
+        unsafe { device::set_test_class(Some(&*class)) };
+        let r = device_tree_checks();
+        // SAFETY: Removing the class is always allowed.
+        unsafe { device::set_test_class(None) };
+        drop(class);
+        r
+    }
+
+    fn device_tree_checks() -> Result {
         // Port 1 has a P_Key table, port 2 none; two GIDs each, the second zero.
         let reg = kunit_fake::register(b"kunit_sysfs%d", 2)?;
         let dev = reg.device().clone();
         let name = dev.name();
         assert!(in_class(name.as_c_str()));
+        assert!(!in_class_of(device::class(), name.as_c_str()));
         let dir = registry::with_sysfs(dev.index(), |s| {
             let s = s.ok_or(ENODEV)?;
             // SAFETY: The class device is in sysfs while registered.
@@ -623,9 +642,12 @@ mod tests {
         assert!(in_class(c"kunit_renamed"));
         assert!(!in_class(name.as_c_str()));
         assert!(exists(dir, &[c"ports", c"2", c"state"]));
+        // Unregistration waits for every reference to the device.
+        let index = dev.index();
+        drop(dev);
         drop(reg);
         assert!(!in_class(c"kunit_renamed"));
-        assert!(registry::with_sysfs(dev.index(), |s| s.is_none()));
+        assert!(registry::with_sysfs(index, |s| s.is_none()));
         Ok(())
     }
 }

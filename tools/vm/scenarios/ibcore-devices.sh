@@ -1,7 +1,7 @@
 # ibcore-devices: the Rust ib_core registers software devices from the test provider
 # (samples/ib_test_provider.rs) with C's naming and module lifetimes:
 #   - names from the template take the lowest free number (ibtest0, ibtest1, ...), indices
-#     increase, the last device has the requested number of ports;
+#     start at 0 (the KUnit suites' fake devices take none) and increase, the last device has the requested number of ports;
 #   - ib_core cannot be removed while a provider uses it, and unloads once the provider is gone;
 #   - bad provider parameters are refused with EINVAL and leave nothing registered;
 #   - 10 load/unload cycles of the provider, then clean dmesg and kmemleak.
@@ -11,10 +11,11 @@ prov="$stack_dir/ib_test_provider.ko"
 
 check "load ib_core alone" load_stack ib_core
 check "the test provider registers two devices" insmod "$prov" devices=2 ports=2
-check_output "ibtest0 registered with one port" \
-	'ib_test_provider: registered ibtest0 \(index [0-9]+, 1 port\(s\)\)$' dmesg
+check_output "ibtest0 registered with one port, index 0 (ib_core's KUnit devices take none)" \
+	'ib_test_provider: registered ibtest0 \(index 0, 1 port\(s\)\)$' dmesg
 check_output "ibtest1 registered with two ports, next index" \
-	'ib_test_provider: registered ibtest1 \(index [0-9]+, 2 port\(s\)\)$' dmesg
+	'ib_test_provider: registered ibtest1 \(index 1, 2 port\(s\)\)$' dmesg
+check_output "rdma dev show: index 0 first" '^0: ibtest0: ' rdma dev show
 idx0=$(dmesg | sed -n 's/.*registered ibtest0 (index \([0-9]*\),.*/\1/p' | tail -n 1)
 idx1=$(dmesg | sed -n 's/.*registered ibtest1 (index \([0-9]*\),.*/\1/p' | tail -n 1)
 ktap_result "$([ -n "$idx0" ] && [ -n "$idx1" ] && [ "$idx1" -gt "$idx0" ] && echo 0 || echo 1)" \

@@ -4,10 +4,14 @@
 # 16.35.2000, GUID seed 1: node GUID 0002:c903:0000:0100, port GUID ...0101, LID 6, SM LID 1,
 # PSID MT_0000000008, one ACTIVE 4X EDR port, a 128-entry P_Key table with 0xffff first, an
 # 8-entry GUID table) as its MAD_IFC, QUERY_HCA_CAP and QUERY_ADAPTER answers report them:
-#   - `rdma dev show` and `rdma link show` lines, attribute for attribute;
+#   - `rdma dev show` and `rdma link show` lines, attribute for attribute, the device index
+#     (`rdma dev show` and `rdma -j dev show`) included: 0, 1 after an mlx5_ib reload, 0 after
+#     an ib_core reload;
 #   - sysfs: node_type, node_guid, sys_image_guid, fw_ver, node_desc, hca_type, hw_rev,
 #     board_id, reg_pages, fw_pages (equal to debugfs' fw_pages_total), and ports/1/ state, phys_state, lid, sm_lid, lid_mask_count, sm_sl, cap_mask,
 #     rate, link_layer, gids/0, gids/1, pkeys/0, pkeys/1, gid_attrs/types/0;
+#   - the port going down and up: sysfs state follows, and mlx5_ib logs nothing about it (C's
+#     mlx5_ib logs only an event on a port the device does not have);
 #   - the device is a child of the PCI function;
 #   - unloading mlx5_ib unregisters it and loading it again registers it again, as mlx5_0;
 #   - then a clean dmesg and kmemleak.
@@ -18,11 +22,16 @@ port=$dev/ports/1
 
 check "load the stack" load_stack
 wait_for "mlx5_0 is registered" 20 '^mlx5_0$' ls /sys/class/infiniband
-# (The index is not compared: our ib_core's KUnit suites run when it loads and register devices
-# of their own, which move the cyclic index allocator, as they would in C.)
-check_output "rdma dev show: the device line" \
-	'^[0-9]+: mlx5_0: node_type ca fw 16\.35\.2000 node_guid 0002:c903:0000:0100 sys_image_guid 0002:c903:0000:0100 *$' \
-	rdma dev show
+# The index: the first device is 0, and, as C's xa_alloc_cyclic, indices are not reused at once
+# (1 after an mlx5_ib reload) and start at 0 again with a fresh ib_core (checked below).
+dev_index_is() {
+	check_output "rdma dev show: the device line, index $1$2" \
+		"^$1: mlx5_0: node_type ca fw 16\\.35\\.2000 node_guid 0002:c903:0000:0100 sys_image_guid 0002:c903:0000:0100 *\$" \
+		rdma dev show
+	check_output "rdma -j dev show: ifindex $1$2" "^\\[\\{\"ifindex\":$1,\"ifname\":\"mlx5_0\"," \
+		rdma -j dev show
+}
+dev_index_is 0
 check_output "rdma link show: the port line" \
 	'^link mlx5_0/1 subnet_prefix fe80:0000:0000:0000 lid 6 sm_lid 1 lmc 0 state ACTIVE physical_state LINK_UP *$' \
 	rdma link show
@@ -59,12 +68,28 @@ sysfs_is $port/gids/1 'fe80:0000:0000:0000:0000:0000:0000:0000'
 sysfs_is $port/pkeys/0 '0xffff'
 sysfs_is $port/pkeys/1 '0x0000'
 sysfs_is $port/gid_attrs/types/0 'IB/RoCE v1'
+# Port changes: C's mlx5_ib turns them into IB events and logs nothing for a port the device has
+# (mlx5_ib_handle_event warns only of an event on a port it does not have); the same regex on
+# both stacks: no mlx5_ib line about a port or link after the port goes down and up.
+mark=$(dmesg | wc -l)
+check_output "model: port 1 down" '^ok port 1 down$' model_ctl port 1 down
+wait_for "sysfs port state follows: 1: DOWN" 10 '^1: DOWN$' cat $port/state
+check_output "model: port 1 up" '^ok port 1 up$' model_ctl port 1 up
+wait_for "sysfs port state follows: 4: ACTIVE" 10 '^4: ACTIVE$' cat $port/state
+sleep 1
+check "mlx5_ib logs nothing about the port going down and up (as C's mlx5_ib)" \
+	sh -c "! dmesg | tail -n +$((mark + 1)) | grep -iE '(mlx5_ib|infiniband mlx5_0).*(port|link)'"
 check_output "the device sits on the PCI function" '/0000:[0-9a-f:.]+/infiniband/mlx5_0$' \
 	readlink -f $dev
 check "unload mlx5_ib" rmmod mlx5_ib
 check "mlx5_0 is gone" test ! -e $dev
 check "load mlx5_ib again" insmod "$stack_dir/mlx5_ib.ko"
 wait_for "mlx5_0 is registered again" 20 '^mlx5_0$' ls /sys/class/infiniband
+dev_index_is 1 " after an mlx5_ib reload"
 check "the stack unloads" unload_stack
+check "load the stack again" load_stack
+wait_for "mlx5_0 is registered with a fresh ib_core" 20 '^mlx5_0$' ls /sys/class/infiniband
+dev_index_is 0 " after an ib_core reload"
+check "the stack unloads again" unload_stack
 kmemleak_clean "kmemleak finds no leak"
 dmesg_clean "dmesg has no warnings, oopses or lockdep reports"

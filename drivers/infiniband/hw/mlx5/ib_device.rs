@@ -31,7 +31,7 @@ use kernel::{
 use mlx5_core::{
     auxdev::{FunctionInfo, HcaCaps, Mlx5Device},
     commands::Commands,
-    ifc::{QueryHcaVportContext, QueryHcaVportContextIn},
+    ifc::{GeneralCaps, QueryHcaVportContext, QueryHcaVportContextIn},
 };
 
 /// `RDMA_CORE_CAP_IB_GRH_REQUIRED`.
@@ -90,6 +90,18 @@ impl Mlx5IbDevice {
             attr::PORT_INFO,
             port,
         )?))
+    }
+}
+
+/// QUERY_HCA_VPORT_CONTEXT's input for the function's own vport on `port` of a function with
+/// `num_ports` ports: as C's `mlx5_query_hca_vport_context`, the port is named only when the
+/// function has two ports (firmware answers for the only port otherwise).
+fn vport_context_in(num_ports: u64, port: u32) -> Result<QueryHcaVportContextIn> {
+    let input = QueryHcaVportContextIn::new();
+    if num_ports == 2 {
+        input.port_num(port.into())
+    } else {
+        Ok(input)
     }
 }
 
@@ -200,9 +212,10 @@ impl DeviceOps for Mlx5IbDevice {
 
     fn get_port_immutable(&self, port: u32) -> Result<PortImmutable> {
         let a = self.query_port(port)?;
+        let num_ports = GeneralCaps::from_bytes(&self.caps.general).num_ports();
         let out = self
             .cmds
-            .exec::<QueryHcaVportContext>(&QueryHcaVportContextIn::new())?;
+            .exec::<QueryHcaVportContext>(&vport_context_in(num_ports, port)?)?;
         let grh = out.grh_required() != 0;
         Ok(PortImmutable {
             core_cap_flags: CORE_PORT_IBA_IB | if grh { CORE_CAP_IB_GRH_REQUIRED } else { 0 },
@@ -277,4 +290,25 @@ pub(crate) fn register(dev: &Mlx5Device) -> Result<Registration> {
             fw_pages: dev.fw_pages().clone(),
         },
     )
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_mlx5_ib_device)]
+mod tests {
+    use super::*;
+
+    /// The `port_num` field of QUERY_HCA_VPORT_CONTEXT's input (bits 0x4c..0x50).
+    fn port_num(input: &QueryHcaVportContextIn) -> u8 {
+        input.as_bytes()[9] & 0xf
+    }
+
+    #[test]
+    fn vport_context_names_the_port_of_a_two_port_function() -> Result {
+        // As C: the port on a two-port function, nothing on a one-port function.
+        assert_eq!(port_num(&vport_context_in(2, 1)?), 1);
+        assert_eq!(port_num(&vport_context_in(2, 2)?), 2);
+        assert_eq!(port_num(&vport_context_in(1, 1)?), 0);
+        // A port number wider than the field is refused, not truncated.
+        assert_eq!(vport_context_in(2, 16).err(), Some(EINVAL));
+        Ok(())
+    }
 }

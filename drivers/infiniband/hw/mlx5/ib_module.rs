@@ -14,7 +14,10 @@ use kernel::{
     driver,
     prelude::*,
     str::{BStr, CString},
-    sync::Arc,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc,
+    },
 };
 use mlx5_core::auxdev::{self, Event, EventNotifier, NotifierRegistration};
 
@@ -27,20 +30,30 @@ kernel::auxiliary_device_table!(
     [(auxdev::RDMA_ID, ())]
 );
 
-/// Logs a function's port changes (C's `mlx5_ib_event` reports them to `ib_core`; there are no
-/// `ib_core` event handlers yet).
+/// Receives a function's port changes. C's `mlx5_ib_handle_event` turns them into IB events
+/// for `ib_core` (there are no `ib_core` event handlers yet) without a log line; it logs only an
+/// event on a port the device does not have (`mlx5_ib_warn`: "warning: event on port %d"), and
+/// so does this. The events received are counted, and the count is logged at unbind.
 struct PortEvents {
     /// The function's PCI name.
     name: CString,
+    /// The device's port count.
+    ports: u8,
+    /// Port events received on existing ports.
+    count: Arc<Atomic<u32>>,
 }
 
 impl EventNotifier for PortEvents {
     fn notify(&self, event: Event) {
-        match event {
-            Event::PortDown(p) => pr_info!("{}: port {p} down\n", &*self.name),
-            Event::PortActive(p) => pr_info!("{}: port {p} active\n", &*self.name),
-            Event::PortChange(..) => {}
+        let port = match event {
+            Event::PortDown(p) | Event::PortActive(p) | Event::PortChange(p, _) => p,
+        };
+        // As C's `rdma_is_port_valid`: ports are numbered from 1.
+        if port == 0 || port > self.ports {
+            pr_warn!("{}: warning: event on port {port}\n", &*self.name);
+            return;
         }
+        self.count.fetch_add(1, Relaxed);
     }
 }
 
@@ -52,6 +65,8 @@ pub(crate) struct IbFunction {
     /// The function's PCI name.
     name: CString,
     ports: u8,
+    /// Port events the notifier received.
+    port_events: Arc<Atomic<u32>>,
 }
 
 impl Drop for IbFunction {
@@ -62,9 +77,10 @@ impl Drop for IbFunction {
             // Unregisters the RDMA device (its clients first), before the function goes.
             drop(device);
             pr_info!(
-                "detached from {} ({} port(s)); {} unregistered\n",
+                "detached from {} ({} port(s), {} port event(s)); {} unregistered\n",
                 &*self.name,
                 self.ports,
+                self.port_events.load(Relaxed),
                 BStr::from_bytes(&name)
             );
         }
@@ -95,15 +111,19 @@ impl auxiliary::Driver for IbDriver {
             dev.ports(),
             BStr::from_bytes(&device.device().name())
         );
+        let port_events = Arc::new(Atomic::new(0), GFP_KERNEL)?;
         let mut function = IbFunction {
             events: None,
             device: Some(device),
             name: CString::try_from_fmt(fmt!("{}", dev.name()))?,
             ports: dev.ports(),
+            port_events: port_events.clone(),
         };
         let notifier = Arc::new(
             PortEvents {
                 name: CString::try_from_fmt(fmt!("{}", dev.name()))?,
+                ports: dev.ports(),
+                count: port_events,
             },
             GFP_KERNEL,
         )?;
