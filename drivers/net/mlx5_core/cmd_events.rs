@@ -4,27 +4,103 @@
 //! completed command slot with a CMD event; the control vector's handler consumes the command EQ
 //! (without the HCA lock, which the command's issuer holds) and wakes the issuer. The issuer also
 //! rechecks the ownership bit on every wake-up, so a lost event costs latency, not the command.
+//!
+//! The issuer sleeps uninterruptibly, as C's `wait_func` (`wait_for_completion_timeout`): a
+//! command handed to the device cannot be called back, so a signal takes effect when the command
+//! ends (at the latest at its timeout). An interruptible sleep would return at once, again and
+//! again, while a signal is pending: a busy loop for up to the whole command timeout.
 
 use crate::cmdq::CompletionSource;
 use crate::eq::EventQueue;
 use crate::ifc::Eqe;
 use crate::init_segment::Bar0;
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
-    new_condvar, new_mutex,
+    bindings, new_mutex,
     prelude::*,
-    sync::{Arc, CondVar, Mutex},
+    static_lock_class,
+    sync::{Arc, Mutex},
+    task::TASK_UNINTERRUPTIBLE,
     time::msecs_to_jiffies,
+    types::Opaque,
 };
 
 /// Event type of a command completion.
 pub(crate) const EVENT_CMD: u8 = 0x0a;
 
-/// The command EQ and the slots it reported complete.
+/// The command EQ.
 pub(crate) struct CmdEventState {
     eq: Option<EventQueue>,
-    completed: u32,
     /// Completions reported by events since load.
     reported: u64,
+}
+
+/// A wait queue whose waiters sleep uninterruptibly with a timeout (the kernel crate's `CondVar`
+/// has no such wait). The condition is an atomic word, checked after the waiter is queued, so no
+/// wake-up is lost and no lock is taken in a non-running task state.
+#[pin_data]
+struct WaitQueue {
+    #[pin]
+    head: Opaque<bindings::wait_queue_head>,
+}
+
+// SAFETY: a `wait_queue_head` is used from any thread; the kernel serialises it with its own lock.
+unsafe impl Send for WaitQueue {}
+// SAFETY: as above, every operation on the head takes its internal lock.
+unsafe impl Sync for WaitQueue {}
+
+impl WaitQueue {
+    fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            // SAFETY: `slot` is valid memory for a wait queue head while the closure runs; the
+            // name and the lock class key are static.
+            head <- Opaque::ffi_init(|slot| unsafe {
+                bindings::__init_waitqueue_head(
+                    slot,
+                    c"mlx5_cmd_events".as_char_ptr(),
+                    static_lock_class!().as_ptr(),
+                )
+            }),
+        })
+    }
+
+    /// Sleeps uninterruptibly until `done()` holds or `jiffies` pass; returns `done()`.
+    fn wait_until(&self, jiffies: c_long, done: impl Fn() -> bool) -> bool {
+        let entry = Opaque::<bindings::wait_queue_entry>::uninit();
+        // SAFETY: `entry` is valid memory that lives until `finish_wait` below.
+        unsafe { bindings::init_wait(entry.get()) };
+        let mut left = jiffies;
+        let hit = loop {
+            // SAFETY: `head` was initialised in `new` and `entry` above; both outlive the wait.
+            unsafe {
+                bindings::prepare_to_wait(self.head.get(), entry.get(), TASK_UNINTERRUPTIBLE)
+            };
+            if done() {
+                break true;
+            }
+            if left <= 0 {
+                break false;
+            }
+            // SAFETY: the task is queued on `head`; any timeout value is valid.
+            left = unsafe { bindings::schedule_timeout(left) };
+        };
+        // SAFETY: `head` and `entry` are valid; this dequeues `entry` and sets the task running.
+        unsafe { bindings::finish_wait(self.head.get(), entry.get()) };
+        hit
+    }
+
+    /// Wakes every waiter.
+    fn wake_all(&self) {
+        // SAFETY: `head` was initialised in `new`.
+        unsafe {
+            bindings::__wake_up(
+                self.head.get(),
+                bindings::TASK_NORMAL,
+                0,
+                core::ptr::null_mut(),
+            )
+        };
+    }
 }
 
 /// Shared between the command queue (waits) and the event handler (wakes).
@@ -32,8 +108,10 @@ pub(crate) struct CmdEventState {
 pub(crate) struct CmdEvents {
     #[pin]
     state: Mutex<CmdEventState>,
+    /// Slots reported complete and not yet consumed by their waiter.
+    completed: AtomicU32,
     #[pin]
-    done: CondVar,
+    done: WaitQueue,
 }
 
 /// The slots a CMD event reports complete.
@@ -48,10 +126,10 @@ impl CmdEvents {
             pin_init!(Self {
                 state <- new_mutex!(CmdEventState {
                     eq: None,
-                    completed: 0,
                     reported: 0,
                 }),
-                done <- new_condvar!(),
+                completed: AtomicU32::new(0),
+                done <- WaitQueue::new(),
             }),
             GFP_KERNEL,
         )
@@ -80,10 +158,10 @@ impl CmdEvents {
             .filter(|e| e.event_type() == u64::from(EVENT_CMD))
             .fold(0, |acc, e| acc | completed_slots(e));
         if slots != 0 {
-            st.completed |= slots;
             st.reported += u64::from(slots.count_ones());
             drop(st);
-            self.done.notify_all();
+            self.completed.fetch_or(slots, Ordering::AcqRel);
+            self.done.wake_all();
         }
         Ok(())
     }
@@ -97,20 +175,18 @@ impl CmdEvents {
 impl CompletionSource for CmdEvents {
     /// Forgets an earlier completion of `slot` (before the slot is reused).
     fn clear(&self, slot: u32) {
-        self.state.lock().completed &= !(1 << slot);
+        self.completed.fetch_and(!(1 << slot), Ordering::AcqRel);
     }
 
-    /// Waits until `slot` is reported complete or `ms` milliseconds pass; true if reported.
+    /// Waits (uninterruptibly, sleeping) until `slot` is reported complete or `ms` milliseconds
+    /// pass; true if reported.
     fn wait(&self, slot: u32, ms: u32) -> bool {
-        let mut st = self.state.lock();
-        if st.completed & (1 << slot) == 0 {
-            let _ = self
-                .done
-                .wait_interruptible_timeout(&mut st, msecs_to_jiffies(ms));
-        }
-        let hit = st.completed & (1 << slot) != 0;
-        st.completed &= !(1 << slot);
-        hit
+        let bit = 1u32 << slot;
+        let jiffies = c_long::try_from(msecs_to_jiffies(ms)).unwrap_or(c_long::MAX);
+        self.done.wait_until(jiffies, || {
+            self.completed.load(Ordering::Acquire) & bit != 0
+        });
+        self.completed.fetch_and(!bit, Ordering::AcqRel) & bit != 0
     }
 }
 

@@ -7,17 +7,28 @@
 //! own mailbox blocks from a pool allocated with the queue.
 //!
 //! Every failure is logged as the C driver logs it: the command's name, op_mod, status name,
-//! syndrome and errno.
+//! syndrome and errno; failures a caller can repeat at will are rate-limited as C's
+//! `mlx5_core_err_rl` (the kernel's default: 10 messages per 5 seconds, per call site).
+//!
+//! A command that times out leaves its slot and its mailbox blocks to the device, as C's
+//! `mlx5_cmd_comp_handler` does with a forced completion: the device may still complete it and
+//! write them. The slot is given back when the late completion arrives (the entry's ownership bit
+//! is seen clear, logged as C logs it); while every usable slot is stuck, commands fail at once
+//! with `EAGAIN` (C's "All CMD slots are stalled"). Memory the device may still write is never
+//! freed: at teardown, the queue page and the mailbox pages of commands that never completed are
+//! leaked on purpose (at most the whole pool and the queue page: 17 pages, 68 KiB per function).
 
 use crate::dma_page::{DmaPage, PAGE};
 use crate::health::DeviceState;
 use crate::ifc::{self, CmdEntry, CmdInHeader, CmdMailbox, Command, Layout, OutHeader};
 use crate::init_segment::{self, Bar0};
 use crate::status::{delivery_errno, op, opcode_name, Status};
+use core::mem::ManuallyDrop;
 use kernel::{
     device, new_condvar, new_mutex,
     prelude::*,
     sync::{
+        aref::ARef,
         barrier::{dma_mb, Read, Write},
         Arc, CondVar, Mutex,
     },
@@ -128,28 +139,197 @@ impl Doorbell for Bar0<'_> {
 /// blocks it needs, and one needing more than the pool holds is refused.
 const POOL_PAGES: usize = 16;
 const POOL_BLOCKS: usize = POOL_PAGES * BLOCKS_PER_PAGE;
+/// At most 32 slots (log size 5).
+const MAX_SLOTS: usize = 32;
 
 /// Which slots and mailbox blocks are in use.
 struct Slots {
     /// Slots with a command in flight.
     busy: u32,
-    /// Slots whose command never completed: the device may still own them, so they are never
-    /// written again.
+    /// Slots whose command timed out: the device may still own them, so they are not written
+    /// again until the device hands them back.
     stuck: u32,
+    /// The mailbox blocks of each stuck slot's command (the device may still write them).
+    stuck_blocks: [KVec<u16>; MAX_SLOTS],
     /// Mailbox blocks not in use, by index.
     free_blocks: KVec<u16>,
-    /// Blocks held by stuck commands (the device may still write them): never reused.
-    lost_blocks: usize,
+    /// Blocks in the pool.
+    pool: usize,
     /// Token of the last command.
     token: u8,
 }
 
+/// What [`Slots::take`] found.
+enum Take {
+    /// The slot and the blocks, now busy.
+    Taken(u32, KVec<u16>),
+    /// Every usable slot or too many blocks are busy: wait for a release.
+    Wait,
+}
+
+impl Slots {
+    /// No command in flight, `pool` free mailbox blocks.
+    fn new(pool: usize) -> Result<Self> {
+        let mut free_blocks = KVec::with_capacity(pool, GFP_KERNEL)?;
+        for b in 0..pool {
+            free_blocks.push(u16::try_from(b).map_err(|_| EINVAL)?, GFP_KERNEL)?;
+        }
+        Ok(Self {
+            busy: 0,
+            stuck: 0,
+            stuck_blocks: [const { KVec::new() }; MAX_SLOTS],
+            free_blocks,
+            pool,
+            token: 0,
+        })
+    }
+
+    /// Blocks held by stuck commands.
+    fn lost_blocks(&self) -> usize {
+        self.stuck_blocks.iter().map(|b| b.len()).sum()
+    }
+
+    /// Takes one of the `usable` slots and `nblocks` blocks. `EAGAIN` when every usable slot is
+    /// stuck (C fails at once rather than wait for firmware that stopped answering), `EINVAL`
+    /// when the blocks not lost to stuck commands cannot carry the command.
+    fn take(&mut self, usable: u32, nblocks: usize) -> Result<Take> {
+        let usable = usable & !self.stuck;
+        if usable == 0 {
+            return Err(EAGAIN);
+        }
+        if nblocks > self.pool - self.lost_blocks() {
+            return Err(EINVAL);
+        }
+        let free = usable & !self.busy;
+        if free == 0 || self.free_blocks.len() < nblocks {
+            return Ok(Take::Wait);
+        }
+        let slot = free.trailing_zeros();
+        let mut blocks = KVec::with_capacity(nblocks, GFP_KERNEL)?;
+        for _ in 0..nblocks {
+            if let Some(b) = self.free_blocks.pop() {
+                // Within the capacity reserved above.
+                let _ = blocks.push_within_capacity(b);
+            }
+        }
+        self.busy |= 1 << slot;
+        Ok(Take::Taken(slot, blocks))
+    }
+
+    /// Ends the command in `slot`: its blocks go back to the pool, or, if it timed out
+    /// (`stuck`), stay with the slot until the device hands the slot back.
+    fn release(&mut self, slot: u32, blocks: KVec<u16>, stuck: bool) {
+        let Some(held) = self.stuck_blocks.get_mut(slot as usize) else {
+            return;
+        };
+        self.busy &= !(1 << slot);
+        if stuck {
+            self.stuck |= 1 << slot;
+            *held = blocks;
+        } else {
+            self.free(&blocks);
+        }
+    }
+
+    /// The device handed stuck `slot` back (a late completion): the slot and its blocks are
+    /// usable again.
+    fn give_back(&mut self, slot: u32) {
+        let Some(held) = self.stuck_blocks.get_mut(slot as usize) else {
+            return;
+        };
+        let blocks = core::mem::take(held);
+        self.stuck &= !(1 << slot);
+        self.free(&blocks);
+    }
+
+    fn free(&mut self, blocks: &[u16]) {
+        for &b in blocks {
+            // The free list had room for every block from the start.
+            let _ = self.free_blocks.push_within_capacity(b);
+        }
+    }
+
+    /// Pool pages holding blocks of stuck commands, one bit each.
+    fn pages_in_device_hands(&self) -> u32 {
+        self.stuck_blocks
+            .iter()
+            .flat_map(|b| b.iter())
+            .fold(0, |m, &b| m | 1 << (usize::from(b) / BLOCKS_PER_PAGE))
+    }
+}
+
+/// The kernel's default rate limit (`DEFAULT_RATELIMIT_INTERVAL` and `_BURST`), which C's
+/// `dev_err_ratelimited` uses: 10 messages per 5 seconds.
+const RATELIMIT_INTERVAL_MS: i64 = 5000;
+const RATELIMIT_BURST: u32 = 10;
+
+/// The state of one rate-limited message, as the kernel's `___ratelimit`.
+#[derive(Default)]
+struct RateLimit {
+    /// Start of the current interval (milliseconds on the queue's clock).
+    begin: Option<i64>,
+    printed: u32,
+    missed: u32,
+}
+
+impl RateLimit {
+    /// Whether a message may be printed at `now_ms`: `Some(n)` if so, `n` being the messages
+    /// suppressed in the interval that just ended (to report), `None` if it is suppressed.
+    fn admit(&mut self, now_ms: i64) -> Option<u32> {
+        let mut reported = 0;
+        match self.begin {
+            None => self.begin = Some(now_ms),
+            Some(b) if now_ms - b > RATELIMIT_INTERVAL_MS => {
+                reported = core::mem::take(&mut self.missed);
+                self.begin = Some(now_ms);
+                self.printed = 0;
+            }
+            Some(_) => {}
+        }
+        if self.printed < RATELIMIT_BURST {
+            self.printed += 1;
+            Some(reported)
+        } else {
+            self.missed += 1;
+            None
+        }
+    }
+}
+
+/// The rate-limited messages of the queue.
+#[derive(Clone, Copy)]
+enum Limited {
+    Status,
+    Delivery,
+    Stalled,
+    TooLarge,
+}
+const LIMITED: usize = 4;
+
+/// Logs with `dev_err!` unless the call site's rate limit suppresses it.
+macro_rules! err_rl {
+    ($q:expr, $site:expr, $dev:expr, $($arg:tt)*) => {
+        if let Some(missed) = $q.admit($site) {
+            if missed > 0 {
+                dev_warn!($dev, "{missed} command error messages suppressed\n");
+            }
+            dev_err!($dev, $($arg)*);
+        }
+    };
+}
+
 /// The command queue. Several commands run at once, each in its own slot with its own mailbox
 /// blocks; the last slot is kept for page commands, as in the C driver.
-#[pin_data]
+#[pin_data(PinnedDrop)]
 pub(crate) struct CmdQueue {
-    queue: DmaPage,
+    /// Not dropped while a slot is stuck (the device may still write its entry).
+    queue: ManuallyDrop<DmaPage>,
     mailboxes: KVec<DmaPage>,
+    dev: ARef<device::Device>,
+    /// Clock of the rate limits.
+    born: Instant<Monotonic>,
+    #[pin]
+    limits: Mutex<[RateLimit; LIMITED]>,
     log_size: u32,
     log_stride: u32,
     #[pin]
@@ -174,19 +354,44 @@ struct Claim<'a> {
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
-        let mut s = self.q.slots.lock();
-        s.busy &= !(1 << self.slot);
-        if self.stuck {
-            s.stuck |= 1 << self.slot;
-            s.lost_blocks += self.blocks.len();
-        } else {
-            for &b in self.blocks.iter() {
-                // The free list had room for every block from the start.
-                let _ = s.free_blocks.push_within_capacity(b);
+        let blocks = core::mem::take(&mut self.blocks);
+        self.q.slots.lock().release(self.slot, blocks, self.stuck);
+        self.q.released.notify_all();
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for CmdQueue {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: only the unpinned fields `queue` and `mailboxes` are changed, nothing pinned
+        // is moved.
+        let this = unsafe { Pin::get_unchecked_mut(self) };
+        let mut s = this.slots.lock();
+        this.reap(&mut s);
+        let (stuck, leak) = (s.stuck, s.pages_in_device_hands());
+        drop(s);
+        let mailboxes = core::mem::take(&mut this.mailboxes);
+        if stuck == 0 {
+            // SAFETY: `queue` is not used after this (the queue is being dropped).
+            unsafe { ManuallyDrop::drop(&mut this.queue) };
+            return;
+        }
+        // Commands that never completed: the device may still write their entries and
+        // mailboxes, so that memory is never given back to the kernel (as C leaves a timed-out
+        // command's entry to the device).
+        let mut pages = 1;
+        for (i, page) in mailboxes.into_iter().enumerate() {
+            if leak & (1 << i) != 0 {
+                core::mem::forget(page);
+                pages += 1;
             }
         }
-        drop(s);
-        self.q.released.notify_all();
+        dev_warn!(
+            this.dev,
+            "{} command(s) never completed: leaving {} KiB of command memory to the device\n",
+            stuck.count_ones(),
+            pages * PAGE / 1024
+        );
     }
 }
 
@@ -208,24 +413,19 @@ impl CmdQueue {
         for _ in 0..POOL_PAGES {
             mailboxes.push(DmaPage::new(dev)?, GFP_KERNEL)?;
         }
-        let mut free_blocks = KVec::with_capacity(POOL_BLOCKS, GFP_KERNEL)?;
-        for b in 0..POOL_BLOCKS as u16 {
-            free_blocks.push(b, GFP_KERNEL)?;
-        }
+        let slots = Slots::new(POOL_BLOCKS)?;
         init_segment::set_cmdq_address(bar, queue.dma_address());
+        let plain: &device::Device = dev;
         Arc::pin_init(
             try_pin_init!(Self {
-                queue,
+                queue: ManuallyDrop::new(queue),
                 mailboxes,
+                dev: plain.into(),
+                born: Instant::<Monotonic>::now(),
+                limits <- new_mutex!(<[RateLimit; LIMITED]>::default()),
                 log_size,
                 log_stride,
-                slots <- new_mutex!(Slots {
-                    busy: 0,
-                    stuck: 0,
-                    free_blocks,
-                    lost_blocks: 0,
-                    token: 0,
-                }),
+                slots <- new_mutex!(slots),
                 released <- new_condvar!(),
                 state,
                 events <- new_mutex!(None),
@@ -242,6 +442,33 @@ impl CmdQueue {
     /// Switches back to polling mode (before the command EQ is destroyed).
     pub(crate) fn use_polling(&self) {
         *self.events.lock() = None;
+    }
+
+    /// Whether a message of call site `site` may be printed now; `Some(n)`: yes, and `n`
+    /// earlier ones were suppressed.
+    fn admit(&self, site: Limited) -> Option<u32> {
+        let now = self.born.elapsed().as_millis();
+        self.limits.lock().get_mut(site as usize)?.admit(now)
+    }
+
+    /// Gives back the stuck slots the device has handed back since their command timed out (a
+    /// late completion: the ownership bit is clear again), as C's completion handler does.
+    fn reap(&self, s: &mut Slots) {
+        let mut stuck = s.stuck;
+        while stuck != 0 {
+            let slot = stuck.trailing_zeros();
+            stuck &= !(1 << slot);
+            let off = (slot as usize) << self.log_stride;
+            if let Ok(entry) = self.queue.read_layout::<CmdEntry>(off) {
+                if entry.ownership() == 0 {
+                    dev_err!(
+                        self.dev,
+                        "Command completion arrived after timeout (entry idx = {slot}).\n"
+                    );
+                    s.give_back(slot);
+                }
+            }
+        }
     }
 
     /// Whether the device is in the internal-error state.
@@ -298,51 +525,53 @@ impl CmdQueue {
         want: Option<u32>,
         nblocks: usize,
     ) -> Result<(Claim<'_>, u8)> {
+        let usable = match want {
+            Some(slot) => 1u32 << slot,
+            None => (1u32 << self.regular_slots()) - 1,
+        };
         let mut s = self.slots.lock();
         loop {
             if self.state.in_error() {
                 return Err(ENOLINK);
             }
-            let usable = match want {
-                Some(slot) => 1u32 << slot,
-                None => (1u32 << self.regular_slots()) - 1,
-            } & !s.stuck;
-            if usable == 0 {
-                dev_err!(dev, "all command slots are stalled, aborting command\n");
-                return Err(EAGAIN);
-            }
-            if nblocks > POOL_BLOCKS - s.lost_blocks {
-                dev_err!(
-                    dev,
-                    "a command needs {nblocks} mailbox blocks, more than the {} usable\n",
-                    POOL_BLOCKS - s.lost_blocks
-                );
-                return Err(EINVAL);
-            }
-            let free = usable & !s.busy;
-            if free != 0 && s.free_blocks.len() >= nblocks {
-                let slot = free.trailing_zeros();
-                let mut blocks = KVec::with_capacity(nblocks, GFP_KERNEL)?;
-                for _ in 0..nblocks {
-                    if let Some(b) = s.free_blocks.pop() {
-                        blocks.push(b, GFP_KERNEL)?;
-                    }
+            self.reap(&mut s);
+            match s.take(usable, nblocks) {
+                Ok(Take::Taken(slot, blocks)) => {
+                    // Tokens are non-zero and change with every command.
+                    s.token = s.token.wrapping_add(1).max(1);
+                    let token = s.token;
+                    return Ok((
+                        Claim {
+                            q: self,
+                            slot,
+                            blocks,
+                            stuck: false,
+                        },
+                        token,
+                    ));
                 }
-                s.busy |= 1 << slot;
-                // Tokens are non-zero and change with every command.
-                s.token = s.token.wrapping_add(1).max(1);
-                let token = s.token;
-                return Ok((
-                    Claim {
-                        q: self,
-                        slot,
-                        blocks,
-                        stuck: false,
-                    },
-                    token,
-                ));
+                // Each busy slot is released within the command timeout.
+                Ok(Take::Wait) => self.released.wait(&mut s),
+                Err(EAGAIN) => {
+                    err_rl!(
+                        self,
+                        Limited::Stalled,
+                        dev,
+                        "All CMD slots are stalled, aborting command\n"
+                    );
+                    return Err(EAGAIN);
+                }
+                Err(e) => {
+                    err_rl!(
+                        self,
+                        Limited::TooLarge,
+                        dev,
+                        "a command needs {nblocks} mailbox blocks, more than the {} usable\n",
+                        s.pool - s.lost_blocks()
+                    );
+                    return Err(e);
+                }
             }
-            self.released.wait(&mut s);
         }
     }
 
@@ -445,7 +674,9 @@ impl CmdQueue {
         let delivery = done.status() as u8;
         if delivery != 0 {
             let err = delivery_errno(delivery);
-            dev_err!(
+            err_rl!(
+                self,
+                Limited::Delivery,
                 dev,
                 "{}({:#x}) op_mod({:#x}) delivery failed, delivery status {:#x}, err({})\n",
                 opcode_name(opcode),
@@ -470,7 +701,9 @@ impl CmdQueue {
         let hdr = OutHeader::from_bytes(&out);
         let status = Status::from_raw(hdr.status() as u8);
         if let Err(err) = status.to_result() {
-            dev_err!(
+            err_rl!(
+                self,
+                Limited::Status,
                 dev,
                 "{}({:#x}) op_mod({:#x}) failed, status {}({:#x}), syndrome ({:#x}), err({})\n",
                 opcode_name(opcode),
@@ -507,12 +740,17 @@ impl CmdQueue {
                 return Err(EIO);
             }
             if start.elapsed() > CMD_TIMEOUT {
-                dev_err!(dev, "{}({:#x}) timeout\n", opcode_name(opcode), opcode);
+                dev_warn!(
+                    dev,
+                    "{}({:#x}) timeout. Will cause a leak of a command resource\n",
+                    opcode_name(opcode),
+                    opcode
+                );
                 return Err(ETIMEDOUT);
             }
             if let Some(ev) = events {
-                // Event mode: sleep until the handler reports the slot (or a short while, to
-                // recheck the ownership bit and the error state).
+                // Event mode: sleep (uninterruptibly, as C) until the handler reports the slot
+                // or a short while passes, to recheck the ownership bit and the error state.
                 ev.wait(slot, EVENT_RECHECK_MS);
                 continue;
             }
@@ -593,6 +831,102 @@ mod tests {
         // More data than a block carries is refused.
         assert!(mailbox_block(&[0; BLOCK_DATA + 1], 0, 0, 1).is_err());
         Ok(())
+    }
+
+    /// Regular slots of a 32-entry queue (the last one is the page slot).
+    const REGULAR: u32 = (1 << 31) - 1;
+    const PAGE_SLOT: u32 = 1 << 31;
+
+    fn taken(t: Result<Take>) -> Option<(u32, KVec<u16>)> {
+        match t {
+            Ok(Take::Taken(slot, blocks)) => Some((slot, blocks)),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn timed_out_slots_come_back_with_their_late_completion() -> Result {
+        let mut s = Slots::new(POOL_BLOCKS)?;
+        // Every regular slot times out, more timeouts than slots over time: each time, commands
+        // fail at once while all are stuck and run again once the device hands them back.
+        for _round in 0..3 {
+            let mut claims = KVec::new();
+            for _ in 0..31 {
+                let c = taken(s.take(REGULAR, 1)).ok_or(EINVAL)?;
+                claims.push(c, GFP_KERNEL)?;
+            }
+            assert!(matches!(s.take(REGULAR, 0), Ok(Take::Wait)));
+            for (slot, blocks) in claims {
+                s.release(slot, blocks, true);
+            }
+            assert_eq!(s.stuck, REGULAR);
+            assert_eq!(s.lost_blocks(), 31);
+            // All regular slots stalled: fail fast, as C.
+            assert!(matches!(s.take(REGULAR, 0), Err(e) if e == EAGAIN));
+            // The page slot is separate and still works.
+            let (slot, blocks) = taken(s.take(PAGE_SLOT, 2)).ok_or(EINVAL)?;
+            assert_eq!(slot, 31);
+            s.release(slot, blocks, false);
+            // Late completions give the slots and their blocks back.
+            for slot in 0..31 {
+                s.give_back(slot);
+            }
+            assert_eq!((s.stuck, s.lost_blocks()), (0, 0));
+            assert_eq!(s.free_blocks.len(), POOL_BLOCKS);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn stuck_blocks_are_never_reused() -> Result {
+        let mut s = Slots::new(8)?;
+        let (slot, blocks) = taken(s.take(REGULAR, 5)).ok_or(EINVAL)?;
+        let lost: KVec<u16> = {
+            let mut v = KVec::new();
+            v.extend_from_slice(&blocks, GFP_KERNEL)?;
+            v
+        };
+        s.release(slot, blocks, true);
+        // Only 3 blocks remain usable: a 4-block command is refused, a 3-block one gets none of
+        // the stuck command's blocks.
+        assert!(matches!(s.take(REGULAR, 4), Err(e) if e == EINVAL));
+        let (slot2, blocks2) = taken(s.take(REGULAR, 3)).ok_or(EINVAL)?;
+        assert_ne!(slot2, slot);
+        assert!(blocks2.iter().all(|b| !lost.contains(b)));
+        assert_ne!(s.pages_in_device_hands(), 0);
+        s.release(slot2, blocks2, false);
+        s.give_back(slot);
+        assert_eq!(s.pages_in_device_hands(), 0);
+        assert!(taken(s.take(REGULAR, 8)).is_some());
+        Ok(())
+    }
+
+    #[test]
+    fn a_stuck_page_slot_fails_page_commands_fast_until_given_back() -> Result {
+        let mut s = Slots::new(POOL_BLOCKS)?;
+        let (slot, blocks) = taken(s.take(PAGE_SLOT, 1)).ok_or(EINVAL)?;
+        s.release(slot, blocks, true);
+        assert!(matches!(s.take(PAGE_SLOT, 1), Err(e) if e == EAGAIN));
+        assert!(taken(s.take(REGULAR, 1)).is_some());
+        s.give_back(31);
+        assert!(taken(s.take(PAGE_SLOT, 1)).is_some());
+        Ok(())
+    }
+
+    #[test]
+    fn error_messages_are_rate_limited_as_the_kernel_default() {
+        let mut rl = RateLimit::default();
+        for i in 0..RATELIMIT_BURST {
+            assert_eq!(rl.admit(i64::from(i)), Some(0));
+        }
+        for i in 0..25 {
+            assert_eq!(rl.admit(100 + i), None);
+        }
+        // Still within the interval.
+        assert_eq!(rl.admit(RATELIMIT_INTERVAL_MS), None);
+        // A new interval: printed again, with the count of suppressed messages.
+        assert_eq!(rl.admit(RATELIMIT_INTERVAL_MS + 1), Some(26));
+        assert_eq!(rl.admit(RATELIMIT_INTERVAL_MS + 2), Some(0));
     }
 
     #[test]

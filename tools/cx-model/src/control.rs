@@ -103,6 +103,10 @@ pub fn execute(dev: &mut Device, mem: &mut dyn GuestMemory, line: &str) -> Resul
             info!("control: surprise removal");
             Ok("removed".into())
         }
+        ["release"] => {
+            let n = dev.release_delayed(mem);
+            Ok(format!("released {n}"))
+        }
         ["fault", spec] => {
             dev.firmware.faults.add(Rule::parse(spec)?);
             Ok(format!("fault {spec} added"))

@@ -552,3 +552,32 @@ fn a_delayed_command_holds_its_slot_while_others_complete() {
     assert_eq!(e[0x20], 0, "command status 0");
     assert!(t.dev.next_command_deadline().is_none());
 }
+
+#[test]
+fn release_hands_back_held_commands_at_once() {
+    let mut t = TestDriver::new(DeviceConfig::default());
+    t.exec(&input(op::ENABLE_HCA, 0, 16), 16).unwrap();
+    t.dev
+        .firmware
+        .faults
+        .add(Rule::parse("delay:NOP:600000:2").unwrap());
+    for slot in 0..2 {
+        assert_eq!(
+            t.exec_slot(slot, &input(op::NOP, 0, 16), 16),
+            Err(Failure::NotCompleted)
+        );
+    }
+    let reply = crate::control::execute(&mut t.dev, &mut t.mem, "release").unwrap();
+    assert_eq!(reply, "released 2");
+    for slot in 0..2u64 {
+        let mut e = [0u8; 64];
+        t.mem.read(crate::test_driver::CMDQ + slot * 64, &mut e).unwrap();
+        assert_eq!(e[0x3f], 0, "slot {slot} handed back with delivery status 0");
+        assert_eq!(e[0x20], 0, "command status 0");
+    }
+    assert!(t.dev.next_command_deadline().is_none());
+    assert_eq!(
+        crate::control::execute(&mut t.dev, &mut t.mem, "release").unwrap(),
+        "released 0"
+    );
+}
