@@ -21,6 +21,9 @@ const ENTRIES: u32 = 1 << LOG_ENTRIES;
 const DOORBELL_ARM: usize = 0x40;
 /// Size of a UAR page (the driver sets `log_uar_page_sz` to 0: 4 KiB).
 const UAR_PAGE: usize = 4096;
+/// Most entries one pass takes from one queue (C's `MLX5_EQ_POLLING_BUDGET`): a device that
+/// floods a queue cannot hold the handler's thread.
+pub(crate) const POLL_BUDGET: u32 = 128;
 /// Event types this driver subscribes to.
 pub(crate) mod event {
     /// A port changed state.
@@ -151,25 +154,67 @@ impl EventQueue {
         }
     }
 
-    /// Takes every entry software owns, in order, then re-arms the queue.
-    pub(crate) fn poll(&mut self, bar: &Bar0<'_>, out: &mut KVec<Eqe>) -> Result {
+    /// Takes the entries software owns, in order, at most [`POLL_BUDGET`] of them, passing each
+    /// to `f`, then re-arms the queue (always, whatever happened before). Entries left over
+    /// stay in the ring: arming a queue that holds unconsumed entries makes the device raise
+    /// the vector again, so the next pass of the handler takes them (as C does). Returns how
+    /// many were taken.
+    pub(crate) fn poll_with(
+        &mut self,
+        bar: &Bar0<'_>,
+        budget: u32,
+        mut f: impl FnMut(Eqe),
+    ) -> Result<u32> {
         let Some(page) = self.page.as_ref() else {
-            return Ok(());
+            return Ok(0);
         };
-        loop {
+        let mut taken = 0;
+        let mut res = Ok(());
+        while taken < budget.min(POLL_BUDGET) {
             let at = (self.ci % ENTRIES) as usize * EQE_SIZE;
-            let seen: Eqe = page.read_layout(at)?;
+            let seen: Eqe = match page.read_layout(at) {
+                Ok(e) => e,
+                Err(e) => {
+                    res = Err(e);
+                    break;
+                }
+            };
             if !software_owns(seen.owner() as u8, self.ci) {
                 break;
             }
             // The entry is read again, whole, only after its owner bit said it is complete.
             core::sync::atomic::fence(core::sync::atomic::Ordering::Acquire);
-            out.push(page.read_layout(at)?, GFP_KERNEL)?;
+            match page.read_layout(at) {
+                Ok(e) => f(e),
+                Err(e) => {
+                    res = Err(e);
+                    break;
+                }
+            }
             self.ci = self.ci.wrapping_add(1);
+            taken += 1;
         }
         let v = doorbell_value(self.eqn, self.ci);
         // The mapping covers the UAR pages; a failure would mean a UAR outside BAR0.
-        bar.try_write32(v.swap_bytes(), self.uar_offset + DOORBELL_ARM)
+        let armed = bar.try_write32(v.swap_bytes(), self.uar_offset + DOORBELL_ARM);
+        res.and(armed).map(|()| taken)
+    }
+
+    /// [`Self::poll_with`] appending the entries to `out`. Room for a budget's worth is made
+    /// first; when that allocation fails, only what fits is taken, the queue is re-armed all the
+    /// same (the device raises the vector again for what is left) and `ENOMEM` is returned.
+    pub(crate) fn poll(&mut self, bar: &Bar0<'_>, out: &mut KVec<Eqe>) -> Result {
+        let reserved = out.reserve(POLL_BUDGET as usize, GFP_KERNEL);
+        let room = u32::try_from(out.capacity() - out.len()).unwrap_or(POLL_BUDGET);
+        let mut lost = false;
+        self.poll_with(bar, room, |e| {
+            // Never fails: `room` entries fit without allocating.
+            lost |= out.push_within_capacity(e).is_err();
+        })?;
+        if lost {
+            return Err(ENOMEM);
+        }
+        reserved.map_err(|_| ENOMEM)
     }
 }
 

@@ -14,7 +14,10 @@ use kernel::{
     irq::{IrqReturn, ThreadedHandler},
     new_mutex, pci,
     prelude::*,
-    sync::{Arc, Mutex},
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc, Mutex,
+    },
 };
 
 /// Port change sub-types, as the C driver names them.
@@ -49,27 +52,98 @@ pub(crate) struct Function<'bound> {
     /// interrupt thread never takes it.
     #[pin]
     aux: Mutex<Option<AuxDevice<'bound>>>,
+    /// Limits the port change lines a flood of events writes to the log.
+    port_log: LogLimit,
+}
+
+/// A log rate limit: at most [`LogLimit::PER_SECOND`] lines in a second; the lines left out are
+/// counted and reported once logging is allowed again. Used by the interrupt thread only.
+pub(crate) struct LogLimit {
+    /// Start of the current one-second window, in ms since boot.
+    window_ms: Atomic<i64>,
+    /// Lines logged in the window.
+    logged: Atomic<u32>,
+    /// Lines left out and not reported yet.
+    suppressed: Atomic<u32>,
+}
+
+impl LogLimit {
+    /// Lines allowed per second.
+    pub(crate) const PER_SECOND: u32 = 10;
+
+    fn new() -> Self {
+        Self {
+            window_ms: Atomic::new(i64::MIN),
+            logged: Atomic::new(0),
+            suppressed: Atomic::new(0),
+        }
+    }
+
+    /// Whether one more line may be logged now (counted when not).
+    fn allow(&self) -> bool {
+        let ok = self.take_slot();
+        if !ok {
+            self.suppressed.fetch_add(1, Relaxed);
+        }
+        ok
+    }
+
+    /// Takes one of the window's lines if one is left.
+    fn take_slot(&self) -> bool {
+        // SAFETY: `ktime_get` only reads the monotonic clock; callable in any context.
+        let now = unsafe { kernel::bindings::ktime_get() } / 1_000_000;
+        if now.saturating_sub(self.window_ms.load(Relaxed)) >= 1000 {
+            self.window_ms.store(now, Relaxed);
+            self.logged.store(0, Relaxed);
+        }
+        if self.logged.load(Relaxed) < Self::PER_SECOND {
+            self.logged.fetch_add(1, Relaxed);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The lines left out since the last report, once a line may be logged again.
+    fn take_suppressed(&self) -> u32 {
+        if self.suppressed.load(Relaxed) == 0 || !self.take_slot() {
+            return 0;
+        }
+        self.suppressed.xchg(0, Relaxed)
+    }
 }
 
 impl<'bound> Function<'bound> {
-    /// Shares `bar` and `hca` for `pdev`.
+    /// Shares `bar` for `pdev`, with no HCA yet ([`Self::adopt`] gives it one): a failure here
+    /// leaves the caller's HCA with the caller, to tear down.
     pub(crate) fn new(
         pdev: &'bound pci::Device<Bound>,
         bar: SharedBar,
-        hca: Hca,
         cmd_events: Arc<CmdEvents>,
     ) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(Self {
                 pdev,
                 bar,
-                hca <- new_mutex!(Some(hca)),
+                hca <- new_mutex!(None),
                 cmd_events,
                 notifiers: Notifiers::new()?,
                 aux <- new_mutex!(None),
+                port_log: LogLimit::new(),
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// Takes ownership of the brought-up `hca`: from now on [`Self::tear_down`] (or dropping the
+    /// function) tears it down. Cannot fail, so no HCA is lost between bring-up and here.
+    pub(crate) fn adopt(&self, hca: Hca) {
+        let old = self.hca.lock().replace(hca);
+        if let Some(old) = old {
+            // Adopted once per bind; were it not, the older HCA is torn down, not leaked.
+            let dev = self.pdev.as_ref();
+            let _ = self.bar.access_with(dev, |bar| old.tear_down(dev, bar));
+        }
     }
 
     /// Consumes the event queues (answering page requests) and re-arms them, then reports the
@@ -86,11 +160,7 @@ impl<'bound> Function<'bound> {
                 return;
             };
             let dev = self.pdev.as_ref();
-            match self
-                .bar
-                .access_with(dev, |bar| hca.take_events(dev, bar))
-                .and_then(|r| r)
-            {
+            match self.bar.access_with(dev, |bar| hca.take_events(dev, bar)) {
                 Ok(p) => p,
                 Err(e) => {
                     dev_err!(self.pdev, "event queue error: err {}\n", e.to_errno());
@@ -99,13 +169,23 @@ impl<'bound> Function<'bound> {
             }
         };
         for p in ports.iter() {
+            if self.port_log.allow() {
+                dev_info!(
+                    self.pdev,
+                    "port {} state change: {}\n",
+                    p.port,
+                    port_change_name(p.sub_type)
+                );
+            }
+            self.notifiers.call(Event::port_change(p.port, p.sub_type));
+        }
+        let quiet = self.port_log.take_suppressed();
+        if quiet != 0 {
             dev_info!(
                 self.pdev,
-                "port {} state change: {}\n",
-                p.port,
-                port_change_name(p.sub_type)
+                "{quiet} port state change(s) not logged (more than {} a second)\n",
+                LogLimit::PER_SECOND
             );
-            self.notifiers.call(Event::port_change(p.port, p.sub_type));
         }
     }
 
@@ -167,5 +247,24 @@ impl ThreadedHandler for EventHandler<'_> {
     fn handle_threaded(&self) -> IrqReturn {
         self.function.process_events();
         IrqReturn::Handled
+    }
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_mlx5_function)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_lines_are_rate_limited_and_the_rest_counted() {
+        let l = LogLimit::new();
+        for _ in 0..LogLimit::PER_SECOND {
+            assert!(l.allow());
+        }
+        // A flood within the same second: counted, not logged, and not reported yet.
+        for _ in 0..1000 {
+            assert!(!l.allow());
+        }
+        assert_eq!(l.take_suppressed(), 0);
+        assert_eq!(l.suppressed.load(Relaxed), 1000);
     }
 }

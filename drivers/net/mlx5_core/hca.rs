@@ -272,21 +272,27 @@ impl Hca {
         Ok(())
     }
 
-    /// Consumes the event queues and re-arms them. Page requests are answered here; port
+    /// Consumes the event queues (at most [`crate::eq::POLL_BUDGET`] entries of each per call)
+    /// and re-arms them, always, also after an error. Page requests are answered here; port
     /// changes are returned for the interfaces (which are called without the HCA locked).
+    /// Errors are reported here; what was taken before one is still handled.
     pub(crate) fn take_events(
         &mut self,
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
-    ) -> Result<KVec<PortEvent>> {
+    ) -> KVec<PortEvent> {
         let mut eqes = KVec::new();
         for eq in [self.pages_eq.as_mut(), self.async_eq.as_mut()]
             .into_iter()
             .flatten()
         {
-            eq.poll(bar, &mut eqes)?;
+            // Each queue is polled (and so re-armed) whatever happened to the other.
+            if let Err(e) = eq.poll(bar, &mut eqes) {
+                dev_err!(dev, "event queue error: err {}\n", e.to_errno());
+            }
         }
         let mut ports = KVec::new();
+        let mut dropped = 0u32;
         for e in eqes.iter() {
             match e.event_type() as u8 {
                 event::PAGE_REQUEST => {
@@ -301,17 +307,25 @@ impl Hca {
                         );
                     }
                 }
-                event::PORT_CHANGE => ports.push(
-                    PortEvent {
+                event::PORT_CHANGE => {
+                    let p = PortEvent {
                         port: e.port_num() as u8,
                         sub_type: e.event_sub_type() as u8,
-                    },
-                    GFP_KERNEL,
-                )?,
+                    };
+                    if ports.push(p, GFP_KERNEL).is_err() {
+                        dropped += 1;
+                    }
+                }
                 ty => dev_warn!(dev, "unexpected event type {ty:#x}\n"),
             }
         }
-        Ok(ports)
+        if dropped != 0 {
+            dev_err!(
+                dev,
+                "{dropped} port event(s) not passed on: out of memory\n"
+            );
+        }
+        ports
     }
 
     /// Tears the HCA down: the event queues and UAR, TEARDOWN_HCA, page reclaim, DISABLE_HCA.

@@ -10,6 +10,7 @@ use crate::init_segment::Bar0;
 use kernel::{
     device,
     prelude::*,
+    rbtree::{RBTree, RBTreeNodeReservation},
     sync::{
         atomic::{Atomic, Relaxed},
         Arc,
@@ -25,6 +26,9 @@ pub(crate) enum PageRequest {
     Init = 2,
 }
 
+/// MANAGE_PAGES op_mod telling firmware its request cannot be met (C's
+/// `MLX5_PAGES_CANT_GIVE`).
+const MANAGE_CANT_GIVE: u64 = 0;
 const MANAGE_GIVE: u64 = 1;
 const MANAGE_TAKE: u64 = 2;
 /// Size of one page address in MANAGE_PAGES input (give) and output (take).
@@ -32,37 +36,48 @@ const PAS_ENTRY: usize = 8;
 /// Most pages one take asks for: what fits the output mailboxes the C driver uses.
 const TAKE_BATCH: usize = 768;
 
-/// Something lent to the device, known to it by its DMA address.
-pub(crate) trait Lent {
-    /// The address the device knows it by.
-    fn dma_address(&self) -> u64;
+/// Most pages the driver lends the device in all (256 MiB of 4 KiB pages), whatever it asks:
+/// firmware asking for more is answered "cannot give", as C answers an allocation failure.
+pub(crate) const MAX_HELD: usize = 1 << 16;
+
+/// Whether a request for `n` more pages can be met with `held` lent, in MANAGE_PAGES commands
+/// of at most `per_command` pages each.
+pub(crate) fn may_give(n: usize, held: usize, per_command: usize) -> bool {
+    per_command > 0 && held.saturating_add(n) <= MAX_HELD
 }
 
-impl Lent for DmaPage {
-    fn dma_address(&self) -> u64 {
-        DmaPage::dma_address(self)
-    }
-}
-
-/// Removes (and so drops) from `lent` each item whose address the device returned. Returns how
-/// many matched and how many addresses matched nothing lent.
-pub(crate) fn take_back<P: Lent>(
-    lent: &mut KVec<P>,
+/// Removes (and so drops) from `lent` each item whose address the device returned, in
+/// O(log n) each. Returns how many matched and how many addresses matched nothing lent.
+pub(crate) fn take_back<P>(
+    lent: &mut RBTree<u64, P>,
     returned: impl Iterator<Item = u64>,
 ) -> (usize, usize) {
     let (mut matched, mut unknown) = (0, 0);
     for addr in returned {
-        match lent.iter().position(|p| p.dma_address() == addr) {
-            Some(k) if lent.remove(k).is_ok() => matched += 1,
-            _ => unknown += 1,
+        match lent.remove(&addr) {
+            Some(_) => matched += 1,
+            None => unknown += 1,
         }
     }
     (matched, unknown)
 }
 
+/// Why pages could not be given.
+enum GiveError {
+    /// Before anything was sent (bound, allocation): the device is told "cannot give".
+    Local(Error),
+    /// MANAGE_PAGES itself failed.
+    Command(Error),
+}
+
 /// The pages lent to firmware, and counts of what moved.
 pub(crate) struct FwPages {
-    lent: KVec<DmaPage>,
+    /// By DMA address.
+    lent: RBTree<u64, DmaPage>,
+    /// How many `lent` holds.
+    count: usize,
+    /// The function the pages were given for (reclaimed for the same).
+    function_id: u64,
     given: u64,
     reclaimed: u64,
     /// How many the firmware holds, for debugfs (`fw_pages_total`).
@@ -73,7 +88,9 @@ impl FwPages {
     /// No pages lent yet.
     pub(crate) fn new() -> Result<Self> {
         Ok(Self {
-            lent: KVec::new(),
+            lent: RBTree::new(),
+            count: 0,
+            function_id: 0,
             given: 0,
             reclaimed: 0,
             held: Arc::new(Atomic::new(0), GFP_KERNEL)?,
@@ -87,12 +104,12 @@ impl FwPages {
 
     fn update_held(&self) {
         self.held
-            .store(u32::try_from(self.lent.len()).unwrap_or(u32::MAX), Relaxed);
+            .store(u32::try_from(self.count).unwrap_or(u32::MAX), Relaxed);
     }
 
     /// Pages the device holds now.
     pub(crate) fn outstanding(&self) -> usize {
-        self.lent.len()
+        self.count
     }
 
     /// Pages given and reclaimed since load.
@@ -115,10 +132,13 @@ impl FwPages {
         if n <= 0 {
             return Ok(());
         }
-        self.give(cmd, dev, bar, n as usize, out.function_id())
+        self.give(cmd, dev, bar, n as usize, out.function_id(), false)
     }
 
-    /// Allocates `n` pages and lends them to the device.
+    /// Allocates `n` pages and lends them to the device, in as many MANAGE_PAGES as it takes
+    /// (each lends what its mailboxes hold). When the request cannot be met (more than
+    /// [`MAX_HELD`] in all, or no memory) and it came as an event (`notify`), the device is told
+    /// so with MANAGE_PAGES "cannot give", as C does; pages already lent stay lent.
     fn give(
         &mut self,
         cmd: &CmdQueue,
@@ -126,42 +146,131 @@ impl FwPages {
         bar: &Bar0<'_>,
         n: usize,
         function_id: u64,
+        notify: bool,
     ) -> Result {
-        // The count comes from the device: no more pages are allocated than one command can
-        // lend (the rest of such a request would be refused by the queue anyway).
-        let most = cmd.max_input_len().saturating_sub(ManagePagesIn::SIZE) / PAS_ENTRY;
-        if n > most {
+        let per_command = cmd.max_input_len().saturating_sub(ManagePagesIn::SIZE) / PAS_ENTRY;
+        // The count comes from the device: nothing is allocated for a request over the bound.
+        let r = if !may_give(n, self.count, per_command) {
             dev_err!(
                 dev,
-                "firmware asked for {n} pages, more than one command lends ({most})\n"
+                "firmware asked for {n} pages; {} lent, at most {MAX_HELD} in all\n",
+                self.count
             );
-            return Err(EINVAL);
+            Err(GiveError::Local(ENOMEM))
+        } else {
+            let mut left = n;
+            let mut r = Ok(());
+            while left > 0 && r.is_ok() {
+                let now = left.min(per_command);
+                r = self.try_give(cmd, dev, bar, now, function_id);
+                left -= now;
+            }
+            r
+        };
+        match r {
+            Ok(()) => Ok(()),
+            // As C: a give the firmware failed is not answered.
+            Err(GiveError::Command(e)) => Err(e),
+            Err(GiveError::Local(e)) => {
+                if notify {
+                    self.cant_give(cmd, dev, bar, function_id);
+                }
+                Err(e)
+            }
         }
+    }
+
+    fn try_give(
+        &mut self,
+        cmd: &CmdQueue,
+        dev: &device::Device<device::Bound>,
+        bar: &Bar0<'_>,
+        n: usize,
+        function_id: u64,
+    ) -> core::result::Result<(), GiveError> {
+        let (pages, nodes, pas) = Self::prepare(dev, n).map_err(GiveError::Local)?;
         let hdr = ManagePagesIn::new()
-            .op_mod(MANAGE_GIVE)?
-            .function_id(function_id)?
-            .input_num_entries(n as u64)?;
+            .op_mod(MANAGE_GIVE)
+            .and_then(|q| q.function_id(function_id))
+            .and_then(|q| q.input_num_entries(n as u64))
+            .map_err(GiveError::Local)?;
+        let slot = cmd.page_slot();
+        if let Err(e) = cmd.exec_var::<ManagePages>(dev, bar, Some(slot), &hdr, &pas, 0) {
+            if e == ETIMEDOUT {
+                // The device may have taken the pages without answering: never freed.
+                core::mem::forget(pages);
+            }
+            return Err(GiveError::Command(e));
+        }
+        self.lend(pages, nodes, function_id);
+        Ok(())
+    }
+
+    /// `n` pages, their tree nodes and their address list, allocated before anything is sent.
+    #[expect(clippy::type_complexity)]
+    fn prepare(
+        dev: &device::Device<device::Bound>,
+        n: usize,
+    ) -> Result<(
+        KVec<DmaPage>,
+        KVec<RBTreeNodeReservation<u64, DmaPage>>,
+        KVec<u8>,
+    )> {
         let mut pages = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut nodes = KVec::with_capacity(n, GFP_KERNEL)?;
         let mut pas = KVec::with_capacity(n * PAS_ENTRY, GFP_KERNEL)?;
         for _ in 0..n {
+            // Pages the device has not been given yet are freed on failure.
             let p = DmaPage::new(dev)?;
             pas.extend_from_slice(&p.dma_address().to_be_bytes(), GFP_KERNEL)?;
             pages.push(p, GFP_KERNEL)?;
+            // Room to record them is made first: once the device accepts them, they must not
+            // be dropped (freed) for want of memory.
+            nodes.push(RBTreeNodeReservation::new(GFP_KERNEL)?, GFP_KERNEL)?;
         }
-        // Room to record them is made first: once the device accepts them, they must not be
-        // dropped (freed) for want of memory.
-        self.lent.reserve(n, GFP_KERNEL)?;
-        let slot = cmd.page_slot();
-        cmd.exec_var::<ManagePages>(dev, bar, Some(slot), &hdr, &pas, 0)?;
-        self.given += n as u64;
-        for p in pages.drain_all() {
-            if let Err(kernel::alloc::kvec::PushError(p)) = self.lent.push_within_capacity(p) {
-                // Unreachable after the reserve above; never free a page the device holds.
-                core::mem::forget(p);
+        Ok((pages, nodes, pas))
+    }
+
+    /// Records `pages`, which the device accepted.
+    fn lend(
+        &mut self,
+        mut pages: KVec<DmaPage>,
+        mut nodes: KVec<RBTreeNodeReservation<u64, DmaPage>>,
+        function_id: u64,
+    ) {
+        self.given += pages.len() as u64;
+        self.function_id = function_id;
+        for (p, node) in pages.drain_all().zip(nodes.drain_all()) {
+            if let Some(dup) = self.lent.insert(node.into_node(p.dma_address(), p)) {
+                // Two pages with one address cannot be; never free one the device may hold.
+                core::mem::forget(dup);
+            } else {
+                self.count += 1;
             }
         }
         self.update_held();
-        Ok(())
+    }
+
+    /// MANAGE_PAGES "cannot give" for `function_id` (C's `page_notify_fail`).
+    fn cant_give(
+        &self,
+        cmd: &CmdQueue,
+        dev: &device::Device<device::Bound>,
+        bar: &Bar0<'_>,
+        function_id: u64,
+    ) {
+        let slot = cmd.page_slot();
+        let r = ManagePagesIn::new()
+            .op_mod(MANAGE_CANT_GIVE)
+            .and_then(|q| q.function_id(function_id))
+            .and_then(|q| cmd.exec_var::<ManagePages>(dev, bar, Some(slot), &q, &[], 0));
+        if let Err(e) = r {
+            dev_warn!(
+                dev,
+                "page notify failed func_id({function_id}) err({})\n",
+                e.to_errno()
+            );
+        }
     }
 
     /// Answers a page request event: gives `num` pages, or takes back `-num` (at most what the
@@ -175,10 +284,10 @@ impl FwPages {
         num: i32,
     ) -> Result {
         if num > 0 {
-            return self.give(cmd, dev, bar, num as usize, function_id);
+            return self.give(cmd, dev, bar, num as usize, function_id, true);
         }
         let want = (num.unsigned_abs() as usize)
-            .min(self.lent.len())
+            .min(self.count)
             .min(TAKE_BATCH);
         if want > 0 && self.reclaim_some(cmd, dev, bar, want) == 0 {
             return Err(EIO);
@@ -198,6 +307,7 @@ impl FwPages {
         let slot = cmd.page_slot();
         let r = ManagePagesIn::new()
             .op_mod(MANAGE_TAKE)
+            .and_then(|q| q.function_id(self.function_id))
             .and_then(|q| q.input_num_entries(want as u64))
             .and_then(|q| {
                 cmd.exec_var::<ManagePages>(dev, bar, Some(slot), &q, &[], want * PAS_ENTRY)
@@ -221,6 +331,7 @@ impl FwPages {
         });
         // Dropping a page frees it: the device gave it back.
         let (matched, unknown) = take_back(&mut self.lent, addrs);
+        self.count -= matched;
         self.reclaimed += matched as u64;
         self.update_held();
         if unknown != 0 {
@@ -240,47 +351,49 @@ impl FwPages {
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
     ) {
-        while !self.lent.is_empty() {
+        while self.count != 0 {
             if cmd.device_in_error() {
                 // The device is dead (as the C driver assumes in this state): nothing will write
                 // the pages any more, so they are freed without asking for them back.
                 dev_warn!(
                     dev,
                     "device in error state: releasing {} firmware pages without reclaim\n",
-                    self.lent.len()
+                    self.count
                 );
-                self.reclaimed += self.lent.len() as u64;
-                self.lent.clear();
+                self.reclaimed += self.count as u64;
+                self.lent = RBTree::new();
+                self.count = 0;
                 self.update_held();
                 break;
             }
-            let want = self.lent.len().min(TAKE_BATCH);
+            let want = self.count.min(TAKE_BATCH);
             if self.reclaim_some(cmd, dev, bar, want) == 0 {
                 break;
             }
         }
-        if !self.lent.is_empty() {
+        if self.count != 0 {
             dev_err!(
                 dev,
                 "firmware did not return {} pages; they stay allocated\n",
-                self.lent.len()
+                self.count
             );
             // Leaked on purpose: freeing memory the device may still write is worse.
-            core::mem::forget(core::mem::take(&mut self.lent));
+            core::mem::forget(core::mem::replace(&mut self.lent, RBTree::new()));
+            self.count = 0;
         }
     }
 }
 
 impl Drop for FwPages {
     fn drop(&mut self) {
-        if !self.lent.is_empty() {
+        if self.count != 0 {
             // Dropped without a reclaim (a probe that failed half-way): the device may still
             // write these pages, so they are never freed.
             pr_err!(
                 "{} firmware pages were never reclaimed; they stay allocated\n",
-                self.lent.len()
+                self.count
             );
-            core::mem::forget(core::mem::take(&mut self.lent));
+            core::mem::forget(core::mem::replace(&mut self.lent, RBTree::new()));
         }
     }
 }
@@ -289,18 +402,10 @@ impl Drop for FwPages {
 mod tests {
     use super::*;
 
-    struct FakePage(u64);
-
-    impl Lent for FakePage {
-        fn dma_address(&self) -> u64 {
-            self.0
-        }
-    }
-
-    fn lent(addrs: &[u64]) -> KVec<FakePage> {
-        let mut v = KVec::new();
+    fn lent(addrs: &[u64]) -> RBTree<u64, ()> {
+        let mut v = RBTree::new();
         for &a in addrs {
-            assert!(v.push(FakePage(a), GFP_KERNEL).is_ok());
+            assert!(v.try_create_and_insert(a, (), GFP_KERNEL).is_ok());
         }
         v
     }
@@ -309,14 +414,30 @@ mod tests {
     fn returned_pages_are_taken_back_once() {
         let mut l = lent(&[0x1000, 0x2000, 0x3000]);
         assert_eq!(take_back(&mut l, [0x2000u64, 0x1000].into_iter()), (2, 0));
-        assert_eq!(l.len(), 1);
-        assert_eq!(l[0].0, 0x3000);
+        assert!(l.get(&0x3000).is_some());
+        assert!(l.get(&0x1000).is_none());
         // The same page twice, and one never lent: both counted as unknown.
         assert_eq!(
             take_back(&mut l, [0x2000u64, 0x9000, 0x3000].into_iter()),
             (1, 2)
         );
         assert!(l.is_empty());
+    }
+
+    #[test]
+    fn absurd_requests_are_refused_before_allocating() {
+        assert!(may_give(48, 0, 1000));
+        // More than one command lends: given in several.
+        assert!(may_give(1001, 0, 1000));
+        // No command can lend any.
+        assert!(!may_give(1, 0, 0));
+        // More than the driver lends in all, also in several requests.
+        assert!(may_give(1000, MAX_HELD - 1000, 1000));
+        assert!(!may_give(1, MAX_HELD, 1000));
+        assert!(!may_give(MAX_HELD + 1, 0, 1000));
+        assert!(!may_give(usize::MAX, 1, usize::MAX));
+        // A negative count read as unsigned is huge.
+        assert!(!may_give((-1i32) as u32 as usize, 0, 1 << 20));
     }
 
     #[test]

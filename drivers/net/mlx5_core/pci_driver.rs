@@ -84,8 +84,35 @@ const FW_INIT_POLL: Delta = Delta::from_millis(20);
 /// The driver.
 pub(crate) struct Mlx5PciDriver;
 
-/// Per-function state while bound. Fields drop in declaration order: the interrupt handler goes
-/// before the function state it uses, and both before the MSI-X vectors.
+/// Undoes probe's `pci_enable_device_mem` and `pci_set_master` when dropped (C's
+/// `mlx5_pci_close`): the last thing of a remove or of a failed probe, once nothing uses the
+/// device any more.
+pub(crate) struct PciClose<'bound>(&'bound pci::Device<kernel::device::Bound>);
+
+impl Drop for PciClose<'_> {
+    fn drop(&mut self) {
+        let raw = core::ptr::from_ref(self.0)
+            .cast_mut()
+            .cast::<kernel::bindings::pci_dev>();
+        // SAFETY: `pci::Device` is a transparent wrapper of `struct pci_dev`, so `raw` is the
+        // bound device's `struct pci_dev`, valid for `'bound`; probe enabled it and set bus
+        // mastering before creating this guard, and everything that makes the device access
+        // memory or that reads BAR0 (interrupt handler, health poll, HCA) is gone by now.
+        unsafe {
+            kernel::bindings::pci_clear_master(raw);
+            kernel::bindings::pci_disable_device(raw);
+        }
+    }
+}
+
+/// Per-function state while bound.
+///
+/// Two orders matter, and they are opposite: on removal the fields drop in declaration order
+/// (the health poll, then the interrupt handler, then the function state it used, then the
+/// MSI-X vectors, and last bus mastering and the device's enable); on a probe that fails inside
+/// the initializer, the fields already initialized drop in the reverse of the order in which
+/// the initializer lists them, which is therefore the reverse of this declaration order (so the
+/// handler is freed before the vectors then too).
 #[pin_data(PinnedDrop)]
 pub(crate) struct Mlx5Function<'bound> {
     /// The health poll's timer (stopped when the handle drops).
@@ -100,6 +127,8 @@ pub(crate) struct Mlx5Function<'bound> {
     /// The MSI-X vectors.
     vectors: BoundIrqVectors<'bound>,
     fw: FwRevision,
+    /// Bus mastering off and the device disabled, last.
+    _close: PciClose<'bound>,
 }
 
 impl pci::Driver for Mlx5PciDriver {
@@ -116,6 +145,8 @@ impl pci::Driver for Mlx5PciDriver {
             let kind = info.copied().unwrap_or(FunctionKind::Physical);
             pdev.enable_device_mem()?;
             pdev.set_master();
+            // From here every return drops what exists in reverse order, this guard last.
+            let close = PciClose(pdev);
             let bar = pdev.iomap_region_sized::<{ init_segment::SIZE }>(0, c"mlx5_core")?;
             // Registers other than `initializing` are only meaningful once firmware is up.
             match init_segment::wait_fw_init(&bar, FW_PRE_INIT_TIMEOUT, FW_INIT_POLL) {
@@ -153,13 +184,23 @@ impl pci::Driver for Mlx5PciDriver {
             }
             // SAFETY: probe runs before any DMA allocation or mapping for this device.
             unsafe { pdev.dma_set_mask_and_coherent(DmaMask::new::<64>())? };
-            // SAFETY: the vectors are kept in `Mlx5Function::vectors`, declared after the
-            // handler registration (`irq`), so the handler is freed first.
+            // SAFETY: the vectors are kept in `Mlx5Function::vectors`. On removal the handler
+            // registration (`irq`, declared before them) drops first; on a failed probe the
+            // initializer, which lists `vectors` before `irq`, drops `irq` first; and before the
+            // initializer, no handler exists (locals drop in reverse order, the vectors after
+            // everything created later).
             let vectors = unsafe { BoundIrqVectors::alloc_msix(pdev, 1, 1)? };
             let request = vectors.request(CONTROL_VECTOR.into())?;
             let state = DeviceState::new()?;
             let cmd_events = CmdEvents::new()?;
-            let hca = Hca::bring_up(pdev.as_ref(), &bar, state.clone(), cmd_events.clone())
+            // BAR0 is shared (command handle, health poll, interrupt handler) from here on.
+            let bar = Arc::new(bar.into_devres()?, GFP_KERNEL)?;
+            let dev = pdev.as_ref();
+            let hca = bar
+                .access_with(dev, |b| {
+                    Hca::bring_up(dev, b, state.clone(), cmd_events.clone())
+                })
+                .and_then(|r| r)
                 .inspect_err(|e| {
                     dev_err!(
                         pdev,
@@ -167,6 +208,17 @@ impl pci::Driver for Mlx5PciDriver {
                         e.to_errno()
                     );
                 })?;
+            // From here a failure tears the HCA down: `Function` owns it as soon as it exists
+            // (and tears it down when dropped); before that, `Hca::tear_down` here.
+            let function = match Function::new(pdev, bar.clone(), cmd_events) {
+                Ok(f) => f,
+                Err(e) => {
+                    if bar.access_with(dev, |b| hca.tear_down(dev, b)).is_err() {
+                        dev_err!(pdev, "BAR0 no longer accessible; HCA not torn down\n");
+                    }
+                    return Err(e);
+                }
+            };
             let (ports, ib) = hca.ports();
             let ports_u8 = u8::try_from(ports).unwrap_or(u8::MAX);
             dev_info!(
@@ -188,29 +240,31 @@ impl pci::Driver for Mlx5PciDriver {
                 revision: pdev.revision_id(),
                 board_id,
             };
-            let caps = hca.caps().try_clone()?;
+            let caps = hca.caps().try_clone();
             let pages_counter = hca.pages_counter();
             let queue = hca.command_queue();
-            // Until `Function` owns the HCA (and tears it down when dropped), a failure leaves
-            // the HCA to its drop, which never frees memory the device was given.
-            let bar = Arc::new(bar.into_devres()?, GFP_KERNEL)?;
+            function.adopt(hca);
+            // Every `?` below drops `function`, which tears the HCA down.
+            let caps = caps?;
             let commands = Commands::new(queue, bar.clone(), pdev.as_ref().into());
-            let function = Function::new(pdev, bar.clone(), hca, cmd_events)?;
             let health = HealthPoller::start(pdev.as_ref(), bar, state)?;
             let fw_pages = pages_counter.clone();
             let debugfs = FunctionDir::new(pdev.as_ref().name(), pages_counter)?;
             let handler: Result<EventHandler<'_>> = Ok(EventHandler::new(function.clone()));
+            // Listed in the reverse of the declaration order: a failure drops what was
+            // initialized in reverse (the handler first, the vectors and `close` last).
             Ok(try_pin_init!(Mlx5Function {
-                health,
+                _close: close,
+                fw,
+                vectors,
+                _debugfs: debugfs,
+                function: function.clone(),
                 // SAFETY: the registration lives in the pinned driver data and is dropped with
                 // it; nothing forgets it.
                 irq <- unsafe {
                     ThreadedRegistration::new(request, irq::Flags::TRIGGER_NONE, c"mlx5_core", handler)
                 },
-                function: function.clone(),
-                _debugfs: debugfs,
-                vectors,
-                fw,
+                health,
                 _: {
                     // Events that came before the handler was there, and the first arming.
                     function.process_events();
@@ -250,5 +304,60 @@ impl pci::Driver for Mlx5PciDriver {
 impl PinnedDrop for Mlx5Function<'_> {
     fn drop(self: Pin<&mut Self>) {
         BOUND.fetch_sub(1, Relaxed);
+    }
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_mlx5_probe_order)]
+mod tests {
+    use super::*;
+
+    /// Appends its id to `log` (as a decimal digit) when dropped.
+    struct Rec<'a> {
+        log: &'a Atomic<u32>,
+        id: u32,
+    }
+
+    impl Drop for Rec<'_> {
+        fn drop(&mut self) {
+            let v = self.log.load(Relaxed);
+            self.log.store(v * 10 + self.id, Relaxed);
+        }
+    }
+
+    /// `Mlx5Function`'s pattern: declared handler, vectors, close; listed the other way round.
+    #[pin_data]
+    struct Order<'a> {
+        irq: Rec<'a>,
+        vectors: Rec<'a>,
+        close: Rec<'a>,
+    }
+
+    fn build(log: &Atomic<u32>, fail: bool) -> Result<Pin<KBox<Order<'_>>>> {
+        KBox::try_pin_init(
+            try_pin_init!(Order {
+                close: Rec { log, id: 3 },
+                vectors: Rec { log, id: 2 },
+                irq: Rec { log, id: 1 },
+                _: {
+                    if fail {
+                        return Err(ENOMEM);
+                    }
+                },
+            }? Error),
+            GFP_KERNEL,
+        )
+    }
+
+    #[test]
+    fn handler_drops_before_vectors_on_remove_and_on_failed_probe() {
+        let log = Atomic::new(0);
+        assert!(build(&log, true).is_err());
+        // A failure after every field: the handler first, then the vectors, `close` last.
+        assert_eq!(log.load(Relaxed), 123);
+        let log = Atomic::new(0);
+        let o = build(&log, false);
+        assert!(o.is_ok());
+        drop(o);
+        assert_eq!(log.load(Relaxed), 123);
     }
 }

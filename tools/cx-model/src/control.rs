@@ -7,6 +7,8 @@
 //! remove                          surprise removal: reads return all ones, commands are dropped
 //! page-request <n>                firmware asks for n more pages (n < 0: asks the driver to take
 //!                                 back -n pages), through a PAGE_REQUEST event
+//! eqe-flood <n>                   floods the async EQ with n PORT_CHANGE events (sub-type 0), as
+//!                                 fast as the driver consumes them
 //! fault <spec>                    adds a fault rule (see --fault)
 //! status                          one line describing the device
 //! ```
@@ -98,6 +100,19 @@ pub fn execute(dev: &mut Device, mem: &mut dyn GuestMemory, line: &str) -> Resul
             fw.post_event(mem, event::PAGE_REQUEST, 0, &data);
             Ok(format!("page request {n}"))
         }
+        ["eqe-flood", n] => {
+            let n = number(n)?;
+            if n == 0 {
+                return Err("eqe-flood needs a non-zero count".into());
+            }
+            let fw = &mut dev.firmware;
+            if fw.eqs.for_event(event::PORT_CHANGE).is_none() {
+                return Err("no EQ takes port events".into());
+            }
+            let now = fw.start_flood(mem, n);
+            info!("control: flood of {n} EQEs, {now} posted at once");
+            Ok(format!("eqe flood {n}"))
+        }
         ["remove"] => {
             dev.surprise_remove();
             info!("control: surprise removal");
@@ -120,11 +135,14 @@ pub fn execute(dev: &mut Device, mem: &mut dyn GuestMemory, line: &str) -> Resul
                 .map(|p| format!("port {} state {}", p.num, p.state))
                 .collect();
             Ok(format!(
-                "state {:?}, {} commands, {} pages held, {}{}",
+                "state {:?}, {} commands, {} pages held, {}, {} cannot-give, flood {} posted {} left{}",
                 fw.state,
                 fw.log.total(),
                 fw.pages.outstanding(),
                 ports.join(", "),
+                fw.pages.cant_give(),
+                fw.flood.posted,
+                fw.flood.remaining,
                 if dev.removed() { ", removed" } else { "" }
             ))
         }

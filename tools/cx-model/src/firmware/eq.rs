@@ -190,6 +190,13 @@ impl EqTable {
         None
     }
 
+    /// Free entries in the queue that takes events of `ty` (0 when none takes them).
+    pub fn room(&self, ty: u8) -> usize {
+        self.eqs.values().find(|e| e.wants(ty)).map_or(0, |e| {
+            (1usize << e.log_size).saturating_sub(e.producer.wrapping_sub(e.consumer) as usize)
+        })
+    }
+
     /// Whether EQ `eqn` exists.
     pub fn exists(&self, eqn: u8) -> bool {
         self.eqs.contains_key(&eqn)
@@ -345,5 +352,31 @@ mod tests {
         t.eqs.insert(3, q);
         t.doorbell(8, DOORBELL_UPDATE, 0x00ff_ffff | (3 << 24));
         assert_eq!(t.eqs[&3].consumer, 0x00ff_ffff);
+    }
+
+    #[test]
+    fn flood_fills_the_queue_and_refills_as_the_driver_consumes() {
+        use crate::firmware::{Firmware, FirmwareConfig};
+        let mut m = FakeMemory::new(0x10000, 0x2000);
+        let mut fw = Firmware::new(FirmwareConfig::default());
+        let mut q = eq(2, 0x10000);
+        q.mask = [1 << event::PORT_CHANGE, 0, 0, 0];
+        fw.eqs.eqs.insert(3, q);
+        assert_eq!(fw.eqs.room(event::PORT_CHANGE), 4);
+        assert_eq!(fw.eqs.room(event::CMD), 0);
+        // Four fit now; nothing is dropped, the rest waits.
+        assert_eq!(fw.start_flood(&mut m, 10), 4);
+        assert_eq!(fw.eqs.room(event::PORT_CHANGE), 0);
+        assert_eq!((fw.flood.posted, fw.flood.remaining), (4, 6));
+        let mut e = [0u8; 64];
+        m.read(0x10000, &mut e).unwrap();
+        assert_eq!((e[1], e[3], e[0x28] >> 4), (event::PORT_CHANGE, 0, 1));
+        // The driver consumes three and arms: three more are posted, and the vector fires.
+        fw.uar_write(&mut m, 8, DOORBELL_ARM, &(3u32 | (3 << 24)).to_be_bytes());
+        assert_eq!((fw.flood.posted, fw.flood.remaining), (7, 3));
+        assert!(fw.irqs.contains(&2));
+        fw.uar_write(&mut m, 8, DOORBELL_ARM, &(7u32 | (3 << 24)).to_be_bytes());
+        fw.uar_write(&mut m, 8, DOORBELL_ARM, &(10u32 | (3 << 24)).to_be_bytes());
+        assert_eq!((fw.flood.posted, fw.flood.remaining), (10, 0));
     }
 }

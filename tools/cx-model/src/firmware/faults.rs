@@ -5,8 +5,10 @@
 //! given status and syndrome (`status`). A rule may apply a limited number of times.
 //!
 //! Syntax (`--fault`): `hang:<OPCODE>[:<count>]`, `delay:<OPCODE>:<ms>[:<count>]` or
-//! `status:<OPCODE>:<status>[:<syndrome>[:<count>]]`, where `<OPCODE>` is a name such as
-//! `QUERY_ISSI` or a number such as `0x10a`.
+//! `status:<OPCODE>:<status>[:<syndrome>[:<count>[:<skip>]]]`, where `<OPCODE>` is a name such as
+//! `QUERY_ISSI` or a number such as `0x10a`; `<skip>` lets that many commands with the opcode
+//! through before the rule applies (`status:CREATE_EQ:4:0:1:2` fails the third CREATE_EQ only:
+//! a failure late in bring-up).
 
 use crate::opcodes::opcode_name;
 
@@ -30,6 +32,8 @@ pub struct Rule {
     pub action: Injected,
     /// How many more times it applies; `None` for always.
     pub remaining: Option<u32>,
+    /// How many commands with the opcode still pass before it applies.
+    pub skip: u32,
 }
 
 /// The active rules.
@@ -65,13 +69,13 @@ impl Rule {
         };
         match parts.as_slice() {
             ["hang", opc, rest @ ..] if rest.len() <= 1 => {
-                Ok(Self { opcode: parse_opcode(opc)?, action: Injected::Hang, remaining: count(rest.first())? })
+                Ok(Self { opcode: parse_opcode(opc)?, action: Injected::Hang, remaining: count(rest.first())?, skip: 0 })
             }
             ["delay", opc, ms, rest @ ..] if rest.len() <= 1 => {
                 let ms = u32::try_from(parse_number(ms)?).map_err(|_| "delay too long".to_string())?;
-                Ok(Self { opcode: parse_opcode(opc)?, action: Injected::Delay(ms), remaining: count(rest.first())? })
+                Ok(Self { opcode: parse_opcode(opc)?, action: Injected::Delay(ms), remaining: count(rest.first())?, skip: 0 })
             }
-            ["status", opc, status, rest @ ..] if rest.len() <= 2 => {
+            ["status", opc, status, rest @ ..] if rest.len() <= 3 => {
                 let status = u8::try_from(parse_number(status)?).map_err(|_| "status out of range".to_string())?;
                 if status == 0 {
                     return Err("status 0 is success, not a fault".into());
@@ -85,10 +89,11 @@ impl Rule {
                     opcode: parse_opcode(opc)?,
                     action: Injected::Status(status, syndrome),
                     remaining: count(rest.get(1))?,
+                    skip: count(rest.get(2))?.unwrap_or(0),
                 })
             }
             _ => Err(format!(
-                "bad fault {spec:?}: expected hang:<OPCODE>[:<count>], delay:<OPCODE>:<ms>[:<count>] or status:<OPCODE>:<status>[:<syndrome>[:<count>]]"
+                "bad fault {spec:?}: expected hang:<OPCODE>[:<count>], delay:<OPCODE>:<ms>[:<count>] or status:<OPCODE>:<status>[:<syndrome>[:<count>[:<skip>]]]"
             )),
         }
     }
@@ -106,6 +111,10 @@ impl Faults {
             .rules
             .iter_mut()
             .find(|r| r.opcode == opcode && r.remaining != Some(0))?;
+        if rule.skip > 0 {
+            rule.skip -= 1;
+            return None;
+        }
         if let Some(n) = rule.remaining.as_mut() {
             *n -= 1;
         }
@@ -125,7 +134,8 @@ mod tests {
             Rule {
                 opcode: 0x10a,
                 action: Injected::Hang,
-                remaining: None
+                remaining: None,
+                skip: 0
             }
         );
         assert_eq!(
@@ -133,7 +143,8 @@ mod tests {
             Rule {
                 opcode: 0x102,
                 action: Injected::Status(4, 0x1234),
-                remaining: Some(1)
+                remaining: Some(1),
+                skip: 0
             }
         );
         assert_eq!(Rule::parse("status:0x104:3").unwrap().opcode, op::ENABLE_HCA);
@@ -150,5 +161,19 @@ mod tests {
         assert_eq!(f.on_command(0x10a), Some(Injected::Hang));
         assert_eq!(f.on_command(0x10a), None);
         assert_eq!(f.on_command(0x104), None);
+    }
+
+    #[test]
+    fn skipped_commands_pass_then_the_rule_applies() {
+        let mut f = Faults::default();
+        let r = Rule::parse("status:CREATE_EQ:4:0x77:1:2").unwrap();
+        assert_eq!((r.remaining, r.skip), (Some(1), 2));
+        f.add(r);
+        let create_eq = 0x301;
+        assert_eq!(f.on_command(create_eq), None);
+        assert_eq!(f.on_command(create_eq), None);
+        assert_eq!(f.on_command(create_eq), Some(Injected::Status(4, 0x77)));
+        assert_eq!(f.on_command(create_eq), None);
+        assert!(Rule::parse("status:CREATE_EQ:4:0:1:2:9").is_err());
     }
 }

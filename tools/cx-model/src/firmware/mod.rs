@@ -57,6 +57,15 @@ impl Default for FirmwareConfig {
     }
 }
 
+/// A flood of events the control channel asked for.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct EqeFlood {
+    /// Events still to post.
+    pub remaining: u64,
+    /// Events posted so far.
+    pub posted: u64,
+}
+
 /// A command failure: the status and syndrome the output carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CmdError {
@@ -173,6 +182,8 @@ pub struct Firmware {
     pub log: CommandLog,
     /// MSI-X vectors to fire after the current operation.
     pub irqs: Vec<u16>,
+    /// An event flood in progress (control `eqe-flood`).
+    pub flood: EqeFlood,
 }
 
 impl Firmware {
@@ -188,6 +199,7 @@ impl Firmware {
             state: HcaState::Disabled,
             issi: 0,
             pages: pages::PageBank::default(),
+            flood: EqeFlood::default(),
             caps,
             uars: resources::IdPool::new(resources::FIRST_UAR, 1 << 16),
             pds: resources::IdPool::new(1, 1 << 24),
@@ -302,6 +314,28 @@ impl Firmware {
         }
     }
 
+    /// Starts a flood of `n` PORT_CHANGE events (sub-type 0, which drivers ignore): as many as
+    /// the queue has room for now, the rest as the driver consumes them (each EQ doorbell refills
+    /// the queue), as a device with a burst of events to report would. Returns how many were
+    /// posted at once.
+    pub fn start_flood(&mut self, mem: &mut dyn GuestMemory, n: u64) -> u64 {
+        self.flood.remaining += n;
+        let before = self.flood.posted;
+        self.fill_flood(mem);
+        self.flood.posted - before
+    }
+
+    /// Posts flood events while the queue that takes them has room.
+    fn fill_flood(&mut self, mem: &mut dyn GuestMemory) {
+        while self.flood.remaining > 0 && self.eqs.room(eq::event::PORT_CHANGE) > 0 {
+            let mut data = [0u8; 28];
+            data[8] = 1 << 4; // port 1
+            self.post_event(mem, eq::event::PORT_CHANGE, 0, &data);
+            self.flood.remaining -= 1;
+            self.flood.posted += 1;
+        }
+    }
+
     /// A doorbell write of `data` (big-endian, 4 or 8 bytes) into UAR page `uar` at `offset`.
     pub fn uar_write(&mut self, mem: &mut dyn GuestMemory, uar: u32, offset: u64, data: &[u8]) {
         let word = |i: usize| {
@@ -312,6 +346,9 @@ impl Firmware {
             eq::DOORBELL_ARM | eq::DOORBELL_UPDATE => {
                 if let Some(v) = self.eqs.doorbell(uar, offset, word(0)) {
                     self.irqs.push(v);
+                }
+                if self.flood.remaining > 0 {
+                    self.fill_flood(mem);
                 }
             }
             CQ_DOORBELL if data.len() == 8 => {

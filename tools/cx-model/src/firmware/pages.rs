@@ -39,6 +39,8 @@ pub struct PageBank {
     init_asked: bool,
     given_total: u64,
     returned_total: u64,
+    /// MANAGE_PAGES "cannot give" answers received.
+    cant_give: u64,
 }
 
 impl PageBank {
@@ -58,6 +60,11 @@ impl PageBank {
     /// Pages asked for and not yet given.
     pub fn owed(&self) -> u32 {
         self.owed
+    }
+
+    /// How many times the driver answered a request with "cannot give".
+    pub fn cant_give(&self) -> u64 {
+        self.cant_give
     }
 
     /// Pages given in all, and returned in all.
@@ -124,6 +131,7 @@ pub fn manage_pages(fw: &mut Firmware, _mem: &mut dyn GuestMemory, input: &Input
         MANAGE_OP_ALLOC_FAIL => {
             info!("driver could not allocate {n} firmware pages");
             bank.owed = 0;
+            bank.cant_give += 1;
             Ok(output(16))
         }
         MANAGE_OP_GIVE => {
