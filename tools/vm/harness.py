@@ -375,7 +375,11 @@ class Vm:
         args = self.args
         dev = ('{"driver":"vfio-user-pci","socket":{"type":"unix","path":"%s"},"bus":"rp1"}'
                % self.socket)
-        cmdline = "console=ttyS0 panic=-1 oops=panic" if not interactive else "console=ttyS0 panic=-1"
+        # A 4 MiB kernel log: scenarios read it back with dmesg, and every load of a module with
+        # KUnit suites logs their results, so the default ring loses a load/unload loop's start.
+        cmdline = "console=ttyS0 panic=-1 log_buf_len=4M"
+        if not interactive:
+            cmdline += " oops=panic"
         if not interactive:
             cmdline += " loglevel=4"
         argv = [args.qemu, "-machine", "q35,accel=tcg,memory-backend=mem0", "-cpu", "max",

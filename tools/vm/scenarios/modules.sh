@@ -30,7 +30,7 @@ if [ "$STACK" = rust ]; then
 		"mlx5_ib: attached to $bdf \(1 port\(s\)\) as mlx5_0\$" dmesg
 	check "unload the stack" unload_stack
 	check_output "mlx5_ib detached from the function on unload, unregistering mlx5_0" \
-		"mlx5_ib: detached from $bdf \(1 port\(s\)\); mlx5_0 unregistered\$" dmesg
+		"mlx5_ib: detached from $bdf \(1 port\(s\), 0 port event\(s\)\); mlx5_0 unregistered\$" dmesg
 	check "no module of the stack is left" test -z "$(stack_loaded)"
 	check "the auxiliary device is gone" test ! -e /sys/bus/auxiliary/devices/mlx5_core.rdma.0
 	check "/sys/class/infiniband is gone" test ! -e /sys/class/infiniband
