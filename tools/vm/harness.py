@@ -166,6 +166,17 @@ def scenario_model_args(path: Path) -> list[str]:
     return args
 
 
+def scenario_kernel_args(path: Path) -> list[str]:
+    """Extra guest kernel parameters from `# kernel-args: ...` header lines (e.g. `kunit.enable=0`
+    for a benchmark that must not time the KUnit suites a module runs when it loads)."""
+    args: list[str] = []
+    for line in header_lines(path):
+        m = re.match(r"#\s*kernel-args:\s*(.+)", line)
+        if m:
+            args += m.group(1).split()
+    return args
+
+
 def scenario_host_scripts(path: Path) -> list[str]:
     """Scripts from `# host-trace: <script>` lines: run on the host with the model's command
     trace (trace.txt) as argument; the check passes when the script exits 0."""
@@ -314,6 +325,8 @@ class Vm:
         # Added to QEMU's arguments (the NIC of a two-VM run) and, when set, a path QEMU creates
         # that must exist before the next VM starts (its end of the link).
         self.qemu_extra: list[str] = []
+        # Added to the guest kernel's command line (`# kernel-args:`).
+        self.kernel_args: list[str] = []
         self.qemu_ready_path: Path | None = None
         # Console state while the guest runs.
         self.buf = b""
@@ -380,6 +393,8 @@ class Vm:
         cmdline = "console=ttyS0 panic=-1 log_buf_len=4M"
         if not interactive:
             cmdline += " oops=panic"
+        if self.kernel_args:
+            cmdline += " " + " ".join(self.kernel_args)
         if not interactive:
             cmdline += " loglevel=4"
         argv = [args.qemu, "-machine", "q35,accel=tcg,memory-backend=mem0", "-cpu", "max",
@@ -689,6 +704,8 @@ def cmd_run(args) -> int:
             initrds.append(vm.workdir / "initramfs.cpio")
             build_initramfs(initrds[-1], args.stack, module_paths(args), conf, args.scenario,
                             net_module_paths(args) if link is not None else None)
+        for vm in vms:
+            vm.kernel_args = scenario_kernel_args(path)
         start_models(vms, link, scenario_model_args(path))
         run_guests(vms, initrds, timeout, args.kill_model_after)
     except HarnessError as e:
