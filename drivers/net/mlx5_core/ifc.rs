@@ -281,6 +281,8 @@ macro_rules! commands {
     )*};
 }
 
+pub(crate) use commands;
+
 layout! {
     /// The header of every command input (the opcode is written by the command queue).
     pub context CmdInHeader[16] {

@@ -15,6 +15,7 @@ mod function;
 mod hca;
 mod health;
 pub mod ifc;
+pub mod ifc_verbs;
 mod init_segment;
 mod pages;
 mod pci_driver;

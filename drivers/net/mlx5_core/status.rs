@@ -187,6 +187,36 @@ pub mod op {
     pub const QUERY_HCA_VPORT_CONTEXT: u16 = 0x762;
     /// `MLX5_CMD_OP_NOP`.
     pub const NOP: u16 = 0x80d;
+    /// `MLX5_CMD_OP_CREATE_MKEY`.
+    pub const CREATE_MKEY: u16 = 0x200;
+    /// `MLX5_CMD_OP_DESTROY_MKEY`.
+    pub const DESTROY_MKEY: u16 = 0x202;
+    /// `MLX5_CMD_OP_CREATE_CQ`.
+    pub const CREATE_CQ: u16 = 0x400;
+    /// `MLX5_CMD_OP_DESTROY_CQ`.
+    pub const DESTROY_CQ: u16 = 0x401;
+    /// `MLX5_CMD_OP_MODIFY_CQ`.
+    pub const MODIFY_CQ: u16 = 0x403;
+    /// `MLX5_CMD_OP_CREATE_QP`.
+    pub const CREATE_QP: u16 = 0x500;
+    /// `MLX5_CMD_OP_DESTROY_QP`.
+    pub const DESTROY_QP: u16 = 0x501;
+    /// `MLX5_CMD_OP_RST2INIT_QP`.
+    pub const RST2INIT_QP: u16 = 0x502;
+    /// `MLX5_CMD_OP_INIT2RTR_QP`.
+    pub const INIT2RTR_QP: u16 = 0x503;
+    /// `MLX5_CMD_OP_RTR2RTS_QP`.
+    pub const RTR2RTS_QP: u16 = 0x504;
+    /// `MLX5_CMD_OP_2ERR_QP`.
+    pub const QP_2ERR: u16 = 0x507;
+    /// `MLX5_CMD_OP_2RST_QP`.
+    pub const QP_2RST: u16 = 0x50a;
+    /// `MLX5_CMD_OP_QUERY_QP`.
+    pub const QUERY_QP: u16 = 0x50b;
+    /// `MLX5_CMD_OP_ALLOC_PD`.
+    pub const ALLOC_PD: u16 = 0x800;
+    /// `MLX5_CMD_OP_DEALLOC_PD`.
+    pub const DEALLOC_PD: u16 = 0x801;
 }
 
 /// Name of a command opcode, as the C driver prints it.
@@ -212,6 +242,21 @@ pub(crate) fn opcode_name(opcode: u16) -> &'static str {
         op::MAD_IFC => "MAD_IFC",
         op::QUERY_HCA_VPORT_CONTEXT => "QUERY_HCA_VPORT_CONTEXT",
         op::NOP => "NOP",
+        op::CREATE_MKEY => "CREATE_MKEY",
+        op::DESTROY_MKEY => "DESTROY_MKEY",
+        op::CREATE_CQ => "CREATE_CQ",
+        op::DESTROY_CQ => "DESTROY_CQ",
+        op::MODIFY_CQ => "MODIFY_CQ",
+        op::CREATE_QP => "CREATE_QP",
+        op::DESTROY_QP => "DESTROY_QP",
+        op::RST2INIT_QP => "RST2INIT_QP",
+        op::INIT2RTR_QP => "INIT2RTR_QP",
+        op::RTR2RTS_QP => "RTR2RTS_QP",
+        op::QP_2ERR => "2ERR_QP",
+        op::QP_2RST => "2RST_QP",
+        op::QUERY_QP => "QUERY_QP",
+        op::ALLOC_PD => "ALLOC_PD",
+        op::DEALLOC_PD => "DEALLOC_PD",
         _ => "unknown command opcode",
     }
 }

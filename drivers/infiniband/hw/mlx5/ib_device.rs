@@ -14,11 +14,13 @@
 
 use crate::caps;
 use crate::mad::{self, attr, NodeInfo, PortInfo};
+use crate::{mr, pd};
 use ib_core::{
     attrs::{
         DeviceAttr, Gid, LinkLayer, NodeType, PortAttr, PortImmutable, PortState, CORE_PORT_IBA_IB,
     },
     device::{DeviceInfo, DeviceOps, FwVersion, Registration},
+    verbs_types::{AccessFlags, NewMr},
 };
 use kernel::{
     prelude::*,
@@ -66,6 +68,8 @@ pub(crate) struct Mlx5IbDevice {
     ext_port_info: bool,
     /// Pages the firmware holds, as `mlx5_core` counts them.
     fw_pages: Arc<Atomic<u32>>,
+    /// The mkey variant counter (C's `mkey_var`).
+    mkey_var: Atomic<u32>,
 }
 
 /// Port numbers as MAD_IFC takes them (the core only asks for ports that exist).
@@ -137,11 +141,10 @@ fn reg_pages_show(_: &Mlx5IbDevice, _: u32, buf: &mut ShowBuffer<'_>) -> Result 
 
 #[vtable]
 impl DeviceOps for Mlx5IbDevice {
-    // No kernel verbs yet.
-    type Pd = ib_core::device::NoVerbs;
+    type Pd = pd::Mlx5Pd;
     type Cq = ib_core::device::NoVerbs;
     type Qp = ib_core::device::NoVerbs;
-    type Mr = ib_core::device::NoVerbs;
+    type Mr = mr::Mlx5Mr;
 
     const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
         Attribute::ro(c"hw_rev", hw_rev_show),
@@ -253,6 +256,28 @@ impl DeviceOps for Mlx5IbDevice {
     fn get_link_layer(&self, _port: u32) -> LinkLayer {
         LinkLayer::Infiniband
     }
+
+    fn alloc_pd(&self) -> Result<pd::Mlx5Pd> {
+        pd::alloc(&self.cmds)
+    }
+
+    fn dealloc_pd(&self, pd: pd::Mlx5Pd) -> Result {
+        pd::dealloc(&self.cmds, pd)
+    }
+
+    fn get_dma_mr(&self, pd: &pd::Mlx5Pd, access: AccessFlags) -> Result<NewMr<mr::Mlx5Mr>> {
+        let mr = mr::get_dma_mr(&self.cmds, &self.mkey_var, pd, access)?;
+        let key = mr.key;
+        Ok(NewMr {
+            mr,
+            lkey: key,
+            rkey: key,
+        })
+    }
+
+    fn dereg_mr(&self, mr: mr::Mlx5Mr) -> Result {
+        mr::dereg(&self.cmds, mr)
+    }
 }
 
 /// Registers the RDMA device of `dev` (`mlx5_%d`), asking firmware what C's init stages ask.
@@ -288,6 +313,7 @@ pub(crate) fn register(dev: &Mlx5Device) -> Result<Registration> {
             pkey_table_len: node.partition_cap,
             ext_port_info,
             fw_pages: dev.fw_pages().clone(),
+            mkey_var: Atomic::new(0),
         },
     )
 }

@@ -4,9 +4,14 @@
 //! and registers an RDMA device with `ib_core` for each.
 
 mod caps;
+mod cqe;
 mod ib_device;
 mod ib_module;
 mod mad;
+mod mr;
+mod pd;
+mod wq_size;
+mod wqe;
 
 kernel::prelude::module! {
     type: ib_module::Mlx5Ib,
