@@ -26,6 +26,8 @@ const UAR_PAGE: usize = 4096;
 pub(crate) const POLL_BUDGET: u32 = 128;
 /// Event types this driver subscribes to.
 pub(crate) mod event {
+    /// A completion (on a completion EQ).
+    pub(crate) const COMP: u8 = 0x00;
     /// A port changed state.
     pub(crate) const PORT_CHANGE: u8 = 0x09;
     /// Firmware asks for pages or offers pages back.
@@ -77,9 +79,9 @@ impl Uar {
         }
     }
 
-    /// Byte offset of the UAR page in BAR0.
-    fn offset(&self) -> usize {
-        self.index as usize * UAR_PAGE
+    /// The UAR's index.
+    pub(crate) fn index(&self) -> u32 {
+        self.index
     }
 }
 
@@ -100,7 +102,7 @@ impl EventQueue {
         cmd: &CmdQueue,
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
-        uar: &Uar,
+        uar_index: u32,
         vector: u16,
         mask: u64,
         name: &'static str,
@@ -114,7 +116,7 @@ impl EventQueue {
         }
         let q = CreateEqIn::new()
             .log_eq_size(LOG_ENTRIES.into())?
-            .uar_page(uar.index.into())?
+            .uar_page(uar_index.into())?
             .intr(vector.into())?
             .log_page_size(0)?
             .event_bitmask(mask)?
@@ -125,9 +127,14 @@ impl EventQueue {
             page: Some(page),
             eqn,
             ci: 0,
-            uar_offset: uar.offset(),
+            uar_offset: uar_index as usize * UAR_PAGE,
             name,
         })
+    }
+
+    /// The queue's number.
+    pub(crate) fn eqn(&self) -> u8 {
+        self.eqn
     }
 
     /// DESTROY_EQ.

@@ -7,8 +7,12 @@
 
 use crate::auxdev::{AuxDevice, DeviceParts, Event, Notifiers};
 use crate::cmd_events::CmdEvents;
+use crate::completion_eq::CompEqs;
+use crate::cq_table::CqTable;
 use crate::hca::{Hca, PortEvent};
+use crate::ifc::Eqe;
 use crate::init_segment::SharedBar;
+use crate::resources::{event as rsc_event, ResourceTable};
 use kernel::{
     device::Bound,
     irq::{IrqReturn, ThreadedHandler},
@@ -47,6 +51,12 @@ pub(crate) struct Function<'bound> {
     cmd_events: Arc<CmdEvents>,
     /// The drivers' event notifiers, called by the interrupt thread.
     notifiers: Arc<Notifiers>,
+    /// The CQ table (CQ error events from the interrupt thread).
+    cq_table: Arc<CqTable>,
+    /// The QP/SRQ event handlers (called by the interrupt thread).
+    resources: Arc<ResourceTable>,
+    /// The completion vectors, torn down after the auxiliary device is deleted.
+    comp: Arc<CompEqs>,
     /// `mlx5_core.rdma.<N>`, once published. Its lock is held only to put the device in or take
     /// it out (never while it is created or deleted, which probes or unbinds a driver), and the
     /// interrupt thread never takes it.
@@ -71,7 +81,8 @@ impl LogLimit {
     /// Lines allowed per second.
     pub(crate) const PER_SECOND: u32 = 10;
 
-    fn new() -> Self {
+    /// A fresh limit.
+    pub(crate) fn new() -> Self {
         Self {
             window_ms: Atomic::new(i64::MIN),
             logged: Atomic::new(0),
@@ -80,7 +91,7 @@ impl LogLimit {
     }
 
     /// Whether one more line may be logged now (counted when not).
-    fn allow(&self) -> bool {
+    pub(crate) fn allow(&self) -> bool {
         let ok = self.take_slot();
         if !ok {
             self.suppressed.fetch_add(1, Relaxed);
@@ -120,6 +131,9 @@ impl<'bound> Function<'bound> {
         pdev: &'bound pci::Device<Bound>,
         bar: SharedBar,
         cmd_events: Arc<CmdEvents>,
+        cq_table: Arc<CqTable>,
+        resources: Arc<ResourceTable>,
+        comp: Arc<CompEqs>,
     ) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(Self {
@@ -128,6 +142,9 @@ impl<'bound> Function<'bound> {
                 hca <- new_mutex!(None),
                 cmd_events,
                 notifiers: Notifiers::new()?,
+                cq_table,
+                resources,
+                comp,
                 aux <- new_mutex!(None),
                 port_log: LogLimit::new(),
             }),
@@ -154,7 +171,7 @@ impl<'bound> Function<'bound> {
         if let Ok(Err(e)) = self.bar.access_with(dev, |bar| self.cmd_events.poll(bar)) {
             dev_err!(self.pdev, "command EQ error: err {}\n", e.to_errno());
         }
-        let ports: KVec<PortEvent> = {
+        let (ports, rsc): (KVec<PortEvent>, KVec<Eqe>) = {
             let mut guard = self.hca.lock();
             let Some(hca) = (*guard).as_mut() else {
                 return;
@@ -168,6 +185,16 @@ impl<'bound> Function<'bound> {
                 }
             }
         };
+        // Resource and CQ events, with no lock held (handlers take only their tables' locks).
+        for e in rsc.iter() {
+            let ty = e.event_type() as u8;
+            if ty == rsc_event::CQ_ERROR {
+                self.cq_table.event(e.cq_err_cqn() as u32, ty);
+            } else {
+                self.resources
+                    .dispatch(ty, e.qp_srq_type() as u8, e.qp_srq_n() as u32);
+            }
+        }
         for p in ports.iter() {
             if self.port_log.allow() {
                 dev_info!(
@@ -205,6 +232,8 @@ impl<'bound> Function<'bound> {
         let aux = self.aux.lock().take();
         // Unbinds the driver (it drops its notifiers) with the lock released.
         drop(aux);
+        // The completion vectors next (their EQs need the HCA), in reverse order.
+        self.comp.tear_down(self.pdev.as_ref());
         let hca = self.hca.lock().take();
         if let Some(hca) = hca {
             let dev = self.pdev.as_ref();
