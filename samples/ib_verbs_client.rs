@@ -26,9 +26,9 @@ use ib_core::{
     wr::{send_flags, RecvWr, SendOpcode, SendWr, WorkCompletion},
 };
 use kernel::{
-    new_condvar, new_mutex,
+    new_condvar, new_spinlock_irq,
     prelude::*,
-    sync::{Arc, CondVar, Mutex},
+    sync::{Arc, CondVar, SpinLockIrq},
     time::msecs_to_jiffies,
 };
 
@@ -59,8 +59,10 @@ const IMM: u32 = 0x1234;
 /// Completion events of a CQ, counted by its handler.
 #[pin_data]
 struct Events {
+    // An IRQ-safe spinlock, not a mutex: a hardware driver calls the completion handler from
+    // its interrupt handler.
     #[pin]
-    count: Mutex<u32>,
+    count: SpinLockIrq<u32>,
     #[pin]
     wake: CondVar,
 }
@@ -361,7 +363,7 @@ impl Client for Sample {
         })?;
         let events = Arc::pin_init(
             pin_init!(Events {
-                count <- new_mutex!(0),
+                count <- new_spinlock_irq!(0),
                 wake <- new_condvar!(),
             }),
             GFP_KERNEL,

@@ -14,14 +14,17 @@
 
 use crate::caps;
 use crate::mad::{self, attr, NodeInfo, PortInfo};
-use crate::{mr, pd};
+use crate::{cq, dma_buf::DmaBuf, mr, pd, qp, wq_size::Limits};
 use ib_core::{
     attrs::{
         DeviceAttr, Gid, LinkLayer, NodeType, PortAttr, PortImmutable, PortState, CORE_PORT_IBA_IB,
     },
     device::{DeviceInfo, DeviceOps, FwVersion, Registration},
-    verbs_types::{AccessFlags, NewMr},
+    ops::DmaMemory,
+    verbs_types::{AccessFlags, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver},
+    wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
+use core::ptr::NonNull;
 use kernel::{
     prelude::*,
     sync::{
@@ -57,6 +60,35 @@ const SPEED_EDR: u16 = 32;
 const SPEED_HDR: u16 = 64;
 const SPEED_NDR: u16 = 128;
 
+/// The function's `Mlx5Device`, reached from the RDMA device's verbs (CQ and QP creation need
+/// its EQs, UAR, doorbell pools and DMA memory), as C's `mlx5_ib_dev` keeps `mdev`.
+struct CoreRef(NonNull<Mlx5Device>);
+
+// `Mlx5Device` is shared by `mlx5_core` between threads (it must be `Sync`).
+const _: () = {
+    const fn sync<T: Sync>() {}
+    sync::<Mlx5Device>();
+};
+
+// SAFETY: `CoreRef` only gives out `&Mlx5Device`, which is `Sync` (checked above).
+unsafe impl Send for CoreRef {}
+// SAFETY: As above.
+unsafe impl Sync for CoreRef {}
+
+impl CoreRef {
+    fn get(&self) -> &Mlx5Device {
+        // SAFETY: The pointer is the `Mlx5Device` of the function this RDMA device was
+        // registered for (`register`). The `Registration` holding this driver state is owned
+        // by `IbFunction`, the driver data of the bound auxiliary device, and dropped in its
+        // `Drop` at unbind, before `mlx5_core` drops the `Mlx5Device` (the auxiliary device's
+        // registration data outlives its binding). Dropping the registration unregisters the
+        // RDMA device, which first removes its clients (destroying every verbs object); verbs
+        // are only called on a registered device, so `&self` here always precedes the
+        // unbind.
+        unsafe { self.0.as_ref() }
+    }
+}
+
 /// The RDMA device's driver state.
 pub(crate) struct Mlx5IbDevice {
     cmds: Commands,
@@ -70,6 +102,11 @@ pub(crate) struct Mlx5IbDevice {
     fw_pages: Arc<Atomic<u32>>,
     /// The mkey variant counter (C's `mkey_var`).
     mkey_var: Atomic<u32>,
+    core: CoreRef,
+    /// Work queue caps.
+    limits: Limits,
+    log_max_cq_sz: u32,
+    log_max_msg: u32,
 }
 
 /// Port numbers as MAD_IFC takes them (the core only asks for ports that exist).
@@ -142,8 +179,8 @@ fn reg_pages_show(_: &Mlx5IbDevice, _: u32, buf: &mut ShowBuffer<'_>) -> Result 
 #[vtable]
 impl DeviceOps for Mlx5IbDevice {
     type Pd = pd::Mlx5Pd;
-    type Cq = ib_core::device::NoVerbs;
-    type Qp = ib_core::device::NoVerbs;
+    type Cq = cq::Mlx5Cq;
+    type Qp = qp::Mlx5Qp;
     type Mr = mr::Mlx5Mr;
 
     const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
@@ -278,6 +315,55 @@ impl DeviceOps for Mlx5IbDevice {
     fn dereg_mr(&self, mr: mr::Mlx5Mr) -> Result {
         mr::dereg(&self.cmds, mr)
     }
+
+    fn create_cq(&self, init: &CqInit, notifier: &CqNotifier) -> Result<cq::Mlx5Cq> {
+        cq::create(self.core.get(), self.log_max_cq_sz, init, notifier)
+    }
+
+    fn destroy_cq(&self, cq: cq::Mlx5Cq) -> Result {
+        cq::destroy(&self.cmds, cq)
+    }
+
+    fn req_notify_cq(&self, cq: &cq::Mlx5Cq, solicited: bool) -> Result {
+        cq.shared.arm(self.core.get(), solicited)
+    }
+
+    fn poll_cq(&self, cq: &cq::Mlx5Cq, wc: &mut [WorkCompletion]) -> Result<usize> {
+        cq.shared.poll(wc)
+    }
+
+    fn create_qp(
+        &self,
+        pd: &pd::Mlx5Pd,
+        init: &QpInitDriver<'_, cq::Mlx5Cq>,
+    ) -> Result<NewQp<qp::Mlx5Qp>> {
+        qp::create(self.core.get(), &self.limits, pd.pdn, init)
+    }
+
+    fn modify_qp(&self, qp: &qp::Mlx5Qp, attr: &QpAttr, mask: QpAttrMask) -> Result {
+        qp.modify(&self.cmds, self.log_max_msg, attr, mask)
+    }
+
+    fn query_qp(&self, qp: &qp::Mlx5Qp) -> Result<QpAttr> {
+        qp.query(&self.cmds)
+    }
+
+    fn destroy_qp(&self, qp: qp::Mlx5Qp) -> Result {
+        qp::destroy(&self.cmds, qp)
+    }
+
+    fn post_send(&self, qp: &qp::Mlx5Qp, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        qp.post_send(wrs)
+    }
+
+    fn post_recv(&self, qp: &qp::Mlx5Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        qp.post_recv(wrs)
+    }
+
+    fn alloc_dma_buffer(&self, len: usize) -> Result<KBox<dyn DmaMemory>> {
+        let buf = DmaBuf::new(self.core.get().alloc_coherent(len)?, len)?;
+        Ok(KBox::new(buf, GFP_KERNEL)?)
+    }
 }
 
 /// Registers the RDMA device of `dev` (`mlx5_%d`), asking firmware what C's init stages ask.
@@ -304,6 +390,12 @@ pub(crate) fn register(dev: &Mlx5Device) -> Result<Registration> {
         parent: Some(dev.device().clone()),
         use_cq_dim: true,
     };
+    let gen = GeneralCaps::from_bytes(&dev.caps().general);
+    let limits = Limits {
+        log_max_qp_sz: gen.log_max_qp_sz() as u32,
+        max_wqe_sz_sq: gen.max_wqe_sz_sq() as u32,
+        max_wqe_sz_rq: gen.max_wqe_sz_rq() as u32,
+    };
     Registration::new(
         info,
         Mlx5IbDevice {
@@ -314,6 +406,10 @@ pub(crate) fn register(dev: &Mlx5Device) -> Result<Registration> {
             ext_port_info,
             fw_pages: dev.fw_pages().clone(),
             mkey_var: Atomic::new(0),
+            core: CoreRef(NonNull::from(dev)),
+            limits,
+            log_max_cq_sz: gen.log_max_cq_sz() as u32,
+            log_max_msg: gen.log_max_msg() as u32,
         },
     )
 }

@@ -4,12 +4,15 @@
 //! and registers an RDMA device with `ib_core` for each.
 
 mod caps;
+mod cq;
 mod cqe;
+mod dma_buf;
 mod ib_device;
 mod ib_module;
 mod mad;
 mod mr;
 mod pd;
+mod qp;
 mod wq_size;
 mod wqe;
 

@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues of kernel consumers (C's `mlx5_ib_create_cq` for a kernel CQ,
+//! `mlx5_ib_poll_cq`, `mlx5_ib_arm_cq`, `mlx5_ib_destroy_cq`, `__mlx5_ib_cq_clean`).
+//!
+//! A CQ is a ring of 64-byte CQEs in coherent memory, all starting as "invalid, owner 1"; a
+//! doorbell record (word 0: consumer index, word 1: arm request) and CREATE_CQ with the
+//! completion EQ of the consumer's vector and the function's UAR page. Its completion handler
+//! (registered in `mlx5_core`'s CQ table) bumps the arm sequence number and calls the
+//! consumer's handler. Polling walks the ring under an IRQ-safe spinlock, finds the QP of
+//! each CQE in the CQ's own table of QPs (so a CQE naming an unknown QP is skipped, never
+//! followed) and takes the work request id from the QP's rings.
+
+use crate::cqe::{self, op, CQE_INIT_OP_OWN, CQE_SIZE, OP_OWN};
+use crate::qp::QpShared;
+use ib_core::{
+    verbs_types::{CqInit, CqNotifier},
+    wr::{WcStatus, WorkCompletion},
+};
+use kernel::{
+    new_spinlock_irq,
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        barrier::{mb, ordering::Read, ordering::Write},
+        Arc, SpinLockIrq,
+    },
+};
+use mlx5_core::{
+    auxdev::{CoherentBuf, CqHandler, CqRegistration, DoorbellRecord, Mlx5Device},
+    commands::Commands,
+    ifc_verbs::{CreateCq, CreateCqIn, DestroyCq, DestroyCqIn},
+};
+
+/// Offset of the CQ doorbell in the UAR page (`MLX5_CQ_DOORBELL`).
+const CQ_DOORBELL: usize = 0x20;
+/// Arm for solicited completions only (`MLX5_CQ_DB_REQ_NOT_SOL`).
+const CQ_DB_REQ_NOT_SOL: u32 = 1 << 24;
+/// Doorbell record words.
+const SET_CI: usize = 0;
+const ARM: usize = 1;
+/// The adapter page size (`MLX5_ADAPTER_PAGE_SHIFT`).
+const ADAPTER_PAGE_SHIFT: u32 = 12;
+
+/// What polling changes, under the CQ's lock.
+pub(crate) struct CqInner {
+    /// Consumer index (counts every CQE consumed, wraps at 2^32).
+    cons_index: u32,
+    /// The QPs using this CQ, by number (few: a linear search).
+    qps: KVec<(u32, Arc<QpShared>)>,
+}
+
+/// The completion handler `mlx5_core` calls from its EQ.
+struct Events {
+    /// Arm sequence number: bumped on every completion event, as C's `mlx5_eq_comp_int`.
+    arm_sn: Atomic<u32>,
+    notifier: CqNotifier,
+    /// The CQ number (set once CREATE_CQ returned), for the log.
+    cqn: Atomic<u32>,
+}
+
+impl CqHandler for Events {
+    fn completion(&self) {
+        self.arm_sn.fetch_add(1, Relaxed);
+        self.notifier.completion();
+    }
+
+    fn event(&self, event_type: u8) {
+        pr_warn!(
+            "CQ {:#x}: async event {:#x}\n",
+            self.cqn.load(Relaxed),
+            event_type
+        );
+    }
+}
+
+/// The shared state of a CQ (QPs reference it for their CQE cleaning).
+#[pin_data]
+pub(crate) struct CqShared {
+    /// The CQ number (set once CREATE_CQ returned).
+    cqn: Atomic<u32>,
+    /// Entries (a power of two).
+    entries: u32,
+    buf: CoherentBuf,
+    db: DoorbellRecord,
+    events: Arc<Events>,
+    #[pin]
+    inner: SpinLockIrq<CqInner>,
+}
+
+/// A CQ's driver state.
+pub(crate) struct Mlx5Cq {
+    /// Shared with the QPs that use it.
+    pub(crate) shared: Arc<CqShared>,
+    /// The CQ table registration (dropped before DESTROY_CQ).
+    reg: Option<CqRegistration>,
+}
+
+/// Entries of a CQ asked for `cqe` completions (C: room for one more, a power of two).
+/// `EINVAL` past `log_max_cq_sz`.
+pub(crate) fn cq_entries(cqe: u32, log_max_cq_sz: u32) -> Result<u32> {
+    let n = cqe
+        .checked_add(1)
+        .and_then(u32::checked_next_power_of_two)
+        .ok_or(EINVAL)?;
+    if u64::from(n) > 1u64 << log_max_cq_sz.min(32) {
+        return Err(EINVAL);
+    }
+    Ok(n)
+}
+
+/// The page list of a coherent buffer of `len` bytes at `dma` (contiguous: one entry per 4 KiB
+/// adapter page).
+pub(crate) fn page_list(dma: u64, len: usize) -> Result<KVec<u8>> {
+    let pages = len.div_ceil(1 << ADAPTER_PAGE_SHIFT);
+    let mut v = KVec::with_capacity(pages * 8, GFP_KERNEL)?;
+    for i in 0..pages {
+        let a = dma + ((i as u64) << ADAPTER_PAGE_SHIFT);
+        v.extend_from_slice(&a.to_be_bytes(), GFP_KERNEL)?;
+    }
+    Ok(v)
+}
+
+/// Creates a CQ.
+pub(crate) fn create(
+    dev: &Mlx5Device,
+    log_max_cq_sz: u32,
+    init: &CqInit,
+    notifier: &CqNotifier,
+) -> Result<Mlx5Cq> {
+    let entries = cq_entries(init.cqe, log_max_cq_sz)?;
+    let eqn = dev.comp_eqn(init.comp_vector)?;
+    let len = entries as usize * CQE_SIZE;
+    let buf = dev.alloc_coherent(len)?;
+    for i in 0..entries as usize {
+        buf.write(i * CQE_SIZE + OP_OWN, &[CQE_INIT_OP_OWN])?;
+    }
+    let db = dev.alloc_db()?;
+    let dbr = db.dma();
+    let pas = page_list(buf.dma(), buf.len())?;
+    // Everything is allocated before CREATE_CQ: once the CQ exists, its memory is freed only
+    // after DESTROY_CQ succeeded.
+    let events = Arc::new(
+        Events {
+            arm_sn: Atomic::new(0),
+            notifier: notifier.clone(),
+            cqn: Atomic::new(0),
+        },
+        GFP_KERNEL,
+    )?;
+    let shared = Arc::pin_init(
+        pin_init!(CqShared {
+            cqn: Atomic::new(0),
+            entries,
+            buf,
+            db,
+            events,
+            inner <- new_spinlock_irq!(CqInner {
+                cons_index: 0,
+                qps: KVec::new(),
+            }),
+        }),
+        GFP_KERNEL,
+    )?;
+    let input = CreateCqIn::new()
+        .cqe_sz(0)?
+        .log_cq_size(entries.trailing_zeros().into())?
+        .uar_page(dev.uar().index().into())?
+        .c_eqn(eqn.into())?
+        .log_page_size(0)?
+        .dbr_addr(dbr)?;
+    let (out, _) = dev.commands().exec_var::<CreateCq>(&input, &pas, 0)?;
+    let cqn = out.cqn() as u32;
+    shared.cqn.store(cqn, Relaxed);
+    shared.events.cqn.store(cqn, Relaxed);
+    let handler: Arc<dyn CqHandler> = shared.events.clone();
+    match dev.register_cq(cqn, handler) {
+        Ok(reg) => Ok(Mlx5Cq {
+            shared,
+            reg: Some(reg),
+        }),
+        Err(e) => {
+            if destroy_cmd(dev.commands(), cqn).is_err() {
+                core::mem::forget(shared);
+            }
+            Err(e)
+        }
+    }
+}
+
+fn destroy_cmd(cmds: &Commands, cqn: u32) -> Result {
+    cmds.exec::<DestroyCq>(&DestroyCqIn::new().cqn(cqn.into())?)?;
+    Ok(())
+}
+
+/// Destroys a CQ: unregisters its handler, then DESTROY_CQ; its memory is freed unless the
+/// command failed (the device may still write it then).
+pub(crate) fn destroy(cmds: &Commands, mut cq: Mlx5Cq) -> Result {
+    drop(cq.reg.take());
+    let r = destroy_cmd(cmds, cq.shared.cqn());
+    if r.is_err() {
+        core::mem::forget(cq.shared);
+    }
+    r
+}
+
+impl CqShared {
+    /// The CQ number.
+    pub(crate) fn cqn(&self) -> u32 {
+        self.cqn.load(Relaxed)
+    }
+
+    /// Adds a QP to the CQ's table (a QP using the CQ for both queues is added once).
+    pub(crate) fn add_qp(&self, qpn: u32, qp: &Arc<QpShared>) -> Result {
+        let mut inner = self.inner.lock();
+        if inner.qps.iter().any(|(n, _)| *n == qpn) {
+            return Ok(());
+        }
+        inner.qps.push((qpn, qp.clone()), GFP_ATOMIC)?;
+        Ok(())
+    }
+
+    /// Removes a QP from the CQ's table and drops its CQEs still in the ring.
+    pub(crate) fn remove_qp(&self, qpn: u32) {
+        let mut inner = self.inner.lock();
+        inner.qps.retain(|(n, _)| *n != qpn);
+        self.clean_locked(&mut inner, qpn);
+    }
+
+    /// Drops the CQEs of QP `qpn` still in the ring (C's `__mlx5_ib_cq_clean`).
+    pub(crate) fn clean(&self, qpn: u32) {
+        let mut inner = self.inner.lock();
+        self.clean_locked(&mut inner, qpn);
+    }
+
+    fn op_own(&self, n: u32) -> Option<u8> {
+        let off = (n & (self.entries - 1)) as usize * CQE_SIZE;
+        self.buf.read_u8(off + OP_OWN).ok()
+    }
+
+    fn clean_locked(&self, inner: &mut CqInner, qpn: u32) {
+        let ci = inner.cons_index;
+        let mut prod = ci;
+        while self
+            .op_own(prod)
+            .is_some_and(|o| cqe::sw_owned(o, prod, self.entries))
+        {
+            prod = prod.wrapping_add(1);
+            if prod.wrapping_sub(ci) == self.entries - 1 {
+                break;
+            }
+        }
+        mb(Read);
+        let mut freed = 0u32;
+        let mut raw = [0u8; CQE_SIZE];
+        while prod != ci {
+            prod = prod.wrapping_sub(1);
+            let off = (prod & (self.entries - 1)) as usize * CQE_SIZE;
+            if self.buf.read(off, &mut raw).is_err() {
+                return;
+            }
+            if cqe::decode(&raw).qpn == qpn {
+                freed += 1;
+            } else if freed != 0 {
+                let dest = (prod.wrapping_add(freed) & (self.entries - 1)) as usize * CQE_SIZE;
+                let owner = self.buf.read_u8(dest + OP_OWN).unwrap_or(0) & 1;
+                raw[OP_OWN] = (raw[OP_OWN] & !1) | owner;
+                let _ = self.buf.write(dest, &raw);
+            }
+        }
+        if freed != 0 {
+            inner.cons_index = ci.wrapping_add(freed);
+            mb(Write);
+            self.db.set(SET_CI, inner.cons_index & 0xff_ffff);
+        }
+    }
+
+    /// Polls up to `wc.len()` completions.
+    pub(crate) fn poll(&self, wc: &mut [WorkCompletion]) -> Result<usize> {
+        let mut inner = self.inner.lock();
+        let start = inner.cons_index;
+        let mut n = 0;
+        let mut raw = [0u8; CQE_SIZE];
+        while n < wc.len() {
+            let ci = inner.cons_index;
+            let off = (ci & (self.entries - 1)) as usize * CQE_SIZE;
+            let op_own = self.buf.read_u8(off + OP_OWN)?;
+            if !cqe::sw_owned(op_own, ci, self.entries) {
+                break;
+            }
+            inner.cons_index = ci.wrapping_add(1);
+            // Read the entry only after its ownership (C's `rmb`).
+            mb(Read);
+            self.buf.read(off, &mut raw)?;
+            let c = cqe::decode(&raw);
+            let Some(qp) = inner
+                .qps
+                .iter()
+                .find(|(q, _)| *q == c.qpn)
+                .map(|(_, qp)| qp)
+            else {
+                // A QP this CQ does not know (destroyed): skip its CQE.
+                continue;
+            };
+            let Some(w) = wc.get_mut(n) else { break };
+            *w = WorkCompletion {
+                qp_num: c.qpn,
+                ..WorkCompletion::default()
+            };
+            match c.opcode {
+                op::REQ => {
+                    let (opcode, has_len) = cqe::req_opcode(c.send_opcode);
+                    w.opcode = opcode;
+                    if has_len {
+                        w.byte_len = c.byte_cnt;
+                    }
+                    w.wr_id = qp.sq_complete(c.wqe_counter);
+                }
+                op::RESP_WR_IMM | op::RESP_SEND | op::RESP_SEND_IMM | op::RESP_SEND_INV => {
+                    let (opcode, imm) = cqe::resp_opcode(c.opcode);
+                    w.opcode = opcode;
+                    w.imm_data = imm.then_some(c.imm);
+                    w.byte_len = c.byte_cnt;
+                    w.src_qp = c.src_qp;
+                    w.slid = c.slid;
+                    w.sl = c.sl;
+                    w.wr_id = qp.rq_complete();
+                }
+                op::REQ_ERR | op::RESP_ERR => {
+                    w.status = cqe::error_status(c.syndrome);
+                    w.vendor_err = c.vendor_syndrome.into();
+                    w.wr_id = if c.opcode == op::REQ_ERR {
+                        qp.sq_complete(c.wqe_counter)
+                    } else {
+                        qp.rq_complete()
+                    };
+                }
+                _ => {
+                    // Not a CQE a kernel RC QP produces: report it as C's default would not
+                    // touch the rings; a general error.
+                    w.status = WcStatus::GeneralErr;
+                }
+            }
+            n += 1;
+        }
+        if inner.cons_index != start {
+            self.db.set(SET_CI, inner.cons_index & 0xff_ffff);
+        }
+        Ok(n)
+    }
+
+    /// Arms the CQ (C's `mlx5_cq_arm`): the arm word in the doorbell record, then the UAR
+    /// doorbell with the CQ number.
+    pub(crate) fn arm(&self, dev: &Mlx5Device, solicited: bool) -> Result {
+        let sn = self.events.arm_sn.load(Relaxed) & 3;
+        let ci = self.inner.lock().cons_index & 0xff_ffff;
+        let cmd = if solicited { CQ_DB_REQ_NOT_SOL } else { 0 };
+        let word = (sn << 28) | cmd | ci;
+        self.db.set(ARM, word);
+        // The record before the doorbell.
+        mb(Write);
+        let mut bytes = [0u8; 8];
+        bytes[..4].copy_from_slice(&word.to_be_bytes());
+        bytes[4..].copy_from_slice(&self.cqn().to_be_bytes());
+        dev.uar().write64(CQ_DOORBELL, bytes)
+    }
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_mlx5_ib_cq)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_round_as_c() -> Result {
+        assert_eq!(cq_entries(64, 22)?, 128);
+        assert_eq!(cq_entries(63, 22)?, 64);
+        assert_eq!(cq_entries(0, 22)?, 1);
+        assert_eq!(cq_entries(64, 6).err(), Some(EINVAL));
+        assert_eq!(cq_entries(u32::MAX, 22).err(), Some(EINVAL));
+        Ok(())
+    }
+
+    #[test]
+    fn page_list_entries() -> Result {
+        let p = page_list(0x1_0000_0000, 8192 + 1)?;
+        assert_eq!(p.len(), 24);
+        assert_eq!(&p[8..16], &0x1_0000_1000u64.to_be_bytes());
+        assert_eq!(&p[16..24], &0x1_0000_2000u64.to_be_bytes());
+        Ok(())
+    }
+}

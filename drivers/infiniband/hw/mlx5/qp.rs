@@ -1,0 +1,756 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RC queue pairs of kernel consumers (C's `create_kernel_qp`, `__mlx5_ib_modify_qp`,
+//! `mlx5_ib_query_qp`, `destroy_qp_common`, `mlx5_ib_post_send`, `mlx5_ib_post_recv`).
+//!
+//! One coherent buffer holds the receive ring (first) and the send ring, sized as C sizes them
+//! (`wq_size`); a doorbell record (word 0: receive head, word 1: send producer) and a
+//! blue-flame register for the send doorbell. Each ring has its IRQ-safe spinlock; polling a
+//! CQ takes the CQ's lock, then a ring's (never the other way round), so posting and polling
+//! may run in any context.
+
+use crate::cq::{page_list, CqShared};
+use crate::wq_size::{self, Limits, RqSize, SqSize};
+use crate::wqe::{self, SEG, SEND_WQE_BB};
+use ib_core::{
+    verbs_types::{
+        Access, AccessFlags, NewQp, QpAttr, QpAttrField as F, QpAttrMask, QpInitDriver, QpState,
+        QpType,
+    },
+    wr::{PostError, RecvWr, SendWr},
+};
+use kernel::{
+    new_spinlock_irq,
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        barrier::{mb, ordering::Write},
+        Arc, SpinLockIrq,
+    },
+};
+use mlx5_core::{
+    auxdev::{Bfreg, CoherentBuf, DoorbellRecord, Mlx5Device},
+    commands::Commands,
+    ifc_verbs::{
+        optpar, qp_state, CreateQp, DestroyQp, Init2RtrQp, QpCtxIn, QpNumIn, QpToErr, QpToRst,
+        QueryQp, Rst2InitQp, Rtr2RtsQp, QP_PM_MIGRATED, QP_ST_RC,
+    },
+};
+
+/// Doorbell record words.
+const RCV_DBR: usize = 0;
+const SND_DBR: usize = 1;
+/// `MLX5_IB_ACK_REQ_FREQ`.
+const ACK_REQ_FREQ: u64 = 8;
+/// `qpc.rq_type`: a regular receive queue (`MLX5_NON_ZERO_RQ`) or none (`MLX5_ZERO_LEN_RQ`).
+const NON_ZERO_RQ: u64 = 0;
+const ZERO_LEN_RQ: u64 = 3;
+/// `IB_MTU_256` and `IB_MTU_4096`.
+const MTU_256: u8 = 1;
+const MTU_4096: u8 = 5;
+
+/// The send ring's state.
+struct Sq {
+    bfreg: Bfreg,
+    /// Next basic block to fill (wraps; the ring index is its low bits).
+    cur_post: u32,
+    /// Requests posted.
+    head: u32,
+    /// Requests completed (as C: the head value of the last completed request, plus one).
+    tail: u32,
+    /// The request id of the WQE starting at each basic block.
+    wrid: KVec<u64>,
+    /// The `head` count at each WQE.
+    wqe_head: KVec<u32>,
+}
+
+/// The receive ring's state.
+struct Rq {
+    head: u32,
+    tail: u32,
+    wrid: KVec<u64>,
+}
+
+/// What a QP shares with the CQs it completes on.
+#[pin_data]
+pub(crate) struct QpShared {
+    qpn: Atomic<u32>,
+    buf: CoherentBuf,
+    db: DoorbellRecord,
+    sqs: SqSize,
+    rqs: RqSize,
+    /// Byte offset of the send ring in `buf`.
+    sq_offset: usize,
+    /// `CTRL_CQ_UPDATE` when every request is signalled.
+    sig_bits: u8,
+    #[pin]
+    sq: SpinLockIrq<Sq>,
+    #[pin]
+    rq: SpinLockIrq<Rq>,
+}
+
+impl QpShared {
+    fn qpn(&self) -> u32 {
+        self.qpn.load(Relaxed)
+    }
+
+    /// A send completion at WQE `wqe_counter`: its request id; the requests up to it are done.
+    pub(crate) fn sq_complete(&self, wqe_counter: u16) -> u64 {
+        let mut sq = self.sq.lock();
+        let idx = (u32::from(wqe_counter) & self.sqs.wqe_cnt.saturating_sub(1)) as usize;
+        let wr_id = sq.wrid.get(idx).copied().unwrap_or(0);
+        if let Some(&h) = sq.wqe_head.get(idx) {
+            sq.tail = h.wrapping_add(1);
+        }
+        wr_id
+    }
+
+    /// A receive completion: the request id of the oldest posted receive.
+    pub(crate) fn rq_complete(&self) -> u64 {
+        let mut rq = self.rq.lock();
+        let idx = (rq.tail & self.rqs.wqe_cnt.saturating_sub(1)) as usize;
+        let wr_id = rq.wrid.get(idx).copied().unwrap_or(0);
+        rq.tail = rq.tail.wrapping_add(1);
+        wr_id
+    }
+
+    /// Empties both rings (after the QP went to RESET).
+    fn reset_rings(&self) {
+        {
+            let mut sq = self.sq.lock();
+            sq.cur_post = 0;
+            sq.head = 0;
+            sq.tail = 0;
+        }
+        {
+            let mut rq = self.rq.lock();
+            rq.head = 0;
+            rq.tail = 0;
+        }
+        self.db.set(RCV_DBR, 0);
+        self.db.set(SND_DBR, 0);
+    }
+}
+
+/// A QP's driver state.
+pub(crate) struct Mlx5Qp {
+    shared: Arc<QpShared>,
+    send_cq: Arc<CqShared>,
+    recv_cq: Arc<CqShared>,
+    pdn: u32,
+    /// The state of the last modify (`QpState` as a number).
+    state: Atomic<u32>,
+    /// Remote access rights and responder depth of the last modifies that set them.
+    access: Atomic<u32>,
+    resp_depth: Atomic<u32>,
+}
+
+fn state_from_u32(v: u32) -> QpState {
+    match v {
+        1 => QpState::Init,
+        2 => QpState::Rtr,
+        3 => QpState::Rts,
+        4 => QpState::Sqd,
+        5 => QpState::Sqe,
+        6 => QpState::Err,
+        _ => QpState::Reset,
+    }
+}
+
+/// Access flags from their `u32` value (C's numbers).
+fn access_from(bits: u32) -> AccessFlags {
+    let mut a = AccessFlags::default();
+    for f in [
+        Access::LocalWrite,
+        Access::RemoteWrite,
+        Access::RemoteRead,
+        Access::RemoteAtomic,
+    ] {
+        if bits & u32::from(AccessFlags::from(f)) != 0 {
+            a |= f;
+        }
+    }
+    a
+}
+
+/// The IB state of a firmware QP state.
+fn ib_state(s: u64) -> QpState {
+    match s {
+        qp_state::INIT => QpState::Init,
+        qp_state::RTR => QpState::Rtr,
+        qp_state::RTS => QpState::Rts,
+        qp_state::SQER => QpState::Sqe,
+        qp_state::SQD => QpState::Sqd,
+        qp_state::ERR => QpState::Err,
+        _ => QpState::Reset,
+    }
+}
+
+fn zeroed<T: Copy>(n: u32, v: T) -> Result<KVec<T>> {
+    let mut k = KVec::with_capacity(n as usize, GFP_KERNEL)?;
+    for _ in 0..n {
+        k.push(v, GFP_KERNEL)?;
+    }
+    Ok(k)
+}
+
+/// CREATE_QP's context for an RC QP (C's `_create_kernel_qp` and `create_kernel_qp`). The
+/// device-wide XRC domain and SRQ C names for QPs without an SRQ are not created by this
+/// driver yet: `xrcd` and `srqn_rmpn_xrqn` stay 0.
+#[allow(clippy::too_many_arguments)]
+fn create_ctx(
+    uar: u32,
+    pdn: u32,
+    sqs: &SqSize,
+    rqs: &RqSize,
+    cqn_snd: u32,
+    cqn_rcv: u32,
+    dbr: u64,
+) -> Result<QpCtxIn> {
+    let mut q = QpCtxIn::new();
+    q.set_uar_page(uar.into())?;
+    // `mlx5_get_qp_default_ts` on a device without `sq_ts_format`: free running (0).
+    q.set_ts_format(0)?;
+    q.set_log_page_size(0)?;
+    q.set_fre(1)?;
+    q.set_rlky(1)?;
+    q.set_st(QP_ST_RC)?;
+    q.set_pm_state(QP_PM_MIGRATED)?;
+    q.set_pd(pdn.into())?;
+    if rqs.wqe_cnt != 0 {
+        q.set_log_rq_stride((rqs.wqe_shift - 4).into())?;
+        q.set_log_rq_size(rqs.wqe_cnt.trailing_zeros().into())?;
+        q.set_rq_type(NON_ZERO_RQ)?;
+    } else {
+        q.set_rq_type(ZERO_LEN_RQ)?;
+    }
+    if sqs.wqe_cnt != 0 {
+        q.set_log_sq_size(sqs.wqe_cnt.trailing_zeros().into())?;
+    } else {
+        q.set_no_sq(1)?;
+    }
+    q.set_cqn_snd(cqn_snd.into())?;
+    q.set_cqn_rcv(cqn_rcv.into())?;
+    q.set_dbr_addr(dbr)?;
+    Ok(q)
+}
+
+/// Creates an RC QP in PD `pdn` (other types: `EOPNOTSUPP`).
+pub(crate) fn create(
+    dev: &Mlx5Device,
+    limits: &Limits,
+    pdn: u32,
+    init: &QpInitDriver<'_, crate::cq::Mlx5Cq>,
+) -> Result<NewQp<Mlx5Qp>> {
+    if init.qp_type != QpType::Rc {
+        return Err(EOPNOTSUPP);
+    }
+    let rqs = wq_size::rq_size(&init.cap, limits)?;
+    let sqs = wq_size::sq_size(&init.cap, limits)?;
+    let sq_offset = (rqs.wqe_cnt << rqs.wqe_shift) as usize;
+    let len = sq_offset + sqs.bytes as usize;
+    let buf = dev.alloc_coherent(len)?;
+    let db = dev.alloc_db()?;
+    let bfreg = dev.alloc_bfreg()?;
+    let uar = bfreg.uar_index();
+    let dbr = db.dma();
+    let pas = page_list(buf.dma(), buf.len())?;
+    let sq = Sq {
+        bfreg,
+        cur_post: 0,
+        head: 0,
+        tail: 0,
+        wrid: zeroed(sqs.wqe_cnt, 0u64)?,
+        wqe_head: zeroed(sqs.wqe_cnt, 0u32)?,
+    };
+    let rq = Rq {
+        head: 0,
+        tail: 0,
+        wrid: zeroed(rqs.wqe_cnt, 0u64)?,
+    };
+    let sig_bits = if init.sq_sig_all {
+        wqe::CTRL_CQ_UPDATE
+    } else {
+        0
+    };
+    let shared = Arc::pin_init(
+        pin_init!(QpShared {
+            qpn: Atomic::new(0),
+            buf,
+            db,
+            sqs,
+            rqs,
+            sq_offset,
+            sig_bits,
+            sq <- new_spinlock_irq!(sq),
+            rq <- new_spinlock_irq!(rq),
+        }),
+        GFP_KERNEL,
+    )?;
+    let send_cq = init.send_cq.shared.clone();
+    let recv_cq = init.recv_cq.shared.clone();
+    let ctx = create_ctx(uar, pdn, &sqs, &rqs, send_cq.cqn(), recv_cq.cqn(), dbr)?;
+    let (out, _) = dev.commands().exec_var::<CreateQp>(&ctx, &pas, 0)?;
+    let qpn = out.qpn() as u32;
+    shared.qpn.store(qpn, Relaxed);
+    let qp = Mlx5Qp {
+        shared,
+        send_cq,
+        recv_cq,
+        pdn,
+        state: Atomic::new(QpState::Reset as u32),
+        access: Atomic::new(0),
+        resp_depth: Atomic::new(0),
+    };
+    let added = qp
+        .send_cq
+        .add_qp(qpn, &qp.shared)
+        .and_then(|()| qp.recv_cq.add_qp(qpn, &qp.shared));
+    if let Err(e) = added {
+        // Gives the QP back (tables, then DESTROY_QP).
+        let _ = destroy(dev.commands(), qp);
+        return Err(e);
+    }
+    Ok(NewQp { qp, qp_num: qpn })
+}
+
+/// C's `fls(v - 1)` for a nonzero depth: log2 of `v` rounded up.
+fn log_depth(v: u8) -> u64 {
+    u64::from(u8::BITS - (v - 1).leading_zeros())
+}
+
+/// The `opt_param_mask` bits of an IB attribute mask (C's `ib_mask_to_mlx5_opt`).
+pub(crate) fn ib_mask_to_opt(mask: QpAttrMask) -> u32 {
+    let mut o = 0;
+    let pairs: [(F, u32); 11] = [
+        (F::AccessFlags, optpar::RWE | optpar::RRE | optpar::RAE),
+        (F::PkeyIndex, optpar::PKEY_INDEX),
+        (F::Port, optpar::PRI_PORT),
+        (F::Qkey, optpar::Q_KEY),
+        (F::Av, optpar::PRIMARY_ADDR_PATH),
+        (F::Timeout, optpar::ACK_TIMEOUT),
+        (F::RetryCnt, optpar::RETRY_COUNT),
+        (F::RnrRetry, optpar::RNR_RETRY),
+        (F::MaxQpRdAtomic, optpar::SRA_MAX),
+        (F::MinRnrTimer, optpar::RNR_TIMEOUT),
+        (
+            F::MaxDestRdAtomic,
+            optpar::RRA_MAX | optpar::RWE | optpar::RRE | optpar::RAE,
+        ),
+    ];
+    for (f, bits) in pairs {
+        if mask.contains(f) {
+            o |= bits;
+        }
+    }
+    o
+}
+
+/// The optional parameters an RC transition accepts (C's `opt_mask` for `MLX5_QP_ST_RC`).
+pub(crate) fn rc_opt_mask(cur: QpState, new: QpState) -> u32 {
+    use optpar::*;
+    match (cur, new) {
+        (QpState::Init, QpState::Init) => RRE | RAE | RWE | PKEY_INDEX | PRI_PORT | LAG_TX_AFF,
+        (QpState::Init, QpState::Rtr) => ALT_ADDR_PATH | RRE | RAE | RWE | PKEY_INDEX | LAG_TX_AFF,
+        (QpState::Rtr, QpState::Rts) => ALT_ADDR_PATH | RRE | RAE | RWE | PM_STATE | RNR_TIMEOUT,
+        _ => 0,
+    }
+}
+
+impl Mlx5Qp {
+    fn qpn(&self) -> u32 {
+        self.shared.qpn()
+    }
+
+    /// The QP context of a modify from `cur` to `new` (C's `__mlx5_ib_modify_qp` for an RC
+    /// kernel QP on an IB port).
+    fn modify_ctx(
+        &self,
+        log_max_msg: u32,
+        cur: QpState,
+        new: QpState,
+        attr: &QpAttr,
+        mask: QpAttrMask,
+    ) -> Result<QpCtxIn> {
+        let mut q = QpCtxIn::new();
+        q.set_qpn(self.qpn().into())?;
+        q.set_st(QP_ST_RC)?;
+        q.set_pm_state(QP_PM_MIGRATED)?;
+        if mask.contains(F::PathMtu) {
+            if !(MTU_256..=MTU_4096).contains(&attr.path_mtu) {
+                return Err(EINVAL);
+            }
+            q.set_mtu(attr.path_mtu.into())?;
+            q.set_log_msg_max(log_max_msg.into())?;
+        }
+        if mask.contains(F::DestQpn) {
+            q.set_remote_qpn(attr.dest_qp_num.into())?;
+        }
+        if mask.contains(F::PkeyIndex) {
+            q.set_pkey_index(attr.pkey_index.into())?;
+        }
+        if mask.contains(F::Port) {
+            q.set_vhca_port_num(attr.port_num.into())?;
+        }
+        if mask.contains(F::Av) {
+            q.set_rlid(attr.dlid.into())?;
+        }
+        if mask.contains(F::Timeout) {
+            q.set_ack_timeout(attr.timeout.into())?;
+        }
+        q.set_pd(self.pdn.into())?;
+        q.set_cqn_snd(self.send_cq.cqn().into())?;
+        q.set_cqn_rcv(self.recv_cq.cqn().into())?;
+        q.set_log_ack_req_freq(ACK_REQ_FREQ)?;
+        if mask.contains(F::RnrRetry) {
+            q.set_rnr_retry(attr.rnr_retry.into())?;
+        }
+        if mask.contains(F::RetryCnt) {
+            q.set_retry_count(attr.retry_cnt.into())?;
+        }
+        if mask.contains(F::MaxQpRdAtomic) && attr.max_rd_atomic != 0 {
+            q.set_log_sra_max(log_depth(attr.max_rd_atomic))?;
+        }
+        if mask.contains(F::SqPsn) {
+            q.set_next_send_psn(attr.sq_psn.into())?;
+        }
+        if mask.contains(F::MaxDestRdAtomic) && attr.max_dest_rd_atomic != 0 {
+            q.set_log_rra_max(log_depth(attr.max_dest_rd_atomic))?;
+        }
+        if mask.contains(F::AccessFlags) || mask.contains(F::MaxDestRdAtomic) {
+            // C's `set_qpc_atomic_flags`: what this modify sets, else what the QP has.
+            let depth = if mask.contains(F::MaxDestRdAtomic) {
+                attr.max_dest_rd_atomic
+            } else {
+                self.resp_depth.load(Relaxed) as u8
+            };
+            let mut acc = if mask.contains(F::AccessFlags) {
+                attr.qp_access_flags
+            } else {
+                access_from(self.access.load(Relaxed))
+            };
+            if depth == 0 {
+                acc = if acc.contains(Access::RemoteWrite) {
+                    Access::RemoteWrite.into()
+                } else {
+                    AccessFlags::default()
+                };
+            }
+            q.set_rre(acc.contains(Access::RemoteRead).into())?;
+            q.set_rae(acc.contains(Access::RemoteAtomic).into())?;
+            q.set_rwe(acc.contains(Access::RemoteWrite).into())?;
+        }
+        if mask.contains(F::MinRnrTimer) {
+            q.set_min_rnr_nak(attr.min_rnr_timer.into())?;
+        }
+        if mask.contains(F::RqPsn) {
+            q.set_next_rcv_psn(attr.rq_psn.into())?;
+        }
+        if mask.contains(F::Qkey) {
+            q.set_q_key(attr.qkey.into())?;
+        }
+        if cur == QpState::Reset && new == QpState::Init {
+            if self.shared.rqs.wqe_cnt != 0 {
+                q.set_dbr_addr(self.shared.db.dma())?;
+            }
+            q.set_rlky(1)?;
+        }
+        q.set_opt_param_mask((ib_mask_to_opt(mask) & rc_opt_mask(cur, new)).into())?;
+        Ok(q)
+    }
+
+    /// Applies a modify (the core checked the transition).
+    pub(crate) fn modify(
+        &self,
+        cmds: &Commands,
+        log_max_msg: u32,
+        attr: &QpAttr,
+        mask: QpAttrMask,
+    ) -> Result {
+        let cur = state_from_u32(self.state.load(Relaxed));
+        let new = if mask.contains(F::State) {
+            attr.qp_state
+        } else {
+            cur
+        };
+        let num = QpNumIn::new().qpn(self.qpn().into())?;
+        match (cur, new) {
+            (_, QpState::Reset) => {
+                cmds.exec::<QpToRst>(&num)?;
+            }
+            (_, QpState::Err) => {
+                cmds.exec::<QpToErr>(&num)?;
+            }
+            (QpState::Reset, QpState::Init) => {
+                let ctx = self.modify_ctx(log_max_msg, cur, new, attr, mask)?;
+                cmds.exec::<Rst2InitQp>(&ctx)?;
+            }
+            (QpState::Init, QpState::Rtr) => {
+                let ctx = self.modify_ctx(log_max_msg, cur, new, attr, mask)?;
+                cmds.exec::<Init2RtrQp>(&ctx)?;
+            }
+            (QpState::Rtr, QpState::Rts) => {
+                let ctx = self.modify_ctx(log_max_msg, cur, new, attr, mask)?;
+                cmds.exec::<Rtr2RtsQp>(&ctx)?;
+            }
+            // INIT2INIT, RTS2RTS, SQD and SQE transitions are not implemented yet.
+            _ => return Err(EOPNOTSUPP),
+        }
+        self.state.store(new as u32, Relaxed);
+        if mask.contains(F::AccessFlags) {
+            self.access.store(u32::from(attr.qp_access_flags), Relaxed);
+        }
+        if mask.contains(F::MaxDestRdAtomic) {
+            self.resp_depth.store(attr.max_dest_rd_atomic.into(), Relaxed);
+        }
+        if new == QpState::Reset {
+            // Drop the QP's CQEs still queued and start the rings over, as C.
+            self.recv_cq.clean(self.qpn());
+            if !Arc::ptr_eq(&self.send_cq, &self.recv_cq) {
+                self.send_cq.clean(self.qpn());
+            }
+            self.shared.reset_rings();
+        }
+        Ok(())
+    }
+
+    /// QUERY_QP: the state and what the context reports.
+    pub(crate) fn query(&self, cmds: &Commands) -> Result<QpAttr> {
+        let o = cmds.exec::<QueryQp>(&QpNumIn::new().qpn(self.qpn().into())?)?;
+        let mut acc = AccessFlags::default();
+        if o.rre() != 0 {
+            acc |= Access::RemoteRead;
+        }
+        if o.rwe() != 0 {
+            acc |= Access::RemoteWrite;
+        }
+        if o.rae() != 0 {
+            acc |= Access::RemoteAtomic;
+        }
+        Ok(QpAttr {
+            qp_state: ib_state(o.state()),
+            qp_access_flags: acc,
+            pkey_index: o.pkey_index() as u16,
+            port_num: o.vhca_port_num() as u8,
+            qkey: o.q_key() as u32,
+            dlid: o.rlid() as u16,
+            path_mtu: o.mtu() as u8,
+            timeout: o.ack_timeout() as u8,
+            retry_cnt: o.retry_count() as u8,
+            rnr_retry: o.rnr_retry() as u8,
+            rq_psn: o.next_rcv_psn() as u32,
+            max_rd_atomic: 1 << o.log_sra_max(),
+            min_rnr_timer: o.min_rnr_nak() as u8,
+            sq_psn: o.next_send_psn() as u32,
+            max_dest_rd_atomic: 1 << o.log_rra_max(),
+            dest_qp_num: o.remote_qpn() as u32,
+        })
+    }
+
+    /// Queues send requests (C's `mlx5_ib_post_send` for RC): each WQE is built on the stack
+    /// and copied into the ring block by block (wrapping at the end); then the doorbell
+    /// record, a barrier and the blue-flame doorbell with the last WQE's first 8 bytes.
+    pub(crate) fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        let s = &*self.shared;
+        let cnt = s.sqs.wqe_cnt;
+        if cnt == 0 {
+            return Err(EINVAL.into());
+        }
+        let mut sq = s.sq.lock();
+        let mut nreq = 0u32;
+        let mut last = [0u8; 8];
+        let mut result = Ok(());
+        for (i, wr) in wrs.iter().enumerate() {
+            if sq.head.wrapping_sub(sq.tail).wrapping_add(nreq) >= s.sqs.max_post {
+                result = Err(PostError {
+                    first_bad: i,
+                    err: ENOMEM,
+                });
+                break;
+            }
+            let fence = wqe::fence(wr.send_flags, 0);
+            let w = match wqe::build_send(
+                wr,
+                sq.cur_post as u16,
+                s.qpn(),
+                s.sig_bits,
+                fence,
+                s.sqs.max_gs as usize,
+            ) {
+                Ok(w) => w,
+                Err(err) => {
+                    result = Err(PostError { first_bad: i, err });
+                    break;
+                }
+            };
+            let idx = (sq.cur_post & (cnt - 1)) as usize;
+            for b in 0..w.blocks() {
+                let slot = (sq.cur_post.wrapping_add(b as u32) & (cnt - 1)) as usize;
+                let src = &w.bytes[b * SEND_WQE_BB..(b + 1) * SEND_WQE_BB];
+                if let Err(err) = s.buf.write(s.sq_offset + slot * SEND_WQE_BB, src) {
+                    result = Err(PostError { first_bad: i, err });
+                    break;
+                }
+            }
+            if result.is_err() {
+                break;
+            }
+            let head = sq.head.wrapping_add(nreq);
+            if let Some(x) = sq.wrid.get_mut(idx) {
+                *x = wr.wr_id;
+            }
+            if let Some(x) = sq.wqe_head.get_mut(idx) {
+                *x = head;
+            }
+            last.copy_from_slice(&w.bytes[..8]);
+            sq.cur_post = sq.cur_post.wrapping_add(w.blocks() as u32);
+            nreq += 1;
+        }
+        if nreq != 0 {
+            sq.head = sq.head.wrapping_add(nreq);
+            // Descriptors before the doorbell record, the record before the doorbell.
+            mb(Write);
+            s.db.set(SND_DBR, sq.cur_post & 0xffff);
+            mb(Write);
+            if let Err(err) = sq.bfreg.ring(last) {
+                return Err(PostError {
+                    first_bad: wrs.len(),
+                    err,
+                });
+            }
+        }
+        result
+    }
+
+    /// Queues receive requests (C's `mlx5_ib_post_recv`): data segments, a terminating
+    /// segment when the scatter list is shorter than the WQE, then the doorbell record.
+    pub(crate) fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        let s = &*self.shared;
+        let cnt = s.rqs.wqe_cnt;
+        if cnt == 0 {
+            return Err(EINVAL.into());
+        }
+        let mut rq = s.rq.lock();
+        let mut nreq = 0u32;
+        let mut result = Ok(());
+        for (i, wr) in wrs.iter().enumerate() {
+            if rq.head.wrapping_sub(rq.tail).wrapping_add(nreq) >= cnt {
+                result = Err(PostError {
+                    first_bad: i,
+                    err: ENOMEM,
+                });
+                break;
+            }
+            if wr.sg_list.len() > s.rqs.max_gs as usize {
+                result = Err(PostError {
+                    first_bad: i,
+                    err: EINVAL,
+                });
+                break;
+            }
+            let ind = rq.head.wrapping_add(nreq) & (cnt - 1);
+            let base = (ind as usize) << s.rqs.wqe_shift;
+            let mut w = Ok(());
+            for (k, sge) in wr.sg_list.iter().enumerate() {
+                w = w.and_then(|()| s.buf.write(base + k * SEG, &wqe::data_seg(sge)));
+            }
+            if wr.sg_list.len() < s.rqs.max_gs as usize {
+                let k = wr.sg_list.len();
+                w = w.and_then(|()| s.buf.write(base + k * SEG, &wqe::recv_terminator()));
+            }
+            if let Err(err) = w {
+                result = Err(PostError { first_bad: i, err });
+                break;
+            }
+            if let Some(x) = rq.wrid.get_mut(ind as usize) {
+                *x = wr.wr_id;
+            }
+            nreq += 1;
+        }
+        if nreq != 0 {
+            rq.head = rq.head.wrapping_add(nreq);
+            mb(Write);
+            s.db.set(RCV_DBR, rq.head & 0xffff);
+        }
+        result
+    }
+}
+
+/// Destroys a QP (C's `destroy_qp_common`): to RESET if it is not there, out of its CQs'
+/// tables (with its CQEs), DESTROY_QP; its memory is leaked if that fails.
+pub(crate) fn destroy(cmds: &Commands, qp: Mlx5Qp) -> Result {
+    let qpn = qp.qpn();
+    let num = QpNumIn::new().qpn(qpn.into())?;
+    if state_from_u32(qp.state.load(Relaxed)) != QpState::Reset {
+        if let Err(e) = cmds.exec::<QpToRst>(&num) {
+            pr_warn!(
+                "modify QP {:#x} to RESET failed: err {}\n",
+                qpn,
+                e.to_errno()
+            );
+        }
+    }
+    qp.recv_cq.remove_qp(qpn);
+    if !Arc::ptr_eq(&qp.send_cq, &qp.recv_cq) {
+        qp.send_cq.remove_qp(qpn);
+    }
+    match cmds.exec::<DestroyQp>(&num) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            core::mem::forget(qp);
+            Err(e)
+        }
+    }
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_mlx5_ib_qp)]
+mod tests {
+    use super::*;
+    use mlx5_core::ifc::get_bits;
+
+    #[test]
+    fn optional_parameters_as_c() {
+        let rtr = F::State | F::Av | F::PathMtu | F::DestQpn | F::RqPsn | F::MaxDestRdAtomic;
+        let o = ib_mask_to_opt(rtr) & rc_opt_mask(QpState::Init, QpState::Rtr);
+        assert_eq!(o, optpar::RWE | optpar::RRE | optpar::RAE);
+        let rts = F::State | F::Timeout | F::RetryCnt | F::RnrRetry | F::SqPsn | F::MinRnrTimer;
+        let o = ib_mask_to_opt(rts) & rc_opt_mask(QpState::Rtr, QpState::Rts);
+        assert_eq!(o, optpar::RNR_TIMEOUT);
+        assert_eq!(rc_opt_mask(QpState::Reset, QpState::Init), 0);
+        assert_eq!(
+            (log_depth(1), log_depth(2), log_depth(3), log_depth(16)),
+            (0, 1, 2, 4)
+        );
+    }
+
+    #[test]
+    fn create_context_as_c() -> Result {
+        let sqs = SqSize {
+            wqe_cnt: 64,
+            max_gs: 10,
+            max_post: 21,
+            max_inline: 56,
+            bytes: 4096,
+        };
+        let rqs = RqSize {
+            wqe_cnt: 16,
+            wqe_shift: 4,
+            max_gs: 1,
+        };
+        let q = create_ctx(9, 3, &sqs, &rqs, 0x400, 0x401, 0xabc0)?;
+        let b = q.as_bytes();
+        assert_eq!(get_bits(b, 0x128, 24), 9);
+        assert_eq!(get_bits(b, 0xe8, 24), 3);
+        assert_eq!(get_bits(b, 0x109, 4), 4);
+        assert_eq!(get_bits(b, 0x10d, 3), 0);
+        assert_eq!(get_bits(b, 0x111, 4), 6);
+        assert_eq!(get_bits(b, 0x110, 1), 0);
+        assert_eq!((get_bits(b, 0x454, 1), get_bits(b, 0x11b, 1)), (1, 1));
+        assert_eq!(get_bits(b, 0x5c0, 64), 0xabc0);
+        assert_eq!(get_bits(b, 0x625, 3), NON_ZERO_RQ);
+        // No send queue: `no_sq`.
+        let q = create_ctx(9, 3, &SqSize::default(), &rqs, 1, 1, 0)?;
+        assert_eq!(get_bits(q.as_bytes(), 0x110, 1), 1);
+        Ok(())
+    }
+}

@@ -1,0 +1,41 @@
+# mlx5ib-kverbs: kernel verbs on the emulated ConnectX-5's hardware queues. The sample consumer
+# (samples/ib_verbs_client.rs, an ib_core client) runs on mlx5_0 the sequence ibcore-verbs runs
+# on the software test provider:
+#   - a PD (ALLOC_PD), a CQ (CREATE_CQ on completion vector 0), an RC QP (CREATE_QP) walked
+#     RESET->INIT->RTR->RTS connected to itself (the core refuses the two wrong transitions
+#     first), a DMA MR (CREATE_MKEY, PA mode); one of each live;
+#   - a 4096-byte SEND with immediate 0x1234 into a posted receive: both completions from the
+#     CQ, the data intact, one completion event (the CQ armed through the UAR doorbell);
+#   - an RDMA write and an RDMA read of 4096 bytes, data intact;
+#   - a receive too short for the message: LocLenErr and RemInvReqErr error CQEs, the QP in
+#     error (QUERY_QP says so), the next receive flushed;
+#   - a wrong rkey: RemAccessErr; after RESET and reconnect a SEND works again;
+#   - unloading the client releases everything (DESTROY_QP, DESTROY_MKEY, DESTROY_CQ,
+#     DEALLOC_PD), then the stack unloads; a clean dmesg and kmemleak.
+# stacks: rust
+
+client="$stack_dir/ib_verbs_client.ko"
+v='ib_verbs_client: mlx5_0'
+
+check "load the stack" load_stack
+wait_for "mlx5_0 is registered" 20 '^mlx5_0$' ls /sys/class/infiniband
+check "the verbs client loads" insmod "$client"
+check_output "mlx5_0: PD, CQ, QP at RTS, MR; wrong transitions refused; one of each live" \
+	"$v: qp 0x[0-9a-f]+ in state Rts \\(driver says Rts, dest qp 0x[0-9a-f]+\\), 2 wrong transition\\(s\\) refused, mr lkey 0x[0-9a-f]+; live: pd 1 cq 1 qp 1 mr 1\$" dmesg
+check_output "mlx5_0: 4096-byte SEND with imm 0x1234 lands intact, both completions, one event" \
+	"$v: send Send Success; recv Recv Success 4096 bytes imm 0x1234 from qp 0x[0-9a-f]+; data intact; 1 completion event\\(s\\)\$" dmesg
+check_output "mlx5_0: the receive names the QP itself as the sender" \
+	"$v: qp (0x[0-9a-f]+) in state.*" sh -c "q=\$(dmesg | sed -n 's/.*mlx5_0: qp \\(0x[0-9a-f]*\\) in state.*/\\1/p' | head -1); dmesg | grep \"mlx5_0: send Send Success.*from qp \$q;\" >/dev/null && dmesg | grep 'mlx5_0: qp'"
+check_output "mlx5_0: RDMA write and RDMA read of 4096 bytes, data intact" \
+	"$v: rdma write RdmaWrite Success data intact; rdma read RdmaRead Success 4096 bytes data intact\$" dmesg
+check_output "mlx5_0: a short receive fails both sides, the QP goes to error, the next receive is flushed" \
+	"$v: short receive: recv LocLenErr, send RemInvReqErr, next recv Some\\(WrFlushErr\\); core says Rts, driver says Err\$" dmesg
+check_output "mlx5_0: a wrong rkey gives RemAccessErr; after RESET and reconnect a SEND works again" \
+	"$v: bad rkey: RemAccessErr; after reset and reconnect: send Success, recv Success, data intact\$" dmesg
+check "no data path failure was logged" sh -c '! dmesg | grep "data path failed"'
+check "the client unloads" rmmod ib_verbs_client
+check_output "unloading the client released mlx5_0's objects" \
+	"$v: released qp 0x[0-9a-f]+; live: pd 0 cq 0 qp 0 mr 0\$" dmesg
+check "the stack unloads" unload_stack
+kmemleak_clean "kmemleak finds no leak"
+dmesg_clean "dmesg has no warnings, oopses or lockdep reports"
