@@ -90,6 +90,8 @@ impl Events {
 /// A QP with what it sends from and receives into.
 struct Endpoint<'a> {
     qp: &'a Qp,
+    /// The port's LID: the QP's destination (it is connected to itself).
+    lid: u16,
     cq: &'a Cq,
     mr: &'a Mr,
     events: &'a Events,
@@ -201,7 +203,7 @@ impl Endpoint<'_> {
             ..QpAttr::default()
         };
         self.qp.modify(&reset, F::State.into())?;
-        connect(self.qp)
+        connect(self.qp, self.lid)
     }
 
     /// The whole exercise; logs one line per part.
@@ -293,7 +295,7 @@ impl Endpoint<'_> {
 const MTU_4096: u8 = 5;
 
 /// Moves `qp` to RTS, looped back to itself.
-fn connect(qp: &Qp) -> Result {
+fn connect(qp: &Qp, lid: u16) -> Result {
     let to_init = QpAttr {
         qp_state: QpState::Init,
         port_num: 1,
@@ -305,6 +307,7 @@ fn connect(qp: &Qp) -> Result {
     let to_rtr = QpAttr {
         qp_state: QpState::Rtr,
         path_mtu: MTU_4096,
+        dlid: lid,
         dest_qp_num: qp.qp_num(),
         rq_psn: 0x1234,
         max_dest_rd_atomic: 1,
@@ -407,7 +410,9 @@ impl Client for Sample {
         // Only the QP and the MR are kept: they hold the PD and the CQ.
         drop(pd);
         let refused = wrong_transitions_refused(&qp);
-        connect(&qp)?;
+        // A hardware port routes by LID: the address vector names the port's own.
+        let lid = u16::try_from(dev.query_port(1)?.lid).map_err(|_| EINVAL)?;
+        connect(&qp, lid)?;
         let attr = qp.query()?;
         let r = dev.restrack();
         pr_info!(
@@ -425,6 +430,7 @@ impl Client for Sample {
         let buffers = [DmaBuffer::alloc(dev, MSG)?, DmaBuffer::alloc(dev, MSG)?];
         let endpoint = Endpoint {
             qp: &qp,
+            lid,
             cq: &cq,
             mr: &mr,
             events: &events,

@@ -15,16 +15,18 @@
 use crate::caps;
 use crate::mad::{self, attr, NodeInfo, PortInfo};
 use crate::{cq, dma_buf::DmaBuf, mr, pd, qp, wq_size::Limits};
+use core::ptr::NonNull;
 use ib_core::{
     attrs::{
         DeviceAttr, Gid, LinkLayer, NodeType, PortAttr, PortImmutable, PortState, CORE_PORT_IBA_IB,
     },
     device::{DeviceInfo, DeviceOps, FwVersion, Registration},
     ops::DmaMemory,
-    verbs_types::{AccessFlags, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver},
+    verbs_types::{
+        AccessFlags, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver,
+    },
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
-use core::ptr::NonNull;
 use kernel::{
     prelude::*,
     sync::{

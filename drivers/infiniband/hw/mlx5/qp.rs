@@ -501,7 +501,8 @@ impl Mlx5Qp {
             self.access.store(u32::from(attr.qp_access_flags), Relaxed);
         }
         if mask.contains(F::MaxDestRdAtomic) {
-            self.resp_depth.store(attr.max_dest_rd_atomic.into(), Relaxed);
+            self.resp_depth
+                .store(attr.max_dest_rd_atomic.into(), Relaxed);
         }
         if new == QpState::Reset {
             // Drop the QP's CQEs still queued and start the rings over, as C.

@@ -147,6 +147,19 @@ impl Objects {
         Ok(())
     }
 
+    /// The QPs in `state`.
+    pub fn qps_in_state(&self, state: QpState) -> Vec<u32> {
+        self.tables
+            .get(&Kind::Qp)
+            .map(|t| {
+                t.iter()
+                    .filter(|(_, o)| o.qp_state == state)
+                    .map(|(&n, _)| n)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Sets QP `n`'s state (the data path moves QPs to an error state); false if no such QP.
     pub fn set_qp_state(&mut self, n: u32, state: QpState) -> bool {
         match self.tables.get_mut(&Kind::Qp).and_then(|t| t.get_mut(&n)) {

@@ -181,6 +181,12 @@ pub fn receive(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet) {
 /// Runs the retry and timeout timers due at `now`.
 pub fn tick(fw: &mut Firmware, mem: &mut dyn GuestMemory, now: Instant) {
     requester::timers(fw, mem, now);
+    // Work posted to a QP in the error state is flushed, as hardware does (a receive doorbell
+    // is only a doorbell-record write, which the model sees here; a send doorbell flushes at
+    // once).
+    for qpn in fw.objects.qps_in_state(QpState::Err) {
+        queue_pair::flush(fw, mem, qpn);
+    }
     pump(fw, mem, now);
 }
 
