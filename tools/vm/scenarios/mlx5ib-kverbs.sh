@@ -16,7 +16,9 @@
 #     error (QUERY_QP says so); the next receive, posted in the error state, flushed;
 #   - a wrong rkey: RemAccessErr; after RESET and reconnect a SEND works again;
 #   - unloading the client releases everything (DESTROY_QP, DESTROY_MKEY, DESTROY_CQ,
-#     DEALLOC_PD), then the stack unloads; a clean dmesg and kmemleak.
+#     DEALLOC_PD); loaded again, it runs the whole sequence again; unloading mlx5_ib under it
+#     unregisters mlx5_0, which removes it from the client first (its objects released while
+#     the function is still there); then the stack unloads; a clean dmesg and kmemleak.
 # stacks: rust
 
 client="$stack_dir/ib_verbs_client.ko"
@@ -42,6 +44,11 @@ check "no data path failure was logged" sh -c '! dmesg | grep "data path failed"
 check "the client unloads" rmmod ib_verbs_client
 check_output "unloading the client released mlx5_0's objects" \
 	"$v: released qp 0x[0-9a-f]+; live: pd 0 cq 0 qp 0 mr 0\$" dmesg
+check "the client loads again" insmod "$client"
+wait_for "the whole sequence runs again" 20 '^2$' sh -c "dmesg | grep -c '$v: bad rkey: RemAccessErr; after reset and reconnect: send Success, recv Success, data intact'"
+check "mlx5_ib unloads under the client" rmmod mlx5_ib
+check_output "unregistering mlx5_0 released its objects first" '^2$' sh -c "dmesg | grep -c '$v: released qp 0x[0-9a-f]*; live: pd 0 cq 0 qp 0 mr 0'"
+check "the client unloads" rmmod ib_verbs_client
 check "the stack unloads" unload_stack
 kmemleak_clean "kmemleak finds no leak"
 dmesg_clean "dmesg has no warnings, oopses or lockdep reports"
