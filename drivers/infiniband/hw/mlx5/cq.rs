@@ -175,7 +175,16 @@ pub(crate) fn create(
         .c_eqn(eqn.into())?
         .log_page_size(0)?
         .dbr_addr(dbr)?;
-    let (out, _) = dev.commands().exec_var::<CreateCq>(&input, &pas, 0)?;
+    let out = match dev.commands().exec_var::<CreateCq>(&input, &pas, 0) {
+        Ok((out, _)) => out,
+        Err(e) => {
+            // A timed-out CREATE_CQ may have created the CQ: its memory is never freed then.
+            if e == ETIMEDOUT {
+                core::mem::forget(shared);
+            }
+            return Err(e);
+        }
+    };
     let cqn = out.cqn() as u32;
     shared.cqn.store(cqn, Relaxed);
     shared.events.cqn.store(cqn, Relaxed);

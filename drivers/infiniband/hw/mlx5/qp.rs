@@ -290,7 +290,16 @@ pub(crate) fn create(
     let send_cq = init.send_cq.shared.clone();
     let recv_cq = init.recv_cq.shared.clone();
     let ctx = create_ctx(uar, pdn, &sqs, &rqs, send_cq.cqn(), recv_cq.cqn(), dbr)?;
-    let (out, _) = dev.commands().exec_var::<CreateQp>(&ctx, &pas, 0)?;
+    let out = match dev.commands().exec_var::<CreateQp>(&ctx, &pas, 0) {
+        Ok((out, _)) => out,
+        Err(e) => {
+            // A timed-out CREATE_QP may have created the QP: its memory is never freed then.
+            if e == ETIMEDOUT {
+                core::mem::forget(shared);
+            }
+            return Err(e);
+        }
+    };
     let qpn = out.qpn() as u32;
     shared.qpn.store(qpn, Relaxed);
     let qp = Mlx5Qp {

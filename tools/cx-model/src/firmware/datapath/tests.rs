@@ -520,6 +520,13 @@ fn errors_complete_with_the_device_syndrome_and_flush_the_rest() {
     r.t.exec(&m, 16).unwrap();
     let w = r.poll(&mut cb).unwrap();
     assert_eq!((w.opcode, w.syndrome), (cqe_op::RESP_ERR, 0x05));
+    // A receive posted in the error state (a doorbell-record write only) is flushed at the next
+    // timer tick, not before.
+    r.post_recv(&mut b, 64, bk, baddr);
+    assert!(r.poll(&mut cb).is_none());
+    r.tick(Instant::now());
+    let w = r.poll(&mut cb).unwrap();
+    assert_eq!((w.opcode, w.syndrome, w.counter), (cqe_op::RESP_ERR, 0x05, 1));
     r.finish();
 }
 
