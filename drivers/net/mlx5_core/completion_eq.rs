@@ -107,6 +107,14 @@ struct CompEq {
     _name: CString,
 }
 
+impl Drop for CompEq {
+    fn drop(&mut self) {
+        // SAFETY: The interrupt is still requested (`irq` drops after this); clearing the hint
+        // makes the kernel forget the mask before the interrupt is freed and the mask dropped.
+        unsafe { bindings::__irq_apply_affinity_hint(self.irqn, core::ptr::null(), false) };
+    }
+}
+
 /// What the vectors' lock protects.
 struct CompState {
     /// Set at teardown: no vector is created any more.
@@ -239,8 +247,8 @@ impl CompEqs {
             mask.set(cpu);
         }
         // SAFETY: `irqn` is requested (above); the mask is boxed, so its address is stable,
-        // and it lives until the hint is cleared in `destroy` (or the box drops after the
-        // interrupt is freed when creation fails below).
+        // and it lives until the hint is cleared (by `CompEq`'s drop, or below when creation
+        // fails: the hint is cleared before the box and the registration drop).
         let _ = unsafe { bindings::__irq_apply_affinity_hint(irqn, mask.as_raw(), true) };
         let eq = self.bar.access_with(dev, |bar| {
             EventQueue::create(
@@ -249,7 +257,9 @@ impl CompEqs {
                 bar,
                 self.uar_index,
                 u16::try_from(vector + 1).map_err(|_| EINVAL)?,
-                1 << crate::eq::event::COMP,
+                // As C: no event type bits; the device posts a CQ's completions to the EQ its
+                // context names.
+                0,
                 "comp",
             )
         });
@@ -275,9 +285,9 @@ impl CompEqs {
         })
     }
 
-    /// Destroys the created vectors, last created... in reverse vector order (C's
-    /// `destroy_comp_eqs`): each EQ leaves its handler, DESTROY_EQ, the affinity hint is
-    /// cleared, the interrupt freed. No vector is created afterwards.
+    /// Destroys the created vectors in reverse vector order (C's `destroy_comp_eqs`): each EQ
+    /// leaves its handler, DESTROY_EQ, the affinity hint is cleared, the interrupt freed. No
+    /// vector is created afterwards.
     pub(crate) fn tear_down(&self, dev: &device::Device<Bound>) {
         let mut st = self.state.lock();
         st.closed = true;
@@ -295,8 +305,7 @@ impl CompEqs {
                     dev_err!(dev, "BAR0 gone; completion EQ {} not destroyed\n", ceq.eqn);
                 }
             }
-            // SAFETY: The interrupt is still requested (its registration drops next).
-            unsafe { bindings::__irq_apply_affinity_hint(ceq.irqn, core::ptr::null(), false) };
+            // The affinity hint is cleared, then the interrupt freed.
             drop(ceq);
         }
     }

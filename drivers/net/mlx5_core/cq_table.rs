@@ -10,7 +10,7 @@
 //! `synchronize_irq` in `mlx5_eq_del_cq`): once its drop returns, the handler is not running
 //! and is never called again. Insertion allocates the tree node before taking the lock.
 
-use crate::function::LogLimit;
+use crate::log_limit::LogLimit;
 use kernel::{
     device, new_spinlock_irq,
     prelude::*,

@@ -26,8 +26,6 @@ const UAR_PAGE: usize = 4096;
 pub(crate) const POLL_BUDGET: u32 = 128;
 /// Event types this driver subscribes to.
 pub(crate) mod event {
-    /// A completion (on a completion EQ).
-    pub(crate) const COMP: u8 = 0x00;
     /// A port changed state.
     pub(crate) const PORT_CHANGE: u8 = 0x09;
     /// Firmware asks for pages or offers pages back.

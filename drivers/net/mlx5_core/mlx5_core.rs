@@ -20,6 +20,7 @@ mod hca;
 mod health;
 pub mod ifc;
 mod init_segment;
+mod log_limit;
 mod pages;
 mod pci_driver;
 pub mod resources;
