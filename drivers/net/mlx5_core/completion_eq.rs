@@ -14,7 +14,7 @@
 
 use crate::cmdq::CmdQueue;
 use crate::cq_table::CqTable;
-use crate::eq::{EventQueue, POLL_BUDGET};
+use crate::eq::{EventQueue, LOG_COMP_ENTRIES, POLL_BUDGET};
 use crate::init_segment::SharedBar;
 use kernel::{
     bindings,
@@ -251,7 +251,7 @@ impl CompEqs {
         // fails: the hint is cleared before the box and the registration drop).
         let _ = unsafe { bindings::__irq_apply_affinity_hint(irqn, mask.as_raw(), true) };
         let eq = self.bar.access_with(dev, |bar| {
-            EventQueue::create(
+            EventQueue::create_sized(
                 &self.cmd,
                 dev,
                 bar,
@@ -260,6 +260,8 @@ impl CompEqs {
                 // As C: no event type bits; the device posts a CQ's completions to the EQ its
                 // context names.
                 0,
+                // C's `MLX5_COMP_EQ_SIZE`.
+                LOG_COMP_ENTRIES,
                 "comp",
             )
         });
