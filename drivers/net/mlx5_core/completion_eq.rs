@@ -312,3 +312,27 @@ impl CompEqs {
         }
     }
 }
+
+#[kernel::macros::kunit_tests(rdma_rs_mlx5_comp_vectors)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vector_counts_follow_c() {
+        // cx-model on the 2-CPU guest: 1 port, log_max_eq 4 (16 EQs), 64 MSI-X entries.
+        let eqs = max_eqs(0, 4);
+        assert_eq!(eqs, 16);
+        assert_eq!(vectors_wanted(1, 2, eqs, 64), 3);
+        assert_eq!(comp_vectors_for(3, eqs), 2);
+        // `max_num_eqs` wins over `log_max_eq` when set.
+        assert_eq!(max_eqs(7, 4), 7);
+        // Limited by the device's EQs (less the async ones) and by the MSI-X table.
+        assert_eq!(vectors_wanted(2, 64, 16, 2048), 16);
+        assert_eq!(comp_vectors_for(16, 16), 12);
+        assert_eq!(vectors_wanted(1, 64, 256, 8), 8);
+        assert_eq!(comp_vectors_for(8, 256), 7);
+        // A single vector granted: no completion vector of its own.
+        assert_eq!(comp_vectors_for(1, 16), 0);
+        assert_eq!(vectors_wanted(0, 0, 0, 0), 1);
+    }
+}
