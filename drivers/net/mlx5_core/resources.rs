@@ -8,6 +8,10 @@
 //! by the EQE (its queue type must be a QP's), the SRQ events (catastrophic error, limit
 //! reached) to the SRQ.
 //!
+//! In 7.3 C these tables live in `mlx5_ib` (`qpc.c`, `srq_cmd.c`), fed by `mlx5_core`'s event
+//! notifier chain; here `mlx5_core` keeps them (the contract with `mlx5_ib`). As in C, an event
+//! for a resource nobody registered is dropped silently.
+//!
 //! Handlers are called with the table's lock released (a reference taken under it), so a
 //! registration's drop waits for the control vector's thread to finish a dispatch in flight
 //! (`synchronize_irq` of the control vector).
