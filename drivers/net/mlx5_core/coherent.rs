@@ -18,7 +18,7 @@ pub const PAGE_SIZE: usize = 4096;
 /// It is only reached through volatile, bounds-checked copies, never through a reference into
 /// the region. Dropping it frees the memory: drop it only once the device no longer uses it
 /// (after the destroy command of the ring that points to it succeeded; after a timeout, leak it
-/// with `core::mem::forget`, as C does).
+/// with `core::mem::forget`, as C does). Drop it in process context (`dma_free_coherent`).
 pub struct CoherentBuf {
     mem: Coherent<[u8]>,
 }

@@ -14,7 +14,7 @@
 
 use crate::cmdq::CmdQueue;
 use crate::cq_table::CqTable;
-use crate::eq::{EventQueue, POLL_BUDGET};
+use crate::eq::{EventQueue, LOG_COMP_ENTRIES, POLL_BUDGET};
 use crate::init_segment::SharedBar;
 use kernel::{
     bindings,
@@ -105,6 +105,14 @@ struct CompEq {
     _mask: KBox<CpumaskVar>,
     /// The interrupt's name (the kernel keeps a pointer to it until the interrupt is freed).
     _name: CString,
+}
+
+impl Drop for CompEq {
+    fn drop(&mut self) {
+        // SAFETY: The interrupt is still requested (`irq` drops after this); clearing the hint
+        // makes the kernel forget the mask before the interrupt is freed and the mask dropped.
+        unsafe { bindings::__irq_apply_affinity_hint(self.irqn, core::ptr::null(), false) };
+    }
 }
 
 /// What the vectors' lock protects.
@@ -239,17 +247,21 @@ impl CompEqs {
             mask.set(cpu);
         }
         // SAFETY: `irqn` is requested (above); the mask is boxed, so its address is stable,
-        // and it lives until the hint is cleared in `destroy` (or the box drops after the
-        // interrupt is freed when creation fails below).
+        // and it lives until the hint is cleared (by `CompEq`'s drop, or below when creation
+        // fails: the hint is cleared before the box and the registration drop).
         let _ = unsafe { bindings::__irq_apply_affinity_hint(irqn, mask.as_raw(), true) };
         let eq = self.bar.access_with(dev, |bar| {
-            EventQueue::create(
+            EventQueue::create_sized(
                 &self.cmd,
                 dev,
                 bar,
                 self.uar_index,
                 u16::try_from(vector + 1).map_err(|_| EINVAL)?,
-                1 << crate::eq::event::COMP,
+                // As C: no event type bits; the device posts a CQ's completions to the EQ its
+                // context names.
+                0,
+                // C's `MLX5_COMP_EQ_SIZE`.
+                LOG_COMP_ENTRIES,
                 "comp",
             )
         });
@@ -275,9 +287,9 @@ impl CompEqs {
         })
     }
 
-    /// Destroys the created vectors, last created... in reverse vector order (C's
-    /// `destroy_comp_eqs`): each EQ leaves its handler, DESTROY_EQ, the affinity hint is
-    /// cleared, the interrupt freed. No vector is created afterwards.
+    /// Destroys the created vectors in reverse vector order (C's `destroy_comp_eqs`): each EQ
+    /// leaves its handler, DESTROY_EQ, the affinity hint is cleared, the interrupt freed. No
+    /// vector is created afterwards.
     pub(crate) fn tear_down(&self, dev: &device::Device<Bound>) {
         let mut st = self.state.lock();
         st.closed = true;
@@ -295,9 +307,32 @@ impl CompEqs {
                     dev_err!(dev, "BAR0 gone; completion EQ {} not destroyed\n", ceq.eqn);
                 }
             }
-            // SAFETY: The interrupt is still requested (its registration drops next).
-            unsafe { bindings::__irq_apply_affinity_hint(ceq.irqn, core::ptr::null(), false) };
+            // The affinity hint is cleared, then the interrupt freed.
             drop(ceq);
         }
+    }
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_mlx5_comp_vectors)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vector_counts_follow_c() {
+        // cx-model on the 2-CPU guest: 1 port, log_max_eq 4 (16 EQs), 64 MSI-X entries.
+        let eqs = max_eqs(0, 4);
+        assert_eq!(eqs, 16);
+        assert_eq!(vectors_wanted(1, 2, eqs, 64), 3);
+        assert_eq!(comp_vectors_for(3, eqs), 2);
+        // `max_num_eqs` wins over `log_max_eq` when set.
+        assert_eq!(max_eqs(7, 4), 7);
+        // Limited by the device's EQs (less the async ones) and by the MSI-X table.
+        assert_eq!(vectors_wanted(2, 64, 16, 2048), 16);
+        assert_eq!(comp_vectors_for(16, 16), 12);
+        assert_eq!(vectors_wanted(1, 64, 256, 8), 8);
+        assert_eq!(comp_vectors_for(8, 256), 7);
+        // A single vector granted: no completion vector of its own.
+        assert_eq!(comp_vectors_for(1, 16), 0);
+        assert_eq!(vectors_wanted(0, 0, 0, 0), 1);
     }
 }

@@ -10,7 +10,7 @@
 //! `synchronize_irq` in `mlx5_eq_del_cq`): once its drop returns, the handler is not running
 //! and is never called again. Insertion allocates the tree node before taking the lock.
 
-use crate::function::LogLimit;
+use crate::log_limit::LogLimit;
 use kernel::{
     device, new_spinlock_irq,
     prelude::*,
@@ -111,7 +111,7 @@ impl CqTable {
                 true
             }
             None => {
-                self.unknown(cqn, "completion");
+                self.unknown(cqn, "Completion");
                 false
             }
         }
@@ -126,12 +126,14 @@ impl CqTable {
                 true
             }
             None => {
-                self.unknown(cqn, "error");
+                self.unknown(cqn, "Async");
                 false
             }
         }
     }
 
+    /// C's message for an event on a CQ nobody registered ("Completion event for bogus CQ" is
+    /// a rate-limited debug line in C, "Async event for bogus CQ" a warning), rate-limited here.
     fn unknown(&self, cqn: u32, what: &str) {
         if !self.unknown_log.allow() {
             return;

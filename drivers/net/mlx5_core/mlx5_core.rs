@@ -21,6 +21,7 @@ mod health;
 pub mod ifc;
 pub mod ifc_verbs;
 mod init_segment;
+mod log_limit;
 mod pages;
 mod pci_driver;
 pub mod resources;

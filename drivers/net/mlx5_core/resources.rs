@@ -8,6 +8,10 @@
 //! by the EQE (its queue type must be a QP's), the SRQ events (catastrophic error, limit
 //! reached) to the SRQ.
 //!
+//! In 7.3 C these tables live in `mlx5_ib` (`qpc.c`, `srq_cmd.c`), fed by `mlx5_core`'s event
+//! notifier chain; here `mlx5_core` keeps them (the contract with `mlx5_ib`). As in C, an event
+//! for a resource nobody registered is dropped silently.
+//!
 //! Handlers are called with the table's lock released (a reference taken under it), so a
 //! registration's drop waits for the control vector's thread to finish a dispatch in flight
 //! (`synchronize_irq` of the control vector).
@@ -48,7 +52,7 @@ pub mod event {
     pub const SRQ_RQ_LIMIT: u8 = 0x14;
 
     /// Events delivered to a QP.
-    pub(crate) const QP_EVENTS: [u8; 9] = [
+    pub(crate) const QP_EVENTS: [u8; 8] = [
         PATH_MIG,
         COMM_EST,
         SQ_DRAINED,
@@ -57,16 +61,14 @@ pub mod event {
         WQ_INVAL_REQ_ERROR,
         WQ_ACCESS_ERROR,
         SRQ_LAST_WQE,
-        // Not a QP event: listed so the mask below is the C driver's.
-        CQ_ERROR,
     ];
     /// Events delivered to an SRQ.
     pub(crate) const SRQ_EVENTS: [u8; 2] = [SRQ_CATAS_ERROR, SRQ_RQ_LIMIT];
 
-    /// The async EQ's mask bits for resource and CQ events (C's `MLX5_ASYNC_EVENT_MASK`
-    /// without the port change bit).
+    /// The async EQ's mask bits for resource and CQ error events (C's
+    /// `MLX5_ASYNC_EVENT_MASK` without the port change bit).
     pub(crate) const fn mask() -> u64 {
-        let mut m = 0u64;
+        let mut m = 1u64 << CQ_ERROR;
         let mut i = 0;
         while i < QP_EVENTS.len() {
             m |= 1 << QP_EVENTS[i];
@@ -116,10 +118,7 @@ impl Resource {
         if event::SRQ_EVENTS.contains(&event_type) {
             return Some(Resource::Srq(n));
         }
-        if event_type != event::CQ_ERROR
-            && event::QP_EVENTS.contains(&event_type)
-            && queue_type == QUEUE_TYPE_QP
-        {
+        if event::QP_EVENTS.contains(&event_type) && queue_type == QUEUE_TYPE_QP {
             return Some(Resource::Qp(n));
         }
         None

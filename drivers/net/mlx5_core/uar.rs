@@ -20,7 +20,10 @@ use kernel::{
     io::Io,
     new_mutex,
     prelude::*,
-    sync::{Arc, Mutex},
+    sync::{
+        barrier::{mb, Write},
+        Arc, Mutex,
+    },
 };
 
 /// Size of a UAR page.
@@ -32,9 +35,12 @@ pub(crate) const BFREGS_PER_UAR: u32 = 4;
 /// The regular (not fast-path) ones among them, the first (C's `MLX5_NON_FP_BFREGS_PER_UAR`).
 pub(crate) const NON_FP_BFREGS_PER_UAR: u32 = 2;
 
-/// Writes `bytes` as one 64-bit store, in memory order, at `at` in BAR0 (C's `mlx5_write64`):
+/// Writes `bytes` as one 64-bit store, in memory order, at `at` in BAR0 (C's `mlx5_write64`),
+/// after a write barrier (the `wmb()` C puts between a doorbell record and its doorbell):
 /// `ENODEV` once the BAR is revoked, `EINVAL` outside it. Never sleeps (RCU read side only).
 fn write64(bar: &SharedBar, at: usize, bytes: [u8; 8]) -> Result {
+    // What the caller stored in memory (doorbell record, WQE) is visible before the doorbell.
+    mb(Write);
     // `writeq` stores the value little-endian: the bytes land in the order given.
     let v = u64::from_le_bytes(bytes);
     bar.try_access_with(|b| b.try_write64(v, at))
@@ -58,8 +64,9 @@ impl Uar {
     }
 
     /// Writes `bytes` with one 64-bit store (memory order kept, as C's `mlx5_write64`) at
-    /// `offset` in the page: `EINVAL` unless `offset` is 8-byte aligned and in the page, `ENODEV`
-    /// once the BAR is gone. Never sleeps.
+    /// `offset` in the page, after a write barrier (so a doorbell record written before is
+    /// visible first, C's `wmb()` before a CQ arm): `EINVAL` unless `offset` is 8-byte aligned
+    /// and in the page, `ENODEV` once the BAR is gone. Never sleeps.
     pub fn write64(&self, offset: usize, bytes: [u8; 8]) -> Result {
         if offset % 8 != 0 || offset > UAR_PAGE - 8 {
             return Err(EINVAL);
@@ -228,9 +235,9 @@ impl Bfreg {
     }
 
     /// Rings a send doorbell with the first 8 bytes of the WQE's control segment (C's
-    /// `mlx5_write64` to the register's current buffer, then the buffer toggle). The caller
-    /// orders its WQE and doorbell-record writes before this (`wmb`, as C). Never sleeps;
-    /// `ENODEV` once the BAR is gone.
+    /// `mlx5_write64` to the register's current buffer, then the buffer toggle), after a write
+    /// barrier (the WQE and the doorbell record the caller wrote are visible first, as C's
+    /// `wmb()`). Never sleeps; `ENODEV` once the BAR is gone.
     pub fn ring(&mut self, first8: [u8; 8]) -> Result {
         let at = self.uar_index as usize * UAR_PAGE
             + bf_offset(self.dbi, self.pool.log_bf_reg_size)
