@@ -323,6 +323,12 @@ pub(crate) fn create(
     Ok(NewQp { qp, qp_num: qpn })
 }
 
+/// The ring slot of basic block `b` of the WQE starting at producer count `cur_post` in a ring
+/// of `cnt` (a power of two) blocks: a WQE running past the end continues at slot 0.
+pub(crate) fn ring_slot(cur_post: u32, b: usize, cnt: u32) -> usize {
+    (cur_post.wrapping_add(b as u32) & cnt.wrapping_sub(1)) as usize
+}
+
 /// C's `fls(v - 1)` for a nonzero depth: log2 of `v` rounded up.
 fn log_depth(v: u8) -> u64 {
     u64::from(u8::BITS - (v - 1).leading_zeros())
@@ -595,7 +601,7 @@ impl Mlx5Qp {
             };
             let idx = (sq.cur_post & (cnt - 1)) as usize;
             for b in 0..w.blocks() {
-                let slot = (sq.cur_post.wrapping_add(b as u32) & (cnt - 1)) as usize;
+                let slot = ring_slot(sq.cur_post, b, cnt);
                 let src = &w.bytes[b * SEND_WQE_BB..(b + 1) * SEND_WQE_BB];
                 if let Err(err) = s.buf.write(s.sq_offset + slot * SEND_WQE_BB, src) {
                     result = Err(PostError { first_bad: i, err });
@@ -731,6 +737,21 @@ mod tests {
             (log_depth(1), log_depth(2), log_depth(3), log_depth(16)),
             (0, 1, 2, 4)
         );
+    }
+
+    #[test]
+    fn send_wqes_wrap_around_the_ring() {
+        // A three-block WQE at 62 of 64 takes slots 62, 63 and 0; the counter wraps at 2^32.
+        assert_eq!(
+            [
+                ring_slot(62, 0, 64),
+                ring_slot(62, 1, 64),
+                ring_slot(62, 2, 64)
+            ],
+            [62, 63, 0]
+        );
+        assert_eq!(ring_slot(u32::MAX, 1, 64), 0);
+        assert_eq!(ring_slot(130, 0, 64), 2);
     }
 
     #[test]
