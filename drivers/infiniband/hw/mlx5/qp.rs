@@ -29,7 +29,10 @@ use kernel::{
     },
 };
 use mlx5_core::{
-    auxdev::{Bfreg, CoherentBuf, DoorbellRecord, Mlx5Device},
+    auxdev::{
+        Bfreg, CoherentBuf, DoorbellRecord, Mlx5Device, Resource, ResourceHandler,
+        ResourceRegistration,
+    },
     commands::Commands,
     ifc_verbs::{
         optpar, qp_state, CreateQp, DestroyQp, Init2RtrQp, QpCtxIn, QpNumIn, QpToErr, QpToRst,
@@ -132,8 +135,22 @@ impl QpShared {
     }
 }
 
+/// A QP's async events (path migration, communication established, SQ drained, last WQE,
+/// catastrophic, request and access errors) from `mlx5_core`'s resource table.
+struct QpEvents;
+
+impl ResourceHandler for QpEvents {
+    fn event(&self, _event_type: u8) {
+        // ib_core has no QP event handlers yet; C's `mlx5_ib_qp_event` does nothing for a QP
+        // without one (not even its "unexpected event type" warning, which is on the
+        // handler's path).
+    }
+}
+
 /// A QP's driver state.
 pub(crate) struct Mlx5Qp {
+    /// The resource-table registration of its events (dropped before DESTROY_QP).
+    events: Option<ResourceRegistration>,
     shared: Arc<QpShared>,
     send_cq: Arc<CqShared>,
     recv_cq: Arc<CqShared>,
@@ -302,7 +319,8 @@ pub(crate) fn create(
     };
     let qpn = out.qpn() as u32;
     shared.qpn.store(qpn, Relaxed);
-    let qp = Mlx5Qp {
+    let mut qp = Mlx5Qp {
+        events: None,
         shared,
         send_cq,
         recv_cq,
@@ -311,9 +329,13 @@ pub(crate) fn create(
         access: Atomic::new(0),
         resp_depth: Atomic::new(0),
     };
-    let added = qp
-        .send_cq
-        .add_qp(qpn, &qp.shared)
+    let handler: Result<Arc<dyn ResourceHandler>> = Arc::new(QpEvents, GFP_KERNEL)
+        .map(|h| h as Arc<dyn ResourceHandler>)
+        .map_err(Error::from);
+    let added = handler
+        .and_then(|h| dev.register_resource(Resource::Qp(qpn), h))
+        .map(|reg| qp.events = Some(reg))
+        .and_then(|()| qp.send_cq.add_qp(qpn, &qp.shared))
         .and_then(|()| qp.recv_cq.add_qp(qpn, &qp.shared));
     if let Err(e) = added {
         // Gives the QP back (tables, then DESTROY_QP).
@@ -694,8 +716,9 @@ impl Mlx5Qp {
 
 /// Destroys a QP (C's `destroy_qp_common`): to RESET if it is not there, out of its CQs'
 /// tables (with its CQEs), DESTROY_QP; its memory is leaked if that fails.
-pub(crate) fn destroy(cmds: &Commands, qp: Mlx5Qp) -> Result {
+pub(crate) fn destroy(cmds: &Commands, mut qp: Mlx5Qp) -> Result {
     let qpn = qp.qpn();
+    drop(qp.events.take());
     let num = QpNumIn::new().qpn(qpn.into())?;
     if state_from_u32(qp.state.load(Relaxed)) != QpState::Reset {
         if let Err(e) = cmds.exec::<QpToRst>(&num) {
