@@ -121,7 +121,7 @@ pub(crate) fn page_list(dma: u64, len: usize) -> Result<KVec<u8>> {
     let pages = len.div_ceil(1 << ADAPTER_PAGE_SHIFT);
     let mut v = KVec::with_capacity(pages * 8, GFP_KERNEL)?;
     for i in 0..pages {
-        let a = dma + ((i as u64) << ADAPTER_PAGE_SHIFT);
+        let a = dma.wrapping_add((i as u64) << ADAPTER_PAGE_SHIFT);
         v.extend_from_slice(&a.to_be_bytes(), GFP_KERNEL)?;
     }
     Ok(v)

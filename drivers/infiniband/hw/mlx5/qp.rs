@@ -235,7 +235,7 @@ fn create_ctx(
     q.set_pm_state(QP_PM_MIGRATED)?;
     q.set_pd(pdn.into())?;
     if rqs.wqe_cnt != 0 {
-        q.set_log_rq_stride((rqs.wqe_shift - 4).into())?;
+        q.set_log_rq_stride(rqs.wqe_shift.saturating_sub(4).into())?;
         q.set_log_rq_size(rqs.wqe_cnt.trailing_zeros().into())?;
         q.set_rq_type(NON_ZERO_RQ)?;
     } else {
@@ -624,8 +624,13 @@ impl Mlx5Qp {
             let idx = (sq.cur_post & (cnt - 1)) as usize;
             for b in 0..w.blocks() {
                 let slot = ring_slot(sq.cur_post, b, cnt);
-                let src = &w.bytes[b * SEND_WQE_BB..(b + 1) * SEND_WQE_BB];
-                if let Err(err) = s.buf.write(s.sq_offset + slot * SEND_WQE_BB, src) {
+                let src = w
+                    .bytes
+                    .get(b * SEND_WQE_BB..(b + 1) * SEND_WQE_BB)
+                    .ok_or(EINVAL);
+                let written =
+                    src.and_then(|src| s.buf.write(s.sq_offset + slot * SEND_WQE_BB, src));
+                if let Err(err) = written {
                     result = Err(PostError { first_bad: i, err });
                     break;
                 }
