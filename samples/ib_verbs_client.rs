@@ -213,6 +213,9 @@ impl Endpoint<'_> {
         let before = self.events.seen();
         self.cq.req_notify(false)?;
         let (send, recv) = self.send(MSG as u32)?;
+        // The CQ was armed before the post, so an event is due; on hardware its interrupt may
+        // come after the poll already found the completions.
+        self.events.wait_past(before);
         let events = self.events.seen() - before;
         pr_info!(
             "{name}: send {:?} {:?}; recv {:?} {:?} {} bytes imm {:#x} from qp {:#x}; data {}; {} completion event(s)\n",
