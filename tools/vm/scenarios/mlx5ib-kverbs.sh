@@ -10,10 +10,10 @@
 #     that arm, with the old consumer index, raises a second event at once, as C's mlx5_cq_arm
 #     semantics say; the software provider completes synchronously and raises exactly one);
 #   - an RDMA write and an RDMA read of 4096 bytes, data intact;
-#   - a receive too short for the message: LocLenErr on the receive; the QP is connected to
-#     itself, so the responder's error puts the requester's QP in error too and the SEND is
-#     flushed (WrFlushErr) before the NAK comes back (cx-model drops the late NAK); the QP in
-#     error (QUERY_QP says so); the next receive, posted in the error state, flushed;
+#   - a receive too short for the message: LocLenErr on the receive and RemInvReqErr on the
+#     SEND (the QP is its own peer: cx-model delivers the NAK before the responder's error
+#     flushes the QP, as a remote peer would), the QP in error (QUERY_QP says so), the next
+#     receive, posted in the error state, flushed;
 #   - a wrong rkey: RemAccessErr; after RESET and reconnect a SEND works again;
 #   - unloading the client releases everything (DESTROY_QP, DESTROY_MKEY, DESTROY_CQ,
 #     DEALLOC_PD); loaded again, it runs the whole sequence again; unloading mlx5_ib under it
@@ -36,8 +36,8 @@ check_output "mlx5_0: the receive names the QP itself ($qpn) as the sender" \
 	"$v: send Send Success; recv .* from qp $qpn;" dmesg
 check_output "mlx5_0: RDMA write and RDMA read of 4096 bytes, data intact" \
 	"$v: rdma write RdmaWrite Success data intact; rdma read RdmaRead Success 4096 bytes data intact\$" dmesg
-check_output "mlx5_0: a short receive fails, the SEND is flushed, the QP goes to error, the next receive is flushed" \
-	"$v: short receive: recv LocLenErr, send WrFlushErr, next recv Some\\(WrFlushErr\\); core says Rts, driver says Err\$" dmesg
+check_output "mlx5_0: a short receive fails both sides, the QP goes to error, the next receive is flushed" \
+	"$v: short receive: recv LocLenErr, send RemInvReqErr, next recv Some\\(WrFlushErr\\); core says Rts, driver says Err\$" dmesg
 check_output "mlx5_0: a wrong rkey gives RemAccessErr; after RESET and reconnect a SEND works again" \
 	"$v: bad rkey: RemAccessErr; after reset and reconnect: send Success, recv Success, data intact\$" dmesg
 check "no data path failure was logged" sh -c '! dmesg | grep "data path failed"'
