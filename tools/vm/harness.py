@@ -42,10 +42,11 @@ STACK_MODULES = {
     "c": ["dimlib", "ib_core", "ib_uverbs_support", "ib_uverbs", "ib_umad", "mlx5_core", "mlx5_ib"],
 }
 # Test-only modules of a stack, put next to its modules but not loaded by load_stack (scenarios
-# insmod them).
+# insmod them). The C stack's ib_verbs_client is the C twin of the Rust sample (tools/verbs-twin,
+# given with --verbs-twin), so that a scenario insmods $stack_dir/ib_verbs_client.ko on both.
 STACK_EXTRAS = {
     "rust": ["mlx5_test_interface", "ib_test_provider", "ib_verbs_client"],
-    "c": [],
+    "c": ["ib_verbs_client"],
 }
 # Where the C modules sit in the kernel build tree.
 C_MODULE_PATHS = {
@@ -299,7 +300,9 @@ def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[
 def module_paths(args) -> dict[str, Path]:
     if args.stack == "rust":
         return {m: Path(args.rust_modules) / f"{m}.ko" for m in STACK_MODULES["rust"] + STACK_EXTRAS["rust"]}
-    return {m: Path(args.kernel_tree) / C_MODULE_PATHS[m] for m in STACK_MODULES["c"]}
+    paths = {m: Path(args.kernel_tree) / C_MODULE_PATHS[m] for m in STACK_MODULES["c"]}
+    paths["ib_verbs_client"] = Path(args.verbs_twin or "verbs-twin-not-given/ib_verbs_client.ko")
+    return paths
 
 
 def net_module_paths(args) -> dict[str, Path]:
@@ -661,6 +664,7 @@ def common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cx-model", required=True)
     p.add_argument("--fw-version", default=DEFAULT_FW)
     p.add_argument("--workdir", required=True, help="directory for logs and the initramfs")
+    p.add_argument("--verbs-twin", help="the C twin of ib_verbs_client (tools/verbs-twin), for STACK=c")
     p.add_argument("--guest-tool", action="append", type=Path, default=[], dest="guest_tools",
                    help="a program built here, copied to the guest's /usr/bin (repeatable)")
 

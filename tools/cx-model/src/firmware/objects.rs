@@ -380,8 +380,9 @@ pub fn modify_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
     Ok(output(16))
 }
 
-/// QUERY_QP: the QP's context as created, with its current state. (Attributes that modify
-/// commands set are not reflected yet; the data path will keep them.)
+/// QUERY_QP: the QP's context as created, with its current state and the remote QP number of
+/// its last INIT2RTR (the C driver reports it as `dest_qp_num`). (Other attributes that modify
+/// commands set are not reflected yet.)
 pub fn query_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
     const QPC: std::ops::Range<usize> = 0x18..0x100;
     const OUT_LEN: usize = 0x1d0;
@@ -396,6 +397,10 @@ pub fn query_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
         out[QPC].copy_from_slice(ctx);
     }
     ifc::set(&mut out, STATE, qp.qp_state as u64);
+    // The QP context sits at the same offset in the modify inputs and in this output.
+    if let Some(rtr) = qp.modified.get(&crate::opcodes::op::INIT2RTR_QP) {
+        ifc::set(&mut out, qpc::REMOTE_QPN, ifc::get(rtr, qpc::REMOTE_QPN));
+    }
     Ok(out)
 }
 

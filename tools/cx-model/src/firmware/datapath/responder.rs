@@ -171,8 +171,32 @@ fn receive_error(fw: &mut Firmware, mem: &mut dyn GuestMemory, qp: &QpInfo, r: &
     queue_pair::fail(fw, mem, qp.qpn, QpState::Err);
 }
 
+/// An RC receive completed with an error: the requester gets `nak` and the QP moves to the
+/// error state. A QP looped back to itself takes the NAK before the flush, as a peer would
+/// (its request completes with the NAK's error, not with a flush).
+#[allow(clippy::too_many_arguments)]
+fn rc_receive_error(
+    fw: &mut Firmware,
+    mem: &mut dyn GuestMemory,
+    qp: &QpInfo,
+    r: &Receive,
+    p: &Packet,
+    nak: Nak,
+    s: Syndrome,
+    now: Instant,
+) {
+    consume(fw, qp.qpn, r);
+    let c = Cqe::responder_error(qp.qpn, r.index, s);
+    completion::post(fw, mem, qp.cqn_rcv, c);
+    reply(fw, p, Body::Nak(nak));
+    if p.sqpn == qp.qpn && p.slid == p.dlid {
+        super::pump(fw, mem, now);
+    }
+    queue_pair::fail(fw, mem, qp.qpn, QpState::Err);
+}
+
 /// A request for one of this device's QPs.
-pub fn on_request(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, _now: Instant) {
+pub fn on_request(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, now: Instant) {
     let Some(qp) = destination(fw, &p) else {
         debug!("packet for QP {:#x}, which does not exist: dropped", p.dqpn);
         return;
@@ -214,13 +238,13 @@ pub fn on_request(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, _now:
                 }
                 Err(ScatterError::TooSmall) => {
                     fw.datapath.counters.resp_local_length_error += 1;
-                    reply(fw, &p, Body::Nak(Nak::InvalidRequest));
-                    receive_error(fw, mem, &qp, &r, Syndrome::LocalLength);
+                    let (nak, s) = (Nak::InvalidRequest, Syndrome::LocalLength);
+                    rc_receive_error(fw, mem, &qp, &r, &p, nak, s, now);
                 }
                 Err(ScatterError::Key(e)) => {
                     debug!("QP {:#x}: receive buffer refused: {e:?}", qp.qpn);
-                    reply(fw, &p, Body::Nak(Nak::RemoteOperational));
-                    receive_error(fw, mem, &qp, &r, Syndrome::LocalProt);
+                    let (nak, s) = (Nak::RemoteOperational, Syndrome::LocalProt);
+                    rc_receive_error(fw, mem, &qp, &r, &p, nak, s, now);
                 }
             }
         }

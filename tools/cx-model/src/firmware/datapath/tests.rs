@@ -512,6 +512,27 @@ fn errors_complete_with_the_device_syndrome_and_flush_the_rest() {
     assert_eq!((w.opcode, w.syndrome), (cqe_op::REQ_ERR, 0x12));
     assert_eq!((r.state(&a), r.state(&b)), (QpState::Err, QpState::Err));
 
+    // The same on a QP looped back to itself: its request takes the NAK (remote invalid
+    // request), not a flush; a receive posted later, in the error state, is flushed at the
+    // next tick (the driver rings no doorbell for receives).
+    let cl = r.cq(4, false);
+    let mut l = r.qp(RC, &cl, 3, 3);
+    let lid = r.lid();
+    r.bring_up(&l, l.n, lid, 7, 7);
+    let mut cl = cl;
+    r.post_recv(&mut l, 16, ak, aaddr);
+    r.post_send(&mut l, wqe_op::SEND, 0, &sge(100, ak, aaddr));
+    let w = r.poll(&mut cl).unwrap();
+    assert_eq!((w.opcode, w.syndrome, w.counter), (cqe_op::RESP_ERR, 0x01, 0));
+    let w = r.poll(&mut cl).unwrap();
+    assert_eq!((w.opcode, w.syndrome), (cqe_op::REQ_ERR, 0x12));
+    assert!(r.poll(&mut cl).is_none());
+    r.post_recv(&mut l, 64, ak, aaddr);
+    assert!(r.poll(&mut cl).is_none(), "not before the tick");
+    r.tick(Instant::now() + std::time::Duration::from_millis(20));
+    let w = r.poll(&mut cl).unwrap();
+    assert_eq!((w.opcode, w.syndrome, w.counter), (cqe_op::RESP_ERR, 0x05, 1));
+
     // Moving a QP to the error state by command flushes its posted receives.
     let (_a, _ca, mut b, mut cb) = r.rc_pair(7);
     r.post_recv(&mut b, 64, bk, baddr);
