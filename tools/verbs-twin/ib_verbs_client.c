@@ -518,6 +518,11 @@ static int phase1_exercise(const char *name, struct env *e, struct tqp *t)
 	err = send_recv(e, t, MSG, &send, &recv);
 	if (err)
 		return err;
+	/*
+	 * The completions can be polled before the interrupt of the event is handled: wait (at most
+	 * 1 s) for the event the arm promised, so that the count does not depend on timing.
+	 */
+	wait_event_timeout(e->ev.wake, atomic_read(&e->ev.count) != before, msecs_to_jiffies(1000));
 	events = atomic_read(&e->ev.count) - before;
 	pr_info("%s: send %s %s; recv %s %s %u bytes imm 0x%x from qp 0x%x; data %s; %d completion event(s)\n",
 		name, opcode_name(send.opcode), status_name(send.status), opcode_name(recv.opcode),
