@@ -771,18 +771,38 @@ out:
 	return err;
 }
 
-/* SRQ: 1000 messages into an RC QP whose receives come from an SRQ of 16. */
+/* SRQ limit events, counted by the SRQ's event handler (atomic context). */
+static void srq_event(struct ib_event *ev, void *ctx)
+{
+	struct events *limits = ctx;
+
+	if (ev->event == IB_EVENT_SRQ_LIMIT_REACHED) {
+		atomic_inc(&limits->count);
+		wake_up_all(&limits->wake);
+	}
+}
+
+/*
+ * SRQ: 1000 messages into an RC QP whose receives come from an SRQ of 16, armed once with limit
+ * 4 before the first receive is posted (one limit event: arming again is the consumer's job).
+ */
 static int phase_srq(struct ib_device *dev, const char *name)
 {
 	struct ib_srq_init_attr sa = {
+		.event_handler = srq_event,
 		.attr = { .max_wr = 16, .max_sge = 1 }, .srq_type = IB_SRQT_BASIC,
 	};
+	struct ib_srq_attr limit = { .srq_limit = 4 };
 	struct ib_srq *srq = NULL;
+	struct events limits;
 	struct tally ty = {};
 	struct tqp t = {};
 	struct env *e;
 	int err;
 
+	atomic_set(&limits.count, 0);
+	init_waitqueue_head(&limits.wake);
+	sa.srq_context = &limits;
 	e = env_create(dev, 64, BATCH * 1024, IB_ACCESS_LOCAL_WRITE);
 	if (IS_ERR(e))
 		return PTR_ERR(e);
@@ -796,11 +816,16 @@ static int phase_srq(struct ib_device *dev, const char *name)
 	if (!err)
 		err = connect_rc(&t, t.qp->qp_num, 0, 7);
 	if (!err)
+		err = ib_modify_srq(srq, &limit, IB_SRQ_LIMIT);
+	if (!err)
 		err = rc_many(e, &t, srq, 512, false, &ty);
 	if (err)
 		goto out;
-	pr_info("%s: srq: %d messages of 512 bytes through an SRQ of 16 asked (driver: %u): %d received intact, %d send completion(s) (1 in %d signalled), %d failed completion(s)\n",
-		name, MANY, sa.attr.max_wr, ty.intact, ty.sends, BATCH, ty.failed);
+	/* The event may be handled after the completions were polled. */
+	wait_event_timeout(limits.wake, atomic_read(&limits.count), msecs_to_jiffies(1000));
+	pr_info("%s: srq: %d messages of 512 bytes through an SRQ of 16 asked (driver: %u): %d received intact, %d send completion(s) (1 in %d signalled), %d failed completion(s); limit 4 armed once: %d limit event(s)\n",
+		name, MANY, sa.attr.max_wr, ty.intact, ty.sends, BATCH, ty.failed,
+		atomic_read(&limits.count));
 out:
 	if (t.qp)
 		ib_destroy_qp(t.qp);

@@ -9,10 +9,10 @@
 #     to itself, DMA MR; 2 wrong transitions refused; one of each live; SEND with imm 0x1234,
 #     RDMA write and read, short receive, bad rkey, reset and reconnect;
 #   - further phases, one line each: UD (1000 messages through an AH, 40-byte GRH area), SRQ
-#     (1000 messages), RC ring wrap-around (1000 messages, SQ/RQ 8, CQ 16, 1 send in 8
-#     signalled), inline sends (1000), atomics (C mlx5_ib refuses them on kernel QPs with
-#     EOPNOTSUPP: that is the C line), errors (RNR retries exhausted and flush, wrong lkey,
-#     wrong rkey on a read) with recovery through RESET;
+#     (1000 messages, its limit armed once: one limit event), RC ring wrap-around (1000
+#     messages, SQ/RQ 8, CQ 16, 1 send in 8 signalled), inline sends (1000), atomics (C mlx5_ib
+#     refuses them on kernel QPs with EOPNOTSUPP: that is the C line), errors (RNR retries
+#     exhausted and flush, wrong lkey, wrong rkey on a read) with recovery through RESET;
 #   - `rdma res show pd|cq|mr|qp` list exactly one object of each type for comm
 #     [ib_verbs_client] while it is loaded, none after;
 #   - the device unregistering under the client releases its objects; a device registering
@@ -22,7 +22,6 @@
 # Everything else is literal, as C prints it (sizes the C driver rounds: SRQ 16 -> 31, SQ 8 ->
 # 10, CQ 16 -> 31, CQ 64 -> 127; max_inline_data 120). rq-psn/sq-psn are 0 because cx-model's
 # QUERY_QP does not report PSNs yet (both stacks query the same model).
-# Not covered: the SRQ limit event (cx-model does not implement ARM_RQ).
 
 client="$stack_dir/ib_verbs_client.ko"
 qpn='0x[0-9a-f]+'
@@ -50,8 +49,8 @@ check_output "phase 1: a wrong rkey gives RemAccessErr; after RESET and reconnec
 	'ib_verbs_client: mlx5_0: bad rkey: RemAccessErr; after reset and reconnect: send Success, recv Success, data intact$' dmesg
 check_output "ud: 1000 messages through an AH, all intact behind the 40-byte GRH area" \
 	'ib_verbs_client: mlx5_0: ud: 1000 messages of 256 bytes to own qp through an AH: 1000 sends completed, 1000 received intact with byte_len 296 \(40-byte GRH area first\), 0 failed completion\(s\)$' dmesg
-check_output "srq: 1000 messages through an SRQ, all intact" \
-	'ib_verbs_client: mlx5_0: srq: 1000 messages of 512 bytes through an SRQ of 16 asked \(driver: 31\): 1000 received intact, 125 send completion\(s\) \(1 in 8 signalled\), 0 failed completion\(s\)$' dmesg
+check_output "srq: 1000 messages through an SRQ, all intact; the limit armed once raises one event" \
+	'ib_verbs_client: mlx5_0: srq: 1000 messages of 512 bytes through an SRQ of 16 asked \(driver: 31\): 1000 received intact, 125 send completion\(s\) \(1 in 8 signalled\), 0 failed completion\(s\); limit 4 armed once: 1 limit event\(s\)$' dmesg
 check_output "rc wrap: 1000 messages around small rings, 1 send in 8 signalled" \
 	'ib_verbs_client: mlx5_0: rc wrap: 1000 messages of 512 bytes, sq 8 rq 8 cq 16 asked \(driver: sq 10 rq 8 cq 31\): 1000 received intact, 125 send completion\(s\) \(1 in 8 signalled\), 0 failed completion\(s\)$' dmesg
 check_output "inline: 1000 inline sends from unmapped memory, all intact" \

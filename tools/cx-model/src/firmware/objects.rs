@@ -446,6 +446,24 @@ pub fn create_rmp(fw: &mut Firmware, input: &Input) -> CmdResult {
     created(n)
 }
 
+/// MODIFY_RMP fields: the RMP, the field-select bit of the limit, the limit (`rmpc.wq.lwm`).
+mod modify_rmp {
+    use crate::ifc::Field;
+    pub const RMPN: Field = Field::new(0x48, 24);
+    pub const SELECT_LWM: Field = Field::new(0xbf, 1);
+    pub const LWM: Field = Field::new(0x2b0, 16);
+}
+
+/// MODIFY_RMP: only the limit (how a driver arms an SRQ's limit event) is kept.
+pub fn modify_rmp(fw: &mut Firmware, input: &Input) -> CmdResult {
+    let n = input.get(modify_rmp::RMPN) as u32;
+    need(fw.objects.exists(Kind::Rmp, n), 13)?;
+    if input.get(modify_rmp::SELECT_LWM) == 1 {
+        fw.datapath.arm_srq(n, input.get(modify_rmp::LWM) as u16);
+    }
+    Ok(output(16))
+}
+
 /// ALLOC_XRCD.
 pub fn alloc_xrcd(fw: &mut Firmware, input: &Input) -> CmdResult {
     let n = fw

@@ -123,6 +123,12 @@ impl DataPath {
         self.cqs.remove(&cqn);
     }
 
+    /// Arms SRQ (RMP) `srqn` with limit `lwm` (0 disarms): it raises an event when fewer WQEs
+    /// than that are left.
+    pub fn arm_srq(&mut self, srqn: u32, lwm: u16) {
+        self.srqs.entry(srqn).or_default().lwm = lwm;
+    }
+
     /// Forgets the state of a destroyed SRQ (RMP).
     pub fn forget_srq(&mut self, srqn: u32) {
         self.srqs.remove(&srqn);
