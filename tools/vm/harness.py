@@ -11,7 +11,8 @@ For one run it
   4. parses the scenario's KTAP and reports pass/fail.
 A scenario with a `# vms: 2` header runs in two guests at once, each with its own cx-model: the
 guests are linked by a virtio-net NIC pair (QEMU stream netdev on a unix socket, static addresses
-10.23.0.1 and 10.23.0.2), the two models by a wire socket, and the scenario branches on $VM_INDEX.
+10.23.0.1 and 10.23.0.2), the two models by a wire socket, and the scenario branches on $VM_INDEX;
+with `# vm-stacks: rust c` VM 0 runs the Rust stack and VM 1 the C stack.
 
 Usage: harness.py run --scenario NAME --stack rust|c [options]   (see --help)
        harness.py shell --stack rust|c [options]
@@ -139,12 +140,31 @@ def header_lines(path: Path) -> list[str]:
 
 
 def scenario_stacks(path: Path) -> list[str]:
-    """Stacks a scenario runs on, from a `# stacks: rust c` header line (default: both)."""
+    """Stacks a scenario runs on, from a `# stacks: rust c` header line (default: both). A
+    scenario whose VMs run different stacks (`# vm-stacks:`) runs once, under its first VM's
+    stack."""
+    vm_stacks = scenario_vm_stacks(path)
+    if vm_stacks:
+        return vm_stacks[:1]
     for line in header_lines(path):
         m = re.match(r"#\s*stacks:\s*(.+)", line)
         if m:
             return m.group(1).split()
     return ["rust", "c"]
+
+
+def scenario_vm_stacks(path: Path) -> list[str] | None:
+    """The stack of each VM, from a `# vm-stacks: rust c` header line (VM 0 on the Rust stack, VM 1
+    on the C stack: traffic between the two stacks), or None when every VM runs the run's stack."""
+    for line in header_lines(path):
+        m = re.match(r"#\s*vm-stacks:\s*(.+)", line)
+        if m:
+            stacks = m.group(1).split()
+            bad = [s for s in stacks if s not in STACK_MODULES]
+            if bad:
+                raise HarnessError(f"{path.name}: `# vm-stacks:`: unknown stack {bad[0]!r}")
+            return stacks
+    return None
 
 
 def scenario_timeout(path: Path) -> int:
@@ -296,8 +316,8 @@ def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[
                            check=True)
 
 
-def module_paths(args) -> dict[str, Path]:
-    if args.stack == "rust":
+def module_paths(args, stack: str) -> dict[str, Path]:
+    if stack == "rust":
         return {m: Path(args.rust_modules) / f"{m}.ko" for m in STACK_MODULES["rust"] + STACK_EXTRAS["rust"]}
     return {m: Path(args.kernel_tree) / C_MODULE_PATHS[m] for m in STACK_MODULES["c"]}
 
@@ -677,6 +697,10 @@ def cmd_run(args) -> int:
         return 2
     try:
         nvms = scenario_vms(path)
+        vm_stacks = scenario_vm_stacks(path)
+        if vm_stacks is not None and len(vm_stacks) != nvms:
+            raise HarnessError(f"{path.name}: `# vm-stacks:` names {len(vm_stacks)} stack(s) "
+                               f"for {nvms} VM(s)")
     except HarnessError as e:
         print(f"harness: {e}", file=sys.stderr)
         return 2
@@ -684,7 +708,7 @@ def cmd_run(args) -> int:
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     timeout = args.timeout or scenario_timeout(path)
-    label = f"{args.scenario} ({args.stack})"
+    label = f"{args.scenario} ({'+'.join(vm_stacks) if vm_stacks else args.stack})"
     started = time.monotonic()
     # One guest keeps its files in the run's directory; two guests each have a subdirectory.
     if nvms == 1:
@@ -697,12 +721,13 @@ def cmd_run(args) -> int:
         initrds = []
         for vm in vms:
             vm.workdir.mkdir(parents=True, exist_ok=True)
-            conf = {"SCENARIO": args.scenario, "STACK": args.stack, "EXPECT_FW": args.fw_version}
+            stack = vm_stacks[vm.index] if vm_stacks else args.stack
+            conf = {"SCENARIO": args.scenario, "STACK": stack, "EXPECT_FW": args.fw_version}
             if link is not None:
                 link.attach(vm)
                 conf.update(link.conf(vm))
             initrds.append(vm.workdir / "initramfs.cpio")
-            build_initramfs(initrds[-1], args.stack, module_paths(args), conf, args.scenario,
+            build_initramfs(initrds[-1], stack, module_paths(args, stack), conf, args.scenario,
                             net_module_paths(args) if link is not None else None)
         for vm in vms:
             vm.kernel_args = scenario_kernel_args(path)
@@ -802,7 +827,7 @@ def cmd_shell(args) -> int:
     run = Vm(args, workdir)
     try:
         initrd = workdir / "initramfs.cpio"
-        build_initramfs(initrd, args.stack, module_paths(args),
+        build_initramfs(initrd, args.stack, module_paths(args, args.stack),
                         {"SCENARIO": "shell", "STACK": args.stack, "EXPECT_FW": args.fw_version}, None)
         run.start_model()
         print(f"harness: cx-model log in {run.model_log}; Ctrl-A X quits QEMU", file=sys.stderr)
