@@ -109,7 +109,7 @@ def harness_selfcheck(tally, harness_args):
     for script in sorted((HARNESS.parent / "scenarios").glob("*.sh")):
         header = set(harness.header_lines(script))
         keyed = [line for line in script.read_text().splitlines()
-                 if re.match(r"#\s*(stacks|timeout|cx-model|kernel-args|host-trace|host-check|vms|vm-stacks)\s*:", line)]
+                 if re.match(r"#\s*(stacks|timeout|cx-model|kernel-args|host-trace|host-check|vms|vm-stacks|install-modules)\s*:", line)]
         stray += [f"{script.name}: {line}" for line in keyed if line not in header]
     for line in stray:
         print(f"  outside the header, ignored: {line}", flush=True)

@@ -73,7 +73,7 @@ GUEST_TOOLS = [
 # Programs built from this repository (--guest-tool), put in the guest's /usr/bin with their libraries.
 REPO_TOOLS: list[Path] = []
 # Data files the tools read.
-GUEST_DATA = ["/usr/share/misc/pci.ids"]
+GUEST_DATA = ["/usr/share/misc/pci.ids", "/etc/rdma/modules/rdma.conf", "/etc/rdma/modules/infiniband.conf"]
 LIBIBVERBS_PROVIDERS = Path("/usr/lib/x86_64-linux-gnu/libibverbs")
 LIBIBVERBS_DRIVERS = Path("/etc/libibverbs.d")
 DEFAULT_FW = "16.35.2000"
@@ -216,6 +216,33 @@ def scenario_vms(path: Path) -> int:
     return 1
 
 
+def scenario_installs_modules(path: Path) -> bool:
+    """Whether the stack's modules are installed in the guest's module tree, from an
+    `# install-modules: yes` header line (see `install_modules`)."""
+    return any(re.match(r"#\s*install-modules:\s*yes\s*$", line) for line in header_lines(path))
+
+
+def install_modules(root: Path, stack: str, modules: dict[str, Path], release: str) -> None:
+    """Installs the stack's modules (not the test-only ones) in the guest's module tree
+    `/lib/modules/<release>/` as `make modules_install` and an out-of-tree install would (the C
+    modules under `kernel/` at their paths in the kernel tree, ours under `extra/`) and runs
+    `depmod` on it, so that `modprobe` resolves names, aliases and dependencies in the guest."""
+    base = root / "lib/modules" / release
+    for name in STACK_MODULES[stack]:
+        rel = Path("extra") / f"{name}.ko" if stack == "rust" else Path("kernel") / C_MODULE_PATHS[name]
+        (base / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(modules[name], base / rel)
+    depmod = shutil.which("depmod") or "/usr/sbin/depmod"
+    p = subprocess.run([depmod, "-b", str(root), release], capture_output=True, text=True, check=False)
+    if p.returncode != 0:
+        raise HarnessError(f"depmod of the guest's module tree failed: {p.stderr.strip()}")
+
+
+def kernel_release(args) -> str:
+    """The test kernel's release string (`uname -r` in the guest)."""
+    return (Path(args.kernel_tree) / "include/config/kernel.release").read_text().strip()
+
+
 def scenario_host_checks(path: Path) -> list[str]:
     """Regexes from `# host-check: ...` lines that cx-model's report (commands.txt) must match."""
     return [m.group(1).strip() for line in header_lines(path)
@@ -247,9 +274,11 @@ def copy_into(root: Path, src: str | Path) -> None:
 
 
 def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[str, str],
-                    scenario: str | None, net_modules: dict[str, Path] | None = None) -> None:
+                    scenario: str | None, net_modules: dict[str, Path] | None = None,
+                    install_release: str | None = None) -> None:
     """Writes a newc cpio archive for one run (one guest) to `out`; `net_modules` (the NIC driver,
-    for two-VM runs) go to /lib/modules/net/ with their load order."""
+    for two-VM runs) go to /lib/modules/net/ with their load order; with `install_release`, the
+    stack's modules are also installed in /lib/modules/<release>/ (`install_modules`)."""
     with tempfile.TemporaryDirectory(prefix="rdma-rs-initramfs-") as tmp:
         root = Path(tmp)
         for d in ["bin", "sbin", "etc", "proc", "sys", "dev", "tmp", "root", "lib/rdma-rs",
@@ -261,7 +290,7 @@ def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[
         shutil.copy2(busybox, root / "bin/busybox")
         shutil.copy2(GUEST / "init", root / "init")
         (root / "init").chmod(0o755)
-        for f in ["ktap.sh", "stack.sh", "net.sh"]:
+        for f in ["ktap.sh", "stack.sh", "net.sh", "hotplug.sh"]:
             shutil.copy2(GUEST / f, root / "lib/rdma-rs" / f)
         for s in SCENARIOS.glob("*.sh"):
             shutil.copy2(s, root / "scenarios" / s.name)
@@ -299,6 +328,8 @@ def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[
             if not src.exists():
                 raise HarnessError(f"test module {name} not found at {src} (run make build)")
             shutil.copy2(src, root / f"lib/modules/{stack}/{name}.ko")
+        if install_release is not None:
+            install_modules(root, stack, modules, install_release)
         if net_modules:
             (root / "lib/modules/net").mkdir(parents=True)
             for name, src in net_modules.items():
@@ -728,7 +759,8 @@ def cmd_run(args) -> int:
                 conf.update(link.conf(vm))
             initrds.append(vm.workdir / "initramfs.cpio")
             build_initramfs(initrds[-1], stack, module_paths(args, stack), conf, args.scenario,
-                            net_module_paths(args) if link is not None else None)
+                            net_module_paths(args) if link is not None else None,
+                            kernel_release(args) if scenario_installs_modules(path) else None)
         for vm in vms:
             vm.kernel_args = scenario_kernel_args(path)
         start_models(vms, link, scenario_model_args(path))
