@@ -70,10 +70,15 @@ ifneq ($(SKIP_KERNEL),1)
 	tools/kernel/build-kernel.sh $(REPO) "$(PRISTINE)" $(KTREE) $(BINDGEN)
 endif
 
-## Our Rust modules, against the test kernel; clippy runs as part of the build.
+## Our Rust modules, against the test kernel; clippy runs as part of the build. Which ones: the
+## symbols of Kconfig, evaluated against the kernel into $(RDMA_RS_CONFIG) (RDMA_RS_SET="CONFIG_...=n"
+## changes one; the choice is kept there).
+RDMA_RS_CONFIG := $(OUT)/rdma-rs.config
+RDMA_RS_SET ?=
 modules: kernel
 	@mkdir -p $(RUST_MODULES)
-	$(KMAKE) M=$(REPO) MO=$(RUST_MODULES) CLIPPY=1 modules
+	tools/kernel/rdma-rs-config.sh $(REPO) $(KTREE) $(RDMA_RS_CONFIG) $(BINDGEN) $(RDMA_RS_SET)
+	$(KMAKE) M=$(REPO) MO=$(RUST_MODULES) RDMA_RS_CONFIG=$(RDMA_RS_CONFIG) CLIPPY=1 modules
 
 ## The C twin of ib_verbs_client: an external C module against the test kernel's C ib_core.
 verbs-twin: kernel
