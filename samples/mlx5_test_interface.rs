@@ -13,6 +13,12 @@
 //! With `nop_commands=N`, `add` also starts N NOP commands at once, each from its own work item
 //! through the function's command handle, and logs how long each took (`rust-cmd-concurrency`);
 //! `remove` waits for them.
+//!
+//! With `completion=1`, `add` also exercises `mlx5_core`'s completion side the way `mlx5_ib`
+//! uses it, and logs what it got: the EQ of every completion vector (creating each vector's
+//! interrupt, `mlx5_comp<i>@pci:<function>` in `/proc/interrupts`), doorbell records, a
+//! coherent buffer, three blue-flame registers (the third from a new UAR page), and a CQ and a
+//! QP handler registration kept until `remove`.
 
 use kernel::{
     auxiliary,
@@ -30,7 +36,10 @@ use kernel::{
     workqueue::{Work, WorkItem},
 };
 use mlx5_core::{
-    auxdev::{self, Event, EventNotifier, Mlx5Device, NotifierRegistration},
+    auxdev::{
+        self, CqHandler, CqRegistration, Event, EventNotifier, Mlx5Device, NotifierRegistration,
+        Resource, ResourceHandler, ResourceRegistration,
+    },
     commands::Commands,
     ifc::{Nop, PlainIn},
 };
@@ -125,9 +134,89 @@ impl EventNotifier for EventLog {
     }
 }
 
+/// Counts the completion and async events of the CQ and QP it is registered for.
+struct QueueEvents(Atomic<u32>);
+
+impl CqHandler for QueueEvents {
+    fn completion(&self) {
+        self.0.fetch_add(1, Relaxed);
+    }
+    fn event(&self, _event_type: u8) {
+        self.0.fetch_add(1, Relaxed);
+    }
+}
+
+impl ResourceHandler for QueueEvents {
+    fn event(&self, _event_type: u8) {
+        self.0.fetch_add(1, Relaxed);
+    }
+}
+
+/// The CQ number the test registers (no such CQ exists: nothing is dispatched to it).
+const TEST_CQN: u32 = 0x00ab_cdef;
+
+/// Uses every part of the completion side once; returns the registrations to keep.
+fn exercise_completion(dev: &Mlx5Device) -> Result<(CqRegistration, ResourceRegistration)> {
+    let n = dev.comp_vectors();
+    pr_info!("completion {}: {n} completion vector(s)\n", dev.name());
+    for v in 0..n {
+        let eqn = dev.comp_eqn(v)?;
+        // Asked again, the same EQ (created once).
+        if dev.comp_eqn(v)? != eqn {
+            return Err(EINVAL);
+        }
+        pr_info!("completion {}: vector {v}: EQ {eqn}\n", dev.name());
+    }
+    if dev.comp_eqn(n).err() != Some(EINVAL) {
+        return Err(EINVAL);
+    }
+    // Two doorbell records: neighbours in one page, zeroed, words kept big-endian.
+    let a = dev.alloc_db()?;
+    let b = dev.alloc_db()?;
+    a.set(0, 0x1234_5678);
+    a.set(1, 7);
+    if b.dma().abs_diff(a.dma()) != 64 || a.get(0) != 0x1234_5678 || a.get(1) != 7 || b.get(0) != 0
+    {
+        return Err(EINVAL);
+    }
+    // A coherent buffer, rounded up to pages.
+    let buf = dev.alloc_coherent(5000)?;
+    buf.write_be32(4996, 0xdead_beef)?;
+    if buf.len() != 8192 || buf.read_be32(4996)? != 0xdead_beef || buf.read_u8(4996)? != 0xde {
+        return Err(EINVAL);
+    }
+    if buf.read_be64(8190).err() != Some(EINVAL) {
+        return Err(EINVAL);
+    }
+    // Blue-flame registers: two from the function's UAR page, the third from a new one.
+    let r0 = dev.alloc_bfreg()?;
+    let r1 = dev.alloc_bfreg()?;
+    let r2 = dev.alloc_bfreg()?;
+    pr_info!(
+        "completion {}: UAR {}, bfregs on UARs {} {} {}, doorbell records {} bytes apart\n",
+        dev.name(),
+        dev.uar().index(),
+        r0.uar_index(),
+        r1.uar_index(),
+        r2.uar_index(),
+        b.dma().abs_diff(a.dma())
+    );
+    drop((r0, r1, r2, a, b, buf));
+    let h = Arc::new(QueueEvents(Atomic::new(0)), GFP_KERNEL)?;
+    let cq = dev.register_cq(TEST_CQN, h.clone())?;
+    if dev.register_cq(TEST_CQN, h.clone()).err() != Some(EEXIST) {
+        return Err(EINVAL);
+    }
+    let qp = dev.register_resource(Resource::Qp(0x42), h)?;
+    pr_info!("completion {}: ok\n", dev.name());
+    Ok((cq, qp))
+}
+
 /// What it keeps per bound function. Dropped after unbind: the notifier goes first, then the
 /// NOPs are waited for, then their queue.
 struct PerFunction {
+    /// The CQ and QP registrations of `completion=1`.
+    queues: Option<(CqRegistration, ResourceRegistration)>,
     notifier: Option<NotifierRegistration>,
     events: Arc<EventLog>,
     nops: Arc<Outstanding>,
@@ -138,6 +227,7 @@ struct PerFunction {
 
 impl Drop for PerFunction {
     fn drop(&mut self) {
+        drop(self.queues.take());
         drop(self.notifier.take());
         self.nops.wait();
         drop(self.queue.take());
@@ -207,6 +297,7 @@ impl auxiliary::Driver for TestDriver {
             GFP_KERNEL,
         )?;
         let mut function = PerFunction {
+            queues: None,
             notifier: None,
             events: events.clone(),
             nops: start_nops(&dev, &queue, n)?,
@@ -214,6 +305,15 @@ impl auxiliary::Driver for TestDriver {
         };
         // On failure `function` drops: the NOPs are waited for.
         function.notifier = Some(dev.register_notifier(events)?);
+        if module_parameters::completion.value() != 0 {
+            match exercise_completion(&dev) {
+                Ok(q) => function.queues = Some(q),
+                Err(e) => {
+                    pr_info!("completion {}: error {}\n", dev.name(), e.to_errno());
+                    return Err(e);
+                }
+            }
+        }
         Ok(function)
     }
 }
@@ -247,6 +347,10 @@ module! {
         nop_commands: u32 {
             default: 0,
             description: "NOP commands to start at once on each function at add (at most 64)",
+        },
+        completion: u32 {
+            default: 0,
+            description: "1: exercise the completion side of each function at add",
         },
     },
 }

@@ -16,8 +16,18 @@
 //! control vector's interrupt thread calls notifiers under a spinlock that is only ever held to
 //! change the list or to call them, never across a probe or a driver's other callbacks.
 
+pub use crate::coherent::CoherentBuf;
 use crate::commands::Commands;
+use crate::completion_eq::CompEqs;
+use crate::cq_table::CqTable;
+pub use crate::cq_table::{CqHandler, CqRegistration};
+use crate::doorbell::DbPool;
+pub use crate::doorbell::DoorbellRecord;
 pub use crate::hca::HcaCaps;
+use crate::resources::ResourceTable;
+pub use crate::resources::{Resource, ResourceHandler, ResourceRegistration};
+use crate::uar::BfregPool;
+pub use crate::uar::{Bfreg, Uar};
 use kernel::{
     auxiliary,
     device::{self, Bound},
@@ -178,9 +188,79 @@ pub struct Mlx5Device {
     fw_pages: Arc<Atomic<u32>>,
     parent: ARef<device::Device>,
     notifiers: Arc<Notifiers>,
+    comp: Arc<CompEqs>,
+    cq_table: Arc<CqTable>,
+    resources: Arc<ResourceTable>,
+    uar: Uar,
+    bfregs: Arc<BfregPool>,
+    dbs: Arc<DbPool>,
 }
 
 impl Mlx5Device {
+    /// The function's PCI device, bound.
+    fn bound_parent(&self) -> &device::Device<Bound> {
+        // SAFETY: INVARIANT: an `Mlx5Device` is the registration data of the function's
+        // auxiliary device and is only reachable (through `device_data`, by a driver bound to
+        // that device) while the device exists. `mlx5_core` deletes the auxiliary device (which
+        // unbinds its driver and drops this data) in `Function::tear_down`, which runs in the
+        // PCI driver's unbind (or in a failed probe) before the PCI function is unbound; and the
+        // registration's `'bound` lifetime ties it to the PCI device's bound scope. So the parent
+        // is bound whenever `&self` exists.
+        unsafe { self.parent.as_bound() }
+    }
+
+    /// Number of completion vectors (C's `mlx5_comp_vectors_max`).
+    pub fn comp_vectors(&self) -> u32 {
+        self.comp.count()
+    }
+
+    /// EQ number of completion vector `vector` (C's `mlx5_comp_eqn_get`; `EINVAL` past the
+    /// count), creating the vector's interrupt and EQ on first use as the 7.3 C driver does.
+    /// Sleeps (firmware command).
+    pub fn comp_eqn(&self, vector: u32) -> Result<u32> {
+        self.comp.eqn(self.bound_parent(), vector)
+    }
+
+    /// Registers `handler` for CQ `cqn` (C's CQ table): completion events from the CQ's EQ, CQ
+    /// error events from the async EQ. `EEXIST` if the CQ has a handler. Dropping the
+    /// registration unregisters; once the drop returns, the handler is not running and is never
+    /// called again.
+    pub fn register_cq(&self, cqn: u32, handler: Arc<dyn CqHandler>) -> Result<CqRegistration> {
+        self.cq_table.register(cqn, handler)
+    }
+
+    /// Registers `handler` for the async events of a QP or SRQ (routed by resource number and
+    /// type as C's `mlx5_eq_async_int` and resource event notifiers do). `EEXIST` if it has one.
+    pub fn register_resource(
+        &self,
+        res: Resource,
+        handler: Arc<dyn ResourceHandler>,
+    ) -> Result<ResourceRegistration> {
+        self.resources.register(res, handler)
+    }
+
+    /// The function's UAR page used for CQ arm doorbells (C's `mdev->priv.uar`).
+    pub fn uar(&self) -> &Uar {
+        &self.uar
+    }
+
+    /// A blue-flame register for a kernel send queue (C's
+    /// `mlx5_alloc_bfreg(mdev, bfreg, false, false)`). Sleeps (may allocate a UAR page).
+    pub fn alloc_bfreg(&self) -> Result<Bfreg> {
+        self.bfregs.alloc()
+    }
+
+    /// A zeroed doorbell record from the per-page pool (C's `mlx5_db_alloc`). Sleeps.
+    pub fn alloc_db(&self) -> Result<DoorbellRecord> {
+        self.dbs.alloc(self.bound_parent())
+    }
+
+    /// Zeroed coherent DMA memory on the PCI function (C's `mlx5_frag_buf_alloc_node` /
+    /// `dma_alloc_coherent`) for rings and buffers; `len` rounded up to pages. Sleeps.
+    pub fn alloc_coherent(&self, len: usize) -> Result<CoherentBuf> {
+        CoherentBuf::new(self.bound_parent(), len)
+    }
+
     /// The auxiliary device's id (`N` in `mlx5_core.rdma.<N>`), stable while the function is
     /// bound.
     pub fn id(&self) -> u32 {
@@ -301,6 +381,16 @@ pub(crate) struct DeviceParts {
     pub(crate) caps: HcaCaps,
     /// The firmware page count.
     pub(crate) fw_pages: Arc<Atomic<u32>>,
+    /// The completion vectors.
+    pub(crate) comp: Arc<CompEqs>,
+    /// The CQ table.
+    pub(crate) cq_table: Arc<CqTable>,
+    /// The QP/SRQ event handlers.
+    pub(crate) resources: Arc<ResourceTable>,
+    /// The function's UAR page.
+    pub(crate) uar: Uar,
+    /// The blue-flame registers.
+    pub(crate) bfregs: Arc<BfregPool>,
 }
 
 impl<'bound> AuxDevice<'bound> {
@@ -322,6 +412,12 @@ impl<'bound> AuxDevice<'bound> {
             fw_pages: parts.fw_pages,
             parent: parent.into(),
             notifiers,
+            comp: parts.comp,
+            cq_table: parts.cq_table,
+            resources: parts.resources,
+            uar: parts.uar,
+            bfregs: parts.bfregs,
+            dbs: DbPool::new()?,
         };
         let registration =
             auxiliary::Registration::new(parent, RDMA_NAME, id.0, MODULE_NAME, data)?;

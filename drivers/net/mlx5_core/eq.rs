@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Event queues: a ring of 64-byte entries in a DMA page that the device writes events into,
+//! Event queues: a ring of 64-byte entries in DMA pages that the device writes events into,
 //! with an owner bit that flips on each pass; the driver consumes entries, then re-arms the
-//! queue through its UAR page so the next event raises the queue's MSI-X vector.
+//! queue through its UAR page so the next event raises the queue's MSI-X vector. The control
+//! EQs take one page (64 entries); completion EQs C's 1024 entries (16 pages, one PAS each).
 
 use crate::cmdq::CmdQueue;
 use crate::dma_page::{DmaPage, PAGE};
@@ -14,9 +15,13 @@ use kernel::{device, io::Io, prelude::*};
 
 /// Size of an event queue entry.
 const EQE_SIZE: usize = Eqe::SIZE;
-/// Entries per queue: one page.
-const LOG_ENTRIES: u32 = 6;
+/// Entries of a control EQ: one page.
+pub(crate) const LOG_ENTRIES: u32 = 6;
 const ENTRIES: u32 = 1 << LOG_ENTRIES;
+/// Entries of a completion EQ (C's `MLX5_COMP_EQ_SIZE`).
+pub(crate) const LOG_COMP_ENTRIES: u32 = 10;
+/// Entries in a page.
+const PER_PAGE: u32 = (PAGE / EQE_SIZE) as u32;
 /// Offsets in a UAR page of the EQ doorbells: update and arm, or update only.
 const DOORBELL_ARM: usize = 0x40;
 /// Size of a UAR page (the driver sets `log_uar_page_sz` to 0: 4 KiB).
@@ -32,11 +37,17 @@ pub(crate) mod event {
     pub(crate) const PAGE_REQUEST: u8 = 0x0b;
 }
 
-/// Whether the entry at consumer index `ci` belongs to software: its owner bit equals the
-/// parity of the pass over the ring (entries start with the bit set, the device writes them
-/// with the bit of its pass).
-pub(crate) fn software_owns(owner_byte: u8, ci: u32) -> bool {
-    u32::from(owner_byte & 1) == (ci >> LOG_ENTRIES) & 1
+/// Whether the entry at consumer index `ci` of a ring of `1 << log_entries` belongs to
+/// software: its owner bit equals the parity of the pass over the ring (entries start with the
+/// bit set, the device writes them with the bit of its pass).
+pub(crate) fn software_owns(owner_byte: u8, ci: u32, log_entries: u32) -> bool {
+    u32::from(owner_byte & 1) == (ci >> log_entries) & 1
+}
+
+/// Page and offset in it of entry `ci` of a ring of `1 << log_entries`.
+fn entry_at(ci: u32, log_entries: u32) -> (usize, usize) {
+    let i = ci & ((1 << log_entries) - 1);
+    ((i / PER_PAGE) as usize, (i % PER_PAGE) as usize * EQE_SIZE)
 }
 
 /// The value of an EQ doorbell: consumer index and queue number.
@@ -77,16 +88,17 @@ impl Uar {
         }
     }
 
-    /// Byte offset of the UAR page in BAR0.
-    fn offset(&self) -> usize {
-        self.index as usize * UAR_PAGE
+    /// The UAR's index.
+    pub(crate) fn index(&self) -> u32 {
+        self.index
     }
 }
 
-/// An event queue. Its page is freed only by a successful [`EventQueue::destroy`]: dropped
-/// otherwise, the page is left allocated, since the device may still write it.
+/// An event queue. Its pages are freed only by a successful [`EventQueue::destroy`]: dropped
+/// otherwise, they are left allocated, since the device may still write them.
 pub(crate) struct EventQueue {
-    page: Option<DmaPage>,
+    pages: Option<KVec<DmaPage>>,
+    log_entries: u32,
     eqn: u8,
     ci: u32,
     uar_offset: usize,
@@ -100,34 +112,78 @@ impl EventQueue {
         cmd: &CmdQueue,
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
-        uar: &Uar,
+        uar_index: u32,
         vector: u16,
         mask: u64,
         name: &'static str,
     ) -> Result<Self> {
-        let page = DmaPage::new(dev)?;
+        Self::create_sized(cmd, dev, bar, uar_index, vector, mask, LOG_ENTRIES, name)
+    }
+
+    /// CREATE_EQ of `1 << log_entries` entries (at least a page's worth), as [`Self::create`].
+    #[expect(clippy::too_many_arguments)]
+    pub(crate) fn create_sized(
+        cmd: &CmdQueue,
+        dev: &device::Device<device::Bound>,
+        bar: &Bar0<'_>,
+        uar_index: u32,
+        vector: u16,
+        mask: u64,
+        log_entries: u32,
+        name: &'static str,
+    ) -> Result<Self> {
+        if !(LOG_ENTRIES..=LOG_COMP_ENTRIES).contains(&log_entries) {
+            return Err(EINVAL);
+        }
+        let npages = ((1usize << log_entries) * EQE_SIZE) / PAGE;
+        let mut pages = KVec::with_capacity(npages, GFP_KERNEL)?;
+        // The PAS of the pages after the first, big-endian, after the input layout.
+        let mut pas_tail = KVec::with_capacity((npages - 1) * 8, GFP_KERNEL)?;
         // Entries start owned by the device's first pass.
         let mut fresh = Eqe::new();
         fresh.set_owner(1)?;
-        for i in 0..ENTRIES as usize {
-            page.write_layout(i * EQE_SIZE, &fresh)?;
+        for n in 0..npages {
+            let page = DmaPage::new(dev)?;
+            for i in 0..PER_PAGE as usize {
+                page.write_layout(i * EQE_SIZE, &fresh)?;
+            }
+            if n > 0 {
+                pas_tail.extend_from_slice(&page.dma_address().to_be_bytes(), GFP_KERNEL)?;
+            }
+            pages.push(page, GFP_KERNEL)?;
         }
+        let first = pages.first().ok_or(EINVAL)?.dma_address();
         let q = CreateEqIn::new()
-            .log_eq_size(LOG_ENTRIES.into())?
-            .uar_page(uar.index.into())?
+            .log_eq_size(log_entries.into())?
+            .uar_page(uar_index.into())?
             .intr(vector.into())?
             .log_page_size(0)?
             .event_bitmask(mask)?
-            .pas0(page.dma_address())?;
-        let out = cmd.exec::<CreateEq>(dev, bar, &q)?;
+            .pas0(first)?;
+        let out = match cmd.exec_var::<CreateEq>(dev, bar, None, &q, &pas_tail, 0) {
+            Ok((out, _)) => out,
+            Err(e) => {
+                if e == ETIMEDOUT {
+                    // The device may have taken the queue and may write it: never freed.
+                    core::mem::forget(pages);
+                }
+                return Err(e);
+            }
+        };
         let eqn = out.eq_number() as u8;
         Ok(Self {
-            page: Some(page),
+            pages: Some(pages),
+            log_entries,
             eqn,
             ci: 0,
-            uar_offset: uar.offset(),
+            uar_offset: uar_index as usize * UAR_PAGE,
             name,
         })
+    }
+
+    /// The queue's number.
+    pub(crate) fn eqn(&self) -> u8 {
+        self.eqn
     }
 
     /// DESTROY_EQ.
@@ -141,9 +197,9 @@ impl EventQueue {
             .eq_number(self.eqn.into())
             .and_then(|q| cmd.exec::<DestroyEq>(dev, bar, &q));
         match r {
-            // The device no longer writes the page.
-            Ok(_) => drop(self.page.take()),
-            // The device may still write the page: `Drop` keeps it.
+            // The device no longer writes the pages.
+            Ok(_) => drop(self.pages.take()),
+            // The device may still write the pages: `Drop` keeps them.
             Err(e) => dev_err!(
                 dev,
                 "failed to destroy {} EQ {}: err {}\n",
@@ -165,13 +221,17 @@ impl EventQueue {
         budget: u32,
         mut f: impl FnMut(Eqe),
     ) -> Result<u32> {
-        let Some(page) = self.page.as_ref() else {
+        let Some(pages) = self.pages.as_ref() else {
             return Ok(0);
         };
         let mut taken = 0;
         let mut res = Ok(());
         while taken < budget.min(POLL_BUDGET) {
-            let at = (self.ci % ENTRIES) as usize * EQE_SIZE;
+            let (p, at) = entry_at(self.ci, self.log_entries);
+            let Some(page) = pages.get(p) else {
+                res = Err(EINVAL);
+                break;
+            };
             let seen: Eqe = match page.read_layout(at) {
                 Ok(e) => e,
                 Err(e) => {
@@ -179,7 +239,7 @@ impl EventQueue {
                     break;
                 }
             };
-            if !software_owns(seen.owner() as u8, self.ci) {
+            if !software_owns(seen.owner() as u8, self.ci, self.log_entries) {
                 break;
             }
             // The entry is read again, whole, only after its owner bit said it is complete.
@@ -220,9 +280,9 @@ impl EventQueue {
 
 impl Drop for EventQueue {
     fn drop(&mut self) {
-        if let Some(page) = self.page.take() {
-            // Not destroyed: the device may still write the page, so it is never freed.
-            core::mem::forget(page);
+        if let Some(pages) = self.pages.take() {
+            // Not destroyed: the device may still write the pages, so they are never freed.
+            core::mem::forget(pages);
         }
     }
 }
@@ -237,13 +297,27 @@ mod tests {
     #[test]
     fn owner_parity_flips_each_pass() {
         // Fresh entries (owner 1) are not software's on the first pass; the device writes 0.
-        assert!(!software_owns(1, 0));
-        assert!(software_owns(0, 0));
-        assert!(software_owns(0, ENTRIES - 1));
+        assert!(!software_owns(1, 0, LOG_ENTRIES));
+        assert!(software_owns(0, 0, LOG_ENTRIES));
+        assert!(software_owns(0, ENTRIES - 1, LOG_ENTRIES));
         // Second pass: the device writes 1.
-        assert!(!software_owns(0, ENTRIES));
-        assert!(software_owns(1, ENTRIES));
-        assert!(software_owns(0, 2 * ENTRIES));
+        assert!(!software_owns(0, ENTRIES, LOG_ENTRIES));
+        assert!(software_owns(1, ENTRIES, LOG_ENTRIES));
+        assert!(software_owns(0, 2 * ENTRIES, LOG_ENTRIES));
+        // A completion EQ's passes are 1024 entries long.
+        assert!(software_owns(0, ENTRIES, LOG_COMP_ENTRIES));
+        assert!(!software_owns(0, 1024, LOG_COMP_ENTRIES));
+        assert!(software_owns(1, 1024, LOG_COMP_ENTRIES));
+    }
+
+    #[test]
+    fn entries_span_pages() {
+        assert_eq!(entry_at(0, LOG_ENTRIES), (0, 0));
+        assert_eq!(entry_at(65, LOG_ENTRIES), (0, 0x40));
+        assert_eq!(entry_at(63, LOG_COMP_ENTRIES), (0, 63 * 64));
+        assert_eq!(entry_at(64, LOG_COMP_ENTRIES), (1, 0));
+        assert_eq!(entry_at(1023, LOG_COMP_ENTRIES), (15, 63 * 64));
+        assert_eq!(entry_at(1024 + 130, LOG_COMP_ENTRIES), (2, 2 * 64));
     }
 
     #[test]

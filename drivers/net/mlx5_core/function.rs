@@ -7,17 +7,19 @@
 
 use crate::auxdev::{AuxDevice, DeviceParts, Event, Notifiers};
 use crate::cmd_events::CmdEvents;
+use crate::completion_eq::CompEqs;
+use crate::cq_table::CqTable;
 use crate::hca::{Hca, PortEvent};
+use crate::ifc::Eqe;
 use crate::init_segment::SharedBar;
+use crate::log_limit::LogLimit;
+use crate::resources::{event as rsc_event, ResourceTable};
 use kernel::{
     device::Bound,
     irq::{IrqReturn, ThreadedHandler},
     new_mutex, pci,
     prelude::*,
-    sync::{
-        atomic::{Atomic, Relaxed},
-        Arc, Mutex,
-    },
+    sync::{Arc, Mutex},
 };
 
 /// Port change sub-types, as the C driver names them.
@@ -47,6 +49,12 @@ pub(crate) struct Function<'bound> {
     cmd_events: Arc<CmdEvents>,
     /// The drivers' event notifiers, called by the interrupt thread.
     notifiers: Arc<Notifiers>,
+    /// The CQ table (CQ error events from the interrupt thread).
+    cq_table: Arc<CqTable>,
+    /// The QP/SRQ event handlers (called by the interrupt thread).
+    resources: Arc<ResourceTable>,
+    /// The completion vectors, torn down after the auxiliary device is deleted.
+    comp: Arc<CompEqs>,
     /// `mlx5_core.rdma.<N>`, once published. Its lock is held only to put the device in or take
     /// it out (never while it is created or deleted, which probes or unbinds a driver), and the
     /// interrupt thread never takes it.
@@ -56,63 +64,6 @@ pub(crate) struct Function<'bound> {
     port_log: LogLimit,
 }
 
-/// A log rate limit: at most [`LogLimit::PER_SECOND`] lines in a second; the lines left out are
-/// counted and reported once logging is allowed again. Used by the interrupt thread only.
-pub(crate) struct LogLimit {
-    /// Start of the current one-second window, in ms since boot.
-    window_ms: Atomic<i64>,
-    /// Lines logged in the window.
-    logged: Atomic<u32>,
-    /// Lines left out and not reported yet.
-    suppressed: Atomic<u32>,
-}
-
-impl LogLimit {
-    /// Lines allowed per second.
-    pub(crate) const PER_SECOND: u32 = 10;
-
-    fn new() -> Self {
-        Self {
-            window_ms: Atomic::new(i64::MIN),
-            logged: Atomic::new(0),
-            suppressed: Atomic::new(0),
-        }
-    }
-
-    /// Whether one more line may be logged now (counted when not).
-    fn allow(&self) -> bool {
-        let ok = self.take_slot();
-        if !ok {
-            self.suppressed.fetch_add(1, Relaxed);
-        }
-        ok
-    }
-
-    /// Takes one of the window's lines if one is left.
-    fn take_slot(&self) -> bool {
-        // SAFETY: `ktime_get` only reads the monotonic clock; callable in any context.
-        let now = unsafe { kernel::bindings::ktime_get() } / 1_000_000;
-        if now.saturating_sub(self.window_ms.load(Relaxed)) >= 1000 {
-            self.window_ms.store(now, Relaxed);
-            self.logged.store(0, Relaxed);
-        }
-        if self.logged.load(Relaxed) < Self::PER_SECOND {
-            self.logged.fetch_add(1, Relaxed);
-            true
-        } else {
-            false
-        }
-    }
-
-    /// The lines left out since the last report, once a line may be logged again.
-    fn take_suppressed(&self) -> u32 {
-        if self.suppressed.load(Relaxed) == 0 || !self.take_slot() {
-            return 0;
-        }
-        self.suppressed.xchg(0, Relaxed)
-    }
-}
-
 impl<'bound> Function<'bound> {
     /// Shares `bar` for `pdev`, with no HCA yet ([`Self::adopt`] gives it one): a failure here
     /// leaves the caller's HCA with the caller, to tear down.
@@ -120,6 +71,9 @@ impl<'bound> Function<'bound> {
         pdev: &'bound pci::Device<Bound>,
         bar: SharedBar,
         cmd_events: Arc<CmdEvents>,
+        cq_table: Arc<CqTable>,
+        resources: Arc<ResourceTable>,
+        comp: Arc<CompEqs>,
     ) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(Self {
@@ -128,6 +82,9 @@ impl<'bound> Function<'bound> {
                 hca <- new_mutex!(None),
                 cmd_events,
                 notifiers: Notifiers::new()?,
+                cq_table,
+                resources,
+                comp,
                 aux <- new_mutex!(None),
                 port_log: LogLimit::new(),
             }),
@@ -154,7 +111,7 @@ impl<'bound> Function<'bound> {
         if let Ok(Err(e)) = self.bar.access_with(dev, |bar| self.cmd_events.poll(bar)) {
             dev_err!(self.pdev, "command EQ error: err {}\n", e.to_errno());
         }
-        let ports: KVec<PortEvent> = {
+        let (ports, rsc): (KVec<PortEvent>, KVec<Eqe>) = {
             let mut guard = self.hca.lock();
             let Some(hca) = (*guard).as_mut() else {
                 return;
@@ -168,6 +125,16 @@ impl<'bound> Function<'bound> {
                 }
             }
         };
+        // Resource and CQ events, with no lock held (handlers take only their tables' locks).
+        for e in rsc.iter() {
+            let ty = e.event_type() as u8;
+            if ty == rsc_event::CQ_ERROR {
+                self.cq_table.event(e.cq_err_cqn() as u32, ty);
+            } else {
+                self.resources
+                    .dispatch(ty, e.qp_srq_type() as u8, e.qp_srq_n() as u32);
+            }
+        }
         for p in ports.iter() {
             if self.port_log.allow() {
                 dev_info!(
@@ -205,6 +172,8 @@ impl<'bound> Function<'bound> {
         let aux = self.aux.lock().take();
         // Unbinds the driver (it drops its notifiers) with the lock released.
         drop(aux);
+        // The completion vectors next (their EQs need the HCA), in reverse order.
+        self.comp.tear_down(self.pdev.as_ref());
         let hca = self.hca.lock().take();
         if let Some(hca) = hca {
             let dev = self.pdev.as_ref();
@@ -247,24 +216,5 @@ impl ThreadedHandler for EventHandler<'_> {
     fn handle_threaded(&self) -> IrqReturn {
         self.function.process_events();
         IrqReturn::Handled
-    }
-}
-
-#[kernel::macros::kunit_tests(rdma_rs_mlx5_function)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn port_lines_are_rate_limited_and_the_rest_counted() {
-        let l = LogLimit::new();
-        for _ in 0..LogLimit::PER_SECOND {
-            assert!(l.allow());
-        }
-        // A flood within the same second: counted, not logged, and not reported yet.
-        for _ in 0..1000 {
-            assert!(!l.allow());
-        }
-        assert_eq!(l.take_suppressed(), 0);
-        assert_eq!(l.suppressed.load(Relaxed), 1000);
     }
 }

@@ -10,9 +10,9 @@ use crate::cmdq::CmdQueue;
 use crate::eq::{event, EventQueue, Uar};
 use crate::health::DeviceState;
 use crate::ifc::{
-    AccessReg, AccessRegIn, AtomicCaps, DisableHca, EnableHca, FunctionIn, GeneralCaps, InitHca,
-    PlainIn, QueryAdapter, QueryHcaCap, QueryIssi, SetDriverVersion, SetDriverVersionIn, SetHcaCap,
-    SetIssi, SetIssiIn, TeardownHca, TeardownHcaIn,
+    AccessReg, AccessRegIn, AtomicCaps, DisableHca, EnableHca, Eqe, FunctionIn, GeneralCaps,
+    InitHca, PlainIn, QueryAdapter, QueryHcaCap, QueryIssi, SetDriverVersion, SetDriverVersionIn,
+    SetHcaCap, SetIssi, SetIssiIn, TeardownHca, TeardownHcaIn,
 };
 use crate::init_segment::Bar0;
 use crate::pages::{FwPages, PageRequest};
@@ -117,6 +117,7 @@ impl Hca {
         bar: &Bar0<'_>,
         state: Arc<DeviceState>,
         cmd_events: Arc<CmdEvents>,
+        before_events: &mut dyn FnMut(&HcaCaps) -> Result,
     ) -> Result<Self> {
         let cmd = CmdQueue::new(dev, bar, state)?;
         if let Err(e) = cmd.exec::<EnableHca>(dev, bar, &FunctionIn::new()) {
@@ -136,7 +137,9 @@ impl Hca {
                     pages_eq: None,
                     cmd_events,
                 };
-                match hca.events_up(dev, bar) {
+                // The MSI-X vectors are allocated here, once the capabilities are known and
+                // before the first EQ (as C's `mlx5_irq_table_create` in `mlx5_load`).
+                match before_events(&hca.caps).and_then(|()| hca.events_up(dev, bar)) {
                     Ok(()) => Ok(hca),
                     Err(e) => {
                         hca.tear_down(dev, bar);
@@ -244,7 +247,7 @@ impl Hca {
             &self.cmd,
             dev,
             bar,
-            uar,
+            uar.index(),
             CONTROL_VECTOR,
             1 << EVENT_CMD,
             "cmd",
@@ -255,16 +258,16 @@ impl Hca {
             &self.cmd,
             dev,
             bar,
-            uar,
+            uar.index(),
             CONTROL_VECTOR,
-            1 << event::PORT_CHANGE,
+            (1 << event::PORT_CHANGE) | crate::resources::event::mask(),
             "async",
         )?);
         self.pages_eq = Some(EventQueue::create(
             &self.cmd,
             dev,
             bar,
-            uar,
+            uar.index(),
             CONTROL_VECTOR,
             1 << event::PAGE_REQUEST,
             "pages",
@@ -280,7 +283,7 @@ impl Hca {
         &mut self,
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
-    ) -> KVec<PortEvent> {
+    ) -> (KVec<PortEvent>, KVec<Eqe>) {
         let mut eqes = KVec::new();
         for eq in [self.pages_eq.as_mut(), self.async_eq.as_mut()]
             .into_iter()
@@ -292,6 +295,7 @@ impl Hca {
             }
         }
         let mut ports = KVec::new();
+        let mut resources = KVec::new();
         let mut dropped = 0u32;
         for e in eqes.iter() {
             match e.event_type() as u8 {
@@ -316,16 +320,21 @@ impl Hca {
                         dropped += 1;
                     }
                 }
+                ty if ty < 64 && crate::resources::event::mask() & (1u64 << ty) != 0 => {
+                    if resources.push(e.clone(), GFP_KERNEL).is_err() {
+                        dropped += 1;
+                    }
+                }
                 ty => dev_warn!(dev, "unexpected event type {ty:#x}\n"),
             }
         }
         if dropped != 0 {
             dev_err!(
                 dev,
-                "{dropped} port event(s) not passed on: out of memory\n"
+                "{dropped} port or resource event(s) not passed on: out of memory\n"
             );
         }
-        ports
+        (ports, resources)
     }
 
     /// Tears the HCA down: the event queues and UAR, TEARDOWN_HCA, page reclaim, DISABLE_HCA.
@@ -361,6 +370,11 @@ impl Hca {
             dev,
             "HCA torn down; {given} firmware pages given, {reclaimed} reclaimed\n"
         );
+    }
+
+    /// The index of the function's UAR page (C's `mdev->priv.uar`), once the EQs are up.
+    pub(crate) fn uar_index(&self) -> Option<u32> {
+        self.uar.as_ref().map(|u| u.index())
     }
 
     /// The board id (PSID) the adapter reported.

@@ -420,6 +420,8 @@ layout! {
         log_max_srq: 0xab, 5;
         log_max_cq_sz: 0xc8, 8;
         log_max_cq: 0xdb, 5;
+        /// Log2 of the number of EQs (used when `max_num_eqs` is 0).
+        log_max_eq: 0xfc, 4;
         log_max_mkey: 0xea, 6;
         log_max_ra_req_qp: 0x14a, 6;
         log_max_ra_res_qp: 0x15a, 6;
@@ -440,9 +442,13 @@ layout! {
         xrc: 0x23c, 1;
         log_pg_sz: 0x258, 8;
         driver_version: 0x261, 1;
+        /// Log2 of a blue-flame register's size (two buffers that alternate).
+        log_bf_reg_size: 0x26b, 5;
         max_wqe_sz_sq: 0x290, 16;
         max_wqe_sz_rq: 0x2b0, 16;
         log_max_pd: 0x32b, 5;
+        /// Number of EQs (0: see `log_max_eq`).
+        max_num_eqs: 0x470, 16;
         log_uar_page_sz: 0x490, 16;
     }
     /// Atomic capabilities (`atomic_caps`, as far as used).
@@ -493,6 +499,14 @@ layout! {
         page_num_pages: 0x120, 32;
         /// Port change: the port number (`port_change_eqe.port`, high nibble).
         port_num: 0x140, 4;
+        /// CQ error: the CQ (`cq_err.cqn`, low 24 bits).
+        cq_err_cqn: 0x100, 32;
+        /// QP/SRQ event: the resource's queue type (`qp_srq.type`).
+        qp_srq_type: 0x1a0, 8;
+        /// QP/SRQ event: the resource number (`qp_srq.qp_srq_n`, low 24 bits).
+        qp_srq_n: 0x1c0, 32;
+        /// Completion: the CQ (`comp.cqn`, low 24 bits).
+        comp_cqn: 0x1c0, 32;
         signature: 0x1f0, 8;
         owner: 0x1ff, 1;
     }

@@ -7,18 +7,25 @@
 pub mod auxdev;
 mod cmd_events;
 mod cmdq;
+pub mod coherent;
 pub mod commands;
+mod completion_eq;
+pub mod cq_table;
 mod debugfs;
 mod dma_page;
+pub mod doorbell;
 mod eq;
 mod function;
 mod hca;
 mod health;
 pub mod ifc;
 mod init_segment;
+mod log_limit;
 mod pages;
 mod pci_driver;
+pub mod resources;
 pub mod status;
+pub mod uar;
 
 pub use pci_driver::bound_functions;
 

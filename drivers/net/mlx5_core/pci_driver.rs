@@ -5,11 +5,16 @@
 use crate::auxdev::{DeviceParts, FunctionInfo};
 use crate::cmd_events::CmdEvents;
 use crate::commands::Commands;
+use crate::completion_eq::{self, CompEqs};
+use crate::cq_table::CqTable;
 use crate::debugfs::FunctionDir;
 use crate::function::{EventHandler, Function};
-use crate::hca::{Hca, CONTROL_VECTOR};
+use crate::hca::{Hca, HcaCaps, CONTROL_VECTOR};
 use crate::health::{DeviceState, HealthPoller};
+use crate::ifc::GeneralCaps;
 use crate::init_segment::{self, FwRevision};
+use crate::resources::ResourceTable;
+use crate::uar::{BfregPool, Uar};
 use kernel::{
     device::Core,
     dma::{Device as _, DmaMask},
@@ -184,21 +189,45 @@ impl pci::Driver for Mlx5PciDriver {
             }
             // SAFETY: probe runs before any DMA allocation or mapping for this device.
             unsafe { pdev.dma_set_mask_and_coherent(DmaMask::new::<64>())? };
-            // SAFETY: the vectors are kept in `Mlx5Function::vectors`. On removal the handler
-            // registration (`irq`, declared before them) drops first; on a failed probe the
-            // initializer, which lists `vectors` before `irq`, drops `irq` first; and before the
-            // initializer, no handler exists (locals drop in reverse order, the vectors after
-            // everything created later).
-            let vectors = unsafe { BoundIrqVectors::alloc_msix(pdev, 1, 1)? };
-            let request = vectors.request(CONTROL_VECTOR.into())?;
             let state = DeviceState::new()?;
             let cmd_events = CmdEvents::new()?;
             // BAR0 is shared (command handle, health poll, interrupt handler) from here on.
             let bar = Arc::new(bar.into_devres()?, GFP_KERNEL)?;
             let dev = pdev.as_ref();
+            // The MSI-X vectors, allocated by the bring-up once the capabilities are known.
+            let mut vectors = None;
+            let mut alloc_vectors = |caps: &HcaCaps| -> Result {
+                let c = GeneralCaps::from_bytes(&caps.general);
+                let max_eqs = completion_eq::max_eqs(c.max_num_eqs(), c.log_max_eq());
+                // SAFETY: `pdev` is a bound PCI device (`pci::Device` wraps `struct pci_dev`).
+                let msix = unsafe { kernel::bindings::pci_msix_vec_count(pci_raw(pdev)) };
+                let want = completion_eq::vectors_wanted(
+                    c.num_ports() as u32,
+                    completion_eq::online_cpus(),
+                    max_eqs,
+                    u32::try_from(msix).unwrap_or(1),
+                );
+                // SAFETY: the vectors are kept in `Mlx5Function::vectors`. On removal the
+                // control handler's registration (`irq`, declared before them) drops first,
+                // and the completion vectors' registrations are dropped by `CompEqs::tear_down`
+                // in `Function::tear_down` (unbind, and the drop of `function`, also declared
+                // before them); on a failed probe the initializer, which lists `vectors` before
+                // `irq`, drops `irq` first, and no completion vector exists before the
+                // auxiliary device is published (the last step, torn down on failure); and
+                // before the initializer, no handler exists (locals drop in reverse order, the
+                // vectors after everything created later).
+                vectors = Some(unsafe { BoundIrqVectors::alloc_msix(pdev, 1, want)? });
+                Ok(())
+            };
             let hca = bar
                 .access_with(dev, |b| {
-                    Hca::bring_up(dev, b, state.clone(), cmd_events.clone())
+                    Hca::bring_up(
+                        dev,
+                        b,
+                        state.clone(),
+                        cmd_events.clone(),
+                        &mut alloc_vectors,
+                    )
                 })
                 .and_then(|r| r)
                 .inspect_err(|e| {
@@ -208,9 +237,47 @@ impl pci::Driver for Mlx5PciDriver {
                         e.to_errno()
                     );
                 })?;
+            let Some(vectors) = vectors else {
+                // The bring-up calls the allocation before it succeeds.
+                if bar.access_with(dev, |b| hca.tear_down(dev, b)).is_err() {
+                    dev_err!(pdev, "BAR0 no longer accessible; HCA not torn down\n");
+                }
+                return Err(EINVAL);
+            };
+            let max_eqs = {
+                let c = GeneralCaps::from_bytes(&hca.caps().general);
+                completion_eq::max_eqs(c.max_num_eqs(), c.log_max_eq())
+            };
+            let comp_count = completion_eq::comp_vectors_for(vectors.len(), max_eqs);
+            let prepared = vectors.request(CONTROL_VECTOR.into()).and_then(|request| {
+                let parts = completion_side(pdev, &bar, &hca, &vectors, comp_count)?;
+                Ok((request, parts))
+            });
+            let (request, (comp, cq_table, resources)) = match prepared {
+                Ok(p) => p,
+                Err(e) => {
+                    if bar.access_with(dev, |b| hca.tear_down(dev, b)).is_err() {
+                        dev_err!(pdev, "BAR0 no longer accessible; HCA not torn down\n");
+                    }
+                    return Err(e);
+                }
+            };
+            // The control vector's thread dispatches QP/SRQ events and CQ error events (the
+            // CQ table's last slot): registrations wait for it too.
+            resources.set_irq(request.irq());
+            cq_table.set_irq(comp_count as usize, request.irq());
+            let uar_index = hca.uar_index().unwrap_or(0);
+            let log_bf = GeneralCaps::from_bytes(&hca.caps().general).log_bf_reg_size() as u8;
             // From here a failure tears the HCA down: `Function` owns it as soon as it exists
             // (and tears it down when dropped); before that, `Hca::tear_down` here.
-            let function = match Function::new(pdev, bar.clone(), cmd_events) {
+            let function = match Function::new(
+                pdev,
+                bar.clone(),
+                cmd_events,
+                cq_table.clone(),
+                resources.clone(),
+                comp.clone(),
+            ) {
                 Ok(f) => f,
                 Err(e) => {
                     if bar.access_with(dev, |b| hca.tear_down(dev, b)).is_err() {
@@ -247,6 +314,8 @@ impl pci::Driver for Mlx5PciDriver {
             // Every `?` below drops `function`, which tears the HCA down.
             let caps = caps?;
             let commands = Commands::new(queue, bar.clone(), pdev.as_ref().into());
+            let bfregs = BfregPool::new(commands.clone(), bar.clone(), uar_index, log_bf)?;
+            let uar = Uar::new(uar_index, bar.clone());
             let health = HealthPoller::start(pdev.as_ref(), bar, state)?;
             let fw_pages = pages_counter.clone();
             let debugfs = FunctionDir::new(pdev.as_ref().name(), pages_counter)?;
@@ -276,6 +345,11 @@ impl pci::Driver for Mlx5PciDriver {
                         info,
                         caps,
                         fw_pages,
+                        comp,
+                        cq_table,
+                        resources,
+                        uar,
+                        bfregs,
                     };
                     if let Err(e) = function.publish(parts) {
                         function.tear_down();
@@ -298,6 +372,44 @@ impl pci::Driver for Mlx5PciDriver {
         );
         this.function.tear_down();
     }
+}
+
+/// The `struct pci_dev` of `pdev`.
+fn pci_raw(pdev: &pci::Device<kernel::device::Bound>) -> *mut kernel::bindings::pci_dev {
+    core::ptr::from_ref(pdev)
+        .cast_mut()
+        .cast::<kernel::bindings::pci_dev>()
+}
+
+/// The completion side of a brought-up function: its completion vectors (`count`, on MSI-X
+/// vectors 1 and up), the CQ table and the resource table.
+fn completion_side<'bound>(
+    pdev: &'bound pci::Device<kernel::device::Bound>,
+    bar: &crate::init_segment::SharedBar,
+    hca: &Hca,
+    vectors: &BoundIrqVectors<'bound>,
+    count: u32,
+) -> Result<(Arc<CompEqs>, Arc<CqTable>, Arc<ResourceTable>)> {
+    // A slot per completion vector and one for the control vector.
+    let cq_table = CqTable::new(Some(pdev.as_ref().into()), count as usize + 1)?;
+    let resources = ResourceTable::new()?;
+    let mut requests = KVec::with_capacity(count as usize, GFP_KERNEL)?;
+    for i in 0..count {
+        requests.push(vectors.request(i + 1)?, GFP_KERNEL)?;
+    }
+    // SAFETY: `Function::tear_down` runs `CompEqs::tear_down` before the vectors are freed (see
+    // `alloc_msix` in probe): the `CompEqs` goes to the function, created next.
+    let comp = unsafe {
+        CompEqs::new(
+            pdev.as_ref().into(),
+            hca.command_queue(),
+            bar.clone(),
+            hca.uar_index().ok_or(EINVAL)?,
+            cq_table.clone(),
+            requests,
+        )?
+    };
+    Ok((comp, cq_table, resources))
 }
 
 #[pinned_drop]
