@@ -45,7 +45,7 @@ fn number(s: &str) -> Result<u64, String> {
 /// Bytes from hex digits (`0011ff`; an odd count is refused).
 fn hex_bytes(s: &str) -> Result<Vec<u8>, String> {
     let s = s.strip_prefix("0x").unwrap_or(s);
-    if !s.is_ascii() || s.len() % 2 != 0 {
+    if !s.is_ascii() || !s.len().is_multiple_of(2) {
         return Err(format!("odd number of hex digits in {s:?}"));
     }
     (0..s.len())
