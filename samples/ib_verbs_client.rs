@@ -356,7 +356,7 @@ impl Client for Sample {
     fn add(&self, dev: &Arc<IbDevice>) -> Result<PerDevice> {
         let name = dev.name();
         let name = kernel::str::BStr::from_bytes(&name);
-        let pd = Pd::alloc(dev).inspect_err(|e| {
+        let pd = Pd::alloc(dev, ib_core::kern_name!()).inspect_err(|e| {
             pr_info!("{name}: no kernel verbs (alloc_pd: err {})\n", e.to_errno());
         })?;
         let events = Arc::pin_init(
@@ -381,6 +381,7 @@ impl Client for Sample {
                 comp_vector: 0,
             },
             Some(handler),
+            ib_core::kern_name!(),
         )?;
         let qp = Qp::create(
             &pd,
@@ -396,6 +397,7 @@ impl Client for Sample {
                     max_inline_data: 0,
                 },
                 sq_sig_all: false,
+                kern_name: ib_core::kern_name!(),
             },
         )?;
         let mr = Mr::get_dma_mr(

@@ -93,6 +93,7 @@ pub struct IbDevice {
     #[pin]
     users_gone: CondVar,
     ops: KBox<dyn DynOps>,
+    #[pin]
     restrack: Restrack,
     /// Completed when the device is dropped, after every other field (the driver's operations
     /// included): declared last.
@@ -142,7 +143,7 @@ impl IbDevice {
                 users <- new_mutex!(Users { count: 0, closed: false }),
                 users_gone <- new_condvar!(),
                 ops,
-                restrack: Restrack::new(),
+                restrack <- Restrack::new(),
                 gone: Gone(Arc::pin_init(Completion::new(), GFP_KERNEL)?),
             }? Error),
             GFP_KERNEL,

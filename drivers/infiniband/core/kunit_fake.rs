@@ -48,6 +48,7 @@ pub(crate) fn device_attr() -> DeviceAttr {
         max_qp_wr: 64,
         max_send_sge: 2,
         max_recv_sge: 2,
+        local_dma_lkey: Some(0x5a),
         ..DeviceAttr::default()
     }
 }

@@ -121,6 +121,12 @@ pub trait DeviceOps: Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Entries `cq` holds as the driver made it (C's `ib_cq.cqe`, which drivers set, often
+    /// rounded up); what the consumer asked for when absent.
+    fn cq_size(&self, _cq: &Self::Cq) -> u32 {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Destroys a completion queue (no QP uses it any more).
     fn destroy_cq(&self, _cq: Self::Cq) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -279,6 +285,8 @@ pub(crate) trait CqObject: Send + Sync {
     fn req_notify(&self, solicited: bool) -> Result;
     /// `DeviceOps::poll_cq`.
     fn poll(&self, wc: &mut [WorkCompletion]) -> Result<usize>;
+    /// `DeviceOps::cq_size`, `None` when the driver has none.
+    fn size(&self) -> Option<u32>;
     /// The object as `Any`, for QP creation to find the driver's CQ state.
     fn as_any(&self) -> &dyn Any;
 }
@@ -408,6 +416,10 @@ impl<T: DeviceOps> CqObject for Typed<T, T::Cq> {
 
     fn poll(&self, wc: &mut [WorkCompletion]) -> Result<usize> {
         optional_op!(T::HAS_POLL_CQ, T::poll_cq(&self.ops, &self.obj, wc))
+    }
+
+    fn size(&self) -> Option<u32> {
+        T::HAS_CQ_SIZE.then(|| T::cq_size(&self.ops, &self.obj))
     }
 
     fn as_any(&self) -> &dyn Any {

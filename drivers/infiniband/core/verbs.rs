@@ -9,14 +9,17 @@
 //!   C);
 //! - a QP holds its PD and its CQs, an MR its PD: a PD or CQ is destroyed only after the last
 //!   object using it;
-//! - each live object is counted per device ([`crate::restrack`]), which is what `RES_GET`
-//!   reports.
+//! - each live object is counted and listed per device ([`crate::restrack`]), which is what
+//!   `RES_GET` and `RES_{PD,CQ,QP,MR}_GET` report, with the module that created it
+//!   ([`KernName`], from [`crate::kern_name!`]) and C's use counts (a PD's users are its QPs and
+//!   MRs, a CQ's the QPs completing on it, once per role).
 //!
 //! The driver's side of each object is the driver's own type (`DeviceOps::Pd`, `Cq`, `Qp`,
 //! `Mr`), made in the matching [`crate::ops::DeviceOps`] method; the core keeps it with the
 //! driver's type erased once (see [`crate::ops`]), so a post or a poll is one indirect call, and
 //! gives it back to the driver's destroying verb when the object goes.
 
+pub use crate::restrack::KernName;
 pub use crate::verbs_types::{
     Access, AccessFlags, CompletionHandler, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrField,
     QpAttrMask, QpCap, QpInitDriver, QpState, QpType,
@@ -24,10 +27,16 @@ pub use crate::verbs_types::{
 use crate::{
     ib_device::{DeviceRef, IbDevice},
     ops::{CqObject, MrObject, PdObject, QpObject},
-    restrack::ResType,
+    restrack::{ResType, ResView, Tracked},
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc,
+    },
+};
 
 /// Whether moving a `qp_type` QP from `cur` to `next` with `mask` is allowed: the transitions and
 /// required attributes of the C core's `ib_modify_qp_is_ok` (optional attributes are not
@@ -83,32 +92,129 @@ impl Drop for Counted {
     }
 }
 
+/// Lists `obj` (just put in its `Arc`) in its device's resource tracking.
+fn track<T: Tracked + 'static>(dev: &IbDevice, t: ResType, id: Option<u32>, obj: &Arc<T>) {
+    let ptr: *const T = Arc::as_ptr(obj);
+    // SAFETY: The object is in an `Arc`, so it does not move, and every tracked type unlists
+    // itself first thing in its `Drop`.
+    let _ = unsafe { dev.restrack().track(t, id, ptr as *const dyn Tracked) };
+}
+
+/// Unlists `obj` from its device's resource tracking (in its `Drop`).
+fn untrack<T: Tracked + 'static>(dev: &IbDevice, t: ResType, obj: &T) {
+    let ptr: *const dyn Tracked = obj;
+    dev.restrack().untrack(t, ptr);
+}
+
 /// A protection domain.
 pub struct Pd {
-    // Fields drop in order: the driver's PD, its count, then the device reference.
+    // Fields drop in order (after `Drop::drop` unlists the PD): the internal MR, the driver's
+    // PD, its count, then the device reference.
+    _internal_mr: Option<KBox<dyn MrObject>>,
     drv: KBox<dyn PdObject>,
     _counted: Counted,
     dev: DeviceRef,
+    kern_name: KernName,
+    local_dma_lkey: u32,
+    unsafe_global_rkey: Option<u32>,
+    usecnt: Atomic<u64>,
 }
 
 impl Pd {
-    /// Allocates a PD on `dev` (`EOPNOTSUPP` if the driver has no kernel verbs, `ENODEV` if the
-    /// device is unregistering).
-    pub fn alloc(dev: &Arc<IbDevice>) -> Result<Arc<Self>> {
+    /// Allocates a PD on `dev` for the module `kern_name` names (C's `ib_alloc_pd(dev, 0)`;
+    /// `EOPNOTSUPP` if the driver has no kernel verbs, `ENODEV` if the device is
+    /// unregistering). Pass [`crate::kern_name!()`].
+    pub fn alloc(dev: &Arc<IbDevice>, kern_name: KernName) -> Result<Arc<Self>> {
+        Self::alloc_flags(dev, false, kern_name)
+    }
+
+    /// A PD whose DMA MR any peer may read and write with [`Pd::unsafe_global_rkey`] (C's
+    /// `IB_PD_UNSAFE_GLOBAL_RKEY`; warns as C does).
+    pub fn alloc_unsafe_global_rkey(dev: &Arc<IbDevice>, kern_name: KernName) -> Result<Arc<Self>> {
+        Self::alloc_flags(dev, true, kern_name)
+    }
+
+    fn alloc_flags(
+        dev: &Arc<IbDevice>,
+        unsafe_global_rkey: bool,
+        kern_name: KernName,
+    ) -> Result<Arc<Self>> {
         let dev = dev.try_get().ok_or(ENODEV)?;
         let drv = dev.ops().alloc_pd()?;
+        let device_lkey = dev.attr().local_dma_lkey;
+        let mut access = AccessFlags::empty();
+        if device_lkey.is_none() {
+            access |= Access::LocalWrite;
+        }
+        if unsafe_global_rkey {
+            pr_warn!(
+                "{}: enabling unsafe global rkey\n",
+                kernel::str::BStr::from_bytes(kern_name.as_bytes())
+            );
+            access |= Access::RemoteRead | Access::RemoteWrite;
+        }
+        // C's `__internal_mr`: not tracked, released with the PD. On failure `drv` is dropped,
+        // which gives the PD back to the driver.
+        let internal = if access == AccessFlags::empty() {
+            None
+        } else {
+            Some(drv.get_dma_mr(access)?)
+        };
         let pd = Self {
+            local_dma_lkey: device_lkey
+                .or(internal.as_ref().map(|m| m.lkey))
+                .unwrap_or(0),
+            unsafe_global_rkey: internal
+                .as_ref()
+                .filter(|_| unsafe_global_rkey)
+                .map(|m| m.rkey),
+            _internal_mr: internal.map(|m| m.mr),
             drv,
             _counted: Counted::new(dev.arc(), ResType::Pd),
             dev,
+            kern_name,
+            usecnt: Atomic::new(0),
         };
-        // On failure the PD is dropped, which gives it back to the driver.
-        Ok(Arc::new(pd, GFP_KERNEL)?)
+        let pd = Arc::new(pd, GFP_KERNEL)?;
+        track(&pd.dev, ResType::Pd, None, &pd);
+        Ok(pd)
     }
 
     /// The device.
     pub fn device(&self) -> &IbDevice {
         &self.dev
+    }
+
+    /// The lkey for local access to all memory (C's `pd->local_dma_lkey`).
+    pub fn local_dma_lkey(&self) -> u32 {
+        self.local_dma_lkey
+    }
+
+    /// The rkey of the unsafe global DMA MR, if the PD has one.
+    pub fn unsafe_global_rkey(&self) -> Option<u32> {
+        self.unsafe_global_rkey
+    }
+
+    /// The module that allocated the PD.
+    pub fn kern_name(&self) -> KernName {
+        self.kern_name
+    }
+
+    /// Objects using the PD (C's `pd->usecnt`: QPs and MRs).
+    pub fn users(&self) -> u64 {
+        self.usecnt.load(Relaxed)
+    }
+}
+
+impl Tracked for Pd {
+    fn view(&self) -> ResView<'_> {
+        ResView::Pd(self)
+    }
+}
+
+impl Drop for Pd {
+    fn drop(&mut self) {
+        untrack(&self.dev, ResType::Pd, self);
     }
 }
 
@@ -118,14 +224,19 @@ pub struct Cq {
     _counted: Counted,
     dev: DeviceRef,
     notifier: CqNotifier,
+    kern_name: KernName,
+    cqe: u32,
+    usecnt: Atomic<u64>,
 }
 
 impl Cq {
-    /// Creates a CQ on `dev`; `handler` runs on completion events once the CQ is armed.
+    /// Creates a CQ on `dev` for the module `kern_name` names (pass [`crate::kern_name!()`]);
+    /// `handler` runs on completion events once the CQ is armed (C's `ib_create_cq`).
     pub fn create(
         dev: &Arc<IbDevice>,
         init: &CqInit,
         handler: Option<CompletionHandler>,
+        kern_name: KernName,
     ) -> Result<Arc<Self>> {
         let dev = dev.try_get().ok_or(ENODEV)?;
         if init.cqe == 0 || init.cqe > dev.attr().max_cqe {
@@ -134,12 +245,38 @@ impl Cq {
         let notifier = CqNotifier::new(handler)?;
         let drv = dev.ops().create_cq(init, &notifier)?;
         let cq = Self {
+            cqe: drv.size().unwrap_or(init.cqe),
             drv,
             _counted: Counted::new(dev.arc(), ResType::Cq),
             dev,
             notifier,
+            kern_name,
+            usecnt: Atomic::new(0),
         };
-        Ok(Arc::new(cq, GFP_KERNEL)?)
+        let cq = Arc::new(cq, GFP_KERNEL)?;
+        track(&cq.dev, ResType::Cq, None, &cq);
+        Ok(cq)
+    }
+
+    /// Entries the CQ holds, as the driver made it (C's `cq->cqe`).
+    pub fn cqe(&self) -> u32 {
+        self.cqe
+    }
+
+    /// The module that created the CQ.
+    pub fn kern_name(&self) -> KernName {
+        self.kern_name
+    }
+
+    /// QPs completing on the CQ, once per role (C's `cq->usecnt`).
+    pub fn users(&self) -> u64 {
+        self.usecnt.load(Relaxed)
+    }
+
+    /// How completions are polled (C's `cq->poll_ctx`): `IB_POLL_SOFTIRQ` (0), what C's
+    /// `ib_create_cq` leaves in it.
+    pub fn poll_ctx(&self) -> u8 {
+        0
     }
 
     /// Asks for a completion event on the next completion (`solicited`: the next solicited
@@ -171,6 +308,18 @@ impl Cq {
     }
 }
 
+impl Tracked for Cq {
+    fn view(&self) -> ResView<'_> {
+        ResView::Cq(self)
+    }
+}
+
+impl Drop for Cq {
+    fn drop(&mut self) {
+        untrack(&self.dev, ResType::Cq, self);
+    }
+}
+
 /// What a consumer asks for when creating a QP.
 pub struct QpInit {
     /// Transport type.
@@ -183,6 +332,8 @@ pub struct QpInit {
     pub cap: QpCap,
     /// Signal every send WR.
     pub sq_sig_all: bool,
+    /// The module creating the QP: [`crate::kern_name!()`].
+    pub kern_name: KernName,
 }
 
 /// A queue pair. It keeps its PD and CQs alive.
@@ -196,6 +347,9 @@ pub struct Qp {
     qp_type: QpType,
     qp_num: u32,
     state: kernel::sync::Arc<kernel::sync::Mutex<QpState>>,
+    kern_name: KernName,
+    /// The port a modify last set (0 before), C's `qp->port`.
+    port: Atomic<u32>,
 }
 
 impl Qp {
@@ -236,8 +390,25 @@ impl Qp {
             qp_type: init.qp_type,
             qp_num: new.qp_num,
             state,
+            kern_name: init.kern_name,
+            port: Atomic::new(0),
         };
-        Ok(Arc::new(qp, GFP_KERNEL)?)
+        let qp = Arc::new(qp, GFP_KERNEL)?;
+        qp.pd.usecnt.fetch_add(1, Relaxed);
+        qp.send_cq.usecnt.fetch_add(1, Relaxed);
+        qp.recv_cq.usecnt.fetch_add(1, Relaxed);
+        track(&qp.pd.dev, ResType::Qp, Some(qp.qp_num), &qp);
+        Ok(qp)
+    }
+
+    /// The module that created the QP.
+    pub fn kern_name(&self) -> KernName {
+        self.kern_name
+    }
+
+    /// The port a modify last set, 0 before (C's `qp->port`).
+    pub fn port(&self) -> u32 {
+        self.port.load(Relaxed)
     }
 
     /// The QP number.
@@ -296,6 +467,9 @@ impl Qp {
         }
         self.drv.modify(attr, mask)?;
         *state = next;
+        if mask.contains(QpAttrField::Port) {
+            self.port.store(attr.port_num.into(), Relaxed);
+        }
         Ok(())
     }
 
@@ -305,11 +479,26 @@ impl Qp {
     }
 }
 
+impl Tracked for Qp {
+    fn view(&self) -> ResView<'_> {
+        ResView::Qp(self)
+    }
+}
+
+impl Drop for Qp {
+    fn drop(&mut self) {
+        untrack(&self.pd.dev, ResType::Qp, self);
+        self.recv_cq.usecnt.fetch_sub(1, Relaxed);
+        self.send_cq.usecnt.fetch_sub(1, Relaxed);
+        self.pd.usecnt.fetch_sub(1, Relaxed);
+    }
+}
+
 /// A memory region. It keeps its PD alive.
 pub struct Mr {
     _drv: KBox<dyn MrObject>,
     _counted: Counted,
-    _pd: Arc<Pd>,
+    pd: Arc<Pd>,
     lkey: u32,
     rkey: u32,
 }
@@ -321,11 +510,24 @@ impl Mr {
         let mr = Self {
             _drv: new.mr,
             _counted: Counted::new(pd.dev.arc(), ResType::Mr),
-            _pd: pd.clone(),
+            pd: pd.clone(),
             lkey: new.lkey,
             rkey: new.rkey,
         };
-        Ok(Arc::new(mr, GFP_KERNEL)?)
+        let mr = Arc::new(mr, GFP_KERNEL)?;
+        pd.usecnt.fetch_add(1, Relaxed);
+        track(&pd.dev, ResType::Mr, None, &mr);
+        Ok(mr)
+    }
+
+    /// The module that created the MR: its PD's (C's `rdma_restrack_parent_name`).
+    pub fn kern_name(&self) -> KernName {
+        self.pd.kern_name
+    }
+
+    /// Bytes the MR covers as C records it: 0 for a DMA MR.
+    pub fn length(&self) -> u64 {
+        0
     }
 
     /// The local key.
@@ -336,6 +538,19 @@ impl Mr {
     /// The remote key.
     pub fn rkey(&self) -> u32 {
         self.rkey
+    }
+}
+
+impl Tracked for Mr {
+    fn view(&self) -> ResView<'_> {
+        ResView::Mr(self)
+    }
+}
+
+impl Drop for Mr {
+    fn drop(&mut self) {
+        untrack(&self.pd.dev, ResType::Mr, self);
+        self.pd.usecnt.fetch_sub(1, Relaxed);
     }
 }
 
@@ -410,7 +625,7 @@ mod tests {
         let calls = calls()?;
         let reg = register(&calls)?;
         let dev = reg.device().clone();
-        let pd = Pd::alloc(&dev)?;
+        let pd = Pd::alloc(&dev, crate::kern_name!())?;
         let cq = Cq::create(
             &dev,
             &CqInit {
@@ -418,6 +633,7 @@ mod tests {
                 comp_vector: 0,
             },
             None,
+            crate::kern_name!(),
         )?;
         let qp = Qp::create(
             &pd,
@@ -433,6 +649,7 @@ mod tests {
                     max_inline_data: 0,
                 },
                 sq_sig_all: false,
+                kern_name: crate::kern_name!(),
             },
         )?;
         assert_eq!(qp.qp_num(), 0x42);
@@ -455,7 +672,8 @@ mod tests {
                     cqe: 4096,
                     comp_vector: 0
                 },
-                None
+                None,
+                crate::kern_name!(),
             )
             .err(),
             Some(EINVAL)
@@ -516,6 +734,7 @@ mod tests {
                 comp_vector: 0,
             },
             None,
+            crate::kern_name!(),
         )?;
         let mut wc = [WorkCompletion::default(); 2];
         assert_eq!(cq.poll(&mut wc), Err(EIO));
@@ -531,19 +750,20 @@ mod tests {
         let calls = calls()?;
         let reg = register(&calls)?;
         let dev = reg.device().clone();
-        let pd = Pd::alloc(&dev)?;
+        let pd = Pd::alloc(&dev, crate::kern_name!())?;
         let init = CqInit {
             cqe: 4,
             comp_vector: 0,
         };
-        let send_cq = Cq::create(&dev, &init, None)?;
-        let recv_cq = Cq::create(&dev, &init, None)?;
+        let send_cq = Cq::create(&dev, &init, None, crate::kern_name!())?;
+        let recv_cq = Cq::create(&dev, &init, None, crate::kern_name!())?;
         let qp_init = |send: &Arc<Cq>, recv: &Arc<Cq>| QpInit {
             qp_type: QpType::Rc,
             send_cq: send.clone(),
             recv_cq: recv.clone(),
             cap: QpCap::default(),
             sq_sig_all: false,
+            kern_name: crate::kern_name!(),
         };
         let qp = Qp::create(&pd, qp_init(&send_cq, &recv_cq))?;
         // The driver's QP was made from its PD (1) and its two CQs (2 and 3), in their roles.
@@ -555,7 +775,7 @@ mod tests {
         );
         // Objects of another device of the same driver type never reach this driver's verbs.
         let other = register(&calls)?;
-        let foreign_cq = Cq::create(other.device(), &init, None)?;
+        let foreign_cq = Cq::create(other.device(), &init, None, crate::kern_name!())?;
         assert_eq!(
             Qp::create(&pd, qp_init(&send_cq, &foreign_cq)).err(),
             Some(EINVAL)
@@ -581,9 +801,12 @@ mod tests {
         );
         // A driver without verbs (`NoVerbs` objects) has no PDs or CQs to give.
         let plain = kunit_fake::register(b"kunit_noverbs%d", 1)?;
-        assert_eq!(Pd::alloc(plain.device()).err(), Some(EOPNOTSUPP));
         assert_eq!(
-            Cq::create(plain.device(), &init, None).err(),
+            Pd::alloc(plain.device(), crate::kern_name!()).err(),
+            Some(EOPNOTSUPP)
+        );
+        assert_eq!(
+            Cq::create(plain.device(), &init, None, crate::kern_name!()).err(),
             Some(EOPNOTSUPP)
         );
         assert_eq!(plain.device().restrack().count(ResType::Pd), 0);

@@ -39,6 +39,28 @@ for dev in ibtest0 ibtest1; do
 		"ib_verbs_client: $dev: bad rkey: RemAccessErr; after reset and reconnect: send Success, recv Success, data intact\$" dmesg
 done
 check "no data path failure was logged" sh -c '! dmesg | grep "data path failed"'
+# Resource tracking lists the objects as C does (`rdma res show pd|cq|qp|mr`, netlink
+# RES_{PD,CQ,QP,MR}_GET dumps and doits): ids per device and type from 0 (QPs: their number),
+# the creating module as `comm`, C's use counts, keys for CAP_NET_ADMIN (root here). The PD's
+# local_dma_lkey is its internal DMA MR's (the test provider has no device-wide one). A CQ of
+# `Cq::create` has C's `ib_create_cq` poll context, 0 (IB_POLL_SOFTIRQ), which iproute2 names
+# DIRECT (its table is older than the kernel enum); the PSNs are the client's 0x1234.
+for dev in ibtest0 ibtest1; do
+	check_output "$dev: rdma res show pd" \
+		"^dev $dev pdn 0 local_dma_lkey 0x1001 users 2 comm \[ib_verbs_client\] ?\$" rdma res show pd dev $dev
+	check_output "$dev: rdma res show cq" \
+		"^dev $dev cqn 0 cqe 64 users 2 poll-ctx DIRECT adaptive-moderation off comm \[ib_verbs_client\] ?\$" rdma res show cq dev $dev
+	check_output "$dev: rdma res show mr" \
+		"^dev $dev mrn 0 rkey 0x1001 lkey 0x1001 mrlen 0 comm \[ib_verbs_client\] ?\$" rdma res show mr dev $dev
+	check_output "$dev: rdma res show qp" \
+		"^link $dev/1 lqpn 256 rqpn 256 type RC state RTS rq-psn 4660 sq-psn 4660 path-mig-state MIGRATED comm \[ib_verbs_client\] ?\$" rdma res show qp link $dev
+done
+check_output "rdma -j res show pd" '^\[\{"ifindex":0,"ifname":"ibtest0","pdn":0,"local_dma_lkey":"1001","users":2,"comm":"ib_verbs_client"\}\]$' rdma -j res show pd dev ibtest0
+check_output "rdma -j res show qp" '^\[\{"ifindex":0,"ifname":"ibtest0","port":1,"lqpn":256,"rqpn":256,"type":"RC","state":"RTS","rq-psn":4660,"sq-psn":4660,"path-mig-state":"MIGRATED","comm":"ib_verbs_client"\}\]$' rdma -j res show qp link ibtest0
+check_output "a QP by number (doit)" "^link ibtest1/1 lqpn 256 .*comm \[ib_verbs_client\]" rdma res show qp link ibtest1/1 lqpn 256
+check_output "a CQ by number (doit)" "^dev ibtest1 cqn 0 cqe 64 " rdma res show cq dev ibtest1 cqn 0
+check_output "no QP 257, no CQ 1" '^$' sh -c 'rdma res show qp link ibtest1/1 lqpn 257 2>&1; rdma res show cq dev ibtest1 cqn 1 2>&1'
+check_output "no QP on port 2 of ibtest1" '^$' sh -c 'rdma res show qp link ibtest1/2 2>&1'
 check "the provider unloads under the client" rmmod ib_test_provider
 check_output "the client released ibtest1 first, nothing left live" \
 	'ib_verbs_client: ibtest1: released qp 0x100; live: pd 0 cq 0 qp 0 mr 0$' dmesg
