@@ -561,6 +561,7 @@ mod tests {
         attrs::{DeviceCap, DeviceCapFlags},
         dma_buffer::{DmaBuffer, DMA_BUFFER_MAX},
         kunit_fake::{self, calls, register_recording as register, take},
+        restrack::ResView,
     };
 
     #[test]
@@ -697,6 +698,113 @@ mod tests {
             [ResType::Pd, ResType::Cq, ResType::Qp, ResType::Mr].map(|t| r.count(t)),
             [0, 0, 0, 0]
         );
+        drop(dev);
+        drop(reg);
+        Ok(())
+    }
+
+    /// The listed objects of type `t`: (id, kern name, users) as netlink sees them.
+    fn listed(dev: &IbDevice, t: ResType) -> KVec<(u32, &'static [u8], u64)> {
+        let mut out = KVec::new();
+        dev.restrack().visit(t, 0, |_, id, view| {
+            let entry = match view {
+                ResView::Pd(pd) => (id, pd.kern_name().as_bytes(), pd.users()),
+                ResView::Cq(cq) => (id, cq.kern_name().as_bytes(), cq.users()),
+                ResView::Qp(qp) => (id, qp.kern_name().as_bytes(), 0),
+                ResView::Mr(mr) => (id, mr.kern_name().as_bytes(), 0),
+            };
+            out.push(entry, GFP_KERNEL).is_ok()
+        });
+        out
+    }
+
+    #[test]
+    fn objects_are_listed_as_c_tracks_them() -> Result {
+        let calls = calls()?;
+        let reg = register(&calls)?;
+        let dev = reg.device().clone();
+        let me: &[u8] = b"ib_core";
+        // PD ids count from 0 per device and type, cyclically: a freed id is not reused next.
+        let pd0 = Pd::alloc(&dev, crate::kern_name!())?;
+        let pd1 = Pd::alloc(&dev, crate::kern_name!())?;
+        drop(pd0);
+        let pd = Pd::alloc(&dev, crate::kern_name!())?;
+        assert_eq!(&listed(&dev, ResType::Pd)[..], &[(1, me, 0), (2, me, 0)]);
+        drop(pd1);
+        // The device has a local DMA lkey: no internal MR.
+        assert_eq!(pd.local_dma_lkey(), 0x5a);
+        assert_eq!(pd.unsafe_global_rkey(), None);
+        let init = CqInit {
+            cqe: 4,
+            comp_vector: 0,
+        };
+        let cq = Cq::create(&dev, &init, None, crate::kern_name!())?;
+        // The size is the driver's (1000 + its number), not the request.
+        assert!(cq.cqe() > 1000);
+        let qp = Qp::create(
+            &pd,
+            QpInit {
+                qp_type: QpType::Rc,
+                send_cq: cq.clone(),
+                recv_cq: cq.clone(),
+                cap: QpCap::default(),
+                sq_sig_all: false,
+                kern_name: crate::kern_name!(),
+            },
+        )?;
+        let mr = Mr::get_dma_mr(&pd, Access::LocalWrite.into())?;
+        // A QP's id is its number; users: the PD has the QP and the MR, the CQ the QP twice.
+        assert_eq!(&listed(&dev, ResType::Qp)[..], &[(0x42, me, 0)]);
+        assert_eq!(&listed(&dev, ResType::Mr)[..], &[(0, me, 0)]);
+        assert_eq!(&listed(&dev, ResType::Pd)[..], &[(2, me, 2)]);
+        assert_eq!(&listed(&dev, ResType::Cq)[..], &[(0, me, 2)]);
+        assert_eq!(dev.restrack().with(ResType::Qp, 0x42, |_| ()), Some(()));
+        assert_eq!(dev.restrack().with(ResType::Qp, 0x43, |_| ()), None);
+        // A second QP with the same number works but is not listed, as in C.
+        let twin = Qp::create(
+            &pd,
+            QpInit {
+                qp_type: QpType::Rc,
+                send_cq: cq.clone(),
+                recv_cq: cq.clone(),
+                cap: QpCap::default(),
+                sq_sig_all: false,
+                kern_name: crate::kern_name!(),
+            },
+        )?;
+        assert_eq!(listed(&dev, ResType::Qp).len(), 1);
+        assert_eq!(dev.restrack().count(ResType::Qp), 2);
+        drop(twin);
+        // The port a modify sets is the QP's.
+        assert_eq!(qp.port(), 0);
+        let to_init = QpAttr {
+            qp_state: QpState::Init,
+            port_num: 1,
+            ..QpAttr::default()
+        };
+        use QpAttrField as F;
+        qp.modify(&to_init, F::State | F::PkeyIndex | F::Port | F::AccessFlags)?;
+        assert_eq!(qp.port(), 1);
+        drop(qp);
+        assert_eq!(listed(&dev, ResType::Qp).len(), 0);
+        assert_eq!(&listed(&dev, ResType::Pd)[..], &[(2, me, 1)]);
+        assert_eq!(&listed(&dev, ResType::Cq)[..], &[(0, me, 0)]);
+        drop(mr);
+        assert_eq!(listed(&dev, ResType::Mr).len(), 0);
+        // An unsafe global rkey needs a DMA MR the PD keeps (not listed).
+        take(&calls);
+        let open = Pd::alloc_unsafe_global_rkey(&dev, crate::kern_name!())?;
+        assert_eq!(&take(&calls)[..], &["alloc_pd", "get_dma_mr"]);
+        assert_eq!(
+            (open.local_dma_lkey(), open.unsafe_global_rkey()),
+            (0x5a, Some(8))
+        );
+        assert_eq!(listed(&dev, ResType::Mr).len(), 0);
+        drop(open);
+        assert_eq!(&take(&calls)[..], &["dereg_mr", "dealloc_pd"]);
+        drop((pd, cq));
+        assert_eq!(listed(&dev, ResType::Pd).len(), 0);
+        assert_eq!(listed(&dev, ResType::Cq).len(), 0);
         drop(dev);
         drop(reg);
         Ok(())
