@@ -398,6 +398,8 @@ impl Client for Sample {
                 },
                 sq_sig_all: false,
                 kern_name: ib_core::kern_name!(),
+                srq: None,
+                event_handler: None,
             },
         )?;
         let mr = Mr::get_dma_mr(

@@ -414,6 +414,8 @@ mod tests {
         type Cq = NoVerbs;
         type Qp = NoVerbs;
         type Mr = NoVerbs;
+        type Srq = NoVerbs;
+        type Ah = NoVerbs;
 
         fn query_device(&self) -> Result<DeviceAttr> {
             Ok(kunit_fake::device_attr())

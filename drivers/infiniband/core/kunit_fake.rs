@@ -25,9 +25,11 @@ use crate::{
         DeviceAttr, Gid, NodeDesc, NodeType, PortAttr, PortImmutable, PortState, CORE_PORT_IBA_IB,
     },
     device::{DeviceInfo, Registration},
+    events::EventNotifier,
     ops::{DeviceOps, DmaMemory, NoVerbs},
     verbs_types::{
-        AccessFlags, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver,
+        AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver,
+        SrqAttr,
     },
     wr::WorkCompletion,
 };
@@ -112,6 +114,8 @@ impl DeviceOps for Fake {
     type Cq = NoVerbs;
     type Qp = NoVerbs;
     type Mr = NoVerbs;
+    type Srq = NoVerbs;
+    type Ah = NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(device_attr())
@@ -181,6 +185,7 @@ pub(crate) struct RecQp {
     pd: u32,
     send_cq: u32,
     recv_cq: u32,
+    srq: u32,
 }
 
 #[vtable]
@@ -189,6 +194,8 @@ impl DeviceOps for Recording {
     type Cq = Numbered;
     type Qp = RecQp;
     type Mr = Numbered;
+    type Srq = Numbered;
+    type Ah = Numbered;
 
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(device_attr())
@@ -237,13 +244,18 @@ impl DeviceOps for Recording {
         self.log("req_notify_cq")
     }
 
-    fn create_qp(&self, pd: &Numbered, init: &QpInitDriver<'_, Numbered>) -> Result<NewQp<RecQp>> {
+    fn create_qp(
+        &self,
+        pd: &Numbered,
+        init: &QpInitDriver<'_, Numbered, Numbered>,
+    ) -> Result<NewQp<RecQp>> {
         self.log("create_qp")?;
         Ok(NewQp {
             qp: RecQp {
                 pd: pd.0,
                 send_cq: init.send_cq.0,
                 recv_cq: init.recv_cq.0,
+                srq: init.srq.map_or(0, |s| s.0),
             },
             qp_num: 0x42,
         })
@@ -253,12 +265,14 @@ impl DeviceOps for Recording {
         self.log("modify_qp")
     }
 
-    /// The PD's number as `qkey`, the send and receive CQs' as `sq_psn` and `rq_psn`.
+    /// The PD's number as `qkey`, the send and receive CQs' as `sq_psn` and `rq_psn`, the
+    /// SRQ's (0: none) as `dest_qp_num`.
     fn query_qp(&self, qp: &RecQp) -> Result<QpAttr> {
         Ok(QpAttr {
             qkey: qp.pd,
             sq_psn: qp.send_cq,
             rq_psn: qp.recv_cq,
+            dest_qp_num: qp.srq,
             ..QpAttr::default()
         })
     }
@@ -278,6 +292,29 @@ impl DeviceOps for Recording {
 
     fn dereg_mr(&self, _mr: Numbered) -> Result {
         self.log("dereg_mr")
+    }
+
+    fn create_srq(
+        &self,
+        _pd: &Numbered,
+        _attr: &SrqAttr,
+        _events: &EventNotifier,
+    ) -> Result<Numbered> {
+        self.log("create_srq")?;
+        Ok(Numbered(self.number()))
+    }
+
+    fn destroy_srq(&self, _srq: Numbered) -> Result {
+        self.log("destroy_srq")
+    }
+
+    fn create_ah(&self, _pd: &Numbered, _attr: &AhAttr) -> Result<Numbered> {
+        self.log("create_ah")?;
+        Ok(Numbered(self.number()))
+    }
+
+    fn destroy_ah(&self, _ah: Numbered) -> Result {
+        self.log("destroy_ah")
     }
 
     fn poll_cq(&self, _cq: &Numbered, wc: &mut [WorkCompletion]) -> Result<usize> {

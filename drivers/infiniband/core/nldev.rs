@@ -8,8 +8,8 @@
 //! Commands: `GET` (doit, dump), `SET` (rename, adaptive moderation, namespace), `PORT_GET`
 //! (doit, dump), `SYS_GET`, `SYS_SET`, `RES_GET` (doit, dump), the resource-object commands
 //! `RES_{QP,CM_ID,CQ,MR,PD,CTX,SRQ}_GET` and their `_RAW` forms (PDs, CQs, QPs and MRs are
-//! listed with C's attributes; there are no CM ids, user contexts or SRQs yet, and no driver
-//! has raw contexts), and `GET_CHARDEV` (no
+//! listed with C's attributes, and SRQs with their QPs; there are no CM ids or user contexts
+//! yet, and no driver has raw contexts), and `GET_CHARDEV` (no
 //! character-device client exists yet). Every other op is one this core lacks: `EINVAL`, as C answers for such ops.
 
 use crate::{
@@ -19,8 +19,8 @@ use crate::{
     netlink::{self as rdma_nl, Op},
     nl_uapi::{self, attr, cmd, EMPTY_STRING, IFNAMSIZ},
     registry,
-    restrack::{KernName, ResType, ResView},
-    verbs::{Cq, Mr, Pd, Qp, QpType},
+    restrack::{KernName, Lists, ResType, ResView},
+    verbs::{Cq, Mr, Pd, Qp, QpType, Srq},
 };
 use kernel::{
     net::namespace::{Net, NetRef},
@@ -722,6 +722,53 @@ fn fill_res_pd_entry(w: &mut MsgWriter<'_>, pd: &Pd, id: u32, admin: bool) -> Re
     fill_res_name(w, pd.kern_name())
 }
 
+/// `IB_SRQT_BASIC`, the only SRQ type here.
+const SRQT_BASIC: u8 = 0;
+
+/// One `QP_ENTRY` of an SRQ's QP table: a number, or a range (C's `fill_res_range_qp_entry`).
+fn fill_qp_range(w: &mut MsgWriter<'_>, min: u32, max: u32) -> Result {
+    if min == 0 {
+        return Ok(());
+    }
+    let mut entry = w.nest(attr::ATTR_RES_QP_ENTRY)?;
+    if min == max {
+        entry.put_u32(attr::ATTR_RES_LQPN, min)?;
+    } else {
+        entry.put_u32(attr::ATTR_MIN_RANGE, min)?;
+        entry.put_u32(attr::ATTR_MAX_RANGE, max)?;
+    }
+    entry.end();
+    Ok(())
+}
+
+/// One SRQ's attributes (C's `fill_res_srq_entry`): its QPs as ranges of numbers.
+fn fill_res_srq_entry(w: &mut MsgWriter<'_>, lists: &Lists<'_>, srq: &Srq, id: u32) -> Result {
+    w.put_u32(attr::ATTR_RES_SRQN, id)?;
+    w.put_u8(attr::ATTR_RES_TYPE, SRQT_BASIC)?;
+    w.put_u32(attr::ATTR_RES_PDN, srq.pd().res_id())?;
+    let mut table = w.nest(attr::ATTR_RES_QP)?;
+    let (mut min, mut prev) = (0u32, 0u32);
+    let mut res = Ok(());
+    lists.each(ResType::Qp, |_, view| {
+        let ResView::Qp(qp) = view else { return };
+        if res.is_err() || !qp.srq().is_some_and(|s| core::ptr::eq(&**s, srq)) {
+            return;
+        }
+        let n = qp.qp_num();
+        if min == 0 {
+            min = n;
+        } else if n > prev + 1 {
+            res = fill_qp_range(&mut table, min, prev);
+            min = n;
+        }
+        prev = n;
+    });
+    res?;
+    fill_qp_range(&mut table, min, prev)?;
+    table.end();
+    fill_res_name(w, srq.kern_name())
+}
+
 /// Which entries a resource command fills.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Fill {
@@ -738,6 +785,7 @@ enum Fill {
 /// One object's attributes, as `fill` says. `EAGAIN`: not on `port`.
 fn fill_res_entry(
     w: &mut MsgWriter<'_>,
+    lists: &Lists<'_>,
     view: ResView<'_>,
     id: u32,
     port: u32,
@@ -759,6 +807,7 @@ fn fill_res_entry(
         (Fill::Res, ResView::Cq(cq)) => fill_res_cq_entry(w, cq, id),
         (Fill::Res, ResView::Mr(mr)) => fill_res_mr_entry(w, mr, id, admin),
         (Fill::Res, ResView::Pd(pd)) => fill_res_pd_entry(w, pd, id, admin),
+        (Fill::Res, ResView::Srq(srq)) => fill_res_srq_entry(w, lists, srq, id),
     }
 }
 
@@ -785,10 +834,10 @@ fn res_object_doit(req: &Request<'_>, obj: &ResObject, fill: Fill) -> Result {
     let command = nl_uapi::op_of(req.msg().msg_type());
     let mut msg = Message::new(NLMSG_DEFAULT_SIZE, GFP_KERNEL).map_err(|_| ENOMEM)?;
     dev.restrack()
-        .with(kind, id, |view| -> Result {
+        .with(kind, id, |lists, view| -> Result {
             let mut w = msg.put(req.portid(), req.msg().seq(), nldev_type(command), 0)?;
             fill_handle(&mut w, &dev).map_err(|_| EMSGSIZE)?;
-            fill_res_entry(&mut w, view, id, port, admin, fill)?;
+            fill_res_entry(&mut w, lists, view, id, port, admin, fill)?;
             w.end();
             Ok(())
         })
@@ -833,14 +882,14 @@ fn res_object_dump(
     let mut failed = None;
     if let Some(kind) = obj.kind {
         dev.restrack()
-            .visit(kind, *start as usize, |pos, id, view| {
+            .visit(kind, *start as usize, |lists, pos, id, view| {
                 next = pos;
                 filled = true;
                 let Ok(mut entry) = table.nest_noflag(obj.entry) else {
                     // The buffer is full: the next round resumes here.
                     return false;
                 };
-                match fill_res_entry(&mut entry, view, id, port, admin, fill) {
+                match fill_res_entry(&mut entry, lists, view, id, port, admin, fill) {
                     Ok(()) => entry.end(),
                     Err(e) if e == EMSGSIZE => {
                         entry.cancel();

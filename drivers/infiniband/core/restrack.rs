@@ -23,7 +23,7 @@
 //! entry with the mutex held, so destroying an object waits for a fill in progress (C's
 //! `rdma_restrack_begin_del` waiting for the entry's references).
 
-use crate::verbs::{Cq, Mr, Pd, Qp};
+use crate::verbs::{Cq, Mr, Pd, Qp, Srq};
 use core::ptr::NonNull;
 use kernel::{
     new_mutex,
@@ -122,6 +122,8 @@ pub(crate) enum ResView<'a> {
     Qp(&'a Qp),
     /// A memory region.
     Mr(&'a Mr),
+    /// A shared receive queue.
+    Srq(&'a Srq),
 }
 
 /// An object that can be listed in resource tracking.
@@ -257,33 +259,50 @@ impl Restrack {
     }
 
     /// Calls `f` on the listed objects of type `t` in id order, from position `start` on, with
-    /// their position and id, until it returns `false`.
+    /// every list (for objects that show others, as an SRQ its QPs), their position and id,
+    /// until it returns `false`.
     pub(crate) fn visit(
         &self,
         t: ResType,
         start: usize,
-        mut f: impl FnMut(usize, u32, ResView<'_>) -> bool,
+        mut f: impl FnMut(&Lists<'_>, usize, u32, ResView<'_>) -> bool,
     ) {
         let tables = self.tables.lock();
+        let lists = Lists(&tables);
         for (pos, e) in tables[t as usize].entries.iter().enumerate().skip(start) {
             // SAFETY: Listed objects are alive while the lock is held (module documentation).
             let obj = unsafe { e.obj.as_ref() };
-            if !f(pos, e.id, obj.view()) {
+            if !f(&lists, pos, e.id, obj.view()) {
                 break;
             }
         }
     }
 
-    /// Calls `f` on the object of type `t` with id `id`; `None` if there is none.
+    /// Calls `f` on every list and the object of type `t` with id `id`; `None` if there is
+    /// none.
     pub(crate) fn with<R>(
         &self,
         t: ResType,
         id: u32,
-        f: impl FnOnce(ResView<'_>) -> R,
+        f: impl FnOnce(&Lists<'_>, ResView<'_>) -> R,
     ) -> Option<R> {
         let tables = self.tables.lock();
         let e = tables[t as usize].entries.iter().find(|e| e.id == id)?;
         // SAFETY: Listed objects are alive while the lock is held (module documentation).
-        Some(f(unsafe { e.obj.as_ref() }.view()))
+        Some(f(&Lists(&tables), unsafe { e.obj.as_ref() }.view()))
+    }
+}
+
+/// Every list of a device, while their lock is held.
+pub(crate) struct Lists<'a>(&'a [Table; TYPES]);
+
+impl Lists<'_> {
+    /// Calls `f` on each listed object of type `t`, in id order, with its id.
+    pub(crate) fn each(&self, t: ResType, mut f: impl FnMut(u32, ResView<'_>)) {
+        for e in &self.0[t as usize].entries {
+            // SAFETY: Listed objects are alive while the lock is held, which it is while `self`
+            // exists (module documentation).
+            f(e.id, unsafe { e.obj.as_ref() }.view());
+        }
     }
 }

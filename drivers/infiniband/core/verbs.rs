@@ -19,14 +19,16 @@
 //! driver's type erased once (see [`crate::ops`]), so a post or a poll is one indirect call, and
 //! gives it back to the driver's destroying verb when the object goes.
 
+pub use crate::events::{EventHandler, EventNotifier, EventType};
 pub use crate::restrack::KernName;
 pub use crate::verbs_types::{
-    Access, AccessFlags, CompletionHandler, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrField,
-    QpAttrMask, QpCap, QpInitDriver, QpState, QpType,
+    Access, AccessFlags, AhAttr, CompletionHandler, CqInit, CqNotifier, GlobalRoute, NewMr, NewQp,
+    QpAttr, QpAttrField, QpAttrMask, QpCap, QpInitDriver, QpState, QpType, SrqAttr, SrqAttrField,
+    SrqAttrMask,
 };
 use crate::{
     ib_device::{DeviceRef, IbDevice},
-    ops::{CqObject, MrObject, PdObject, QpObject},
+    ops::{self, AhObject, CqObject, DeviceOps, MrObject, PdObject, QpObject, SrqObject},
     restrack::{ResType, ResView, Tracked},
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
@@ -93,11 +95,16 @@ impl Drop for Counted {
 }
 
 /// Lists `obj` (just put in its `Arc`) in its device's resource tracking.
-fn track<T: Tracked + 'static>(dev: &IbDevice, t: ResType, id: Option<u32>, obj: &Arc<T>) {
+fn track<T: Tracked + 'static>(
+    dev: &IbDevice,
+    t: ResType,
+    id: Option<u32>,
+    obj: &Arc<T>,
+) -> Option<u32> {
     let ptr: *const T = Arc::as_ptr(obj);
     // SAFETY: The object is in an `Arc`, so it does not move, and every tracked type unlists
     // itself first thing in its `Drop`.
-    let _ = unsafe { dev.restrack().track(t, id, ptr as *const dyn Tracked) };
+    unsafe { dev.restrack().track(t, id, ptr as *const dyn Tracked) }
 }
 
 /// Unlists `obj` from its device's resource tracking (in its `Drop`).
@@ -118,6 +125,8 @@ pub struct Pd {
     local_dma_lkey: u32,
     unsafe_global_rkey: Option<u32>,
     usecnt: Atomic<u64>,
+    /// The id resource tracking gave the PD (0 when not listed, as C's `res.id`).
+    res_id: Atomic<u32>,
 }
 
 impl Pd {
@@ -174,9 +183,12 @@ impl Pd {
             dev,
             kern_name,
             usecnt: Atomic::new(0),
+            res_id: Atomic::new(0),
         };
         let pd = Arc::new(pd, GFP_KERNEL)?;
-        track(&pd.dev, ResType::Pd, None, &pd);
+        if let Some(id) = track(&pd.dev, ResType::Pd, None, &pd) {
+            pd.res_id.store(id, Relaxed);
+        }
         Ok(pd)
     }
 
@@ -200,9 +212,19 @@ impl Pd {
         self.kern_name
     }
 
-    /// Objects using the PD (C's `pd->usecnt`: QPs and MRs).
+    /// Objects using the PD (C's `pd->usecnt`: QPs, MRs, SRQs and AHs).
     pub fn users(&self) -> u64 {
         self.usecnt.load(Relaxed)
+    }
+
+    /// Whether `other` is on the same device.
+    fn same_device(&self, other: &Pd) -> bool {
+        core::ptr::eq(self.dev.arc().as_ref(), other.dev.arc().as_ref())
+    }
+
+    /// The PD's resource tracking id (`pdn`).
+    pub fn res_id(&self) -> u32 {
+        self.res_id.load(Relaxed)
     }
 }
 
@@ -254,7 +276,7 @@ impl Cq {
             usecnt: Atomic::new(0),
         };
         let cq = Arc::new(cq, GFP_KERNEL)?;
-        track(&cq.dev, ResType::Cq, None, &cq);
+        let _ = track(&cq.dev, ResType::Cq, None, &cq);
         Ok(cq)
     }
 
@@ -334,6 +356,10 @@ pub struct QpInit {
     pub sq_sig_all: bool,
     /// The module creating the QP: [`crate::kern_name!()`].
     pub kern_name: KernName,
+    /// The SRQ the QP receives from (of the same device; `None`: its own receive queue).
+    pub srq: Option<Arc<Srq>>,
+    /// The handler of the QP's asynchronous events (C's `event_handler`).
+    pub event_handler: Option<EventHandler>,
 }
 
 /// A queue pair. It keeps its PD and CQs alive.
@@ -344,6 +370,7 @@ pub struct Qp {
     pd: Arc<Pd>,
     send_cq: Arc<Cq>,
     recv_cq: Arc<Cq>,
+    srq: Option<Arc<Srq>>,
     qp_type: QpType,
     qp_num: u32,
     state: kernel::sync::Arc<kernel::sync::Mutex<QpState>>,
@@ -357,7 +384,10 @@ impl Qp {
     pub fn create(pd: &Arc<Pd>, init: QpInit) -> Result<Arc<Self>> {
         // Objects of one device are all of its driver's types: this check is what lets the core
         // hand the driver its own CQ states.
-        if !init.send_cq.same_device(pd) || !init.recv_cq.same_device(pd) {
+        if !init.send_cq.same_device(pd)
+            || !init.recv_cq.same_device(pd)
+            || init.srq.as_ref().is_some_and(|s| !s.pd.same_device(pd))
+        {
             return Err(EINVAL);
         }
         let dev = &pd.dev;
@@ -369,12 +399,15 @@ impl Qp {
         {
             return Err(EINVAL);
         }
+        let events = EventNotifier::new(init.event_handler)?;
         let new = pd.drv.create_qp(&QpInitDriver {
             qp_type: init.qp_type,
             send_cq: &*init.send_cq.drv,
             recv_cq: &*init.recv_cq.drv,
             cap: init.cap,
             sq_sig_all: init.sq_sig_all,
+            srq: init.srq.as_ref().map(|s| &*s.drv),
+            events: &events,
         })?;
         // On failure from here on, dropping `new.qp` gives the QP back to the driver.
         let state = kernel::sync::Arc::pin_init(
@@ -387,6 +420,7 @@ impl Qp {
             pd: pd.clone(),
             send_cq: init.send_cq,
             recv_cq: init.recv_cq,
+            srq: init.srq,
             qp_type: init.qp_type,
             qp_num: new.qp_num,
             state,
@@ -397,7 +431,10 @@ impl Qp {
         qp.pd.usecnt.fetch_add(1, Relaxed);
         qp.send_cq.usecnt.fetch_add(1, Relaxed);
         qp.recv_cq.usecnt.fetch_add(1, Relaxed);
-        track(&qp.pd.dev, ResType::Qp, Some(qp.qp_num), &qp);
+        if let Some(srq) = &qp.srq {
+            srq.usecnt.fetch_add(1, Relaxed);
+        }
+        let _ = track(&qp.pd.dev, ResType::Qp, Some(qp.qp_num), &qp);
         Ok(qp)
     }
 
@@ -422,9 +459,33 @@ impl Qp {
     }
 
     /// Queues send work requests, in order (C's `ib_post_send`). On error, the requests before
-    /// [`PostError::first_bad`] are queued and will complete; the others are not.
+    /// [`PostError::first_bad`] are queued and will complete; the others are not. A work
+    /// request whose AH is of another device is refused with `EINVAL` (the driver gets its own
+    /// AH state from the others, see [`crate::wr::UdWr::driver_ah`]).
     pub fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        self.drv.post_send(wrs)
+        let dev = self.pd.dev.arc();
+        let bad = wrs.iter().position(|wr| {
+            wr.ud
+                .as_ref()
+                .is_some_and(|ud| !core::ptr::eq(ud.ah.pd.dev.arc().as_ref(), dev.as_ref()))
+        });
+        match bad {
+            None => self.drv.post_send(wrs),
+            Some(i) => {
+                if i > 0 {
+                    self.drv.post_send(&wrs[..i])?;
+                }
+                Err(PostError {
+                    first_bad: i,
+                    err: EINVAL,
+                })
+            }
+        }
+    }
+
+    /// The SRQ the QP receives from, if any.
+    pub fn srq(&self) -> Option<&Arc<Srq>> {
+        self.srq.as_ref()
     }
 
     /// Queues receive work requests, in order (C's `ib_post_recv`), with the same partial
@@ -488,8 +549,148 @@ impl Tracked for Qp {
 impl Drop for Qp {
     fn drop(&mut self) {
         untrack(&self.pd.dev, ResType::Qp, self);
+        if let Some(srq) = &self.srq {
+            srq.usecnt.fetch_sub(1, Relaxed);
+        }
         self.recv_cq.usecnt.fetch_sub(1, Relaxed);
         self.send_cq.usecnt.fetch_sub(1, Relaxed);
+        self.pd.usecnt.fetch_sub(1, Relaxed);
+    }
+}
+
+/// A shared receive queue (C's `IB_SRQT_BASIC`). It keeps its PD alive.
+pub struct Srq {
+    drv: KBox<dyn SrqObject>,
+    _counted: Counted,
+    pd: Arc<Pd>,
+    usecnt: Atomic<u64>,
+}
+
+impl Srq {
+    /// Creates an SRQ in `pd` holding `attr.max_wr` receives of `attr.max_sge` entries, its
+    /// limit armed if `attr.srq_limit` is not 0, its asynchronous events going to `handler`
+    /// (C's `ib_create_srq`; `EINVAL` past the device's `max_srq_wr` or its receive SGEs).
+    pub fn create(
+        pd: &Arc<Pd>,
+        attr: &SrqAttr,
+        handler: Option<EventHandler>,
+    ) -> Result<Arc<Self>> {
+        let dev = pd.dev.attr();
+        if attr.max_wr == 0 || attr.max_wr > dev.max_srq_wr || attr.max_sge > dev.max_recv_sge {
+            return Err(EINVAL);
+        }
+        let events = EventNotifier::new(handler)?;
+        let drv = pd.drv.create_srq(attr, &events)?;
+        let srq = Self {
+            drv,
+            _counted: Counted::new(pd.dev.arc(), ResType::Srq),
+            pd: pd.clone(),
+            usecnt: Atomic::new(0),
+        };
+        let srq = Arc::new(srq, GFP_KERNEL)?;
+        pd.usecnt.fetch_add(1, Relaxed);
+        let _ = track(&pd.dev, ResType::Srq, None, &srq);
+        Ok(srq)
+    }
+
+    /// Resizes the SRQ or arms its limit (C's `ib_modify_srq`; `EOPNOTSUPP` if the driver
+    /// cannot).
+    pub fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask) -> Result {
+        self.drv.modify(attr, mask)
+    }
+
+    /// The SRQ's attributes, from the driver (`srq_limit`: 0 once the limit event fired).
+    pub fn query(&self) -> Result<SrqAttr> {
+        self.drv.query()
+    }
+
+    /// Queues receive work requests (C's `ib_post_srq_recv`), with the partial semantics of
+    /// [`Qp::post_send`]. May be called in atomic context.
+    pub fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        self.drv.post_recv(wrs)
+    }
+
+    /// The PD.
+    pub fn pd(&self) -> &Arc<Pd> {
+        &self.pd
+    }
+
+    /// The module that created the SRQ: its PD's.
+    pub fn kern_name(&self) -> KernName {
+        self.pd.kern_name
+    }
+
+    /// QPs receiving from the SRQ (C's `srq->usecnt`).
+    pub fn users(&self) -> u64 {
+        self.usecnt.load(Relaxed)
+    }
+}
+
+impl Tracked for Srq {
+    fn view(&self) -> ResView<'_> {
+        ResView::Srq(self)
+    }
+}
+
+impl Drop for Srq {
+    fn drop(&mut self) {
+        untrack(&self.pd.dev, ResType::Srq, self);
+        self.pd.usecnt.fetch_sub(1, Relaxed);
+    }
+}
+
+/// An address handle: where UD work requests go. It keeps its PD alive.
+pub struct Ah {
+    drv: KBox<dyn AhObject>,
+    pd: Arc<Pd>,
+    attr: AhAttr,
+}
+
+impl Ah {
+    /// Creates an AH in `pd` for `attr` (C's `rdma_create_ah`; `EINVAL` for a port the device
+    /// does not have).
+    pub fn create(pd: &Arc<Pd>, attr: &AhAttr) -> Result<Arc<Self>> {
+        if !pd.dev.is_valid_port(attr.port_num.into()) {
+            return Err(EINVAL);
+        }
+        let drv = pd.drv.create_ah(attr)?;
+        let ah = Arc::new(
+            Self {
+                drv,
+                pd: pd.clone(),
+                attr: *attr,
+            },
+            GFP_KERNEL,
+        )?;
+        pd.usecnt.fetch_add(1, Relaxed);
+        Ok(ah)
+    }
+
+    /// The address.
+    pub fn attr(&self) -> &AhAttr {
+        &self.attr
+    }
+
+    /// The driver's state of the AH.
+    ///
+    /// # Safety
+    ///
+    /// `T` is the driver of the AH's device.
+    pub(crate) unsafe fn driver_state<T: DeviceOps>(&self) -> &T::Ah {
+        // SAFETY: The AH was made by `create_ah` of its PD, whose driver is `T` (the caller's
+        // promise).
+        unsafe { ops::driver_ah::<T>(&*self.drv) }
+    }
+}
+
+impl core::fmt::Debug for Ah {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Ah").field("attr", &self.attr).finish()
+    }
+}
+
+impl Drop for Ah {
+    fn drop(&mut self) {
         self.pd.usecnt.fetch_sub(1, Relaxed);
     }
 }
@@ -516,7 +717,7 @@ impl Mr {
         };
         let mr = Arc::new(mr, GFP_KERNEL)?;
         pd.usecnt.fetch_add(1, Relaxed);
-        track(&pd.dev, ResType::Mr, None, &mr);
+        let _ = track(&pd.dev, ResType::Mr, None, &mr);
         Ok(mr)
     }
 
@@ -651,6 +852,8 @@ mod tests {
                 },
                 sq_sig_all: false,
                 kern_name: crate::kern_name!(),
+                srq: None,
+                event_handler: None,
             },
         )?;
         assert_eq!(qp.qp_num(), 0x42);
@@ -706,12 +909,13 @@ mod tests {
     /// The listed objects of type `t`: (id, kern name, users) as netlink sees them.
     fn listed(dev: &IbDevice, t: ResType) -> KVec<(u32, &'static [u8], u64)> {
         let mut out = KVec::new();
-        dev.restrack().visit(t, 0, |_, id, view| {
+        dev.restrack().visit(t, 0, |_, _, id, view| {
             let entry = match view {
                 ResView::Pd(pd) => (id, pd.kern_name().as_bytes(), pd.users()),
                 ResView::Cq(cq) => (id, cq.kern_name().as_bytes(), cq.users()),
                 ResView::Qp(qp) => (id, qp.kern_name().as_bytes(), 0),
                 ResView::Mr(mr) => (id, mr.kern_name().as_bytes(), 0),
+                ResView::Srq(srq) => (id, srq.kern_name().as_bytes(), srq.users()),
             };
             out.push(entry, GFP_KERNEL).is_ok()
         });
@@ -750,6 +954,8 @@ mod tests {
                 cap: QpCap::default(),
                 sq_sig_all: false,
                 kern_name: crate::kern_name!(),
+                srq: None,
+                event_handler: None,
             },
         )?;
         let mr = Mr::get_dma_mr(&pd, Access::LocalWrite.into())?;
@@ -758,8 +964,8 @@ mod tests {
         assert_eq!(&listed(&dev, ResType::Mr)[..], &[(0, me, 0)]);
         assert_eq!(&listed(&dev, ResType::Pd)[..], &[(2, me, 2)]);
         assert_eq!(&listed(&dev, ResType::Cq)[..], &[(0, me, 2)]);
-        assert_eq!(dev.restrack().with(ResType::Qp, 0x42, |_| ()), Some(()));
-        assert_eq!(dev.restrack().with(ResType::Qp, 0x43, |_| ()), None);
+        assert_eq!(dev.restrack().with(ResType::Qp, 0x42, |_, _| ()), Some(()));
+        assert_eq!(dev.restrack().with(ResType::Qp, 0x43, |_, _| ()), None);
         // A second QP with the same number works but is not listed, as in C.
         let twin = Qp::create(
             &pd,
@@ -770,6 +976,8 @@ mod tests {
                 cap: QpCap::default(),
                 sq_sig_all: false,
                 kern_name: crate::kern_name!(),
+                srq: None,
+                event_handler: None,
             },
         )?;
         assert_eq!(listed(&dev, ResType::Qp).len(), 1);
@@ -872,6 +1080,8 @@ mod tests {
             cap: QpCap::default(),
             sq_sig_all: false,
             kern_name: crate::kern_name!(),
+            srq: None,
+            event_handler: None,
         };
         let qp = Qp::create(&pd, qp_init(&send_cq, &recv_cq))?;
         // The driver's QP was made from its PD (1) and its two CQs (2 and 3), in their roles.
