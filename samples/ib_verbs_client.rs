@@ -11,6 +11,10 @@
 //!   at the sender, the QP in error, later requests flushed), an RDMA write with a wrong rkey
 //!   (`RemAccessErr`); after each, RESET and reconnect, and a SEND works again.
 //!
+//! Then, on objects of its own freed at once (`ud_srq_atomics.rs`): a UD datagram through an
+//! address handle into a QP receiving from an SRQ (its limit event), that QP's last-WQE event,
+//! and fetch-and-add and compare-and-swap on an RC QP.
+//!
 //! It frees everything when the device or the client goes away. It keeps the QP, the MR and the
 //! buffers: they keep the PD, the CQ and the device alive.
 
@@ -31,6 +35,9 @@ use kernel::{
     sync::{Arc, CondVar, Mutex},
     time::msecs_to_jiffies,
 };
+
+#[path = "ib_verbs_client/ud_srq_atomics.rs"]
+mod ud_srq_atomics;
 
 module! {
     type: VerbsClient,
@@ -435,6 +442,10 @@ impl Client for Sample {
         };
         if let Err(e) = endpoint.exercise(name) {
             pr_err!("{name}: data path failed: err {}\n", e.to_errno());
+        }
+        // Objects of its own, freed before this returns.
+        if let Err(e) = ud_srq_atomics::exercise(dev, name) {
+            pr_info!("{name}: ud, srq and atomics: err {}\n", e.to_errno());
         }
         Ok(PerDevice {
             qp,

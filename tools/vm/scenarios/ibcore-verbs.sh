@@ -10,6 +10,10 @@
 #     (the driver says so; the core keeps the state of the last modify, as C drivers do) and
 #     flushes the next receive; a wrong rkey gives RemAccessErr; after RESET and reconnect a
 #     SEND works again;
+#   - on objects of its own, freed at once: a UD datagram through an AH (with a GRH) into a QP
+#     receiving from an SRQ, whose armed limit fires once; that QP in error raises
+#     last-WQE-reached; fetch-and-add and compare-and-swap on an RC QP;
+#   - resource tracking lists the objects as C does (`rdma res show pd|cq|qp|mr`);
 #   - a device that unregisters under the client is removed from it first (its objects freed),
 #     then unregisters; a device that registers later is added; unloading the client frees
 #     everything on every device; then a clean dmesg and kmemleak.
@@ -37,6 +41,14 @@ for dev in ibtest0 ibtest1; do
 		"ib_verbs_client: $dev: short receive: recv LocLenErr, send RemInvReqErr, next recv Some\(WrFlushErr\); core says Rts, driver says Err\$" dmesg
 	check_output "$dev: a wrong rkey gives RemAccessErr; after RESET and reconnect a SEND works again" \
 		"ib_verbs_client: $dev: bad rkey: RemAccessErr; after reset and reconnect: send Success, recv Success, data intact\$" dmesg
+done
+for dev in ibtest0 ibtest1; do
+	check_output "$dev: a UD datagram with a GRH through an AH lands in an SRQ receive (GRH space, source QP, SL), the SRQ limit fires once" \
+		"ib_verbs_client: $dev: ud: send Send Success; recv Recv Success 296 bytes from qp 0x101 sl 3 grh yes; data intact; srq limit event\(s\) 1, limit now 0\$" dmesg
+	check_output "$dev: the SRQ's QP in error raises last-WQE-reached" \
+		"ib_verbs_client: $dev: srq: qp 0x102 in error: last wqe reached event\(s\) 1\$" dmesg
+	check_output "$dev: fetch-and-add and compare-and-swap with C's semantics" \
+		"ib_verbs_client: $dev: atomics: fetch-add FetchAdd Success 8 bytes old 5 now 8; cmp-swap CompSwap Success old 8 now 100; unequal cmp-swap old 100 now 100\$" dmesg
 done
 check "no data path failure was logged" sh -c '! dmesg | grep "data path failed"'
 # Resource tracking lists the objects as C does (`rdma res show pd|cq|qp|mr`, netlink
