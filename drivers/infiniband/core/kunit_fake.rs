@@ -164,6 +164,7 @@ pub(crate) fn take(calls: &Calls) -> KVec<&'static str> {
 pub(crate) struct Recording {
     calls: Calls,
     next: Atomic<u32>,
+    attr: DeviceAttr,
 }
 
 impl Recording {
@@ -198,7 +199,7 @@ impl DeviceOps for Recording {
     type Ah = Numbered;
 
     fn query_device(&self) -> Result<DeviceAttr> {
-        Ok(device_attr())
+        Ok(self.attr)
     }
 
     fn query_port(&self, port: u32) -> Result<PortAttr> {
@@ -333,11 +334,22 @@ impl DeviceOps for Recording {
 
 /// Registers a [`Recording`] device (one port, named `kverbs%d`) logging to `calls`.
 pub(crate) fn register_recording(calls: &Calls) -> Result<Registration> {
+    register_recording_with(calls, |_| ())
+}
+
+/// A [`Recording`] device whose attributes `tweak` changes.
+pub(crate) fn register_recording_with(
+    calls: &Calls,
+    tweak: fn(&mut DeviceAttr),
+) -> Result<Registration> {
+    let mut attr = device_attr();
+    tweak(&mut attr);
     Registration::new_test(
         info(b"kverbs%d", 1),
         Recording {
             calls: calls.clone(),
             next: Atomic::new(0),
+            attr,
         },
     )
 }

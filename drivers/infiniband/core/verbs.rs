@@ -763,6 +763,7 @@ mod tests {
         dma_buffer::{DmaBuffer, DMA_BUFFER_MAX},
         kunit_fake::{self, calls, register_recording as register, take},
         restrack::ResView,
+        wr::UdWr,
     };
 
     #[test]
@@ -1015,6 +1016,140 @@ mod tests {
         assert_eq!(listed(&dev, ResType::Cq).len(), 0);
         drop(dev);
         drop(reg);
+        Ok(())
+    }
+
+    #[test]
+    fn srqs_and_ahs_reach_the_driver_as_its_own() -> Result {
+        let calls = calls()?;
+        let reg = register(&calls)?;
+        let dev = reg.device().clone();
+        let pd = Pd::alloc(&dev, crate::kern_name!())?;
+        let attr = SrqAttr {
+            max_wr: 8,
+            max_sge: 1,
+            srq_limit: 0,
+        };
+        // Past the device's limits: refused before the driver is asked (max_srq_wr is 0).
+        assert_eq!(Srq::create(&pd, &attr, None).err(), Some(EINVAL));
+        take(&calls);
+        // The kunit fake has no SRQ limit: make one with a device that has.
+        let big = kunit_fake::register_recording_with(&calls, |a| a.max_srq_wr = 64)?;
+        let bdev = big.device().clone();
+        let bpd = Pd::alloc(&bdev, crate::kern_name!())?;
+        let cq = Cq::create(
+            &bdev,
+            &CqInit {
+                cqe: 4,
+                comp_vector: 0,
+            },
+            None,
+            crate::kern_name!(),
+        )?;
+        let srq = Srq::create(&bpd, &attr, None)?;
+        assert_eq!(
+            srq.modify(&attr, SrqAttrField::Limit.into()),
+            Err(EOPNOTSUPP)
+        );
+        let qp_init = |srq: Option<Arc<Srq>>| QpInit {
+            qp_type: QpType::Ud,
+            send_cq: cq.clone(),
+            recv_cq: cq.clone(),
+            cap: QpCap::default(),
+            sq_sig_all: false,
+            kern_name: crate::kern_name!(),
+            srq,
+            event_handler: None,
+        };
+        let qp = Qp::create(&bpd, qp_init(Some(srq.clone())))?;
+        // The driver got its own SRQ state (the fake reports its number as dest_qp_num).
+        assert!(qp.query()?.dest_qp_num != 0);
+        assert_eq!((srq.users(), bpd.users()), (1, 2));
+        assert_eq!(&listed(&bdev, ResType::Srq)[..], &[(0, &b"ib_core"[..], 1)]);
+        // An SRQ of another device is refused before the driver sees it.
+        let foreign_srq = Srq::create(&bpd, &attr, None)?;
+        let other = kunit_fake::register_recording_with(&calls, |a| a.max_srq_wr = 64)?;
+        let opd = Pd::alloc(other.device(), crate::kern_name!())?;
+        let ocq = Cq::create(
+            other.device(),
+            &CqInit {
+                cqe: 4,
+                comp_vector: 0,
+            },
+            None,
+            crate::kern_name!(),
+        )?;
+        let mut foreign = qp_init(Some(foreign_srq.clone()));
+        foreign.send_cq = ocq.clone();
+        foreign.recv_cq = ocq.clone();
+        assert_eq!(Qp::create(&opd, foreign).err(), Some(EINVAL));
+        // AHs: a port the device lacks is refused; a UD work request whose AH is of another
+        // device is refused at post, the ones before it reach the driver.
+        let ah_attr = AhAttr {
+            dlid: 1,
+            port_num: 1,
+            ..AhAttr::default()
+        };
+        assert_eq!(
+            Ah::create(
+                &bpd,
+                &AhAttr {
+                    port_num: 2,
+                    ..ah_attr
+                }
+            )
+            .err(),
+            Some(EINVAL)
+        );
+        let ah = Ah::create(&bpd, &ah_attr)?;
+        let oah = Ah::create(&opd, &ah_attr)?;
+        // The QP, the two SRQs and the AH.
+        assert_eq!(bpd.users(), 4);
+        take(&calls);
+        let wr = |ah| SendWr {
+            ud: Some(UdWr {
+                ah,
+                remote_qpn: 1,
+                remote_qkey: 2,
+            }),
+            ..SendWr::default()
+        };
+        let bad = qp.post_send(&[wr(&oah)]).err();
+        assert_eq!(bad.map(|e| (e.first_bad, e.err)), Some((0, EINVAL)));
+        // With a good one first, the driver is asked (and lacks post_send here).
+        let bad = qp.post_send(&[wr(&ah), wr(&oah)]).err();
+        assert_eq!(bad.map(|e| e.err), Some(EOPNOTSUPP));
+        assert!(take(&calls).is_empty());
+        drop((qp, ah, oah));
+        assert_eq!((srq.users(), bpd.users()), (0, 2));
+        drop(srq);
+        assert_eq!(listed(&bdev, ResType::Srq).len(), 1);
+        drop(foreign_srq);
+        assert_eq!(listed(&bdev, ResType::Srq).len(), 0);
+        assert_eq!(bpd.users(), 0);
+        drop((opd, ocq, other, cq, bpd, bdev, big, pd, dev, reg));
+        Ok(())
+    }
+
+    #[test]
+    fn event_handlers_get_what_drivers_raise() -> Result {
+        let seen = Arc::new(Atomic::new(0u32), GFP_KERNEL)?;
+        let s = seen.clone();
+        let handler: EventHandler = KBox::new(
+            move |e: EventType| {
+                s.store(u32::from(e as u8) + 100, Relaxed);
+            },
+            GFP_KERNEL,
+        )?;
+        let n = EventNotifier::new(Some(handler))?;
+        n.clone().raise(EventType::SrqLimitReached);
+        assert_eq!(seen.load(Relaxed), 115);
+        n.raise(EventType::QpLastWqeReached);
+        assert_eq!(seen.load(Relaxed), 116);
+        // Without a handler nothing happens.
+        EventNotifier::new(None)?.raise(EventType::QpFatal);
+        assert_eq!(EventType::DeviceSpeedChange as u8, 20);
+        assert_eq!(EventType::CqErr as u8, 0);
         Ok(())
     }
 
