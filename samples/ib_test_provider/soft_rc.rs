@@ -808,6 +808,8 @@ struct Ring {
     /// An event is due (reported once the provider's locks are dropped).
     event_due: bool,
     overflowed: bool,
+    /// An overrun's `CqErr` is due.
+    error_due: bool,
 }
 
 /// A software completion queue.
@@ -832,6 +834,7 @@ impl SoftCq {
                     arm: Arm::Off,
                     event_due: false,
                     overflowed: false,
+                    error_due: false,
                 }),
             }? Error),
             GFP_KERNEL,
@@ -842,10 +845,11 @@ impl SoftCq {
     fn push(&self, wc: WorkCompletion, solicited: bool) {
         let mut r = self.ring.lock();
         if r.entries.len() >= self.capacity || r.entries.push(wc, GFP_KERNEL).is_err() {
-            // Hardware reports an overflow as a CQ error event; there is no async event API
-            // yet, so it is logged (once) and the completion is lost, as it would be there.
+            // Hardware reports an overflow as a CQ error event (raised once the provider's locks
+            // are dropped); the completion is lost, as it would be there.
             if !r.overflowed {
                 pr_err!("CQ overrun: completion of wr_id {:#x} lost\n", wc.wr_id);
+                r.error_due = true;
             }
             r.overflowed = true;
             return;
@@ -861,9 +865,18 @@ impl SoftCq {
         }
     }
 
-    /// Calls the consumer's handler if an event is due (no provider lock is held here).
+    /// Calls the consumer's handlers if an event is due (no provider lock is held here).
     pub(crate) fn report(&self) {
-        let due = core::mem::take(&mut self.ring.lock().event_due);
+        let (due, error) = {
+            let mut r = self.ring.lock();
+            (
+                core::mem::take(&mut r.event_due),
+                core::mem::take(&mut r.error_due),
+            )
+        };
+        if error {
+            self.notifier.error();
+        }
         if due {
             self.notifier.completion();
         }

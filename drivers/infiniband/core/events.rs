@@ -3,9 +3,20 @@
 //! Asynchronous events of verbs objects (C's `ib_event`): what a driver raises on a QP or an
 //! SRQ (a limit reached, the last WQE of a QP attached to an SRQ, a fatal error) and the
 //! handler the consumer gave when creating the object (C's `event_handler` of
-//! `ib_qp_init_attr` and `ib_srq_init_attr`). Values are C's `enum ib_event_type`.
+//! `ib_qp_init_attr` and `ib_srq_init_attr`); and the events of a whole device or port, which
+//! drivers dispatch with `device::Registration::dispatch_event` to the handlers consumers
+//! registered ([`DeviceEventRegistration`], C's `ib_register_event_handler`). Values are C's
+//! `enum ib_event_type`.
 
-use kernel::{prelude::*, sync::Arc};
+use crate::ib_device::IbDevice;
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc, Mutex,
+    },
+};
 
 /// An asynchronous event (`enum ib_event_type`, C's values).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +86,65 @@ impl EventNotifier {
     pub fn raise(&self, event: EventType) {
         if let Some(h) = self.0.as_ref() {
             h(event);
+        }
+    }
+}
+
+/// A consumer's handler of a device's events (C's `ib_event_handler`): the event and the port
+/// it concerns (0 for the whole device). Called in process context.
+pub type DeviceEventHandler = KBox<dyn Fn(EventType, u32) + Send + Sync>;
+
+/// A device's event handlers (C's `event_handler_list`).
+#[pin_data]
+pub(crate) struct DeviceEvents {
+    #[pin]
+    handlers: Mutex<KVec<(u64, DeviceEventHandler)>>,
+    next: Atomic<u64>,
+}
+
+impl DeviceEvents {
+    /// No handler.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            handlers <- new_mutex!(KVec::new(), "ib_core::events::DeviceEvents::handlers"),
+            next: Atomic::new(0),
+        })
+    }
+
+    /// Calls every handler, in registration order (C's `ib_dispatch_event`).
+    pub(crate) fn dispatch(&self, event: EventType, port: u32) {
+        for (_, h) in self.handlers.lock().iter() {
+            h(event, port);
+        }
+    }
+}
+
+/// A handler of a device's events, registered until dropped (C's `ib_register_event_handler`
+/// and `ib_unregister_event_handler`). It holds the device: an `ib_core` client drops it in
+/// `remove`, before unregistration waits for the device to go.
+pub struct DeviceEventRegistration {
+    dev: Arc<IbDevice>,
+    id: u64,
+}
+
+impl DeviceEventRegistration {
+    /// Registers `handler` for the events of `dev`.
+    pub fn new(dev: &Arc<IbDevice>, handler: DeviceEventHandler) -> Result<Self> {
+        let events = dev.events();
+        let id = events.next.fetch_add(1, Relaxed);
+        events.handlers.lock().push((id, handler), GFP_KERNEL)?;
+        Ok(Self {
+            dev: dev.clone(),
+            id,
+        })
+    }
+}
+
+impl Drop for DeviceEventRegistration {
+    fn drop(&mut self) {
+        let mut handlers = self.dev.events().handlers.lock();
+        if let Some(i) = handlers.iter().position(|(id, _)| *id == self.id) {
+            let _ = handlers.remove(i);
         }
     }
 }

@@ -7,6 +7,7 @@
 
 use crate::{
     attrs::{DeviceAttr, FwVersion, Gid, LinkLayer, NodeDesc, NodeType, PortAttr, PortImmutable},
+    events::DeviceEvents,
     names::Name,
     ops::DynOps,
     restrack::Restrack,
@@ -95,6 +96,8 @@ pub struct IbDevice {
     ops: KBox<dyn DynOps>,
     #[pin]
     restrack: Restrack,
+    #[pin]
+    events: DeviceEvents,
     /// Completed when the device is dropped, after every other field (the driver's operations
     /// included): declared last.
     gone: Gone,
@@ -144,6 +147,7 @@ impl IbDevice {
                 users_gone <- new_condvar!(),
                 ops,
                 restrack <- Restrack::new(),
+                events <- DeviceEvents::new(),
                 gone: Gone(Arc::pin_init(Completion::new(), GFP_KERNEL)?),
             }? Error),
             GFP_KERNEL,
@@ -294,6 +298,11 @@ impl IbDevice {
     /// The driver's operations.
     pub(crate) fn ops(&self) -> &dyn DynOps {
         &*self.ops
+    }
+
+    /// The consumers' event handlers.
+    pub(crate) fn events(&self) -> &DeviceEvents {
+        &self.events
     }
 
     /// Live verbs objects per type (what `RES_GET` reports).

@@ -260,11 +260,23 @@ impl Cq {
         handler: Option<CompletionHandler>,
         kern_name: KernName,
     ) -> Result<Arc<Self>> {
+        Self::create_with_event_handler(dev, init, handler, None, kern_name)
+    }
+
+    /// [`Cq::create`], with `event_handler` getting the CQ's asynchronous events (`CqErr`; C's
+    /// `event_handler` of `ib_create_cq`).
+    pub fn create_with_event_handler(
+        dev: &Arc<IbDevice>,
+        init: &CqInit,
+        handler: Option<CompletionHandler>,
+        event_handler: Option<EventHandler>,
+        kern_name: KernName,
+    ) -> Result<Arc<Self>> {
         let dev = dev.try_get().ok_or(ENODEV)?;
         if init.cqe == 0 || init.cqe > dev.attr().max_cqe {
             return Err(EINVAL);
         }
-        let notifier = CqNotifier::new(handler)?;
+        let notifier = CqNotifier::new(handler, event_handler)?;
         let drv = dev.ops().create_cq(init, &notifier)?;
         let cq = Self {
             cqe: drv.size().unwrap_or(init.cqe),
@@ -761,6 +773,7 @@ mod tests {
     use crate::{
         attrs::{DeviceCap, DeviceCapFlags},
         dma_buffer::{DmaBuffer, DMA_BUFFER_MAX},
+        events::DeviceEventRegistration,
         kunit_fake::{self, calls, register_recording as register, take},
         restrack::ResView,
         wr::UdWr,
@@ -1146,6 +1159,44 @@ mod tests {
         assert_eq!(seen.load(Relaxed), 115);
         n.raise(EventType::QpLastWqeReached);
         assert_eq!(seen.load(Relaxed), 116);
+        // A CQ's notifier raises CqErr to the CQ's event handler only.
+        let s = seen.clone();
+        let on_cq: EventHandler = KBox::new(
+            move |e: EventType| {
+                s.store(u32::from(e as u8) + 200, Relaxed);
+            },
+            GFP_KERNEL,
+        )?;
+        let cq = CqNotifier::new(None, Some(on_cq))?;
+        cq.completion();
+        assert_eq!(seen.load(Relaxed), 116);
+        cq.error();
+        assert_eq!(seen.load(Relaxed), 200);
+        // Device events reach every registered handler until its registration drops.
+        let calls = calls()?;
+        let reg = register(&calls)?;
+        let log = Arc::new(Atomic::new(0u32), GFP_KERNEL)?;
+        let handler = |shift: u32| -> Result<crate::events::DeviceEventHandler> {
+            let l = log.clone();
+            Ok(KBox::new(
+                move |e: EventType, port: u32| {
+                    l.fetch_add((u32::from(e as u8) * 10 + port) << shift, Relaxed);
+                },
+                GFP_KERNEL,
+            )?)
+        };
+        let first = DeviceEventRegistration::new(reg.device(), handler(0)?)?;
+        let second = DeviceEventRegistration::new(reg.device(), handler(16)?)?;
+        reg.dispatch_event(EventType::PortActive, 1);
+        assert_eq!(log.load(Relaxed), 91 | (91 << 16));
+        drop(first);
+        log.store(0, Relaxed);
+        reg.dispatch_event(EventType::PortErr, 1);
+        assert_eq!(log.load(Relaxed), 101 << 16);
+        drop(second);
+        reg.dispatch_event(EventType::PortErr, 1);
+        assert_eq!(log.load(Relaxed), 101 << 16);
+        drop(reg);
         // Without a handler nothing happens.
         EventNotifier::new(None)?.raise(EventType::QpFatal);
         assert_eq!(EventType::DeviceSpeedChange as u8, 20);

@@ -6,7 +6,11 @@
 //! `ib_qp_init_attr`, `ib_qp_attr`, `enum ib_qp_attr_mask`, `enum ib_access_flags`), with C's
 //! numeric values.
 
-use crate::{attrs::Gid, events::EventNotifier, ops::NoVerbs};
+use crate::{
+    attrs::Gid,
+    events::{EventHandler, EventNotifier, EventType},
+    ops::NoVerbs,
+};
 use kernel::{prelude::*, sync::Arc};
 
 /// Completion queue parameters (`ib_cq_init_attr`).
@@ -21,20 +25,41 @@ pub struct CqInit {
 /// What a consumer's CQ callback is.
 pub type CompletionHandler = KBox<dyn Fn() + Send + Sync>;
 
-/// Where a driver reports completion events of a CQ (it keeps a clone).
+/// The consumer's handlers of a CQ.
+struct CqHandlers {
+    completion: Option<CompletionHandler>,
+    event: Option<EventHandler>,
+}
+
+/// Where a driver reports completion events and asynchronous events of a CQ (it keeps a
+/// clone).
 #[derive(Clone)]
-pub struct CqNotifier(Arc<Option<CompletionHandler>>);
+pub struct CqNotifier(Arc<CqHandlers>);
 
 impl CqNotifier {
-    /// A notifier calling `handler` (nothing when `None`).
-    pub(crate) fn new(handler: Option<CompletionHandler>) -> Result<Self> {
-        Ok(Self(Arc::new(handler, GFP_KERNEL)?))
+    /// A notifier calling `completion` and `event` (nothing for a `None`).
+    pub(crate) fn new(
+        completion: Option<CompletionHandler>,
+        event: Option<EventHandler>,
+    ) -> Result<Self> {
+        Ok(Self(Arc::new(
+            CqHandlers { completion, event },
+            GFP_KERNEL,
+        )?))
     }
 
-    /// A completion event: calls the consumer's handler, if it has one.
+    /// A completion event: calls the consumer's completion handler, if it has one.
     pub fn completion(&self) {
-        if let Some(h) = self.0.as_ref() {
+        if let Some(h) = self.0.completion.as_ref() {
             h();
+        }
+    }
+
+    /// A CQ error (an overrun): raises `CqErr` to the consumer's event handler, if it has one
+    /// (C's `IB_EVENT_CQ_ERR`).
+    pub fn error(&self) {
+        if let Some(h) = self.0.event.as_ref() {
+            h(EventType::CqErr);
         }
     }
 }
