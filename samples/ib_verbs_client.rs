@@ -13,7 +13,8 @@
 //!
 //! Then, on objects of its own freed at once (`ud_srq_atomics.rs`): a UD datagram through an
 //! address handle into a QP receiving from an SRQ (its limit event), that QP's last-WQE event,
-//! and fetch-and-add and compare-and-swap on an RC QP.
+//! and fetch-and-add and compare-and-swap on an RC QP; CQs the core polls (workqueue and
+//! direct) with draining (`polled_cq.rs`).
 //!
 //! It frees everything when the device or the client goes away. It keeps the QP, the MR and the
 //! buffers: they keep the PD, the CQ and the device alive.
@@ -36,6 +37,8 @@ use kernel::{
     time::msecs_to_jiffies,
 };
 
+#[path = "ib_verbs_client/polled_cq.rs"]
+mod polled_cq;
 #[path = "ib_verbs_client/ud_srq_atomics.rs"]
 mod ud_srq_atomics;
 
@@ -446,6 +449,9 @@ impl Client for Sample {
         // Objects of its own, freed before this returns.
         if let Err(e) = ud_srq_atomics::exercise(dev, name) {
             pr_info!("{name}: ud, srq and atomics: err {}\n", e.to_errno());
+        }
+        if let Err(e) = polled_cq::exercise(dev, name) {
+            pr_info!("{name}: polled cqs: err {}\n", e.to_errno());
         }
         Ok(PerDevice {
             qp,

@@ -25,6 +25,7 @@ pub mod ops;
 pub mod ib_device;
 
 // Users of a device: verbs objects and buffers, MONITOR events, sysfs.
+pub mod cq_poll;
 pub mod dma_buffer;
 pub mod monitor;
 mod sysfs;

@@ -249,6 +249,10 @@ pub struct Cq {
     kern_name: KernName,
     cqe: u32,
     usecnt: Atomic<u64>,
+    /// C's `poll_ctx` (what `ib_create_cq` leaves, 0, unless [`crate::cq_poll`] made it).
+    poll_ctx: u8,
+    /// The core's poller of a [`crate::cq_poll::PolledCq`], set once after creation.
+    poller: kernel::sync::SetOnce<Arc<crate::cq_poll::Poller>>,
 }
 
 impl Cq {
@@ -263,6 +267,17 @@ impl Cq {
         Self::create_with_event_handler(dev, init, handler, None, kern_name)
     }
 
+    /// A CQ of [`crate::cq_poll`], with its polling context.
+    pub(crate) fn create_polled(
+        dev: &Arc<IbDevice>,
+        init: &CqInit,
+        handler: Option<CompletionHandler>,
+        kern_name: KernName,
+        poll_ctx: u8,
+    ) -> Result<Arc<Self>> {
+        Self::make(dev, init, handler, None, kern_name, poll_ctx)
+    }
+
     /// [`Cq::create`], with `event_handler` getting the CQ's asynchronous events (`CqErr`; C's
     /// `event_handler` of `ib_create_cq`).
     pub fn create_with_event_handler(
@@ -271,6 +286,17 @@ impl Cq {
         handler: Option<CompletionHandler>,
         event_handler: Option<EventHandler>,
         kern_name: KernName,
+    ) -> Result<Arc<Self>> {
+        Self::make(dev, init, handler, event_handler, kern_name, 0)
+    }
+
+    fn make(
+        dev: &Arc<IbDevice>,
+        init: &CqInit,
+        handler: Option<CompletionHandler>,
+        event_handler: Option<EventHandler>,
+        kern_name: KernName,
+        poll_ctx: u8,
     ) -> Result<Arc<Self>> {
         let dev = dev.try_get().ok_or(ENODEV)?;
         if init.cqe == 0 || init.cqe > dev.attr().max_cqe {
@@ -286,6 +312,8 @@ impl Cq {
             notifier,
             kern_name,
             usecnt: Atomic::new(0),
+            poll_ctx,
+            poller: kernel::sync::SetOnce::new(),
         };
         let cq = Arc::new(cq, GFP_KERNEL)?;
         let _ = track(&cq.dev, ResType::Cq, None, &cq);
@@ -308,9 +336,19 @@ impl Cq {
     }
 
     /// How completions are polled (C's `cq->poll_ctx`): `IB_POLL_SOFTIRQ` (0), what C's
-    /// `ib_create_cq` leaves in it.
+    /// `ib_create_cq` leaves in it, unless [`crate::cq_poll::PolledCq`] polls the CQ.
     pub fn poll_ctx(&self) -> u8 {
-        0
+        self.poll_ctx
+    }
+
+    /// The core's poller, if [`crate::cq_poll::PolledCq`] made the CQ.
+    pub(crate) fn poller_ref(&self) -> Option<&Arc<crate::cq_poll::Poller>> {
+        self.poller.as_ref()
+    }
+
+    /// Records the core's poller (once).
+    pub(crate) fn set_poller(&self, p: Arc<crate::cq_poll::Poller>) {
+        let _ = self.poller.populate(p);
     }
 
     /// Asks for a completion event on the next completion (`solicited`: the next solicited

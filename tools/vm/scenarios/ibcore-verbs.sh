@@ -12,7 +12,9 @@
 #     SEND works again;
 #   - on objects of its own, freed at once: a UD datagram through an AH (with a GRH) into a QP
 #     receiving from an SRQ, whose armed limit fires once; that QP in error raises
-#     last-WQE-reached; fetch-and-add and compare-and-swap on an RC QP;
+#     last-WQE-reached; fetch-and-add and compare-and-swap on an RC QP; CQs the core polls
+#     (workqueue: `done` per completion, drain flushes what is outstanding; direct: nothing until
+#     `process_direct`, drain polls itself);
 #   - resource tracking lists the objects as C does (`rdma res show pd|cq|qp|mr`);
 #   - a device that unregisters under the client is removed from it first (its objects freed),
 #     then unregisters; a device that registers later is added; unloading the client frees
@@ -49,6 +51,10 @@ for dev in ibtest0 ibtest1; do
 		"ib_verbs_client: $dev: srq: qp 0x102 in error: last wqe reached event\(s\) 1\$" dmesg
 	check_output "$dev: fetch-and-add and compare-and-swap with C's semantics" \
 		"ib_verbs_client: $dev: atomics: fetch-add FetchAdd Success 8 bytes old 5 now 8; cmp-swap CompSwap Success old 8 now 100; unequal cmp-swap old 100 now 100\$" dmesg
+	check_output "$dev: a CQ polled from a workqueue gives each completion to done; draining the QP flushes the outstanding receive to done, not the markers" \
+		"ib_verbs_client: $dev: polled cq Workqueue \(poll-ctx 1\): 2 done before drain; drain Ok\(\(\)\); then 1 flushed to done, 0 other\$" dmesg
+	check_output "$dev: a direct CQ is polled only when asked; its drain polls it itself" \
+		"ib_verbs_client: $dev: direct cq: 0 done before asked, process_direct 2 \(2 done\), drain Ok\(\(\)\), 0 flushed\$" dmesg
 done
 check "no data path failure was logged" sh -c '! dmesg | grep "data path failed"'
 # Resource tracking lists the objects as C does (`rdma res show pd|cq|qp|mr`, netlink
