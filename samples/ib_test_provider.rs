@@ -22,8 +22,10 @@
 //! | driver sysfs attributes | `hw_rev`: `<d>` in hex; `hca_type`: `MT4119` |
 //!
 //! The devices also implement the kernel verbs in software (so they are kernel verbs providers):
-//! PD, CQ, QP with its attributes, DMA MR, DMA buffers, and a reliable-connected data path
-//! between the QPs of one device (SEND with and without immediate data, RDMA write, RDMA read;
+//! PD, CQ, QP with its attributes, DMA MR, SRQ (with its limit event), AH, DMA buffers, and a
+//! data path between the QPs of one device (RC: SEND with and without immediate data, RDMA
+//! write, RDMA read, compare-and-swap and fetch-and-add; UD: datagrams with the GRH space and,
+//! through an AH with a GRH, the GRH; QPs receiving from an SRQ raise last-WQE-reached in error;
 //! see `soft_rc.rs`). QP numbers count from `0x100`, a PD's DMA MR has lkey and rkey
 //! `0x1000 + PD number`.
 

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The test provider's software data path: reliable-connected QPs of one device exchange SENDs
-//! (with or without immediate data), RDMA writes and RDMA reads through memory the provider
-//! hands out as DMA buffers, with the completions and errors an RC transport gives.
+//! (with or without immediate data), RDMA writes, RDMA reads and atomics (8 bytes, aligned,
+//! `REMOTE_ATOMIC` on the QP and the MR, host byte order) through memory the provider hands out
+//! as DMA buffers, with the completions and errors an RC transport gives; UD QPs send datagrams
+//! (at most the 4096-byte MTU) to a UD QP whose port LID and Q_Key match, into its next receive
+//! after 40 bytes of GRH space (the GRH written when the AH has one), or drop them; QPs may
+//! receive from an SRQ (its armed limit raises `SrqLimitReached` once; a QP of it going to
+//! error raises `QpLastWqeReached`); a CQ overrun raises `CqErr`.
 //!
 //! - Device addresses: buffer `n` lives at `n << 32`; a scatter/gather entry must fall inside one
 //!   buffer and carry the key of a memory region of the QP's PD (`0x1000 + PD number`), with
