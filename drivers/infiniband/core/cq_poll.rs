@@ -9,11 +9,11 @@
 //! - [`PollCtx::Softirq`], [`PollCtx::Workqueue`], [`PollCtx::UnboundWorkqueue`]: on each
 //!   completion event a work item polls up to [`POLL_BUDGET_WORKQUEUE`] completions in batches
 //!   of [`POLL_BATCH`], then re-arms the CQ and polls once more, queueing itself again if
-//!   anything came in between (C's `ib_cq_poll_work`). The kernel crate has no `irq_poll`, so
-//!   the softirq context runs on the high-priority system workqueue, and the workqueue contexts
-//!   on the system (unbound) workqueues rather than `ib-comp-wq`: same semantics for the
-//!   consumer (`done` runs in process context there, which C's softirq context does not
-//!   give, so `done` must not count on it either way).
+//!   anything came in between (C's `ib_cq_poll_work`), on the core's `ib-comp-wq` (unbound:
+//!   `ib-comp-unb-wq`), which the module destroys at unload after its work has run. The kernel
+//!   crate has no `irq_poll`, so the softirq context runs on `ib-comp-wq` (high priority) too:
+//!   `done` then runs in process context, which C's softirq context does not give, so `done`
+//!   must not count on it either way.
 //!
 //! Draining (C's `ib_drain_sq`, `ib_drain_rq`, `ib_drain_qp`): the QP is moved to the error
 //! state and a marker work request is posted; the marker's flushed completion, which the
@@ -117,10 +117,12 @@ impl WorkItem for Poller {
 impl Poller {
     /// Queues the work item (nothing if it is queued already).
     fn schedule(self: &Arc<Self>) {
-        let queue = match self.ctx {
-            PollCtx::Softirq => workqueue::system_highpri(),
-            PollCtx::Workqueue => workqueue::system(),
-            PollCtx::UnboundWorkqueue => workqueue::system_unbound(),
+        let Some(q) = crate::workqueues::queues() else {
+            return;
+        };
+        let queue: &workqueue::Queue = match self.ctx {
+            PollCtx::Softirq | PollCtx::Workqueue => &q.completion,
+            PollCtx::UnboundWorkqueue => &q.completion_unbound,
             PollCtx::Direct => return,
         };
         let _ = queue.enqueue(self.clone());
