@@ -413,6 +413,47 @@ fn make_qp(t: &mut TestDriver, st: u64, pd: u64, uar: u64, cqn: u32) -> (u32, u6
 }
 
 #[test]
+fn query_qp_reports_the_remote_qpn_of_init2rtr() {
+    let mut t = TestDriver::new(DeviceConfig::default());
+    let pages = enable_and_init(&mut t);
+    let uar = ifc::get(
+        &t.exec(&input(op::ALLOC_UAR, 0, 16), 16).unwrap(),
+        Field::new(0x48, 24),
+    );
+    let pd = ifc::get(
+        &t.exec(&input(op::ALLOC_PD, 0, 16), 16).unwrap(),
+        Field::new(0x48, 24),
+    );
+    let (eqn, _) = create_eq(&mut t, uar, 0, 0);
+    let cq_page = t.alloc_pages(1);
+    let mut cc = input(op::CREATE_CQ, 0, 0x118);
+    ifc::set(&mut cc, Field::new(0xe3, 5), 4);
+    ifc::set(&mut cc, Field::new(0xe8, 24), uar);
+    ifc::set(&mut cc, Field::new(0x120, 32), u64::from(eqn));
+    cc[0x110..0x118].copy_from_slice(&cq_page.to_be_bytes());
+    let cqn = ifc::get(&t.exec(&cc, 16).unwrap(), Field::new(0x48, 24)) as u32;
+    let (qpn, _, _) = make_qp(&mut t, 0, pd, uar, cqn);
+    let mut q = input(op::QUERY_QP, 0, 16);
+    ifc::set(&mut q, Field::new(0x48, 24), u64::from(qpn));
+    let out = t.exec(&q, 0x1d0).unwrap();
+    // make_qp's INIT2RTR gave no remote QP: 0.
+    assert_eq!(ifc::get(&out, Field::new(0x168, 24)), 0);
+    let mut m = input(op::QP_2RST_QP, 0, 0xd8);
+    ifc::set(&mut m, Field::new(0x48, 24), u64::from(qpn));
+    t.exec(&m, 16).unwrap();
+    for o in [op::RST2INIT_QP, op::INIT2RTR_QP] {
+        let mut m = input(o, 0, 0xd8);
+        ifc::set(&mut m, Field::new(0x48, 24), u64::from(qpn));
+        ifc::set(&mut m, Field::new(0x168, 24), 0x4321);
+        t.exec(&m, 16).unwrap();
+    }
+    let out = t.exec(&q, 0x1d0).unwrap();
+    assert_eq!(ifc::get(&out, Field::new(0x168, 24)), 0x4321);
+    assert_eq!(ifc::get(&out, Field::new(0xc0, 4)), 2); // RTR
+    let _ = pages;
+}
+
+#[test]
 fn ud_send_is_delivered_through_mtt_keys_to_a_posted_receive() {
     let mut t = TestDriver::new(DeviceConfig::default());
     let pages = enable_and_init(&mut t);

@@ -413,6 +413,7 @@ fn handler(op: u16) -> Option<Handler> {
         op::CREATE_SRQ => |fw, _, i| objects::create_srq(fw, objects::Kind::Srq, i),
         op::DESTROY_SRQ => |fw, _, i| objects::destroy_kind(fw, objects::Kind::Srq, i),
         op::CREATE_RMP => |fw, _, i| objects::create_rmp(fw, i),
+        op::MODIFY_RMP => |fw, _, i| objects::modify_rmp(fw, i),
         op::DESTROY_RMP => |fw, _, i| objects::destroy_kind(fw, objects::Kind::Rmp, i),
         _ if objects::transition(op).is_some() => |fw, m, i| {
             let out = objects::modify_qp(fw, i)?;

@@ -380,8 +380,9 @@ pub fn modify_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
     Ok(output(16))
 }
 
-/// QUERY_QP: the QP's context as created, with its current state. (Attributes that modify
-/// commands set are not reflected yet; the data path will keep them.)
+/// QUERY_QP: the QP's context as created, with its current state and the remote QP number of
+/// its last INIT2RTR (the C driver reports it as `dest_qp_num`). (Other attributes that modify
+/// commands set are not reflected yet.)
 pub fn query_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
     const QPC: std::ops::Range<usize> = 0x18..0x100;
     const OUT_LEN: usize = 0x1d0;
@@ -396,6 +397,10 @@ pub fn query_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
         out[QPC].copy_from_slice(ctx);
     }
     ifc::set(&mut out, STATE, qp.qp_state as u64);
+    // The QP context sits at the same offset in the modify inputs and in this output.
+    if let Some(rtr) = qp.modified.get(&crate::opcodes::op::INIT2RTR_QP) {
+        ifc::set(&mut out, qpc::REMOTE_QPN, ifc::get(rtr, qpc::REMOTE_QPN));
+    }
     Ok(out)
 }
 
@@ -439,6 +444,24 @@ pub fn create_rmp(fw: &mut Firmware, input: &Input) -> CmdResult {
         .objects
         .insert(Kind::Rmp, Object::new(input.bytes().to_vec(), vec![]));
     created(n)
+}
+
+/// MODIFY_RMP fields: the RMP, the field-select bit of the limit, the limit (`rmpc.wq.lwm`).
+mod modify_rmp {
+    use crate::ifc::Field;
+    pub const RMPN: Field = Field::new(0x48, 24);
+    pub const SELECT_LWM: Field = Field::new(0xbf, 1);
+    pub const LWM: Field = Field::new(0x2b0, 16);
+}
+
+/// MODIFY_RMP: only the limit (how a driver arms an SRQ's limit event) is kept.
+pub fn modify_rmp(fw: &mut Firmware, input: &Input) -> CmdResult {
+    let n = input.get(modify_rmp::RMPN) as u32;
+    need(fw.objects.exists(Kind::Rmp, n), 13)?;
+    if input.get(modify_rmp::SELECT_LWM) == 1 {
+        fw.datapath.arm_srq(n, input.get(modify_rmp::LWM) as u16);
+    }
+    Ok(output(16))
 }
 
 /// ALLOC_XRCD.

@@ -32,7 +32,7 @@ use super::Firmware;
 use crate::guest_memory::GuestMemory;
 use log::debug;
 pub use packet::Packet;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Instant;
 
 pub use completion::{arm_cq, Syndrome};
@@ -79,12 +79,28 @@ pub struct DataPath {
     pub wire: bool,
     /// Traffic counters.
     pub counters: Counters,
+    /// QPs in the error state: receives posted to them later are flushed by [`tick`] (the
+    /// driver rings no doorbell for receives; the device notices the doorbell record).
+    errored: BTreeSet<u32>,
+    /// When [`tick`] next looks at the receive queues of `errored`.
+    errored_scan: Option<Instant>,
 }
 
 impl DataPath {
     /// The earliest retry or timeout deadline of any QP, if a timer runs.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.sqs.values().filter_map(|s| s.deadline()).min()
+        self.sqs
+            .values()
+            .filter_map(|s| s.deadline())
+            .chain(self.errored_scan)
+            .min()
+    }
+
+    /// QP `qpn` entered the error state: watch its receive queue.
+    fn watch_errored(&mut self, qpn: u32) {
+        self.errored.insert(qpn);
+        self.errored_scan
+            .get_or_insert_with(|| Instant::now() + ERRORED_SCAN);
     }
 
     /// Packets for the wire; drains the list.
@@ -96,11 +112,21 @@ impl DataPath {
     pub fn forget_qp(&mut self, qpn: u32) {
         self.sqs.remove(&qpn);
         self.rqs.remove(&qpn);
+        self.errored.remove(&qpn);
+        if self.errored.is_empty() {
+            self.errored_scan = None;
+        }
     }
 
     /// Forgets the state of a destroyed CQ.
     pub fn forget_cq(&mut self, cqn: u32) {
         self.cqs.remove(&cqn);
+    }
+
+    /// Arms SRQ (RMP) `srqn` with limit `lwm` (0 disarms): it raises an event when fewer WQEs
+    /// than that are left.
+    pub fn arm_srq(&mut self, srqn: u32, lwm: u16) {
+        self.srqs.entry(srqn).or_default().lwm = lwm;
     }
 
     /// Forgets the state of a destroyed SRQ (RMP).
@@ -181,14 +207,27 @@ pub fn receive(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet) {
 /// Runs the retry and timeout timers due at `now`.
 pub fn tick(fw: &mut Firmware, mem: &mut dyn GuestMemory, now: Instant) {
     requester::timers(fw, mem, now);
+    if fw.datapath.errored_scan.is_some_and(|t| t <= now) {
+        let errored: Vec<u32> = fw.datapath.errored.iter().copied().collect();
+        for qpn in errored {
+            queue_pair::flush_receives(fw, mem, qpn);
+        }
+        fw.datapath.errored_scan = (!fw.datapath.errored.is_empty()).then(|| now + ERRORED_SCAN);
+    }
     pump(fw, mem, now);
 }
+
+/// How often receives posted to QPs in the error state are flushed.
+const ERRORED_SCAN: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// A QP moved to `state` by a modify command: entering the error state flushes its queues;
 /// reset forgets how far they were consumed.
 pub fn qp_modified(fw: &mut Firmware, mem: &mut dyn GuestMemory, qpn: u32, state: QpState) {
     match state {
-        QpState::Err => queue_pair::flush(fw, mem, qpn),
+        QpState::Err => {
+            fw.datapath.watch_errored(qpn);
+            queue_pair::flush(fw, mem, qpn)
+        }
         QpState::Rst => fw.datapath.forget_qp(qpn),
         _ => {}
     }

@@ -155,6 +155,9 @@ pub fn fetch_send_wqe(
 pub fn fail(fw: &mut Firmware, mem: &mut dyn GuestMemory, qpn: u32, state: QpState) {
     debug!("QP {qpn:#x}: moves to {state:?}");
     fw.objects.set_qp_state(qpn, state);
+    if state == QpState::Err {
+        fw.datapath.watch_errored(qpn);
+    }
     flush(fw, mem, qpn);
 }
 
@@ -186,6 +189,14 @@ pub fn flush(fw: &mut Firmware, mem: &mut dyn GuestMemory, qpn: u32) {
             completion::post(fw, mem, qp.cqn_snd, c);
         }
     }
+    flush_receives(fw, mem, qpn);
+}
+
+/// In the error state, completes the posted receive WQEs of QP `qpn` with a flush error.
+pub fn flush_receives(fw: &mut Firmware, mem: &mut dyn GuestMemory, qpn: u32) {
+    let Some(qp) = QpInfo::load(fw, qpn) else {
+        return;
+    };
     if qp.state != QpState::Err || qp.rq.is_none() {
         return;
     }

@@ -27,12 +27,17 @@ pub struct RecvQueueState {
     pub consumer: u16,
 }
 
-/// Per-SRQ state: the next WQE in the driver's free list, and how many were consumed.
+/// Per-SRQ state: the next WQE in the driver's free list, how many were consumed, and the limit
+/// (low watermark) it is armed with, 0 when not armed.
 #[derive(Debug, Clone, Default)]
 pub struct SrqState {
     head: u16,
     consumed: u16,
+    pub(super) lwm: u16,
 }
+
+/// Event: a shared receive queue fell below its armed limit (data: SRQ number at byte 24).
+const EVENT_SRQ_RQ_LIMIT: u8 = 0x14;
 
 /// `rmpc.wq` fields of CREATE_RMP input.
 mod rmp {
@@ -49,8 +54,9 @@ mod rmp {
 enum Source {
     /// The QP's own receive queue.
     Qp,
-    /// A shared receive queue (RMP): the free list continues at `next`.
-    Srq { srqn: u32, next: u16 },
+    /// A shared receive queue (RMP): the free list continues at `next`; `posted` WQEs were
+    /// posted so far (the doorbell record).
+    Srq { srqn: u32, next: u16, posted: u16 },
 }
 
 /// A receive WQE taken for a message.
@@ -100,17 +106,27 @@ fn next_receive(fw: &mut Firmware, mem: &dyn GuestMemory, qp: &QpInfo) -> Option
     Some(Receive {
         sges: keys::receive_sges(&wqe[16..]),
         index: state.head,
-        source: Source::Srq { srqn, next },
+        source: Source::Srq { srqn, next, posted },
     })
 }
 
-fn consume(fw: &mut Firmware, qpn: u32, r: &Receive) {
+/// Marks receive `r` consumed; an SRQ armed with a limit that now holds fewer WQEs raises the
+/// limit event once (it must be armed again).
+fn consume(fw: &mut Firmware, mem: &mut dyn GuestMemory, qpn: u32, r: &Receive) {
     match r.source {
         Source::Qp => fw.datapath.rqs.entry(qpn).or_default().consumer = r.index.wrapping_add(1),
-        Source::Srq { srqn, next } => {
+        Source::Srq { srqn, next, posted } => {
             let s = fw.datapath.srqs.entry(srqn).or_default();
             s.head = next;
             s.consumed = s.consumed.wrapping_add(1);
+            let left = posted.wrapping_sub(s.consumed);
+            if s.lwm != 0 && left < s.lwm {
+                debug!("SRQ {srqn:#x}: {left} WQEs left, below its limit {}", s.lwm);
+                s.lwm = 0;
+                let mut data = [0u8; 28];
+                data[24..28].copy_from_slice(&srqn.to_be_bytes());
+                fw.post_event(mem, EVENT_SRQ_RQ_LIMIT, 0, &data);
+            }
         }
     }
 }
@@ -150,7 +166,7 @@ fn send_received(
     imm: Option<u32>,
     grh: bool,
 ) {
-    consume(fw, qp.qpn, r);
+    consume(fw, mem, qp.qpn, r);
     let op = if imm.is_some() {
         opcode::RESP_SEND_IMM
     } else {
@@ -165,14 +181,38 @@ fn send_received(
 
 /// A receive completed with an error: the QP moves to the error state.
 fn receive_error(fw: &mut Firmware, mem: &mut dyn GuestMemory, qp: &QpInfo, r: &Receive, s: Syndrome) {
-    consume(fw, qp.qpn, r);
+    consume(fw, mem, qp.qpn, r);
     let c = Cqe::responder_error(qp.qpn, r.index, s);
     completion::post(fw, mem, qp.cqn_rcv, c);
     queue_pair::fail(fw, mem, qp.qpn, QpState::Err);
 }
 
+/// An RC receive completed with an error: the requester gets `nak` and the QP moves to the
+/// error state. A QP looped back to itself takes the NAK before the flush, as a peer would
+/// (its request completes with the NAK's error, not with a flush).
+#[allow(clippy::too_many_arguments)]
+fn rc_receive_error(
+    fw: &mut Firmware,
+    mem: &mut dyn GuestMemory,
+    qp: &QpInfo,
+    r: &Receive,
+    p: &Packet,
+    nak: Nak,
+    s: Syndrome,
+    now: Instant,
+) {
+    consume(fw, mem, qp.qpn, r);
+    let c = Cqe::responder_error(qp.qpn, r.index, s);
+    completion::post(fw, mem, qp.cqn_rcv, c);
+    reply(fw, p, Body::Nak(nak));
+    if p.sqpn == qp.qpn && p.slid == p.dlid {
+        super::pump(fw, mem, now);
+    }
+    queue_pair::fail(fw, mem, qp.qpn, QpState::Err);
+}
+
 /// A request for one of this device's QPs.
-pub fn on_request(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, _now: Instant) {
+pub fn on_request(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, now: Instant) {
     let Some(qp) = destination(fw, &p) else {
         debug!("packet for QP {:#x}, which does not exist: dropped", p.dqpn);
         return;
@@ -214,13 +254,13 @@ pub fn on_request(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, _now:
                 }
                 Err(ScatterError::TooSmall) => {
                     fw.datapath.counters.resp_local_length_error += 1;
-                    reply(fw, &p, Body::Nak(Nak::InvalidRequest));
-                    receive_error(fw, mem, &qp, &r, Syndrome::LocalLength);
+                    let (nak, s) = (Nak::InvalidRequest, Syndrome::LocalLength);
+                    rc_receive_error(fw, mem, &qp, &r, &p, nak, s, now);
                 }
                 Err(ScatterError::Key(e)) => {
                     debug!("QP {:#x}: receive buffer refused: {e:?}", qp.qpn);
-                    reply(fw, &p, Body::Nak(Nak::RemoteOperational));
-                    receive_error(fw, mem, &qp, &r, Syndrome::LocalProt);
+                    let (nak, s) = (Nak::RemoteOperational, Syndrome::LocalProt);
+                    rc_receive_error(fw, mem, &qp, &r, &p, nak, s, now);
                 }
             }
         }
@@ -253,7 +293,7 @@ pub fn on_request(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, _now:
                 }
             }
             if let (Some(r), Some(i)) = (r, imm) {
-                consume(fw, qp.qpn, &r);
+                consume(fw, mem, qp.qpn, &r);
                 let c = Cqe::responder(opcode::RESP_WR_IMM, qp.qpn, r.index, data.len() as u32)
                     .source(p.slid, p.sqpn, false)
                     .immediate(*i);

@@ -512,6 +512,27 @@ fn errors_complete_with_the_device_syndrome_and_flush_the_rest() {
     assert_eq!((w.opcode, w.syndrome), (cqe_op::REQ_ERR, 0x12));
     assert_eq!((r.state(&a), r.state(&b)), (QpState::Err, QpState::Err));
 
+    // The same on a QP looped back to itself: its request takes the NAK (remote invalid
+    // request), not a flush; a receive posted later, in the error state, is flushed at the
+    // next tick (the driver rings no doorbell for receives).
+    let cl = r.cq(4, false);
+    let mut l = r.qp(RC, &cl, 3, 3);
+    let lid = r.lid();
+    r.bring_up(&l, l.n, lid, 7, 7);
+    let mut cl = cl;
+    r.post_recv(&mut l, 16, ak, aaddr);
+    r.post_send(&mut l, wqe_op::SEND, 0, &sge(100, ak, aaddr));
+    let w = r.poll(&mut cl).unwrap();
+    assert_eq!((w.opcode, w.syndrome, w.counter), (cqe_op::RESP_ERR, 0x01, 0));
+    let w = r.poll(&mut cl).unwrap();
+    assert_eq!((w.opcode, w.syndrome), (cqe_op::REQ_ERR, 0x12));
+    assert!(r.poll(&mut cl).is_none());
+    r.post_recv(&mut l, 64, ak, aaddr);
+    assert!(r.poll(&mut cl).is_none(), "not before the tick");
+    r.tick(Instant::now() + std::time::Duration::from_millis(20));
+    let w = r.poll(&mut cl).unwrap();
+    assert_eq!((w.opcode, w.syndrome, w.counter), (cqe_op::RESP_ERR, 0x05, 1));
+
     // Moving a QP to the error state by command flushes its posted receives.
     let (_a, _ca, mut b, mut cb) = r.rc_pair(7);
     r.post_recv(&mut b, 64, bk, baddr);
@@ -788,6 +809,13 @@ fn a_shared_receive_queue_follows_its_free_list_around_the_ring() {
     r.bring_up(&a, b, lid, 7, 7);
     r.bring_up(&b_qp, a.n, lid, 7, 7);
     let (ak, aaddr) = r.mr(4096, LOCAL_WRITE);
+    // An EQ for SRQ limit events; the RMP armed with limit 4 (MODIFY_RMP with the lwm bit).
+    let (_, limit_eq) = create_eq(&mut r.t, r.uar, 1 << 0x14, 0);
+    let mut m = input(op::MODIFY_RMP, 0, 0x100 + 0x780 / 8);
+    ifc::set(&mut m, Field::new(0x48, 24), u64::from(srqn));
+    ifc::set(&mut m, Field::new(0xbf, 1), 1);
+    ifc::set(&mut m, Field::new(0x2b0, 16), 4);
+    r.t.exec(&m, 16).unwrap();
     // Ten messages through a ring of four: the driver re-posts each WQE as it is consumed
     // (the counter in the doorbell record says how many were posted in all).
     let mut posted = 4u32;
@@ -810,5 +838,11 @@ fn a_shared_receive_queue_follows_its_free_list_around_the_ring() {
         posted += 1;
         r.t.mem.write(srq_dbr, &posted.to_be_bytes()).unwrap();
     }
+    // The first message left 3 WQEs, below the limit: one event, naming the RMP; then disarmed.
+    let mut e = [0u8; 128];
+    r.t.mem.read(limit_eq, &mut e).unwrap();
+    assert_eq!(e[1], 0x14, "SRQ limit event");
+    assert_eq!(u32::from_be_bytes(e[0x38..0x3c].try_into().unwrap()), srqn);
+    assert_eq!(e[64 + 1], 0, "only one event: the limit must be armed again");
     r.finish();
 }
