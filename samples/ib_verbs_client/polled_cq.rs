@@ -9,7 +9,9 @@ use ib_core::{
     cq_poll::{CqDone, PollCtx, PolledCq},
     device::IbDevice,
     dma_buffer::DmaBuffer,
-    verbs::{Access, Mr, Pd, Qp, QpAttr, QpAttrField as F, QpCap, QpInit, QpState, QpType},
+    verbs::{
+        Access, Mr, Pd, Qp, QpAttr, QpAttrField as F, QpCap, QpInit, QpState, QpType, Srq, SrqAttr,
+    },
     wr::{send_flags, RecvWr, SendOpcode, SendWr, WcStatus, WorkCompletion},
 };
 use kernel::{
@@ -75,7 +77,7 @@ fn counting() -> Result<(Arc<Seen>, CqDone)> {
 }
 
 /// An RC QP on `cq`, connected to itself.
-fn looped_qp(pd: &Arc<Pd>, cq: &PolledCq) -> Result<Arc<Qp>> {
+fn looped_qp(pd: &Arc<Pd>, cq: &PolledCq, srq: Option<Arc<Srq>>) -> Result<Arc<Qp>> {
     let qp = Qp::create(
         pd,
         QpInit {
@@ -91,7 +93,7 @@ fn looped_qp(pd: &Arc<Pd>, cq: &PolledCq) -> Result<Arc<Qp>> {
             },
             sq_sig_all: false,
             kern_name: ib_core::kern_name!(),
-            srq: None,
+            srq,
             event_handler: None,
         },
     )?;
@@ -158,7 +160,7 @@ pub(crate) fn exercise(dev: &Arc<IbDevice>, name: &BStr) -> Result {
     // flushed by the drain.
     let (seen, done) = counting()?;
     let cq = PolledCq::alloc(dev, 32, 0, PollCtx::Workqueue, done, ib_core::kern_name!())?;
-    let qp = looped_qp(&pd, &cq)?;
+    let qp = looped_qp(&pd, &cq, None)?;
     traffic(&qp, &mr, &buf, 2)?;
     let before = if seen.wait(2) {
         seen.ok.load(Relaxed)
@@ -182,7 +184,7 @@ pub(crate) fn exercise(dev: &Arc<IbDevice>, name: &BStr) -> Result {
     // Polled directly: nothing happens until the consumer asks.
     let (seen, done) = counting()?;
     let cq = PolledCq::alloc(dev, 32, 0, PollCtx::Direct, done, ib_core::kern_name!())?;
-    let qp = looped_qp(&pd, &cq)?;
+    let qp = looped_qp(&pd, &cq, None)?;
     traffic(&qp, &mr, &buf, 1)?;
     let untouched = seen.total();
     let processed = cq.process_direct(None);
@@ -192,6 +194,42 @@ pub(crate) fn exercise(dev: &Arc<IbDevice>, name: &BStr) -> Result {
         untouched,
         processed,
         seen.ok.load(Relaxed),
+        drained.map_err(|e| e.to_errno()),
+        seen.flushed.load(Relaxed)
+    );
+    drop(qp);
+    drop(cq);
+    // A QP receiving from an SRQ: its drain waits for last-WQE-reached; the SRQ keeps its
+    // other receive.
+    let (seen, done) = counting()?;
+    let cq = PolledCq::alloc(dev, 32, 0, PollCtx::Workqueue, done, ib_core::kern_name!())?;
+    let srq = Srq::create(
+        &pd,
+        &SrqAttr {
+            max_wr: 8,
+            max_sge: 1,
+            srq_limit: 0,
+        },
+        None,
+    )?;
+    let qp = looped_qp(&pd, &cq, Some(srq.clone()))?;
+    for i in 0..2u64 {
+        let sge = [buf.sge(1024 + i as usize * 64, 64, mr.lkey())?];
+        srq.post_recv(&[RecvWr {
+            wr_id: 100 + i,
+            sg_list: &sge,
+        }])?;
+    }
+    traffic(&qp, &mr, &buf, 0)?;
+    let before = if seen.wait(2) {
+        seen.ok.load(Relaxed)
+    } else {
+        0
+    };
+    let drained = qp.drain_qp();
+    pr_info!(
+        "{name}: polled cq, qp on an srq: {} done before drain; drain {:?} after last wqe reached; {} flushed\n",
+        before,
         drained.map_err(|e| e.to_errno()),
         seen.flushed.load(Relaxed)
     );

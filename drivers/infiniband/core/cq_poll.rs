@@ -19,6 +19,8 @@
 //! state and a marker work request is posted; the marker's flushed completion, which the
 //! polling intercepts (it is not given to `done`), says that every earlier request has
 //! completed. `wr_id`s [`DRAIN_SQ_WR_ID`] and [`DRAIN_RQ_WR_ID`] are reserved for the markers.
+//! A QP receiving from an SRQ has no receive marker: its drain waits for the driver's
+//! `QpLastWqeReached` instead (C's `__ib_drain_srq`).
 
 use crate::{
     ib_device::IbDevice,
@@ -273,14 +275,38 @@ impl Qp {
         self.drain(Queue::Recv)
     }
 
-    /// Drains the send queue, then the receive queue unless the QP has an SRQ (C's
-    /// `ib_drain_qp`).
+    /// Drains the send queue, then the receive queue, or for a QP receiving from an SRQ, waits
+    /// (at most 60 s) for the driver's `QpLastWqeReached` and polls the receive CQ for what was
+    /// flushed (C's `ib_drain_qp` with `__ib_drain_srq`; `ETIMEDOUT` when the event does not
+    /// come, where C returns quietly).
     pub fn drain_qp(&self) -> Result {
         self.drain_sq()?;
         if self.srq().is_none() {
-            self.drain_rq()?;
+            return self.drain_rq();
         }
-        Ok(())
+        let (_, recv_cq) = self.cqs();
+        let poller = recv_cq.poller().ok_or(EINVAL)?;
+        let err = QpAttr {
+            qp_state: QpState::Err,
+            ..QpAttr::default()
+        };
+        self.modify(&err, QpAttrField::State.into())?;
+        for _ in 0..600 {
+            if self.last_wqe_reached() {
+                let cqe = recv_cq.cqe() as usize;
+                let mut polled = 0;
+                while polled < cqe {
+                    let n = poller.process(recv_cq, cqe - polled);
+                    if n == 0 {
+                        break;
+                    }
+                    polled += n;
+                }
+                return Ok(());
+            }
+            fsleep(Delta::from_millis(100));
+        }
+        Err(ETIMEDOUT)
     }
 
     fn drain(&self, queue: Queue) -> Result {

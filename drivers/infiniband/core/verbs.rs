@@ -427,6 +427,8 @@ pub struct Qp {
     kern_name: KernName,
     /// The port a modify last set (0 before), C's `qp->port`.
     port: Atomic<u32>,
+    /// The driver raised `QpLastWqeReached` (C's `srq_completion`).
+    last_wqe: Arc<Atomic<bool>>,
 }
 
 impl Qp {
@@ -449,7 +451,23 @@ impl Qp {
         {
             return Err(EINVAL);
         }
-        let events = EventNotifier::new(init.event_handler)?;
+        // The core sees `QpLastWqeReached` first (C's `__ib_qp_event_handler` completing
+        // `srq_completion` for `ib_drain_qp`), then the consumer's handler gets every event.
+        let last_wqe = Arc::new(Atomic::new(false), GFP_KERNEL)?;
+        let seen = last_wqe.clone();
+        let consumer = init.event_handler;
+        let handler: EventHandler = KBox::new(
+            move |e: EventType| {
+                if e == EventType::QpLastWqeReached {
+                    seen.store(true, Relaxed);
+                }
+                if let Some(h) = &consumer {
+                    h(e);
+                }
+            },
+            GFP_KERNEL,
+        )?;
+        let events = EventNotifier::new(Some(handler))?;
         let new = pd.drv.create_qp(&QpInitDriver {
             qp_type: init.qp_type,
             send_cq: &*init.send_cq.drv,
@@ -476,6 +494,7 @@ impl Qp {
             state,
             kern_name: init.kern_name,
             port: Atomic::new(0),
+            last_wqe,
         };
         let qp = Arc::new(qp, GFP_KERNEL)?;
         qp.pd.usecnt.fetch_add(1, Relaxed);
@@ -496,6 +515,11 @@ impl Qp {
     /// The port a modify last set, 0 before (C's `qp->port`).
     pub fn port(&self) -> u32 {
         self.port.load(Relaxed)
+    }
+
+    /// Whether the driver raised `QpLastWqeReached` on the QP.
+    pub(crate) fn last_wqe_reached(&self) -> bool {
+        self.last_wqe.load(Relaxed)
     }
 
     /// The QP number.

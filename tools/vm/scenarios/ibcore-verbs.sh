@@ -55,6 +55,8 @@ for dev in ibtest0 ibtest1; do
 		"ib_verbs_client: $dev: polled cq Workqueue \(poll-ctx 1\): 2 done before drain; drain Ok\(\(\)\); then 1 flushed to done, 0 other\$" dmesg
 	check_output "$dev: a direct CQ is polled only when asked; its drain polls it itself" \
 		"ib_verbs_client: $dev: direct cq: 0 done before asked, process_direct 2 \(2 done\), drain Ok\(\(\)\), 0 flushed\$" dmesg
+	check_output "$dev: draining a QP on an SRQ waits for last-WQE-reached; the SRQ keeps its other receive" \
+		"ib_verbs_client: $dev: polled cq, qp on an srq: 2 done before drain; drain Ok\(\(\)\) after last wqe reached; 0 flushed\$" dmesg
 done
 check "no data path failure was logged" sh -c '! dmesg | grep "data path failed"'
 # Resource tracking lists the objects as C does (`rdma res show pd|cq|qp|mr`, netlink
