@@ -142,6 +142,8 @@ impl DeviceOps for Mlx5IbDevice {
     type Cq = ib_core::device::NoVerbs;
     type Qp = ib_core::device::NoVerbs;
     type Mr = ib_core::device::NoVerbs;
+    type Srq = ib_core::device::NoVerbs;
+    type Ah = ib_core::device::NoVerbs;
 
     const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
         Attribute::ro(c"hw_rev", hw_rev_show),
