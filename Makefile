@@ -6,7 +6,7 @@
 #   make bench    probe-to-ready time of the Rust and the C mlx5_core on the same model, as a ratio
 #   make vm-test SCENARIO=<name> STACK=rust|c     one VM scenario
 #   make vm-shell STACK=rust|c                    interactive guest
-#   make setup | kernel | modules | cx-model | verbs-tools | build | list-scenarios | clean
+#   make setup | kernel | modules | verbs-twin | cx-model | verbs-tools | build | list-scenarios | clean
 #
 # Everything fetched or built outside the clone goes to $(CACHE), keyed by version.
 
@@ -33,9 +33,11 @@ RUST_MODULES := $(OUT)/modules
 KMAKE := $(MAKE) -C $(KTREE) -s LLVM=-19 BINDGEN=$(BINDGEN)
 # Guest-side test programs built from this repository (libibverbs consumers).
 VERBS_TOOLS := $(OUT)/tools/verbs_errors $(OUT)/tools/rdma_nl_tester
+# The C twin of the Rust sample consumer ib_verbs_client (tools/verbs-twin), for STACK=c.
+VERBS_TWIN := $(OUT)/verbs-twin/ib_verbs_client.ko
 
 HARNESS_ARGS = --kernel $(BZIMAGE) --kernel-tree $(KTREE) --rust-modules $(RUST_MODULES) \
-	--qemu $(QEMU) --cx-model $(CX_MODEL) --workdir $(OUT)/vm \
+	--qemu $(QEMU) --cx-model $(CX_MODEL) --workdir $(OUT)/vm --verbs-twin $(VERBS_TWIN) \
 	$(foreach t,$(VERBS_TOOLS),--guest-tool $(t))
 
 export CI ?=
@@ -44,7 +46,7 @@ export DEBIAN_FRONTEND := noninteractive
 RUST_SOURCES = $(shell find drivers rust samples -name '*.rs' 2>/dev/null)
 RUSTFMT_KERNEL = rustfmt --edition 2021 --config-path $(KTREE)/.rustfmt.toml
 
-.PHONY: bench help setup kernel modules cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check \
+.PHONY: bench help setup kernel modules verbs-twin cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check \
 	record-c-bringup
 
 help:
@@ -68,10 +70,20 @@ ifneq ($(SKIP_KERNEL),1)
 	tools/kernel/build-kernel.sh $(REPO) "$(PRISTINE)" $(KTREE) $(BINDGEN)
 endif
 
-## Our Rust modules, against the test kernel; clippy runs as part of the build.
+## Our Rust modules, against the test kernel; clippy runs as part of the build. Which ones: the
+## symbols of Kconfig, evaluated against the kernel into $(RDMA_RS_CONFIG) (RDMA_RS_SET="CONFIG_...=n"
+## changes one; the choice is kept there).
+RDMA_RS_CONFIG := $(OUT)/rdma-rs.config
+RDMA_RS_SET ?=
 modules: kernel
 	@mkdir -p $(RUST_MODULES)
-	$(KMAKE) M=$(REPO) MO=$(RUST_MODULES) CLIPPY=1 modules
+	tools/kernel/rdma-rs-config.sh $(REPO) $(KTREE) $(RDMA_RS_CONFIG) $(BINDGEN) $(RDMA_RS_SET)
+	$(KMAKE) M=$(REPO) MO=$(RUST_MODULES) RDMA_RS_CONFIG=$(RDMA_RS_CONFIG) CLIPPY=1 modules
+
+## The C twin of ib_verbs_client: an external C module against the test kernel's C ib_core.
+verbs-twin: kernel
+	@mkdir -p $(OUT)/verbs-twin
+	$(KMAKE) M=$(REPO)/tools/verbs-twin MO=$(OUT)/verbs-twin modules
 
 cx-model: setup
 	cd tools/cx-model && CARGO_TARGET_DIR=$(CARGO_TARGET) cargo build -q --release
@@ -88,7 +100,7 @@ $(OUT)/tools/rdma_nl_tester: tools/rdma-nl-tester/rdma_nl_tester.c | $(CACHE)/.s
 	@mkdir -p $(@D)
 	gcc -O2 -g -fno-strict-aliasing -Wall -Wextra -Werror -static -o $@ $<
 
-build: kernel modules cx-model verbs-tools
+build: kernel modules verbs-twin cx-model verbs-tools
 
 bench: build
 	python3 tools/bench/probe.py -- $(HARNESS_ARGS)

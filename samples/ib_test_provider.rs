@@ -22,8 +22,10 @@
 //! | driver sysfs attributes | `hw_rev`: `<d>` in hex; `hca_type`: `MT4119` |
 //!
 //! The devices also implement the kernel verbs in software (so they are kernel verbs providers):
-//! PD, CQ, QP with its attributes, DMA MR, DMA buffers, and a reliable-connected data path
-//! between the QPs of one device (SEND with and without immediate data, RDMA write, RDMA read;
+//! PD, CQ, QP with its attributes, DMA MR, SRQ (with its limit event), AH, DMA buffers, and a
+//! data path between the QPs of one device (RC: SEND with and without immediate data, RDMA
+//! write, RDMA read, compare-and-swap and fetch-and-add; UD: datagrams with the GRH space and,
+//! through an AH with a GRH, the GRH; QPs receiving from an SRQ raise last-WQE-reached in error;
 //! see `soft_rc.rs`). QP numbers count from `0x100`, a PD's DMA MR has lkey and rkey
 //! `0x1000 + PD number`.
 
@@ -32,8 +34,8 @@ use ib_core::{
     device::{DeviceInfo, DeviceOps, FwVersion, NodeDesc, Registration},
     dma_buffer::DmaMemory,
     verbs::{
-        AccessFlags, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrField, QpAttrMask,
-        QpInitDriver,
+        AccessFlags, AhAttr, CqInit, CqNotifier, EventNotifier, NewMr, NewQp, QpAttr, QpAttrField,
+        QpAttrMask, QpInitDriver, SrqAttr, SrqAttrMask,
     },
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
@@ -101,7 +103,7 @@ fn hca_type_show(_: &SoftDevice, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
 #[path = "ib_test_provider/soft_rc.rs"]
 mod soft_rc;
 
-use soft_rc::{mr_key, Fabric, SoftCq, SoftQp, SoftQpInit};
+use soft_rc::{mr_key, Fabric, SoftAh, SoftCq, SoftQp, SoftQpInit, SoftSrq};
 
 /// One software device.
 struct SoftDevice {
@@ -130,6 +132,8 @@ impl DeviceOps for SoftDevice {
     type Cq = Arc<SoftCq>;
     type Qp = Arc<SoftQp>;
     type Mr = SoftMr;
+    type Srq = Arc<SoftSrq>;
+    type Ah = SoftAh;
 
     const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
         Attribute::ro(c"hw_rev", hw_rev_show),
@@ -243,7 +247,7 @@ impl DeviceOps for SoftDevice {
     fn create_qp(
         &self,
         pd: &SoftPd,
-        init: &QpInitDriver<'_, Arc<SoftCq>>,
+        init: &QpInitDriver<'_, Arc<SoftCq>, Arc<SoftSrq>>,
     ) -> Result<NewQp<Arc<SoftQp>>> {
         let qpn = self.next_qpn.fetch_add(1, Relaxed);
         let qp = SoftQp::new(SoftQpInit {
@@ -254,6 +258,8 @@ impl DeviceOps for SoftDevice {
             cap: init.cap,
             send_cq: init.send_cq.clone(),
             recv_cq: init.recv_cq.clone(),
+            srq: init.srq.cloned(),
+            events: init.events.clone(),
         })?;
         self.fabric.add_qp(qp.clone())?;
         Ok(NewQp { qp, qp_num: qpn })
@@ -316,6 +322,7 @@ impl DeviceOps for SoftDevice {
         };
         if mask.contains(F::State) {
             qp.state_changed(state);
+            qp.report_last_wqe();
         }
         Ok(())
     }
@@ -330,7 +337,11 @@ impl DeviceOps for SoftDevice {
     }
 
     fn post_send(&self, qp: &Arc<SoftQp>, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        qp.post_send(&self.fabric, wrs)
+        qp.post_send(&self.fabric, wrs, |ud| {
+            // SAFETY: This is `SoftDevice`'s `post_send`: the core checked that the AH is of
+            // the QP's device, whose driver is `SoftDevice`.
+            unsafe { ud.driver_ah::<SoftDevice>() }.attr
+        })
     }
 
     fn post_recv(&self, qp: &Arc<SoftQp>, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
@@ -349,6 +360,41 @@ impl DeviceOps for SoftDevice {
 
     fn dereg_mr(&self, mr: SoftMr) -> Result {
         self.fabric.remove_mr(mr.key, mr.rights);
+        Ok(())
+    }
+
+    fn create_srq(
+        &self,
+        pd: &SoftPd,
+        attr: &SrqAttr,
+        events: &EventNotifier,
+    ) -> Result<Arc<SoftSrq>> {
+        SoftSrq::new(pd.number, attr, events.clone())
+    }
+
+    fn modify_srq(&self, srq: &Arc<SoftSrq>, attr: &SrqAttr, mask: SrqAttrMask) -> Result {
+        srq.modify(attr, mask)
+    }
+
+    fn query_srq(&self, srq: &Arc<SoftSrq>) -> Result<SrqAttr> {
+        Ok(srq.query())
+    }
+
+    fn destroy_srq(&self, _srq: Arc<SoftSrq>) -> Result {
+        Ok(())
+    }
+
+    fn post_srq_recv(&self, srq: &Arc<SoftSrq>, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        let result = srq.post_recv(wrs);
+        self.fabric.progress_waiting();
+        result
+    }
+
+    fn create_ah(&self, _pd: &SoftPd, attr: &AhAttr) -> Result<SoftAh> {
+        Ok(SoftAh { attr: *attr })
+    }
+
+    fn destroy_ah(&self, _ah: SoftAh) -> Result {
         Ok(())
     }
 
@@ -395,7 +441,7 @@ impl kernel::Module for TestProvider {
                 lid_base,
                 next_pd: Atomic::new(1),
                 next_qpn: Atomic::new(0x100),
-                fabric: Arc::pin_init(Fabric::new(lid0), GFP_KERNEL)?,
+                fabric: Arc::pin_init(Fabric::new(lid0, info.node_guid), GFP_KERNEL)?,
             };
             let reg = Registration::new(info, dev)?;
             pr_info!(

@@ -11,6 +11,11 @@
 //!   at the sender, the QP in error, later requests flushed), an RDMA write with a wrong rkey
 //!   (`RemAccessErr`); after each, RESET and reconnect, and a SEND works again.
 //!
+//! Then, on objects of its own freed at once (`ud_srq_atomics.rs`): a UD datagram through an
+//! address handle into a QP receiving from an SRQ (its limit event), that QP's last-WQE event,
+//! and fetch-and-add and compare-and-swap on an RC QP; CQs the core polls (workqueue and
+//! direct) with draining (`polled_cq.rs`).
+//!
 //! It frees everything when the device or the client goes away. It keeps the QP, the MR and the
 //! buffers: they keep the PD, the CQ and the device alive.
 
@@ -31,6 +36,11 @@ use kernel::{
     sync::{Arc, CondVar, SpinLockIrq},
     time::msecs_to_jiffies,
 };
+
+#[path = "ib_verbs_client/polled_cq.rs"]
+mod polled_cq;
+#[path = "ib_verbs_client/ud_srq_atomics.rs"]
+mod ud_srq_atomics;
 
 module! {
     type: VerbsClient,
@@ -364,7 +374,7 @@ impl Client for Sample {
     fn add(&self, dev: &Arc<IbDevice>) -> Result<PerDevice> {
         let name = dev.name();
         let name = kernel::str::BStr::from_bytes(&name);
-        let pd = Pd::alloc(dev).inspect_err(|e| {
+        let pd = Pd::alloc(dev, ib_core::kern_name!()).inspect_err(|e| {
             pr_info!("{name}: no kernel verbs (alloc_pd: err {})\n", e.to_errno());
         })?;
         let events = Arc::pin_init(
@@ -389,6 +399,7 @@ impl Client for Sample {
                 comp_vector: 0,
             },
             Some(handler),
+            ib_core::kern_name!(),
         )?;
         let qp = Qp::create(
             &pd,
@@ -404,6 +415,9 @@ impl Client for Sample {
                     max_inline_data: 0,
                 },
                 sq_sig_all: false,
+                kern_name: ib_core::kern_name!(),
+                srq: None,
+                event_handler: None,
             },
         )?;
         let mr = Mr::get_dma_mr(
@@ -442,6 +456,13 @@ impl Client for Sample {
         };
         if let Err(e) = endpoint.exercise(name) {
             pr_err!("{name}: data path failed: err {}\n", e.to_errno());
+        }
+        // Objects of its own, freed before this returns.
+        if let Err(e) = ud_srq_atomics::exercise(dev, name) {
+            pr_info!("{name}: ud, srq and atomics: err {}\n", e.to_errno());
+        }
+        if let Err(e) = polled_cq::exercise(dev, name) {
+            pr_info!("{name}: polled cqs: err {}\n", e.to_errno());
         }
         Ok(PerDevice {
             qp,

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The test provider's software data path: reliable-connected QPs of one device exchange SENDs
-//! (with or without immediate data), RDMA writes and RDMA reads through memory the provider
-//! hands out as DMA buffers, with the completions and errors an RC transport gives.
+//! (with or without immediate data), RDMA writes, RDMA reads and atomics (8 bytes, aligned,
+//! `REMOTE_ATOMIC` on the QP and the MR, host byte order) through memory the provider hands out
+//! as DMA buffers, with the completions and errors an RC transport gives; UD QPs send datagrams
+//! (at most the 4096-byte MTU) to a UD QP whose port LID and Q_Key match, into its next receive
+//! after 40 bytes of GRH space (the GRH written when the AH has one), or drop them; QPs may
+//! receive from an SRQ (its armed limit raises `SrqLimitReached` once; a QP of it going to
+//! error raises `QpLastWqeReached`); a CQ overrun raises `CqErr`.
 //!
 //! - Device addresses: buffer `n` lives at `n << 32`; a scatter/gather entry must fall inside one
 //!   buffer and carry the key of a memory region of the QP's PD (`0x1000 + PD number`), with
@@ -21,9 +26,13 @@
 
 use ib_core::{
     dma_buffer::DmaMemory,
-    verbs::{Access, AccessFlags, CqNotifier, QpAttr, QpCap, QpState, QpType},
+    verbs::{
+        Access, AccessFlags, AhAttr, CqNotifier, EventNotifier, EventType, QpAttr, QpCap, QpState,
+        QpType, SrqAttr, SrqAttrField, SrqAttrMask,
+    },
     wr::{
-        send_flags, PostError, RecvWr, SendOpcode, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion,
+        send_flags, PostError, RecvWr, SendOpcode, SendWr, Sge, UdWr, WcOpcode, WcStatus,
+        WorkCompletion,
     },
 };
 use kernel::{
@@ -68,18 +77,40 @@ pub(crate) struct Fabric {
     next_window: Atomic<u64>,
     /// LID of port 0 (port `p` has `lid0 + p`).
     lid0: u32,
+    /// The node GUID (GID 0 of every port is `fe80::<guid>`).
+    guid: u64,
 }
 
 impl Fabric {
     /// An empty fabric for a device whose port `p` has LID `lid0 + p`.
-    pub(crate) fn new(lid0: u32) -> impl PinInit<Self, Error> {
+    pub(crate) fn new(lid0: u32, guid: u64) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             buffers <- new_mutex!(KVec::new()),
             mrs <- new_mutex!(KVec::new()),
             qps <- new_mutex!(KVec::new()),
             next_window: Atomic::new(1),
             lid0,
+            guid,
         }? Error)
+    }
+
+    /// Runs the send queues of the QPs that wait for a receive (after receives were posted to
+    /// an SRQ, which any of them may be sending to).
+    pub(crate) fn progress_waiting(&self) {
+        let waiting = {
+            let qps = self.qps.lock();
+            let mut w = KVec::new();
+            for q in qps.iter() {
+                if q.state() == QpState::Rts && !q.queues.lock().sq.is_empty() {
+                    // A QP missed here runs at its next post, as without an SRQ.
+                    let _ = w.push(q.clone(), GFP_KERNEL);
+                }
+            }
+            w
+        };
+        for q in waiting.iter() {
+            self.progress(q);
+        }
     }
 
     /// A new buffer of `len` zeroed bytes.
@@ -183,24 +214,127 @@ impl Fabric {
 
     /// Copies `data` into the memory `sges` describe (local memory of `pd`, written).
     fn scatter(&self, sges: &[Sge], pd: u32, data: &[u8]) -> Result<(), WcStatus> {
+        self.scatter_at(sges, pd, 0, data)
+    }
+
+    /// Copies `data` into the memory `sges` describe, from byte `skip` of it on.
+    fn scatter_at(&self, sges: &[Sge], pd: u32, skip: usize, data: &[u8]) -> Result<(), WcStatus> {
         let room = sges.iter().map(|s| s.length as usize).sum::<usize>();
-        if data.len() > room {
+        if data.len().saturating_add(skip) > room {
             return Err(WcStatus::LocLenErr);
         }
         let mut rest = data;
+        let mut skip = skip;
         for s in sges {
             if rest.is_empty() {
                 break;
             }
+            let len = s.length as usize;
+            if skip >= len {
+                skip -= len;
+                continue;
+            }
             if !self.key_allows(s.lkey, pd, Access::LocalWrite.into()) {
                 return Err(WcStatus::LocProtErr);
             }
-            let n = rest.len().min(s.length as usize);
-            let (buf, off) = self.buffer(s.addr, n).ok_or(WcStatus::LocProtErr)?;
+            let n = rest.len().min(len - skip);
+            let (buf, off) = self
+                .buffer(s.addr + skip as u64, n)
+                .ok_or(WcStatus::LocProtErr)?;
             buf.data.lock()[off..off + n].copy_from_slice(&rest[..n]);
             rest = &rest[n..];
+            skip = 0;
         }
         Ok(())
+    }
+
+    /// The 40-byte GRH of a datagram of `len` bytes from port `port` to `ah`.
+    fn grh(&self, ah: &AhAttr, len: usize) -> [u8; GRH_LEN] {
+        let mut h = [0u8; GRH_LEN];
+        let Some(g) = ah.grh else { return h };
+        let first = (6u32 << 28) | (u32::from(g.traffic_class) << 20) | (g.flow_label & 0xf_ffff);
+        h[0..4].copy_from_slice(&first.to_be_bytes());
+        h[4..6].copy_from_slice(&(len as u16).to_be_bytes());
+        // Next header: IBA transport.
+        h[6] = 0x1b;
+        h[7] = g.hop_limit;
+        if g.sgid_index == 0 {
+            h[8..16].copy_from_slice(&0xfe80_0000_0000_0000u64.to_be_bytes());
+            h[16..24].copy_from_slice(&self.guid.to_be_bytes());
+        }
+        h[24..40].copy_from_slice(&g.dgid.0);
+        h
+    }
+
+    /// Carries out one UD send of `qp` (attributes `attr`): the datagram reaches a UD QP at
+    /// RTR or RTS with the right Q_Key and a receive posted, or is dropped (the send succeeds
+    /// either way, as on a fabric). Returns the outcome and the receiver to report to.
+    fn execute_ud(
+        &self,
+        qp: &SoftQp,
+        attr: &QpAttr,
+        wr: &PendingSend,
+    ) -> (Outcome, Option<Arc<SoftQp>>) {
+        let Some(ud) = &wr.ud else {
+            return (Outcome::failed(WcStatus::LocQpOpErr), None);
+        };
+        let data = match self.gather(&wr.sges, qp.pd) {
+            Ok(d) => d,
+            Err(s) => return (Outcome::failed(s), None),
+        };
+        if data.len() > UD_MTU {
+            return (Outcome::failed(WcStatus::LocLenErr), None);
+        }
+        let Some(dest) = self.qp(ud.remote_qpn).filter(|d| {
+            d.qp_type == QpType::Ud && matches!(d.state(), QpState::Rtr | QpState::Rts)
+        }) else {
+            return (Outcome::done(0), None);
+        };
+        let dest_attr = *dest.attr.lock();
+        // A Q_Key with the top bit set means the sender's own (C's rule for privileged keys).
+        let qkey = if ud.remote_qkey & 0x8000_0000 != 0 {
+            attr.qkey
+        } else {
+            ud.remote_qkey
+        };
+        if qkey != dest_attr.qkey
+            || u32::from(ud.ah.dlid) != self.lid0 + u32::from(dest_attr.port_num)
+        {
+            return (Outcome::done(0), None);
+        }
+        let Some(recv) = dest.take_recv() else {
+            return (Outcome::done(0), None);
+        };
+        let mut wc = WorkCompletion {
+            wr_id: recv.wr_id,
+            opcode: WcOpcode::Recv,
+            qp_num: dest.qpn,
+            src_qp: qp.qpn,
+            slid: (self.lid0 + u32::from(attr.port_num)) as u16,
+            sl: ud.ah.sl,
+            port_num: dest_attr.port_num,
+            grh: ud.ah.grh.is_some(),
+            imm_data: (wr.opcode == SendOpcode::SendWithImm).then_some(wr.imm_data),
+            byte_len: (GRH_LEN + data.len()) as u32,
+            ..WorkCompletion::default()
+        };
+        let grh = self.grh(&ud.ah, data.len());
+        let written = if ud.ah.grh.is_some() {
+            self.scatter_at(&recv.sges, dest.pd, 0, &grh)
+        } else {
+            Ok(())
+        }
+        .and_then(|()| self.scatter_at(&recv.sges, dest.pd, GRH_LEN, &data));
+        if let Err(s) = written {
+            wc.status = s;
+            wc.byte_len = 0;
+            dest.recv_cq.push(wc, false);
+            dest.set_state(QpState::Err);
+            dest.flush();
+        } else {
+            dest.recv_cq.push(wc, wr.flags & send_flags::SOLICITED != 0);
+        }
+        (Outcome::done(0), Some(dest))
     }
 
     /// The remote range of an RDMA operation on `peer`, if its key, range and rights allow it.
@@ -234,6 +368,18 @@ impl Fabric {
                 if attr.qp_state != QpState::Rts {
                     break;
                 }
+                if qp.qp_type == QpType::Ud {
+                    let wr = match qp.queues.lock().sq.remove(0) {
+                        Ok(w) => w,
+                        Err(_) => break,
+                    };
+                    let (out, dest) = self.execute_ud(qp, &attr, &wr);
+                    qp.complete_send(&wr, &out);
+                    if dest.is_some() {
+                        peer_seen = dest;
+                    }
+                    continue;
+                }
                 let needs_recv = match qp.queues.lock().sq.first() {
                     None => break,
                     Some(w) => matches!(
@@ -246,7 +392,7 @@ impl Fabric {
                     .filter(|p| matches!(p.state(), QpState::Rtr | QpState::Rts));
                 if let Some(p) = &peer {
                     // Receiver not ready: the send waits for a receive.
-                    if needs_recv && p.queues.lock().rq.is_empty() {
+                    if needs_recv && !p.has_recv() {
                         peer_seen = peer;
                         break;
                     }
@@ -259,23 +405,7 @@ impl Fabric {
                     Some(p) => self.execute(qp, &attr, p, &wr),
                     None => Outcome::failed(WcStatus::RetryExcErr),
                 };
-                let signaled = qp.sq_sig_all || wr.flags & send_flags::SIGNALED != 0;
-                if signaled || out.status != WcStatus::Success {
-                    qp.send_cq.push(
-                        WorkCompletion {
-                            wr_id: wr.wr_id,
-                            status: out.status,
-                            opcode: completed_opcode(wr.opcode),
-                            byte_len: out.byte_len,
-                            qp_num: qp.qpn,
-                            ..WorkCompletion::default()
-                        },
-                        false,
-                    );
-                }
-                if out.status != WcStatus::Success {
-                    qp.set_state(QpState::Err);
-                }
+                qp.complete_send(&wr, &out);
                 if let Some(p) = &peer {
                     if out.peer_failed {
                         p.set_state(QpState::Err);
@@ -289,9 +419,14 @@ impl Fabric {
         }
         qp.send_cq.report();
         qp.recv_cq.report();
+        qp.report_last_wqe();
         if let Some(p) = peer_seen {
             p.send_cq.report();
             p.recv_cq.report();
+            p.report_last_wqe();
+            if let Some(srq) = &p.srq {
+                srq.report_limit();
+            }
         }
     }
 
@@ -362,6 +497,46 @@ impl Fabric {
                     peer.recv_cq.push(wc, wr.flags & send_flags::SOLICITED != 0);
                 }
                 Outcome::done(0)
+            }
+            SendOpcode::AtomicCmpAndSwp | SendOpcode::AtomicFetchAndAdd => {
+                let len = wr.sges.iter().map(|s| s.length as usize).sum::<usize>();
+                if len != 8 {
+                    return Outcome::failed(WcStatus::LocLenErr);
+                }
+                if wr.remote_addr % 8 != 0 {
+                    return Outcome {
+                        status: WcStatus::RemInvReqErr,
+                        byte_len: 0,
+                        peer_failed: true,
+                    };
+                }
+                let Some((buf, off)) =
+                    self.remote(peer, wr.rkey, wr.remote_addr, 8, Access::RemoteAtomic)
+                else {
+                    return Outcome::remote_access_error();
+                };
+                let old = {
+                    let mut mem = buf.data.lock();
+                    let word = &mut mem[off..off + 8];
+                    let mut bytes = [0u8; 8];
+                    bytes.copy_from_slice(word);
+                    let old = u64::from_ne_bytes(bytes);
+                    let new = if wr.opcode == SendOpcode::AtomicCmpAndSwp {
+                        if old == wr.compare_add {
+                            wr.swap
+                        } else {
+                            old
+                        }
+                    } else {
+                        old.wrapping_add(wr.compare_add)
+                    };
+                    word.copy_from_slice(&new.to_ne_bytes());
+                    old
+                };
+                match self.scatter(&wr.sges, qp.pd, &old.to_ne_bytes()) {
+                    Ok(()) => Outcome::done(8),
+                    Err(s) => Outcome::failed(s),
+                }
             }
             SendOpcode::RdmaRead => {
                 let len = wr.sges.iter().map(|s| s.length as usize).sum::<usize>();
@@ -448,6 +623,139 @@ fn completed_opcode(op: SendOpcode) -> WcOpcode {
         SendOpcode::Send | SendOpcode::SendWithImm => WcOpcode::Send,
         SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm => WcOpcode::RdmaWrite,
         SendOpcode::RdmaRead => WcOpcode::RdmaRead,
+        SendOpcode::AtomicCmpAndSwp => WcOpcode::CompSwap,
+        SendOpcode::AtomicFetchAndAdd => WcOpcode::FetchAdd,
+    }
+}
+
+/// Bytes at the start of a UD receive buffer that hold the GRH (or nothing).
+const GRH_LEN: usize = 40;
+
+/// Largest datagram (the port's 4096-byte MTU).
+const UD_MTU: usize = 4096;
+
+/// A software address handle: its address.
+pub(crate) struct SoftAh {
+    pub(crate) attr: AhAttr,
+}
+
+/// An SRQ's receives and limits.
+struct SrqState {
+    rq: KVec<PendingRecv>,
+    max_wr: u32,
+    /// Armed limit (0: not armed).
+    limit: u32,
+    /// The limit was crossed: the event is raised once the provider's locks are dropped.
+    limit_due: bool,
+}
+
+/// A software shared receive queue.
+#[pin_data]
+pub(crate) struct SoftSrq {
+    pd: u32,
+    max_sge: u32,
+    events: EventNotifier,
+    #[pin]
+    state: Mutex<SrqState>,
+}
+
+impl SoftSrq {
+    /// An SRQ of PD `pd` as `attr` asks.
+    pub(crate) fn new(pd: u32, attr: &SrqAttr, events: EventNotifier) -> Result<Arc<Self>> {
+        if attr.srq_limit > attr.max_wr {
+            return Err(EINVAL);
+        }
+        Arc::pin_init(
+            try_pin_init!(Self {
+                pd,
+                max_sge: attr.max_sge,
+                events,
+                state <- new_mutex!(SrqState {
+                    rq: KVec::new(),
+                    max_wr: attr.max_wr,
+                    limit: attr.srq_limit,
+                    limit_due: false,
+                }),
+            }? Error),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Queues receives (at most `max_sge` entries each, `max_wr` in all).
+    pub(crate) fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        queue_each(wrs, |wr| {
+            if wr.sg_list.len() > self.max_sge as usize {
+                return Err(EINVAL);
+            }
+            let mut sges = KVec::with_capacity(wr.sg_list.len(), GFP_KERNEL)?;
+            sges.extend_from_slice(wr.sg_list, GFP_KERNEL)?;
+            let mut st = self.state.lock();
+            if st.rq.len() >= st.max_wr as usize {
+                return Err(ENOMEM);
+            }
+            st.rq.push(
+                PendingRecv {
+                    wr_id: wr.wr_id,
+                    sges,
+                },
+                GFP_KERNEL,
+            )?;
+            Ok(())
+        })
+    }
+
+    /// The oldest receive; crossing the armed limit disarms it and makes its event due.
+    fn take(&self) -> Option<PendingRecv> {
+        let mut st = self.state.lock();
+        let recv = st.rq.remove(0).ok()?;
+        if st.limit != 0 && st.rq.len() < st.limit as usize {
+            st.limit = 0;
+            st.limit_due = true;
+        }
+        Some(recv)
+    }
+
+    fn has_recv(&self) -> bool {
+        !self.state.lock().rq.is_empty()
+    }
+
+    /// Raises the limit event if it is due (no provider lock is held here).
+    fn report_limit(&self) {
+        let due = core::mem::take(&mut self.state.lock().limit_due);
+        if due {
+            self.events.raise(EventType::SrqLimitReached);
+        }
+    }
+
+    /// Resizes (not below what is posted) or arms the limit (not above the size).
+    pub(crate) fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask) -> Result {
+        let mut st = self.state.lock();
+        let max_wr = if mask.contains(SrqAttrField::MaxWr) {
+            attr.max_wr
+        } else {
+            st.max_wr
+        };
+        if max_wr == 0 || (max_wr as usize) < st.rq.len() {
+            return Err(EINVAL);
+        }
+        if mask.contains(SrqAttrField::Limit) && attr.srq_limit > max_wr {
+            return Err(EINVAL);
+        }
+        st.max_wr = max_wr;
+        if mask.contains(SrqAttrField::Limit) {
+            st.limit = attr.srq_limit;
+        }
+        Ok(())
+    }
+
+    /// Size, entries and the armed limit (0 once it fired).
+    pub(crate) fn query(&self) -> SrqAttr {
+        let st = self.state.lock();
+        SrqAttr {
+            max_wr: st.max_wr,
+            max_sge: self.max_sge,
+            srq_limit: st.limit,
+        }
     }
 }
 
@@ -505,6 +813,8 @@ struct Ring {
     /// An event is due (reported once the provider's locks are dropped).
     event_due: bool,
     overflowed: bool,
+    /// An overrun's `CqErr` is due.
+    error_due: bool,
 }
 
 /// A software completion queue.
@@ -529,6 +839,7 @@ impl SoftCq {
                     arm: Arm::Off,
                     event_due: false,
                     overflowed: false,
+                    error_due: false,
                 }),
             }? Error),
             GFP_KERNEL,
@@ -539,10 +850,11 @@ impl SoftCq {
     fn push(&self, wc: WorkCompletion, solicited: bool) {
         let mut r = self.ring.lock();
         if r.entries.len() >= self.capacity || r.entries.push(wc, GFP_KERNEL).is_err() {
-            // Hardware reports an overflow as a CQ error event; there is no async event API
-            // yet, so it is logged (once) and the completion is lost, as it would be there.
+            // Hardware reports an overflow as a CQ error event (raised once the provider's locks
+            // are dropped); the completion is lost, as it would be there.
             if !r.overflowed {
                 pr_err!("CQ overrun: completion of wr_id {:#x} lost\n", wc.wr_id);
+                r.error_due = true;
             }
             r.overflowed = true;
             return;
@@ -558,9 +870,18 @@ impl SoftCq {
         }
     }
 
-    /// Calls the consumer's handler if an event is due (no provider lock is held here).
+    /// Calls the consumer's handlers if an event is due (no provider lock is held here).
     pub(crate) fn report(&self) {
-        let due = core::mem::take(&mut self.ring.lock().event_due);
+        let (due, error) = {
+            let mut r = self.ring.lock();
+            (
+                core::mem::take(&mut r.event_due),
+                core::mem::take(&mut r.error_due),
+            )
+        };
+        if error {
+            self.notifier.error();
+        }
         if due {
             self.notifier.completion();
         }
@@ -607,6 +928,16 @@ struct PendingSend {
     imm_data: u32,
     remote_addr: u64,
     rkey: u32,
+    compare_add: u64,
+    swap: u64,
+    ud: Option<UdDest>,
+}
+
+/// Where a UD send goes.
+struct UdDest {
+    ah: AhAttr,
+    remote_qpn: u32,
+    remote_qkey: u32,
 }
 
 /// A posted receive.
@@ -632,6 +963,10 @@ pub(crate) struct SoftQp {
     cap: QpCap,
     send_cq: Arc<SoftCq>,
     recv_cq: Arc<SoftCq>,
+    srq: Option<Arc<SoftSrq>>,
+    events: EventNotifier,
+    /// The QP went to the error state with an SRQ: `QpLastWqeReached` is due.
+    last_wqe_due: Atomic<bool>,
     /// Attributes as last modified (and the error state the data path sets).
     #[pin]
     pub(crate) attr: Mutex<QpAttr>,
@@ -651,6 +986,8 @@ pub(crate) struct SoftQpInit {
     pub(crate) cap: QpCap,
     pub(crate) send_cq: Arc<SoftCq>,
     pub(crate) recv_cq: Arc<SoftCq>,
+    pub(crate) srq: Option<Arc<SoftSrq>>,
+    pub(crate) events: EventNotifier,
 }
 
 impl SoftQp {
@@ -669,6 +1006,9 @@ impl SoftQp {
                 cap: init.cap,
                 send_cq: init.send_cq,
                 recv_cq: init.recv_cq,
+                srq: init.srq,
+                events: init.events,
+                last_wqe_due: Atomic::new(false),
                 attr <- new_mutex!(QpAttr::default()),
                 queues <- new_mutex!(Queues {
                     sq: KVec::new(),
@@ -685,11 +1025,53 @@ impl SoftQp {
     }
 
     fn set_state(&self, state: QpState) {
-        self.attr.lock().qp_state = state;
+        let was = core::mem::replace(&mut self.attr.lock().qp_state, state);
+        if state == QpState::Err && was != QpState::Err && self.srq.is_some() {
+            self.last_wqe_due.store(true, Relaxed);
+        }
+    }
+
+    /// Raises `QpLastWqeReached` if it is due (no provider lock is held here).
+    pub(crate) fn report_last_wqe(&self) {
+        if self.last_wqe_due.xchg(false, Relaxed) {
+            self.events.raise(EventType::QpLastWqeReached);
+        }
     }
 
     fn take_recv(&self) -> Option<PendingRecv> {
-        self.queues.lock().rq.remove(0).ok()
+        match &self.srq {
+            Some(srq) => srq.take(),
+            None => self.queues.lock().rq.remove(0).ok(),
+        }
+    }
+
+    fn has_recv(&self) -> bool {
+        match &self.srq {
+            Some(srq) => srq.has_recv(),
+            None => !self.queues.lock().rq.is_empty(),
+        }
+    }
+
+    /// Completes a send as `out` says (signaled ones, and every failure, which also moves the
+    /// QP to the error state).
+    fn complete_send(&self, wr: &PendingSend, out: &Outcome) {
+        let signaled = self.sq_sig_all || wr.flags & send_flags::SIGNALED != 0;
+        if signaled || out.status != WcStatus::Success {
+            self.send_cq.push(
+                WorkCompletion {
+                    wr_id: wr.wr_id,
+                    status: out.status,
+                    opcode: completed_opcode(wr.opcode),
+                    byte_len: out.byte_len,
+                    qp_num: self.qpn,
+                    ..WorkCompletion::default()
+                },
+                false,
+            );
+        }
+        if out.status != WcStatus::Success {
+            self.set_state(QpState::Err);
+        }
     }
 
     /// After a modify: RESET forgets the queues, ERR flushes them. The events of a flush are
@@ -702,7 +1084,12 @@ impl SoftQp {
                 q.sq.clear();
                 q.rq.clear();
             }
-            QpState::Err => self.flush(),
+            QpState::Err => {
+                self.flush();
+                if self.srq.is_some() {
+                    self.last_wqe_due.store(true, Relaxed);
+                }
+            }
             _ => (),
         }
     }
@@ -731,24 +1118,44 @@ impl SoftQp {
 
     /// Queues send work requests (rxe's rules: RTS or ERR only, an RC or UC QP, at most
     /// `max_send_sge` entries, no inline data), then runs the send queue.
+    /// `ah_of` gives the address of a UD work request's AH.
     pub(crate) fn post_send(
         self: &Arc<Self>,
         fabric: &Fabric,
         wrs: &[SendWr<'_>],
+        ah_of: impl Fn(&UdWr<'_>) -> AhAttr,
     ) -> Result<(), PostError> {
-        let result = queue_each(wrs, |wr| self.queue_send(wr));
+        let result = queue_each(wrs, |wr| self.queue_send(wr, &ah_of));
         fabric.progress(self);
         result
     }
 
-    fn queue_send(&self, wr: &SendWr<'_>) -> Result {
+    fn queue_send(&self, wr: &SendWr<'_>, ah_of: &impl Fn(&UdWr<'_>) -> AhAttr) -> Result {
+        let opcode_ok = match self.qp_type {
+            QpType::Ud => {
+                wr.ud.is_some() && matches!(wr.opcode, SendOpcode::Send | SendOpcode::SendWithImm)
+            }
+            QpType::Uc => !matches!(
+                wr.opcode,
+                SendOpcode::RdmaRead | SendOpcode::AtomicCmpAndSwp | SendOpcode::AtomicFetchAndAdd
+            ),
+            QpType::Rc => true,
+        };
         if !matches!(self.state(), QpState::Rts | QpState::Err)
-            || self.qp_type == QpType::Ud
+            || !opcode_ok
             || wr.sg_list.len() > self.cap.max_send_sge as usize
             || wr.send_flags & send_flags::INLINE != 0
         {
             return Err(EINVAL);
         }
+        let ud = match (self.qp_type, &wr.ud) {
+            (QpType::Ud, Some(ud)) => Some(UdDest {
+                ah: ah_of(ud),
+                remote_qpn: ud.remote_qpn,
+                remote_qkey: ud.remote_qkey,
+            }),
+            _ => None,
+        };
         let mut sges = KVec::with_capacity(wr.sg_list.len(), GFP_KERNEL)?;
         sges.extend_from_slice(wr.sg_list, GFP_KERNEL)?;
         let mut q = self.queues.lock();
@@ -764,6 +1171,9 @@ impl SoftQp {
                 imm_data: wr.imm_data,
                 remote_addr: wr.remote_addr,
                 rkey: wr.rkey,
+                compare_add: wr.compare_add,
+                swap: wr.swap,
+                ud,
             },
             GFP_KERNEL,
         )?;
@@ -789,7 +1199,11 @@ impl SoftQp {
     }
 
     fn queue_recv(&self, wr: &RecvWr<'_>) -> Result {
-        if self.state() == QpState::Reset || wr.sg_list.len() > self.cap.max_recv_sge as usize {
+        // A QP attached to an SRQ has no receive queue of its own.
+        if self.srq.is_some()
+            || self.state() == QpState::Reset
+            || wr.sg_list.len() > self.cap.max_recv_sge as usize
+        {
             return Err(EINVAL);
         }
         let mut sges = KVec::with_capacity(wr.sg_list.len(), GFP_KERNEL)?;

@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -63,7 +64,8 @@ def style_checks(tally, args):
     shutil.rmtree(mo, ignore_errors=True)
     mo.mkdir(parents=True)
     p = subprocess.run(["make", "-C", args.ktree, "LLVM=-19", f"BINDGEN={args.bindgen}", f"M={REPO}",
-                        f"MO={mo}", "CLIPPY=1", "modules"], capture_output=True, text=True)
+                        f"MO={mo}", f"RDMA_RS_CONFIG={REPO / 'out/rdma-rs.config'}", "CLIPPY=1",
+                        "modules"], capture_output=True, text=True)
     out = p.stdout + p.stderr
     warnings = [l for l in out.splitlines() if re.match(r"^(warning|error)(\[|:)", l)]
     print("\n".join(warnings[:40]) or "no warnings", flush=True)
@@ -77,6 +79,26 @@ def style_checks(tally, args):
                        cwd=REPO / "tools/cx-model", capture_output=True, text=True, env=env)
     print((p.stdout + p.stderr)[-4000:], flush=True)
     tally.add("style: cargo clippy cx-model", int(p.returncode == 0), int(p.returncode != 0))
+
+
+def kconfig_checks(tally, args):
+    """The Kconfig symbols decide what is built, with C's dependencies: without mlx5_core there is
+    no mlx5_ib and no mlx5 test driver, and ib_core stays."""
+    print("== kconfig: dependencies, evaluated against the test kernel", flush=True)
+    with tempfile.TemporaryDirectory(prefix="rdma-rs-kconfig-") as tmp:
+        out = Path(tmp) / "rdma-rs.config"
+        p = subprocess.run([str(REPO / "tools/kernel/rdma-rs-config.sh"), str(REPO), args.ktree, str(out),
+                            args.bindgen, "CONFIG_RDMA_RS_MLX5_CORE=n"], capture_output=True, text=True)
+        text = out.read_text() if out.exists() else ""
+    print((p.stdout + p.stderr)[-2000:] + text, flush=True)
+    lines = text.splitlines()
+    want = ["CONFIG_RDMA_RS_IB_CORE=m", "# CONFIG_RDMA_RS_MLX5_CORE is not set", "CONFIG_RDMA_RS_TEST_PROVIDER=m"]
+    # Symbols whose dependencies are not met are left out of the file (kconfig's way).
+    off = ["CONFIG_RDMA_RS_MLX5_IB", "CONFIG_RDMA_RS_MLX5_TEST_INTERFACE"]
+    ok = (p.returncode == 0 and all(w in lines for w in want)
+          and not any(l.startswith(f"{o}=") for o in off for l in lines))
+    tally.add("kconfig: mlx5_core=n leaves out mlx5_ib and the mlx5 test driver, keeps ib_core",
+              int(ok), int(not ok))
 
 
 def scenarios():
@@ -109,7 +131,7 @@ def harness_selfcheck(tally, harness_args):
     for script in sorted((HARNESS.parent / "scenarios").glob("*.sh")):
         header = set(harness.header_lines(script))
         keyed = [line for line in script.read_text().splitlines()
-                 if re.match(r"#\s*(stacks|timeout|cx-model|kernel-args|host-trace|host-check|vms)\s*:", line)]
+                 if re.match(r"#\s*(stacks|timeout|cx-model|kernel-args|host-trace|host-check|vms|vm-stacks|install-modules)\s*:", line)]
         stray += [f"{script.name}: {line}" for line in keyed if line not in header]
     for line in stray:
         print(f"  outside the header, ignored: {line}", flush=True)
@@ -155,6 +177,7 @@ def main():
     started = time.monotonic()
     tally = Tally()
     style_checks(tally, args)
+    kconfig_checks(tally, args)
     cargo_tests(tally, REPO / "tools/cx-model", args.cargo_target)
     for name, stack in scenarios():
         if name == "showcase":

@@ -11,7 +11,8 @@ For one run it
   4. parses the scenario's KTAP and reports pass/fail.
 A scenario with a `# vms: 2` header runs in two guests at once, each with its own cx-model: the
 guests are linked by a virtio-net NIC pair (QEMU stream netdev on a unix socket, static addresses
-10.23.0.1 and 10.23.0.2), the two models by a wire socket, and the scenario branches on $VM_INDEX.
+10.23.0.1 and 10.23.0.2), the two models by a wire socket, and the scenario branches on $VM_INDEX;
+with `# vm-stacks: rust c` VM 0 runs the Rust stack and VM 1 the C stack.
 
 Usage: harness.py run --scenario NAME --stack rust|c [options]   (see --help)
        harness.py shell --stack rust|c [options]
@@ -42,10 +43,11 @@ STACK_MODULES = {
     "c": ["dimlib", "ib_core", "ib_uverbs_support", "ib_uverbs", "ib_umad", "mlx5_core", "mlx5_ib"],
 }
 # Test-only modules of a stack, put next to its modules but not loaded by load_stack (scenarios
-# insmod them).
+# insmod them). The C stack's ib_verbs_client is the C twin of the Rust sample (tools/verbs-twin,
+# given with --verbs-twin), so that a scenario insmods $stack_dir/ib_verbs_client.ko on both.
 STACK_EXTRAS = {
     "rust": ["mlx5_test_interface", "ib_test_provider", "ib_verbs_client"],
-    "c": [],
+    "c": ["ib_verbs_client"],
 }
 # Where the C modules sit in the kernel build tree.
 C_MODULE_PATHS = {
@@ -72,7 +74,7 @@ GUEST_TOOLS = [
 # Programs built from this repository (--guest-tool), put in the guest's /usr/bin with their libraries.
 REPO_TOOLS: list[Path] = []
 # Data files the tools read.
-GUEST_DATA = ["/usr/share/misc/pci.ids"]
+GUEST_DATA = ["/usr/share/misc/pci.ids", "/etc/rdma/modules/rdma.conf", "/etc/rdma/modules/infiniband.conf"]
 LIBIBVERBS_PROVIDERS = Path("/usr/lib/x86_64-linux-gnu/libibverbs")
 LIBIBVERBS_DRIVERS = Path("/etc/libibverbs.d")
 DEFAULT_FW = "16.35.2000"
@@ -139,12 +141,31 @@ def header_lines(path: Path) -> list[str]:
 
 
 def scenario_stacks(path: Path) -> list[str]:
-    """Stacks a scenario runs on, from a `# stacks: rust c` header line (default: both)."""
+    """Stacks a scenario runs on, from a `# stacks: rust c` header line (default: both). A
+    scenario whose VMs run different stacks (`# vm-stacks:`) runs once, under its first VM's
+    stack."""
+    vm_stacks = scenario_vm_stacks(path)
+    if vm_stacks:
+        return vm_stacks[:1]
     for line in header_lines(path):
         m = re.match(r"#\s*stacks:\s*(.+)", line)
         if m:
             return m.group(1).split()
     return ["rust", "c"]
+
+
+def scenario_vm_stacks(path: Path) -> list[str] | None:
+    """The stack of each VM, from a `# vm-stacks: rust c` header line (VM 0 on the Rust stack, VM 1
+    on the C stack: traffic between the two stacks), or None when every VM runs the run's stack."""
+    for line in header_lines(path):
+        m = re.match(r"#\s*vm-stacks:\s*(.+)", line)
+        if m:
+            stacks = m.group(1).split()
+            bad = [s for s in stacks if s not in STACK_MODULES]
+            if bad:
+                raise HarnessError(f"{path.name}: `# vm-stacks:`: unknown stack {bad[0]!r}")
+            return stacks
+    return None
 
 
 def scenario_timeout(path: Path) -> int:
@@ -196,6 +217,33 @@ def scenario_vms(path: Path) -> int:
     return 1
 
 
+def scenario_installs_modules(path: Path) -> bool:
+    """Whether the stack's modules are installed in the guest's module tree, from an
+    `# install-modules: yes` header line (see `install_modules`)."""
+    return any(re.match(r"#\s*install-modules:\s*yes\s*$", line) for line in header_lines(path))
+
+
+def install_modules(root: Path, stack: str, modules: dict[str, Path], release: str) -> None:
+    """Installs the stack's modules (not the test-only ones) in the guest's module tree
+    `/lib/modules/<release>/` as `make modules_install` and an out-of-tree install would (the C
+    modules under `kernel/` at their paths in the kernel tree, ours under `extra/`) and runs
+    `depmod` on it, so that `modprobe` resolves names, aliases and dependencies in the guest."""
+    base = root / "lib/modules" / release
+    for name in STACK_MODULES[stack]:
+        rel = Path("extra") / f"{name}.ko" if stack == "rust" else Path("kernel") / C_MODULE_PATHS[name]
+        (base / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(modules[name], base / rel)
+    depmod = shutil.which("depmod") or "/usr/sbin/depmod"
+    p = subprocess.run([depmod, "-b", str(root), release], capture_output=True, text=True, check=False)
+    if p.returncode != 0:
+        raise HarnessError(f"depmod of the guest's module tree failed: {p.stderr.strip()}")
+
+
+def kernel_release(args) -> str:
+    """The test kernel's release string (`uname -r` in the guest)."""
+    return (Path(args.kernel_tree) / "include/config/kernel.release").read_text().strip()
+
+
 def scenario_host_checks(path: Path) -> list[str]:
     """Regexes from `# host-check: ...` lines that cx-model's report (commands.txt) must match."""
     return [m.group(1).strip() for line in header_lines(path)
@@ -227,9 +275,11 @@ def copy_into(root: Path, src: str | Path) -> None:
 
 
 def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[str, str],
-                    scenario: str | None, net_modules: dict[str, Path] | None = None) -> None:
+                    scenario: str | None, net_modules: dict[str, Path] | None = None,
+                    install_release: str | None = None) -> None:
     """Writes a newc cpio archive for one run (one guest) to `out`; `net_modules` (the NIC driver,
-    for two-VM runs) go to /lib/modules/net/ with their load order."""
+    for two-VM runs) go to /lib/modules/net/ with their load order; with `install_release`, the
+    stack's modules are also installed in /lib/modules/<release>/ (`install_modules`)."""
     with tempfile.TemporaryDirectory(prefix="rdma-rs-initramfs-") as tmp:
         root = Path(tmp)
         for d in ["bin", "sbin", "etc", "proc", "sys", "dev", "tmp", "root", "lib/rdma-rs",
@@ -241,7 +291,7 @@ def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[
         shutil.copy2(busybox, root / "bin/busybox")
         shutil.copy2(GUEST / "init", root / "init")
         (root / "init").chmod(0o755)
-        for f in ["ktap.sh", "stack.sh", "net.sh"]:
+        for f in ["ktap.sh", "stack.sh", "net.sh", "hotplug.sh"]:
             shutil.copy2(GUEST / f, root / "lib/rdma-rs" / f)
         for s in SCENARIOS.glob("*.sh"):
             shutil.copy2(s, root / "scenarios" / s.name)
@@ -279,6 +329,8 @@ def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[
             if not src.exists():
                 raise HarnessError(f"test module {name} not found at {src} (run make build)")
             shutil.copy2(src, root / f"lib/modules/{stack}/{name}.ko")
+        if install_release is not None:
+            install_modules(root, stack, modules, install_release)
         if net_modules:
             (root / "lib/modules/net").mkdir(parents=True)
             for name, src in net_modules.items():
@@ -296,10 +348,12 @@ def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[
                            check=True)
 
 
-def module_paths(args) -> dict[str, Path]:
-    if args.stack == "rust":
+def module_paths(args, stack: str) -> dict[str, Path]:
+    if stack == "rust":
         return {m: Path(args.rust_modules) / f"{m}.ko" for m in STACK_MODULES["rust"] + STACK_EXTRAS["rust"]}
-    return {m: Path(args.kernel_tree) / C_MODULE_PATHS[m] for m in STACK_MODULES["c"]}
+    paths = {m: Path(args.kernel_tree) / C_MODULE_PATHS[m] for m in STACK_MODULES["c"]}
+    paths["ib_verbs_client"] = Path(args.verbs_twin or "verbs-twin-not-given/ib_verbs_client.ko")
+    return paths
 
 
 def net_module_paths(args) -> dict[str, Path]:
@@ -661,6 +715,7 @@ def common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cx-model", required=True)
     p.add_argument("--fw-version", default=DEFAULT_FW)
     p.add_argument("--workdir", required=True, help="directory for logs and the initramfs")
+    p.add_argument("--verbs-twin", help="the C twin of ib_verbs_client (tools/verbs-twin), for STACK=c")
     p.add_argument("--guest-tool", action="append", type=Path, default=[], dest="guest_tools",
                    help="a program built here, copied to the guest's /usr/bin (repeatable)")
 
@@ -677,6 +732,10 @@ def cmd_run(args) -> int:
         return 2
     try:
         nvms = scenario_vms(path)
+        vm_stacks = scenario_vm_stacks(path)
+        if vm_stacks is not None and len(vm_stacks) != nvms:
+            raise HarnessError(f"{path.name}: `# vm-stacks:` names {len(vm_stacks)} stack(s) "
+                               f"for {nvms} VM(s)")
     except HarnessError as e:
         print(f"harness: {e}", file=sys.stderr)
         return 2
@@ -684,7 +743,7 @@ def cmd_run(args) -> int:
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     timeout = args.timeout or scenario_timeout(path)
-    label = f"{args.scenario} ({args.stack})"
+    label = f"{args.scenario} ({'+'.join(vm_stacks) if vm_stacks else args.stack})"
     started = time.monotonic()
     # One guest keeps its files in the run's directory; two guests each have a subdirectory.
     if nvms == 1:
@@ -697,13 +756,15 @@ def cmd_run(args) -> int:
         initrds = []
         for vm in vms:
             vm.workdir.mkdir(parents=True, exist_ok=True)
-            conf = {"SCENARIO": args.scenario, "STACK": args.stack, "EXPECT_FW": args.fw_version}
+            stack = vm_stacks[vm.index] if vm_stacks else args.stack
+            conf = {"SCENARIO": args.scenario, "STACK": stack, "EXPECT_FW": args.fw_version}
             if link is not None:
                 link.attach(vm)
                 conf.update(link.conf(vm))
             initrds.append(vm.workdir / "initramfs.cpio")
-            build_initramfs(initrds[-1], args.stack, module_paths(args), conf, args.scenario,
-                            net_module_paths(args) if link is not None else None)
+            build_initramfs(initrds[-1], stack, module_paths(args, stack), conf, args.scenario,
+                            net_module_paths(args) if link is not None else None,
+                            kernel_release(args) if scenario_installs_modules(path) else None)
         for vm in vms:
             vm.kernel_args = scenario_kernel_args(path)
         start_models(vms, link, scenario_model_args(path))
@@ -802,7 +863,7 @@ def cmd_shell(args) -> int:
     run = Vm(args, workdir)
     try:
         initrd = workdir / "initramfs.cpio"
-        build_initramfs(initrd, args.stack, module_paths(args),
+        build_initramfs(initrd, args.stack, module_paths(args, args.stack),
                         {"SCENARIO": "shell", "STACK": args.stack, "EXPECT_FW": args.fw_version}, None)
         run.start_model()
         print(f"harness: cx-model log in {run.model_log}; Ctrl-A X quits QEMU", file=sys.stderr)

@@ -286,6 +286,10 @@ pub struct DeviceAttr {
     pub max_pkeys: u16,
     /// Local CA ack delay.
     pub local_ca_ack_delay: u8,
+    /// The lkey every PD of the device may use for local access to all memory (C's
+    /// `IBK_LOCAL_DMA_LKEY` with `ib_device.local_dma_lkey`); `None`: each PD gets a DMA MR of
+    /// its own for it, as C's `ib_alloc_pd` does.
+    pub local_dma_lkey: Option<u32>,
 }
 
 /// Longest node description (`IB_DEVICE_NODE_DESC_MAX`).

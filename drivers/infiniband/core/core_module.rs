@@ -48,8 +48,10 @@ impl kernel::InPlaceModule for IbCore {
             // SAFETY: The class is in the module's pinned data; it is removed at unload before
             // the class is unregistered.
             unsafe { crate::device::set_class(Some(&this.class)) };
+            // SAFETY: The workqueues are in the module's pinned data; they are removed at unload,
+            // when no device is left, before they are destroyed.
+            unsafe { crate::workqueues::install(Some(&this.workqueues)) };
             pr_info!("infiniband class registered, workqueues ready, RDMA netlink up\n");
-            let _ = &this.workqueues;
             Ok(())
         })
     }
@@ -58,8 +60,11 @@ impl kernel::InPlaceModule for IbCore {
 #[pinned_drop]
 impl PinnedDrop for IbCore {
     fn drop(self: Pin<&mut Self>) {
-        // SAFETY: Removing the class is always allowed.
-        unsafe { crate::device::set_class(None) };
+        // SAFETY: Removing the class and the workqueues is always allowed.
+        unsafe {
+            crate::device::set_class(None);
+            crate::workqueues::install(None);
+        }
         crate::registry::clear();
         pr_info!("unloading\n");
     }

@@ -15,6 +15,7 @@
 
 use crate::{
     attrs::{DeviceAttr, PortImmutable},
+    events::EventType,
     ib_device::{read_ports, Domain},
     monitor::{self, Event},
     ops::{is_kverbs_provider, DeviceImpl, DynOps},
@@ -184,6 +185,13 @@ impl Registration {
     /// The registered device.
     pub fn device(&self) -> &Arc<IbDevice> {
         &self.dev
+    }
+
+    /// Tells every registered event handler of the device about `event` on `port` (0: the
+    /// whole device), as C's `ib_dispatch_event`. Process context (C's drivers dispatch from a
+    /// work item).
+    pub fn dispatch_event(&self, event: EventType, port: u32) {
+        self.dev.events().dispatch(event, port);
     }
 }
 

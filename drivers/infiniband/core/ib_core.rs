@@ -9,6 +9,7 @@
 // Vocabulary: attributes, names, netlink numbers, object counts, verbs and data path types.
 pub mod addr;
 pub mod attrs;
+pub mod events;
 pub mod names;
 pub mod nl_uapi;
 pub mod restrack;
@@ -24,6 +25,7 @@ pub mod ops;
 pub mod ib_device;
 
 // Users of a device: verbs objects and buffers, MONITOR events, sysfs.
+pub mod cq_poll;
 pub mod dma_buffer;
 pub mod monitor;
 mod sysfs;

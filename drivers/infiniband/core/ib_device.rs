@@ -7,6 +7,7 @@
 
 use crate::{
     attrs::{DeviceAttr, FwVersion, Gid, LinkLayer, NodeDesc, NodeType, PortAttr, PortImmutable},
+    events::DeviceEvents,
     names::Name,
     ops::DynOps,
     restrack::Restrack,
@@ -93,7 +94,10 @@ pub struct IbDevice {
     #[pin]
     users_gone: CondVar,
     ops: KBox<dyn DynOps>,
+    #[pin]
     restrack: Restrack,
+    #[pin]
+    events: DeviceEvents,
     /// Completed when the device is dropped, after every other field (the driver's operations
     /// included): declared last.
     gone: Gone,
@@ -142,7 +146,8 @@ impl IbDevice {
                 users <- new_mutex!(Users { count: 0, closed: false }),
                 users_gone <- new_condvar!(),
                 ops,
-                restrack: Restrack::new(),
+                restrack <- Restrack::new(),
+                events <- DeviceEvents::new(),
                 gone: Gone(Arc::pin_init(Completion::new(), GFP_KERNEL)?),
             }? Error),
             GFP_KERNEL,
@@ -295,6 +300,11 @@ impl IbDevice {
         &*self.ops
     }
 
+    /// The consumers' event handlers.
+    pub(crate) fn events(&self) -> &DeviceEvents {
+        &self.events
+    }
+
     /// Live verbs objects per type (what `RES_GET` reports).
     pub fn restrack(&self) -> &Restrack {
         &self.restrack
@@ -413,6 +423,8 @@ mod tests {
         type Cq = NoVerbs;
         type Qp = NoVerbs;
         type Mr = NoVerbs;
+        type Srq = NoVerbs;
+        type Ah = NoVerbs;
 
         fn query_device(&self) -> Result<DeviceAttr> {
             Ok(kunit_fake::device_attr())

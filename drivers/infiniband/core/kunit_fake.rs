@@ -25,9 +25,11 @@ use crate::{
         DeviceAttr, Gid, NodeDesc, NodeType, PortAttr, PortImmutable, PortState, CORE_PORT_IBA_IB,
     },
     device::{DeviceInfo, Registration},
+    events::EventNotifier,
     ops::{DeviceOps, DmaMemory, NoVerbs},
     verbs_types::{
-        AccessFlags, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver,
+        AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver,
+        SrqAttr,
     },
     wr::WorkCompletion,
 };
@@ -48,6 +50,7 @@ pub(crate) fn device_attr() -> DeviceAttr {
         max_qp_wr: 64,
         max_send_sge: 2,
         max_recv_sge: 2,
+        local_dma_lkey: Some(0x5a),
         ..DeviceAttr::default()
     }
 }
@@ -111,6 +114,8 @@ impl DeviceOps for Fake {
     type Cq = NoVerbs;
     type Qp = NoVerbs;
     type Mr = NoVerbs;
+    type Srq = NoVerbs;
+    type Ah = NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(device_attr())
@@ -159,6 +164,7 @@ pub(crate) fn take(calls: &Calls) -> KVec<&'static str> {
 pub(crate) struct Recording {
     calls: Calls,
     next: Atomic<u32>,
+    attr: DeviceAttr,
 }
 
 impl Recording {
@@ -180,6 +186,7 @@ pub(crate) struct RecQp {
     pd: u32,
     send_cq: u32,
     recv_cq: u32,
+    srq: u32,
 }
 
 #[vtable]
@@ -188,9 +195,11 @@ impl DeviceOps for Recording {
     type Cq = Numbered;
     type Qp = RecQp;
     type Mr = Numbered;
+    type Srq = Numbered;
+    type Ah = Numbered;
 
     fn query_device(&self) -> Result<DeviceAttr> {
-        Ok(device_attr())
+        Ok(self.attr)
     }
 
     fn query_port(&self, port: u32) -> Result<PortAttr> {
@@ -227,17 +236,27 @@ impl DeviceOps for Recording {
         self.log("destroy_cq")
     }
 
+    /// 1000 plus the CQ's number: not what was asked, so tests see the driver's size.
+    fn cq_size(&self, cq: &Numbered) -> u32 {
+        1000 + cq.0
+    }
+
     fn req_notify_cq(&self, _cq: &Numbered, _solicited: bool) -> Result {
         self.log("req_notify_cq")
     }
 
-    fn create_qp(&self, pd: &Numbered, init: &QpInitDriver<'_, Numbered>) -> Result<NewQp<RecQp>> {
+    fn create_qp(
+        &self,
+        pd: &Numbered,
+        init: &QpInitDriver<'_, Numbered, Numbered>,
+    ) -> Result<NewQp<RecQp>> {
         self.log("create_qp")?;
         Ok(NewQp {
             qp: RecQp {
                 pd: pd.0,
                 send_cq: init.send_cq.0,
                 recv_cq: init.recv_cq.0,
+                srq: init.srq.map_or(0, |s| s.0),
             },
             qp_num: 0x42,
         })
@@ -247,12 +266,14 @@ impl DeviceOps for Recording {
         self.log("modify_qp")
     }
 
-    /// The PD's number as `qkey`, the send and receive CQs' as `sq_psn` and `rq_psn`.
+    /// The PD's number as `qkey`, the send and receive CQs' as `sq_psn` and `rq_psn`, the
+    /// SRQ's (0: none) as `dest_qp_num`.
     fn query_qp(&self, qp: &RecQp) -> Result<QpAttr> {
         Ok(QpAttr {
             qkey: qp.pd,
             sq_psn: qp.send_cq,
             rq_psn: qp.recv_cq,
+            dest_qp_num: qp.srq,
             ..QpAttr::default()
         })
     }
@@ -274,6 +295,29 @@ impl DeviceOps for Recording {
         self.log("dereg_mr")
     }
 
+    fn create_srq(
+        &self,
+        _pd: &Numbered,
+        _attr: &SrqAttr,
+        _events: &EventNotifier,
+    ) -> Result<Numbered> {
+        self.log("create_srq")?;
+        Ok(Numbered(self.number()))
+    }
+
+    fn destroy_srq(&self, _srq: Numbered) -> Result {
+        self.log("destroy_srq")
+    }
+
+    fn create_ah(&self, _pd: &Numbered, _attr: &AhAttr) -> Result<Numbered> {
+        self.log("create_ah")?;
+        Ok(Numbered(self.number()))
+    }
+
+    fn destroy_ah(&self, _ah: Numbered) -> Result {
+        self.log("destroy_ah")
+    }
+
     fn poll_cq(&self, _cq: &Numbered, wc: &mut [WorkCompletion]) -> Result<usize> {
         // A driver bug: more completions than there was room for.
         Ok(wc.len() + 1)
@@ -290,11 +334,22 @@ impl DeviceOps for Recording {
 
 /// Registers a [`Recording`] device (one port, named `kverbs%d`) logging to `calls`.
 pub(crate) fn register_recording(calls: &Calls) -> Result<Registration> {
+    register_recording_with(calls, |_| ())
+}
+
+/// A [`Recording`] device whose attributes `tweak` changes.
+pub(crate) fn register_recording_with(
+    calls: &Calls,
+    tweak: fn(&mut DeviceAttr),
+) -> Result<Registration> {
+    let mut attr = device_attr();
+    tweak(&mut attr);
     Registration::new_test(
         info(b"kverbs%d", 1),
         Recording {
             calls: calls.clone(),
             next: Atomic::new(0),
+            attr,
         },
     )
 }

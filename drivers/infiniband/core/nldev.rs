@@ -7,8 +7,9 @@
 //!
 //! Commands: `GET` (doit, dump), `SET` (rename, adaptive moderation, namespace), `PORT_GET`
 //! (doit, dump), `SYS_GET`, `SYS_SET`, `RES_GET` (doit, dump), the resource-object commands
-//! `RES_{QP,CM_ID,CQ,MR,PD,CTX,SRQ}_GET` and their `_RAW` forms (resource tracking only counts
-//! objects so far, so a dump lists none and a doit finds none), and `GET_CHARDEV` (no
+//! `RES_{QP,CM_ID,CQ,MR,PD,CTX,SRQ}_GET` and their `_RAW` forms (PDs, CQs, QPs and MRs are
+//! listed with C's attributes, and SRQs with their QPs; there are no CM ids or user contexts
+//! yet, and no driver has raw contexts), and `GET_CHARDEV` (no
 //! character-device client exists yet). Every other op is one this core lacks: `EINVAL`, as C answers for such ops.
 
 use crate::{
@@ -18,7 +19,8 @@ use crate::{
     netlink::{self as rdma_nl, Op},
     nl_uapi::{self, attr, cmd, EMPTY_STRING, IFNAMSIZ},
     registry,
-    restrack::ResType,
+    restrack::{KernName, Lists, ResType, ResView},
+    verbs::{Cq, Mr, Pd, Qp, QpType, Srq},
 };
 use kernel::{
     net::namespace::{Net, NetRef},
@@ -581,10 +583,12 @@ impl Dump for ResGetDump {
 
 /// How the commands of one tracked object type look (C's `fill_entries`).
 struct ResObject {
-    /// The tracked type (`None`: statistic counters, which resource tracking does not count).
+    /// The tracked type (`None`: statistic counters, which resource tracking does not list).
     kind: Option<ResType>,
     /// The table attribute holding the entries.
     table: u16,
+    /// The attribute of one entry in the table.
+    entry: u16,
     /// The attribute that names one object in a doit.
     id: u16,
     /// Objects of the device rather than of a port (`NLDEV_PER_DEV`).
@@ -594,64 +598,221 @@ struct ResObject {
 const RES_QP: ResObject = ResObject {
     kind: Some(ResType::Qp),
     table: attr::ATTR_RES_QP,
+    entry: attr::ATTR_RES_QP_ENTRY,
     id: attr::ATTR_RES_LQPN,
     per_dev: false,
 };
 const RES_CM_ID: ResObject = ResObject {
     kind: Some(ResType::CmId),
     table: attr::ATTR_RES_CM_ID,
+    entry: attr::ATTR_RES_CM_ID_ENTRY,
     id: attr::ATTR_RES_CM_IDN,
     per_dev: false,
 };
 const RES_CQ: ResObject = ResObject {
     kind: Some(ResType::Cq),
     table: attr::ATTR_RES_CQ,
+    entry: attr::ATTR_RES_CQ_ENTRY,
     id: attr::ATTR_RES_CQN,
     per_dev: true,
 };
 const RES_MR: ResObject = ResObject {
     kind: Some(ResType::Mr),
     table: attr::ATTR_RES_MR,
+    entry: attr::ATTR_RES_MR_ENTRY,
     id: attr::ATTR_RES_MRN,
     per_dev: true,
 };
 const RES_PD: ResObject = ResObject {
     kind: Some(ResType::Pd),
     table: attr::ATTR_RES_PD,
+    entry: attr::ATTR_RES_PD_ENTRY,
     id: attr::ATTR_RES_PDN,
     per_dev: true,
 };
 const RES_CTX: ResObject = ResObject {
     kind: Some(ResType::Ctx),
     table: attr::ATTR_RES_CTX,
+    entry: attr::ATTR_RES_CTX_ENTRY,
     id: attr::ATTR_RES_CTXN,
     per_dev: true,
 };
 const RES_COUNTER: ResObject = ResObject {
     kind: None,
     table: attr::ATTR_STAT_COUNTER,
+    entry: attr::ATTR_STAT_COUNTER_ENTRY,
     id: attr::ATTR_STAT_COUNTER_ID,
     per_dev: false,
 };
 const RES_SRQ: ResObject = ResObject {
     kind: Some(ResType::Srq),
     table: attr::ATTR_RES_SRQ,
+    entry: attr::ATTR_RES_SRQ_ENTRY,
     id: attr::ATTR_RES_SRQN,
     per_dev: true,
 };
 
-/// Object `id` of type `kind` of a device (C's `rdma_restrack_get_byid`): `ENOENT`, since
-/// resource tracking only counts objects so far (it keeps no list to look them up in).
-fn restrack_get(
-    _dev: &IbDevice,
-    _kind: Option<ResType>,
-    _id: u32,
-) -> Result<core::convert::Infallible> {
-    Err(ENOENT)
+/// `RDMA_NLDEV_ATTR_RES_KERN_NAME` (C's `fill_res_name_pid` for a kernel object; there are no
+/// user objects yet, which would get `RES_PID`).
+fn fill_res_name(w: &mut MsgWriter<'_>, name: KernName) -> Result {
+    w.put_string(attr::ATTR_RES_KERN_NAME, name.as_bytes())
+}
+
+/// `IB_MIG_MIGRATED`: the path migration state the core reports for RC and UC QPs (no driver
+/// here has alternate paths, so none reports another).
+const MIG_MIGRATED: u8 = 0;
+
+/// One QP's attributes (C's `fill_res_qp_entry` and `fill_res_qp_entry_query`).
+fn fill_res_qp_entry(w: &mut MsgWriter<'_>, qp: &Qp, port: u32) -> Result {
+    let qp_port = qp.port();
+    if port != 0 && port != qp_port {
+        return Err(EAGAIN);
+    }
+    if qp_port != 0 {
+        w.put_u32(attr::ATTR_PORT_INDEX, qp_port)?;
+    }
+    w.put_u32(attr::ATTR_RES_LQPN, qp.qp_num())?;
+    fill_res_name(w, qp.kern_name())?;
+    let a = qp.query()?;
+    let connected = matches!(qp.qp_type(), QpType::Rc | QpType::Uc);
+    if connected {
+        w.put_u32(attr::ATTR_RES_RQPN, a.dest_qp_num)?;
+        w.put_u32(attr::ATTR_RES_RQ_PSN, a.rq_psn)?;
+    }
+    w.put_u32(attr::ATTR_RES_SQ_PSN, a.sq_psn)?;
+    if connected {
+        w.put_u8(attr::ATTR_RES_PATH_MIG_STATE, MIG_MIGRATED)?;
+    }
+    w.put_u8(attr::ATTR_RES_TYPE, qp.qp_type() as u8)?;
+    w.put_u8(attr::ATTR_RES_STATE, a.qp_state as u8)
+}
+
+/// One CQ's attributes (C's `fill_res_cq_entry`).
+fn fill_res_cq_entry(w: &mut MsgWriter<'_>, cq: &Cq, id: u32) -> Result {
+    w.put_u32(attr::ATTR_RES_CQE, cq.cqe())?;
+    w.put_u64(attr::ATTR_RES_USECNT, cq.users(), attr::ATTR_PAD)?;
+    w.put_u8(attr::ATTR_RES_POLL_CTX, cq.poll_ctx())?;
+    // No CQ here has adaptive moderation (`cq->dim`).
+    w.put_u8(attr::ATTR_DEV_DIM, 0)?;
+    w.put_u32(attr::ATTR_RES_CQN, id)?;
+    fill_res_name(w, cq.kern_name())
+}
+
+/// One MR's attributes (C's `fill_res_mr_entry`): its keys only for `CAP_NET_ADMIN`.
+fn fill_res_mr_entry(w: &mut MsgWriter<'_>, mr: &Mr, id: u32, admin: bool) -> Result {
+    if admin {
+        w.put_u32(attr::ATTR_RES_RKEY, mr.rkey())?;
+        w.put_u32(attr::ATTR_RES_LKEY, mr.lkey())?;
+    }
+    w.put_u64(attr::ATTR_RES_MRLEN, mr.length(), attr::ATTR_PAD)?;
+    w.put_u32(attr::ATTR_RES_MRN, id)?;
+    fill_res_name(w, mr.kern_name())
+}
+
+/// One PD's attributes (C's `fill_res_pd_entry`): its keys only for `CAP_NET_ADMIN`.
+fn fill_res_pd_entry(w: &mut MsgWriter<'_>, pd: &Pd, id: u32, admin: bool) -> Result {
+    if admin {
+        w.put_u32(attr::ATTR_RES_LOCAL_DMA_LKEY, pd.local_dma_lkey())?;
+        if let Some(rkey) = pd.unsafe_global_rkey() {
+            w.put_u32(attr::ATTR_RES_UNSAFE_GLOBAL_RKEY, rkey)?;
+        }
+    }
+    w.put_u64(attr::ATTR_RES_USECNT, pd.users(), attr::ATTR_PAD)?;
+    w.put_u32(attr::ATTR_RES_PDN, id)?;
+    fill_res_name(w, pd.kern_name())
+}
+
+/// `IB_SRQT_BASIC`, the only SRQ type here.
+const SRQT_BASIC: u8 = 0;
+
+/// One `QP_ENTRY` of an SRQ's QP table: a number, or a range (C's `fill_res_range_qp_entry`).
+fn fill_qp_range(w: &mut MsgWriter<'_>, min: u32, max: u32) -> Result {
+    if min == 0 {
+        return Ok(());
+    }
+    let mut entry = w.nest(attr::ATTR_RES_QP_ENTRY)?;
+    if min == max {
+        entry.put_u32(attr::ATTR_RES_LQPN, min)?;
+    } else {
+        entry.put_u32(attr::ATTR_MIN_RANGE, min)?;
+        entry.put_u32(attr::ATTR_MAX_RANGE, max)?;
+    }
+    entry.end();
+    Ok(())
+}
+
+/// One SRQ's attributes (C's `fill_res_srq_entry`): its QPs as ranges of numbers.
+fn fill_res_srq_entry(w: &mut MsgWriter<'_>, lists: &Lists<'_>, srq: &Srq, id: u32) -> Result {
+    w.put_u32(attr::ATTR_RES_SRQN, id)?;
+    w.put_u8(attr::ATTR_RES_TYPE, SRQT_BASIC)?;
+    w.put_u32(attr::ATTR_RES_PDN, srq.pd().res_id())?;
+    let mut table = w.nest(attr::ATTR_RES_QP)?;
+    let (mut min, mut prev) = (0u32, 0u32);
+    let mut res = Ok(());
+    lists.each(ResType::Qp, |_, view| {
+        let ResView::Qp(qp) = view else { return };
+        if res.is_err() || !qp.srq().is_some_and(|s| core::ptr::eq(&**s, srq)) {
+            return;
+        }
+        let n = qp.qp_num();
+        if min == 0 {
+            min = n;
+        } else if n > prev + 1 {
+            res = fill_qp_range(&mut table, min, prev);
+            min = n;
+        }
+        prev = n;
+    });
+    res?;
+    fill_qp_range(&mut table, min, prev)?;
+    table.end();
+    fill_res_name(w, srq.kern_name())
+}
+
+/// Which entries a resource command fills.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fill {
+    /// C's `fill_res_*_entry`.
+    Res,
+    /// C's `fill_res_*_raw_entry`: the driver's raw context, which no driver here gives
+    /// (`EINVAL`, as C without the driver callback).
+    Raw,
+    /// C's `fill_stat_mr_entry` (`STAT_GET` of MRs): the MR number, and the driver's MR
+    /// statistics, which no driver here has.
+    StatMr,
+}
+
+/// One object's attributes, as `fill` says. `EAGAIN`: not on `port`.
+fn fill_res_entry(
+    w: &mut MsgWriter<'_>,
+    lists: &Lists<'_>,
+    view: ResView<'_>,
+    id: u32,
+    port: u32,
+    admin: bool,
+    fill: Fill,
+) -> Result {
+    match (fill, view) {
+        (Fill::Raw, ResView::Qp(qp)) => {
+            if port != 0 && port != qp.port() {
+                return Err(EAGAIN);
+            }
+            Err(EINVAL)
+        }
+        (Fill::Raw, _) => Err(EINVAL),
+        (Fill::StatMr, ResView::Mr(_)) => w.put_u32(attr::ATTR_RES_MRN, id),
+        // Only MRs are asked for with `StatMr`.
+        (Fill::StatMr, _) => Err(EINVAL),
+        (Fill::Res, ResView::Qp(qp)) => fill_res_qp_entry(w, qp, port),
+        (Fill::Res, ResView::Cq(cq)) => fill_res_cq_entry(w, cq, id),
+        (Fill::Res, ResView::Mr(mr)) => fill_res_mr_entry(w, mr, id, admin),
+        (Fill::Res, ResView::Pd(pd)) => fill_res_pd_entry(w, pd, id, admin),
+        (Fill::Res, ResView::Srq(srq)) => fill_res_srq_entry(w, lists, srq, id),
+    }
 }
 
 /// `RES_<object>_GET` doit (C's `res_get_common_doit`): one object by id.
-fn res_object_doit(req: &Request<'_>, obj: &ResObject) -> Result {
+fn res_object_doit(req: &Request<'_>, obj: &ResObject, fill: Fill) -> Result {
     let attrs = parse(req).map_err(|_| EINVAL)?;
     if !attrs.has(attr::ATTR_DEV_INDEX) || !attrs.has(obj.id) {
         return Err(EINVAL);
@@ -668,12 +829,31 @@ fn res_object_doit(req: &Request<'_>, obj: &ResObject) -> Result {
         return Err(EINVAL);
     }
     let id = attrs.u32(obj.id).ok_or(EINVAL)?;
-    // The entry of a found object is filled here once objects are tracked.
-    match restrack_get(&dev, obj.kind, id)? {}
+    let kind = obj.kind.ok_or(ENOENT)?;
+    let admin = req.capable(kernel::bindings::CAP_NET_ADMIN);
+    let command = nl_uapi::op_of(req.msg().msg_type());
+    let mut msg = Message::new(NLMSG_DEFAULT_SIZE, GFP_KERNEL).map_err(|_| ENOMEM)?;
+    dev.restrack()
+        .with(kind, id, |lists, view| -> Result {
+            let mut w = msg.put(req.portid(), req.msg().seq(), nldev_type(command), 0)?;
+            fill_handle(&mut w, &dev).map_err(|_| EMSGSIZE)?;
+            fill_res_entry(&mut w, lists, view, id, port, admin, fill)?;
+            w.end();
+            Ok(())
+        })
+        .ok_or(ENOENT)??;
+    req.unicast(msg)
 }
 
-/// `RES_<object>_GET` dump (C's `res_get_common_dumpit`): the objects of a device.
-fn res_object_dump(buf: &mut DumpBuffer<'_>, _start: &mut u32, obj: &ResObject) -> Result {
+/// `RES_<object>_GET` dump (C's `res_get_common_dumpit`): the objects of a device, `start`
+/// being the position of the next one to send (C's `cb->args[0]`).
+fn res_object_dump(
+    buf: &mut DumpBuffer<'_>,
+    start: &mut u32,
+    obj: &ResObject,
+    admin: bool,
+    fill: Fill,
+) -> Result {
     let (index, port) = {
         let attrs = buf
             .request()
@@ -688,6 +868,7 @@ fn res_object_dump(buf: &mut DumpBuffer<'_>, _start: &mut u32, obj: &ResObject) 
             return Err(EINVAL);
         }
     }
+    let port = port.unwrap_or(0);
     let (portid, seq, op) = (
         buf.portid(),
         buf.seq(),
@@ -695,19 +876,61 @@ fn res_object_dump(buf: &mut DumpBuffer<'_>, _start: &mut u32, obj: &ResObject) 
     );
     let mut w = buf.put(portid, seq, nldev_type(op), flags::MULTI)?;
     fill_handle(&mut w, &dev)?;
-    let table = w.nest_noflag(obj.table)?;
-    // Resource tracking only counts objects so far, it keeps no list: none is put (`filled`
-    // stays false in C), the message is cancelled and the dump ends with `NLMSG_DONE` alone.
-    // (With a list, `_start` counts the objects already sent, as C's `cb->args[0]`.)
-    table.cancel();
-    w.cancel();
+    let mut table = w.nest_noflag(obj.table)?;
+    let mut filled = false;
+    let mut next = *start as usize;
+    let mut failed = None;
+    if let Some(kind) = obj.kind {
+        dev.restrack()
+            .visit(kind, *start as usize, |lists, pos, id, view| {
+                next = pos;
+                filled = true;
+                let Ok(mut entry) = table.nest_noflag(obj.entry) else {
+                    // The buffer is full: the next round resumes here.
+                    return false;
+                };
+                match fill_res_entry(&mut entry, lists, view, id, port, admin, fill) {
+                    Ok(()) => entry.end(),
+                    Err(e) if e == EMSGSIZE => {
+                        entry.cancel();
+                        return false;
+                    }
+                    Err(e) if e == EAGAIN => entry.cancel(),
+                    Err(e) => {
+                        entry.cancel();
+                        failed = Some(e);
+                        return false;
+                    }
+                }
+                next = pos + 1;
+                true
+            });
+    }
+    if let Some(e) = failed {
+        table.cancel();
+        w.cancel();
+        return Err(e);
+    }
+    if !filled {
+        // Nothing (more) to send: the message is cancelled and the dump ends with
+        // `NLMSG_DONE` alone, as in C.
+        table.cancel();
+        w.cancel();
+        return Ok(());
+    }
+    table.end();
+    w.end();
+    *start = u32::try_from(next).unwrap_or(u32::MAX);
     Ok(())
 }
 
-/// The dump of one tracked object type.
-struct ResObjectDump<const K: u8>;
+/// The doit and dump of one tracked object type (`K` indexes [`ResObjectDump::OBJECT`]);
+/// `RAW`: the `_RAW` command; `ADMIN`: whether the requester has `CAP_NET_ADMIN` (known when the
+/// dump starts, which picks the type, since C asks it of the request's buffer in every round).
+struct ResObjectDump<const K: u8, const RAW: bool, const ADMIN: bool>;
 
-impl<const K: u8> ResObjectDump<K> {
+impl<const K: u8, const RAW: bool, const ADMIN: bool> ResObjectDump<K, RAW, ADMIN> {
+    const FILL: Fill = if RAW { Fill::Raw } else { Fill::Res };
     const OBJECT: &'static ResObject = match K {
         0 => &RES_QP,
         1 => &RES_CM_ID,
@@ -719,15 +942,24 @@ impl<const K: u8> ResObjectDump<K> {
     };
 
     fn doit(req: &mut Request<'_>) -> Result {
-        res_object_doit(req, Self::OBJECT)
+        res_object_doit(req, Self::OBJECT, Self::FILL)
     }
 }
 
-impl<const K: u8> Dump for ResObjectDump<K> {
+impl<const K: u8, const RAW: bool, const ADMIN: bool> Dump for ResObjectDump<K, RAW, ADMIN> {
     type State = u32;
 
     fn dump(buf: &mut DumpBuffer<'_>, start: &mut u32) -> Result {
-        res_object_dump(buf, start, Self::OBJECT)
+        res_object_dump(buf, start, Self::OBJECT, ADMIN, Self::FILL)
+    }
+}
+
+/// Starts the dump of object type `K`, with what the requester may see.
+fn start_res_object_dump<const K: u8, const RAW: bool>(req: &mut Request<'_>) -> Result {
+    if req.capable(kernel::bindings::CAP_NET_ADMIN) {
+        rdma_nl::start_dump::<ResObjectDump<K, RAW, true>>(req)
+    } else {
+        rdma_nl::start_dump::<ResObjectDump<K, RAW, false>>(req)
     }
 }
 
@@ -925,7 +1157,7 @@ fn stat_get_doit(req: &mut Request<'_>) -> Result {
     };
     if res == u32::from(attr::ATTR_RES_QP) {
         if attrs.has(attr::ATTR_STAT_COUNTER_ID) {
-            return res_object_doit(req, &RES_COUNTER);
+            return res_object_doit(req, &RES_COUNTER, Fill::Res);
         }
         if !attrs.has(attr::ATTR_STAT_MODE)
             || !attrs.has(attr::ATTR_DEV_INDEX)
@@ -947,7 +1179,7 @@ fn stat_get_doit(req: &mut Request<'_>) -> Result {
         });
     }
     if res == u32::from(attr::ATTR_RES_MR) {
-        return res_object_doit(req, &RES_MR);
+        return res_object_doit(req, &RES_MR, Fill::StatMr);
     }
     Err(EINVAL)
 }
@@ -967,9 +1199,9 @@ impl Dump for StatGetDump {
             attrs.u32(attr::ATTR_STAT_RES).ok_or(EINVAL)?
         };
         if res == u32::from(attr::ATTR_RES_QP) {
-            res_object_dump(buf, start, &RES_COUNTER)
+            res_object_dump(buf, start, &RES_COUNTER, false, Fill::Res)
         } else if res == u32::from(attr::ATTR_RES_MR) {
-            res_object_dump(buf, start, &RES_MR)
+            res_object_dump(buf, start, &RES_MR, false, Fill::StatMr)
         } else {
             Err(EINVAL)
         }
@@ -1075,11 +1307,11 @@ const fn doit_dump(f: rdma_nl::Callback, d: rdma_nl::Callback, admin: bool) -> O
     }
 }
 
-const fn res_object<const K: u8>(admin: bool) -> Op {
+const fn res_object<const K: u8, const RAW: bool>() -> Op {
     doit_dump(
-        ResObjectDump::<K>::doit,
-        rdma_nl::start_dump::<ResObjectDump<K>>,
-        admin,
+        ResObjectDump::<K, RAW, false>::doit,
+        start_res_object_dump::<K, RAW>,
+        RAW,
     )
 }
 
@@ -1093,13 +1325,13 @@ static OPS: [Op; cmd::NUM_OPS as usize] = {
         doit_dump(port_get_doit, rdma_nl::start_dump::<PortGetDump>, false);
     t[cmd::CMD_RES_GET as usize] =
         doit_dump(res_get_doit, rdma_nl::start_dump::<ResGetDump>, false);
-    t[cmd::CMD_RES_QP_GET as usize] = res_object::<0>(false);
-    t[cmd::CMD_RES_CM_ID_GET as usize] = res_object::<1>(false);
-    t[cmd::CMD_RES_CQ_GET as usize] = res_object::<2>(false);
-    t[cmd::CMD_RES_MR_GET as usize] = res_object::<3>(false);
-    t[cmd::CMD_RES_PD_GET as usize] = res_object::<4>(false);
-    t[cmd::CMD_RES_CTX_GET as usize] = res_object::<5>(false);
-    t[cmd::CMD_RES_SRQ_GET as usize] = res_object::<6>(false);
+    t[cmd::CMD_RES_QP_GET as usize] = res_object::<0, false>();
+    t[cmd::CMD_RES_CM_ID_GET as usize] = res_object::<1, false>();
+    t[cmd::CMD_RES_CQ_GET as usize] = res_object::<2, false>();
+    t[cmd::CMD_RES_MR_GET as usize] = res_object::<3, false>();
+    t[cmd::CMD_RES_PD_GET as usize] = res_object::<4, false>();
+    t[cmd::CMD_RES_CTX_GET as usize] = res_object::<5, false>();
+    t[cmd::CMD_RES_SRQ_GET as usize] = res_object::<6, false>();
     t[cmd::CMD_SYS_GET as usize] = doit(sys_get_doit, false);
     t[cmd::CMD_SYS_SET as usize] = doit(sys_set_doit, true);
     t[cmd::CMD_NEWLINK as usize] = doit(newlink, true);
@@ -1117,10 +1349,10 @@ static OPS: [Op; cmd::NUM_OPS as usize] = {
         admin: false,
     };
     t[cmd::CMD_FRMR_POOLS_SET as usize] = doit(frmr_pools_set, true);
-    t[cmd::CMD_RES_QP_GET_RAW as usize] = res_object::<0>(true);
-    t[cmd::CMD_RES_CQ_GET_RAW as usize] = res_object::<2>(true);
-    t[cmd::CMD_RES_MR_GET_RAW as usize] = res_object::<3>(true);
-    t[cmd::CMD_RES_SRQ_GET_RAW as usize] = res_object::<6>(true);
+    t[cmd::CMD_RES_QP_GET_RAW as usize] = res_object::<0, true>();
+    t[cmd::CMD_RES_CQ_GET_RAW as usize] = res_object::<2, true>();
+    t[cmd::CMD_RES_MR_GET_RAW as usize] = res_object::<3, true>();
+    t[cmd::CMD_RES_SRQ_GET_RAW as usize] = res_object::<6, true>();
     t
 };
 

@@ -7,8 +7,10 @@
 
 use crate::{
     attrs::{DeviceAttr, FwVersion, Gid, LinkLayer, NodeDesc, PortAttr, PortImmutable},
+    events::EventNotifier,
     verbs_types::{
-        AccessFlags, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver,
+        AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver,
+        SrqAttr, SrqAttrMask,
     },
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
@@ -51,7 +53,15 @@ pub trait DmaMemory: Send + Sync {
 /// `Self::Qp`, `Self::Mr`): the driver makes it in the creating verb, gets it back by reference
 /// in every later verb on the object (and the states of the objects it uses, such as a QP's PD
 /// and CQs) and by value in the destroying verb, which the core calls once nothing uses the
-/// object any more. A driver without kernel verbs names [`NoVerbs`] for all four.
+/// object any more. A driver without kernel verbs names [`NoVerbs`] for all of them (and one
+/// without SRQs or AHs for `Srq` and `Ah`).
+///
+/// # Atomic context
+///
+/// `post_send`, `post_recv`, `post_srq_recv`, `poll_cq` and `req_notify_cq` may be called in
+/// atomic context (from a completion handler, under a spinlock, in softirq), as in C: they must
+/// not sleep, take a sleeping lock, allocate with `GFP_KERNEL` or issue a firmware command.
+/// Every other verb is called in process context and may sleep.
 #[vtable]
 pub trait DeviceOps: Send + Sync + 'static {
     /// The driver's state of a protection domain ([`NoVerbs`] for a driver without verbs).
@@ -65,6 +75,13 @@ pub trait DeviceOps: Send + Sync + 'static {
 
     /// The driver's state of a memory region.
     type Mr: Send + Sync + 'static;
+
+    /// The driver's state of a shared receive queue.
+    type Srq: Send + Sync + 'static;
+
+    /// The driver's state of an address handle. A UD send gets it back from its work request
+    /// with [`crate::wr::UdWr::driver_ah`].
+    type Ah: Send + Sync + 'static;
 
     /// The device's attributes; called once, at registration.
     fn query_device(&self) -> Result<DeviceAttr>;
@@ -121,6 +138,12 @@ pub trait DeviceOps: Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Entries `cq` holds as the driver made it (C's `ib_cq.cqe`, which drivers set, often
+    /// rounded up); what the consumer asked for when absent.
+    fn cq_size(&self, _cq: &Self::Cq) -> u32 {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Destroys a completion queue (no QP uses it any more).
     fn destroy_cq(&self, _cq: Self::Cq) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -131,11 +154,11 @@ pub trait DeviceOps: Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Creates a queue pair in `pd`, with the CQs `init` names (both of this device).
+    /// Creates a queue pair in `pd`, with the CQs and SRQ `init` names (all of this device).
     fn create_qp(
         &self,
         _pd: &Self::Pd,
-        _init: &QpInitDriver<'_, Self::Cq>,
+        _init: &QpInitDriver<'_, Self::Cq, Self::Srq>,
     ) -> Result<NewQp<Self::Qp>> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
@@ -180,6 +203,48 @@ pub trait DeviceOps: Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Creates a shared receive queue in `pd` (`attr.srq_limit` armed if not 0); completions of
+    /// its receives go to the CQ of the QP that consumed them.
+    /// Its asynchronous events (`SrqLimitReached`, `SrqErr`) go to `events`.
+    fn create_srq(
+        &self,
+        _pd: &Self::Pd,
+        _attr: &SrqAttr,
+        _events: &EventNotifier,
+    ) -> Result<Self::Srq> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Resizes an SRQ or arms its limit (C's `modify_srq`).
+    fn modify_srq(&self, _srq: &Self::Srq, _attr: &SrqAttr, _mask: SrqAttrMask) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// An SRQ's attributes.
+    fn query_srq(&self, _srq: &Self::Srq) -> Result<SrqAttr> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys an SRQ (no QP uses it any more).
+    fn destroy_srq(&self, _srq: Self::Srq) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Queues receive work requests on an SRQ, in order; stops at the first it cannot queue.
+    fn post_srq_recv(&self, _srq: &Self::Srq, _wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Creates an address handle in `pd` (its port checked by the core).
+    fn create_ah(&self, _pd: &Self::Pd, _attr: &AhAttr) -> Result<Self::Ah> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys an address handle.
+    fn destroy_ah(&self, _ah: Self::Ah) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Allocates `len` bytes of memory the device can reach, for consumers' work requests
     /// (the core hands it to consumers as a `DmaBuffer`).
     fn alloc_dma_buffer(&self, _len: usize) -> Result<KBox<dyn DmaMemory>> {
@@ -187,9 +252,9 @@ pub trait DeviceOps: Send + Sync + 'static {
     }
 }
 
-/// The driver state of verbs objects a driver without kernel verbs never makes: naming it for
-/// [`DeviceOps::Pd`], [`DeviceOps::Cq`], [`DeviceOps::Qp`] and [`DeviceOps::Mr`] says so (no
-/// value of it exists).
+/// The driver state of verbs objects a driver never makes: naming it for [`DeviceOps::Pd`],
+/// [`DeviceOps::Cq`], [`DeviceOps::Qp`], [`DeviceOps::Mr`], [`DeviceOps::Srq`] or
+/// [`DeviceOps::Ah`] says so (no value of it exists).
 #[derive(Debug)]
 pub enum NoVerbs {}
 
@@ -267,10 +332,34 @@ impl<T: DeviceOps> DeviceImpl<T> {
 /// A protection domain's driver state, with the driver's type erased once.
 pub(crate) trait PdObject: Send + Sync {
     /// Creates a QP in this PD with `init`'s CQs, which must be CQs of this PD's device.
-    fn create_qp(&self, init: &QpInitDriver<'_, dyn CqObject>)
-        -> Result<NewQp<KBox<dyn QpObject>>>;
+    fn create_qp(
+        &self,
+        init: &QpInitDriver<'_, dyn CqObject, dyn SrqObject>,
+    ) -> Result<NewQp<KBox<dyn QpObject>>>;
     /// The PD's DMA memory region.
     fn get_dma_mr(&self, access: AccessFlags) -> Result<NewMr<KBox<dyn MrObject>>>;
+    /// A new SRQ in this PD.
+    fn create_srq(&self, attr: &SrqAttr, events: &EventNotifier) -> Result<KBox<dyn SrqObject>>;
+    /// A new AH in this PD.
+    fn create_ah(&self, attr: &AhAttr) -> Result<KBox<dyn AhObject>>;
+}
+
+/// A shared receive queue's driver state, with the driver's type erased once.
+pub(crate) trait SrqObject: Send + Sync {
+    /// `DeviceOps::modify_srq`.
+    fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask) -> Result;
+    /// `DeviceOps::query_srq`.
+    fn query(&self) -> Result<SrqAttr>;
+    /// `DeviceOps::post_srq_recv`.
+    fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
+    /// The object as `Any`, for QP creation to find the driver's SRQ state.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// An address handle's driver state, with the driver's type erased once.
+pub(crate) trait AhObject: Send + Sync {
+    /// The address of the driver's state (a `T::Ah` of the AH's driver `T`).
+    fn state(&self) -> *const ();
 }
 
 /// A completion queue's driver state, with the driver's type erased once.
@@ -279,6 +368,8 @@ pub(crate) trait CqObject: Send + Sync {
     fn req_notify(&self, solicited: bool) -> Result;
     /// `DeviceOps::poll_cq`.
     fn poll(&self, wc: &mut [WorkCompletion]) -> Result<usize>;
+    /// `DeviceOps::cq_size`, `None` when the driver has none.
+    fn size(&self) -> Option<u32>;
     /// The object as `Any`, for QP creation to find the driver's CQ state.
     fn as_any(&self) -> &dyn Any;
 }
@@ -352,6 +443,33 @@ fn dereg_mr<T: DeviceOps>(ops: &T, mr: T::Mr) -> Result {
     optional_op!(T::HAS_DEREG_MR, T::dereg_mr(ops, mr))
 }
 
+fn destroy_srq<T: DeviceOps>(ops: &T, srq: T::Srq) -> Result {
+    optional_op!(T::HAS_DESTROY_SRQ, T::destroy_srq(ops, srq))
+}
+
+fn destroy_ah<T: DeviceOps>(ops: &T, ah: T::Ah) -> Result {
+    optional_op!(T::HAS_DESTROY_AH, T::destroy_ah(ops, ah))
+}
+
+/// The driver state of `srq`, an SRQ of the QP's device (see [`driver_cq`]).
+fn driver_srq<T: DeviceOps>(srq: &dyn SrqObject) -> Result<&T::Srq> {
+    srq.as_any()
+        .downcast_ref::<Typed<T, T::Srq>>()
+        .map(|c| &*c.obj)
+        .ok_or(EINVAL)
+}
+
+/// The driver's state of an AH whose driver is `T`.
+///
+/// # Safety
+///
+/// `ah` was made by [`PdObject::create_ah`] of a PD whose driver is `T`.
+pub(crate) unsafe fn driver_ah<T: DeviceOps>(ah: &dyn AhObject) -> &T::Ah {
+    // SAFETY: `state` points to the `T::Ah` inside the `Typed<T, T::Ah>` (the caller's
+    // promise), which lives as long as `ah`.
+    unsafe { &*ah.state().cast::<T::Ah>() }
+}
+
 /// The driver state of `cq`, a CQ of a device whose driver is `T`. The core only asks for CQs
 /// of the device the QP is created on, whose objects are all `T`'s: the check cannot fail
 /// (`EINVAL` if the core broke that rule).
@@ -365,7 +483,7 @@ fn driver_cq<T: DeviceOps>(cq: &dyn CqObject) -> Result<&T::Cq> {
 impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
     fn create_qp(
         &self,
-        init: &QpInitDriver<'_, dyn CqObject>,
+        init: &QpInitDriver<'_, dyn CqObject, dyn SrqObject>,
     ) -> Result<NewQp<KBox<dyn QpObject>>> {
         let typed = QpInitDriver {
             qp_type: init.qp_type,
@@ -373,6 +491,11 @@ impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
             recv_cq: driver_cq::<T>(init.recv_cq)?,
             cap: init.cap,
             sq_sig_all: init.sq_sig_all,
+            srq: match init.srq {
+                Some(s) => Some(driver_srq::<T>(s)?),
+                None => None,
+            },
+            events: init.events,
         };
         let new = optional_op!(T::HAS_CREATE_QP, T::create_qp(&self.ops, &self.obj, &typed))?;
         let mut qp = Typed::new(self.ops.clone(), new.qp, destroy_qp::<T>, "destroy_qp");
@@ -396,6 +519,52 @@ impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
             rkey: new.rkey,
         })
     }
+
+    fn create_srq(&self, attr: &SrqAttr, events: &EventNotifier) -> Result<KBox<dyn SrqObject>> {
+        let srq = optional_op!(
+            T::HAS_CREATE_SRQ,
+            T::create_srq(&self.ops, &self.obj, attr, events)
+        )?;
+        let srq = Typed::new(self.ops.clone(), srq, destroy_srq::<T>, "destroy_srq");
+        Ok(KBox::new(srq, GFP_KERNEL)?)
+    }
+
+    fn create_ah(&self, attr: &AhAttr) -> Result<KBox<dyn AhObject>> {
+        let ah = optional_op!(T::HAS_CREATE_AH, T::create_ah(&self.ops, &self.obj, attr))?;
+        let ah = Typed::new(self.ops.clone(), ah, destroy_ah::<T>, "destroy_ah");
+        Ok(KBox::new(ah, GFP_KERNEL)?)
+    }
+}
+
+impl<T: DeviceOps> SrqObject for Typed<T, T::Srq> {
+    fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask) -> Result {
+        optional_op!(
+            T::HAS_MODIFY_SRQ,
+            T::modify_srq(&self.ops, &self.obj, attr, mask)
+        )
+    }
+
+    fn query(&self) -> Result<SrqAttr> {
+        optional_op!(T::HAS_QUERY_SRQ, T::query_srq(&self.ops, &self.obj))
+    }
+
+    fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        optional_op!(
+            T::HAS_POST_SRQ_RECV,
+            T::post_srq_recv(&self.ops, &self.obj, wrs)
+        )
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl<T: DeviceOps> AhObject for Typed<T, T::Ah> {
+    fn state(&self) -> *const () {
+        let state: &T::Ah = &self.obj;
+        core::ptr::from_ref(state).cast()
+    }
 }
 
 impl<T: DeviceOps> CqObject for Typed<T, T::Cq> {
@@ -408,6 +577,10 @@ impl<T: DeviceOps> CqObject for Typed<T, T::Cq> {
 
     fn poll(&self, wc: &mut [WorkCompletion]) -> Result<usize> {
         optional_op!(T::HAS_POLL_CQ, T::poll_cq(&self.ops, &self.obj, wc))
+    }
+
+    fn size(&self) -> Option<u32> {
+        T::HAS_CQ_SIZE.then(|| T::cq_size(&self.ops, &self.obj))
     }
 
     fn as_any(&self) -> &dyn Any {

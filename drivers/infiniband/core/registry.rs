@@ -733,6 +733,8 @@ mod tests {
         type Cq = crate::ops::NoVerbs;
         type Qp = crate::ops::NoVerbs;
         type Mr = crate::ops::NoVerbs;
+        type Srq = crate::ops::NoVerbs;
+        type Ah = crate::ops::NoVerbs;
 
         fn query_device(&self) -> Result<crate::attrs::DeviceAttr> {
             Ok(crate::kunit_fake::device_attr())

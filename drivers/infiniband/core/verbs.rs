@@ -9,25 +9,36 @@
 //!   C);
 //! - a QP holds its PD and its CQs, an MR its PD: a PD or CQ is destroyed only after the last
 //!   object using it;
-//! - each live object is counted per device ([`crate::restrack`]), which is what `RES_GET`
-//!   reports.
+//! - each live object is counted and listed per device ([`crate::restrack`]), which is what
+//!   `RES_GET` and `RES_{PD,CQ,QP,MR}_GET` report, with the module that created it
+//!   ([`KernName`], from [`crate::kern_name!`]) and C's use counts (a PD's users are its QPs and
+//!   MRs, a CQ's the QPs completing on it, once per role).
 //!
 //! The driver's side of each object is the driver's own type (`DeviceOps::Pd`, `Cq`, `Qp`,
 //! `Mr`), made in the matching [`crate::ops::DeviceOps`] method; the core keeps it with the
 //! driver's type erased once (see [`crate::ops`]), so a post or a poll is one indirect call, and
 //! gives it back to the driver's destroying verb when the object goes.
 
+pub use crate::events::{EventHandler, EventNotifier, EventType};
+pub use crate::restrack::KernName;
 pub use crate::verbs_types::{
-    Access, AccessFlags, CompletionHandler, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrField,
-    QpAttrMask, QpCap, QpInitDriver, QpState, QpType,
+    Access, AccessFlags, AhAttr, CompletionHandler, CqInit, CqNotifier, GlobalRoute, NewMr, NewQp,
+    QpAttr, QpAttrField, QpAttrMask, QpCap, QpInitDriver, QpState, QpType, SrqAttr, SrqAttrField,
+    SrqAttrMask,
 };
 use crate::{
     ib_device::{DeviceRef, IbDevice},
-    ops::{CqObject, MrObject, PdObject, QpObject},
-    restrack::ResType,
+    ops::{self, AhObject, CqObject, DeviceOps, MrObject, PdObject, QpObject, SrqObject},
+    restrack::{ResType, ResView, Tracked},
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc,
+    },
+};
 
 /// Whether moving a `qp_type` QP from `cur` to `next` with `mask` is allowed: the transitions and
 /// required attributes of the C core's `ib_modify_qp_is_ok` (optional attributes are not
@@ -83,32 +94,149 @@ impl Drop for Counted {
     }
 }
 
+/// Lists `obj` (just put in its `Arc`) in its device's resource tracking.
+fn track<T: Tracked + 'static>(
+    dev: &IbDevice,
+    t: ResType,
+    id: Option<u32>,
+    obj: &Arc<T>,
+) -> Option<u32> {
+    let ptr: *const T = Arc::as_ptr(obj);
+    // SAFETY: The object is in an `Arc`, so it does not move, and every tracked type unlists
+    // itself first thing in its `Drop`.
+    unsafe { dev.restrack().track(t, id, ptr as *const dyn Tracked) }
+}
+
+/// Unlists `obj` from its device's resource tracking (in its `Drop`).
+fn untrack<T: Tracked + 'static>(dev: &IbDevice, t: ResType, obj: &T) {
+    let ptr: *const dyn Tracked = obj;
+    dev.restrack().untrack(t, ptr);
+}
+
 /// A protection domain.
 pub struct Pd {
-    // Fields drop in order: the driver's PD, its count, then the device reference.
+    // Fields drop in order (after `Drop::drop` unlists the PD): the internal MR, the driver's
+    // PD, its count, then the device reference.
+    _internal_mr: Option<KBox<dyn MrObject>>,
     drv: KBox<dyn PdObject>,
     _counted: Counted,
     dev: DeviceRef,
+    kern_name: KernName,
+    local_dma_lkey: u32,
+    unsafe_global_rkey: Option<u32>,
+    usecnt: Atomic<u64>,
+    /// The id resource tracking gave the PD (0 when not listed, as C's `res.id`).
+    res_id: Atomic<u32>,
 }
 
 impl Pd {
-    /// Allocates a PD on `dev` (`EOPNOTSUPP` if the driver has no kernel verbs, `ENODEV` if the
-    /// device is unregistering).
-    pub fn alloc(dev: &Arc<IbDevice>) -> Result<Arc<Self>> {
+    /// Allocates a PD on `dev` for the module `kern_name` names (C's `ib_alloc_pd(dev, 0)`;
+    /// `EOPNOTSUPP` if the driver has no kernel verbs, `ENODEV` if the device is
+    /// unregistering). Pass [`crate::kern_name!()`].
+    pub fn alloc(dev: &Arc<IbDevice>, kern_name: KernName) -> Result<Arc<Self>> {
+        Self::alloc_flags(dev, false, kern_name)
+    }
+
+    /// A PD whose DMA MR any peer may read and write with [`Pd::unsafe_global_rkey`] (C's
+    /// `IB_PD_UNSAFE_GLOBAL_RKEY`; warns as C does).
+    pub fn alloc_unsafe_global_rkey(dev: &Arc<IbDevice>, kern_name: KernName) -> Result<Arc<Self>> {
+        Self::alloc_flags(dev, true, kern_name)
+    }
+
+    fn alloc_flags(
+        dev: &Arc<IbDevice>,
+        unsafe_global_rkey: bool,
+        kern_name: KernName,
+    ) -> Result<Arc<Self>> {
         let dev = dev.try_get().ok_or(ENODEV)?;
         let drv = dev.ops().alloc_pd()?;
+        let device_lkey = dev.attr().local_dma_lkey;
+        let mut access = AccessFlags::empty();
+        if device_lkey.is_none() {
+            access |= Access::LocalWrite;
+        }
+        if unsafe_global_rkey {
+            pr_warn!(
+                "{}: enabling unsafe global rkey\n",
+                kernel::str::BStr::from_bytes(kern_name.as_bytes())
+            );
+            access |= Access::RemoteRead | Access::RemoteWrite;
+        }
+        // C's `__internal_mr`: not tracked, released with the PD. On failure `drv` is dropped,
+        // which gives the PD back to the driver.
+        let internal = if access == AccessFlags::empty() {
+            None
+        } else {
+            Some(drv.get_dma_mr(access)?)
+        };
         let pd = Self {
+            local_dma_lkey: device_lkey
+                .or(internal.as_ref().map(|m| m.lkey))
+                .unwrap_or(0),
+            unsafe_global_rkey: internal
+                .as_ref()
+                .filter(|_| unsafe_global_rkey)
+                .map(|m| m.rkey),
+            _internal_mr: internal.map(|m| m.mr),
             drv,
             _counted: Counted::new(dev.arc(), ResType::Pd),
             dev,
+            kern_name,
+            usecnt: Atomic::new(0),
+            res_id: Atomic::new(0),
         };
-        // On failure the PD is dropped, which gives it back to the driver.
-        Ok(Arc::new(pd, GFP_KERNEL)?)
+        let pd = Arc::new(pd, GFP_KERNEL)?;
+        if let Some(id) = track(&pd.dev, ResType::Pd, None, &pd) {
+            pd.res_id.store(id, Relaxed);
+        }
+        Ok(pd)
     }
 
     /// The device.
     pub fn device(&self) -> &IbDevice {
         &self.dev
+    }
+
+    /// The lkey for local access to all memory (C's `pd->local_dma_lkey`).
+    pub fn local_dma_lkey(&self) -> u32 {
+        self.local_dma_lkey
+    }
+
+    /// The rkey of the unsafe global DMA MR, if the PD has one.
+    pub fn unsafe_global_rkey(&self) -> Option<u32> {
+        self.unsafe_global_rkey
+    }
+
+    /// The module that allocated the PD.
+    pub fn kern_name(&self) -> KernName {
+        self.kern_name
+    }
+
+    /// Objects using the PD (C's `pd->usecnt`: QPs, MRs, SRQs and AHs).
+    pub fn users(&self) -> u64 {
+        self.usecnt.load(Relaxed)
+    }
+
+    /// Whether `other` is on the same device.
+    fn same_device(&self, other: &Pd) -> bool {
+        core::ptr::eq(self.dev.arc().as_ref(), other.dev.arc().as_ref())
+    }
+
+    /// The PD's resource tracking id (`pdn`).
+    pub fn res_id(&self) -> u32 {
+        self.res_id.load(Relaxed)
+    }
+}
+
+impl Tracked for Pd {
+    fn view(&self) -> ResView<'_> {
+        ResView::Pd(self)
+    }
+}
+
+impl Drop for Pd {
+    fn drop(&mut self) {
+        untrack(&self.dev, ResType::Pd, self);
     }
 }
 
@@ -118,28 +246,109 @@ pub struct Cq {
     _counted: Counted,
     dev: DeviceRef,
     notifier: CqNotifier,
+    kern_name: KernName,
+    cqe: u32,
+    usecnt: Atomic<u64>,
+    /// C's `poll_ctx` (what `ib_create_cq` leaves, 0, unless [`crate::cq_poll`] made it).
+    poll_ctx: u8,
+    /// The core's poller of a [`crate::cq_poll::PolledCq`], set once after creation.
+    poller: kernel::sync::SetOnce<Arc<crate::cq_poll::Poller>>,
 }
 
 impl Cq {
-    /// Creates a CQ on `dev`; `handler` runs on completion events once the CQ is armed.
+    /// Creates a CQ on `dev` for the module `kern_name` names (pass [`crate::kern_name!()`]);
+    /// `handler` runs on completion events once the CQ is armed (C's `ib_create_cq`).
     pub fn create(
         dev: &Arc<IbDevice>,
         init: &CqInit,
         handler: Option<CompletionHandler>,
+        kern_name: KernName,
+    ) -> Result<Arc<Self>> {
+        Self::create_with_event_handler(dev, init, handler, None, kern_name)
+    }
+
+    /// A CQ of [`crate::cq_poll`], with its polling context.
+    pub(crate) fn create_polled(
+        dev: &Arc<IbDevice>,
+        init: &CqInit,
+        handler: Option<CompletionHandler>,
+        kern_name: KernName,
+        poll_ctx: u8,
+    ) -> Result<Arc<Self>> {
+        Self::make(dev, init, handler, None, kern_name, poll_ctx)
+    }
+
+    /// [`Cq::create`], with `event_handler` getting the CQ's asynchronous events (`CqErr`; C's
+    /// `event_handler` of `ib_create_cq`).
+    pub fn create_with_event_handler(
+        dev: &Arc<IbDevice>,
+        init: &CqInit,
+        handler: Option<CompletionHandler>,
+        event_handler: Option<EventHandler>,
+        kern_name: KernName,
+    ) -> Result<Arc<Self>> {
+        Self::make(dev, init, handler, event_handler, kern_name, 0)
+    }
+
+    fn make(
+        dev: &Arc<IbDevice>,
+        init: &CqInit,
+        handler: Option<CompletionHandler>,
+        event_handler: Option<EventHandler>,
+        kern_name: KernName,
+        poll_ctx: u8,
     ) -> Result<Arc<Self>> {
         let dev = dev.try_get().ok_or(ENODEV)?;
         if init.cqe == 0 || init.cqe > dev.attr().max_cqe {
             return Err(EINVAL);
         }
-        let notifier = CqNotifier::new(handler)?;
+        let notifier = CqNotifier::new(handler, event_handler)?;
         let drv = dev.ops().create_cq(init, &notifier)?;
         let cq = Self {
+            cqe: drv.size().unwrap_or(init.cqe),
             drv,
             _counted: Counted::new(dev.arc(), ResType::Cq),
             dev,
             notifier,
+            kern_name,
+            usecnt: Atomic::new(0),
+            poll_ctx,
+            poller: kernel::sync::SetOnce::new(),
         };
-        Ok(Arc::new(cq, GFP_KERNEL)?)
+        let cq = Arc::new(cq, GFP_KERNEL)?;
+        let _ = track(&cq.dev, ResType::Cq, None, &cq);
+        Ok(cq)
+    }
+
+    /// Entries the CQ holds, as the driver made it (C's `cq->cqe`).
+    pub fn cqe(&self) -> u32 {
+        self.cqe
+    }
+
+    /// The module that created the CQ.
+    pub fn kern_name(&self) -> KernName {
+        self.kern_name
+    }
+
+    /// QPs completing on the CQ, once per role (C's `cq->usecnt`).
+    pub fn users(&self) -> u64 {
+        self.usecnt.load(Relaxed)
+    }
+
+    /// How completions are polled (C's `cq->poll_ctx`): `IB_POLL_SOFTIRQ` (0), what C's
+    /// `ib_create_cq` leaves in it, unless [`crate::cq_poll::PolledCq`] polls the CQ.
+    pub fn poll_ctx(&self) -> u8 {
+        self.poll_ctx
+    }
+
+    /// The core's poller, if [`crate::cq_poll::PolledCq`] made the CQ.
+    pub(crate) fn poller_ref(&self) -> Option<&Arc<crate::cq_poll::Poller>> {
+        self.poller.as_ref()
+    }
+
+    /// Records the core's poller (once).
+    pub(crate) fn set_poller(&self, p: Arc<crate::cq_poll::Poller>) {
+        let _ = self.poller.populate(p);
     }
 
     /// Asks for a completion event on the next completion (`solicited`: the next solicited
@@ -171,6 +380,18 @@ impl Cq {
     }
 }
 
+impl Tracked for Cq {
+    fn view(&self) -> ResView<'_> {
+        ResView::Cq(self)
+    }
+}
+
+impl Drop for Cq {
+    fn drop(&mut self) {
+        untrack(&self.dev, ResType::Cq, self);
+    }
+}
+
 /// What a consumer asks for when creating a QP.
 pub struct QpInit {
     /// Transport type.
@@ -183,6 +404,12 @@ pub struct QpInit {
     pub cap: QpCap,
     /// Signal every send WR.
     pub sq_sig_all: bool,
+    /// The module creating the QP: [`crate::kern_name!()`].
+    pub kern_name: KernName,
+    /// The SRQ the QP receives from (of the same device; `None`: its own receive queue).
+    pub srq: Option<Arc<Srq>>,
+    /// The handler of the QP's asynchronous events (C's `event_handler`).
+    pub event_handler: Option<EventHandler>,
 }
 
 /// A queue pair. It keeps its PD and CQs alive.
@@ -193,9 +420,15 @@ pub struct Qp {
     pd: Arc<Pd>,
     send_cq: Arc<Cq>,
     recv_cq: Arc<Cq>,
+    srq: Option<Arc<Srq>>,
     qp_type: QpType,
     qp_num: u32,
     state: kernel::sync::Arc<kernel::sync::Mutex<QpState>>,
+    kern_name: KernName,
+    /// The port a modify last set (0 before), C's `qp->port`.
+    port: Atomic<u32>,
+    /// The driver raised `QpLastWqeReached` (C's `srq_completion`).
+    last_wqe: Arc<Atomic<bool>>,
 }
 
 impl Qp {
@@ -203,7 +436,10 @@ impl Qp {
     pub fn create(pd: &Arc<Pd>, init: QpInit) -> Result<Arc<Self>> {
         // Objects of one device are all of its driver's types: this check is what lets the core
         // hand the driver its own CQ states.
-        if !init.send_cq.same_device(pd) || !init.recv_cq.same_device(pd) {
+        if !init.send_cq.same_device(pd)
+            || !init.recv_cq.same_device(pd)
+            || init.srq.as_ref().is_some_and(|s| !s.pd.same_device(pd))
+        {
             return Err(EINVAL);
         }
         let dev = &pd.dev;
@@ -215,12 +451,31 @@ impl Qp {
         {
             return Err(EINVAL);
         }
+        // The core sees `QpLastWqeReached` first (C's `__ib_qp_event_handler` completing
+        // `srq_completion` for `ib_drain_qp`), then the consumer's handler gets every event.
+        let last_wqe = Arc::new(Atomic::new(false), GFP_KERNEL)?;
+        let seen = last_wqe.clone();
+        let consumer = init.event_handler;
+        let handler: EventHandler = KBox::new(
+            move |e: EventType| {
+                if e == EventType::QpLastWqeReached {
+                    seen.store(true, Relaxed);
+                }
+                if let Some(h) = &consumer {
+                    h(e);
+                }
+            },
+            GFP_KERNEL,
+        )?;
+        let events = EventNotifier::new(Some(handler))?;
         let new = pd.drv.create_qp(&QpInitDriver {
             qp_type: init.qp_type,
             send_cq: &*init.send_cq.drv,
             recv_cq: &*init.recv_cq.drv,
             cap: init.cap,
             sq_sig_all: init.sq_sig_all,
+            srq: init.srq.as_ref().map(|s| &*s.drv),
+            events: &events,
         })?;
         // On failure from here on, dropping `new.qp` gives the QP back to the driver.
         let state = kernel::sync::Arc::pin_init(
@@ -233,11 +488,38 @@ impl Qp {
             pd: pd.clone(),
             send_cq: init.send_cq,
             recv_cq: init.recv_cq,
+            srq: init.srq,
             qp_type: init.qp_type,
             qp_num: new.qp_num,
             state,
+            kern_name: init.kern_name,
+            port: Atomic::new(0),
+            last_wqe,
         };
-        Ok(Arc::new(qp, GFP_KERNEL)?)
+        let qp = Arc::new(qp, GFP_KERNEL)?;
+        qp.pd.usecnt.fetch_add(1, Relaxed);
+        qp.send_cq.usecnt.fetch_add(1, Relaxed);
+        qp.recv_cq.usecnt.fetch_add(1, Relaxed);
+        if let Some(srq) = &qp.srq {
+            srq.usecnt.fetch_add(1, Relaxed);
+        }
+        let _ = track(&qp.pd.dev, ResType::Qp, Some(qp.qp_num), &qp);
+        Ok(qp)
+    }
+
+    /// The module that created the QP.
+    pub fn kern_name(&self) -> KernName {
+        self.kern_name
+    }
+
+    /// The port a modify last set, 0 before (C's `qp->port`).
+    pub fn port(&self) -> u32 {
+        self.port.load(Relaxed)
+    }
+
+    /// Whether the driver raised `QpLastWqeReached` on the QP.
+    pub(crate) fn last_wqe_reached(&self) -> bool {
+        self.last_wqe.load(Relaxed)
     }
 
     /// The QP number.
@@ -251,9 +533,33 @@ impl Qp {
     }
 
     /// Queues send work requests, in order (C's `ib_post_send`). On error, the requests before
-    /// [`PostError::first_bad`] are queued and will complete; the others are not.
+    /// [`PostError::first_bad`] are queued and will complete; the others are not. A work
+    /// request whose AH is of another device is refused with `EINVAL` (the driver gets its own
+    /// AH state from the others, see [`crate::wr::UdWr::driver_ah`]).
     pub fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        self.drv.post_send(wrs)
+        let dev = self.pd.dev.arc();
+        let bad = wrs.iter().position(|wr| {
+            wr.ud
+                .as_ref()
+                .is_some_and(|ud| !core::ptr::eq(ud.ah.pd.dev.arc().as_ref(), dev.as_ref()))
+        });
+        match bad {
+            None => self.drv.post_send(wrs),
+            Some(i) => {
+                if i > 0 {
+                    self.drv.post_send(&wrs[..i])?;
+                }
+                Err(PostError {
+                    first_bad: i,
+                    err: EINVAL,
+                })
+            }
+        }
+    }
+
+    /// The SRQ the QP receives from, if any.
+    pub fn srq(&self) -> Option<&Arc<Srq>> {
+        self.srq.as_ref()
     }
 
     /// Queues receive work requests, in order (C's `ib_post_recv`), with the same partial
@@ -296,6 +602,9 @@ impl Qp {
         }
         self.drv.modify(attr, mask)?;
         *state = next;
+        if mask.contains(QpAttrField::Port) {
+            self.port.store(attr.port_num.into(), Relaxed);
+        }
         Ok(())
     }
 
@@ -305,11 +614,166 @@ impl Qp {
     }
 }
 
+impl Tracked for Qp {
+    fn view(&self) -> ResView<'_> {
+        ResView::Qp(self)
+    }
+}
+
+impl Drop for Qp {
+    fn drop(&mut self) {
+        untrack(&self.pd.dev, ResType::Qp, self);
+        if let Some(srq) = &self.srq {
+            srq.usecnt.fetch_sub(1, Relaxed);
+        }
+        self.recv_cq.usecnt.fetch_sub(1, Relaxed);
+        self.send_cq.usecnt.fetch_sub(1, Relaxed);
+        self.pd.usecnt.fetch_sub(1, Relaxed);
+    }
+}
+
+/// A shared receive queue (C's `IB_SRQT_BASIC`). It keeps its PD alive.
+pub struct Srq {
+    drv: KBox<dyn SrqObject>,
+    _counted: Counted,
+    pd: Arc<Pd>,
+    usecnt: Atomic<u64>,
+}
+
+impl Srq {
+    /// Creates an SRQ in `pd` holding `attr.max_wr` receives of `attr.max_sge` entries, its
+    /// limit armed if `attr.srq_limit` is not 0, its asynchronous events going to `handler`
+    /// (C's `ib_create_srq`; `EINVAL` past the device's `max_srq_wr` or its receive SGEs).
+    pub fn create(
+        pd: &Arc<Pd>,
+        attr: &SrqAttr,
+        handler: Option<EventHandler>,
+    ) -> Result<Arc<Self>> {
+        let dev = pd.dev.attr();
+        if attr.max_wr == 0 || attr.max_wr > dev.max_srq_wr || attr.max_sge > dev.max_recv_sge {
+            return Err(EINVAL);
+        }
+        let events = EventNotifier::new(handler)?;
+        let drv = pd.drv.create_srq(attr, &events)?;
+        let srq = Self {
+            drv,
+            _counted: Counted::new(pd.dev.arc(), ResType::Srq),
+            pd: pd.clone(),
+            usecnt: Atomic::new(0),
+        };
+        let srq = Arc::new(srq, GFP_KERNEL)?;
+        pd.usecnt.fetch_add(1, Relaxed);
+        let _ = track(&pd.dev, ResType::Srq, None, &srq);
+        Ok(srq)
+    }
+
+    /// Resizes the SRQ or arms its limit (C's `ib_modify_srq`; `EOPNOTSUPP` if the driver
+    /// cannot).
+    pub fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask) -> Result {
+        self.drv.modify(attr, mask)
+    }
+
+    /// The SRQ's attributes, from the driver (`srq_limit`: 0 once the limit event fired).
+    pub fn query(&self) -> Result<SrqAttr> {
+        self.drv.query()
+    }
+
+    /// Queues receive work requests (C's `ib_post_srq_recv`), with the partial semantics of
+    /// [`Qp::post_send`]. May be called in atomic context.
+    pub fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        self.drv.post_recv(wrs)
+    }
+
+    /// The PD.
+    pub fn pd(&self) -> &Arc<Pd> {
+        &self.pd
+    }
+
+    /// The module that created the SRQ: its PD's.
+    pub fn kern_name(&self) -> KernName {
+        self.pd.kern_name
+    }
+
+    /// QPs receiving from the SRQ (C's `srq->usecnt`).
+    pub fn users(&self) -> u64 {
+        self.usecnt.load(Relaxed)
+    }
+}
+
+impl Tracked for Srq {
+    fn view(&self) -> ResView<'_> {
+        ResView::Srq(self)
+    }
+}
+
+impl Drop for Srq {
+    fn drop(&mut self) {
+        untrack(&self.pd.dev, ResType::Srq, self);
+        self.pd.usecnt.fetch_sub(1, Relaxed);
+    }
+}
+
+/// An address handle: where UD work requests go. It keeps its PD alive.
+pub struct Ah {
+    drv: KBox<dyn AhObject>,
+    pd: Arc<Pd>,
+    attr: AhAttr,
+}
+
+impl Ah {
+    /// Creates an AH in `pd` for `attr` (C's `rdma_create_ah`; `EINVAL` for a port the device
+    /// does not have).
+    pub fn create(pd: &Arc<Pd>, attr: &AhAttr) -> Result<Arc<Self>> {
+        if !pd.dev.is_valid_port(attr.port_num.into()) {
+            return Err(EINVAL);
+        }
+        let drv = pd.drv.create_ah(attr)?;
+        let ah = Arc::new(
+            Self {
+                drv,
+                pd: pd.clone(),
+                attr: *attr,
+            },
+            GFP_KERNEL,
+        )?;
+        pd.usecnt.fetch_add(1, Relaxed);
+        Ok(ah)
+    }
+
+    /// The address.
+    pub fn attr(&self) -> &AhAttr {
+        &self.attr
+    }
+
+    /// The driver's state of the AH.
+    ///
+    /// # Safety
+    ///
+    /// `T` is the driver of the AH's device.
+    pub(crate) unsafe fn driver_state<T: DeviceOps>(&self) -> &T::Ah {
+        // SAFETY: The AH was made by `create_ah` of its PD, whose driver is `T` (the caller's
+        // promise).
+        unsafe { ops::driver_ah::<T>(&*self.drv) }
+    }
+}
+
+impl core::fmt::Debug for Ah {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Ah").field("attr", &self.attr).finish()
+    }
+}
+
+impl Drop for Ah {
+    fn drop(&mut self) {
+        self.pd.usecnt.fetch_sub(1, Relaxed);
+    }
+}
+
 /// A memory region. It keeps its PD alive.
 pub struct Mr {
     _drv: KBox<dyn MrObject>,
     _counted: Counted,
-    _pd: Arc<Pd>,
+    pd: Arc<Pd>,
     lkey: u32,
     rkey: u32,
 }
@@ -321,11 +785,24 @@ impl Mr {
         let mr = Self {
             _drv: new.mr,
             _counted: Counted::new(pd.dev.arc(), ResType::Mr),
-            _pd: pd.clone(),
+            pd: pd.clone(),
             lkey: new.lkey,
             rkey: new.rkey,
         };
-        Ok(Arc::new(mr, GFP_KERNEL)?)
+        let mr = Arc::new(mr, GFP_KERNEL)?;
+        pd.usecnt.fetch_add(1, Relaxed);
+        let _ = track(&pd.dev, ResType::Mr, None, &mr);
+        Ok(mr)
+    }
+
+    /// The module that created the MR: its PD's (C's `rdma_restrack_parent_name`).
+    pub fn kern_name(&self) -> KernName {
+        self.pd.kern_name
+    }
+
+    /// Bytes the MR covers as C records it: 0 for a DMA MR.
+    pub fn length(&self) -> u64 {
+        0
     }
 
     /// The local key.
@@ -339,13 +816,29 @@ impl Mr {
     }
 }
 
+impl Tracked for Mr {
+    fn view(&self) -> ResView<'_> {
+        ResView::Mr(self)
+    }
+}
+
+impl Drop for Mr {
+    fn drop(&mut self) {
+        untrack(&self.pd.dev, ResType::Mr, self);
+        self.pd.usecnt.fetch_sub(1, Relaxed);
+    }
+}
+
 #[kernel::macros::kunit_tests(rdma_rs_ib_verbs)]
 mod tests {
     use super::*;
     use crate::{
         attrs::{DeviceCap, DeviceCapFlags},
         dma_buffer::{DmaBuffer, DMA_BUFFER_MAX},
+        events::DeviceEventRegistration,
         kunit_fake::{self, calls, register_recording as register, take},
+        restrack::ResView,
+        wr::UdWr,
     };
 
     #[test]
@@ -410,7 +903,7 @@ mod tests {
         let calls = calls()?;
         let reg = register(&calls)?;
         let dev = reg.device().clone();
-        let pd = Pd::alloc(&dev)?;
+        let pd = Pd::alloc(&dev, crate::kern_name!())?;
         let cq = Cq::create(
             &dev,
             &CqInit {
@@ -418,6 +911,7 @@ mod tests {
                 comp_vector: 0,
             },
             None,
+            crate::kern_name!(),
         )?;
         let qp = Qp::create(
             &pd,
@@ -433,6 +927,9 @@ mod tests {
                     max_inline_data: 0,
                 },
                 sq_sig_all: false,
+                kern_name: crate::kern_name!(),
+                srq: None,
+                event_handler: None,
             },
         )?;
         assert_eq!(qp.qp_num(), 0x42);
@@ -455,7 +952,8 @@ mod tests {
                     cqe: 4096,
                     comp_vector: 0
                 },
-                None
+                None,
+                crate::kern_name!(),
             )
             .err(),
             Some(EINVAL)
@@ -481,6 +979,290 @@ mod tests {
         );
         drop(dev);
         drop(reg);
+        Ok(())
+    }
+
+    /// The listed objects of type `t`: (id, kern name, users) as netlink sees them.
+    fn listed(dev: &IbDevice, t: ResType) -> KVec<(u32, &'static [u8], u64)> {
+        let mut out = KVec::new();
+        dev.restrack().visit(t, 0, |_, _, id, view| {
+            let entry = match view {
+                ResView::Pd(pd) => (id, pd.kern_name().as_bytes(), pd.users()),
+                ResView::Cq(cq) => (id, cq.kern_name().as_bytes(), cq.users()),
+                ResView::Qp(qp) => (id, qp.kern_name().as_bytes(), 0),
+                ResView::Mr(mr) => (id, mr.kern_name().as_bytes(), 0),
+                ResView::Srq(srq) => (id, srq.kern_name().as_bytes(), srq.users()),
+            };
+            out.push(entry, GFP_KERNEL).is_ok()
+        });
+        out
+    }
+
+    #[test]
+    fn objects_are_listed_as_c_tracks_them() -> Result {
+        let calls = calls()?;
+        let reg = register(&calls)?;
+        let dev = reg.device().clone();
+        let me: &[u8] = b"ib_core";
+        // PD ids count from 0 per device and type, cyclically: a freed id is not reused next.
+        let pd0 = Pd::alloc(&dev, crate::kern_name!())?;
+        let pd1 = Pd::alloc(&dev, crate::kern_name!())?;
+        drop(pd0);
+        let pd = Pd::alloc(&dev, crate::kern_name!())?;
+        assert_eq!(&listed(&dev, ResType::Pd)[..], &[(1, me, 0), (2, me, 0)]);
+        drop(pd1);
+        // The device has a local DMA lkey: no internal MR.
+        assert_eq!(pd.local_dma_lkey(), 0x5a);
+        assert_eq!(pd.unsafe_global_rkey(), None);
+        let init = CqInit {
+            cqe: 4,
+            comp_vector: 0,
+        };
+        let cq = Cq::create(&dev, &init, None, crate::kern_name!())?;
+        // The size is the driver's (1000 + its number), not the request.
+        assert!(cq.cqe() > 1000);
+        let qp = Qp::create(
+            &pd,
+            QpInit {
+                qp_type: QpType::Rc,
+                send_cq: cq.clone(),
+                recv_cq: cq.clone(),
+                cap: QpCap::default(),
+                sq_sig_all: false,
+                kern_name: crate::kern_name!(),
+                srq: None,
+                event_handler: None,
+            },
+        )?;
+        let mr = Mr::get_dma_mr(&pd, Access::LocalWrite.into())?;
+        // A QP's id is its number; users: the PD has the QP and the MR, the CQ the QP twice.
+        assert_eq!(&listed(&dev, ResType::Qp)[..], &[(0x42, me, 0)]);
+        assert_eq!(&listed(&dev, ResType::Mr)[..], &[(0, me, 0)]);
+        assert_eq!(&listed(&dev, ResType::Pd)[..], &[(2, me, 2)]);
+        assert_eq!(&listed(&dev, ResType::Cq)[..], &[(0, me, 2)]);
+        assert_eq!(dev.restrack().with(ResType::Qp, 0x42, |_, _| ()), Some(()));
+        assert_eq!(dev.restrack().with(ResType::Qp, 0x43, |_, _| ()), None);
+        // A second QP with the same number works but is not listed, as in C.
+        let twin = Qp::create(
+            &pd,
+            QpInit {
+                qp_type: QpType::Rc,
+                send_cq: cq.clone(),
+                recv_cq: cq.clone(),
+                cap: QpCap::default(),
+                sq_sig_all: false,
+                kern_name: crate::kern_name!(),
+                srq: None,
+                event_handler: None,
+            },
+        )?;
+        assert_eq!(listed(&dev, ResType::Qp).len(), 1);
+        assert_eq!(dev.restrack().count(ResType::Qp), 2);
+        drop(twin);
+        // The port a modify sets is the QP's.
+        assert_eq!(qp.port(), 0);
+        let to_init = QpAttr {
+            qp_state: QpState::Init,
+            port_num: 1,
+            ..QpAttr::default()
+        };
+        use QpAttrField as F;
+        qp.modify(&to_init, F::State | F::PkeyIndex | F::Port | F::AccessFlags)?;
+        assert_eq!(qp.port(), 1);
+        drop(qp);
+        assert_eq!(listed(&dev, ResType::Qp).len(), 0);
+        assert_eq!(&listed(&dev, ResType::Pd)[..], &[(2, me, 1)]);
+        assert_eq!(&listed(&dev, ResType::Cq)[..], &[(0, me, 0)]);
+        drop(mr);
+        assert_eq!(listed(&dev, ResType::Mr).len(), 0);
+        // An unsafe global rkey needs a DMA MR the PD keeps (not listed).
+        take(&calls);
+        let open = Pd::alloc_unsafe_global_rkey(&dev, crate::kern_name!())?;
+        assert_eq!(&take(&calls)[..], &["alloc_pd", "get_dma_mr"]);
+        assert_eq!(
+            (open.local_dma_lkey(), open.unsafe_global_rkey()),
+            (0x5a, Some(8))
+        );
+        assert_eq!(listed(&dev, ResType::Mr).len(), 0);
+        drop(open);
+        assert_eq!(&take(&calls)[..], &["dereg_mr", "dealloc_pd"]);
+        drop((pd, cq));
+        assert_eq!(listed(&dev, ResType::Pd).len(), 0);
+        assert_eq!(listed(&dev, ResType::Cq).len(), 0);
+        drop(dev);
+        drop(reg);
+        Ok(())
+    }
+
+    #[test]
+    fn srqs_and_ahs_reach_the_driver_as_its_own() -> Result {
+        let calls = calls()?;
+        let reg = register(&calls)?;
+        let dev = reg.device().clone();
+        let pd = Pd::alloc(&dev, crate::kern_name!())?;
+        let attr = SrqAttr {
+            max_wr: 8,
+            max_sge: 1,
+            srq_limit: 0,
+        };
+        // Past the device's limits: refused before the driver is asked (max_srq_wr is 0).
+        assert_eq!(Srq::create(&pd, &attr, None).err(), Some(EINVAL));
+        take(&calls);
+        // The kunit fake has no SRQ limit: make one with a device that has.
+        let big = kunit_fake::register_recording_with(&calls, |a| a.max_srq_wr = 64)?;
+        let bdev = big.device().clone();
+        let bpd = Pd::alloc(&bdev, crate::kern_name!())?;
+        let cq = Cq::create(
+            &bdev,
+            &CqInit {
+                cqe: 4,
+                comp_vector: 0,
+            },
+            None,
+            crate::kern_name!(),
+        )?;
+        let srq = Srq::create(&bpd, &attr, None)?;
+        assert_eq!(
+            srq.modify(&attr, SrqAttrField::Limit.into()),
+            Err(EOPNOTSUPP)
+        );
+        let qp_init = |srq: Option<Arc<Srq>>| QpInit {
+            qp_type: QpType::Ud,
+            send_cq: cq.clone(),
+            recv_cq: cq.clone(),
+            cap: QpCap::default(),
+            sq_sig_all: false,
+            kern_name: crate::kern_name!(),
+            srq,
+            event_handler: None,
+        };
+        let qp = Qp::create(&bpd, qp_init(Some(srq.clone())))?;
+        // The driver got its own SRQ state (the fake reports its number as dest_qp_num).
+        assert!(qp.query()?.dest_qp_num != 0);
+        assert_eq!((srq.users(), bpd.users()), (1, 2));
+        assert_eq!(&listed(&bdev, ResType::Srq)[..], &[(0, &b"ib_core"[..], 1)]);
+        // An SRQ of another device is refused before the driver sees it.
+        let foreign_srq = Srq::create(&bpd, &attr, None)?;
+        let other = kunit_fake::register_recording_with(&calls, |a| a.max_srq_wr = 64)?;
+        let opd = Pd::alloc(other.device(), crate::kern_name!())?;
+        let ocq = Cq::create(
+            other.device(),
+            &CqInit {
+                cqe: 4,
+                comp_vector: 0,
+            },
+            None,
+            crate::kern_name!(),
+        )?;
+        let mut foreign = qp_init(Some(foreign_srq.clone()));
+        foreign.send_cq = ocq.clone();
+        foreign.recv_cq = ocq.clone();
+        assert_eq!(Qp::create(&opd, foreign).err(), Some(EINVAL));
+        // AHs: a port the device lacks is refused; a UD work request whose AH is of another
+        // device is refused at post, the ones before it reach the driver.
+        let ah_attr = AhAttr {
+            dlid: 1,
+            port_num: 1,
+            ..AhAttr::default()
+        };
+        assert_eq!(
+            Ah::create(
+                &bpd,
+                &AhAttr {
+                    port_num: 2,
+                    ..ah_attr
+                }
+            )
+            .err(),
+            Some(EINVAL)
+        );
+        let ah = Ah::create(&bpd, &ah_attr)?;
+        let oah = Ah::create(&opd, &ah_attr)?;
+        // The QP, the two SRQs and the AH.
+        assert_eq!(bpd.users(), 4);
+        take(&calls);
+        let wr = |ah| SendWr {
+            ud: Some(UdWr {
+                ah,
+                remote_qpn: 1,
+                remote_qkey: 2,
+            }),
+            ..SendWr::default()
+        };
+        let bad = qp.post_send(&[wr(&oah)]).err();
+        assert_eq!(bad.map(|e| (e.first_bad, e.err)), Some((0, EINVAL)));
+        // With a good one first, the driver is asked (and lacks post_send here).
+        let bad = qp.post_send(&[wr(&ah), wr(&oah)]).err();
+        assert_eq!(bad.map(|e| e.err), Some(EOPNOTSUPP));
+        assert!(take(&calls).is_empty());
+        drop((qp, ah, oah));
+        assert_eq!((srq.users(), bpd.users()), (0, 2));
+        drop(srq);
+        assert_eq!(listed(&bdev, ResType::Srq).len(), 1);
+        drop(foreign_srq);
+        assert_eq!(listed(&bdev, ResType::Srq).len(), 0);
+        assert_eq!(bpd.users(), 0);
+        drop((opd, ocq, other, cq, bpd, bdev, big, pd, dev, reg));
+        Ok(())
+    }
+
+    #[test]
+    fn event_handlers_get_what_drivers_raise() -> Result {
+        let seen = Arc::new(Atomic::new(0u32), GFP_KERNEL)?;
+        let s = seen.clone();
+        let handler: EventHandler = KBox::new(
+            move |e: EventType| {
+                s.store(u32::from(e as u8) + 100, Relaxed);
+            },
+            GFP_KERNEL,
+        )?;
+        let n = EventNotifier::new(Some(handler))?;
+        n.clone().raise(EventType::SrqLimitReached);
+        assert_eq!(seen.load(Relaxed), 115);
+        n.raise(EventType::QpLastWqeReached);
+        assert_eq!(seen.load(Relaxed), 116);
+        // A CQ's notifier raises CqErr to the CQ's event handler only.
+        let s = seen.clone();
+        let on_cq: EventHandler = KBox::new(
+            move |e: EventType| {
+                s.store(u32::from(e as u8) + 200, Relaxed);
+            },
+            GFP_KERNEL,
+        )?;
+        let cq = CqNotifier::new(None, Some(on_cq))?;
+        cq.completion();
+        assert_eq!(seen.load(Relaxed), 116);
+        cq.error();
+        assert_eq!(seen.load(Relaxed), 200);
+        // Device events reach every registered handler until its registration drops.
+        let calls = calls()?;
+        let reg = register(&calls)?;
+        let log = Arc::new(Atomic::new(0u32), GFP_KERNEL)?;
+        let handler = |shift: u32| -> Result<crate::events::DeviceEventHandler> {
+            let l = log.clone();
+            Ok(KBox::new(
+                move |e: EventType, port: u32| {
+                    l.fetch_add((u32::from(e as u8) * 10 + port) << shift, Relaxed);
+                },
+                GFP_KERNEL,
+            )?)
+        };
+        let first = DeviceEventRegistration::new(reg.device(), handler(0)?)?;
+        let second = DeviceEventRegistration::new(reg.device(), handler(16)?)?;
+        reg.dispatch_event(EventType::PortActive, 1);
+        assert_eq!(log.load(Relaxed), 91 | (91 << 16));
+        drop(first);
+        log.store(0, Relaxed);
+        reg.dispatch_event(EventType::PortErr, 1);
+        assert_eq!(log.load(Relaxed), 101 << 16);
+        drop(second);
+        reg.dispatch_event(EventType::PortErr, 1);
+        assert_eq!(log.load(Relaxed), 101 << 16);
+        drop(reg);
+        // Without a handler nothing happens.
+        EventNotifier::new(None)?.raise(EventType::QpFatal);
+        assert_eq!(EventType::DeviceSpeedChange as u8, 20);
+        assert_eq!(EventType::CqErr as u8, 0);
         Ok(())
     }
 
@@ -516,6 +1298,7 @@ mod tests {
                 comp_vector: 0,
             },
             None,
+            crate::kern_name!(),
         )?;
         let mut wc = [WorkCompletion::default(); 2];
         assert_eq!(cq.poll(&mut wc), Err(EIO));
@@ -531,19 +1314,22 @@ mod tests {
         let calls = calls()?;
         let reg = register(&calls)?;
         let dev = reg.device().clone();
-        let pd = Pd::alloc(&dev)?;
+        let pd = Pd::alloc(&dev, crate::kern_name!())?;
         let init = CqInit {
             cqe: 4,
             comp_vector: 0,
         };
-        let send_cq = Cq::create(&dev, &init, None)?;
-        let recv_cq = Cq::create(&dev, &init, None)?;
+        let send_cq = Cq::create(&dev, &init, None, crate::kern_name!())?;
+        let recv_cq = Cq::create(&dev, &init, None, crate::kern_name!())?;
         let qp_init = |send: &Arc<Cq>, recv: &Arc<Cq>| QpInit {
             qp_type: QpType::Rc,
             send_cq: send.clone(),
             recv_cq: recv.clone(),
             cap: QpCap::default(),
             sq_sig_all: false,
+            kern_name: crate::kern_name!(),
+            srq: None,
+            event_handler: None,
         };
         let qp = Qp::create(&pd, qp_init(&send_cq, &recv_cq))?;
         // The driver's QP was made from its PD (1) and its two CQs (2 and 3), in their roles.
@@ -555,7 +1341,7 @@ mod tests {
         );
         // Objects of another device of the same driver type never reach this driver's verbs.
         let other = register(&calls)?;
-        let foreign_cq = Cq::create(other.device(), &init, None)?;
+        let foreign_cq = Cq::create(other.device(), &init, None, crate::kern_name!())?;
         assert_eq!(
             Qp::create(&pd, qp_init(&send_cq, &foreign_cq)).err(),
             Some(EINVAL)
@@ -581,9 +1367,12 @@ mod tests {
         );
         // A driver without verbs (`NoVerbs` objects) has no PDs or CQs to give.
         let plain = kunit_fake::register(b"kunit_noverbs%d", 1)?;
-        assert_eq!(Pd::alloc(plain.device()).err(), Some(EOPNOTSUPP));
         assert_eq!(
-            Cq::create(plain.device(), &init, None).err(),
+            Pd::alloc(plain.device(), crate::kern_name!()).err(),
+            Some(EOPNOTSUPP)
+        );
+        assert_eq!(
+            Cq::create(plain.device(), &init, None, crate::kern_name!()).err(),
             Some(EOPNOTSUPP)
         );
         assert_eq!(plain.device().restrack().count(ResType::Pd), 0);

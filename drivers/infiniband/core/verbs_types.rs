@@ -6,6 +6,11 @@
 //! `ib_qp_init_attr`, `ib_qp_attr`, `enum ib_qp_attr_mask`, `enum ib_access_flags`), with C's
 //! numeric values.
 
+use crate::{
+    attrs::Gid,
+    events::{EventHandler, EventNotifier, EventType},
+    ops::NoVerbs,
+};
 use kernel::{prelude::*, sync::Arc};
 
 /// Completion queue parameters (`ib_cq_init_attr`).
@@ -20,20 +25,41 @@ pub struct CqInit {
 /// What a consumer's CQ callback is.
 pub type CompletionHandler = KBox<dyn Fn() + Send + Sync>;
 
-/// Where a driver reports completion events of a CQ (it keeps a clone).
+/// The consumer's handlers of a CQ.
+struct CqHandlers {
+    completion: Option<CompletionHandler>,
+    event: Option<EventHandler>,
+}
+
+/// Where a driver reports completion events and asynchronous events of a CQ (it keeps a
+/// clone).
 #[derive(Clone)]
-pub struct CqNotifier(Arc<Option<CompletionHandler>>);
+pub struct CqNotifier(Arc<CqHandlers>);
 
 impl CqNotifier {
-    /// A notifier calling `handler` (nothing when `None`).
-    pub(crate) fn new(handler: Option<CompletionHandler>) -> Result<Self> {
-        Ok(Self(Arc::new(handler, GFP_KERNEL)?))
+    /// A notifier calling `completion` and `event` (nothing for a `None`).
+    pub(crate) fn new(
+        completion: Option<CompletionHandler>,
+        event: Option<EventHandler>,
+    ) -> Result<Self> {
+        Ok(Self(Arc::new(
+            CqHandlers { completion, event },
+            GFP_KERNEL,
+        )?))
     }
 
-    /// A completion event: calls the consumer's handler, if it has one.
+    /// A completion event: calls the consumer's completion handler, if it has one.
     pub fn completion(&self) {
-        if let Some(h) = self.0.as_ref() {
+        if let Some(h) = self.0.completion.as_ref() {
             h();
+        }
+    }
+
+    /// A CQ error (an overrun): raises `CqErr` to the consumer's event handler, if it has one
+    /// (C's `IB_EVENT_CQ_ERR`).
+    pub fn error(&self) {
+        if let Some(h) = self.0.event.as_ref() {
+            h(EventType::CqErr);
         }
     }
 }
@@ -66,8 +92,9 @@ pub struct QpCap {
 }
 
 /// What the driver gets when creating a QP: the consumer's request, with the driver's own state
-/// of the QP's CQs (`C` is the driver's `DeviceOps::Cq`).
-pub struct QpInitDriver<'a, C: ?Sized> {
+/// of the QP's CQs and SRQ (`C` is the driver's `DeviceOps::Cq`, `S` its `DeviceOps::Srq`,
+/// [`NoVerbs`] by default, so that a driver without SRQs names only `C`).
+pub struct QpInitDriver<'a, C: ?Sized, S: ?Sized = NoVerbs> {
     /// Transport type.
     pub qp_type: QpType,
     /// The send CQ's driver state.
@@ -78,6 +105,70 @@ pub struct QpInitDriver<'a, C: ?Sized> {
     pub cap: QpCap,
     /// Signal every send WR.
     pub sq_sig_all: bool,
+    /// The SRQ the QP receives from (its own receive queue is not used then).
+    pub srq: Option<&'a S>,
+    /// Where the driver raises the QP's asynchronous events (it keeps a clone).
+    pub events: &'a EventNotifier,
+}
+
+/// Shared receive queue parameters (`ib_srq_attr`): what a consumer asks for at creation, what
+/// a modify sets (the fields [`SrqAttrMask`] names) and what a query returns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SrqAttr {
+    /// Receive work requests the SRQ holds.
+    pub max_wr: u32,
+    /// Scatter/gather entries per receive work request.
+    pub max_sge: u32,
+    /// The limit: when fewer receives than this remain posted, the driver raises
+    /// `SrqLimitReached` once (0: not armed).
+    pub srq_limit: u32,
+}
+
+kernel::impl_flags!(
+    /// Which [`SrqAttr`] fields a modify sets (`enum ib_srq_attr_mask`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct SrqAttrMask(u32);
+
+    /// One [`SrqAttr`] field (`IB_SRQ_*`, C's values).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum SrqAttrField {
+        /// `IB_SRQ_MAX_WR`: resize to [`SrqAttr::max_wr`].
+        MaxWr = 1,
+        /// `IB_SRQ_LIMIT`: arm [`SrqAttr::srq_limit`].
+        Limit = 1 << 1,
+    }
+);
+
+/// A global route header for an address (`ib_global_route`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GlobalRoute {
+    /// Destination GID.
+    pub dgid: Gid,
+    /// Flow label.
+    pub flow_label: u32,
+    /// Index of the source GID in the port's table.
+    pub sgid_index: u8,
+    /// Hop limit.
+    pub hop_limit: u8,
+    /// Traffic class.
+    pub traffic_class: u8,
+}
+
+/// An address handle's address (`rdma_ah_attr` of an InfiniBand port).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AhAttr {
+    /// Destination LID.
+    pub dlid: u16,
+    /// Service level.
+    pub sl: u8,
+    /// Source path bits.
+    pub src_path_bits: u8,
+    /// Static rate (`IB_RATE_*`, 0: port current).
+    pub static_rate: u8,
+    /// The local port (from 1).
+    pub port_num: u8,
+    /// The global route, when the packets carry a GRH (`IB_AH_GRH`).
+    pub grh: Option<GlobalRoute>,
 }
 
 /// A QP a driver created (`Q` is its `DeviceOps::Qp`).

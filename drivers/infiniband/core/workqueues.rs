@@ -6,12 +6,37 @@
 use kernel::{
     owned_workqueue::{Flags, OwnedQueue},
     prelude::*,
+    sync::atomic::{Acquire, Atomic, Release},
 };
+
+/// The loaded module's workqueues (null otherwise), for CQ polling ([`install`]).
+static QUEUES: Atomic<*const CoreWorkqueues> = Atomic::new(core::ptr::null());
+
+/// Installs the workqueues CQ polling uses (`None`: removes them).
+///
+/// # Safety
+///
+/// Installed workqueues stay at the same address until they are removed, which happens at
+/// module unload, once every device (and so every CQ) is gone: drivers hold a reference on
+/// `ib_core`. Destroying them afterwards waits for work still queued.
+pub(crate) unsafe fn install(queues: Option<&CoreWorkqueues>) {
+    QUEUES.store(
+        queues.map_or(core::ptr::null(), core::ptr::from_ref),
+        Release,
+    );
+}
+
+/// The module's workqueues, while it is loaded.
+pub(crate) fn queues() -> Option<&'static CoreWorkqueues> {
+    // SAFETY: Installed workqueues are valid until removed (`install`'s contract); CQs, which
+    // use them, exist only while devices do, so while the module is loaded.
+    unsafe { QUEUES.load(Acquire).as_ref() }
+}
 
 /// Workqueues `ib_core` allocates at load and destroys at unload.
 #[expect(
     dead_code,
-    reason = "held so they exist while the core is loaded; device and CQ code will queue work on them"
+    reason = "held so they exist while the core is loaded; device code will queue work on them"
 )]
 pub(crate) struct CoreWorkqueues {
     /// General work (`infiniband`).

@@ -4,6 +4,7 @@
 //! work completions a CQ returns (C's `ib_sge`, `ib_send_wr`, `ib_recv_wr`, `ib_wc`), with the
 //! numeric values of the C enums so that drivers can put them on the wire unchanged.
 
+use crate::{ops::DeviceOps, verbs::Ah};
 use kernel::prelude::*;
 
 /// One piece of local memory a work request reads or writes (`ib_sge`).
@@ -32,6 +33,12 @@ pub enum SendOpcode {
     SendWithImm = 3,
     /// Reads remote memory.
     RdmaRead = 4,
+    /// Compares 8 bytes of remote memory with [`SendWr::compare_add`] and, if equal, writes
+    /// [`SendWr::swap`]; the original value lands in the local buffer.
+    AtomicCmpAndSwp = 5,
+    /// Adds [`SendWr::compare_add`] to 8 bytes of remote memory; the original value lands in
+    /// the local buffer.
+    AtomicFetchAndAdd = 6,
 }
 
 /// Send flags (`enum ib_send_flags` values).
@@ -46,7 +53,33 @@ pub mod send_flags {
     pub const INLINE: u32 = 1 << 3;
 }
 
-/// A send work request (`ib_send_wr` with `ib_rdma_wr`).
+/// What a send work request on a UD QP carries (`ib_ud_wr`).
+#[derive(Clone, Copy, Debug)]
+pub struct UdWr<'a> {
+    /// Where the datagram goes. The core refuses (`EINVAL`) an AH of another device than the
+    /// QP's before the driver sees the work request.
+    pub ah: &'a Ah,
+    /// The destination QP.
+    pub remote_qpn: u32,
+    /// The destination's Q_Key (with the top bit set, the QP's own Q_Key is used, as in C).
+    pub remote_qkey: u32,
+}
+
+impl UdWr<'_> {
+    /// The driver's own state of the AH, without a type check or an allocation.
+    ///
+    /// # Safety
+    ///
+    /// `T` is the driver of the QP the work request was posted to: always true in `T`'s
+    /// `DeviceOps::post_send`, since the core checked that the AH is of the QP's device.
+    pub unsafe fn driver_ah<T: DeviceOps>(&self) -> &T::Ah {
+        // SAFETY: The AH is of the QP's device, whose driver is `T` (the caller's promise),
+        // so its driver state is a `T::Ah`.
+        unsafe { self.ah.driver_state::<T>() }
+    }
+}
+
+/// A send work request (`ib_send_wr` with `ib_rdma_wr`, `ib_atomic_wr` and `ib_ud_wr`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SendWr<'a> {
     /// The consumer's identifier, returned in the completion.
@@ -63,6 +96,12 @@ pub struct SendWr<'a> {
     pub remote_addr: u64,
     /// Remote key (RDMA opcodes).
     pub rkey: u32,
+    /// Atomics: the value compared (compare-and-swap) or added (fetch-and-add).
+    pub compare_add: u64,
+    /// Compare-and-swap: the value written when the comparison holds.
+    pub swap: u64,
+    /// UD QPs: the destination.
+    pub ud: Option<UdWr<'a>>,
 }
 
 /// A receive work request (`ib_recv_wr`).
@@ -160,6 +199,10 @@ pub enum WcOpcode {
     RdmaWrite = 1,
     /// An RDMA read.
     RdmaRead = 2,
+    /// A compare-and-swap.
+    CompSwap = 3,
+    /// A fetch-and-add.
+    FetchAdd = 4,
     /// A receive.
     Recv = 1 << 7,
     /// A receive consumed by an RDMA write with immediate data.
@@ -191,4 +234,6 @@ pub struct WorkCompletion {
     pub sl: u8,
     /// The port (receives).
     pub port_num: u8,
+    /// The first 40 bytes of the receive buffer hold a GRH (UD receives, C's `IB_WC_GRH`).
+    pub grh: bool,
 }

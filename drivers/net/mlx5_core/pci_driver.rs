@@ -22,6 +22,7 @@ use kernel::{
     pci,
     pci_irq_vectors::BoundIrqVectors,
     prelude::*,
+    str::CString,
     sync::{
         atomic::{Atomic, Relaxed},
         Arc,
@@ -125,6 +126,9 @@ pub(crate) struct Mlx5Function<'bound> {
     /// The control vector's handler: event queues.
     #[pin]
     irq: ThreadedRegistration<'bound, EventHandler<'bound>>,
+    /// The control vector's name in `/proc/interrupts`, as C's: `mlx5_async0@pci:<function>`
+    /// (dropped after the registration that uses it).
+    _irq_name: CString,
     /// BAR0 and the HCA, shared with the handler.
     function: Arc<Function<'bound>>,
     /// `mlx5/<function>/` in debugfs.
@@ -320,6 +324,12 @@ impl pci::Driver for Mlx5PciDriver {
             let fw_pages = pages_counter.clone();
             let debugfs = FunctionDir::new(pdev.as_ref().name(), pages_counter)?;
             let handler: Result<EventHandler<'_>> = Ok(EventHandler::new(function.clone()));
+            let irq_name = CString::try_from_fmt(fmt!("mlx5_async0@pci:{}", pdev.as_ref().name()))?;
+            // SAFETY: The name's buffer is owned by the `_irq_name` field, declared after `irq`:
+            // it is dropped after the interrupt is freed, both on removal (declaration order) and
+            // on a failed probe (the field is initialized before `irq`, so it drops after it).
+            // Moving a `CString` into the field does not move its buffer.
+            let static_name: &'static CStr = unsafe { &*core::ptr::from_ref::<CStr>(&irq_name) };
             // Listed in the reverse of the declaration order: a failure drops what was
             // initialized in reverse (the handler first, the vectors and `close` last).
             Ok(try_pin_init!(Mlx5Function {
@@ -328,10 +338,11 @@ impl pci::Driver for Mlx5PciDriver {
                 vectors,
                 _debugfs: debugfs,
                 function: function.clone(),
+                _irq_name: irq_name,
                 // SAFETY: the registration lives in the pinned driver data and is dropped with
                 // it; nothing forgets it.
                 irq <- unsafe {
-                    ThreadedRegistration::new(request, irq::Flags::TRIGGER_NONE, c"mlx5_core", handler)
+                    ThreadedRegistration::new(request, irq::Flags::TRIGGER_NONE, static_name, handler)
                 },
                 health,
                 _: {

@@ -9,6 +9,11 @@
 //!                                 back -n pages), through a PAGE_REQUEST event
 //! eqe-flood <n>                   floods the async EQ with n PORT_CHANGE events (sub-type 0), as
 //!                                 fast as the driver consumes them
+//! eqe <role> <type> <sub> [hex]   posts one event queue entry as the device would, whatever it
+//!                                 says: to the EQ of <role> (async, cmd, pages, or comp: every
+//!                                 completion EQ), of event <type> and sub-type <sub>, with up to
+//!                                 28 bytes of event data (hex); for hostile-device tests (unknown
+//!                                 types, bogus CQ/QP numbers, ports out of range, stray tokens)
 //! fault <spec>                    adds a fault rule (see --fault)
 //! status                          one line describing the device
 //! ```
@@ -35,6 +40,18 @@ fn number(s: &str) -> Result<u64, String> {
         None => s.parse(),
     }
     .map_err(|_| format!("bad number {s:?}"))
+}
+
+/// Bytes from hex digits (`0011ff`; an odd count is refused).
+fn hex_bytes(s: &str) -> Result<Vec<u8>, String> {
+    let s = s.strip_prefix("0x").unwrap_or(s);
+    if !s.is_ascii() || !s.len().is_multiple_of(2) {
+        return Err(format!("odd number of hex digits in {s:?}"));
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|_| format!("bad hex {s:?}")))
+        .collect()
 }
 
 /// Runs one control command; returns the reply line or an error line.
@@ -112,6 +129,30 @@ pub fn execute(dev: &mut Device, mem: &mut dyn GuestMemory, line: &str) -> Resul
             let now = fw.start_flood(mem, n);
             info!("control: flood of {n} EQEs, {now} posted at once");
             Ok(format!("eqe flood {n}"))
+        }
+        ["eqe", role, ty, sub, rest @ ..] => {
+            let ty = u8::try_from(number(ty)?).map_err(|_| "event type is 8 bits".to_string())?;
+            let sub = u8::try_from(number(sub)?).map_err(|_| "sub-type is 8 bits".to_string())?;
+            let data = match rest {
+                [] => Vec::new(),
+                [hex] => hex_bytes(hex)?,
+                _ => return Err("eqe takes one hex data word".into()),
+            };
+            if data.len() > 28 {
+                return Err("event data is at most 28 bytes".into());
+            }
+            let fw = &mut dev.firmware;
+            let eqns = fw.eqs.by_role(role);
+            if eqns.is_empty() {
+                return Err(format!("no {role} EQ"));
+            }
+            for &eqn in &eqns {
+                if let Some(v) = fw.eqs.post_to(mem, eqn, ty, sub, &data) {
+                    fw.irqs.push(v);
+                }
+            }
+            info!("control: EQE type {ty:#x} sub-type {sub:#x} to {role} EQ(s) {eqns:?}");
+            Ok(format!("eqe {ty:#x} posted to {} EQ(s)", eqns.len()))
         }
         ["remove"] => {
             dev.surprise_remove();
@@ -200,5 +241,22 @@ mod tests {
         assert!(execute(&mut d, &mut m, "status")
             .unwrap()
             .contains("port 1 state 4"));
+    }
+
+    #[test]
+    fn eqe_needs_an_eq_and_sane_arguments() {
+        let mut d = Device::new(DeviceConfig::default());
+        let mut m = FakeMemory::new(0, 0x1000);
+        // No EQ exists before the driver creates one.
+        assert_eq!(
+            execute(&mut d, &mut m, "eqe async 0x3f 0"),
+            Err("no async EQ".to_string())
+        );
+        assert!(execute(&mut d, &mut m, "eqe async 0x100 0").is_err());
+        assert!(execute(&mut d, &mut m, "eqe async 9 0 abc").is_err());
+        assert!(execute(&mut d, &mut m, "eqe async 9 0 é1").is_err());
+        let long = "00".repeat(29);
+        assert!(execute(&mut d, &mut m, &format!("eqe async 9 0 {long}")).is_err());
+        assert_eq!(hex_bytes("0x00ff10"), Ok(vec![0, 0xff, 0x10]));
     }
 }

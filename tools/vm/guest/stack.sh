@@ -141,3 +141,22 @@ probe_fails() {
 	done
 	check "$_what: the stack unloads" unload_stack
 }
+
+# hotplug_start: starts the guest's udev stand-in (hotplug.sh, under busybox `uevent`) and replays
+# the `add` event of every device that has a MODALIAS (what `udevadm trigger` does at boot), so
+# the installed modules load by themselves; hotplug_stop ends it.
+hotplug_start() {
+	uevent /lib/rdma-rs/hotplug.sh </dev/null >/dev/null 2>&1 &
+	HOTPLUG_PID=$!
+	sleep 1
+	for _u in /sys/bus/*/devices/*/uevent; do
+		grep -q '^MODALIAS=' "$_u" 2>/dev/null && echo add >"$_u"
+	done
+	return 0
+}
+
+hotplug_stop() {
+	[ -n "$HOTPLUG_PID" ] && kill "$HOTPLUG_PID" 2>/dev/null
+	HOTPLUG_PID=
+	return 0
+}

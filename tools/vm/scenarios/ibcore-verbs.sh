@@ -10,6 +10,12 @@
 #     (the driver says so; the core keeps the state of the last modify, as C drivers do) and
 #     flushes the next receive; a wrong rkey gives RemAccessErr; after RESET and reconnect a
 #     SEND works again;
+#   - on objects of its own, freed at once: a UD datagram through an AH (with a GRH) into a QP
+#     receiving from an SRQ, whose armed limit fires once; that QP in error raises
+#     last-WQE-reached; fetch-and-add and compare-and-swap on an RC QP; CQs the core polls
+#     (workqueue: `done` per completion, drain flushes what is outstanding; direct: nothing until
+#     `process_direct`, drain polls itself);
+#   - resource tracking lists the objects as C does (`rdma res show pd|cq|qp|mr`);
 #   - a device that unregisters under the client is removed from it first (its objects freed),
 #     then unregisters; a device that registers later is added; unloading the client frees
 #     everything on every device; then a clean dmesg and kmemleak.
@@ -38,7 +44,43 @@ for dev in ibtest0 ibtest1; do
 	check_output "$dev: a wrong rkey gives RemAccessErr; after RESET and reconnect a SEND works again" \
 		"ib_verbs_client: $dev: bad rkey: RemAccessErr; after reset and reconnect: send Success, recv Success, data intact\$" dmesg
 done
+for dev in ibtest0 ibtest1; do
+	check_output "$dev: a UD datagram with a GRH through an AH lands in an SRQ receive (GRH space, source QP, SL), the SRQ limit fires once" \
+		"ib_verbs_client: $dev: ud: send Send Success; recv Recv Success 296 bytes from qp 0x101 sl 3 grh yes; data intact; srq limit event\(s\) 1, limit now 0\$" dmesg
+	check_output "$dev: the SRQ's QP in error raises last-WQE-reached" \
+		"ib_verbs_client: $dev: srq: qp 0x102 in error: last wqe reached event\(s\) 1\$" dmesg
+	check_output "$dev: fetch-and-add and compare-and-swap with C's semantics" \
+		"ib_verbs_client: $dev: atomics: fetch-add FetchAdd Success 8 bytes old 5 now 8; cmp-swap CompSwap Success old 8 now 100; unequal cmp-swap old 100 now 100\$" dmesg
+	check_output "$dev: a CQ polled from a workqueue gives each completion to done; draining the QP flushes the outstanding receive to done, not the markers" \
+		"ib_verbs_client: $dev: polled cq Workqueue \(poll-ctx 1\): 2 done before drain; drain Ok\(\(\)\); then 1 flushed to done, 0 other\$" dmesg
+	check_output "$dev: a direct CQ is polled only when asked; its drain polls it itself" \
+		"ib_verbs_client: $dev: direct cq: 0 done before asked, process_direct 2 \(2 done\), drain Ok\(\(\)\), 0 flushed\$" dmesg
+	check_output "$dev: draining a QP on an SRQ waits for last-WQE-reached; the SRQ keeps its other receive" \
+		"ib_verbs_client: $dev: polled cq, qp on an srq: 2 done before drain; drain Ok\(\(\)\) after last wqe reached; 0 flushed\$" dmesg
+done
 check "no data path failure was logged" sh -c '! dmesg | grep "data path failed"'
+# Resource tracking lists the objects as C does (`rdma res show pd|cq|qp|mr`, netlink
+# RES_{PD,CQ,QP,MR}_GET dumps and doits): ids per device and type from 0 (QPs: their number),
+# the creating module as `comm`, C's use counts, keys for CAP_NET_ADMIN (root here). The PD's
+# local_dma_lkey is its internal DMA MR's (the test provider has no device-wide one). A CQ of
+# `Cq::create` has C's `ib_create_cq` poll context, 0 (IB_POLL_SOFTIRQ), which iproute2 names
+# DIRECT (its table is older than the kernel enum); the PSNs are the client's 0x1234.
+for dev in ibtest0 ibtest1; do
+	check_output "$dev: rdma res show pd" \
+		"^dev $dev pdn 0 local_dma_lkey 0x1001 users 2 comm \[ib_verbs_client\] ?\$" rdma res show pd dev $dev
+	check_output "$dev: rdma res show cq" \
+		"^dev $dev cqn 0 cqe 64 users 2 poll-ctx DIRECT adaptive-moderation off comm \[ib_verbs_client\] ?\$" rdma res show cq dev $dev
+	check_output "$dev: rdma res show mr" \
+		"^dev $dev mrn 0 rkey 0x1001 lkey 0x1001 mrlen 0 comm \[ib_verbs_client\] ?\$" rdma res show mr dev $dev
+	check_output "$dev: rdma res show qp" \
+		"^link $dev/1 lqpn 256 rqpn 256 type RC state RTS rq-psn 4660 sq-psn 4660 path-mig-state MIGRATED comm \[ib_verbs_client\] ?\$" rdma res show qp link $dev
+done
+check_output "rdma -j res show pd" '^\[\{"ifindex":0,"ifname":"ibtest0","pdn":0,"local_dma_lkey":"1001","users":2,"comm":"ib_verbs_client"\}\]$' rdma -j res show pd dev ibtest0
+check_output "rdma -j res show qp" '^\[\{"ifindex":0,"ifname":"ibtest0","port":1,"lqpn":256,"rqpn":256,"type":"RC","state":"RTS","rq-psn":4660,"sq-psn":4660,"path-mig-state":"MIGRATED","comm":"ib_verbs_client"\}\]$' rdma -j res show qp link ibtest0
+check_output "a QP by number (doit)" "^link ibtest1/1 lqpn 256 .*comm \[ib_verbs_client\]" rdma res show qp link ibtest1/1 lqpn 256
+check_output "a CQ by number (doit)" "^dev ibtest1 cqn 0 cqe 64 " rdma res show cq dev ibtest1 cqn 0
+check_output "no QP 257, no CQ 1" '^$' sh -c 'rdma res show qp link ibtest1/1 lqpn 257 2>&1; rdma res show cq dev ibtest1 cqn 1 2>&1'
+check_output "no QP on port 2 of ibtest1" '^$' sh -c 'rdma res show qp link ibtest1/2 2>&1'
 check "the provider unloads under the client" rmmod ib_test_provider
 check_output "the client released ibtest1 first, nothing left live" \
 	'ib_verbs_client: ibtest1: released qp 0x100; live: pd 0 cq 0 qp 0 mr 0$' dmesg

@@ -4,7 +4,7 @@
 # (C: mlx5_ib, whose CQs ask for vector 0 and up; Rust: the test interface with completion=1,
 # which asks for every vector, as the Rust mlx5_ib will for its CQs), /proc/interrupts names each
 # vector as C does, mlx5_comp<i>@pci:<function>, and its affinity is C's (vector i on CPU i of
-# the guest's 2). (rust) The test interface also checks doorbell records, a coherent buffer,
+# the guest's 2); the control vector is mlx5_async0@pci:<function> from the start. (rust) The test interface also checks doorbell records, a coherent buffer,
 # blue-flame registers (the third on a new UAR page) and CQ/QP registrations; a PCI unbind with
 # all of that held removes the driver first, then destroys the vectors, and a rebind creates them
 # again. After unloading, no vector is left; kmemleak and dmesg are clean.
@@ -49,6 +49,8 @@ fi
 
 check "load mlx5_core (without mlx5_ib)" load_stack $core_modules
 check "no completion vector yet (created on first use)" sh -c '! grep mlx5_comp /proc/interrupts'
+check_output "the control vector is named as C names it: mlx5_async0@pci:$bdf" \
+	"^mlx5_async0@pci:$bdf\$" sh -c "grep -o 'mlx5_[a-z]*[0-9]*@pci:[^ ]*' /proc/interrupts | grep -v mlx5_comp"
 if [ "$STACK" = rust ]; then
 	check "load the test interface with completion=1" insmod $stack_dir/mlx5_test_interface.ko completion=1
 	wait_for "test interface: the completion side works" 10 "mlx5_test_interface: completion $bdf: ok" dmesg

@@ -68,9 +68,11 @@ impl CqHandler for Events {
     }
 
     fn event(&self, event_type: u8) {
-        // As C's `mlx5_ib_cq_event`: a CQ error goes to the consumer's event handler (ib_core
-        // has none yet); any other type is unexpected.
-        if event_type != EVENT_TYPE_CQ_ERROR {
+        // As C's `mlx5_ib_cq_event`: a CQ error goes to the consumer's event handler; any other
+        // type is unexpected.
+        if event_type == EVENT_TYPE_CQ_ERROR {
+            self.notifier.error();
+        } else {
             pr_warn!(
                 "Unexpected event type {} on CQ {:06x}\n",
                 event_type,

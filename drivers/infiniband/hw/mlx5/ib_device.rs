@@ -184,6 +184,9 @@ impl DeviceOps for Mlx5IbDevice {
     type Cq = cq::Mlx5Cq;
     type Qp = qp::Mlx5Qp;
     type Mr = mr::Mlx5Mr;
+    // No SRQs or address handles yet.
+    type Srq = ib_core::device::NoVerbs;
+    type Ah = ib_core::device::NoVerbs;
 
     const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
         Attribute::ro(c"hw_rev", hw_rev_show),

@@ -13,6 +13,7 @@ use crate::cq::{page_list, CqShared};
 use crate::wq_size::{self, Limits, RqSize, SqSize};
 use crate::wqe::{self, SEG, SEND_WQE_BB};
 use ib_core::{
+    events::{EventNotifier, EventType},
     verbs_types::{
         Access, AccessFlags, NewQp, QpAttr, QpAttrField as F, QpAttrMask, QpInitDriver, QpState,
         QpType,
@@ -136,14 +137,34 @@ impl QpShared {
 }
 
 /// A QP's async events (path migration, communication established, SQ drained, last WQE,
-/// catastrophic, request and access errors) from `mlx5_core`'s resource table.
-struct QpEvents;
+/// catastrophic, request and access errors) from `mlx5_core`'s resource table, raised to the
+/// consumer's handler as C's `mlx5_ib_handle_qp_event` does.
+struct QpEvents {
+    qpn: u32,
+    notifier: EventNotifier,
+}
 
 impl ResourceHandler for QpEvents {
-    fn event(&self, _event_type: u8) {
-        // ib_core has no QP event handlers yet; C's `mlx5_ib_qp_event` does nothing for a QP
-        // without one (not even its "unexpected event type" warning, which is on the
-        // handler's path).
+    fn event(&self, event_type: u8) {
+        let e = match event_type {
+            0x01 => EventType::PathMig,
+            0x02 => EventType::CommEst,
+            0x03 => EventType::SqDrained,
+            0x13 => EventType::QpLastWqeReached,
+            0x05 => EventType::QpFatal,
+            0x07 => EventType::PathMigErr,
+            0x10 => EventType::QpReqErr,
+            0x11 => EventType::QpAccessErr,
+            _ => {
+                pr_warn!(
+                    "mlx5_ib: Unexpected event type {} on QP {:06x}\n",
+                    event_type,
+                    self.qpn
+                );
+                return;
+            }
+        };
+        self.notifier.raise(e);
     }
 }
 
@@ -329,9 +350,15 @@ pub(crate) fn create(
         access: Atomic::new(0),
         resp_depth: Atomic::new(0),
     };
-    let handler: Result<Arc<dyn ResourceHandler>> = Arc::new(QpEvents, GFP_KERNEL)
-        .map(|h| h as Arc<dyn ResourceHandler>)
-        .map_err(Error::from);
+    let handler: Result<Arc<dyn ResourceHandler>> = Arc::new(
+        QpEvents {
+            qpn,
+            notifier: init.events.clone(),
+        },
+        GFP_KERNEL,
+    )
+    .map(|h| h as Arc<dyn ResourceHandler>)
+    .map_err(Error::from);
     let added = handler
         .and_then(|h| dev.register_resource(Resource::Qp(qpn), h))
         .map(|reg| qp.events = Some(reg))
@@ -617,6 +644,9 @@ impl Mlx5Qp {
             ) {
                 Ok(w) => w,
                 Err(err) => {
+                    if err == EOPNOTSUPP {
+                        pr_warn!("Atomic operations are not supported yet\n");
+                    }
                     result = Err(PostError { first_bad: i, err });
                     break;
                 }

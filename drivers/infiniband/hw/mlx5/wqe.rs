@@ -48,15 +48,18 @@ pub(crate) const INLINE_SEG: u32 = 0x8000_0000;
 /// The key of the data segment that ends a short receive scatter list (`MLX5_INVALID_LKEY`).
 pub(crate) const INVALID_LKEY: u32 = 0x100;
 
-/// The control segment opcode of a send work request (C's `mlx5_ib_opcode`).
-pub(crate) fn mlx5_opcode(op: SendOpcode) -> u8 {
-    match op {
+/// The control segment opcode of a send work request (C's `mlx5_ib_opcode`); `EOPNOTSUPP` for
+/// atomics, which C's `mlx5_ib_post_send` refuses on RC QPs ("Atomic operations are not
+/// supported yet").
+pub(crate) fn mlx5_opcode(op: SendOpcode) -> Result<u8> {
+    Ok(match op {
         SendOpcode::RdmaWrite => opcode::RDMA_WRITE,
         SendOpcode::RdmaWriteWithImm => opcode::RDMA_WRITE_IMM,
         SendOpcode::Send => opcode::SEND,
         SendOpcode::SendWithImm => opcode::SEND_IMM,
         SendOpcode::RdmaRead => opcode::RDMA_READ,
-    }
+        SendOpcode::AtomicCmpAndSwp | SendOpcode::AtomicFetchAndAdd => return Err(EOPNOTSUPP),
+    })
 }
 
 /// The control segment: WQE index and opcode, QP number and size in 16-byte units, the
@@ -165,12 +168,12 @@ pub(crate) fn build_send(
         bytes: [0; MAX_SEND_WQE],
         len: SEG,
     };
-    let op = mlx5_opcode(wr.opcode);
+    let op = mlx5_opcode(wr.opcode)?;
     match wr.opcode {
         SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm | SendOpcode::RdmaRead => {
             w.push(&raddr_seg(wr.remote_addr, wr.rkey))?;
         }
-        SendOpcode::Send | SendOpcode::SendWithImm => {}
+        _ => {}
     }
     for sge in wr.sg_list.iter().filter(|s| s.length != 0) {
         w.push(&data_seg(sge))?;
@@ -248,6 +251,7 @@ mod tests {
             imm_data: 0x55,
             remote_addr: 0x2000,
             rkey: 0x77,
+            ..SendWr::default()
         };
         let w = build_send(&wr, 5, 0x10, 0, 0, 1)?;
         assert_eq!((w.len, w.ds(), w.blocks()), (48, 3, 1));
@@ -296,5 +300,11 @@ mod tests {
             ..wr
         };
         assert_eq!(build_send(&wr, 0, 1, 0, 0, 2).err(), Some(EINVAL));
+        // Atomics: EOPNOTSUPP, as C's mlx5_ib on RC QPs.
+        let wr = SendWr {
+            opcode: SendOpcode::AtomicFetchAndAdd,
+            ..SendWr::default()
+        };
+        assert_eq!(build_send(&wr, 0, 1, 0, 0, 2).err(), Some(EOPNOTSUPP));
     }
 }

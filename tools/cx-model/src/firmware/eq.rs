@@ -162,6 +162,31 @@ impl EqTable {
         }
     }
 
+    /// The EQs a test addresses by role: `async` (the queue that takes port changes), `cmd`
+    /// (command completions), `pages` (page requests), `comp` (every queue that takes no event
+    /// type: the completion EQs).
+    pub fn by_role(&self, role: &str) -> Vec<u8> {
+        let takes = |ty: u8| {
+            self.eqs
+                .values()
+                .filter(move |e| e.wants(ty))
+                .map(|e| e.eqn)
+                .take(1)
+        };
+        match role {
+            "async" => takes(event::PORT_CHANGE).collect(),
+            "cmd" => takes(event::CMD).collect(),
+            "pages" => takes(event::PAGE_REQUEST).collect(),
+            "comp" => self
+                .eqs
+                .values()
+                .filter(|e| e.mask.iter().all(|m| *m == 0))
+                .map(|e| e.eqn)
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// A doorbell write at `offset` of UAR page `uar`: updates the consumer index and maybe arms.
     /// Returns the vector to fire when arming a queue that already holds unconsumed events.
     pub fn doorbell(&mut self, uar: u32, offset: u64, value: u32) -> Option<u16> {
