@@ -189,8 +189,18 @@ pub(crate) fn exercise(dev: &Arc<IbDevice>, name: &BStr) -> Result {
     let cq = PolledCq::alloc(dev, 32, 0, PollCtx::Direct, done, ib_core::kern_name!())?;
     let qp = looped_qp(&pd, &cq, None, lid)?;
     traffic(&qp, &mr, &buf, 1)?;
+    // A device completes the work after the post returns: give it time, then check that
+    // nothing called `done` unasked, and poll until both completions came (about 2 s at most).
+    fsleep(Delta::from_millis(50));
     let untouched = seen.total();
-    let processed = cq.process_direct(None);
+    let mut processed = 0;
+    for _ in 0..200 {
+        processed += cq.process_direct(None);
+        if seen.total() >= 2 {
+            break;
+        }
+        fsleep(Delta::from_millis(10));
+    }
     let drained = qp.drain_qp();
     pr_info!(
         "{name}: direct cq: {} done before asked, process_direct {} ({} done), drain {:?}, {} flushed\n",
