@@ -35,7 +35,7 @@ use ib_core::{
     dma_buffer::DmaMemory,
     verbs::{
         AccessFlags, AhAttr, CqInit, CqNotifier, EventNotifier, NewMr, NewQp, QpAttr, QpAttrField,
-        QpAttrMask, QpInitDriver, SrqAttr, SrqAttrMask,
+        QpAttrMask, QpCap, QpInitDriver, SrqAttr, SrqAttrMask,
     },
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
@@ -325,6 +325,11 @@ impl DeviceOps for SoftDevice {
             qp.report_last_wqe();
         }
         Ok(())
+    }
+
+    fn qp_cap(&self, qp: &Arc<SoftQp>) -> QpCap {
+        // As asked: the provider rounds nothing.
+        qp.cap
     }
 
     fn query_qp(&self, qp: &Arc<SoftQp>) -> Result<QpAttr> {

@@ -198,8 +198,8 @@ impl Fabric {
     fn payload(&self, wr: &PendingSend, pd: u32) -> Result<KVec<u8>, WcStatus> {
         match &wr.inline {
             Some(data) => {
-                let mut copy =
-                    KVec::with_capacity(data.len(), GFP_KERNEL).map_err(|_| WcStatus::GeneralErr)?;
+                let mut copy = KVec::with_capacity(data.len(), GFP_KERNEL)
+                    .map_err(|_| WcStatus::GeneralErr)?;
                 copy.extend_from_slice(data, GFP_KERNEL)
                     .map_err(|_| WcStatus::GeneralErr)?;
                 Ok(copy)
@@ -979,7 +979,7 @@ pub(crate) struct SoftQp {
     pd: u32,
     qp_type: QpType,
     sq_sig_all: bool,
-    cap: QpCap,
+    pub(crate) cap: QpCap,
     send_cq: Arc<SoftCq>,
     recv_cq: Arc<SoftCq>,
     srq: Option<Arc<SoftSrq>>,
