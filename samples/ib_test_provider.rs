@@ -161,6 +161,8 @@ impl DeviceOps for SoftDevice {
             max_qp_init_rd_atom: 16,
             max_srq: 1 << 15,
             max_srq_wr: (1 << 15) - 1,
+            // IB_ATOMIC_HCA: the data path does compare-and-swap and fetch-and-add.
+            atomic_cap: 1,
             max_pkeys: PKEYS.len() as u16,
             local_ca_ack_delay: 16,
             ..DeviceAttr::default()
