@@ -48,6 +48,20 @@ impl Seen {
     }
 }
 
+/// How a drain ended, as the line says it: `drained` (all C's `ib_drain_qp`, which returns
+/// nothing, can say), or the error the Rust core returned (e.g. `ETIMEDOUT` when last-WQE-reached
+/// never came).
+struct Drained(Result);
+
+impl kernel::fmt::Display for Drained {
+    fn fmt(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+        match &self.0 {
+            Ok(()) => f.write_str("drained"),
+            Err(e) => write!(f, "drain failed: err {}", e.to_errno()),
+        }
+    }
+}
+
 /// A `done` callback counting into a new [`Seen`].
 fn counting() -> Result<(Arc<Seen>, CqDone)> {
     let seen = Arc::new(
@@ -173,11 +187,11 @@ pub(crate) fn exercise(dev: &Arc<IbDevice>, name: &BStr) -> Result {
     let drained = qp.drain_qp();
     let flushed_ok = seen.wait(3);
     pr_info!(
-        "{name}: polled cq {:?} (poll-ctx {}): {} done before drain; drain {:?}; then {} flushed to done{}, {} other\n",
+        "{name}: polled cq {:?} (poll-ctx {}): {} done before drain; {}; then {} flushed to done{}, {} other\n",
         PollCtx::Workqueue,
         cq.cq().poll_ctx(),
         before,
-        drained.map_err(|e| e.to_errno()),
+        Drained(drained),
         seen.flushed.load(Relaxed),
         if flushed_ok { "" } else { " (timed out)" },
         seen.other.load(Relaxed)
@@ -203,11 +217,11 @@ pub(crate) fn exercise(dev: &Arc<IbDevice>, name: &BStr) -> Result {
     }
     let drained = qp.drain_qp();
     pr_info!(
-        "{name}: direct cq: {} done before asked, process_direct {} ({} done), drain {:?}, {} flushed\n",
+        "{name}: direct cq: {} done before asked, process_direct {} ({} done), {}, {} flushed\n",
         untouched,
         processed,
         seen.ok.load(Relaxed),
-        drained.map_err(|e| e.to_errno()),
+        Drained(drained),
         seen.flushed.load(Relaxed)
     );
     drop(qp);
@@ -241,9 +255,9 @@ pub(crate) fn exercise(dev: &Arc<IbDevice>, name: &BStr) -> Result {
     };
     let drained = qp.drain_qp();
     pr_info!(
-        "{name}: polled cq, qp on an srq: {} done before drain; drain {:?} after last wqe reached; {} flushed\n",
+        "{name}: polled cq, qp on an srq: {} done before drain; {} (after last wqe reached); {} flushed\n",
         before,
-        drained.map_err(|e| e.to_errno()),
+        Drained(drained),
         seen.flushed.load(Relaxed)
     );
     Ok(())
