@@ -408,8 +408,13 @@ impl Fabric {
                     .qp(attr.dest_qp_num)
                     .filter(|p| matches!(p.state(), QpState::Rtr | QpState::Rts));
                 if let Some(p) = &peer {
-                    // Receiver not ready: the send waits for a receive.
-                    if needs_recv && !p.has_recv() {
+                    // Receiver not ready: not RC, or with `rnr_retry` 7 (retry for ever), the
+                    // send waits for a receive; an RC send with fewer retries fails at once (RNR
+                    // retries exhausted: there are no timers here, the retries are spent at once).
+                    if needs_recv
+                        && !p.has_recv()
+                        && (qp.qp_type != QpType::Rc || attr.rnr_retry == 7)
+                    {
                         peer_seen = peer;
                         break;
                     }
