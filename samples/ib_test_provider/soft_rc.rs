@@ -194,6 +194,14 @@ impl Fabric {
         (end <= buf.len).then(|| (buf.clone(), off))
     }
 
+    /// Whether every entry of `sges` is local memory of `pd` that a key covers.
+    fn local_ok(&self, sges: &[Sge], pd: u32) -> bool {
+        sges.iter().all(|s| {
+            self.key_allows(s.lkey, pd, AccessFlags::empty())
+                && self.buffer(s.addr, s.length as usize).is_some()
+        })
+    }
+
     /// The bytes a send carries: its inline data, or what its `sges` describe.
     fn payload(&self, wr: &PendingSend, pd: u32) -> Result<KVec<u8>, WcStatus> {
         match &wr.inline {
@@ -397,12 +405,18 @@ impl Fabric {
                     }
                     continue;
                 }
+                // A send that needs a receive, and whose local memory is fine (a local error
+                // completes at once, as at a real requester, before any receiver is asked).
                 let needs_recv = match qp.queues.lock().sq.first() {
                     None => break,
-                    Some(w) => matches!(
-                        w.opcode,
-                        SendOpcode::Send | SendOpcode::SendWithImm | SendOpcode::RdmaWriteWithImm
-                    ),
+                    Some(w) => {
+                        matches!(
+                            w.opcode,
+                            SendOpcode::Send
+                                | SendOpcode::SendWithImm
+                                | SendOpcode::RdmaWriteWithImm
+                        ) && (w.inline.is_some() || self.local_ok(&w.sges, qp.pd))
+                    }
                 };
                 let peer = self
                     .qp(attr.dest_qp_num)
