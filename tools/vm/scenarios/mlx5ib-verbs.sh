@@ -67,11 +67,11 @@ check_output "polled cq: a CQ polled from ib_core's workqueue: done per completi
 	'ib_verbs_client: mlx5_0: polled cq Workqueue \(poll-ctx 1\): 2 done before drain; drained; then 1 flushed to done, 0 other$' dmesg
 check_output "polled cq: a CQ polled directly: nothing until asked, then both; the drain polls it itself" \
 	'ib_verbs_client: mlx5_0: direct cq: 0 done before asked, process_direct 2 \(2 done\), drained, 0 flushed$' dmesg
-# C's ib_drain_qp of a QP on an SRQ waits up to 60 s for IB_EVENT_QP_LAST_WQE_REACHED; cx-model
-# does not raise MLX5_EVENT_TYPE_SRQ_LAST_WQE (yet), so C waits the 60 s, returns nothing, and the
-# twin's QP event handler counted 0 events: that is the line C prints on mlx5_0 today.
-check_output "polled cq: draining a QP on an SRQ (cx-model raises no last-WQE-reached: C's drain waits 60 s); the SRQ keeps its other receive" \
-	'ib_verbs_client: mlx5_0: polled cq, qp on an srq: 2 done before drain; drained, 0 last wqe reached event\(s\); 0 flushed$' dmesg
+# C's ib_drain_qp of a QP on an SRQ waits (up to 60 s) for IB_EVENT_QP_LAST_WQE_REACHED, which
+# cx-model raises (MLX5_EVENT_TYPE_SRQ_LAST_WQE) when the QP enters the error state; the twin's
+# QP event handler counts it.
+check_output "polled cq: draining a QP on an SRQ after its last-WQE-reached event; the SRQ keeps its other receive" \
+	'ib_verbs_client: mlx5_0: polled cq, qp on an srq: 2 done before drain; drained, 1 last wqe reached event\(s\); 0 flushed$' dmesg
 check "no phase failed and no data was corrupt" sh -c '! dmesg | grep -E "ib_verbs_client: .*(failed: err|CORRUPT)"'
 
 check_output "rdma res: one PD of the client (pdn, local_dma_lkey by regex), used by the QP and the MR" \

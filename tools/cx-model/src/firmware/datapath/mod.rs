@@ -97,10 +97,13 @@ impl DataPath {
     }
 
     /// QP `qpn` entered the error state: watch its receive queue.
-    fn watch_errored(&mut self, qpn: u32) {
-        self.errored.insert(qpn);
+    /// Watches QP `qpn`, now in the error state; true when it just entered it (it was not
+    /// watched since its last reset).
+    fn watch_errored(&mut self, qpn: u32) -> bool {
+        let new = self.errored.insert(qpn);
         self.errored_scan
             .get_or_insert_with(|| Instant::now() + ERRORED_SCAN);
+        new
     }
 
     /// Packets for the wire; drains the list.
@@ -225,7 +228,7 @@ const ERRORED_SCAN: std::time::Duration = std::time::Duration::from_millis(10);
 pub fn qp_modified(fw: &mut Firmware, mem: &mut dyn GuestMemory, qpn: u32, state: QpState) {
     match state {
         QpState::Err => {
-            fw.datapath.watch_errored(qpn);
+            queue_pair::entered_error(fw, mem, qpn);
             queue_pair::flush(fw, mem, qpn)
         }
         QpState::Rst => fw.datapath.forget_qp(qpn),

@@ -156,9 +156,28 @@ pub fn fail(fw: &mut Firmware, mem: &mut dyn GuestMemory, qpn: u32, state: QpSta
     debug!("QP {qpn:#x}: moves to {state:?}");
     fw.objects.set_qp_state(qpn, state);
     if state == QpState::Err {
-        fw.datapath.watch_errored(qpn);
+        entered_error(fw, mem, qpn);
     }
     flush(fw, mem, qpn);
+}
+
+/// Event: the last WQE of a QP attached to an SRQ was reached (data: queue type at byte 20, 0
+/// for a QP; the QP number at byte 24).
+const EVENT_SRQ_LAST_WQE: u8 = 0x13;
+
+/// QP `qpn` is in the error state: watched for receives posted later, and, the first time since
+/// its last reset, when it takes its receives from an SRQ, the device reports that the last WQE
+/// was reached (nothing more will be taken from the SRQ for it), as a ConnectX does; drivers
+/// wait for this event before draining such a QP (C's `ib_drain_qp` on an SRQ QP).
+pub fn entered_error(fw: &mut Firmware, mem: &mut dyn GuestMemory, qpn: u32) {
+    if !fw.datapath.watch_errored(qpn) {
+        return;
+    }
+    if QpInfo::load(fw, qpn).is_some_and(|q| q.srq.is_some()) {
+        let mut data = [0u8; 28];
+        data[24..28].copy_from_slice(&qpn.to_be_bytes());
+        fw.post_event(mem, EVENT_SRQ_LAST_WQE, 0, &data);
+    }
 }
 
 /// Completes every WQE still in QP `qpn`'s queues with a flush error: the request in flight and

@@ -844,5 +844,18 @@ fn a_shared_receive_queue_follows_its_free_list_around_the_ring() {
     assert_eq!(e[1], 0x14, "SRQ limit event");
     assert_eq!(u32::from_be_bytes(e[0x38..0x3c].try_into().unwrap()), srqn);
     assert_eq!(e[64 + 1], 0, "only one event: the limit must be armed again");
+    // The QP on the SRQ moved to the error state: the last WQE reached event names it, once
+    // (a second move to error raises nothing), as drivers wait for it before draining.
+    let (_, last_eq) = create_eq(&mut r.t, r.uar, 1 << 0x13, 0);
+    for _ in 0..2 {
+        let mut m = input(op::QP_2ERR_QP, 0, 0x1d0);
+        ifc::set(&mut m, NUMBER, u64::from(b));
+        r.t.exec(&m, 16).unwrap();
+    }
+    let mut e = [0u8; 128];
+    r.t.mem.read(last_eq, &mut e).unwrap();
+    assert_eq!(e[1], 0x13, "last WQE reached event");
+    assert_eq!(u32::from_be_bytes(e[0x38..0x3c].try_into().unwrap()), b);
+    assert_eq!(e[64 + 1], 0, "only one event per entry into the error state");
     r.finish();
 }
