@@ -44,7 +44,7 @@ module! {
             description: "Rounds of each per-call measurement (1 to 4096)",
         },
         rate_ms: u32 {
-            default: 300,
+            default: 1000,
             description: "Milliseconds of each message-rate measurement (1 to 10000)",
         },
         window: u32 {

@@ -24,7 +24,7 @@
 static unsigned int rounds = 64;
 module_param(rounds, uint, 0444);
 MODULE_PARM_DESC(rounds, "Rounds of each per-call measurement (1 to 4096)");
-static unsigned int rate_ms = 300;
+static unsigned int rate_ms = 1000;
 module_param(rate_ms, uint, 0444);
 MODULE_PARM_DESC(rate_ms, "Milliseconds of each message-rate measurement (1 to 10000)");
 static unsigned int window = 32;
