@@ -11,7 +11,9 @@
 //! - `poll1_ns`, `poll16_ns`: per completion, polling completions already in the CQ with room
 //!   for 1 or 16 per call;
 //! - `rate64`, `rate4096`: SEND messages per second of 64 and 4096 bytes, posting and polling in
-//!   a loop for `rate_ms` with at most `window` sends outstanding.
+//!   a loop for `rate_ms` with at most `window` sends outstanding;
+//! - `lock_ns`, for reference: one lock and unlock of an uncontended IRQ-safe spinlock (what
+//!   the driver's post and poll paths take; the C twin times `spin_lock_irqsave`).
 //!
 //! It prints `# bench <name> <value>` lines that `tools/bench/verbs.py` reads, and frees
 //! everything before `add` returns. `tools/verbs-twin/ib_verbs_bench.c` does the same on the C
@@ -27,6 +29,7 @@ use ib_core::{
     wr::{send_flags, RecvWr, SendOpcode, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion},
 };
 use kernel::{
+    new_spinlock_irq,
     prelude::*,
     sync::Arc,
     time::{delay::fsleep, Delta, Instant, Monotonic},
@@ -266,6 +269,21 @@ impl Bench<'_> {
     }
 }
 
+/// `lock_ns`: ns per lock and unlock of an uncontended [`kernel::sync::SpinLockIrq`], over `n` rounds of
+/// [`BATCH`] pairs (the median of the rounds' means).
+fn lock_cost(n: usize) -> Result<i64> {
+    let lock = KBox::pin_init(new_spinlock_irq!(0u64), GFP_KERNEL)?;
+    let mut samples = KVec::with_capacity(n, GFP_KERNEL)?;
+    for _ in 0..n {
+        let t0 = Instant::<Monotonic>::now();
+        for _ in 0..BATCH {
+            *lock.lock() += 1;
+        }
+        samples.push(since(&t0) / BATCH as i64, GFP_KERNEL)?;
+    }
+    Ok(median(&mut samples))
+}
+
 /// `IB_MTU_4096`.
 const MTU_4096: u8 = 5;
 
@@ -364,12 +382,14 @@ fn run(dev: &Arc<IbDevice>, name: &kernel::str::BStr) -> Result {
     let (poll16, dropped16) = b.poll(rounds, BATCH)?;
     let rate64 = b.rate(b.tx64, rate_ms, window)?;
     let rate4096 = b.rate(b.tx, rate_ms, window)?;
+    let lock = lock_cost(rounds)?;
     pr_info!("{name}: # bench post1_ns {post1}\n");
     pr_info!("{name}: # bench post16_ns {post16}\n");
     pr_info!("{name}: # bench poll1_ns {poll1}\n");
     pr_info!("{name}: # bench poll16_ns {poll16}\n");
     pr_info!("{name}: # bench rate64 {rate64}\n");
     pr_info!("{name}: # bench rate4096 {rate4096}\n");
+    pr_info!("{name}: # bench lock_ns {lock}\n");
     pr_info!(
         "{name}: bench done ({} poll round(s) dropped: completions late)\n",
         dropped1 + dropped16

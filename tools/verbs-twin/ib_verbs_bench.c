@@ -284,6 +284,30 @@ static int rate(struct bench *b, struct ib_sge *sg, unsigned int ms, int win, s6
 	return 0;
 }
 
+/* lock_ns: ns per spin_lock_irqsave/spin_unlock_irqrestore of an uncontended lock (what
+ * mlx5_ib's post and poll paths take), median over `n` rounds of BATCH pairs. */
+static DEFINE_SPINLOCK(bench_lock);
+
+static s64 lock_cost(int n, s64 *samples)
+{
+	unsigned long flags;
+	u64 counter = 0;
+	ktime_t t0;
+	int r, i;
+
+	for (r = 0; r < n; r++) {
+		t0 = ktime_get();
+		for (i = 0; i < BATCH; i++) {
+			spin_lock_irqsave(&bench_lock, flags);
+			counter++;
+			spin_unlock_irqrestore(&bench_lock, flags);
+		}
+		samples[r] = ktime_to_ns(ktime_sub(ktime_get(), t0)) / BATCH;
+	}
+	WRITE_ONCE(counter, counter);
+	return median(samples, n);
+}
+
 static int connect_rc(struct ib_qp *qp)
 {
 	struct ib_port_attr pa;
@@ -327,7 +351,7 @@ static int measure(struct ib_device *dev, struct bench *b, const char *name)
 {
 	int n = clamp(rounds, 1U, 4096U), win = clamp(window, 1U, (unsigned int)SQ);
 	unsigned int ms = clamp(rate_ms, 1U, 10000U);
-	s64 post1_ns, post16_ns, poll1_ns, poll16_ns, rate64, rate4096;
+	s64 post1_ns, post16_ns, poll1_ns, poll16_ns, rate64, rate4096, lock_ns = 0;
 	int dropped = 0, err;
 	s64 *samples;
 
@@ -347,6 +371,8 @@ static int measure(struct ib_device *dev, struct bench *b, const char *name)
 		err = rate(b, &b->tx64, ms, win, &rate64);
 	if (!err)
 		err = rate(b, &b->tx, ms, win, &rate4096);
+	if (!err)
+		lock_ns = lock_cost(n, samples);
 	kfree(samples);
 	if (err)
 		return err;
@@ -356,6 +382,7 @@ static int measure(struct ib_device *dev, struct bench *b, const char *name)
 	pr_info("%s: # bench poll16_ns %lld\n", name, poll16_ns);
 	pr_info("%s: # bench rate64 %lld\n", name, rate64);
 	pr_info("%s: # bench rate4096 %lld\n", name, rate4096);
+	pr_info("%s: # bench lock_ns %lld\n", name, lock_ns);
 	pr_info("%s: bench done (%d poll round(s) dropped: completions late)\n", name, dropped);
 	return 0;
 }
