@@ -10,7 +10,7 @@
 # stacks: rust c
 # timeout: 900
 
-LOADS=5
+LOADS=7
 bench="$stack_dir/ib_verbs_bench.ko"
 
 check "load the stack" load_stack
