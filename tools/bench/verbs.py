@@ -56,6 +56,8 @@ def run(stack: str, harness_args: list[str]) -> dict[str, list[int]]:
     result = [l for l in p.stdout.splitlines() if l.startswith("RESULT")]
     print(result[-1] if result else p.stdout[-2000:] + p.stderr[-2000:], flush=True)
     if p.returncode != 0:
+        # The harness says why on stderr (a HarnessError: timeout, the model dying, ...).
+        print(p.stderr[-2000:], file=sys.stderr, flush=True)
         raise SystemExit(f"{SCENARIO} failed on the {stack} stack")
     workdir = Path(harness_args[harness_args.index("--workdir") + 1]) / f"{SCENARIO}-{stack}"
     console = (workdir / "console.log").read_text(errors="replace")
