@@ -7,8 +7,8 @@
 # takes the median per value and the ratio rust/c. Not part of `make test` (names starting with
 # `bench-` are skipped there). insmod, and with it the measurement (the client's add runs in
 # insmod's ib_register_client), is pinned to CPU 0: on CPU 1 the doorbell's emulated cost fell
-# into clusters 3 to 6 times apart from load to load (one C run: post16_ns 8 to 47 us), pinned
-# to CPU 0 most loads sit in the lowest one.
+# into clusters 3 to 6 times apart from load to load more often (one C run: post16_ns 8 to
+# 47 us); on CPU 0 it still does at times (docs/testing.md, make bench).
 # kernel-args: kunit.enable=0
 # stacks: rust c
 # timeout: 900
