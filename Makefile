@@ -3,7 +3,8 @@
 #   make run      set up, build, boot a VM with the Rust stack on the emulated ConnectX, show it
 #   make test     set up, build, run every test (host, KUnit, VM scenarios on both stacks)
 #
-#   make bench    probe-to-ready time of the Rust and the C mlx5_core on the same model, as a ratio
+#   make bench    Rust vs C on the same model, as ratios: probe-to-ready time of mlx5_core, then
+#                 the data path (post_send, poll_cq, SEND message rate)
 #   make vm-test SCENARIO=<name> STACK=rust|c     one VM scenario
 #   make vm-shell STACK=rust|c                    interactive guest
 #   make setup | kernel | modules | verbs-twin | cx-model | verbs-tools | build | list-scenarios | clean
@@ -104,6 +105,7 @@ build: kernel modules verbs-twin cx-model verbs-tools
 
 bench: build
 	python3 tools/bench/probe.py -- $(HARNESS_ARGS)
+	python3 tools/bench/verbs.py -- $(HARNESS_ARGS)
 
 list-scenarios:
 	@python3 tools/vm/harness.py list

@@ -44,10 +44,11 @@ STACK_MODULES = {
 }
 # Test-only modules of a stack, put next to its modules but not loaded by load_stack (scenarios
 # insmod them). The C stack's ib_verbs_client is the C twin of the Rust sample (tools/verbs-twin,
-# given with --verbs-twin), so that a scenario insmods $stack_dir/ib_verbs_client.ko on both.
+# given with --verbs-twin), so that a scenario insmods $stack_dir/ib_verbs_client.ko on both; so
+# is its ib_verbs_bench (the data-path micro-benchmark of `make bench`, next to it).
 STACK_EXTRAS = {
-    "rust": ["mlx5_test_interface", "ib_test_provider", "ib_verbs_client"],
-    "c": ["ib_verbs_client"],
+    "rust": ["mlx5_test_interface", "ib_test_provider", "ib_verbs_client", "ib_verbs_bench"],
+    "c": ["ib_verbs_client", "ib_verbs_bench"],
 }
 # Where the C modules sit in the kernel build tree.
 C_MODULE_PATHS = {
@@ -369,6 +370,7 @@ def module_paths(args, stack: str) -> dict[str, Path]:
         return {m: Path(args.rust_modules) / f"{m}.ko" for m in STACK_MODULES["rust"] + STACK_EXTRAS["rust"]}
     paths = {m: Path(args.kernel_tree) / C_MODULE_PATHS[m] for m in STACK_MODULES["c"]}
     paths["ib_verbs_client"] = Path(args.verbs_twin or "verbs-twin-not-given/ib_verbs_client.ko")
+    paths["ib_verbs_bench"] = paths["ib_verbs_client"].with_name("ib_verbs_bench.ko")
     return paths
 
 

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""make bench: the data path of the Rust and the C stack on the same cx-model.
+
+Runs the `bench-verbs` scenario on each stack (one VM per stack, same kernel, same model). There
+the test-only module ib_verbs_bench (samples/ib_verbs_bench.rs; on the C stack its twin
+tools/verbs-twin/ib_verbs_bench.c) times, on an RC QP of mlx5_0 connected to itself:
+
+  post1_ns    ns per post_send of 1 SEND (64 B, every 16th signalled, receives pre-posted)
+  post16_ns   ns per post_send of a list of 16 SENDs
+  poll1_ns    ns per CQE, polling completions already in the CQ with room for 1 per call
+  poll16_ns   ns per CQE, with room for 16 per call
+  rate64      SEND messages per second, 64 B, post and poll in a loop, 32 outstanding
+  rate4096    the same at 4096 B
+  lock_ns     for reference: ns per lock+unlock of an uncontended IRQ-safe spinlock (Rust
+              SpinLockIrq, C spin_lock_irqsave), what post and poll take; not a target
+
+Each load prints `# bench <name> <value>` (per-call values: the median over its rounds); this
+takes the median over the loads per stack and prints the ratio rust/c (the target), then the best
+load of each stack (lowest cost, highest rate) and their ratio: the host's noise only ever adds
+time, so the best loads show the drivers' own cost more steadily than the medians. For costs (ns) lower is
+better (target <= 1.0); for rates higher is better (target >= 1.0). Under TCG the absolute
+numbers say little about hardware: a doorbell is an MMIO write that leaves the guest for QEMU and
+the model, which dominates post_send; the ratio compares the two drivers on the same emulated
+device.
+
+Usage: verbs.py -- <harness arguments>
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+HARNESS = REPO / "tools/vm/harness.py"
+SCENARIO = "bench-verbs"
+
+# name, what it is, unit, whether lower is better (None: a reference value, no target)
+METRICS = [
+    ("post1_ns", "post_send, 1 WR per call", "ns/call", True),
+    ("post16_ns", "post_send, 16 WRs per call", "ns/call", True),
+    ("poll1_ns", "poll_cq, room for 1, per CQE", "ns/CQE", True),
+    ("poll16_ns", "poll_cq, room for 16, per CQE", "ns/CQE", True),
+    ("rate64", "SEND rate, 64 B", "msg/s", False),
+    ("rate4096", "SEND rate, 4096 B", "msg/s", False),
+    ("lock_ns", "(reference) irq spinlock pair", "ns", None),
+]
+
+
+def run(stack: str, harness_args: list[str]) -> dict[str, list[int]]:
+    p = subprocess.run([sys.executable, str(HARNESS), "run", "--scenario", SCENARIO, "--stack", stack,
+                        *harness_args], capture_output=True, text=True)
+    result = [l for l in p.stdout.splitlines() if l.startswith("RESULT")]
+    print(result[-1] if result else p.stdout[-2000:] + p.stderr[-2000:], flush=True)
+    if p.returncode != 0:
+        # The harness says why on stderr (a HarnessError: timeout, the model dying, ...).
+        print(p.stderr[-2000:], file=sys.stderr, flush=True)
+        raise SystemExit(f"{SCENARIO} failed on the {stack} stack")
+    workdir = Path(harness_args[harness_args.index("--workdir") + 1]) / f"{SCENARIO}-{stack}"
+    console = (workdir / "console.log").read_text(errors="replace")
+    values: dict[str, list[int]] = {}
+    for name, value in re.findall(r"^# bench (\w+) (-?\d+)", console, re.M):
+        values.setdefault(name, []).append(int(value))
+    missing = [m for m, *_ in METRICS if not values.get(m)]
+    if missing:
+        raise SystemExit(f"no {', '.join(missing)} in {workdir}/console.log")
+    return values
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    if args and args[0] == "--":
+        args = args[1:]
+    medians: dict[str, dict[str, float]] = {}
+    best: dict[str, dict[str, float]] = {}
+    loads = {}
+    for stack in ("c", "rust"):
+        v = run(stack, args)
+        medians[stack] = {m: statistics.median(v[m]) for m, *_ in METRICS}
+        best[stack] = {m: (max if lower is False else min)(v[m]) for m, _, _, lower in METRICS}
+        loads[stack] = min(len(v[m]) for m, *_ in METRICS)
+    print(f"\ndata path, median over {loads['c']} (c) and {loads['rust']} (rust) loads of ib_verbs_bench "
+          "on mlx5_0 (cx-model, TCG: compare the ratio, not the absolute numbers)")
+    print(f"{'':32} {'unit':8} {'c':>10} {'rust':>10} {'rust/c':>7}  {'target':18} "
+          f"{'c best':>10} {'rust best':>10} {'rust/c':>7}")
+    for m, what, unit, lower in METRICS:
+        c, r = medians["c"][m], medians["rust"][m]
+        ratio = r / c if c else float("inf")
+        if lower is None:
+            verdict = "(no target)"
+        else:
+            ok = ratio <= 1.0 if lower else ratio >= 1.0
+            verdict = ("<= 1.0 " if lower else ">= 1.0 ") + ("met" if ok else "MISSED")
+        bc, br = best["c"][m], best["rust"][m]
+        bratio = br / bc if bc else float("inf")
+        print(f"{what:32} {unit:8} {c:10.0f} {r:10.0f} {ratio:7.2f}  {verdict:18} "
+              f"{bc:10.0f} {br:10.0f} {bratio:7.2f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
