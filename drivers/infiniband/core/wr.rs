@@ -102,6 +102,8 @@ pub struct SendWr<'a> {
     pub swap: u64,
     /// UD QPs: the destination.
     pub ud: Option<UdWr<'a>>,
+    /// With [`send_flags::INLINE`]: the bytes copied into the work request (`sg_list` is then ignored).
+    pub inline_data: &'a [&'a [u8]],
 }
 
 /// A receive work request (`ib_recv_wr`).

@@ -21,6 +21,9 @@ pub const MKC_ACCESS_MODE_PA: u64 = 0;
 /// `MLX5_QP_ST_RC`: the reliable-connected service type in `qpc.st`.
 pub const QP_ST_RC: u64 = 0;
 
+/// `MLX5_QP_ST_UD`: the unreliable-datagram service type in `qpc.st`.
+pub const QP_ST_UD: u64 = 2;
+
 /// `MLX5_QP_PM_MIGRATED` in `qpc.pm_state`.
 pub const QP_PM_MIGRATED: u64 = 3;
 

@@ -227,6 +227,11 @@ impl CqShared {
         self.cqn.load(Relaxed)
     }
 
+    /// Entries of the CQ's ring.
+    pub(crate) fn entries(&self) -> u32 {
+        self.entries
+    }
+
     /// Adds a QP to the CQ's table (a QP using the CQ for both queues is added once).
     pub(crate) fn add_qp(&self, qpn: u32, qp: &Arc<QpShared>) -> Result {
         let mut inner = self.inner.lock();
@@ -341,6 +346,7 @@ impl CqShared {
                     w.src_qp = c.src_qp;
                     w.slid = c.slid;
                     w.sl = c.sl;
+                    w.grh = c.grh;
                     w.wr_id = qp.rq_complete();
                 }
                 op::REQ_ERR | op::RESP_ERR => {

@@ -14,7 +14,7 @@
 
 use crate::caps;
 use crate::mad::{self, attr, NodeInfo, PortInfo};
-use crate::{cq, dma_buf::DmaBuf, mr, pd, qp, wq_size::Limits};
+use crate::{ah, cq, dma_buf::DmaBuf, mr, pd, qp, wq_size::Limits};
 use core::ptr::NonNull;
 use ib_core::{
     attrs::{
@@ -23,7 +23,7 @@ use ib_core::{
     device::{DeviceInfo, DeviceOps, FwVersion, Registration},
     ops::DmaMemory,
     verbs_types::{
-        AccessFlags, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver,
+        AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver,
     },
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
@@ -38,7 +38,7 @@ use kernel::{
 use mlx5_core::{
     auxdev::{FunctionInfo, HcaCaps, Mlx5Device},
     commands::Commands,
-    ifc::{GeneralCaps, QueryHcaVportContext, QueryHcaVportContextIn},
+    ifc::{get_bits, GeneralCaps, QueryHcaVportContext, QueryHcaVportContextIn},
 };
 
 /// `RDMA_CORE_CAP_IB_GRH_REQUIRED`.
@@ -61,6 +61,8 @@ const SPEED_FDR: u16 = 16;
 const SPEED_EDR: u16 = 32;
 const SPEED_HDR: u16 = 64;
 const SPEED_NDR: u16 = 128;
+/// Bit offset of `stat_rate_support` (16 bits) in the general HCA capabilities.
+const STAT_RATE_SUPPORT_BIT: usize = 0x1e0;
 
 /// The function's `Mlx5Device`, reached from the RDMA device's verbs (CQ and QP creation need
 /// its EQs, UAR, doorbell pools and DMA memory), as C's `mlx5_ib_dev` keeps `mdev`.
@@ -184,9 +186,9 @@ impl DeviceOps for Mlx5IbDevice {
     type Cq = cq::Mlx5Cq;
     type Qp = qp::Mlx5Qp;
     type Mr = mr::Mlx5Mr;
-    // No SRQs or address handles yet.
+    // No SRQs yet.
     type Srq = ib_core::device::NoVerbs;
-    type Ah = ib_core::device::NoVerbs;
+    type Ah = ah::Mlx5Ah;
 
     const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
         Attribute::ro(c"hw_rev", hw_rev_show),
@@ -325,6 +327,11 @@ impl DeviceOps for Mlx5IbDevice {
         cq::create(self.core.get(), self.log_max_cq_sz, init, notifier)
     }
 
+    fn cq_size(&self, cq: &cq::Mlx5Cq) -> u32 {
+        // C's `ibcq.cqe`: the entries made, less one.
+        cq.shared.entries().saturating_sub(1)
+    }
+
     fn destroy_cq(&self, cq: cq::Mlx5Cq) -> Result {
         cq::destroy(&self.cmds, cq)
     }
@@ -363,6 +370,15 @@ impl DeviceOps for Mlx5IbDevice {
 
     fn post_recv(&self, qp: &qp::Mlx5Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         qp.post_recv(wrs)
+    }
+
+    fn create_ah(&self, _pd: &pd::Mlx5Pd, attr: &AhAttr) -> Result<ah::Mlx5Ah> {
+        let support = get_bits(&self.caps.general, STAT_RATE_SUPPORT_BIT, 16) as u32;
+        ah::create(attr, support)
+    }
+
+    fn destroy_ah(&self, _ah: ah::Mlx5Ah) -> Result {
+        Ok(())
     }
 
     fn alloc_dma_buffer(&self, len: usize) -> Result<KBox<dyn DmaMemory>> {
