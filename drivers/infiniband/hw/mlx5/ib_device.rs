@@ -14,16 +14,18 @@
 
 use crate::caps;
 use crate::mad::{self, attr, NodeInfo, PortInfo};
-use crate::{ah, cq, dma_buf::DmaBuf, mr, pd, qp, wq_size::Limits};
+use crate::{ah, cq, dma_buf::DmaBuf, mr, pd, qp, srq, wq_size::Limits};
 use core::ptr::NonNull;
 use ib_core::{
     attrs::{
         DeviceAttr, Gid, LinkLayer, NodeType, PortAttr, PortImmutable, PortState, CORE_PORT_IBA_IB,
     },
     device::{DeviceInfo, DeviceOps, FwVersion, Registration},
+    events::EventNotifier,
     ops::DmaMemory,
     verbs_types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver,
+        SrqAttr, SrqAttrField, SrqAttrMask,
     },
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
@@ -186,8 +188,7 @@ impl DeviceOps for Mlx5IbDevice {
     type Cq = cq::Mlx5Cq;
     type Qp = qp::Mlx5Qp;
     type Mr = mr::Mlx5Mr;
-    // No SRQs yet.
-    type Srq = ib_core::device::NoVerbs;
+    type Srq = srq::Mlx5Srq;
     type Ah = ah::Mlx5Ah;
 
     const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
@@ -347,7 +348,7 @@ impl DeviceOps for Mlx5IbDevice {
     fn create_qp(
         &self,
         pd: &pd::Mlx5Pd,
-        init: &QpInitDriver<'_, cq::Mlx5Cq>,
+        init: &QpInitDriver<'_, cq::Mlx5Cq, srq::Mlx5Srq>,
     ) -> Result<NewQp<qp::Mlx5Qp>> {
         qp::create(self.core.get(), &self.limits, pd.pdn, init)
     }
@@ -370,6 +371,41 @@ impl DeviceOps for Mlx5IbDevice {
 
     fn post_recv(&self, qp: &qp::Mlx5Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         qp.post_recv(wrs)
+    }
+
+    fn create_srq(
+        &self,
+        pd: &pd::Mlx5Pd,
+        attr: &SrqAttr,
+        events: &EventNotifier,
+    ) -> Result<srq::Mlx5Srq> {
+        let gen = GeneralCaps::from_bytes(&self.caps.general);
+        let size = srq::srq_size(attr, gen.log_max_srq_sz() as u32, self.limits.max_wqe_sz_rq)?;
+        // As C, the limit is not armed at creation: a consumer arms it with a modify.
+        srq::create(self.core.get(), size, pd.pdn, events)
+    }
+
+    fn modify_srq(&self, srq: &srq::Mlx5Srq, attr: &SrqAttr, mask: SrqAttrMask) -> Result {
+        // No resizing, as C.
+        if mask.contains(SrqAttrField::MaxWr) {
+            return Err(EINVAL);
+        }
+        if mask.contains(SrqAttrField::Limit) {
+            srq.arm(&self.cmds, attr.srq_limit)?;
+        }
+        Ok(())
+    }
+
+    fn query_srq(&self, srq: &srq::Mlx5Srq) -> Result<SrqAttr> {
+        Ok(srq.query())
+    }
+
+    fn destroy_srq(&self, srq: srq::Mlx5Srq) -> Result {
+        srq::destroy(&self.cmds, srq)
+    }
+
+    fn post_srq_recv(&self, srq: &srq::Mlx5Srq, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        srq.shared.post_recv(wrs)
     }
 
     fn create_ah(&self, _pd: &pd::Mlx5Pd, attr: &AhAttr) -> Result<ah::Mlx5Ah> {

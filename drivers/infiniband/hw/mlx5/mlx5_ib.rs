@@ -14,6 +14,7 @@ mod mad;
 mod mr;
 mod pd;
 mod qp;
+mod srq;
 mod wq_size;
 mod wqe;
 

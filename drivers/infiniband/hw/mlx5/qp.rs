@@ -12,6 +12,7 @@
 
 use crate::cq::{page_list, CqShared};
 use crate::ib_device::Mlx5IbDevice;
+use crate::srq::{Mlx5Srq, SrqShared};
 use crate::wq_size::{self, Limits, RqSize, SendKind, SqSize};
 use crate::wqe::{self, SendCtx, SEG, SEND_WQE_BB};
 use ib_core::{
@@ -39,7 +40,7 @@ use mlx5_core::{
     commands::Commands,
     ifc_verbs::{
         optpar, qp_state, CreateQp, DestroyQp, Init2RtrQp, QpCtxIn, QpNumIn, QpToErr, QpToRst,
-        QueryQp, Rst2InitQp, Rtr2RtsQp, QP_PM_MIGRATED, QP_ST_RC, QP_ST_UD,
+        QueryQp, Rst2InitQp, Rtr2RtsQp, QP_PM_MIGRATED, QP_ST_RC, QP_ST_UD, RQ_TYPE_SRQ,
     },
 };
 
@@ -93,6 +94,8 @@ pub(crate) struct QpShared {
     sig_bits: u8,
     /// The transport (a UD send carries a datagram segment).
     kind: SendKind,
+    /// The SRQ it receives from (it has no receive queue then).
+    srq: Option<Arc<SrqShared>>,
     #[pin]
     sq: SpinLockIrq<Sq>,
     #[pin]
@@ -115,8 +118,17 @@ impl QpShared {
         wr_id
     }
 
-    /// A receive completion: the request id of the oldest posted receive.
-    pub(crate) fn rq_complete(&self) -> u64 {
+    /// Whether its receives come from an SRQ.
+    pub(crate) fn srq(&self) -> Option<&SrqShared> {
+        self.srq.as_deref()
+    }
+
+    /// A receive completion at WQE `wqe_counter`: from an SRQ, the request id of that WQE
+    /// (freed, as C's `mlx5_ib_free_srq_wqe`); else of the oldest posted receive.
+    pub(crate) fn rq_complete(&self, wqe_counter: u16) -> u64 {
+        if let Some(srq) = &self.srq {
+            return srq.complete(wqe_counter);
+        }
         let mut rq = self.rq.lock();
         let idx = (rq.tail & self.rqs.wqe_cnt.saturating_sub(1)) as usize;
         let wr_id = rq.wrid.get(idx).copied().unwrap_or(0);
@@ -251,6 +263,7 @@ fn create_ctx(
     cqn_snd: u32,
     cqn_rcv: u32,
     dbr: u64,
+    srqn: Option<u32>,
 ) -> Result<QpCtxIn> {
     let mut q = QpCtxIn::new();
     q.set_uar_page(uar.into())?;
@@ -262,7 +275,10 @@ fn create_ctx(
     q.set_st(st)?;
     q.set_pm_state(QP_PM_MIGRATED)?;
     q.set_pd(pdn.into())?;
-    if rqs.wqe_cnt != 0 {
+    if let Some(srqn) = srqn {
+        q.set_rq_type(RQ_TYPE_SRQ)?;
+        q.set_srqn_rmpn_xrqn(srqn.into())?;
+    } else if rqs.wqe_cnt != 0 {
         q.set_log_rq_stride(rqs.wqe_shift.saturating_sub(4).into())?;
         q.set_log_rq_size(rqs.wqe_cnt.trailing_zeros().into())?;
         q.set_rq_type(NON_ZERO_RQ)?;
@@ -293,14 +309,19 @@ pub(crate) fn create(
     dev: &Mlx5Device,
     limits: &Limits,
     pdn: u32,
-    init: &QpInitDriver<'_, crate::cq::Mlx5Cq>,
+    init: &QpInitDriver<'_, crate::cq::Mlx5Cq, Mlx5Srq>,
 ) -> Result<NewQp<Mlx5Qp>> {
     let kind = match init.qp_type {
         QpType::Rc => SendKind::Rc,
         QpType::Ud => SendKind::Ud,
         _ => return Err(EOPNOTSUPP),
     };
-    let rqs = wq_size::rq_size(&init.cap, limits)?;
+    // A QP of an SRQ has no receive queue of its own (C's `set_rq_size` without `has_rq`).
+    let rqs = if init.srq.is_some() {
+        RqSize::default()
+    } else {
+        wq_size::rq_size(&init.cap, limits)?
+    };
     let sqs = wq_size::sq_size(&init.cap, limits, kind)?;
     let sq_offset = (rqs.wqe_cnt << rqs.wqe_shift) as usize;
     let len = sq_offset + sqs.bytes as usize;
@@ -338,6 +359,7 @@ pub(crate) fn create(
             sq_offset,
             sig_bits,
             kind,
+            srq: init.srq.map(|s| s.shared.clone()),
             sq <- new_spinlock_irq!(sq),
             rq <- new_spinlock_irq!(rq),
         }),
@@ -354,6 +376,7 @@ pub(crate) fn create(
         send_cq.cqn(),
         recv_cq.cqn(),
         dbr,
+        init.srq.map(|s| s.srqn),
     )?;
     let out = match dev.commands().exec_var::<CreateQp>(&ctx, &pas, 0) {
         Ok((out, _)) => out,
@@ -907,7 +930,7 @@ mod tests {
             wqe_shift: 4,
             max_gs: 1,
         };
-        let q = create_ctx(QP_ST_RC, 9, 3, &sqs, &rqs, 0x400, 0x401, 0xabc0)?;
+        let q = create_ctx(QP_ST_RC, 9, 3, &sqs, &rqs, 0x400, 0x401, 0xabc0, None)?;
         let b = q.as_bytes();
         assert_eq!(get_bits(b, 0x128, 24), 9);
         assert_eq!(get_bits(b, 0xe8, 24), 3);
@@ -919,11 +942,27 @@ mod tests {
         assert_eq!(get_bits(b, 0x5c0, 64), 0xabc0);
         assert_eq!(get_bits(b, 0x625, 3), NON_ZERO_RQ);
         // No send queue: `no_sq`.
-        let q = create_ctx(QP_ST_RC, 9, 3, &SqSize::default(), &rqs, 1, 1, 0)?;
+        let q = create_ctx(QP_ST_RC, 9, 3, &SqSize::default(), &rqs, 1, 1, 0, None)?;
         assert_eq!(get_bits(q.as_bytes(), 0x110, 1), 1);
         // A UD QP: `st` 2.
-        let q = create_ctx(QP_ST_UD, 9, 3, &sqs, &rqs, 1, 1, 0)?;
+        let q = create_ctx(QP_ST_UD, 9, 3, &sqs, &rqs, 1, 1, 0, None)?;
         assert_eq!(get_bits(q.as_bytes(), 0xc8, 8), QP_ST_UD);
+        // A QP of SRQ 0x77: rq_type SRQ and the RMP number, no receive queue size.
+        let q = create_ctx(
+            QP_ST_UD,
+            9,
+            3,
+            &sqs,
+            &RqSize::default(),
+            1,
+            1,
+            0,
+            Some(0x77),
+        )?;
+        let b = q.as_bytes();
+        assert_eq!(get_bits(b, 0x625, 3), RQ_TYPE_SRQ);
+        assert_eq!(get_bits(b, 0x628, 24), 0x77);
+        assert_eq!(get_bits(b, 0x111, 4), 0);
         Ok(())
     }
 }
