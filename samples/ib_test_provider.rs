@@ -35,7 +35,7 @@ use ib_core::{
     dma_buffer::DmaMemory,
     verbs::{
         AccessFlags, AhAttr, CqInit, CqNotifier, EventNotifier, NewMr, NewQp, QpAttr, QpAttrField,
-        QpAttrMask, QpInitDriver, SrqAttr, SrqAttrMask,
+        QpAttrMask, QpCap, QpInitDriver, SrqAttr, SrqAttrMask,
     },
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
@@ -161,6 +161,8 @@ impl DeviceOps for SoftDevice {
             max_qp_init_rd_atom: 16,
             max_srq: 1 << 15,
             max_srq_wr: (1 << 15) - 1,
+            // IB_ATOMIC_HCA: the data path does compare-and-swap and fetch-and-add.
+            atomic_cap: 1,
             max_pkeys: PKEYS.len() as u16,
             local_ca_ack_delay: 16,
             ..DeviceAttr::default()
@@ -325,6 +327,11 @@ impl DeviceOps for SoftDevice {
             qp.report_last_wqe();
         }
         Ok(())
+    }
+
+    fn qp_cap(&self, qp: &Arc<SoftQp>) -> QpCap {
+        // As asked: the provider rounds nothing.
+        qp.cap
     }
 
     fn query_qp(&self, qp: &Arc<SoftQp>) -> Result<QpAttr> {

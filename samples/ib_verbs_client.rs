@@ -19,28 +19,29 @@
 //! It frees everything when the device or the client goes away. It keeps the QP, the MR and the
 //! buffers: they keep the PD, the CQ and the device alive.
 
+use env::Events;
 use ib_core::{
     device::IbDevice,
     dma_buffer::DmaBuffer,
     registry::{Client, ClientRegistration},
     restrack::ResType,
     verbs::{
-        Access, CompletionHandler, Cq, CqInit, Mr, Pd, Qp, QpAttr, QpAttrField as F, QpCap, QpInit,
-        QpState, QpType,
+        Access, Cq, CqInit, Mr, Pd, Qp, QpAttr, QpAttrField as F, QpCap, QpInit, QpState, QpType,
     },
     wr::{send_flags, RecvWr, SendOpcode, SendWr, WorkCompletion},
 };
-use kernel::{
-    new_condvar, new_spinlock_irq,
-    prelude::*,
-    sync::{Arc, CondVar, SpinLockIrq},
-    time::msecs_to_jiffies,
-};
+use kernel::{prelude::*, sync::Arc};
 
+#[path = "ib_verbs_client/atomics.rs"]
+mod atomics;
+#[path = "ib_verbs_client/env.rs"]
+mod env;
+#[path = "ib_verbs_client/errors.rs"]
+mod errors;
+#[path = "ib_verbs_client/many.rs"]
+mod many;
 #[path = "ib_verbs_client/polled_cq.rs"]
 mod polled_cq;
-#[path = "ib_verbs_client/ud_srq_atomics.rs"]
-mod ud_srq_atomics;
 
 module! {
     type: VerbsClient,
@@ -66,37 +67,6 @@ const MSG: usize = 4096;
 /// Immediate data of the SEND.
 const IMM: u32 = 0x1234;
 
-/// Completion events of a CQ, counted by its handler.
-#[pin_data]
-struct Events {
-    // An IRQ-safe spinlock, not a mutex: a hardware driver calls the completion handler from
-    // its interrupt handler.
-    #[pin]
-    count: SpinLockIrq<u32>,
-    #[pin]
-    wake: CondVar,
-}
-
-impl Events {
-    fn seen(&self) -> u32 {
-        *self.count.lock()
-    }
-
-    /// Waits (at most 5 s) until more than `seen` events have been counted.
-    fn wait_past(&self, seen: u32) -> bool {
-        let mut c = self.count.lock();
-        for _ in 0..50 {
-            if *c > seen {
-                return true;
-            }
-            let _ = self
-                .wake
-                .wait_interruptible_timeout(&mut c, msecs_to_jiffies(100));
-        }
-        *c > seen
-    }
-}
-
 /// A QP with what it sends from and receives into.
 struct Endpoint<'a> {
     qp: &'a Qp,
@@ -109,55 +79,20 @@ struct Endpoint<'a> {
     rx: &'a DmaBuffer,
 }
 
-/// Byte `i` of the test message made with `seed`.
-fn pattern(i: usize, seed: u8) -> u8 {
-    (i as u8).wrapping_mul(7).wrapping_add(seed)
-}
-
 /// Fills `buf` with the message made with `seed`.
 fn fill(buf: &DmaBuffer, seed: u8) -> Result {
-    let mut data = KVec::with_capacity(MSG, GFP_KERNEL)?;
-    for i in 0..MSG {
-        data.push(pattern(i, seed), GFP_KERNEL)?;
-    }
-    buf.write(0, &data)
+    env::fill_at(buf, 0, MSG, seed)
 }
 
 /// Whether `buf` holds the message made with `seed`.
 fn holds(buf: &DmaBuffer, seed: u8) -> Result<bool> {
-    let mut data = KVec::with_capacity(MSG, GFP_KERNEL)?;
-    data.resize(MSG, 0, GFP_KERNEL)?;
-    buf.read(0, &mut data)?;
-    Ok(data.iter().enumerate().all(|(i, &b)| b == pattern(i, seed)))
+    env::holds_at(buf, 0, MSG, seed)
 }
 
 impl Endpoint<'_> {
-    /// Polls until `n` completions are in, waiting for events in between (`ETIMEDOUT` after
-    /// about 5 s without progress).
+    /// Polls until `n` completions are in, waiting for events in between.
     fn collect(&self, n: usize) -> Result<KVec<WorkCompletion>> {
-        let mut got = KVec::new();
-        let mut wc = [WorkCompletion::default(); 4];
-        for _ in 0..50 {
-            loop {
-                let k = self.cq.poll(&mut wc)?;
-                if k == 0 {
-                    break;
-                }
-                got.extend_from_slice(&wc[..k], GFP_KERNEL)?;
-            }
-            if got.len() >= n {
-                return Ok(got);
-            }
-            // Arm, then poll once more before sleeping: a completion may have come in between.
-            let seen = self.events.seen();
-            self.cq.req_notify(false)?;
-            if self.cq.poll(&mut wc[..1])? == 1 {
-                got.push(wc[0], GFP_KERNEL)?;
-                continue;
-            }
-            self.events.wait_past(seen);
-        }
-        Err(ETIMEDOUT)
+        env::collect(self.cq, self.events, n)
     }
 
     /// Posts a receive of `rx_len` bytes and a SEND of the whole `tx` with immediate data;
@@ -208,12 +143,12 @@ impl Endpoint<'_> {
 
     /// RESET, then RTS again.
     fn reconnect(&self) -> Result {
-        let reset = QpAttr {
-            qp_state: QpState::Reset,
-            ..QpAttr::default()
-        };
-        self.qp.modify(&reset, F::State.into())?;
-        connect(self.qp, self.lid)
+        env::reconnect(
+            self.qp,
+            self.lid,
+            Access::RemoteWrite | Access::RemoteRead,
+            7,
+        )
     }
 
     /// The whole exercise; logs one line per part.
@@ -304,45 +239,14 @@ impl Endpoint<'_> {
     }
 }
 
-/// `IB_MTU_4096`.
-const MTU_4096: u8 = 5;
-
 /// Moves `qp` to RTS, looped back to itself.
 fn connect(qp: &Qp, lid: u16) -> Result {
-    let to_init = QpAttr {
-        qp_state: QpState::Init,
-        port_num: 1,
-        pkey_index: 0,
-        qp_access_flags: Access::RemoteWrite | Access::RemoteRead,
-        ..QpAttr::default()
-    };
-    qp.modify(&to_init, F::State | F::Port | F::PkeyIndex | F::AccessFlags)?;
-    let to_rtr = QpAttr {
-        qp_state: QpState::Rtr,
-        path_mtu: MTU_4096,
-        dlid: lid,
-        dest_qp_num: qp.qp_num(),
-        rq_psn: 0x1234,
-        max_dest_rd_atomic: 1,
-        min_rnr_timer: 12,
-        ..QpAttr::default()
-    };
-    qp.modify(
-        &to_rtr,
-        F::State | F::Av | F::PathMtu | F::DestQpn | F::RqPsn | F::MaxDestRdAtomic | F::MinRnrTimer,
-    )?;
-    let to_rts = QpAttr {
-        qp_state: QpState::Rts,
-        timeout: 14,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        sq_psn: 0x1234,
-        max_rd_atomic: 1,
-        ..QpAttr::default()
-    };
-    qp.modify(
-        &to_rts,
-        F::State | F::Timeout | F::RetryCnt | F::RnrRetry | F::SqPsn | F::MaxQpRdAtomic,
+    env::connect_rc(
+        qp,
+        lid,
+        qp.qp_num(),
+        Access::RemoteWrite | Access::RemoteRead,
+        7,
     )
 }
 
@@ -377,21 +281,7 @@ impl Client for Sample {
         let pd = Pd::alloc(dev, ib_core::kern_name!()).inspect_err(|e| {
             pr_info!("{name}: no kernel verbs (alloc_pd: err {})\n", e.to_errno());
         })?;
-        let events = Arc::pin_init(
-            pin_init!(Events {
-                count <- new_spinlock_irq!(0),
-                wake <- new_condvar!(),
-            }),
-            GFP_KERNEL,
-        )?;
-        let counter = events.clone();
-        let handler: CompletionHandler = KBox::new(
-            move || {
-                *counter.count.lock() += 1;
-                counter.wake.notify_all();
-            },
-            GFP_KERNEL,
-        )?;
+        let (events, handler) = Events::new()?;
         let cq = Cq::create(
             dev,
             &CqInit {
@@ -457,12 +347,20 @@ impl Client for Sample {
         if let Err(e) = endpoint.exercise(name) {
             pr_err!("{name}: data path failed: err {}\n", e.to_errno());
         }
-        // Objects of its own, freed before this returns.
-        if let Err(e) = ud_srq_atomics::exercise(dev, name) {
-            pr_info!("{name}: ud, srq and atomics: err {}\n", e.to_errno());
-        }
-        if let Err(e) = polled_cq::exercise(dev, name) {
-            pr_info!("{name}: polled cqs: err {}\n", e.to_errno());
+        // The later phases, as the C twin's, each on objects of its own freed before it ends.
+        let phases: [(&str, &dyn Fn() -> Result); 7] = [
+            ("ud", &|| many::ud(dev, name)),
+            ("srq", &|| many::srq(dev, name)),
+            ("rc wrap", &|| many::wrap(dev, name, false)),
+            ("inline", &|| many::wrap(dev, name, true)),
+            ("atomics", &|| atomics::exercise(dev, name)),
+            ("errors", &|| errors::exercise(dev, name)),
+            ("polled cq", &|| polled_cq::exercise(dev, name)),
+        ];
+        for (phase, run) in phases {
+            if let Err(e) = run() {
+                pr_err!("{name}: {phase} phase failed: err {}\n", e.to_errno());
+            }
         }
         Ok(PerDevice {
             qp,

@@ -50,6 +50,9 @@ const BUFFER_WINDOW_SHIFT: u32 = 32;
 /// Largest message (the port's `max_msg_sz`).
 pub(crate) const MAX_MSG: usize = 1 << 30;
 
+/// The most inline bytes a QP takes (`max_inline_data`).
+pub(crate) const MAX_INLINE: u32 = 256;
+
 /// The memory region key of PD `pd` (lkey and rkey of its DMA MRs).
 pub(crate) fn mr_key(pd: u32) -> u32 {
     0x1000 + pd
@@ -191,6 +194,28 @@ impl Fabric {
         (end <= buf.len).then(|| (buf.clone(), off))
     }
 
+    /// Whether every entry of `sges` is local memory of `pd` that a key covers.
+    fn local_ok(&self, sges: &[Sge], pd: u32) -> bool {
+        sges.iter().all(|s| {
+            self.key_allows(s.lkey, pd, AccessFlags::empty())
+                && self.buffer(s.addr, s.length as usize).is_some()
+        })
+    }
+
+    /// The bytes a send carries: its inline data, or what its `sges` describe.
+    fn payload(&self, wr: &PendingSend, pd: u32) -> Result<KVec<u8>, WcStatus> {
+        match &wr.inline {
+            Some(data) => {
+                let mut copy = KVec::with_capacity(data.len(), GFP_KERNEL)
+                    .map_err(|_| WcStatus::GeneralErr)?;
+                copy.extend_from_slice(data, GFP_KERNEL)
+                    .map_err(|_| WcStatus::GeneralErr)?;
+                Ok(copy)
+            }
+            None => self.gather(&wr.sges, pd),
+        }
+    }
+
     /// Copies out the bytes `sges` describe (local memory of `pd`).
     fn gather(&self, sges: &[Sge], pd: u32) -> Result<KVec<u8>, WcStatus> {
         let total = sges.iter().map(|s| s.length as usize).sum::<usize>();
@@ -278,7 +303,7 @@ impl Fabric {
         let Some(ud) = &wr.ud else {
             return (Outcome::failed(WcStatus::LocQpOpErr), None);
         };
-        let data = match self.gather(&wr.sges, qp.pd) {
+        let data = match self.payload(wr, qp.pd) {
             Ok(d) => d,
             Err(s) => return (Outcome::failed(s), None),
         };
@@ -380,19 +405,30 @@ impl Fabric {
                     }
                     continue;
                 }
+                // A send that needs a receive, and whose local memory is fine (a local error
+                // completes at once, as at a real requester, before any receiver is asked).
                 let needs_recv = match qp.queues.lock().sq.first() {
                     None => break,
-                    Some(w) => matches!(
-                        w.opcode,
-                        SendOpcode::Send | SendOpcode::SendWithImm | SendOpcode::RdmaWriteWithImm
-                    ),
+                    Some(w) => {
+                        matches!(
+                            w.opcode,
+                            SendOpcode::Send
+                                | SendOpcode::SendWithImm
+                                | SendOpcode::RdmaWriteWithImm
+                        ) && (w.inline.is_some() || self.local_ok(&w.sges, qp.pd))
+                    }
                 };
                 let peer = self
                     .qp(attr.dest_qp_num)
                     .filter(|p| matches!(p.state(), QpState::Rtr | QpState::Rts));
                 if let Some(p) = &peer {
-                    // Receiver not ready: the send waits for a receive.
-                    if needs_recv && !p.has_recv() {
+                    // Receiver not ready: not RC, or with `rnr_retry` 7 (retry for ever), the
+                    // send waits for a receive; an RC send with fewer retries fails at once (RNR
+                    // retries exhausted: there are no timers here, the retries are spent at once).
+                    if needs_recv
+                        && !p.has_recv()
+                        && (qp.qp_type != QpType::Rc || attr.rnr_retry == 7)
+                    {
                         peer_seen = peer;
                         break;
                     }
@@ -438,7 +474,7 @@ impl Fabric {
         );
         match wr.opcode {
             SendOpcode::Send | SendOpcode::SendWithImm => {
-                let data = match self.gather(&wr.sges, qp.pd) {
+                let data = match self.payload(wr, qp.pd) {
                     Ok(d) => d,
                     Err(s) => return Outcome::failed(s),
                 };
@@ -472,7 +508,7 @@ impl Fabric {
                 }
             }
             SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm => {
-                let data = match self.gather(&wr.sges, qp.pd) {
+                let data = match self.payload(wr, qp.pd) {
                     Ok(d) => d,
                     Err(s) => return Outcome::failed(s),
                 };
@@ -924,6 +960,8 @@ struct PendingSend {
     wr_id: u64,
     opcode: SendOpcode,
     sges: KVec<Sge>,
+    /// The bytes of an inline send, copied at post time (`sges` is then empty).
+    inline: Option<KVec<u8>>,
     flags: u32,
     imm_data: u32,
     remote_addr: u64,
@@ -960,7 +998,7 @@ pub(crate) struct SoftQp {
     pd: u32,
     qp_type: QpType,
     sq_sig_all: bool,
-    cap: QpCap,
+    pub(crate) cap: QpCap,
     send_cq: Arc<SoftCq>,
     recv_cq: Arc<SoftCq>,
     srq: Option<Arc<SoftSrq>>,
@@ -993,8 +1031,8 @@ pub(crate) struct SoftQpInit {
 impl SoftQp {
     /// A QP in RESET.
     pub(crate) fn new(init: SoftQpInit) -> Result<Arc<Self>> {
-        // No inline data: `INLINE` sends would have to copy at post time.
-        if init.cap.max_inline_data > 0 {
+        // Inline sends are copied at post time, up to `MAX_INLINE` bytes.
+        if init.cap.max_inline_data > MAX_INLINE {
             return Err(EINVAL);
         }
         Arc::pin_init(
@@ -1117,7 +1155,7 @@ impl SoftQp {
     }
 
     /// Queues send work requests (rxe's rules: RTS or ERR only, an RC or UC QP, at most
-    /// `max_send_sge` entries, no inline data), then runs the send queue.
+    /// `max_send_sge` entries, at most `max_inline_data` inline bytes), then runs the send queue.
     /// `ah_of` gives the address of a UD work request's AH.
     pub(crate) fn post_send(
         self: &Arc<Self>,
@@ -1144,10 +1182,22 @@ impl SoftQp {
         if !matches!(self.state(), QpState::Rts | QpState::Err)
             || !opcode_ok
             || wr.sg_list.len() > self.cap.max_send_sge as usize
-            || wr.send_flags & send_flags::INLINE != 0
         {
             return Err(EINVAL);
         }
+        let inline = if wr.send_flags & send_flags::INLINE != 0 {
+            let len = wr.inline_data.iter().map(|d| d.len()).sum::<usize>();
+            if len > self.cap.max_inline_data as usize {
+                return Err(EINVAL);
+            }
+            let mut data = KVec::with_capacity(len, GFP_KERNEL)?;
+            for d in wr.inline_data {
+                data.extend_from_slice(d, GFP_KERNEL)?;
+            }
+            Some(data)
+        } else {
+            None
+        };
         let ud = match (self.qp_type, &wr.ud) {
             (QpType::Ud, Some(ud)) => Some(UdDest {
                 ah: ah_of(ud),
@@ -1156,8 +1206,10 @@ impl SoftQp {
             }),
             _ => None,
         };
-        let mut sges = KVec::with_capacity(wr.sg_list.len(), GFP_KERNEL)?;
-        sges.extend_from_slice(wr.sg_list, GFP_KERNEL)?;
+        let mut sges = KVec::new();
+        if inline.is_none() {
+            sges.extend_from_slice(wr.sg_list, GFP_KERNEL)?;
+        }
         let mut q = self.queues.lock();
         if q.sq.len() >= self.cap.max_send_wr as usize {
             return Err(ENOMEM);
@@ -1167,6 +1219,7 @@ impl SoftQp {
                 wr_id: wr.wr_id,
                 opcode: wr.opcode,
                 sges,
+                inline,
                 flags: wr.send_flags,
                 imm_data: wr.imm_data,
                 remote_addr: wr.remote_addr,

@@ -10,7 +10,8 @@ use ib_core::{
     device::IbDevice,
     dma_buffer::DmaBuffer,
     verbs::{
-        Access, Mr, Pd, Qp, QpAttr, QpAttrField as F, QpCap, QpInit, QpState, QpType, Srq, SrqAttr,
+        Access, EventHandler, EventType, Mr, Pd, Qp, QpAttr, QpAttrField as F, QpCap, QpInit,
+        QpState, QpType, Srq, SrqAttr,
     },
     wr::{send_flags, RecvWr, SendOpcode, SendWr, WcStatus, WorkCompletion},
 };
@@ -48,6 +49,20 @@ impl Seen {
     }
 }
 
+/// How a drain ended, as the line says it: `drained` (all C's `ib_drain_qp`, which returns
+/// nothing, can say), or the error the Rust core returned (e.g. `ETIMEDOUT` when last-WQE-reached
+/// never came).
+struct Drained(Result);
+
+impl kernel::fmt::Display for Drained {
+    fn fmt(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+        match &self.0 {
+            Ok(()) => f.write_str("drained"),
+            Err(e) => write!(f, "drain failed: err {}", e.to_errno()),
+        }
+    }
+}
+
 /// A `done` callback counting into a new [`Seen`].
 fn counting() -> Result<(Arc<Seen>, CqDone)> {
     let seen = Arc::new(
@@ -77,7 +92,13 @@ fn counting() -> Result<(Arc<Seen>, CqDone)> {
 }
 
 /// An RC QP on `cq`, connected to itself.
-fn looped_qp(pd: &Arc<Pd>, cq: &PolledCq, srq: Option<Arc<Srq>>, lid: u16) -> Result<Arc<Qp>> {
+fn looped_qp(
+    pd: &Arc<Pd>,
+    cq: &PolledCq,
+    srq: Option<Arc<Srq>>,
+    lid: u16,
+    event_handler: Option<EventHandler>,
+) -> Result<Arc<Qp>> {
     let qp = Qp::create(
         pd,
         QpInit {
@@ -94,7 +115,7 @@ fn looped_qp(pd: &Arc<Pd>, cq: &PolledCq, srq: Option<Arc<Srq>>, lid: u16) -> Re
             sq_sig_all: false,
             kern_name: ib_core::kern_name!(),
             srq,
-            event_handler: None,
+            event_handler,
         },
     )?;
     let init = QpAttr {
@@ -163,7 +184,7 @@ pub(crate) fn exercise(dev: &Arc<IbDevice>, name: &BStr) -> Result {
     // flushed by the drain.
     let (seen, done) = counting()?;
     let cq = PolledCq::alloc(dev, 32, 0, PollCtx::Workqueue, done, ib_core::kern_name!())?;
-    let qp = looped_qp(&pd, &cq, None, lid)?;
+    let qp = looped_qp(&pd, &cq, None, lid, None)?;
     traffic(&qp, &mr, &buf, 2)?;
     let before = if seen.wait(2) {
         seen.ok.load(Relaxed)
@@ -173,11 +194,11 @@ pub(crate) fn exercise(dev: &Arc<IbDevice>, name: &BStr) -> Result {
     let drained = qp.drain_qp();
     let flushed_ok = seen.wait(3);
     pr_info!(
-        "{name}: polled cq {:?} (poll-ctx {}): {} done before drain; drain {:?}; then {} flushed to done{}, {} other\n",
+        "{name}: polled cq {:?} (poll-ctx {}): {} done before drain; {}; then {} flushed to done{}, {} other\n",
         PollCtx::Workqueue,
         cq.cq().poll_ctx(),
         before,
-        drained.map_err(|e| e.to_errno()),
+        Drained(drained),
         seen.flushed.load(Relaxed),
         if flushed_ok { "" } else { " (timed out)" },
         seen.other.load(Relaxed)
@@ -187,7 +208,7 @@ pub(crate) fn exercise(dev: &Arc<IbDevice>, name: &BStr) -> Result {
     // Polled directly: nothing happens until the consumer asks.
     let (seen, done) = counting()?;
     let cq = PolledCq::alloc(dev, 32, 0, PollCtx::Direct, done, ib_core::kern_name!())?;
-    let qp = looped_qp(&pd, &cq, None, lid)?;
+    let qp = looped_qp(&pd, &cq, None, lid, None)?;
     traffic(&qp, &mr, &buf, 1)?;
     // A device completes the work after the post returns: give it time, then check that
     // nothing called `done` unasked, and poll until both completions came (about 2 s at most).
@@ -203,11 +224,11 @@ pub(crate) fn exercise(dev: &Arc<IbDevice>, name: &BStr) -> Result {
     }
     let drained = qp.drain_qp();
     pr_info!(
-        "{name}: direct cq: {} done before asked, process_direct {} ({} done), drain {:?}, {} flushed\n",
+        "{name}: direct cq: {} done before asked, process_direct {} ({} done), {}, {} flushed\n",
         untouched,
         processed,
         seen.ok.load(Relaxed),
-        drained.map_err(|e| e.to_errno()),
+        Drained(drained),
         seen.flushed.load(Relaxed)
     );
     drop(qp);
@@ -225,7 +246,17 @@ pub(crate) fn exercise(dev: &Arc<IbDevice>, name: &BStr) -> Result {
         },
         None,
     )?;
-    let qp = looped_qp(&pd, &cq, Some(srq.clone()), lid)?;
+    let last_wqe = Arc::new(Atomic::new(0u32), GFP_KERNEL)?;
+    let count = last_wqe.clone();
+    let on_event: EventHandler = KBox::new(
+        move |e: EventType| {
+            if e == EventType::QpLastWqeReached {
+                count.fetch_add(1, Relaxed);
+            }
+        },
+        GFP_KERNEL,
+    )?;
+    let qp = looped_qp(&pd, &cq, Some(srq.clone()), lid, Some(on_event))?;
     for i in 0..2u64 {
         let sge = [buf.sge(1024 + i as usize * 64, 64, mr.lkey())?];
         srq.post_recv(&[RecvWr {
@@ -241,9 +272,10 @@ pub(crate) fn exercise(dev: &Arc<IbDevice>, name: &BStr) -> Result {
     };
     let drained = qp.drain_qp();
     pr_info!(
-        "{name}: polled cq, qp on an srq: {} done before drain; drain {:?} after last wqe reached; {} flushed\n",
+        "{name}: polled cq, qp on an srq: {} done before drain; {}, {} last wqe reached event(s); {} flushed\n",
         before,
-        drained.map_err(|e| e.to_errno()),
+        Drained(drained),
+        last_wqe.load(Relaxed),
         seen.flushed.load(Relaxed)
     );
     Ok(())

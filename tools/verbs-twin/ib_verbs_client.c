@@ -6,8 +6,8 @@
  *
  * On every device it gets a PD, a CQ with a completion handler, a DMA MR and an RC QP connected
  * to itself, runs phase 1 (the Rust sample's sequence, line for line), then the further phases
- * (UD, SRQ, RC ring wrap-around, inline, atomics, errors), each with its own objects and one
- * result line. Phase 1's objects stay until the device or the module goes away, so that
+ * (UD, SRQ, RC ring wrap-around, inline, atomics, errors, polled CQs with draining), each with
+ * its own objects and one result line per part. Phase 1's objects stay until the device or the module goes away, so that
  * `rdma res show` can list them.
  */
 
@@ -15,6 +15,7 @@
 
 #include <linux/module.h>
 #include <linux/slab.h>
+#include <linux/delay.h>
 #include <linux/dma-mapping.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
@@ -1036,6 +1037,258 @@ out:
 	return err;
 }
 
+/*
+ * Polled CQs (ib_alloc_cq) and draining, as the Rust sample's polled_cq.rs: each work request
+ * carries `cqe` of a `struct seen`, whose done callback counts successful, flushed and other
+ * completions (the drain's own markers carry ib_core's cqe, so they are not counted).
+ */
+struct seen {
+	struct ib_cqe cqe;
+	atomic_t ok, flushed, other;
+};
+
+static void seen_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct seen *s = container_of(wc->wr_cqe, struct seen, cqe);
+
+	if (wc->status == IB_WC_SUCCESS)
+		atomic_inc(&s->ok);
+	else if (wc->status == IB_WC_WR_FLUSH_ERR)
+		atomic_inc(&s->flushed);
+	else
+		atomic_inc(&s->other);
+}
+
+static void seen_init(struct seen *s)
+{
+	s->cqe.done = seen_done;
+	atomic_set(&s->ok, 0);
+	atomic_set(&s->flushed, 0);
+	atomic_set(&s->other, 0);
+}
+
+static int seen_total(struct seen *s)
+{
+	return atomic_read(&s->ok) + atomic_read(&s->flushed) + atomic_read(&s->other);
+}
+
+/* Waits (about 2 s at most) until done saw `n` completions. */
+static bool seen_wait(struct seen *s, int n)
+{
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		if (seen_total(s) >= n)
+			return true;
+		msleep(10);
+	}
+	return false;
+}
+
+/* Counts the last-WQE-reached events of a QP (atomic context). */
+static void last_wqe_event(struct ib_event *ev, void *ctx)
+{
+	if (ev->event == IB_EVENT_QP_LAST_WQE_REACHED)
+		atomic_inc((atomic_t *)ctx);
+}
+
+/*
+ * An RC QP of SQ/RQ 8 on `cq` (receiving from `srq` if given, its last-WQE-reached events
+ * counted in `last_wqe`), connected to itself.
+ */
+static struct ib_qp *polled_qp(struct ib_pd *pd, struct ib_cq *cq, struct ib_srq *srq,
+			       atomic_t *last_wqe)
+{
+	struct ib_qp_init_attr ia = {
+		.event_handler = last_wqe_event, .qp_context = last_wqe,
+		.send_cq = cq, .recv_cq = cq, .srq = srq,
+		.cap = { .max_send_wr = 8, .max_recv_wr = srq ? 0 : 8, .max_send_sge = 1,
+			 .max_recv_sge = srq ? 0 : 1 },
+		.sq_sig_type = IB_SIGNAL_REQ_WR, .qp_type = IB_QPT_RC,
+	};
+	struct tqp t;
+	int err;
+
+	t.qp = ib_create_qp(pd, &ia);
+	if (IS_ERR(t.qp))
+		return t.qp;
+	t.state = IB_QPS_RESET;
+	err = connect_rc(&t, t.qp->qp_num, IB_ACCESS_REMOTE_WRITE, 7);
+	if (err) {
+		ib_destroy_qp(t.qp);
+		return ERR_PTR(err);
+	}
+	return t.qp;
+}
+
+/* Receives of 64 bytes at 1024 + 64 i on the QP (or `srq`), `wr_id` 100 + i. */
+static int polled_recvs(struct ib_qp *qp, struct ib_srq *srq, struct seen *s, u64 dma, u32 lkey,
+			int n)
+{
+	int i, err;
+
+	for (i = 0; i < n; i++) {
+		struct ib_sge sge = { .addr = dma + 1024 + i * 64, .length = 64, .lkey = lkey };
+		struct ib_recv_wr wr = { .wr_cqe = &s->cqe, .sg_list = &sge, .num_sge = 1 };
+
+		err = srq ? ib_post_srq_recv(srq, &wr, NULL) : ib_post_recv(qp, &wr, NULL);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* One signalled SEND of 64 bytes from the start of the buffer. */
+static int polled_send(struct ib_qp *qp, struct seen *s, u64 dma, u32 lkey)
+{
+	struct ib_sge sge = { .addr = dma, .length = 64, .lkey = lkey };
+	struct ib_send_wr wr = {
+		.wr_cqe = &s->cqe, .sg_list = &sge, .num_sge = 1, .opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+
+	return ib_post_send(qp, &wr, NULL);
+}
+
+/*
+ * A CQ polled from a workqueue (done per completion, the drain flushes the outstanding
+ * receive), one polled directly (nothing until the consumer asks; the drain polls it itself),
+ * and a QP on an SRQ (its drain waits for last-WQE-reached; the SRQ keeps its other receive).
+ */
+static int phase_polled(struct ib_device *dev, const char *name)
+{
+	struct ib_srq_init_attr sa = {
+		.attr = { .max_wr = 8, .max_sge = 1 }, .srq_type = IB_SRQT_BASIC,
+	};
+	struct ib_srq *srq = NULL;
+	struct ib_qp *qp = NULL;
+	struct ib_cq *cq = NULL;
+	struct env *e;
+	struct seen *s;
+	atomic_t last_wqe;
+	int err, before, untouched, processed, i;
+	bool flushed_ok;
+
+	/* The env's own CQ and tx buffer are not used: only its PD, MR and rx buffer. */
+	e = env_create(dev, 1, MSG, IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE);
+	if (IS_ERR(e))
+		return PTR_ERR(e);
+	err = -ENOMEM;
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		goto out;
+
+	atomic_set(&last_wqe, 0);
+	seen_init(s);
+	cq = ib_alloc_cq(dev, NULL, 32, 0, IB_POLL_WORKQUEUE);
+	if (IS_ERR(cq)) {
+		err = PTR_ERR(cq);
+		cq = NULL;
+		goto out;
+	}
+	qp = polled_qp(e->pd, cq, NULL, &last_wqe);
+	if (IS_ERR(qp)) {
+		err = PTR_ERR(qp);
+		qp = NULL;
+		goto out;
+	}
+	err = polled_recvs(qp, NULL, s, e->rx_dma, e->mr->lkey, 2);
+	if (!err)
+		err = polled_send(qp, s, e->rx_dma, e->mr->lkey);
+	if (err)
+		goto out;
+	before = seen_wait(s, 2) ? atomic_read(&s->ok) : 0;
+	ib_drain_qp(qp);
+	flushed_ok = seen_wait(s, 3);
+	pr_info("%s: polled cq Workqueue (poll-ctx %d): %d done before drain; drained; then %d flushed to done%s, %d other\n",
+		name, cq->poll_ctx, before, atomic_read(&s->flushed),
+		flushed_ok ? "" : " (timed out)", atomic_read(&s->other));
+	ib_destroy_qp(qp);
+	qp = NULL;
+	ib_free_cq(cq);
+	cq = NULL;
+
+	seen_init(s);
+	cq = ib_alloc_cq(dev, NULL, 32, 0, IB_POLL_DIRECT);
+	if (IS_ERR(cq)) {
+		err = PTR_ERR(cq);
+		cq = NULL;
+		goto out;
+	}
+	qp = polled_qp(e->pd, cq, NULL, &last_wqe);
+	if (IS_ERR(qp)) {
+		err = PTR_ERR(qp);
+		qp = NULL;
+		goto out;
+	}
+	err = polled_recvs(qp, NULL, s, e->rx_dma, e->mr->lkey, 1);
+	if (!err)
+		err = polled_send(qp, s, e->rx_dma, e->mr->lkey);
+	if (err)
+		goto out;
+	/* Give the device time to complete, then check nothing called done unasked. */
+	msleep(50);
+	untouched = seen_total(s);
+	processed = 0;
+	for (i = 0; i < 200; i++) {
+		processed += ib_process_cq_direct(cq, -1);
+		if (seen_total(s) >= 2)
+			break;
+		msleep(10);
+	}
+	ib_drain_qp(qp);
+	pr_info("%s: direct cq: %d done before asked, process_direct %d (%d done), drained, %d flushed\n",
+		name, untouched, processed, atomic_read(&s->ok), atomic_read(&s->flushed));
+	ib_destroy_qp(qp);
+	qp = NULL;
+	ib_free_cq(cq);
+	cq = NULL;
+
+	seen_init(s);
+	cq = ib_alloc_cq(dev, NULL, 32, 0, IB_POLL_WORKQUEUE);
+	if (IS_ERR(cq)) {
+		err = PTR_ERR(cq);
+		cq = NULL;
+		goto out;
+	}
+	srq = ib_create_srq(e->pd, &sa);
+	if (IS_ERR(srq)) {
+		err = PTR_ERR(srq);
+		srq = NULL;
+		goto out;
+	}
+	qp = polled_qp(e->pd, cq, srq, &last_wqe);
+	if (IS_ERR(qp)) {
+		err = PTR_ERR(qp);
+		qp = NULL;
+		goto out;
+	}
+	err = polled_recvs(qp, srq, s, e->rx_dma, e->mr->lkey, 2);
+	if (!err)
+		err = polled_send(qp, s, e->rx_dma, e->mr->lkey);
+	if (err)
+		goto out;
+	before = seen_wait(s, 2) ? atomic_read(&s->ok) : 0;
+	ib_drain_qp(qp);
+	/*
+	 * The drain waits (60 s at most) for last-WQE-reached; it returns nothing, so the line
+	 * says whether the event came.
+	 */
+	pr_info("%s: polled cq, qp on an srq: %d done before drain; drained, %d last wqe reached event(s); %d flushed\n",
+		name, before, atomic_read(&last_wqe), atomic_read(&s->flushed));
+	err = 0;
+out:
+	if (qp)
+		ib_destroy_qp(qp);
+	if (srq)
+		ib_destroy_srq(srq);
+	if (cq)
+		ib_free_cq(cq);
+	kfree(s);
+	env_destroy(e);
+	return err;
+}
+
 static void per_dev_free(struct per_dev *pd)
 {
 	if (pd->qp.qp)
@@ -1079,6 +1332,9 @@ static int client_add(struct ib_device *dev)
 	err = phase_errors(dev, name);
 	if (err)
 		pr_err("%s: errors phase failed: err %d\n", name, err);
+	err = phase_polled(dev, name);
+	if (err)
+		pr_err("%s: polled cq phase failed: err %d\n", name, err);
 	ib_set_client_data(dev, &client, pd);
 	return 0;
 }

@@ -9,8 +9,8 @@ use crate::{
     attrs::{DeviceAttr, FwVersion, Gid, LinkLayer, NodeDesc, PortAttr, PortImmutable},
     events::EventNotifier,
     verbs_types::{
-        AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver,
-        SrqAttr, SrqAttrMask,
+        AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
+        QpInitDriver, SrqAttr, SrqAttrMask,
     },
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
@@ -160,6 +160,13 @@ pub trait DeviceOps: Send + Sync + 'static {
         _pd: &Self::Pd,
         _init: &QpInitDriver<'_, Self::Cq, Self::Srq>,
     ) -> Result<NewQp<Self::Qp>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The queue sizes `qp` has as the driver made it (C's `ib_qp_init_attr.cap` after
+    /// `create_qp`, which drivers update, often rounded up); what the consumer asked for when
+    /// absent.
+    fn qp_cap(&self, _qp: &Self::Qp) -> QpCap {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -385,6 +392,8 @@ pub(crate) trait QpObject: Send + Sync {
     fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError>;
     /// `DeviceOps::post_recv`.
     fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
+    /// `DeviceOps::qp_cap`, `None` when the driver has none.
+    fn cap(&self) -> Option<QpCap>;
 }
 
 /// A memory region's driver state, with the driver's type erased once (it is only dropped).
@@ -606,6 +615,10 @@ impl<T: DeviceOps> QpObject for Typed<T, T::Qp> {
 
     fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         optional_op!(T::HAS_POST_RECV, T::post_recv(&self.ops, &self.obj, wrs))
+    }
+
+    fn cap(&self) -> Option<QpCap> {
+        T::HAS_QP_CAP.then(|| T::qp_cap(&self.ops, &self.obj))
     }
 }
 

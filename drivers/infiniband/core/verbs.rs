@@ -423,6 +423,8 @@ pub struct Qp {
     srq: Option<Arc<Srq>>,
     qp_type: QpType,
     qp_num: u32,
+    /// The queue sizes as the driver made them.
+    cap: QpCap,
     state: kernel::sync::Arc<kernel::sync::Mutex<QpState>>,
     kern_name: KernName,
     /// The port a modify last set (0 before), C's `qp->port`.
@@ -482,7 +484,9 @@ impl Qp {
             kernel::new_mutex!(QpState::Reset, "ib_core::verbs::Qp::state"),
             GFP_KERNEL,
         )?;
+        let cap = new.qp.cap().unwrap_or(init.cap);
         let qp = Self {
+            cap,
             drv: new.qp,
             _counted: Counted::new(dev.arc(), ResType::Qp),
             pd: pd.clone(),
@@ -510,6 +514,12 @@ impl Qp {
     /// The module that created the QP.
     pub fn kern_name(&self) -> KernName {
         self.kern_name
+    }
+
+    /// The queue sizes as the driver made them (C's `ib_qp_init_attr.cap` after
+    /// `ib_create_qp`; what was asked for when the driver does not say).
+    pub fn cap(&self) -> QpCap {
+        self.cap
     }
 
     /// The port a modify last set, 0 before (C's `qp->port`).

@@ -49,7 +49,7 @@ pub mod send_flags {
     pub const SIGNALED: u32 = 1 << 1;
     /// Ask for a solicited event at the receiver.
     pub const SOLICITED: u32 = 1 << 2;
-    /// Copy the data into the work request.
+    /// Copy the data into the work request: the bytes are [`super::SendWr::inline_data`].
     pub const INLINE: u32 = 1 << 3;
 }
 
@@ -86,8 +86,15 @@ pub struct SendWr<'a> {
     pub wr_id: u64,
     /// Operation.
     pub opcode: SendOpcode,
-    /// Local memory.
+    /// Local memory (ignored when `send_flags` has [`send_flags::INLINE`]).
     pub sg_list: &'a [Sge],
+    /// The bytes of an inline send, in order: with [`send_flags::INLINE`] in `send_flags`, the
+    /// driver copies the concatenation of these slices into the work request at post time and
+    /// ignores `sg_list` (C passes inline data as `sg_list` entries whose `addr` is a kernel
+    /// virtual address; here it is borrowed memory, so no address is trusted). The consumer may
+    /// reuse the memory as soon as the post returns. A driver refuses (`EINVAL`) more bytes than
+    /// the QP's `max_inline_data`. Empty by default; without `INLINE` it is ignored.
+    pub inline_data: &'a [&'a [u8]],
     /// [`send_flags`] bits.
     pub send_flags: u32,
     /// Immediate data (with-immediate opcodes), as a number.
@@ -102,8 +109,6 @@ pub struct SendWr<'a> {
     pub swap: u64,
     /// UD QPs: the destination.
     pub ud: Option<UdWr<'a>>,
-    /// With [`send_flags::INLINE`]: the bytes copied into the work request (`sg_list` is then ignored).
-    pub inline_data: &'a [&'a [u8]],
 }
 
 /// A receive work request (`ib_recv_wr`).

@@ -10,11 +10,14 @@
 #     (the driver says so; the core keeps the state of the last modify, as C drivers do) and
 #     flushes the next receive; a wrong rkey gives RemAccessErr; after RESET and reconnect a
 #     SEND works again;
-#   - on objects of its own, freed at once: a UD datagram through an AH (with a GRH) into a QP
-#     receiving from an SRQ, whose armed limit fires once; that QP in error raises
-#     last-WQE-reached; fetch-and-add and compare-and-swap on an RC QP; CQs the core polls
+#   - the C twin's later phases (tools/verbs-twin), each on objects of its own freed at once:
+#     UD (1000 messages through an AH, 40-byte GRH area), SRQ (1000 messages, its limit armed
+#     once: one event), RC ring wrap-around (1000 messages, SQ/RQ 8, CQ 16, the sizes from
+#     Qp::cap and Cq::cqe), inline sends (1000 of 64 bytes, SendWr::inline_data), atomics
+#     (compare-and-swap and fetch-and-add, signalled and not), errors (RNR retries exhausted and
+#     flush, wrong lkey, wrong rkey on a read) with recovery through RESET; CQs the core polls
 #     (workqueue: `done` per completion, drain flushes what is outstanding; direct: nothing until
-#     `process_direct`, drain polls itself);
+#     `process_direct`, drain polls itself; a QP on an SRQ: drain waits for last-WQE-reached);
 #   - resource tracking lists the objects as C does (`rdma res show pd|cq|qp|mr`);
 #   - a device that unregisters under the client is removed from it first (its objects freed),
 #     then unregisters; a device that registers later is added; unloading the client frees
@@ -44,20 +47,30 @@ for dev in ibtest0 ibtest1; do
 	check_output "$dev: a wrong rkey gives RemAccessErr; after RESET and reconnect a SEND works again" \
 		"ib_verbs_client: $dev: bad rkey: RemAccessErr; after reset and reconnect: send Success, recv Success, data intact\$" dmesg
 done
+# The later phases are the C twin's (tools/verbs-twin), with the same lines; what differs from
+# mlx5_0 (mlx5ib-verbs) is the device's: the provider makes queues as asked (SRQ 16, SQ/RQ 8,
+# CQ 16, inline 64) and does atomics.
 for dev in ibtest0 ibtest1; do
-	check_output "$dev: a UD datagram with a GRH through an AH lands in an SRQ receive (GRH space, source QP, SL), the SRQ limit fires once" \
-		"ib_verbs_client: $dev: ud: send Send Success; recv Recv Success 296 bytes from qp 0x101 sl 3 grh yes; data intact; srq limit event\(s\) 1, limit now 0\$" dmesg
-	check_output "$dev: the SRQ's QP in error raises last-WQE-reached" \
-		"ib_verbs_client: $dev: srq: qp 0x102 in error: last wqe reached event\(s\) 1\$" dmesg
-	check_output "$dev: fetch-and-add and compare-and-swap with C's semantics" \
-		"ib_verbs_client: $dev: atomics: fetch-add FetchAdd Success 8 bytes old 5 now 8; cmp-swap CompSwap Success old 8 now 100; unequal cmp-swap old 100 now 100\$" dmesg
+	check_output "$dev: ud: 1000 messages through an AH, all intact behind the 40-byte GRH area" \
+		"ib_verbs_client: $dev: ud: 1000 messages of 256 bytes to own qp through an AH: 1000 sends completed, 1000 received intact with byte_len 296 \(40-byte GRH area first\), 0 failed completion\(s\)\$" dmesg
+	check_output "$dev: srq: 1000 messages through an SRQ, all intact; the limit armed once raises one event" \
+		"ib_verbs_client: $dev: srq: 1000 messages of 512 bytes through an SRQ of 16 asked \(driver: 16\): 1000 received intact, 125 send completion\(s\) \(1 in 8 signalled\), 0 failed completion\(s\); limit 4 armed once: 1 limit event\(s\)\$" dmesg
+	check_output "$dev: rc wrap: 1000 messages around rings of 8 (the QP's and CQ's sizes as the driver made them), 1 send in 8 signalled" \
+		"ib_verbs_client: $dev: rc wrap: 1000 messages of 512 bytes, sq 8 rq 8 cq 16 asked \(driver: sq 8 rq 8 cq 16\): 1000 received intact, 125 send completion\(s\) \(1 in 8 signalled\), 0 failed completion\(s\)\$" dmesg
+	check_output "$dev: inline: 1000 sends of 64 bytes from SendWr::inline_data, all intact" \
+		"ib_verbs_client: $dev: inline: 1000 sends of 64 bytes inline \(max_inline_data 64\): 1000 received intact, 125 send completion\(s\), 0 failed completion\(s\)\$" dmesg
+	check_output "$dev: atomics: compare-and-swap (equal and not) and fetch-and-add, signalled and not, with C's semantics" \
+		"ib_verbs_client: $dev: atomics: cas 0x1111->0x2222 CompSwap Success old 0x1111 mem 0x2222; cas 0x1111->0x3333 Success old 0x2222 mem 0x2222; fetch-add 0x10 FetchAdd Success old 0x2222 mem 0x2232; unsignalled fetch-add 1 then signalled fetch-add 1: Success old 0x2233 mem 0x2234, 0 more completion\(s\)\$" dmesg
+	check_output "$dev: errors: RNR retries exhausted then flush, wrong lkey, wrong rkey; recovery through RESET" \
+		"ib_verbs_client: $dev: errors: send without receive, rnr_retry 0: RnrRetryExcErr, next send WrFlushErr; wrong lkey: LocProtErr; rdma read with wrong rkey: RemAccessErr; after reset and reconnect: send Success, recv Success, data intact\$" dmesg
 	check_output "$dev: a CQ polled from a workqueue gives each completion to done; draining the QP flushes the outstanding receive to done, not the markers" \
-		"ib_verbs_client: $dev: polled cq Workqueue \(poll-ctx 1\): 2 done before drain; drain Ok\(\(\)\); then 1 flushed to done, 0 other\$" dmesg
+		"ib_verbs_client: $dev: polled cq Workqueue \(poll-ctx 1\): 2 done before drain; drained; then 1 flushed to done, 0 other\$" dmesg
 	check_output "$dev: a direct CQ is polled only when asked; its drain polls it itself" \
-		"ib_verbs_client: $dev: direct cq: 0 done before asked, process_direct 2 \(2 done\), drain Ok\(\(\)\), 0 flushed\$" dmesg
+		"ib_verbs_client: $dev: direct cq: 0 done before asked, process_direct 2 \(2 done\), drained, 0 flushed\$" dmesg
 	check_output "$dev: draining a QP on an SRQ waits for last-WQE-reached; the SRQ keeps its other receive" \
-		"ib_verbs_client: $dev: polled cq, qp on an srq: 2 done before drain; drain Ok\(\(\)\) after last wqe reached; 0 flushed\$" dmesg
+		"ib_verbs_client: $dev: polled cq, qp on an srq: 2 done before drain; drained, 1 last wqe reached event\(s\); 0 flushed\$" dmesg
 done
+check "no phase failed and no data was corrupt" sh -c '! dmesg | grep -E "ib_verbs_client: .*(failed: err|CORRUPT)"'
 check "no data path failure was logged" sh -c '! dmesg | grep "data path failed"'
 # Resource tracking lists the objects as C does (`rdma res show pd|cq|qp|mr`, netlink
 # RES_{PD,CQ,QP,MR}_GET dumps and doits): ids per device and type from 0 (QPs: their number),

@@ -24,8 +24,8 @@ use ib_core::{
     events::EventNotifier,
     ops::DmaMemory,
     verbs_types::{
-        AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver,
-        SrqAttr, SrqAttrField, SrqAttrMask,
+        AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
+        QpInitDriver, SrqAttr, SrqAttrField, SrqAttrMask,
     },
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
@@ -351,6 +351,10 @@ impl DeviceOps for Mlx5IbDevice {
         init: &QpInitDriver<'_, cq::Mlx5Cq, srq::Mlx5Srq>,
     ) -> Result<NewQp<qp::Mlx5Qp>> {
         qp::create(self.core.get(), &self.limits, pd.pdn, init)
+    }
+
+    fn qp_cap(&self, qp: &qp::Mlx5Qp) -> QpCap {
+        qp.cap()
     }
 
     fn modify_qp(&self, qp: &qp::Mlx5Qp, attr: &QpAttr, mask: QpAttrMask) -> Result {

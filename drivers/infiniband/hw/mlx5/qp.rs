@@ -18,8 +18,8 @@ use crate::wqe::{self, SendCtx, SEG, SEND_WQE_BB};
 use ib_core::{
     events::{EventNotifier, EventType},
     verbs_types::{
-        Access, AccessFlags, NewQp, QpAttr, QpAttrField as F, QpAttrMask, QpInitDriver, QpState,
-        QpType,
+        Access, AccessFlags, NewQp, QpAttr, QpAttrField as F, QpAttrMask, QpCap, QpInitDriver,
+        QpState, QpType,
     },
     wr::{PostError, RecvWr, SendWr},
 };
@@ -486,6 +486,18 @@ pub(crate) fn rc_opt_mask(cur: QpState, new: QpState) -> u32 {
 impl Mlx5Qp {
     fn qpn(&self) -> u32 {
         self.shared.qpn()
+    }
+
+    /// The queue sizes as made (what C's `mlx5_ib_query_qp` reports for a kernel QP).
+    pub(crate) fn cap(&self) -> QpCap {
+        let s = &*self.shared;
+        QpCap {
+            max_send_wr: s.sqs.max_post,
+            max_recv_wr: s.rqs.wqe_cnt,
+            max_send_sge: s.sqs.max_gs,
+            max_recv_sge: s.rqs.max_gs,
+            max_inline_data: s.sqs.max_inline,
+        }
     }
 
     /// The QP context of a modify from `cur` to `new` (C's `__mlx5_ib_modify_qp` for an RC or

@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The many-message phases, as the C twin's: 1000 messages each, posted in batches of
+//! [`BATCH`] receives and sends and checked one by one (status, length, source, bytes) —
+//! UD through an address handle (the 40-byte GRH area first), RC receiving from an SRQ (its
+//! limit armed once), RC around small rings (the driver's sizes printed) and RC with inline
+//! sends. Each phase has objects of its own, freed before it returns; one line each.
+
+use super::env::{connect_rc, fill_at, holds_at, message, Env};
+use ib_core::{
+    device::IbDevice,
+    dma_buffer::DmaBuffer,
+    verbs::{
+        Access, AccessFlags, Ah, AhAttr, EventHandler, EventType, Qp, QpAttr, QpAttrField as F,
+        QpCap, QpInit, QpState, QpType, Srq, SrqAttr, SrqAttrField,
+    },
+    wr::{send_flags, RecvWr, SendOpcode, SendWr, UdWr, WcOpcode, WcStatus, WorkCompletion},
+};
+use kernel::{
+    prelude::*,
+    str::BStr,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc,
+    },
+    time::{delay::fsleep, Delta},
+};
+
+/// Messages per phase.
+const MANY: usize = 1000;
+/// Receives and sends posted before the completions are collected.
+const BATCH: usize = 8;
+/// Bytes of the GRH area at the start of a UD receive.
+const GRH: u32 = 40;
+/// Zeros, to clear a receive slot.
+static ZERO: [u8; 1024] = [0; 1024];
+
+/// What the completions of a phase said.
+#[derive(Default)]
+struct Tally {
+    /// Receives with the expected length, source and bytes.
+    intact: u32,
+    /// Completions that were not successful.
+    failed: u32,
+    /// Successful send completions.
+    sends: u32,
+}
+
+impl Tally {
+    /// Counts `wcs`: receive `wr_id` landed in slot `wr_id % BATCH` of `rx` (`slot` bytes each)
+    /// at `off`, `len` bytes of the message of seed `wr_id`, with byte_len `blen` and (UD,
+    /// `src` not 0) from QP `src`.
+    #[allow(clippy::too_many_arguments)]
+    fn count(
+        &mut self,
+        rx: &DmaBuffer,
+        wcs: &[WorkCompletion],
+        slot: usize,
+        off: usize,
+        len: usize,
+        blen: u32,
+        src: u32,
+    ) -> Result {
+        for wc in wcs {
+            if wc.status != WcStatus::Success {
+                self.failed += 1;
+                continue;
+            }
+            if !matches!(wc.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm) {
+                self.sends += 1;
+                continue;
+            }
+            // `wr_id` is the sample's own, below MANY; the slot stays inside rx.
+            let id = wc.wr_id as usize;
+            if wc.byte_len == blen
+                && (src == 0 || wc.src_qp == src)
+                && holds_at(rx, (id % BATCH) * slot + off, len, id as u8)?
+            {
+                self.intact += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Counts the events of `kind` it is given.
+fn counter(kind: EventType) -> Result<(Arc<Atomic<u32>>, EventHandler)> {
+    let count = Arc::new(Atomic::new(0u32), GFP_KERNEL)?;
+    let c = count.clone();
+    let handler: EventHandler = KBox::new(
+        move |e: EventType| {
+            if e == kind {
+                c.fetch_add(1, Relaxed);
+            }
+        },
+        GFP_KERNEL,
+    )?;
+    Ok((count, handler))
+}
+
+/// UD: 1000 messages of 256 bytes to the QP itself through an address handle.
+pub(crate) fn ud(dev: &Arc<IbDevice>, name: &BStr) -> Result {
+    const LEN: usize = 256;
+    const SLOT: usize = 512;
+    const QKEY: u32 = 0x1111_1111;
+    let e = Env::create(dev, 64, BATCH * SLOT, Access::LocalWrite.into())?;
+    let qp = Qp::create(
+        &e.pd,
+        QpInit {
+            qp_type: QpType::Ud,
+            send_cq: e.cq.clone(),
+            recv_cq: e.cq.clone(),
+            cap: QpCap {
+                max_send_wr: 16,
+                max_recv_wr: 16,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            sq_sig_all: true,
+            kern_name: ib_core::kern_name!(),
+            srq: None,
+            event_handler: None,
+        },
+    )?;
+    let init = QpAttr {
+        qp_state: QpState::Init,
+        port_num: 1,
+        qkey: QKEY,
+        ..QpAttr::default()
+    };
+    qp.modify(&init, F::State | F::Port | F::PkeyIndex | F::Qkey)?;
+    let rtr = QpAttr {
+        qp_state: QpState::Rtr,
+        ..QpAttr::default()
+    };
+    qp.modify(&rtr, F::State.into())?;
+    let rts = QpAttr {
+        qp_state: QpState::Rts,
+        sq_psn: 0x1234,
+        ..QpAttr::default()
+    };
+    qp.modify(&rts, F::State | F::SqPsn)?;
+    let ah = Ah::create(
+        &e.pd,
+        &AhAttr {
+            dlid: e.lid,
+            port_num: 1,
+            ..AhAttr::default()
+        },
+    )?;
+    let mut ty = Tally::default();
+    for i in (0..MANY).step_by(BATCH) {
+        for j in i..i + BATCH {
+            let o = (j % BATCH) * SLOT;
+            fill_at(&e.tx, o, LEN, j as u8)?;
+            e.rx.write(o, &ZERO[..SLOT])?;
+            let rs = [e.rx.sge(o, GRH + LEN as u32, e.mr.lkey())?];
+            qp.post_recv(&[RecvWr {
+                wr_id: j as u64,
+                sg_list: &rs,
+            }])?;
+            let ss = [e.tx.sge(o, LEN as u32, e.mr.lkey())?];
+            qp.post_send(&[SendWr {
+                wr_id: j as u64,
+                opcode: SendOpcode::Send,
+                sg_list: &ss,
+                send_flags: send_flags::SIGNALED,
+                ud: Some(UdWr {
+                    ah: &ah,
+                    remote_qpn: qp.qp_num(),
+                    remote_qkey: QKEY,
+                }),
+                ..SendWr::default()
+            }])?;
+        }
+        let wcs = e.collect(2 * BATCH)?;
+        ty.count(
+            &e.rx,
+            &wcs,
+            SLOT,
+            GRH as usize,
+            LEN,
+            GRH + LEN as u32,
+            qp.qp_num(),
+        )?;
+    }
+    pr_info!(
+        "{name}: ud: {MANY} messages of {LEN} bytes to own qp through an AH: {} sends completed, {} received intact with byte_len {} (40-byte GRH area first), {} failed completion(s)\n",
+        ty.sends,
+        ty.intact,
+        GRH + LEN as u32,
+        ty.failed
+    );
+    Ok(())
+}
+
+/// RC, 1000 messages of `len` bytes to itself in batches of [`BATCH`], only the last send of
+/// each batch signalled; receives from the QP's RQ or from `srq`; sends inline when `inline`.
+fn rc_many(e: &Env, qp: &Qp, srq: Option<&Srq>, len: usize, inline: bool) -> Result<Tally> {
+    const SLOT: usize = 1024;
+    let mut ty = Tally::default();
+    for i in (0..MANY).step_by(BATCH) {
+        for j in i..i + BATCH {
+            let o = (j % BATCH) * SLOT;
+            e.rx.write(o, &ZERO[..SLOT])?;
+            let rs = [e.rx.sge(o, SLOT as u32, e.mr.lkey())?];
+            let rwr = [RecvWr {
+                wr_id: j as u64,
+                sg_list: &rs,
+            }];
+            match srq {
+                Some(srq) => srq.post_recv(&rwr)?,
+                None => qp.post_recv(&rwr)?,
+            }
+            let flags = if j == i + BATCH - 1 {
+                send_flags::SIGNALED
+            } else {
+                0
+            };
+            if inline {
+                // The bytes come from ordinary kernel memory, never mapped for the device.
+                let src = message(len, j as u8)?;
+                let parts = [&src[..]];
+                qp.post_send(&[SendWr {
+                    wr_id: j as u64,
+                    opcode: SendOpcode::Send,
+                    send_flags: flags | send_flags::INLINE,
+                    inline_data: &parts,
+                    ..SendWr::default()
+                }])?;
+            } else {
+                fill_at(&e.tx, o, len, j as u8)?;
+                let ss = [e.tx.sge(o, len as u32, e.mr.lkey())?];
+                qp.post_send(&[SendWr {
+                    wr_id: j as u64,
+                    opcode: SendOpcode::Send,
+                    sg_list: &ss,
+                    send_flags: flags,
+                    ..SendWr::default()
+                }])?;
+            }
+        }
+        let wcs = e.collect(BATCH + 1)?;
+        ty.count(&e.rx, &wcs, SLOT, 0, len, len as u32, 0)?;
+    }
+    Ok(ty)
+}
+
+/// SRQ: 1000 messages into an RC QP whose receives come from an SRQ of 16, armed once with
+/// limit 4 before the first receive is posted (one limit event: arming again is the
+/// consumer's job).
+pub(crate) fn srq(dev: &Arc<IbDevice>, name: &BStr) -> Result {
+    let e = Env::create(dev, 64, BATCH * 1024, Access::LocalWrite.into())?;
+    let (limits, on_limit) = counter(EventType::SrqLimitReached)?;
+    let srq = Srq::create(
+        &e.pd,
+        &SrqAttr {
+            max_wr: 16,
+            max_sge: 1,
+            srq_limit: 0,
+        },
+        Some(on_limit),
+    )?;
+    // What the driver made of the 16 asked (C updates the attributes `ib_create_srq` got).
+    let made = srq.query()?.max_wr;
+    let qp = e.rc_qp(16, 0, 0, Some(srq.clone()))?;
+    connect_rc(&qp, e.lid, qp.qp_num(), AccessFlags::empty(), 7)?;
+    srq.modify(
+        &SrqAttr {
+            srq_limit: 4,
+            ..SrqAttr::default()
+        },
+        SrqAttrField::Limit.into(),
+    )?;
+    let ty = rc_many(&e, &qp, Some(&srq), 512, false)?;
+    // The event may be handled after the completions were polled (1 s at most).
+    for _ in 0..100 {
+        if limits.load(Relaxed) != 0 {
+            break;
+        }
+        fsleep(Delta::from_millis(10));
+    }
+    pr_info!(
+        "{name}: srq: {MANY} messages of 512 bytes through an SRQ of 16 asked (driver: {made}): {} received intact, {} send completion(s) (1 in {BATCH} signalled), {} failed completion(s); limit 4 armed once: {} limit event(s)\n",
+        ty.intact,
+        ty.sends,
+        ty.failed,
+        limits.load(Relaxed)
+    );
+    Ok(())
+}
+
+/// RC ring wrap-around: 1000 messages through an SQ and an RQ of 8 and a CQ of 16 (as asked;
+/// the line says what the driver made of them), or the same with 64-byte inline sends.
+pub(crate) fn wrap(dev: &Arc<IbDevice>, name: &BStr, inline: bool) -> Result {
+    let len = if inline { 64 } else { 512 };
+    let e = Env::create(dev, 16, BATCH * 1024, Access::LocalWrite.into())?;
+    let qp = e.rc_qp(8, 8, if inline { 64 } else { 0 }, None)?;
+    connect_rc(&qp, e.lid, qp.qp_num(), AccessFlags::empty(), 7)?;
+    let ty = rc_many(&e, &qp, None, len, inline)?;
+    let cap = qp.cap();
+    if inline {
+        pr_info!(
+            "{name}: inline: {MANY} sends of {len} bytes inline (max_inline_data {}): {} received intact, {} send completion(s), {} failed completion(s)\n",
+            cap.max_inline_data,
+            ty.intact,
+            ty.sends,
+            ty.failed
+        );
+    } else {
+        pr_info!(
+            "{name}: rc wrap: {MANY} messages of {len} bytes, sq 8 rq 8 cq 16 asked (driver: sq {} rq {} cq {}): {} received intact, {} send completion(s) (1 in {BATCH} signalled), {} failed completion(s)\n",
+            cap.max_send_wr,
+            cap.max_recv_wr,
+            e.cq.cqe(),
+            ty.intact,
+            ty.sends,
+            ty.failed
+        );
+    }
+    Ok(())
+}
