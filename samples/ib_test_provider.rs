@@ -269,8 +269,9 @@ impl DeviceOps for SoftDevice {
 
     fn modify_qp(&self, qp: &Arc<SoftQp>, attr: &QpAttr, mask: QpAttrMask) -> Result {
         use QpAttrField as F;
-        let state = {
+        let (state, was) = {
             let mut cur = qp.attr.lock();
+            let was = cur.qp_state;
             let m = |field: F| mask.contains(field);
             if m(F::State) {
                 cur.qp_state = attr.qp_state;
@@ -320,10 +321,10 @@ impl DeviceOps for SoftDevice {
             if m(F::MaxDestRdAtomic) {
                 cur.max_dest_rd_atomic = attr.max_dest_rd_atomic;
             }
-            cur.qp_state
+            (cur.qp_state, was)
         };
         if mask.contains(F::State) {
-            qp.state_changed(state);
+            qp.state_changed(state, was);
             qp.report_last_wqe();
         }
         Ok(())

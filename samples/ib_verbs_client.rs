@@ -11,10 +11,10 @@
 //!   at the sender, the QP in error, later requests flushed), an RDMA write with a wrong rkey
 //!   (`RemAccessErr`); after each, RESET and reconnect, and a SEND works again.
 //!
-//! Then, on objects of its own freed at once (`ud_srq_atomics.rs`): a UD datagram through an
-//! address handle into a QP receiving from an SRQ (its limit event), that QP's last-WQE event,
-//! and fetch-and-add and compare-and-swap on an RC QP; CQs the core polls (workqueue and
-//! direct) with draining (`polled_cq.rs`).
+//! Then the C twin's later phases (`tools/verbs-twin`), in its order and with its lines, each on
+//! objects of its own freed at once: UD, SRQ, RC ring wrap-around and inline sends with 1000
+//! messages each (`many.rs`), atomics (`atomics.rs`), errors with recovery (`errors.rs`), and
+//! CQs the core polls with draining (`polled_cq.rs`); `env.rs` holds what they share.
 //!
 //! It frees everything when the device or the client goes away. It keeps the QP, the MR and the
 //! buffers: they keep the PD, the CQ and the device alive.

@@ -1112,10 +1112,11 @@ impl SoftQp {
         }
     }
 
-    /// After a modify: RESET forgets the queues, ERR flushes them. The events of a flush are
+    /// After a modify from `was`: RESET forgets the queues, ERR flushes them (and, entered from
+    /// another state with an SRQ, makes last-WQE-reached due: once, as a device raises it). The events of a flush are
     /// reported at the next post (as `ib_drain_qp`'s marker requests do), not here: the core
     /// holds the QP while it modifies it, and a handler could modify it too.
-    pub(crate) fn state_changed(&self, state: QpState) {
+    pub(crate) fn state_changed(&self, state: QpState, was: QpState) {
         match state {
             QpState::Reset => {
                 let mut q = self.queues.lock();
@@ -1124,7 +1125,7 @@ impl SoftQp {
             }
             QpState::Err => {
                 self.flush();
-                if self.srq.is_some() {
+                if self.srq.is_some() && was != QpState::Err {
                     self.last_wqe_due.store(true, Relaxed);
                 }
             }

@@ -107,6 +107,8 @@ def scenarios():
         name, stacks = line.split(":", 1)
         if name.strip().startswith("bench-"):
             continue  # benchmarks run under `make bench`, not as tests
+        if name.strip().startswith("selfcheck-"):
+            continue  # runs that must fail, run by harness_selfcheck
         for stack in stacks.split():
             yield name.strip(), stack
 
@@ -137,6 +139,16 @@ def harness_selfcheck(tally, harness_args):
         print(f"  outside the header, ignored: {line}", flush=True)
     tally.add("harness: every scenario key line is in the header it is read from", int(not stray),
               int(bool(stray)))
+
+    print("== harness: a planted kernel warning fails the run", flush=True)
+    p = subprocess.run([sys.executable, str(HARNESS), "run", "--scenario", "selfcheck-planted-report",
+                        "--stack", "rust", *harness_args], capture_output=True, text=True)
+    out = p.stdout + p.stderr
+    failed_line = [l for l in out.splitlines() if "[FAIL]" in l and "guest kernel log has no warning" in l]
+    ok = (p.returncode != 0 and len(failed_line) == 1 and "planted/by/the/harness-selfcheck" in out
+          and re.search(r"RESULT selfcheck-planted-report \(rust\): \d+ passed, 1 failed", out) is not None)
+    print("\n".join(l for l in out.splitlines() if "[" in l or "RESULT" in l)[-3000:], flush=True)
+    tally.add("harness: a warning planted in the guest kernel log fails the run", int(ok), int(not ok))
 
     print("== harness: unknown scenario is refused", flush=True)
     p = subprocess.run([sys.executable, str(HARNESS), "run", "--scenario", "nonexistent", *harness_args],

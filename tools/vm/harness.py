@@ -104,6 +104,22 @@ class KtapResult:
     diagnostics: list[str] = field(default_factory=list)
 
 
+# A kernel log line (timestamped) that is a report of the kernel's bug detectors: a warning, a
+# BUG or oops, lockdep, RCU, UBSAN, KASAN, kmemleak, a hung task, a soft or hard lockup, an RCU
+# stall. Any such line fails the run (the host check below), whether or not the scenario ends
+# with dmesg_clean.
+KERNEL_LINE = re.compile(r"^\[\s*\d+\.\d+\] ")
+KERNEL_REPORT = re.compile(
+    r"WARNING:|BUG:|Oops|Call Trace:|general protection|possible (circular|recursive) locking"
+    r"|suspicious RCU|UBSAN|KASAN|kmemleak: \d+ new suspected|blocked for more than \d+ seconds"
+    r"|soft lockup|hard LOCKUP|detected stall")
+
+
+def kernel_reports(lines: list[str]) -> list[str]:
+    """The guest kernel's bug-detector reports in a console log (see KERNEL_REPORT)."""
+    return [l for l in lines if KERNEL_LINE.match(l) and KERNEL_REPORT.search(l)]
+
+
 def parse_ktap(lines: list[str]) -> tuple[list[KtapResult], int | None]:
     """Parses KTAP (nested subtests indented by 4 spaces). Returns the results and the top-level
     plan count if one was seen. Lines that are not KTAP are ignored."""
@@ -830,6 +846,13 @@ def report_vm(vm: Vm, label: str, path: Path) -> tuple[int, int]:
             print(f"         | {d}")
     for r in cases:
         print(f"  [{'ok' if r.ok else 'FAIL':>4}]   {who}kunit case {r.name}")
+    reports = kernel_reports(lines)
+    name = "host: the guest kernel log has no warning, oops, lockdep, KASAN, kmemleak, hung-task or lockup report"
+    top.append(KtapResult(not reports, len(top) + 1, name, 0, reports[:20]))
+    leaves.append(top[-1])
+    print(f"  [{'ok' if not reports else 'FAIL':>4}] {who}{name}")
+    for d in reports[:20]:
+        print(f"         | {d}")
     commands = vm.workdir / "commands.txt"
     report = commands.read_text() if commands.exists() else ""
     for pattern in scenario_host_checks(path):
