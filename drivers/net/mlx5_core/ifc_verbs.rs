@@ -2,15 +2,33 @@
 
 //! Firmware layouts and commands of the kernel verbs objects (for `mlx5_ib`): protection
 //! domains (ALLOC_PD/DEALLOC_PD), memory keys (CREATE_MKEY/DESTROY_MKEY with the mkey context),
-//! completion queues (CREATE_CQ/DESTROY_CQ with the CQ context) and queue pairs (CREATE_QP, the
-//! state transitions, QUERY_QP, DESTROY_QP with the QP context).
+//! completion queues (CREATE_CQ/DESTROY_CQ with the CQ context), queue pairs (CREATE_QP, the
+//! state transitions, QUERY_QP, DESTROY_QP with the QP context) and the receive memory pools
+//! C's `mlx5_ib` makes kernel SRQs of (CREATE_RMP/MODIFY_RMP/DESTROY_RMP with the RMP context
+//! and its linked-list work queue).
 //!
 //! Offsets are bits from the start of the command's input or output, as `mlx5_ifc.h` puts them
 //! (`tools/dev/ifc_layout.py` prints them). The page lists that follow CREATE_CQ's and
 //! CREATE_QP's fixed part (`pas`, at byte 0x110) are passed as the command's variable part.
 
 use crate::ifc::{layout, Command, OutHeader};
-use crate::status::op;
+
+/// Command opcodes: mlx5_core's, and the RMP commands only `mlx5_ib` issues.
+mod op {
+    pub(crate) use crate::status::op::*;
+    /// `MLX5_CMD_OP_CREATE_RMP`.
+    pub(crate) const CREATE_RMP: u16 = 0x90c;
+    /// `MLX5_CMD_OP_MODIFY_RMP`.
+    pub(crate) const MODIFY_RMP: u16 = 0x90d;
+    /// `MLX5_CMD_OP_DESTROY_RMP`.
+    pub(crate) const DESTROY_RMP: u16 = 0x90e;
+}
+
+/// `MLX5_RMPC_STATE_RDY`: an RMP that takes messages.
+pub const RMPC_STATE_RDY: u64 = 1;
+
+/// `qpc.rq_type` of a QP that receives from an SRQ (`MLX5_SRQ_RQ`).
+pub const RQ_TYPE_SRQ: u64 = 1;
 
 /// Byte offset of the page list (`pas`) in CREATE_CQ's and CREATE_QP's input.
 pub const PAS_OFFSET: usize = 0x110;
@@ -20,6 +38,9 @@ pub const MKC_ACCESS_MODE_PA: u64 = 0;
 
 /// `MLX5_QP_ST_RC`: the reliable-connected service type in `qpc.st`.
 pub const QP_ST_RC: u64 = 0;
+
+/// `MLX5_QP_ST_UD`: the unreliable-datagram service type in `qpc.st`.
+pub const QP_ST_UD: u64 = 2;
 
 /// `MLX5_QP_PM_MIGRATED` in `qpc.pm_state`.
 pub const QP_PM_MIGRATED: u64 = 3;
@@ -193,6 +214,36 @@ layout! {
     pub output CreateQpOut[16] {
         qpn: 0x48, 24;
     }
+    /// CREATE_RMP's input: the RMP context at byte 0x20, its work queue (`wq`) at byte 0x50;
+    /// the page list (at byte 0x110) is the variable part.
+    pub input CreateRmpIn[0x110] {
+        state: 0x108, 4;
+        wq_type: 0x280, 4;
+        page_offset: 0x2ab, 5;
+        lwm: 0x2b0, 16;
+        pd: 0x2c8, 24;
+        dbr_addr: 0x300, 64;
+        log_wq_stride: 0x38c, 4;
+        log_wq_pg_sz: 0x393, 5;
+        log_wq_sz: 0x39b, 5;
+    }
+    /// CREATE_RMP's output.
+    pub output CreateRmpOut[16] {
+        rmpn: 0x48, 24;
+    }
+    /// MODIFY_RMP's input: the RMP, its state, the field-select bit of the limit and the
+    /// context's limit (`wq.lwm`).
+    pub input ModifyRmpIn[0x110] {
+        rmp_state: 0x40, 4;
+        rmpn: 0x48, 24;
+        bitmask_lwm: 0xbf, 1;
+        state: 0x108, 4;
+        lwm: 0x2b0, 16;
+    }
+    /// DESTROY_RMP's input.
+    pub input DestroyRmpIn[16] {
+        rmpn: 0x48, 24;
+    }
     /// The input of the commands that only name a QP (DESTROY_QP, 2ERR_QP, 2RST_QP, QUERY_QP).
     pub input QpNumIn[16] {
         qpn: 0x48, 24;
@@ -251,6 +302,12 @@ crate::ifc::commands! {
     QueryQp: QUERY_QP, QpNumIn => QueryQpOut, out_len = 0x1d0;
     /// DESTROY_QP.
     DestroyQp: DESTROY_QP, QpNumIn => OutHeader;
+    /// CREATE_RMP (the page list is the variable part).
+    CreateRmp: CREATE_RMP, CreateRmpIn => CreateRmpOut;
+    /// MODIFY_RMP.
+    ModifyRmp: MODIFY_RMP, ModifyRmpIn => OutHeader;
+    /// DESTROY_RMP.
+    DestroyRmp: DESTROY_RMP, DestroyRmpIn => OutHeader;
 }
 
 #[kernel::macros::kunit_tests(rdma_rs_mlx5_ifc_verbs)]
@@ -310,6 +367,39 @@ mod tests {
         assert_eq!(get_bits(b, 0x168, 24), 0x123);
         // The widest value refused: log_sq_size is 4 bits.
         assert_eq!(q.set_log_sq_size(16), Err(EINVAL));
+        Ok(())
+    }
+
+    #[test]
+    fn rmp_context_as_mlx5_ifc() -> Result {
+        // The RMP's state at byte 0x21, its WQ at byte 0x50: lwm at 0x56, pd at 0x59, the
+        // doorbell record at 0x60, the stride and size at 0x71 and 0x73.
+        let c = CreateRmpIn::new()
+            .state(RMPC_STATE_RDY)?
+            .lwm(4)?
+            .pd(0x12)?
+            .dbr_addr(0xabc0)?
+            .log_wq_stride(6)?
+            .log_wq_sz(5)?;
+        let b = c.as_bytes();
+        assert_eq!(b[0x21], 0x10);
+        assert_eq!(&b[0x56..0x58], &[0, 4]);
+        assert_eq!(&b[0x58..0x5c], &[0, 0, 0, 0x12]);
+        assert_eq!(&b[0x60..0x68], &0xabc0u64.to_be_bytes());
+        assert_eq!((b[0x71], b[0x73]), (6, 5));
+        let m = ModifyRmpIn::new()
+            .rmp_state(RMPC_STATE_RDY)?
+            .rmpn(0x33)?
+            .bitmask_lwm(1)?
+            .lwm(2)?;
+        let b = m.as_bytes();
+        assert_eq!(&b[0x08..0x0c], &[0x10, 0, 0, 0x33]);
+        assert_eq!(b[0x17], 1);
+        assert_eq!(&b[0x56..0x58], &[0, 2]);
+        assert_eq!(
+            (CreateRmp::OPCODE, ModifyRmp::OPCODE, DestroyRmp::OPCODE),
+            (0x90c, 0x90d, 0x90e)
+        );
         Ok(())
     }
 

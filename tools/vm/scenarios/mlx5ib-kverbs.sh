@@ -17,18 +17,20 @@
 #   - a wrong rkey: RemAccessErr; after RESET and reconnect a SEND works again;
 #   - the client's later phases, the C twin's (tools/verbs-twin; mlx5ib-verbs checks the lines C
 #     prints on mlx5_0), with the twin's lines where the Rust stack prints them already:
-#     RC ring wrap-around (1000 messages, SQ/RQ 8, CQ 16, 1 send in 8 signalled; the sizes the
-#     driver made by regex: C says sq 10 rq 8 cq 31, the Rust mlx5_ib does not report its sizes
-#     yet (no `cq_size`/`qp_cap`), so Rust prints what was asked, sq 8 rq 8 cq 16); atomics
+#     UD (1000 datagrams to the QP itself through an AH, byte_len 296 with the 40-byte GRH
+#     area), SRQ (1000 messages through an SRQ (an RMP) of 16 asked, 31 made; its limit armed
+#     once: one event), RC ring wrap-around (1000 messages, SQ/RQ 8, CQ 16, 1 send in 8
+#     signalled; the driver made sq 10 rq 8 cq 31, as C), inline sends (1000 of 64 bytes,
+#     max_inline_data 120 as C) (the C lines); atomics
 #     refused with EOPNOTSUPP as C's mlx5_ib does (the C line); errors (RNR retries exhausted and
 #     the flush after, wrong lkey, wrong rkey on a read, recovery through RESET: the C line);
 #     CQs the core polls: from its workqueue (the SEND and one receive done before the drain, the
 #     other receive flushed to the done callback) and directly (nothing done until the consumer
-#     asks, then both) (the C lines);
-#     not printed yet by Rust (mlx5_ib has no UD QPs, SRQs, AHs or inline sends yet: worker
-#     mlx5-ud-srq): the twin's `ud: ...` (Rust: `ud phase failed: err -95`), `srq: ...` (`srq
-#     phase failed: err -95`), `inline: ...` (`inline phase failed: err -22`) and `polled cq,
-#     qp on an srq: ...` (`polled cq phase failed: err -95`) lines; no other phase may fail;
+#     asks, then both) (the C lines); a QP on an SRQ with a polled CQ: both completions done
+#     before the drain, which waits for last-WQE-reached: cx-model raises none (C waits its
+#     60 s too and prints `drained, 0 last wqe reached event(s)`), ib_core's drain returns
+#     ETIMEDOUT after its wait, so Rust prints `drain failed: err -110` there: the only phase
+#     line that may say `failed`;
 #   - unloading the client releases everything (DESTROY_QP, DESTROY_MKEY, DESTROY_CQ,
 #     DEALLOC_PD); loaded again, it runs the whole sequence again; unloading mlx5_ib under it
 #     unregisters mlx5_0, which removes it from the client first (its objects released while
@@ -54,8 +56,14 @@ check_output "mlx5_0: a short receive fails both sides, the QP goes to error, th
 	"$v: short receive: recv LocLenErr, send RemInvReqErr, next recv Some\\(WrFlushErr\\); core says Rts, driver says Err\$" dmesg
 check_output "mlx5_0: a wrong rkey gives RemAccessErr; after RESET and reconnect a SEND works again" \
 	"$v: bad rkey: RemAccessErr; after reset and reconnect: send Success, recv Success, data intact\$" dmesg
-check_output "mlx5_0: rc wrap: 1000 messages around rings of 8 and a CQ of 16, 1 send in 8 signalled (the driver's sizes by regex)" \
-	"$v: rc wrap: 1000 messages of 512 bytes, sq 8 rq 8 cq 16 asked \\(driver: sq [0-9]+ rq [0-9]+ cq [0-9]+\\): 1000 received intact, 125 send completion\\(s\\) \\(1 in 8 signalled\\), 0 failed completion\\(s\\)\$" dmesg
+check_output "mlx5_0: ud: 1000 messages through an AH, all intact behind the 40-byte GRH area (the C line)" \
+	"$v: ud: 1000 messages of 256 bytes to own qp through an AH: 1000 sends completed, 1000 received intact with byte_len 296 \\(40-byte GRH area first\\), 0 failed completion\\(s\\)\$" dmesg
+check_output "mlx5_0: srq: 1000 messages through an SRQ (16 asked, 31 made), the limit armed once raises one event (the C line)" \
+	"$v: srq: 1000 messages of 512 bytes through an SRQ of 16 asked \\(driver: 31\\): 1000 received intact, 125 send completion\\(s\\) \\(1 in 8 signalled\\), 0 failed completion\\(s\\); limit 4 armed once: 1 limit event\\(s\\)\$" dmesg
+check_output "mlx5_0: rc wrap: 1000 messages around rings of 8 and a CQ of 16, 1 send in 8 signalled, sizes as C made them (the C line)" \
+	"$v: rc wrap: 1000 messages of 512 bytes, sq 8 rq 8 cq 16 asked \\(driver: sq 10 rq 8 cq 31\\): 1000 received intact, 125 send completion\\(s\\) \\(1 in 8 signalled\\), 0 failed completion\\(s\\)\$" dmesg
+check_output "mlx5_0: inline: 1000 inline sends, max_inline_data 120 as C (the C line)" \
+	"$v: inline: 1000 sends of 64 bytes inline \\(max_inline_data 120\\): 1000 received intact, 125 send completion\\(s\\), 0 failed completion\\(s\\)\$" dmesg
 check_output "mlx5_0: atomics: as C mlx5_ib, post_send refuses both on a kernel QP and memory stays" \
 	"$v: atomics: post_send refuses compare-and-swap \\(err -95\\) and fetch-and-add \\(err -95\\) on a kernel QP; memory 0x1111 untouched\$" dmesg
 check_output "mlx5_0: errors: RNR retries exhausted then flush, wrong lkey, wrong rkey; recovery through RESET" \
@@ -64,8 +72,10 @@ check_output "mlx5_0: a CQ polled from the core's workqueue: done callbacks, the
 	"$v: polled cq Workqueue \\(poll-ctx 1\\): 2 done before drain; drained; then 1 flushed to done, 0 other\$" dmesg
 check_output "mlx5_0: a CQ polled directly: nothing until asked, then both, the drain flushes nothing" \
 	"$v: direct cq: 0 done before asked, process_direct 2 \\(2 done\\), drained, 0 flushed\$" dmesg
-check "mlx5_0: no phase failed but those mlx5_ib cannot do yet (UD, SRQ, inline), and no data was corrupt" \
-	sh -c '! dmesg | grep -E "ib_verbs_client: .*(failed: err|CORRUPT)" | grep -vE "ib_verbs_client: mlx5_0: (ud|srq|inline|polled cq) phase failed: err -(95|22)\$"'
+check_output "mlx5_0: a QP on an SRQ with a polled CQ: both done before the drain; no last-WQE-reached on cx-model, the drain times out; the SRQ keeps its other receive" \
+	"$v: polled cq, qp on an srq: 2 done before drain; drain failed: err -110, 0 last wqe reached event\\(s\\); 0 flushed\$" dmesg
+check "mlx5_0: no phase failed but that drain, and no data was corrupt" \
+	sh -c '! dmesg | grep -E "ib_verbs_client: .*(failed: err|CORRUPT)" | grep -vE "ib_verbs_client: mlx5_0: polled cq, qp on an srq: 2 done before drain; drain failed: err -110, "'
 check "no data path failure was logged" sh -c '! dmesg | grep "data path failed"'
 check "the client unloads" rmmod ib_verbs_client
 check_output "unloading the client released mlx5_0's objects" \

@@ -227,6 +227,11 @@ impl CqShared {
         self.cqn.load(Relaxed)
     }
 
+    /// Entries of the CQ's ring.
+    pub(crate) fn entries(&self) -> u32 {
+        self.entries
+    }
+
     /// Adds a QP to the CQ's table (a QP using the CQ for both queues is added once).
     pub(crate) fn add_qp(&self, qpn: u32, qp: &Arc<QpShared>) -> Result {
         let mut inner = self.inner.lock();
@@ -240,8 +245,9 @@ impl CqShared {
     /// Removes a QP from the CQ's table and drops its CQEs still in the ring.
     pub(crate) fn remove_qp(&self, qpn: u32) {
         let mut inner = self.inner.lock();
-        inner.qps.retain(|(n, _)| *n != qpn);
+        // Clean first: the QP's entry finds the SRQ of its dropped receives.
         self.clean_locked(&mut inner, qpn);
+        inner.qps.retain(|(n, _)| *n != qpn);
     }
 
     /// Drops the CQEs of QP `qpn` still in the ring (C's `__mlx5_ib_cq_clean`).
@@ -268,6 +274,11 @@ impl CqShared {
             }
         }
         mb(Read);
+        let srq = inner
+            .qps
+            .iter()
+            .find(|(q, _)| *q == qpn)
+            .map(|(_, qp)| qp.clone());
         let mut freed = 0u32;
         let mut raw = [0u8; CQE_SIZE];
         while prod != ci {
@@ -276,7 +287,14 @@ impl CqShared {
             if self.buf.read(off, &mut raw).is_err() {
                 return;
             }
-            if cqe::decode(&raw).qpn == qpn {
+            let c = cqe::decode(&raw);
+            if c.qpn == qpn {
+                // A dropped receive of an SRQ gives its WQE back (C's `__mlx5_ib_cq_clean`).
+                if let Some(srq) = srq.as_ref().and_then(|q| q.srq()) {
+                    if !matches!(c.opcode, op::REQ | op::REQ_ERR) {
+                        srq.free(c.wqe_counter);
+                    }
+                }
                 freed += 1;
             } else if freed != 0 {
                 let dest = (prod.wrapping_add(freed) & (self.entries - 1)) as usize * CQE_SIZE;
@@ -341,7 +359,8 @@ impl CqShared {
                     w.src_qp = c.src_qp;
                     w.slid = c.slid;
                     w.sl = c.sl;
-                    w.wr_id = qp.rq_complete();
+                    w.grh = c.grh;
+                    w.wr_id = qp.rq_complete(c.wqe_counter);
                 }
                 op::REQ_ERR | op::RESP_ERR => {
                     w.status = cqe::error_status(c.syndrome);
@@ -349,7 +368,7 @@ impl CqShared {
                     w.wr_id = if c.opcode == op::REQ_ERR {
                         qp.sq_complete(c.wqe_counter)
                     } else {
-                        qp.rq_complete()
+                        qp.rq_complete(c.wqe_counter)
                     };
                 }
                 _ => {

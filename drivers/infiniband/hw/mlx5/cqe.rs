@@ -63,6 +63,8 @@ pub(crate) struct Cqe {
     pub(crate) sl: u8,
     /// Source LID.
     pub(crate) slid: u16,
+    /// The receive buffer starts with a GRH (C's `IB_WC_GRH`: bits 28-29 of `flags_rqpn`).
+    pub(crate) grh: bool,
     /// Error syndrome (`mlx5_err_cqe.syndrome`, byte 0x37).
     pub(crate) syndrome: u8,
     /// Vendor error syndrome (byte 0x36).
@@ -92,6 +94,7 @@ pub(crate) fn decode(b: &[u8; CQE_SIZE]) -> Cqe {
         src_qp: flags_rqpn & 0xff_ffff,
         sl: ((flags_rqpn >> 24) & 0xf) as u8,
         slid: be16(b, 0x16),
+        grh: (flags_rqpn >> 28) & 3 != 0,
         syndrome: b[0x37],
         vendor_syndrome: b[0x36],
     }
@@ -176,6 +179,7 @@ mod tests {
                 src_qp: 0x123,
                 sl: 3,
                 slid: 7,
+                grh: false,
                 syndrome: 0,
                 vendor_syndrome: 0,
             }
@@ -186,6 +190,16 @@ mod tests {
             resp_opcode(op::RESP_WR_IMM),
             (WcOpcode::RecvRdmaWithImm, true)
         );
+    }
+
+    #[test]
+    fn grh_flag_of_a_ud_receive() {
+        let mut b = responder_image();
+        // `flags_rqpn` with the GRH bits (1 << 28), SL 5, source QP 0x10203.
+        b[0x18..0x1c].copy_from_slice(&0x1501_0203u32.to_be_bytes());
+        let c = decode(&b);
+        assert_eq!((c.grh, c.sl, c.src_qp), (true, 5, 0x1_0203));
+        assert!(!decode(&responder_image()).grh);
     }
 
     #[test]

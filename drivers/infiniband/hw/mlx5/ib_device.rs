@@ -14,16 +14,18 @@
 
 use crate::caps;
 use crate::mad::{self, attr, NodeInfo, PortInfo};
-use crate::{cq, dma_buf::DmaBuf, mr, pd, qp, wq_size::Limits};
+use crate::{ah, cq, dma_buf::DmaBuf, mr, pd, qp, srq, wq_size::Limits};
 use core::ptr::NonNull;
 use ib_core::{
     attrs::{
         DeviceAttr, Gid, LinkLayer, NodeType, PortAttr, PortImmutable, PortState, CORE_PORT_IBA_IB,
     },
     device::{DeviceInfo, DeviceOps, FwVersion, Registration},
+    events::EventNotifier,
     ops::DmaMemory,
     verbs_types::{
-        AccessFlags, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver,
+        AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
+        QpInitDriver, SrqAttr, SrqAttrField, SrqAttrMask,
     },
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
@@ -38,7 +40,7 @@ use kernel::{
 use mlx5_core::{
     auxdev::{FunctionInfo, HcaCaps, Mlx5Device},
     commands::Commands,
-    ifc::{GeneralCaps, QueryHcaVportContext, QueryHcaVportContextIn},
+    ifc::{get_bits, GeneralCaps, QueryHcaVportContext, QueryHcaVportContextIn},
 };
 
 /// `RDMA_CORE_CAP_IB_GRH_REQUIRED`.
@@ -61,6 +63,8 @@ const SPEED_FDR: u16 = 16;
 const SPEED_EDR: u16 = 32;
 const SPEED_HDR: u16 = 64;
 const SPEED_NDR: u16 = 128;
+/// Bit offset of `stat_rate_support` (16 bits) in the general HCA capabilities.
+const STAT_RATE_SUPPORT_BIT: usize = 0x1e0;
 
 /// The function's `Mlx5Device`, reached from the RDMA device's verbs (CQ and QP creation need
 /// its EQs, UAR, doorbell pools and DMA memory), as C's `mlx5_ib_dev` keeps `mdev`.
@@ -184,9 +188,8 @@ impl DeviceOps for Mlx5IbDevice {
     type Cq = cq::Mlx5Cq;
     type Qp = qp::Mlx5Qp;
     type Mr = mr::Mlx5Mr;
-    // No SRQs or address handles yet.
-    type Srq = ib_core::device::NoVerbs;
-    type Ah = ib_core::device::NoVerbs;
+    type Srq = srq::Mlx5Srq;
+    type Ah = ah::Mlx5Ah;
 
     const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
         Attribute::ro(c"hw_rev", hw_rev_show),
@@ -325,6 +328,11 @@ impl DeviceOps for Mlx5IbDevice {
         cq::create(self.core.get(), self.log_max_cq_sz, init, notifier)
     }
 
+    fn cq_size(&self, cq: &cq::Mlx5Cq) -> u32 {
+        // C's `ibcq.cqe`: the entries made, less one.
+        cq.shared.entries().saturating_sub(1)
+    }
+
     fn destroy_cq(&self, cq: cq::Mlx5Cq) -> Result {
         cq::destroy(&self.cmds, cq)
     }
@@ -340,9 +348,13 @@ impl DeviceOps for Mlx5IbDevice {
     fn create_qp(
         &self,
         pd: &pd::Mlx5Pd,
-        init: &QpInitDriver<'_, cq::Mlx5Cq>,
+        init: &QpInitDriver<'_, cq::Mlx5Cq, srq::Mlx5Srq>,
     ) -> Result<NewQp<qp::Mlx5Qp>> {
         qp::create(self.core.get(), &self.limits, pd.pdn, init)
+    }
+
+    fn qp_cap(&self, qp: &qp::Mlx5Qp) -> QpCap {
+        qp.cap()
     }
 
     fn modify_qp(&self, qp: &qp::Mlx5Qp, attr: &QpAttr, mask: QpAttrMask) -> Result {
@@ -363,6 +375,50 @@ impl DeviceOps for Mlx5IbDevice {
 
     fn post_recv(&self, qp: &qp::Mlx5Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         qp.post_recv(wrs)
+    }
+
+    fn create_srq(
+        &self,
+        pd: &pd::Mlx5Pd,
+        attr: &SrqAttr,
+        events: &EventNotifier,
+    ) -> Result<srq::Mlx5Srq> {
+        let gen = GeneralCaps::from_bytes(&self.caps.general);
+        let size = srq::srq_size(attr, gen.log_max_srq_sz() as u32, self.limits.max_wqe_sz_rq)?;
+        // As C, the limit is not armed at creation: a consumer arms it with a modify.
+        srq::create(self.core.get(), size, pd.pdn, events)
+    }
+
+    fn modify_srq(&self, srq: &srq::Mlx5Srq, attr: &SrqAttr, mask: SrqAttrMask) -> Result {
+        // No resizing, as C.
+        if mask.contains(SrqAttrField::MaxWr) {
+            return Err(EINVAL);
+        }
+        if mask.contains(SrqAttrField::Limit) {
+            srq.arm(&self.cmds, attr.srq_limit)?;
+        }
+        Ok(())
+    }
+
+    fn query_srq(&self, srq: &srq::Mlx5Srq) -> Result<SrqAttr> {
+        Ok(srq.query())
+    }
+
+    fn destroy_srq(&self, srq: srq::Mlx5Srq) -> Result {
+        srq::destroy(&self.cmds, srq)
+    }
+
+    fn post_srq_recv(&self, srq: &srq::Mlx5Srq, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        srq.shared.post_recv(wrs)
+    }
+
+    fn create_ah(&self, _pd: &pd::Mlx5Pd, attr: &AhAttr) -> Result<ah::Mlx5Ah> {
+        let support = get_bits(&self.caps.general, STAT_RATE_SUPPORT_BIT, 16) as u32;
+        ah::create(attr, support)
+    }
+
+    fn destroy_ah(&self, _ah: ah::Mlx5Ah) -> Result {
+        Ok(())
     }
 
     fn alloc_dma_buffer(&self, len: usize) -> Result<KBox<dyn DmaMemory>> {

@@ -3,6 +3,7 @@
 //! `mlx5_ib`: the InfiniBand driver for ConnectX functions. It attaches to `mlx5_core` functions
 //! and registers an RDMA device with `ib_core` for each.
 
+mod ah;
 mod caps;
 mod cq;
 mod cqe;
@@ -13,6 +14,7 @@ mod mad;
 mod mr;
 mod pd;
 mod qp;
+mod srq;
 mod wq_size;
 mod wqe;
 

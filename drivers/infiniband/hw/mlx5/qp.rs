@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! RC queue pairs of kernel consumers (C's `create_kernel_qp`, `__mlx5_ib_modify_qp`,
+//! RC and UD queue pairs of kernel consumers (C's `create_kernel_qp`, `__mlx5_ib_modify_qp`,
 //! `mlx5_ib_query_qp`, `destroy_qp_common`, `mlx5_ib_post_send`, `mlx5_ib_post_recv`).
+//! A UD send carries a datagram segment made of its AH's address vector (`ah.rs`).
 //!
 //! One coherent buffer holds the receive ring (first) and the send ring, sized as C sizes them
 //! (`wq_size`); a doorbell record (word 0: receive head, word 1: send producer) and a
@@ -10,13 +11,15 @@
 //! may run in any context.
 
 use crate::cq::{page_list, CqShared};
-use crate::wq_size::{self, Limits, RqSize, SqSize};
-use crate::wqe::{self, SEG, SEND_WQE_BB};
+use crate::ib_device::Mlx5IbDevice;
+use crate::srq::{Mlx5Srq, SrqShared};
+use crate::wq_size::{self, Limits, RqSize, SendKind, SqSize};
+use crate::wqe::{self, SendCtx, SEG, SEND_WQE_BB};
 use ib_core::{
     events::{EventNotifier, EventType},
     verbs_types::{
-        Access, AccessFlags, NewQp, QpAttr, QpAttrField as F, QpAttrMask, QpInitDriver, QpState,
-        QpType,
+        Access, AccessFlags, NewQp, QpAttr, QpAttrField as F, QpAttrMask, QpCap, QpInitDriver,
+        QpState, QpType,
     },
     wr::{PostError, RecvWr, SendWr},
 };
@@ -37,7 +40,7 @@ use mlx5_core::{
     commands::Commands,
     ifc_verbs::{
         optpar, qp_state, CreateQp, DestroyQp, Init2RtrQp, QpCtxIn, QpNumIn, QpToErr, QpToRst,
-        QueryQp, Rst2InitQp, Rtr2RtsQp, QP_PM_MIGRATED, QP_ST_RC,
+        QueryQp, Rst2InitQp, Rtr2RtsQp, QP_PM_MIGRATED, QP_ST_RC, QP_ST_UD, RQ_TYPE_SRQ,
     },
 };
 
@@ -52,6 +55,8 @@ const ZERO_LEN_RQ: u64 = 3;
 /// `IB_MTU_256` and `IB_MTU_4096`.
 const MTU_256: u8 = 1;
 const MTU_4096: u8 = 5;
+/// The message size limit C gives UD QPs (`log_msg_max` 12: one 4 KiB MTU).
+const UD_LOG_MSG_MAX: u64 = 12;
 
 /// The send ring's state.
 struct Sq {
@@ -87,6 +92,10 @@ pub(crate) struct QpShared {
     sq_offset: usize,
     /// `CTRL_CQ_UPDATE` when every request is signalled.
     sig_bits: u8,
+    /// The transport (a UD send carries a datagram segment).
+    kind: SendKind,
+    /// The SRQ it receives from (it has no receive queue then).
+    srq: Option<Arc<SrqShared>>,
     #[pin]
     sq: SpinLockIrq<Sq>,
     #[pin]
@@ -109,8 +118,17 @@ impl QpShared {
         wr_id
     }
 
-    /// A receive completion: the request id of the oldest posted receive.
-    pub(crate) fn rq_complete(&self) -> u64 {
+    /// Whether its receives come from an SRQ.
+    pub(crate) fn srq(&self) -> Option<&SrqShared> {
+        self.srq.as_deref()
+    }
+
+    /// A receive completion at WQE `wqe_counter`: from an SRQ, the request id of that WQE
+    /// (freed, as C's `mlx5_ib_free_srq_wqe`); else of the oldest posted receive.
+    pub(crate) fn rq_complete(&self, wqe_counter: u16) -> u64 {
+        if let Some(srq) = &self.srq {
+            return srq.complete(wqe_counter);
+        }
         let mut rq = self.rq.lock();
         let idx = (rq.tail & self.rqs.wqe_cnt.saturating_sub(1)) as usize;
         let wr_id = rq.wrid.get(idx).copied().unwrap_or(0);
@@ -237,6 +255,7 @@ fn zeroed<T: Copy>(n: u32, v: T) -> Result<KVec<T>> {
 /// driver yet: `xrcd` and `srqn_rmpn_xrqn` stay 0.
 #[allow(clippy::too_many_arguments)]
 fn create_ctx(
+    st: u64,
     uar: u32,
     pdn: u32,
     sqs: &SqSize,
@@ -244,6 +263,7 @@ fn create_ctx(
     cqn_snd: u32,
     cqn_rcv: u32,
     dbr: u64,
+    srqn: Option<u32>,
 ) -> Result<QpCtxIn> {
     let mut q = QpCtxIn::new();
     q.set_uar_page(uar.into())?;
@@ -252,10 +272,13 @@ fn create_ctx(
     q.set_log_page_size(0)?;
     q.set_fre(1)?;
     q.set_rlky(1)?;
-    q.set_st(QP_ST_RC)?;
+    q.set_st(st)?;
     q.set_pm_state(QP_PM_MIGRATED)?;
     q.set_pd(pdn.into())?;
-    if rqs.wqe_cnt != 0 {
+    if let Some(srqn) = srqn {
+        q.set_rq_type(RQ_TYPE_SRQ)?;
+        q.set_srqn_rmpn_xrqn(srqn.into())?;
+    } else if rqs.wqe_cnt != 0 {
         q.set_log_rq_stride(rqs.wqe_shift.saturating_sub(4).into())?;
         q.set_log_rq_size(rqs.wqe_cnt.trailing_zeros().into())?;
         q.set_rq_type(NON_ZERO_RQ)?;
@@ -273,18 +296,33 @@ fn create_ctx(
     Ok(q)
 }
 
-/// Creates an RC QP in PD `pdn` (other types: `EOPNOTSUPP`).
+/// The `qpc.st` of a transport.
+fn st_of(kind: SendKind) -> u64 {
+    match kind {
+        SendKind::Rc => QP_ST_RC,
+        SendKind::Ud => QP_ST_UD,
+    }
+}
+
+/// Creates an RC or UD QP in PD `pdn` (other types: `EOPNOTSUPP`).
 pub(crate) fn create(
     dev: &Mlx5Device,
     limits: &Limits,
     pdn: u32,
-    init: &QpInitDriver<'_, crate::cq::Mlx5Cq>,
+    init: &QpInitDriver<'_, crate::cq::Mlx5Cq, Mlx5Srq>,
 ) -> Result<NewQp<Mlx5Qp>> {
-    if init.qp_type != QpType::Rc {
-        return Err(EOPNOTSUPP);
-    }
-    let rqs = wq_size::rq_size(&init.cap, limits)?;
-    let sqs = wq_size::sq_size(&init.cap, limits)?;
+    let kind = match init.qp_type {
+        QpType::Rc => SendKind::Rc,
+        QpType::Ud => SendKind::Ud,
+        _ => return Err(EOPNOTSUPP),
+    };
+    // A QP of an SRQ has no receive queue of its own (C's `set_rq_size` without `has_rq`).
+    let rqs = if init.srq.is_some() {
+        RqSize::default()
+    } else {
+        wq_size::rq_size(&init.cap, limits)?
+    };
+    let sqs = wq_size::sq_size(&init.cap, limits, kind)?;
     let sq_offset = (rqs.wqe_cnt << rqs.wqe_shift) as usize;
     let len = sq_offset + sqs.bytes as usize;
     let buf = dev.alloc_coherent(len)?;
@@ -320,6 +358,8 @@ pub(crate) fn create(
             rqs,
             sq_offset,
             sig_bits,
+            kind,
+            srq: init.srq.map(|s| s.shared.clone()),
             sq <- new_spinlock_irq!(sq),
             rq <- new_spinlock_irq!(rq),
         }),
@@ -327,7 +367,17 @@ pub(crate) fn create(
     )?;
     let send_cq = init.send_cq.shared.clone();
     let recv_cq = init.recv_cq.shared.clone();
-    let ctx = create_ctx(uar, pdn, &sqs, &rqs, send_cq.cqn(), recv_cq.cqn(), dbr)?;
+    let ctx = create_ctx(
+        st_of(kind),
+        uar,
+        pdn,
+        &sqs,
+        &rqs,
+        send_cq.cqn(),
+        recv_cq.cqn(),
+        dbr,
+        init.srq.map(|s| s.srqn),
+    )?;
     let out = match dev.commands().exec_var::<CreateQp>(&ctx, &pas, 0) {
         Ok((out, _)) => out,
         Err(e) => {
@@ -410,6 +460,18 @@ pub(crate) fn ib_mask_to_opt(mask: QpAttrMask) -> u32 {
     o
 }
 
+/// The optional parameters a UD transition accepts (C's `opt_mask` for `MLX5_QP_ST_UD`; the
+/// packet pacing index is never asked for here).
+pub(crate) fn ud_opt_mask(cur: QpState, new: QpState) -> u32 {
+    use optpar::*;
+    match (cur, new) {
+        (QpState::Init, QpState::Init) => PKEY_INDEX | Q_KEY | PRI_PORT,
+        (QpState::Init, QpState::Rtr) => PKEY_INDEX | Q_KEY,
+        (QpState::Rtr, QpState::Rts) => Q_KEY,
+        _ => 0,
+    }
+}
+
 /// The optional parameters an RC transition accepts (C's `opt_mask` for `MLX5_QP_ST_RC`).
 pub(crate) fn rc_opt_mask(cur: QpState, new: QpState) -> u32 {
     use optpar::*;
@@ -426,8 +488,20 @@ impl Mlx5Qp {
         self.shared.qpn()
     }
 
-    /// The QP context of a modify from `cur` to `new` (C's `__mlx5_ib_modify_qp` for an RC
-    /// kernel QP on an IB port).
+    /// The queue sizes as made (what C's `mlx5_ib_query_qp` reports for a kernel QP).
+    pub(crate) fn cap(&self) -> QpCap {
+        let s = &*self.shared;
+        QpCap {
+            max_send_wr: s.sqs.max_post,
+            max_recv_wr: s.rqs.wqe_cnt,
+            max_send_sge: s.sqs.max_gs,
+            max_recv_sge: s.rqs.max_gs,
+            max_inline_data: s.sqs.max_inline,
+        }
+    }
+
+    /// The QP context of a modify from `cur` to `new` (C's `__mlx5_ib_modify_qp` for an RC or
+    /// UD kernel QP on an IB port).
     fn modify_ctx(
         &self,
         log_max_msg: u32,
@@ -438,9 +512,14 @@ impl Mlx5Qp {
     ) -> Result<QpCtxIn> {
         let mut q = QpCtxIn::new();
         q.set_qpn(self.qpn().into())?;
-        q.set_st(QP_ST_RC)?;
+        let ud = self.shared.kind == SendKind::Ud;
+        q.set_st(st_of(self.shared.kind))?;
         q.set_pm_state(QP_PM_MIGRATED)?;
-        if mask.contains(F::PathMtu) {
+        if ud {
+            // C gives every UD modify the largest MTU and a one-MTU message limit.
+            q.set_mtu(MTU_4096.into())?;
+            q.set_log_msg_max(UD_LOG_MSG_MAX)?;
+        } else if mask.contains(F::PathMtu) {
             if !(MTU_256..=MTU_4096).contains(&attr.path_mtu) {
                 return Err(EINVAL);
             }
@@ -519,7 +598,12 @@ impl Mlx5Qp {
             }
             q.set_rlky(1)?;
         }
-        q.set_opt_param_mask((ib_mask_to_opt(mask) & rc_opt_mask(cur, new)).into())?;
+        let allowed = if ud {
+            ud_opt_mask(cur, new)
+        } else {
+            rc_opt_mask(cur, new)
+        };
+        q.set_opt_param_mask((ib_mask_to_opt(mask) & allowed).into())?;
         Ok(q)
     }
 
@@ -612,9 +696,13 @@ impl Mlx5Qp {
         })
     }
 
-    /// Queues send requests (C's `mlx5_ib_post_send` for RC): each WQE is built on the stack
-    /// and copied into the ring block by block (wrapping at the end); then the doorbell
-    /// record, a barrier and the blue-flame doorbell with the last WQE's first 8 bytes.
+    /// Queues send requests (C's `mlx5_ib_post_send` for RC and UD): each WQE is built on the
+    /// stack and copied into the ring block by block (wrapping at the end, inline data
+    /// included); then the doorbell record, a barrier and the blue-flame doorbell with the
+    /// last WQE's first 8 bytes.
+    ///
+    /// Only `Mlx5IbDevice::post_send` calls it: the AHs of its UD work requests are this
+    /// driver's (the core checked they are of the QP's device).
     pub(crate) fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         let s = &*self.shared;
         let cnt = s.sqs.wqe_cnt;
@@ -633,15 +721,28 @@ impl Mlx5Qp {
                 });
                 break;
             }
-            let fence = wqe::fence(wr.send_flags, 0);
-            let w = match wqe::build_send(
-                wr,
-                sq.cur_post as u16,
-                s.qpn(),
-                s.sig_bits,
-                fence,
-                s.sqs.max_gs as usize,
-            ) {
+            let av = match (s.kind, wr.ud.as_ref()) {
+                // SAFETY: This is `Mlx5IbDevice::post_send` (see above): the driver of the
+                // QP, as `driver_ah` requires.
+                (SendKind::Ud, Some(ud)) => Some(&unsafe { ud.driver_ah::<Mlx5IbDevice>() }.av),
+                (SendKind::Ud, None) => {
+                    result = Err(PostError {
+                        first_bad: i,
+                        err: EINVAL,
+                    });
+                    break;
+                }
+                (SendKind::Rc, _) => None,
+            };
+            let ctx = SendCtx {
+                qpn: s.qpn(),
+                sig_bits: s.sig_bits,
+                fence: wqe::fence(wr.send_flags, 0),
+                max_gs: s.sqs.max_gs as usize,
+                max_inline: s.sqs.max_inline as usize,
+                av,
+            };
+            let w = match wqe::build_send(wr, sq.cur_post as u16, &ctx) {
                 Ok(w) => w,
                 Err(err) => {
                     if err == EOPNOTSUPP {
@@ -791,6 +892,21 @@ mod tests {
         let o = ib_mask_to_opt(rts) & rc_opt_mask(QpState::Rtr, QpState::Rts);
         assert_eq!(o, optpar::RNR_TIMEOUT);
         assert_eq!(rc_opt_mask(QpState::Reset, QpState::Init), 0);
+        // UD: the Q_Key and P_Key index may change at INIT2RTR, the Q_Key at RTR2RTS.
+        let init = F::State | F::PkeyIndex | F::Port | F::Qkey;
+        assert_eq!(
+            ib_mask_to_opt(init) & ud_opt_mask(QpState::Init, QpState::Init),
+            optpar::PKEY_INDEX | optpar::PRI_PORT | optpar::Q_KEY
+        );
+        let rtr = F::State | F::Qkey;
+        assert_eq!(
+            ib_mask_to_opt(rtr) & ud_opt_mask(QpState::Init, QpState::Rtr),
+            optpar::Q_KEY
+        );
+        assert_eq!(
+            ib_mask_to_opt(F::State | F::SqPsn) & ud_opt_mask(QpState::Rtr, QpState::Rts),
+            0
+        );
         assert_eq!(
             (log_depth(1), log_depth(2), log_depth(3), log_depth(16)),
             (0, 1, 2, 4)
@@ -826,7 +942,7 @@ mod tests {
             wqe_shift: 4,
             max_gs: 1,
         };
-        let q = create_ctx(9, 3, &sqs, &rqs, 0x400, 0x401, 0xabc0)?;
+        let q = create_ctx(QP_ST_RC, 9, 3, &sqs, &rqs, 0x400, 0x401, 0xabc0, None)?;
         let b = q.as_bytes();
         assert_eq!(get_bits(b, 0x128, 24), 9);
         assert_eq!(get_bits(b, 0xe8, 24), 3);
@@ -838,8 +954,28 @@ mod tests {
         assert_eq!(get_bits(b, 0x5c0, 64), 0xabc0);
         assert_eq!(get_bits(b, 0x625, 3), NON_ZERO_RQ);
         // No send queue: `no_sq`.
-        let q = create_ctx(9, 3, &SqSize::default(), &rqs, 1, 1, 0)?;
+        let q = create_ctx(QP_ST_RC, 9, 3, &SqSize::default(), &rqs, 1, 1, 0, None)?;
         assert_eq!(get_bits(q.as_bytes(), 0x110, 1), 1);
+        // A UD QP: `st` 2.
+        let q = create_ctx(QP_ST_UD, 9, 3, &sqs, &rqs, 1, 1, 0, None)?;
+        assert_eq!(get_bits(q.as_bytes(), 0xc8, 8), QP_ST_UD);
+        // A QP of SRQ 0x77: rq_type SRQ and the RMP number, no receive queue size.
+        let q = create_ctx(
+            QP_ST_UD,
+            9,
+            3,
+            &sqs,
+            &RqSize::default(),
+            1,
+            1,
+            0,
+            Some(0x77),
+        )?;
+        let b = q.as_bytes();
+        assert_eq!(get_bits(b, 0x625, 3), RQ_TYPE_SRQ);
+        assert_eq!(get_bits(b, 0x628, 24), 0x77);
+        // No receive queue size or stride of its own.
+        assert_eq!((get_bits(b, 0x109, 4), get_bits(b, 0x10d, 3)), (0, 0));
         Ok(())
     }
 }

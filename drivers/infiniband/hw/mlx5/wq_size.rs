@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Work queue sizing of a kernel RC QP, as C's `set_rq_size`, `calc_send_wqe` and
+//! Work queue sizing of a kernel RC or UD QP, as C's `set_rq_size`, `calc_send_wqe` and
 //! `calc_sq_size` compute it: the receive WQE stride and count, the send WQE size in basic
 //! blocks, how many requests, SGEs and inline bytes fit, and the errno past a device cap.
 
-use crate::wqe::{SEG, SEND_WQE_BB};
+use crate::wqe::{MAX_SEND_WQE, SEG, SEND_WQE_BB};
 use ib_core::verbs_types::QpCap;
 use kernel::prelude::*;
 
@@ -48,6 +48,27 @@ pub(crate) struct SqSize {
 /// Send WQE overhead of an RC QP (C's `sq_overhead`): the control segment and the larger of
 /// atomic + remote address and UMR control + mkey + inline UMR threshold.
 const RC_SQ_OVERHEAD: u32 = 16 + 116;
+/// Send WQE overhead of a UD QP: the control and datagram segments.
+const UD_SQ_OVERHEAD: u32 = 16 + 48;
+
+/// The transport a send queue is sized for (C's `sq_overhead` and `get_send_sge` differ).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SendKind {
+    /// Reliable connected.
+    Rc,
+    /// Unreliable datagram.
+    Ud,
+}
+
+impl SendKind {
+    /// C's `sq_overhead`.
+    pub(crate) fn overhead(self) -> u32 {
+        match self {
+            SendKind::Rc => RC_SQ_OVERHEAD,
+            SendKind::Ud => UD_SQ_OVERHEAD,
+        }
+    }
+}
 /// `sizeof(struct mlx5_wqe_inline_seg)`.
 const INLINE_SEG_HDR: u32 = 4;
 
@@ -81,10 +102,11 @@ pub(crate) fn rq_size(cap: &QpCap, limits: &Limits) -> Result<RqSize> {
     })
 }
 
-/// The send WQE size of an RC QP with `cap` (C's `calc_send_wqe`).
-pub(crate) fn send_wqe_size(cap: &QpCap) -> Result<u32> {
+/// The send WQE size of a `kind` QP with `cap` (C's `calc_send_wqe`).
+pub(crate) fn send_wqe_size(cap: &QpCap, kind: SendKind) -> Result<u32> {
+    let overhead = kind.overhead();
     let inl = if cap.max_inline_data != 0 {
-        RC_SQ_OVERHEAD
+        overhead
             .checked_add(INLINE_SEG_HDR)
             .and_then(|s| s.checked_add(cap.max_inline_data))
             .ok_or(EINVAL)?
@@ -94,26 +116,33 @@ pub(crate) fn send_wqe_size(cap: &QpCap) -> Result<u32> {
     let size = cap
         .max_send_sge
         .checked_mul(SEG as u32)
-        .and_then(|s| s.checked_add(RC_SQ_OVERHEAD))
+        .and_then(|s| s.checked_add(overhead))
         .ok_or(EINVAL)?;
     inl.max(size)
         .checked_next_multiple_of(SEND_WQE_BB as u32)
         .ok_or(EINVAL)
 }
 
-/// The send queue of an RC QP with `cap` (C's `calc_sq_size`): all zero without send WRs.
+/// The send queue of a `kind` QP with `cap` (C's `calc_sq_size`): all zero without send WRs.
 /// `EINVAL` for a WQE past `max_wqe_sz_sq`, `ENOMEM` for a ring past `log_max_qp_sz` or fewer
-/// SGEs than asked.
-pub(crate) fn sq_size(cap: &QpCap, limits: &Limits) -> Result<SqSize> {
+/// SGEs than asked. This driver builds a WQE in [`MAX_SEND_WQE`] bytes: a UD or inline QP
+/// whose WQE would be larger is refused with `EINVAL`, and the inline bytes are bounded by it
+/// (RC scatter lists are bounded by it in C already).
+pub(crate) fn sq_size(cap: &QpCap, limits: &Limits, kind: SendKind) -> Result<SqSize> {
     if cap.max_send_wr == 0 {
         return Ok(SqSize::default());
     }
-    let wqe_size = send_wqe_size(cap)?;
+    let overhead = kind.overhead();
+    let wqe_size = send_wqe_size(cap, kind)?;
     if wqe_size > limits.max_wqe_sz_sq {
         return Err(EINVAL);
     }
-    // `wqe_size` is at least the overhead rounded up to a basic block (192 bytes).
-    let max_inline = wqe_size.saturating_sub(RC_SQ_OVERHEAD + INLINE_SEG_HDR);
+    let built = wqe_size.min(MAX_SEND_WQE as u32);
+    if built < wqe_size && (kind == SendKind::Ud || cap.max_inline_data != 0) {
+        return Err(EINVAL);
+    }
+    // `wqe_size` is at least the overhead rounded up to a basic block.
+    let max_inline = built.saturating_sub(overhead + INLINE_SEG_HDR);
     let wq_size = cap
         .max_send_wr
         .checked_mul(wqe_size)
@@ -123,9 +152,12 @@ pub(crate) fn sq_size(cap: &QpCap, limits: &Limits) -> Result<SqSize> {
     if u64::from(wqe_cnt) > 1u64 << limits.log_max_qp_sz.min(32) {
         return Err(ENOMEM);
     }
-    // C's `get_send_sge` for RC, including its operator precedence in the second bound.
-    let by_512 = wqe_size.min(512).saturating_sub(16 + 16) / SEG as u32;
-    let max_gs = by_512.min(wqe_size.saturating_sub(RC_SQ_OVERHEAD / SEG as u32));
+    // C's `get_send_sge`, including its operator precedence in the second bound.
+    let first = match kind {
+        SendKind::Rc => wqe_size.min(512).saturating_sub(16 + 16) / SEG as u32,
+        SendKind::Ud => wqe_size.saturating_sub(overhead) / SEG as u32,
+    };
+    let max_gs = first.min(wqe_size.saturating_sub(overhead / SEG as u32));
     if max_gs < cap.max_send_sge {
         return Err(ENOMEM);
     }
@@ -162,8 +194,8 @@ mod tests {
     fn the_sample_clients_qp() -> Result {
         // 16 send WRs with one SGE: 132 + 16 bytes round to 192, 16 * 192 to 4096 bytes.
         let c = cap(16, 16, 1, 1, 0);
-        assert_eq!(send_wqe_size(&c)?, 192);
-        let sq = sq_size(&c, &LIMITS)?;
+        assert_eq!(send_wqe_size(&c, SendKind::Rc)?, 192);
+        let sq = sq_size(&c, &LIMITS, SendKind::Rc)?;
         assert_eq!(
             sq,
             SqSize {
@@ -194,14 +226,38 @@ mod tests {
         let rq = rq_size(&cap(1, 5, 1, 1, 0), &LIMITS)?;
         assert_eq!((rq.wqe_cnt, rq.wqe_shift), (8, 4));
         // Inline data decides the WQE when it is larger than the scatter list.
-        assert_eq!(send_wqe_size(&cap(1, 1, 1, 1, 200))?, 384);
-        let sq = sq_size(&cap(3, 1, 1, 1, 200), &LIMITS)?;
+        assert_eq!(send_wqe_size(&cap(1, 1, 1, 1, 200), SendKind::Rc)?, 384);
+        let sq = sq_size(&cap(3, 1, 1, 1, 200), &LIMITS, SendKind::Rc)?;
         assert_eq!(
             (sq.max_inline, sq.bytes, sq.wqe_cnt, sq.max_post),
             (248, 2048, 32, 5)
         );
         // No send WRs: no send queue.
-        assert_eq!(sq_size(&cap(0, 1, 1, 1, 0), &LIMITS)?, SqSize::default());
+        assert_eq!(
+            sq_size(&cap(0, 1, 1, 1, 0), &LIMITS, SendKind::Rc)?,
+            SqSize::default()
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn ud_sizing_as_c() -> Result {
+        // The sample's UD QP: 16 WRs of one SGE; 64 + 16 bytes round to 128.
+        let c = cap(16, 16, 1, 1, 0);
+        assert_eq!(send_wqe_size(&c, SendKind::Ud)?, 128);
+        assert_eq!(
+            sq_size(&c, &LIMITS, SendKind::Ud)?,
+            SqSize {
+                wqe_cnt: 32,
+                max_gs: 4,
+                max_post: 16,
+                max_inline: 60,
+                bytes: 2048,
+            }
+        );
+        // Inline data past the scatter list: 64 + 4 + 100 round to 192.
+        let sq = sq_size(&cap(2, 1, 1, 1, 100), &LIMITS, SendKind::Ud)?;
+        assert_eq!((sq.max_inline, sq.max_gs, sq.bytes), (124, 8, 512));
         Ok(())
     }
 
@@ -216,10 +272,19 @@ mod tests {
         assert_eq!(rq_size(&cap(1, 65, 1, 1, 0), &small).err(), Some(EINVAL));
         assert_eq!(rq_size(&cap(1, 1, 1, 3, 0), &small).err(), Some(EINVAL));
         // A send WQE too large: EINVAL; a ring too long: ENOMEM.
-        assert_eq!(sq_size(&cap(1, 1, 16, 1, 0), &small).err(), Some(EINVAL));
-        assert_eq!(sq_size(&cap(64, 1, 1, 1, 0), &small).err(), Some(ENOMEM));
+        assert_eq!(
+            sq_size(&cap(1, 1, 16, 1, 0), &small, SendKind::Rc).err(),
+            Some(EINVAL)
+        );
+        assert_eq!(
+            sq_size(&cap(64, 1, 1, 1, 0), &small, SendKind::Rc).err(),
+            Some(ENOMEM)
+        );
         // 30 SGEs fit a 512-byte bound only up to (512 - 32) / 16 = 30.
-        assert!(sq_size(&cap(1, 1, 30, 1, 0), &LIMITS).is_ok());
-        assert_eq!(sq_size(&cap(1, 1, 31, 1, 0), &LIMITS).err(), Some(ENOMEM));
+        assert!(sq_size(&cap(1, 1, 30, 1, 0), &LIMITS, SendKind::Rc).is_ok());
+        assert_eq!(
+            sq_size(&cap(1, 1, 31, 1, 0), &LIMITS, SendKind::Rc).err(),
+            Some(ENOMEM)
+        );
     }
 }

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Work queue entries as the device reads them: the send WQE of an RC QP (control segment,
-//! remote-address segment, data or inline segment) and the receive WQE (data segments), built
-//! as bytes (C's `mlx5_wqe_ctrl_seg`, `mlx5_wqe_raddr_seg`, `mlx5_wqe_data_seg`,
-//! `mlx5_wqe_inline_seg` of `include/linux/mlx5/qp.h`, filled as `wr.c` fills them).
+//! Work queue entries as the device reads them: the send WQE of an RC or UD QP (control
+//! segment, remote-address or datagram segment, data or inline segment) and the receive WQE
+//! (data segments), built as bytes (C's `mlx5_wqe_ctrl_seg`, `mlx5_wqe_raddr_seg`,
+//! `mlx5_wqe_datagram_seg`, `mlx5_wqe_data_seg`, `mlx5_wqe_inline_seg` of
+//! `include/linux/mlx5/qp.h`, filled as `wr.c` fills them).
 //!
 //! Plain functions over byte arrays: no allocation, usable in atomic context; the KUnit suite
 //! checks their images byte for byte.
 
+use crate::ah::AV_SIZE;
 use ib_core::wr::{send_flags, SendOpcode, SendWr, Sge};
 use kernel::prelude::*;
 
@@ -47,6 +49,8 @@ pub(crate) const FENCE_MODE_SMALL_AND_FENCE: u8 = 4 << 5;
 pub(crate) const INLINE_SEG: u32 = 0x8000_0000;
 /// The key of the data segment that ends a short receive scatter list (`MLX5_INVALID_LKEY`).
 pub(crate) const INVALID_LKEY: u32 = 0x100;
+/// The destination QP flag of a datagram segment (`MLX5_EXTENDED_UD_AV`).
+pub(crate) const EXTENDED_UD_AV: u32 = 0x8000_0000;
 
 /// The control segment opcode of a send work request (C's `mlx5_ib_opcode`); `EOPNOTSUPP` for
 /// atomics, which C's `mlx5_ib_post_send` refuses on RC QPs ("Atomic operations are not
@@ -98,6 +102,15 @@ pub(crate) fn recv_terminator() -> [u8; 16] {
     s
 }
 
+/// The datagram segment of a UD send (C's `set_datagram_seg`): the AH's address vector with
+/// the destination QP (and the extended-AV flag) and the Q_Key of the work request.
+pub(crate) fn datagram_seg(av: &[u8; AV_SIZE], remote_qpn: u32, qkey: u32) -> [u8; AV_SIZE] {
+    let mut s = *av;
+    s[0..4].copy_from_slice(&qkey.to_be_bytes());
+    s[8..12].copy_from_slice(&(remote_qpn | EXTENDED_UD_AV).to_be_bytes());
+    s
+}
+
 /// The header of an inline segment carrying `len` bytes (they follow it; the segment is
 /// padded to 16 bytes).
 pub(crate) fn inline_header(len: u32) -> [u8; 4] {
@@ -146,22 +159,64 @@ impl SendWqe {
         self.len = end;
         Ok(())
     }
+
+    /// Appends an inline segment with `data` (C's `set_data_inl_seg`): the header with the
+    /// byte count, the bytes right after it, padded to 16 bytes. The bytes may run over basic
+    /// blocks: the WQE is copied into the ring block by block, wrapping at its end.
+    /// `ENOMEM` past `max_inline` bytes, as C.
+    fn push_inline(&mut self, data: &[&[u8]], max_inline: usize) -> Result {
+        let mut inl = 0usize;
+        for d in data {
+            inl = inl.checked_add(d.len()).ok_or(ENOMEM)?;
+        }
+        if inl > max_inline {
+            return Err(ENOMEM);
+        }
+        let start = self.len;
+        let total = (inl + 4).next_multiple_of(SEG);
+        let end = start.checked_add(total).ok_or(EINVAL)?;
+        let seg = self.bytes.get_mut(start..end).ok_or(EINVAL)?;
+        // The padding must not carry bytes of an earlier use of the buffer.
+        seg.fill(0);
+        seg.get_mut(..4)
+            .ok_or(EINVAL)?
+            .copy_from_slice(&inline_header(inl as u32));
+        let mut at = 4;
+        for d in data {
+            let next = at + d.len();
+            seg.get_mut(at..next).ok_or(EINVAL)?.copy_from_slice(d);
+            at = next;
+        }
+        self.len = end;
+        Ok(())
+    }
 }
 
-/// Builds the send WQE of RC work request `wr` at ring index `idx` of QP `qpn`:
-/// `sig_bits` is the QP's `CTRL_CQ_UPDATE` when it signals every request, `fence` the
-/// request's fence mode. Zero-length SGEs are skipped as in C. `EINVAL` for more SGEs than
-/// `max_gs` or a WQE past [`MAX_SEND_WQE`]; inline data is refused with `EINVAL` (the
-/// scatter list gives device addresses, which the CPU cannot copy from).
-pub(crate) fn build_send(
-    wr: &SendWr<'_>,
-    idx: u16,
-    qpn: u32,
-    sig_bits: u8,
-    fence: u8,
-    max_gs: usize,
-) -> Result<SendWqe> {
-    if wr.sg_list.len() > max_gs || wr.send_flags & send_flags::INLINE != 0 {
+/// What a QP gives [`build_send`] besides the work request.
+#[derive(Clone, Copy)]
+pub(crate) struct SendCtx<'a> {
+    /// The QP number.
+    pub(crate) qpn: u32,
+    /// `CTRL_CQ_UPDATE` when the QP signals every request.
+    pub(crate) sig_bits: u8,
+    /// The request's fence mode.
+    pub(crate) fence: u8,
+    /// Data segments per request.
+    pub(crate) max_gs: usize,
+    /// Inline bytes per request.
+    pub(crate) max_inline: usize,
+    /// UD QPs: the address vector of the request's AH (`None` on RC).
+    pub(crate) av: Option<&'a [u8; AV_SIZE]>,
+}
+
+/// Builds the send WQE of work request `wr` at ring index `idx` of the QP `ctx` describes.
+/// Zero-length SGEs are skipped as in C. `EINVAL` for more SGEs than `max_gs`, a UD request
+/// without a destination or a WQE past [`MAX_SEND_WQE`]; `ENOMEM` for more inline bytes than
+/// `max_inline` (C's errno). With `INLINE`, the bytes come from `wr.inline_data` and the
+/// scatter list is ignored (its addresses are device addresses the CPU cannot copy from).
+pub(crate) fn build_send(wr: &SendWr<'_>, idx: u16, ctx: &SendCtx<'_>) -> Result<SendWqe> {
+    let inline = wr.send_flags & send_flags::INLINE != 0;
+    if !inline && wr.sg_list.len() > ctx.max_gs {
         return Err(EINVAL);
     }
     let mut w = SendWqe {
@@ -169,27 +224,36 @@ pub(crate) fn build_send(
         len: SEG,
     };
     let op = mlx5_opcode(wr.opcode)?;
-    match wr.opcode {
-        SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm | SendOpcode::RdmaRead => {
-            w.push(&raddr_seg(wr.remote_addr, wr.rkey))?;
+    if let Some(av) = ctx.av {
+        let ud = wr.ud.as_ref().ok_or(EINVAL)?;
+        w.push(&datagram_seg(av, ud.remote_qpn, ud.remote_qkey))?;
+    } else {
+        match wr.opcode {
+            SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm | SendOpcode::RdmaRead => {
+                w.push(&raddr_seg(wr.remote_addr, wr.rkey))?;
+            }
+            _ => {}
         }
-        _ => {}
     }
-    for sge in wr.sg_list.iter().filter(|s| s.length != 0) {
-        w.push(&data_seg(sge))?;
+    if inline {
+        w.push_inline(wr.inline_data, ctx.max_inline)?;
+    } else {
+        for sge in wr.sg_list.iter().filter(|s| s.length != 0) {
+            w.push(&data_seg(sge))?;
+        }
     }
     let imm = match wr.opcode {
         SendOpcode::SendWithImm | SendOpcode::RdmaWriteWithImm => wr.imm_data,
         _ => 0,
     };
-    let mut fm_ce_se = sig_bits | fence;
+    let mut fm_ce_se = ctx.sig_bits | ctx.fence;
     if wr.send_flags & send_flags::SIGNALED != 0 {
         fm_ce_se |= CTRL_CQ_UPDATE;
     }
     if wr.send_flags & send_flags::SOLICITED != 0 {
         fm_ce_se |= CTRL_SOLICITED;
     }
-    let ctrl = ctrl_seg(idx, op, qpn, w.ds(), fm_ce_se, imm);
+    let ctrl = ctrl_seg(idx, op, ctx.qpn, w.ds(), fm_ce_se, imm);
     w.bytes[..SEG].copy_from_slice(&ctrl);
     Ok(w)
 }
@@ -197,6 +261,17 @@ pub(crate) fn build_send(
 #[kernel::macros::kunit_tests(rdma_rs_mlx5_ib_wqe)]
 mod tests {
     use super::*;
+
+    fn rc(qpn: u32, sig_bits: u8, fence: u8, max_gs: usize) -> SendCtx<'static> {
+        SendCtx {
+            qpn,
+            sig_bits,
+            fence,
+            max_gs,
+            max_inline: 0,
+            av: None,
+        }
+    }
 
     #[test]
     fn control_segment_image() {
@@ -253,7 +328,7 @@ mod tests {
             rkey: 0x77,
             ..SendWr::default()
         };
-        let w = build_send(&wr, 5, 0x10, 0, 0, 1)?;
+        let w = build_send(&wr, 5, &rc(0x10, 0, 0, 1))?;
         assert_eq!((w.len, w.ds(), w.blocks()), (48, 3, 1));
         // No immediate on a plain write; CQ update and solicited set.
         assert_eq!(
@@ -271,10 +346,7 @@ mod tests {
         let w = build_send(
             &wr,
             0xffff,
-            0x10,
-            CTRL_CQ_UPDATE,
-            fence(wr.send_flags, 0),
-            1,
+            &rc(0x10, CTRL_CQ_UPDATE, fence(wr.send_flags, 0), 1),
         )?;
         assert_eq!(
             &w.bytes[..16],
@@ -286,25 +358,100 @@ mod tests {
     }
 
     #[test]
-    fn too_many_sges_or_inline_refused() {
+    fn too_many_sges_or_atomics_refused() {
         let sg = [Sge::default(); 2];
         let wr = SendWr {
             sg_list: &sg,
             ..SendWr::default()
         };
-        assert_eq!(build_send(&wr, 0, 1, 0, 0, 1).err(), Some(EINVAL));
+        assert_eq!(build_send(&wr, 0, &rc(1, 0, 0, 1)).err(), Some(EINVAL));
         // Zero-length SGEs are skipped: the WQE is the control segment alone.
-        assert_eq!(build_send(&wr, 0, 1, 0, 0, 2).map(|w| w.len).ok(), Some(16));
-        let wr = SendWr {
-            send_flags: send_flags::INLINE,
-            ..wr
-        };
-        assert_eq!(build_send(&wr, 0, 1, 0, 0, 2).err(), Some(EINVAL));
+        assert_eq!(
+            build_send(&wr, 0, &rc(1, 0, 0, 2)).map(|w| w.len).ok(),
+            Some(16)
+        );
         // Atomics: EOPNOTSUPP, as C's mlx5_ib on RC QPs.
         let wr = SendWr {
             opcode: SendOpcode::AtomicFetchAndAdd,
             ..SendWr::default()
         };
-        assert_eq!(build_send(&wr, 0, 1, 0, 0, 2).err(), Some(EOPNOTSUPP));
+        assert_eq!(build_send(&wr, 0, &rc(1, 0, 0, 2)).err(), Some(EOPNOTSUPP));
+    }
+
+    #[test]
+    fn datagram_segment_image() -> Result {
+        // An AV with SL 3, LID 0x0102 and a GRH (sgid index 1, flow label 5).
+        let mut av = [0u8; AV_SIZE];
+        av[12] = 0x03;
+        av[14..16].copy_from_slice(&[0x01, 0x02]);
+        av[28..32].copy_from_slice(&[0x40, 0x10, 0, 5]);
+        av[47] = 0xee;
+        let d = datagram_seg(&av, 0x00_0123, 0x1111_1111);
+        let mut want = av;
+        want[0..4].copy_from_slice(&[0x11, 0x11, 0x11, 0x11]);
+        // The destination QP with the extended-AV bit (C's `MLX5_EXTENDED_UD_AV`).
+        want[8..12].copy_from_slice(&[0x80, 0x00, 0x01, 0x23]);
+        assert_eq!(d, want);
+        // A UD send needs its destination.
+        let sg = [Sge {
+            addr: 0x9000,
+            length: 256,
+            lkey: 7,
+        }];
+        let ah_less = SendWr {
+            sg_list: &sg,
+            send_flags: send_flags::SIGNALED,
+            ..SendWr::default()
+        };
+        let ctx = SendCtx {
+            av: Some(&av),
+            ..rc(0x42, 0, 0, 4)
+        };
+        // No destination on a UD QP: EINVAL.
+        assert_eq!(build_send(&ah_less, 0, &ctx).err(), Some(EINVAL));
+        Ok(())
+    }
+
+    #[test]
+    fn inline_segment_image_and_limit() -> Result {
+        let a = [0xa5u8; 20];
+        let b = [0x5au8; 50];
+        let parts: [&[u8]; 2] = [&a, &b];
+        let sg = [Sge {
+            addr: 0xdead_0000,
+            length: 4096,
+            lkey: 1,
+        }];
+        let wr = SendWr {
+            opcode: SendOpcode::RdmaWrite,
+            sg_list: &sg,
+            send_flags: send_flags::INLINE,
+            remote_addr: 0x1000,
+            rkey: 9,
+            inline_data: &parts,
+            ..SendWr::default()
+        };
+        let ctx = SendCtx {
+            max_inline: 70,
+            ..rc(3, 0, 0, 1)
+        };
+        let w = build_send(&wr, 1, &ctx)?;
+        // Control, remote address, then 4 + 70 bytes padded to 80: 112 bytes over two basic
+        // blocks (the scatter list is ignored).
+        assert_eq!((w.len, w.ds(), w.blocks()), (112, 7, 2));
+        assert_eq!(&w.bytes[32..36], &[0x80, 0, 0, 70]);
+        assert_eq!(&w.bytes[36..56], &a);
+        assert_eq!(&w.bytes[56..106], &b);
+        assert_eq!(&w.bytes[106..112], &[0u8; 6]);
+        // The second block starts in the inline bytes: a WQE at the last slot of the ring
+        // continues at slot 0 with them.
+        assert_eq!(&w.bytes[64..106], &b[8..]);
+        // One byte more than max_inline: ENOMEM, as C's set_data_inl_seg.
+        let ctx = SendCtx {
+            max_inline: 69,
+            ..ctx
+        };
+        assert_eq!(build_send(&wr, 1, &ctx).err(), Some(ENOMEM));
+        Ok(())
     }
 }

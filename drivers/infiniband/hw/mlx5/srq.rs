@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Shared receive queues of kernel consumers (C's `mlx5_ib_create_srq` with
+//! `create_srq_kernel`, `mlx5_ib_modify_srq`, `mlx5_ib_query_srq`, `mlx5_ib_destroy_srq`,
+//! `mlx5_ib_post_srq_recv`, `mlx5_ib_free_srq_wqe`), made as C makes a basic SRQ on a
+//! function at ISSI 1: an RMP (CREATE_RMP) whose work queue is a linked list.
+//!
+//! Each WQE starts with a 16-byte "next" segment (the index of the next free WQE at bytes 2-3)
+//! followed by the data segments. The free list runs from `head` to `tail`; a post takes the
+//! WQE at `head` and follows its link, a completion (by the CQE's `wqe_counter`) links the
+//! freed WQE after `tail`. The doorbell record's word 0 counts the WQEs posted. One IRQ-safe
+//! spinlock guards the list: posting and completing may run in any context (a CQ's poll takes
+//! its own lock, then this one).
+
+use crate::wqe::{self, SEG};
+use ib_core::{
+    events::{EventNotifier, EventType},
+    verbs_types::SrqAttr,
+    wr::{PostError, RecvWr},
+};
+use kernel::{
+    new_spinlock_irq,
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        barrier::{mb, ordering::Write},
+        Arc, SpinLockIrq,
+    },
+};
+use mlx5_core::{
+    auxdev::{
+        CoherentBuf, DoorbellRecord, Mlx5Device, Resource, ResourceHandler, ResourceRegistration,
+    },
+    commands::Commands,
+    ifc_verbs::{
+        CreateRmp, CreateRmpIn, DestroyRmp, DestroyRmpIn, ModifyRmp, ModifyRmpIn, RMPC_STATE_RDY,
+    },
+};
+
+/// Size of the "next" segment (`struct mlx5_wqe_srq_next_seg`).
+const NEXT_SEG: usize = 16;
+/// Async event types of an SRQ (`MLX5_EVENT_TYPE_SRQ_*`).
+const EVENT_SRQ_CATAS_ERROR: u8 = 0x12;
+const EVENT_SRQ_RQ_LIMIT: u8 = 0x14;
+
+/// The shape of an SRQ (C's sizing in `mlx5_ib_create_srq`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SrqSize {
+    /// WQEs in the ring (a power of two; one more than the requests it holds).
+    pub(crate) max: u32,
+    /// Data segments a request may carry (as asked).
+    pub(crate) max_gs: u32,
+    /// log2 of the WQE stride.
+    pub(crate) wqe_shift: u32,
+}
+
+/// Sizes an SRQ of `attr` on a device with `log_max_srq_sz` and `max_wqe_sz_rq` (C's checks
+/// and rounding; `EINVAL` past the caps).
+pub(crate) fn srq_size(attr: &SrqAttr, log_max_srq_sz: u32, max_wqe_sz_rq: u32) -> Result<SrqSize> {
+    let max_wqes = 1u64 << log_max_srq_sz.min(32);
+    if u64::from(attr.max_wr) >= max_wqes || attr.max_sge > max_wqe_sz_rq / SEG as u32 {
+        return Err(EINVAL);
+    }
+    let max = attr
+        .max_wr
+        .checked_add(1)
+        .and_then(u32::checked_next_power_of_two)
+        .ok_or(EINVAL)?;
+    let desc = attr
+        .max_sge
+        .checked_mul(SEG as u32)
+        .and_then(|d| d.checked_add(NEXT_SEG as u32))
+        .and_then(u32::checked_next_power_of_two)
+        .ok_or(EINVAL)?
+        .max(32);
+    Ok(SrqSize {
+        max,
+        max_gs: attr.max_sge,
+        wqe_shift: desc.trailing_zeros(),
+    })
+}
+
+/// The "next" segment linking WQE to WQE `next`.
+pub(crate) fn next_seg(next: u16) -> [u8; NEXT_SEG] {
+    let mut s = [0u8; NEXT_SEG];
+    s[2..4].copy_from_slice(&next.to_be_bytes());
+    s
+}
+
+/// The free list's state.
+struct Ring {
+    head: u32,
+    tail: u32,
+    /// WQEs posted (the doorbell record's value).
+    wqe_ctr: u16,
+    /// The request id of each WQE.
+    wrid: KVec<u64>,
+}
+
+/// What an SRQ shares with the CQs of the QPs that receive from it.
+#[pin_data]
+pub(crate) struct SrqShared {
+    buf: CoherentBuf,
+    db: DoorbellRecord,
+    size: SrqSize,
+    /// The limit armed last (0 once its event came), for queries.
+    limit: Atomic<u32>,
+    #[pin]
+    ring: SpinLockIrq<Ring>,
+}
+
+impl SrqShared {
+    fn wqe_off(&self, idx: u32) -> usize {
+        ((idx & (self.size.max - 1)) as usize) << self.size.wqe_shift
+    }
+
+    /// A receive completed in WQE `wqe_counter` (a value from the device, bounded to the
+    /// ring): its request id; the WQE goes back to the free list (C's `mlx5_ib_free_srq_wqe`).
+    pub(crate) fn complete(&self, wqe_counter: u16) -> u64 {
+        let idx = u32::from(wqe_counter) & (self.size.max - 1);
+        let mut r = self.ring.lock();
+        let wr_id = r.wrid.get(idx as usize).copied().unwrap_or(0);
+        self.free_locked(&mut r, idx);
+        wr_id
+    }
+
+    /// Puts WQE `wqe_counter` back on the free list without completing it (a CQE dropped when
+    /// its QP went to RESET).
+    pub(crate) fn free(&self, wqe_counter: u16) {
+        let idx = u32::from(wqe_counter) & (self.size.max - 1);
+        let mut r = self.ring.lock();
+        self.free_locked(&mut r, idx);
+    }
+
+    fn free_locked(&self, r: &mut Ring, idx: u32) {
+        let _ = self.buf.write(self.wqe_off(r.tail), &next_seg(idx as u16));
+        r.tail = idx;
+    }
+
+    /// Queues receive requests (C's `mlx5_ib_post_srq_recv`): `EINVAL` for a scatter list
+    /// longer than the SRQ's, `ENOMEM` when no WQE is free; then the doorbell record.
+    pub(crate) fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        let mut r = self.ring.lock();
+        let mut nreq = 0u16;
+        let mut result = Ok(());
+        for (i, wr) in wrs.iter().enumerate() {
+            if wr.sg_list.len() > self.size.max_gs as usize {
+                result = Err(PostError {
+                    first_bad: i,
+                    err: EINVAL,
+                });
+                break;
+            }
+            if r.head == r.tail {
+                result = Err(PostError {
+                    first_bad: i,
+                    err: ENOMEM,
+                });
+                break;
+            }
+            let head = r.head;
+            let base = self.wqe_off(head);
+            let mut link = [0u8; 4];
+            let mut w = self.buf.read(base, &mut link);
+            for (k, sge) in wr.sg_list.iter().enumerate() {
+                w = w.and_then(|()| {
+                    self.buf
+                        .write(base + NEXT_SEG + k * SEG, &wqe::data_seg(sge))
+                });
+            }
+            if wr.sg_list.len() < self.size.max_gs as usize {
+                let k = wr.sg_list.len();
+                w = w.and_then(|()| {
+                    self.buf
+                        .write(base + NEXT_SEG + k * SEG, &wqe::recv_terminator())
+                });
+            }
+            if let Err(err) = w {
+                result = Err(PostError { first_bad: i, err });
+                break;
+            }
+            if let Some(x) = r.wrid.get_mut((head & (self.size.max - 1)) as usize) {
+                *x = wr.wr_id;
+            }
+            r.head = u32::from(u16::from_be_bytes([link[2], link[3]])) & (self.size.max - 1);
+            nreq = nreq.wrapping_add(1);
+        }
+        if nreq != 0 {
+            r.wqe_ctr = r.wqe_ctr.wrapping_add(nreq);
+            // The WQEs before the doorbell record.
+            mb(Write);
+            self.db.set(0, r.wqe_ctr.into());
+        }
+        result
+    }
+}
+
+/// An SRQ's async events, raised to the consumer's handler as C's `mlx5_ib_srq_event` does.
+struct SrqEvents {
+    srqn: u32,
+    shared: Arc<SrqShared>,
+    notifier: EventNotifier,
+}
+
+impl ResourceHandler for SrqEvents {
+    fn event(&self, event_type: u8) {
+        let e = match event_type {
+            EVENT_SRQ_RQ_LIMIT => {
+                // The device disarms the limit when it fires.
+                self.shared.limit.store(0, Relaxed);
+                EventType::SrqLimitReached
+            }
+            EVENT_SRQ_CATAS_ERROR => EventType::SrqErr,
+            _ => {
+                pr_warn!(
+                    "mlx5_ib: Unexpected event type {} on SRQ {:06x}\n",
+                    event_type,
+                    self.srqn
+                );
+                return;
+            }
+        };
+        self.notifier.raise(e);
+    }
+}
+
+/// An SRQ's driver state.
+pub(crate) struct Mlx5Srq {
+    /// The resource-table registration of its events (dropped before DESTROY_RMP).
+    events: Option<ResourceRegistration>,
+    /// Shared with the CQs of its QPs.
+    pub(crate) shared: Arc<SrqShared>,
+    /// The RMP number.
+    pub(crate) srqn: u32,
+}
+
+/// Creates a kernel SRQ in PD `pdn`: the WQE ring with every WQE linked to the next, a
+/// doorbell record, CREATE_RMP, then its events in the resource table.
+pub(crate) fn create(
+    dev: &Mlx5Device,
+    size: SrqSize,
+    pdn: u32,
+    events: &EventNotifier,
+) -> Result<Mlx5Srq> {
+    let buf = dev.alloc_coherent((size.max as usize) << size.wqe_shift)?;
+    for i in 0..size.max {
+        let next = ((i + 1) & (size.max - 1)) as u16;
+        buf.write((i as usize) << size.wqe_shift, &next_seg(next))?;
+    }
+    let db = dev.alloc_db()?;
+    let mut wrid = KVec::with_capacity(size.max as usize, GFP_KERNEL)?;
+    for _ in 0..size.max {
+        wrid.push(0u64, GFP_KERNEL)?;
+    }
+    let pas = crate::cq::page_list(buf.dma(), buf.len())?;
+    let input = CreateRmpIn::new()
+        .state(RMPC_STATE_RDY)?
+        .pd(pdn.into())?
+        .dbr_addr(db.dma())?
+        .log_wq_stride(size.wqe_shift.into())?
+        .log_wq_pg_sz(0)?
+        .log_wq_sz(size.max.trailing_zeros().into())?;
+    let shared = Arc::pin_init(
+        pin_init!(SrqShared {
+            buf,
+            db,
+            size,
+            limit: Atomic::new(0),
+            ring <- new_spinlock_irq!(Ring {
+                head: 0,
+                tail: size.max - 1,
+                wqe_ctr: 0,
+                wrid,
+            }),
+        }),
+        GFP_KERNEL,
+    )?;
+    let srqn = match dev.commands().exec_var::<CreateRmp>(&input, &pas, 0) {
+        Ok((out, _)) => out.rmpn() as u32,
+        Err(e) => {
+            // A timed-out CREATE_RMP may have made the RMP: its memory is never freed then.
+            if e == ETIMEDOUT {
+                core::mem::forget(shared);
+            }
+            return Err(e);
+        }
+    };
+    let mut srq = Mlx5Srq {
+        events: None,
+        shared: shared.clone(),
+        srqn,
+    };
+    let handler: Result<Arc<dyn ResourceHandler>> = Arc::new(
+        SrqEvents {
+            srqn,
+            shared,
+            notifier: events.clone(),
+        },
+        GFP_KERNEL,
+    )
+    .map(|h| h as Arc<dyn ResourceHandler>)
+    .map_err(Error::from);
+    match handler.and_then(|h| dev.register_resource(Resource::Srq(srqn), h)) {
+        Ok(reg) => srq.events = Some(reg),
+        Err(e) => {
+            let _ = destroy(dev.commands(), srq);
+            return Err(e);
+        }
+    }
+    Ok(srq)
+}
+
+impl Mlx5Srq {
+    /// Arms the limit (C's `mlx5_ib_modify_srq`: `EINVAL` for a resize or a limit not below
+    /// the ring's WQE count; MODIFY_RMP with the limit selected).
+    pub(crate) fn arm(&self, cmds: &Commands, limit: u32) -> Result {
+        if limit >= self.shared.size.max {
+            return Err(EINVAL);
+        }
+        let input = ModifyRmpIn::new()
+            .rmp_state(RMPC_STATE_RDY)?
+            .rmpn(self.srqn.into())?
+            .bitmask_lwm(1)?
+            .state(RMPC_STATE_RDY)?
+            .lwm(limit.into())?;
+        cmds.exec::<ModifyRmp>(&input)?;
+        self.shared.limit.store(limit, Relaxed);
+        Ok(())
+    }
+
+    /// The SRQ's attributes: what it holds and the limit armed (C reads the limit back with
+    /// QUERY_RMP, which the emulated device does not serve; the driver keeps it instead).
+    pub(crate) fn query(&self) -> SrqAttr {
+        SrqAttr {
+            max_wr: self.shared.size.max - 1,
+            max_sge: self.shared.size.max_gs,
+            srq_limit: self.shared.limit.load(Relaxed),
+        }
+    }
+}
+
+/// Destroys an SRQ: out of the resource table, DESTROY_RMP; its memory is leaked if that
+/// fails.
+pub(crate) fn destroy(cmds: &Commands, mut srq: Mlx5Srq) -> Result {
+    drop(srq.events.take());
+    let input = DestroyRmpIn::new().rmpn(srq.srqn.into())?;
+    match cmds.exec::<DestroyRmp>(&input) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            core::mem::forget(srq);
+            Err(e)
+        }
+    }
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_mlx5_ib_srq)]
+mod tests {
+    use super::*;
+
+    fn attr(max_wr: u32, max_sge: u32) -> SrqAttr {
+        SrqAttr {
+            max_wr,
+            max_sge,
+            srq_limit: 0,
+        }
+    }
+
+    #[test]
+    fn sizing_as_c() -> Result {
+        // The twin's SRQ: 16 asked, 32 WQEs (31 usable) of 32 bytes.
+        assert_eq!(
+            srq_size(&attr(16, 1), 20, 512)?,
+            SrqSize {
+                max: 32,
+                max_gs: 1,
+                wqe_shift: 5
+            }
+        );
+        // Three SGEs: 16 + 48 bytes, a 64-byte stride; 15 asked fits 16 WQEs.
+        let s = srq_size(&attr(15, 3), 20, 512)?;
+        assert_eq!((s.max, s.wqe_shift), (16, 6));
+        // Past the caps: EINVAL.
+        assert_eq!(srq_size(&attr(1 << 10, 1), 10, 512).err(), Some(EINVAL));
+        assert_eq!(srq_size(&attr(4, 33), 10, 512).err(), Some(EINVAL));
+        Ok(())
+    }
+
+    #[test]
+    fn next_segment_image() {
+        assert_eq!(
+            next_seg(0x0102),
+            [0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+        );
+    }
+}
