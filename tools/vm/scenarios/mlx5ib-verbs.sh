@@ -1,8 +1,6 @@
 # mlx5ib-verbs: the kernel verbs consumer ib_verbs_client on mlx5_0 (the emulated ConnectX-5),
 # compared line for line with the C stack.
-# stacks: c
-# (rust is added once the Rust mlx5_ib has UD, SRQ and inline sends: the Rust sample runs the
-# same phases and prints the same lines; see mlx5ib-kverbs for what it prints on mlx5_0 today.)
+# stacks: c rust
 # timeout: 600
 # On c the consumer is the C twin (tools/verbs-twin),
 # on rust the Rust sample (samples/ib_verbs_client.rs); both are $stack_dir/ib_verbs_client.ko.
