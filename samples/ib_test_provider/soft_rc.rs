@@ -1189,7 +1189,8 @@ impl SoftQp {
         let inline = if wr.send_flags & send_flags::INLINE != 0 {
             let len = wr.inline_data.iter().map(|d| d.len()).sum::<usize>();
             if len > self.cap.max_inline_data as usize {
-                return Err(EINVAL);
+                // As C's mlx5 (`set_data_inl_seg`).
+                return Err(ENOMEM);
             }
             let mut data = KVec::with_capacity(len, GFP_KERNEL)?;
             for d in wr.inline_data {

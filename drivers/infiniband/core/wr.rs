@@ -92,8 +92,9 @@ pub struct SendWr<'a> {
     /// driver copies the concatenation of these slices into the work request at post time and
     /// ignores `sg_list` (C passes inline data as `sg_list` entries whose `addr` is a kernel
     /// virtual address; here it is borrowed memory, so no address is trusted). The consumer may
-    /// reuse the memory as soon as the post returns. A driver refuses (`EINVAL`) more bytes than
-    /// the QP's `max_inline_data`. Empty by default; without `INLINE` it is ignored.
+    /// reuse the memory as soon as the post returns. A driver refuses more bytes than the QP's
+    /// `max_inline_data` with `ENOMEM`, as C's mlx5 does. Empty by default; without `INLINE` it
+    /// is ignored.
     pub inline_data: &'a [&'a [u8]],
     /// [`send_flags`] bits.
     pub send_flags: u32,
