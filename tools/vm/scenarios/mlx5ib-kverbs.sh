@@ -34,7 +34,9 @@
 #     DEALLOC_PD); loaded again, it runs the whole sequence again; unloading mlx5_ib under it
 #     unregisters mlx5_0, which removes it from the client first (its objects released while
 #     the function is still there); then the stack unloads; a clean dmesg and kmemleak.
-# stacks: rust
+# Both stacks, the same checks and values: on c the consumer is the C twin (tools/verbs-twin),
+# and the C stack passes every check, the reload and the unbind under the client included.
+# stacks: rust c
 
 client="$stack_dir/ib_verbs_client.ko"
 v='ib_verbs_client: mlx5_0'
