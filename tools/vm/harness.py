@@ -462,7 +462,9 @@ class Vm:
                % self.socket)
         # A 4 MiB kernel log: scenarios read it back with dmesg, and every load of a module with
         # KUnit suites logs their results, so the default ring loses a load/unload loop's start.
-        cmdline = "console=ttyS0 panic=-1 log_buf_len=4M"
+        # watchdog_thresh=60: the soft-lockup detector reports a CPU that does not schedule for
+        # 120 s, so a host overloaded by TCG guests does not fake a lockup.
+        cmdline = "console=ttyS0 panic=-1 log_buf_len=4M watchdog_thresh=60"
         if not interactive:
             cmdline += " oops=panic"
         if self.kernel_args:
