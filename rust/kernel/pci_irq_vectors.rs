@@ -38,6 +38,16 @@ pub struct BoundIrqVectors<'a> {
 }
 
 impl<'a> BoundIrqVectors<'a> {
+    /// The size of `dev`'s MSI-X table (`pci_msix_vec_count`): how many vectors
+    /// [`Self::alloc_msix`] could get at most; `EINVAL` if the function has no MSI-X capability.
+    pub fn msix_table_size(dev: &pci::Device<Bound>) -> Result<u32> {
+        // SAFETY: `raw(dev)` is a valid `struct pci_dev` (type invariant of `pci::Device`).
+        let n = unsafe { bindings::pci_msix_vec_count(raw(dev)) };
+        to_result(n)?;
+        // The count is not negative here (checked above).
+        Ok(n as u32)
+    }
+
     /// Allocates between `min` and `max` MSI-X vectors for `dev`.
     ///
     /// # Safety

@@ -16,13 +16,11 @@ use crate::ifc::Eqe;
 use crate::init_segment::Bar0;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
-    bindings, new_mutex,
+    new_mutex, new_wait_queue,
     prelude::*,
-    static_lock_class,
     sync::{Arc, Mutex},
-    task::TASK_UNINTERRUPTIBLE,
     time::msecs_to_jiffies,
-    types::Opaque,
+    wait_queue::WaitQueue,
 };
 
 /// Event type of a command completion.
@@ -33,74 +31,6 @@ pub(crate) struct CmdEventState {
     eq: Option<EventQueue>,
     /// Completions reported by events since load.
     reported: u64,
-}
-
-/// A wait queue whose waiters sleep uninterruptibly with a timeout (the kernel crate's `CondVar`
-/// has no such wait). The condition is an atomic word, checked after the waiter is queued, so no
-/// wake-up is lost and no lock is taken in a non-running task state.
-#[pin_data]
-struct WaitQueue {
-    #[pin]
-    head: Opaque<bindings::wait_queue_head>,
-}
-
-// SAFETY: a `wait_queue_head` is used from any thread; the kernel serialises it with its own lock.
-unsafe impl Send for WaitQueue {}
-// SAFETY: as above, every operation on the head takes its internal lock.
-unsafe impl Sync for WaitQueue {}
-
-impl WaitQueue {
-    fn new() -> impl PinInit<Self> {
-        pin_init!(Self {
-            // SAFETY: `slot` is valid memory for a wait queue head while the closure runs; the
-            // name and the lock class key are static.
-            head <- Opaque::ffi_init(|slot| unsafe {
-                bindings::__init_waitqueue_head(
-                    slot,
-                    c"mlx5_cmd_events".as_char_ptr(),
-                    static_lock_class!().as_ptr(),
-                )
-            }),
-        })
-    }
-
-    /// Sleeps uninterruptibly until `done()` holds or `jiffies` pass; returns `done()`.
-    fn wait_until(&self, jiffies: c_long, done: impl Fn() -> bool) -> bool {
-        let entry = Opaque::<bindings::wait_queue_entry>::uninit();
-        // SAFETY: `entry` is valid memory that lives until `finish_wait` below.
-        unsafe { bindings::init_wait(entry.get()) };
-        let mut left = jiffies;
-        let hit = loop {
-            // SAFETY: `head` was initialised in `new` and `entry` above; both outlive the wait.
-            unsafe {
-                bindings::prepare_to_wait(self.head.get(), entry.get(), TASK_UNINTERRUPTIBLE)
-            };
-            if done() {
-                break true;
-            }
-            if left <= 0 {
-                break false;
-            }
-            // SAFETY: the task is queued on `head`; any timeout value is valid.
-            left = unsafe { bindings::schedule_timeout(left) };
-        };
-        // SAFETY: `head` and `entry` are valid; this dequeues `entry` and sets the task running.
-        unsafe { bindings::finish_wait(self.head.get(), entry.get()) };
-        hit
-    }
-
-    /// Wakes every waiter.
-    fn wake_all(&self) {
-        // SAFETY: `head` was initialised in `new`.
-        unsafe {
-            bindings::__wake_up(
-                self.head.get(),
-                bindings::TASK_NORMAL,
-                0,
-                core::ptr::null_mut(),
-            )
-        };
-    }
 }
 
 /// Shared between the command queue (waits) and the event handler (wakes).
@@ -129,7 +59,7 @@ impl CmdEvents {
                     reported: 0,
                 }),
                 completed: AtomicU32::new(0),
-                done <- WaitQueue::new(),
+                done <- new_wait_queue!("mlx5_cmd_events"),
             }),
             GFP_KERNEL,
         )
@@ -161,7 +91,7 @@ impl CmdEvents {
             st.reported += u64::from(slots.count_ones());
             drop(st);
             self.completed.fetch_or(slots, Ordering::AcqRel);
-            self.done.wake_all();
+            self.done.wake_up_all();
         }
         Ok(())
     }
@@ -183,7 +113,7 @@ impl CompletionSource for CmdEvents {
     fn wait(&self, slot: u32, ms: u32) -> bool {
         let bit = 1u32 << slot;
         let jiffies = c_long::try_from(msecs_to_jiffies(ms)).unwrap_or(c_long::MAX);
-        self.done.wait_until(jiffies, || {
+        self.done.wait_uninterruptible_timeout(jiffies, || {
             self.completed.load(Ordering::Acquire) & bit != 0
         });
         self.completed.fetch_and(!bit, Ordering::AcqRel) & bit != 0

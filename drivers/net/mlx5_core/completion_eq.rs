@@ -17,11 +17,9 @@ use crate::cq_table::CqTable;
 use crate::eq::{EventQueue, LOG_COMP_ENTRIES, POLL_BUDGET};
 use crate::init_segment::SharedBar;
 use kernel::{
-    bindings,
-    cpu::CpuId,
-    cpumask::{Cpumask, CpumaskVar},
     device::{self, Bound},
     irq::{self, IrqRequest, IrqReturn},
+    irq_affinity::{self, AffinityHint},
     new_mutex, new_spinlock_irq,
     prelude::*,
     str::CString,
@@ -30,14 +28,6 @@ use kernel::{
 
 /// EQs the C driver keeps for itself besides completion EQs (C's `MLX5_MAX_ASYNC_EQS`).
 pub(crate) const MAX_ASYNC_EQS: u32 = 4;
-
-/// Number of online CPUs.
-pub(crate) fn online_cpus() -> u32 {
-    // SAFETY: `__cpu_online_mask` is a valid, always initialized cpumask; reading its weight is
-    // what `num_online_cpus()` does.
-    let online = unsafe { Cpumask::from_raw(&raw const bindings::__cpu_online_mask) };
-    online.weight()
-}
 
 /// MSI-X vectors to ask for (C's `mlx5_irq_table_create` for a PCI function): one per port and
 /// online CPU plus the control vector, at most the device's EQs and the function's MSI-X table.
@@ -95,24 +85,15 @@ impl irq::Handler for CompIrq {
     }
 }
 
-/// A created completion vector: its interrupt registration, then what the registration points
-/// to (its name, its affinity mask), which must outlive it.
+/// A created completion vector. The fields drop in this order: the affinity hint (cleared
+/// while the interrupt is still requested), the interrupt registration, then its name (the
+/// kernel keeps a pointer to it until the interrupt is freed).
 struct CompEq {
+    _hint: Option<AffinityHint>,
     irq: Pin<KBox<irq::Registration<'static, CompIrq>>>,
     irqn: u32,
     eqn: u8,
-    /// The affinity hint (the kernel keeps a pointer to it until it is cleared).
-    _mask: KBox<CpumaskVar>,
-    /// The interrupt's name (the kernel keeps a pointer to it until the interrupt is freed).
     _name: CString,
-}
-
-impl Drop for CompEq {
-    fn drop(&mut self) {
-        // SAFETY: The interrupt is still requested (`irq` drops after this); clearing the hint
-        // makes the kernel forget the mask before the interrupt is freed and the mask dropped.
-        unsafe { bindings::__irq_apply_affinity_hint(self.irqn, core::ptr::null(), false) };
-    }
 }
 
 /// What the vectors' lock protects.
@@ -240,16 +221,13 @@ impl CompEqs {
             GFP_KERNEL,
         )?;
         // C's affinity: the single CPU `cpumask_local_spread(vector)`.
-        let mut mask = KBox::new(CpumaskVar::new_zero(GFP_KERNEL)?, GFP_KERNEL)?;
-        // SAFETY: Any index and node are valid; returns an online CPU.
-        let cpu = unsafe { bindings::cpumask_local_spread(vector, bindings::NUMA_NO_NODE) };
-        if let Some(cpu) = CpuId::from_u32(cpu) {
-            mask.set(cpu);
-        }
-        // SAFETY: `irqn` is requested (above); the mask is boxed, so its address is stable,
-        // and it lives until the hint is cleared (by `CompEq`'s drop, or below when creation
-        // fails: the hint is cleared before the box and the registration drop).
-        let _ = unsafe { bindings::__irq_apply_affinity_hint(irqn, mask.as_raw(), true) };
+        let hint = match irq_affinity::local_spread_cpu(vector) {
+            // SAFETY: `irqn` is requested by `reg`, which outlives the hint: on the error
+            // returns below the hint (declared later) drops first, and in `CompEq` its field
+            // is declared before the registration's.
+            Some(cpu) => Some(unsafe { AffinityHint::new(irqn, cpu, GFP_KERNEL)? }),
+            None => None,
+        };
         let eq = self.bar.access_with(dev, |bar| {
             EventQueue::create_sized(
                 &self.cmd,
@@ -265,24 +243,17 @@ impl CompEqs {
                 "comp",
             )
         });
-        let eq = match eq.and_then(|r| r) {
-            Ok(eq) => eq,
-            Err(e) => {
-                // SAFETY: As above; clears the hint before the interrupt is freed.
-                unsafe { bindings::__irq_apply_affinity_hint(irqn, core::ptr::null(), false) };
-                return Err(e);
-            }
-        };
+        let eq = eq.and_then(|r| r)?;
         let eqn = eq.eqn();
         *reg.handler().eq.lock() = Some(eq);
         // Arms the EQ (a first pass that finds nothing), with the handler's lock, as the
         // interrupt would.
         let _ = irq::Handler::handle(reg.handler());
         Ok(CompEq {
+            _hint: hint,
             irq: reg,
             irqn,
             eqn,
-            _mask: mask,
             _name: name,
         })
     }

@@ -19,7 +19,8 @@ use kernel::{
     device::Core,
     dma::{Device as _, DmaMask},
     irq::{self, ThreadedRegistration},
-    pci,
+    irq_affinity, pci,
+    pci_enable::EnabledDevice,
     pci_irq_vectors::BoundIrqVectors,
     prelude::*,
     str::CString,
@@ -90,27 +91,6 @@ const FW_INIT_POLL: Delta = Delta::from_millis(20);
 /// The driver.
 pub(crate) struct Mlx5PciDriver;
 
-/// Undoes probe's `pci_enable_device_mem` and `pci_set_master` when dropped (C's
-/// `mlx5_pci_close`): the last thing of a remove or of a failed probe, once nothing uses the
-/// device any more.
-pub(crate) struct PciClose<'bound>(&'bound pci::Device<kernel::device::Bound>);
-
-impl Drop for PciClose<'_> {
-    fn drop(&mut self) {
-        let raw = core::ptr::from_ref(self.0)
-            .cast_mut()
-            .cast::<kernel::bindings::pci_dev>();
-        // SAFETY: `pci::Device` is a transparent wrapper of `struct pci_dev`, so `raw` is the
-        // bound device's `struct pci_dev`, valid for `'bound`; probe enabled it and set bus
-        // mastering before creating this guard, and everything that makes the device access
-        // memory or that reads BAR0 (interrupt handler, health poll, HCA) is gone by now.
-        unsafe {
-            kernel::bindings::pci_clear_master(raw);
-            kernel::bindings::pci_disable_device(raw);
-        }
-    }
-}
-
 /// Per-function state while bound.
 ///
 /// Two orders matter, and they are opposite: on removal the fields drop in declaration order
@@ -137,7 +117,7 @@ pub(crate) struct Mlx5Function<'bound> {
     vectors: BoundIrqVectors<'bound>,
     fw: FwRevision,
     /// Bus mastering off and the device disabled, last.
-    _close: PciClose<'bound>,
+    _close: EnabledDevice<'bound>,
 }
 
 impl pci::Driver for Mlx5PciDriver {
@@ -152,10 +132,10 @@ impl pci::Driver for Mlx5PciDriver {
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
         pin_init::pin_init_scope(move || {
             let kind = info.copied().unwrap_or(FunctionKind::Physical);
-            pdev.enable_device_mem()?;
-            pdev.set_master();
-            // From here every return drops what exists in reverse order, this guard last.
-            let close = PciClose(pdev);
+            // Memory access and bus mastering, undone when this guard drops (C's
+            // `mlx5_pci_close`). From here every return drops what exists in reverse order,
+            // this guard last.
+            let close = EnabledDevice::new(pdev)?;
             let bar = pdev.iomap_region_sized::<{ init_segment::SIZE }>(0, c"mlx5_core")?;
             // Registers other than `initializing` are only meaningful once firmware is up.
             match init_segment::wait_fw_init(&bar, FW_PRE_INIT_TIMEOUT, FW_INIT_POLL) {
@@ -203,13 +183,12 @@ impl pci::Driver for Mlx5PciDriver {
             let mut alloc_vectors = |caps: &HcaCaps| -> Result {
                 let c = GeneralCaps::from_bytes(&caps.general);
                 let max_eqs = completion_eq::max_eqs(c.max_num_eqs(), c.log_max_eq());
-                // SAFETY: `pdev` is a bound PCI device (`pci::Device` wraps `struct pci_dev`).
-                let msix = unsafe { kernel::bindings::pci_msix_vec_count(pci_raw(pdev)) };
+                let msix = BoundIrqVectors::msix_table_size(pdev).unwrap_or(1);
                 let want = completion_eq::vectors_wanted(
                     c.num_ports() as u32,
-                    completion_eq::online_cpus(),
+                    irq_affinity::online_cpus(),
                     max_eqs,
-                    u32::try_from(msix).unwrap_or(1),
+                    msix,
                 );
                 // SAFETY: the vectors are kept in `Mlx5Function::vectors`. On removal the
                 // control handler's registration (`irq`, declared before them) drops first,
@@ -383,13 +362,6 @@ impl pci::Driver for Mlx5PciDriver {
         );
         this.function.tear_down();
     }
-}
-
-/// The `struct pci_dev` of `pdev`.
-fn pci_raw(pdev: &pci::Device<kernel::device::Bound>) -> *mut kernel::bindings::pci_dev {
-    core::ptr::from_ref(pdev)
-        .cast_mut()
-        .cast::<kernel::bindings::pci_dev>()
 }
 
 /// The completion side of a brought-up function: its completion vectors (`count`, on MSI-X
