@@ -13,13 +13,7 @@
 //!
 //! C header: [`include/linux/wait.h`](srctree/include/linux/wait.h)
 
-use crate::{
-    bindings,
-    prelude::*,
-    sync::LockClassKey,
-    task::TASK_UNINTERRUPTIBLE,
-    types::Opaque,
-};
+use crate::{bindings, prelude::*, sync::LockClassKey, task::TASK_UNINTERRUPTIBLE, types::Opaque};
 
 /// Creates a [`WaitQueue`] initialiser with a static lock class and the given name (or one made
 /// from the file and line).
@@ -66,11 +60,7 @@ impl WaitQueue {
     /// Sleeps uninterruptibly until `done()` holds or `jiffies` pass; returns the last value of
     /// `done()`. `done` runs with the task queued and in `TASK_UNINTERRUPTIBLE`: it must not
     /// sleep (read an atomic, not a mutex).
-    pub fn wait_uninterruptible_timeout(
-        &self,
-        jiffies: c_long,
-        done: impl Fn() -> bool,
-    ) -> bool {
+    pub fn wait_uninterruptible_timeout(&self, jiffies: c_long, done: impl Fn() -> bool) -> bool {
         let entry = Opaque::<bindings::wait_queue_entry>::uninit();
         // SAFETY: `entry` is valid memory that lives until `finish_wait` below.
         unsafe { bindings::init_wait(entry.get()) };
