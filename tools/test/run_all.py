@@ -101,6 +101,16 @@ def kconfig_checks(tally, args):
               int(ok), int(not ok))
 
 
+def skipped_by_header(name):
+    """Whether the scenario's header says `# make-test: no`."""
+    path = HARNESS.parent / "scenarios" / f"{name}.sh"
+    try:
+        head = path.read_text().splitlines()[:40]
+    except OSError:
+        return False
+    return any(re.match(r"#\s*make-test:\s*no\b", l) for l in head)
+
+
 def scenarios():
     out = subprocess.run([sys.executable, str(HARNESS), "list"], capture_output=True, text=True, check=True)
     for line in out.stdout.splitlines():
@@ -109,6 +119,8 @@ def scenarios():
             continue  # benchmarks run under `make bench`, not as tests
         if name.strip().startswith("selfcheck-"):
             continue  # runs that must fail, run by harness_selfcheck
+        if skipped_by_header(name.strip()):
+            continue  # `# make-test: no`: long variants, run by hand
         for stack in stacks.split():
             yield name.strip(), stack
 

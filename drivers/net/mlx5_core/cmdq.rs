@@ -561,7 +561,7 @@ impl CmdQueue {
                     );
                     return Err(EAGAIN);
                 }
-                Err(e) => {
+                Err(EINVAL) => {
                     err_rl!(
                         self,
                         Limited::TooLarge,
@@ -569,8 +569,10 @@ impl CmdQueue {
                         "a command needs {nblocks} mailbox blocks, more than the {} usable\n",
                         s.pool - s.lost_blocks()
                     );
-                    return Err(e);
+                    return Err(EINVAL);
                 }
+                // ENOMEM: the list of the claimed blocks could not be allocated.
+                Err(e) => return Err(e),
             }
         }
     }
@@ -601,10 +603,16 @@ impl CmdQueue {
     ) -> Result<(C::Out, KVec<u8>)> {
         let wire = ifc::encode::<C>(input)?;
         let out_len = C::OUT_LEN.checked_add(out_tail).ok_or(EINVAL)?;
+        // Allocated before the command is sent: once the device has run it (created or
+        // destroyed an object), an allocation failure must not turn its result into an error.
+        let mut tail = KVec::with_capacity(out_tail, GFP_KERNEL)?;
         let out = self.exec_raw(dev, bar, slot, wire.as_bytes(), in_tail, out_len)?;
         let fixed = C::Out::from_bytes(&out);
-        let mut tail = KVec::with_capacity(out_tail, GFP_KERNEL)?;
-        tail.extend_from_slice(out.get(C::OUT_LEN..).unwrap_or(&[]), GFP_KERNEL)?;
+        let rest = out.get(C::OUT_LEN..).unwrap_or(&[]);
+        for &b in rest.iter().take(out_tail) {
+            // Within the capacity reserved above: never allocates, never fails.
+            let _ = tail.push_within_capacity(b);
+        }
         Ok((fixed, tail))
     }
 
@@ -635,6 +643,9 @@ impl CmdQueue {
             &joined[..]
         };
         let out_len = out_len.max(INLINE);
+        // The output buffer, allocated before the command is sent (see `exec_var`).
+        let mut out = KVec::with_capacity(out_len, GFP_KERNEL)?;
+        out.resize(out_len, 0, GFP_KERNEL)?;
         let hdr = CmdInHeader::from_bytes(input);
         let (opcode, op_mod) = (hdr.opcode() as u16, hdr.op_mod());
         if self.state.in_error() {
@@ -687,8 +698,6 @@ impl CmdQueue {
             );
             return Err(err);
         }
-        let mut out = KVec::with_capacity(out_len, GFP_KERNEL)?;
-        out.resize(out_len, 0, GFP_KERNEL)?;
         out[..INLINE].copy_from_slice(done.command_output_inline_data());
         for (i, &b) in out_blocks.iter().enumerate() {
             let (mb, off, _) = self.block(b).ok_or(EINVAL)?;

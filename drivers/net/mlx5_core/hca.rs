@@ -97,6 +97,18 @@ fn cap_query_type(
 }
 
 /// Writes the fields of `layout` (a prefix of a capability page) back into `page`.
+/// TEARDOWN_HCA; `false` (logged as C does) if it failed: the device then keeps its pages, which
+/// must not be freed.
+fn teardown_hca(cmd: &CmdQueue, dev: &device::Device<device::Bound>, bar: &Bar0<'_>) -> bool {
+    let torn_down = TeardownHcaIn::new()
+        .profile(0)
+        .and_then(|t| cmd.exec::<TeardownHca>(dev, bar, &t));
+    if torn_down.is_err() {
+        dev_err!(dev, "tear_down_hca failed, skip cleanup\n");
+    }
+    torn_down.is_ok()
+}
+
 fn store_caps(page: &mut [u8], layout: &[u8]) -> Result {
     page.get_mut(..layout.len())
         .ok_or(EINVAL)?
@@ -124,8 +136,15 @@ impl Hca {
             dev_err!(dev, "enable hca failed\n");
             return Err(e);
         }
-        let mut pages = FwPages::new()?;
-        match Self::init(&cmd, &mut pages, dev, bar) {
+        let mut pages = match FwPages::new() {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = cmd.exec::<DisableHca>(dev, bar, &FunctionIn::new());
+                return Err(e);
+            }
+        };
+        let mut initialized = false;
+        match Self::init(&cmd, &mut pages, dev, bar, &mut initialized) {
             Ok((caps, board_id)) => {
                 let mut hca = Self {
                     cmd,
@@ -148,6 +167,11 @@ impl Hca {
                 }
             }
             Err(e) => {
+                // After INIT_HCA the device gives its pages back only once torn down.
+                if initialized && !teardown_hca(&cmd, dev, bar) {
+                    core::mem::forget(pages);
+                    return Err(e);
+                }
                 pages.reclaim_all(&cmd, dev, bar);
                 let _ = cmd.exec::<DisableHca>(dev, bar, &FunctionIn::new());
                 Err(e)
@@ -155,12 +179,14 @@ impl Hca {
         }
     }
 
-    /// Everything between ENABLE_HCA and a usable HCA.
+    /// Everything between ENABLE_HCA and a usable HCA; `initialized` is set once INIT_HCA
+    /// succeeded (a failure after it needs TEARDOWN_HCA).
     fn init(
         cmd: &CmdQueue,
         pages: &mut FwPages,
         dev: &device::Device<device::Bound>,
         bar: &Bar0<'_>,
+        initialized: &mut bool,
     ) -> Result<(HcaCaps, [u8; 16])> {
         // ISSI: use 1 when offered, else stay at 0.
         let issi = cmd.exec::<QueryIssi>(dev, bar, &PlainIn::new())?;
@@ -216,6 +242,7 @@ impl Hca {
             dev_err!(dev, "init hca failed\n");
             return Err(e);
         }
+        *initialized = true;
 
         // As in C: the driver-version capability comes from the capabilities just set.
         if want.driver_version() != 0 {
@@ -355,11 +382,7 @@ impl Hca {
         if let Some(uar) = self.uar.take() {
             uar.free(&self.cmd, dev, bar);
         }
-        let torn_down = TeardownHcaIn::new()
-            .profile(0)
-            .and_then(|t| self.cmd.exec::<TeardownHca>(dev, bar, &t));
-        if torn_down.is_err() {
-            dev_err!(dev, "tear_down_hca failed, skip cleanup\n");
+        if !teardown_hca(&self.cmd, dev, bar) {
             core::mem::forget(self.pages);
             return;
         }

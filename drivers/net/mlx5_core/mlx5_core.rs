@@ -32,32 +32,44 @@ pub use pci_driver::bound_functions;
 
 use kernel::{driver, pci, prelude::*};
 
-/// The module: the auxiliary device numbers, then the PCI driver.
-#[pin_data(PinnedDrop)]
+/// The module: the PCI driver, then the module-wide state its functions use. The fields drop in
+/// that order (functions unbind first); `init` sets them up in the opposite order, so a failed
+/// driver registration undoes the module-wide state.
+#[pin_data]
 struct Mlx5CoreModule {
     #[pin]
     driver: driver::Registration<pci::Adapter<pci_driver::Mlx5PciDriver>>,
+    _globals: Globals,
+}
+
+/// The module-wide state: the auxiliary device number pool and debugfs's `mlx5/`, set up at
+/// load and freed when dropped.
+struct Globals;
+
+impl Globals {
+    fn new() -> Self {
+        // SAFETY: Called once per module load (by `init`), before the driver can bind.
+        unsafe { auxdev::ADEV_IDS.init() };
+        // SAFETY: As above.
+        unsafe { debugfs::init() };
+        Globals
+    }
+}
+
+impl Drop for Globals {
+    fn drop(&mut self) {
+        // Every function is unbound by now (the driver dropped first, or never registered).
+        auxdev::free_ids();
+        debugfs::exit();
+    }
 }
 
 impl kernel::InPlaceModule for Mlx5CoreModule {
     fn init(module: &'static ThisModule) -> impl PinInit<Self, Error> {
-        // SAFETY: Called once, at module load, before the driver can bind.
-        unsafe { auxdev::ADEV_IDS.init() };
-        // SAFETY: As above.
-        unsafe { debugfs::init() };
         try_pin_init!(Self {
+            _globals: Globals::new(),
             driver <- driver::Registration::new(c"mlx5_core", module),
         })
-    }
-}
-
-#[pinned_drop]
-impl PinnedDrop for Mlx5CoreModule {
-    fn drop(self: Pin<&mut Self>) {
-        // The number pool is a static: free it. Functions still bound are unbound right after
-        // (the driver field drops); their numbers have no pool to go back to then.
-        auxdev::free_ids();
-        debugfs::exit();
     }
 }
 
