@@ -33,7 +33,7 @@ CX_MODEL := $(CARGO_TARGET)/release/cx-model
 RUST_MODULES := $(OUT)/modules
 KMAKE := $(MAKE) -C $(KTREE) -s LLVM=-19 BINDGEN=$(BINDGEN)
 # Guest-side test programs built from this repository (libibverbs consumers).
-VERBS_TOOLS := $(OUT)/tools/verbs_errors $(OUT)/tools/rdma_nl_tester
+VERBS_TOOLS := $(OUT)/tools/verbs_errors $(OUT)/tools/rdma_nl_tester $(OUT)/tools/load_once
 # The C twin of the Rust sample consumer ib_verbs_client (tools/verbs-twin), for STACK=c.
 VERBS_TWIN := $(OUT)/verbs-twin/ib_verbs_client.ko
 
@@ -100,6 +100,11 @@ $(OUT)/tools/verbs_errors: tools/verbs-errors/verbs_errors.c | $(CACHE)/.setup-d
 $(OUT)/tools/rdma_nl_tester: tools/rdma-nl-tester/rdma_nl_tester.c | $(CACHE)/.setup-done
 	@mkdir -p $(@D)
 	gcc -O2 -g -fno-strict-aliasing -Wall -Wextra -Werror -static -o $@ $<
+
+# One finit_module() call, no fallback (busybox insmod retries with init_module): static.
+$(OUT)/tools/load_once: tools/load-once/load_once.c | $(CACHE)/.setup-done
+	@mkdir -p $(@D)
+	gcc -O2 -g -Wall -Wextra -Werror -static -o $@ $<
 
 build: kernel modules verbs-twin cx-model verbs-tools
 

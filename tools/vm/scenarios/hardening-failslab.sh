@@ -4,14 +4,16 @@
 # timeout: 1500
 # host-check: firmware pages: [0-9]+ given, [0-9]+ returned, 0 still held
 # KUnit is off (kernel-args): the suites a module runs at load would take the allocation points.
-# For each step of bringing the Rust stack up -- insmod ib_core; insmod mlx5_core (the PCI
-# probe and the HCA bring-up of the emulated ConnectX-5 run in insmod's task); insmod mlx5_ib (the auxiliary probe and the registration of
-# mlx5_0); insmod ib_verbs_client (the kernel verbs consumer: its client add on mlx5_0, PD, CQ,
-# QPs, MR and 1000s of messages) -- the step runs again and again with /proc/<pid>/fail-nth = N:
-# the N-th slab or page allocation of insmod's task fails (FAILSLAB and FAIL_PAGE_ALLOC, with
-# sleeping allocations and order-0 pages included), for N = 1, 1 + STRIDE, 1 + 2 STRIDE, ...
-# until a run completes without reaching its N-th allocation. After each run: insmod failed or
-# succeeded, and either way the state is whole (the module is loaded and works, or it is gone;
+# For each step of bringing the Rust stack up -- loading ib_core; mlx5_core (the PCI probe and
+# the HCA bring-up of the emulated ConnectX-5 run in the loading task); mlx5_ib (the auxiliary
+# probe and the registration of mlx5_0); ib_verbs_client (the kernel verbs consumer: its client
+# add on mlx5_0, PD, CQ, QPs, MR and 1000s of messages) -- the step runs again and again with
+# /proc/<pid>/fail-nth = N: the N-th slab or page allocation of the loading task fails
+# (FAILSLAB and FAIL_PAGE_ALLOC, sleeping allocations and order-0 pages included, user and
+# page-cache pages not), for N = 1, 1 + STRIDE, 1 + 2 STRIDE, ... until a run completes without
+# reaching its N-th allocation. The load is one finit_module() call (tools/load-once: busybox
+# insmod would retry a failed load with init_module). After each run: the load failed or
+# worked, and either way the state is whole (the module is loaded and works, or it is gone;
 # mlx5_0 is registered or absent; the function is bound or not); the module then unloads (or
 # stays for the next step once the sweep is done), and the kernel log of the run has no report.
 # At the end, every firmware page is back (cx-model's count) and kmemleak is clean.
@@ -32,8 +34,8 @@ dbg=/sys/kernel/debug
 client="$stack_dir/ib_verbs_client.ko"
 dev=$(cx_device)
 
-# Arms FAILSLAB and FAIL_PAGE_ALLOC for fail-nth: every allocation counts (also GFP_KERNEL and
-# order 0), nothing is printed (an injected failure is not a kernel report), and `times` counts
+# Arms FAILSLAB and FAIL_PAGE_ALLOC for fail-nth: every kernel allocation counts (also GFP_KERNEL
+# and order 0), nothing is printed (an injected failure is not a kernel report), and `times` counts
 # down the failures injected.
 arm_faults() {
 	for a in failslab fail_page_alloc; do
@@ -41,7 +43,9 @@ arm_faults() {
 		echo 0 >$dbg/$a/verbose || return 1
 		echo 1000000 >$dbg/$a/times || return 1
 	done
-	echo N >$dbg/fail_page_alloc/ignore-gfp-highmem &&
+	# User pages and the page cache (__GFP_HIGHMEM: insmod reading the module file, its page
+	# faults) are left alone: a failed user page fault is retried, so those points test nothing.
+	echo Y >$dbg/fail_page_alloc/ignore-gfp-highmem &&
 		echo 0 >$dbg/fail_page_alloc/min-order
 }
 
@@ -53,14 +57,15 @@ injected() {
 REPORT='WARNING:|BUG:|Oops|Call Trace:|general protection|possible (circular|recursive) locking|suspicious RCU|UBSAN|KASAN'
 KNOWN=0
 
-# reported: the kernel log of this run has a report, other than the kernel's own warning when an
-# interrupt whose /proc/irq/<n>/ entries were lost to an injected failure is freed
-# (register_irq_proc ignores the failure, unregister_irq_proc's remove_proc_entry then warns: a
-# kernel behaviour any driver meets under injection; counted in KNOWN).
+# reported: the kernel log of this run has a report, other than the kernel's own: the stack dump
+# of an allocation-failure warning (warn_alloc: "vmalloc error", "page allocation failure"), and
+# the warning when an interrupt whose /proc/irq/<n>/ entries were lost to an injected failure is
+# freed (register_irq_proc ignores the failure, unregister_irq_proc's remove_proc_entry then
+# warns); any driver meets these under injection. They are counted in KNOWN.
 reported() {
 	_lines=$(dmesg | grep -E "$REPORT")
 	[ -z "$_lines" ] && return 1
-	if dmesg | grep -q 'unregister_irq_proc' &&
+	if dmesg | grep -q -E 'unregister_irq_proc|vmalloc error:|page allocation failure:' &&
 		! echo "$_lines" | grep -v -E 'Call Trace:|WARNING: fs/proc/generic.c:[0-9]+ at remove_proc_entry' | grep -q .; then
 		KNOWN=$((KNOWN + 1))
 		return 1
@@ -126,7 +131,7 @@ sweep() {
 		if [ "$_last" != 0 ] && [ $_n -gt "$_last" ]; then
 			insmod "$_ko" 2>/tmp/insmod.err
 		else
-			sh -c "echo $_n >/proc/self/fail-nth && exec insmod $_ko" 2>/tmp/insmod.err
+			sh -c "echo $_n >/proc/self/fail-nth && exec load_once $_ko" 2>/tmp/insmod.err
 		fi
 		_rc=$?
 		_fired=$(($(injected) - _before))
@@ -172,7 +177,7 @@ sweep() {
 	{
 		echo "$_step: $_runs runs up to point $_n (stride $STRIDE), $_failed failed loads, then loaded"
 		[ "$_last" = 0 ] || echo "  (points 1 to $_last only, then a run without a fault)"
-		echo "  kernel /proc/irq warnings tolerated in this sweep (see reported): $KNOWN"
+		echo "  kernel allocation-failure or /proc/irq warnings tolerated (see reported): $KNOWN"
 	} | tee -a /tmp/sweeps
 }
 

@@ -19,6 +19,9 @@
 #     [ib_verbs_client] while it is loaded, none after;
 #   - the device unregistering under the client releases its objects; a device registering
 #     later is added; unloading the client releases everything; kmemleak and dmesg clean.
+# The phase 1 SEND raises one or two completion events on either stack: the client re-arms
+# when its first poll finds nothing, and if the device wrote the CQEs in between, that arm (with
+# the old consumer index) raises a second event at once (see mlx5ib-kverbs).
 # Fields matched by regex because they legitimately differ between stacks: QP numbers (phase 1
 # lines, lqpn/rqpn), memory keys (lkey, rkey, local_dma_lkey), pdn, cqn, mrn (restrack ids).
 # Everything else is literal, as C prints it (sizes the C driver rounds: SRQ 16 -> 31, SQ 8 ->
@@ -42,7 +45,7 @@ check_output "phase 1: PD, CQ, QP at RTS (its own dest qp), MR; wrong transition
 check_output "phase 1: the QP is its own destination" \
 	'ib_verbs_client: mlx5_0: qp (0x[0-9a-f]+) in state Rts \(driver says Rts, dest qp \1\)' dmesg
 check_output "phase 1: 4096-byte SEND with imm 0x1234 lands intact, both completions, one event" \
-	"ib_verbs_client: mlx5_0: send Send Success; recv Recv Success 4096 bytes imm 0x1234 from qp $qpn; data intact; 1 completion event\(s\)\$" dmesg
+	"ib_verbs_client: mlx5_0: send Send Success; recv Recv Success 4096 bytes imm 0x1234 from qp $qpn; data intact; [12] completion event\(s\)\$" dmesg
 check_output "phase 1: RDMA write and RDMA read of 4096 bytes, data intact" \
 	'ib_verbs_client: mlx5_0: rdma write RdmaWrite Success data intact; rdma read RdmaRead Success 4096 bytes data intact$' dmesg
 check_output "phase 1: a short receive fails both sides, the QP goes to error, the next receive is flushed" \
