@@ -1,0 +1,54 @@
+# mlx5ib-verbs-faults: firmware error statuses met by the kernel verbs consumer ib_verbs_client
+# on mlx5_0, compared with the C stack. cx-model answers the next CREATE_CQ, CREATE_QP,
+# CREATE_MKEY (the DMA MR) and RST2INIT_QP (the first modify of phase 1's connect) with a bad
+# status, one load of the client each; the driver returns C's errno for that status
+# (cmd_status_to_err: limits exceeded -> ENOMEM, no resources -> EAGAIN, bad parameter and bad
+# resource state -> EINVAL), mlx5_core logs the failed command as C words it, the client reports
+# "setup failed: err N", frees what it had made (no object left in restrack, kmemleak clean),
+# and, with no fault left, the next load works.
+# The client's add failing is not a load failure on either stack: ib_core leaves the device
+# without the client and insmod succeeds (C's add_client_context ignores the add's error).
+# Not yet here (issue 13 item 6): faults during traffic (fatal health syndrome, surprise removal,
+# PCI unbind while SENDs flow): the consumer's traffic mode and the Rust mlx5_ib's software
+# flush on internal error are still to be written.
+# stacks: c rust
+# timeout: 900
+
+dev=$(cx_device)
+bdf=${dev##*/}
+client="$stack_dir/ib_verbs_client.ko"
+
+# fw_fault OPCODE STATUS STATUS_NAME ERRNO: one load of the client under a bad status for OPCODE.
+fw_fault() {
+	_op=$1
+	_st=$2
+	_name=$3
+	_errno=$4
+	dmesg -c >/dev/null
+	check_output "model: the next $_op answers $_name" "^ok fault status:$_op:$_st:0xbad1:1 added\$" \
+		model_ctl fault "status:$_op:$_st:0xbad1:1"
+	check "the client loads (its add fails, not the module)" insmod "$client"
+	check_output "mlx5_core logs the failed $_op as C does" \
+		"mlx5_core $bdf: .*$_op\(0x[0-9a-f]+\) op_mod\(0x[0-9a-f]+\) failed, status $_name\($_st\), syndrome \(0xbad1\), err\($_errno\)" dmesg
+	check_output "the client sees err $_errno" "ib_verbs_client: mlx5_0: setup failed: err $_errno\$" dmesg
+	check_output "no phase ran" '^0$' \
+		sh -c "dmesg | grep -c 'ib_verbs_client: mlx5_0: qp .* in state' || true"
+	check_output "nothing of the client is left (pd, cq, qp, mr)" '^0$' \
+		sh -c "for t in pd cq qp mr; do rdma res show \$t; done | grep -c 'comm \[ib_verbs_client\]' || true"
+	check "the client unloads" rmmod ib_verbs_client
+}
+
+check "load the stack" load_stack
+wait_for "mlx5_0 is registered" 30 '^mlx5_0$' ls /sys/class/infiniband
+fw_fault CREATE_CQ 0x8 'limits exceeded' -12
+fw_fault CREATE_QP 0xf 'no resources' -11
+fw_fault CREATE_MKEY 0x3 'bad parameter' -22
+fw_fault RST2INIT_QP 0x9 'bad resource state' -22
+dmesg -c >/dev/null
+check "with no fault left, the client loads" insmod "$client"
+check_output "and phase 1 sets up its QP at RTS" \
+	'ib_verbs_client: mlx5_0: qp 0x[0-9a-f]+ in state Rts \(driver says Rts' dmesg
+check "the client unloads" rmmod ib_verbs_client
+check "the stack unloads" unload_stack
+kmemleak_clean "kmemleak finds no leak"
+dmesg_clean "dmesg has no warnings, oopses or lockdep reports"
