@@ -20,17 +20,17 @@ client="$stack_dir/ib_verbs_client.ko"
 
 # fw_fault OPCODE STATUS STATUS_NAME ERRNO: one load of the client under a bad status for OPCODE.
 fw_fault() {
-	_op=$1
-	_st=$2
-	_name=$3
-	_errno=$4
+	fw_op=$1
+	fw_st=$2
+	fw_status=$3
+	fw_errno=$4
 	dmesg -c >/dev/null
-	check_output "model: the next $_op answers $_name" "^ok fault status:$_op:$_st:0xbad1:1 added\$" \
-		model_ctl fault "status:$_op:$_st:0xbad1:1"
+	check_output "model: the next $fw_op answers $fw_status" "^ok fault status:$fw_op:$fw_st:0xbad1:1 added\$" \
+		model_ctl fault "status:$fw_op:$fw_st:0xbad1:1"
 	check "the client loads (its add fails, not the module)" insmod "$client"
-	check_output "mlx5_core logs the failed $_op as C does" \
-		"mlx5_core $bdf: .*$_op\(0x[0-9a-f]+\) op_mod\(0x[0-9a-f]+\) failed, status $_name\($_st\), syndrome \(0xbad1\), err\($_errno\)" dmesg
-	check_output "the client sees err $_errno" "ib_verbs_client: mlx5_0: setup failed: err $_errno\$" dmesg
+	check_output "mlx5_core logs the failed $fw_op as C does" \
+		"mlx5_core $bdf: .*$fw_op\(0x[0-9a-f]+\) op_mod\(0x[0-9a-f]+\) failed, status $fw_status\($fw_st\), syndrome \(0xbad1\), err\($fw_errno\)" dmesg
+	check_output "the client sees err $fw_errno" "ib_verbs_client: mlx5_0: setup failed: err $fw_errno\$" dmesg
 	check_output "no phase ran" '^0$' \
 		sh -c "dmesg | grep -c 'ib_verbs_client: mlx5_0: qp .* in state' || true"
 	check_output "nothing of the client is left (pd, cq, qp, mr)" '^0$' \
