@@ -8,6 +8,7 @@
 # and, with no fault left, the next load works.
 # The client's add failing is not a load failure on either stack: ib_core leaves the device
 # without the client and insmod succeeds (C's add_client_context ignores the add's error).
+# Then a fatal health error while the client's objects are alive (see that case's comment).
 # Not yet here (issue 13 item 6): faults during traffic (fatal health syndrome, surprise removal,
 # PCI unbind while SENDs flow): the consumer's traffic mode and the Rust mlx5_ib's software
 # flush on internal error are still to be written.
@@ -48,7 +49,16 @@ dmesg -c >/dev/null
 check "with no fault left, the client loads" insmod "$client"
 check_output "and phase 1 sets up its QP at RTS" \
 	'ib_verbs_client: mlx5_0: qp 0x[0-9a-f]+ in state Rts \(driver says Rts' dmesg
+# A fatal health error with the client's objects alive (no traffic yet). C's health recovery
+# unregisters mlx5_0 at once (the client's remove releases its objects then), the Rust stack
+# when mlx5_ib unloads; either way every destroy succeeds on the dead device (as C's
+# mlx5_internal_err_ret_value: DESTROY_QP/CQ/MKEY, 2RST, DEALLOC_PD answer OK) and nothing leaks.
+check_output "model: fatal health syndrome 0xb" '^ok health syndrome 0xb$' model_ctl health-error 0xb fatal
+wait_for "the health poll declares a fatal error" 10 "mlx5_core $bdf: .*Fatal error 5 detected" dmesg
 check "the client unloads" rmmod ib_verbs_client
-check "the stack unloads" unload_stack
+check "the stack unloads" unload_within 30
+check_output "the client's objects were released: none left" \
+	'ib_verbs_client: mlx5_0: released qp 0x[0-9a-f]+; live: pd 0 cq 0 qp 0 mr 0$' dmesg
+check_output "no destroy failed on the dead device" '^0$' sh -c "dmesg | grep -c 'failed: err' || true"
 kmemleak_clean "kmemleak finds no leak"
 dmesg_clean "dmesg has no warnings, oopses or lockdep reports"
