@@ -276,6 +276,36 @@ impl Client for Sample {
     type Data = PerDevice;
 
     fn add(&self, dev: &Arc<IbDevice>) -> Result<PerDevice> {
+        // Only phase 1's setup fails the add (a firmware error status, say): reported as the C
+        // twin reports it; the device is then left without this client.
+        self.attach(dev).inspect_err(|e| {
+            let name = dev.name();
+            pr_err!(
+                "{}: setup failed: err {}\n",
+                kernel::str::BStr::from_bytes(&name),
+                e.to_errno()
+            );
+        })
+    }
+
+    fn remove(&self, dev: &IbDevice, data: PerDevice) {
+        let qpn = data.qp.qp_num();
+        drop(data);
+        let r = dev.restrack();
+        pr_info!(
+            "{}: released qp {qpn:#x}; live: pd {} cq {} qp {} mr {}\n",
+            kernel::str::BStr::from_bytes(&dev.name()),
+            r.count(ResType::Pd),
+            r.count(ResType::Cq),
+            r.count(ResType::Qp),
+            r.count(ResType::Mr)
+        );
+    }
+}
+
+impl Sample {
+    /// Phase 1's objects and exercise, then the later phases.
+    fn attach(&self, dev: &Arc<IbDevice>) -> Result<PerDevice> {
         let name = dev.name();
         let name = kernel::str::BStr::from_bytes(&name);
         let pd = Pd::alloc(dev, ib_core::kern_name!()).inspect_err(|e| {
@@ -367,20 +397,6 @@ impl Client for Sample {
             _mr: mr,
             _buffers: buffers,
         })
-    }
-
-    fn remove(&self, dev: &IbDevice, data: PerDevice) {
-        let qpn = data.qp.qp_num();
-        drop(data);
-        let r = dev.restrack();
-        pr_info!(
-            "{}: released qp {qpn:#x}; live: pd {} cq {} qp {} mr {}\n",
-            kernel::str::BStr::from_bytes(&dev.name()),
-            r.count(ResType::Pd),
-            r.count(ResType::Cq),
-            r.count(ResType::Qp),
-            r.count(ResType::Mr)
-        );
     }
 }
 

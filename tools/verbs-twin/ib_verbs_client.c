@@ -1308,6 +1308,7 @@ static int client_add(struct ib_device *dev)
 		return -ENOMEM;
 	err = phase1_setup(dev, pd);
 	if (err) {
+		pr_err("%s: setup failed: err %d\n", name, err);
 		per_dev_free(pd);
 		return err;
 	}

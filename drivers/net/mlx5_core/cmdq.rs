@@ -773,16 +773,28 @@ impl CmdQueue {
     }
 }
 
-/// What a command gets while the device is in the internal-error state, as in the C driver:
-/// commands that release resources succeed (with zeroed output), so teardown completes; the
-/// others fail with `ENOLINK`.
+/// `MLX5_CMD_OP_DESTROY_RMP`, which only `mlx5_ib` issues (`ifc_verbs.rs`).
+const DESTROY_RMP: u16 = 0x90e;
+
+/// What a command gets while the device is in the internal-error state, as in the C driver
+/// (`mlx5_internal_err_ret_value`): commands that release resources, the verbs objects' too
+/// (an MKey, a CQ, a QP and its moves to RESET or ERR, a PD, an RMP), succeed with zeroed
+/// output, so teardown completes and frees the software state; the others fail with
+/// `ENOLINK`.
 fn internal_error_result(opcode: u16, out_len: usize) -> Result<KVec<u8>> {
     match opcode {
         op::TEARDOWN_HCA
         | op::DISABLE_HCA
         | op::MANAGE_PAGES
         | op::DESTROY_EQ
-        | op::DEALLOC_UAR => {
+        | op::DEALLOC_UAR
+        | op::DESTROY_MKEY
+        | op::DESTROY_CQ
+        | op::DESTROY_QP
+        | op::QP_2ERR
+        | op::QP_2RST
+        | op::DEALLOC_PD
+        | DESTROY_RMP => {
             let mut out = KVec::with_capacity(out_len, GFP_KERNEL)?;
             out.resize(out_len, 0, GFP_KERNEL)?;
             Ok(out)
