@@ -20,9 +20,11 @@ check_output "and on ib_core" '(^|,)ib_core(,|$)' modinfo -F depends mlx5_ib
 check "nothing of the stack is loaded yet" sh -c '! grep -E "^(ib_core|mlx5_core|mlx5_ib) " /proc/modules'
 check "the udev stand-in starts and replays the boot's device events" hotplug_start
 wait_for "mlx5_0 appears by itself, port ACTIVE" 90 'state ACTIVE' rdma link show mlx5_0/1
-check_output "the PCI function's MODALIAS loaded mlx5_core" \
+# hotplug.sh logs a load when modprobe returns; mlx5_0 can come up before that (mlx5_ib
+# registers it from its init), so the log lines are waited for.
+wait_for "the PCI function's MODALIAS loaded mlx5_core" 30 \
 	"^pci [0-9a-f:.]+: modprobe pci:v000015B3d00001017[^ ]*: 0\$" cat /tmp/hotplug.log
-check_output "the auxiliary device mlx5_core.rdma.0 loaded mlx5_ib" \
+wait_for "the auxiliary device mlx5_core.rdma.0 loaded mlx5_ib" 30 \
 	'^auxiliary mlx5_core\.rdma\.0: modprobe auxiliary:mlx5_core\.rdma: 0$' cat /tmp/hotplug.log
 check_output "mlx5_0 is bound to the function through mlx5_ib" 'mlx5_ib\.rdma$' \
 	readlink /sys/bus/auxiliary/devices/mlx5_core.rdma.0/driver
