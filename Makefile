@@ -5,6 +5,7 @@
 #
 #   make bench    Rust vs C on the same model, as ratios: probe-to-ready time of mlx5_core, then
 #                 the data path (post_send, poll_cq, SEND message rate)
+#   make kasan    a second kernel with KASAN, and the Rust stack's scenarios on it
 #   make vm-test SCENARIO=<name> STACK=rust|c     one VM scenario
 #   make vm-shell STACK=rust|c                    interactive guest
 #   make setup | kernel | modules | verbs-twin | cx-model | verbs-tools | build | list-scenarios | clean
@@ -47,7 +48,7 @@ export DEBIAN_FRONTEND := noninteractive
 RUST_SOURCES = $(shell find drivers rust samples -name '*.rs' 2>/dev/null)
 RUSTFMT_KERNEL = rustfmt --edition 2021 --config-path $(KTREE)/.rustfmt.toml
 
-.PHONY: bench help setup kernel modules verbs-twin cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check \
+.PHONY: kasan kasan-run bench help setup kernel modules verbs-twin cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check \
 	record-c-bringup
 
 help:
@@ -126,6 +127,23 @@ vm-shell: build
 test: build
 	python3 tools/test/run_all.py --cargo-target $(CARGO_TARGET) --ktree $(KTREE) --bindgen $(BINDGEN) \
 		-- $(HARNESS_ARGS)
+
+## `make kasan`: a second kernel, the test kernel with the generic KASAN (its own tree), and the
+## Rust stack's scenarios on it; any KASAN report fails a run. Not part of `make test`: a second
+## cold kernel build and guests about twice as slow would break its time budget.
+KASAN_KTREE := $(CACHE)/build/linux-$(KERNEL_VERSION)-kasan
+KASAN_SCENARIOS ?= kunit rust-bringup rust-events rust-faults rust-health rust-removal \
+	rust-cmd-concurrency mlx5-auxbus mlx5-comp-vectors mlx5ib-device mlx5ib-kverbs mlx5ib-verbs \
+	mlx5ib-verbs-faults ibcore-devices ibcore-netlink ibcore-sysfs ibcore-verbs ibcore-badinput \
+	hardening-eqes hardening-device hardening-cmdq hardening-failslab hardening-churn modules
+kasan: setup
+	EXTRA_FRAGMENT=$(REPO)/tools/kernel/config-kasan.fragment \
+		tools/kernel/build-kernel.sh $(REPO) "$(PRISTINE)" $(KASAN_KTREE) $(BINDGEN)
+	$(MAKE) --no-print-directory kasan-run KTREE=$(KASAN_KTREE) OUT=$(OUT)/kasan SKIP_KERNEL=1
+
+kasan-run: build
+	python3 tools/test/run_all.py --cargo-target $(CARGO_TARGET) --ktree $(KTREE) --bindgen $(BINDGEN) \
+		--only "$$(echo $(KASAN_SCENARIOS) | tr ' ' ',')" --stack rust -- $(HARNESS_ARGS)
 
 ## Re-record docs/c-bringup-commands.md: what the C stack asks of the device, from cx-model's log.
 record-c-bringup: build

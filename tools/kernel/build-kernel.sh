@@ -22,7 +22,12 @@ fi
 
 kmake=(make -C "$work" -s LLVM=-19 "BINDGEN=$bindgen" -j"$(nproc)")
 
+# EXTRA_FRAGMENT (a path): more options on top, for a second kernel such as `make kasan`'s.
 frag="$here/config.fragment"
+if [ -n "${EXTRA_FRAGMENT:-}" ]; then
+  cat "$frag" "$EXTRA_FRAGMENT" >"$work/.config-fragment-combined"
+  frag="$work/.config-fragment-combined"
+fi
 if [ ! -f "$work/.config" ] || ! cmp -s "$frag" "$work/.config-fragment"; then
   echo "build-kernel: configuring (allnoconfig + config.fragment)"
   "${kmake[@]}" KCONFIG_ALLCONFIG="$frag" allnoconfig
@@ -42,7 +47,7 @@ if [ ! -f "$work/.config" ] || ! cmp -s "$frag" "$work/.config-fragment"; then
     "${kmake[@]}" rustavailable >&2 || true
     exit 1
   fi
-  cp "$frag" "$work/.config-fragment"
+  cp "$frag" "$work/.config-fragment.new" && mv "$work/.config-fragment.new" "$work/.config-fragment"
 fi
 
 echo "build-kernel: make bzImage modules"

@@ -5,11 +5,13 @@
      clippy, which must print no warning; cargo clippy of cx-model with warnings denied;
   1. host: `cargo test` of cx-model (each test case counts);
   2. VM scenarios, each on every stack it supports (each KTAP check and KUnit case counts);
-     KUnit suites run inside the `kunit` scenario;
+     KUnit suites run inside the `kunit` scenario; two at once (TEST_JOBS), except a scenario
+     with two guests or `# exclusive: yes`, which runs alone;
   3. harness self-checks: an unknown scenario is refused with a clear message, and a run whose
      cx-model is killed fails fast with a clear message.
 
 Usage: run_all.py --cargo-target DIR --ktree DIR --bindgen PATH -- <harness arguments>
+       run_all.py ... --only a,b,c [--stack rust] -- <harness arguments>   (those VM scenarios only)
 Exits non-zero if anything failed.
 """
 
@@ -21,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -101,40 +104,94 @@ def kconfig_checks(tally, args):
               int(ok), int(not ok))
 
 
-def skipped_by_header(name):
-    """Whether the scenario's header says `# make-test: no`."""
+def header_value(name, key):
+    """The value of the scenario's `# key: value` header line, or None."""
     path = HARNESS.parent / "scenarios" / f"{name}.sh"
     try:
         head = path.read_text().splitlines()[:40]
     except OSError:
-        return False
-    return any(re.match(r"#\s*make-test:\s*no\b", l) for l in head)
+        return None
+    for line in head:
+        if not line.startswith("#"):
+            break
+        m = re.match(rf"#\s*{re.escape(key)}:\s*(\S+)", line)
+        if m:
+            return m.group(1)
+    return None
+
+
+def skipped_by_header(name):
+    """Whether the scenario's header says `# make-test: no`."""
+    return header_value(name, "make-test") == "no"
+
+
+@dataclass
+class VmRun:
+    """One scenario on one stack, as make test runs it."""
+    name: str
+    stack: str
+    # Runs with no other scenario beside it: `# vms: 2` (two guests already) or `# exclusive: yes`
+    # (timing that another guest's load could upset).
+    exclusive: bool
+    # The scenario's `# timeout:`, the scheduler's guess of how long it runs (longest first).
+    weight: int
 
 
 def scenarios():
     out = subprocess.run([sys.executable, str(HARNESS), "list"], capture_output=True, text=True, check=True)
     for line in out.stdout.splitlines():
         name, stacks = line.split(":", 1)
-        if name.strip().startswith("bench-"):
+        name = name.strip()
+        if name.startswith("bench-"):
             continue  # benchmarks run under `make bench`, not as tests
-        if name.strip().startswith("selfcheck-"):
+        if name.startswith("selfcheck-"):
             continue  # runs that must fail, run by harness_selfcheck
-        if skipped_by_header(name.strip()):
+        if name == "showcase":
+            continue  # the main job's walk-through, run by `make run`
+        if skipped_by_header(name):
             continue  # `# make-test: no`: long variants, run by hand
+        exclusive = header_value(name, "vms") not in (None, "1") or header_value(name, "exclusive") == "yes"
+        weight = int(header_value(name, "timeout") or 300)
         for stack in stacks.split():
-            yield name.strip(), stack
+            yield VmRun(name, stack, exclusive, weight)
 
 
-def vm_scenario(tally, name, stack, harness_args):
-    print(f"== vm: {name} ({stack})", flush=True)
-    p = subprocess.run([sys.executable, str(HARNESS), "run", "--scenario", name, "--stack", stack, *harness_args],
-                       capture_output=True, text=True)
-    print(p.stdout + p.stderr, flush=True)
-    m = re.search(r"^RESULT .*: (\d+) passed, (\d+) failed", p.stdout, re.M)
+def vm_tally(tally, run, returncode, output):
+    """Prints one finished run's output and counts its checks."""
+    print(f"== vm: {run.name} ({run.stack})", flush=True)
+    print(output, flush=True)
+    m = re.search(r"^RESULT .*: (\d+) passed, (\d+) failed", output, re.M)
     passed, failed = (int(m.group(1)), int(m.group(2))) if m else (0, 1)
-    if p.returncode != 0 and failed == 0:
+    if returncode != 0 and failed == 0:
         failed = 1
-    tally.add(f"vm: {name} ({stack})", passed, failed)
+    tally.add(f"vm: {run.name} ({run.stack})", passed, failed)
+
+
+def vm_scenarios(tally, runs, harness_args, jobs):
+    """Runs the VM scenarios, up to `jobs` guests at once (each run has its own work directory,
+    sockets and cx-model, so runs do not share anything). Exclusive runs go first, one at a
+    time, then the rest longest first. Each run's output is printed when it ends."""
+    pending = sorted(runs, key=lambda r: (not r.exclusive, -r.weight))
+    running = []  # (run, Popen, output file)
+    while pending or running:
+        while pending and len(running) < jobs:
+            nxt = pending[0]
+            if running and (nxt.exclusive or any(r.exclusive for r, _, _ in running)):
+                break
+            pending.pop(0)
+            out = tempfile.TemporaryFile(mode="w+")
+            proc = subprocess.Popen([sys.executable, str(HARNESS), "run", "--scenario", nxt.name, "--stack",
+                                     nxt.stack, *harness_args], stdout=out, stderr=subprocess.STDOUT, text=True)
+            running.append((nxt, proc, out))
+        time.sleep(0.5)
+        for entry in list(running):
+            run, proc, out = entry
+            if proc.poll() is None:
+                continue
+            running.remove(entry)
+            out.seek(0)
+            vm_tally(tally, run, proc.returncode, out.read())
+            out.close()
 
 
 def harness_selfcheck(tally, harness_args):
@@ -145,7 +202,7 @@ def harness_selfcheck(tally, harness_args):
     for script in sorted((HARNESS.parent / "scenarios").glob("*.sh")):
         header = set(harness.header_lines(script))
         keyed = [line for line in script.read_text().splitlines()
-                 if re.match(r"#\s*(stacks|timeout|cx-model|kernel-args|host-trace|host-check|vms|vm-stacks|install-modules)\s*:", line)]
+                 if re.match(r"#\s*(stacks|timeout|cx-model|kernel-args|host-trace|host-check|vms|vm-stacks|install-modules|exclusive|make-test)\s*:", line)]
         stray += [f"{script.name}: {line}" for line in keyed if line not in header]
     for line in stray:
         print(f"  outside the header, ignored: {line}", flush=True)
@@ -195,19 +252,25 @@ def main():
     ap.add_argument("--cargo-target", required=True)
     ap.add_argument("--ktree", required=True, help="kernel build tree")
     ap.add_argument("--bindgen", required=True)
+    ap.add_argument("--jobs", type=int, default=int(os.environ.get("TEST_JOBS", "2")),
+                    help="VM scenarios run at once (TEST_JOBS; default 2)")
+    ap.add_argument("--only", help="VM scenarios only: these (comma-separated), on --stack")
+    ap.add_argument("--stack", default="rust", help="the stack --only runs them on")
     ap.add_argument("harness_args", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     harness_args = [a for a in args.harness_args if a != "--"]
     started = time.monotonic()
     tally = Tally()
-    style_checks(tally, args)
-    kconfig_checks(tally, args)
-    cargo_tests(tally, REPO / "tools/cx-model", args.cargo_target)
-    for name, stack in scenarios():
-        if name == "showcase":
-            continue  # the main job's walk-through, run by `make run`
-        vm_scenario(tally, name, stack, harness_args)
-    harness_selfcheck(tally, harness_args)
+    if args.only:
+        runs = [VmRun(n, args.stack, header_value(n, "vms") not in (None, "1"),
+                      int(header_value(n, "timeout") or 300)) for n in args.only.split(",") if n]
+        vm_scenarios(tally, runs, harness_args, args.jobs)
+    else:
+        style_checks(tally, args)
+        kconfig_checks(tally, args)
+        cargo_tests(tally, REPO / "tools/cx-model", args.cargo_target)
+        vm_scenarios(tally, list(scenarios()), harness_args, args.jobs)
+        harness_selfcheck(tally, harness_args)
     print("\n== summary", flush=True)
     for line in tally.lines:
         print(line)
