@@ -67,6 +67,18 @@ impl PortState {
             _ => Self::Nop,
         }
     }
+
+    /// The state's name (C's `ib_port_state_to_str`), as sysfs and the kernel log print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Nop => "NOP",
+            Self::Down => "DOWN",
+            Self::Init => "INIT",
+            Self::Armed => "ARMED",
+            Self::Active => "ACTIVE",
+            Self::ActiveDefer => "ACTIVE_DEFER",
+        }
+    }
 }
 
 /// A 16-byte GID, in network byte order.

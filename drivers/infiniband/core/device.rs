@@ -187,11 +187,10 @@ impl Registration {
         &self.dev
     }
 
-    /// Tells every registered event handler of the device about `event` on `port` (0: the
-    /// whole device), as C's `ib_dispatch_event`. Process context (C's drivers dispatch from a
-    /// work item).
+    /// Dispatches `event` on `port` (0: the whole device) to the device's event handlers:
+    /// [`IbDevice::dispatch_event`].
     pub fn dispatch_event(&self, event: EventType, port: u32) {
-        self.dev.events().dispatch(event, port);
+        self.dev.dispatch_event(event, port);
     }
 }
 

@@ -6,8 +6,11 @@
 //! unregistration waits for. How a device registers is the `device` module's business.
 
 use crate::{
-    attrs::{DeviceAttr, FwVersion, Gid, LinkLayer, NodeDesc, NodeType, PortAttr, PortImmutable},
-    events::DeviceEvents,
+    attrs::{
+        DeviceAttr, FwVersion, Gid, LinkLayer, NodeDesc, NodeType, PortAttr, PortImmutable,
+        PortState,
+    },
+    events::{DeviceEvents, EventType},
     names::Name,
     ops::DynOps,
     restrack::Restrack,
@@ -16,6 +19,7 @@ use kernel::{
     device::Device,
     new_condvar, new_mutex,
     prelude::*,
+    str::BStr,
     sync::{
         aref::ARef,
         atomic::{Atomic, Relaxed},
@@ -52,6 +56,9 @@ pub struct PortData {
     /// The P_Key cache: as many entries as the driver's `pkey_tbl_len` (a `u16`, so at most
     /// 65535, as C's), kvmalloc'ed, since a device picks the size.
     pkeys: KVVec<u16>,
+    /// The port state last read (C's `port_data[].cache.port_state`): at registration, then at
+    /// each port event; a change is logged as C logs it.
+    state: Atomic<u32>,
 }
 
 /// Who holds a [`DeviceRef`], and whether new ones may be taken.
@@ -249,6 +256,33 @@ impl IbDevice {
         self.ops.query_port(port)
     }
 
+    /// Refreshes the cached state of `port` after a port event, as C's `ib_cache_update` for
+    /// `PORT_ERR` and `PORT_ACTIVE` (one port query; the GID and P_Key caches are not re-read
+    /// for those events in C either). A change of state is logged in C's words
+    /// (`Port: 1 Link DOWN`). Process context: the query is a driver command.
+    pub(crate) fn update_port_state(&self, port: u32) -> Result {
+        let data = self.port(port).ok_or(EINVAL)?;
+        let new = self.ops.query_port(port)?.state;
+        let old = data.state.xchg(u32::from(new as u8), Relaxed);
+        let old = PortState::from_raw(u8::try_from(old).unwrap_or(0));
+        if old != PortState::Nop && old != new {
+            self.log_info(fmt!("Port: {port} Link {}\n", new.name()));
+        }
+        Ok(())
+    }
+
+    /// Logs `msg` about the device at KERN_INFO, prefixed as C's `ibdev_info` prefixes it: the
+    /// parent device (driver and name, by the kernel crate's `dev_info`, which adds a colon
+    /// after the parent's name where C puts none), then the device's name.
+    pub(crate) fn log_info(&self, msg: core::fmt::Arguments<'_>) {
+        let name = self.name();
+        let name = BStr::from_bytes(&name);
+        match self.parent() {
+            Some(parent) => parent.pr_info(fmt!("{name}: {msg}")),
+            None => pr_info!("{name}: {msg}"),
+        }
+    }
+
     /// Link layer of `port`.
     pub fn link_layer(&self, port: u32) -> Option<LinkLayer> {
         self.port(port).map(|p| p.link_layer)
@@ -303,6 +337,24 @@ impl IbDevice {
     /// The consumers' event handlers.
     pub(crate) fn events(&self) -> &DeviceEvents {
         &self.events
+    }
+
+    /// Tells every registered event handler of the device about `event` on `port` (0: the
+    /// whole device), as C's `ib_dispatch_event` does from its work item: an event that
+    /// changes what the core caches about a port (C's `is_cache_update_event`) first refreshes
+    /// the port's state (which logs a change of state), and reaches the handlers only if that
+    /// worked; a GID change reaches none (C tells GID changes entry by entry). Process context:
+    /// drivers call it from a work item (the refresh is a driver command).
+    pub fn dispatch_event(&self, event: EventType, port: u32) {
+        use EventType::*;
+        if matches!(
+            event,
+            PortErr | PortActive | LidChange | PkeyChange | ClientReregister | GidChange
+        ) && (self.update_port_state(port).is_err() || event == GidChange)
+        {
+            return;
+        }
+        self.events.dispatch(event, port);
     }
 
     /// Live verbs objects per type (what `RES_GET` reports).
@@ -373,7 +425,7 @@ pub(crate) fn read_ports(ops: &dyn DynOps, immutables: &[PortImmutable]) -> Resu
         let port = i as u32 + 1;
         let link_layer = ops.link_layer(port);
         // The cache update starts with a port query, as C's `ib_cache_update`.
-        ops.query_port(port)?;
+        let attr = ops.query_port(port)?;
         let mut gids = KVVec::new();
         if link_layer != LinkLayer::Ethernet {
             for index in 0..imm.gid_tbl_len {
@@ -395,6 +447,7 @@ pub(crate) fn read_ports(ops: &dyn DynOps, immutables: &[PortImmutable]) -> Resu
                 link_layer,
                 gids,
                 pkeys,
+                state: Atomic::new(u32::from(attr.state as u8)),
             },
             GFP_KERNEL,
         )?;

@@ -25,7 +25,7 @@
 //! for an IB port in C), the driver's `ops.port_groups`, and network namespaces.
 
 use crate::{
-    attrs::{LinkLayer, NodeType, PortState, NODE_DESC_MAX},
+    attrs::{LinkLayer, NodeType, NODE_DESC_MAX},
     ib_device::IbDevice,
     names::Name,
 };
@@ -72,18 +72,6 @@ fn node_type_str(t: NodeType) -> &'static str {
         NodeType::Usnic => "usNIC",
         NodeType::UsnicUdp => "usNIC UDP",
         NodeType::Unspecified => "unspecified",
-    }
-}
-
-/// C's `ib_port_state_to_str`.
-fn port_state_str(s: PortState) -> &'static str {
-    match s {
-        PortState::Nop => "NOP",
-        PortState::Down => "DOWN",
-        PortState::Init => "INIT",
-        PortState::Armed => "ARMED",
-        PortState::Active => "ACTIVE",
-        PortState::ActiveDefer => "ACTIVE_DEFER",
     }
 }
 
@@ -212,7 +200,7 @@ fn driver_attr_store(d: &Arc<IbDevice>, i: u32, data: &[u8]) -> Result {
 
 fn state_show(p: &SysfsPort, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
     let a = p.dev.query_port(p.port)?;
-    buf.emit(fmt!("{}: {}\n", a.state as u8, port_state_str(a.state)))
+    buf.emit(fmt!("{}: {}\n", a.state as u8, a.state.name()))
 }
 
 fn lid_show(p: &SysfsPort, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
@@ -460,8 +448,9 @@ mod tests {
             &text(|b| write_gid(b, &gid.0))?[..],
             b"fe80:0000:0000:0000:0002:c903:00ab:cd00\n"
         );
-        assert_eq!(port_state_str(PortState::Active), "ACTIVE");
-        assert_eq!(port_state_str(PortState::ActiveDefer), "ACTIVE_DEFER");
+        use crate::attrs::PortState;
+        assert_eq!(PortState::Active.name(), "ACTIVE");
+        assert_eq!(PortState::ActiveDefer.name(), "ACTIVE_DEFER");
         assert_eq!(phys_state_str(5), "LinkUp");
         assert_eq!(phys_state_str(0), "<unknown>");
         assert_eq!(phys_state_str(8), "<unknown>");

@@ -6,12 +6,16 @@
 //! `mlx5r_driver`, `mlx5_ib.rdma`): its probe registers an RDMA device for the function, its
 //! unbind unregisters it.
 
-use crate::ib_device;
+use crate::{
+    ib_device,
+    port_events::{Notifier, PortEvents},
+};
 use kernel::{
     auxiliary,
     auxiliary_named::{NamedAdapter, NamedDriver},
     device::Core,
     driver,
+    owned_workqueue::OwnedQueue,
     prelude::*,
     str::{BStr, CString},
     sync::{
@@ -19,7 +23,7 @@ use kernel::{
         Arc,
     },
 };
-use mlx5_core::auxdev::{self, Event, EventNotifier, NotifierRegistration};
+use mlx5_core::auxdev::{self, NotifierRegistration};
 
 /// `mlx5_ib`'s auxiliary driver.
 pub(crate) struct IbDriver;
@@ -30,37 +34,13 @@ kernel::auxiliary_device_table!(
     [(auxdev::RDMA_ID, ())]
 );
 
-/// Receives a function's port changes. C's `mlx5_ib_handle_event` turns them into IB events
-/// for `ib_core` (there are no `ib_core` event handlers yet) without a log line; it logs only an
-/// event on a port the device does not have (`mlx5_ib_warn`: "warning: event on port %d"), and
-/// so does this. The events received are counted, and the count is logged at unbind.
-struct PortEvents {
-    /// The function's PCI name.
-    name: CString,
-    /// The device's port count.
-    ports: u8,
-    /// Port events received on existing ports.
-    count: Arc<Atomic<u32>>,
-}
-
-impl EventNotifier for PortEvents {
-    fn notify(&self, event: Event) {
-        let port = match event {
-            Event::PortDown(p) | Event::PortActive(p) | Event::PortChange(p, _) => p,
-        };
-        // As C's `rdma_is_port_valid`: ports are numbered from 1.
-        if port == 0 || port > self.ports {
-            pr_warn!("{}: warning: event on port {port}\n", &*self.name);
-            return;
-        }
-        self.count.fetch_add(1, Relaxed);
-    }
-}
-
 /// What `mlx5_ib` keeps per bound function: its registered RDMA device and its event notifier.
 /// Dropped after unbind: the notifier goes first, then the RDMA device (the reverse of probe).
 pub(crate) struct IbFunction {
     events: Option<NotifierRegistration>,
+    /// The queue of the port events' work item: dropped after the notifier's registration (no
+    /// new event), before the device (it waits for the events being dispatched).
+    event_queue: Option<Arc<OwnedQueue>>,
     device: Option<ib_core::device::Registration>,
     /// The function's PCI name.
     name: CString,
@@ -72,6 +52,7 @@ pub(crate) struct IbFunction {
 impl Drop for IbFunction {
     fn drop(&mut self) {
         drop(self.events.take());
+        drop(self.event_queue.take());
         if let Some(device) = self.device.take() {
             let name = device.device().name();
             // Unregisters the RDMA device (its clients first), before the function goes.
@@ -112,18 +93,26 @@ impl auxiliary::Driver for IbDriver {
             BStr::from_bytes(&device.device().name())
         );
         let port_events = Arc::new(Atomic::new(0), GFP_KERNEL)?;
+        let ib_dev = device.device().clone();
         let mut function = IbFunction {
             events: None,
+            event_queue: None,
             device: Some(device),
             name: CString::try_from_fmt(fmt!("{}", dev.name()))?,
             ports: dev.ports(),
             port_events: port_events.clone(),
         };
+        let queue = Arc::new(PortEvents::new_queue()?, GFP_KERNEL)?;
+        function.event_queue = Some(queue.clone());
         let notifier = Arc::new(
-            PortEvents {
-                name: CString::try_from_fmt(fmt!("{}", dev.name()))?,
-                ports: dev.ports(),
-                count: port_events,
+            Notifier {
+                events: PortEvents::new(
+                    CString::try_from_fmt(fmt!("{}", dev.name()))?,
+                    dev.ports(),
+                    port_events,
+                    ib_dev,
+                )?,
+                queue,
             },
             GFP_KERNEL,
         )?;

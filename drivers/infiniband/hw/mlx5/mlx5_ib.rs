@@ -13,6 +13,7 @@ mod ib_module;
 mod mad;
 mod mr;
 mod pd;
+mod port_events;
 mod qp;
 mod srq;
 mod wq_size;
