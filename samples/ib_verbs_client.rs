@@ -16,6 +16,9 @@
 //! messages each (`many.rs`), atomics (`atomics.rs`), errors with recovery (`errors.rs`), and
 //! CQs the core polls with draining (`polled_cq.rs`); `env.rs` holds what they share.
 //!
+//! At the end it leaves receives posted on phase 1's QP and watches for the device's fatal error
+//! (`fatal.rs`), which gives them back flushed.
+//!
 //! It frees everything when the device or the client goes away. It keeps the QP, the MR and the
 //! buffers: they keep the PD, the CQ and the device alive.
 
@@ -23,6 +26,7 @@ use env::Events;
 use ib_core::{
     device::IbDevice,
     dma_buffer::DmaBuffer,
+    events::DeviceEventRegistration,
     registry::{Client, ClientRegistration},
     restrack::ResType,
     verbs::{
@@ -38,6 +42,8 @@ mod atomics;
 mod env;
 #[path = "ib_verbs_client/errors.rs"]
 mod errors;
+#[path = "ib_verbs_client/fatal.rs"]
+mod fatal;
 #[path = "ib_verbs_client/many.rs"]
 mod many;
 #[path = "ib_verbs_client/polled_cq.rs"]
@@ -56,6 +62,8 @@ struct Sample;
 
 /// What it keeps per device.
 struct PerDevice {
+    /// The handler of the device's fatal error (dropped first: it holds the QP and the CQ).
+    _fatal: DeviceEventRegistration,
     qp: Arc<Qp>,
     _mr: Arc<Mr>,
     _buffers: [DmaBuffer; 2],
@@ -392,7 +400,16 @@ impl Sample {
                 pr_err!("{name}: {phase} phase failed: err {}\n", e.to_errno());
             }
         }
+        // Receives left on phase 1's QP, and the handler of a fatal error, which flushes them.
+        fatal::post_left_receives(&qp, buffers[1].sge(0, MSG as u32, mr.lkey())?)?;
+        let watch = fatal::watch(dev, cq.clone(), qp.clone(), buffers[0].sge(0, 64, mr.lkey())?)?;
+        pr_info!(
+            "{name}: {} receive(s) left posted on qp {:#x} for a fatal error to flush\n",
+            fatal::LEFT_POSTED,
+            qp.qp_num()
+        );
         Ok(PerDevice {
+            _fatal: watch,
             qp,
             _mr: mr,
             _buffers: buffers,

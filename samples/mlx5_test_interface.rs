@@ -130,6 +130,7 @@ impl EventNotifier for EventLog {
             Event::PortChange(p, s) => {
                 pr_info!("event {}: port {p} change {s}\n", &*self.name)
             }
+            Event::SysError => pr_info!("event {}: system error\n", &*self.name),
         }
     }
 }

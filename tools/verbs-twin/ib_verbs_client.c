@@ -55,10 +55,12 @@ struct tqp {
 	enum ib_qp_state state;
 };
 
-/* What is kept per device: phase 1's objects. */
+/* What is kept per device: phase 1's objects, and the handler of the device's fatal error. */
 struct per_dev {
 	struct env *env;
 	struct tqp qp;
+	struct ib_event_handler fatal;
+	bool watching;
 };
 
 static struct ib_client client;
@@ -1289,8 +1291,86 @@ out:
 	return err;
 }
 
+/*
+ * The device's fatal error (the Rust sample's fatal.rs): phase 1's QP is left with receives
+ * posted, and a device event handler waits for IB_EVENT_DEVICE_FATAL. When it comes (process
+ * context: the core's event work), it polls the QP's CQ, which gives the receives back flushed
+ * (the driver completes them in software), and posts a send, which the driver refuses (-EIO).
+ */
+#define LEFT_POSTED 4
+#define FIRST_WR_ID 100
+
+static int post_left_receives(struct per_dev *pd)
+{
+	struct env *e = pd->env;
+	int i, err;
+
+	for (i = 0; i < LEFT_POSTED; i++) {
+		err = post_recv(pd->qp.qp, FIRST_WR_ID + i, e->rx_dma, MSG, e->mr->lkey);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void fatal_event(struct ib_event_handler *h, struct ib_event *ev)
+{
+	struct per_dev *pd = container_of(h, struct per_dev, fatal);
+	struct env *e = pd->env;
+	const char *name = dev_name(&ev->device->dev);
+	struct ib_sge sge = { .addr = e->tx_dma, .length = 64, .lkey = e->mr->lkey };
+	struct ib_send_wr wr = {
+		.wr_id = 200, .opcode = IB_WR_SEND, .sg_list = &sge, .num_sge = 1,
+	};
+	const struct ib_send_wr *bad;
+	u32 flushed = 0, other = 0;
+	u64 first = U64_MAX, last = 0;
+	struct ib_wc wc[8];
+	int round, n, i, err;
+
+	if (ev->event != IB_EVENT_DEVICE_FATAL)
+		return;
+	pr_info("%s: event DEVICE_FATAL on port %u\n", name, ev->element.port_num);
+	/* Bounded: a CQ gives back at most what was posted. */
+	for (round = 0; round < 64; round++) {
+		n = ib_poll_cq(e->cq, ARRAY_SIZE(wc), wc);
+		if (n <= 0)
+			break;
+		for (i = 0; i < n; i++) {
+			if (wc[i].status == IB_WC_WR_FLUSH_ERR) {
+				flushed++;
+				first = min(first, wc[i].wr_id);
+				last = max(last, wc[i].wr_id);
+			} else {
+				other++;
+			}
+		}
+	}
+	err = ib_post_send(pd->qp.qp, &wr, &bad);
+	if (!flushed)
+		first = 0;
+	pr_info("%s: after the fatal error: %u completion(s) flushed (WrFlushErr, wr_id %llu..%llu), %u other; a send fails with err %d\n",
+		name, flushed, first, last, other, err);
+}
+
+static int watch_fatal(struct ib_device *dev, struct per_dev *pd)
+{
+	int err = post_left_receives(pd);
+
+	if (err)
+		return err;
+	INIT_IB_EVENT_HANDLER(&pd->fatal, dev, fatal_event);
+	ib_register_event_handler(&pd->fatal);
+	pd->watching = true;
+	pr_info("%s: %d receive(s) left posted on qp 0x%x for a fatal error to flush\n",
+		dev_name(&dev->dev), LEFT_POSTED, pd->qp.qp->qp_num);
+	return 0;
+}
+
 static void per_dev_free(struct per_dev *pd)
 {
+	if (pd->watching)
+		ib_unregister_event_handler(&pd->fatal);
 	if (pd->qp.qp)
 		ib_destroy_qp(pd->qp.qp);
 	env_destroy(pd->env);
@@ -1336,6 +1416,12 @@ static int client_add(struct ib_device *dev)
 	err = phase_polled(dev, name);
 	if (err)
 		pr_err("%s: polled cq phase failed: err %d\n", name, err);
+	err = watch_fatal(dev, pd);
+	if (err) {
+		pr_err("%s: setup failed: err %d\n", name, err);
+		per_dev_free(pd);
+		return err;
+	}
 	ib_set_client_data(dev, &client, pd);
 	return 0;
 }

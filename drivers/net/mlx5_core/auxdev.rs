@@ -78,6 +78,10 @@ pub enum Event {
     /// Another port change (LID, P_Key, GUID, client re-register, initialized): port and the
     /// device's sub-type.
     PortChange(u8, u8),
+    /// The device entered the internal-error state (a fatal health syndrome, or the device gone
+    /// from the bus): commands fail from now on (C's `MLX5_DEV_EVENT_SYS_ERROR`). Sent once,
+    /// from a work item after the health poll found the error.
+    SysError,
 }
 
 impl Event {

@@ -47,6 +47,14 @@ impl Commands {
     }
 }
 
+impl Commands {
+    /// Whether the device is in the internal-error state (a fatal health error or the device
+    /// gone): commands fail at once, and the hardware completes no more work.
+    pub fn in_internal_error(&self) -> bool {
+        self.queue.device_in_error()
+    }
+}
+
 impl Doorbell for Commands {
     fn ring(&self, slot: u32) -> Result {
         // The BAR is only reached for the write itself: the command may sleep, which a held

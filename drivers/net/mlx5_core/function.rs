@@ -92,6 +92,11 @@ impl<'bound> Function<'bound> {
         )
     }
 
+    /// The drivers' event notifiers.
+    pub(crate) fn notifiers(&self) -> &Arc<Notifiers> {
+        &self.notifiers
+    }
+
     /// Takes ownership of the brought-up `hca`: from now on [`Self::tear_down`] (or dropping the
     /// function) tears it down. Cannot fail, so no HCA is lost between bring-up and here.
     pub(crate) fn adopt(&self, hca: Hca) {

@@ -4,11 +4,15 @@
 //! driver's `poll_health` does. A syndrome is logged with its name; a fatal one (recovery
 //! required), a device that reads all ones (gone from the bus) or a counter that stopped moving
 //! puts the device in the internal-error state, in which the command queue fails commands at
-//! once (and lets teardown commands "succeed", so unload completes).
+//! once (and lets teardown commands "succeed", so unload completes), and the function's drivers
+//! are told (`Event::SysError`, C's `MLX5_DEV_EVENT_SYS_ERROR`) from a work item on the
+//! function's health workqueue, in process context as C's `mlx5_enter_error_state` tells them.
 
+use crate::auxdev::{Event, Notifiers};
 use crate::init_segment::{self, Bar0, HealthRegs};
 use kernel::{
-    device, impl_has_hr_timer,
+    device, impl_has_hr_timer, new_work,
+    owned_workqueue::{Flags, OwnedQueue},
     pci::DevresBar,
     prelude::*,
     sync::{
@@ -23,6 +27,7 @@ use kernel::{
         },
         Delta, Monotonic,
     },
+    workqueue::{Work, WorkItem},
 };
 
 /// How often the health registers are read (the C driver's default).
@@ -109,6 +114,36 @@ pub(crate) fn judge(regs: HealthRegs, prev: u32, misses: u32, last_synd: u8) -> 
     (Verdict::Healthy, misses)
 }
 
+/// Tells the function's drivers that the device is in the internal-error state, from a work
+/// item (the health poll runs in a timer, and notifiers are called in process context).
+#[pin_data]
+pub(crate) struct FatalReport {
+    notifiers: Arc<Notifiers>,
+    #[pin]
+    work: Work<FatalReport>,
+}
+
+kernel::impl_has_work! {
+    impl HasWork<Self> for FatalReport { self.work }
+}
+
+impl WorkItem for FatalReport {
+    type Pointer = Arc<FatalReport>;
+
+    fn run(this: Arc<FatalReport>) {
+        this.notifiers.call(Event::SysError);
+    }
+}
+
+/// The workqueue the fatal report runs on (C's `mlx5_health<function>` queue): the function
+/// owns it and drops it after the health poll's timer, which waits for the report.
+pub(crate) fn new_health_queue() -> Result<Arc<OwnedQueue>> {
+    Ok(Arc::new(
+        OwnedQueue::new(c"mlx5_health", Flags::UNBOUND, 1)?,
+        GFP_KERNEL,
+    )?)
+}
+
 /// The health poll of one function.
 #[pin_data]
 pub(crate) struct HealthPoller {
@@ -120,15 +155,29 @@ pub(crate) struct HealthPoller {
     prev: Atomic<u32>,
     misses: Atomic<u32>,
     synd: Atomic<u32>,
+    /// Queued once the device is in error.
+    fatal: Arc<FatalReport>,
+    /// Where `fatal` is queued.
+    queue: Arc<OwnedQueue>,
 }
 
 impl HealthPoller {
-    /// Starts polling `bar` for `dev`; dropping the handle stops it.
+    /// Starts polling `bar` for `dev`; dropping the handle stops it. A fatal error is reported
+    /// to `notifiers` on `queue`.
     pub(crate) fn start(
         dev: &device::Device,
         bar: Arc<DevresBar<{ init_segment::SIZE }>>,
         state: Arc<DeviceState>,
+        notifiers: Arc<Notifiers>,
+        queue: Arc<OwnedQueue>,
     ) -> Result<ArcHrTimerHandle<Self>> {
+        let fatal = Arc::pin_init(
+            pin_init!(FatalReport {
+                notifiers,
+                work <- new_work!("mlx5_core::health::FatalReport::work"),
+            }),
+            GFP_KERNEL,
+        )?;
         let poller = Arc::pin_init(
             pin_init!(Self {
                 timer <- HrTimer::new(),
@@ -138,6 +187,8 @@ impl HealthPoller {
                 prev: Atomic::new(0),
                 misses: Atomic::new(0),
                 synd: Atomic::new(0),
+                fatal,
+                queue,
             }),
             GFP_KERNEL,
         )?;
@@ -187,6 +238,7 @@ impl HealthPoller {
                         self.dev,
                         "device in internal error state: commands fail from now on\n"
                     );
+                    let _ = self.queue.enqueue(self.fatal.clone());
                 }
                 false
             }

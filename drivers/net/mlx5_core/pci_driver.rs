@@ -10,7 +10,7 @@ use crate::cq_table::CqTable;
 use crate::debugfs::FunctionDir;
 use crate::function::{EventHandler, Function};
 use crate::hca::{Hca, HcaCaps, CONTROL_VECTOR};
-use crate::health::{DeviceState, HealthPoller};
+use crate::health::{self, DeviceState, HealthPoller};
 use crate::ifc::GeneralCaps;
 use crate::init_segment::{self, FwRevision};
 use crate::resources::ResourceTable;
@@ -19,7 +19,9 @@ use kernel::{
     device::Core,
     dma::{Device as _, DmaMask},
     irq::{self, ThreadedRegistration},
-    irq_affinity, pci,
+    irq_affinity,
+    owned_workqueue::OwnedQueue,
+    pci,
     pci_enable::EnabledDevice,
     pci_irq_vectors::BoundIrqVectors,
     prelude::*,
@@ -103,6 +105,9 @@ pub(crate) struct Mlx5PciDriver;
 pub(crate) struct Mlx5Function<'bound> {
     /// The health poll's timer (stopped when the handle drops).
     health: ArcHrTimerHandle<HealthPoller>,
+    /// The health poll's workqueue (its fatal report), dropped after the timer: that waits for
+    /// a report still queued.
+    _health_queue: Arc<OwnedQueue>,
     /// The control vector's handler: event queues.
     #[pin]
     irq: ThreadedRegistration<'bound, EventHandler<'bound>>,
@@ -299,7 +304,14 @@ impl pci::Driver for Mlx5PciDriver {
             let commands = Commands::new(queue, bar.clone(), pdev.as_ref().into());
             let bfregs = BfregPool::new(commands.clone(), bar.clone(), uar_index, log_bf)?;
             let uar = Uar::new(uar_index, bar.clone());
-            let health = HealthPoller::start(pdev.as_ref(), bar, state)?;
+            let health_queue = health::new_health_queue()?;
+            let health = HealthPoller::start(
+                pdev.as_ref(),
+                bar,
+                state,
+                function.notifiers().clone(),
+                health_queue.clone(),
+            )?;
             let fw_pages = pages_counter.clone();
             let debugfs = FunctionDir::new(pdev.as_ref().name(), pages_counter)?;
             let handler: Result<EventHandler<'_>> = Ok(EventHandler::new(function.clone()));
@@ -323,6 +335,7 @@ impl pci::Driver for Mlx5PciDriver {
                 irq <- unsafe {
                     ThreadedRegistration::new(request, irq::Flags::TRIGGER_NONE, static_name, handler)
                 },
+                _health_queue: health_queue,
                 health,
                 _: {
                     // Events that came before the handler was there, and the first arming.

@@ -49,12 +49,22 @@ dmesg -c >/dev/null
 check "with no fault left, the client loads" insmod "$client"
 check_output "and phase 1 sets up its QP at RTS" \
 	'ib_verbs_client: mlx5_0: qp 0x[0-9a-f]+ in state Rts \(driver says Rts' dmesg
+check_output "at the end it leaves 4 receives posted on that QP" \
+	'ib_verbs_client: mlx5_0: 4 receive\(s\) left posted on qp 0x[0-9a-f]+ for a fatal error to flush$' dmesg
 # A fatal health error with the client's objects alive (no traffic yet). C's health recovery
 # unregisters mlx5_0 at once (the client's remove releases its objects then), the Rust stack
 # when mlx5_ib unloads; either way every destroy succeeds on the dead device (as C's
 # mlx5_internal_err_ret_value: DESTROY_QP/CQ/MKEY, 2RST, DEALLOC_PD answer OK) and nothing leaks.
 check_output "model: fatal health syndrome 0xb" '^ok health syndrome 0xb$' model_ctl health-error 0xb fatal
 wait_for "the health poll declares a fatal error" 10 "mlx5_core $bdf: .*Fatal error 5 detected" dmesg
+# mlx5_ib's internal-error handling (C's mlx5_ib_handle_sys_error_event): the consumer's device
+# event handler gets DEVICE_FATAL for port 1; polling its CQ gives its 4 posted receives back
+# flushed (completed in software: the device completes nothing any more), and a send is refused
+# with EIO.
+wait_for "the client's handler gets DEVICE_FATAL on port 1" 20 \
+	'ib_verbs_client: mlx5_0: event DEVICE_FATAL on port 1$' dmesg
+wait_for "its 4 receives come back flushed (WrFlushErr, wr_ids 100..103), a send fails with EIO" 10 \
+	'ib_verbs_client: mlx5_0: after the fatal error: 4 completion\(s\) flushed \(WrFlushErr, wr_id 100\.\.103\), 0 other; a send fails with err -5$' dmesg
 check "the client unloads" rmmod ib_verbs_client
 check "the stack unloads" unload_within 30
 check_output "the client's objects were released: none left" \

@@ -18,12 +18,12 @@ use ib_core::{
     wr::{WcStatus, WorkCompletion},
 };
 use kernel::{
-    new_spinlock_irq,
+    new_spinlock, new_spinlock_irq,
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
         barrier::{mb, ordering::Read, ordering::Write},
-        Arc, SpinLockIrq,
+        Arc, SpinLock, SpinLockIrq,
     },
 };
 use mlx5_core::{
@@ -48,8 +48,33 @@ const ADAPTER_PAGE_SHIFT: u32 = 12;
 pub(crate) struct CqInner {
     /// Consumer index (counts every CQE consumed, wraps at 2^32).
     cons_index: u32,
-    /// The QPs using this CQ, by number (few: a linear search).
-    qps: KVec<(u32, Arc<QpShared>)>,
+    /// The QPs using this CQ, by number (few: a linear search), and for which queues.
+    qps: KVec<(u32, Arc<QpShared>, Roles)>,
+}
+
+/// Which of a QP's queues complete on a CQ.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Roles {
+    send: bool,
+    recv: bool,
+}
+
+/// A queue of a QP, as [`CqShared::add_qp`] adds it.
+#[derive(Clone, Copy)]
+pub(crate) enum QueueRole {
+    /// The send queue.
+    Send,
+    /// The receive queue.
+    Recv,
+}
+
+impl Roles {
+    fn add(&mut self, role: QueueRole) {
+        match role {
+            QueueRole::Send => self.send = true,
+            QueueRole::Recv => self.recv = true,
+        }
+    }
 }
 
 /// The completion handler `mlx5_core` calls from its EQ.
@@ -94,6 +119,56 @@ pub(crate) struct CqShared {
     events: Arc<Events>,
     #[pin]
     inner: SpinLockIrq<CqInner>,
+}
+
+/// The CQs of a device, for the internal-error handling (C walks its QP list to find the CQs
+/// with work outstanding; ours are found from their QP tables).
+#[pin_data]
+pub(crate) struct DeviceCqs {
+    #[pin]
+    list: SpinLock<KVec<Arc<CqShared>>>,
+}
+
+impl DeviceCqs {
+    /// None yet.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                list <- new_spinlock!(KVec::new(), "mlx5_ib::cq::DeviceCqs::list"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Adds a created CQ.
+    pub(crate) fn add(&self, cq: &Arc<CqShared>) -> Result {
+        // Under a spinlock: no sleeping allocation (CQ creation is process context).
+        self.list.lock().push(cq.clone(), GFP_ATOMIC)?;
+        Ok(())
+    }
+
+    /// Removes a CQ being destroyed.
+    pub(crate) fn remove(&self, cq: &Arc<CqShared>) {
+        self.list.lock().retain(|c| !Arc::ptr_eq(c, cq));
+    }
+
+    /// The device entered the internal-error state (C's `mlx5_ib_handle_internal_error`): the
+    /// completion handler of every CQ with work outstanding is called, so that its consumer
+    /// polls and gets the outstanding requests back as flushed. Process context.
+    pub(crate) fn internal_error(&self) -> Result {
+        let cqs = {
+            let list = self.list.lock();
+            let mut copy = KVec::with_capacity(list.len(), GFP_ATOMIC)?;
+            for c in list.iter() {
+                copy.push(c.clone(), GFP_ATOMIC)?;
+            }
+            copy
+        };
+        for cq in cqs.iter().filter(|c| c.has_outstanding()) {
+            cq.notify_completion();
+        }
+        Ok(())
+    }
 }
 
 /// A CQ's driver state.
@@ -232,14 +307,53 @@ impl CqShared {
         self.entries
     }
 
-    /// Adds a QP to the CQ's table (a QP using the CQ for both queues is added once).
-    pub(crate) fn add_qp(&self, qpn: u32, qp: &Arc<QpShared>) -> Result {
+    /// Adds a QP's queue to the CQ's table (a QP using the CQ for both queues has one entry).
+    pub(crate) fn add_qp(&self, qpn: u32, qp: &Arc<QpShared>, role: QueueRole) -> Result {
         let mut inner = self.inner.lock();
-        if inner.qps.iter().any(|(n, _)| *n == qpn) {
+        if let Some((_, _, roles)) = inner.qps.iter_mut().find(|(n, _, _)| *n == qpn) {
+            roles.add(role);
             return Ok(());
         }
-        inner.qps.push((qpn, qp.clone()), GFP_ATOMIC)?;
+        let mut roles = Roles::default();
+        roles.add(role);
+        inner.qps.push((qpn, qp.clone(), roles), GFP_ATOMIC)?;
         Ok(())
+    }
+
+    /// Whether a QP has requests outstanding on a queue that completes here (C's
+    /// `mlx5_ib_handle_internal_error` looks for those CQs).
+    pub(crate) fn has_outstanding(&self) -> bool {
+        let inner = self.inner.lock();
+        inner
+            .qps
+            .iter()
+            .any(|(_, qp, r)| qp.outstanding(r.send, r.recv))
+    }
+
+    /// Calls the consumer's completion handler (C's `mcq->comp`), as for a completion event.
+    pub(crate) fn notify_completion(&self) {
+        self.events.completion();
+    }
+
+    /// Polls in the internal-error state (C's `mlx5_ib_poll_sw_comp`): the hardware completes
+    /// nothing any more, so every outstanding request of the QPs completing here is completed
+    /// in software as flushed, send queues first, then receive queues; up to `wc.len()`.
+    pub(crate) fn poll_flushed(&self, wc: &mut [WorkCompletion]) -> usize {
+        let inner = self.inner.lock();
+        let mut n = 0;
+        for send in [true, false] {
+            for (_, qp, r) in inner.qps.iter() {
+                let Some(rest) = wc.get_mut(n..) else {
+                    return n;
+                };
+                n += match (send, r.send, r.recv) {
+                    (true, true, _) => qp.flush_sq(rest),
+                    (false, _, true) => qp.flush_rq(rest),
+                    _ => 0,
+                };
+            }
+        }
+        n
     }
 
     /// Removes a QP from the CQ's table and drops its CQEs still in the ring.
@@ -247,7 +361,7 @@ impl CqShared {
         let mut inner = self.inner.lock();
         // Clean first: the QP's entry finds the SRQ of its dropped receives.
         self.clean_locked(&mut inner, qpn);
-        inner.qps.retain(|(n, _)| *n != qpn);
+        inner.qps.retain(|(n, _, _)| *n != qpn);
     }
 
     /// Drops the CQEs of QP `qpn` still in the ring (C's `__mlx5_ib_cq_clean`).
@@ -277,8 +391,8 @@ impl CqShared {
         let srq = inner
             .qps
             .iter()
-            .find(|(q, _)| *q == qpn)
-            .map(|(_, qp)| qp.clone());
+            .find(|(q, _, _)| *q == qpn)
+            .map(|(_, qp, _)| qp.clone());
         let mut freed = 0u32;
         let mut raw = [0u8; CQE_SIZE];
         while prod != ci {
@@ -331,8 +445,8 @@ impl CqShared {
             let Some(qp) = inner
                 .qps
                 .iter()
-                .find(|(q, _)| *q == c.qpn)
-                .map(|(_, qp)| qp)
+                .find(|(q, _, _)| *q == c.qpn)
+                .map(|(_, qp, _)| qp)
             else {
                 // A QP this CQ does not know (destroyed): skip its CQE.
                 continue;

@@ -113,6 +113,8 @@ pub(crate) struct Mlx5IbDevice {
     limits: Limits,
     log_max_cq_sz: u32,
     log_max_msg: u32,
+    /// Its CQs (for the internal-error handling).
+    cqs: Arc<cq::DeviceCqs>,
 }
 
 /// Port numbers as MAD_IFC takes them (the core only asks for ports that exist).
@@ -325,7 +327,12 @@ impl DeviceOps for Mlx5IbDevice {
     }
 
     fn create_cq(&self, init: &CqInit, notifier: &CqNotifier) -> Result<cq::Mlx5Cq> {
-        cq::create(self.core.get(), self.log_max_cq_sz, init, notifier)
+        let cq = cq::create(self.core.get(), self.log_max_cq_sz, init, notifier)?;
+        if let Err(e) = self.cqs.add(&cq.shared) {
+            let _ = cq::destroy(&self.cmds, cq);
+            return Err(e);
+        }
+        Ok(cq)
     }
 
     fn cq_size(&self, cq: &cq::Mlx5Cq) -> u32 {
@@ -334,6 +341,7 @@ impl DeviceOps for Mlx5IbDevice {
     }
 
     fn destroy_cq(&self, cq: cq::Mlx5Cq) -> Result {
+        self.cqs.remove(&cq.shared);
         cq::destroy(&self.cmds, cq)
     }
 
@@ -341,7 +349,12 @@ impl DeviceOps for Mlx5IbDevice {
         cq.shared.arm(self.core.get(), solicited)
     }
 
+    /// In the internal-error state, the outstanding requests come back flushed (C's
+    /// `mlx5_ib_poll_sw_comp`).
     fn poll_cq(&self, cq: &cq::Mlx5Cq, wc: &mut [WorkCompletion]) -> Result<usize> {
+        if self.cmds.in_internal_error() {
+            return Ok(cq.shared.poll_flushed(wc));
+        }
         cq.shared.poll(wc)
     }
 
@@ -369,11 +382,19 @@ impl DeviceOps for Mlx5IbDevice {
         qp::destroy(&self.cmds, qp)
     }
 
+    /// `EIO` in the internal-error state, as C's `mlx5_ib_post_send`.
     fn post_send(&self, qp: &qp::Mlx5Qp, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        if self.cmds.in_internal_error() {
+            return Err(EIO.into());
+        }
         qp.post_send(wrs)
     }
 
+    /// `EIO` in the internal-error state, as C's `mlx5_ib_post_recv`.
     fn post_recv(&self, qp: &qp::Mlx5Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        if self.cmds.in_internal_error() {
+            return Err(EIO.into());
+        }
         qp.post_recv(wrs)
     }
 
@@ -408,7 +429,11 @@ impl DeviceOps for Mlx5IbDevice {
         srq::destroy(&self.cmds, srq)
     }
 
+    /// `EIO` in the internal-error state, as C's `mlx5_ib_post_srq_recv`.
     fn post_srq_recv(&self, srq: &srq::Mlx5Srq, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        if self.cmds.in_internal_error() {
+            return Err(EIO.into());
+        }
         srq.shared.post_recv(wrs)
     }
 
@@ -430,7 +455,7 @@ impl DeviceOps for Mlx5IbDevice {
 /// Registers the RDMA device of `dev` (`mlx5_%d`), asking firmware what C's init stages ask.
 /// `EOPNOTSUPP` for functions whose ports are not native InfiniBand (Ethernet/RoCE and
 /// virtualized IB are not handled yet).
-pub(crate) fn register(dev: &Mlx5Device) -> Result<Registration> {
+pub(crate) fn register(dev: &Mlx5Device, cqs: Arc<cq::DeviceCqs>) -> Result<Registration> {
     if !caps::is_native_ib(dev.caps()) {
         return Err(EOPNOTSUPP);
     }
@@ -471,6 +496,7 @@ pub(crate) fn register(dev: &Mlx5Device) -> Result<Registration> {
             limits,
             log_max_cq_sz: gen.log_max_cq_sz() as u32,
             log_max_msg: gen.log_max_msg() as u32,
+            cqs,
         },
     )
 }

@@ -7,6 +7,7 @@
 //! unbind unregisters it.
 
 use crate::{
+    cq::DeviceCqs,
     ib_device,
     port_events::{Notifier, PortEvents},
 };
@@ -79,7 +80,8 @@ impl auxiliary::Driver for IbDriver {
         _info: &'bound Self::IdInfo,
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
         let dev = auxdev::device_data(adev)?;
-        let device = ib_device::register(&dev).inspect_err(|e| {
+        let cqs = DeviceCqs::new()?;
+        let device = ib_device::register(&dev, cqs.clone()).inspect_err(|e| {
             pr_err!(
                 "{}: no RDMA device registered: err {}\n",
                 dev.name(),
@@ -111,6 +113,7 @@ impl auxiliary::Driver for IbDriver {
                     dev.ports(),
                     port_events,
                     ib_dev,
+                    cqs,
                 )?,
                 queue,
             },

@@ -12,10 +12,16 @@
 //! three give only the speed change: netdev events report RoCE links in C); LID, P_Key, GUID
 //! and client-reregister changes give their events. Other sub-types give nothing.
 //!
+//! The device's internal-error state (`SysError`, once) is handled as C's
+//! `mlx5_ib_handle_sys_error_event`: the completion handlers of the CQs with work outstanding
+//! are called (their consumers poll and get that work back flushed), `DEVICE_FATAL` is
+//! dispatched for port 1, and the device dispatches no event after it (C's `ib_active`).
+//!
 //! Events are kept in a bounded list drained in order by one work item (a work item never runs
 //! on two CPUs at once, so the order the device reported is the order dispatched); when the list
 //! is full an event is dropped, as C drops one when its atomic allocation fails.
 
+use crate::cq::DeviceCqs;
 use ib_core::{attrs::LinkLayer, events::EventType, ib_device::IbDevice};
 use kernel::{
     new_spinlock,
@@ -49,6 +55,8 @@ enum PortChange {
     Down,
     /// Another change, as its IB event.
     Other(EventType),
+    /// The device entered the internal-error state.
+    Fatal,
 }
 
 /// A function's port-event notifier and the work item that dispatches its events.
@@ -62,6 +70,10 @@ pub(crate) struct PortEvents {
     count: Arc<Atomic<u32>>,
     /// The RDMA device the events are for.
     dev: Arc<IbDevice>,
+    /// Its CQs (the internal-error handling calls their completion handlers).
+    cqs: Arc<DeviceCqs>,
+    /// Whether events are still dispatched (C's `ib_active`): not after the internal error.
+    active: Atomic<u32>,
     /// Events not yet dispatched, oldest first (capacity reserved at creation: the notifier
     /// runs in atomic context and does not allocate).
     #[pin]
@@ -82,6 +94,7 @@ impl PortEvents {
         ports: u8,
         count: Arc<Atomic<u32>>,
         dev: Arc<IbDevice>,
+        cqs: Arc<DeviceCqs>,
     ) -> Result<Arc<Self>> {
         let pending = KVec::with_capacity(PENDING_MAX, GFP_KERNEL)?;
         Arc::pin_init(
@@ -90,6 +103,8 @@ impl PortEvents {
                 ports,
                 count,
                 dev,
+                cqs,
+                active: Atomic::new(1),
                 pending <- new_spinlock!(pending, "mlx5_ib::port_events::PortEvents::pending"),
                 work <- kernel::new_work!("mlx5_ib::port_events::PortEvents::work"),
             }),
@@ -119,6 +134,17 @@ impl PortEvents {
     /// Dispatches one event (process context).
     fn dispatch(&self, port: u8, change: PortChange) {
         let port = u32::from(port);
+        if let PortChange::Fatal = change {
+            // The consumers' CQs first, then the event, as C.
+            let _ = self.cqs.internal_error();
+            if self.active.xchg(0, Relaxed) == 1 {
+                self.dev.dispatch_event(EventType::DeviceFatal, port);
+            }
+            return;
+        }
+        if self.active.load(Relaxed) == 0 {
+            return;
+        }
         let event = match change {
             PortChange::Active | PortChange::Down => {
                 self.dev.dispatch_event(EventType::DeviceSpeedChange, 0);
@@ -132,6 +158,7 @@ impl PortEvents {
                 }
             }
             PortChange::Other(e) => e,
+            PortChange::Fatal => return,
         };
         self.dev.dispatch_event(event, port);
     }
@@ -174,6 +201,8 @@ pub(crate) struct Notifier {
 impl EventNotifier for Notifier {
     fn notify(&self, event: Event) {
         let (port, change) = match event {
+            // C's SYS_ERROR carries port 1.
+            Event::SysError => (1, Some(PortChange::Fatal)),
             Event::PortDown(p) => (p, Some(PortChange::Down)),
             Event::PortActive(p) => (p, Some(PortChange::Active)),
             Event::PortChange(p, s) => (
@@ -194,7 +223,9 @@ impl EventNotifier for Notifier {
             pr_warn!("{}: warning: event on port {port}\n", &*events.name);
             return;
         }
-        events.count.fetch_add(1, Relaxed);
+        if event != Event::SysError {
+            events.count.fetch_add(1, Relaxed);
+        }
         if let Some(change) = change {
             events.record(port, change, &self.queue);
         }

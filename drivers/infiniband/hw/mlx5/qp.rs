@@ -10,7 +10,7 @@
 //! CQ takes the CQ's lock, then a ring's (never the other way round), so posting and polling
 //! may run in any context.
 
-use crate::cq::{page_list, CqShared};
+use crate::cq::{page_list, CqShared, QueueRole};
 use crate::ib_device::Mlx5IbDevice;
 use crate::srq::{Mlx5Srq, SrqShared};
 use crate::wq_size::{self, Limits, RqSize, SendKind, SqSize};
@@ -21,7 +21,7 @@ use ib_core::{
         Access, AccessFlags, NewQp, QpAttr, QpAttrField as F, QpAttrMask, QpCap, QpInitDriver,
         QpState, QpType,
     },
-    wr::{PostError, RecvWr, SendWr},
+    wr::{PostError, RecvWr, SendWr, WcStatus, WorkCompletion},
 };
 use kernel::{
     new_spinlock_irq,
@@ -71,6 +71,11 @@ struct Sq {
     wrid: KVec<u64>,
     /// The `head` count at each WQE.
     wqe_head: KVec<u32>,
+    /// The basic block after each WQE (C's `w_list[].next`).
+    w_next: KVec<u32>,
+    /// The basic block of the oldest request not completed (C's `last_poll`): where a software
+    /// flush starts.
+    last_poll: u32,
 }
 
 /// The receive ring's state.
@@ -115,7 +120,60 @@ impl QpShared {
         if let Some(&h) = sq.wqe_head.get(idx) {
             sq.tail = h.wrapping_add(1);
         }
+        if let Some(&next) = sq.w_next.get(idx) {
+            sq.last_poll = next;
+        }
         wr_id
+    }
+
+    /// Whether requests are outstanding on the send queue (`send`) or the receive queue
+    /// (`recv`).
+    pub(crate) fn outstanding(&self, send: bool, recv: bool) -> bool {
+        (send && {
+            let sq = self.sq.lock();
+            sq.head != sq.tail
+        }) || (recv && {
+            let rq = self.rq.lock();
+            rq.head != rq.tail
+        })
+    }
+
+    /// Completes outstanding send requests, oldest first, as flushed (C's `sw_comp` for the
+    /// send queue, used when the device is in the internal-error state and will complete
+    /// nothing): up to `wc.len()`; returns how many.
+    pub(crate) fn flush_sq(&self, wc: &mut [WorkCompletion]) -> usize {
+        let mut sq = self.sq.lock();
+        let mask = self.sqs.wqe_cnt.saturating_sub(1);
+        let mut n = 0;
+        for w in wc.iter_mut() {
+            if sq.head == sq.tail {
+                break;
+            }
+            let idx = (sq.last_poll & mask) as usize;
+            *w = flushed(self.qpn(), sq.wrid.get(idx).copied().unwrap_or(0));
+            sq.tail = sq.tail.wrapping_add(1);
+            sq.last_poll = sq.w_next.get(idx).copied().unwrap_or(0);
+            n += 1;
+        }
+        n
+    }
+
+    /// Completes outstanding receive requests, oldest first, as flushed (C's `sw_comp` for the
+    /// receive queue); returns how many. Receives from an SRQ are not the QP's (none here).
+    pub(crate) fn flush_rq(&self, wc: &mut [WorkCompletion]) -> usize {
+        let mut rq = self.rq.lock();
+        let mask = self.rqs.wqe_cnt.saturating_sub(1);
+        let mut n = 0;
+        for w in wc.iter_mut() {
+            if rq.head == rq.tail {
+                break;
+            }
+            let idx = (rq.tail & mask) as usize;
+            *w = flushed(self.qpn(), rq.wrid.get(idx).copied().unwrap_or(0));
+            rq.tail = rq.tail.wrapping_add(1);
+            n += 1;
+        }
+        n
     }
 
     /// Whether its receives come from an SRQ.
@@ -143,6 +201,7 @@ impl QpShared {
             sq.cur_post = 0;
             sq.head = 0;
             sq.tail = 0;
+            sq.last_poll = 0;
         }
         {
             let mut rq = self.rq.lock();
@@ -151,6 +210,20 @@ impl QpShared {
         }
         self.db.set(RCV_DBR, 0);
         self.db.set(SND_DBR, 0);
+    }
+}
+
+/// `MLX5_CQE_SYNDROME_WR_FLUSH_ERR`, the vendor error C reports with a software flush.
+const SYNDROME_WR_FLUSH_ERR: u32 = 0x05;
+
+/// A request of QP `qpn` completed in software as flushed (C's `sw_comp`).
+fn flushed(qpn: u32, wr_id: u64) -> WorkCompletion {
+    WorkCompletion {
+        wr_id,
+        status: WcStatus::WrFlushErr,
+        vendor_err: SYNDROME_WR_FLUSH_ERR,
+        qp_num: qpn,
+        ..WorkCompletion::default()
     }
 }
 
@@ -338,6 +411,8 @@ pub(crate) fn create(
         tail: 0,
         wrid: zeroed(sqs.wqe_cnt, 0u64)?,
         wqe_head: zeroed(sqs.wqe_cnt, 0u32)?,
+        w_next: zeroed(sqs.wqe_cnt, 0u32)?,
+        last_poll: 0,
     };
     let rq = Rq {
         head: 0,
@@ -412,8 +487,8 @@ pub(crate) fn create(
     let added = handler
         .and_then(|h| dev.register_resource(Resource::Qp(qpn), h))
         .map(|reg| qp.events = Some(reg))
-        .and_then(|()| qp.send_cq.add_qp(qpn, &qp.shared))
-        .and_then(|()| qp.recv_cq.add_qp(qpn, &qp.shared));
+        .and_then(|()| qp.send_cq.add_qp(qpn, &qp.shared, QueueRole::Send))
+        .and_then(|()| qp.recv_cq.add_qp(qpn, &qp.shared, QueueRole::Recv));
     if let Err(e) = added {
         // Gives the QP back (tables, then DESTROY_QP).
         let _ = destroy(dev.commands(), qp);
@@ -777,7 +852,11 @@ impl Mlx5Qp {
                 *x = head;
             }
             last.copy_from_slice(&w.bytes[..8]);
-            sq.cur_post = sq.cur_post.wrapping_add(w.blocks() as u32);
+            let next = sq.cur_post.wrapping_add(w.blocks() as u32);
+            if let Some(x) = sq.w_next.get_mut(idx) {
+                *x = next;
+            }
+            sq.cur_post = next;
             nreq += 1;
         }
         if nreq != 0 {
