@@ -402,7 +402,12 @@ impl Sample {
         }
         // Receives left on phase 1's QP, and the handler of a fatal error, which flushes them.
         fatal::post_left_receives(&qp, buffers[1].sge(0, MSG as u32, mr.lkey())?)?;
-        let watch = fatal::watch(dev, cq.clone(), qp.clone(), buffers[0].sge(0, 64, mr.lkey())?)?;
+        let watch = fatal::watch(
+            dev,
+            cq.clone(),
+            qp.clone(),
+            buffers[0].sge(0, 64, mr.lkey())?,
+        )?;
         pr_info!(
             "{name}: {} receive(s) left posted on qp {:#x} for a fatal error to flush\n",
             fatal::LEFT_POSTED,

@@ -79,10 +79,7 @@ pub(crate) fn watch(
     qp: Arc<Qp>,
     tx: Sge,
 ) -> Result<DeviceEventRegistration> {
-    let name = CString::try_from_fmt(fmt!(
-        "{}",
-        kernel::str::BStr::from_bytes(&dev.name())
-    ))?;
+    let name = CString::try_from_fmt(fmt!("{}", kernel::str::BStr::from_bytes(&dev.name())))?;
     DeviceEventRegistration::new(
         dev,
         KBox::new(

@@ -8,10 +8,11 @@
 # and, with no fault left, the next load works.
 # The client's add failing is not a load failure on either stack: ib_core leaves the device
 # without the client and insmod succeeds (C's add_client_context ignores the add's error).
-# Then a fatal health error while the client's objects are alive (see that case's comment).
-# Not yet here (issue 13 item 6): faults during traffic (fatal health syndrome, surprise removal,
-# PCI unbind while SENDs flow): the consumer's traffic mode and the Rust mlx5_ib's software
-# flush on internal error are still to be written.
+# Then a fatal health error while the client's objects are alive, with 4 receives left posted
+# on its QP (see that case's comment): DEVICE_FATAL, the receives flushed in software, EIO for
+# a send, on both stacks.
+# Not yet here (issue 13 item 6): faults while messages flow (a consumer re-posting from its
+# completion handler) and surprise removal or PCI unbind during traffic.
 # stacks: c rust
 # timeout: 900
 
