@@ -16,10 +16,11 @@ use crate::{
     restrack::Restrack,
 };
 use kernel::{
+    dev_print_below::{print_below, Level},
     device::Device,
     new_condvar, new_mutex,
     prelude::*,
-    str::BStr,
+    str::{BStr, CString},
     sync::{
         aref::ARef,
         atomic::{Atomic, Relaxed},
@@ -272,14 +273,13 @@ impl IbDevice {
     }
 
     /// Logs `msg` about the device at KERN_INFO, prefixed as C's `ibdev_info` prefixes it: the
-    /// parent device (driver and name, by the kernel crate's `dev_info`, which adds a colon
-    /// after the parent's name where C puts none), then the device's name.
+    /// parent device's driver and name, then the device's name. Process context.
     pub(crate) fn log_info(&self, msg: core::fmt::Arguments<'_>) {
         let name = self.name();
         let name = BStr::from_bytes(&name);
-        match self.parent() {
-            Some(parent) => parent.pr_info(fmt!("{name}: {msg}")),
-            None => pr_info!("{name}: {msg}"),
+        match (self.parent(), CString::try_from_fmt(fmt!("{name}"))) {
+            (Some(parent), Ok(cname)) => print_below(parent, Level::Info, &cname, msg),
+            _ => pr_info!("{name}: {msg}"),
         }
     }
 
