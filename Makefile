@@ -134,7 +134,7 @@ test: build
 KASAN_KTREE := $(CACHE)/build/linux-$(KERNEL_VERSION)-kasan
 KASAN_SCENARIOS ?= kunit rust-bringup rust-events rust-faults rust-health rust-removal \
 	rust-cmd-concurrency mlx5-auxbus mlx5-comp-vectors mlx5ib-device mlx5ib-kverbs mlx5ib-verbs \
-	mlx5ib-verbs-faults ibcore-devices ibcore-netlink ibcore-sysfs ibcore-verbs ibcore-badinput \
+	mlx5ib-verbs-faults mlx5ib-verbs-removal ibcore-devices ibcore-netlink ibcore-sysfs ibcore-verbs ibcore-badinput \
 	hardening-eqes hardening-device hardening-cmdq hardening-failslab hardening-churn modules
 kasan: setup
 	EXTRA_FRAGMENT=$(REPO)/tools/kernel/config-kasan.fragment \
