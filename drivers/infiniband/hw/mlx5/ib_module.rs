@@ -95,7 +95,6 @@ impl auxiliary::Driver for IbDriver {
             BStr::from_bytes(&device.device().name())
         );
         let port_events = Arc::new(Atomic::new(0), GFP_KERNEL)?;
-        let ib_dev = device.device().clone();
         let mut function = IbFunction {
             events: None,
             event_queue: None,
@@ -104,6 +103,13 @@ impl auxiliary::Driver for IbDriver {
             ports: dev.ports(),
             port_events: port_events.clone(),
         };
+        // Taken after `function`, so dropped before it on a failure below: dropping the
+        // registration (in `function`) waits until every reference to the device is gone.
+        let ib_dev = function
+            .device
+            .as_ref()
+            .map(|d| d.device().clone())
+            .ok_or(EINVAL)?;
         let queue = Arc::new(PortEvents::new_queue()?, GFP_KERNEL)?;
         function.event_queue = Some(queue.clone());
         let notifier = Arc::new(
