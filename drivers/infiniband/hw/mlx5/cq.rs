@@ -330,9 +330,10 @@ impl CqShared {
             .any(|(_, qp, r)| qp.outstanding(r.send, r.recv))
     }
 
-    /// Calls the consumer's completion handler (C's `mcq->comp`), as for a completion event.
+    /// Calls the consumer's completion handler (C's `mcq->comp`, `mlx5_ib_cq_comp`): not a
+    /// completion event from the EQ, so the arm sequence number stays as it is.
     pub(crate) fn notify_completion(&self) {
-        self.events.completion();
+        self.events.notifier.completion();
     }
 
     /// Polls in the internal-error state (C's `mlx5_ib_poll_sw_comp`): the hardware completes
