@@ -118,7 +118,8 @@ list-scenarios:
 
 vm-test: build
 	@test -n "$(SCENARIO)" || { echo "vm-test: set SCENARIO=<name>; one of: $$(python3 tools/vm/harness.py list | cut -d: -f1 | tr '\n' ' ')"; exit 2; }
-	python3 tools/vm/harness.py run --scenario $(SCENARIO) --stack $(STACK) $(HARNESS_ARGS)
+	python3 tools/vm/harness.py run --scenario $(SCENARIO) --stack $(STACK) \
+		$(if $(VM_STACKS),--vm-stacks "$(VM_STACKS)") $(HARNESS_ARGS)
 
 vm-shell: build
 	python3 tools/vm/harness.py shell --stack $(STACK) $(HARNESS_ARGS)

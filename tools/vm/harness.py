@@ -47,8 +47,8 @@ STACK_MODULES = {
 # given with --verbs-twin), so that a scenario insmods $stack_dir/ib_verbs_client.ko on both; so
 # is its ib_verbs_bench (the data-path micro-benchmark of `make bench`, next to it).
 STACK_EXTRAS = {
-    "rust": ["mlx5_test_interface", "ib_test_provider", "ib_verbs_client", "ib_verbs_bench"],
-    "c": ["ib_verbs_client", "ib_verbs_bench"],
+    "rust": ["mlx5_test_interface", "ib_test_provider", "ib_verbs_client", "ib_verbs_bench", "ib_verbs_peer"],
+    "c": ["ib_verbs_client", "ib_verbs_bench", "ib_verbs_peer"],
 }
 # Where the C modules sit in the kernel build tree.
 C_MODULE_PATHS = {
@@ -371,6 +371,7 @@ def module_paths(args, stack: str) -> dict[str, Path]:
     paths = {m: Path(args.kernel_tree) / C_MODULE_PATHS[m] for m in STACK_MODULES["c"]}
     paths["ib_verbs_client"] = Path(args.verbs_twin or "verbs-twin-not-given/ib_verbs_client.ko")
     paths["ib_verbs_bench"] = paths["ib_verbs_client"].with_name("ib_verbs_bench.ko")
+    paths["ib_verbs_peer"] = paths["ib_verbs_client"].with_name("ib_verbs_peer.ko")
     return paths
 
 
@@ -764,20 +765,28 @@ def cmd_run(args) -> int:
         print(f"harness: no scenario named {args.scenario!r}; available: "
               f"{', '.join(available_scenarios())}", file=sys.stderr)
         return 2
-    if args.stack not in scenario_stacks(path):
+    if args.vm_stacks is None and args.stack not in scenario_stacks(path):
         print(f"harness: scenario {args.scenario} does not run on STACK={args.stack} "
               f"(it runs on: {' '.join(scenario_stacks(path))})", file=sys.stderr)
         return 2
     try:
         nvms = scenario_vms(path)
         vm_stacks = scenario_vm_stacks(path)
+        if args.vm_stacks is not None:
+            if vm_stacks is None:
+                raise HarnessError(f"{path.name}: --vm-stacks is for scenarios with `# vm-stacks:`")
+            vm_stacks = args.vm_stacks.split()
+            bad = [s for s in vm_stacks if s not in STACK_MODULES]
+            if bad:
+                raise HarnessError(f"--vm-stacks: unknown stack {bad[0]!r}")
         if vm_stacks is not None and len(vm_stacks) != nvms:
             raise HarnessError(f"{path.name}: `# vm-stacks:` names {len(vm_stacks)} stack(s) "
                                f"for {nvms} VM(s)")
     except HarnessError as e:
         print(f"harness: {e}", file=sys.stderr)
         return 2
-    workdir = Path(args.workdir) / f"{args.scenario}-{args.stack}"
+    run_name = "-".join(vm_stacks) if args.vm_stacks is not None else args.stack
+    workdir = Path(args.workdir) / f"{args.scenario}-{run_name}"
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     timeout = args.timeout or scenario_timeout(path)
@@ -939,6 +948,9 @@ def main() -> int:
     r = sub.add_parser("run", help="run one scenario")
     r.add_argument("--scenario", required=True)
     r.add_argument("--timeout", type=int, default=0, help="hard timeout in seconds")
+    r.add_argument("--vm-stacks", default=None,
+                   help="the stack of each VM, overriding the scenario's `# vm-stacks:` "
+                        "(e.g. 'rust rust')")
     r.add_argument("--show-console", action="store_true",
                    help="print the guest's console output of the scenario")
     r.add_argument("--kill-model-after", type=float, default=None,
