@@ -153,13 +153,15 @@ impl EventQueue {
             pages.push(page, GFP_KERNEL)?;
         }
         let first = pages.first().ok_or(EINVAL)?.dma_address();
-        let q = CreateEqIn::new()
-            .log_eq_size(log_entries.into())?
-            .uar_page(uar_index.into())?
-            .intr(vector.into())?
-            .log_page_size(0)?
-            .event_bitmask(mask)?
-            .pas0(first)?;
+        // Set in place (see mlx5_ib's CQ creation): completion EQs are made on demand, from a
+        // CQ creation that may itself run deep in a probe.
+        let mut q = CreateEqIn::new();
+        q.set_log_eq_size(log_entries.into())?;
+        q.set_uar_page(uar_index.into())?;
+        q.set_intr(vector.into())?;
+        q.set_log_page_size(0)?;
+        q.set_event_bitmask(mask)?;
+        q.set_pas0(first)?;
         let out = match cmd.exec_var::<CreateEq>(dev, bar, None, &q, &pas_tail, 0) {
             Ok((out, _)) => out,
             Err(e) => {

@@ -203,9 +203,9 @@ impl Hca {
         pages.satisfy(cmd, dev, bar, PageRequest::Boot)?;
 
         // Tell the device the host is little-endian (the register is all zeroes then).
-        let he = AccessRegIn::new()
-            .op_mod(0)?
-            .register_id(REG_HOST_ENDIANNESS)?;
+        let mut he = AccessRegIn::new();
+        he.set_op_mod(0)?;
+        he.set_register_id(REG_HOST_ENDIANNESS)?;
         cmd.exec::<AccessReg>(dev, bar, &he)?;
 
         // General capabilities: current, then maximum; set what the driver needs.

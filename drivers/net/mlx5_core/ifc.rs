@@ -221,6 +221,17 @@ macro_rules! layout {
                     $crate::ifc::set_bits(&mut self.bytes, $bit, $width, value)?;
                     Ok(self)
                 }
+
+                ::kernel::macros::paste! {
+                    #[doc = concat!("Sets `", stringify!($field), "` in place (no copy of the layout: for large inputs built on a deep stack).")]
+                    $(#[$fmeta])*
+                    ///
+                    /// `EINVAL` if `value` is wider than the field.
+                    #[inline]
+                    $vis fn [<set_ $field>](&mut self, value: u64) -> ::kernel::error::Result {
+                        $crate::ifc::set_bits(&mut self.bytes, $bit, $width, value)
+                    }
+                }
             )*
         }
     };
@@ -590,10 +601,10 @@ mod tests {
 
     #[test]
     fn builder_places_fields_big_endian() -> Result {
-        let i = TestIn::new()
-            .opcode(0x104)?
-            .op_mod(3)?
-            .wide(0x0123_4567_89ab_cdef)?;
+        let mut i = TestIn::new();
+        i.set_opcode(0x104)?;
+        i.set_op_mod(3)?;
+        i.set_wide(0x0123_4567_89ab_cdef)?;
         let b = i.as_bytes();
         assert_eq!(&b[0..2], &[0x01, 0x04]);
         assert_eq!(&b[6..8], &[0x00, 0x03]);
@@ -673,10 +684,10 @@ mod tests {
         let out = <QueryPages as Command>::Out::from_bytes(&raw);
         assert_eq!((out.function_id(), out.num_pages()), (0x1234, 48));
         // Byte ranges and a MAD's fields.
-        let mut m = MadIfcIn::new()
-            .port(1)?
-            .mad_attr_id(0x15)?
-            .mad_attr_mod(7)?;
+        let mut m = MadIfcIn::new();
+        m.set_port(1)?;
+        m.set_mad_attr_id(0x15)?;
+        m.set_mad_attr_mod(7)?;
         assert_eq!(&m.as_bytes()[0x20..0x22], &[0x00, 0x15]);
         assert_eq!(&m.as_bytes()[0x24..0x28], &[0, 0, 0, 7]);
         m.as_bytes_mut()[0x10] = 1;

@@ -318,16 +318,16 @@ mod tests {
 
     #[test]
     fn mkey_context_fields_sit_where_mlx5_ifc_puts_them() -> Result {
-        let m = CreateMkeyIn::new()
-            .access_mode_1_0(MKC_ACCESS_MODE_PA)?
-            .length64(1)?
-            .lw(1)?
-            .lr(1)?
-            .rw(1)?
-            .rr(1)?
-            .pd(0x12)?
-            .qpn(0xff_ffff)?
-            .mkey_7_0(0xab)?;
+        let mut m = CreateMkeyIn::new();
+        m.set_access_mode_1_0(MKC_ACCESS_MODE_PA)?;
+        m.set_length64(1)?;
+        m.set_lw(1)?;
+        m.set_lr(1)?;
+        m.set_rw(1)?;
+        m.set_rr(1)?;
+        m.set_pd(0x12)?;
+        m.set_qpn(0xff_ffff)?;
+        m.set_mkey_7_0(0xab)?;
         let b = m.as_bytes();
         // Byte 0x12 of the input holds umr_en, a, rw, rr, lw, lr, access_mode_1_0.
         assert_eq!(b[0x12], 0b0011_1100);
@@ -338,11 +338,11 @@ mod tests {
 
     #[test]
     fn cq_and_qp_contexts() -> Result {
-        let c = CreateCqIn::new()
-            .log_cq_size(7)?
-            .uar_page(0x9)?
-            .c_eqn(0x21)?
-            .dbr_addr(0x1122_3344_5566_7788)?;
+        let mut c = CreateCqIn::new();
+        c.set_log_cq_size(7)?;
+        c.set_uar_page(0x9)?;
+        c.set_c_eqn(0x21)?;
+        c.set_dbr_addr(0x1122_3344_5566_7788)?;
         let b = c.as_bytes();
         assert_eq!(&b[0x1c..0x20], &[7, 0, 0, 9]);
         assert_eq!(&b[0x24..0x28], &[0, 0, 0, 0x21]);
@@ -374,24 +374,24 @@ mod tests {
     fn rmp_context_as_mlx5_ifc() -> Result {
         // The RMP's state at byte 0x21, its WQ at byte 0x50: lwm at 0x56, pd at 0x59, the
         // doorbell record at 0x60, the stride and size at 0x71 and 0x73.
-        let c = CreateRmpIn::new()
-            .state(RMPC_STATE_RDY)?
-            .lwm(4)?
-            .pd(0x12)?
-            .dbr_addr(0xabc0)?
-            .log_wq_stride(6)?
-            .log_wq_sz(5)?;
+        let mut c = CreateRmpIn::new();
+        c.set_state(RMPC_STATE_RDY)?;
+        c.set_lwm(4)?;
+        c.set_pd(0x12)?;
+        c.set_dbr_addr(0xabc0)?;
+        c.set_log_wq_stride(6)?;
+        c.set_log_wq_sz(5)?;
         let b = c.as_bytes();
         assert_eq!(b[0x21], 0x10);
         assert_eq!(&b[0x56..0x58], &[0, 4]);
         assert_eq!(&b[0x58..0x5c], &[0, 0, 0, 0x12]);
         assert_eq!(&b[0x60..0x68], &0xabc0u64.to_be_bytes());
         assert_eq!((b[0x71], b[0x73]), (6, 5));
-        let m = ModifyRmpIn::new()
-            .rmp_state(RMPC_STATE_RDY)?
-            .rmpn(0x33)?
-            .bitmask_lwm(1)?
-            .lwm(2)?;
+        let mut m = ModifyRmpIn::new();
+        m.set_rmp_state(RMPC_STATE_RDY)?;
+        m.set_rmpn(0x33)?;
+        m.set_bitmask_lwm(1)?;
+        m.set_lwm(2)?;
         let b = m.as_bytes();
         assert_eq!(&b[0x08..0x0c], &[0x10, 0, 0, 0x33]);
         assert_eq!(b[0x17], 1);

@@ -455,9 +455,9 @@ mod tests {
 
     #[test]
     fn manage_pages_give_header() -> Result {
-        let q = ManagePagesIn::new()
-            .op_mod(MANAGE_GIVE)?
-            .input_num_entries(3)?;
+        let mut q = ManagePagesIn::new();
+        q.set_op_mod(MANAGE_GIVE)?;
+        q.set_input_num_entries(3)?;
         let wire = crate::ifc::encode::<ManagePages>(&q)?;
         assert_eq!(&wire.as_bytes()[0..2], &[0x01, 0x08]);
         assert_eq!(&wire.as_bytes()[12..16], &[0, 0, 0, 3]);

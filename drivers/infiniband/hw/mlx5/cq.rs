@@ -245,13 +245,15 @@ pub(crate) fn create(
         }),
         GFP_KERNEL,
     )?;
-    let input = CreateCqIn::new()
-        .cqe_sz(0)?
-        .log_cq_size(entries.trailing_zeros().into())?
-        .uar_page(dev.uar().index().into())?
-        .c_eqn(eqn.into())?
-        .log_page_size(0)?
-        .dbr_addr(dbr)?;
+    // Set in place: a CQ may be created deep in a probe (a client's `add` during device
+    // registration), where copies of the layout per builder step would cost kilobytes of stack.
+    let mut input = CreateCqIn::new();
+    input.set_cqe_sz(0)?;
+    input.set_log_cq_size(entries.trailing_zeros().into())?;
+    input.set_uar_page(dev.uar().index().into())?;
+    input.set_c_eqn(eqn.into())?;
+    input.set_log_page_size(0)?;
+    input.set_dbr_addr(dbr)?;
     let out = match dev.commands().exec_var::<CreateCq>(&input, &pas, 0) {
         Ok((out, _)) => out,
         Err(e) => {

@@ -39,17 +39,18 @@ pub(crate) fn smp_get(
     attr_id: u16,
     attr_mod: u32,
 ) -> Result<[u8; SMP_DATA_SIZE]> {
-    let input = MadIfcIn::new()
-        .op_mod(OP_MOD_IGNORE_KEYS)?
-        .port(port.into())?
-        .mad_base_version(1)?
-        // LID-routed subnet management.
-        .mad_mgmt_class(0x01)?
-        .mad_class_version(1)?
-        // Get.
-        .mad_method(0x01)?
-        .mad_attr_id(attr_id.into())?
-        .mad_attr_mod(attr_mod.into())?;
+    // Set in place: the layout is large and this runs under device registration.
+    let mut input = MadIfcIn::new();
+    input.set_op_mod(OP_MOD_IGNORE_KEYS)?;
+    input.set_port(port.into())?;
+    input.set_mad_base_version(1)?;
+    // LID-routed subnet management.
+    input.set_mad_mgmt_class(0x01)?;
+    input.set_mad_class_version(1)?;
+    // Get.
+    input.set_mad_method(0x01)?;
+    input.set_mad_attr_id(attr_id.into())?;
+    input.set_mad_attr_mod(attr_mod.into())?;
     let out = cmds.exec::<MadIfc>(&input)?;
     if out.mad_status() != 0 {
         // C reads the data of a refused query anyway (zeros); a refusal is an error here.

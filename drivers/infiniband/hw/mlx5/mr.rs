@@ -26,18 +26,19 @@ pub(crate) struct Mlx5Mr {
 /// emulated device does not report; they stay 0 here.)
 pub(crate) fn dma_mkey_in(pdn: u32, access: AccessFlags, variant: u8) -> Result<CreateMkeyIn> {
     let bit = |a: Access| u64::from(access.contains(a));
-    CreateMkeyIn::new()
-        .access_mode_1_0(MKC_ACCESS_MODE_PA)?
-        .length64(1)?
-        .a(bit(Access::RemoteAtomic))?
-        .rw(bit(Access::RemoteWrite))?
-        .rr(bit(Access::RemoteRead))?
-        .lw(bit(Access::LocalWrite))?
-        .lr(1)?
-        .pd(pdn.into())?
-        .qpn(0xff_ffff)?
-        .start_addr(0)?
-        .mkey_7_0(variant.into())
+    let mut m = CreateMkeyIn::new();
+    m.set_access_mode_1_0(MKC_ACCESS_MODE_PA)?;
+    m.set_length64(1)?;
+    m.set_a(bit(Access::RemoteAtomic))?;
+    m.set_rw(bit(Access::RemoteWrite))?;
+    m.set_rr(bit(Access::RemoteRead))?;
+    m.set_lw(bit(Access::LocalWrite))?;
+    m.set_lr(1)?;
+    m.set_pd(pdn.into())?;
+    m.set_qpn(0xff_ffff)?;
+    m.set_start_addr(0)?;
+    m.set_mkey_7_0(variant.into())?;
+    Ok(m)
 }
 
 /// Creates the DMA MR of `pd`; `variant` is the device's mkey variant counter.

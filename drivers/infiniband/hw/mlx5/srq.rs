@@ -253,13 +253,13 @@ pub(crate) fn create(
         wrid.push(0u64, GFP_KERNEL)?;
     }
     let pas = crate::cq::page_list(buf.dma(), buf.len())?;
-    let input = CreateRmpIn::new()
-        .state(RMPC_STATE_RDY)?
-        .pd(pdn.into())?
-        .dbr_addr(db.dma())?
-        .log_wq_stride(size.wqe_shift.into())?
-        .log_wq_pg_sz(0)?
-        .log_wq_sz(size.max.trailing_zeros().into())?;
+    let mut input = CreateRmpIn::new();
+    input.set_state(RMPC_STATE_RDY)?;
+    input.set_pd(pdn.into())?;
+    input.set_dbr_addr(db.dma())?;
+    input.set_log_wq_stride(size.wqe_shift.into())?;
+    input.set_log_wq_pg_sz(0)?;
+    input.set_log_wq_sz(size.max.trailing_zeros().into())?;
     let shared = Arc::pin_init(
         pin_init!(SrqShared {
             buf,
@@ -317,12 +317,12 @@ impl Mlx5Srq {
         if limit >= self.shared.size.max {
             return Err(EINVAL);
         }
-        let input = ModifyRmpIn::new()
-            .rmp_state(RMPC_STATE_RDY)?
-            .rmpn(self.srqn.into())?
-            .bitmask_lwm(1)?
-            .state(RMPC_STATE_RDY)?
-            .lwm(limit.into())?;
+        let mut input = ModifyRmpIn::new();
+        input.set_rmp_state(RMPC_STATE_RDY)?;
+        input.set_rmpn(self.srqn.into())?;
+        input.set_bitmask_lwm(1)?;
+        input.set_state(RMPC_STATE_RDY)?;
+        input.set_lwm(limit.into())?;
         cmds.exec::<ModifyRmp>(&input)?;
         self.shared.limit.store(limit, Relaxed);
         Ok(())
