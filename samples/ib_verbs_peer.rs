@@ -46,6 +46,9 @@ mod env;
 
 use env::{connect_rc, fill_at, holds_at, Env};
 
+#[path = "ib_verbs_peer/flow.rs"]
+mod flow;
+
 module! {
     type: PeerModule,
     name: "ib_verbs_peer",
@@ -530,6 +533,8 @@ struct Peers {
 /// directory.
 struct PerDevice {
     _ctl: Pin<KBox<File<Peer>>>,
+    /// Dropping it stops the flow.
+    _flow: Pin<KBox<File<flow::FlowCtl>>>,
     _dir: Dir,
 }
 
@@ -548,9 +553,19 @@ impl Client for Peers {
             dir.read_write_callback_file(c"ctl", peer, &ctl_read, &ctl_write),
             GFP_KERNEL,
         )?;
+        let flow = KBox::pin_init(
+            dir.read_write_callback_file(
+                c"flow",
+                flow::FlowCtl::new(dev)?,
+                &flow::flow_read,
+                &flow::flow_write,
+            ),
+            GFP_KERNEL,
+        )?;
         pr_info!("{name}: ready: debugfs ib_verbs_peer/{name}/ctl\n");
         Ok(PerDevice {
             _ctl: ctl,
+            _flow: flow,
             _dir: dir,
         })
     }

@@ -17,6 +17,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/module.h>
+#include <linux/delay.h>
 #include <linux/slab.h>
 #include <linux/debugfs.h>
 #include <linux/dma-mapping.h>
@@ -78,6 +79,7 @@ struct peer {
 	struct remote remote;
 	struct ib_ah *ah;
 	struct dentry *dir;
+	struct flow_ctl *flow;
 };
 
 static struct ib_client client;
@@ -142,19 +144,29 @@ static void comp_handler(struct ib_cq *cq, void *ctx)
 	wake_up_all(&p->wake);
 }
 
-static int buf_alloc(struct peer *p, struct buf *b, size_t size)
+static int buf_alloc_dev(struct ib_device *dev, struct buf *b, size_t size)
 {
-	b->cpu = dma_alloc_coherent(p->dev->dma_device, size, &b->dma, GFP_KERNEL);
+	b->cpu = dma_alloc_coherent(dev->dma_device, size, &b->dma, GFP_KERNEL);
 	if (!b->cpu)
 		return -ENOMEM;
 	b->size = size;
 	return 0;
 }
 
-static void buf_free(struct peer *p, struct buf *b)
+static void buf_free_dev(struct ib_device *dev, struct buf *b)
 {
 	if (b->cpu)
-		dma_free_coherent(p->dev->dma_device, b->size, b->cpu, b->dma);
+		dma_free_coherent(dev->dma_device, b->size, b->cpu, b->dma);
+}
+
+static int buf_alloc(struct peer *p, struct buf *b, size_t size)
+{
+	return buf_alloc_dev(p->dev, b, size);
+}
+
+static void buf_free(struct peer *p, struct buf *b)
+{
+	buf_free_dev(p->dev, b);
 }
 
 /* A DMA MR tracked as this module's, as ib_verbs_client.c's get_dma_mr. */
@@ -180,6 +192,7 @@ static struct ib_mr *get_dma_mr(struct ib_pd *pd, int access)
 static void peer_free(struct peer *p)
 {
 	debugfs_remove_recursive(p->dir);
+	kfree(p->flow);
 	if (p->ah)
 		rdma_destroy_ah(p->ah, 0);
 	if (p->ud)
@@ -281,8 +294,8 @@ static int peer_setup(struct peer *p)
 	       buf_alloc(p, &p->own, RDMA_LEN);
 }
 
-/* RESET to RTS, connected to the peer's QP, as the Rust sample's env::connect_rc. */
-static int connect_rc(struct peer *p)
+/* RESET to RTS, connected to QP `dqpn` behind `dlid`, as the Rust sample's env::connect_rc. */
+static int connect_qp(struct ib_qp *qp, u16 dlid, u32 dqpn, int access)
 {
 	struct ib_qp_attr a = {};
 	int err;
@@ -290,22 +303,22 @@ static int connect_rc(struct peer *p)
 	a.qp_state = IB_QPS_INIT;
 	a.port_num = 1;
 	a.pkey_index = 0;
-	a.qp_access_flags = IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ;
-	err = ib_modify_qp(p->rc, &a, IB_QP_STATE | IB_QP_PORT | IB_QP_PKEY_INDEX |
+	a.qp_access_flags = access;
+	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PORT | IB_QP_PKEY_INDEX |
 			   IB_QP_ACCESS_FLAGS);
 	if (err)
 		return err;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IB_QPS_RTR;
-	a.ah_attr.type = rdma_ah_find_type(p->dev, 1);
+	a.ah_attr.type = rdma_ah_find_type(qp->device, 1);
 	rdma_ah_set_port_num(&a.ah_attr, 1);
-	rdma_ah_set_dlid(&a.ah_attr, p->remote.lid);
+	rdma_ah_set_dlid(&a.ah_attr, dlid);
 	a.path_mtu = IB_MTU_4096;
-	a.dest_qp_num = p->remote.rc_qpn;
+	a.dest_qp_num = dqpn;
 	a.rq_psn = 0x1234;
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 12;
-	err = ib_modify_qp(p->rc, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN |
+	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN |
 			   IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
 	if (err)
 		return err;
@@ -316,8 +329,14 @@ static int connect_rc(struct peer *p)
 	a.rnr_retry = 7;
 	a.sq_psn = 0x1234;
 	a.max_rd_atomic = 1;
-	return ib_modify_qp(p->rc, &a, IB_QP_STATE | IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
+	return ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
 			    IB_QP_RNR_RETRY | IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+static int connect_rc(struct peer *p)
+{
+	return connect_qp(p->rc, p->remote.lid, p->remote.rc_qpn,
+			  IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ);
 }
 
 static int post_recv(struct ib_qp *qp, u64 wr_id, u64 addr, u32 len, u32 lkey)
@@ -576,6 +595,405 @@ static int command(struct peer *p, char *line)
 	return -EINVAL;
 }
 
+/*
+ * The flow (samples/ib_verbs_peer/flow.rs): an RC QP looped back to itself with FLOW_SLOTS sends
+ * and FLOW_SLOTS receives of FLOW_LEN bytes always posted, re-posted from the CQ's completion
+ * handler; for faults while messages flow. debugfs ib_verbs_peer/<device>/flow: write "start" or
+ * "stop"; read "flow: <state>; messages N".
+ */
+#define FLOW_SLOTS 16
+#define FLOW_LEN 64
+#define FLOW_RECV (1ULL << 32)
+/* Completions the handler takes at most; past that a work item continues (see flow.rs). */
+#define FLOW_IRQ_BUDGET 64
+#define FLOW_WORK_BUDGET 256
+
+enum flow_pass { FLOW_ARMED, FLOW_MORE, FLOW_IDLE };
+
+struct flow_counts {
+	u64 messages;
+	int flushed[2], refused[2], left[2], outstanding[2];
+	int other, err;
+};
+
+/* What the handler works with, under `lock` (irqsave). */
+struct flow {
+	spinlock_t lock;
+	bool live;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	struct ib_pd *pd;
+	struct ib_mr *mr;
+	struct buf buf;
+	struct flow_counts c;
+	bool failed, stopping, reported;
+	struct ib_event_handler fatal;
+	struct work_struct work;
+	const char *name;
+};
+
+/* The flow file's data. */
+struct flow_ctl {
+	struct ib_device *dev;
+	struct mutex lock;
+	struct flow *running;
+};
+
+static int flow_post(struct flow *f, int q, int slot)
+{
+	struct ib_sge sge = { .length = FLOW_LEN, .lkey = f->mr->lkey };
+
+	if (q) {
+		struct ib_recv_wr wr = { .wr_id = FLOW_RECV + slot, .sg_list = &sge, .num_sge = 1 };
+
+		sge.addr = f->buf.dma + (FLOW_SLOTS + slot) * FLOW_LEN;
+		return ib_post_recv(f->qp, &wr, NULL);
+	} else {
+		struct ib_send_wr wr = { .wr_id = slot, .opcode = IB_WR_SEND, .sg_list = &sge,
+					 .num_sge = 1, .send_flags = IB_SEND_SIGNALED };
+
+		sge.addr = f->buf.dma + slot * FLOW_LEN;
+		return ib_post_send(f->qp, &wr, NULL);
+	}
+}
+
+static void flow_complete(struct flow *f, const struct ib_wc *w)
+{
+	int q = w->wr_id >= FLOW_RECV;
+	u64 slot = w->wr_id & 0xffffffff;
+	int err;
+
+	if (slot >= FLOW_SLOTS || !f->c.outstanding[q]) {
+		f->c.other++;
+		return;
+	}
+	f->c.outstanding[q]--;
+	if (w->status == IB_WC_WR_FLUSH_ERR) {
+		f->c.flushed[q]++;
+		f->failed = true;
+		return;
+	}
+	if (w->status != IB_WC_SUCCESS || (q && w->byte_len != FLOW_LEN)) {
+		f->c.other++;
+		f->failed = true;
+		return;
+	}
+	if (q)
+		f->c.messages++;
+	if (f->failed || f->stopping) {
+		f->c.left[q]++;
+		return;
+	}
+	err = flow_post(f, q, slot);
+	if (!err) {
+		f->c.outstanding[q]++;
+		return;
+	}
+	f->c.refused[q]++;
+	if (!f->failed)
+		f->c.err = err;
+	f->failed = true;
+}
+
+static void flow_report_end(struct flow *f)
+{
+	struct flow_counts *c = &f->c;
+	bool once = true;
+	int q, err;
+
+	if (f->reported || !(f->failed || f->stopping) || c->outstanding[0] || c->outstanding[1])
+		return;
+	f->reported = true;
+	for (q = 0; q < 2; q++)
+		once &= c->flushed[q] + c->refused[q] + c->left[q] == FLOW_SLOTS;
+	pr_info("%s: flow: %s after %llu messages: %s, %d other error(s)\n", f->name,
+		f->stopping ? "stopped" : "ended", c->messages,
+		once ? "each of the 16 send and 16 receive slots ended exactly once (flushed, refused or left)" :
+		       "MISMATCH: a slot did not end exactly once",
+		c->other);
+	pr_info("%s: flow: slots: sends %d flushed %d refused %d left; receives %d flushed %d refused %d left; first refusal err %d\n",
+		f->name, c->flushed[0], c->refused[0], c->left[0], c->flushed[1], c->refused[1],
+		c->left[1], c->err);
+	if (!f->stopping) {
+		err = flow_post(f, 0, 0);
+		if (!err)
+			c->outstanding[0]++;
+		pr_info("%s: flow: a new send after the failure: err %d\n", f->name, err);
+	}
+}
+
+/* One pass of at most `budget` completions: counts, re-posts, re-arms once the CQ is empty. */
+static enum flow_pass flow_pass(struct flow *f, int budget)
+{
+	enum flow_pass r = FLOW_IDLE;
+	struct ib_wc wc[16];
+	unsigned long flags;
+	int taken = 0, n, i;
+
+	spin_lock_irqsave(&f->lock, flags);
+	if (!f->live)
+		goto out;
+	for (;;) {
+		if (taken >= budget) {
+			r = FLOW_MORE;
+			break;
+		}
+		n = ib_poll_cq(f->cq, ARRAY_SIZE(wc), wc);
+		if (n == 0) {
+			if (ib_req_notify_cq(f->cq, IB_CQ_NEXT_COMP) < 0)
+				break;
+			n = ib_poll_cq(f->cq, ARRAY_SIZE(wc), wc);
+			if (n == 0) {
+				r = FLOW_ARMED;
+				break;
+			}
+		}
+		if (n < 0)
+			break;
+		taken += n;
+		for (i = 0; i < n; i++)
+			flow_complete(f, &wc[i]);
+	}
+	flow_report_end(f);
+out:
+	spin_unlock_irqrestore(&f->lock, flags);
+	return r;
+}
+
+/* Passes in process context, with a short sleep in between, until the CQ is armed again. */
+static void flow_poll_until_armed(struct flow *f)
+{
+	while (flow_pass(f, FLOW_WORK_BUDGET) == FLOW_MORE)
+		usleep_range(100, 200);
+}
+
+static void flow_work(struct work_struct *w)
+{
+	flow_poll_until_armed(container_of(w, struct flow, work));
+}
+
+/* The completion handler: a pass; past its budget the work item continues. */
+static void flow_comp_handler(struct ib_cq *cq, void *ctx)
+{
+	struct flow *f = ctx;
+
+	if (flow_pass(f, FLOW_IRQ_BUDGET) == FLOW_MORE)
+		queue_work(system_unbound_wq, &f->work);
+}
+
+static void flow_fatal_event(struct ib_event_handler *h, struct ib_event *ev)
+{
+	struct flow *f = container_of(h, struct flow, fatal);
+
+	if (ev->event == IB_EVENT_DEVICE_FATAL)
+		pr_info("%s: flow: event DEVICE_FATAL on port %u\n", f->name, ev->element.port_num);
+}
+
+static void flow_free(struct flow_ctl *fc, struct flow *f)
+{
+	/* The QP first, then the buffer it used, as the Rust sample's drop order. */
+	if (f->qp)
+		ib_destroy_qp(f->qp);
+	if (f->mr)
+		ib_dereg_mr(f->mr);
+	buf_free_dev(fc->dev, &f->buf);
+	if (f->fatal.device)
+		ib_unregister_event_handler(&f->fatal);
+	if (f->cq)
+		ib_destroy_cq(f->cq);
+	if (f->pd)
+		ib_dealloc_pd(f->pd);
+	kfree(f);
+}
+
+/* Stops the flow, if any: the QP to the error state, all back (5 s at most), then freed. */
+static void flow_stop(struct flow_ctl *fc)
+{
+	struct ib_qp_attr a = { .qp_state = IB_QPS_ERR };
+	struct flow *f = fc->running;
+	unsigned long flags;
+	bool done;
+	int i;
+
+	if (!f)
+		return;
+	fc->running = NULL;
+	spin_lock_irqsave(&f->lock, flags);
+	f->stopping = true;
+	spin_unlock_irqrestore(&f->lock, flags);
+	/* On a dead device this may fail: the driver then flushes in software. */
+	ib_modify_qp(f->qp, &a, IB_QP_STATE);
+	for (i = 0; i < 50; i++) {
+		flow_poll_until_armed(f);
+		spin_lock_irqsave(&f->lock, flags);
+		done = f->reported;
+		spin_unlock_irqrestore(&f->lock, flags);
+		if (done)
+			break;
+		msleep(100);
+	}
+	spin_lock_irqsave(&f->lock, flags);
+	f->live = false;
+	spin_unlock_irqrestore(&f->lock, flags);
+	cancel_work_sync(&f->work);
+	if (!f->reported)
+		pr_info("%s: flow: stopped with %d send(s) and %d receive(s) still outstanding after 5 s\n",
+			f->name, f->c.outstanding[0], f->c.outstanding[1]);
+	flow_free(fc, f);
+}
+
+static int flow_start(struct flow_ctl *fc)
+{
+	struct ib_device *dev = fc->dev;
+	struct ib_cq_init_attr ca = { .cqe = 2 * FLOW_SLOTS + 8 };
+	struct ib_qp_init_attr ia = {
+		.qp_type = IB_QPT_RC,
+		.cap = { .max_send_wr = FLOW_SLOTS + 1, .max_recv_wr = FLOW_SLOTS, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+	};
+	struct ib_port_attr pa;
+	unsigned long flags;
+	struct flow *f;
+	int err, q, slot, out[2];
+
+	if (fc->running)
+		return -EBUSY;
+	err = ib_query_port(dev, 1, &pa);
+	if (err)
+		return err;
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f)
+		return -ENOMEM;
+	spin_lock_init(&f->lock);
+	INIT_WORK(&f->work, flow_work);
+	f->name = dev_name(&dev->dev);
+	f->pd = ib_alloc_pd(dev, 0);
+	if (IS_ERR(f->pd)) {
+		err = PTR_ERR(f->pd);
+		f->pd = NULL;
+		goto fail;
+	}
+	f->cq = ib_create_cq(dev, flow_comp_handler, NULL, f, &ca);
+	if (IS_ERR(f->cq)) {
+		err = PTR_ERR(f->cq);
+		f->cq = NULL;
+		goto fail;
+	}
+	ia.send_cq = f->cq;
+	ia.recv_cq = f->cq;
+	f->qp = ib_create_qp(f->pd, &ia);
+	if (IS_ERR(f->qp)) {
+		err = PTR_ERR(f->qp);
+		f->qp = NULL;
+		goto fail;
+	}
+	f->mr = get_dma_mr(f->pd, IB_ACCESS_LOCAL_WRITE);
+	if (IS_ERR(f->mr)) {
+		err = PTR_ERR(f->mr);
+		f->mr = NULL;
+		goto fail;
+	}
+	err = buf_alloc_dev(dev, &f->buf, 2 * FLOW_SLOTS * FLOW_LEN);
+	if (err)
+		goto fail;
+	err = connect_qp(f->qp, pa.lid, f->qp->qp_num, IB_ACCESS_LOCAL_WRITE);
+	if (err)
+		goto fail;
+	INIT_IB_EVENT_HANDLER(&f->fatal, dev, flow_fatal_event);
+	ib_register_event_handler(&f->fatal);
+	/* Receives first, then the sends; the handler sees the flow only once all are posted. */
+	for (q = 1; q >= 0 && !err; q--)
+		for (slot = 0; slot < FLOW_SLOTS; slot++) {
+			err = flow_post(f, q, slot);
+			if (err)
+				break;
+			f->c.outstanding[q]++;
+		}
+	out[0] = f->c.outstanding[0];
+	out[1] = f->c.outstanding[1];
+	spin_lock_irqsave(&f->lock, flags);
+	f->live = true;
+	spin_unlock_irqrestore(&f->lock, flags);
+	fc->running = f;
+	/* A completion may have come before the handler could see the flow. */
+	flow_poll_until_armed(f);
+	if (err) {
+		flow_stop(fc);
+		return err;
+	}
+	pr_info("%s: flow: started on rc qp 0x%x looped back: %d sends and %d receives of %d bytes kept posted, re-posted from the completion handler\n",
+		f->name, f->qp->qp_num, out[0], out[1], FLOW_LEN);
+	return 0;
+fail:
+	flow_free(fc, f);
+	return err;
+}
+
+static ssize_t flow_read(struct file *file, char __user *ubuf, size_t count, loff_t *pos)
+{
+	struct flow_ctl *fc = file->private_data;
+	const char *state = "idle";
+	unsigned long flags;
+	u64 messages = 0;
+	char line[64];
+	struct flow *f;
+	int n;
+
+	mutex_lock(&fc->lock);
+	f = fc->running;
+	if (f) {
+		spin_lock_irqsave(&f->lock, flags);
+		if (f->live) {
+			state = f->reported ? "ended" :
+				(f->failed || f->stopping) ? "ending" : "running";
+			messages = f->c.messages;
+		}
+		spin_unlock_irqrestore(&f->lock, flags);
+	}
+	mutex_unlock(&fc->lock);
+	if (!strcmp(state, "idle"))
+		n = scnprintf(line, sizeof(line), "flow: idle\n");
+	else
+		n = scnprintf(line, sizeof(line), "flow: %s; messages %llu\n", state, messages);
+	return simple_read_from_buffer(ubuf, count, pos, line, n);
+}
+
+static ssize_t flow_write(struct file *file, const char __user *ubuf, size_t count, loff_t *pos)
+{
+	struct flow_ctl *fc = file->private_data;
+	char line[16];
+	int err = 0;
+
+	if (count >= sizeof(line))
+		err = -EINVAL;
+	else if (copy_from_user(line, ubuf, count))
+		return -EFAULT;
+	if (!err) {
+		line[count] = 0;
+		mutex_lock(&fc->lock);
+		if (!strcmp(strim(line), "start"))
+			err = flow_start(fc);
+		else if (!strcmp(strim(line), "stop"))
+			flow_stop(fc);
+		else
+			err = -EINVAL;
+		mutex_unlock(&fc->lock);
+	}
+	if (err) {
+		pr_info("%s: flow: command failed: err %d\n", dev_name(&fc->dev->dev), err);
+		return err;
+	}
+	return count;
+}
+
+static const struct file_operations flow_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.read = flow_read,
+	.write = flow_write,
+};
+
 static ssize_t ctl_read(struct file *f, char __user *ubuf, size_t count, loff_t *pos)
 {
 	struct peer *p = f->private_data;
@@ -635,8 +1053,16 @@ static int client_add(struct ib_device *dev)
 		peer_free(p);
 		return err;
 	}
+	p->flow = kzalloc(sizeof(*p->flow), GFP_KERNEL);
+	if (!p->flow) {
+		peer_free(p);
+		return -ENOMEM;
+	}
+	p->flow->dev = dev;
+	mutex_init(&p->flow->lock);
 	p->dir = debugfs_create_dir(name, top);
 	debugfs_create_file("ctl", 0600, p->dir, p, &ctl_fops);
+	debugfs_create_file("flow", 0600, p->dir, p->flow, &flow_fops);
 	pr_info("%s: ready: debugfs ib_verbs_peer/%s/ctl\n", name, name);
 	ib_set_client_data(dev, &client, p);
 	return 0;
@@ -644,7 +1070,15 @@ static int client_add(struct ib_device *dev)
 
 static void client_remove(struct ib_device *dev, void *data)
 {
-	peer_free(data);
+	struct peer *p = data;
+
+	/* No file operation runs after this; then the flow stops, then the rest goes. */
+	debugfs_remove_recursive(p->dir);
+	p->dir = NULL;
+	mutex_lock(&p->flow->lock);
+	flow_stop(p->flow);
+	mutex_unlock(&p->flow->lock);
+	peer_free(p);
 	pr_info("%s: released\n", dev_name(&dev->dev));
 }
 
