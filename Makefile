@@ -81,6 +81,12 @@ modules: kernel
 	@mkdir -p $(RUST_MODULES)
 	tools/kernel/rdma-rs-config.sh $(REPO) $(KTREE) $(RDMA_RS_CONFIG) $(BINDGEN) $(RDMA_RS_SET)
 	$(KMAKE) M=$(REPO) MO=$(RUST_MODULES) RDMA_RS_CONFIG=$(RDMA_RS_CONFIG) CLIPPY=1 modules
+	python3 tools/kernel/check-frames.py $(FRAME_LIMIT) $(RUST_MODULES)/*.ko
+
+## Largest stack frame a function of our modules may have (bytes): a probe nests deep on a
+## 16 KiB stack (tools/kernel/check-frames.py). C's CONFIG_FRAME_WARN is 2048; two functions are
+## between the two today (mlx5_core's Hca::bring_up, the bench sample's poll).
+FRAME_LIMIT ?= 3072
 
 ## The C twin of ib_verbs_client: an external C module against the test kernel's C ib_core.
 verbs-twin: kernel
@@ -140,7 +146,8 @@ KASAN_SCENARIOS ?= kunit rust-bringup rust-events rust-faults rust-health rust-r
 kasan: setup
 	EXTRA_FRAGMENT=$(REPO)/tools/kernel/config-kasan.fragment \
 		tools/kernel/build-kernel.sh $(REPO) "$(PRISTINE)" $(KASAN_KTREE) $(BINDGEN)
-	$(MAKE) --no-print-directory kasan-run KTREE=$(KASAN_KTREE) OUT=$(OUT)/kasan SKIP_KERNEL=1
+	$(MAKE) --no-print-directory kasan-run KTREE=$(KASAN_KTREE) OUT=$(OUT)/kasan SKIP_KERNEL=1 \
+		FRAME_LIMIT=6144
 
 kasan-run: build
 	python3 tools/test/run_all.py --cargo-target $(CARGO_TARGET) --ktree $(KTREE) --bindgen $(BINDGEN) \

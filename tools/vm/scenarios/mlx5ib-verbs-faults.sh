@@ -11,8 +11,8 @@
 # Then a fatal health error while the client's objects are alive, with 4 receives left posted
 # on its QP (see that case's comment): DEVICE_FATAL, the receives flushed in software, EIO for
 # a send, on both stacks.
-# Not yet here (issue 13 item 6): faults while messages flow (a consumer re-posting from its
-# completion handler) and surprise removal or PCI unbind during traffic.
+# Faults while messages flow (a consumer re-posting from its completion handler; stop, unload,
+# PCI unbind, fatal error): mlx5ib-verbs-traffic-faults; surprise removal: mlx5ib-verbs-removal.
 # stacks: c rust
 # timeout: 900
 
