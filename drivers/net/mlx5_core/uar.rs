@@ -20,10 +20,7 @@ use kernel::{
     io::Io,
     new_mutex,
     prelude::*,
-    sync::{
-        barrier::{mb, Write},
-        Arc, Mutex,
-    },
+    sync::{Arc, Mutex},
 };
 
 /// Size of a UAR page.
@@ -39,8 +36,9 @@ pub(crate) const NON_FP_BFREGS_PER_UAR: u32 = 2;
 /// after a write barrier (the `wmb()` C puts between a doorbell record and its doorbell):
 /// `ENODEV` once the BAR is revoked, `EINVAL` outside it. Never sleeps (RCU read side only).
 fn write64(bar: &SharedBar, at: usize, bytes: [u8; 8]) -> Result {
-    // What the caller stored in memory (doorbell record, WQE) is visible before the doorbell.
-    mb(Write);
+    // No barrier here, as C's `mlx5_write64`: the caller has one between what it stored in
+    // memory (doorbell record, WQE) and the doorbell (C's `wmb()` in `mlx5_cq_arm` and
+    // `mlx5_ib_post_send`).
     // `writeq` stores the value little-endian: the bytes land in the order given.
     let v = u64::from_le_bytes(bytes);
     bar.try_access_with(|b| b.try_write64(v, at))
@@ -64,9 +62,9 @@ impl Uar {
     }
 
     /// Writes `bytes` with one 64-bit store (memory order kept, as C's `mlx5_write64`) at
-    /// `offset` in the page, after a write barrier (so a doorbell record written before is
-    /// visible first, C's `wmb()` before a CQ arm): `EINVAL` unless `offset` is 8-byte aligned
-    /// and in the page, `ENODEV` once the BAR is gone. Never sleeps.
+    /// `offset` in the page. The caller puts a write barrier between a doorbell record it wrote
+    /// and this (C's `wmb()` before a CQ arm). `EINVAL` unless `offset` is 8-byte aligned and
+    /// in the page, `ENODEV` once the BAR is gone. Never sleeps.
     pub fn write64(&self, offset: usize, bytes: [u8; 8]) -> Result {
         if offset % 8 != 0 || offset > UAR_PAGE - 8 {
             return Err(EINVAL);
@@ -235,9 +233,9 @@ impl Bfreg {
     }
 
     /// Rings a send doorbell with the first 8 bytes of the WQE's control segment (C's
-    /// `mlx5_write64` to the register's current buffer, then the buffer toggle), after a write
-    /// barrier (the WQE and the doorbell record the caller wrote are visible first, as C's
-    /// `wmb()`). Never sleeps; `ENODEV` once the BAR is gone.
+    /// `mlx5_write64` to the register's current buffer, then the buffer toggle). The caller puts
+    /// a write barrier between the WQE and doorbell record it wrote and this (C's second
+    /// `wmb()` in `mlx5_ib_post_send`). Never sleeps; `ENODEV` once the BAR is gone.
     pub fn ring(&mut self, first8: [u8; 8]) -> Result {
         let at = self.uar_index as usize * UAR_PAGE
             + bf_offset(self.dbi, self.pool.log_bf_reg_size)

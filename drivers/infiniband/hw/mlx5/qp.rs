@@ -27,7 +27,7 @@ use kernel::{
     new_spinlock_irq,
     prelude::*,
     sync::{
-        atomic::{Atomic, Relaxed},
+        atomic::{Acquire, Atomic, Relaxed, Release},
         barrier::{mb, ordering::Write},
         Arc, SpinLockIrq,
     },
@@ -58,31 +58,44 @@ const MTU_4096: u8 = 5;
 /// The message size limit C gives UD QPs (`log_msg_max` 12: one 4 KiB MTU).
 const UD_LOG_MSG_MAX: u64 = 12;
 
-/// The send ring's state.
+/// The send ring's posting state (under the send lock).
 struct Sq {
     bfreg: Bfreg,
     /// Next basic block to fill (wraps; the ring index is its low bits).
     cur_post: u32,
     /// Requests posted.
     head: u32,
-    /// Requests completed (as C: the head value of the last completed request, plus one).
-    tail: u32,
-    /// The request id of the WQE starting at each basic block.
-    wrid: KVec<u64>,
-    /// The `head` count at each WQE.
-    wqe_head: KVec<u32>,
-    /// The basic block after each WQE (C's `w_list[].next`).
-    w_next: KVec<u32>,
-    /// The basic block of the oldest request not completed (C's `last_poll`): where a software
-    /// flush starts.
-    last_poll: u32,
+    /// Where each WQE is built before it is copied into the ring.
+    scratch: wqe::SendWqe,
 }
 
-/// The receive ring's state.
+/// The send ring's completion state. As in C, polling (under the CQ's lock) does not take the
+/// send lock: per-WQE entries are written by the poster before the doorbell and read by the
+/// poller after the CQE; `tail` is stored with release after those reads and loaded with
+/// acquire by the poster before it reuses a slot.
+struct SqDone {
+    /// Requests completed (as C: the head value of the last completed request, plus one).
+    tail: Atomic<u32>,
+    /// The basic block of the oldest request not completed (C's `last_poll`): where a software
+    /// flush starts.
+    last_poll: Atomic<u32>,
+    /// The request id of the WQE starting at each basic block.
+    wrid: KVec<Atomic<u64>>,
+    /// The `head` count at each WQE.
+    wqe_head: KVec<Atomic<u32>>,
+    /// The basic block after each WQE (C's `w_list[].next`).
+    w_next: KVec<Atomic<u32>>,
+}
+
+/// The receive ring's posting state (under the receive lock).
 struct Rq {
     head: u32,
-    tail: u32,
-    wrid: KVec<u64>,
+}
+
+/// The receive ring's completion state (see [`SqDone`]).
+struct RqDone {
+    tail: Atomic<u32>,
+    wrid: KVec<Atomic<u64>>,
 }
 
 /// What a QP shares with the CQs it completes on.
@@ -103,8 +116,10 @@ pub(crate) struct QpShared {
     srq: Option<Arc<SrqShared>>,
     #[pin]
     sq: SpinLockIrq<Sq>,
+    sq_done: SqDone,
     #[pin]
     rq: SpinLockIrq<Rq>,
+    rq_done: RqDone,
 }
 
 impl QpShared {
@@ -113,15 +128,16 @@ impl QpShared {
     }
 
     /// A send completion at WQE `wqe_counter`: its request id; the requests up to it are done.
+    /// Called with the CQ's lock held (no send lock: see [`SqDone`]).
     pub(crate) fn sq_complete(&self, wqe_counter: u16) -> u64 {
-        let mut sq = self.sq.lock();
+        let d = &self.sq_done;
         let idx = (u32::from(wqe_counter) & self.sqs.wqe_cnt.saturating_sub(1)) as usize;
-        let wr_id = sq.wrid.get(idx).copied().unwrap_or(0);
-        if let Some(&h) = sq.wqe_head.get(idx) {
-            sq.tail = h.wrapping_add(1);
+        let wr_id = d.wrid.get(idx).map_or(0, |x| x.load(Relaxed));
+        if let Some(next) = d.w_next.get(idx) {
+            d.last_poll.store(next.load(Relaxed), Relaxed);
         }
-        if let Some(&next) = sq.w_next.get(idx) {
-            sq.last_poll = next;
+        if let Some(h) = d.wqe_head.get(idx) {
+            d.tail.store(h.load(Relaxed).wrapping_add(1), Release);
         }
         wr_id
     }
@@ -129,30 +145,28 @@ impl QpShared {
     /// Whether requests are outstanding on the send queue (`send`) or the receive queue
     /// (`recv`).
     pub(crate) fn outstanding(&self, send: bool, recv: bool) -> bool {
-        (send && {
-            let sq = self.sq.lock();
-            sq.head != sq.tail
-        }) || (recv && {
-            let rq = self.rq.lock();
-            rq.head != rq.tail
-        })
+        (send && self.sq.lock().head != self.sq_done.tail.load(Acquire))
+            || (recv && self.rq.lock().head != self.rq_done.tail.load(Acquire))
     }
 
     /// Completes outstanding send requests, oldest first, as flushed (C's `sw_comp` for the
     /// send queue, used when the device is in the internal-error state and will complete
     /// nothing): up to `wc.len()`; returns how many.
     pub(crate) fn flush_sq(&self, wc: &mut [WorkCompletion]) -> usize {
-        let mut sq = self.sq.lock();
+        let head = self.sq.lock().head;
+        let d = &self.sq_done;
         let mask = self.sqs.wqe_cnt.saturating_sub(1);
         let mut n = 0;
         for w in wc.iter_mut() {
-            if sq.head == sq.tail {
+            let tail = d.tail.load(Acquire);
+            if head == tail {
                 break;
             }
-            let idx = (sq.last_poll & mask) as usize;
-            *w = flushed(self.qpn(), sq.wrid.get(idx).copied().unwrap_or(0));
-            sq.tail = sq.tail.wrapping_add(1);
-            sq.last_poll = sq.w_next.get(idx).copied().unwrap_or(0);
+            let idx = (d.last_poll.load(Relaxed) & mask) as usize;
+            *w = flushed(self.qpn(), d.wrid.get(idx).map_or(0, |x| x.load(Relaxed)));
+            d.last_poll
+                .store(d.w_next.get(idx).map_or(0, |x| x.load(Relaxed)), Relaxed);
+            d.tail.store(tail.wrapping_add(1), Release);
             n += 1;
         }
         n
@@ -161,16 +175,18 @@ impl QpShared {
     /// Completes outstanding receive requests, oldest first, as flushed (C's `sw_comp` for the
     /// receive queue); returns how many. Receives from an SRQ are not the QP's (none here).
     pub(crate) fn flush_rq(&self, wc: &mut [WorkCompletion]) -> usize {
-        let mut rq = self.rq.lock();
+        let head = self.rq.lock().head;
+        let d = &self.rq_done;
         let mask = self.rqs.wqe_cnt.saturating_sub(1);
         let mut n = 0;
         for w in wc.iter_mut() {
-            if rq.head == rq.tail {
+            let tail = d.tail.load(Acquire);
+            if head == tail {
                 break;
             }
-            let idx = (rq.tail & mask) as usize;
-            *w = flushed(self.qpn(), rq.wrid.get(idx).copied().unwrap_or(0));
-            rq.tail = rq.tail.wrapping_add(1);
+            let idx = (tail & mask) as usize;
+            *w = flushed(self.qpn(), d.wrid.get(idx).map_or(0, |x| x.load(Relaxed)));
+            d.tail.store(tail.wrapping_add(1), Release);
             n += 1;
         }
         n
@@ -187,10 +203,12 @@ impl QpShared {
         if let Some(srq) = &self.srq {
             return srq.complete(wqe_counter);
         }
-        let mut rq = self.rq.lock();
-        let idx = (rq.tail & self.rqs.wqe_cnt.saturating_sub(1)) as usize;
-        let wr_id = rq.wrid.get(idx).copied().unwrap_or(0);
-        rq.tail = rq.tail.wrapping_add(1);
+        // With the CQ's lock held, not the receive lock (see [`SqDone`]).
+        let d = &self.rq_done;
+        let tail = d.tail.load(Relaxed);
+        let idx = (tail & self.rqs.wqe_cnt.saturating_sub(1)) as usize;
+        let wr_id = d.wrid.get(idx).map_or(0, |x| x.load(Relaxed));
+        d.tail.store(tail.wrapping_add(1), Release);
         wr_id
     }
 
@@ -200,13 +218,13 @@ impl QpShared {
             let mut sq = self.sq.lock();
             sq.cur_post = 0;
             sq.head = 0;
-            sq.tail = 0;
-            sq.last_poll = 0;
+            self.sq_done.tail.store(0, Release);
+            self.sq_done.last_poll.store(0, Relaxed);
         }
         {
             let mut rq = self.rq.lock();
             rq.head = 0;
-            rq.tail = 0;
+            self.rq_done.tail.store(0, Release);
         }
         self.db.set(RCV_DBR, 0);
         self.db.set(SND_DBR, 0);
@@ -315,10 +333,20 @@ fn ib_state(s: u64) -> QpState {
     }
 }
 
-fn zeroed<T: Copy>(n: u32, v: T) -> Result<KVec<T>> {
+/// `n` zeroed 64-bit entries.
+fn zeroed_u64(n: u32) -> Result<KVec<Atomic<u64>>> {
     let mut k = KVec::with_capacity(n as usize, GFP_KERNEL)?;
     for _ in 0..n {
-        k.push(v, GFP_KERNEL)?;
+        k.push(Atomic::new(0), GFP_KERNEL)?;
+    }
+    Ok(k)
+}
+
+/// `n` zeroed 32-bit entries.
+fn zeroed_u32(n: u32) -> Result<KVec<Atomic<u32>>> {
+    let mut k = KVec::with_capacity(n as usize, GFP_KERNEL)?;
+    for _ in 0..n {
+        k.push(Atomic::new(0), GFP_KERNEL)?;
     }
     Ok(k)
 }
@@ -408,16 +436,19 @@ pub(crate) fn create(
         bfreg,
         cur_post: 0,
         head: 0,
-        tail: 0,
-        wrid: zeroed(sqs.wqe_cnt, 0u64)?,
-        wqe_head: zeroed(sqs.wqe_cnt, 0u32)?,
-        w_next: zeroed(sqs.wqe_cnt, 0u32)?,
-        last_poll: 0,
+        scratch: wqe::SendWqe::new(),
     };
-    let rq = Rq {
-        head: 0,
-        tail: 0,
-        wrid: zeroed(rqs.wqe_cnt, 0u64)?,
+    let sq_done = SqDone {
+        tail: Atomic::new(0),
+        last_poll: Atomic::new(0),
+        wrid: zeroed_u64(sqs.wqe_cnt)?,
+        wqe_head: zeroed_u32(sqs.wqe_cnt)?,
+        w_next: zeroed_u32(sqs.wqe_cnt)?,
+    };
+    let rq = Rq { head: 0 };
+    let rq_done = RqDone {
+        tail: Atomic::new(0),
+        wrid: zeroed_u64(rqs.wqe_cnt)?,
     };
     let sig_bits = if init.sq_sig_all {
         wqe::CTRL_CQ_UPDATE
@@ -436,7 +467,9 @@ pub(crate) fn create(
             kind,
             srq: init.srq.map(|s| s.shared.clone()),
             sq <- new_spinlock_irq!(sq),
+            sq_done,
             rq <- new_spinlock_irq!(rq),
+            rq_done,
         }),
         GFP_KERNEL,
     )?;
@@ -784,12 +817,15 @@ impl Mlx5Qp {
         if cnt == 0 {
             return Err(EINVAL.into());
         }
-        let mut sq = s.sq.lock();
+        let mut guard = s.sq.lock();
+        // Through a plain reference, so that the scratch WQE and the ring state borrow apart.
+        let sq = &mut *guard;
+        let tail = s.sq_done.tail.load(Acquire);
         let mut nreq = 0u32;
         let mut last = [0u8; 8];
         let mut result = Ok(());
         for (i, wr) in wrs.iter().enumerate() {
-            if sq.head.wrapping_sub(sq.tail).wrapping_add(nreq) >= s.sqs.max_post {
+            if sq.head.wrapping_sub(tail).wrapping_add(nreq) >= s.sqs.max_post {
                 result = Err(PostError {
                     first_bad: i,
                     err: ENOMEM,
@@ -817,8 +853,8 @@ impl Mlx5Qp {
                 max_inline: s.sqs.max_inline as usize,
                 av,
             };
-            let w = match wqe::build_send(wr, sq.cur_post as u16, &ctx) {
-                Ok(w) => w,
+            let w = match wqe::build_send_into(wr, sq.cur_post as u16, &ctx, &mut sq.scratch) {
+                Ok(()) => &sq.scratch,
                 Err(err) => {
                     if err == EOPNOTSUPP {
                         pr_warn!("Atomic operations are not supported yet\n");
@@ -830,9 +866,10 @@ impl Mlx5Qp {
             let idx = (sq.cur_post & (cnt - 1)) as usize;
             for b in 0..w.blocks() {
                 let slot = ring_slot(sq.cur_post, b, cnt);
+                // The WQE's bytes only: the rest of its last block is not read by the device.
                 let src = w
                     .bytes
-                    .get(b * SEND_WQE_BB..(b + 1) * SEND_WQE_BB)
+                    .get(b * SEND_WQE_BB..((b + 1) * SEND_WQE_BB).min(w.len))
                     .ok_or(EINVAL);
                 let written =
                     src.and_then(|src| s.buf.write(s.sq_offset + slot * SEND_WQE_BB, src));
@@ -845,16 +882,16 @@ impl Mlx5Qp {
                 break;
             }
             let head = sq.head.wrapping_add(nreq);
-            if let Some(x) = sq.wrid.get_mut(idx) {
-                *x = wr.wr_id;
+            if let Some(x) = s.sq_done.wrid.get(idx) {
+                x.store(wr.wr_id, Relaxed);
             }
-            if let Some(x) = sq.wqe_head.get_mut(idx) {
-                *x = head;
+            if let Some(x) = s.sq_done.wqe_head.get(idx) {
+                x.store(head, Relaxed);
             }
             last.copy_from_slice(&w.bytes[..8]);
             let next = sq.cur_post.wrapping_add(w.blocks() as u32);
-            if let Some(x) = sq.w_next.get_mut(idx) {
-                *x = next;
+            if let Some(x) = s.sq_done.w_next.get(idx) {
+                x.store(next, Relaxed);
             }
             sq.cur_post = next;
             nreq += 1;
@@ -884,10 +921,11 @@ impl Mlx5Qp {
             return Err(EINVAL.into());
         }
         let mut rq = s.rq.lock();
+        let tail = s.rq_done.tail.load(Acquire);
         let mut nreq = 0u32;
         let mut result = Ok(());
         for (i, wr) in wrs.iter().enumerate() {
-            if rq.head.wrapping_sub(rq.tail).wrapping_add(nreq) >= cnt {
+            if rq.head.wrapping_sub(tail).wrapping_add(nreq) >= cnt {
                 result = Err(PostError {
                     first_bad: i,
                     err: ENOMEM,
@@ -915,8 +953,8 @@ impl Mlx5Qp {
                 result = Err(PostError { first_bad: i, err });
                 break;
             }
-            if let Some(x) = rq.wrid.get_mut(ind as usize) {
-                *x = wr.wr_id;
+            if let Some(x) = s.rq_done.wrid.get(ind as usize) {
+                x.store(wr.wr_id, Relaxed);
             }
             nreq += 1;
         }

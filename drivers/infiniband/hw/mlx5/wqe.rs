@@ -140,6 +140,16 @@ pub(crate) struct SendWqe {
 }
 
 impl SendWqe {
+    /// An empty WQE buffer. A QP keeps one and builds every WQE in it ([`build_send_into`]):
+    /// only the bytes a WQE uses are written, as C writes its segments straight into the ring,
+    /// instead of zeroing and returning a fresh buffer per request.
+    pub(crate) fn new() -> Self {
+        Self {
+            bytes: [0; MAX_SEND_WQE],
+            len: 0,
+        }
+    }
+
     /// The WQE's size in 16-byte units.
     pub(crate) fn ds(&self) -> u8 {
         (self.len / SEG) as u8
@@ -214,15 +224,26 @@ pub(crate) struct SendCtx<'a> {
 /// without a destination or a WQE past [`MAX_SEND_WQE`]; `ENOMEM` for more inline bytes than
 /// `max_inline` (C's errno). With `INLINE`, the bytes come from `wr.inline_data` and the
 /// scatter list is ignored (its addresses are device addresses the CPU cannot copy from).
+#[cfg(CONFIG_KUNIT)]
 pub(crate) fn build_send(wr: &SendWr<'_>, idx: u16, ctx: &SendCtx<'_>) -> Result<SendWqe> {
+    let mut w = SendWqe::new();
+    build_send_into(wr, idx, ctx, &mut w)?;
+    Ok(w)
+}
+
+/// [`build_send`] into `w`, which may hold an earlier WQE: its first `len` bytes are the new
+/// WQE's, the rest is stale.
+pub(crate) fn build_send_into(
+    wr: &SendWr<'_>,
+    idx: u16,
+    ctx: &SendCtx<'_>,
+    w: &mut SendWqe,
+) -> Result {
     let inline = wr.send_flags & send_flags::INLINE != 0;
     if !inline && wr.sg_list.len() > ctx.max_gs {
         return Err(EINVAL);
     }
-    let mut w = SendWqe {
-        bytes: [0; MAX_SEND_WQE],
-        len: SEG,
-    };
+    w.len = SEG;
     let op = mlx5_opcode(wr.opcode)?;
     if let Some(av) = ctx.av {
         let ud = wr.ud.as_ref().ok_or(EINVAL)?;
@@ -255,7 +276,7 @@ pub(crate) fn build_send(wr: &SendWr<'_>, idx: u16, ctx: &SendCtx<'_>) -> Result
     }
     let ctrl = ctrl_seg(idx, op, ctx.qpn, w.ds(), fm_ce_se, imm);
     w.bytes[..SEG].copy_from_slice(&ctrl);
-    Ok(w)
+    Ok(())
 }
 
 #[kernel::macros::kunit_tests(rdma_rs_mlx5_ib_wqe)]
