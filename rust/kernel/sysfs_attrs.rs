@@ -287,10 +287,13 @@ unsafe extern "C" fn device_store(
 /// Nothing is added to the vectors after [`Builder::build`], so every pointer between them stays
 /// valid while the value lives (moving the vectors does not move their buffers). The attributes
 /// were built for one `T`.
+///
+/// The attribute arrays are sized by tables a device reports (a GID table of thousands of
+/// entries gives thousands of attributes), so they may come from vmalloc (C's kvcalloc).
 pub(crate) struct RawGroups {
-    attrs: KVec<RawAttr>,
+    attrs: KVVec<RawAttr>,
     /// Only pointed to (by the groups).
-    _attr_lists: KVec<*mut bindings::attribute>,
+    _attr_lists: KVVec<*mut bindings::attribute>,
     groups: KVec<bindings::attribute_group>,
     list: KVec<*const bindings::attribute_group>,
 }
@@ -432,8 +435,8 @@ impl<T> Builder<T> {
             .iter()
             .try_fold(0usize, |n, (_, m)| n.checked_add(m.len()))
             .ok_or(ENOMEM)?;
-        let mut attrs = KVec::<RawAttr>::with_capacity(nattrs, GFP_KERNEL)?;
-        let mut attr_lists = KVec::with_capacity(nattrs + ngroups, GFP_KERNEL)?;
+        let mut attrs = KVVec::<RawAttr>::with_capacity(nattrs, GFP_KERNEL)?;
+        let mut attr_lists = KVVec::with_capacity(nattrs + ngroups, GFP_KERNEL)?;
         let mut groups = KVec::with_capacity(ngroups, GFP_KERNEL)?;
         let mut list = KVec::with_capacity(ngroups + 1, GFP_KERNEL)?;
 
