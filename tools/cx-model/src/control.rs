@@ -163,6 +163,32 @@ pub fn execute(dev: &mut Device, mem: &mut dyn GuestMemory, line: &str) -> Resul
             let n = dev.release_delayed(mem);
             Ok(format!("released {n}"))
         }
+        ["mad-poke", attr, off, hex] => {
+            // Garbage in MAD_IFC answers: the data bytes of SMPs for `attr` from `off`.
+            let num = |v: &str| match v.strip_prefix("0x") {
+                Some(h) => u64::from_str_radix(h, 16),
+                None => v.parse(),
+            };
+            let attr = num(attr)
+                .ok()
+                .and_then(|v| u16::try_from(v).ok())
+                .ok_or("bad attribute")?;
+            let off = num(off)
+                .ok()
+                .filter(|&o| o < 64)
+                .ok_or("offset past the 64 data bytes")? as usize;
+            if hex.len() % 2 != 0 || hex.is_empty() || off + hex.len() / 2 > 64 {
+                return Err("bytes: an even number of hex digits, inside the 64 data bytes".into());
+            }
+            let bytes = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16))
+                .collect::<Result<Vec<u8>, _>>()
+                .map_err(|_| "bad hex bytes")?;
+            info!("control: MAD answers for attribute {attr:#06x} get {hex} at data offset {off}");
+            dev.firmware.node.pokes.push((attr, off, bytes));
+            Ok(format!("mad-poke {attr:#06x} {off} {hex}"))
+        }
         ["fault", spec] => {
             dev.firmware.faults.add(Rule::parse(spec)?);
             Ok(format!("fault {spec} added"))

@@ -463,7 +463,11 @@ pub(crate) fn register(dev: &Mlx5Device, cqs: Arc<cq::DeviceCqs>) -> Result<Regi
     // Stage INIT: the P_Key table size, then whether port 1 answers ExtendedPortInfo (a refusal
     // only means it does not).
     let node = NodeInfo::parse(&mad::smp_get(&cmds, 1, attr::NODE_INFO, 0)?);
-    let ext_port_info = mad::smp_get(&cmds, 1, ATTR_EXTENDED_PORT_INFO, 1).is_ok();
+    // As C's `mlx5_query_ext_port_caps`: the command and the MAD must both succeed.
+    let ext_port_info = matches!(
+        mad::smp_get_status(&cmds, 1, ATTR_EXTENDED_PORT_INFO, 1),
+        Ok((_, 0))
+    );
     // Stage CAPS: the node description and the node GUID.
     let desc = mad::smp_get(&cmds, 1, attr::NODE_DESC, 0)?;
     let node_guid = NodeInfo::parse(&mad::smp_get(&cmds, 1, attr::NODE_INFO, 0)?).node_guid;

@@ -31,14 +31,13 @@ pub(crate) mod attr {
 }
 
 /// Asks `port`'s management agent for attribute `attr_id` (modifier `attr_mod`); returns the
-/// attribute data of the answer. A command failure is its errno; a MAD the agent refuses
-/// (non-zero MAD status) is `EIO`.
-pub(crate) fn smp_get(
+/// attribute data of the answer and its MAD status. A command failure is its errno.
+pub(crate) fn smp_get_status(
     cmds: &Commands,
     port: u8,
     attr_id: u16,
     attr_mod: u32,
-) -> Result<[u8; SMP_DATA_SIZE]> {
+) -> Result<([u8; SMP_DATA_SIZE], u16)> {
     // Set in place: the layout is large and this runs under device registration.
     let mut input = MadIfcIn::new();
     input.set_op_mod(OP_MOD_IGNORE_KEYS)?;
@@ -52,15 +51,25 @@ pub(crate) fn smp_get(
     input.set_mad_attr_id(attr_id.into())?;
     input.set_mad_attr_mod(attr_mod.into())?;
     let out = cmds.exec::<MadIfc>(&input)?;
-    if out.mad_status() != 0 {
-        // C reads the data of a refused query anyway (zeros); a refusal is an error here.
-        return Err(EIO);
-    }
     let mut data = [0u8; SMP_DATA_SIZE];
     for (d, s) in data.iter_mut().zip(out.smp_data()) {
         *d = *s;
     }
-    Ok(data)
+    Ok((data, out.mad_status() as u16))
+}
+
+/// [`smp_get_status`] without the MAD status, as C's queries (`mlx5_MAD_IFC` callers) use the
+/// answer: a MAD the agent refuses (an attribute block past what it serves, say) gives the data
+/// it carries (zeros from a well-behaved agent), not an error. A device that reports tables
+/// larger than it serves then still registers, as on C, with zeros in the entries it does not
+/// serve.
+pub(crate) fn smp_get(
+    cmds: &Commands,
+    port: u8,
+    attr_id: u16,
+    attr_mod: u32,
+) -> Result<[u8; SMP_DATA_SIZE]> {
+    Ok(smp_get_status(cmds, port, attr_id, attr_mod)?.0)
 }
 
 fn be16(d: &[u8], at: usize) -> u16 {

@@ -89,6 +89,9 @@ pub struct Node {
     pub description: String,
     /// Ports, index 0 = port 1.
     pub ports: Vec<Port>,
+    /// Garbage put into answers on purpose (`mad-poke`): for SMPs of attribute `.0`, the data
+    /// bytes from offset `.1` are replaced by `.2` after the answer is built.
+    pub pokes: Vec<(u16, usize, Vec<u8>)>,
 }
 
 impl Node {
@@ -112,6 +115,7 @@ impl Node {
             system_image_guid: base,
             description: NODE_DESCRIPTION.into(),
             ports,
+            pokes: Vec::new(),
         }
     }
 
@@ -163,8 +167,24 @@ impl Node {
         d[63] = 0x2; // LinkSpeedExtEnabled
     }
 
-    /// Answers the SMP in `m` in place; returns the MAD status.
+    /// Answers the SMP in `m` in place, then applies the pokes of its attribute; returns the
+    /// MAD status.
     fn answer_smp(&self, port: &Port, m: &mut [u8; MAD_SIZE]) -> u16 {
+        let status = self.answer_smp_plain(port, m);
+        let attr_id = u16::from_be_bytes([m[mad::ATTR_ID], m[mad::ATTR_ID + 1]]);
+        let d = &mut m[mad::SMP_DATA..mad::SMP_DATA + 64];
+        for (attr, off, bytes) in &self.pokes {
+            if *attr == attr_id {
+                let end = (off + bytes.len()).min(d.len());
+                if *off < end {
+                    d[*off..end].copy_from_slice(&bytes[..end - off]);
+                }
+            }
+        }
+        status
+    }
+
+    fn answer_smp_plain(&self, port: &Port, m: &mut [u8; MAD_SIZE]) -> u16 {
         let attr_id = u16::from_be_bytes([m[mad::ATTR_ID], m[mad::ATTR_ID + 1]]);
         let attr_mod = u32::from_be_bytes(m[mad::ATTR_MOD..mad::ATTR_MOD + 4].try_into().unwrap_or_default());
         let d = &mut m[mad::SMP_DATA..mad::SMP_DATA + 64];
