@@ -20,9 +20,8 @@
 #include <linux/wait.h>
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
-#include <rdma/restrack.h>
-/* Core-private: struct rdma_restrack_root and the exported rdma_restrack_new/_add helpers. */
-#include "restrack.h"
+/* Also the core-private restrack.h (struct rdma_restrack_root). */
+#include "twin_common.h"
 
 /* Bytes per phase 1 message. */
 #define MSG 4096
@@ -69,36 +68,10 @@ static const char *const state_names[] = {
 	"Reset", "Init", "Rtr", "Rts", "Sqd", "Sqe", "Err",
 };
 
-static const char *const status_names[] = {
-	"Success", "LocLenErr", "LocQpOpErr", "LocEecOpErr", "LocProtErr", "WrFlushErr",
-	"MwBindErr", "BadRespErr", "LocAccessErr", "RemInvReqErr", "RemAccessErr", "RemOpErr",
-	"RetryExcErr", "RnrRetryExcErr", "LocRddViolErr", "RemInvRdReqErr", "RemAbortErr",
-	"InvEecnErr", "InvEecStateErr", "FatalErr", "RespTimeoutErr", "GeneralErr",
-};
-
-/* The Rust names (Debug) of QP states, completion statuses and completion opcodes. */
+/* The Rust names (Debug) of QP states (statuses and opcodes: twin_common.h). */
 static const char *state_name(unsigned int s)
 {
 	return s < ARRAY_SIZE(state_names) ? state_names[s] : "Unknown";
-}
-
-static const char *status_name(unsigned int s)
-{
-	return s < ARRAY_SIZE(status_names) ? status_names[s] : "Unknown";
-}
-
-static const char *opcode_name(enum ib_wc_opcode op)
-{
-	switch (op) {
-	case IB_WC_SEND: return "Send";
-	case IB_WC_RDMA_WRITE: return "RdmaWrite";
-	case IB_WC_RDMA_READ: return "RdmaRead";
-	case IB_WC_COMP_SWAP: return "CompSwap";
-	case IB_WC_FETCH_ADD: return "FetchAdd";
-	case IB_WC_RECV: return "Recv";
-	case IB_WC_RECV_RDMA_WITH_IMM: return "RecvRdmaWithImm";
-	default: return "Other";
-	}
 }
 
 /*
@@ -122,34 +95,6 @@ static u32 live(struct ib_device *dev, enum rdma_restrack_type type)
 	}
 	xa_unlock(&rt->xa);
 	return n;
-}
-
-/*
- * A DMA MR with `access`, tracked like any kernel MR. The kernel API has no ib_get_dma_mr any
- * more (only the PD's untracked internal MR); this is what ib_alloc_mr does around the driver's
- * get_dma_mr, so that the MR counts and shows as this module's, as the Rust Mr::get_dma_mr.
- */
-static struct ib_mr *get_dma_mr(struct ib_pd *pd, int access)
-{
-	struct ib_mr *mr;
-
-	if (!pd->device->ops.get_dma_mr)
-		return ERR_PTR(-EOPNOTSUPP);
-	mr = pd->device->ops.get_dma_mr(pd, access);
-	if (IS_ERR(mr))
-		return mr;
-	mr->device = pd->device;
-	mr->pd = pd;
-	mr->dm = NULL;
-	mr->uobject = NULL;
-	mr->need_inval = false;
-	mr->type = IB_MR_TYPE_DMA;
-	mr->sig_attrs = NULL;
-	atomic_inc(&pd->usecnt);
-	rdma_restrack_new(&mr->res, RDMA_RESTRACK_MR);
-	rdma_restrack_parent_name(&mr->res, &pd->res);
-	rdma_restrack_add(&mr->res);
-	return mr;
 }
 
 static void comp_handler(struct ib_cq *cq, void *ctx)
@@ -220,35 +165,6 @@ static struct env *env_create(struct ib_device *dev, int cqe, size_t size, int a
 fail:
 	env_destroy(e);
 	return ERR_PTR(err);
-}
-
-/* Byte `i` of the test message made with `seed`. */
-static u8 pattern(size_t i, u8 seed)
-{
-	return (u8)(i * 7) + seed;
-}
-
-static void fill(u8 *buf, size_t len, u8 seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		buf[i] = pattern(i, seed);
-}
-
-static bool holds(const u8 *buf, size_t len, u8 seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (buf[i] != pattern(i, seed))
-			return false;
-	return true;
-}
-
-static const char *intact(bool ok)
-{
-	return ok ? "intact" : "CORRUPT";
 }
 
 /*

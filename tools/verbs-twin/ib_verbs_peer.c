@@ -25,9 +25,7 @@
 #include <linux/uaccess.h>
 #include <linux/wait.h>
 #include <rdma/ib_verbs.h>
-#include <rdma/restrack.h>
-/* Core-private: the exported rdma_restrack_new/_add helpers, for the DMA MR. */
-#include "restrack.h"
+#include "twin_common.h"
 
 #define MANY 1000
 #define RC_LEN 512
@@ -85,57 +83,6 @@ struct peer {
 static struct ib_client client;
 static struct dentry *top;
 
-static const char *const status_names[] = {
-	"Success", "LocLenErr", "LocQpOpErr", "LocEecOpErr", "LocProtErr", "WrFlushErr",
-	"MwBindErr", "BadRespErr", "LocAccessErr", "RemInvReqErr", "RemAccessErr", "RemOpErr",
-	"RetryExcErr", "RnrRetryExcErr", "LocRddViolErr", "RemInvRdReqErr", "RemAbortErr",
-	"InvEecnErr", "InvEecStateErr", "FatalErr", "RespTimeoutErr", "GeneralErr",
-};
-
-static const char *status_name(unsigned int s)
-{
-	return s < ARRAY_SIZE(status_names) ? status_names[s] : "Unknown";
-}
-
-static const char *opcode_name(enum ib_wc_opcode op)
-{
-	switch (op) {
-	case IB_WC_SEND: return "Send";
-	case IB_WC_RDMA_WRITE: return "RdmaWrite";
-	case IB_WC_RDMA_READ: return "RdmaRead";
-	case IB_WC_RECV: return "Recv";
-	default: return "Other";
-	}
-}
-
-static u8 pattern(size_t i, u8 seed)
-{
-	return (u8)(i * 7) + seed;
-}
-
-static void fill(u8 *b, size_t len, u8 seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		b[i] = pattern(i, seed);
-}
-
-static bool holds(const u8 *b, size_t len, u8 seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (b[i] != pattern(i, seed))
-			return false;
-	return true;
-}
-
-static const char *intact(bool ok)
-{
-	return ok ? "intact" : "CORRUPT";
-}
-
 static void comp_handler(struct ib_cq *cq, void *ctx)
 {
 	struct peer *p = ctx;
@@ -167,26 +114,6 @@ static int buf_alloc(struct peer *p, struct buf *b, size_t size)
 static void buf_free(struct peer *p, struct buf *b)
 {
 	buf_free_dev(p->dev, b);
-}
-
-/* A DMA MR tracked as this module's, as ib_verbs_client.c's get_dma_mr. */
-static struct ib_mr *get_dma_mr(struct ib_pd *pd, int access)
-{
-	struct ib_mr *mr;
-
-	if (!pd->device->ops.get_dma_mr)
-		return ERR_PTR(-EOPNOTSUPP);
-	mr = pd->device->ops.get_dma_mr(pd, access);
-	if (IS_ERR(mr))
-		return mr;
-	mr->device = pd->device;
-	mr->pd = pd;
-	mr->type = IB_MR_TYPE_DMA;
-	atomic_inc(&pd->usecnt);
-	rdma_restrack_new(&mr->res, RDMA_RESTRACK_MR);
-	rdma_restrack_parent_name(&mr->res, &pd->res);
-	rdma_restrack_add(&mr->res);
-	return mr;
 }
 
 static void peer_free(struct peer *p)
