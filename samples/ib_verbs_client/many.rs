@@ -3,8 +3,9 @@
 //! The many-message phases, as the C twin's: 1000 messages each, posted in batches of
 //! [`BATCH`] receives and sends and checked one by one (status, length, source, bytes) —
 //! UD through an address handle (the 40-byte GRH area first), RC receiving from an SRQ (its
-//! limit armed once), RC around small rings (the driver's sizes printed) and RC with inline
-//! sends. Each phase has objects of its own, freed before it returns; one line each.
+//! limit armed once), RC around small rings (the driver's sizes printed), RC with inline
+//! sends, and RC through a CQ resized larger, then smaller. Each phase has objects of its own,
+//! freed before it returns; one line each.
 
 use super::env::{connect_rc, fill_at, holds_at, message, Env};
 use ib_core::{
@@ -195,56 +196,64 @@ pub(crate) fn ud(dev: &Arc<IbDevice>, name: &BStr) -> Result {
     Ok(())
 }
 
+/// Bytes of a receive slot of the RC phases.
+const RC_SLOT: usize = 1024;
+
 /// RC, 1000 messages of `len` bytes to itself in batches of [`BATCH`], only the last send of
 /// each batch signalled; receives from the QP's RQ or from `srq`; sends inline when `inline`.
 fn rc_many(e: &Env, qp: &Qp, srq: Option<&Srq>, len: usize, inline: bool) -> Result<Tally> {
-    const SLOT: usize = 1024;
     let mut ty = Tally::default();
     for i in (0..MANY).step_by(BATCH) {
-        for j in i..i + BATCH {
-            let o = (j % BATCH) * SLOT;
-            e.rx.write(o, &ZERO[..SLOT])?;
-            let rs = [e.rx.sge(o, SLOT as u32, e.mr.lkey())?];
-            let rwr = [RecvWr {
-                wr_id: j as u64,
-                sg_list: &rs,
-            }];
-            match srq {
-                Some(srq) => srq.post_recv(&rwr)?,
-                None => qp.post_recv(&rwr)?,
-            }
-            let flags = if j == i + BATCH - 1 {
-                send_flags::SIGNALED
-            } else {
-                0
-            };
-            if inline {
-                // The bytes come from ordinary kernel memory, never mapped for the device.
-                let src = message(len, j as u8)?;
-                let parts = [&src[..]];
-                qp.post_send(&[SendWr {
-                    wr_id: j as u64,
-                    opcode: SendOpcode::Send,
-                    send_flags: flags | send_flags::INLINE,
-                    inline_data: &parts,
-                    ..SendWr::default()
-                }])?;
-            } else {
-                fill_at(&e.tx, o, len, j as u8)?;
-                let ss = [e.tx.sge(o, len as u32, e.mr.lkey())?];
-                qp.post_send(&[SendWr {
-                    wr_id: j as u64,
-                    opcode: SendOpcode::Send,
-                    sg_list: &ss,
-                    send_flags: flags,
-                    ..SendWr::default()
-                }])?;
-            }
-        }
+        post_batch(e, qp, srq, len, inline, i)?;
         let wcs = e.collect(BATCH + 1)?;
-        ty.count(&e.rx, &wcs, SLOT, 0, len, len as u32, 0)?;
+        ty.count(&e.rx, &wcs, RC_SLOT, 0, len, len as u32, 0)?;
     }
     Ok(ty)
+}
+
+/// Posts messages `i..i + BATCH` of [`rc_many`]: a receive and a send each.
+fn post_batch(e: &Env, qp: &Qp, srq: Option<&Srq>, len: usize, inline: bool, i: usize) -> Result {
+    for j in i..i + BATCH {
+        let o = (j % BATCH) * RC_SLOT;
+        e.rx.write(o, &ZERO[..RC_SLOT])?;
+        let rs = [e.rx.sge(o, RC_SLOT as u32, e.mr.lkey())?];
+        let rwr = [RecvWr {
+            wr_id: j as u64,
+            sg_list: &rs,
+        }];
+        match srq {
+            Some(srq) => srq.post_recv(&rwr)?,
+            None => qp.post_recv(&rwr)?,
+        }
+        let flags = if j == i + BATCH - 1 {
+            send_flags::SIGNALED
+        } else {
+            0
+        };
+        if inline {
+            // The bytes come from ordinary kernel memory, never mapped for the device.
+            let src = message(len, j as u8)?;
+            let parts = [&src[..]];
+            qp.post_send(&[SendWr {
+                wr_id: j as u64,
+                opcode: SendOpcode::Send,
+                send_flags: flags | send_flags::INLINE,
+                inline_data: &parts,
+                ..SendWr::default()
+            }])?;
+        } else {
+            fill_at(&e.tx, o, len, j as u8)?;
+            let ss = [e.tx.sge(o, len as u32, e.mr.lkey())?];
+            qp.post_send(&[SendWr {
+                wr_id: j as u64,
+                opcode: SendOpcode::Send,
+                sg_list: &ss,
+                send_flags: flags,
+                ..SendWr::default()
+            }])?;
+        }
+    }
+    Ok(())
 }
 
 /// SRQ: 1000 messages into an RC QP whose receives come from an SRQ of 16, armed once with
@@ -319,5 +328,83 @@ pub(crate) fn wrap(dev: &Arc<IbDevice>, name: &BStr, inline: bool) -> Result {
             ty.failed
         );
     }
+    Ok(())
+}
+
+/// CQ resize: an RC QP on a CQ of 16 (as `wrap`); the CQ grows to 100 and 1000 messages move,
+/// then it shrinks to 10 and 1000 more move (each ring wraps); resizing to the size it has
+/// changes nothing, one past the device's `max_cqe` is refused. The line says what the driver
+/// made of each size. A driver that cannot resize (`EOPNOTSUPP`) says so instead. No C twin:
+/// C 7.3 has no `ib_resize_cq`; the driver code this runs (`mlx5_ib_resize_cq` on a kernel CQ)
+/// is C's, which only its uverbs path still reaches.
+pub(crate) fn cq_resize(dev: &Arc<IbDevice>, name: &BStr) -> Result {
+    let e = Env::create(dev, 16, BATCH * 1024, Access::LocalWrite.into())?;
+    let qp = e.rc_qp(8, 8, 0, None)?;
+    connect_rc(&qp, e.lid, qp.qp_num(), AccessFlags::empty(), 7)?;
+    let made = e.cq.cqe();
+    match e.cq.resize(100) {
+        Err(err) if err == EOPNOTSUPP => {
+            pr_info!(
+                "{name}: cq resize: the driver cannot resize CQs (err {})\n",
+                err.to_errno()
+            );
+            return Ok(());
+        }
+        r => r?,
+    }
+    let grown = e.cq.cqe();
+    let big = rc_many(&e, &qp, None, 512, false)?;
+    e.cq.resize(10)?;
+    let shrunk = e.cq.cqe();
+    let small = rc_many(&e, &qp, None, 512, false)?;
+    let again =
+        e.cq.resize(shrunk)
+            .map_or_else(|err| err.to_errno(), |()| 0);
+    let unchanged = e.cq.cqe();
+    let max_cqe = dev.attr().max_cqe;
+    let past =
+        e.cq.resize(max_cqe.saturating_add(1))
+            .map_or_else(|err| err.to_errno(), |()| 0);
+    pr_info!(
+        "{name}: cq resize: 16 asked (driver: {made}); grown to 100 (driver: {grown}): {} received intact, {} send completion(s), {} failed; shrunk to 10 (driver: {shrunk}): {} received intact, {} send completion(s), {} failed; {shrunk} again: {again} (cqe {unchanged}); max_cqe + 1: err {past}\n",
+        big.intact,
+        big.sends,
+        big.failed,
+        small.intact,
+        small.sends,
+        small.failed
+    );
+    waiting(&e, &qp, name)
+}
+
+/// A resize with completions not polled yet: a batch's 9 completions are in the CQ (its
+/// completion event came, then 100 ms) when it grows to 50; polled after, they are all there,
+/// in order, their messages intact. (C's `copy_resize_cqes`, which this exercises in our
+/// driver, puts such completions at index `(i + 1) & nent` of the new ring: entry 0 or one past
+/// the ring's end.)
+fn waiting(e: &Env, qp: &Qp, name: &BStr) -> Result {
+    let seen = e.events.seen();
+    e.cq.req_notify(false)?;
+    post_batch(e, qp, None, 512, false, 0)?;
+    let evented = e.events.wait_past(seen);
+    fsleep(Delta::from_millis(100));
+    e.cq.resize(50)?;
+    let grown = e.cq.cqe();
+    let wcs = e.collect(BATCH + 1)?;
+    let in_order = wcs
+        .iter()
+        .filter(|w| matches!(w.opcode, WcOpcode::Recv))
+        .map(|w| w.wr_id)
+        .eq(0..BATCH as u64);
+    let mut ty = Tally::default();
+    ty.count(&e.rx, &wcs, RC_SLOT, 0, 512, 512, 0)?;
+    pr_info!(
+        "{name}: cq resize with completions waiting: a batch's {} completion(s) in the CQ (event: {evented}) when it grew to 50 (driver: {grown}): {} received intact {}, {} send completion(s), {} failed\n",
+        wcs.len(),
+        ty.intact,
+        if in_order { "in order" } else { "OUT OF ORDER" },
+        ty.sends,
+        ty.failed
+    );
     Ok(())
 }

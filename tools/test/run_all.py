@@ -35,6 +35,9 @@ class Tally:
         self.passed = 0
         self.failed = 0
         self.lines = []
+        # Why each failed run failed (its failing checks and the end of its guest console),
+        # printed with the summary: CI keeps only the summary of a run.
+        self.why = []
 
     def add(self, name, passed, failed):
         self.passed += passed
@@ -165,6 +168,28 @@ def vm_tally(tally, run, returncode, output):
     if returncode != 0 and failed == 0:
         failed = 1
     tally.add(f"vm: {run.name} ({run.stack})", passed, failed)
+    if failed:
+        tally.why.append(failure_digest(f"vm: {run.name} ({run.stack})", output))
+
+
+def failure_digest(name, output):
+    """A failed run's failing checks with their diagnostics, and the last lines of each guest
+    console it names (where a panic or a hang shows)."""
+    lines = output.splitlines()
+    keep = []
+    for i, line in enumerate(lines):
+        if "[FAIL]" in line or "FAILED" in line:
+            keep.append(line)
+            keep += [d for d in lines[i + 1:i + 12] if d.lstrip().startswith("|")][:10]
+    for d in dict.fromkeys(re.findall(r"logs in (\S+?)\)", output)):
+        for log in sorted(Path(d).glob("**/console.log")):
+            try:
+                tail = log.read_text(errors="replace").splitlines()[-25:]
+            except OSError:
+                continue
+            keep.append(f"  console tail ({log}):")
+            keep += [f"    {t}" for t in tail]
+    return [f"-- {name}"] + keep[:80]
 
 
 def vm_scenarios(tally, runs, harness_args, jobs):
@@ -274,6 +299,8 @@ def main():
     print("\n== summary", flush=True)
     for line in tally.lines:
         print(line)
+    for digest in tally.why:
+        print("\n".join(digest))
     print(f"test time: {time.monotonic() - started:.0f} s")
     print(f"{tally.passed} passed, {tally.failed} failed")
     return 0 if tally.failed == 0 else 1

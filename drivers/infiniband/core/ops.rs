@@ -144,6 +144,14 @@ pub trait DeviceOps: Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Gives a completion queue room for `cqe` completions, keeping those not polled yet (C's
+    /// `resize_user_cq`, which 7.3 calls from uverbs only); [`DeviceOps::cq_size`] then says
+    /// what the driver made. Process context; the core serializes nothing: the driver orders a
+    /// resize with polls and other resizes.
+    fn resize_cq(&self, _cq: &Self::Cq, _cqe: u32) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Destroys a completion queue (no QP uses it any more).
     fn destroy_cq(&self, _cq: Self::Cq) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -377,6 +385,8 @@ pub(crate) trait CqObject: Send + Sync {
     fn poll(&self, wc: &mut [WorkCompletion]) -> Result<usize>;
     /// `DeviceOps::cq_size`, `None` when the driver has none.
     fn size(&self) -> Option<u32>;
+    /// `DeviceOps::resize_cq`.
+    fn resize(&self, cqe: u32) -> Result;
     /// The object as `Any`, for QP creation to find the driver's CQ state.
     fn as_any(&self) -> &dyn Any;
 }
@@ -590,6 +600,10 @@ impl<T: DeviceOps> CqObject for Typed<T, T::Cq> {
 
     fn size(&self) -> Option<u32> {
         T::HAS_CQ_SIZE.then(|| T::cq_size(&self.ops, &self.obj))
+    }
+
+    fn resize(&self, cqe: u32) -> Result {
+        optional_op!(T::HAS_RESIZE_CQ, T::resize_cq(&self.ops, &self.obj, cqe))
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -247,7 +247,8 @@ pub struct Cq {
     dev: DeviceRef,
     notifier: CqNotifier,
     kern_name: KernName,
-    cqe: u32,
+    /// C's `cq->cqe` (a resize changes it).
+    cqe: Atomic<u32>,
     usecnt: Atomic<u64>,
     /// C's `poll_ctx` (what `ib_create_cq` leaves, 0, unless [`crate::cq_poll`] made it).
     poll_ctx: u8,
@@ -305,7 +306,7 @@ impl Cq {
         let notifier = CqNotifier::new(handler, event_handler)?;
         let drv = dev.ops().create_cq(init, &notifier)?;
         let cq = Self {
-            cqe: drv.size().unwrap_or(init.cqe),
+            cqe: Atomic::new(drv.size().unwrap_or(init.cqe)),
             drv,
             _counted: Counted::new(dev.arc(), ResType::Cq),
             dev,
@@ -322,7 +323,17 @@ impl Cq {
 
     /// Entries the CQ holds, as the driver made it (C's `cq->cqe`).
     pub fn cqe(&self) -> u32 {
-        self.cqe
+        self.cqe.load(Relaxed)
+    }
+
+    /// Gives the CQ room for `cqe` completions, keeping those not polled yet: `EOPNOTSUPP` when
+    /// the driver cannot, the driver's errno when it refuses the size. [`Cq::cqe`] then says
+    /// what the driver made. Process context; polls may go on meanwhile. (C 7.3 has no such
+    /// kernel verb any more, `ib_resize_cq` having had no user; its drivers resize for uverbs.)
+    pub fn resize(&self, cqe: u32) -> Result {
+        self.drv.resize(cqe)?;
+        self.cqe.store(self.drv.size().unwrap_or(cqe), Relaxed);
+        Ok(())
     }
 
     /// The module that created the CQ.

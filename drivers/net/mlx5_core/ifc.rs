@@ -448,6 +448,8 @@ layout! {
         umr_modify_entity_size_disabled: 0x207, 1;
         cmdif_checksum: 0x210, 2;
         atomic: 0x21e, 1;
+        /// MODIFY_CQ can resize a CQ.
+        cq_resize: 0x221, 1;
         apm: 0x22e, 1;
         imaicl: 0x231, 1;
         qkv: 0x236, 1;

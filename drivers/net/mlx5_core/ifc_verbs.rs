@@ -2,14 +2,14 @@
 
 //! Firmware layouts and commands of the kernel verbs objects (for `mlx5_ib`): protection
 //! domains (ALLOC_PD/DEALLOC_PD), memory keys (CREATE_MKEY/DESTROY_MKEY with the mkey context),
-//! completion queues (CREATE_CQ/DESTROY_CQ with the CQ context), queue pairs (CREATE_QP, the
+//! completion queues (CREATE_CQ/DESTROY_CQ with the CQ context, MODIFY_CQ to resize), queue pairs (CREATE_QP, the
 //! state transitions, QUERY_QP, DESTROY_QP with the QP context) and the receive memory pools
 //! C's `mlx5_ib` makes kernel SRQs of (CREATE_RMP/MODIFY_RMP/DESTROY_RMP with the RMP context
 //! and its linked-list work queue).
 //!
 //! Offsets are bits from the start of the command's input or output, as `mlx5_ifc.h` puts them
-//! (`tools/dev/ifc_layout.py` prints them). The page lists that follow CREATE_CQ's and
-//! CREATE_QP's fixed part (`pas`, at byte 0x110) are passed as the command's variable part.
+//! (`tools/dev/ifc_layout.py` prints them). The page lists that follow CREATE_CQ's, MODIFY_CQ's
+//! and CREATE_QP's fixed part (`pas`, at byte 0x110) are passed as the command's variable part.
 
 use crate::ifc::{layout, Command, OutHeader};
 
@@ -30,7 +30,21 @@ pub const RMPC_STATE_RDY: u64 = 1;
 /// `qpc.rq_type` of a QP that receives from an SRQ (`MLX5_SRQ_RQ`).
 pub const RQ_TYPE_SRQ: u64 = 1;
 
-/// Byte offset of the page list (`pas`) in CREATE_CQ's and CREATE_QP's input.
+/// `MLX5_CQ_OPMOD_RESIZE`: MODIFY_CQ's op_mod for a new size and page list.
+pub const CQ_OPMOD_RESIZE: u16 = 1;
+
+/// Bits of MODIFY_CQ's `resize_field_select`: the context fields a resize sets
+/// (`MLX5_MODIFY_CQ_MASK_LOG_SIZE`, `_PG_OFFSET`, `_PG_SIZE`).
+pub mod cq_resize_select {
+    /// `log_cq_size`.
+    pub const LOG_SIZE: u64 = 1 << 0;
+    /// `page_offset`.
+    pub const PG_OFFSET: u64 = 1 << 1;
+    /// `log_page_size`.
+    pub const PG_SIZE: u64 = 1 << 2;
+}
+
+/// Byte offset of the page list (`pas`) in CREATE_CQ's, MODIFY_CQ's and CREATE_QP's input.
 pub const PAS_OFFSET: usize = 0x110;
 
 /// `MLX5_MKC_ACCESS_MODE_PA`: the mkey maps physical (bus) addresses one to one.
@@ -157,6 +171,17 @@ layout! {
     /// DESTROY_CQ's input.
     pub input DestroyCqIn[16] {
         cqn: 0x48, 24;
+    }
+    /// MODIFY_CQ's input as a resize sends it: the CQ context at byte 0x10 as in CREATE_CQ,
+    /// which fields count in `resize_field_select`; the new page list follows.
+    pub input ModifyCqIn[0x110] {
+        op_mod: 0x30, 16;
+        cqn: 0x48, 24;
+        resize_field_select: 0x60, 32;
+        cqe_sz: 0x88, 3;
+        page_offset: 0xd4, 6;
+        log_cq_size: 0xe3, 5;
+        log_page_size: 0x143, 5;
     }
     /// The input of CREATE_QP and of the modify commands that carry a QP context
     /// (RST2INIT_QP, INIT2RTR_QP, RTR2RTS_QP): the same positions in all of them (`qpn` is
@@ -286,6 +311,8 @@ crate::ifc::commands! {
     CreateCq: CREATE_CQ, CreateCqIn => CreateCqOut;
     /// DESTROY_CQ.
     DestroyCq: DESTROY_CQ, DestroyCqIn => OutHeader;
+    /// MODIFY_CQ (a resize's page list is the variable part).
+    ModifyCq: MODIFY_CQ, ModifyCqIn => OutHeader;
     /// CREATE_QP (the page list is the variable part).
     CreateQp: CREATE_QP, QpCtxIn => CreateQpOut;
     /// RST2INIT_QP.
@@ -347,6 +374,17 @@ mod tests {
         assert_eq!(&b[0x1c..0x20], &[7, 0, 0, 9]);
         assert_eq!(&b[0x24..0x28], &[0, 0, 0, 0x21]);
         assert_eq!(&b[0x48..0x50], &0x1122_3344_5566_7788u64.to_be_bytes());
+        let mut m = ModifyCqIn::new();
+        m.set_op_mod(CQ_OPMOD_RESIZE.into())?;
+        m.set_cqn(0x42)?;
+        m.set_resize_field_select(cq_resize_select::LOG_SIZE | cq_resize_select::PG_SIZE)?;
+        m.set_log_cq_size(9)?;
+        m.set_log_page_size(1)?;
+        let b = m.as_bytes();
+        assert_eq!(&b[0x04..0x0c], &[0, 0, 0, 1, 0, 0, 0, 0x42]);
+        assert_eq!(&b[0x0c..0x10], &[0, 0, 0, 0b101]);
+        assert_eq!(b[0x1c], 9);
+        assert_eq!(b[0x28], 1);
         let mut q = QpCtxIn::new();
         q.set_st(QP_ST_RC)?;
         q.set_pm_state(QP_PM_MIGRATED)?;
@@ -415,5 +453,7 @@ mod tests {
         assert_eq!(QueryQp::OUT_LEN, 0x1d0);
         assert_eq!(QpCtxIn::SIZE, PAS_OFFSET);
         assert_eq!(CreateCqIn::SIZE, PAS_OFFSET);
+        assert_eq!(ModifyCqIn::SIZE, PAS_OFFSET);
+        assert_eq!(ModifyCq::OPCODE, 0x403);
     }
 }

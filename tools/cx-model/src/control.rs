@@ -15,6 +15,8 @@
 //!                                 28 bytes of event data (hex); for hostile-device tests (unknown
 //!                                 types, bogus CQ/QP numbers, ports out of range, stray tokens)
 //! fault <spec>                    adds a fault rule (see --fault)
+//! cq-resizes                      how many CQ resizes were done, and the most CQEs one of them
+//!                                 found not consumed yet
 //! status                          one line describing the device
 //! ```
 //!
@@ -193,6 +195,10 @@ pub fn execute(dev: &mut Device, mem: &mut dyn GuestMemory, line: &str) -> Resul
             dev.firmware.faults.add(Rule::parse(spec)?);
             Ok(format!("fault {spec} added"))
         }
+        ["cq-resizes"] => Ok(format!(
+            "cq resizes {}, most not consumed {}",
+            dev.firmware.datapath.cq_resizes, dev.firmware.datapath.cq_most_carried
+        )),
         ["status"] => {
             let fw = &dev.firmware;
             let ports: Vec<String> = fw

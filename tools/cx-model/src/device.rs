@@ -78,10 +78,13 @@ impl Device {
         }
     }
 
-    /// Sets the health buffer's syndrome; `fatal` also sets the recovery-required bit.
+    /// Sets the health buffer's syndrome; `fatal` also sets the recovery-required bit and
+    /// halts the device (no more DMA for work requests, completions or events; see
+    /// `Firmware::halted`).
     pub fn set_health(&mut self, synd: u8, fatal: bool) {
         self.health_synd = synd;
         self.health_rfr = fatal && synd != 0;
+        self.firmware.halted = self.health_rfr;
     }
 
     /// Surprise removal: from now on reads return all ones and writes are dropped, as for a

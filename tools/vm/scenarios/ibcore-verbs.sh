@@ -59,6 +59,8 @@ for dev in ibtest0 ibtest1; do
 		"ib_verbs_client: $dev: rc wrap: 1000 messages of 512 bytes, sq 8 rq 8 cq 16 asked \(driver: sq 8 rq 8 cq 16\): 1000 received intact, 125 send completion\(s\) \(1 in 8 signalled\), 0 failed completion\(s\)\$" dmesg
 	check_output "$dev: inline: 1000 sends of 64 bytes from SendWr::inline_data, all intact" \
 		"ib_verbs_client: $dev: inline: 1000 sends of 64 bytes inline \(max_inline_data 64\): 1000 received intact, 125 send completion\(s\), 0 failed completion\(s\)\$" dmesg
+	check_output "$dev: cq resize: the provider has no resize_cq, so the core refuses with EOPNOTSUPP" \
+		"ib_verbs_client: $dev: cq resize: the driver cannot resize CQs \(err -95\)\$" dmesg
 	check_output "$dev: atomics: compare-and-swap (equal and not) and fetch-and-add, signalled and not, with C's semantics" \
 		"ib_verbs_client: $dev: atomics: cas 0x1111->0x2222 CompSwap Success old 0x1111 mem 0x2222; cas 0x1111->0x3333 Success old 0x2222 mem 0x2222; fetch-add 0x10 FetchAdd Success old 0x2222 mem 0x2232; unsignalled fetch-add 1 then signalled fetch-add 1: Success old 0x2233 mem 0x2234, 0 more completion\(s\)\$" dmesg
 	check_output "$dev: errors: RNR retries exhausted then flush, wrong lkey, wrong rkey; recovery through RESET" \

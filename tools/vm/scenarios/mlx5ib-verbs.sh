@@ -15,6 +15,14 @@
 #     the core polls (ib_alloc_cq): from its workqueue (done per completion, ib_drain_qp
 #     flushes the outstanding receive to done), directly (nothing until ib_process_cq_direct;
 #     the drain polls it itself), and a QP on an SRQ (the drain waits for last-WQE-reached);
+#   - rust only, CQ resize: a CQ of 16 grown to 100 and shrunk to 10, 1000 messages at each
+#     size; its own size again is a no-op, one past max_cqe EINVAL; then resized with a batch's
+#     9 completions not polled yet, which all come after, in order (the model's MODIFY_CQ counts
+#     them). Not compared with C: C 7.3 has no kernel API to resize a CQ (ib_resize_cq is gone;
+#     only uverbs reaches mlx5_ib_resize_cq, as resize_user_cq), so the twin cannot; the driver
+#     code is C's kernel-CQ branch (resize_kernel, copy_resize_cqes, the RESIZE_CQ entry in
+#     mlx5_poll_one), except that C indexes the new ring with `(i + 1) & nent` (entry 0 or one
+#     past its end) where ours masks with nent - 1;
 #   - `rdma res show pd|cq|mr|qp` list exactly one object of each type for comm
 #     [ib_verbs_client] while it is loaded, none after;
 #   - the device unregistering under the client releases its objects; a device registering
@@ -25,7 +33,8 @@
 # Fields matched by regex because they legitimately differ between stacks: QP numbers (phase 1
 # lines, lqpn/rqpn), memory keys (lkey, rkey, local_dma_lkey), pdn, cqn, mrn (restrack ids).
 # Everything else is literal, as C prints it (sizes the C driver rounds: SRQ 16 -> 31, SQ 8 ->
-# 10, CQ 16 -> 31, CQ 64 -> 127; max_inline_data 120). rq-psn/sq-psn are 0 because cx-model's
+# 10, CQ 16 -> 31, CQ 64 -> 127; max_inline_data 120; rust only: CQ 100 -> 127, 10 -> 15,
+# 50 -> 63). rq-psn/sq-psn are 0 because cx-model's
 # QUERY_QP does not report PSNs yet (both stacks query the same model).
 
 client="$stack_dir/ib_verbs_client.ko"
@@ -73,6 +82,15 @@ check_output "polled cq: a CQ polled directly: nothing until asked, then both; t
 # QP event handler counts it.
 check_output "polled cq: draining a QP on an SRQ after its last-WQE-reached event; the SRQ keeps its other receive" \
 	'ib_verbs_client: mlx5_0: polled cq, qp on an srq: 2 done before drain; drained, 1 last wqe reached event\(s\); 0 flushed$' dmesg
+# Rust only (see the header): CQ resize.
+if [ "$STACK" = rust ]; then
+	check_output "rust only: cq resize: grown to 100, then shrunk to 10, 1000 messages at each size; the size it has changes nothing; past max_cqe EINVAL" \
+		'ib_verbs_client: mlx5_0: cq resize: 16 asked \(driver: 31\); grown to 100 \(driver: 127\): 1000 received intact, 125 send completion\(s\), 0 failed; shrunk to 10 \(driver: 15\): 1000 received intact, 125 send completion\(s\), 0 failed; 15 again: 0 \(cqe 15\); max_cqe \+ 1: err -22$' dmesg
+	check_output "rust only: cq resize with a batch's 9 completions waiting: all polled after, in order, intact" \
+		'ib_verbs_client: mlx5_0: cq resize with completions waiting: a batch.s 9 completion\(s\) in the CQ \(event: true\) when it grew to 50 \(driver: 63\): 8 received intact in order, 1 send completion\(s\), 0 failed$' dmesg
+	check_output "rust only: the model's MODIFY_CQ found those 9 completions not consumed" \
+		'^ok cq resizes [0-9]+, most not consumed 9$' model_ctl cq-resizes
+fi
 check "no phase failed and no data was corrupt" sh -c '! dmesg | grep -E "ib_verbs_client: .*(failed: err|CORRUPT)"'
 
 check_output "rdma res: one PD of the client (pdn, local_dma_lkey by regex), used by the QP and the MR" \

@@ -1,15 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Completion queues of kernel consumers (C's `mlx5_ib_create_cq` for a kernel CQ,
-//! `mlx5_ib_poll_cq`, `mlx5_ib_arm_cq`, `mlx5_ib_destroy_cq`, `__mlx5_ib_cq_clean`).
+//! `mlx5_ib_poll_cq`, `mlx5_ib_arm_cq`, `mlx5_ib_resize_cq`, `mlx5_ib_destroy_cq`,
+//! `__mlx5_ib_cq_clean`).
 //!
-//! A CQ is a ring of 64-byte CQEs in coherent memory, all starting as "invalid, owner 1"; a
+//! A CQ is a ring of 64-byte CQEs in coherent memory, all starting as "invalid"; a
 //! doorbell record (word 0: consumer index, word 1: arm request) and CREATE_CQ with the
 //! completion EQ of the consumer's vector and the function's UAR page. Its completion handler
 //! (registered in `mlx5_core`'s CQ table) bumps the arm sequence number and calls the
 //! consumer's handler. Polling walks the ring under an IRQ-safe spinlock, finds the QP of
 //! each CQE in the CQ's own table of QPs (so a CQE naming an unknown QP is skipped, never
 //! followed) and takes the work request id from the QP's rings.
+//!
+//! Resizing gives the device a new ring with MODIFY_CQ. The device ends the old ring with a
+//! RESIZE_CQ entry and goes on in the new one, at the next index: whichever comes first, a
+//! poll meeting that entry or the resize once the command returned (moving the entries not
+//! polled yet across, C's `copy_resize_cqes`), switches the CQ to the new ring. The old ring
+//! is freed by the resize, in process context, never by a poll.
 
 use crate::cqe::{self, op, CQE_INIT_OP_OWN, CQE_SIZE, OP_OWN};
 use crate::qp::QpShared;
@@ -18,18 +25,21 @@ use ib_core::{
     wr::{WcStatus, WorkCompletion},
 };
 use kernel::{
-    new_spinlock, new_spinlock_irq,
+    new_mutex, new_spinlock, new_spinlock_irq,
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
         barrier::{mb, ordering::Read, ordering::Write},
-        Arc, SpinLock, SpinLockIrq,
+        Arc, Mutex, SpinLock, SpinLockIrq,
     },
 };
 use mlx5_core::{
     auxdev::{CoherentBuf, CqHandler, CqRegistration, DoorbellRecord, Mlx5Device},
     commands::Commands,
-    ifc_verbs::{CreateCq, CreateCqIn, DestroyCq, DestroyCqIn},
+    ifc_verbs::{
+        cq_resize_select, CreateCq, CreateCqIn, DestroyCq, DestroyCqIn, ModifyCq, ModifyCqIn,
+        CQ_OPMOD_RESIZE,
+    },
 };
 
 /// Offset of the CQ doorbell in the UAR page (`MLX5_CQ_DOORBELL`).
@@ -44,10 +54,51 @@ const ARM: usize = 1;
 /// The adapter page size (`MLX5_ADAPTER_PAGE_SHIFT`).
 const ADAPTER_PAGE_SHIFT: u32 = 12;
 
+/// A ring of CQEs in coherent memory.
+struct Ring {
+    buf: CoherentBuf,
+    /// Entries (a power of two).
+    entries: u32,
+}
+
+impl Ring {
+    /// A ring of `entries` CQEs (a power of two), every one invalid (C's `init_cq_frag_buf`).
+    fn new(dev: &Mlx5Device, entries: u32) -> Result<Ring> {
+        let buf = dev.alloc_coherent(entries as usize * CQE_SIZE)?;
+        for i in 0..entries as usize {
+            buf.write(i * CQE_SIZE + OP_OWN, &[CQE_INIT_OP_OWN])?;
+        }
+        Ok(Ring { buf, entries })
+    }
+
+    /// Byte offset of entry `n` (an index that counts on past the ring's end).
+    fn offset(&self, n: u32) -> usize {
+        (n & (self.entries - 1)) as usize * CQE_SIZE
+    }
+
+    /// `op_own` of entry `n`.
+    fn op_own(&self, n: u32) -> Result<u8> {
+        self.buf.read_u8(self.offset(n) + OP_OWN)
+    }
+
+    /// Whether software owns entry `n`.
+    fn sw_owned(&self, n: u32) -> bool {
+        self.op_own(n)
+            .is_ok_and(|o| cqe::sw_owned(o, n, self.entries))
+    }
+}
+
 /// What polling changes, under the CQ's lock.
 pub(crate) struct CqInner {
     /// Consumer index (counts every CQE consumed, wraps at 2^32).
     cons_index: u32,
+    /// The ring polled.
+    ring: Ring,
+    /// The ring a resize gave the device, until the CQ switches to it (C's `resize_buf`).
+    resize: Option<Ring>,
+    /// A ring a poll switched away from, for the resize to free (a poll runs in atomic
+    /// context, where coherent memory cannot be freed).
+    retired: Option<Ring>,
     /// The QPs using this CQ, by number (few: a linear search), and for which queues.
     qps: KVec<(u32, Arc<QpShared>, Roles)>,
 }
@@ -112,13 +163,15 @@ impl CqHandler for Events {
 pub(crate) struct CqShared {
     /// The CQ number (set once CREATE_CQ returned).
     cqn: Atomic<u32>,
-    /// Entries (a power of two).
-    entries: u32,
-    buf: CoherentBuf,
+    /// Entries of the ring, as the last resize made it (C's `ibcq.cqe` plus one).
+    entries: Atomic<u32>,
     db: DoorbellRecord,
     events: Arc<Events>,
     #[pin]
     inner: SpinLockIrq<CqInner>,
+    /// One resize at a time (C's `resize_mutex`); taken before `inner`.
+    #[pin]
+    resizing: Mutex<()>,
 }
 
 /// The CQs of a device, for the internal-error handling (C walks its QP list to find the CQs
@@ -213,14 +266,10 @@ pub(crate) fn create(
 ) -> Result<Mlx5Cq> {
     let entries = cq_entries(init.cqe, log_max_cq_sz)?;
     let eqn = dev.comp_eqn(init.comp_vector)?;
-    let len = entries as usize * CQE_SIZE;
-    let buf = dev.alloc_coherent(len)?;
-    for i in 0..entries as usize {
-        buf.write(i * CQE_SIZE + OP_OWN, &[CQE_INIT_OP_OWN])?;
-    }
+    let ring = Ring::new(dev, entries)?;
     let db = dev.alloc_db()?;
     let dbr = db.dma();
-    let pas = page_list(buf.dma(), buf.len())?;
+    let pas = page_list(ring.buf.dma(), ring.buf.len())?;
     // Everything is allocated before CREATE_CQ: once the CQ exists, its memory is freed only
     // after DESTROY_CQ succeeded.
     let events = Arc::new(
@@ -234,14 +283,17 @@ pub(crate) fn create(
     let shared = Arc::pin_init(
         pin_init!(CqShared {
             cqn: Atomic::new(0),
-            entries,
-            buf,
+            entries: Atomic::new(entries),
             db,
             events,
             inner <- new_spinlock_irq!(CqInner {
                 cons_index: 0,
+                ring,
+                resize: None,
+                retired: None,
                 qps: KVec::new(),
             }),
+            resizing <- new_mutex!(()),
         }),
         GFP_KERNEL,
     )?;
@@ -304,9 +356,9 @@ impl CqShared {
         self.cqn.load(Relaxed)
     }
 
-    /// Entries of the CQ's ring.
+    /// Entries of the CQ's ring (the new ring's once a resize returned).
     pub(crate) fn entries(&self) -> u32 {
-        self.entries
+        self.entries.load(Relaxed)
     }
 
     /// Adds a QP's queue to the CQ's table (a QP using the CQ for both queues has one entry).
@@ -373,20 +425,13 @@ impl CqShared {
         self.clean_locked(&mut inner, qpn);
     }
 
-    fn op_own(&self, n: u32) -> Option<u8> {
-        let off = (n & (self.entries - 1)) as usize * CQE_SIZE;
-        self.buf.read_u8(off + OP_OWN).ok()
-    }
-
     fn clean_locked(&self, inner: &mut CqInner, qpn: u32) {
         let ci = inner.cons_index;
+        let ring = &inner.ring;
         let mut prod = ci;
-        while self
-            .op_own(prod)
-            .is_some_and(|o| cqe::sw_owned(o, prod, self.entries))
-        {
+        while ring.sw_owned(prod) {
             prod = prod.wrapping_add(1);
-            if prod.wrapping_sub(ci) == self.entries - 1 {
+            if prod.wrapping_sub(ci) == ring.entries - 1 {
                 break;
             }
         }
@@ -400,8 +445,7 @@ impl CqShared {
         let mut raw = [0u8; CQE_SIZE];
         while prod != ci {
             prod = prod.wrapping_sub(1);
-            let off = (prod & (self.entries - 1)) as usize * CQE_SIZE;
-            if self.buf.read(off, &mut raw).is_err() {
+            if ring.buf.read(ring.offset(prod), &mut raw).is_err() {
                 return;
             }
             let c = cqe::decode(&raw);
@@ -414,10 +458,10 @@ impl CqShared {
                 }
                 freed += 1;
             } else if freed != 0 {
-                let dest = (prod.wrapping_add(freed) & (self.entries - 1)) as usize * CQE_SIZE;
-                let owner = self.buf.read_u8(dest + OP_OWN).unwrap_or(0) & 1;
+                let dest = ring.offset(prod.wrapping_add(freed));
+                let owner = ring.buf.read_u8(dest + OP_OWN).unwrap_or(0) & 1;
                 raw[OP_OWN] = (raw[OP_OWN] & !1) | owner;
-                let _ = self.buf.write(dest, &raw);
+                let _ = ring.buf.write(dest, &raw);
             }
         }
         if freed != 0 {
@@ -435,15 +479,25 @@ impl CqShared {
         let mut raw = [0u8; CQE_SIZE];
         while n < wc.len() {
             let ci = inner.cons_index;
-            let off = (ci & (self.entries - 1)) as usize * CQE_SIZE;
-            let op_own = self.buf.read_u8(off + OP_OWN)?;
-            if !cqe::sw_owned(op_own, ci, self.entries) {
+            let ring = &inner.ring;
+            let off = ring.offset(ci);
+            let op_own = ring.buf.read_u8(off + OP_OWN)?;
+            if !cqe::sw_owned(op_own, ci, ring.entries) {
                 break;
             }
             inner.cons_index = ci.wrapping_add(1);
             // Read the entry only after its ownership (C's `rmb`).
             mb(Read);
-            self.buf.read(off, &mut raw)?;
+            if op_own >> 4 == op::RESIZE_CQ {
+                // The old ring ends here; the device goes on in the new one, at the next index
+                // (C's `mlx5_poll_one`). Without a resize under way the entry is skipped.
+                if let Some(new) = inner.resize.take() {
+                    let old = core::mem::replace(&mut inner.ring, new);
+                    inner.retired = Some(old);
+                }
+                continue;
+            }
+            inner.ring.buf.read(off, &mut raw)?;
             let c = cqe::decode(&raw);
             let Some(qp) = inner
                 .qps
@@ -500,6 +554,101 @@ impl CqShared {
             self.db.set(SET_CI, inner.cons_index & 0xff_ffff);
         }
         Ok(n)
+    }
+
+    /// Resizes the CQ to hold `cqe` completions (C's `mlx5_ib_resize_cq` for a kernel CQ):
+    /// `EINVAL` past `log_max_cq_sz`, nothing to do when the ring has that size already. The
+    /// completions not polled yet are kept. Process context.
+    pub(crate) fn resize(&self, dev: &Mlx5Device, log_max_cq_sz: u32, cqe: u32) -> Result {
+        let entries = cq_entries(cqe, log_max_cq_sz)?;
+        let _one_at_a_time = self.resizing.lock();
+        if entries == self.entries() {
+            return Ok(());
+        }
+        let retired = {
+            let mut inner = self.inner.lock();
+            if inner.resize.is_some() {
+                // A resize whose switch failed is still under way: the device writes its ring.
+                return Err(EBUSY);
+            }
+            inner.retired.take()
+        };
+        drop(retired);
+        let ring = Ring::new(dev, entries)?;
+        let pas = page_list(ring.buf.dma(), ring.buf.len())?;
+        let mut input = ModifyCqIn::new();
+        input.set_op_mod(CQ_OPMOD_RESIZE.into())?;
+        input.set_cqn(self.cqn().into())?;
+        input.set_resize_field_select(
+            cq_resize_select::LOG_SIZE | cq_resize_select::PG_OFFSET | cq_resize_select::PG_SIZE,
+        )?;
+        input.set_cqe_sz(0)?;
+        input.set_page_offset(0)?;
+        input.set_log_page_size(0)?;
+        input.set_log_cq_size(entries.trailing_zeros().into())?;
+        // The new ring is in place before the command: a poll that meets the old ring's
+        // RESIZE_CQ entry switches to it.
+        self.inner.lock().resize = Some(ring);
+        if let Err(e) = dev.commands().exec_var::<ModifyCq>(&input, &pas, 0) {
+            let ring = self.inner.lock().resize.take();
+            // A timed-out MODIFY_CQ may have given the device the new ring: never freed then.
+            if e == ETIMEDOUT {
+                core::mem::forget(ring);
+            }
+            return Err(e);
+        }
+        let old = {
+            let mut inner = self.inner.lock();
+            if inner.resize.is_some() {
+                // As C, a failed switch leaves the resize under way: a poll meeting the
+                // RESIZE_CQ entry completes it.
+                let _ = Self::switch_ring(&mut inner, self.cqn());
+            }
+            self.entries.store(entries, Relaxed);
+            inner.retired.take()
+        };
+        drop(old);
+        Ok(())
+    }
+
+    /// Moves the entries not polled yet from the old ring to the new one, each one index on,
+    /// up to the old ring's RESIZE_CQ entry, and switches to the new ring (C's
+    /// `copy_resize_cqes`; C indexes the new ring with `& nent` rather than `& (nent - 1)`,
+    /// which these bounded ring offsets do not copy). `EINVAL` if an entry before the
+    /// RESIZE_CQ one is not there, `ENOMEM` if the old ring has none.
+    fn switch_ring(inner: &mut CqInner, cqn: u32) -> Result {
+        let Some(new) = inner.resize.as_ref() else {
+            return Ok(());
+        };
+        let old = &inner.ring;
+        let start = inner.cons_index;
+        let mut i = start;
+        let mut raw = [0u8; CQE_SIZE];
+        loop {
+            let op_own = old.op_own(i)?;
+            if !cqe::sw_owned(op_own, i, old.entries) {
+                pr_warn!("expected cqe in sw ownership\n");
+                return Err(EINVAL);
+            }
+            mb(Read);
+            if op_own >> 4 == op::RESIZE_CQ {
+                break;
+            }
+            old.buf.read(old.offset(i), &mut raw)?;
+            let to = i.wrapping_add(1);
+            raw[OP_OWN] = (raw[OP_OWN] & !1) | u8::from(to & new.entries != 0);
+            new.buf.write(new.offset(to), &raw)?;
+            i = to;
+            if i.wrapping_sub(start) >= old.entries {
+                pr_warn!("resize CQ failed to get resize CQE, CQN {:#x}\n", cqn);
+                return Err(ENOMEM);
+            }
+        }
+        inner.cons_index = start.wrapping_add(1);
+        if let Some(new) = inner.resize.take() {
+            inner.retired = Some(core::mem::replace(&mut inner.ring, new));
+        }
+        Ok(())
     }
 
     /// Arms the CQ (C's `mlx5_cq_arm`): the arm word in the doorbell record, then the UAR

@@ -13,9 +13,9 @@ use ib_core::wr::{WcOpcode, WcStatus};
 /// Size of a CQE (the driver creates CQs of 64-byte entries only).
 pub(crate) const CQE_SIZE: usize = 64;
 
-/// `op_own` of a CQE the device has not written yet (`MLX5_CQE_INVALID << 4 | 1`, as C's
+/// `op_own` of a CQE the device has not written yet (`MLX5_CQE_INVALID << 4`, as C's
 /// `init_cq_frag_buf`).
-pub(crate) const CQE_INIT_OP_OWN: u8 = 0xf1;
+pub(crate) const CQE_INIT_OP_OWN: u8 = 0xf0;
 
 /// Byte offset of `op_own` in a CQE.
 pub(crate) const OP_OWN: usize = 0x3f;
@@ -32,6 +32,8 @@ pub(crate) mod op {
     pub(crate) const RESP_SEND_IMM: u8 = 3;
     /// Responder: send with invalidate.
     pub(crate) const RESP_SEND_INV: u8 = 4;
+    /// The last entry of a resized CQ's old ring.
+    pub(crate) const RESIZE_CQ: u8 = 5;
     /// Requester error.
     pub(crate) const REQ_ERR: u8 = 13;
     /// Responder error.

@@ -112,6 +112,8 @@ pub(crate) struct Mlx5IbDevice {
     /// Work queue caps.
     limits: Limits,
     log_max_cq_sz: u32,
+    /// MODIFY_CQ can resize CQs (the `cq_resize` capability).
+    cq_resize: bool,
     log_max_msg: u32,
     /// Its CQs (for the internal-error handling).
     cqs: Arc<cq::DeviceCqs>,
@@ -340,6 +342,15 @@ impl DeviceOps for Mlx5IbDevice {
         cq.shared.entries().saturating_sub(1)
     }
 
+    /// `ENOSYS` without the `cq_resize` capability, as C.
+    fn resize_cq(&self, cq: &cq::Mlx5Cq, cqe: u32) -> Result {
+        if !self.cq_resize {
+            pr_info!("Firmware does not support resize CQ\n");
+            return Err(ENOSYS);
+        }
+        cq.shared.resize(self.core.get(), self.log_max_cq_sz, cqe)
+    }
+
     fn destroy_cq(&self, cq: cq::Mlx5Cq) -> Result {
         self.cqs.remove(&cq.shared);
         cq::destroy(&self.cmds, cq)
@@ -499,6 +510,7 @@ pub(crate) fn register(dev: &Mlx5Device, cqs: Arc<cq::DeviceCqs>) -> Result<Regi
             core: CoreRef(NonNull::from(dev)),
             limits,
             log_max_cq_sz: gen.log_max_cq_sz() as u32,
+            cq_resize: gen.cq_resize() != 0,
             log_max_msg: gen.log_max_msg() as u32,
             cqs,
         },

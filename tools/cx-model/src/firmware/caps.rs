@@ -72,6 +72,7 @@ pub mod general {
     pub const CQE_VERSION: Field = Field::new(0x1fc, 4);
     pub const CMDIF_CHECKSUM: Field = Field::new(0x210, 2);
     pub const ATOMIC: Field = Field::new(0x21e, 1);
+    pub const CQ_RESIZE: Field = Field::new(0x221, 1);
     pub const XRC: Field = Field::new(0x23c, 1);
     pub const UD: Field = Field::new(0x23d, 1);
     pub const UC: Field = Field::new(0x23e, 1);
@@ -158,6 +159,8 @@ impl Caps {
         // big-endian unless the driver picks host order (little-endian: the model serves x86
         // guests), which the C driver does and needs before it offers atomics.
         set(ATOMIC, 1);
+        // MODIFY_CQ resizes CQs (see datapath's completion.rs).
+        set(CQ_RESIZE, 1);
         let mut atomic_caps = vec![0u8; CAP_SIZE];
         ifc::set(&mut atomic_caps, atomic::OPERATIONS, 0b11);
         ifc::set(&mut atomic_caps, atomic::SUPPORTED_8B_ENDIANNESS_MODE_1, 1);

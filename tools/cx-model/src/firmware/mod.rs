@@ -184,6 +184,11 @@ pub struct Firmware {
     pub irqs: Vec<u16>,
     /// An event flood in progress (control `eqe-flood`).
     pub flood: EqeFlood,
+    /// A fatal error (health "recovery required") stopped the device: it executes no more work
+    /// requests and writes no more completions, events or data into guest memory, so that a
+    /// driver may free what the device pointed to (C frees its queues with faked destroy
+    /// commands then). A reset starts it again.
+    pub halted: bool,
 }
 
 impl Firmware {
@@ -208,6 +213,7 @@ impl Firmware {
             faults: Faults::default(),
             log: CommandLog::default(),
             irqs: Vec::new(),
+            halted: false,
         }
     }
 
@@ -309,6 +315,10 @@ impl Firmware {
 
     /// Posts an event to the queue that takes its type, queueing the interrupt if one is due.
     pub fn post_event(&mut self, mem: &mut dyn GuestMemory, ty: u8, sub_type: u8, data: &[u8]) {
+        if self.halted {
+            debug!("event type {ty:#x} not posted: the device is halted");
+            return;
+        }
         if let Some(v) = self.eqs.post(mem, ty, sub_type, data) {
             self.irqs.push(v);
         }
@@ -338,6 +348,10 @@ impl Firmware {
 
     /// A doorbell write of `data` (big-endian, 4 or 8 bytes) into UAR page `uar` at `offset`.
     pub fn uar_write(&mut self, mem: &mut dyn GuestMemory, uar: u32, offset: u64, data: &[u8]) {
+        if self.halted {
+            debug!("UAR {uar} doorbell at {offset:#x} ignored: the device is halted");
+            return;
+        }
         let word = |i: usize| {
             data.get(i..i + 4)
                 .map_or(0, |w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
@@ -405,6 +419,7 @@ fn handler(op: u16) -> Option<Handler> {
         op::DESTROY_MKEY => |fw, _, i| objects::destroy_mkey(fw, i),
         op::CREATE_CQ => |fw, _, i| objects::create_cq(fw, i),
         op::DESTROY_CQ => |fw, _, i| objects::destroy_cq(fw, i),
+        op::MODIFY_CQ => |fw, m, i| datapath::modify_cq(fw, m, i),
         op::CREATE_QP => |fw, _, i| objects::create_qp(fw, i),
         op::DESTROY_QP => |fw, _, i| objects::destroy_qp(fw, i),
         op::QUERY_QP => |fw, _, i| objects::query_qp(fw, i),

@@ -99,6 +99,11 @@ impl Objects {
         self.tables.get(&kind)?.get(&n)
     }
 
+    /// Object `n` of `kind`, to change.
+    pub fn get_mut(&mut self, kind: Kind, n: u32) -> Option<&mut Object> {
+        self.tables.get_mut(&kind)?.get_mut(&n)
+    }
+
     /// Number of objects of `kind`.
     pub fn count(&self, kind: Kind) -> usize {
         self.tables.get(&kind).map_or(0, |t| t.len())

@@ -1,10 +1,11 @@
 //! Completion queues: CQE layouts (good and error), writing entries with the owner bit, 64- and
-//! 128-byte entries, overrun detection, arming and completion events.
+//! 128-byte entries, overrun detection, arming and completion events, and resizing (MODIFY_CQ).
 
-use super::buffer::{Buffer, Ring};
+use super::buffer::{Buffer, Ring, PAS};
+use crate::command::Status;
 use crate::firmware::eq::event;
-use crate::firmware::objects::{cqc, Kind};
-use crate::firmware::Firmware;
+use crate::firmware::objects::{cqc, Kind, NUMBER};
+use crate::firmware::{caps, output, CmdError, CmdResult, Firmware, Input};
 use crate::guest_memory::GuestMemory;
 use crate::ifc::{self, Field};
 use log::{debug, warn};
@@ -23,6 +24,8 @@ pub mod opcode {
     pub const REQ_ERR: u8 = 0xd;
     /// Responder error.
     pub const RESP_ERR: u8 = 0xe;
+    /// The last entry of a resized CQ's old ring (`MLX5_CQE_RESIZE_CQ`).
+    pub const RESIZE_CQ: u8 = 0x5;
 }
 
 /// Error CQE syndromes, as the device reports them (the provider maps them to `ibv_wc_status`).
@@ -118,6 +121,15 @@ impl Cqe {
     }
 }
 
+/// `modify_cq_in.op_mod` of a resize (`MLX5_CQ_OPMOD_RESIZE`); 0 changes moderation.
+const OPMOD_RESIZE: u16 = 1;
+/// `modify_cq_in.resize_field_select`: which of the context's size fields a resize sets.
+const RESIZE_FIELD_SELECT: Field = Field::new(0x60, 32);
+/// Its bits (`MLX5_MODIFY_CQ_MASK_LOG_SIZE`, `_PG_OFFSET`, `_PG_SIZE`).
+const SELECT_LOG_SIZE: u64 = 1 << 0;
+const SELECT_PG_OFFSET: u64 = 1 << 1;
+const SELECT_PG_SIZE: u64 = 1 << 2;
+
 /// Per-CQ state: how many entries the device wrote, and whether an event is requested.
 #[derive(Debug, Clone, Default)]
 pub struct CqState {
@@ -144,6 +156,9 @@ fn ring(ctx: &[u8]) -> Option<Ring> {
 }
 
 fn completion_event(fw: &mut Firmware, mem: &mut dyn GuestMemory, cqn: u32, eqn: u8) {
+    if fw.halted {
+        return;
+    }
     let mut data = [0u8; 28];
     data[24..28].copy_from_slice(&cqn.to_be_bytes());
     if !fw.eqs.exists(eqn) {
@@ -160,6 +175,10 @@ fn completion_event(fw: &mut Firmware, mem: &mut dyn GuestMemory, cqn: u32, eqn:
 /// bit last. A full CQ (the driver's consumer index, from the CQ's doorbell record,
 /// one ring behind) is an overrun: the entry is lost and a CQ error event is raised once.
 pub fn post(fw: &mut Firmware, mem: &mut dyn GuestMemory, cqn: u32, cqe: Cqe) {
+    if fw.halted {
+        debug!("completion for CQ {cqn:#x} not written: the device is halted");
+        return;
+    }
     let Some(obj) = fw.objects.get(Kind::Cq, cqn) else {
         warn!("completion for CQ {cqn:#x}, which does not exist");
         return;
@@ -170,13 +189,7 @@ pub fn post(fw: &mut Firmware, mem: &mut dyn GuestMemory, cqn: u32, cqe: Cqe) {
         return;
     };
     let eqn = ifc::get(ctx, cqc::EQN) as u8;
-    let dbr = ifc::get(ctx, DBR_ADDR);
-    let mut ci = [0u8; 4];
-    let consumer = if dbr != 0 && mem.read(dbr, &mut ci).is_ok() {
-        Some(u32::from_be_bytes(ci) & 0x00ff_ffff)
-    } else {
-        None
-    };
+    let consumer = consumer_index(ctx, mem);
     let mut c = cqe.0;
     let qpn = u32::from_be_bytes([0, c[57], c[58], c[59]]);
     if let Some(qp) = fw.objects.get(Kind::Qp, qpn) {
@@ -214,6 +227,88 @@ pub fn post(fw: &mut Firmware, mem: &mut dyn GuestMemory, cqn: u32, cqe: Cqe) {
     if std::mem::take(&mut state.armed) {
         completion_event(fw, mem, cqn, eqn);
     }
+}
+
+/// The consumer index the driver last wrote to CQ `ctx`'s doorbell record, if it has one.
+fn consumer_index(ctx: &[u8], mem: &dyn GuestMemory) -> Option<u32> {
+    let dbr = ifc::get(ctx, DBR_ADDR);
+    let mut ci = [0u8; 4];
+    (dbr != 0 && mem.read(dbr, &mut ci).is_ok()).then(|| u32::from_be_bytes(ci) & 0x00ff_ffff)
+}
+
+/// MODIFY_CQ. A resize (op_mod 1) takes the new size and page list from the input's context
+/// and `pas`, as C's `mlx5_ib_resize_cq` gives them: the device ends the old ring with a
+/// RESIZE_CQ entry at its producer index and writes the entries after it into the new ring,
+/// its producer index going on from there. The CQEs the driver has not consumed stay in the old
+/// ring for it to copy (C's `copy_resize_cqes`); more of them than the new ring holds is
+/// `BAD_SIZE_OUTSTANDING_CQES`. Moderation (op_mod 0) is accepted and not modelled.
+pub fn modify_cq(fw: &mut Firmware, mem: &mut dyn GuestMemory, input: &Input) -> CmdResult {
+    let cqn = input.get(NUMBER) as u32;
+    let Some(obj) = fw.objects.get(Kind::Cq, cqn) else {
+        return Err(CmdError::new(Status::BadResource, 0x0c9_1000));
+    };
+    match input.op_mod() {
+        0 => return Ok(output(16)),
+        OPMOD_RESIZE => {}
+        _ => return Err(CmdError::new(Status::BadParameter, 0x0c9_1001)),
+    }
+    let select = input.get(RESIZE_FIELD_SELECT);
+    let log_size = input.get(cqc::LOG_CQ_SIZE);
+    let max = fw.caps.get(caps::kind::GENERAL, caps::general::LOG_MAX_CQ_SZ);
+    if select & SELECT_LOG_SIZE == 0 || log_size > max {
+        return Err(CmdError::new(Status::BadParameter, 0x0c9_1002));
+    }
+    // The entry size stays: only the ring's length and pages change.
+    if input.get(cqc::CQE_SZ) != ifc::get(&obj.context, cqc::CQE_SZ) {
+        return Err(CmdError::new(Status::BadParameter, 0x0c9_1003));
+    }
+    let mut ctx = obj.context.clone();
+    ifc::set(&mut ctx, cqc::LOG_CQ_SIZE, log_size);
+    if select & SELECT_PG_OFFSET != 0 {
+        ifc::set(&mut ctx, cqc::PAGE_OFFSET, input.get(cqc::PAGE_OFFSET));
+    }
+    if select & SELECT_PG_SIZE != 0 {
+        ifc::set(&mut ctx, cqc::LOG_PAGE_SIZE, input.get(cqc::LOG_PAGE_SIZE));
+    }
+    ctx.truncate(PAS);
+    ctx.resize(PAS, 0);
+    ctx.extend_from_slice(input.bytes().get(PAS..).unwrap_or(&[]));
+    let (Some(old), Some(new)) = (ring(&obj.context), ring(&ctx)) else {
+        return Err(CmdError::new(Status::BadParameter, 0x0c9_1004));
+    };
+    let producer = fw.datapath.cqs.get(&cqn).map_or(0, |s| s.producer);
+    let used =
+        consumer_index(&obj.context, mem).map_or(0, |ci| u64::from(producer.wrapping_sub(ci) & 0x00ff_ffff));
+    // Room for the RESIZE_CQ entry in the old ring, and for what is outstanding (and that
+    // entry, until the driver's next doorbell record update) in the new one.
+    if used >= old.entries || used + 1 > new.entries {
+        return Err(CmdError::new(Status::BadSizeOutstandingCqes, 0x0c9_1005));
+    }
+    let mut c = [0u8; 64];
+    let log_old = old.entries.trailing_zeros();
+    c[63] = (opcode::RESIZE_CQ << 4) | ((producer >> log_old) & 1) as u8;
+    let at = old.offset(u64::from(producer)) + old.stride - 64;
+    let written = old.buf.write(mem, at, &c[..63]).and_then(|()| {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        old.buf.write(mem, at + 63, &c[63..])
+    });
+    if let Err(e) = written {
+        warn!("CQ {cqn:#x}: cannot write the resize entry {producer}: {e}");
+        return Err(CmdError::new(Status::InternalError, 0x0c9_1006));
+    }
+    debug!(
+        "CQ {cqn:#x} resized from {} to {} entries at index {producer}, {used} not consumed",
+        old.entries, new.entries
+    );
+    fw.datapath.cq_resizes += 1;
+    fw.datapath.cq_most_carried = fw.datapath.cq_most_carried.max(used);
+    if let Some(obj) = fw.objects.get_mut(Kind::Cq, cqn) {
+        obj.context = ctx;
+    }
+    let state = fw.datapath.cqs.entry(cqn).or_default();
+    state.producer = producer.wrapping_add(1);
+    state.overrun = false;
+    Ok(output(16))
 }
 
 /// A CQ arm doorbell with the consumer index the driver has reached: the next completion raises

@@ -35,7 +35,7 @@ pub use packet::Packet;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Instant;
 
-pub use completion::{arm_cq, Syndrome};
+pub use completion::{arm_cq, modify_cq, Syndrome};
 
 /// Traffic counters, as the port and queue counters report them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -79,6 +79,11 @@ pub struct DataPath {
     pub wire: bool,
     /// Traffic counters.
     pub counters: Counters,
+    /// CQ resizes done, and the most entries one of them found not consumed yet (which the
+    /// driver must carry over to the new ring).
+    pub cq_resizes: u64,
+    /// See `cq_resizes`.
+    pub cq_most_carried: u64,
     /// QPs in the error state: receives posted to them later are flushed by [`tick`] (the
     /// driver rings no doorbell for receives; the device notices the doorbell record).
     errored: BTreeSet<u32>,
@@ -202,6 +207,10 @@ pub fn send_doorbell(fw: &mut Firmware, mem: &mut dyn GuestMemory, qpn: u32) {
 
 /// A packet from the wire.
 pub fn receive(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet) {
+    if fw.halted {
+        debug!("packet for QP {:#x} dropped: the device is halted", p.dqpn);
+        return;
+    }
     let now = Instant::now();
     fw.datapath.local.push_back(p);
     pump(fw, mem, now);
@@ -209,6 +218,9 @@ pub fn receive(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet) {
 
 /// Runs the retry and timeout timers due at `now`.
 pub fn tick(fw: &mut Firmware, mem: &mut dyn GuestMemory, now: Instant) {
+    if fw.halted {
+        return;
+    }
     requester::timers(fw, mem, now);
     if fw.datapath.errored_scan.is_some_and(|t| t <= now) {
         let errored: Vec<u32> = fw.datapath.errored.iter().copied().collect();
@@ -226,6 +238,9 @@ const ERRORED_SCAN: std::time::Duration = std::time::Duration::from_millis(10);
 /// A QP moved to `state` by a modify command: entering the error state flushes its queues;
 /// reset forgets how far they were consumed.
 pub fn qp_modified(fw: &mut Firmware, mem: &mut dyn GuestMemory, qpn: u32, state: QpState) {
+    if fw.halted {
+        return;
+    }
     match state {
         QpState::Err => {
             queue_pair::entered_error(fw, mem, qpn);

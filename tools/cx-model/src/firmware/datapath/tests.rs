@@ -612,6 +612,117 @@ fn every_ring_wraps_with_owner_parity_and_128_byte_cqes() {
     r.finish();
 }
 
+/// MODIFY_CQ resizing `cq` to `1 << log_size` entries in a new buffer, as C's
+/// `mlx5_ib_resize_cq` issues it; returns the new buffer, or the failure.
+fn resize(r: &mut Rig, cq: &Cq, log_size: u32) -> Result<u64, crate::test_driver::Failure> {
+    let bytes = cq.stride << log_size;
+    let npages = bytes.div_ceil(4096) as usize;
+    let buf = r.t.alloc_pages(npages);
+    for i in 0..1u64 << log_size {
+        r.t.mem
+            .write(buf + i * cq.stride + cq.stride - 1, &[0xf0])
+            .unwrap();
+    }
+    let mut m = input(op::MODIFY_CQ, 1, 0x110 + npages * 8);
+    ifc::set(&mut m, NUMBER, u64::from(cq.n));
+    ifc::set(&mut m, Field::new(0x60, 32), 0b111);
+    ifc::set(&mut m, Field::new(0x88, 3), u64::from(cq.stride == 128));
+    ifc::set(&mut m, Field::new(0xe3, 5), u64::from(log_size));
+    for k in 0..npages {
+        let a = buf + k as u64 * 4096;
+        m[0x110 + k * 8..0x118 + k * 8].copy_from_slice(&a.to_be_bytes());
+    }
+    r.t.exec(&m, 16).map(|_| buf)
+}
+
+#[test]
+fn a_resized_cq_ends_its_old_ring_with_a_resize_entry_and_goes_on_in_the_new_one() {
+    let mut r = Rig::new();
+    // One CQ of 4 entries for both QPs.
+    let mut cq = r.cq(2, false);
+    let mut a = r.qp(RC, &cq, 3, 3);
+    let mut b = r.qp(RC, &cq, 3, 3);
+    let lid = r.lid();
+    r.bring_up(&a, b.n, lid, 7, 7);
+    r.bring_up(&b, a.n, lid, 7, 7);
+    let (ak, aaddr) = r.mr(4096, LOCAL_WRITE);
+    let (bk, baddr) = r.mr(4096, LOCAL_WRITE);
+    // Four entries fill the old ring; the first two are polled (their slots take the resize
+    // entry).
+    r.post_recv(&mut b, 64, bk, baddr);
+    r.post_send(&mut a, wqe_op::SEND, 0, &sge(8, ak, aaddr));
+    r.post_recv(&mut b, 64, bk, baddr);
+    r.post_send(&mut a, wqe_op::SEND, 0, &sge(8, ak, aaddr));
+    assert_eq!(r.poll(&mut cq).map(|w| w.opcode), Some(cqe_op::RESP_SEND));
+    assert_eq!(r.poll(&mut cq).map(|w| w.opcode), Some(cqe_op::REQ));
+    // Two outstanding: a new ring of 2 cannot hold them and the resize entry.
+    assert!(matches!(
+        resize(&mut r, &cq, 1),
+        Err(crate::test_driver::Failure::Status(0x40, _))
+    ));
+    let new_buf = resize(&mut r, &cq, 4).unwrap();
+    // The old ring: the two outstanding entries, then the resize entry at producer index 4.
+    assert_eq!(r.poll(&mut cq).map(|w| w.opcode), Some(cqe_op::RESP_SEND));
+    assert_eq!(r.poll(&mut cq).map(|w| w.opcode), Some(cqe_op::REQ));
+    assert_eq!(r.poll(&mut cq).map(|w| w.opcode), Some(cqe_op::RESIZE_CQ));
+    assert_eq!(r.poll(&mut cq), None, "the old ring ends there");
+    // The new ring of 16 goes on at index 5, and wraps with its own owner parity.
+    cq.buf = new_buf;
+    cq.log_size = 4;
+    for round in 0..20 {
+        r.post_recv(&mut b, 64, bk, baddr);
+        r.post_send(&mut a, wqe_op::SEND, 0, &sge(8, ak, aaddr));
+        let got = (r.poll(&mut cq), r.poll(&mut cq));
+        assert_eq!(
+            (got.0.map(|w| w.opcode), got.1.map(|w| w.opcode)),
+            (Some(cqe_op::RESP_SEND), Some(cqe_op::REQ)),
+            "round {round}"
+        );
+    }
+    assert_eq!(cq.ci, 5 + 40);
+    let dp = &r.t.dev.firmware.datapath;
+    assert_eq!((dp.cq_resizes, dp.cq_most_carried), (1, 2));
+    // An unknown CQ and an unknown op_mod are refused.
+    let mut m = input(op::MODIFY_CQ, 1, 0x118);
+    ifc::set(&mut m, NUMBER, 0xabcd);
+    assert!(matches!(
+        r.t.exec(&m, 16),
+        Err(crate::test_driver::Failure::Status(0x5, _))
+    ));
+    let mut m = input(op::MODIFY_CQ, 2, 0x118);
+    ifc::set(&mut m, NUMBER, u64::from(cq.n));
+    assert!(matches!(
+        r.t.exec(&m, 16),
+        Err(crate::test_driver::Failure::Status(0x3, _))
+    ));
+    r.finish();
+}
+
+#[test]
+fn a_fatal_error_halts_the_data_path_until_a_reset() {
+    let mut r = Rig::new();
+    let (mut a, mut ca, mut b, mut cb) = r.rc_pair(7);
+    let (ak, aaddr) = r.mr(4096, LOCAL_WRITE);
+    let (bk, baddr) = r.mr(4096, LOCAL_WRITE);
+    r.t.mem.write(aaddr, &[0x5a; 8]).unwrap();
+    r.post_recv(&mut b, 64, bk, baddr);
+    r.t.dev.set_health(0xb, true);
+    r.post_send(&mut a, wqe_op::SEND, 0, &sge(8, ak, aaddr));
+    r.tick(Instant::now() + ACK_TIMEOUT * 10);
+    // Nothing executed, nothing written: no data, no completion on either side.
+    let mut got = [0u8; 8];
+    r.t.mem.read(baddr, &mut got).unwrap();
+    assert_eq!(got, [0; 8]);
+    assert_eq!(r.poll(&mut ca), None);
+    assert_eq!(r.poll(&mut cb), None);
+    // Not a fatal one: the device runs again (a doorbell now executes the queued send).
+    r.t.dev.set_health(0x8, false);
+    r.post_recv(&mut b, 64, bk, baddr);
+    r.post_send(&mut a, wqe_op::SEND, 0, &sge(8, ak, aaddr));
+    assert_eq!(r.poll(&mut cb).map(|w| w.opcode), Some(cqe_op::RESP_SEND));
+    r.finish();
+}
+
 #[test]
 fn a_full_cq_overruns_with_a_cq_error_event() {
     let mut r = Rig::new();
