@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Device health: a timer polls the health counter and syndrome in the init segment, as the C
-//! driver's `poll_health` does. A syndrome is logged with its name; a fatal one (recovery
-//! required), a device that reads all ones (gone from the bus) or a counter that stopped moving
-//! puts the device in the internal-error state, in which the command queue fails commands at
+//! Device health: a timer polls the health counter, the NIC interface state and the syndrome in
+//! the init segment, as the C driver's `poll_health` does. A syndrome is logged with its name; a
+//! counter that stopped moving is logged (C files a devlink health report then). C's fatal
+//! sensors, in its order: a device that reads all ones (gone from the bus, 1), the NIC
+//! interface disabled (3) or in a software reset (4), a syndrome with recovery required (5);
+//! each puts the device in the internal-error state, in which the command queue fails commands at
 //! once (and lets teardown commands "succeed", so unload completes), and the function's drivers
 //! are told (`Event::SysError`, C's `MLX5_DEV_EVENT_SYS_ERROR`) from a work item on the
 //! function's health workqueue, in process context as C's `mlx5_enter_error_state` tells them.
@@ -89,17 +91,25 @@ pub(crate) enum Verdict {
     Healthy,
     /// A new non-zero syndrome, not fatal.
     Syndrome(u8),
-    /// Fatal: the sensor number the C driver reports (1: PCI communication, 5: firmware
-    /// syndrome with recovery required).
+    /// Fatal: the sensor number the C driver reports (1: PCI communication, 3: NIC interface
+    /// disabled, 4: NIC in software reset, 5: firmware syndrome with recovery required; C's
+    /// 2, the PCI channel offline after an AER error, is not checked: no AER here yet).
     Fatal(u32),
     /// The counter stopped.
     Unresponsive,
 }
 
 /// Judges one reading given the previous counter, the misses so far and the last syndrome seen.
+/// The sensors come in C's order (`check_fatal_sensors`).
 pub(crate) fn judge(regs: HealthRegs, prev: u32, misses: u32, last_synd: u8) -> (Verdict, u32) {
     if regs.gone {
         return (Verdict::Fatal(1), misses);
+    }
+    if regs.nic_ifc == init_segment::NIC_IFC_DISABLED {
+        return (Verdict::Fatal(3), misses);
+    }
+    if regs.nic_ifc == init_segment::NIC_IFC_SW_RESET {
+        return (Verdict::Fatal(4), misses);
     }
     if regs.rfr && regs.synd != 0 {
         return (Verdict::Fatal(5), misses);
@@ -277,6 +287,7 @@ mod tests {
     fn regs(counter: u32, synd: u8, rfr: bool) -> HealthRegs {
         HealthRegs {
             counter,
+            nic_ifc: 0,
             synd,
             rfr,
             gone: false,
@@ -300,11 +311,29 @@ mod tests {
         assert_eq!(judge(regs(7, 8, true), 6, 0, 8).0, Verdict::Fatal(5));
         let gone = HealthRegs {
             counter: u32::MAX,
+            nic_ifc: 7,
             synd: 0xff,
             rfr: true,
             gone: true,
         };
         assert_eq!(judge(gone, 1, 0, 0).0, Verdict::Fatal(1));
+        // The NIC interface state comes before the syndrome, as in C.
+        let disabled = HealthRegs {
+            nic_ifc: init_segment::NIC_IFC_DISABLED,
+            ..regs(7, 8, true)
+        };
+        assert_eq!(judge(disabled, 6, 0, 0).0, Verdict::Fatal(3));
+        let sw_reset = HealthRegs {
+            nic_ifc: init_segment::NIC_IFC_SW_RESET,
+            ..regs(7, 0, false)
+        };
+        assert_eq!(judge(sw_reset, 6, 0, 0).0, Verdict::Fatal(4));
+        // Other states (e.g. 2, no DRAM NIC) are not fatal.
+        let no_dram = HealthRegs {
+            nic_ifc: 2,
+            ..regs(7, 0, false)
+        };
+        assert_eq!(judge(no_dram, 6, 0, 0).0, Verdict::Healthy);
         assert_eq!(syndrome_name(8), "unrecoverable hardware error");
     }
 }

@@ -50,6 +50,8 @@ register! {
     pub(crate) CMDQ_ADDR_L_SZ(u32) @ 0x014 {
         /// Address bits 31:12.
         31:12 addr;
+        /// State of the NIC interface (`MLX5_INITIAL_SEG_NIC_INTERFACE_*`; 0: full driver).
+        10:8 nic_ifc;
         /// Log2 of the number of entries.
         7:4 log_size;
         /// Log2 of the entry stride.
@@ -124,11 +126,18 @@ pub(crate) fn set_cmdq_address(bar: &Bar0<'_>, addr: u64) {
     write_reg(bar, CMDQ_ADDR_L_SZ::from(addr as u32 & !0xfff));
 }
 
+/// `MLX5_INITIAL_SEG_NIC_INTERFACE_DISABLED`: the NIC interface is off.
+pub(crate) const NIC_IFC_DISABLED: u8 = 1;
+/// `MLX5_INITIAL_SEG_NIC_INTERFACE_SW_RESET`: the device is in a software reset.
+pub(crate) const NIC_IFC_SW_RESET: u8 = 7;
+
 /// What the health buffer and counter say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct HealthRegs {
     /// The free-running counter.
     pub(crate) counter: u32,
+    /// The NIC interface state (C's `mlx5_get_nic_state`).
+    pub(crate) nic_ifc: u8,
     /// The syndrome (0: healthy).
     pub(crate) synd: u8,
     /// Recovery flow required: the error is fatal.
@@ -139,10 +148,12 @@ pub(crate) struct HealthRegs {
 
 /// Reads the health registers.
 pub(crate) fn health(bar: &Bar0<'_>) -> HealthRegs {
-    let addr: u32 = read_reg::<CMDQ_ADDR_L_SZ>(bar).into();
+    let l_sz = read_reg::<CMDQ_ADDR_L_SZ>(bar);
+    let addr: u32 = l_sz.into();
     let counter = read_reg::<HEALTH_COUNTER>(bar).counter().get();
     HealthRegs {
         counter,
+        nic_ifc: l_sz.nic_ifc().get() as u8,
         synd: read_reg::<HEALTH_SYND>(bar).synd().get() as u8,
         rfr: read_reg::<HEALTH_RFR>(bar).rfr(),
         gone: addr == u32::MAX && counter == u32::MAX,

@@ -4,7 +4,12 @@
 //! port <n> down | port <n> up     link goes down or comes back; a PORT_CHANGE event is posted
 //! health-error <synd> [fatal]     the health buffer reports a syndrome (fatal: recovery required)
 //! health-clear                    the health buffer is clean again
+//! nic-state <full|disabled|sw-reset>
+//!                                 the NIC interface state the init segment reports (other
+//!                                 than full: the device is halted, as after a fatal error)
 //! remove                          surprise removal: reads return all ones, commands are dropped
+//! reset                           a function-level reset, as QEMU's FLR gives it (the firmware
+//!                                 forgets everything the driver set up); for a driver unbound
 //! page-request <n>                firmware asks for n more pages (n < 0: asks the driver to take
 //!                                 back -n pages), through a PAGE_REQUEST event
 //! eqe-flood <n>                   floods the async EQ with n PORT_CHANGE events (sub-type 0), as
@@ -99,6 +104,17 @@ pub fn execute(dev: &mut Device, mem: &mut dyn GuestMemory, line: &str) -> Resul
             );
             Ok(format!("health syndrome {synd:#x}"))
         }
+        ["nic-state", state] => {
+            let v = match *state {
+                "full" => 0,
+                "disabled" => 1,
+                "sw-reset" => 7,
+                _ => return Err(format!("nic-state {state:?}: full, disabled or sw-reset")),
+            };
+            dev.set_nic_state(v);
+            info!("control: NIC interface state {state}");
+            Ok(format!("nic-state {state}"))
+        }
         ["health-clear"] => {
             dev.set_health(0, false);
             Ok("health clear".into())
@@ -155,6 +171,11 @@ pub fn execute(dev: &mut Device, mem: &mut dyn GuestMemory, line: &str) -> Resul
             }
             info!("control: EQE type {ty:#x} sub-type {sub:#x} to {role} EQ(s) {eqns:?}");
             Ok(format!("eqe {ty:#x} posted to {} EQ(s)", eqns.len()))
+        }
+        ["reset"] => {
+            dev.reset();
+            info!("control: function reset");
+            Ok("reset".into())
         }
         ["remove"] => {
             dev.surprise_remove();
@@ -234,6 +255,21 @@ mod tests {
         let mut b = [0u8; 4];
         d.bar0_read(off, &mut b);
         u32::from_be_bytes(b)
+    }
+
+    #[test]
+    fn nic_state_shows_in_cmdq_addr_l_sz_and_halts() {
+        let mut d = Device::new(DeviceConfig::default());
+        let mut m = FakeMemory::new(0, 0x1000);
+        execute(&mut d, &mut m, "nic-state disabled").unwrap();
+        assert_eq!((be32(&mut d, iseg::CMDQ_ADDR_L_SZ) >> 8) & 7, 1);
+        assert!(d.firmware.halted);
+        execute(&mut d, &mut m, "nic-state sw-reset").unwrap();
+        assert_eq!((be32(&mut d, iseg::CMDQ_ADDR_L_SZ) >> 8) & 7, 7);
+        execute(&mut d, &mut m, "nic-state full").unwrap();
+        assert_eq!((be32(&mut d, iseg::CMDQ_ADDR_L_SZ) >> 8) & 7, 0);
+        assert!(!d.firmware.halted);
+        assert!(execute(&mut d, &mut m, "nic-state off").is_err());
     }
 
     #[test]

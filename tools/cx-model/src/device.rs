@@ -53,6 +53,8 @@ pub struct Device {
     health_synd: u8,
     /// Health buffer "recovery flow required" bit.
     health_rfr: bool,
+    /// The NIC interface state the init segment reports (0: full driver interface).
+    nic_ifc: u8,
     /// Surprise-removed: the function no longer answers.
     removed: bool,
 }
@@ -74,6 +76,7 @@ impl Device {
             max_in_flight: 0,
             health_synd: 0,
             health_rfr: false,
+            nic_ifc: 0,
             removed: false,
         }
     }
@@ -84,7 +87,21 @@ impl Device {
     pub fn set_health(&mut self, synd: u8, fatal: bool) {
         self.health_synd = synd;
         self.health_rfr = fatal && synd != 0;
-        self.firmware.halted = self.health_rfr;
+        self.update_halt();
+    }
+
+    /// Sets the NIC interface state the init segment reports (`cmdq_addr_l_sz` bits 10:8; 0:
+    /// full driver interface, 1: disabled, 7: software reset). A state other than 0 halts the
+    /// device as a fatal error does.
+    pub fn set_nic_state(&mut self, state: u8) {
+        self.nic_ifc = state & 7;
+        self.update_halt();
+    }
+
+    /// The device is halted while a fatal error or a NIC interface state other than "full
+    /// driver" stands.
+    fn update_halt(&mut self) {
+        self.firmware.halted = self.health_rfr || self.nic_ifc != 0;
     }
 
     /// Surprise removal: from now on reads return all ones and writes are dropped, as for a
@@ -140,9 +157,12 @@ impl Device {
             iseg::FW_REV => (u32::from(fw.minor) << 16) | u32::from(fw.major),
             iseg::CMDIF_REV_FW_SUB => (u32::from(iseg::CMDIF_REV) << 16) | u32::from(fw.subminor),
             iseg::CMDQ_ADDR_H => self.cmdq_h,
-            // NIC interface state [10:8] = 0: full driver interface.
+            // NIC interface state in [10:8] (0: full driver interface).
             iseg::CMDQ_ADDR_L_SZ => {
-                (self.cmdq_l & !0xfff) | (iseg::LOG_CMDQ_SIZE << 4) | iseg::LOG_CMDQ_STRIDE
+                (self.cmdq_l & !0xfff)
+                    | (u32::from(self.nic_ifc) << 8)
+                    | (iseg::LOG_CMDQ_SIZE << 4)
+                    | iseg::LOG_CMDQ_STRIDE
             }
             iseg::INITIALIZING => u32::from(self.initializing()) << 31,
             // Health buffer: fw_ver (all ones would mean the device fell off the bus), then
