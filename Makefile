@@ -32,6 +32,7 @@ QEMU := $(CACHE)/qemu-10.2.2+ds-1/build/qemu-system-x86_64
 CARGO_TARGET := $(CACHE)/cargo-target
 CX_MODEL := $(CARGO_TARGET)/release/cx-model
 RUST_MODULES := $(OUT)/modules
+# Parallel when run from `build` (its -j2 jobserver reaches these sub-makes).
 KMAKE := $(MAKE) -C $(KTREE) -s LLVM=-19 BINDGEN=$(BINDGEN)
 # Guest-side test programs built from this repository (libibverbs consumers).
 VERBS_TOOLS := $(OUT)/tools/verbs_errors $(OUT)/tools/rdma_nl_tester $(OUT)/tools/load_once
@@ -48,22 +49,25 @@ export DEBIAN_FRONTEND := noninteractive
 RUST_SOURCES = $(shell find drivers rust samples -name '*.rs' 2>/dev/null)
 RUSTFMT_KERNEL = rustfmt --edition 2021 --config-path $(KTREE)/.rustfmt.toml
 
-.PHONY: kasan kasan-run bench help setup kernel modules verbs-twin cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check \
+.PHONY: kasan kasan-run bench help setup qemu kernel modules verbs-twin cx-model verbs-tools build build-parts test run vm-test vm-shell list-scenarios clean fmt fmt-check \
 	record-c-bringup
 
 help:
 	@sed -n '1,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
 
-## Set-up: host packages, kernel source, Rust pieces, QEMU. Idempotent; cheap when done.
+## Set-up: host packages, kernel source, Rust pieces. Idempotent; cheap when done.
 setup: $(CACHE)/.setup-done
 
-$(CACHE)/.setup-done: tools/setup/host-deps.sh tools/setup/fetch-kernel.sh tools/setup/rust-toolchain.sh tools/setup/build-qemu.sh
+$(CACHE)/.setup-done: tools/setup/host-deps.sh tools/setup/fetch-kernel.sh tools/setup/rust-toolchain.sh
 	@mkdir -p $(CACHE)
 	tools/setup/host-deps.sh
 	tools/setup/fetch-kernel.sh $(CACHE) | tail -n 1 > $(CACHE)/kernel-pristine.path
 	tools/setup/rust-toolchain.sh $(CACHE) >/dev/null
-	tools/setup/build-qemu.sh $(CACHE) $(SHARED)/cache/qemu >/dev/null
 	@touch $@
+
+## QEMU with the vfio-user client (built once; cheap when done).
+qemu: setup
+	tools/setup/build-qemu.sh $(CACHE) $(SHARED)/cache/qemu >/dev/null
 
 ## The test kernel (with rust/ overlaid) and the upstream C modules.
 # SKIP_KERNEL=1 uses the kernel tree as it is (e.g. several work trees sharing one kernel build).
@@ -80,7 +84,7 @@ RDMA_RS_SET ?=
 modules: kernel
 	@mkdir -p $(RUST_MODULES)
 	tools/kernel/rdma-rs-config.sh $(REPO) $(KTREE) $(RDMA_RS_CONFIG) $(BINDGEN) $(RDMA_RS_SET)
-	$(KMAKE) M=$(REPO) MO=$(RUST_MODULES) RDMA_RS_CONFIG=$(RDMA_RS_CONFIG) CLIPPY=1 modules
+	+$(KMAKE) M=$(REPO) MO=$(RUST_MODULES) RDMA_RS_CONFIG=$(RDMA_RS_CONFIG) CLIPPY=1 modules
 	python3 tools/kernel/check-frames.py $(FRAME_LIMIT) $(RUST_MODULES)/*.ko
 
 ## Largest stack frame a function of our modules may have (bytes): a probe nests deep on a
@@ -91,7 +95,7 @@ FRAME_LIMIT ?= 3072
 ## The C twin of ib_verbs_client: an external C module against the test kernel's C ib_core.
 verbs-twin: kernel
 	@mkdir -p $(OUT)/verbs-twin
-	$(KMAKE) M=$(REPO)/tools/verbs-twin MO=$(OUT)/verbs-twin modules
+	+$(KMAKE) M=$(REPO)/tools/verbs-twin MO=$(OUT)/verbs-twin modules
 
 cx-model: setup
 	cd tools/cx-model && CARGO_TARGET_DIR=$(CARGO_TARGET) cargo build -q --release
@@ -113,7 +117,13 @@ $(OUT)/tools/load_once: tools/load-once/load_once.c | $(CACHE)/.setup-done
 	@mkdir -p $(@D)
 	gcc -O2 -g -Wall -Wextra -Werror -static -o $@ $<
 
-build: kernel modules verbs-twin cx-model verbs-tools
+## Everything the VMs need. The parts that do not depend on each other build at the same time
+## (QEMU while the kernel builds: the kernel build has long single-threaded stretches, rustc on
+## the kernel crate and the final links, which QEMU's compile fills).
+build:
+	$(MAKE) --no-print-directory -j2 build-parts
+
+build-parts: kernel modules verbs-twin cx-model verbs-tools qemu
 
 bench: build
 	python3 tools/bench/probe.py -- $(HARNESS_ARGS)

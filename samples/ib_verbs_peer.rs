@@ -26,7 +26,7 @@ use ib_core::{
     device::IbDevice,
     dma_buffer::DmaBuffer,
     registry::{Client, ClientRegistration},
-    verbs::{Access, Ah, AhAttr, Qp, QpAttr, QpAttrField as F, QpCap, QpInit, QpState, QpType},
+    verbs::{Access, Ah, AhAttr, Qp},
     wr::{send_flags, RecvWr, SendOpcode, SendWr, UdWr, WcStatus, WorkCompletion},
 };
 use kernel::{
@@ -164,43 +164,7 @@ impl Peer {
             Access::LocalWrite | Access::RemoteWrite | Access::RemoteRead,
         )?;
         let rc = e.rc_qp(64, MANY as u32 + 24, 0, None)?;
-        let ud = Qp::create(
-            &e.pd,
-            QpInit {
-                qp_type: QpType::Ud,
-                send_cq: e.cq.clone(),
-                recv_cq: e.cq.clone(),
-                cap: QpCap {
-                    max_send_wr: 64,
-                    max_recv_wr: MANY as u32 + 24,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
-                },
-                sq_sig_all: false,
-                kern_name: ib_core::kern_name!(),
-                srq: None,
-                event_handler: None,
-            },
-        )?;
-        let init = QpAttr {
-            qp_state: QpState::Init,
-            port_num: 1,
-            qkey: QKEY,
-            ..QpAttr::default()
-        };
-        ud.modify(&init, F::State | F::Port | F::PkeyIndex | F::Qkey)?;
-        let rtr = QpAttr {
-            qp_state: QpState::Rtr,
-            ..QpAttr::default()
-        };
-        ud.modify(&rtr, F::State.into())?;
-        let rts = QpAttr {
-            qp_state: QpState::Rts,
-            sq_psn: 0x1234,
-            ..QpAttr::default()
-        };
-        ud.modify(&rts, F::State | F::SqPsn)?;
+        let ud = e.ud_qp(64, MANY as u32 + 24, false, QKEY)?;
         let ud_rx = DmaBuffer::alloc(dev, MANY * SLOT)?;
         let target = DmaBuffer::alloc(dev, RDMA_LEN)?;
         let own = DmaBuffer::alloc(dev, RDMA_LEN)?;

@@ -2,7 +2,7 @@
 
 //! What every later phase of the sample works with, as the C twin's `struct env`: a PD, a CQ
 //! whose completion handler counts events, a DMA MR and two DMA buffers (tx, rx); collecting
-//! completions; RC QPs connected to themselves; the test messages.
+//! completions; RC QPs connected to themselves, UD QPs at RTS; the test messages.
 
 use ib_core::{
     device::IbDevice,
@@ -192,6 +192,51 @@ impl Env {
                 event_handler: None,
             },
         )
+    }
+}
+
+impl Env {
+    /// A UD QP on the phase's CQ with `sq`/`rq` work requests (every send signalled when
+    /// `sig_all`), moved to RTS with Q_Key `qkey` on port 1.
+    pub(crate) fn ud_qp(&self, sq: u32, rq: u32, sig_all: bool, qkey: u32) -> Result<Arc<Qp>> {
+        let qp = Qp::create(
+            &self.pd,
+            QpInit {
+                qp_type: QpType::Ud,
+                send_cq: self.cq.clone(),
+                recv_cq: self.cq.clone(),
+                cap: QpCap {
+                    max_send_wr: sq,
+                    max_recv_wr: rq,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    max_inline_data: 0,
+                },
+                sq_sig_all: sig_all,
+                kern_name: ib_core::kern_name!(),
+                srq: None,
+                event_handler: None,
+            },
+        )?;
+        let init = QpAttr {
+            qp_state: QpState::Init,
+            port_num: 1,
+            qkey,
+            ..QpAttr::default()
+        };
+        qp.modify(&init, F::State | F::Port | F::PkeyIndex | F::Qkey)?;
+        let rtr = QpAttr {
+            qp_state: QpState::Rtr,
+            ..QpAttr::default()
+        };
+        qp.modify(&rtr, F::State.into())?;
+        let rts = QpAttr {
+            qp_state: QpState::Rts,
+            sq_psn: 0x1234,
+            ..QpAttr::default()
+        };
+        qp.modify(&rts, F::State | F::SqPsn)?;
+        Ok(qp)
     }
 }
 

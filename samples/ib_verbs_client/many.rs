@@ -12,8 +12,7 @@ use ib_core::{
     device::IbDevice,
     dma_buffer::DmaBuffer,
     verbs::{
-        Access, AccessFlags, Ah, AhAttr, EventHandler, EventType, Qp, QpAttr, QpAttrField as F,
-        QpCap, QpInit, QpState, QpType, Srq, SrqAttr, SrqAttrField,
+        Access, AccessFlags, Ah, AhAttr, EventHandler, EventType, Qp, Srq, SrqAttr, SrqAttrField,
     },
     wr::{send_flags, RecvWr, SendOpcode, SendWr, UdWr, WcOpcode, WcStatus, WorkCompletion},
 };
@@ -105,43 +104,7 @@ pub(crate) fn ud(dev: &Arc<IbDevice>, name: &BStr) -> Result {
     const SLOT: usize = 512;
     const QKEY: u32 = 0x1111_1111;
     let e = Env::create(dev, 64, BATCH * SLOT, Access::LocalWrite.into())?;
-    let qp = Qp::create(
-        &e.pd,
-        QpInit {
-            qp_type: QpType::Ud,
-            send_cq: e.cq.clone(),
-            recv_cq: e.cq.clone(),
-            cap: QpCap {
-                max_send_wr: 16,
-                max_recv_wr: 16,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: true,
-            kern_name: ib_core::kern_name!(),
-            srq: None,
-            event_handler: None,
-        },
-    )?;
-    let init = QpAttr {
-        qp_state: QpState::Init,
-        port_num: 1,
-        qkey: QKEY,
-        ..QpAttr::default()
-    };
-    qp.modify(&init, F::State | F::Port | F::PkeyIndex | F::Qkey)?;
-    let rtr = QpAttr {
-        qp_state: QpState::Rtr,
-        ..QpAttr::default()
-    };
-    qp.modify(&rtr, F::State.into())?;
-    let rts = QpAttr {
-        qp_state: QpState::Rts,
-        sq_psn: 0x1234,
-        ..QpAttr::default()
-    };
-    qp.modify(&rts, F::State | F::SqPsn)?;
+    let qp = e.ud_qp(16, 16, true, QKEY)?;
     let ah = Ah::create(
         &e.pd,
         &AhAttr {

@@ -20,7 +20,8 @@ fi
 
 "$here/overlay.sh" "$repo" "$work"
 
-kmake=(make -C "$work" -s LLVM=-19 "BINDGEN=$bindgen" -j"$(nproc)")
+# Its own -j, not a parent make's job slots (`make build` runs this beside the QEMU build).
+kmake=(env -u MAKEFLAGS -u MFLAGS make -C "$work" -s LLVM=-19 "BINDGEN=$bindgen" -j"$(nproc)")
 
 # EXTRA_FRAGMENT (a path): more options on top, for a second kernel such as `make kasan`'s.
 frag="$here/config.fragment"

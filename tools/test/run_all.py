@@ -57,7 +57,10 @@ def cargo_tests(tally, crate_dir, target):
     tally.add(f"host: cargo test {crate_dir.name}", passed, failed)
 
 
-def style_checks(tally, args):
+def style_checks(tally, args, during=()):
+    """rustfmt; our modules built from scratch with clippy, in the background while `during`
+    runs (each a function of the tally: the rebuild is mostly single-threaded rustc, so other
+    checks use the second core meanwhile); clippy on cx-model."""
     env = dict(os.environ, CARGO_TARGET_DIR=args.cargo_target)
     print("== style: rustfmt", flush=True)
     p = subprocess.run(["make", "-s", "--no-print-directory", "fmt-check"], cwd=REPO, capture_output=True,
@@ -65,26 +68,34 @@ def style_checks(tally, args):
     print((p.stdout + p.stderr)[-4000:], flush=True)
     tally.add("style: rustfmt", int(p.returncode == 0), int(p.returncode != 0))
 
-    print("== style: clippy and rustc warnings, our modules built from scratch", flush=True)
     mo = REPO / "out/clippy"
     shutil.rmtree(mo, ignore_errors=True)
     mo.mkdir(parents=True)
-    p = subprocess.run(["make", "-C", args.ktree, "LLVM=-19", f"BINDGEN={args.bindgen}", f"M={REPO}",
-                        f"MO={mo}", f"RDMA_RS_CONFIG={REPO / 'out/rdma-rs.config'}", "CLIPPY=1",
-                        "modules"], capture_output=True, text=True)
-    out = p.stdout + p.stderr
-    warnings = [l for l in out.splitlines() if re.match(r"^(warning|error)(\[|:)", l)]
-    print("\n".join(warnings[:40]) or "no warnings", flush=True)
-    ok = p.returncode == 0 and not warnings
-    if p.returncode != 0:
-        print(out[-4000:], flush=True)
-    tally.add("style: clippy on kernel modules, no warnings", int(ok), int(not ok))
+    log = tempfile.TemporaryFile(mode="w+")
+    rebuild = subprocess.Popen(["make", "-C", args.ktree, f"-j{os.cpu_count() or 1}", "LLVM=-19",
+                                f"BINDGEN={args.bindgen}", f"M={REPO}", f"MO={mo}",
+                                f"RDMA_RS_CONFIG={REPO / 'out/rdma-rs.config'}", "CLIPPY=1", "modules"],
+                               stdout=log, stderr=subprocess.STDOUT, text=True)
 
     print("== style: cargo clippy (cx-model)", flush=True)
     p = subprocess.run(["cargo", "clippy", "-q", "--release", "--all-targets", "--", "-D", "warnings"],
                        cwd=REPO / "tools/cx-model", capture_output=True, text=True, env=env)
     print((p.stdout + p.stderr)[-4000:], flush=True)
     tally.add("style: cargo clippy cx-model", int(p.returncode == 0), int(p.returncode != 0))
+    for check in during:
+        check(tally)
+
+    rebuild.wait()
+    log.seek(0)
+    out = log.read()
+    log.close()
+    print("== style: clippy and rustc warnings, our modules built from scratch", flush=True)
+    warnings = [l for l in out.splitlines() if re.match(r"^(warning|error)(\[|:)", l)]
+    print("\n".join(warnings[:40]) or "no warnings", flush=True)
+    ok = rebuild.returncode == 0 and not warnings
+    if rebuild.returncode != 0:
+        print(out[-4000:], flush=True)
+    tally.add("style: clippy on kernel modules, no warnings", int(ok), int(not ok))
 
 
 def kconfig_checks(tally, args):
@@ -291,9 +302,12 @@ def main():
                       int(header_value(n, "timeout") or 300)) for n in args.only.split(",") if n]
         vm_scenarios(tally, runs, harness_args, args.jobs)
     else:
-        style_checks(tally, args)
+        # cx-model's tests (cargo only) while the modules rebuild; the Kconfig check runs make
+        # in the kernel tree, so after it.
+        style_checks(tally, args, during=(
+            lambda t: cargo_tests(t, REPO / "tools/cx-model", args.cargo_target),
+        ))
         kconfig_checks(tally, args)
-        cargo_tests(tally, REPO / "tools/cx-model", args.cargo_target)
         vm_scenarios(tally, list(scenarios()), harness_args, args.jobs)
         harness_selfcheck(tally, harness_args)
     print("\n== summary", flush=True)

@@ -21,6 +21,8 @@
 #include <linux/dma-mapping.h>
 #include <rdma/ib_verbs.h>
 
+#include "twin_common.h"
+
 static unsigned int rounds = 64;
 module_param(rounds, uint, 0444);
 MODULE_PARM_DESC(rounds, "Rounds of each per-call measurement (1 to 4096)");
@@ -308,43 +310,14 @@ static s64 lock_cost(int n, s64 *samples)
 	return median(samples, n);
 }
 
+/* RTS, looped back to itself through the port's LID. */
 static int connect_rc(struct ib_qp *qp)
 {
 	struct ib_port_attr pa;
-	struct ib_qp_attr a = {};
 	int err;
 
 	err = ib_query_port(qp->device, 1, &pa);
-	if (err)
-		return err;
-	a.qp_state = IB_QPS_INIT;
-	a.port_num = 1;
-	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PORT | IB_QP_PKEY_INDEX | IB_QP_ACCESS_FLAGS);
-	if (err)
-		return err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IB_QPS_RTR;
-	a.ah_attr.type = rdma_ah_find_type(qp->device, 1);
-	rdma_ah_set_port_num(&a.ah_attr, 1);
-	rdma_ah_set_dlid(&a.ah_attr, pa.lid);
-	a.path_mtu = IB_MTU_4096;
-	a.dest_qp_num = qp->qp_num;
-	a.rq_psn = 0x1234;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN |
-			   IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
-	if (err)
-		return err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IB_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 0x1234;
-	a.max_rd_atomic = 1;
-	return ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
-			    IB_QP_RNR_RETRY | IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC);
+	return err ?: twin_connect_rc(qp, pa.lid, qp->qp_num, 0, 7, NULL);
 }
 
 static int measure(struct ib_device *dev, struct bench *b, const char *name)

@@ -224,40 +224,7 @@ static int peer_setup(struct peer *p)
 /* RESET to RTS, connected to QP `dqpn` behind `dlid`, as the Rust sample's env::connect_rc. */
 static int connect_qp(struct ib_qp *qp, u16 dlid, u32 dqpn, int access)
 {
-	struct ib_qp_attr a = {};
-	int err;
-
-	a.qp_state = IB_QPS_INIT;
-	a.port_num = 1;
-	a.pkey_index = 0;
-	a.qp_access_flags = access;
-	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PORT | IB_QP_PKEY_INDEX |
-			   IB_QP_ACCESS_FLAGS);
-	if (err)
-		return err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IB_QPS_RTR;
-	a.ah_attr.type = rdma_ah_find_type(qp->device, 1);
-	rdma_ah_set_port_num(&a.ah_attr, 1);
-	rdma_ah_set_dlid(&a.ah_attr, dlid);
-	a.path_mtu = IB_MTU_4096;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = 0x1234;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN |
-			   IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
-	if (err)
-		return err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IB_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 0x1234;
-	a.max_rd_atomic = 1;
-	return ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
-			    IB_QP_RNR_RETRY | IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC);
+	return twin_connect_rc(qp, dlid, dqpn, access, 7, NULL);
 }
 
 static int connect_rc(struct peer *p)

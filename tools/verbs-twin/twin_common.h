@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What the C twins share (test tools, see README.md): the Rust names of completion statuses and
- * opcodes, the test message pattern, and a DMA MR tracked as the module's own. Included by one
- * .c file per module: every function is static.
+ * opcodes, the test message pattern, a DMA MR tracked as the module's own, and the walk of an RC
+ * QP to RTS. Included by one .c file per module: every function is static.
  */
 #ifndef VERBS_TWIN_COMMON_H
 #define VERBS_TWIN_COMMON_H
@@ -94,6 +94,57 @@ static inline struct ib_mr *get_dma_mr(struct ib_pd *pd, int access)
 	rdma_restrack_parent_name(&mr->res, &pd->res);
 	rdma_restrack_add(&mr->res);
 	return mr;
+}
+
+/*
+ * Moves an RC QP from RESET to RTS, connected to QP `dqpn` behind LID `dlid` on port 1, with
+ * `access` for the peer and `rnr_retry`, as the Rust samples' env::connect_rc. `state`, when
+ * not NULL, follows the QP's state through the modifies that succeed.
+ */
+static inline int twin_connect_rc(struct ib_qp *qp, u16 dlid, u32 dqpn, int access, u8 rnr_retry,
+				  enum ib_qp_state *state)
+{
+	struct ib_qp_attr a = {};
+	int err;
+
+	a.qp_state = IB_QPS_INIT;
+	a.port_num = 1;
+	a.pkey_index = 0;
+	a.qp_access_flags = access;
+	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PORT | IB_QP_PKEY_INDEX |
+			   IB_QP_ACCESS_FLAGS);
+	if (err)
+		return err;
+	if (state)
+		*state = IB_QPS_INIT;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTR;
+	a.ah_attr.type = rdma_ah_find_type(qp->device, 1);
+	rdma_ah_set_port_num(&a.ah_attr, 1);
+	rdma_ah_set_dlid(&a.ah_attr, dlid);
+	a.path_mtu = IB_MTU_4096;
+	a.dest_qp_num = dqpn;
+	a.rq_psn = 0x1234;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN |
+			   IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (err)
+		return err;
+	if (state)
+		*state = IB_QPS_RTR;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = rnr_retry;
+	a.sq_psn = 0x1234;
+	a.max_rd_atomic = 1;
+	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
+			   IB_QP_RNR_RETRY | IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC);
+	if (!err && state)
+		*state = IB_QPS_RTS;
+	return err;
 }
 
 #endif

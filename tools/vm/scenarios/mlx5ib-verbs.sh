@@ -93,6 +93,8 @@ if [ "$STACK" = rust ]; then
 fi
 check "no phase failed and no data was corrupt" sh -c '! dmesg | grep -E "ib_verbs_client: .*(failed: err|CORRUPT)"'
 
+# The client's objects as `rdma res show` lists them, into the console for the record.
+{ for t in pd cq mr; do mine $t dev mlx5_0; done; mine qp link mlx5_0; } | sed 's/^/# rdma res: /'
 check_output "rdma res: one PD of the client (pdn, local_dma_lkey by regex), used by the QP and the MR" \
 	"^dev mlx5_0 pdn [0-9]+ local_dma_lkey $key users 2 comm \[ib_verbs_client\] ?\$" mine pd dev mlx5_0
 check_output "rdma res: one CQ of the client (cqn by regex): 64 asked, 127 made, no poll context" \

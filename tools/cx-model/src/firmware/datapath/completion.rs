@@ -6,7 +6,7 @@ use crate::command::Status;
 use crate::firmware::eq::event;
 use crate::firmware::objects::{cqc, Kind, NUMBER};
 use crate::firmware::{caps, output, CmdError, CmdResult, Firmware, Input};
-use crate::guest_memory::GuestMemory;
+use crate::guest_memory::{DmaFault, GuestMemory};
 use crate::ifc::{self, Field};
 use log::{debug, warn};
 
@@ -170,6 +170,17 @@ fn completion_event(fw: &mut Firmware, mem: &mut dyn GuestMemory, cqn: u32, eqn:
     }
 }
 
+/// Writes the 64-byte CQE `c` as entry `index` of `ring` (the second half of a 128-byte entry)
+/// with the owner bit of the pass over the ring, the byte holding it last.
+fn write_entry(ring: &Ring, mem: &mut dyn GuestMemory, index: u32, mut c: [u8; 64]) -> Result<(), DmaFault> {
+    let log_size = ring.entries.trailing_zeros();
+    c[63] = (c[63] & 0xfe) | ((index >> log_size) & 1) as u8;
+    let at = ring.offset(u64::from(index)) + ring.stride - 64;
+    ring.buf.write(mem, at, &c[..63])?;
+    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    ring.buf.write(mem, at + 63, &c[63..])
+}
+
 /// Writes `cqe` as the next entry of CQ `cqn`: the 64-byte CQE (the second half of a 128-byte
 /// entry), with the QP's user index (how a provider using CQE version 1 finds the QP), owner
 /// bit last. A full CQ (the driver's consumer index, from the CQ's doorbell record,
@@ -211,15 +222,7 @@ pub fn post(fw: &mut Firmware, mem: &mut dyn GuestMemory, cqn: u32, cqe: Cqe) {
             return;
         }
     }
-    // Owner bit: the parity of the pass over the ring.
-    let log_size = ring.entries.trailing_zeros();
-    c[63] = (c[63] & 0xfe) | ((index >> log_size) & 1) as u8;
-    let at = ring.offset(u64::from(index)) + ring.stride - 64;
-    let written = ring.buf.write(mem, at, &c[..63]).and_then(|()| {
-        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        ring.buf.write(mem, at + 63, &c[63..])
-    });
-    if let Err(e) = written {
+    if let Err(e) = write_entry(&ring, mem, index, c) {
         warn!("CQ {cqn:#x}: cannot write entry {index}: {e}");
         return;
     }
@@ -285,14 +288,8 @@ pub fn modify_cq(fw: &mut Firmware, mem: &mut dyn GuestMemory, input: &Input) ->
         return Err(CmdError::new(Status::BadSizeOutstandingCqes, 0x0c9_1005));
     }
     let mut c = [0u8; 64];
-    let log_old = old.entries.trailing_zeros();
-    c[63] = (opcode::RESIZE_CQ << 4) | ((producer >> log_old) & 1) as u8;
-    let at = old.offset(u64::from(producer)) + old.stride - 64;
-    let written = old.buf.write(mem, at, &c[..63]).and_then(|()| {
-        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        old.buf.write(mem, at + 63, &c[63..])
-    });
-    if let Err(e) = written {
+    c[63] = opcode::RESIZE_CQ << 4;
+    if let Err(e) = write_entry(&old, mem, producer, c) {
         warn!("CQ {cqn:#x}: cannot write the resize entry {producer}: {e}");
         return Err(CmdError::new(Status::InternalError, 0x0c9_1006));
     }
