@@ -32,8 +32,9 @@ QEMU := $(CACHE)/qemu-10.2.2+ds-1/build/qemu-system-x86_64
 CARGO_TARGET := $(CACHE)/cargo-target
 CX_MODEL := $(CARGO_TARGET)/release/cx-model
 RUST_MODULES := $(OUT)/modules
-# Parallel when run from `build` (its -j2 jobserver reaches these sub-makes).
 KMAKE := $(MAKE) -C $(KTREE) -s LLVM=-19 BINDGEN=$(BINDGEN)
+# Our crates build two at a time where their dependencies allow (ib_core beside mlx5_core, ...).
+NPROC := $(shell nproc)
 # Guest-side test programs built from this repository (libibverbs consumers).
 VERBS_TOOLS := $(OUT)/tools/verbs_errors $(OUT)/tools/rdma_nl_tester $(OUT)/tools/load_once
 # The C twin of the Rust sample consumer ib_verbs_client (tools/verbs-twin), for STACK=c.
@@ -49,7 +50,7 @@ export DEBIAN_FRONTEND := noninteractive
 RUST_SOURCES = $(shell find drivers rust samples -name '*.rs' 2>/dev/null)
 RUSTFMT_KERNEL = rustfmt --edition 2021 --config-path $(KTREE)/.rustfmt.toml
 
-.PHONY: kasan kasan-run bench help setup qemu kernel modules verbs-twin cx-model verbs-tools build build-parts test run vm-test vm-shell list-scenarios clean fmt fmt-check \
+.PHONY: kasan kasan-run bench help setup qemu kernel modules verbs-twin cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check \
 	record-c-bringup
 
 help:
@@ -84,7 +85,7 @@ RDMA_RS_SET ?=
 modules: kernel
 	@mkdir -p $(RUST_MODULES)
 	tools/kernel/rdma-rs-config.sh $(REPO) $(KTREE) $(RDMA_RS_CONFIG) $(BINDGEN) $(RDMA_RS_SET)
-	+$(KMAKE) M=$(REPO) MO=$(RUST_MODULES) RDMA_RS_CONFIG=$(RDMA_RS_CONFIG) CLIPPY=1 modules
+	+$(KMAKE) -j$(NPROC) M=$(REPO) MO=$(RUST_MODULES) RDMA_RS_CONFIG=$(RDMA_RS_CONFIG) CLIPPY=1 modules
 	python3 tools/kernel/check-frames.py $(FRAME_LIMIT) $(RUST_MODULES)/*.ko
 
 ## Largest stack frame a function of our modules may have (bytes): a probe nests deep on a
@@ -117,13 +118,9 @@ $(OUT)/tools/load_once: tools/load-once/load_once.c | $(CACHE)/.setup-done
 	@mkdir -p $(@D)
 	gcc -O2 -g -Wall -Wextra -Werror -static -o $@ $<
 
-## Everything the VMs need. The parts that do not depend on each other build at the same time
-## (QEMU while the kernel builds: the kernel build has long single-threaded stretches, rustc on
-## the kernel crate and the final links, which QEMU's compile fills).
-build:
-	$(MAKE) --no-print-directory -j2 build-parts
-
-build-parts: kernel modules verbs-twin cx-model verbs-tools qemu
+## Everything the VMs need, one part after the other: building QEMU beside the kernel was
+## tried and gained nothing on two cores (both keep the two cores busy; docs/build.md).
+build: kernel modules verbs-twin cx-model verbs-tools qemu
 
 bench: build
 	python3 tools/bench/probe.py -- $(HARNESS_ARGS)
