@@ -156,9 +156,6 @@ fn ring(ctx: &[u8]) -> Option<Ring> {
 }
 
 fn completion_event(fw: &mut Firmware, mem: &mut dyn GuestMemory, cqn: u32, eqn: u8) {
-    if fw.halted {
-        return;
-    }
     let mut data = [0u8; 28];
     data[24..28].copy_from_slice(&cqn.to_be_bytes());
     if !fw.eqs.exists(eqn) {
@@ -186,10 +183,6 @@ fn write_entry(ring: &Ring, mem: &mut dyn GuestMemory, index: u32, mut c: [u8; 6
 /// bit last. A full CQ (the driver's consumer index, from the CQ's doorbell record,
 /// one ring behind) is an overrun: the entry is lost and a CQ error event is raised once.
 pub fn post(fw: &mut Firmware, mem: &mut dyn GuestMemory, cqn: u32, cqe: Cqe) {
-    if fw.halted {
-        debug!("completion for CQ {cqn:#x} not written: the device is halted");
-        return;
-    }
     let Some(obj) = fw.objects.get(Kind::Cq, cqn) else {
         warn!("completion for CQ {cqn:#x}, which does not exist");
         return;
