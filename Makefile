@@ -50,7 +50,7 @@ export DEBIAN_FRONTEND := noninteractive
 RUST_SOURCES = $(shell find drivers rust samples -name '*.rs' 2>/dev/null)
 RUSTFMT_KERNEL = rustfmt --edition 2021 --config-path $(KTREE)/.rustfmt.toml
 
-.PHONY: kasan kasan-run bench help setup qemu kernel modules verbs-twin cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check \
+.PHONY: kasan kasan-run bench help setup qemu kernel build-parts modules verbs-twin cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check \
 	record-c-bringup
 
 help:
@@ -59,16 +59,21 @@ help:
 ## Set-up: host packages, kernel source, Rust pieces. Idempotent; cheap when done.
 setup: $(CACHE)/.setup-done
 
-$(CACHE)/.setup-done: tools/setup/host-deps.sh tools/setup/fetch-kernel.sh tools/setup/rust-toolchain.sh
+$(CACHE)/.host-deps-done: tools/setup/host-deps.sh
 	@mkdir -p $(CACHE)
 	tools/setup/host-deps.sh
+	@touch $@
+
+$(CACHE)/.setup-done: $(CACHE)/.host-deps-done tools/setup/fetch-kernel.sh tools/setup/rust-toolchain.sh
 	tools/setup/fetch-kernel.sh $(CACHE) | tail -n 1 > $(CACHE)/kernel-pristine.path
 	tools/setup/rust-toolchain.sh $(CACHE) >/dev/null
 	@touch $@
 
-## QEMU with the vfio-user client (built once; cheap when done).
-qemu: setup
-	tools/setup/build-qemu.sh $(CACHE) $(SHARED)/cache/qemu >/dev/null
+## QEMU with the vfio-user client (built once; cheap when done). At the lowest priority: `build`
+## runs it beside the rest, where it takes only the CPU time the rest leaves idle (downloads,
+## the kernel build's single-threaded steps: its Rust crates, the vmlinux links).
+qemu: $(CACHE)/.host-deps-done
+	nice -n 19 tools/setup/build-qemu.sh $(CACHE) $(SHARED)/cache/qemu >/dev/null
 
 ## The test kernel (with rust/ overlaid) and the upstream C modules.
 # SKIP_KERNEL=1 uses the kernel tree as it is (e.g. several work trees sharing one kernel build).
@@ -118,9 +123,12 @@ $(OUT)/tools/load_once: tools/load-once/load_once.c | $(CACHE)/.setup-done
 	@mkdir -p $(@D)
 	gcc -O2 -g -Wall -Wextra -Werror -static -o $@ $<
 
-## Everything the VMs need, one part after the other: building QEMU beside the kernel was
-## tried and gained nothing on two cores (both keep the two cores busy; docs/build.md).
-build: kernel modules verbs-twin cx-model verbs-tools qemu
+## Everything the VMs need: QEMU (niced) beside the rest, which is built one part after the
+## other (each part uses both cores itself; docs/build.md).
+build:
+	+$(MAKE) --no-print-directory -j2 qemu build-parts
+
+build-parts: kernel modules verbs-twin cx-model verbs-tools
 
 bench: build
 	python3 tools/bench/probe.py -- $(HARNESS_ARGS)

@@ -5,6 +5,8 @@
  */
 
 #include <linux/capability.h>
+#include <linux/cdev.h>
+#include <linux/kmod.h>
 #include <linux/netlink.h>
 #include <net/neighbour.h>
 #include <net/net_namespace.h>

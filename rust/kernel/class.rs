@@ -16,9 +16,54 @@ use crate::{bindings, error::to_result, prelude::*, types::Opaque};
 /// `inner` holds a `struct class` that was successfully passed to `class_register` and has not
 /// been unregistered yet.
 #[pin_data(PinnedDrop)]
+#[repr(C)]
 pub struct Registration {
+    /// First, so that the class's address is the registration's (the `devnode` callback finds
+    /// `devnode` from the class).
     #[pin]
     inner: Opaque<bindings::class>,
+    devnode: Option<DevNode>,
+}
+
+/// Where the device nodes of a class's character devices appear below `/dev`, and their mode
+/// (C's `class->devnode`).
+#[derive(Clone, Copy)]
+pub struct DevNode {
+    /// The directory below `/dev` (`infiniband` gives `/dev/infiniband/<device name>`).
+    pub dir: &'static CStr,
+    /// The node's permission bits (0 keeps devtmpfs's default, 0600).
+    pub mode: u16,
+}
+
+/// `devnode` of a class registered with a [`DevNode`].
+///
+/// # Safety
+///
+/// Called by the driver core with a valid device of a class that is the first field of a
+/// [`Registration`] with `devnode` set, and a valid or null `mode`.
+unsafe extern "C" fn class_devnode(
+    dev: *const bindings::device,
+    mode: *mut bindings::umode_t,
+) -> *mut c_char {
+    // SAFETY: The device's class is the first field of a `repr(C)` `Registration` (contract),
+    // registered, so alive.
+    let reg = unsafe { &*(*dev).class.cast::<Registration>() };
+    let Some(node) = reg.devnode else {
+        return core::ptr::null_mut();
+    };
+    if !mode.is_null() && node.mode != 0 {
+        // SAFETY: `mode` is valid for writes when not null (contract).
+        unsafe { *mode = node.mode };
+    }
+    // SAFETY: The format takes two strings, both NUL-terminated; the caller frees the result.
+    unsafe {
+        bindings::kasprintf(
+            bindings::GFP_KERNEL,
+            c"%s/%s".as_char_ptr(),
+            node.dir.as_char_ptr(),
+            bindings::dev_name(dev),
+        )
+    }
 }
 
 // SAFETY: The class is only touched by the driver core, which does its own locking; the
@@ -55,8 +100,23 @@ impl Registration {
         Self::register(name, true)
     }
 
+    /// Registers a class called `name` whose character devices' nodes are `/dev/<dir>/<name>`
+    /// with the given mode (the `infiniband_verbs` class: `/dev/infiniband/uverbsN`, 0666).
+    pub fn new_with_devnode(name: &'static CStr, node: DevNode) -> impl PinInit<Self, Error> {
+        Self::register_with(name, false, Some(node))
+    }
+
     fn register(name: &'static CStr, name_var: bool) -> impl PinInit<Self, Error> {
+        Self::register_with(name, name_var, None)
+    }
+
+    fn register_with(
+        name: &'static CStr,
+        name_var: bool,
+        node: Option<DevNode>,
+    ) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
+            devnode: node,
             inner <- Opaque::try_ffi_init(move |slot: *mut bindings::class| {
                 // SAFETY: `slot` is valid for writes; an all-zero `struct class` is valid (no
                 // groups, no callbacks), and only the name and the uevent callback are set.
@@ -65,6 +125,9 @@ impl Registration {
                     (*slot).name = name.as_char_ptr();
                     if name_var {
                         (*slot).dev_uevent = Some(name_uevent);
+                    }
+                    if node.is_some() {
+                        (*slot).devnode = Some(class_devnode);
                     }
                 }
                 // SAFETY: `slot` holds an initialised class that lives, pinned, until
@@ -84,6 +147,64 @@ impl Registration {
     pub fn is_registered(&self) -> bool {
         // SAFETY: `inner` is a registered class by the type invariants.
         unsafe { bindings::class_is_registered(self.inner.get()) }
+    }
+}
+
+/// A read-only file in a class's directory (`/sys/class/<class>/<name>`) whose content is a
+/// fixed string and a newline (C's `CLASS_ATTR_STRING`), removed when dropped.
+///
+/// # Invariants
+///
+/// `attr` was added to `class` with `class_create_file_ns` and is removed only by `drop`.
+pub struct StringFile {
+    class: *const bindings::class,
+    attr: KBox<bindings::class_attribute_string>,
+}
+
+// SAFETY: The file is added and removed through the driver core, which has its own locking.
+unsafe impl Send for StringFile {}
+// SAFETY: `&StringFile` gives access to nothing.
+unsafe impl Sync for StringFile {}
+
+impl StringFile {
+    /// Adds file `name` with content `value` to `class`.
+    ///
+    /// # Safety
+    ///
+    /// `class` stays registered until the file is dropped.
+    pub unsafe fn new(
+        class: &Registration,
+        name: &'static CStr,
+        value: &'static CStr,
+    ) -> Result<Self> {
+        // SAFETY: All-zero is a valid `class_attribute_string` (no callbacks, null strings).
+        let mut attr: KBox<bindings::class_attribute_string> =
+            KBox::new(unsafe { core::mem::zeroed() }, GFP_KERNEL)?;
+        // SAFETY: The attribute is ours and not in sysfs yet: it gets its lockdep class (C's
+        // `sysfs_attr_init` for an attribute not in static memory).
+        unsafe { bindings::rdma_rs_sysfs_attr_init(&raw mut attr.attr.attr) };
+        attr.attr.attr.name = name.as_char_ptr();
+        attr.attr.attr.mode = 0o444;
+        attr.attr.show = Some(bindings::show_class_attr_string);
+        attr.str_ = value.as_char_ptr().cast_mut();
+        // SAFETY: The class is registered (contract); the attribute lives, boxed, until `drop`
+        // removes it, and its strings are 'static.
+        to_result(unsafe {
+            bindings::class_create_file_ns(class.as_raw(), &attr.attr, core::ptr::null())
+        })?;
+        // INVARIANT: the file is added.
+        Ok(Self {
+            class: class.as_raw(),
+            attr,
+        })
+    }
+}
+
+impl Drop for StringFile {
+    fn drop(&mut self) {
+        // SAFETY: The file was added to the class (type invariant), which is still registered
+        // (contract of `new`); this waits for readers, after which the box may go.
+        unsafe { bindings::class_remove_file_ns(self.class, &self.attr.attr, core::ptr::null()) };
     }
 }
 

@@ -22,7 +22,9 @@
 //! C header: [`include/linux/device.h`](srctree/include/linux/device.h)
 
 use crate::{
-    bindings, class, device,
+    bindings,
+    chrdev::DevT,
+    class, device,
     error::to_result,
     kobject_dir::SysfsDir,
     prelude::*,
@@ -69,6 +71,9 @@ pub enum AddUevent {
 /// `header.groups`, built for `T`.
 pub struct ClassDevice<T: Send + Sync> {
     inner: NonNull<Inner<T>>,
+    /// The character device added with the device (`cdev_alloc`), or null. The cdev holds a
+    /// reference to the device while any of its files is open, and frees itself.
+    cdev: *mut bindings::cdev,
     _data: PhantomData<T>,
 }
 
@@ -112,6 +117,55 @@ impl<T: Send + Sync> ClassDevice<T> {
         data: T,
         uevent: AddUevent,
     ) -> Result<Arc<Self>> {
+        // SAFETY: The caller's contract.
+        unsafe { Self::add(class, parent, name, groups, data, uevent, None) }
+    }
+
+    /// As [`ClassDevice::new`], for a character device numbered `devt` whose files have
+    /// operations `fops` (from [`crate::chrdev::file_operations`]): `/dev/<name>` appears
+    /// (devtmpfs) and the device gets a `dev` attribute (C's `cdev_device_add`). Removing the
+    /// device removes the character device; files already open stay open, each holding the
+    /// `struct device` (not `data`).
+    ///
+    /// # Safety
+    ///
+    /// As for [`ClassDevice::new`]; `devt` is in a [`crate::chrdev::Region`] that outlives the
+    /// device.
+    pub unsafe fn new_chardev(
+        class: &class::Registration,
+        parent: Option<&device::Device>,
+        name: &CStr,
+        groups: AttributeGroups<T>,
+        data: T,
+        devt: DevT,
+        fops: &'static bindings::file_operations,
+    ) -> Result<Arc<Self>> {
+        // SAFETY: The caller's contract.
+        unsafe {
+            Self::add(
+                class,
+                parent,
+                name,
+                groups,
+                data,
+                AddUevent::Now,
+                Some((devt, fops)),
+            )
+        }
+    }
+
+    /// # Safety
+    ///
+    /// As for [`ClassDevice::new_chardev`].
+    unsafe fn add(
+        class: &class::Registration,
+        parent: Option<&device::Device>,
+        name: &CStr,
+        groups: AttributeGroups<T>,
+        data: T,
+        uevent: AddUevent,
+        chardev: Option<(DevT, &'static bindings::file_operations)>,
+    ) -> Result<Arc<Self>> {
         // Allocated before the device exists, so that nothing can fail after `device_add`.
         let holder = UniqueArc::<Self>::new_uninit(GFP_KERNEL)?;
         let inner = KBox::new(
@@ -137,8 +191,11 @@ impl<T: Send + Sync> ClassDevice<T> {
             (*dev).groups = (*inner).header.groups.as_list();
             (*dev).release = Some(release);
             bindings::dev_set_drvdata(dev, (&raw mut (*inner).data).cast());
+            if let Some((devt, _)) = chardev {
+                (*dev).devt = devt.as_raw();
+            }
         }
-        let abort = |err: Error| {
+        let abort = move |err: Error| {
             // SAFETY: `data` is initialised and no callback can reach it (the device is not in
             // sysfs); the device holds the only reference, so `put_device` frees it.
             unsafe {
@@ -154,14 +211,48 @@ impl<T: Send + Sync> ClassDevice<T> {
             // SAFETY: `dev` is initialised and not shared yet.
             unsafe { (*dev).kobj.set_uevent_suppress(1) };
         }
-        // SAFETY: `dev` is initialised and named; its class is registered (caller's contract)
-        // and its groups live in the allocation.
-        to_result(unsafe { bindings::device_add(dev) }).map_err(abort)?;
+        let mut cdev = core::ptr::null_mut();
+        if let Some((devt, fops)) = chardev {
+            // SAFETY: `cdev_alloc` has no precondition; the cdev it returns frees itself when
+            // its last reference goes (a kernel function, not ours).
+            cdev = unsafe { bindings::cdev_alloc() };
+            if cdev.is_null() {
+                return Err(abort(ENOMEM));
+            }
+            // SAFETY: `cdev` is new and not shared; `fops` is 'static, its owner the module
+            // whose files these are.
+            unsafe {
+                (*cdev).ops = fops;
+                (*cdev).owner = fops.owner;
+            }
+            // C's `cdev_device_add`, step by step so that each failure is undone exactly.
+            // SAFETY: `cdev` is set up and `dev` initialised and named: the cdev takes a
+            // reference to the device, dropped when the cdev frees itself.
+            unsafe { bindings::cdev_set_parent(cdev, &raw mut (*dev).kobj) };
+            // SAFETY: As above; `devt` is reserved for the caller (contract).
+            to_result(unsafe { bindings::cdev_add(cdev, devt.as_raw(), 1) }).map_err(|e| {
+                // SAFETY: The cdev is not added; this drops the reference `cdev_alloc` gave.
+                unsafe { bindings::kobject_put(&raw mut (*cdev).kobj) };
+                abort(e)
+            })?;
+            // SAFETY: `dev` is initialised and named; its class is registered (caller's
+            // contract) and its groups live in the allocation.
+            to_result(unsafe { bindings::device_add(dev) }).map_err(|e| {
+                // SAFETY: The cdev is added; `cdev_del` unmaps it and drops its reference.
+                unsafe { bindings::cdev_del(cdev) };
+                abort(e)
+            })?;
+        } else {
+            // SAFETY: `dev` is initialised and named; its class is registered (caller's
+            // contract) and its groups live in the allocation.
+            to_result(unsafe { bindings::device_add(dev) }).map_err(abort)?;
+        }
         // INVARIANT: the device is added, its driver data points to `data`.
         Ok(holder
             .write(Self {
                 // SAFETY: `KBox::into_raw` does not return null.
                 inner: unsafe { NonNull::new_unchecked(inner) },
+                cdev,
                 _data: PhantomData,
             })
             .into())
@@ -226,7 +317,13 @@ impl<T: Send + Sync> Drop for ClassDevice<T> {
         // removes the attribute files, waiting for running callbacks, so none can reach `data`
         // afterwards; then `data` is dropped once, and our reference to the device released.
         unsafe {
-            bindings::device_del(dev);
+            if self.cdev.is_null() {
+                bindings::device_del(dev);
+            } else {
+                // No new open finds the cdev from here (`cdev_del` also drops the reference
+                // `cdev_alloc` gave); each open file's keeps `dev` allocated until it closes.
+                bindings::cdev_device_del(self.cdev, dev);
+            }
             ManuallyDrop::drop(&mut (*inner).data);
             bindings::put_device(dev);
         }

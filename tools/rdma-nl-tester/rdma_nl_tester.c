@@ -22,6 +22,8 @@
  *   rdma_nl_tester --list               list the cases
  *   rdma_nl_tester --hex                list the cases with their request bytes
  *   rdma_nl_tester monitor SECONDS      print the RDMA_NL_GROUP_NOTIFY events for SECONDS
+ *   rdma_nl_tester chardev INDEX TYPE   ask GET_CHARDEV of device INDEX for client TYPE as
+ *                                       libibverbs does (no NLM_F_ACK) and print the answer
  *
  * Output: `ok N - name` or `not ok N - name: expected X, got Y` per case, then
  * `rdma_nl_tester: P passed, F failed`. Exit status 0 only if every case passed.
@@ -98,6 +100,7 @@ enum {
 };
 
 enum {
+	A_PAD = 0,
 	A_DEV_INDEX = 1,
 	A_DEV_NAME = 2,
 	A_PORT_INDEX = 3,
@@ -115,6 +118,7 @@ enum {
 	A_NETNS_MODE = 66,
 	A_NET_NS_FD = 68,
 	A_CHARDEV_TYPE = 69,
+	A_CHARDEV_NAME = 70,
 	A_STAT_MODE = 74,
 	A_STAT_RES = 75,
 	A_STAT_COUNTER_ID = 79,
@@ -2117,10 +2121,88 @@ static int monitor(int seconds)
 	return 0;
 }
 
+/*
+ * chardev: one GET_CHARDEV request for device `index` and client `type`, flags NLM_F_REQUEST only
+ * (as libibverbs sends it). Prints each attribute of the reply in order ("attr N u32|u64 VALUE" or
+ * "attr N str VALUE"), or "error ERRNO-NAME", then whatever else arrives within SILENCE_MS (there
+ * must be nothing: an extra ACK would break libnl's sequence check). Exit status 0 if a reply came.
+ */
+static int chardev(uint32_t index, const char *type)
+{
+	static uint8_t buf[16384];
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	struct msg m = req(NLDEV(CMD_GET_CHARDEV), NLM_F_REQUEST);
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA), got = 0, rc = 1;
+
+	m_u32(&m, A_DEV_INDEX, index);
+	m_str(&m, A_CHARDEV_TYPE, type);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    send(fd, m.b, m.len, 0) != (ssize_t)m.len) {
+		printf("chardev: cannot talk to NETLINK_RDMA: %s\n", strerror(errno));
+		return 2;
+	}
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&pfd, 1, got ? SILENCE_MS : 5000) <= 0)
+			break;
+		n = recv(fd, buf, sizeof(buf), 0);
+		if (n < 0)
+			break;
+		for (struct nlmsghdr *h = (void *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+			const uint8_t *p = NLMSG_DATA(h), *end = (const uint8_t *)h + h->nlmsg_len;
+
+			if (got++)
+				printf("then: ");
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+
+				printf("error %s\n", e->error ? errname(-e->error) : "0 (ACK)");
+				continue;
+			}
+			if (h->nlmsg_type != NLDEV(CMD_GET_CHARDEV)) {
+				printf("message type 0x%x\n", h->nlmsg_type);
+				continue;
+			}
+			printf("reply flags 0x%x\n", h->nlmsg_flags);
+			rc = 0;
+			while (p + NLA_HDRLEN <= end) {
+				const struct nlattr *at = (const void *)p;
+				const uint8_t *v = p + NLA_HDRLEN;
+				int len = at->nla_len - NLA_HDRLEN;
+				uint64_t u64;
+				uint32_t u32;
+
+				if (at->nla_len < NLA_HDRLEN || p + at->nla_len > end)
+					break;
+				if (at->nla_type == A_PAD) {
+					/* alignment only */
+				} else if (len == 4) {
+					memcpy(&u32, v, 4);
+					printf("attr %u u32 %u\n", at->nla_type, u32);
+				} else if (len == 8 && at->nla_type != A_CHARDEV_NAME) {
+					memcpy(&u64, v, 8);
+					printf("attr %u u64 0x%llx\n", at->nla_type, (unsigned long long)u64);
+				} else {
+					printf("attr %u str %.*s%s\n", at->nla_type, len > 0 ? len - 1 : 0, (const char *)v,
+					       len > 0 && v[len - 1] == 0 ? "" : " (no NUL)");
+				}
+				p += NLA_ALIGN(at->nla_len);
+			}
+		}
+	}
+	if (!got)
+		printf("chardev: no answer\n");
+	close(fd);
+	return rc;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: rdma_nl_tester [--list] [--only SUBSTRING]\n"
-			"       rdma_nl_tester monitor SECONDS\n");
+			"       rdma_nl_tester monitor SECONDS\n"
+			"       rdma_nl_tester chardev INDEX TYPE\n");
 	exit(2);
 }
 
@@ -2138,6 +2220,8 @@ int main(int argc, char **argv)
 			only = argv[++i];
 		else if (!strcmp(argv[i], "monitor") && i + 1 < argc)
 			return monitor(atoi(argv[i + 1]));
+		else if (!strcmp(argv[i], "chardev") && i + 2 < argc)
+			return chardev(strtoul(argv[i + 1], NULL, 0), argv[i + 2]);
 		else
 			usage();
 	}

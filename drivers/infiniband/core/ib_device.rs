@@ -12,7 +12,7 @@ use crate::{
     },
     events::{DeviceEvents, EventType},
     names::Name,
-    ops::DynOps,
+    ops::{DynOps, UverbsAbi},
     restrack::Restrack,
 };
 use kernel::{
@@ -322,6 +322,11 @@ impl IbDevice {
         }
         self.use_cq_dim.store(use_dim == 1, Relaxed);
         Ok(())
+    }
+
+    /// The user-verbs ABI of the device's driver, `None` when it has no user verbs.
+    pub fn uverbs_abi(&self) -> Option<UverbsAbi> {
+        self.ops.uverbs()
     }
 
     /// The device the RDMA device sits on, if any.

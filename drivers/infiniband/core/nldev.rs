@@ -9,8 +9,8 @@
 //! (doit, dump), `SYS_GET`, `SYS_SET`, `RES_GET` (doit, dump), the resource-object commands
 //! `RES_{QP,CM_ID,CQ,MR,PD,CTX,SRQ}_GET` and their `_RAW` forms (PDs, CQs, QPs and MRs are
 //! listed with C's attributes, and SRQs with their QPs; there are no CM ids or user contexts
-//! yet, and no driver has raw contexts), and `GET_CHARDEV` (no
-//! character-device client exists yet). Every other op is one this core lacks: `EINVAL`, as C answers for such ops.
+//! yet, and no driver has raw contexts), and `GET_CHARDEV` (the character device a client such
+//! as ib_uverbs offers for a device, loading the client's module on demand as C does). Every other op is one this core lacks: `EINVAL`, as C answers for such ops.
 
 use crate::{
     attrs::{CORE_CAP_PROT_IB, CORE_CAP_PROT_ROCE, CORE_CAP_PROT_ROCE_UDP_ENCAP},
@@ -18,7 +18,7 @@ use crate::{
     ib_device::{DeviceRef, IbDevice},
     netlink::{self as rdma_nl, Op},
     nl_uapi::{self, attr, cmd, EMPTY_STRING, IFNAMSIZ},
-    registry,
+    registry::{self, ChardevInfo},
     restrack::{KernName, Lists, ResType, ResView},
     verbs::{Cq, Mr, Pd, Qp, QpType, Srq},
 };
@@ -29,6 +29,7 @@ use kernel::{
         Validation, NLMSG_DEFAULT_SIZE,
     },
     prelude::*,
+    str::{BStr, CString},
     sync::atomic::{Atomic, Relaxed},
 };
 
@@ -972,26 +973,48 @@ fn get_chardev(req: &mut Request<'_>) -> Result {
     let client = client
         .get(..nl_uapi::CHARDEV_TYPE_SIZE - 1)
         .unwrap_or(client);
+    let mut port = None;
     let mut dev = None;
     if attrs.has(attr::ATTR_DEV_INDEX) {
         let d = requested_device(req.net(), &attrs)?;
-        if let Some(port) = attrs.u32(attr::ATTR_PORT_INDEX) {
-            if !d.is_valid_port(port) {
+        if let Some(p) = attrs.u32(attr::ATTR_PORT_INDEX) {
+            if !d.is_valid_port(p) {
                 return Err(EINVAL);
             }
+            port = Some(p);
         }
         dev = Some(d);
     } else if attrs.has(attr::ATTR_PORT_INDEX) {
         return Err(EINVAL);
     }
-    match chardev_info(dev.as_deref(), client)? {}
+    let info = chardev_info(dev.as_deref(), client, port)?;
+    answer(req, cmd::CMD_GET_CHARDEV, |w| {
+        if let Some(id) = info.driver_id {
+            w.put_u32(attr::ATTR_UVERBS_DRIVER_ID, id)?;
+        }
+        w.put_u64(attr::ATTR_CHARDEV, info.devt.huge_encoded(), attr::ATTR_PAD)?;
+        w.put_u64(attr::ATTR_CHARDEV_ABI, info.abi, attr::ATTR_PAD)?;
+        w.put_string(attr::ATTR_CHARDEV_NAME, info.name.to_bytes())
+    })
 }
 
-/// The character device of `client` (C's `ib_get_client_nl_info`). No client of this core
-/// offers one yet (uverbs and umad do not exist), so every name is unknown: C answers an
-/// unknown client, once no module provides it, with `EOPNOTSUPP`.
-fn chardev_info(_dev: Option<&IbDevice>, _client: &[u8]) -> Result<core::convert::Infallible> {
-    Err(EOPNOTSUPP)
+/// The character device of `client` for `dev`, or the client's global one without a device
+/// (C's `ib_get_client_nl_info`; no client of this core has a global one). When no client of
+/// that name answers, the module aliased `rdma-client-<name>` is loaded (ib_uverbs is) and the
+/// clients are asked again; still none: `EOPNOTSUPP`.
+fn chardev_info(dev: Option<&IbDevice>, client: &[u8], port: Option<u32>) -> Result<ChardevInfo> {
+    let ask = || match dev {
+        Some(d) => registry::client_chardev_info(d, client, port),
+        None => Err(ENOENT),
+    };
+    match ask() {
+        Err(e) if e == ENOENT => {}
+        other => return other,
+    }
+    let alias = CString::try_from_fmt(fmt!("rdma-client-{}", BStr::from_bytes(client)))?;
+    // Whether modprobe found anything shows in the second look.
+    let _ = kernel::kmod::request_module(&alias);
+    ask().map_err(|e| if e == ENOENT { EOPNOTSUPP } else { e })
 }
 
 /// `SYS_GET` doit.

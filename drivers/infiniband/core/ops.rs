@@ -119,6 +119,11 @@ pub trait DeviceOps: Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// The user-verbs ABI the driver serves through ib_uverbs (C's `ops.uverbs_abi_ver` and
+    /// `ops.driver_id`); `None` for a driver without user verbs, whose devices get no
+    /// `uverbsN`.
+    const UVERBS: Option<UverbsAbi> = None;
+
     /// Files the driver adds to the device's sysfs directory (C's `ops.device_group`, e.g.
     /// mlx5's `hw_rev`); their callbacks get the driver's data and the file's position here.
     const DEVICE_ATTRS: &'static [Attribute<Self>] = &[];
@@ -307,7 +312,19 @@ macro_rules! optional_op {
 
 /// The operations the core calls on a registered device, with the driver's type erased once
 /// per device.
+/// What user space needs to know of a driver's user verbs before it opens the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UverbsAbi {
+    /// The driver's ABI version (`uverbsN/abi_version`, netlink's `CHARDEV_ABI`; mlx5: 1).
+    pub version: u32,
+    /// The driver id user space matches its provider with (`RDMA_DRIVER_*`; mlx5: 1), sent as
+    /// netlink's `UVERBS_DRIVER_ID`.
+    pub driver_id: u32,
+}
+
 pub(crate) trait DynOps: Send + Sync {
+    /// `DeviceOps::UVERBS`.
+    fn uverbs(&self) -> Option<UverbsAbi>;
     /// A new PD (`DeviceOps::alloc_pd`).
     fn alloc_pd(&self) -> Result<KBox<dyn PdObject>>;
     /// A new CQ (`DeviceOps::create_cq`).
@@ -639,6 +656,10 @@ impl<T: DeviceOps> QpObject for Typed<T, T::Qp> {
 impl<T: DeviceOps> MrObject for Typed<T, T::Mr> {}
 
 impl<T: DeviceOps> DynOps for DeviceImpl<T> {
+    fn uverbs(&self) -> Option<UverbsAbi> {
+        T::UVERBS
+    }
+
     fn alloc_pd(&self) -> Result<KBox<dyn PdObject>> {
         let pd = optional_op!(T::HAS_ALLOC_PD, T::alloc_pd(&self.0))?;
         let pd = Typed::new(self.0.clone(), pd, dealloc_pd::<T>, "dealloc_pd");

@@ -30,8 +30,10 @@ use crate::{
 };
 use core::{marker::PhantomPinned, ptr::NonNull};
 use kernel::{
+    chrdev::DevT,
     new_mutex,
     prelude::*,
+    str::CString,
     sync::{global_lock, Arc, Mutex},
 };
 
@@ -49,12 +51,45 @@ pub trait Client: Sync + Send {
 
     /// The device goes away, or the client unregisters.
     fn remove(&self, dev: &IbDevice, data: Self::Data);
+
+    /// The name netlink's `GET_CHARDEV` asks for (`uverbs`, `umad`), for a client that offers a
+    /// character device per device (C's `client->name` with a `get_nl_info`).
+    const CHARDEV_NAME: Option<&'static CStr> = None;
+
+    /// The character device the client offers for `dev`, whose data is `data`; `port` is the
+    /// port the request named (C's `get_nl_info`). Called with the client's data locked: it
+    /// must not call back into the registry.
+    fn chardev_info(
+        &self,
+        _dev: &IbDevice,
+        _data: &Self::Data,
+        _port: Option<u32>,
+    ) -> Result<ChardevInfo> {
+        Err(EOPNOTSUPP)
+    }
+}
+
+/// A client's character device for one RDMA device, as `GET_CHARDEV` reports it (C's
+/// `ib_client_nl_info`).
+pub struct ChardevInfo {
+    /// Its device number.
+    pub devt: DevT,
+    /// The version of the ABI behind it.
+    pub abi: u64,
+    /// Its name (`uverbs0`).
+    pub name: CString,
+    /// The driver id user space binds its provider library with (`UVERBS_DRIVER_ID`), if the
+    /// client reports one.
+    pub driver_id: Option<u32>,
 }
 
 /// The registry's view of a client registration.
 trait Attached: Sync {
     fn attach(&self, dev: &Arc<IbDevice>);
     fn detach(&self, dev: &IbDevice);
+    fn chardev_name(&self) -> Option<&'static CStr>;
+    /// `None` when the client is not attached to `dev`.
+    fn chardev_info(&self, dev: &IbDevice, port: Option<u32>) -> Option<Result<ChardevInfo>>;
 }
 
 /// A registered client, by address of its pinned registration.
@@ -144,6 +179,27 @@ fn with<R>(domain: Domain, f: impl FnOnce(&mut Registry) -> R) -> R {
         #[cfg(CONFIG_KUNIT = "y")]
         Domain::Test => f(&mut TEST_REGISTRY.lock()),
     }
+}
+
+/// The character device the client called `name` offers for `dev` (C's
+/// `__ib_get_client_nl_info`): `ENOENT` when no client of that name is attached to the device.
+pub(crate) fn client_chardev_info(
+    dev: &IbDevice,
+    name: &[u8],
+    port: Option<u32>,
+) -> Result<ChardevInfo> {
+    with(Domain::Live, |reg| {
+        for c in reg.clients.iter() {
+            let c = c.get();
+            if c.chardev_name().map(|n| n.to_bytes()) != Some(name) {
+                continue;
+            }
+            if let Some(info) = c.chardev_info(dev, port) {
+                return info;
+            }
+        }
+        Err(ENOENT)
+    })
 }
 
 /// Frees the registries' memory at module unload (nothing can be registered then: registrants
@@ -472,6 +528,16 @@ impl<C: Client + 'static> Attached for ClientRegistration<C> {
         if let Some((_, data)) = data {
             self.client.remove(dev, data);
         }
+    }
+
+    fn chardev_name(&self) -> Option<&'static CStr> {
+        C::CHARDEV_NAME
+    }
+
+    fn chardev_info(&self, dev: &IbDevice, port: Option<u32>) -> Option<Result<ChardevInfo>> {
+        let d = self.data.lock();
+        let (_, data) = d.iter().find(|(i, _)| *i == dev.index())?;
+        Some(self.client.chardev_info(dev, data, port))
     }
 }
 

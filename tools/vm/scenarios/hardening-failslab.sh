@@ -4,7 +4,8 @@
 # timeout: 1500
 # host-check: firmware pages: [0-9]+ given, [0-9]+ returned, 0 still held
 # KUnit is off (kernel-args): the suites a module runs at load would take the allocation points.
-# For each step of bringing the Rust stack up -- loading ib_core; mlx5_core (the PCI probe and
+# For each step of bringing the Rust stack up -- loading ib_core; ib_uverbs (its device numbers
+# and class; its device for mlx5_0 comes with mlx5_ib's step); mlx5_core (the PCI probe and
 # the HCA bring-up of the emulated ConnectX-5 run in the loading task); mlx5_ib (the auxiliary
 # probe and the registration of mlx5_0); ib_verbs_client (the kernel verbs consumer: its client
 # add on mlx5_0, PD, CQ, QPs, MR and 1000s of messages) -- the step runs again and again with
@@ -80,6 +81,11 @@ whole() {
 		# Loaded: its class exists; not loaded: nothing of it is left.
 		if grep -q '^ib_core ' /proc/modules; then test -d /sys/class/infiniband; else test ! -e /sys/class/infiniband; fi
 		;;
+	ib_uverbs)
+		# Loaded: its class exists; not loaded: no class, no node.
+		if grep -q '^ib_uverbs ' /proc/modules; then test -d /sys/class/infiniband_verbs; else
+			test ! -e /sys/class/infiniband_verbs && ! ls /dev/infiniband/uverbs* >/dev/null 2>&1; fi
+		;;
 	mlx5_core)
 		if grep -q '^mlx5_core ' /proc/modules; then
 			# Bound: its auxiliary device exists; not bound: the probe undid everything.
@@ -107,6 +113,7 @@ whole() {
 works() {
 	case $1 in
 	ib_core) test -d /sys/class/infiniband ;;
+	ib_uverbs) test -d /sys/class/infiniband_verbs ;;
 	mlx5_core) test -e "$dev/driver" && test -e /sys/bus/auxiliary/devices/mlx5_core.rdma.0 ;;
 	mlx5_ib) test -e /sys/class/infiniband/mlx5_0/ports/1/state ;;
 	ib_verbs_client) grep -q '^ib_verbs_client ' /proc/modules ;;
@@ -182,7 +189,7 @@ sweep() {
 }
 
 check "fault injection armed (FAILSLAB, FAIL_PAGE_ALLOC; all allocations, silent)" arm_faults
-for step in ib_core mlx5_core mlx5_ib; do
+for step in ib_core ib_uverbs mlx5_core mlx5_ib; do
 	check_output "sweep $step: every run failed cleanly or worked, then it loads" \
 		"^$step: [0-9]+ runs up to point [0-9]+ \\(stride $STRIDE\\), [0-9]+ failed loads, then loaded\$" \
 		sweep $step "$stack_dir/$step.ko"

@@ -22,7 +22,7 @@ use ib_core::{
     },
     device::{DeviceInfo, DeviceOps, FwVersion, Registration},
     events::EventNotifier,
-    ops::DmaMemory,
+    ops::{DmaMemory, UverbsAbi},
     verbs_types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
         QpInitDriver, SrqAttr, SrqAttrField, SrqAttrMask,
@@ -194,6 +194,13 @@ impl DeviceOps for Mlx5IbDevice {
     type Mr = mr::Mlx5Mr;
     type Srq = srq::Mlx5Srq;
     type Ah = ah::Mlx5Ah;
+
+    /// mlx5's user-verbs ABI (`MLX5_IB_UVERBS_ABI_VERSION` 1) and driver id (`RDMA_DRIVER_MLX5`
+    /// 1): libmlx5 binds to the device by them.
+    const UVERBS: Option<UverbsAbi> = Some(UverbsAbi {
+        version: 1,
+        driver_id: 1,
+    });
 
     const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
         Attribute::ro(c"hw_rev", hw_rev_show),

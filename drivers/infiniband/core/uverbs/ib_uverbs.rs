@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `ib_uverbs`: RDMA verbs for user space. An ib_core client that gives every device whose
+//! driver serves user verbs a character device `/dev/infiniband/uverbsN` in the
+//! `infiniband_verbs` class, and answers netlink's `GET_CHARDEV` for it, so that libibverbs
+//! finds the device as on the C stack. ib_core loads this module on demand (its alias
+//! `rdma-client-uverbs`), as C's.
+
+// The device numbers and the class; one device per RDMA device; the files user space opens.
+mod chardevs;
+mod device;
+mod file;
+
+// The loaded module.
+mod uverbs_module;
+
+kernel::prelude::module! {
+    type: uverbs_module::IbUverbs,
+    name: "ib_uverbs",
+    authors: ["rdma-rs developers"],
+    description: "RDMA verbs for user space (Rust)",
+    license: "GPL",
+    alias: ["rdma-client-uverbs"],
+}
