@@ -36,7 +36,8 @@ KMAKE := $(MAKE) -C $(KTREE) -s LLVM=-19 BINDGEN=$(BINDGEN)
 # Our crates build two at a time where their dependencies allow (ib_core beside mlx5_core, ...).
 NPROC := $(shell nproc)
 # Guest-side test programs built from this repository (libibverbs consumers).
-VERBS_TOOLS := $(OUT)/tools/verbs_errors $(OUT)/tools/rdma_nl_tester $(OUT)/tools/load_once
+VERBS_TOOLS := $(OUT)/tools/verbs_errors $(OUT)/tools/rdma_nl_tester $(OUT)/tools/load_once \
+	$(OUT)/tools/uverbs_badinput
 # The C twin of the Rust sample consumer ib_verbs_client (tools/verbs-twin), for STACK=c.
 VERBS_TWIN := $(OUT)/verbs-twin/ib_verbs_client.ko
 
@@ -117,6 +118,11 @@ $(OUT)/tools/verbs_errors: tools/verbs-errors/verbs_errors.c | $(CACHE)/.setup-d
 $(OUT)/tools/rdma_nl_tester: tools/rdma-nl-tester/rdma_nl_tester.c | $(CACHE)/.setup-done
 	@mkdir -p $(@D)
 	gcc -O2 -g -fno-strict-aliasing -Wall -Wextra -Werror -static -o $@ $<
+
+# Malformed requests on a uverbs node, checked against C's errnos: static.
+$(OUT)/tools/uverbs_badinput: tools/uverbs-badinput/uverbs_badinput.c | $(CACHE)/.setup-done
+	@mkdir -p $(@D)
+	gcc -O2 -g -Wall -Wextra -Werror -static -o $@ $<
 
 # One finit_module() call, no fallback (busybox insmod retries with init_module): static.
 $(OUT)/tools/load_once: tools/load-once/load_once.c | $(CACHE)/.setup-done

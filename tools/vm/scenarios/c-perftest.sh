@@ -5,21 +5,25 @@
 # latency exercises receives and completions one message at a time.
 # stacks: c
 # timeout: 600
+# exclusive: yes
 # host-check: firmware pages: [0-9]+ given, [0-9]+ returned, 0 still held
 
 # perf <name> <tool> <args...>: server in the background, client in the foreground; both must
 # exit 0 and the client must print a result row (a line starting with the message size).
 # perftest times with the CPU's cycle counter, which it calibrates first; under TCG on a loaded
-# host the calibration sometimes fails ("Correlation coefficient r^2: 0.88 < 0.9", "Can't
-# produce a report") after the traffic itself went well. Such a run is tried once more, and
-# the retry is said in the result's name.
+# host the calibration sometimes fails ("Correlation coefficient r^2: 0.88 < 0.9", then either
+# "Can't produce a report" and a failed exit, or, from the latency tools, exit 0 with a table of
+# "inf") after the traffic itself went well. Such a run is tried once more, and the retry is
+# said in the result's name. The scenario runs alone in make test (`exclusive`): with two other
+# guests beside it, ib_send_lat's calibration failed (r^2 0.36, 2026-11-26).
 perf() {
 	_name=$1
 	_tool=$2
 	shift 2
 	_try=""
 	loopback_pair 200 180 $_tool -d mlx5_0 -i 1 "$@"
-	if [ $LP_CLIENT_RC != 0 ] && printf '%s\n' "$LP_OUT" | grep -q "Can't produce a report"; then
+	if ! grep -Eq '^ *[0-9]+ +[0-9]+ +[0-9.]+' /tmp/lp-client &&
+		printf '%s\n' "$LP_OUT" | grep -Eq "Can't produce a report|Correlation coefficient r\^2"; then
 		_try=" (retried: the first run could not calibrate perftest's cycle counter)"
 		loopback_pair 200 180 $_tool -d mlx5_0 -i 1 "$@"
 	fi

@@ -6,7 +6,10 @@
 #   - netlink's GET_CHARDEV for "uverbs", sent as libibverbs sends it: one reply with the driver id
 #     (mlx5: 1), the device number, the ABI and the name, in C's order, and no ACK after it; for an
 #     unknown client EOPNOTSUPP;
-#   - ibv_devices lists mlx5_0 with its node GUID; the node opens;
+#   - ibv_devices lists mlx5_0 with its node GUID; the node opens; malformed ioctls
+#     (tools/uverbs-badinput: another command, an unreadable header, lengths that do not add up
+#     or pass a page, reserved fields, another driver's id, unknown objects and methods) get C's
+#     errnos;
 #   - with the node held open, mlx5_ib unloads (the file loses the device; nothing waits for
 #     it), uverbs0 goes and comes back with mlx5_0, now device 1: GET_CHARDEV of index 1 names
 #     uverbs0, of index 0 gets EINVAL;
@@ -39,6 +42,8 @@ check_output "GET_CHARDEV of an unknown client: EOPNOTSUPP" '^error EOPNOTSUPP;$
 guid=$(sed 's/://g' /sys/class/infiniband/mlx5_0/node_guid)
 check_output "ibv_devices lists mlx5_0 with its node GUID ($guid)" "^[[:space:]]+mlx5_0[[:space:]]+$guid\$" ibv_devices
 check "uverbs0 opens for reading and writing" sh -c 'exec 3<>/dev/infiniband/uverbs0'
+# tools/uverbs-badinput: the ioctl header's checks in C's order and unknown objects and methods.
+check_output "malformed ioctls get C's errnos" '^uverbs_badinput: 17 passed, 0 failed$' uverbs_badinput
 
 # The node held open while the RDMA device goes away.
 sleep 600 <>/dev/infiniband/uverbs0 &

@@ -44,6 +44,11 @@ impl UverbsDevice {
         self.devt
     }
 
+    /// The driver's user-verbs ABI.
+    pub(crate) fn abi(&self) -> UverbsAbi {
+        self.abi
+    }
+
     /// The RDMA device, `None` once it has gone away.
     pub(crate) fn ib_device(&self) -> Option<Arc<IbDevice>> {
         self.ib.lock().clone()

@@ -10,6 +10,7 @@
 mod chardevs;
 mod device;
 mod file;
+mod ioctl;
 
 // The loaded module.
 mod uverbs_module;
