@@ -310,8 +310,6 @@ macro_rules! optional_op {
     };
 }
 
-/// The operations the core calls on a registered device, with the driver's type erased once
-/// per device.
 /// What user space needs to know of a driver's user verbs before it opens the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UverbsAbi {
@@ -322,6 +320,8 @@ pub struct UverbsAbi {
     pub driver_id: u32,
 }
 
+/// The operations the core calls on a registered device, with the driver's type erased once
+/// per device.
 pub(crate) trait DynOps: Send + Sync {
     /// `DeviceOps::UVERBS`.
     fn uverbs(&self) -> Option<UverbsAbi>;

@@ -76,6 +76,7 @@ const ATTRS: &[Attribute<Arc<UverbsDevice>>] = &[
 /// What the client keeps per RDMA device.
 pub(crate) struct PerDevice {
     dev: Arc<UverbsDevice>,
+    /// `None` only while `add` builds it (so that a failure there unwinds through `drop`).
     node: Option<Arc<ClassDevice<Arc<UverbsDevice>>>>,
 }
 
@@ -187,7 +188,6 @@ impl Client for Uverbs {
         if port.is_some() {
             return Err(EINVAL);
         }
-        data.node.as_ref().ok_or(ENODEV)?;
         Ok(ChardevInfo {
             devt: data.dev.devt,
             abi: u64::from(data.dev.abi.version),
