@@ -42,7 +42,13 @@ check_output "the port state reads ACTIVE" 'ACTIVE' cat $state
 check_output "model: hold the next MAD_IFC" '^ok' model_ctl "fault delay:MAD_IFC:600000:1"
 cat $state >/tmp/signalled.out 2>&1 &
 pid=$!
-sleep 1
+# Signalled only once it is in the command (state D): with other guests beside this one, the
+# reader once took over a second to get there (it was still starting, state R).
+_t=0
+while [ "$(proc_state $pid)" != D ] && [ $_t -lt 100 ]; do
+	sleep 0.2
+	_t=$((_t + 1))
+done
 kill -TERM $pid
 sleep 0.2
 st=$(proc_state $pid)
