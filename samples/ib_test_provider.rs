@@ -134,6 +134,7 @@ impl DeviceOps for SoftDevice {
     type Mr = SoftMr;
     type Srq = Arc<SoftSrq>;
     type Ah = SoftAh;
+    type UContext = ib_core::ops::NoVerbs;
 
     const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
         Attribute::ro(c"hw_rev", hw_rev_show),
@@ -441,6 +442,7 @@ impl kernel::Module for TestProvider {
                 node_desc: desc.as_bytes(),
                 parent: None,
                 use_cq_dim: false,
+                num_comp_vectors: 1,
             };
             let lid0 = lid_base + 16 * number;
             let dev = SoftDevice {

@@ -4,6 +4,7 @@
  * bindings_helper.h. Appended to it by tools/kernel/overlay.sh.
  */
 
+#include <linux/anon_inodes.h>
 #include <linux/capability.h>
 #include <linux/cdev.h>
 #include <linux/kmod.h>

@@ -29,7 +29,7 @@ use crate::{
     module::this_module,
     prelude::*,
     types::ForeignOwnable,
-    uaccess::{UserPtr, UserSlice, UserSliceReader},
+    uaccess::UserPtr,
 };
 use core::marker::PhantomData;
 
@@ -157,11 +157,12 @@ pub trait FileOperations: Sized {
         drop(data);
     }
 
-    /// `write(2)` of `len` bytes read from `buf`; returns how many were consumed.
+    /// `write(2)` of the `len` bytes at user address `buf` (read them with
+    /// [`crate::uaccess::UserSlice`]); returns how many were consumed.
     fn write(
         _data: <Self::Ptr as ForeignOwnable>::Borrowed<'_>,
         _file: &File,
-        _buf: UserSliceReader,
+        _buf: UserPtr,
         _len: usize,
     ) -> Result<usize> {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -245,8 +246,7 @@ impl<T: FileOperations> Vtable<T> {
         let data = unsafe { <T::Ptr as ForeignOwnable>::borrow((*file).private_data.cast()) };
         // SAFETY: The file is valid for the duration of the call, with no fdget_pos region.
         let f = unsafe { File::from_raw_file(file) };
-        let reader = UserSlice::new(UserPtr::from_ptr(buf.cast_mut().cast()), count).reader();
-        match T::write(data, f, reader, count) {
+        match T::write(data, f, UserPtr::from_ptr(buf.cast_mut().cast()), count) {
             Ok(n) => n as isize,
             Err(e) => e.to_errno() as isize,
         }

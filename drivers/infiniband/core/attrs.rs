@@ -116,6 +116,10 @@ pub const CORE_CAP_IB_SMI: u32 = 0x2;
 pub const CORE_CAP_IB_CM: u32 = 0x4;
 /// `RDMA_CORE_CAP_IB_SA`.
 pub const CORE_CAP_IB_SA: u32 = 0x10;
+/// `RDMA_CORE_CAP_OPA_MAD`: an Omni-Path port (32-bit LIDs).
+pub const CORE_CAP_OPA_MAD: u32 = 0x20;
+/// `RDMA_CORE_CAP_IB_GRH_REQUIRED`: every packet of the port needs a GRH.
+pub const CORE_CAP_IB_GRH_REQUIRED: u32 = 0x8000;
 /// `RDMA_CORE_CAP_AF_IB`.
 pub const CORE_CAP_AF_IB: u32 = 0x1000;
 /// `RDMA_CORE_CAP_PROT_IB`.
@@ -298,6 +302,32 @@ pub struct DeviceAttr {
     pub max_pkeys: u16,
     /// Local CA ack delay.
     pub local_ca_ack_delay: u8,
+    /// Scatter/gather entries per RDMA read.
+    pub max_sge_rd: u32,
+    /// Outstanding RDMA reads/atomics of the whole device as target.
+    pub max_res_rd_atom: u32,
+    /// Largest number of memory windows.
+    pub max_mw: u32,
+    /// Largest number of multicast groups.
+    pub max_mcast_grp: u32,
+    /// QPs per multicast group.
+    pub max_mcast_qp_attach: u32,
+    /// QPs attached to multicast groups in all (C computes it in `int` and lets it wrap).
+    pub max_total_mcast_qp_attach: u32,
+    /// Largest number of address handles.
+    pub max_ah: u32,
+    /// Scatter/gather entries per SRQ receive WR.
+    pub max_srq_sge: u32,
+    /// Valid bits of a completion timestamp.
+    pub timestamp_mask: u64,
+    /// The clock completion timestamps count, in kHz (0: none).
+    pub hca_core_clock: u64,
+    /// `IB_RAW_PACKET_CAP_*` of raw packet QPs.
+    pub raw_packet_caps: u32,
+    /// Most completions a CQ's moderation can wait for (0: no CQ moderation).
+    pub max_cq_moderation_count: u16,
+    /// Longest time a CQ's moderation can wait, in microseconds.
+    pub max_cq_moderation_period: u16,
     /// The lkey every PD of the device may use for local access to all memory (C's
     /// `IBK_LOCAL_DMA_LKEY` with `ib_device.local_dma_lkey`); `None`: each PD gets a DMA MR of
     /// its own for it, as C's `ib_alloc_pd` does.

@@ -13,6 +13,7 @@ pub mod events;
 pub mod names;
 pub mod nl_uapi;
 pub mod restrack;
+pub mod udata;
 pub mod verbs_types;
 mod workqueues;
 pub mod wr;
@@ -24,11 +25,12 @@ pub mod ops;
 // The core's device.
 pub mod ib_device;
 
-// Users of a device: verbs objects and buffers, MONITOR events, sysfs.
+// Users of a device: verbs objects and buffers, user contexts, MONITOR events, sysfs.
 pub mod cq_poll;
 pub mod dma_buffer;
 pub mod monitor;
 mod sysfs;
+pub mod ucontext;
 pub mod verbs;
 
 // Registered devices (with their sysfs) and clients.

@@ -14,6 +14,7 @@ use crate::{
     names::Name,
     ops::{DynOps, UverbsAbi},
     restrack::Restrack,
+    udata::Udata,
 };
 use kernel::{
     dev_print_below::{print_below, Level},
@@ -46,6 +47,8 @@ pub struct DeviceInfo<'a> {
     /// Whether kernel CQs start with adaptive interrupt moderation (C's `use_cq_dim`, which
     /// mlx5 sets; netlink can change it later).
     pub use_cq_dim: bool,
+    /// Number of completion vectors (interrupts CQs can be bound to; C's `num_comp_vectors`).
+    pub num_comp_vectors: u32,
 }
 
 /// What the core keeps per port: the immutable data and the caches C fills at registration.
@@ -96,6 +99,7 @@ pub struct IbDevice {
     kverbs_provider: bool,
     /// Whether kernel CQs use adaptive interrupt moderation (C's `use_cq_dim`).
     use_cq_dim: Atomic<bool>,
+    num_comp_vectors: u32,
     parent: Option<ARef<Device>>,
     #[pin]
     users: Mutex<Users>,
@@ -150,6 +154,7 @@ impl IbDevice {
                 ports,
                 kverbs_provider,
                 use_cq_dim: Atomic::new(info.use_cq_dim),
+                num_comp_vectors: info.num_comp_vectors,
                 parent: info.parent,
                 users <- new_mutex!(Users { count: 0, closed: false }),
                 users_gone <- new_condvar!(),
@@ -324,6 +329,17 @@ impl IbDevice {
         Ok(())
     }
 
+    /// Number of completion vectors.
+    pub fn num_comp_vectors(&self) -> u32 {
+        self.num_comp_vectors
+    }
+
+    /// The device's attributes queried now, for user space, with the driver's answer in
+    /// `udata` (C's `ops.query_device` in `EX_QUERY_DEVICE`).
+    pub fn query_device_udata(&self, udata: &Udata) -> Result<DeviceAttr> {
+        self.ops.query_device_udata(udata)
+    }
+
     /// The user-verbs ABI of the device's driver, `None` when it has no user verbs.
     pub fn uverbs_abi(&self) -> Option<UverbsAbi> {
         self.ops.uverbs()
@@ -483,6 +499,7 @@ mod tests {
         type Mr = NoVerbs;
         type Srq = NoVerbs;
         type Ah = NoVerbs;
+        type UContext = crate::ops::NoVerbs;
 
         fn query_device(&self) -> Result<DeviceAttr> {
             Ok(kunit_fake::device_attr())

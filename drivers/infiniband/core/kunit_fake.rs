@@ -102,6 +102,7 @@ pub(crate) fn info(name: &[u8], ports: u32) -> DeviceInfo<'_> {
         node_desc: b"kunit device",
         parent: None,
         use_cq_dim: false,
+        num_comp_vectors: 1,
     }
 }
 
@@ -116,6 +117,7 @@ impl DeviceOps for Fake {
     type Mr = NoVerbs;
     type Srq = NoVerbs;
     type Ah = NoVerbs;
+    type UContext = crate::ops::NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(device_attr())
@@ -197,6 +199,7 @@ impl DeviceOps for Recording {
     type Mr = Numbered;
     type Srq = Numbered;
     type Ah = Numbered;
+    type UContext = crate::ops::NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(self.attr)

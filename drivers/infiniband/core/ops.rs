@@ -8,6 +8,7 @@
 use crate::{
     attrs::{DeviceAttr, FwVersion, Gid, LinkLayer, NodeDesc, PortAttr, PortImmutable},
     events::EventNotifier,
+    udata::Udata,
     verbs_types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
         QpInitDriver, SrqAttr, SrqAttrMask,
@@ -83,8 +84,30 @@ pub trait DeviceOps: Send + Sync + 'static {
     /// with [`crate::wr::UdWr::driver_ah`].
     type Ah: Send + Sync + 'static;
 
+    /// The driver's state of a user context (C's `mlx5_ib_ucontext`): what a process that
+    /// opened the device's uverbs file gets once.
+    type UContext: Send + Sync + 'static;
+
     /// The device's attributes; called once, at registration.
     fn query_device(&self) -> Result<DeviceAttr>;
+
+    /// The device's attributes for user space (C's `query_device` with the driver's part of
+    /// `EX_QUERY_DEVICE`): the driver answers `udata` too. Without it, the attributes of
+    /// [`DeviceOps::query_device`] and no driver data.
+    fn query_device_udata(&self, _udata: &Udata) -> Result<DeviceAttr> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A user context (C's `alloc_ucontext`), with the driver's request and response in
+    /// `udata`. Process context.
+    fn alloc_ucontext(&self, _udata: &Udata) -> Result<Self::UContext> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Frees a user context (C's `dealloc_ucontext`).
+    fn dealloc_ucontext(&self, _ctx: Self::UContext) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 
     /// A port's current attributes (`port` counts from 1).
     fn query_port(&self, port: u32) -> Result<PortAttr>;
@@ -331,6 +354,10 @@ pub(crate) trait DynOps: Send + Sync {
     fn create_cq(&self, init: &CqInit, notifier: &CqNotifier) -> Result<KBox<dyn CqObject>>;
     /// A new DMA buffer (`DeviceOps::alloc_dma_buffer`).
     fn alloc_dma_buffer(&self, len: usize) -> Result<KBox<dyn DmaMemory>>;
+    /// A new user context (`DeviceOps::alloc_ucontext`).
+    fn alloc_ucontext(&self, udata: &Udata) -> Result<KBox<dyn UContextObject>>;
+    /// `DeviceOps::query_device_udata`, or `query_device` without driver data.
+    fn query_device_udata(&self, udata: &Udata) -> Result<DeviceAttr>;
     /// `DeviceOps::query_port`.
     fn query_port(&self, port: u32) -> Result<PortAttr>;
     /// `DeviceOps::query_gid`, `None` when the driver has none.
@@ -425,6 +452,9 @@ pub(crate) trait QpObject: Send + Sync {
 
 /// A memory region's driver state, with the driver's type erased once (it is only dropped).
 pub(crate) trait MrObject: Send + Sync {}
+
+/// A user context's driver state, with the driver's type erased once (it is only dropped).
+pub(crate) trait UContextObject: Send + Sync {}
 
 /// One verbs object of driver `T`: the driver's state `O` and the driver's operations. Dropping
 /// it gives the state back to the driver's destroying verb.
@@ -655,6 +685,15 @@ impl<T: DeviceOps> QpObject for Typed<T, T::Qp> {
 
 impl<T: DeviceOps> MrObject for Typed<T, T::Mr> {}
 
+impl<T: DeviceOps> UContextObject for Typed<T, T::UContext> {}
+
+fn dealloc_ucontext<T: DeviceOps>(ops: &T, ctx: T::UContext) -> Result {
+    if T::HAS_DEALLOC_UCONTEXT {
+        T::dealloc_ucontext(ops, ctx);
+    }
+    Ok(())
+}
+
 impl<T: DeviceOps> DynOps for DeviceImpl<T> {
     fn uverbs(&self) -> Option<UverbsAbi> {
         T::UVERBS
@@ -674,6 +713,25 @@ impl<T: DeviceOps> DynOps for DeviceImpl<T> {
 
     fn alloc_dma_buffer(&self, len: usize) -> Result<KBox<dyn DmaMemory>> {
         optional_op!(T::HAS_ALLOC_DMA_BUFFER, T::alloc_dma_buffer(&self.0, len))
+    }
+
+    fn alloc_ucontext(&self, udata: &Udata) -> Result<KBox<dyn UContextObject>> {
+        let ctx = optional_op!(T::HAS_ALLOC_UCONTEXT, T::alloc_ucontext(&self.0, udata))?;
+        let ctx = Typed::new(
+            self.0.clone(),
+            ctx,
+            dealloc_ucontext::<T>,
+            "dealloc_ucontext",
+        );
+        Ok(KBox::new(ctx, GFP_KERNEL)?)
+    }
+
+    fn query_device_udata(&self, udata: &Udata) -> Result<DeviceAttr> {
+        if T::HAS_QUERY_DEVICE_UDATA {
+            T::query_device_udata(&self.0, udata)
+        } else {
+            T::query_device(&self.0)
+        }
     }
 
     fn query_port(&self, port: u32) -> Result<PortAttr> {

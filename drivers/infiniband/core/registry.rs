@@ -801,6 +801,7 @@ mod tests {
         type Mr = crate::ops::NoVerbs;
         type Srq = crate::ops::NoVerbs;
         type Ah = crate::ops::NoVerbs;
+        type UContext = crate::ops::NoVerbs;
 
         fn query_device(&self) -> Result<crate::attrs::DeviceAttr> {
             Ok(crate::kunit_fake::device_attr())

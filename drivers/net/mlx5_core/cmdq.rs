@@ -775,10 +775,12 @@ impl CmdQueue {
 
 /// `MLX5_CMD_OP_DESTROY_RMP`, which only `mlx5_ib` issues (`ifc_verbs.rs`).
 const DESTROY_RMP: u16 = 0x90e;
+/// `MLX5_CMD_OP_DEALLOC_TRANSPORT_DOMAIN`, which only `mlx5_ib` issues (`ifc_verbs.rs`).
+const DEALLOC_TRANSPORT_DOMAIN: u16 = 0x817;
 
 /// What a command gets while the device is in the internal-error state, as in the C driver
 /// (`mlx5_internal_err_ret_value`): commands that release resources, the verbs objects' too
-/// (an MKey, a CQ, a QP and its moves to RESET or ERR, a PD, an RMP), succeed with zeroed
+/// (an MKey, a CQ, a QP and its moves to RESET or ERR, a PD, an RMP, a transport domain), succeed with zeroed
 /// output, so teardown completes and frees the software state; the others fail with
 /// `ENOLINK`.
 fn internal_error_result(opcode: u16, out_len: usize) -> Result<KVec<u8>> {
@@ -794,7 +796,8 @@ fn internal_error_result(opcode: u16, out_len: usize) -> Result<KVec<u8>> {
         | op::QP_2ERR
         | op::QP_2RST
         | op::DEALLOC_PD
-        | DESTROY_RMP => {
+        | DESTROY_RMP
+        | DEALLOC_TRANSPORT_DOMAIN => {
             let mut out = KVec::with_capacity(out_len, GFP_KERNEL)?;
             out.resize(out_len, 0, GFP_KERNEL)?;
             Ok(out)

@@ -426,7 +426,7 @@ layout! {
     }
     /// General device capabilities (`cmd_hca_cap`), the fields `mlx5_core` and `mlx5_ib` read
     /// or set (the 4 KiB page as far as its last field used).
-    pub context GeneralCaps[0xa0] {
+    pub context GeneralCaps[0xc0] {
         log_max_srq_sz: 0x80, 8;
         log_max_qp_sz: 0x88, 8;
         log_max_qp: 0x9b, 5;
@@ -465,6 +465,48 @@ layout! {
         /// Number of EQs (0: see `log_max_eq`).
         max_num_eqs: 0x470, 16;
         log_uar_page_sz: 0x490, 16;
+        max_sgl_for_optimized_performance: 0xc0, 8;
+        ece_support: 0xa3, 1;
+        dump_fill_mkey: 0xf8, 1;
+        log_max_klm_list_size: 0x11a, 6;
+        end_pad: 0x160, 1;
+        rq_delay_drop: 0x185, 1;
+        general_notification_event: 0x1d2, 1;
+        /// Highest CQE format version (user contexts take the lower of it and theirs).
+        cqe_version: 0x1fc, 4;
+        striding_rq: 0x201, 1;
+        ipoib_enhanced_offloads: 0x203, 1;
+        drain_sigerr: 0x20f, 1;
+        sho: 0x217, 1;
+        dct: 0x21a, 1;
+        qos: 0x21b, 1;
+        eth_net_offloads: 0x21c, 1;
+        roce: 0x21d, 1;
+        cq_moderation: 0x222, 1;
+        block_lb_mc: 0x228, 1;
+        qp_packet_based: 0x232, 1;
+        /// UARs are 4 KiB, several to a system page.
+        uar_4k: 0x240, 1;
+        /// Blue-flame (write-combining) doorbells.
+        bf: 0x260, 1;
+        max_qp_mcg: 0x2e7, 25;
+        log_max_mcg: 0x318, 8;
+        log_max_transport_domain: 0x323, 5;
+        ext_stride_num_range: 0x3a0, 1;
+        sq_ts_format: 0x440, 2;
+        rq_ts_format: 0x442, 2;
+        /// Log2 of the DEVX user contexts (0: no DEVX).
+        log_max_uctx: 0x463, 5;
+        device_frequency_khz: 0x4e0, 32;
+        num_of_uars_per_page: 0x520, 32;
+        log_max_dci_stream_channels: 0x58b, 5;
+        log_max_dci_errored_streams: 0x593, 5;
+        mini_cqe_resp_stride_index: 0x5bc, 1;
+        cqe_128_always: 0x5bd, 1;
+        cqe_compression_128: 0x5be, 1;
+        cqe_compression: 0x5bf, 1;
+        cqe_compression_max_num: 0x5d0, 16;
+        tag_matching: 0x5f0, 1;
     }
     /// Atomic capabilities (`atomic_caps`, as far as used).
     pub context AtomicCaps[0x18] {

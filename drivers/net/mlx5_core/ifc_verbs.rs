@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Firmware layouts and commands of the kernel verbs objects (for `mlx5_ib`): protection
-//! domains (ALLOC_PD/DEALLOC_PD), memory keys (CREATE_MKEY/DESTROY_MKEY with the mkey context),
+//! domains (ALLOC_PD/DEALLOC_PD), transport domains of user contexts
+//! (ALLOC_TRANSPORT_DOMAIN/DEALLOC_TRANSPORT_DOMAIN), memory keys (CREATE_MKEY/DESTROY_MKEY with the mkey context),
 //! completion queues (CREATE_CQ/DESTROY_CQ with the CQ context, MODIFY_CQ to resize), queue pairs (CREATE_QP, the
 //! state transitions, QUERY_QP, DESTROY_QP with the QP context) and the receive memory pools
 //! C's `mlx5_ib` makes kernel SRQs of (CREATE_RMP/MODIFY_RMP/DESTROY_RMP with the RMP context
@@ -22,6 +23,10 @@ mod op {
     pub(crate) const MODIFY_RMP: u16 = 0x90d;
     /// `MLX5_CMD_OP_DESTROY_RMP`.
     pub(crate) const DESTROY_RMP: u16 = 0x90e;
+    /// `MLX5_CMD_OP_ALLOC_TRANSPORT_DOMAIN`.
+    pub(crate) const ALLOC_TRANSPORT_DOMAIN: u16 = 0x816;
+    /// `MLX5_CMD_OP_DEALLOC_TRANSPORT_DOMAIN`.
+    pub(crate) const DEALLOC_TRANSPORT_DOMAIN: u16 = 0x817;
 }
 
 /// `MLX5_RMPC_STATE_RDY`: an RMP that takes messages.
@@ -121,6 +126,14 @@ layout! {
     /// DEALLOC_PD's input.
     pub input DeallocPdIn[16] {
         pd: 0x48, 24;
+    }
+    /// ALLOC_TRANSPORT_DOMAIN's output.
+    pub output AllocTransportDomainOut[16] {
+        transport_domain: 0x48, 24;
+    }
+    /// DEALLOC_TRANSPORT_DOMAIN's input.
+    pub input DeallocTransportDomainIn[16] {
+        transport_domain: 0x48, 24;
     }
     /// CREATE_MKEY's input with the mkey context (`memory_key_mkey_entry` at byte 0x10).
     pub input CreateMkeyIn[0x110] {
@@ -303,6 +316,10 @@ crate::ifc::commands! {
     AllocPd: ALLOC_PD, crate::ifc::PlainIn => AllocPdOut;
     /// DEALLOC_PD.
     DeallocPd: DEALLOC_PD, DeallocPdIn => OutHeader;
+    /// ALLOC_TRANSPORT_DOMAIN (each user context has one).
+    AllocTransportDomain: ALLOC_TRANSPORT_DOMAIN, crate::ifc::PlainIn => AllocTransportDomainOut;
+    /// DEALLOC_TRANSPORT_DOMAIN.
+    DeallocTransportDomain: DEALLOC_TRANSPORT_DOMAIN, DeallocTransportDomainIn => OutHeader;
     /// CREATE_MKEY (with no translation entries for a PA mkey).
     CreateMkey: CREATE_MKEY, CreateMkeyIn => CreateMkeyOut;
     /// DESTROY_MKEY.

@@ -4,7 +4,10 @@
 //! character device and sysfs files (`ibdev`, `abi_version`, `dev`), below the device's parent
 //! as in C (`/sys/class/infiniband/<dev>/device/infiniband_verbs/uverbsN`).
 
-use crate::chardevs::{self, Numbers};
+use crate::{
+    chardevs::{self, Numbers},
+    ufile::Ufile,
+};
 use ib_core::{
     ib_device::IbDevice,
     ops::UverbsAbi,
@@ -31,6 +34,9 @@ pub(crate) struct UverbsDevice {
     /// `EIO`, and the device's unregistration does not wait for them.
     #[pin]
     ib: Mutex<Option<Arc<IbDevice>>>,
+    /// The open files (C's `uverbs_file_list`), whose contexts go with the RDMA device.
+    #[pin]
+    files: Mutex<KVec<Arc<Ufile>>>,
 }
 
 impl UverbsDevice {
@@ -52,6 +58,35 @@ impl UverbsDevice {
     /// The RDMA device, `None` once it has gone away.
     pub(crate) fn ib_device(&self) -> Option<Arc<IbDevice>> {
         self.ib.lock().clone()
+    }
+
+    /// Lists a newly opened file: `EIO` if the RDMA device went away meanwhile.
+    pub(crate) fn add_file(&self, f: Arc<Ufile>) -> Result {
+        let mut files = self.files.lock();
+        if self.ib.lock().is_none() {
+            return Err(EIO);
+        }
+        files.push(f, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Unlists a closed file.
+    pub(crate) fn remove_file(&self, f: &Arc<Ufile>) {
+        let mut files = self.files.lock();
+        if let Some(i) = files.iter().position(|x| Arc::ptr_eq(x, f)) {
+            let _ = files.remove(i);
+        }
+    }
+
+    /// The RDMA device goes away (C's `ib_uverbs_free_hw_resources`): commands fail with `EIO`
+    /// from now on, and every open file's context is destroyed, after the command running on
+    /// it, if any.
+    fn disassociate(&self) {
+        *self.ib.lock() = None;
+        let files = self.files.lock();
+        for f in files.iter() {
+            f.destroy_context(true);
+        }
     }
 }
 
@@ -85,7 +120,7 @@ impl Drop for PerDevice {
     /// still open lose the device, then the number is free.
     fn drop(&mut self) {
         drop(self.node.take());
-        *self.dev.ib.lock() = None;
+        self.dev.disassociate();
         chardevs::remove(self.dev.devnum);
     }
 }
@@ -145,6 +180,7 @@ impl Client for Uverbs {
                 devt,
                 abi,
                 ib <- new_mutex!(Some(ib.clone())),
+                files <- new_mutex!(KVec::new()),
             }),
             GFP_KERNEL,
         )?;

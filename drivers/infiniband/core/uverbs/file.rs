@@ -1,24 +1,34 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! An open `/dev/infiniband/uverbsN` (C's `ib_uverbs_file`).
+//! The file operations of `/dev/infiniband/uverbsN` (C's `uverbs_fops`).
 //!
 //! Opening works as in C (`ENXIO` for a device that has gone, `EIO` for one whose RDMA device
-//! has gone). The ioctl interface checks its header as C and knows no method yet
-//! (`EPROTONOSUPPORT`, see `ioctl.rs`); there are no write() commands yet (`EINVAL`, as the
-//! kernel answers for a file without them). So libibverbs lists the device but cannot open a
-//! context on it.
+//! has gone). write() runs the legacy commands (`write_cmd.rs`); the ioctl interface checks its
+//! header as C and knows no method yet (`EPROTONOSUPPORT`, see `ioctl.rs`), so libibverbs
+//! sends every command by write().
 
-use crate::{chardevs, device::UverbsDevice};
+use crate::{chardevs, ufile::Ufile};
 use kernel::{
     chrdev::{DevT, FileOperations},
+    cred_current,
     fs::File,
     prelude::*,
     sync::Arc,
+    uaccess::UserPtr,
 };
 
 /// What an open file holds.
 pub(crate) struct UverbsFile {
-    dev: Arc<UverbsDevice>,
+    ufile: Arc<Ufile>,
+}
+
+impl Drop for UverbsFile {
+    /// C's `ib_uverbs_close`: the file's objects and context go, and it leaves the device's
+    /// list.
+    fn drop(&mut self) {
+        self.ufile.destroy_context(false);
+        self.ufile.device().remove_file(&self.ufile);
+    }
 }
 
 #[vtable]
@@ -29,11 +39,28 @@ impl FileOperations for UverbsFile {
     fn open(devt: DevT, _file: &File) -> Result<KBox<Self>> {
         let dev = chardevs::find(devt).ok_or(ENXIO)?;
         dev.ib_device().ok_or(EIO)?;
-        Ok(KBox::new(Self { dev }, GFP_KERNEL)?)
+        let ufile = Ufile::new(dev.clone())?;
+        let this = KBox::new(
+            Self {
+                ufile: ufile.clone(),
+            },
+            GFP_KERNEL,
+        )?;
+        dev.add_file(ufile)?;
+        Ok(this)
+    }
+
+    /// C's `ib_uverbs_write`: a task other than the opener's credentials is refused
+    /// (`EACCES`, C's `ib_safe_file_access`).
+    fn write(data: &UverbsFile, file: &File, buf: UserPtr, len: usize) -> Result<usize> {
+        if !cred_current::is_current(file.cred()) {
+            return Err(EACCES);
+        }
+        crate::write_cmd::write(&data.ufile, buf.as_const_ptr() as usize, len)
     }
 
     /// C's `ib_uverbs_ioctl`.
     fn ioctl(data: &UverbsFile, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
-        crate::ioctl::ioctl(data.dev.abi().driver_id, cmd, arg)
+        crate::ioctl::ioctl(data.ufile.device().abi().driver_id, cmd, arg)
     }
 }

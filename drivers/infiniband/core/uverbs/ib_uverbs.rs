@@ -6,11 +6,21 @@
 //! finds the device as on the C stack. ib_core loads this module on demand (its alias
 //! `rdma-client-uverbs`), as C's.
 
-// The device numbers and the class; one device per RDMA device; the files user space opens.
+// The device numbers and the class; one device per RDMA device; the files user space opens,
+// their state and their async event files.
+mod async_event;
 mod chardevs;
 mod device;
-mod file;
+mod ufile;
+
+// Commands: what a handler gets, the device's commands, the write() and ioctl interfaces.
+mod bundle;
+mod cmd_device;
 mod ioctl;
+mod write_cmd;
+
+// The file operations.
+mod file;
 
 // The loaded module.
 mod uverbs_module;

@@ -14,15 +14,17 @@
 
 use crate::caps;
 use crate::mad::{self, attr, NodeInfo, PortInfo};
-use crate::{ah, cq, dma_buf::DmaBuf, mr, pd, qp, srq, wq_size::Limits};
+use crate::{ah, cq, dma_buf::DmaBuf, mr, pd, qp, srq, ucontext, wq_size::Limits};
 use core::ptr::NonNull;
 use ib_core::{
     attrs::{
-        DeviceAttr, Gid, LinkLayer, NodeType, PortAttr, PortImmutable, PortState, CORE_PORT_IBA_IB,
+        DeviceAttr, Gid, LinkLayer, NodeType, PortAttr, PortImmutable, PortState,
+        CORE_CAP_IB_GRH_REQUIRED, CORE_PORT_IBA_IB,
     },
     device::{DeviceInfo, DeviceOps, FwVersion, Registration},
     events::EventNotifier,
     ops::{DmaMemory, UverbsAbi},
+    udata::Udata,
     verbs_types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
         QpInitDriver, SrqAttr, SrqAttrField, SrqAttrMask,
@@ -43,8 +45,6 @@ use mlx5_core::{
     ifc::{get_bits, GeneralCaps, QueryHcaVportContext, QueryHcaVportContextIn},
 };
 
-/// `RDMA_CORE_CAP_IB_GRH_REQUIRED`.
-const CORE_CAP_IB_GRH_REQUIRED: u32 = 0x8000;
 /// The Mellanox ExtendedPortInfo attribute.
 const ATTR_EXTENDED_PORT_INFO: u16 = 0xff90;
 /// `IB_MGMT_MAD_SIZE`.
@@ -194,6 +194,7 @@ impl DeviceOps for Mlx5IbDevice {
     type Mr = mr::Mlx5Mr;
     type Srq = srq::Mlx5Srq;
     type Ah = ah::Mlx5Ah;
+    type UContext = ucontext::Mlx5UContext;
 
     /// mlx5's user-verbs ABI (`MLX5_IB_UVERBS_ABI_VERSION` 1) and driver id (`RDMA_DRIVER_MLX5`
     /// 1): libmlx5 binds to the device by them.
@@ -217,6 +218,30 @@ impl DeviceOps for Mlx5IbDevice {
         a.vendor_id = self.node_info()?.vendor_id & 0xffff;
         a.max_pkeys = self.pkey_table_len;
         Ok(a)
+    }
+
+    /// C's `mlx5_ib_query_device` with user space's buffer: a buffer too short for the
+    /// header is `EINVAL`, a request with anything in it `EOPNOTSUPP`, then the attributes
+    /// (with their MADs) and mlx5's part of the answer.
+    fn query_device_udata(&self, udata: &Udata) -> Result<DeviceAttr> {
+        if udata.outlen() != 0 && udata.outlen() < 8 {
+            return Err(EINVAL);
+        }
+        udata.check_in_empty()?;
+        let a = self.query_device()?;
+        if udata.outlen() != 0 {
+            udata.respond(&caps::query_device_resp(&self.caps, udata.outlen()))?;
+        }
+        Ok(a)
+    }
+
+    fn alloc_ucontext(&self, udata: &Udata) -> Result<ucontext::Mlx5UContext> {
+        let ports = GeneralCaps::from_bytes(&self.caps.general).num_ports() as u16;
+        ucontext::alloc(&self.cmds, &self.caps, ports, udata)
+    }
+
+    fn dealloc_ucontext(&self, ctx: ucontext::Mlx5UContext) {
+        ucontext::dealloc(&self.cmds, ctx)
     }
 
     fn query_port(&self, port: u32) -> Result<PortAttr> {
@@ -497,6 +522,7 @@ pub(crate) fn register(dev: &Mlx5Device, cqs: Arc<cq::DeviceCqs>) -> Result<Regi
         node_desc: &desc,
         parent: Some(dev.device().clone()),
         use_cq_dim: true,
+        num_comp_vectors: dev.comp_vectors(),
     };
     let gen = GeneralCaps::from_bytes(&dev.caps().general);
     let limits = Limits {

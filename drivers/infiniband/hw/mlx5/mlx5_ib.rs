@@ -16,6 +16,7 @@ mod pd;
 mod port_events;
 mod qp;
 mod srq;
+mod ucontext;
 mod wq_size;
 mod wqe;
 

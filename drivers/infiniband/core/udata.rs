@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The driver's part of a user-verbs command (C's `struct ib_udata`): a request and a response
+//! buffer in the calling process, whose layouts only the driver and its user-space provider
+//! know (mlx5's are `mlx5-abi.h`'s). ib_uverbs builds one per command; the driver reads and
+//! answers it with the rules C's helpers follow, so old and new user space both work.
+
+use kernel::{
+    prelude::*,
+    uaccess::{UserPtr, UserSlice},
+};
+
+/// The driver's request and response buffers of one command.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Udata {
+    inbuf: usize,
+    inlen: usize,
+    outbuf: usize,
+    outlen: usize,
+}
+
+/// Whether the `len` user bytes at `addr` are all zero (C's `check_zeroed_user`).
+fn user_bytes_zero(addr: usize, len: usize) -> Result<bool> {
+    let mut reader = UserSlice::new(UserPtr::from_addr(addr), len).reader();
+    let mut chunk = [0u8; 64];
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(chunk.len());
+        reader.read_slice(&mut chunk[..n])?;
+        if chunk[..n].iter().any(|b| *b != 0) {
+            return Ok(false);
+        }
+        left -= n;
+    }
+    Ok(true)
+}
+
+/// C's `copy_struct_from_user`: fills `dst` from the `len` user bytes at `src`. A shorter user
+/// structure leaves the rest of `dst` zero; a longer one must be zero past `dst`'s end, or the
+/// copy fails with `E2BIG`. An unreadable buffer is `EFAULT`.
+pub fn copy_struct_from_user(dst: &mut [u8], src: usize, len: usize) -> Result {
+    dst.fill(0);
+    if len > dst.len() && !user_bytes_zero(src.wrapping_add(dst.len()), len - dst.len())? {
+        return Err(E2BIG);
+    }
+    let n = len.min(dst.len());
+    UserSlice::new(UserPtr::from_addr(src), n)
+        .reader()
+        .read_slice(&mut dst[..n])
+}
+
+impl Udata {
+    /// No driver data (a command whose driver part is empty).
+    pub const fn empty() -> Self {
+        Self {
+            inbuf: 0,
+            inlen: 0,
+            outbuf: 0,
+            outlen: 0,
+        }
+    }
+
+    /// The driver data at user addresses `inbuf` (`inlen` bytes) and `outbuf` (`outlen`).
+    pub fn new(inbuf: usize, inlen: usize, outbuf: usize, outlen: usize) -> Self {
+        Self {
+            inbuf,
+            inlen,
+            outbuf,
+            outlen,
+        }
+    }
+
+    /// Length of the request.
+    pub fn inlen(&self) -> usize {
+        self.inlen
+    }
+
+    /// Length of the response buffer.
+    pub fn outlen(&self) -> usize {
+        self.outlen
+    }
+
+    /// Copies the first `req.len()` bytes of the request into `req` (C's `ib_copy_from_udata`
+    /// of a length the driver chose from `inlen`); the caller makes sure they exist.
+    pub fn read_in(&self, req: &mut [u8]) -> Result {
+        if req.len() > self.inlen {
+            return Err(EINVAL);
+        }
+        UserSlice::new(UserPtr::from_addr(self.inbuf), req.len())
+            .reader()
+            .read_slice(req)
+    }
+
+    /// The request into `req` with C's `ib_copy_validate_udata_in` rules: shorter than
+    /// `min_len` is `EINVAL`; a shorter request leaves the rest of `req` zero; a longer one must
+    /// be zero past `req`, or the answer is `EOPNOTSUPP`.
+    pub fn read_in_validated(&self, req: &mut [u8], min_len: usize) -> Result {
+        if self.inlen < min_len {
+            return Err(EINVAL);
+        }
+        copy_struct_from_user(req, self.inbuf, self.inlen).map_err(|e| {
+            if e == E2BIG {
+                EOPNOTSUPP
+            } else {
+                e
+            }
+        })
+    }
+
+    /// C's `ib_is_udata_in_empty`: a request with a non-zero byte is `EOPNOTSUPP` (the driver
+    /// takes none, and user space asked for something it does not know).
+    pub fn check_in_empty(&self) -> Result {
+        if self.inlen == 0 {
+            return Ok(());
+        }
+        self.read_in_validated(&mut [], 0)
+    }
+
+    /// Answers with `resp` (C's `ib_respond_udata`): as much of it as the buffer holds, and
+    /// zeroes in the rest of the buffer.
+    pub fn respond(&self, resp: &[u8]) -> Result {
+        let n = resp.len().min(self.outlen);
+        let mut w = UserSlice::new(UserPtr::from_addr(self.outbuf), self.outlen).writer();
+        w.write_slice(&resp[..n])?;
+        let zeros = [0u8; 64];
+        let mut left = self.outlen - n;
+        while left > 0 {
+            let k = left.min(zeros.len());
+            w.write_slice(&zeros[..k])?;
+            left -= k;
+        }
+        Ok(())
+    }
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_ib_core_udata)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_data_reads_and_answers_nothing() {
+        let u = Udata::empty();
+        assert_eq!((u.inlen(), u.outlen()), (0, 0));
+        assert_eq!(u.check_in_empty(), Ok(()));
+        assert_eq!(u.respond(&[1, 2, 3]), Ok(()));
+        let mut req = [7u8; 4];
+        // An empty request validated against a structure: all zero.
+        assert_eq!(u.read_in_validated(&mut req, 0), Ok(()));
+        assert_eq!(req, [0; 4]);
+        assert_eq!(u.read_in_validated(&mut req, 1), Err(EINVAL));
+        assert_eq!(u.read_in(&mut req), Err(EINVAL));
+    }
+
+    #[test]
+    fn unreadable_user_memory_is_efault() {
+        // A kernel thread has no user memory: address 0x1000 faults.
+        let u = Udata::new(0x1000, 8, 0x1000, 8);
+        let mut req = [0u8; 8];
+        assert_eq!(u.read_in(&mut req), Err(EFAULT));
+        assert_eq!(u.read_in_validated(&mut req, 8), Err(EFAULT));
+        assert_eq!(u.check_in_empty(), Err(EFAULT));
+        assert_eq!(u.respond(&[0; 8]), Err(EFAULT));
+    }
+}

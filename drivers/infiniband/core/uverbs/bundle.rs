@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What a command handler gets (C's `uverbs_attr_bundle` as the write() commands use it): the
+//! file, the core request and response (`ucore`) and the driver's (`driver`). write() and the
+//! ioctl `INVOKE_WRITE` both build one and run the same handlers.
+
+use crate::ufile::Ufile;
+use ib_core::udata::Udata;
+use kernel::{prelude::*, sync::Arc};
+
+/// A command's buffers and file.
+pub(crate) struct Bundle<'a> {
+    /// The file the command came on.
+    pub(crate) ufile: &'a Arc<Ufile>,
+    /// The core request and response.
+    pub(crate) ucore: Udata,
+    /// The driver's request and response.
+    pub(crate) driver: Udata,
+}
+
+impl Bundle<'_> {
+    /// The core request into `req` (C's `uverbs_request`): a shorter one reads as zero-filled,
+    /// a longer one must be zero past `req` (`EOPNOTSUPP`).
+    pub(crate) fn request(&self, req: &mut [u8]) -> Result {
+        self.ucore.read_in_validated(req, 0)
+    }
+
+    /// Answers with `resp` (C's `uverbs_response`): as much as the buffer holds, zeroes after.
+    pub(crate) fn respond(&self, resp: &[u8]) -> Result {
+        self.ucore.respond(resp)
+    }
+
+    /// `min(outlen, len)`: how much of a response of `len` bytes user space gets (C's
+    /// `uverbs_response_length`, the `response_length` of extended responses).
+    pub(crate) fn response_length(&self, len: usize) -> u32 {
+        self.ucore.outlen().min(len) as u32
+    }
+}
+
+/// A command handler.
+pub(crate) type Handler = fn(&mut Bundle<'_>) -> Result;

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An open `/dev/infiniband/uverbsN` (C's `ib_uverbs_file`): its device, and the user context
+//! and async event file GET_CONTEXT gives it. The device keeps a list of its open files so that
+//! when the RDMA device goes away it can take their contexts back (C's disassociation): the
+//! driver frees them before the device is gone, and the process only sees errors (`EIO`).
+
+use crate::{async_event::AsyncEventFile, device::UverbsDevice};
+use ib_core::ucontext::UContext;
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+};
+
+/// What GET_CONTEXT made.
+struct Context {
+    ucontext: UContext,
+    /// The async event file, when GET_CONTEXT made one (the write() command does; the ioctl
+    /// leaves it to ASYNC_EVENT_ALLOC).
+    events: Option<Arc<AsyncEventFile>>,
+}
+
+/// The state of one open file.
+#[pin_data]
+pub(crate) struct Ufile {
+    dev: Arc<UverbsDevice>,
+    /// Held while a command uses the context, so that disassociation waits for it.
+    #[pin]
+    context: Mutex<Option<Context>>,
+}
+
+impl Ufile {
+    /// A file of `dev`, not yet in the device's list.
+    pub(crate) fn new(dev: Arc<UverbsDevice>) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                dev,
+                context <- new_mutex!(None, "ib_uverbs::ufile::context"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The device.
+    pub(crate) fn device(&self) -> &Arc<UverbsDevice> {
+        &self.dev
+    }
+
+    /// Runs `f` on the file's user context (C's `ib_uverbs_get_ucontext`): `EIO` once the
+    /// RDMA device has gone, `EINVAL` before GET_CONTEXT.
+    pub(crate) fn with_ucontext<R>(&self, f: impl FnOnce(&UContext) -> Result<R>) -> Result<R> {
+        let guard = self.context.lock();
+        if self.dev.ib_device().is_none() {
+            return Err(EIO);
+        }
+        match &*guard {
+            Some(c) => f(&c.ucontext),
+            None => Err(EINVAL),
+        }
+    }
+
+    /// Makes the file's user context with `make` (C's `ib_init_ucontext`): `EINVAL` when the
+    /// file has one already; `EIO` once the RDMA device has gone.
+    pub(crate) fn init_ucontext(
+        &self,
+        events: Option<Arc<AsyncEventFile>>,
+        make: impl FnOnce() -> Result<UContext>,
+    ) -> Result {
+        let mut guard = self.context.lock();
+        if self.dev.ib_device().is_none() {
+            return Err(EIO);
+        }
+        if guard.is_some() {
+            return Err(EINVAL);
+        }
+        let ucontext = make()?;
+        *guard = Some(Context { ucontext, events });
+        Ok(())
+    }
+
+    /// Destroys what GET_CONTEXT made (C's `uverbs_destroy_ufile_hw`): the driver frees the
+    /// context now, and the async event file takes no more events. When the RDMA device is
+    /// going away (`device_gone`, C's `RDMA_REMOVE_DRIVER_REMOVE`), its readers get
+    /// `IB_EVENT_DEVICE_FATAL` last.
+    pub(crate) fn destroy_context(&self, device_gone: bool) {
+        let old = self.context.lock().take();
+        if let Some(c) = old {
+            if let Some(events) = &c.events {
+                if device_gone {
+                    events.push(0, EVENT_DEVICE_FATAL);
+                }
+                events.stop();
+            }
+            drop(c.ucontext);
+        }
+    }
+}
+
+/// `IB_EVENT_DEVICE_FATAL`.
+const EVENT_DEVICE_FATAL: u32 = 8;

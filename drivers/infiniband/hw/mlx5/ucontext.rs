@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! User contexts (C's `mlx5_ib_alloc_ucontext`/`mlx5_ib_dealloc_ucontext`): libmlx5's request
+//! (`struct mlx5_ib_alloc_ucontext_req_v2`) checked as C checks it, a transport domain per
+//! context, and the response (`struct mlx5_ib_alloc_ucontext_resp`) libmlx5 sizes its queues
+//! and doorbells by.
+//!
+//! Only dynamic UARs are served (`MLX5_LIB_CAP_DYN_UAR`, what libmlx5 asks first): the context
+//! has no static UAR pages and tells libmlx5 so (`tot_bfregs` 0). A request without dynamic
+//! UARs (libmlx5's second and third tries, or older libraries) gets `EOPNOTSUPP`. DEVX is not
+//! served either: `EINVAL` when the function has no DEVX contexts (`log_max_uctx` 0, C's
+//! answer), `EOPNOTSUPP` otherwise; libmlx5 retries without it.
+
+use ib_core::udata::Udata;
+use kernel::prelude::*;
+use mlx5_core::{
+    auxdev::HcaCaps,
+    commands::Commands,
+    ifc::{GeneralCaps, PlainIn},
+    ifc_verbs::{AllocTransportDomain, DeallocTransportDomain, DeallocTransportDomainIn},
+};
+
+/// `sizeof(struct mlx5_ib_alloc_ucontext_req)`, the version-0 request.
+const REQ_V0_SIZE: usize = 8;
+/// `offsetof(struct mlx5_ib_alloc_ucontext_req_v2, max_cqe_version)`: the shortest v2 request.
+const REQ_V2_MIN: usize = 16;
+/// `sizeof(struct mlx5_ib_alloc_ucontext_req_v2)`.
+const REQ_V2_SIZE: usize = 32;
+/// `sizeof(struct mlx5_ib_alloc_ucontext_resp)`.
+const RESP_SIZE: usize = 72;
+/// `MLX5_IB_ALLOC_UCTX_DEVX`.
+const UCTX_DEVX: u32 = 1 << 0;
+/// `MLX5_LIB_CAP_DYN_UAR`.
+const LIB_CAP_DYN_UAR: u64 = 1 << 1;
+/// `MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_CORE_CLOCK_OFFSET`.
+const RESP_MASK_CORE_CLOCK_OFFSET: u32 = 1 << 0;
+/// `MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_ECE`.
+const RESP_MASK_ECE: u32 = 1 << 2;
+/// `MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_SQD2RTS`.
+const RESP_MASK_SQD2RTS: u32 = 1 << 3;
+/// `MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_MKEY_UPDATE_TAG` (always set in 7.3).
+const RESP_MASK_MKEY_UPDATE_TAG: u32 = 1 << 5;
+/// `MLX5_USER_CMDS_SUPP_UHW_QUERY_DEVICE | MLX5_USER_CMDS_SUPP_UHW_CREATE_AH`.
+const CMDS_SUPP_UHW: u8 = 0x3;
+/// `MLX5_NON_FP_BFREGS_PER_UAR`: bfreg counts are rounded up to it.
+const NON_FP_BFREGS_PER_UAR: u32 = 2;
+
+/// A user context's driver state.
+pub(crate) struct Mlx5UContext {
+    /// Its transport domain, when the function has them.
+    tdn: Option<u32>,
+    /// The CQE format its CQs use (the lower of the device's and the library's).
+    pub(crate) cqe_version: u8,
+}
+
+/// The fields of the request C checks.
+#[derive(Debug, PartialEq, Eq)]
+struct Request {
+    total_num_bfregs: u32,
+    num_low_latency_bfregs: u32,
+    flags: u32,
+    comp_mask: u32,
+    max_cqe_version: u8,
+    reserved: bool,
+    lib_caps: u64,
+}
+
+impl Request {
+    /// The request from its first `min(inlen, 32)` bytes (the rest reads as zero).
+    fn parse(b: &[u8; REQ_V2_SIZE]) -> Self {
+        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+        let mut lib = [0u8; 8];
+        lib.copy_from_slice(&b[24..32]);
+        Self {
+            total_num_bfregs: u32_at(0),
+            num_low_latency_bfregs: u32_at(4),
+            flags: u32_at(8),
+            comp_mask: u32_at(12),
+            max_cqe_version: b[16],
+            reserved: b[17..24].iter().any(|x| *x != 0),
+            lib_caps: u64::from_le_bytes(lib),
+        }
+    }
+
+    /// C's checks, in its order, before anything is allocated.
+    fn check(&self, caps: &GeneralCaps) -> Result {
+        if self.flags & !UCTX_DEVX != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        if self.comp_mask != 0 || self.reserved {
+            return Err(EOPNOTSUPP);
+        }
+        let total = self
+            .total_num_bfregs
+            .checked_next_multiple_of(NON_FP_BFREGS_PER_UAR)
+            .unwrap_or(0);
+        if self.num_low_latency_bfregs > total.wrapping_sub(1) {
+            return Err(EINVAL);
+        }
+        if self.flags & UCTX_DEVX != 0 {
+            return Err(if caps.log_max_uctx() == 0 {
+                EINVAL
+            } else {
+                EOPNOTSUPP
+            });
+        }
+        if self.lib_caps & LIB_CAP_DYN_UAR == 0 {
+            return Err(EOPNOTSUPP);
+        }
+        Ok(())
+    }
+}
+
+/// The response (`set_ucontext_resp`) for a context with CQE version `cqe_version`, of a
+/// function with `num_ports` ports, `response_length` = `min(outlen, 72)`.
+fn response(caps: &GeneralCaps, num_ports: u16, cqe_version: u8, outlen: usize) -> [u8; RESP_SIZE] {
+    let mut r = [0u8; RESP_SIZE];
+    let mut put = |off: usize, v: u32| r[off..off + 4].copy_from_slice(&v.to_le_bytes());
+    let pow2 = |v: u64| 1u32.checked_shl(v as u32).unwrap_or(0);
+    put(0, pow2(caps.log_max_qp()));
+    // bf_reg_size stays 0: blue-flame registers need write-combining, which this driver does
+    // not test for (C's `mlx5_wc_support_get`; it is false without the `bf` capability).
+    put(12, 64);
+    put(20, pow2(caps.log_max_qp_sz()));
+    put(24, pow2(caps.log_max_qp_sz()));
+    put(28, pow2(caps.log_max_srq_sz()));
+    let uar_4k = caps.uar_4k() != 0;
+    put(
+        56,
+        if uar_4k {
+            12
+        } else {
+            kernel::page::PAGE_SHIFT as u32
+        },
+    );
+    put(
+        60,
+        if uar_4k {
+            caps.num_of_uars_per_page() as u32
+        } else {
+            1
+        },
+    );
+    let mut comp_mask = RESP_MASK_CORE_CLOCK_OFFSET | RESP_MASK_MKEY_UPDATE_TAG;
+    if caps.ece_support() != 0 {
+        comp_mask |= RESP_MASK_ECE;
+    }
+    if caps.drain_sigerr() != 0 {
+        comp_mask |= RESP_MASK_SQD2RTS;
+    }
+    put(36, comp_mask);
+    put(40, outlen.min(RESP_SIZE) as u32);
+    r[16..18].copy_from_slice(&(caps.max_wqe_sz_sq() as u16).to_le_bytes());
+    r[18..20].copy_from_slice(&(caps.max_wqe_sz_rq() as u16).to_le_bytes());
+    r[32..34].copy_from_slice(&num_ports.to_le_bytes());
+    r[44] = cqe_version;
+    r[45] = CMDS_SUPP_UHW;
+    // eth_min_inline (InfiniBand port: 0); clock_info_versions 0 (no clock page);
+    // hca_core_clock_offset: `internal_timer_h` is at 0x1000 of the init segment, so 0 in
+    // its page.
+    r
+}
+
+/// A user context (C's `mlx5_ib_alloc_ucontext`, dynamic UARs only).
+pub(crate) fn alloc(
+    cmds: &Commands,
+    caps: &HcaCaps,
+    num_ports: u16,
+    udata: &Udata,
+) -> Result<Mlx5UContext> {
+    let c = GeneralCaps::from_bytes(&caps.general);
+    let inlen = udata.inlen();
+    if inlen != REQ_V0_SIZE && inlen < REQ_V2_MIN {
+        return Err(EINVAL);
+    }
+    let mut raw = [0u8; REQ_V2_SIZE];
+    udata.read_in(&mut raw[..inlen.min(REQ_V2_SIZE)])?;
+    let req = Request::parse(&raw);
+    req.check(&c)?;
+    let tdn = if c.log_max_transport_domain() != 0 {
+        let out = cmds.exec::<AllocTransportDomain>(&PlainIn::new())?;
+        Some(out.transport_domain() as u32)
+    } else {
+        None
+    };
+    let ctx = Mlx5UContext {
+        tdn,
+        cqe_version: (c.cqe_version() as u8).min(req.max_cqe_version),
+    };
+    let resp = response(&c, num_ports, ctx.cqe_version, udata.outlen());
+    if let Err(e) = udata.respond(&resp) {
+        dealloc(cmds, ctx);
+        return Err(e);
+    }
+    Ok(ctx)
+}
+
+/// Frees a user context: its transport domain.
+pub(crate) fn dealloc(cmds: &Commands, ctx: Mlx5UContext) {
+    let Some(tdn) = ctx.tdn else { return };
+    let done = DeallocTransportDomainIn::new()
+        .transport_domain(tdn.into())
+        .and_then(|input| cmds.exec::<DeallocTransportDomain>(&input).map(|_| ()));
+    if let Err(e) = done {
+        pr_warn!(
+            "dealloc_transport_domain {:#x} failed: err {}\n",
+            tdn,
+            e.to_errno()
+        );
+    }
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_mlx5_ib_ucontext)]
+mod tests {
+    use super::*;
+
+    /// libmlx5 44's first request: 16 bfregs, 4 low-latency, DEVX, CQE version 1, 4K and
+    /// dynamic UARs.
+    fn libmlx5_request(flags: u32, lib_caps: u64) -> [u8; REQ_V2_SIZE] {
+        let mut b = [0u8; REQ_V2_SIZE];
+        b[0..4].copy_from_slice(&16u32.to_le_bytes());
+        b[4..8].copy_from_slice(&4u32.to_le_bytes());
+        b[8..12].copy_from_slice(&flags.to_le_bytes());
+        b[16] = 1;
+        b[24..32].copy_from_slice(&lib_caps.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn requests_are_checked_in_c_order() -> Result {
+        let no_devx = GeneralCaps::new();
+        let mut devx = GeneralCaps::new();
+        devx.set_log_max_uctx(8)?;
+        let first = Request::parse(&libmlx5_request(UCTX_DEVX, 3));
+        assert_eq!(first.check(&no_devx), Err(EINVAL));
+        assert_eq!(first.check(&devx), Err(EOPNOTSUPP));
+        assert_eq!(
+            Request::parse(&libmlx5_request(0, 3)).check(&no_devx),
+            Ok(())
+        );
+        // Without dynamic UARs (libmlx5's 24-byte retry drops lib_caps).
+        assert_eq!(
+            Request::parse(&libmlx5_request(0, 0)).check(&no_devx),
+            Err(EOPNOTSUPP)
+        );
+        // Unknown flags, a comp_mask, a reserved byte.
+        assert_eq!(
+            Request::parse(&libmlx5_request(2, 3)).check(&no_devx),
+            Err(EOPNOTSUPP)
+        );
+        let mut b = libmlx5_request(0, 3);
+        b[20] = 1;
+        assert_eq!(Request::parse(&b).check(&no_devx), Err(EOPNOTSUPP));
+        // More low-latency bfregs than bfregs (after rounding 3 up to 4).
+        let mut b = libmlx5_request(0, 3);
+        b[0..4].copy_from_slice(&3u32.to_le_bytes());
+        b[4..8].copy_from_slice(&4u32.to_le_bytes());
+        assert_eq!(Request::parse(&b).check(&no_devx), Err(EINVAL));
+        Ok(())
+    }
+
+    #[test]
+    fn response_as_libmlx5_reads_it() -> Result {
+        let mut c = GeneralCaps::new();
+        c.set_log_max_qp(18)?;
+        c.set_log_max_qp_sz(15)?;
+        c.set_log_max_srq_sz(15)?;
+        c.set_max_wqe_sz_sq(1024)?;
+        c.set_max_wqe_sz_rq(512)?;
+        let r = response(&c, 1, 1, 72);
+        assert_eq!(r[0..4], (1u32 << 18).to_le_bytes());
+        // Dynamic UARs: no static bfregs.
+        assert_eq!(r[8..12], [0; 4]);
+        assert_eq!(r[32..34], [1, 0]);
+        assert_eq!(r[36..40], 0x21u32.to_le_bytes());
+        assert_eq!(r[40..44], 72u32.to_le_bytes());
+        assert_eq!((r[44], r[45]), (1, 3));
+        assert_eq!(response(&c, 1, 0, 40)[40..44], 40u32.to_le_bytes());
+        Ok(())
+    }
+}

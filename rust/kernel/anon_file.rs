@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Files with no inode of their own (`anon_inode_getfile`): what a driver hands to a process
+//! as a new file descriptor, such as an event queue it reads.
+//!
+//! A driver implements [`AnonFileOps`] and makes a file with [`new_file`]; it usually installs
+//! it in the caller's file table with [`crate::fs::file::FileDescriptorReservation`].
+//!
+//! # Lifetimes
+//!
+//! The `struct file_operations` is a `static` of the implementing module, whose `owner` is that
+//! module: the VFS holds the module while such a file exists, so every callback runs with the
+//! module's text present. The file owns its data (`T::Ptr`) from [`new_file`] until
+//! [`AnonFileOps::release`].
+//!
+//! C header: [`include/linux/anon_inodes.h`](srctree/include/linux/anon_inodes.h)
+
+use crate::{
+    bindings,
+    error::{from_err_ptr, VTABLE_DEFAULT_ERROR},
+    fs::File,
+    module::this_module,
+    prelude::*,
+    sync::aref::ARef,
+    types::ForeignOwnable,
+    uaccess::{UserPtr, UserSlice, UserSliceWriter},
+};
+use core::{marker::PhantomData, ptr::NonNull};
+
+/// What an anonymous file does, implemented by the driver.
+#[vtable]
+pub trait AnonFileOps: Sized {
+    /// What the file holds (its `private_data`).
+    type Ptr: ForeignOwnable + Send + Sync;
+
+    /// The last reference to the file went away.
+    fn release(data: Self::Ptr, _file: &File) {
+        drop(data);
+    }
+
+    /// `read(2)` of at most `len` bytes into `buf`; returns how many were written.
+    fn read(
+        _data: <Self::Ptr as ForeignOwnable>::Borrowed<'_>,
+        _file: &File,
+        _buf: UserSliceWriter,
+        _len: usize,
+    ) -> Result<usize> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+}
+
+/// A new anonymous file named `name` (shown as `anon_inode:<name>` in `/proc/<pid>/fd`), with
+/// `flags` (`O_RDONLY`, `O_RDWR`, ...), owning `data`. The file has no `llseek`.
+pub fn new_file<T: AnonFileOps>(
+    name: &'static CStr,
+    data: T::Ptr,
+    flags: u32,
+) -> Result<ARef<File>> {
+    let ptr = data.into_foreign();
+    // SAFETY: `name` is NUL-terminated and static; the operations are a static of this module
+    // type; `ptr` becomes the file's private data, which `release` takes back.
+    let file = unsafe {
+        bindings::anon_inode_getfile(
+            name.as_char_ptr(),
+            &Vtable::<T>::VTABLE,
+            ptr.cast(),
+            flags as c_int,
+        )
+    };
+    match from_err_ptr(file) {
+        Ok(file) => {
+            // SAFETY: `anon_inode_getfile` returned a file with one reference, which is ours.
+            Ok(unsafe { ARef::from_raw(NonNull::new_unchecked(file.cast::<File>())) })
+        }
+        Err(e) => {
+            // SAFETY: No file took `ptr`: it is still ours to take back.
+            drop(unsafe { <T::Ptr as ForeignOwnable>::from_foreign(ptr) });
+            Err(e)
+        }
+    }
+}
+
+struct Vtable<T: AnonFileOps>(PhantomData<T>);
+
+impl<T: AnonFileOps> Vtable<T> {
+    /// # Safety
+    ///
+    /// Called by the VFS, once, for a file made by `new_file`.
+    unsafe extern "C" fn release(_inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+        // SAFETY: `new_file` stored a `T::Ptr` in the private data; release owns it now.
+        let ptr = unsafe { <T::Ptr as ForeignOwnable>::from_foreign((*file).private_data.cast()) };
+        // SAFETY: The file is valid for the duration of the call, with no fdget_pos region.
+        T::release(ptr, unsafe { File::from_raw_file(file) });
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Called by the VFS for a file made by `new_file`; `buf` is a user pointer of `count` bytes.
+    unsafe extern "C" fn read(
+        file: *mut bindings::file,
+        buf: *mut c_char,
+        count: usize,
+        _pos: *mut bindings::loff_t,
+    ) -> isize {
+        // SAFETY: Between `new_file` and `release` the private data is a `T::Ptr`, which
+        // callbacks may borrow.
+        let data = unsafe { <T::Ptr as ForeignOwnable>::borrow((*file).private_data.cast()) };
+        // SAFETY: The file is valid for the duration of the call, with no fdget_pos region.
+        let f = unsafe { File::from_raw_file(file) };
+        let writer = UserSlice::new(UserPtr::from_ptr(buf.cast()), count).writer();
+        match T::read(data, f, writer, count) {
+            Ok(n) => n as isize,
+            Err(e) => e.to_errno() as isize,
+        }
+    }
+
+    const VTABLE: bindings::file_operations = bindings::file_operations {
+        owner: this_module::<T::OwnerModule>().as_ptr(),
+        release: Some(Self::release),
+        read: if T::HAS_READ { Some(Self::read) } else { None },
+        ..pin_init::zeroed()
+    };
+}

@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The calling task's credentials, compared with a file's: C's `ib_safe_file_access` refuses a
+//! write from a task whose credentials are not the opener's (a set-uid program handed the file
+//! must not be made to write to it).
+//!
+//! C header: [`include/linux/cred.h`](srctree/include/linux/cred.h)
+
+use crate::{bindings, cred::Credential};
+
+/// Whether `cred` is the calling task's current credential (the same object, as C's
+/// `filp->f_cred == current_cred()`).
+pub fn is_current(cred: &Credential) -> bool {
+    // SAFETY: Reading the current task's credential pointer is always valid in task context;
+    // it is only compared, never dereferenced.
+    let current = unsafe { bindings::rdma_rs_current_cred() };
+    core::ptr::eq(current, cred.as_ptr())
+}
