@@ -3,8 +3,20 @@
  * uverbs_badinput: malformed requests on a uverbs character device (/dev/infiniband/uverbsN),
  * each checked against the errno the upstream C ib_uverbs of Linux 7.3.4 returns
  * (drivers/infiniband/core/uverbs_ioctl.c: ib_uverbs_ioctl, ib_uverbs_cmd_verbs; the VFS turns
- * -ENOIOCTLCMD into ENOTTY). Only cases whose answer does not depend on which methods a stack
- * implements: the ioctl header's checks and unknown objects and methods.
+ * -ENOIOCTLCMD into ENOTTY; uverbs_main.c: ib_uverbs_write, verify_hdr; uverbs_std_types_device.c
+ * and mlx5_ib's alloc_ucontext and query_device for what the methods check). Every case's answer
+ * is the C stack's; a case is only here once both stacks implement what it reaches:
+ *   - the ioctl header's checks, unknown objects and methods;
+ *   - write(): the command header of every command C has (lengths, word counts, the extended
+ *     header, holes and numbers past the tables), and commands that need a context before there
+ *     is one;
+ *   - the attributes of the device's methods (INVOKE_WRITE, GET_CONTEXT, QUERY_PORT,
+ *     QUERY_GID_ENTRY) and ASYNC_EVENT_ALLOC: unknown mandatory and optional ones, duplicates,
+ *     every wrong length, reserved bits, missing mandatory ones, out-of-range constants;
+ *   - mlx5's GET_CONTEXT request (length, flags, comp_mask, reserved fields, DEVX, bfregs), then
+ *     with a context: a second GET_CONTEXT, ports and GID indices that do not exist, empty GID
+ *     entries, EX_QUERY_DEVICE's request and mlx5's part, non-zero tails of core requests.
+ * The same expectations run on both stacks (the scenario uverbs-devices).
  *
  * Usage: uverbs_badinput [/dev/infiniband/uverbs0] [DRIVER_ID]   (defaults: uverbs0, 1 = mlx5)
  * Output: `ok N - name` or `not ok N - name: expected E, got G` per case, then
@@ -37,6 +49,12 @@ struct hdr {
 
 static int fd, passed, failed, n;
 
+/* The errno of one write (0 if it succeeded). */
+static int wr(const void *buf, size_t len)
+{
+	return write(fd, buf, len) < 0 ? errno : 0;
+}
+
 /* The errno of one ioctl (0 if it succeeded). */
 static int call(unsigned long cmd, void *arg)
 {
@@ -68,6 +86,531 @@ static struct hdr header(uint32_t driver_id, uint16_t object, uint16_t method, u
 	h.num_attrs = num_attrs;
 	h.driver_id = driver_id;
 	return h;
+}
+
+/* Sets attribute i of h. */
+static void attr(struct hdr *h, int i, uint16_t id, uint16_t len, uint16_t flags, uint16_t attr_data,
+		 uint64_t data)
+{
+	uint8_t *a = h->attrs + 16 * i;
+
+	memcpy(a, &id, 2);
+	memcpy(a + 2, &len, 2);
+	memcpy(a + 4, &flags, 2);
+	memcpy(a + 6, &attr_data, 2);
+	memcpy(a + 8, &data, 8);
+}
+
+#define MAND 1	/* UVERBS_ATTR_F_MANDATORY */
+
+/* A legacy command: header, payload of `count - 8` bytes (zeroed unless given). */
+struct cmd {
+	uint32_t command;
+	uint16_t in_words;
+	uint16_t out_words;
+	uint8_t payload[512];
+};
+
+static int send_cmd(uint32_t command, uint16_t in_words, uint16_t out_words, const void *payload,
+		    size_t payload_len, size_t count)
+{
+	struct cmd c;
+
+	memset(&c, 0, sizeof(c));
+	c.command = command;
+	c.in_words = in_words;
+	c.out_words = out_words;
+	if (payload)
+		memcpy(c.payload, payload, payload_len);
+	return wr(&c, count);
+}
+
+/* The extended header's fields, after the 8-byte header. */
+static int send_ex(uint32_t command, uint16_t in_words, uint16_t out_words, uint64_t response,
+		   uint16_t pin, uint16_t pout, uint32_t reserved, size_t count)
+{
+	uint8_t p[16 + 64];
+
+	memset(p, 0, sizeof(p));
+	memcpy(p, &response, 8);
+	memcpy(p + 8, &pin, 2);
+	memcpy(p + 10, &pout, 2);
+	memcpy(p + 12, &reserved, 4);
+	return send_cmd(command | 0x80000000u, in_words, out_words, p, sizeof(p), count);
+}
+
+/* C's write() commands: request and response sizes of each (0: a hole of the table). */
+static const struct { int req, resp; } write_cmds[41] = {
+	[0] = { 8, 8 }, [1] = { 8, 176 }, [2] = { 16, 40 }, [3] = { 8, 4 }, [4] = { 4, 0 },
+	[5] = { 56, 4 }, [8] = { 4, 0 }, [9] = { 40, 12 }, [11] = { 48, 8 }, [13] = { 4, 0 },
+	[17] = { 8, 4 }, [18] = { 32, 8 }, [19] = { 16, 8 },
+	[20] = { 16, 8 }, [24] = { 56, 32 }, [25] = { 16, 128 },
+	[26] = { 112, 0 }, [27] = { 16, 4 }, [30] = { 24, 0 },
+	[31] = { 24, 0 }, [32] = { 32, 16 }, [33] = { 16, 0 }, [34] = { 16, 16 }, [35] = { 16, 4 },
+	[37] = { 16, 4 }, [38] = { 4, 0 }, [39] = { 48, 16 }, [40] = { 32, 32 },
+};
+/* Holes of C's table for mlx5 on an InfiniBand function without memory windows (imaicl 0):
+ * the commands C does not have, the memory-window ones, and the data-path ones C's default
+ * command mask leaves out (POLL_CQ, REQ_NOTIFY_CQ, POST_SEND, POST_RECV, POST_SRQ_RECV). */
+static const int holes[] = { 6, 7, 10, 12, 14, 15, 16, 21, 22, 23, 28, 29, 36 };
+static const int ex_cmds[] = { 1, 18, 24, 26, 50, 51, 57 };
+/* Extended holes: the work queue and indirection table commands (mlx5 has them on Ethernet
+ * only), and numbers C never had. They are checked as legacy commands. */
+static const int ex_holes[] = { 0, 2, 17, 25, 49, 52, 53, 54, 55, 56 };
+
+static char name[256];
+#define NAME(...) (snprintf(name, sizeof(name), __VA_ARGS__), name)
+
+/* write(): the command header (no context needed: every one fails before its handler). */
+static void write_headers(void)
+{
+	uint8_t zero[64] = { 0 };
+	unsigned int i, k;
+
+	for (k = 1; k < 8; k++)
+		expect(NAME("write of %u bytes (shorter than the header): EINVAL", k), EINVAL,
+		       send_cmd(1, 2, 44, NULL, 0, k));
+	{
+		const void *volatile unmapped = (const void *)8;
+
+		expect("write from address 8: EFAULT", EFAULT, wr(unmapped, 8));
+	}
+	expect("command with bit 8 set: EINVAL", EINVAL, send_cmd(0x100, 4, 44, zero, 8, 16));
+	expect("command with bit 30 set: EINVAL", EINVAL, send_cmd(0x40000001u, 4, 44, zero, 8, 16));
+	expect("extended command with bit 8 set: EINVAL", EINVAL, send_cmd(0x80000101u, 4, 0, zero, 8, 16));
+	for (k = 41; k < 256; k += 107)
+		expect(NAME("command %u, past the table: EOPNOTSUPP", k), EOPNOTSUPP,
+		       send_cmd(k, 4, 0, zero, 8, 16));
+	for (k = 58; k < 256; k += 98)
+		expect(NAME("extended command %u, past the table: EOPNOTSUPP", k), EOPNOTSUPP,
+		       send_ex(k, 1, 1, 0x10000, 0, 0, 0, 32));
+	for (i = 0; i < 41; i++) {
+		int req = write_cmds[i].req, resp = write_cmds[i].resp;
+
+		expect(NAME("command %u: in_words*4 is not the length: EINVAL", i), EINVAL,
+		       send_cmd(i, (req + 8) / 4 + 1, resp / 4 + 1, zero, 8, req + 8));
+		if (req >= 4)
+			expect(NAME("command %u: a request 4 bytes short of %d: ENOSPC", i, req),
+			       (i == 20 && req + 4 == 16) ? 0 : ENOSPC,
+			       send_cmd(i, (req + 4) / 4, resp / 4, zero, 8, req + 4));
+		if (resp >= 4)
+			expect(NAME("command %u: a response 4 bytes short of %d: ENOSPC", i, resp), ENOSPC,
+			       send_cmd(i, (req + 8) / 4, (resp - 4) / 4, zero, 8, req + 8));
+	}
+	for (i = 0; i < sizeof(holes) / sizeof(holes[0]); i++) {
+		expect(NAME("command %d (a hole of C's table): EOPNOTSUPP", holes[i]), EOPNOTSUPP,
+		       send_cmd(holes[i], 4, 0, zero, 8, 16));
+		expect(NAME("command %d (a hole): in_words*4 is not the length: EINVAL", holes[i]), EINVAL,
+		       send_cmd(holes[i], 5, 0, zero, 8, 16));
+	}
+	for (i = 0; i < sizeof(ex_holes) / sizeof(ex_holes[0]); i++) {
+		int c = ex_holes[i];
+
+		expect(NAME("extended command %d (a hole, checked as a legacy one): EOPNOTSUPP", c),
+		       EOPNOTSUPP, send_cmd(c | 0x80000000u, 4, 0, zero, 8, 16));
+		expect(NAME("extended command %d (a hole) with an extended header: EINVAL", c), EINVAL,
+		       send_ex(c, 1, 1, 0x10000, 0, 0, 0, 32));
+		expect(NAME("extended command %d (a hole) with a kernel response address: EINVAL", c),
+		       EINVAL, send_ex(c, 1, 1, 0xffff888000000000ull, 0, 0, 0, 32));
+	}
+	for (i = 0; i < sizeof(ex_cmds) / sizeof(ex_cmds[0]); i++) {
+		int c = ex_cmds[i];
+
+		expect(NAME("extended command %d: 16 bytes (no extended header): EINVAL", c), EINVAL,
+		       send_cmd(c | 0x80000000u, 2, 0, zero, 8, 16));
+		expect(NAME("extended command %d: word counts that are not the length: EINVAL", c), EINVAL,
+		       send_ex(c, 2, 1, 0x10000, 0, 0, 0, 32));
+		expect(NAME("extended command %d: provider words that are not the length: EINVAL", c),
+		       EINVAL, send_ex(c, 1, 1, 0x10000, 1, 0, 0, 32));
+		expect(NAME("extended command %d: reserved header word set: EINVAL", c), EINVAL,
+		       send_ex(c, 1, 1, 0x10000, 0, 0, 1, 32));
+		expect(NAME("extended command %d: no response address, response words: EINVAL", c), EINVAL,
+		       send_ex(c, 1, 1, 0, 0, 0, 0, 32));
+		expect(NAME("extended command %d: no response address, provider response words: EINVAL", c),
+		       EINVAL, send_ex(c, 1, 0, 0, 0, 1, 0, 32));
+		expect(NAME("extended command %d: a response address, no response words: EINVAL", c), EINVAL,
+		       send_ex(c, 1, 0, 0x10000, 0, 0, 0, 32));
+		expect(NAME("extended command %d: a kernel response address: EFAULT", c), EFAULT,
+		       send_ex(c, 1, 1, 0xffff888000000000ull, 0, 0, 0, 32));
+	}
+}
+
+/* Buffers commands answer into. */
+static uint8_t resp_buf[4096];
+
+/* Commands that need a context, before there is one: EINVAL. */
+static void without_context(uint32_t id)
+{
+	uint64_t resp = (uintptr_t)resp_buf;
+	uint8_t p[64];
+	struct hdr h;
+
+	memset(p, 0, sizeof(p));
+	memcpy(p, &resp, 8);
+	expect("write QUERY_DEVICE before GET_CONTEXT: EINVAL", EINVAL, send_cmd(1, 4, 44, p, 8, 16));
+	p[8] = 1;
+	expect("write QUERY_PORT before GET_CONTEXT: EINVAL", EINVAL, send_cmd(2, 6, 10, p, 16, 24));
+	expect("write EX_QUERY_DEVICE before GET_CONTEXT: EINVAL", EINVAL,
+	       send_ex(1, 1, 38, resp, 0, 0, 0, 32));
+	h = header(id, 0, 2, 2);
+	attr(&h, 0, 0, 8, MAND, 0, 1);
+	attr(&h, 1, 1, 48, MAND, 0, resp);
+	expect("ioctl QUERY_PORT before GET_CONTEXT: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	h = header(id, 0, 6, 4);
+	attr(&h, 0, 0, 8, MAND, 0, 1);
+	attr(&h, 1, 1, 8, MAND, 0, 0);
+	attr(&h, 2, 2, 4, MAND, 0, 0);
+	attr(&h, 3, 3, 32, MAND, 0, resp);
+	expect("ioctl QUERY_GID_ENTRY before GET_CONTEXT: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	h = header(id, 16, 0, 1);
+	attr(&h, 0, 0, 0, MAND, 0, 0);
+	expect("ioctl ASYNC_EVENT_ALLOC before GET_CONTEXT: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	h = header(id, 0, 0, 3);
+	attr(&h, 0, 2, 8, MAND, 0, 1);
+	attr(&h, 1, 0, 8, MAND, 0, resp);
+	attr(&h, 2, 1, 176, MAND, 0, resp);
+	expect("INVOKE_WRITE QUERY_DEVICE before GET_CONTEXT: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+}
+
+/* One attribute spec of a method, for the sweeps below. */
+struct spec {
+	const char *name;
+	uint16_t id;
+	int min, max;	/* lengths accepted; max -1: any above min */
+	int mandatory;	/* missing: EINVAL */
+};
+
+/* The attributes' checks (C's uverbs_set_attr, uverbs_process_attr, the mandatory check) on one
+ * method, whose valid request is `valid` (n attributes). Each case breaks one attribute. */
+static void attr_sweep(uint32_t id, const char *method, uint16_t object, uint16_t meth,
+		       const struct hdr *valid, int n, const struct spec *specs, int nspecs,
+		       int tail_errno)
+{
+	struct hdr h;
+	int i, len;
+
+	for (i = 0; i < nspecs; i++) {
+		const struct spec *s = &specs[i];
+		int slot = -1, k;
+
+		for (k = 0; k < n; k++) {
+			uint16_t aid;
+
+			memcpy(&aid, valid->attrs + 16 * k, 2);
+			if (aid == s->id)
+				slot = k;
+		}
+		if (slot < 0)
+			continue;
+		for (len = 0; len <= 64; len++) {
+			if (len >= s->min && (s->max < 0 || len <= s->max))
+				continue;
+			if (len > 16 && len != 33 && len != 64 && len != s->min - 1)
+				continue;
+			h = *valid;
+			memcpy(h.attrs + 16 * slot + 2, &(uint16_t){ len }, 2);
+			expect(NAME("%s: %s of %d bytes: EINVAL", method, s->name, len), EINVAL,
+			       call(VERBS_IOCTL, &h));
+		}
+		h = *valid;
+		memcpy(h.attrs + 16 * slot + 6, &(uint16_t){ 1 }, 2);
+		expect(NAME("%s: %s with attr_data set: EINVAL", method, s->name), EINVAL,
+		       call(VERBS_IOCTL, &h));
+		if (s->mandatory) {
+			h = header(id, object, meth, n - 1);
+			for (k = 0, len = 0; k < n; k++)
+				if (k != slot)
+					memcpy(h.attrs + 16 * len++, valid->attrs + 16 * k, 16);
+			expect(NAME("%s: %s missing: EINVAL", method, s->name), EINVAL,
+			       call(VERBS_IOCTL, &h));
+		}
+		/* Given twice. */
+		h = header(id, object, meth, n + 1);
+		memcpy(h.attrs, valid->attrs, 16 * n);
+		memcpy(h.attrs + 16 * n, valid->attrs + 16 * slot, 16);
+		expect(NAME("%s: %s given twice: EINVAL", method, s->name), EINVAL, call(VERBS_IOCTL, &h));
+	}
+	/* Unknown attributes: mandatory ones stop the request; optional ones are ignored, so the
+	 * request still fails as it would without them (no context: EINVAL). After the valid
+	 * ones, an unknown mandatory attribute is only reached if they pass (`tail_errno`: an fd
+	 * attribute needs the context, and fails first). */
+	h = header(id, object, meth, n + 1);
+	memcpy(h.attrs, valid->attrs, 16 * n);
+	attr(&h, n, 29, 8, MAND, 0, 0);
+	expect(NAME("%s: unknown mandatory attribute 29 last: %s", method, strerrorname_np(tail_errno)),
+	       tail_errno, call(VERBS_IOCTL, &h));
+	attr(&h, n, 0x1005, 8, MAND, 0, 0);
+	expect(NAME("%s: unknown mandatory driver attribute 0x1005 last: %s", method,
+		    strerrorname_np(tail_errno)), tail_errno, call(VERBS_IOCTL, &h));
+	attr(&h, n, 29, 8, 0, 0, 0);
+	expect(NAME("%s: unknown optional attribute 29, ignored (no context): EINVAL", method), EINVAL,
+	       call(VERBS_IOCTL, &h));
+	/* Array order: the first failing attribute decides. */
+	h = header(id, object, meth, n + 1);
+	attr(&h, 0, 29, 8, MAND, 0, 0);
+	memcpy(h.attrs + 16, valid->attrs, 16 * n);
+	expect(NAME("%s: unknown mandatory attribute first: EPROTONOSUPPORT", method), EPROTONOSUPPORT,
+	       call(VERBS_IOCTL, &h));
+	h = header(id, object, meth, n + 1);
+	memcpy(h.attrs, valid->attrs, 16 * n);
+	memcpy(h.attrs + 2, &(uint16_t){ 3 }, 2);
+	attr(&h, n, 29, 8, MAND, 0, 0);
+	expect(NAME("%s: a bad length before an unknown mandatory attribute: EINVAL", method), EINVAL,
+	       call(VERBS_IOCTL, &h));
+}
+
+/* The device's methods' attribute checks, before there is a context. */
+static void method_attrs(uint32_t id)
+{
+	uint64_t resp = (uintptr_t)resp_buf;
+	struct hdr v;
+
+	v = header(id, 0, 2, 2);
+	attr(&v, 0, 0, 8, MAND, 0, 1);
+	attr(&v, 1, 1, 48, MAND, 0, resp);
+	attr_sweep(id, "QUERY_PORT", 0, 2, &v, 2,
+		   (const struct spec[]){ { "PORT_NUM", 0, 8, 8, 1 }, { "RESP", 1, 48, -1, 1 } }, 2, EPROTONOSUPPORT);
+
+	v = header(id, 0, 6, 4);
+	attr(&v, 0, 0, 8, MAND, 0, 1);
+	attr(&v, 1, 1, 8, MAND, 0, 0);
+	attr(&v, 2, 2, 4, MAND, 0, 0);
+	attr(&v, 3, 3, 32, MAND, 0, resp);
+	attr_sweep(id, "QUERY_GID_ENTRY", 0, 6, &v, 4,
+		   (const struct spec[]){ { "PORT", 0, 8, 8, 1 }, { "GID_INDEX", 1, 8, 8, 1 },
+					  { "FLAGS", 2, 4, 8, 1 }, { "RESP_ENTRY", 3, 32, -1, 1 } }, 4,
+		   EPROTONOSUPPORT);
+
+	v = header(id, 0, 0, 3);
+	attr(&v, 0, 2, 8, MAND, 0, 1);
+	attr(&v, 1, 0, 8, MAND, 0, resp);
+	attr(&v, 2, 1, 176, MAND, 0, resp);
+	attr_sweep(id, "INVOKE_WRITE", 0, 0, &v, 3,
+		   (const struct spec[]){ { "WRITE_CMD", 2, 8, 8, 1 }, { "CORE_IN", 0, 4, -1, 0 } }, 2,
+		   EPROTONOSUPPORT);
+
+	v = header(id, 16, 0, 1);
+	attr(&v, 0, 0, 0, MAND, 0, 0);
+	attr_sweep(id, "ASYNC_EVENT_ALLOC", 16, 0, &v, 1,
+		   (const struct spec[]){ { "FD_HANDLE", 0, 0, 0, 1 } }, 1, EINVAL);
+
+	/* INVOKE_WRITE's command: C's write-table lookup and sizes. */
+	v = header(id, 0, 0, 1);
+	attr(&v, 0, 2, 8, MAND, 0, 1ull << 32);
+	expect("INVOKE_WRITE: a command above 32 bits: EINVAL", EINVAL, call(VERBS_IOCTL, &v));
+	attr(&v, 0, 2, 8, MAND, 0, 0x100);
+	expect("INVOKE_WRITE: command with bit 8 set: EINVAL", EINVAL, call(VERBS_IOCTL, &v));
+	attr(&v, 0, 2, 8, MAND, 0, 41);
+	expect("INVOKE_WRITE: command 41, past the table: EOPNOTSUPP", EOPNOTSUPP, call(VERBS_IOCTL, &v));
+	attr(&v, 0, 2, 8, MAND, 0, 7);
+	expect("INVOKE_WRITE: command 7, a hole: EOPNOTSUPP", EOPNOTSUPP, call(VERBS_IOCTL, &v));
+	attr(&v, 0, 2, 8, MAND, 0, 1);
+	expect("INVOKE_WRITE: QUERY_DEVICE without CORE_IN: ENOSPC", ENOSPC, call(VERBS_IOCTL, &v));
+	v = header(id, 0, 0, 3);
+	attr(&v, 0, 2, 8, MAND, 0, 1);
+	attr(&v, 1, 0, 8, MAND, 0, resp);
+	attr(&v, 2, 1, 175, MAND, 0, resp);
+	expect("INVOKE_WRITE: QUERY_DEVICE with a 175-byte CORE_OUT: ENOSPC", ENOSPC,
+	       call(VERBS_IOCTL, &v));
+	attr(&v, 1, 0, 4, MAND, 0, resp);
+	attr(&v, 2, 1, 176, MAND, 0, resp);
+	expect("INVOKE_WRITE: QUERY_DEVICE with a 4-byte CORE_IN: ENOSPC", ENOSPC,
+	       call(VERBS_IOCTL, &v));
+	attr(&v, 0, 2, 8, MAND, 0, 0x80000001u);
+	expect("INVOKE_WRITE: EX_QUERY_DEVICE (no sizes checked) without a context: EINVAL", EINVAL,
+	       call(VERBS_IOCTL, &v));
+}
+
+/* mlx5's GET_CONTEXT request (struct mlx5_ib_alloc_ucontext_req_v2). */
+struct uctx_req {
+	uint32_t total_num_bfregs, num_low_latency_bfregs, flags, comp_mask;
+	uint8_t max_cqe_version, reserved0;
+	uint16_t reserved1;
+	uint32_t reserved2;
+	uint64_t lib_caps;
+};
+
+/* GET_CONTEXT by ioctl with `req` of `len` bytes (inline when 8 or fewer). */
+static int get_context(uint32_t id, const struct uctx_req *req, uint16_t len)
+{
+	struct hdr h = header(id, 0, 3, 4);
+	uint64_t inline_req = 0;
+
+	memcpy(&inline_req, req, len < 8 ? len : 8);
+	attr(&h, 0, 0, 4, MAND, 0, (uintptr_t)resp_buf);
+	attr(&h, 1, 1, 8, MAND, 0, (uintptr_t)resp_buf + 8);
+	attr(&h, 2, 0x1000, len, MAND, 0, len <= 8 ? inline_req : (uintptr_t)req);
+	attr(&h, 3, 0x1001, 72, MAND, 0, (uintptr_t)resp_buf + 64);
+	return call(VERBS_IOCTL, &h);
+}
+
+static void contexts(uint32_t id)
+{
+	const struct uctx_req good = { 16, 4, 0, 0, 1, 0, 0, 0, 3 };
+	uint64_t resp = (uintptr_t)resp_buf;
+	struct uctx_req r;
+	struct hdr h;
+	uint8_t p[64];
+	unsigned int k;
+
+	for (k = 1; k < 16; k++) {
+		if (k == 8)
+			continue;
+		expect(NAME("GET_CONTEXT: mlx5 request of %u bytes: EINVAL", k), EINVAL,
+		       get_context(id, &good, k));
+	}
+	r = good;
+	r.flags = 2;
+	expect("GET_CONTEXT: an unknown mlx5 flag: EOPNOTSUPP", EOPNOTSUPP, get_context(id, &r, 32));
+	r = good;
+	r.comp_mask = 1;
+	expect("GET_CONTEXT: mlx5 comp_mask set: EOPNOTSUPP", EOPNOTSUPP, get_context(id, &r, 32));
+	r = good;
+	r.reserved0 = 1;
+	expect("GET_CONTEXT: mlx5 reserved0 set: EOPNOTSUPP", EOPNOTSUPP, get_context(id, &r, 32));
+	r = good;
+	r.reserved1 = 1;
+	expect("GET_CONTEXT: mlx5 reserved1 set: EOPNOTSUPP", EOPNOTSUPP, get_context(id, &r, 32));
+	r = good;
+	r.reserved2 = 1;
+	expect("GET_CONTEXT: mlx5 reserved2 set: EOPNOTSUPP", EOPNOTSUPP, get_context(id, &r, 32));
+	r = good;
+	r.total_num_bfregs = 3;
+	r.num_low_latency_bfregs = 4;
+	expect("GET_CONTEXT: more low-latency bfregs than bfregs: EINVAL", EINVAL, get_context(id, &r, 32));
+	r = good;
+	r.flags = 1;
+	expect("GET_CONTEXT: DEVX on a function without DEVX contexts: EINVAL", EINVAL,
+	       get_context(id, &r, 32));
+	h = header(id, 0, 3, 1);
+	attr(&h, 0, 0, 2, MAND, 0, resp);
+	expect("GET_CONTEXT: NUM_COMP_VECTORS of 2 bytes: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 0, 1, 4, MAND, 0, resp);
+	expect("GET_CONTEXT: CORE_SUPPORT of 4 bytes: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 0, 2, 3, MAND, 0, resp);
+	expect("GET_CONTEXT: FD_ARR of 3 bytes: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 0, 0x1000, 32, MAND, 1, resp);
+	expect("GET_CONTEXT: UHW_IN with attr_data set: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 0, 0x1001, 72, MAND, 1, resp);
+	expect("GET_CONTEXT: UHW_OUT with attr_data set: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+
+	expect("GET_CONTEXT: libmlx5's request: success", 0, get_context(id, &good, 32));
+	expect("GET_CONTEXT again on the same file: EINVAL", EINVAL, get_context(id, &good, 32));
+
+	/* QUERY_PORT's port number. */
+	h = header(id, 0, 2, 2);
+	attr(&h, 1, 1, 48, MAND, 0, resp);
+	attr(&h, 0, 0, 8, MAND, 0, 0);
+	expect("QUERY_PORT: port 0: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 0, 0, 8, MAND, 0, 2);
+	expect("QUERY_PORT: port 2 (one port): EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 0, 0, 8, MAND, 0, 257);
+	expect("QUERY_PORT: port 257 (above u8): EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 0, 0, 8, MAND, 0, 1);
+	expect("QUERY_PORT: port 1: success", 0, call(VERBS_IOCTL, &h));
+	attr(&h, 1, 1, 64, MAND, 0, resp);
+	expect("QUERY_PORT: a 64-byte response buffer (zero-filled past 48): success", 0,
+	       call(VERBS_IOCTL, &h));
+
+	/* QUERY_GID_ENTRY. */
+	h = header(id, 0, 6, 4);
+	attr(&h, 0, 0, 8, MAND, 0, 1);
+	attr(&h, 1, 1, 8, MAND, 0, 0);
+	attr(&h, 2, 2, 4, MAND, 0, 0);
+	attr(&h, 3, 3, 32, MAND, 0, resp);
+	expect("QUERY_GID_ENTRY: port 1 index 0: success", 0, call(VERBS_IOCTL, &h));
+	attr(&h, 2, 2, 4, MAND, 0, 1);
+	expect("QUERY_GID_ENTRY: flags 1: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 2, 2, 8, MAND, 0, 1ull << 32);
+	expect("QUERY_GID_ENTRY: 8-byte flags with bit 32: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 2, 2, 8, MAND, 0, 0);
+	attr(&h, 0, 0, 8, MAND, 0, 0);
+	expect("QUERY_GID_ENTRY: port 0: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 0, 0, 8, MAND, 0, 2);
+	expect("QUERY_GID_ENTRY: port 2: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 0, 0, 8, MAND, 0, 1ull << 32);
+	expect("QUERY_GID_ENTRY: port above u32: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 0, 0, 8, MAND, 0, 1);
+	for (k = 1; k < 8; k++) {
+		uint8_t want[32] = { 0 };
+		int rc;
+
+		/* The subnet prefix and a zero interface id, as the port's GUIDInfo gives. */
+		want[0] = 0xfe;
+		want[1] = 0x80;
+		want[16] = k;
+		want[20] = 1;
+		attr(&h, 1, 1, 8, MAND, 0, k);
+		memset(resp_buf, 0xa5, 32);
+		rc = call(VERBS_IOCTL, &h);
+		if (!rc && memcmp(resp_buf, want, 32)) {
+			int b;
+
+			printf("# entry %u:", k);
+			for (b = 0; b < 32; b++)
+				printf(" %02x", resp_buf[b]);
+			printf("\n");
+			rc = EBADMSG;
+		}
+		expect(NAME("QUERY_GID_ENTRY: index %u: fe80::, its index, port 1, type IB", k), 0, rc);
+	}
+	attr(&h, 1, 1, 8, MAND, 0, 8);
+	expect("QUERY_GID_ENTRY: index 8 (past the table): EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 1, 1, 8, MAND, 0, 0xffffffffu);
+	expect("QUERY_GID_ENTRY: index 0xffffffff: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 1, 1, 8, MAND, 0, 1ull << 32);
+	expect("QUERY_GID_ENTRY: index above u32: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+
+	/* EX_QUERY_DEVICE: the core request and mlx5's part. */
+	h = header(id, 0, 0, 3);
+	attr(&h, 0, 2, 8, MAND, 0, 0x80000001u);
+	attr(&h, 1, 0, 8, MAND, 0, 0);
+	attr(&h, 2, 1, 304, MAND, 0, resp);
+	expect("EX_QUERY_DEVICE: success", 0, call(VERBS_IOCTL, &h));
+	attr(&h, 1, 0, 8, MAND, 0, 1);
+	expect("EX_QUERY_DEVICE: comp_mask set: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 1, 0, 8, MAND, 0, 1ull << 32);
+	expect("EX_QUERY_DEVICE: reserved set: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	memset(p, 0, sizeof(p));
+	p[12] = 1;
+	attr(&h, 1, 0, 16, MAND, 0, (uintptr_t)p);
+	expect("EX_QUERY_DEVICE: a 16-byte request with a non-zero tail: EOPNOTSUPP", EOPNOTSUPP,
+	       call(VERBS_IOCTL, &h));
+	p[12] = 0;
+	expect("EX_QUERY_DEVICE: a 16-byte request with a zero tail: success", 0, call(VERBS_IOCTL, &h));
+	h = header(id, 0, 0, 4);
+	attr(&h, 0, 2, 8, MAND, 0, 0x80000001u);
+	attr(&h, 1, 0, 8, MAND, 0, 0);
+	attr(&h, 2, 1, 304, MAND, 0, resp);
+	for (k = 1; k < 8; k++) {
+		attr(&h, 3, 0x1001, k, MAND, 0, resp + 512);
+		expect(NAME("EX_QUERY_DEVICE: mlx5 response buffer of %u bytes: EINVAL", k), EINVAL,
+		       call(VERBS_IOCTL, &h));
+	}
+	attr(&h, 3, 0x1001, 104, MAND, 0, resp + 512);
+	expect("EX_QUERY_DEVICE: mlx5 response of 104 bytes (rdma-core 44): success", 0,
+	       call(VERBS_IOCTL, &h));
+	attr(&h, 3, 0x1000, 8, MAND, 0, 1);
+	expect("EX_QUERY_DEVICE: a non-zero mlx5 request: EOPNOTSUPP", EOPNOTSUPP, call(VERBS_IOCTL, &h));
+	attr(&h, 3, 0x1000, 8, MAND, 0, 0);
+	expect("EX_QUERY_DEVICE: a zero mlx5 request: success", 0, call(VERBS_IOCTL, &h));
+
+	/* write() with a context: non-zero tails and ports. */
+	memset(p, 0, sizeof(p));
+	memcpy(p, &resp, 8);
+	expect("write QUERY_DEVICE: success", 0, send_cmd(1, 4, 44, p, 8, 16));
+	p[12] = 1;
+	expect("write QUERY_DEVICE: a longer request with a non-zero tail: EOPNOTSUPP", EOPNOTSUPP,
+	       send_cmd(1, 6, 44, p, 16, 24));
+	memset(p + 8, 0, 8);
+	for (k = 0; k < 4; k++) {
+		p[8] = k;
+		expect(NAME("write QUERY_PORT: port %u: %s", k, k == 1 ? "success" : "EINVAL"),
+		       k == 1 ? 0 : EINVAL, send_cmd(2, 6, 10, p, 16, 24));
+	}
+	h = header(id, 16, 0, 1);
+	attr(&h, 0, 0, 0, MAND, 0, 0);
+	expect("ASYNC_EVENT_ALLOC with a context: success", 0, call(VERBS_IOCTL, &h));
 }
 
 int main(int argc, char **argv)
@@ -125,6 +668,11 @@ int main(int argc, char **argv)
 	h = header(id, 0, 0x1007, 2);
 	expect("the device object's unknown driver method 0x1007, 2 attributes: EPROTONOSUPPORT",
 	       EPROTONOSUPPORT, call(VERBS_IOCTL, &h));
+
+	write_headers();
+	without_context(id);
+	method_attrs(id);
+	contexts(id);
 
 	printf("uverbs_badinput: %d passed, %d failed\n", passed, failed);
 	close(fd);

@@ -5,6 +5,7 @@
 //! ioctl `INVOKE_WRITE` both build one and run the same handlers.
 
 use crate::ufile::Ufile;
+use core::cell::Cell;
 use ib_core::udata::Udata;
 use kernel::{prelude::*, sync::Arc};
 
@@ -16,6 +17,8 @@ pub(crate) struct Bundle<'a> {
     pub(crate) ucore: Udata,
     /// The driver's request and response.
     pub(crate) driver: Udata,
+    /// Whether the handler answered (`INVOKE_WRITE` then flags its core output as written).
+    pub(crate) responded: Cell<bool>,
 }
 
 impl Bundle<'_> {
@@ -27,7 +30,9 @@ impl Bundle<'_> {
 
     /// Answers with `resp` (C's `uverbs_response`): as much as the buffer holds, zeroes after.
     pub(crate) fn respond(&self, resp: &[u8]) -> Result {
-        self.ucore.respond(resp)
+        self.ucore.respond(resp)?;
+        self.responded.set(true);
+        Ok(())
     }
 
     /// `min(outlen, len)`: how much of a response of `len` bytes user space gets (C's

@@ -3,9 +3,8 @@
 //! The file operations of `/dev/infiniband/uverbsN` (C's `uverbs_fops`).
 //!
 //! Opening works as in C (`ENXIO` for a device that has gone, `EIO` for one whose RDMA device
-//! has gone). write() runs the legacy commands (`write_cmd.rs`); the ioctl interface checks its
-//! header as C and knows no method yet (`EPROTONOSUPPORT`, see `ioctl.rs`), so libibverbs
-//! sends every command by write().
+//! has gone). write() runs the legacy commands (`write_cmd.rs`), ioctl() the methods of the
+//! ioctl interface (`ioctl.rs`), which carries the legacy commands too (INVOKE_WRITE).
 
 use crate::{chardevs, ufile::Ufile};
 use kernel::{
@@ -61,6 +60,6 @@ impl FileOperations for UverbsFile {
 
     /// C's `ib_uverbs_ioctl`.
     fn ioctl(data: &UverbsFile, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
-        crate::ioctl::ioctl(data.ufile.device().abi().driver_id, cmd, arg)
+        crate::ioctl::ioctl(&data.ufile, cmd, arg)
     }
 }

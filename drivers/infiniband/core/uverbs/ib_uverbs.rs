@@ -13,10 +13,13 @@ mod chardevs;
 mod device;
 mod ufile;
 
-// Commands: what a handler gets, the device's commands, the write() and ioctl interfaces.
+// Commands: what a handler gets, the device's commands, the write() interface; the ioctl
+// interface, its tree of objects and methods, the device's methods.
 mod bundle;
 mod cmd_device;
 mod ioctl;
+mod ioctl_device;
+mod uapi;
 mod write_cmd;
 
 // The file operations.

@@ -1,13 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `ioctl(fd, RDMA_VERBS_IOCTL, hdr)`: the request header, checked as C's `ib_uverbs_ioctl` and
-//! `ib_uverbs_cmd_verbs` check it, in their order (`docs/uverbs-c-facts.md` §3.1). No object has
-//! methods yet, so a well-formed request gets C's answer for an unknown object or method,
-//! `EPROTONOSUPPORT` (libibverbs then falls back to write() where a command has one).
+//! `ioctl(fd, RDMA_VERBS_IOCTL, hdr)` (C's `ib_uverbs_ioctl`, `ib_uverbs_cmd_verbs`,
+//! `ib_uverbs_run_method`, `docs/uverbs-c-facts.md` §3.1): the request header checked in C's
+//! order, the method looked up in the tree (`uapi.rs`), its attributes checked against their
+//! specs in the order user space sent them (unknown mandatory ones `EPROTONOSUPPORT`, others
+//! ignored; duplicates and wrong sizes `EINVAL`; non-zero bytes past an extensible input
+//! `EOPNOTSUPP`), the mandatory ones required, then the handler with what [`IoctlBundle`] gives
+//! it: constants, inputs, outputs flagged `UVERBS_ATTR_F_VALID_OUTPUT` when written, the
+//! driver's data and a new file descriptor.
 
+use crate::{
+    async_event::AsyncEventFile,
+    uapi::{self, Kind, MethodSpec, ATTR_UHW_IN, ATTR_UHW_OUT, MAX_ATTRS},
+    ufile::Ufile,
+};
+use ib_core::udata::Udata;
 use kernel::{
+    fs::{file::FileDescriptorReservation, File},
     page::PAGE_SIZE,
     prelude::*,
+    sync::{aref::ARef, Arc},
     uaccess::{UserPtr, UserSlice},
 };
 
@@ -68,11 +80,19 @@ impl Header {
     }
 }
 
-/// One `ioctl` on a file of a device whose driver id is `driver_id`: another command is not
-/// ours (`ENOIOCTLCMD`, which the VFS turns into `ENOTTY`); an unreadable header is `EFAULT`;
-/// then the header's checks; a driver id other than the device's is `EINVAL` (every ioctl, as
-/// C); then the method lookup.
-pub(crate) fn ioctl(driver_id: u32, cmd: u32, arg: usize) -> Result<isize> {
+/// One `ioctl` on `ufile`: another command is not ours (`ENOIOCTLCMD`, which the VFS turns
+/// into `ENOTTY`); an unreadable header is `EFAULT`; then the header's checks; a driver id
+/// other than the device's is `EINVAL` (every ioctl, as C); an unknown object or method
+/// `EPROTONOSUPPORT`; then the method runs.
+pub(crate) fn ioctl(ufile: &Arc<Ufile>, cmd: u32, arg: usize) -> Result<isize> {
+    let hdr = read_header(ufile.device().abi().driver_id, cmd, arg)?;
+    let method = uapi::lookup(hdr.object_id, hdr.method_id)?;
+    run(ufile, method, arg + HEADER_SIZE, usize::from(hdr.num_attrs))?;
+    Ok(0)
+}
+
+/// The header's checks, up to the driver id.
+fn read_header(driver_id: u32, cmd: u32, arg: usize) -> Result<Header> {
     if cmd != RDMA_VERBS_IOCTL {
         return Err(ENOIOCTLCMD);
     }
@@ -85,8 +105,318 @@ pub(crate) fn ioctl(driver_id: u32, cmd: u32, arg: usize) -> Result<isize> {
     if hdr.driver_id != driver_id {
         return Err(EINVAL);
     }
-    // No object has methods yet.
-    Err(EPROTONOSUPPORT)
+    Ok(hdr)
+}
+
+/// `UVERBS_ATTR_F_MANDATORY`: user space needs the kernel to know this attribute.
+const F_MANDATORY: u16 = 1 << 0;
+/// `UVERBS_ATTR_F_VALID_OUTPUT`: the kernel wrote this output.
+const F_VALID_OUTPUT: u16 = 1 << 1;
+/// `O_CLOEXEC`.
+const O_CLOEXEC: u32 = 0o2000000;
+
+/// One attribute as user space sent it (`struct ib_uverbs_attr`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Attr {
+    /// Its position in the request's array.
+    idx: usize,
+    id: u16,
+    len: u16,
+    flags: u16,
+    attr_data: u16,
+    data: u64,
+}
+
+impl Attr {
+    fn parse(idx: usize, b: &[u8]) -> Self {
+        let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
+        let mut d = [0u8; 8];
+        d.copy_from_slice(&b[8..16]);
+        Self {
+            idx,
+            id: u16_at(0),
+            len: u16_at(2),
+            flags: u16_at(4),
+            attr_data: u16_at(6),
+            data: u64::from_le_bytes(d),
+        }
+    }
+
+    /// Whether the data is the value itself rather than a pointer to it (8 bytes or fewer).
+    fn is_inline(&self) -> bool {
+        usize::from(self.len) <= 8
+    }
+}
+
+/// A new file descriptor, reserved while the attributes are processed and installed when the
+/// method succeeds (C's `UVERBS_ACCESS_NEW` of an fd object).
+pub(crate) struct NewFd {
+    /// The number, not yet installed.
+    pub(crate) reservation: FileDescriptorReservation,
+    /// The file it will refer to.
+    pub(crate) file: ARef<File>,
+    /// The async event queue behind the file.
+    pub(crate) events: Arc<AsyncEventFile>,
+}
+
+/// What a method's handler gets (C's `uverbs_attr_bundle`).
+pub(crate) struct IoctlBundle<'a> {
+    /// The file the request came on.
+    pub(crate) ufile: &'a Arc<Ufile>,
+    method: &'static MethodSpec,
+    /// User address of the request's attribute array.
+    user_attrs: usize,
+    /// The attributes given, by their position in the method's spec.
+    attrs: [Option<Attr>; MAX_ATTRS],
+    /// The driver's data (`UHW_IN`/`UHW_OUT`).
+    pub(crate) driver: Udata,
+    /// The new file descriptor of an `FdNew` attribute.
+    pub(crate) new_fd: Option<NewFd>,
+}
+
+impl IoctlBundle<'_> {
+    fn attr(&self, id: u16) -> Option<&Attr> {
+        let pos = self.method.attrs.iter().position(|a| a.id == id)?;
+        self.attrs[pos].as_ref()
+    }
+
+    /// Whether user space gave attribute `id`.
+    pub(crate) fn is_present(&self, id: u16) -> bool {
+        self.attr(id).is_some()
+    }
+
+    /// The constant `id` (C's `uverbs_get_const`): `ENOENT` when absent, `EINVAL` above `max`
+    /// (the C type's range).
+    pub(crate) fn get_const(&self, id: u16, max: u64) -> Result<u64> {
+        let a = self.attr(id).ok_or(ENOENT)?;
+        if a.data > max {
+            return Err(EINVAL);
+        }
+        Ok(a.data)
+    }
+
+    /// The 32-bit flags `id` (C's `uverbs_get_flags32`): 0 when absent; `EINVAL` for a length
+    /// other than 4 or 8, or a bit outside `allowed`.
+    pub(crate) fn get_flags32(&self, id: u16, allowed: u32) -> Result<u32> {
+        let Some(a) = self.attr(id) else {
+            return Ok(0);
+        };
+        let flags = match a.len {
+            8 => a.data,
+            4 => a.data & 0xffff_ffff,
+            _ => return Err(EINVAL),
+        };
+        if flags & !u64::from(allowed) != 0 {
+            return Err(EINVAL);
+        }
+        Ok(flags as u32)
+    }
+
+    /// The user address of attribute `idx`'s field at `offset` (4: flags, 8: data).
+    fn field_addr(&self, idx: usize, offset: usize) -> usize {
+        self.user_attrs + idx * ATTR_SIZE + offset
+    }
+
+    /// Flags output attribute `a` as written (C's `uverbs_set_output`).
+    fn set_output(&self, a: &Attr) -> Result {
+        let flags = (a.flags | F_VALID_OUTPUT).to_le_bytes();
+        UserSlice::new(UserPtr::from_addr(self.field_addr(a.idx, 4)), 2)
+            .writer()
+            .write_slice(&flags)
+    }
+
+    /// Writes `from` to output `id` (C's `uverbs_copy_to`): as much as it holds; `ENOENT` when
+    /// absent (callers ignore that for optional outputs).
+    pub(crate) fn copy_to(&self, id: u16, from: &[u8]) -> Result {
+        let a = *self.attr(id).ok_or(ENOENT)?;
+        let n = from.len().min(usize::from(a.len));
+        UserSlice::new(UserPtr::from_addr(a.data as usize), n)
+            .writer()
+            .write_slice(&from[..n])?;
+        self.set_output(&a)
+    }
+
+    /// Writes `from` to output `id` and zeroes the rest of a longer buffer (C's
+    /// `uverbs_copy_to_struct_or_zero`).
+    pub(crate) fn copy_to_struct_or_zero(&self, id: u16, from: &[u8]) -> Result {
+        let a = *self.attr(id).ok_or(ENOENT)?;
+        let len = usize::from(a.len);
+        if from.len() < len {
+            let zeros = [0u8; 64];
+            let mut w = UserSlice::new(
+                UserPtr::from_addr((a.data as usize).wrapping_add(from.len())),
+                len - from.len(),
+            )
+            .writer();
+            let mut left = len - from.len();
+            while left > 0 {
+                let k = left.min(zeros.len());
+                w.write_slice(&zeros[..k])?;
+                left -= k;
+            }
+        }
+        self.copy_to(id, from)
+    }
+
+    /// The user-space buffers of input `in_id` and output `out_id` as a [`Udata`] (C's
+    /// `uverbs_fill_udata`): an inline input is read where it lies, in the request's array.
+    pub(crate) fn udata(&self, in_id: u16, out_id: u16) -> Udata {
+        let (inbuf, inlen) = match self.attr(in_id) {
+            Some(a) if a.is_inline() => (self.field_addr(a.idx, 8), usize::from(a.len)),
+            Some(a) => (a.data as usize, usize::from(a.len)),
+            None => (0, 0),
+        };
+        let (outbuf, outlen) = match self.attr(out_id) {
+            Some(a) => (a.data as usize, usize::from(a.len)),
+            None => (0, 0),
+        };
+        Udata::new(inbuf, inlen, outbuf, outlen)
+    }
+
+    /// Flags output `id` as written, if given (what C does for a write command's response
+    /// through `INVOKE_WRITE`).
+    pub(crate) fn mark_output(&self, id: u16) -> Result {
+        match self.attr(id) {
+            Some(a) => {
+                let a = *a;
+                self.set_output(&a)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// C's `uverbs_process_attr` for attribute `a` of spec `kind`.
+    fn process(&mut self, a: &Attr, kind: Kind) -> Result {
+        let (min, max, zero_trailing) = match kind {
+            Kind::PtrIn {
+                min,
+                max,
+                zero_trailing,
+            } => {
+                if a.len > max && zero_trailing && !self.cleared_after(a, max) {
+                    return Err(EOPNOTSUPP);
+                }
+                (min, max, zero_trailing)
+            }
+            Kind::PtrOut {
+                min,
+                max,
+                zero_trailing,
+            } => (min, max, zero_trailing),
+            Kind::FdNew => return self.new_fd(a),
+        };
+        if a.len < min || (!zero_trailing && a.len > max) {
+            return Err(EINVAL);
+        }
+        if a.attr_data != 0 {
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+
+    /// A new async event file for attribute `a`: its number is written back into the
+    /// attribute's data; it is installed if the method succeeds. Needs the file's context
+    /// (`EIO`, `EINVAL`).
+    fn new_fd(&mut self, a: &Attr) -> Result {
+        if a.attr_data != 0 || a.len != 0 {
+            return Err(EINVAL);
+        }
+        self.ufile.with_ucontext(|_| Ok(()))?;
+        let reservation = FileDescriptorReservation::get_unused_fd_flags(O_CLOEXEC)?;
+        let events = AsyncEventFile::new()?;
+        let file = AsyncEventFile::new_file(&events)?;
+        let fd = i64::from(reservation.reserved_fd()).to_le_bytes();
+        UserSlice::new(UserPtr::from_addr(self.field_addr(a.idx, 8)), 8)
+            .writer()
+            .write_slice(&fd)?;
+        self.new_fd = Some(NewFd {
+            reservation,
+            file,
+            events,
+        });
+        Ok(())
+    }
+
+    /// Whether the bytes of input `a` past `from` are zero (C's `uverbs_is_attr_cleared`); an
+    /// unreadable buffer counts as not zero.
+    fn cleared_after(&self, a: &Attr, from: u16) -> bool {
+        let (from, len) = (usize::from(from), usize::from(a.len));
+        if a.is_inline() {
+            let bytes = a.data.to_le_bytes();
+            return bytes[from.min(8)..len.min(8)].iter().all(|b| *b == 0);
+        }
+        let mut r = UserSlice::new(
+            UserPtr::from_addr((a.data as usize).wrapping_add(from)),
+            len - from,
+        )
+        .reader();
+        let mut chunk = [0u8; 64];
+        let mut left = len - from;
+        while left > 0 {
+            let k = left.min(chunk.len());
+            if r.read_slice(&mut chunk[..k]).is_err() || chunk[..k].iter().any(|b| *b != 0) {
+                return false;
+            }
+            left -= k;
+        }
+        true
+    }
+}
+
+/// C's `ib_uverbs_run_method`: the attributes (`num_attrs` of them at `user_attrs`), then the
+/// handler. A handler's `EPROTONOSUPPORT` is turned into `EINVAL`, as C does: that errno means
+/// only "the framework does not know this request".
+fn run(
+    ufile: &Arc<Ufile>,
+    method: &'static MethodSpec,
+    user_attrs: usize,
+    num_attrs: usize,
+) -> Result {
+    let mut raw = KVec::new();
+    UserSlice::new(UserPtr::from_addr(user_attrs), num_attrs * ATTR_SIZE)
+        .read_all(&mut raw, GFP_KERNEL)?;
+    let mut b = IoctlBundle {
+        ufile,
+        method,
+        user_attrs,
+        attrs: [None; MAX_ATTRS],
+        driver: Udata::empty(),
+        new_fd: None,
+    };
+    for (idx, chunk) in raw.chunks_exact(ATTR_SIZE).enumerate() {
+        let a = Attr::parse(idx, chunk);
+        let Some(pos) = method.attrs.iter().position(|s| s.id == a.id) else {
+            if a.flags & F_MANDATORY != 0 {
+                return Err(EPROTONOSUPPORT);
+            }
+            continue;
+        };
+        if b.attrs[pos].is_some() {
+            return Err(EINVAL);
+        }
+        b.process(&a, method.attrs[pos].kind)?;
+        b.attrs[pos] = Some(a);
+    }
+    if method
+        .attrs
+        .iter()
+        .zip(b.attrs.iter())
+        .any(|(spec, given)| spec.mandatory && given.is_none())
+    {
+        return Err(EINVAL);
+    }
+    if method.has_udata {
+        b.driver = b.udata(ATTR_UHW_IN, ATTR_UHW_OUT);
+    }
+    let ret = (method.handler)(&mut b);
+    let ret = match ret {
+        Ok(()) if method.has_udata => b.mark_output(ATTR_UHW_OUT),
+        r => r,
+    };
+    if ret == Err(EPROTONOSUPPORT) {
+        return Err(EINVAL);
+    }
+    ret
 }
 
 #[kernel::macros::kunit_tests(rdma_rs_uverbs_ioctl)]
@@ -132,8 +462,18 @@ mod tests {
 
     #[test]
     fn only_the_verbs_ioctl_is_ours() {
-        assert_eq!(ioctl(1, 0x1234, 0), Err(ENOIOCTLCMD));
+        assert_eq!(read_header(1, 0x1234, 0).err(), Some(ENOIOCTLCMD));
         // The header cannot be read from user address 0 (a kernel thread has no user memory).
-        assert_eq!(ioctl(1, RDMA_VERBS_IOCTL, 0), Err(EFAULT));
+        assert_eq!(read_header(1, RDMA_VERBS_IOCTL, 0).err(), Some(EFAULT));
+    }
+
+    #[test]
+    fn the_tree_has_c_ids() {
+        assert!(uapi::lookup(0, 3).is_ok_and(|m| m.has_udata));
+        assert!(uapi::lookup(16, 0).is_ok());
+        assert_eq!(uapi::lookup(0, 5).err(), Some(EPROTONOSUPPORT));
+        assert_eq!(uapi::lookup(0x1000, 0x1000).err(), Some(EPROTONOSUPPORT));
+        // Every method fits the bundle.
+        assert!(uapi::METHODS.iter().all(|m| m.attrs.len() <= MAX_ATTRS));
     }
 }

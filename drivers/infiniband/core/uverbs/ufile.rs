@@ -16,9 +16,9 @@ use kernel::{
 /// What GET_CONTEXT made.
 struct Context {
     ucontext: UContext,
-    /// The async event file, when GET_CONTEXT made one (the write() command does; the ioctl
-    /// leaves it to ASYNC_EVENT_ALLOC).
-    events: Option<Arc<AsyncEventFile>>,
+    /// The async event files: the one the write() GET_CONTEXT made, and those
+    /// ASYNC_EVENT_ALLOC made (the ioctl GET_CONTEXT makes none).
+    events: KVec<Arc<AsyncEventFile>>,
 }
 
 /// The state of one open file.
@@ -74,8 +74,27 @@ impl Ufile {
         if guard.is_some() {
             return Err(EINVAL);
         }
+        let mut files = KVec::new();
+        if let Some(e) = events {
+            files.push(e, GFP_KERNEL)?;
+        }
         let ucontext = make()?;
-        *guard = Some(Context { ucontext, events });
+        *guard = Some(Context {
+            ucontext,
+            events: files,
+        });
+        Ok(())
+    }
+
+    /// Gives the context another async event file (C's ASYNC_EVENT_ALLOC): `EIO` once the
+    /// RDMA device has gone, `EINVAL` before GET_CONTEXT.
+    pub(crate) fn add_async_file(&self, events: Arc<AsyncEventFile>) -> Result {
+        let mut guard = self.context.lock();
+        if self.dev.ib_device().is_none() {
+            return Err(EIO);
+        }
+        let c = (*guard).as_mut().ok_or(EINVAL)?;
+        c.events.push(events, GFP_KERNEL)?;
         Ok(())
     }
 
@@ -86,7 +105,7 @@ impl Ufile {
     pub(crate) fn destroy_context(&self, device_gone: bool) {
         let old = self.context.lock().take();
         if let Some(c) = old {
-            if let Some(events) = &c.events {
+            for events in c.events.iter() {
                 if device_gone {
                     events.push(0, EVENT_DEVICE_FATAL);
                 }

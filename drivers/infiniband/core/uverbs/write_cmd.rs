@@ -14,6 +14,7 @@ use crate::{
     cmd_device,
     ufile::Ufile,
 };
+use core::cell::Cell;
 use ib_core::udata::Udata;
 use kernel::{
     prelude::*,
@@ -137,29 +138,34 @@ static WRITE: [Option<WriteMethod>; 41] = [
     /* 11 REREG_MR */ WriteMethod::udata_io(48, 8, None),
     /* 12 QUERY_MR */ None,
     /* 13 DEREG_MR */ WriteMethod::i(4),
-    /* 14 ALLOC_MW */ WriteMethod::udata_io(16, 8, None),
+    // Memory windows: not served (as C's table for an mlx5 function without `imaicl`).
+    /* 14 ALLOC_MW */
+    None,
     /* 15 BIND_MW */ None,
-    /* 16 DEALLOC_MW */ WriteMethod::i(4),
+    /* 16 DEALLOC_MW */ None,
     /* 17 CREATE_COMP_CHANNEL */ WriteMethod::io(8, 4, None),
     /* 18 CREATE_CQ */ WriteMethod::udata_io(32, 8, None),
     /* 19 RESIZE_CQ */ WriteMethod::udata_io(16, 8, None),
     /* 20 DESTROY_CQ */ WriteMethod::io(16, 8, None),
-    /* 21 POLL_CQ */ WriteMethod::io(16, 8, None),
+    // The data-path commands are not in C's default command mask (only drivers that poll and
+    // post in the kernel for user space enable them; mlx5 does not).
+    /* 21 POLL_CQ */
+    None,
     /* 22 PEEK_CQ */ None,
-    /* 23 REQ_NOTIFY_CQ */ WriteMethod::i(8),
+    /* 23 REQ_NOTIFY_CQ */ None,
     /* 24 CREATE_QP */ WriteMethod::udata_io(56, 32, None),
     /* 25 QUERY_QP */ WriteMethod::io(16, 128, None),
     /* 26 MODIFY_QP */ WriteMethod::i(112),
     /* 27 DESTROY_QP */ WriteMethod::io(16, 4, None),
-    /* 28 POST_SEND */ WriteMethod::io(24, 4, None),
-    /* 29 POST_RECV */ WriteMethod::io(24, 4, None),
+    /* 28 POST_SEND */ None,
+    /* 29 POST_RECV */ None,
     /* 30 ATTACH_MCAST */ WriteMethod::i(24),
     /* 31 DETACH_MCAST */ WriteMethod::i(24),
     /* 32 CREATE_SRQ */ WriteMethod::udata_io(32, 16, None),
     /* 33 MODIFY_SRQ */ WriteMethod::udata_i(16),
     /* 34 QUERY_SRQ */ WriteMethod::io(16, 16, None),
     /* 35 DESTROY_SRQ */ WriteMethod::io(16, 4, None),
-    /* 36 POST_SRQ_RECV */ WriteMethod::io(24, 4, None),
+    /* 36 POST_SRQ_RECV */ None,
     /* 37 OPEN_XRCD */ WriteMethod::udata_io(16, 4, None),
     /* 38 CLOSE_XRCD */ WriteMethod::i(4),
     /* 39 CREATE_XSRQ */ WriteMethod::udata_io(48, 16, None),
@@ -170,15 +176,15 @@ static WRITE: [Option<WriteMethod>; 41] = [
 static WRITE_EX: [Option<WriteMethod>; 58] = {
     let mut t = [const { None }; 58];
     t[1] = WriteMethod::ex(Some(cmd_device::ex_query_device));
-    // CREATE_CQ, CREATE_QP, MODIFY_QP, then CREATE_FLOW .. MODIFY_CQ (50..57).
+    // CREATE_CQ, CREATE_QP, MODIFY_QP, CREATE_FLOW, DESTROY_FLOW, MODIFY_CQ. The work queue
+    // and indirection table commands (52..56) are holes, as in C's table for a device without
+    // them (mlx5 has them on Ethernet ports only).
     t[18] = WriteMethod::ex(None);
     t[24] = WriteMethod::ex(None);
     t[26] = WriteMethod::ex(None);
-    let mut i = 50;
-    while i < 58 {
-        t[i] = WriteMethod::ex(None);
-        i += 1;
-    }
+    t[50] = WriteMethod::ex(None);
+    t[51] = WriteMethod::ex(None);
+    t[57] = WriteMethod::ex(None);
     t
 };
 
@@ -369,6 +375,7 @@ pub(crate) fn write(ufile: &Arc<Ufile>, buf: usize, count: usize) -> Result<usiz
         ufile,
         ucore,
         driver,
+        responded: Cell::new(false),
     };
     handler(&mut bundle)?;
     Ok(count)

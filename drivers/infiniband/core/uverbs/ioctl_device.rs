@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The ioctl methods of the device and async event objects (C's
+//! `uverbs_std_types_device.c`, `uverbs_std_types_async_fd.c`): INVOKE_WRITE (a write()
+//! command carried in an ioctl, how rdma-core 44 sends every legacy command to a kernel that
+//! has it), GET_CONTEXT, QUERY_PORT, QUERY_GID_ENTRY and ASYNC_EVENT_ALLOC.
+
+use crate::{
+    bundle::Bundle,
+    cmd_device,
+    ioctl::IoctlBundle,
+    uapi::{get_context as gc, invoke_write as iw, query_gid_entry as qg, query_port as qp},
+    write_cmd,
+};
+use core::cell::Cell;
+use ib_core::ucontext::UContext;
+use kernel::prelude::*;
+
+/// `IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS`: what GET_CONTEXT reports of the core (mlx5
+/// does not set `uverbs_robust_udata`).
+const CORE_SUPPORT_OPTIONAL_MR_ACCESS: u64 = 1 << 0;
+/// `sizeof(struct ib_uverbs_query_port_resp_ex)`.
+const QUERY_PORT_RESP_EX: usize = 48;
+/// `sizeof(struct ib_uverbs_gid_entry)`.
+const GID_ENTRY: usize = 32;
+
+/// An optional output's copy: `ENOENT` (not given) is not an error (C's `IS_UVERBS_COPY_ERR`).
+fn optional(r: Result) -> Result {
+    match r {
+        Err(e) if e == ENOENT => Ok(()),
+        r => r,
+    }
+}
+
+/// INVOKE_WRITE (C's handler): the command's sizes against CORE_IN/CORE_OUT (`ENOSPC`), then
+/// the write() handler with them; its response flags CORE_OUT as written.
+pub(crate) fn invoke_write(b: &mut IoctlBundle<'_>) -> Result {
+    let cmd = b.get_const(iw::WRITE_CMD, u32::MAX.into())? as u32;
+    let m = write_cmd::lookup(cmd)?;
+    let ucore = b.udata(iw::CORE_IN, iw::CORE_OUT);
+    if ucore.inlen() < m.req_size || ucore.outlen() < m.resp_size {
+        return Err(ENOSPC);
+    }
+    let handler = m.handler.ok_or(EOPNOTSUPP)?;
+    let mut wb = Bundle {
+        ufile: b.ufile,
+        ucore,
+        driver: b.driver,
+        responded: Cell::new(false),
+    };
+    handler(&mut wb)?;
+    if wb.responded.get() {
+        b.mark_output(iw::CORE_OUT)?;
+    }
+    Ok(())
+}
+
+/// GET_CONTEXT (C's handler): the completion vector count and the core's support bits, then
+/// the context. No async event file: user space asks for one with ASYNC_EVENT_ALLOC.
+/// `FD_ARR` (capability files, `/dev/infiniband/ucapN`) is refused with `EINVAL`: this stack
+/// has no such files.
+pub(crate) fn get_context(b: &mut IoctlBundle<'_>) -> Result {
+    let ib = b.ufile.device().ib_device().ok_or(EIO)?;
+    optional(b.copy_to(gc::NUM_COMP_VECTORS, &ib.num_comp_vectors().to_le_bytes()))?;
+    optional(b.copy_to(
+        gc::CORE_SUPPORT,
+        &CORE_SUPPORT_OPTIONAL_MR_ACCESS.to_le_bytes(),
+    ))?;
+    let caps = b.is_present(gc::FD_ARR);
+    let driver = b.driver;
+    b.ufile.init_ucontext(None, || {
+        if caps {
+            return Err(EINVAL);
+        }
+        UContext::alloc(&ib, &driver)
+    })
+}
+
+/// QUERY_PORT (C's handler): the legacy response, then `port_cap_flags2` and the full active
+/// speed.
+pub(crate) fn query_port(b: &mut IoctlBundle<'_>) -> Result {
+    b.ufile.with_ucontext(|ctx| {
+        let port = b.get_const(qp::PORT_NUM, u8::MAX.into())? as u32;
+        let ib = ctx.device();
+        let a = ib.query_port(port)?;
+        let mut r = [0u8; QUERY_PORT_RESP_EX];
+        r[..cmd_device::QUERY_PORT_RESP].copy_from_slice(&cmd_device::port_resp(ib, port, &a));
+        r[40..42].copy_from_slice(&a.port_cap_flags2.to_le_bytes());
+        r[44..48].copy_from_slice(&u32::from(a.active_speed).to_le_bytes());
+        b.copy_to_struct_or_zero(qp::RESP, &r)
+    })
+}
+
+/// QUERY_GID_ENTRY (C's handler): flags must be 0; a port that does not exist or an index past
+/// the table is `EINVAL`, an empty entry `ENODATA` (C's cache leaves out all-zero GIDs; an IB
+/// port's unused GUIDInfo entries still carry the subnet prefix, so they answer).
+pub(crate) fn query_gid_entry(b: &mut IoctlBundle<'_>) -> Result {
+    b.get_flags32(qg::FLAGS, 0)?;
+    let port = b.get_const(qg::PORT, u32::MAX.into())? as u32;
+    let index = b.get_const(qg::GID_INDEX, u32::MAX.into())? as u32;
+    b.ufile.with_ucontext(|ctx| {
+        let ib = ctx.device();
+        if !ib.is_valid_port(port) {
+            return Err(EINVAL);
+        }
+        let gid = ib.cached_gid(port, index).ok_or(EINVAL)?;
+        if gid.0 == [0; 16] {
+            return Err(ENODATA);
+        }
+        let mut e = [0u8; GID_ENTRY];
+        e[..16].copy_from_slice(&gid.0);
+        e[16..20].copy_from_slice(&index.to_le_bytes());
+        e[20..24].copy_from_slice(&port.to_le_bytes());
+        // gid_type (24): IB_GID_TYPE_IB 0; netdev_ifindex (28): none on InfiniBand.
+        b.copy_to_struct_or_zero(qg::RESP_ENTRY, &e)
+    })
+}
+
+/// ASYNC_EVENT_ALLOC (C's handler): the new async event file joins the context and its fd is
+/// installed.
+pub(crate) fn async_event_alloc(b: &mut IoctlBundle<'_>) -> Result {
+    let fd = b.new_fd.take().ok_or(EINVAL)?;
+    b.ufile.add_async_file(fd.events.clone())?;
+    fd.reservation.fd_install(fd.file);
+    Ok(())
+}
