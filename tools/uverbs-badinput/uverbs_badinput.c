@@ -265,6 +265,14 @@ static void without_context(uint32_t id)
 	h = header(id, 16, 0, 1);
 	attr(&h, 0, 0, 0, MAND, 0, 0);
 	expect("ioctl ASYNC_EVENT_ALLOC before GET_CONTEXT: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	memset(p, 0, sizeof(p));
+	memcpy(p, &resp, 8);
+	expect("write ALLOC_PD before GET_CONTEXT: EINVAL", EINVAL, send_cmd(3, 4, 2, p, 8, 16));
+	expect("write DEALLOC_PD before GET_CONTEXT (no objects): ENOENT", ENOENT,
+	       send_cmd(4, 3, 0, p + 8, 4, 12));
+	h = header(id, 1, 0, 1);
+	attr(&h, 0, 0, 0, MAND, 0, 0);
+	expect("ioctl PD DESTROY before GET_CONTEXT (no objects): ENOENT", ENOENT, call(VERBS_IOCTL, &h));
 	h = header(id, 0, 0, 3);
 	attr(&h, 0, 2, 8, MAND, 0, 1);
 	attr(&h, 1, 0, 8, MAND, 0, resp);
@@ -444,6 +452,60 @@ static int get_context(uint32_t id, const struct uctx_req *req, uint16_t len)
 	return call(VERBS_IOCTL, &h);
 }
 
+/* Protection domains: handles (the lowest free number), destruction by write() and ioctl. */
+static void pds(uint32_t id)
+{
+	uint64_t resp = (uintptr_t)resp_buf;
+	uint32_t handle;
+	uint8_t p[16];
+	struct hdr h;
+	int k, rc;
+
+	memset(p, 0, sizeof(p));
+	memcpy(p, &resp, 8);
+	for (k = 0; k < 3; k++) {
+		memset(resp_buf, 0xff, 8);
+		rc = send_cmd(3, 4, 2, p, 8, 16);
+		memcpy(&handle, resp_buf, 4);
+		if (!rc && handle != (uint32_t)k)
+			rc = EBADMSG;
+		expect(NAME("write ALLOC_PD: handle %d", k), 0, rc);
+	}
+	expect("write ALLOC_PD without room for mlx5's answer: success (the answer is dropped)", 0,
+	       send_cmd(3, 4, 1, p, 8, 16));
+	memset(p, 0, sizeof(p));
+	memcpy(p, &(uint32_t){ 7 }, 4);
+	expect("write DEALLOC_PD of handle 7 (none): ENOENT", ENOENT, send_cmd(4, 3, 0, p, 4, 12));
+	memcpy(p, &(uint32_t){ 1 }, 4);
+	expect("write DEALLOC_PD of handle 1: success", 0, send_cmd(4, 3, 0, p, 4, 12));
+	expect("write DEALLOC_PD of handle 1 again: ENOENT", ENOENT, send_cmd(4, 3, 0, p, 4, 12));
+	memcpy(p, &resp, 8);
+	memset(resp_buf, 0xff, 8);
+	rc = send_cmd(3, 4, 2, p, 8, 16);
+	memcpy(&handle, resp_buf, 4);
+	if (!rc && handle != 1)
+		rc = EBADMSG;
+	expect("write ALLOC_PD after handle 1 was freed: handle 1 again", 0, rc);
+
+	h = header(id, 1, 0, 1);
+	attr(&h, 0, 0, 0, MAND, 0, 2);
+	expect("ioctl PD DESTROY of handle 2: success", 0, call(VERBS_IOCTL, &h));
+	expect("ioctl PD DESTROY of handle 2 again: ENOENT", ENOENT, call(VERBS_IOCTL, &h));
+	attr(&h, 0, 0, 0, MAND, 0, 1ull << 40);
+	expect("ioctl PD DESTROY of handle 2^40: ENOENT", ENOENT, call(VERBS_IOCTL, &h));
+	attr(&h, 0, 0, 0, MAND, 0, (uint64_t)-1);
+	expect("ioctl PD DESTROY of handle -1: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 0, 0, 8, MAND, 0, 0);
+	expect("ioctl PD DESTROY with a handle of length 8: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 0, 0, 0, MAND, 1, 0);
+	expect("ioctl PD DESTROY with attr_data set: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	h = header(id, 1, 0, 0);
+	expect("ioctl PD DESTROY without a handle: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	h = header(id, 1, 1, 0);
+	expect("the PD object's unknown method 1: EPROTONOSUPPORT", EPROTONOSUPPORT, call(VERBS_IOCTL, &h));
+	/* Handles 0, 1 and 3 stay: closing the file destroys them. */
+}
+
 static void contexts(uint32_t id)
 {
 	const struct uctx_req good = { 16, 4, 0, 0, 1, 0, 0, 0, 3 };
@@ -611,6 +673,7 @@ static void contexts(uint32_t id)
 	h = header(id, 16, 0, 1);
 	attr(&h, 0, 0, 0, MAND, 0, 0);
 	expect("ASYNC_EVENT_ALLOC with a context: success", 0, call(VERBS_IOCTL, &h));
+	pds(id);
 }
 
 int main(int argc, char **argv)

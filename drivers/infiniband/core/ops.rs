@@ -151,6 +151,12 @@ pub trait DeviceOps: Send + Sync + 'static {
     /// mlx5's `hw_rev`); their callbacks get the driver's data and the file's position here.
     const DEVICE_ATTRS: &'static [Attribute<Self>] = &[];
 
+    /// A PD for user space (C's `alloc_pd` with the driver's request and response in
+    /// `udata`). Without it, [`DeviceOps::alloc_pd`] and no driver data.
+    fn alloc_user_pd(&self, _udata: &Udata) -> Result<Self::Pd> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Allocates a protection domain.
     fn alloc_pd(&self) -> Result<Self::Pd> {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -356,6 +362,8 @@ pub(crate) trait DynOps: Send + Sync {
     fn alloc_dma_buffer(&self, len: usize) -> Result<KBox<dyn DmaMemory>>;
     /// A new user context (`DeviceOps::alloc_ucontext`).
     fn alloc_ucontext(&self, udata: &Udata) -> Result<KBox<dyn UContextObject>>;
+    /// A new PD for user space (`DeviceOps::alloc_user_pd`, or `alloc_pd`).
+    fn alloc_user_pd(&self, udata: &Udata) -> Result<KBox<dyn PdObject>>;
     /// `DeviceOps::query_device_udata`, or `query_device` without driver data.
     fn query_device_udata(&self, udata: &Udata) -> Result<DeviceAttr>;
     /// `DeviceOps::query_port`.
@@ -724,6 +732,16 @@ impl<T: DeviceOps> DynOps for DeviceImpl<T> {
             "dealloc_ucontext",
         );
         Ok(KBox::new(ctx, GFP_KERNEL)?)
+    }
+
+    fn alloc_user_pd(&self, udata: &Udata) -> Result<KBox<dyn PdObject>> {
+        let pd = if T::HAS_ALLOC_USER_PD {
+            T::alloc_user_pd(&self.0, udata)?
+        } else {
+            optional_op!(T::HAS_ALLOC_PD, T::alloc_pd(&self.0))?
+        };
+        let pd = Typed::new(self.0.clone(), pd, dealloc_pd::<T>, "dealloc_pd");
+        Ok(KBox::new(pd, GFP_KERNEL)?)
     }
 
     fn query_device_udata(&self, udata: &Udata) -> Result<DeviceAttr> {

@@ -4,7 +4,12 @@
 //! file, and every user verbs object of that file is made in. ib_uverbs holds them; the
 //! driver's state of one is freed when it is dropped.
 
-use crate::{ib_device::IbDevice, ops::UContextObject, restrack::ResType, udata::Udata};
+use crate::{
+    ib_device::IbDevice,
+    ops::{PdObject, UContextObject},
+    restrack::ResType,
+    udata::Udata,
+};
 use kernel::{prelude::*, sync::Arc};
 
 /// A user context of a device.
@@ -29,6 +34,30 @@ impl UContext {
     /// The device.
     pub fn device(&self) -> &Arc<IbDevice> {
         &self.dev
+    }
+
+    /// A protection domain of this context (C's `ib_uverbs_alloc_pd` and the driver's
+    /// `alloc_pd` with `udata`).
+    pub fn alloc_pd(&self, udata: &Udata) -> Result<UserPd> {
+        let drv = self.dev.ops().alloc_user_pd(udata)?;
+        self.dev.restrack().add(ResType::Pd);
+        Ok(UserPd {
+            _driver: drv,
+            dev: self.dev.clone(),
+        })
+    }
+}
+
+/// A protection domain made for user space; the driver frees it when it is dropped.
+pub struct UserPd {
+    /// Dropped first (field order): the driver frees its state while the device is held.
+    _driver: KBox<dyn PdObject>,
+    dev: Arc<IbDevice>,
+}
+
+impl Drop for UserPd {
+    fn drop(&mut self) {
+        self.dev.restrack().remove(ResType::Pd);
     }
 }
 

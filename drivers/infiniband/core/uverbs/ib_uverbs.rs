@@ -11,12 +11,14 @@
 mod async_event;
 mod chardevs;
 mod device;
+mod uobjects;
 mod ufile;
 
 // Commands: what a handler gets, the device's commands, the write() interface; the ioctl
 // interface, its tree of objects and methods, the device's methods.
 mod bundle;
 mod cmd_device;
+mod cmd_pd;
 mod ioctl;
 mod ioctl_device;
 mod uapi;

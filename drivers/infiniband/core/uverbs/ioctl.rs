@@ -304,6 +304,7 @@ impl IoctlBundle<'_> {
                 zero_trailing,
             } => (min, max, zero_trailing),
             Kind::FdNew => return self.new_fd(a),
+            Kind::IdrDestroy { object } => return self.idr_destroy(a, object),
         };
         if a.len < min || (!zero_trailing && a.len > max) {
             return Err(EINVAL);
@@ -312,6 +313,24 @@ impl IoctlBundle<'_> {
             return Err(EINVAL);
         }
         Ok(())
+    }
+
+    /// The object attribute `a` names, to be destroyed: it must exist (`ENOENT`) and be of
+    /// type `object` (`EINVAL`; C's `rdma_lookup_get_uobject`).
+    fn idr_destroy(&mut self, a: &Attr, object: u16) -> Result {
+        if a.attr_data != 0 || a.len != 0 {
+            return Err(EINVAL);
+        }
+        // C takes the handle as a signed 64-bit id and refuses negative ones.
+        if (a.data as i64) < 0 {
+            return Err(EINVAL);
+        }
+        self.ufile.with_objects(|o| o.check(a.data, object))
+    }
+
+    /// The handle of object attribute `id` (checked with the attributes).
+    pub(crate) fn idr_handle(&self, id: u16) -> Result<u64> {
+        Ok(self.attr(id).ok_or(ENOENT)?.data)
     }
 
     /// A new async event file for attribute `a`: its number is written back into the

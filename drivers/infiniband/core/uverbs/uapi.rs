@@ -11,6 +11,8 @@ use kernel::prelude::*;
 
 /// `UVERBS_OBJECT_DEVICE`.
 pub(crate) const OBJECT_DEVICE: u16 = 0;
+/// `UVERBS_OBJECT_PD`.
+pub(crate) const OBJECT_PD: u16 = 1;
 /// `UVERBS_OBJECT_ASYNC_EVENT`.
 pub(crate) const OBJECT_ASYNC_EVENT: u16 = 16;
 /// `UVERBS_ATTR_UHW_IN` and `UVERBS_ATTR_UHW_OUT`: the driver's request and response.
@@ -35,6 +37,9 @@ pub(crate) enum Kind {
     },
     /// A new file descriptor of an fd object (C's `UVERBS_ATTR_FD` with `UVERBS_ACCESS_NEW`).
     FdNew,
+    /// The handle of an object of type `object` the method destroys (C's `UVERBS_ATTR_IDR`
+    /// with `UVERBS_ACCESS_DESTROY`).
+    IdrDestroy { object: u16 },
 }
 
 /// C's `UVERBS_ATTR_CONST_IN`: exactly 8 bytes, inline.
@@ -158,6 +163,11 @@ pub(crate) mod async_event_alloc {
     pub(crate) const FD_HANDLE: u16 = 0;
 }
 
+/// `UVERBS_METHOD_PD_DESTROY`'s attribute.
+pub(crate) mod pd_destroy {
+    pub(crate) const HANDLE: u16 = 0;
+}
+
 /// The methods written so far.
 pub(crate) static METHODS: &[MethodSpec] = &[
     MethodSpec {
@@ -209,6 +219,17 @@ pub(crate) static METHODS: &[MethodSpec] = &[
         ],
         has_udata: false,
         handler: ioctl_device::query_gid_entry,
+    },
+    MethodSpec {
+        object: OBJECT_PD,
+        method: 0,
+        attrs: &[attr(
+            pd_destroy::HANDLE,
+            Kind::IdrDestroy { object: OBJECT_PD },
+            true,
+        )],
+        has_udata: false,
+        handler: crate::cmd_pd::destroy_pd,
     },
     MethodSpec {
         object: OBJECT_ASYNC_EVENT,

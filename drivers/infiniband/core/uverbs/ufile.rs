@@ -5,7 +5,7 @@
 //! when the RDMA device goes away it can take their contexts back (C's disassociation): the
 //! driver frees them before the device is gone, and the process only sees errors (`EIO`).
 
-use crate::{async_event::AsyncEventFile, device::UverbsDevice};
+use crate::{async_event::AsyncEventFile, device::UverbsDevice, uobjects::UObjects};
 use ib_core::ucontext::UContext;
 use kernel::{
     new_mutex,
@@ -13,9 +13,12 @@ use kernel::{
     sync::{Arc, Mutex},
 };
 
-/// What GET_CONTEXT made.
-struct Context {
-    ucontext: UContext,
+/// What GET_CONTEXT made, and the objects made in it.
+pub(crate) struct Context {
+    /// The objects (dropped before the context: field order, and `destroy_context`).
+    pub(crate) objects: UObjects,
+    /// The user context.
+    pub(crate) ucontext: UContext,
     /// The async event files: the one the write() GET_CONTEXT made, and those
     /// ASYNC_EVENT_ALLOC made (the ioctl GET_CONTEXT makes none).
     events: KVec<Arc<AsyncEventFile>>,
@@ -50,12 +53,31 @@ impl Ufile {
     /// Runs `f` on the file's user context (C's `ib_uverbs_get_ucontext`): `EIO` once the
     /// RDMA device has gone, `EINVAL` before GET_CONTEXT.
     pub(crate) fn with_ucontext<R>(&self, f: impl FnOnce(&UContext) -> Result<R>) -> Result<R> {
-        let guard = self.context.lock();
+        self.with_context(|c| f(&c.ucontext))
+    }
+
+    /// Runs `f` on the file's objects: a file without a context has none, so a lookup there
+    /// is `ENOENT` (C looks handles up in the file's table, which is empty then); `EIO` once
+    /// the RDMA device has gone.
+    pub(crate) fn with_objects<R>(&self, f: impl FnOnce(&mut UObjects) -> Result<R>) -> Result<R> {
+        let mut guard = self.context.lock();
         if self.dev.ib_device().is_none() {
             return Err(EIO);
         }
-        match &*guard {
-            Some(c) => f(&c.ucontext),
+        match (*guard).as_mut() {
+            Some(c) => f(&mut c.objects),
+            None => f(&mut UObjects::default()),
+        }
+    }
+
+    /// Runs `f` on the file's context and objects, as [`Ufile::with_ucontext`].
+    pub(crate) fn with_context<R>(&self, f: impl FnOnce(&mut Context) -> Result<R>) -> Result<R> {
+        let mut guard = self.context.lock();
+        if self.dev.ib_device().is_none() {
+            return Err(EIO);
+        }
+        match (*guard).as_mut() {
+            Some(c) => f(c),
             None => Err(EINVAL),
         }
     }
@@ -80,6 +102,7 @@ impl Ufile {
         }
         let ucontext = make()?;
         *guard = Some(Context {
+            objects: UObjects::default(),
             ucontext,
             events: files,
         });
@@ -104,7 +127,8 @@ impl Ufile {
     /// `IB_EVENT_DEVICE_FATAL` last.
     pub(crate) fn destroy_context(&self, device_gone: bool) {
         let old = self.context.lock().take();
-        if let Some(c) = old {
+        if let Some(mut c) = old {
+            c.objects.destroy_all();
             for events in c.events.iter() {
                 if device_gone {
                     events.push(0, EVENT_DEVICE_FATAL);

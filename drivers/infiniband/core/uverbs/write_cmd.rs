@@ -11,7 +11,7 @@
 
 use crate::{
     bundle::{Bundle, Handler},
-    cmd_device,
+    cmd_device, cmd_pd,
     ufile::Ufile,
 };
 use core::cell::Cell;
@@ -86,6 +86,18 @@ impl WriteMethod {
         })
     }
 
+    /// A command without a response, written (C's `UAPI_DEF_WRITE_I`).
+    const fn i_with(req: usize, handler: Handler) -> Option<Self> {
+        Some(Self {
+            is_ex: false,
+            req_size: req,
+            resp_size: 0,
+            has_resp: false,
+            has_udata: false,
+            handler: Some(handler),
+        })
+    }
+
     /// A command without a response, with driver data (C's `UAPI_DEF_WRITE_UDATA_I`).
     const fn udata_i(req: usize) -> Option<Self> {
         Some(Self {
@@ -127,8 +139,8 @@ static WRITE: [Option<WriteMethod>; 41] = [
     /* 0 GET_CONTEXT */ WriteMethod::udata_io(8, 8, Some(cmd_device::get_context)),
     /* 1 QUERY_DEVICE */ WriteMethod::io(8, 176, Some(cmd_device::query_device)),
     /* 2 QUERY_PORT */ WriteMethod::io(16, 40, Some(cmd_device::query_port)),
-    /* 3 ALLOC_PD */ WriteMethod::udata_io(8, 4, None),
-    /* 4 DEALLOC_PD */ WriteMethod::i(4),
+    /* 3 ALLOC_PD */ WriteMethod::udata_io(8, 4, Some(cmd_pd::alloc_pd)),
+    /* 4 DEALLOC_PD */ WriteMethod::i_with(4, cmd_pd::dealloc_pd),
     /* 5 CREATE_AH */ WriteMethod::udata_io(56, 4, None),
     /* 6 MODIFY_AH */ None,
     /* 7 QUERY_AH */ None,

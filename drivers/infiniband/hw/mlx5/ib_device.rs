@@ -342,6 +342,17 @@ impl DeviceOps for Mlx5IbDevice {
         pd::alloc(&self.cmds)
     }
 
+    /// C's `mlx5_ib_alloc_pd` with user data: the PD number answers libmlx5
+    /// (`struct mlx5_ib_alloc_pd_resp`); a response that cannot be written frees the PD.
+    fn alloc_user_pd(&self, udata: &Udata) -> Result<pd::Mlx5Pd> {
+        let p = pd::alloc(&self.cmds)?;
+        if let Err(e) = udata.respond(&p.pdn.to_le_bytes()) {
+            let _ = pd::dealloc(&self.cmds, p);
+            return Err(e);
+        }
+        Ok(p)
+    }
+
     fn dealloc_pd(&self, pd: pd::Mlx5Pd) -> Result {
         pd::dealloc(&self.cmds, pd)
     }

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Protection domains (C's `ib_uverbs_alloc_pd`, `ib_uverbs_dealloc_pd` and the PD object's
+//! DESTROY method): a PD per request, under a new handle, with the driver's answer (mlx5: the
+//! PD number) in the driver data.
+
+use crate::{bundle::Bundle, ioctl::IoctlBundle, uapi::OBJECT_PD, uobjects::UObject};
+use kernel::prelude::*;
+
+/// ALLOC_PD: the PD's handle answers (`struct ib_uverbs_alloc_pd_resp`). If the answer cannot
+/// be written, the PD is destroyed again.
+pub(crate) fn alloc_pd(b: &mut Bundle<'_>) -> Result {
+    let mut req = [0u8; 8];
+    b.request(&mut req)?;
+    let driver = b.driver;
+    b.ufile.with_context(|c| {
+        let pd = c.ucontext.alloc_pd(&driver)?;
+        let handle = c.objects.insert(UObject::Pd(pd))?;
+        if let Err(e) = b.respond(&handle.to_le_bytes()) {
+            drop(c.objects.remove(handle.into(), OBJECT_PD));
+            return Err(e);
+        }
+        Ok(())
+    })
+}
+
+/// DEALLOC_PD (`struct ib_uverbs_dealloc_pd`: the handle).
+pub(crate) fn dealloc_pd(b: &mut Bundle<'_>) -> Result {
+    let mut req = [0u8; 4];
+    b.request(&mut req)?;
+    let handle = u32::from_le_bytes(req);
+    b.ufile
+        .with_objects(|o| o.remove(handle.into(), OBJECT_PD).map(drop))
+}
+
+/// The PD object's DESTROY method: the handle was checked with the attributes.
+pub(crate) fn destroy_pd(b: &mut IoctlBundle<'_>) -> Result {
+    let handle = b.idr_handle(crate::uapi::pd_destroy::HANDLE)?;
+    b.ufile.with_objects(|o| o.remove(handle, OBJECT_PD).map(drop))
+}
