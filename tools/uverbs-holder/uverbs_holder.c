@@ -7,7 +7,7 @@
  * of a command sent afterwards (QUERY_PORT).
  *
  * Usage: uverbs_holder OUT   Lines appended to OUT (flushed at once, so a scenario can wait on
- * them): `context`, then `event N` per event, `read ERRNO` if a read fails,
+ * them): `context` (with a PD allocated in it), then `event N` per event, `read ERRNO` if a read fails,
  * `query_port ERRNO|ok`, `done`.
  */
 #define _GNU_SOURCE
@@ -33,6 +33,7 @@ int main(int argc, char **argv)
 	struct ibv_context *ctx;
 	struct ibv_async_event ev;
 	struct ibv_port_attr pa;
+	struct ibv_pd *pd;
 	FILE *out;
 	int n, rc;
 
@@ -49,6 +50,11 @@ int main(int argc, char **argv)
 		fprintf(out, "open %s\n", errname(errno));
 		return 1;
 	}
+	pd = ibv_alloc_pd(ctx);
+	if (!pd) {
+		fprintf(out, "alloc_pd %s\n", errname(errno));
+		return 1;
+	}
 	fprintf(out, "context\n");
 	for (;;) {
 		if (ibv_get_async_event(ctx, &ev)) {
@@ -62,6 +68,8 @@ int main(int argc, char **argv)
 	}
 	rc = ibv_query_port(ctx, 1, &pa);
 	fprintf(out, "query_port %s\n", rc ? errname(rc) : "ok");
+	/* The device took the PD back already; what this answers is not checked. */
+	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
 	ibv_free_device_list(list);
 	fprintf(out, "done\n");

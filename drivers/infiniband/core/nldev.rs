@@ -653,8 +653,8 @@ const RES_SRQ: ResObject = ResObject {
     per_dev: true,
 };
 
-/// `RDMA_NLDEV_ATTR_RES_KERN_NAME` (C's `fill_res_name_pid` for a kernel object; there are no
-/// user objects yet, which would get `RES_PID`).
+/// `RDMA_NLDEV_ATTR_RES_KERN_NAME` (C's `fill_res_name_pid` for a kernel object; user objects
+/// get `RES_PID`, `fill_res_pid`).
 fn fill_res_name(w: &mut MsgWriter<'_>, name: KernName) -> Result {
     w.put_string(attr::ATTR_RES_KERN_NAME, name.as_bytes())
 }
@@ -809,7 +809,31 @@ fn fill_res_entry(
         (Fill::Res, ResView::Mr(mr)) => fill_res_mr_entry(w, mr, id, admin),
         (Fill::Res, ResView::Pd(pd)) => fill_res_pd_entry(w, pd, id, admin),
         (Fill::Res, ResView::Srq(srq)) => fill_res_srq_entry(w, lists, srq, id),
+        (Fill::Res, ResView::Ctx(ctx)) => {
+            w.put_u32(attr::ATTR_RES_CTXN, ctx.id())?;
+            fill_res_pid(w, ctx.pid())
+        }
+        (Fill::Res, ResView::UserPd(pd)) => {
+            if admin {
+                // A user PD has no local DMA lkey (C leaves it 0).
+                w.put_u32(attr::ATTR_RES_LOCAL_DMA_LKEY, 0)?;
+            }
+            // Nothing is made in a user PD yet: no users.
+            w.put_u64(attr::ATTR_RES_USECNT, 0, attr::ATTR_PAD)?;
+            w.put_u32(attr::ATTR_RES_PDN, id)?;
+            w.put_u32(attr::ATTR_RES_CTXN, pd.ctx_id())?;
+            fill_res_pid(w, pd.pid())
+        }
     }
+}
+
+/// `RDMA_NLDEV_ATTR_RES_PID` of a user object (C's `fill_res_name_pid`), left out once the
+/// task has exited.
+fn fill_res_pid(w: &mut MsgWriter<'_>, pid: i32) -> Result {
+    if pid != 0 {
+        w.put_u32(attr::ATTR_RES_PID, pid as u32)?;
+    }
+    Ok(())
 }
 
 /// `RES_<object>_GET` doit (C's `res_get_common_doit`): one object by id.

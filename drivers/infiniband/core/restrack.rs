@@ -9,7 +9,10 @@
 //! number. An object whose id cannot be had (a QP number already listed, no memory) still works
 //! but is not listed, as in C.
 //!
-//! Every object records the kernel module that created it ([`KernName`], C's `kern_name` from
+//! User objects (contexts and their PDs) record the task that created them instead, which
+//! netlink reports as a pid (C's `rdma_restrack_set_name(res, NULL)`).
+//!
+//! Every kernel object records the kernel module that created it ([`KernName`], C's `kern_name` from
 //! `KBUILD_MODNAME`): the creating verbs take it as an argument, made by [`kern_name!`] from
 //! the calling module's own metadata, so a consumer cannot create an object without it (MRs and
 //! SRQs take their PD's, as C's `rdma_restrack_parent_name`).
@@ -23,7 +26,10 @@
 //! entry with the mutex held, so destroying an object waits for a fill in progress (C's
 //! `rdma_restrack_begin_del` waiting for the entry's references).
 
-use crate::verbs::{Cq, Mr, Pd, Qp, Srq};
+use crate::{
+    ucontext::{UserCtxRes, UserPdRes},
+    verbs::{Cq, Mr, Pd, Qp, Srq},
+};
 use core::ptr::NonNull;
 use kernel::{
     new_mutex,
@@ -124,6 +130,10 @@ pub(crate) enum ResView<'a> {
     Mr(&'a Mr),
     /// A shared receive queue.
     Srq(&'a Srq),
+    /// A user context.
+    Ctx(&'a UserCtxRes),
+    /// A protection domain of a user context.
+    UserPd(&'a UserPdRes),
 }
 
 /// An object that can be listed in resource tracking.

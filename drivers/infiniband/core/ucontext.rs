@@ -7,15 +7,89 @@
 use crate::{
     ib_device::IbDevice,
     ops::{PdObject, UContextObject},
-    restrack::ResType,
+    restrack::{ResType, ResView, Tracked},
     udata::Udata,
 };
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::{
+        aref::ARef,
+        atomic::{Atomic, Relaxed},
+        Arc,
+    },
+    task::Task,
+    task_pid,
+};
+
+/// What resource tracking shows of a user context: its id and the task that made it.
+pub struct UserCtxRes {
+    id: Atomic<u32>,
+    task: ARef<Task>,
+}
+
+impl UserCtxRes {
+    /// The id resource tracking gave it (C's `res.id`, netlink's `CTXN`).
+    pub fn id(&self) -> u32 {
+        self.id.load(Relaxed)
+    }
+
+    /// The pid of the task that made it, as the caller sees it (0 once that task exited).
+    pub fn pid(&self) -> i32 {
+        task_pid::pid_vnr(&self.task)
+    }
+}
+
+impl Tracked for UserCtxRes {
+    fn view(&self) -> ResView<'_> {
+        ResView::Ctx(self)
+    }
+}
+
+/// What resource tracking shows of a user PD: the task that made it and its context's id.
+pub struct UserPdRes {
+    task: ARef<Task>,
+    ctx_id: u32,
+}
+
+impl UserPdRes {
+    /// The id of the PD's context (netlink's `CTXN`).
+    pub fn ctx_id(&self) -> u32 {
+        self.ctx_id
+    }
+
+    /// The pid of the task that made it, as the caller sees it (0 once that task exited).
+    pub fn pid(&self) -> i32 {
+        task_pid::pid_vnr(&self.task)
+    }
+}
+
+impl Tracked for UserPdRes {
+    fn view(&self) -> ResView<'_> {
+        ResView::UserPd(self)
+    }
+}
+
+/// Lists `res` (boxed: it does not move) in `dev`'s tracking as type `t`; returns its id.
+fn track<T: Tracked + 'static>(dev: &IbDevice, t: ResType, res: &KBox<T>) -> Option<u32> {
+    let ptr: *const T = &**res;
+    // SAFETY: `res` is boxed, so it does not move; its owner unlists it first thing in its
+    // `Drop`, before the box goes.
+    unsafe { dev.restrack().track(t, None, ptr as *const dyn Tracked) }
+}
+
+/// The calling task, as the owner of a new user object.
+fn current_task() -> ARef<Task> {
+    let current = kernel::current!();
+    let task: &Task = current;
+    ARef::from(task)
+}
 
 /// A user context of a device.
 pub struct UContext {
-    /// Dropped first (field order): the driver frees its state while the device is still held.
+    /// Dropped first (field order, after `Drop::drop` unlists it): the driver frees its state
+    /// while the device is still held.
     _driver: KBox<dyn UContextObject>,
+    res: KBox<UserCtxRes>,
     dev: Arc<IbDevice>,
 }
 
@@ -23,10 +97,21 @@ impl UContext {
     /// A new user context of `dev`, with the driver's request and response in `udata` (C's
     /// `ib_alloc_ucontext` and `ops.alloc_ucontext`); `EOPNOTSUPP` for a driver without them.
     pub fn alloc(dev: &Arc<IbDevice>, udata: &Udata) -> Result<Self> {
+        let res = KBox::new(
+            UserCtxRes {
+                id: Atomic::new(0),
+                task: current_task(),
+            },
+            GFP_KERNEL,
+        )?;
         let obj = dev.ops().alloc_ucontext(udata)?;
         dev.restrack().add(ResType::Ctx);
+        if let Some(id) = track(dev, ResType::Ctx, &res) {
+            res.id.store(id, Relaxed);
+        }
         Ok(Self {
             _driver: obj,
+            res,
             dev: dev.clone(),
         })
     }
@@ -39,10 +124,19 @@ impl UContext {
     /// A protection domain of this context (C's `ib_uverbs_alloc_pd` and the driver's
     /// `alloc_pd` with `udata`).
     pub fn alloc_pd(&self, udata: &Udata) -> Result<UserPd> {
+        let res = KBox::new(
+            UserPdRes {
+                task: current_task(),
+                ctx_id: self.res.id(),
+            },
+            GFP_KERNEL,
+        )?;
         let drv = self.dev.ops().alloc_user_pd(udata)?;
         self.dev.restrack().add(ResType::Pd);
+        let _ = track(&self.dev, ResType::Pd, &res);
         Ok(UserPd {
             _driver: drv,
+            res,
             dev: self.dev.clone(),
         })
     }
@@ -50,19 +144,29 @@ impl UContext {
 
 /// A protection domain made for user space; the driver frees it when it is dropped.
 pub struct UserPd {
-    /// Dropped first (field order): the driver frees its state while the device is held.
+    /// Dropped first (field order, after `Drop::drop` unlists it): the driver frees its state
+    /// while the device is held.
     _driver: KBox<dyn PdObject>,
+    res: KBox<UserPdRes>,
     dev: Arc<IbDevice>,
 }
 
 impl Drop for UserPd {
     fn drop(&mut self) {
+        let ptr: *const UserPdRes = &*self.res;
+        self.dev
+            .restrack()
+            .untrack(ResType::Pd, ptr as *const dyn Tracked);
         self.dev.restrack().remove(ResType::Pd);
     }
 }
 
 impl Drop for UContext {
     fn drop(&mut self) {
+        let ptr: *const UserCtxRes = &*self.res;
+        self.dev
+            .restrack()
+            .untrack(ResType::Ctx, ptr as *const dyn Tracked);
         self.dev.restrack().remove(ResType::Ctx);
     }
 }

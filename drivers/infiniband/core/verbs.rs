@@ -1013,6 +1013,8 @@ mod tests {
                 ResView::Qp(qp) => (id, qp.kern_name().as_bytes(), 0),
                 ResView::Mr(mr) => (id, mr.kern_name().as_bytes(), 0),
                 ResView::Srq(srq) => (id, srq.kern_name().as_bytes(), srq.users()),
+                // No user objects in these tests.
+                ResView::Ctx(_) | ResView::UserPd(_) => (id, &b"user"[..], 0),
             };
             out.push(entry, GFP_KERNEL).is_ok()
         });

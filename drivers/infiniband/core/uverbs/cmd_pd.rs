@@ -36,5 +36,6 @@ pub(crate) fn dealloc_pd(b: &mut Bundle<'_>) -> Result {
 /// The PD object's DESTROY method: the handle was checked with the attributes.
 pub(crate) fn destroy_pd(b: &mut IoctlBundle<'_>) -> Result {
     let handle = b.idr_handle(crate::uapi::pd_destroy::HANDLE)?;
-    b.ufile.with_objects(|o| o.remove(handle, OBJECT_PD).map(drop))
+    b.ufile
+        .with_objects(|o| o.remove(handle, OBJECT_PD).map(drop))
 }

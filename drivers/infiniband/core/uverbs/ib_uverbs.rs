@@ -11,8 +11,8 @@
 mod async_event;
 mod chardevs;
 mod device;
-mod uobjects;
 mod ufile;
+mod uobjects;
 
 // Commands: what a handler gets, the device's commands, the write() interface; the ioctl
 // interface, its tree of objects and methods, the device's methods.
