@@ -15,3 +15,9 @@ __rust_helper pid_t rust_helper_rdma_rs_task_pid_vnr(struct task_struct *task)
 {
 	return task_pid_vnr(task);
 }
+
+/* Whether the calling task has user memory (a kernel thread has none). */
+__rust_helper bool rust_helper_rdma_rs_current_has_mm(void)
+{
+	return current->mm != NULL;
+}

@@ -15,7 +15,9 @@
  *     every wrong length, reserved bits, missing mandatory ones, out-of-range constants;
  *   - mlx5's GET_CONTEXT request (length, flags, comp_mask, reserved fields, DEVX, bfregs), then
  *     with a context: a second GET_CONTEXT, ports and GID indices that do not exist, empty GID
- *     entries, EX_QUERY_DEVICE's request and mlx5's part, non-zero tails of core requests.
+ *     entries, EX_QUERY_DEVICE's request and mlx5's part, non-zero tails of core requests;
+ *   - PDs and MRs: handles, access rights, addresses, PDs in use, destruction by write() and
+ *     ioctl, objects left for close to destroy.
  * The same expectations run on both stacks (the scenario uverbs-devices).
  *
  * Usage: uverbs_badinput [/dev/infiniband/uverbs0] [DRIVER_ID]   (defaults: uverbs0, 1 = mlx5)
@@ -452,6 +454,84 @@ static int get_context(uint32_t id, const struct uctx_req *req, uint16_t len)
 	return call(VERBS_IOCTL, &h);
 }
 
+/* Memory the MR cases register. */
+static uint8_t mr_buf[65536] __attribute__((aligned(4096)));
+
+/* REG_MR by write(): `struct ib_uverbs_reg_mr`; the handle answered goes to *handle. */
+static int reg_mr(uint64_t start, uint64_t len, uint64_t va, uint32_t pd, uint32_t access,
+		  uint32_t *handle)
+{
+	uint64_t resp = (uintptr_t)resp_buf;
+	uint8_t p[40];
+	int rc;
+
+	memcpy(p, &resp, 8);
+	memcpy(p + 8, &start, 8);
+	memcpy(p + 16, &len, 8);
+	memcpy(p + 24, &va, 8);
+	memcpy(p + 32, &pd, 4);
+	memcpy(p + 36, &access, 4);
+	memset(resp_buf, 0xff, 12);
+	rc = send_cmd(9, 12, 3, p, 40, 48);
+	if (handle)
+		memcpy(handle, resp_buf, 4);
+	return rc;
+}
+
+/* Memory regions (PD 0 is alive): access rights, addresses, PDs, destruction. */
+static void mrs(uint32_t id)
+{
+	const uint32_t rw = 1 | 2 | 4;	/* local write, remote write, remote read */
+	uint64_t buf = (uintptr_t)mr_buf;
+	uint32_t mr0 = ~0u, mr1 = ~0u, h;
+	uint8_t p[8];
+	struct hdr hd;
+
+	memset(mr_buf, 0x5a, sizeof(mr_buf));
+	expect("REG_MR of 64 KiB in PD 0: success", 0, reg_mr(buf, sizeof(mr_buf), buf, 0, rw, &mr0));
+	expect("REG_MR of 100 bytes at offset 100, remote read: success", 0,
+	       reg_mr(buf + 100, 100, 0x10064, 0, 4, &mr1));
+	expect("REG_MR: start and hca_va differ within a page: EINVAL", EINVAL,
+	       reg_mr(buf + 1, 4096, buf, 0, rw, NULL));
+	expect("REG_MR: remote write without local write: EINVAL", EINVAL,
+	       reg_mr(buf, 4096, buf, 0, 2, NULL));
+	expect("REG_MR: remote atomic without local write: EINVAL", EINVAL,
+	       reg_mr(buf, 4096, buf, 0, 8, NULL));
+	expect("REG_MR: access bit 10 (unknown): EINVAL", EINVAL, reg_mr(buf, 4096, buf, 0, 1u << 10, NULL));
+	expect("REG_MR: access bit 30 (unknown): EINVAL", EINVAL, reg_mr(buf, 4096, buf, 0, 1u << 30, NULL));
+	expect("REG_MR: on-demand paging (none here): EOPNOTSUPP", EOPNOTSUPP,
+	       reg_mr(buf, 4096, buf, 0, 1 | 64, NULL));
+	expect("REG_MR: flush global (not supported): EOPNOTSUPP", EOPNOTSUPP,
+	       reg_mr(buf, 4096, buf, 0, 1 | 256, NULL));
+	expect("REG_MR: flush persistent (not supported): EOPNOTSUPP", EOPNOTSUPP,
+	       reg_mr(buf, 4096, buf, 0, 1 | 512, NULL));
+	expect("REG_MR: PD handle 99 (none): ENOENT", ENOENT, reg_mr(buf, 4096, buf, 99, rw, NULL));
+	expect("REG_MR: the PD handle of an MR: EINVAL", EINVAL, reg_mr(buf, 4096, buf, mr0, rw, NULL));
+	expect("REG_MR: memory at address 0 (unmapped): EFAULT", EFAULT, reg_mr(0, 4096, 0, 0, rw, NULL));
+	expect("REG_MR: a range that wraps: EINVAL", EINVAL,
+	       reg_mr(0xfffffffffffff000ull, 0x2000, 0xfffffffffffff000ull, 0, rw, NULL));
+
+	memset(p, 0, sizeof(p));
+	expect("DEALLOC_PD of PD 0, which has MRs: EBUSY", EBUSY, send_cmd(4, 3, 0, p, 4, 12));
+	hd = header(id, 1, 0, 1);
+	attr(&hd, 0, 0, 0, MAND, 0, 0);
+	expect("ioctl PD DESTROY of PD 0, which has MRs: EBUSY", EBUSY, call(VERBS_IOCTL, &hd));
+	memcpy(p, &mr0, 4);
+	expect("DEREG_MR of the 64 KiB MR: success", 0, send_cmd(13, 3, 0, p, 4, 12));
+	expect("DEREG_MR of it again: ENOENT", ENOENT, send_cmd(13, 3, 0, p, 4, 12));
+	h = 0;
+	memcpy(p, &h, 4);
+	expect("DEREG_MR of a PD's handle: EINVAL", EINVAL, send_cmd(13, 3, 0, p, 4, 12));
+	hd = header(id, 7, 1, 1);
+	attr(&hd, 0, 0, 0, MAND, 0, 0);
+	expect("ioctl MR DESTROY of a PD's handle: EINVAL", EINVAL, call(VERBS_IOCTL, &hd));
+	attr(&hd, 0, 0, 0, MAND, 0, mr1);
+	expect("ioctl MR DESTROY of the small MR: success", 0, call(VERBS_IOCTL, &hd));
+	expect("ioctl MR DESTROY of it again: ENOENT", ENOENT, call(VERBS_IOCTL, &hd));
+	/* An MR left for close to destroy (before its PD). */
+	expect("REG_MR in PD 0, left for close: success", 0, reg_mr(buf, 8192, buf, 0, 1, NULL));
+}
+
 /* Protection domains: handles (the lowest free number), destruction by write() and ioctl. */
 static void pds(uint32_t id)
 {
@@ -503,6 +583,7 @@ static void pds(uint32_t id)
 	expect("ioctl PD DESTROY without a handle: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
 	h = header(id, 1, 1, 0);
 	expect("the PD object's unknown method 1: EPROTONOSUPPORT", EPROTONOSUPPORT, call(VERBS_IOCTL, &h));
+	mrs(id);
 	/* Handles 0, 1 and 3 stay: closing the file destroys them. */
 }
 

@@ -7,7 +7,7 @@
  * of a command sent afterwards (QUERY_PORT).
  *
  * Usage: uverbs_holder OUT   Lines appended to OUT (flushed at once, so a scenario can wait on
- * them): `context` (with a PD allocated in it), then `event N` per event, `read ERRNO` if a read fails,
+ * them): `context` (with a PD and a 64 KiB MR in it), then `event N` per event, `read ERRNO` if a read fails,
  * `query_port ERRNO|ok`, `done`.
  */
 #define _GNU_SOURCE
@@ -34,6 +34,8 @@ int main(int argc, char **argv)
 	struct ibv_async_event ev;
 	struct ibv_port_attr pa;
 	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	static char buf[65536];
 	FILE *out;
 	int n, rc;
 
@@ -55,6 +57,11 @@ int main(int argc, char **argv)
 		fprintf(out, "alloc_pd %s\n", errname(errno));
 		return 1;
 	}
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (!mr) {
+		fprintf(out, "reg_mr %s\n", errname(errno));
+		return 1;
+	}
 	fprintf(out, "context\n");
 	for (;;) {
 		if (ibv_get_async_event(ctx, &ev)) {
@@ -68,7 +75,8 @@ int main(int argc, char **argv)
 	}
 	rc = ibv_query_port(ctx, 1, &pa);
 	fprintf(out, "query_port %s\n", rc ? errname(rc) : "ok");
-	/* The device took the PD back already; what this answers is not checked. */
+	/* The device took the MR and PD back already; what this answers is not checked. */
+	ibv_dereg_mr(mr);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
 	ibv_free_device_list(list);

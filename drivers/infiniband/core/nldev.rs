@@ -20,6 +20,7 @@ use crate::{
     nl_uapi::{self, attr, cmd, EMPTY_STRING, IFNAMSIZ},
     registry::{self, ChardevInfo},
     restrack::{KernName, Lists, ResType, ResView},
+    ucontext::UserMrRes,
     verbs::{Cq, Mr, Pd, Qp, QpType, Srq},
 };
 use kernel::{
@@ -801,7 +802,8 @@ fn fill_res_entry(
             Err(EINVAL)
         }
         (Fill::Raw, _) => Err(EINVAL),
-        (Fill::StatMr, ResView::Mr(_)) => w.put_u32(attr::ATTR_RES_MRN, id),
+        (Fill::StatMr, ResView::Mr(_) | ResView::UserMr(_)) => w.put_u32(attr::ATTR_RES_MRN, id),
+        (Fill::Res, ResView::UserMr(mr)) => fill_res_user_mr_entry(w, mr, id, admin),
         // Only MRs are asked for with `StatMr`.
         (Fill::StatMr, _) => Err(EINVAL),
         (Fill::Res, ResView::Qp(qp)) => fill_res_qp_entry(w, qp, port),
@@ -818,13 +820,25 @@ fn fill_res_entry(
                 // A user PD has no local DMA lkey (C leaves it 0).
                 w.put_u32(attr::ATTR_RES_LOCAL_DMA_LKEY, 0)?;
             }
-            // Nothing is made in a user PD yet: no users.
-            w.put_u64(attr::ATTR_RES_USECNT, 0, attr::ATTR_PAD)?;
+            w.put_u64(attr::ATTR_RES_USECNT, pd.users(), attr::ATTR_PAD)?;
             w.put_u32(attr::ATTR_RES_PDN, id)?;
             w.put_u32(attr::ATTR_RES_CTXN, pd.ctx_id())?;
             fill_res_pid(w, pd.pid())
         }
     }
+}
+
+/// One user MR's attributes (C's `fill_res_mr_entry` for a user MR): its keys only for
+/// `CAP_NET_ADMIN`, its PD's id, the pid of its task.
+fn fill_res_user_mr_entry(w: &mut MsgWriter<'_>, mr: &UserMrRes, id: u32, admin: bool) -> Result {
+    if admin {
+        w.put_u32(attr::ATTR_RES_RKEY, mr.rkey())?;
+        w.put_u32(attr::ATTR_RES_LKEY, mr.lkey())?;
+    }
+    w.put_u64(attr::ATTR_RES_MRLEN, mr.length(), attr::ATTR_PAD)?;
+    w.put_u32(attr::ATTR_RES_MRN, id)?;
+    w.put_u32(attr::ATTR_RES_PDN, mr.pd_id())?;
+    fill_res_pid(w, mr.pid())
 }
 
 /// `RDMA_NLDEV_ATTR_RES_PID` of a user object (C's `fill_res_name_pid`), left out once the

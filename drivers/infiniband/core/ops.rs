@@ -11,7 +11,7 @@ use crate::{
     udata::Udata,
     verbs_types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
-        QpInitDriver, SrqAttr, SrqAttrMask,
+        QpInitDriver, SrqAttr, SrqAttrMask, UserMrInit,
     },
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
@@ -232,6 +232,17 @@ pub trait DeviceOps: Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Registers the calling process's memory `init` in `pd` (C's `reg_user_mr`): the driver
+    /// pins and maps it, and answers `udata`. Process context.
+    fn reg_user_mr(
+        &self,
+        _pd: &Self::Pd,
+        _init: &UserMrInit,
+        _udata: &Udata,
+    ) -> Result<NewMr<Self::Mr>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Deregisters a memory region.
     fn dereg_mr(&self, _mr: Self::Mr) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -405,6 +416,8 @@ pub(crate) trait PdObject: Send + Sync {
     ) -> Result<NewQp<KBox<dyn QpObject>>>;
     /// The PD's DMA memory region.
     fn get_dma_mr(&self, access: AccessFlags) -> Result<NewMr<KBox<dyn MrObject>>>;
+    /// A memory region of user memory (`DeviceOps::reg_user_mr`).
+    fn reg_user_mr(&self, init: &UserMrInit, udata: &Udata) -> Result<NewMr<KBox<dyn MrObject>>>;
     /// A new SRQ in this PD.
     fn create_srq(&self, attr: &SrqAttr, events: &EventNotifier) -> Result<KBox<dyn SrqObject>>;
     /// A new AH in this PD.
@@ -585,6 +598,19 @@ impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
         let new = optional_op!(
             T::HAS_GET_DMA_MR,
             T::get_dma_mr(&self.ops, &self.obj, access)
+        )?;
+        let mr = Typed::new(self.ops.clone(), new.mr, dereg_mr::<T>, "dereg_mr");
+        Ok(NewMr {
+            mr: KBox::new(mr, GFP_KERNEL)?,
+            lkey: new.lkey,
+            rkey: new.rkey,
+        })
+    }
+
+    fn reg_user_mr(&self, init: &UserMrInit, udata: &Udata) -> Result<NewMr<KBox<dyn MrObject>>> {
+        let new = optional_op!(
+            T::HAS_REG_USER_MR,
+            T::reg_user_mr(&self.ops, &self.obj, init, udata)
         )?;
         let mr = Typed::new(self.ops.clone(), new.mr, dereg_mr::<T>, "dereg_mr");
         Ok(NewMr {

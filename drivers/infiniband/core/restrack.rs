@@ -9,7 +9,7 @@
 //! number. An object whose id cannot be had (a QP number already listed, no memory) still works
 //! but is not listed, as in C.
 //!
-//! User objects (contexts and their PDs) record the task that created them instead, which
+//! User objects (contexts, their PDs and MRs) record the task that created them instead, which
 //! netlink reports as a pid (C's `rdma_restrack_set_name(res, NULL)`).
 //!
 //! Every kernel object records the kernel module that created it ([`KernName`], C's `kern_name` from
@@ -27,7 +27,7 @@
 //! `rdma_restrack_begin_del` waiting for the entry's references).
 
 use crate::{
-    ucontext::{UserCtxRes, UserPdRes},
+    ucontext::{UserCtxRes, UserMrRes, UserPdRes},
     verbs::{Cq, Mr, Pd, Qp, Srq},
 };
 use core::ptr::NonNull;
@@ -134,6 +134,8 @@ pub(crate) enum ResView<'a> {
     Ctx(&'a UserCtxRes),
     /// A protection domain of a user context.
     UserPd(&'a UserPdRes),
+    /// A memory region of user memory.
+    UserMr(&'a UserMrRes),
 }
 
 /// An object that can be listed in resource tracking.

@@ -6,9 +6,10 @@
 
 use crate::{
     ib_device::IbDevice,
-    ops::{PdObject, UContextObject},
+    ops::{MrObject, PdObject, UContextObject},
     restrack::{ResType, ResView, Tracked},
     udata::Udata,
+    verbs_types::UserMrInit,
 };
 use kernel::{
     prelude::*,
@@ -45,13 +46,21 @@ impl Tracked for UserCtxRes {
     }
 }
 
-/// What resource tracking shows of a user PD: the task that made it and its context's id.
+/// What resource tracking shows of a user PD: the task that made it, its context's id, its
+/// own id and how many objects use it.
 pub struct UserPdRes {
     task: ARef<Task>,
     ctx_id: u32,
+    id: Atomic<u32>,
+    users: Arc<Atomic<u32>>,
 }
 
 impl UserPdRes {
+    /// Objects made in the PD (C's `usecnt`).
+    pub fn users(&self) -> u64 {
+        self.users.load(Relaxed).into()
+    }
+
     /// The id of the PD's context (netlink's `CTXN`).
     pub fn ctx_id(&self) -> u32 {
         self.ctx_id
@@ -128,17 +137,130 @@ impl UContext {
             UserPdRes {
                 task: current_task(),
                 ctx_id: self.res.id(),
+                id: Atomic::new(0),
+                users: Arc::new(Atomic::new(0), GFP_KERNEL)?,
             },
             GFP_KERNEL,
         )?;
         let drv = self.dev.ops().alloc_user_pd(udata)?;
         self.dev.restrack().add(ResType::Pd);
-        let _ = track(&self.dev, ResType::Pd, &res);
+        if let Some(id) = track(&self.dev, ResType::Pd, &res) {
+            res.id.store(id, Relaxed);
+        }
         Ok(UserPd {
             _driver: drv,
             res,
             dev: self.dev.clone(),
         })
+    }
+}
+
+impl UserPd {
+    /// Objects made in the PD: while there are any, it cannot be destroyed (C's `EBUSY`).
+    pub fn users(&self) -> u32 {
+        self.res.users.load(Relaxed)
+    }
+
+    /// Registers user memory in this PD (C's `ib_uverbs_reg_mr` and the driver's
+    /// `reg_user_mr`).
+    pub fn reg_mr(&self, init: &UserMrInit, udata: &Udata) -> Result<UserMr> {
+        let res = KBox::new(
+            UserMrRes {
+                task: current_task(),
+                pd_id: self.res.id.load(Relaxed),
+                lkey: 0,
+                rkey: 0,
+                length: init.length,
+            },
+            GFP_KERNEL,
+        )?;
+        let new = self._driver.reg_user_mr(init, udata)?;
+        let mut res = res;
+        res.lkey = new.lkey;
+        res.rkey = new.rkey;
+        self.dev.restrack().add(ResType::Mr);
+        let _ = track(&self.dev, ResType::Mr, &res);
+        self.res.users.fetch_add(1, Relaxed);
+        Ok(UserMr {
+            _driver: new.mr,
+            res,
+            pd_users: self.res.users.clone(),
+            dev: self.dev.clone(),
+        })
+    }
+}
+
+/// What resource tracking shows of a user MR.
+pub struct UserMrRes {
+    task: ARef<Task>,
+    pd_id: u32,
+    lkey: u32,
+    rkey: u32,
+    length: u64,
+}
+
+impl UserMrRes {
+    /// The local key.
+    pub fn lkey(&self) -> u32 {
+        self.lkey
+    }
+
+    /// The remote key.
+    pub fn rkey(&self) -> u32 {
+        self.rkey
+    }
+
+    /// Its length.
+    pub fn length(&self) -> u64 {
+        self.length
+    }
+
+    /// The id of its PD (netlink's `PDN`).
+    pub fn pd_id(&self) -> u32 {
+        self.pd_id
+    }
+
+    /// The pid of the task that made it, as the caller sees it (0 once that task exited).
+    pub fn pid(&self) -> i32 {
+        task_pid::pid_vnr(&self.task)
+    }
+}
+
+impl Tracked for UserMrRes {
+    fn view(&self) -> ResView<'_> {
+        ResView::UserMr(self)
+    }
+}
+
+/// A memory region of user memory; the driver unmaps and unpins it when it is dropped.
+pub struct UserMr {
+    /// Dropped first (field order, after `Drop::drop` unlists it).
+    _driver: KBox<dyn MrObject>,
+    res: KBox<UserMrRes>,
+    pd_users: Arc<Atomic<u32>>,
+    dev: Arc<IbDevice>,
+}
+
+impl UserMr {
+    /// The local key.
+    pub fn lkey(&self) -> u32 {
+        self.res.lkey
+    }
+
+    /// The remote key.
+    pub fn rkey(&self) -> u32 {
+        self.res.rkey
+    }
+}
+
+impl Drop for UserMr {
+    fn drop(&mut self) {
+        let ptr: *const UserMrRes = &*self.res;
+        self.dev
+            .restrack()
+            .untrack(ResType::Mr, ptr as *const dyn Tracked);
+        self.dev.restrack().remove(ResType::Mr);
+        self.pd_users.fetch_sub(1, Relaxed);
     }
 }
 

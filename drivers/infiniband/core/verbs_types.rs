@@ -189,6 +189,23 @@ pub struct NewMr<M> {
     pub rkey: u32,
 }
 
+/// User memory to register (C's `reg_user_mr` arguments): `length` bytes at user address
+/// `start` of the calling process, which the device addresses as `iova`.
+#[derive(Clone, Copy, Debug)]
+pub struct UserMrInit {
+    /// Start in the process.
+    pub start: u64,
+    /// Length in bytes (not 0).
+    pub length: u64,
+    /// The address the MR's users give for `start`.
+    pub iova: u64,
+    /// The access rights the device checks.
+    pub access: AccessFlags,
+    /// The memory is written by the device (C's `ib_access_writable`: local or remote write,
+    /// remote atomics, memory-window binding): pinned for writing.
+    pub writable: bool,
+}
+
 /// QP states (`enum ib_qp_state`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(u8)]

@@ -492,6 +492,8 @@ layout! {
         max_qp_mcg: 0x2e7, 25;
         log_max_mcg: 0x318, 8;
         log_max_transport_domain: 0x323, 5;
+        /// Translation entries carry their own access bits (`MLX5_IB_MTT_PRESENT`).
+        pg: 0x227, 1;
         ext_stride_num_range: 0x3a0, 1;
         sq_ts_format: 0x440, 2;
         rq_ts_format: 0x442, 2;

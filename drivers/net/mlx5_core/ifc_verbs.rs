@@ -54,6 +54,8 @@ pub const PAS_OFFSET: usize = 0x110;
 
 /// `MLX5_MKC_ACCESS_MODE_PA`: the mkey maps physical (bus) addresses one to one.
 pub const MKC_ACCESS_MODE_PA: u64 = 0;
+/// `MLX5_MKC_ACCESS_MODE_MTT`: the mkey maps through a list of pages (its translation table).
+pub const MKC_ACCESS_MODE_MTT: u64 = 1;
 
 /// `MLX5_QP_ST_RC`: the reliable-connected service type in `qpc.st`.
 pub const QP_ST_RC: u64 = 0;
@@ -138,6 +140,12 @@ layout! {
     /// CREATE_MKEY's input with the mkey context (`memory_key_mkey_entry` at byte 0x10).
     pub input CreateMkeyIn[0x110] {
         pg_access: 0x60, 1;
+        /// The mkey starts free (not usable until a UMR enables it).
+        free: 0x81, 1;
+        /// UMR may change the mkey.
+        umr_en: 0x90, 1;
+        /// Translation entries that follow the context.
+        translations_octword_actual_size: 0x300, 32;
         access_mode_4_2: 0x83, 3;
         ma_translation_mode: 0x9a, 2;
         a: 0x91, 1;

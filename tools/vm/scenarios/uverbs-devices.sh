@@ -17,7 +17,8 @@
 #   - rust only: ib_uverbs unloads on its own and netlink's GET_CHARDEV loads it again through
 #     its alias rdma-client-uverbs (C's mlx5_ib links against C's ib_uverbs, which therefore
 #     cannot be unloaded before it there);
-#   - the stack unloads; kmemleak and dmesg clean.
+#   - the stack unloads; dmesg clean; kmemleak clean on rust (C 7.3 leaks the task of a process
+#     that registered MRs, so the c run skips the scan).
 # stacks: rust c
 # install-modules: yes
 # timeout: 400
@@ -44,7 +45,7 @@ guid=$(sed 's/://g' /sys/class/infiniband/mlx5_0/node_guid)
 check_output "ibv_devices lists mlx5_0 with its node GUID ($guid)" "^[[:space:]]+mlx5_0[[:space:]]+$guid\$" ibv_devices
 check "uverbs0 opens for reading and writing" sh -c 'exec 3<>/dev/infiniband/uverbs0'
 # tools/uverbs-badinput: the ioctl header's checks in C's order and unknown objects and methods.
-check_output "531 malformed requests get C's errnos" '^uverbs_badinput: 531 passed, 0 failed$' sh -c 'uverbs_badinput | grep -v "^ok "'
+check_output "554 malformed requests get C's errnos" '^uverbs_badinput: 554 passed, 0 failed$' sh -c 'uverbs_badinput | grep -v "^ok "'
 
 # The node held open while the RDMA device goes away.
 sleep 600 <>/dev/infiniband/uverbs0 &
@@ -76,5 +77,10 @@ fi
 
 check "the stack unloads" unload_stack
 check "nothing of it stays loaded" sh -c '! grep -E "^(ib_core|ib_uverbs|mlx5_core|mlx5_ib) " /proc/modules'
-kmemleak_clean "kmemleak finds no leak"
+# C 7.3 leaks the task of uverbs_badinput once its MR cases ran (task_struct, signal_struct,
+# creds and exec state stay referenced after it exited; seen on every run, not without the MR
+# cases): kmemleak is checked on rust only.
+if [ "$STACK" = rust ]; then
+	kmemleak_clean "rust: kmemleak finds no leak"
+fi
 dmesg_clean "dmesg has no warnings, oopses or lockdep reports"

@@ -13,6 +13,8 @@ use kernel::prelude::*;
 pub(crate) const OBJECT_DEVICE: u16 = 0;
 /// `UVERBS_OBJECT_PD`.
 pub(crate) const OBJECT_PD: u16 = 1;
+/// `UVERBS_OBJECT_MR`.
+pub(crate) const OBJECT_MR: u16 = 7;
 /// `UVERBS_OBJECT_ASYNC_EVENT`.
 pub(crate) const OBJECT_ASYNC_EVENT: u16 = 16;
 /// `UVERBS_ATTR_UHW_IN` and `UVERBS_ATTR_UHW_OUT`: the driver's request and response.
@@ -168,6 +170,11 @@ pub(crate) mod pd_destroy {
     pub(crate) const HANDLE: u16 = 0;
 }
 
+/// `UVERBS_METHOD_MR_DESTROY`'s attribute.
+pub(crate) mod mr_destroy {
+    pub(crate) const HANDLE: u16 = 0;
+}
+
 /// The methods written so far.
 pub(crate) static METHODS: &[MethodSpec] = &[
     MethodSpec {
@@ -230,6 +237,17 @@ pub(crate) static METHODS: &[MethodSpec] = &[
         )],
         has_udata: false,
         handler: crate::cmd_pd::destroy_pd,
+    },
+    MethodSpec {
+        object: OBJECT_MR,
+        method: 1,
+        attrs: &[attr(
+            mr_destroy::HANDLE,
+            Kind::IdrDestroy { object: OBJECT_MR },
+            true,
+        )],
+        has_udata: false,
+        handler: crate::cmd_mr::destroy_mr,
     },
     MethodSpec {
         object: OBJECT_ASYNC_EVENT,

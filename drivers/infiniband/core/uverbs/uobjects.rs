@@ -6,14 +6,16 @@
 //! `rdma_lookup_get_uobject`). When the file's context goes, objects are destroyed newest
 //! first.
 
-use crate::uapi::OBJECT_PD;
-use ib_core::ucontext::UserPd;
+use crate::uapi::{OBJECT_MR, OBJECT_PD};
+use ib_core::ucontext::{UserMr, UserPd};
 use kernel::prelude::*;
 
 /// One object.
 pub(crate) enum UObject {
     /// A protection domain.
-    Pd(#[expect(dead_code, reason = "kept to be dropped: the driver frees it then")] UserPd),
+    Pd(UserPd),
+    /// A memory region.
+    Mr(#[expect(dead_code, reason = "kept to be dropped: the driver frees it then")] UserMr),
 }
 
 impl UObject {
@@ -21,6 +23,15 @@ impl UObject {
     fn object_type(&self) -> u16 {
         match self {
             UObject::Pd(_) => OBJECT_PD,
+            UObject::Mr(_) => OBJECT_MR,
+        }
+    }
+
+    /// Whether other objects still use it (it cannot be destroyed then: C's `EBUSY`).
+    fn busy(&self) -> bool {
+        match self {
+            UObject::Pd(pd) => pd.users() != 0,
+            UObject::Mr(_) => false,
         }
     }
 }
@@ -80,7 +91,20 @@ impl UObjects {
         Ok(())
     }
 
-    /// Takes object `handle` of type `object_type` out (C's destroy lookup), to be dropped.
+    /// The PD `handle` (C's `uobj_get_obj_read`): `ENOENT`, or `EINVAL` for another type.
+    pub(crate) fn pd(&self, handle: u64) -> Result<&UserPd> {
+        self.check(handle, OBJECT_PD)?;
+        match self.entries.iter().find(|e| u64::from(e.handle) == handle) {
+            Some(Entry {
+                obj: UObject::Pd(pd),
+                ..
+            }) => Ok(pd),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// Takes object `handle` of type `object_type` out (C's destroy lookup), to be dropped:
+    /// `EBUSY` while other objects use it.
     pub(crate) fn remove(&mut self, handle: u64, object_type: u16) -> Result<UObject> {
         self.check(handle, object_type)?;
         let i = self
@@ -88,6 +112,9 @@ impl UObjects {
             .iter()
             .position(|e| u64::from(e.handle) == handle)
             .ok_or(ENOENT)?;
+        if self.entries[i].obj.busy() {
+            return Err(EBUSY);
+        }
         Ok(self.entries.remove(i)?.obj)
     }
 

@@ -11,7 +11,7 @@
 
 use crate::{
     bundle::{Bundle, Handler},
-    cmd_device, cmd_pd,
+    cmd_device, cmd_mr, cmd_pd,
     ufile::Ufile,
 };
 use core::cell::Cell;
@@ -145,11 +145,11 @@ static WRITE: [Option<WriteMethod>; 41] = [
     /* 6 MODIFY_AH */ None,
     /* 7 QUERY_AH */ None,
     /* 8 DESTROY_AH */ WriteMethod::i(4),
-    /* 9 REG_MR */ WriteMethod::udata_io(40, 12, None),
+    /* 9 REG_MR */ WriteMethod::udata_io(40, 12, Some(cmd_mr::reg_mr)),
     /* 10 REG_SMR */ None,
     /* 11 REREG_MR */ WriteMethod::udata_io(48, 8, None),
     /* 12 QUERY_MR */ None,
-    /* 13 DEREG_MR */ WriteMethod::i(4),
+    /* 13 DEREG_MR */ WriteMethod::i_with(4, cmd_mr::dereg_mr),
     // Memory windows: not served (as C's table for an mlx5 function without `imaicl`).
     /* 14 ALLOC_MW */
     None,

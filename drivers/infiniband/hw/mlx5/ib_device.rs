@@ -27,7 +27,7 @@ use ib_core::{
     udata::Udata,
     verbs_types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
-        QpInitDriver, SrqAttr, SrqAttrField, SrqAttrMask,
+        QpInitDriver, SrqAttr, SrqAttrField, SrqAttrMask, UserMrInit,
     },
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
@@ -355,6 +355,31 @@ impl DeviceOps for Mlx5IbDevice {
 
     fn dealloc_pd(&self, pd: pd::Mlx5Pd) -> Result {
         pd::dealloc(&self.cmds, pd)
+    }
+
+    /// C's `mlx5_ib_reg_user_mr` (no on-demand paging; the MTT mkey made by CREATE_MKEY, as
+    /// C makes it on a function whose UMR cannot set a page size).
+    fn reg_user_mr(
+        &self,
+        pd: &pd::Mlx5Pd,
+        init: &UserMrInit,
+        _udata: &Udata,
+    ) -> Result<NewMr<mr::Mlx5Mr>> {
+        let pg = GeneralCaps::from_bytes(&self.caps.general).pg() != 0;
+        let mr = mr::reg_user(
+            &self.cmds,
+            self.core.get().device(),
+            &self.mkey_var,
+            pd,
+            init,
+            pg,
+        )?;
+        let key = mr.key;
+        Ok(NewMr {
+            mr,
+            lkey: key,
+            rkey: key,
+        })
     }
 
     fn get_dma_mr(&self, pd: &pd::Mlx5Pd, access: AccessFlags) -> Result<NewMr<mr::Mlx5Mr>> {

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions of user memory (C's `ib_uverbs_reg_mr`, `ib_uverbs_dereg_mr` and the MR
+//! object's DESTROY method): the access rights checked as C's `ib_check_mr_access`, the PD
+//! looked up, the memory pinned and registered by the driver; the MR's handle and keys answer.
+
+use crate::{bundle::Bundle, ioctl::IoctlBundle, uapi::OBJECT_MR, uobjects::UObject};
+use ib_core::verbs_types::{Access, AccessFlags, UserMrInit};
+use kernel::prelude::*;
+
+/// `IB_ACCESS_*` bits of a user request (`enum ib_access_flags`).
+mod access {
+    pub(super) const LOCAL_WRITE: u32 = 1 << 0;
+    pub(super) const REMOTE_WRITE: u32 = 1 << 1;
+    pub(super) const REMOTE_READ: u32 = 1 << 2;
+    pub(super) const REMOTE_ATOMIC: u32 = 1 << 3;
+    pub(super) const MW_BIND: u32 = 1 << 4;
+    pub(super) const ON_DEMAND: u32 = 1 << 6;
+    pub(super) const FLUSH_GLOBAL: u32 = 1 << 8;
+    pub(super) const FLUSH_PERSISTENT: u32 = 1 << 9;
+    /// `IB_ACCESS_SUPPORTED`: bits 0..9 and the optional range, bits 20..29.
+    pub(super) const SUPPORTED: u32 = 0x3ff | 0x3ff0_0000;
+}
+
+/// C's `ib_check_mr_access` for a device without on-demand paging or flush support: remote
+/// write or atomics need local write (`EINVAL`), unknown bits are `EINVAL`, on-demand paging
+/// and flushes `EOPNOTSUPP`.
+pub(crate) fn check_access(flags: u32) -> Result {
+    if flags & (access::REMOTE_ATOMIC | access::REMOTE_WRITE) != 0
+        && flags & access::LOCAL_WRITE == 0
+    {
+        return Err(EINVAL);
+    }
+    if flags & !access::SUPPORTED != 0 {
+        return Err(EINVAL);
+    }
+    if flags & (access::ON_DEMAND | access::FLUSH_GLOBAL | access::FLUSH_PERSISTENT) != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    Ok(())
+}
+
+/// The rights the device checks, and whether the memory is written (C's
+/// `ib_access_writable`).
+fn rights(flags: u32) -> (AccessFlags, bool) {
+    let mut a = AccessFlags::default();
+    for (bit, right) in [
+        (access::LOCAL_WRITE, Access::LocalWrite),
+        (access::REMOTE_WRITE, Access::RemoteWrite),
+        (access::REMOTE_READ, Access::RemoteRead),
+        (access::REMOTE_ATOMIC, Access::RemoteAtomic),
+    ] {
+        if flags & bit != 0 {
+            a |= right;
+        }
+    }
+    let writable = flags
+        & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC | access::MW_BIND)
+        != 0;
+    (a, writable)
+}
+
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    let mut v = [0u8; 8];
+    v.copy_from_slice(&b[o..o + 8]);
+    u64::from_le_bytes(v)
+}
+
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
+}
+
+/// REG_MR (`struct ib_uverbs_reg_mr`: response, start, length, hca_va, pd_handle,
+/// access_flags): a start and an address that differ within their page are `EINVAL`; the
+/// answer is `{mr_handle, lkey, rkey}`. If it cannot be written, the MR is destroyed again.
+pub(crate) fn reg_mr(b: &mut Bundle<'_>) -> Result {
+    let mut req = [0u8; 40];
+    b.request(&mut req)?;
+    let (start, length, iova) = (u64_at(&req, 8), u64_at(&req, 16), u64_at(&req, 24));
+    let (pd_handle, flags) = (u32_at(&req, 32), u32_at(&req, 36));
+    if (start ^ iova) & 0xfff != 0 {
+        return Err(EINVAL);
+    }
+    let driver = b.driver;
+    b.ufile.with_context(|c| {
+        check_access(flags)?;
+        let (access, writable) = rights(flags);
+        let init = UserMrInit {
+            start,
+            length,
+            iova,
+            access,
+            writable,
+        };
+        let mr = c.objects.pd(pd_handle.into())?.reg_mr(&init, &driver)?;
+        let (lkey, rkey) = (mr.lkey(), mr.rkey());
+        let handle = c.objects.insert(UObject::Mr(mr))?;
+        let mut resp = [0u8; 12];
+        resp[0..4].copy_from_slice(&handle.to_le_bytes());
+        resp[4..8].copy_from_slice(&lkey.to_le_bytes());
+        resp[8..12].copy_from_slice(&rkey.to_le_bytes());
+        if let Err(e) = b.respond(&resp) {
+            drop(c.objects.remove(handle.into(), OBJECT_MR));
+            return Err(e);
+        }
+        Ok(())
+    })
+}
+
+/// DEREG_MR (`struct ib_uverbs_dereg_mr`: the handle).
+pub(crate) fn dereg_mr(b: &mut Bundle<'_>) -> Result {
+    let mut req = [0u8; 4];
+    b.request(&mut req)?;
+    let handle = u32::from_le_bytes(req);
+    b.ufile
+        .with_objects(|o| o.remove(handle.into(), OBJECT_MR).map(drop))
+}
+
+/// The MR object's DESTROY method: the handle was checked with the attributes.
+pub(crate) fn destroy_mr(b: &mut IoctlBundle<'_>) -> Result {
+    let handle = b.idr_handle(crate::uapi::mr_destroy::HANDLE)?;
+    b.ufile
+        .with_objects(|o| o.remove(handle, OBJECT_MR).map(drop))
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_uverbs_mr)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_checked_as_c() {
+        assert_eq!(
+            check_access(access::LOCAL_WRITE | access::REMOTE_WRITE),
+            Ok(())
+        );
+        assert_eq!(check_access(access::REMOTE_WRITE), Err(EINVAL));
+        assert_eq!(check_access(access::REMOTE_ATOMIC), Err(EINVAL));
+        assert_eq!(check_access(1 << 10), Err(EINVAL));
+        assert_eq!(check_access(1 << 30), Err(EINVAL));
+        assert_eq!(check_access(1 << 20), Ok(()));
+        assert_eq!(check_access(access::ON_DEMAND), Err(EOPNOTSUPP));
+        assert_eq!(check_access(access::FLUSH_GLOBAL), Err(EOPNOTSUPP));
+        assert_eq!(
+            rights(access::REMOTE_READ),
+            (Access::RemoteRead.into(), false)
+        );
+        assert!(rights(access::MW_BIND).1);
+    }
+}

@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! User memory a device reads and writes: the calling process's pages pinned for as long as the
+//! device may use them ([`PinnedPages`], C's `pin_user_pages_fast` with `FOLL_LONGTERM`, as
+//! `ib_umem_get` pins memory registrations), and their DMA mapping for one device
+//! ([`DmaMappedPages`], C's `sg_alloc_table_from_pages_segment` and `dma_map_sgtable`).
+//!
+//! # Lifetimes
+//!
+//! Pinned pages stay in memory (and at the same physical place) until the [`PinnedPages`] is
+//! dropped, whatever the process does with its mapping meanwhile; pages pinned writable are
+//! marked dirty when they are unpinned. A [`DmaMappedPages`] owns its pinned pages: it unmaps
+//! them from the device, then unpins them, when it is dropped. The caller must drop it while the
+//! device is still bound, and only once the device can no longer access the memory.
+//!
+//! C headers: [`include/linux/mm.h`](srctree/include/linux/mm.h),
+//! [`include/linux/scatterlist.h`](srctree/include/linux/scatterlist.h)
+
+use crate::{
+    bindings, device::Device, dma::DataDirection, error::to_result, page::PAGE_SIZE, prelude::*,
+    sync::aref::ARef, types::Opaque,
+};
+
+/// Most pages pinned by one call of `pin_user_pages_fast` (C's `ib_umem_get` asks for a page of
+/// page pointers at a time).
+const PIN_BATCH: usize = PAGE_SIZE / core::mem::size_of::<*mut bindings::page>();
+
+/// The calling process's pages behind a range of its memory, pinned.
+///
+/// # Invariants
+///
+/// Every pointer in `pages` is a page pinned by `pin_user_pages_fast` (with `FOLL_WRITE` when
+/// `writable`), unpinned only by `drop`.
+pub struct PinnedPages {
+    pages: KVVec<*mut bindings::page>,
+    writable: bool,
+}
+
+// SAFETY: The pages are pinned, not tied to the pinning thread; unpinning may happen on any
+// thread.
+unsafe impl Send for PinnedPages {}
+// SAFETY: `&PinnedPages` only reads the pointer list.
+unsafe impl Sync for PinnedPages {}
+
+impl PinnedPages {
+    /// Pins the pages that hold the `len` bytes at user address `addr` of the calling process,
+    /// for writing too when `writable` (C's `ib_umem_get`). An empty or wrapping range is
+    /// `EINVAL`; memory that is not mapped (or not writable when asked to be) is `EFAULT`, as
+    /// is any range for a task without user memory (a kernel thread).
+    pub fn pin(addr: usize, len: usize, writable: bool) -> Result<Self> {
+        if len == 0 {
+            return Err(EINVAL);
+        }
+        let end = addr.checked_add(len).ok_or(EINVAL)?;
+        let first = addr & !(PAGE_SIZE - 1);
+        let last = end.checked_next_multiple_of(PAGE_SIZE).ok_or(EINVAL)?;
+        let count = (last - first) / PAGE_SIZE;
+        // A task without user memory (a kernel thread) has nothing to pin. (Asked of C: the
+        // field offsets of 7.3's generated `task_struct` binding do not match the compiled
+        // kernel's here, so `current!().mm()` reads the wrong field.)
+        // SAFETY: Reads the calling task's own `mm` pointer; always valid in task context.
+        if !unsafe { bindings::rdma_rs_current_has_mm() } {
+            return Err(EFAULT);
+        }
+        let mut pages = KVVec::with_capacity(count, GFP_KERNEL)?;
+        let mut this = Self {
+            pages: KVVec::new(),
+            writable,
+        };
+        let mut flags = bindings::FOLL_LONGTERM;
+        if writable {
+            flags |= bindings::FOLL_WRITE;
+        }
+        while pages.len() < count {
+            let want = (count - pages.len()).min(PIN_BATCH);
+            let start = first + pages.len() * PAGE_SIZE;
+            let spare = pages.spare_capacity_mut();
+            // SAFETY: `spare` has room for at least `want` page pointers (the capacity is
+            // `count`); `pin_user_pages_fast` writes at most `want` of them.
+            let got = unsafe {
+                bindings::pin_user_pages_fast(
+                    start,
+                    want as c_int,
+                    flags as u32,
+                    spare.as_mut_ptr().cast(),
+                )
+            };
+            if got <= 0 {
+                // Nothing more could be pinned: what was pinned is unpinned when `this` drops.
+                this.pages = pages;
+                return Err(if got < 0 {
+                    Error::from_errno(got)
+                } else {
+                    EFAULT
+                });
+            }
+            // SAFETY: `pin_user_pages_fast` initialised `got` (at most `want`) more entries.
+            unsafe { pages.inc_len(got as usize) };
+        }
+        // INVARIANT: every entry was pinned above.
+        this.pages = pages;
+        Ok(this)
+    }
+
+    /// How many pages are pinned.
+    pub fn page_count(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Whether the pages were pinned for writing.
+    pub fn writable(&self) -> bool {
+        self.writable
+    }
+}
+
+impl Drop for PinnedPages {
+    fn drop(&mut self) {
+        if self.pages.is_empty() {
+            return;
+        }
+        // SAFETY: The pages were pinned and are unpinned only here (type invariant); writable
+        // ones are marked dirty, as C's `ib_umem_release`.
+        unsafe {
+            bindings::unpin_user_pages_dirty_lock(
+                self.pages.as_mut_ptr(),
+                self.pages.len() as _,
+                self.writable,
+            )
+        };
+    }
+}
+
+/// Pinned user pages mapped for DMA by one device.
+///
+/// # Invariants
+///
+/// `sgt` holds a scatter list built from `pinned`'s pages and mapped with
+/// `dma_map_sgtable(dev, sgt, dir)`; it is unmapped and freed only by `drop`, before `pinned`
+/// is unpinned.
+pub struct DmaMappedPages {
+    sgt: KBox<Opaque<bindings::sg_table>>,
+    dev: ARef<Device>,
+    dir: DataDirection,
+    offset: usize,
+    len: usize,
+    pinned: PinnedPages,
+}
+
+// SAFETY: The mapping is a property of the device and the memory, not of a thread.
+unsafe impl Send for DmaMappedPages {}
+// SAFETY: `&DmaMappedPages` only reads the mapped list.
+unsafe impl Sync for DmaMappedPages {}
+
+impl DmaMappedPages {
+    /// Maps `pinned` for `dev` in direction `dir`: the `len` bytes from `offset` in the first
+    /// pinned page.
+    ///
+    /// # Safety
+    ///
+    /// `dev` must stay bound to its driver until the result is dropped (the mapping is undone
+    /// through its DMA operations then).
+    pub unsafe fn map(
+        dev: &Device,
+        pinned: PinnedPages,
+        offset: usize,
+        len: usize,
+        dir: DataDirection,
+    ) -> Result<Self> {
+        if offset >= PAGE_SIZE || len == 0 || offset + len > pinned.page_count() * PAGE_SIZE {
+            return Err(EINVAL);
+        }
+        let sgt = KBox::new(Opaque::<bindings::sg_table>::zeroed(), GFP_KERNEL)?;
+        // SAFETY: `sgt` is a zeroed table; `pages` holds `page_count` valid page pointers,
+        // which stay pinned while the table exists (it is freed before `pinned` in `drop`).
+        to_result(unsafe {
+            bindings::sg_alloc_table_from_pages_segment(
+                sgt.get(),
+                pinned.pages.as_ptr().cast_mut(),
+                pinned.page_count() as c_uint,
+                offset as c_uint,
+                len as c_ulong,
+                u32::MAX,
+                GFP_KERNEL.as_raw(),
+            )
+        })?;
+        // SAFETY: `sgt` was just filled; `dev` is bound (caller's promise).
+        let mapped =
+            to_result(unsafe { bindings::dma_map_sgtable(dev.as_raw(), sgt.get(), dir.into(), 0) });
+        if let Err(e) = mapped {
+            // SAFETY: The table was allocated above and is not mapped.
+            unsafe { bindings::sg_free_table(sgt.get()) };
+            return Err(e);
+        }
+        // INVARIANT: mapped above; `pinned` is kept until `drop`.
+        Ok(Self {
+            sgt,
+            dev: dev.into(),
+            dir,
+            offset,
+            len,
+            pinned,
+        })
+    }
+
+    /// The offset of the mapped range in its first page.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The length of the mapped range.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the mapped range is empty (never: [`DmaMappedPages::map`] refuses that).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Calls `f` with the device address of each page-sized, page-aligned block of the mapping,
+    /// in order (what a device's translation table lists: C's `rdma_umem_for_each_dma_block`
+    /// with `PAGE_SIZE` blocks).
+    pub fn for_each_dma_page(&self, mut f: impl FnMut(u64)) {
+        // SAFETY: The table is mapped (type invariant); its DMA entries are read only.
+        let mut sg = unsafe { (*self.sgt.get()).sgl };
+        // SAFETY: As above.
+        let mut left = unsafe { (*self.sgt.get()).nents };
+        while left > 0 && !sg.is_null() {
+            // SAFETY: `sg` is one of the table's mapped entries.
+            let (addr, len) = unsafe {
+                (
+                    bindings::sg_dma_address(sg),
+                    u64::from(bindings::sg_dma_len(sg)),
+                )
+            };
+            let page = PAGE_SIZE as u64;
+            let mut a = addr & !(page - 1);
+            while a < addr + len {
+                f(a);
+                a += page;
+            }
+            // SAFETY: `sg` is an entry of the table; `sg_next` gives the next one or NULL.
+            sg = unsafe { bindings::sg_next(sg) };
+            left -= 1;
+        }
+    }
+
+    /// The pinned pages.
+    pub fn pinned(&self) -> &PinnedPages {
+        &self.pinned
+    }
+}
+
+impl Drop for DmaMappedPages {
+    fn drop(&mut self) {
+        // SAFETY: The table is mapped for `dev` (type invariant), which is still bound (the
+        // caller's promise at `map`); it is unmapped and freed only here. `pinned` is unpinned
+        // after this body, when the fields drop.
+        unsafe {
+            bindings::dma_unmap_sgtable(self.dev.as_raw(), self.sgt.get(), self.dir.into(), 0);
+            bindings::sg_free_table(self.sgt.get());
+        }
+    }
+}
+
+#[macros::kunit_tests(rdma_rs_user_pages)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_are_checked_before_pinning() {
+        assert_eq!(PinnedPages::pin(0x1000, 0, false).err(), Some(EINVAL));
+        assert_eq!(
+            PinnedPages::pin(usize::MAX - 10, 100, true).err(),
+            Some(EINVAL)
+        );
+    }
+
+    #[test]
+    fn a_kernel_thread_has_no_user_pages() {
+        // KUnit runs in a kernel thread: no user memory, so nothing is pinned.
+        assert_eq!(PinnedPages::pin(0x10000, 4096, false).err(), Some(EFAULT));
+    }
+}
