@@ -567,6 +567,18 @@ fn driver_cq<T: DeviceOps>(cq: &dyn CqObject) -> Result<&T::Cq> {
         .ok_or(EINVAL)
 }
 
+impl<T: DeviceOps> Typed<T, T::Pd> {
+    /// A new MR of this PD's driver, type-erased (on failure it is given back to the driver).
+    fn boxed_mr(&self, new: NewMr<T::Mr>) -> Result<NewMr<KBox<dyn MrObject>>> {
+        let mr = Typed::new(self.ops.clone(), new.mr, dereg_mr::<T>, "dereg_mr");
+        Ok(NewMr {
+            mr: KBox::new(mr, GFP_KERNEL)?,
+            lkey: new.lkey,
+            rkey: new.rkey,
+        })
+    }
+}
+
 impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
     fn create_qp(
         &self,
@@ -599,12 +611,7 @@ impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
             T::HAS_GET_DMA_MR,
             T::get_dma_mr(&self.ops, &self.obj, access)
         )?;
-        let mr = Typed::new(self.ops.clone(), new.mr, dereg_mr::<T>, "dereg_mr");
-        Ok(NewMr {
-            mr: KBox::new(mr, GFP_KERNEL)?,
-            lkey: new.lkey,
-            rkey: new.rkey,
-        })
+        self.boxed_mr(new)
     }
 
     fn reg_user_mr(&self, init: &UserMrInit, udata: &Udata) -> Result<NewMr<KBox<dyn MrObject>>> {
@@ -612,12 +619,7 @@ impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
             T::HAS_REG_USER_MR,
             T::reg_user_mr(&self.ops, &self.obj, init, udata)
         )?;
-        let mr = Typed::new(self.ops.clone(), new.mr, dereg_mr::<T>, "dereg_mr");
-        Ok(NewMr {
-            mr: KBox::new(mr, GFP_KERNEL)?,
-            lkey: new.lkey,
-            rkey: new.rkey,
-        })
+        self.boxed_mr(new)
     }
 
     fn create_srq(&self, attr: &SrqAttr, events: &EventNotifier) -> Result<KBox<dyn SrqObject>> {

@@ -23,6 +23,8 @@
 //! cq-resizes                      how many CQ resizes were done, and the most CQEs one of them
 //!                                 found not consumed yet
 //! status                          one line describing the device
+//! objects                         how many firmware objects exist, by kind (PDs, transport
+//!                                 domains, UARs, mkeys, CQs, QPs, SRQs, RMPs, XRC domains)
 //! ```
 //!
 //! `cx-model --control PATH` serves these on a unix socket, one reply line per command.
@@ -30,6 +32,7 @@
 use crate::device::Device;
 use crate::firmware::eq::event;
 use crate::firmware::faults::Rule;
+use crate::firmware::objects::Kind as ObjKind;
 use crate::firmware::port::{PHYS_LINK_UP, STATE_ACTIVE};
 use crate::guest_memory::GuestMemory;
 use log::info;
@@ -240,6 +243,22 @@ pub fn execute(dev: &mut Device, mem: &mut dyn GuestMemory, line: &str) -> Resul
                 if dev.removed() { ", removed" } else { "" }
             ))
         }
+        ["objects"] => {
+            let fw = &dev.firmware;
+            let o = &fw.objects;
+            Ok(format!(
+                "pds {} tds {} uars {} mkeys {} cqs {} qps {} srqs {} rmps {} xrcds {}",
+                fw.pds.len(),
+                fw.tds.len(),
+                fw.uars.len(),
+                o.count(ObjKind::Mkey),
+                o.count(ObjKind::Cq),
+                o.count(ObjKind::Qp),
+                o.count(ObjKind::Srq),
+                o.count(ObjKind::Rmp),
+                o.count(ObjKind::Xrcd),
+            ))
+        }
         _ => Err(format!("unknown control command {line:?}")),
     }
 }
@@ -309,6 +328,16 @@ mod tests {
         assert!(execute(&mut d, &mut m, "status")
             .unwrap()
             .contains("port 1 state 4"));
+    }
+
+    #[test]
+    fn objects_are_counted() {
+        let mut d = Device::new(DeviceConfig::default());
+        let mut m = FakeMemory::new(0, 0x1000);
+        assert_eq!(
+            execute(&mut d, &mut m, "objects").unwrap(),
+            "pds 0 tds 0 uars 0 mkeys 0 cqs 0 qps 0 srqs 0 rmps 0 xrcds 0"
+        );
     }
 
     #[test]

@@ -51,10 +51,17 @@ fn octo_len(iova: u64, len: u64) -> u64 {
 /// (C also sets the relaxed-ordering bits and `ma_translation_mode` from capabilities the
 /// emulated device does not report; they stay 0 here.)
 pub(crate) fn dma_mkey_in(pdn: u32, access: AccessFlags, variant: u8) -> Result<CreateMkeyIn> {
-    let bit = |a: Access| u64::from(access.contains(a));
-    let mut m = CreateMkeyIn::new();
+    let mut m = mkey_in(pdn, access, 0, variant)?;
     m.set_access_mode_1_0(MKC_ACCESS_MODE_PA)?;
     m.set_length64(1)?;
+    Ok(m)
+}
+
+/// What every mkey's context has (C's `set_mkc_access_pd_addr_fields` and the variant byte):
+/// the access rights (local read always), the PD, no QP, the start address.
+fn mkey_in(pdn: u32, access: AccessFlags, start: u64, variant: u8) -> Result<CreateMkeyIn> {
+    let bit = |a: Access| u64::from(access.contains(a));
+    let mut m = CreateMkeyIn::new();
     m.set_a(bit(Access::RemoteAtomic))?;
     m.set_rw(bit(Access::RemoteWrite))?;
     m.set_rr(bit(Access::RemoteRead))?;
@@ -62,7 +69,7 @@ pub(crate) fn dma_mkey_in(pdn: u32, access: AccessFlags, variant: u8) -> Result<
     m.set_lr(1)?;
     m.set_pd(pdn.into())?;
     m.set_qpn(0xff_ffff)?;
-    m.set_start_addr(0)?;
+    m.set_start_addr(start)?;
     m.set_mkey_7_0(variant.into())?;
     Ok(m)
 }
@@ -92,17 +99,8 @@ fn user_mkey_in(
     pg_cap: bool,
     variant: u8,
 ) -> Result<CreateMkeyIn> {
-    let bit = |a: Access| u64::from(init.access.contains(a));
-    let mut m = CreateMkeyIn::new();
+    let mut m = mkey_in(pdn, init.access, init.iova, variant)?;
     m.set_pg_access(pg_cap.into())?;
-    m.set_a(bit(Access::RemoteAtomic))?;
-    m.set_rw(bit(Access::RemoteWrite))?;
-    m.set_rr(bit(Access::RemoteRead))?;
-    m.set_lw(bit(Access::LocalWrite))?;
-    m.set_lr(1)?;
-    m.set_pd(pdn.into())?;
-    m.set_qpn(0xff_ffff)?;
-    m.set_start_addr(init.iova)?;
     m.set_free(0)?;
     m.set_access_mode_1_0(MKC_ACCESS_MODE_MTT)?;
     m.set_umr_en(1)?;
@@ -110,7 +108,6 @@ fn user_mkey_in(
     m.set_translations_octword_size(octo)?;
     m.set_log_page_size(PAGE_SHIFT)?;
     m.set_translations_octword_actual_size(octo)?;
-    m.set_mkey_7_0(variant.into())?;
     Ok(m)
 }
 
