@@ -57,6 +57,17 @@ static int wr(const void *buf, size_t len)
 	return write(fd, buf, len) < 0 ? errno : 0;
 }
 
+/* The errno of one read of `n` bytes from `cfd` (0 if it succeeded). */
+static int rd(int cfd, size_t n)
+{
+	char b[16];
+
+	return read(cfd, b, n) < 0 ? errno : 0;
+}
+
+/* A completion channel left open past the device file's close. */
+static int kept_channel = -1;
+
 /* The errno of one ioctl (0 if it succeeded). */
 static int call(unsigned long cmd, void *arg)
 {
@@ -270,6 +281,7 @@ static void without_context(uint32_t id)
 	memset(p, 0, sizeof(p));
 	memcpy(p, &resp, 8);
 	expect("write ALLOC_PD before GET_CONTEXT: EINVAL", EINVAL, send_cmd(3, 4, 2, p, 8, 16));
+	expect("write CREATE_COMP_CHANNEL before GET_CONTEXT: EINVAL", EINVAL, send_cmd(17, 4, 1, p, 8, 16));
 	expect("write DEALLOC_PD before GET_CONTEXT (no objects): ENOENT", ENOENT,
 	       send_cmd(4, 3, 0, p + 8, 4, 12));
 	h = header(id, 1, 0, 1);
@@ -452,6 +464,33 @@ static int get_context(uint32_t id, const struct uctx_req *req, uint16_t len)
 	attr(&h, 2, 0x1000, len, MAND, 0, len <= 8 ? inline_req : (uintptr_t)req);
 	attr(&h, 3, 0x1001, 72, MAND, 0, (uintptr_t)resp_buf + 64);
 	return call(VERBS_IOCTL, &h);
+}
+
+/* Completion channels: a new fd each, empty until a CQ completes. */
+static void channels(void)
+{
+	uint64_t resp = (uintptr_t)resp_buf;
+	uint8_t p[8];
+	int32_t cfd;
+	int rc;
+
+	memcpy(p, &resp, 8);
+	memset(resp_buf, 0xff, 4);
+	rc = send_cmd(17, 4, 1, p, 8, 16);
+	memcpy(&cfd, resp_buf, 4);
+	if (!rc && (cfd < 0 || fcntl(cfd, F_SETFL, O_NONBLOCK)))
+		rc = EBADMSG;
+	expect("CREATE_COMP_CHANNEL: a new fd", 0, rc);
+	expect("completion channel: a non-blocking read of an empty one: EAGAIN", EAGAIN, rd(cfd, 8));
+	expect("completion channel: a 4-byte read of an empty one: EAGAIN", EAGAIN, rd(cfd, 4));
+	expect("completion channel: closing it", 0, close(cfd) ? errno : 0);
+	rc = send_cmd(17, 4, 1, p, 8, 16);
+	memcpy(&kept_channel, resp_buf, 4);
+	if (!rc && (kept_channel < 0 || fcntl(kept_channel, F_SETFL, O_NONBLOCK)))
+		rc = EBADMSG;
+	expect("CREATE_COMP_CHANNEL: another, kept past the device file's close", 0, rc);
+	expect("CREATE_COMP_CHANNEL: a 3-word response buffer (zero-filled): success", 0,
+	       (rc = send_cmd(17, 4, 3, p, 8, 16)) ? rc : (close(*(int32_t *)resp_buf) ? errno : 0));
 }
 
 /* Memory the MR cases register. */
@@ -754,6 +793,7 @@ static void contexts(uint32_t id)
 	h = header(id, 16, 0, 1);
 	attr(&h, 0, 0, 0, MAND, 0, 0);
 	expect("ASYNC_EVENT_ALLOC with a context: success", 0, call(VERBS_IOCTL, &h));
+	channels();
 	pds(id);
 }
 
@@ -818,7 +858,9 @@ int main(int argc, char **argv)
 	method_attrs(id);
 	contexts(id);
 
-	printf("uverbs_badinput: %d passed, %d failed\n", passed, failed);
 	close(fd);
+	/* The device file's close destroyed its objects: the channel's readers get EIO. */
+	expect("completion channel read after the device file closed: EIO", EIO, rd(kept_channel, 8));
+	printf("uverbs_badinput: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

@@ -5,7 +5,7 @@
 //! attributes in the ABI's layouts (`struct ib_uverbs_query_device_resp` and its extension,
 //! `struct ib_uverbs_query_port_resp`).
 
-use crate::{async_event::AsyncEventFile, bundle::Bundle};
+use crate::{bundle::Bundle, event_file::EventFile};
 use ib_core::{
     attrs::{DeviceAttr, LinkLayer, PortAttr, CORE_CAP_IB_GRH_REQUIRED, CORE_CAP_OPA_MAD},
     ib_device::IbDevice,
@@ -101,8 +101,8 @@ pub(crate) fn get_context(b: &mut Bundle<'_>) -> Result {
     b.request(&mut req)?;
     let ib = b.ufile.device().ib_device().ok_or(EIO)?;
     let fd = FileDescriptorReservation::get_unused_fd_flags(O_CLOEXEC)?;
-    let events = AsyncEventFile::new()?;
-    let file = AsyncEventFile::new_file(&events)?;
+    let events = EventFile::new_async()?;
+    let file = EventFile::new_file(&events)?;
     let mut resp = Image::<8>::new();
     resp.u32(0, fd.reserved_fd());
     resp.u32(4, ib.num_comp_vectors());

@@ -7,16 +7,17 @@
 //! `rdma-client-uverbs`), as C's.
 
 // The device numbers and the class; one device per RDMA device; the files user space opens,
-// their state and their async event files.
-mod async_event;
+// their state and their event files (async events, completion channels).
 mod chardevs;
 mod device;
+mod event_file;
 mod ufile;
 mod uobjects;
 
 // Commands: what a handler gets, the device's commands, the write() interface; the ioctl
 // interface, its tree of objects and methods, the device's methods.
 mod bundle;
+mod cmd_channel;
 mod cmd_device;
 mod cmd_mr;
 mod cmd_pd;

@@ -10,7 +10,7 @@
 //! driver's data and a new file descriptor.
 
 use crate::{
-    async_event::AsyncEventFile,
+    event_file::EventFile,
     uapi::{self, Kind, MethodSpec, ATTR_UHW_IN, ATTR_UHW_OUT, MAX_ATTRS},
     ufile::Ufile,
 };
@@ -156,7 +156,7 @@ pub(crate) struct NewFd {
     /// The file it will refer to.
     pub(crate) file: ARef<File>,
     /// The async event queue behind the file.
-    pub(crate) events: Arc<AsyncEventFile>,
+    pub(crate) events: Arc<EventFile>,
 }
 
 /// What a method's handler gets (C's `uverbs_attr_bundle`).
@@ -342,8 +342,8 @@ impl IoctlBundle<'_> {
         }
         self.ufile.with_ucontext(|_| Ok(()))?;
         let reservation = FileDescriptorReservation::get_unused_fd_flags(O_CLOEXEC)?;
-        let events = AsyncEventFile::new()?;
-        let file = AsyncEventFile::new_file(&events)?;
+        let events = EventFile::new_async()?;
+        let file = EventFile::new_file(&events)?;
         let fd = i64::from(reservation.reserved_fd()).to_le_bytes();
         UserSlice::new(UserPtr::from_addr(self.field_addr(a.idx, 8)), 8)
             .writer()

@@ -5,7 +5,7 @@
 //! when the RDMA device goes away it can take their contexts back (C's disassociation): the
 //! driver frees them before the device is gone, and the process only sees errors (`EIO`).
 
-use crate::{async_event::AsyncEventFile, device::UverbsDevice, uobjects::UObjects};
+use crate::{device::UverbsDevice, event_file::EventFile, uobjects::UObjects};
 use ib_core::ucontext::UContext;
 use kernel::{
     new_mutex,
@@ -21,7 +21,9 @@ pub(crate) struct Context {
     pub(crate) ucontext: UContext,
     /// The async event files: the one the write() GET_CONTEXT made, and those
     /// ASYNC_EVENT_ALLOC made (the ioctl GET_CONTEXT makes none).
-    events: KVec<Arc<AsyncEventFile>>,
+    events: KVec<Arc<EventFile>>,
+    /// The completion channels whose files are open.
+    pub(crate) channels: KVec<Arc<EventFile>>,
 }
 
 /// The state of one open file.
@@ -86,7 +88,7 @@ impl Ufile {
     /// file has one already; `EIO` once the RDMA device has gone.
     pub(crate) fn init_ucontext(
         &self,
-        events: Option<Arc<AsyncEventFile>>,
+        events: Option<Arc<EventFile>>,
         make: impl FnOnce() -> Result<UContext>,
     ) -> Result {
         let mut guard = self.context.lock();
@@ -105,13 +107,14 @@ impl Ufile {
             objects: UObjects::default(),
             ucontext,
             events: files,
+            channels: KVec::new(),
         });
         Ok(())
     }
 
     /// Gives the context another async event file (C's ASYNC_EVENT_ALLOC): `EIO` once the
     /// RDMA device has gone, `EINVAL` before GET_CONTEXT.
-    pub(crate) fn add_async_file(&self, events: Arc<AsyncEventFile>) -> Result {
+    pub(crate) fn add_async_file(&self, events: Arc<EventFile>) -> Result {
         let mut guard = self.context.lock();
         if self.dev.ib_device().is_none() {
             return Err(EIO);
@@ -135,8 +138,24 @@ impl Ufile {
                 }
                 events.stop();
             }
+            for ch in c.channels.iter() {
+                ch.close();
+            }
             drop(c.ucontext);
         }
+    }
+
+    /// A completion channel whose file user space closed leaves the list (C's
+    /// `uverbs_uobject_fd_release`).
+    pub(crate) fn forget_channel(&self, ch: &Arc<EventFile>) {
+        let mut guard = self.context.lock();
+        if let Some(c) = (*guard).as_mut() {
+            if let Some(i) = c.channels.iter().position(|x| Arc::ptr_eq(x, ch)) {
+                let _ = c.channels.remove(i);
+            }
+        }
+        drop(guard);
+        ch.close();
     }
 }
 

@@ -11,7 +11,7 @@
 
 use crate::{
     bundle::{Bundle, Handler},
-    cmd_device, cmd_mr, cmd_pd,
+    cmd_channel, cmd_device, cmd_mr, cmd_pd,
     ufile::Ufile,
 };
 use core::cell::Cell;
@@ -155,7 +155,8 @@ static WRITE: [Option<WriteMethod>; 41] = [
     None,
     /* 15 BIND_MW */ None,
     /* 16 DEALLOC_MW */ None,
-    /* 17 CREATE_COMP_CHANNEL */ WriteMethod::io(8, 4, None),
+    /* 17 CREATE_COMP_CHANNEL */
+    WriteMethod::io(8, 4, Some(cmd_channel::create_comp_channel)),
     /* 18 CREATE_CQ */ WriteMethod::udata_io(32, 8, None),
     /* 19 RESIZE_CQ */ WriteMethod::udata_io(16, 8, None),
     /* 20 DESTROY_CQ */ WriteMethod::io(16, 8, None),

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Event files (`anon_inode:[infinibandevent]`): the async event file (C's
+//! `ib_uverbs_async_event_file`), from which a process reads its device's asynchronous events,
+//! 16 bytes each (`struct ib_uverbs_async_event_desc`), and completion channels (C's
+//! `ib_uverbs_completion_event_file`), 8 bytes each (`struct ib_uverbs_comp_event_desc`: the
+//! CQ's handle). A read with nothing queued waits (interruptibly), or fails with `EAGAIN` on a
+//! non-blocking file.
+//!
+//! As in C, an async event file's queue is never closed while the file is open: when the device
+//! goes, readers get `IB_EVENT_DEVICE_FATAL` and then nothing more. A completion channel's queue
+//! is closed when its object is destroyed (its file's context goes): readers then get `EIO`.
+
+use crate::ufile::Ufile;
+use kernel::{
+    anon_file::{self, AnonFileOps},
+    fs::File,
+    new_condvar, new_mutex, new_spinlock,
+    prelude::*,
+    sync::{aref::ARef, Arc, ArcBorrow, CondVar, Mutex, SpinLock},
+    uaccess::UserSliceWriter,
+};
+
+/// `sizeof(struct ib_uverbs_async_event_desc)`.
+const ASYNC_EVENT_SIZE: usize = 16;
+/// `sizeof(struct ib_uverbs_comp_event_desc)`.
+const COMP_EVENT_SIZE: usize = 8;
+/// The largest event.
+const EVENT_SIZE: usize = ASYNC_EVENT_SIZE;
+
+/// `O_NONBLOCK`.
+const O_NONBLOCK: u32 = 0o4000;
+
+/// One event as user space reads it: the element (a user handle, or the port number), the
+/// event type and a reserved word (a completion event is only the first 8 bytes).
+#[derive(Clone, Copy)]
+struct Event([u8; EVENT_SIZE]);
+
+/// The queued events, and whether more may come.
+struct Queue {
+    events: KVec<Event>,
+    /// No more events (the device has gone and `IB_EVENT_DEVICE_FATAL` is queued, or the
+    /// file's context was destroyed).
+    done: bool,
+    /// Readers get `EIO` once the queue is empty (a destroyed completion channel).
+    closed: bool,
+}
+
+/// An event file's state.
+#[pin_data]
+pub(crate) struct EventFile {
+    /// Bytes of one event as read.
+    event_size: usize,
+    #[pin]
+    queue: SpinLock<Queue>,
+    #[pin]
+    readable: CondVar,
+    /// A completion channel's file, until the channel is destroyed: the channel leaves the
+    /// file's list when its own file is closed first.
+    #[pin]
+    owner: Mutex<Option<Arc<Ufile>>>,
+}
+
+impl EventFile {
+    fn with_size(event_size: usize) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                event_size,
+                queue <- new_spinlock!(Queue { events: KVec::new(), done: false, closed: false }),
+                readable <- new_condvar!("ib_uverbs::event_file::readable"),
+                owner <- new_mutex!(None, "ib_uverbs::event_file::owner"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// An empty async event queue.
+    pub(crate) fn new_async() -> Result<Arc<Self>> {
+        Self::with_size(ASYNC_EVENT_SIZE)
+    }
+
+    /// An empty completion channel.
+    pub(crate) fn new_comp() -> Result<Arc<Self>> {
+        Self::with_size(COMP_EVENT_SIZE)
+    }
+
+    /// The file user space gets (read-only, as C's).
+    pub(crate) fn new_file(this: &Arc<Self>) -> Result<ARef<File>> {
+        anon_file::new_file::<EventFile>(c"[infinibandevent]", this.clone(), 0)
+    }
+
+    /// Records the file a completion channel belongs to.
+    pub(crate) fn set_owner(&self, owner: Arc<Ufile>) {
+        *self.owner.lock() = Some(owner);
+    }
+
+    /// The channel's object is destroyed (C's `ib_uverbs_free_event_queue`): queued events
+    /// are dropped, readers get `EIO`, and it no longer refers to its file.
+    pub(crate) fn close(&self) {
+        drop(self.owner.lock().take());
+        let mut q = self.queue.lock();
+        q.closed = true;
+        q.done = true;
+        q.events.clear();
+        drop(q);
+        self.readable.notify_all();
+    }
+
+    /// Queues an event (C's `ib_uverbs_async_handler`); may run in atomic context. An event
+    /// that finds no memory is dropped, as C drops it.
+    pub(crate) fn push(&self, element: u64, event_type: u32) {
+        let mut e = [0u8; EVENT_SIZE];
+        e[0..8].copy_from_slice(&element.to_le_bytes());
+        e[8..12].copy_from_slice(&event_type.to_le_bytes());
+        let mut q = self.queue.lock();
+        if q.done {
+            return;
+        }
+        if q.events.push(Event(e), GFP_ATOMIC).is_ok() {
+            self.readable.notify_all();
+        }
+    }
+
+    /// No more events are queued (C unregisters the file's event handler): readers still get
+    /// what is queued, then wait.
+    pub(crate) fn stop(&self) {
+        self.queue.lock().done = true;
+    }
+}
+
+#[vtable]
+impl AnonFileOps for EventFile {
+    type Ptr = Arc<EventFile>;
+
+    /// A completion channel closed by user space leaves its file's list (C destroys its
+    /// object then).
+    fn release(this: Arc<EventFile>, _file: &File) {
+        let owner = this.owner.lock().take();
+        if let Some(ufile) = owner {
+            ufile.forget_channel(&this);
+        }
+    }
+
+    /// C's `ib_uverbs_event_read`: one event per read; a buffer shorter than an event is
+    /// `EINVAL` (the event stays queued); a closed, empty queue `EIO`.
+    fn read(
+        this: ArcBorrow<'_, EventFile>,
+        file: &File,
+        mut buf: UserSliceWriter,
+        len: usize,
+    ) -> Result<usize> {
+        let mut q = this.queue.lock();
+        while q.events.is_empty() {
+            if q.closed {
+                return Err(EIO);
+            }
+            if file.flags() & O_NONBLOCK != 0 {
+                return Err(EAGAIN);
+            }
+            if this.readable.wait_interruptible(&mut q) {
+                return Err(ERESTARTSYS);
+            }
+        }
+        let size = this.event_size;
+        if len < size {
+            return Err(EINVAL);
+        }
+        let ev = q.events.remove(0)?;
+        drop(q);
+        buf.write_slice(&ev.0[..size])?;
+        Ok(size)
+    }
+}
