@@ -19,8 +19,9 @@ pub struct Udata {
     outlen: usize,
 }
 
-/// Whether the `len` user bytes at `addr` are all zero (C's `check_zeroed_user`).
-fn user_bytes_zero(addr: usize, len: usize) -> Result<bool> {
+/// Whether the `len` user bytes at `addr` are all zero (C's `check_zeroed_user`); `EFAULT`
+/// when they cannot be read.
+pub fn user_bytes_zero(addr: usize, len: usize) -> Result<bool> {
     let mut reader = UserSlice::new(UserPtr::from_addr(addr), len).reader();
     let mut chunk = [0u8; 64];
     let mut left = len;

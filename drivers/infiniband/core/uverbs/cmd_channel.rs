@@ -4,11 +4,11 @@
 //! completion events from (`event_file.rs`). It belongs to the file's context: when the
 //! context goes, its readers get `EIO`; when user space closes it first, it leaves the context.
 
-use crate::{bundle::Bundle, event_file::EventFile};
-use kernel::{fs::file::FileDescriptorReservation, prelude::*};
-
-/// `O_CLOEXEC`: the channel's fd is installed close-on-exec, as C's.
-const O_CLOEXEC: u32 = 0o2000000;
+use crate::{
+    bundle::Bundle,
+    event_file::{EventFile, NewEventFd},
+};
+use kernel::prelude::*;
 
 /// CREATE_COMP_CHANNEL (`struct ib_uverbs_create_comp_channel`: the response address): the new
 /// channel's fd answers (`struct ib_uverbs_create_comp_channel_resp`). A context is needed
@@ -19,17 +19,16 @@ pub(crate) fn create_comp_channel(b: &mut Bundle<'_>) -> Result {
     b.request(&mut req)?;
     let ufile = b.ufile.clone();
     b.ufile.with_context(|c| {
-        let fd = FileDescriptorReservation::get_unused_fd_flags(O_CLOEXEC)?;
-        let ch = EventFile::new_comp()?;
-        let file = EventFile::new_file(&ch)?;
+        let fd = NewEventFd::new(EventFile::new_comp()?)?;
+        let ch = fd.events().clone();
         c.channels.push(ch.clone(), GFP_KERNEL)?;
-        if let Err(e) = b.respond(&fd.reserved_fd().to_le_bytes()) {
+        if let Err(e) = b.respond(&fd.fd().to_le_bytes()) {
             let _ = c.channels.pop();
             ch.close();
             return Err(e);
         }
         ch.set_owner(ufile);
-        fd.fd_install(file);
+        fd.install();
         Ok(())
     })
 }

@@ -5,16 +5,17 @@
 //! attributes in the ABI's layouts (`struct ib_uverbs_query_device_resp` and its extension,
 //! `struct ib_uverbs_query_port_resp`).
 
-use crate::{bundle::Bundle, event_file::EventFile};
+use crate::{
+    bundle::Bundle,
+    event_file::{EventFile, NewEventFd},
+};
 use ib_core::{
     attrs::{DeviceAttr, LinkLayer, PortAttr, CORE_CAP_IB_GRH_REQUIRED, CORE_CAP_OPA_MAD},
     ib_device::IbDevice,
     ucontext::UContext,
 };
-use kernel::{fs::file::FileDescriptorReservation, prelude::*};
+use kernel::prelude::*;
 
-/// `O_CLOEXEC`: the async event fd is installed close-on-exec, as C's.
-const O_CLOEXEC: u32 = 0o2000000;
 /// `sizeof(struct ib_uverbs_query_device_resp)`.
 const QUERY_DEVICE_RESP: usize = 176;
 /// `sizeof(struct ib_uverbs_ex_query_device_resp)`.
@@ -100,17 +101,15 @@ pub(crate) fn get_context(b: &mut Bundle<'_>) -> Result {
     let mut req = [0u8; 8];
     b.request(&mut req)?;
     let ib = b.ufile.device().ib_device().ok_or(EIO)?;
-    let fd = FileDescriptorReservation::get_unused_fd_flags(O_CLOEXEC)?;
-    let events = EventFile::new_async()?;
-    let file = EventFile::new_file(&events)?;
+    let fd = NewEventFd::new(EventFile::new_async()?)?;
     let mut resp = Image::<8>::new();
-    resp.u32(0, fd.reserved_fd());
+    resp.u32(0, fd.fd());
     resp.u32(4, ib.num_comp_vectors());
     b.respond(&resp.0)?;
     let driver = b.driver;
     b.ufile
-        .init_ucontext(Some(events), || UContext::alloc(&ib, &driver))?;
-    fd.fd_install(file);
+        .init_ucontext(Some(fd.events().clone()), || UContext::alloc(&ib, &driver))?;
+    fd.install();
     Ok(())
 }
 

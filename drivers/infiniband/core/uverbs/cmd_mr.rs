@@ -4,7 +4,13 @@
 //! object's DESTROY method): the access rights checked as C's `ib_check_mr_access`, the PD
 //! looked up, the memory pinned and registered by the driver; the MR's handle and keys answer.
 
-use crate::{bundle::Bundle, ioctl::IoctlBundle, uapi::OBJECT_MR, uobjects::UObject};
+use crate::{
+    bundle::Bundle,
+    ioctl::IoctlBundle,
+    le::{u32_at, u64_at},
+    uapi::OBJECT_MR,
+    uobjects::UObject,
+};
 use ib_core::verbs_types::{Access, AccessFlags, UserMrInit};
 use kernel::prelude::*;
 
@@ -58,16 +64,6 @@ fn rights(flags: u32) -> (AccessFlags, bool) {
         & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC | access::MW_BIND)
         != 0;
     (a, writable)
-}
-
-fn u64_at(b: &[u8], o: usize) -> u64 {
-    let mut v = [0u8; 8];
-    v.copy_from_slice(&b[o..o + 8]);
-    u64::from_le_bytes(v)
-}
-
-fn u32_at(b: &[u8], o: usize) -> u32 {
-    u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
 }
 
 /// REG_MR (`struct ib_uverbs_reg_mr`: response, start, length, hca_va, pd_handle,

@@ -14,12 +14,51 @@
 use crate::ufile::Ufile;
 use kernel::{
     anon_file::{self, AnonFileOps},
-    fs::File,
+    fs::{file::FileDescriptorReservation, File},
     new_condvar, new_mutex, new_spinlock,
     prelude::*,
     sync::{aref::ARef, Arc, ArcBorrow, CondVar, Mutex, SpinLock},
     uaccess::UserSliceWriter,
 };
+
+/// `O_CLOEXEC`: event files' fds are installed close-on-exec, as C's.
+const O_CLOEXEC: u32 = 0o2000000;
+
+/// An event file given to user space: its fd is reserved and its file made while the command
+/// runs, and the fd is installed only when the command succeeds (else both are dropped).
+pub(crate) struct NewEventFd {
+    reservation: FileDescriptorReservation,
+    file: ARef<File>,
+    events: Arc<EventFile>,
+}
+
+impl NewEventFd {
+    /// Reserves an fd and makes the file of `events`.
+    pub(crate) fn new(events: Arc<EventFile>) -> Result<Self> {
+        let reservation = FileDescriptorReservation::get_unused_fd_flags(O_CLOEXEC)?;
+        let file = EventFile::new_file(&events)?;
+        Ok(Self {
+            reservation,
+            file,
+            events,
+        })
+    }
+
+    /// The fd's number.
+    pub(crate) fn fd(&self) -> u32 {
+        self.reservation.reserved_fd()
+    }
+
+    /// The event queue behind the file.
+    pub(crate) fn events(&self) -> &Arc<EventFile> {
+        &self.events
+    }
+
+    /// Installs the fd: user space can use it from now on.
+    pub(crate) fn install(self) {
+        self.reservation.fd_install(self.file);
+    }
+}
 
 /// `sizeof(struct ib_uverbs_async_event_desc)`.
 const ASYNC_EVENT_SIZE: usize = 16;
@@ -85,7 +124,7 @@ impl EventFile {
     }
 
     /// The file user space gets (read-only, as C's).
-    pub(crate) fn new_file(this: &Arc<Self>) -> Result<ARef<File>> {
+    fn new_file(this: &Arc<Self>) -> Result<ARef<File>> {
         anon_file::new_file::<EventFile>(c"[infinibandevent]", this.clone(), 0)
     }
 

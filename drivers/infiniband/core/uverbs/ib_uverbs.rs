@@ -23,6 +23,7 @@ mod cmd_mr;
 mod cmd_pd;
 mod ioctl;
 mod ioctl_device;
+mod le;
 mod uapi;
 mod write_cmd;
 

@@ -10,16 +10,16 @@
 //! driver's data and a new file descriptor.
 
 use crate::{
-    event_file::EventFile,
+    event_file::{EventFile, NewEventFd},
+    le::{u16_at, u32_at, u64_at},
     uapi::{self, Kind, MethodSpec, ATTR_UHW_IN, ATTR_UHW_OUT, MAX_ATTRS},
     ufile::Ufile,
 };
-use ib_core::udata::Udata;
+use ib_core::udata::{user_bytes_zero, Udata};
 use kernel::{
-    fs::{file::FileDescriptorReservation, File},
     page::PAGE_SIZE,
     prelude::*,
-    sync::{aref::ARef, Arc},
+    sync::Arc,
     uaccess::{UserPtr, UserSlice},
 };
 
@@ -45,24 +45,14 @@ struct Header {
 impl Header {
     /// The header's fields, from its bytes as user space laid them out.
     fn parse(b: &[u8; HEADER_SIZE]) -> Self {
-        let mut at = 0;
-        let mut take = |n: usize| -> u64 {
-            let v = b[at..at + n]
-                .iter()
-                .rev()
-                .fold(0u64, |acc, byte| (acc << 8) | u64::from(*byte));
-            at += n;
-            v
-        };
-        // Little-endian fields in declaration order (x86_64 user space).
         Self {
-            length: take(2) as u16,
-            object_id: take(2) as u16,
-            method_id: take(2) as u16,
-            num_attrs: take(2) as u16,
-            reserved1: take(8),
-            driver_id: take(4) as u32,
-            reserved2: take(4) as u32,
+            length: u16_at(b, 0),
+            object_id: u16_at(b, 2),
+            method_id: u16_at(b, 4),
+            num_attrs: u16_at(b, 6),
+            reserved1: u64_at(b, 8),
+            driver_id: u32_at(b, 16),
+            reserved2: u32_at(b, 20),
         }
     }
 
@@ -112,8 +102,6 @@ fn read_header(driver_id: u32, cmd: u32, arg: usize) -> Result<Header> {
 const F_MANDATORY: u16 = 1 << 0;
 /// `UVERBS_ATTR_F_VALID_OUTPUT`: the kernel wrote this output.
 const F_VALID_OUTPUT: u16 = 1 << 1;
-/// `O_CLOEXEC`.
-const O_CLOEXEC: u32 = 0o2000000;
 
 /// One attribute as user space sent it (`struct ib_uverbs_attr`).
 #[derive(Clone, Copy, Debug)]
@@ -129,16 +117,13 @@ pub(crate) struct Attr {
 
 impl Attr {
     fn parse(idx: usize, b: &[u8]) -> Self {
-        let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
-        let mut d = [0u8; 8];
-        d.copy_from_slice(&b[8..16]);
         Self {
             idx,
-            id: u16_at(0),
-            len: u16_at(2),
-            flags: u16_at(4),
-            attr_data: u16_at(6),
-            data: u64::from_le_bytes(d),
+            id: u16_at(b, 0),
+            len: u16_at(b, 2),
+            flags: u16_at(b, 4),
+            attr_data: u16_at(b, 6),
+            data: u64_at(b, 8),
         }
     }
 
@@ -146,17 +131,6 @@ impl Attr {
     fn is_inline(&self) -> bool {
         usize::from(self.len) <= 8
     }
-}
-
-/// A new file descriptor, reserved while the attributes are processed and installed when the
-/// method succeeds (C's `UVERBS_ACCESS_NEW` of an fd object).
-pub(crate) struct NewFd {
-    /// The number, not yet installed.
-    pub(crate) reservation: FileDescriptorReservation,
-    /// The file it will refer to.
-    pub(crate) file: ARef<File>,
-    /// The async event queue behind the file.
-    pub(crate) events: Arc<EventFile>,
 }
 
 /// What a method's handler gets (C's `uverbs_attr_bundle`).
@@ -170,8 +144,8 @@ pub(crate) struct IoctlBundle<'a> {
     attrs: [Option<Attr>; MAX_ATTRS],
     /// The driver's data (`UHW_IN`/`UHW_OUT`).
     pub(crate) driver: Udata,
-    /// The new file descriptor of an `FdNew` attribute.
-    pub(crate) new_fd: Option<NewFd>,
+    /// The new file descriptor of an `FdNew` attribute, installed by the handler on success.
+    pub(crate) new_fd: Option<NewEventFd>,
 }
 
 impl IoctlBundle<'_> {
@@ -240,22 +214,9 @@ impl IoctlBundle<'_> {
     /// `uverbs_copy_to_struct_or_zero`).
     pub(crate) fn copy_to_struct_or_zero(&self, id: u16, from: &[u8]) -> Result {
         let a = *self.attr(id).ok_or(ENOENT)?;
-        let len = usize::from(a.len);
-        if from.len() < len {
-            let zeros = [0u8; 64];
-            let mut w = UserSlice::new(
-                UserPtr::from_addr((a.data as usize).wrapping_add(from.len())),
-                len - from.len(),
-            )
-            .writer();
-            let mut left = len - from.len();
-            while left > 0 {
-                let k = left.min(zeros.len());
-                w.write_slice(&zeros[..k])?;
-                left -= k;
-            }
-        }
-        self.copy_to(id, from)
+        // `Udata::respond` writes what fits and zeroes the rest, as C's pair of calls does.
+        Udata::new(0, 0, a.data as usize, usize::from(a.len)).respond(from)?;
+        self.set_output(&a)
     }
 
     /// The user-space buffers of input `in_id` and output `out_id` as a [`Udata`] (C's
@@ -341,18 +302,12 @@ impl IoctlBundle<'_> {
             return Err(EINVAL);
         }
         self.ufile.with_ucontext(|_| Ok(()))?;
-        let reservation = FileDescriptorReservation::get_unused_fd_flags(O_CLOEXEC)?;
-        let events = EventFile::new_async()?;
-        let file = EventFile::new_file(&events)?;
-        let fd = i64::from(reservation.reserved_fd()).to_le_bytes();
+        let new = NewEventFd::new(EventFile::new_async()?)?;
+        let fd = i64::from(new.fd()).to_le_bytes();
         UserSlice::new(UserPtr::from_addr(self.field_addr(a.idx, 8)), 8)
             .writer()
             .write_slice(&fd)?;
-        self.new_fd = Some(NewFd {
-            reservation,
-            file,
-            events,
-        });
+        self.new_fd = Some(new);
         Ok(())
     }
 
@@ -364,21 +319,7 @@ impl IoctlBundle<'_> {
             let bytes = a.data.to_le_bytes();
             return bytes[from.min(8)..len.min(8)].iter().all(|b| *b == 0);
         }
-        let mut r = UserSlice::new(
-            UserPtr::from_addr((a.data as usize).wrapping_add(from)),
-            len - from,
-        )
-        .reader();
-        let mut chunk = [0u8; 64];
-        let mut left = len - from;
-        while left > 0 {
-            let k = left.min(chunk.len());
-            if r.read_slice(&mut chunk[..k]).is_err() || chunk[..k].iter().any(|b| *b != 0) {
-                return false;
-            }
-            left -= k;
-        }
-        true
+        user_bytes_zero((a.data as usize).wrapping_add(from), len - from).unwrap_or(false)
     }
 }
 

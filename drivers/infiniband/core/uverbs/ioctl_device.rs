@@ -120,7 +120,7 @@ pub(crate) fn query_gid_entry(b: &mut IoctlBundle<'_>) -> Result {
 /// installed.
 pub(crate) fn async_event_alloc(b: &mut IoctlBundle<'_>) -> Result {
     let fd = b.new_fd.take().ok_or(EINVAL)?;
-    b.ufile.add_async_file(fd.events.clone())?;
-    fd.reservation.fd_install(fd.file);
+    b.ufile.add_async_file(fd.events().clone())?;
+    fd.install();
     Ok(())
 }

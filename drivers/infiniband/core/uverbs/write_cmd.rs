@@ -12,6 +12,7 @@
 use crate::{
     bundle::{Bundle, Handler},
     cmd_channel, cmd_device, cmd_mr, cmd_pd,
+    le::{u16_at, u32_at, u64_at},
     ufile::Ufile,
 };
 use core::cell::Cell;
@@ -290,14 +291,6 @@ fn verify(hdr: &Header, ex: &ExHeader, count: usize, m: &WriteMethod) -> Result<
 /// `access_ok` refuses ranges past it.
 const USER_SPACE_END: u64 = (1 << 47) - 4096;
 
-fn u16_at(b: &[u8], o: usize) -> u16 {
-    u16::from_le_bytes([b[o], b[o + 1]])
-}
-
-fn u32_at(b: &[u8], o: usize) -> u32 {
-    u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
-}
-
 /// One `write(2)` of `count` bytes at user address `buf` on `ufile` (C's `ib_uverbs_write`
 /// after its credential check). Returns `count` on success.
 pub(crate) fn write(ufile: &Arc<Ufile>, buf: usize, count: usize) -> Result<usize> {
@@ -322,10 +315,8 @@ pub(crate) fn write(ufile: &Arc<Ufile>, buf: usize, count: usize) -> Result<usiz
         UserSlice::new(UserPtr::from_addr(buf + HDR_SIZE), EX_HDR_SIZE)
             .reader()
             .read_slice(&mut raw[HDR_SIZE..])?;
-        let mut resp = [0u8; 8];
-        resp.copy_from_slice(&raw[8..16]);
         ex = ExHeader {
-            response: u64::from_le_bytes(resp),
+            response: u64_at(&raw, 8),
             provider_in_words: u16_at(&raw, 16),
             provider_out_words: u16_at(&raw, 18),
             reserved: u32_at(&raw, 20),
