@@ -17,7 +17,10 @@
  *     with a context: a second GET_CONTEXT, ports and GID indices that do not exist, empty GID
  *     entries, EX_QUERY_DEVICE's request and mlx5's part, non-zero tails of core requests;
  *   - PDs and MRs: handles, access rights, addresses, PDs in use, destruction by write() and
- *     ioctl, objects left for close to destroy.
+ *     ioctl, objects left for close to destroy;
+ *   - mlx5's UAR object and mmap(): types, attribute lengths, the offsets answered (lowest free
+ *     from 0x900000, held while mapped), the legacy offsets of a context with dynamic UARs,
+ *     the clock pages, shared and exact-size mappings, destruction.
  * The same expectations run on both stacks (the scenario uverbs-devices).
  *
  * Usage: uverbs_badinput [/dev/infiniband/uverbs0] [DRIVER_ID]   (defaults: uverbs0, 1 = mlx5)
@@ -32,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* RDMA_VERBS_IOCTL: _IOWR(0x1b, 1, struct ib_uverbs_ioctl_hdr) */
@@ -252,6 +256,54 @@ static void write_headers(void)
 static uint8_t resp_buf[4096];
 
 /* Commands that need a context, before there is one: EINVAL. */
+/* mlx5's UAR object (MLX5_IB_OBJECT_UAR 0x1008): ALLOC (0x1000) of `type`, answers through
+ * *handle and *offset (each may be NULL). */
+static uint32_t uar_page_id, uar_len;
+static int uar_alloc(uint32_t id, uint64_t type, uint32_t *handle, uint64_t *offset)
+{
+	uint64_t off = ~0ull;
+	struct hdr h;
+	int rc;
+
+	h = header(id, 0x1008, 0x1000, 5);
+	attr(&h, 0, 0x1000, 0, MAND, 0, 0);
+	attr(&h, 1, 0x1001, 8, MAND, 0, type);
+	attr(&h, 2, 0x1004, 4, MAND, 0, (uintptr_t)&uar_page_id);
+	attr(&h, 3, 0x1003, 4, MAND, 0, (uintptr_t)&uar_len);
+	attr(&h, 4, 0x1002, 8, MAND, 0, (uintptr_t)&off);
+	rc = call(VERBS_IOCTL, &h);
+	if (handle)
+		memcpy(handle, h.attrs + 8, 4);
+	if (offset)
+		*offset = off;
+	return rc;
+}
+
+/* UAR_OBJ_DESTROY (0x1001) of `handle`. */
+static int uar_destroy(uint32_t id, uint64_t handle)
+{
+	struct hdr h = header(id, 0x1008, 0x1001, 1);
+
+	attr(&h, 0, 0x1000, 0, MAND, 0, handle);
+	return call(VERBS_IOCTL, &h);
+}
+
+/* The errno of an mmap of the device file (0 if it succeeded); the mapping is removed again
+ * unless `unmap` is 0, when it goes to *kept. */
+static void *kept;
+static int map(uint64_t offset, size_t len, int prot, int flags, int unmap)
+{
+	void *p = mmap(NULL, len, prot, flags, fd, offset);
+
+	if (p == MAP_FAILED)
+		return errno;
+	if (unmap)
+		munmap(p, len);
+	else
+		kept = p;
+	return 0;
+}
+
 static void without_context(uint32_t id)
 {
 	uint64_t resp = (uintptr_t)resp_buf;
@@ -292,6 +344,8 @@ static void without_context(uint32_t id)
 	attr(&h, 1, 0, 8, MAND, 0, resp);
 	attr(&h, 2, 1, 176, MAND, 0, resp);
 	expect("INVOKE_WRITE QUERY_DEVICE before GET_CONTEXT: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	expect("mlx5 UAR_OBJ_ALLOC before GET_CONTEXT: EINVAL", EINVAL, uar_alloc(id, 1, NULL, NULL));
+	expect("mmap before GET_CONTEXT: EINVAL", EINVAL, map(0x900000, 4096, PROT_WRITE, MAP_SHARED, 1));
 }
 
 /* One attribute spec of a method, for the sweeps below. */
@@ -572,6 +626,110 @@ static void mrs(uint32_t id)
 }
 
 /* Protection domains: handles (the lowest free number), destruction by write() and ioctl. */
+/* mlx5's UAR object and what mmap() maps, with a context (dynamic UARs). */
+static void uars(uint32_t id)
+{
+	uint64_t off = 0, off2 = 0;
+	uint32_t a = ~0u, b = ~0u, c = ~0u;
+	struct hdr h;
+	void *m;
+
+	expect("UAR_OBJ_ALLOC of type 2: EOPNOTSUPP", EOPNOTSUPP, uar_alloc(id, 2, NULL, NULL));
+	expect("UAR_OBJ_ALLOC of type 2^32 (past the enum's u32): EINVAL", EINVAL,
+	       uar_alloc(id, 1ull << 32, NULL, NULL));
+	expect("UAR_OBJ_ALLOC of a blue-flame UAR (no write-combining here): EOPNOTSUPP", EOPNOTSUPP,
+	       uar_alloc(id, 0, NULL, NULL));
+	h = header(id, 0x1008, 0x1000, 4);
+	attr(&h, 0, 0x1000, 0, MAND, 0, 0);
+	attr(&h, 1, 0x1001, 8, MAND, 0, 1);
+	attr(&h, 2, 0x1004, 4, MAND, 0, (uintptr_t)&uar_page_id);
+	attr(&h, 3, 0x1003, 4, MAND, 0, (uintptr_t)&uar_len);
+	expect("UAR_OBJ_ALLOC without MMAP_OFFSET: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 3, 0x1002, 8, MAND, 0, (uintptr_t)&off);
+	expect("UAR_OBJ_ALLOC without MMAP_LENGTH: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	h = header(id, 0x1008, 0x1000, 5);
+	attr(&h, 0, 0x1000, 8, MAND, 0, 0);
+	attr(&h, 1, 0x1001, 8, MAND, 0, 1);
+	attr(&h, 2, 0x1004, 4, MAND, 0, (uintptr_t)&uar_page_id);
+	attr(&h, 3, 0x1003, 4, MAND, 0, (uintptr_t)&uar_len);
+	attr(&h, 4, 0x1002, 8, MAND, 0, (uintptr_t)&off);
+	expect("UAR_OBJ_ALLOC with a handle of length 8: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 0, 0x1000, 0, MAND, 0, 0);
+	attr(&h, 2, 0x1004, 8, MAND, 0, (uintptr_t)&uar_page_id);
+	expect("UAR_OBJ_ALLOC with an 8-byte PAGE_ID: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 2, 0x1004, 4, MAND, 0, (uintptr_t)&uar_page_id);
+	attr(&h, 4, 0x1002, 4, MAND, 0, (uintptr_t)&off);
+	expect("UAR_OBJ_ALLOC with a 4-byte MMAP_OFFSET: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	attr(&h, 1, 0x1001, 4, MAND, 0, 1);
+	attr(&h, 4, 0x1002, 8, MAND, 0, (uintptr_t)&off);
+	expect("UAR_OBJ_ALLOC with a 4-byte TYPE: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	h = header(id, 0x1008, 0x1002, 0);
+	expect("the UAR object's unknown method 0x1002: EPROTONOSUPPORT", EPROTONOSUPPORT,
+	       call(VERBS_IOCTL, &h));
+
+	off = 0;
+	expect("UAR_OBJ_ALLOC non-cached: success", 0, uar_alloc(id, 1, &a, &off));
+	expect(NAME("the first UAR maps at 0x900000, one page (got %#llx, %u)",
+		    (unsigned long long)off, uar_len), 0, off == 0x900000 && uar_len == 4096 ? 0 : EBADMSG);
+	expect("UAR_OBJ_ALLOC non-cached again: success", 0, uar_alloc(id, 1, &b, &off2));
+	expect(NAME("the second maps at 0x901000 (got %#llx)", (unsigned long long)off2), 0,
+	       off2 == 0x901000 ? 0 : EBADMSG);
+	expect("mmap of the first UAR, shared, writable: success", 0,
+	       map(0x900000, 4096, PROT_WRITE, MAP_SHARED, 1));
+	expect("mmap of the first UAR, private: EINVAL", EINVAL,
+	       map(0x900000, 4096, PROT_WRITE, MAP_PRIVATE, 1));
+	expect("mmap of the first UAR, two pages: EINVAL", EINVAL,
+	       map(0x900000, 8192, PROT_WRITE, MAP_SHARED, 1));
+	expect("mmap at 0x902000 (no UAR there): EINVAL", EINVAL,
+	       map(0x902000, 4096, PROT_WRITE, MAP_SHARED, 1));
+	expect("mmap of static UAR page 0 (dynamic UARs only): EINVAL", EINVAL,
+	       map(0, 4096, PROT_WRITE, MAP_SHARED, 1));
+	expect("mmap of a non-cached static UAR page: EINVAL", EINVAL,
+	       map(0x300000, 4096, PROT_WRITE, MAP_SHARED, 1));
+	expect("mmap of a write-combined page (no write-combining): EPERM", EPERM,
+	       map(0x200000, 4096, PROT_WRITE, MAP_SHARED, 1));
+	expect("mmap of an allocated write-combined page: EPERM", EPERM,
+	       map(0x600000, 4096, PROT_WRITE, MAP_SHARED, 1));
+	expect("mmap of contiguous pages: ENOSYS", ENOSYS, map(0x100000, 4096, PROT_READ, MAP_SHARED, 1));
+	expect("mmap of the core clock, read-only: success", 0,
+	       map(0x500000, 4096, PROT_READ, MAP_SHARED, 0));
+	expect("the core clock's mapping cannot be made writable: EACCES", EACCES,
+	       mprotect(kept, 4096, PROT_READ | PROT_WRITE) ? errno : 0);
+	munmap(kept, 4096);
+	expect("mmap of the core clock, writable: EPERM", EPERM,
+	       map(0x500000, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, 1));
+	expect("mmap of the core clock, two pages: EINVAL", EINVAL,
+	       map(0x500000, 8192, PROT_READ, MAP_SHARED, 1));
+	expect("mmap of clock info index 2 (only 0, version 1, exists): EOPNOTSUPP", EOPNOTSUPP,
+	       map(0x702000, 4096, PROT_READ, MAP_SHARED, 1));
+	expect("mmap of clock info, private: EINVAL", EINVAL, map(0x700000, 4096, PROT_READ, MAP_PRIVATE, 1));
+	expect("mmap of clock info, writable: EPERM", EPERM,
+	       map(0x700000, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, 1));
+	expect("mmap of clock info: EOPNOTSUPP", EOPNOTSUPP, map(0x700000, 4096, PROT_READ, MAP_SHARED, 1));
+
+	/* A mapping keeps its UAR (and offset) past the object's destruction. */
+	expect("mmap of the second UAR, kept: success", 0, map(0x901000, 4096, PROT_WRITE, MAP_SHARED, 0));
+	m = kept;
+	expect("UAR_OBJ_DESTROY of the second UAR: success", 0, uar_destroy(id, b));
+	expect("UAR_OBJ_DESTROY of it again: ENOENT", ENOENT, uar_destroy(id, b));
+	expect("mmap of its offset after the destruction: EINVAL", EINVAL,
+	       map(0x901000, 4096, PROT_WRITE, MAP_SHARED, 1));
+	expect("UAR_OBJ_ALLOC while the destroyed one is mapped: success", 0, uar_alloc(id, 1, &c, &off));
+	expect(NAME("its offset is past the mapped one: 0x902000 (got %#llx)", (unsigned long long)off),
+	       0, off == 0x902000 ? 0 : EBADMSG);
+	munmap(m, 4096);
+	expect("UAR_OBJ_DESTROY of the third: success", 0, uar_destroy(id, c));
+	expect("UAR_OBJ_ALLOC once the mapping went: success", 0, uar_alloc(id, 1, &c, &off));
+	expect(NAME("its offset is the freed 0x901000 (got %#llx)", (unsigned long long)off), 0,
+	       off == 0x901000 ? 0 : EBADMSG);
+	expect("UAR_OBJ_DESTROY of a PD's handle: EINVAL", EINVAL, uar_destroy(id, 0));
+	expect("UAR_OBJ_DESTROY of handle 99 (none): ENOENT", ENOENT, uar_destroy(id, 99));
+	h = header(id, 1, 0, 1);
+	attr(&h, 0, 0, 0, MAND, 0, a);
+	expect("PD DESTROY of a UAR's handle: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
+	/* The first and the last UAR stay for close to destroy. */
+}
+
 static void pds(uint32_t id)
 {
 	uint64_t resp = (uintptr_t)resp_buf;
@@ -795,6 +953,7 @@ static void contexts(uint32_t id)
 	expect("ASYNC_EVENT_ALLOC with a context: success", 0, call(VERBS_IOCTL, &h));
 	channels();
 	pds(id);
+	uars(id);
 }
 
 int main(int argc, char **argv)

@@ -6,15 +6,53 @@
  * async event file has nothing more to give, and a read would wait for ever), then the errno
  * of a command sent afterwards (QUERY_PORT).
  *
+ * It also maps a UAR page of its own (mlx5's UAR object, as libmlx5 does for its doorbells)
+ * and, once the device is gone, stores into it: the page was taken back, so the store lands in
+ * memory (it reads back) instead of reaching a device that is gone, and nothing faults.
+ *
  * Usage: uverbs_holder OUT   Lines appended to OUT (flushed at once, so a scenario can wait on
- * them): `context` (with a PD and a 64 KiB MR in it), then `event N` per event, `read ERRNO` if a read fails,
+ * them): `context` (with a PD, a 64 KiB MR and a mapped UAR page), then `event N` per event,
+ * `read ERRNO` if a read fails, `uar reads back 0xN` after a store of 0x1234 into the page,
  * `query_port ERRNO|ok`, `done`.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <infiniband/verbs.h>
+
+/* A non-cached UAR of mlx5's UAR object (0x1008, ALLOC 0x1000), mapped: NULL on failure. */
+static volatile uint32_t *map_uar(int cmd_fd)
+{
+	struct {
+		uint16_t length, object_id, method_id, num_attrs;
+		uint64_t reserved1;
+		uint32_t driver_id, reserved2;
+		struct { uint16_t id, len, flags, attr_data; uint64_t data; } attrs[5];
+	} h;
+	uint64_t offset = 0;
+	uint32_t page_id = 0, length = 0;
+	void *p;
+
+	memset(&h, 0, sizeof(h));
+	h.length = sizeof(h);
+	h.object_id = 0x1008;
+	h.method_id = 0x1000;
+	h.num_attrs = 5;
+	h.driver_id = 1;
+	h.attrs[0] = (typeof(h.attrs[0])){ 0x1000, 0, 1, 0, 0 };
+	h.attrs[1] = (typeof(h.attrs[0])){ 0x1001, 8, 1, 0, 1 };
+	h.attrs[2] = (typeof(h.attrs[0])){ 0x1004, 4, 1, 0, (uintptr_t)&page_id };
+	h.attrs[3] = (typeof(h.attrs[0])){ 0x1003, 4, 1, 0, (uintptr_t)&length };
+	h.attrs[4] = (typeof(h.attrs[0])){ 0x1002, 8, 1, 0, (uintptr_t)&offset };
+	if (ioctl(cmd_fd, 0xc0181b01u, &h))
+		return NULL;
+	p = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, cmd_fd, offset);
+	return p == MAP_FAILED ? NULL : p;
+}
 
 static const char *errname(int e)
 {
@@ -35,6 +73,7 @@ int main(int argc, char **argv)
 	struct ibv_port_attr pa;
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;
+	volatile uint32_t *uar;
 	static char buf[65536];
 	FILE *out;
 	int n, rc;
@@ -62,6 +101,11 @@ int main(int argc, char **argv)
 		fprintf(out, "reg_mr %s\n", errname(errno));
 		return 1;
 	}
+	uar = map_uar(ctx->cmd_fd);
+	if (!uar) {
+		fprintf(out, "uar %s\n", errname(errno));
+		return 1;
+	}
 	fprintf(out, "context\n");
 	for (;;) {
 		if (ibv_get_async_event(ctx, &ev)) {
@@ -73,6 +117,8 @@ int main(int argc, char **argv)
 		if (ev.event_type == IBV_EVENT_DEVICE_FATAL)
 			break;
 	}
+	uar[0x40] = 0x1234;
+	fprintf(out, "uar reads back %#x\n", uar[0x40]);
 	rc = ibv_query_port(ctx, 1, &pa);
 	fprintf(out, "query_port %s\n", rc ? errname(rc) : "ok");
 	/* The device took the MR and PD back already; what this answers is not checked. */

@@ -14,6 +14,7 @@ pub mod names;
 pub mod nl_uapi;
 pub mod restrack;
 pub mod udata;
+pub mod uverbs_spec;
 pub mod verbs_types;
 mod workqueues;
 pub mod wr;

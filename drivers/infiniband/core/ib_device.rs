@@ -345,6 +345,11 @@ impl IbDevice {
         self.ops.uverbs()
     }
 
+    /// The driver's own ioctl methods (C's driver `uapi_definition`s).
+    pub fn driver_methods(&self) -> &'static [crate::uverbs_spec::DriverMethod] {
+        self.ops.driver_methods()
+    }
+
     /// The device the RDMA device sits on, if any.
     pub fn parent(&self) -> Option<&Device> {
         self.parent.as_deref()

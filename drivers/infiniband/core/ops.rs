@@ -9,6 +9,7 @@ use crate::{
     attrs::{DeviceAttr, FwVersion, Gid, LinkLayer, NodeDesc, PortAttr, PortImmutable},
     events::EventNotifier,
     udata::Udata,
+    uverbs_spec::{DriverMethod, DriverUObject, MethodAttrs},
     verbs_types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
         QpInitDriver, SrqAttr, SrqAttrMask, UserMrInit,
@@ -18,9 +19,11 @@ use crate::{
 use core::{any::Any, mem::ManuallyDrop};
 use kernel::{
     error::VTABLE_DEFAULT_ERROR,
+    mm::virt::VmaNew,
     prelude::*,
     sync::Arc,
     sysfs_attrs::{Attribute, ShowBuffer},
+    user_mmap::UserMaps,
 };
 
 /// The driver's side of a buffer: memory at a device address. The core checks every range
@@ -106,6 +109,29 @@ pub trait DeviceOps: Send + Sync + 'static {
 
     /// Frees a user context (C's `dealloc_ucontext`).
     fn dealloc_ucontext(&self, _ctx: Self::UContext) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The driver's own ioctl methods (C's driver `uapi_definition`s), run by
+    /// [`DeviceOps::driver_method`].
+    const DRIVER_METHODS: &'static [DriverMethod] = &[];
+
+    /// Runs driver method `m` (one of [`DeviceOps::DRIVER_METHODS`]) in user context `ctx`,
+    /// its attributes checked against its spec; returns the new object of a method that makes
+    /// one. Process context.
+    fn driver_method(
+        &self,
+        _ctx: &Self::UContext,
+        _m: &DriverMethod,
+        _attrs: &dyn MethodAttrs,
+    ) -> Result<Option<DriverUObject>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Maps device memory of user context `ctx` into `vma` (C's `ops.mmap`), through `maps`,
+    /// which takes the mappings back when the device goes. The VMA's offset says what. Called
+    /// with the mmap lock held: it must not wait for anything that pins user memory.
+    fn mmap(&self, _ctx: &Self::UContext, _vma: &VmaNew, _maps: &Arc<UserMaps>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -365,6 +391,8 @@ pub struct UverbsAbi {
 pub(crate) trait DynOps: Send + Sync {
     /// `DeviceOps::UVERBS`.
     fn uverbs(&self) -> Option<UverbsAbi>;
+    /// `DeviceOps::DRIVER_METHODS`.
+    fn driver_methods(&self) -> &'static [DriverMethod];
     /// A new PD (`DeviceOps::alloc_pd`).
     fn alloc_pd(&self) -> Result<KBox<dyn PdObject>>;
     /// A new CQ (`DeviceOps::create_cq`).
@@ -474,8 +502,17 @@ pub(crate) trait QpObject: Send + Sync {
 /// A memory region's driver state, with the driver's type erased once (it is only dropped).
 pub(crate) trait MrObject: Send + Sync {}
 
-/// A user context's driver state, with the driver's type erased once (it is only dropped).
-pub(crate) trait UContextObject: Send + Sync {}
+/// A user context's driver state, with the driver's type erased once.
+pub(crate) trait UContextObject: Send + Sync {
+    /// `DeviceOps::driver_method`.
+    fn driver_method(
+        &self,
+        m: &DriverMethod,
+        attrs: &dyn MethodAttrs,
+    ) -> Result<Option<DriverUObject>>;
+    /// `DeviceOps::mmap` (`ENODEV` without it, as the VFS answers for a file without `mmap`).
+    fn mmap(&self, vma: &VmaNew, maps: &Arc<UserMaps>) -> Result;
+}
 
 /// One verbs object of driver `T`: the driver's state `O` and the driver's operations. Dropping
 /// it gives the state back to the driver's destroying verb.
@@ -721,7 +758,26 @@ impl<T: DeviceOps> QpObject for Typed<T, T::Qp> {
 
 impl<T: DeviceOps> MrObject for Typed<T, T::Mr> {}
 
-impl<T: DeviceOps> UContextObject for Typed<T, T::UContext> {}
+impl<T: DeviceOps> UContextObject for Typed<T, T::UContext> {
+    fn driver_method(
+        &self,
+        m: &DriverMethod,
+        attrs: &dyn MethodAttrs,
+    ) -> Result<Option<DriverUObject>> {
+        optional_op!(
+            T::HAS_DRIVER_METHOD,
+            T::driver_method(&self.ops, &self.obj, m, attrs)
+        )
+    }
+
+    fn mmap(&self, vma: &VmaNew, maps: &Arc<UserMaps>) -> Result {
+        if T::HAS_MMAP {
+            T::mmap(&self.ops, &self.obj, vma, maps)
+        } else {
+            Err(ENODEV)
+        }
+    }
+}
 
 fn dealloc_ucontext<T: DeviceOps>(ops: &T, ctx: T::UContext) -> Result {
     if T::HAS_DEALLOC_UCONTEXT {
@@ -733,6 +789,10 @@ fn dealloc_ucontext<T: DeviceOps>(ops: &T, ctx: T::UContext) -> Result {
 impl<T: DeviceOps> DynOps for DeviceImpl<T> {
     fn uverbs(&self) -> Option<UverbsAbi> {
         T::UVERBS
+    }
+
+    fn driver_methods(&self) -> &'static [DriverMethod] {
+        T::DRIVER_METHODS
     }
 
     fn alloc_pd(&self) -> Result<KBox<dyn PdObject>> {

@@ -9,9 +9,11 @@ use crate::{
     ops::{MrObject, PdObject, UContextObject},
     restrack::{ResType, ResView, Tracked},
     udata::Udata,
+    uverbs_spec::{DriverMethod, DriverUObject, MethodAttrs},
     verbs_types::UserMrInit,
 };
 use kernel::{
+    mm::virt::VmaNew,
     prelude::*,
     sync::{
         aref::ARef,
@@ -20,6 +22,7 @@ use kernel::{
     },
     task::Task,
     task_pid,
+    user_mmap::UserMaps,
 };
 
 /// What resource tracking shows of a user context: its id and the task that made it.
@@ -97,7 +100,7 @@ fn current_task() -> ARef<Task> {
 pub struct UContext {
     /// Dropped first (field order, after `Drop::drop` unlists it): the driver frees its state
     /// while the device is still held.
-    _driver: KBox<dyn UContextObject>,
+    driver: KBox<dyn UContextObject>,
     res: KBox<UserCtxRes>,
     dev: Arc<IbDevice>,
 }
@@ -119,7 +122,7 @@ impl UContext {
             res.id.store(id, Relaxed);
         }
         Ok(Self {
-            _driver: obj,
+            driver: obj,
             res,
             dev: dev.clone(),
         })
@@ -128,6 +131,22 @@ impl UContext {
     /// The device.
     pub fn device(&self) -> &Arc<IbDevice> {
         &self.dev
+    }
+
+    /// Runs the driver's method `m` in this context (C's driver method handlers); returns the
+    /// object a method that makes one made.
+    pub fn driver_method(
+        &self,
+        m: &DriverMethod,
+        attrs: &dyn MethodAttrs,
+    ) -> Result<Option<DriverUObject>> {
+        self.driver.driver_method(m, attrs)
+    }
+
+    /// Maps device memory of this context into `vma` (C's `ops.mmap`), tracked by `maps`;
+    /// `ENODEV` for a driver without it.
+    pub fn mmap(&self, vma: &VmaNew, maps: &Arc<UserMaps>) -> Result {
+        self.driver.mmap(vma, maps)
     }
 
     /// A protection domain of this context (C's `ib_uverbs_alloc_pd` and the driver's

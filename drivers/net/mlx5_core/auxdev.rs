@@ -198,6 +198,8 @@ pub struct Mlx5Device {
     uar: Uar,
     bfregs: Arc<BfregPool>,
     dbs: Arc<DbPool>,
+    bar_start: u64,
+    bar_len: u64,
 }
 
 impl Mlx5Device {
@@ -241,6 +243,30 @@ impl Mlx5Device {
         handler: Arc<dyn ResourceHandler>,
     ) -> Result<ResourceRegistration> {
         self.resources.register(res, handler)
+    }
+
+    /// The physical address of UAR page `index` (C's `uar_index2paddress` with one UAR per
+    /// system page), for mapping it into user space: `EINVAL` for a page outside BAR 0 (the
+    /// index comes from the firmware; nothing else may be mapped).
+    pub fn uar_page_address(&self, index: u32) -> Result<u64> {
+        if self.bar_start == 0 {
+            return Err(ENODEV);
+        }
+        let page = crate::uar::UAR_PAGE as u64;
+        let off = u64::from(index) * page;
+        if off.checked_add(page).is_none_or(|end| end > self.bar_len) {
+            return Err(EINVAL);
+        }
+        self.bar_start.checked_add(off).ok_or(EINVAL)
+    }
+
+    /// The physical address of the page of the initialization segment holding the free-running
+    /// clock (`internal_timer_h`, offset 0x1000), for mapping it read-only into user space.
+    pub fn clock_page_address(&self) -> Result<u64> {
+        if self.bar_start == 0 {
+            return Err(ENODEV);
+        }
+        Ok(self.bar_start + 0x1000)
     }
 
     /// The function's UAR page used for CQ arm doorbells (C's `mdev->priv.uar`).
@@ -395,6 +421,10 @@ pub(crate) struct DeviceParts {
     pub(crate) uar: Uar,
     /// The blue-flame registers.
     pub(crate) bfregs: Arc<BfregPool>,
+    /// Bus address of BAR 0 (the initialization segment, then the UAR pages).
+    pub(crate) bar_start: u64,
+    /// Length of BAR 0.
+    pub(crate) bar_len: u64,
 }
 
 impl<'bound> AuxDevice<'bound> {
@@ -422,6 +452,8 @@ impl<'bound> AuxDevice<'bound> {
             uar: parts.uar,
             bfregs: parts.bfregs,
             dbs: DbPool::new()?,
+            bar_start: parts.bar_start,
+            bar_len: parts.bar_len,
         };
         let registration =
             auxiliary::Registration::new(parent, RDMA_NAME, id.0, MODULE_NAME, data)?;

@@ -353,6 +353,8 @@ impl pci::Driver for Mlx5PciDriver {
                         resources,
                         uar,
                         bfregs,
+                        bar_start: pdev.resource_start(0).unwrap_or(0),
+                        bar_len: pdev.resource_len(0).unwrap_or(0),
                     };
                     if let Err(e) = function.publish(parts) {
                         function.tear_down();

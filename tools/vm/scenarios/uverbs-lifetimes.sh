@@ -2,12 +2,14 @@
 # Rust only: it checks the Rust stack's own accounting (C's firmware objects differ: its mlx5_ib
 # keeps kernel PDs, UMR resources and mkeys of its own, and C 7.3 leaks the task of a process
 # whose context was disassociated, see docs/uverbs-c-facts.md §6).
-#   - tools/uverbs-holder holds a context, a PD and a 64 KiB MR: the model counts one more
-#     transport domain, PD and mkey; `rdma resource` counts them;
+#   - tools/uverbs-holder holds a context, a PD, a 64 KiB MR and a UAR page it mapped (besides
+#     the one libmlx5 maps): the model counts one more transport domain, PD and mkey and two
+#     more UARs; `rdma resource` counts them;
 #   - the holder is killed (SIGKILL) while it holds them: the file's release destroys the MR,
 #     the PD and the context, newest first; the model's counts and `rdma resource` are back to
 #     where they were, and no user object is listed;
-#   - a new holder, then the PCI function is unbound under it: it reads DEVICE_FATAL, its
+#   - a new holder, then the PCI function is unbound under it: it reads DEVICE_FATAL, a store
+#     into its UAR page lands in memory (the page was taken back: it reads back, no fault), its
 #     commands fail with EIO, the unbind completes without waiting for it, and it exits;
 #   - kmemleak and dmesg clean.
 # stacks: rust
@@ -21,11 +23,12 @@ check_output "the model answers with its object counts ($base_objects)" '^ok pds
 
 uverbs_holder /tmp/holder.out >/dev/null 2>&1 &
 holder=$!
-wait_for "the holder has its context, PD and MR" 30 '^context' cat /tmp/holder.out
+wait_for "the holder has its context, PD, MR and UAR page" 30 '^context' cat /tmp/holder.out
 held=$(model_ctl objects)
 count() { echo "$1" | sed -n "s/.*$2 \([0-9]*\).*/\1/p"; }
-check_output "the model holds one more transport domain, PD and mkey ($held)" '^1 1 1$' \
-	echo "$(( $(count "$held" tds) - $(count "$base_objects" tds) )) $(( $(count "$held" pds) - $(count "$base_objects" pds) )) $(( $(count "$held" mkeys) - $(count "$base_objects" mkeys) ))"
+diff_of() { echo $(( $(count "$held" "$1") - $(count "$base_objects" "$1") )); }
+check_output "the model holds one more transport domain, PD and mkey, two more UARs ($held)" \
+	'^1 1 1 2$' echo "$(diff_of tds) $(diff_of pds) $(diff_of mkeys) $(diff_of uars)"
 check_output "rdma resource counts the context" ' ctx 1( |$)' rdma resource show mlx5_0
 check "SIGKILL the holder" kill -9 $holder
 wait $holder 2>/dev/null
@@ -40,8 +43,8 @@ wait_for "a new holder has its context, PD and MR" 30 '^context' cat /tmp/holder
 bdf=$(basename "$(readlink -f /sys/class/infiniband/mlx5_0/device)")
 check "the PCI function ($bdf) unbinds under the holder" sh -c "echo $bdf >/sys/bus/pci/drivers/mlx5_core/unbind"
 wait_for "the holder read DEVICE_FATAL and its command failed" 30 '^done' cat /tmp/holder.out
-check_output "holder: context, async event 8 (DEVICE_FATAL), QUERY_PORT fails with EIO" \
-	'^context;event 8;query_port EIO;done;$' sh -c "tr '\\n' ';' </tmp/holder.out"
+check_output "holder: context, async event 8 (DEVICE_FATAL), its UAR page is memory now, QUERY_PORT fails with EIO" \
+	'^context;event 8;uar reads back 0x1234;query_port EIO;done;$' sh -c "tr '\\n' ';' </tmp/holder.out"
 wait $holder
 rc=$?
 check_output "the holder exits 0" '^0$' echo $rc

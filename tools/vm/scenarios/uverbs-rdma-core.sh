@@ -9,7 +9,8 @@
 #     resource counts it: ctx 1; `rdma res show ctx|pd|mr` list them with its pid) while mlx5_ib
 #     unloads:
 #     the process reads IB_EVENT_DEVICE_FATAL (8) from the async event file (then nothing
-#     more: C's file stays open and empty), its commands fail with EIO; the module unloads
+#     more: C's file stays open and empty), a store into the UAR page it mapped lands in memory
+#     (the page was taken back), its commands fail with EIO; the module unloads
 #     without waiting for it;
 #   - the stack unloads; dmesg clean; kmemleak clean on rust. Not on c: C 7.3 leaks the task of
 #     a process whose context was disassociated (its task_struct, signal_struct and creds stay
@@ -143,8 +144,8 @@ check_output "rdma resource show mr: the holder's 64 KiB MR, its keys, its PD, i
 	"^dev mlx5_0 mrn [0-9]+ rkey 0x[0-9a-f]+ lkey 0x[0-9a-f]+ mrlen 65536 pdn [0-9]+ pid $holder comm uverbs_holder *\$" rdma resource show mr
 check "mlx5_ib unloads while the context is held" rmmod mlx5_ib
 wait_for "the holder read DEVICE_FATAL and its command failed" 30 '^done' cat /tmp/holder.out
-check_output "holder: context, async event 8 (DEVICE_FATAL), QUERY_PORT fails with EIO" \
-	'^context;event 8;query_port EIO;done;$' sh -c "tr '\\n' ';' </tmp/holder.out"
+check_output "holder: context, async event 8 (DEVICE_FATAL), its UAR page is memory now, QUERY_PORT fails with EIO" \
+	'^context;event 8;uar reads back 0x1234;query_port EIO;done;$' sh -c "tr '\\n' ';' </tmp/holder.out"
 
 wait $holder
 rc=$?

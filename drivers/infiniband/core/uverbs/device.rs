@@ -83,9 +83,25 @@ impl UverbsDevice {
     /// it, if any.
     fn disassociate(&self) {
         *self.ib.lock() = None;
-        let files = self.files.lock();
-        for f in files.iter() {
-            f.destroy_context(true);
+        // Not under the list's lock: taking mappings back takes processes' mmap locks.
+        let files = {
+            let list = self.files.lock();
+            let mut copy = KVec::with_capacity(list.len(), GFP_KERNEL);
+            if let Ok(c) = copy.as_mut() {
+                for f in list.iter() {
+                    let _ = c.push(f.clone(), GFP_KERNEL);
+                }
+            }
+            copy
+        };
+        match files {
+            Ok(files) => files.iter().for_each(|f| f.destroy_context(true)),
+            // Without memory for a copy, under the lock (the list cannot be long).
+            Err(_) => self
+                .files
+                .lock()
+                .iter()
+                .for_each(|f| f.destroy_context(true)),
         }
     }
 }

@@ -11,6 +11,7 @@ use kernel::{
     chrdev::{DevT, FileOperations},
     cred_current,
     fs::File,
+    mm::virt::VmaNew,
     prelude::*,
     sync::Arc,
     uaccess::UserPtr,
@@ -61,5 +62,10 @@ impl FileOperations for UverbsFile {
     /// C's `ib_uverbs_ioctl`.
     fn ioctl(data: &UverbsFile, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
         crate::ioctl::ioctl(&data.ufile, cmd, arg)
+    }
+
+    /// C's `ib_uverbs_mmap`.
+    fn mmap(data: &UverbsFile, _file: &File, vma: &VmaNew) -> Result {
+        data.ufile.mmap(vma)
     }
 }

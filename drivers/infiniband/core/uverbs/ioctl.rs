@@ -12,10 +12,14 @@
 use crate::{
     event_file::{EventFile, NewEventFd},
     le::{u16_at, u32_at, u64_at},
-    uapi::{self, Kind, MethodSpec, ATTR_UHW_IN, ATTR_UHW_OUT, MAX_ATTRS},
+    uapi::{self, DriverMethod, Kind, Method, ATTR_UHW_IN, ATTR_UHW_OUT, MAX_ATTRS},
     ufile::Ufile,
+    uobjects::UObject,
 };
-use ib_core::udata::{user_bytes_zero, Udata};
+use ib_core::{
+    udata::{user_bytes_zero, Udata},
+    uverbs_spec::MethodAttrs,
+};
 use kernel::{
     page::PAGE_SIZE,
     prelude::*,
@@ -76,7 +80,7 @@ impl Header {
 /// `EPROTONOSUPPORT`; then the method runs.
 pub(crate) fn ioctl(ufile: &Arc<Ufile>, cmd: u32, arg: usize) -> Result<isize> {
     let hdr = read_header(ufile.device().abi().driver_id, cmd, arg)?;
-    let method = uapi::lookup(hdr.object_id, hdr.method_id)?;
+    let method = uapi::lookup(ufile, hdr.object_id, hdr.method_id)?;
     run(ufile, method, arg + HEADER_SIZE, usize::from(hdr.num_attrs))?;
     Ok(0)
 }
@@ -137,7 +141,7 @@ impl Attr {
 pub(crate) struct IoctlBundle<'a> {
     /// The file the request came on.
     pub(crate) ufile: &'a Arc<Ufile>,
-    method: &'static MethodSpec,
+    method: Method,
     /// User address of the request's attribute array.
     user_attrs: usize,
     /// The attributes given, by their position in the method's spec.
@@ -146,11 +150,13 @@ pub(crate) struct IoctlBundle<'a> {
     pub(crate) driver: Udata,
     /// The new file descriptor of an `FdNew` attribute, installed by the handler on success.
     pub(crate) new_fd: Option<NewEventFd>,
+    /// The handle an `IdrNew` attribute reserved, given up unless the method succeeds.
+    new_handle: Option<u32>,
 }
 
 impl IoctlBundle<'_> {
     fn attr(&self, id: u16) -> Option<&Attr> {
-        let pos = self.method.attrs.iter().position(|a| a.id == id)?;
+        let pos = self.method.attrs().iter().position(|a| a.id == id)?;
         self.attrs[pos].as_ref()
     }
 
@@ -265,6 +271,7 @@ impl IoctlBundle<'_> {
                 zero_trailing,
             } => (min, max, zero_trailing),
             Kind::FdNew => return self.new_fd(a),
+            Kind::IdrNew { .. } => return self.idr_new(a),
             Kind::IdrDestroy { object } => return self.idr_destroy(a, object),
         };
         if a.len < min || (!zero_trailing && a.len > max) {
@@ -287,6 +294,33 @@ impl IoctlBundle<'_> {
             return Err(EINVAL);
         }
         self.ufile.with_objects(|o| o.check(a.data, object))
+    }
+
+    /// Reserves the handle of a new object for attribute `a` and writes it back into the
+    /// attribute's data (C's `UVERBS_ACCESS_NEW`): needs the file's context (`EIO`, `EINVAL`).
+    fn idr_new(&mut self, a: &Attr) -> Result {
+        if a.attr_data != 0 || a.len != 0 {
+            return Err(EINVAL);
+        }
+        let handle = self.ufile.with_context(|c| c.objects.reserve())?;
+        self.new_handle = Some(handle);
+        let id = i64::from(handle).to_le_bytes();
+        UserSlice::new(UserPtr::from_addr(self.field_addr(a.idx, 8)), 8)
+            .writer()
+            .write_slice(&id)
+    }
+
+    /// Puts `obj` under the handle the method's `IdrNew` attribute reserved (C's
+    /// `uverbs_finalize_uobj_create`); `EINVAL` for a method without one (the object is
+    /// dropped).
+    pub(crate) fn commit_new(
+        &mut self,
+        objects: &mut crate::uobjects::UObjects,
+        obj: UObject,
+    ) -> Result<u32> {
+        let handle = self.new_handle.take().ok_or(EINVAL)?;
+        objects.commit(handle, obj)?;
+        Ok(handle)
     }
 
     /// The handle of object attribute `id` (checked with the attributes).
@@ -323,15 +357,48 @@ impl IoctlBundle<'_> {
     }
 }
 
+/// A driver's method, run by the driver in the file's context: the object it made is put
+/// under the reserved handle; the object a destroying method names is destroyed once the
+/// driver's part succeeded (C's `UVERBS_ACCESS_DESTROY` finalization).
+fn run_driver(b: &mut IoctlBundle<'_>, m: &'static DriverMethod) -> Result {
+    let ufile = b.ufile;
+    ufile.with_context(|c| {
+        let made = c.ucontext.driver_method(m, &*b)?;
+        if let Some(obj) = made {
+            let object = m
+                .attrs
+                .iter()
+                .find_map(|a| match a.kind {
+                    Kind::IdrNew { object } => Some(object),
+                    _ => None,
+                })
+                .ok_or(EINVAL)?;
+            b.commit_new(&mut c.objects, UObject::Driver { object, _obj: obj })?;
+        }
+        for spec in m.attrs {
+            if let Kind::IdrDestroy { object } = spec.kind {
+                let handle = b.idr_handle(spec.id)?;
+                drop(c.objects.remove(handle, object)?);
+            }
+        }
+        Ok(())
+    })
+}
+
+impl MethodAttrs for IoctlBundle<'_> {
+    fn get_const(&self, id: u16, max: u64) -> Result<u64> {
+        IoctlBundle::get_const(self, id, max)
+    }
+
+    fn copy_to(&self, id: u16, from: &[u8]) -> Result {
+        IoctlBundle::copy_to(self, id, from)
+    }
+}
+
 /// C's `ib_uverbs_run_method`: the attributes (`num_attrs` of them at `user_attrs`), then the
 /// handler. A handler's `EPROTONOSUPPORT` is turned into `EINVAL`, as C does: that errno means
 /// only "the framework does not know this request".
-fn run(
-    ufile: &Arc<Ufile>,
-    method: &'static MethodSpec,
-    user_attrs: usize,
-    num_attrs: usize,
-) -> Result {
+fn run(ufile: &Arc<Ufile>, method: Method, user_attrs: usize, num_attrs: usize) -> Result {
     let mut raw = KVec::new();
     UserSlice::new(UserPtr::from_addr(user_attrs), num_attrs * ATTR_SIZE)
         .read_all(&mut raw, GFP_KERNEL)?;
@@ -342,10 +409,30 @@ fn run(
         attrs: [None; MAX_ATTRS],
         driver: Udata::empty(),
         new_fd: None,
+        new_handle: None,
     };
+    let ret = process_and_run(&mut b, &raw);
+    if let Some(h) = b.new_handle.take() {
+        // The method failed (or never ran): the reserved handle is free again.
+        let _ = ufile.with_objects(|o| {
+            o.abort(h);
+            Ok(())
+        });
+    }
+    ret
+}
+
+/// The attributes checked against the method's spec in the order given, then the method.
+fn process_and_run(b: &mut IoctlBundle<'_>, raw: &[u8]) -> Result {
+    let method = b.method;
+    let specs = method.attrs();
+    if specs.len() > MAX_ATTRS {
+        // A driver's method with more attributes than a bundle holds cannot be run.
+        return Err(EINVAL);
+    }
     for (idx, chunk) in raw.chunks_exact(ATTR_SIZE).enumerate() {
         let a = Attr::parse(idx, chunk);
-        let Some(pos) = method.attrs.iter().position(|s| s.id == a.id) else {
+        let Some(pos) = specs.iter().position(|s| s.id == a.id) else {
             if a.flags & F_MANDATORY != 0 {
                 return Err(EPROTONOSUPPORT);
             }
@@ -354,23 +441,25 @@ fn run(
         if b.attrs[pos].is_some() {
             return Err(EINVAL);
         }
-        b.process(&a, method.attrs[pos].kind)?;
+        b.process(&a, specs[pos].kind)?;
         b.attrs[pos] = Some(a);
     }
-    if method
-        .attrs
+    if specs
         .iter()
         .zip(b.attrs.iter())
         .any(|(spec, given)| spec.mandatory && given.is_none())
     {
         return Err(EINVAL);
     }
-    if method.has_udata {
+    if method.has_udata() {
         b.driver = b.udata(ATTR_UHW_IN, ATTR_UHW_OUT);
     }
-    let ret = (method.handler)(&mut b);
+    let ret = match method {
+        Method::Core(m) => (m.handler)(b),
+        Method::Driver(m) => run_driver(b, m),
+    };
     let ret = match ret {
-        Ok(()) if method.has_udata => b.mark_output(ATTR_UHW_OUT),
+        Ok(()) if method.has_udata() => b.mark_output(ATTR_UHW_OUT),
         r => r,
     };
     if ret == Err(EPROTONOSUPPORT) {
@@ -429,10 +518,13 @@ mod tests {
 
     #[test]
     fn the_tree_has_c_ids() {
-        assert!(uapi::lookup(0, 3).is_ok_and(|m| m.has_udata));
-        assert!(uapi::lookup(16, 0).is_ok());
-        assert_eq!(uapi::lookup(0, 5).err(), Some(EPROTONOSUPPORT));
-        assert_eq!(uapi::lookup(0x1000, 0x1000).err(), Some(EPROTONOSUPPORT));
+        assert!(uapi::lookup_core(0, 3).is_ok_and(|m| m.has_udata));
+        assert!(uapi::lookup_core(16, 0).is_ok());
+        assert_eq!(uapi::lookup_core(0, 5).err(), Some(EPROTONOSUPPORT));
+        assert_eq!(
+            uapi::lookup_core(0x1008, 0x1000).err(),
+            Some(EPROTONOSUPPORT)
+        );
         // Every method fits the bundle.
         assert!(uapi::METHODS.iter().all(|m| m.attrs.len() <= MAX_ATTRS));
     }

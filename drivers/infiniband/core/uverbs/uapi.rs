@@ -6,7 +6,11 @@
 //! C's answer for one it does not know, `EPROTONOSUPPORT`; so does a method C has that is not
 //! written yet.
 
-use crate::{ioctl::IoctlBundle, ioctl_device};
+use crate::{ioctl::IoctlBundle, ioctl_device, ufile::Ufile};
+pub(crate) use ib_core::uverbs_spec::{
+    attr, min_in, min_out, struct_out, type_out, AttrSpec, DriverMethod, Kind, ATTR_UHW_IN,
+    ATTR_UHW_OUT, CONST_IN, FLAGS_IN, UHW_IN, UHW_OUT,
+};
 use kernel::prelude::*;
 
 /// `UVERBS_OBJECT_DEVICE`.
@@ -17,100 +21,6 @@ pub(crate) const OBJECT_PD: u16 = 1;
 pub(crate) const OBJECT_MR: u16 = 7;
 /// `UVERBS_OBJECT_ASYNC_EVENT`.
 pub(crate) const OBJECT_ASYNC_EVENT: u16 = 16;
-/// `UVERBS_ATTR_UHW_IN` and `UVERBS_ATTR_UHW_OUT`: the driver's request and response.
-pub(crate) const ATTR_UHW_IN: u16 = 0x1000;
-pub(crate) const ATTR_UHW_OUT: u16 = 0x1001;
-
-/// What an attribute carries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// Data from user space: `min..=max` bytes; with `zero_trailing`, longer is accepted when
-    /// the bytes past `max` are zero (C's `UVERBS_ATTR_STRUCT`).
-    PtrIn {
-        min: u16,
-        max: u16,
-        zero_trailing: bool,
-    },
-    /// A buffer user space gets data in, sized as `PtrIn`.
-    PtrOut {
-        min: u16,
-        max: u16,
-        zero_trailing: bool,
-    },
-    /// A new file descriptor of an fd object (C's `UVERBS_ATTR_FD` with `UVERBS_ACCESS_NEW`).
-    FdNew,
-    /// The handle of an object of type `object` the method destroys (C's `UVERBS_ATTR_IDR`
-    /// with `UVERBS_ACCESS_DESTROY`).
-    IdrDestroy { object: u16 },
-}
-
-/// C's `UVERBS_ATTR_CONST_IN`: exactly 8 bytes, inline.
-const CONST_IN: Kind = Kind::PtrIn {
-    min: 8,
-    max: 8,
-    zero_trailing: false,
-};
-/// C's `UVERBS_ATTR_FLAGS_IN`: 4 or 8 bytes.
-const FLAGS_IN: Kind = Kind::PtrIn {
-    min: 4,
-    max: 8,
-    zero_trailing: false,
-};
-/// C's `UVERBS_ATTR_MIN_SIZE(n)` for input.
-const fn min_in(n: u16) -> Kind {
-    Kind::PtrIn {
-        min: n,
-        max: u16::MAX,
-        zero_trailing: false,
-    }
-}
-/// C's `UVERBS_ATTR_MIN_SIZE(n)` for output.
-const fn min_out(n: u16) -> Kind {
-    Kind::PtrOut {
-        min: n,
-        max: u16::MAX,
-        zero_trailing: false,
-    }
-}
-/// C's `UVERBS_ATTR_TYPE(T)` for output: exactly `n` bytes.
-const fn type_out(n: u16) -> Kind {
-    Kind::PtrOut {
-        min: n,
-        max: n,
-        zero_trailing: false,
-    }
-}
-/// C's `UVERBS_ATTR_STRUCT(T, last)` for output: at least `min`, `max` is `sizeof(T)`.
-const fn struct_out(min: u16, max: u16) -> Kind {
-    Kind::PtrOut {
-        min,
-        max,
-        zero_trailing: true,
-    }
-}
-
-/// One attribute of a method.
-#[derive(Debug)]
-pub(crate) struct AttrSpec {
-    /// Its id.
-    pub(crate) id: u16,
-    /// What it carries.
-    pub(crate) kind: Kind,
-    /// Required.
-    pub(crate) mandatory: bool,
-}
-
-const fn attr(id: u16, kind: Kind, mandatory: bool) -> AttrSpec {
-    AttrSpec {
-        id,
-        kind,
-        mandatory,
-    }
-}
-
-/// C's `UVERBS_ATTR_UHW()`: the driver's optional request and response.
-const UHW_IN: AttrSpec = attr(ATTR_UHW_IN, min_in(0), false);
-const UHW_OUT: AttrSpec = attr(ATTR_UHW_OUT, min_out(0), false);
 
 /// An ioctl method handler.
 pub(crate) type IoctlHandler = fn(&mut IoctlBundle<'_>) -> Result;
@@ -130,7 +40,7 @@ pub(crate) struct MethodSpec {
 }
 
 /// The most attributes a method here has.
-pub(crate) const MAX_ATTRS: usize = 8;
+pub(crate) const MAX_ATTRS: usize = 16;
 
 /// `UVERBS_METHOD_INVOKE_WRITE`'s attributes.
 pub(crate) mod invoke_write {
@@ -258,10 +168,52 @@ pub(crate) static METHODS: &[MethodSpec] = &[
     },
 ];
 
-/// The method (`object`, `method`), `EPROTONOSUPPORT` when there is none.
-pub(crate) fn lookup(object: u16, method: u16) -> Result<&'static MethodSpec> {
+/// A method of the tree.
+#[derive(Clone, Copy)]
+pub(crate) enum Method {
+    /// One of the core's.
+    Core(&'static MethodSpec),
+    /// One of the device's driver's, run by the driver in the file's context.
+    Driver(&'static DriverMethod),
+}
+
+impl Method {
+    /// Its attributes.
+    pub(crate) fn attrs(&self) -> &'static [AttrSpec] {
+        match self {
+            Method::Core(m) => m.attrs,
+            Method::Driver(m) => m.attrs,
+        }
+    }
+
+    /// Whether the driver's request and response come as `UHW_IN`/`UHW_OUT`.
+    pub(crate) fn has_udata(&self) -> bool {
+        match self {
+            Method::Core(m) => m.has_udata,
+            Method::Driver(_) => false,
+        }
+    }
+}
+
+/// The core's method (`object`, `method`), `EPROTONOSUPPORT` when there is none.
+pub(crate) fn lookup_core(object: u16, method: u16) -> Result<&'static MethodSpec> {
     METHODS
         .iter()
         .find(|m| m.object == object && m.method == method)
+        .ok_or(EPROTONOSUPPORT)
+}
+
+/// The method (`object`, `method`) of `ufile`'s device: the core's, else its driver's;
+/// `EPROTONOSUPPORT` when there is none. Once the RDMA device has gone, its driver's methods
+/// are `EIO` (C disables their handlers then).
+pub(crate) fn lookup(ufile: &Ufile, object: u16, method: u16) -> Result<Method> {
+    if let Ok(m) = lookup_core(object, method) {
+        return Ok(Method::Core(m));
+    }
+    let ib = ufile.device().ib_device().ok_or(EIO)?;
+    ib.driver_methods()
+        .iter()
+        .find(|m| m.object == object && m.method == method)
+        .map(Method::Driver)
         .ok_or(EPROTONOSUPPORT)
 }

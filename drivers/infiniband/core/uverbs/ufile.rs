@@ -4,21 +4,29 @@
 //! and async event file GET_CONTEXT gives it. The device keeps a list of its open files so that
 //! when the RDMA device goes away it can take their contexts back (C's disassociation): the
 //! driver frees them before the device is gone, and the process only sees errors (`EIO`).
+//!
+//! Device pages the file mapped into user space (`mmap`, e.g. mlx5's UAR pages) are tracked
+//! by the file's [`UserMaps`] and taken back first when the device goes. `mmap` runs with the
+//! caller's mmap lock held, so it does not take the context's lock (a command holding that may
+//! be waiting for the mmap lock, pinning user memory); it uses the context through its own
+//! reference, and disassociation waits for the mappings under way before taking pages back.
 
 use crate::{device::UverbsDevice, event_file::EventFile, uobjects::UObjects};
 use ib_core::ucontext::UContext;
 use kernel::{
-    new_mutex,
+    mm::virt::VmaNew,
+    new_condvar, new_mutex,
     prelude::*,
-    sync::{Arc, Mutex},
+    sync::{Arc, CondVar, Mutex},
+    user_mmap::UserMaps,
 };
 
 /// What GET_CONTEXT made, and the objects made in it.
 pub(crate) struct Context {
     /// The objects (dropped before the context: field order, and `destroy_context`).
     pub(crate) objects: UObjects,
-    /// The user context.
-    pub(crate) ucontext: UContext,
+    /// The user context (shared with `mmap` calls under way).
+    pub(crate) ucontext: Arc<UContext>,
     /// The async event files: the one the write() GET_CONTEXT made, and those
     /// ASYNC_EVENT_ALLOC made (the ioctl GET_CONTEXT makes none).
     events: KVec<Arc<EventFile>>,
@@ -33,15 +41,33 @@ pub(crate) struct Ufile {
     /// Held while a command uses the context, so that disassociation waits for it.
     #[pin]
     context: Mutex<Option<Context>>,
+    /// The device pages mapped into user space through this file.
+    maps: Arc<UserMaps>,
+    /// The context as `mmap` uses it, and how many `mmap` calls use it now.
+    #[pin]
+    mmap: Mutex<MmapSlot>,
+    /// Signalled when the last `mmap` call under way ends.
+    #[pin]
+    mmap_idle: CondVar,
+}
+
+/// The context as `mmap` sees it.
+struct MmapSlot {
+    ctx: Option<Arc<UContext>>,
+    active: u32,
 }
 
 impl Ufile {
     /// A file of `dev`, not yet in the device's list.
     pub(crate) fn new(dev: Arc<UverbsDevice>) -> Result<Arc<Self>> {
+        let maps = UserMaps::new()?;
         Arc::pin_init(
             pin_init!(Self {
                 dev,
                 context <- new_mutex!(None, "ib_uverbs::ufile::context"),
+                maps,
+                mmap <- new_mutex!(MmapSlot { ctx: None, active: 0 }, "ib_uverbs::ufile::mmap"),
+                mmap_idle <- new_condvar!("ib_uverbs::ufile::mmap_idle"),
             }),
             GFP_KERNEL,
         )
@@ -102,7 +128,8 @@ impl Ufile {
         if let Some(e) = events {
             files.push(e, GFP_KERNEL)?;
         }
-        let ucontext = make()?;
+        let ucontext = Arc::new(make()?, GFP_KERNEL)?;
+        self.mmap.lock().ctx = Some(ucontext.clone());
         *guard = Some(Context {
             objects: UObjects::default(),
             ucontext,
@@ -129,6 +156,21 @@ impl Ufile {
     /// going away (`device_gone`, C's `RDMA_REMOVE_DRIVER_REMOVE`), its readers get
     /// `IB_EVENT_DEVICE_FATAL` last.
     pub(crate) fn destroy_context(&self, device_gone: bool) {
+        // No new mapping, and none under way (they hold the context); then the pages mapped go
+        // (C's `uverbs_user_mmap_disassociate`, only needed when the device goes: a file being
+        // closed has no mappings left, each holds the file).
+        let mapped = {
+            let mut slot = self.mmap.lock();
+            let ctx = slot.ctx.take();
+            while slot.active != 0 {
+                self.mmap_idle.wait(&mut slot);
+            }
+            ctx
+        };
+        drop(mapped);
+        if device_gone {
+            self.maps.zap_all();
+        }
         let old = self.context.lock().take();
         if let Some(mut c) = old {
             c.objects.destroy_all();
@@ -143,6 +185,30 @@ impl Ufile {
             }
             drop(c.ucontext);
         }
+    }
+
+    /// Maps device memory of the file's context into `vma` (C's `ib_uverbs_mmap`): `EIO` once
+    /// the RDMA device has gone, `EINVAL` before GET_CONTEXT; the driver says what the offset
+    /// maps (`ENODEV` for a driver without `mmap`).
+    pub(crate) fn mmap(&self, vma: &VmaNew) -> Result {
+        let ctx = {
+            let mut slot = self.mmap.lock();
+            if self.dev.ib_device().is_none() {
+                return Err(EIO);
+            }
+            let ctx = slot.ctx.clone().ok_or(EINVAL)?;
+            slot.active += 1;
+            ctx
+        };
+        let r = ctx.mmap(vma, &self.maps);
+        // The reference goes before the count: the last one is never dropped here.
+        drop(ctx);
+        let mut slot = self.mmap.lock();
+        slot.active -= 1;
+        if slot.active == 0 {
+            self.mmap_idle.notify_all();
+        }
+        r
     }
 
     /// A completion channel whose file user space closed leaves the list (C's

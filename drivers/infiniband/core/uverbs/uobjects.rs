@@ -4,10 +4,15 @@
 //! made gets a handle, the lowest free number (C's `xa_alloc`), shared by all object types.
 //! A handle of another type is `EINVAL`, one that does not exist `ENOENT` (C's
 //! `rdma_lookup_get_uobject`). When the file's context goes, objects are destroyed newest
-//! first.
+//! first. An ioctl method that makes an object reserves its handle while its attributes are
+//! processed (C writes the handle back then); the handle names nothing until the method
+//! succeeded.
 
 use crate::uapi::{OBJECT_MR, OBJECT_PD};
-use ib_core::ucontext::{UserMr, UserPd};
+use ib_core::{
+    ucontext::{UserMr, UserPd},
+    uverbs_spec::DriverUObject,
+};
 use kernel::prelude::*;
 
 /// One object.
@@ -16,6 +21,15 @@ pub(crate) enum UObject {
     Pd(UserPd),
     /// A memory region.
     Mr(#[expect(dead_code, reason = "kept to be dropped: the driver frees it then")] UserMr),
+    /// A driver's object of type `object` (mlx5: a UAR).
+    Driver {
+        /// Its type (the driver's object id).
+        object: u16,
+        /// Kept to be dropped: the driver frees it then.
+        _obj: DriverUObject,
+    },
+    /// A handle reserved for an object being made.
+    Reserved,
 }
 
 impl UObject {
@@ -24,6 +38,8 @@ impl UObject {
         match self {
             UObject::Pd(_) => OBJECT_PD,
             UObject::Mr(_) => OBJECT_MR,
+            UObject::Driver { object, .. } => *object,
+            UObject::Reserved => u16::MAX,
         }
     }
 
@@ -31,7 +47,7 @@ impl UObject {
     fn busy(&self) -> bool {
         match self {
             UObject::Pd(pd) => pd.users() != 0,
-            UObject::Mr(_) => false,
+            UObject::Mr(_) | UObject::Driver { .. } | UObject::Reserved => false,
         }
     }
 }
@@ -77,13 +93,41 @@ impl UObjects {
         Ok(handle)
     }
 
-    /// Checks that `handle` is an object of type `object_type`: `ENOENT` if there is none,
-    /// `EINVAL` if it is of another type.
+    /// Reserves the lowest free handle for an object being made.
+    pub(crate) fn reserve(&mut self) -> Result<u32> {
+        self.insert(UObject::Reserved)
+    }
+
+    /// Puts `obj` under reserved handle `handle`; the object is dropped if there is no such
+    /// reservation (`ENOENT`).
+    pub(crate) fn commit(&mut self, handle: u32, obj: UObject) -> Result {
+        let e = self
+            .entries
+            .iter_mut()
+            .find(|e| e.handle == handle && matches!(e.obj, UObject::Reserved))
+            .ok_or(ENOENT)?;
+        e.obj = obj;
+        Ok(())
+    }
+
+    /// Gives up reserved handle `handle`.
+    pub(crate) fn abort(&mut self, handle: u32) {
+        if let Some(i) = self
+            .entries
+            .iter()
+            .position(|e| e.handle == handle && matches!(e.obj, UObject::Reserved))
+        {
+            let _ = self.entries.remove(i);
+        }
+    }
+
+    /// Checks that `handle` is an object of type `object_type`: `ENOENT` if there is none
+    /// (or it is only reserved), `EINVAL` if it is of another type.
     pub(crate) fn check(&self, handle: u64, object_type: u16) -> Result {
         let e = self
             .entries
             .iter()
-            .find(|e| u64::from(e.handle) == handle)
+            .find(|e| u64::from(e.handle) == handle && !matches!(e.obj, UObject::Reserved))
             .ok_or(ENOENT)?;
         if e.obj.object_type() != object_type {
             return Err(EINVAL);

@@ -14,7 +14,7 @@
 
 use crate::caps;
 use crate::mad::{self, attr, NodeInfo, PortInfo};
-use crate::{ah, cq, dma_buf::DmaBuf, mr, pd, qp, srq, ucontext, wq_size::Limits};
+use crate::{ah, cq, dma_buf::DmaBuf, mmap, mr, pd, qp, srq, ucontext, wq_size::Limits};
 use core::ptr::NonNull;
 use ib_core::{
     attrs::{
@@ -25,6 +25,7 @@ use ib_core::{
     events::EventNotifier,
     ops::{DmaMemory, UverbsAbi},
     udata::Udata,
+    uverbs_spec::{DriverMethod, DriverUObject, MethodAttrs},
     verbs_types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
         QpInitDriver, SrqAttr, SrqAttrField, SrqAttrMask, UserMrInit,
@@ -32,12 +33,14 @@ use ib_core::{
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
 use kernel::{
+    mm::virt::VmaNew,
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
         Arc,
     },
     sysfs_attrs::{Attribute, ShowBuffer},
+    user_mmap::UserMaps,
 };
 use mlx5_core::{
     auxdev::{FunctionInfo, HcaCaps, Mlx5Device},
@@ -242,6 +245,22 @@ impl DeviceOps for Mlx5IbDevice {
 
     fn dealloc_ucontext(&self, ctx: ucontext::Mlx5UContext) {
         ucontext::dealloc(&self.cmds, ctx)
+    }
+
+    /// The UAR object (`MLX5_IB_OBJECT_UAR`).
+    const DRIVER_METHODS: &'static [DriverMethod] = &mmap::DRIVER_METHODS;
+
+    fn driver_method(
+        &self,
+        ctx: &ucontext::Mlx5UContext,
+        m: &DriverMethod,
+        attrs: &dyn MethodAttrs,
+    ) -> Result<Option<DriverUObject>> {
+        mmap::driver_method(self.core.get(), &self.cmds, &ctx.mmap, m, attrs)
+    }
+
+    fn mmap(&self, ctx: &ucontext::Mlx5UContext, vma: &VmaNew, maps: &Arc<UserMaps>) -> Result {
+        mmap::mmap(self.core.get(), &ctx.mmap, vma, maps)
     }
 
     fn query_port(&self, port: u32) -> Result<PortAttr> {

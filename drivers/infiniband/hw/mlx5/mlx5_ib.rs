@@ -11,6 +11,7 @@ mod dma_buf;
 mod ib_device;
 mod ib_module;
 mod mad;
+mod mmap;
 mod mr;
 mod pd;
 mod port_events;

@@ -11,8 +11,9 @@
 //! served either: `EINVAL` when the function has no DEVX contexts (`log_max_uctx` 0, C's
 //! answer), `EOPNOTSUPP` otherwise; libmlx5 retries without it.
 
+use crate::mmap::MmapTable;
 use ib_core::udata::Udata;
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Arc};
 use mlx5_core::{
     auxdev::HcaCaps,
     commands::Commands,
@@ -51,6 +52,8 @@ pub(crate) struct Mlx5UContext {
     tdn: Option<u32>,
     /// The CQE format its CQs use (the lower of the device's and the library's).
     pub(crate) cqe_version: u8,
+    /// What user space can map (its UAR pages).
+    pub(crate) mmap: Arc<MmapTable>,
 }
 
 /// The fields of the request C checks.
@@ -177,6 +180,7 @@ pub(crate) fn alloc(
     udata.read_in(&mut raw[..inlen.min(REQ_V2_SIZE)])?;
     let req = Request::parse(&raw);
     req.check(&c)?;
+    let mmap = MmapTable::new()?;
     let tdn = if c.log_max_transport_domain() != 0 {
         let out = cmds.exec::<AllocTransportDomain>(&PlainIn::new())?;
         Some(out.transport_domain() as u32)
@@ -186,6 +190,7 @@ pub(crate) fn alloc(
     let ctx = Mlx5UContext {
         tdn,
         cqe_version: (c.cqe_version() as u8).min(req.max_cqe_version),
+        mmap,
     };
     let resp = response(&c, num_ports, ctx.cqe_version, udata.outlen());
     if let Err(e) = udata.respond(&resp) {
