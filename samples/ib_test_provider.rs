@@ -135,6 +135,7 @@ impl DeviceOps for SoftDevice {
     type Srq = Arc<SoftSrq>;
     type Ah = SoftAh;
     type UContext = ib_core::ops::NoVerbs;
+    type UserCq = ib_core::ops::NoVerbs;
 
     const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
         Attribute::ro(c"hw_rev", hw_rev_show),

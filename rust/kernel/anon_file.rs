@@ -80,6 +80,17 @@ pub fn new_file<T: AnonFileOps>(
     }
 }
 
+/// Whether `file`'s private data is `data` (C compares `f->private_data` with an object it
+/// knows): a file of another kind, or of another object, is not. Only addresses are compared.
+pub fn holds<P: ForeignOwnable + Clone>(file: &crate::fs::LocalFile, data: &P) -> bool {
+    let ptr = data.clone().into_foreign();
+    // SAFETY: `file` is a valid file (the reference says so); only its pointer field is read.
+    let same = unsafe { (*file.as_ptr()).private_data } == ptr.cast();
+    // SAFETY: `ptr` came from `into_foreign` just above and is given back once.
+    drop(unsafe { P::from_foreign(ptr) });
+    same
+}
+
 struct Vtable<T: AnonFileOps>(PhantomData<T>);
 
 impl<T: AnonFileOps> Vtable<T> {

@@ -18,6 +18,10 @@
  *     entries, EX_QUERY_DEVICE's request and mlx5's part, non-zero tails of core requests;
  *   - PDs and MRs: handles, access rights, addresses, PDs in use, destruction by write() and
  *     ioctl, objects left for close to destroy;
+ *   - CQs (ioctl CQ_CREATE/DESTROY, write CREATE_CQ, EX_CREATE_CQ, DESTROY_CQ): sizes,
+ *     vectors, flags, channel and event fds of the wrong kind, mlx5's request (length, tail,
+ *     CQE size, flags, UAR, buffer address and alignment, compression, padding), the answers,
+ *     destruction and its event counts;
  *   - mlx5's UAR object and mmap(): types, attribute lengths, the offsets answered (lowest free
  *     from 0x900000, held while mapped), the legacy offsets of a context with dynamic UARs,
  *     the clock pages, shared and exact-size mappings, destruction.
@@ -345,6 +349,10 @@ static void without_context(uint32_t id)
 	attr(&h, 2, 1, 176, MAND, 0, resp);
 	expect("INVOKE_WRITE QUERY_DEVICE before GET_CONTEXT: EINVAL", EINVAL, call(VERBS_IOCTL, &h));
 	expect("mlx5 UAR_OBJ_ALLOC before GET_CONTEXT: EINVAL", EINVAL, uar_alloc(id, 1, NULL, NULL));
+	h = header(id, 3, 0, 1);
+	attr(&h, 0, 0, 0, MAND, 0, 0);
+	expect("CQ_CREATE before GET_CONTEXT: EINVAL (its handle needs the context)", EINVAL,
+	       call(VERBS_IOCTL, &h));
 	expect("mmap before GET_CONTEXT: EINVAL", EINVAL, map(0x900000, 4096, PROT_WRITE, MAP_SHARED, 1));
 }
 
@@ -730,6 +738,210 @@ static void uars(uint32_t id)
 	/* The first and the last UAR stay for close to destroy. */
 }
 
+/* CQ memory for the CQ cases: rings of 64 CQEs of 64 bytes, doorbell records. */
+static uint8_t cq_buf[4][4096] __attribute__((aligned(4096)));
+static uint64_t cq_db[4][8] __attribute__((aligned(64)));
+
+/* struct mlx5_ib_create_cq */
+struct mlx5_create_cq {
+	uint64_t buf_addr, db_addr;
+	uint32_t cqe_size;
+	uint8_t cqe_comp_en, cqe_comp_res_format;
+	uint16_t flags, uar_page_index, reserved0;
+	uint32_t reserved1;
+};
+
+/* libmlx5's request for CQ memory `k` on UAR page `uar`. */
+static struct mlx5_create_cq cq_req(int k, uint32_t uar)
+{
+	return (struct mlx5_create_cq){
+		.buf_addr = (uintptr_t)cq_buf[k], .db_addr = (uintptr_t)cq_db[k], .cqe_size = 64,
+		.flags = 2 /* MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX */, .uar_page_index = uar,
+	};
+}
+
+/* ioctl CQ_CREATE (object 3, method 0) as libibverbs sends it; channel/event_fd < -1: not sent;
+ * flags ~0u: not sent. Answers through *handle, *cqe and *cqn (mlx5's answer). */
+static int cq_create(uint32_t id, uint32_t cqe, uint32_t vector, int64_t channel, int64_t event_fd,
+		     uint32_t flags, const void *uhw, uint16_t uhw_len, uint32_t *handle,
+		     uint32_t *resp_cqe, uint32_t *cqn)
+{
+	static uint8_t in[64];
+	uint32_t rcqe = ~0u, out[2] = { ~0u, ~0u };
+	struct hdr h;
+	int n = 0, rc;
+
+	memcpy(in, uhw, uhw_len);
+	h = header(id, 3, 0, 0);
+	attr(&h, n++, 0, 0, MAND, 0, 0);
+	attr(&h, n++, 1, 4, MAND, 0, cqe);
+	attr(&h, n++, 2, 8, MAND, 0, 0x1234);
+	attr(&h, n++, 4, 4, MAND, 0, vector);
+	attr(&h, n++, 6, 4, MAND, 0, (uintptr_t)&rcqe);
+	if (channel >= -1)
+		attr(&h, n++, 3, 0, MAND, 0, channel);
+	if (event_fd >= -1)
+		attr(&h, n++, 7, 0, MAND, 0, event_fd);
+	if (flags != ~0u)
+		attr(&h, n++, 5, 4, MAND, 0, flags);
+	attr(&h, n++, 0x1000, uhw_len, MAND, 0, uhw_len <= 8 ? *(uint64_t *)in : (uintptr_t)in);
+	attr(&h, n++, 0x1001, 8, MAND, 0, (uintptr_t)out);
+	h.num_attrs = n;
+	h.length = 24 + 16 * n;
+	rc = call(VERBS_IOCTL, &h);
+	if (handle)
+		memcpy(handle, h.attrs + 8, 4);
+	if (resp_cqe)
+		*resp_cqe = rcqe;
+	if (cqn)
+		*cqn = out[0];
+	return rc;
+}
+
+/* ioctl CQ_DESTROY (object 3, method 1); the counts answered go to resp[2]. */
+static int cq_destroy(uint32_t id, uint64_t handle, uint32_t *resp)
+{
+	struct hdr h = header(id, 3, 1, 2);
+
+	attr(&h, 0, 0, 0, MAND, 0, handle);
+	attr(&h, 1, 1, 8, MAND, 0, (uintptr_t)resp);
+	return call(VERBS_IOCTL, &h);
+}
+
+/* CQs, with a context and a UAR page (`uar`) to name. */
+static void cqs(uint32_t id, uint32_t uar)
+{
+	struct mlx5_create_cq r = cq_req(0, uar);
+	uint32_t h0 = ~0u, h1 = ~0u, cqe = 0, cqn = ~0u, counts[2] = { ~0u, ~0u };
+	uint8_t big[40], p[64];
+	uint64_t resp = (uintptr_t)resp_buf;
+
+	expect("CQ_CREATE of 0 entries: EINVAL", EINVAL, cq_create(id, 0, 0, -2, -2, ~0u, &r, 32, NULL, NULL, NULL));
+	expect("CQ_CREATE on vector 99: EINVAL", EINVAL, cq_create(id, 60, 99, -2, -2, ~0u, &r, 32, NULL, NULL, NULL));
+	expect("CQ_CREATE with flag bit 2: EINVAL", EINVAL, cq_create(id, 60, 0, -2, -2, 4, &r, 32, NULL, NULL, NULL));
+	expect("CQ_CREATE with a channel fd -1: EBADF", EBADF, cq_create(id, 60, 0, -1, -2, ~0u, &r, 32, NULL, NULL, NULL));
+	expect("CQ_CREATE with a channel fd past an int: EINVAL", EINVAL,
+	       cq_create(id, 60, 0, 1ll << 31, -2, ~0u, &r, 32, NULL, NULL, NULL));
+	expect("CQ_CREATE with the device file as its channel: EBADF", EBADF,
+	       cq_create(id, 60, 0, fd, -2, ~0u, &r, 32, NULL, NULL, NULL));
+	expect("CQ_CREATE with a channel as its async event file: EBADF", EBADF,
+	       cq_create(id, 60, 0, -2, kept_channel, ~0u, &r, 32, NULL, NULL, NULL));
+	expect("CQ_CREATE of 2^31 entries: EINVAL", EINVAL,
+	       cq_create(id, 0x7fffffff, 0, -2, -2, ~0u, &r, 32, NULL, NULL, NULL));
+	expect("CQ_CREATE with a 16-byte mlx5 request: EINVAL", EINVAL,
+	       cq_create(id, 60, 0, -2, -2, ~0u, &r, 16, NULL, NULL, NULL));
+	memset(big, 0, sizeof(big));
+	memcpy(big, &r, 32);
+	big[39] = 1;
+	expect("CQ_CREATE with a 40-byte mlx5 request, non-zero past 32: EOPNOTSUPP", EOPNOTSUPP,
+	       cq_create(id, 60, 0, -2, -2, ~0u, big, 40, NULL, NULL, NULL));
+	r.cqe_size = 32;
+	expect("CQ_CREATE with 32-byte CQEs: EINVAL", EINVAL, cq_create(id, 60, 0, -2, -2, ~0u, &r, 32, NULL, NULL, NULL));
+	r = cq_req(0, uar);
+	r.flags |= 8;
+	expect("CQ_CREATE with mlx5 flag bit 3: EINVAL", EINVAL, cq_create(id, 60, 0, -2, -2, ~0u, &r, 32, NULL, NULL, NULL));
+	r = cq_req(0, uar);
+	r.reserved1 = 1;
+	expect("CQ_CREATE with mlx5's reserved1 set: EINVAL", EINVAL, cq_create(id, 60, 0, -2, -2, ~0u, &r, 32, NULL, NULL, NULL));
+	r = cq_req(0, uar);
+	r.flags = 0;
+	expect("CQ_CREATE without a UAR page (dynamic UARs): EINVAL", EINVAL,
+	       cq_create(id, 60, 0, -2, -2, ~0u, &r, 32, NULL, NULL, NULL));
+	r = cq_req(0, uar);
+	r.buf_addr = 0;
+	expect("CQ_CREATE with its ring at address 0: EFAULT", EFAULT, cq_create(id, 60, 0, -2, -2, ~0u, &r, 32, NULL, NULL, NULL));
+	r = cq_req(0, uar);
+	r.db_addr = 0;
+	expect("CQ_CREATE with its doorbell record at address 0: EFAULT", EFAULT,
+	       cq_create(id, 60, 0, -2, -2, ~0u, &r, 32, NULL, NULL, NULL));
+	r = cq_req(0, uar);
+	r.cqe_comp_en = 1;
+	r.cqe_comp_res_format = 1;
+	expect("CQ_CREATE with CQE compression (none here): EOPNOTSUPP", EOPNOTSUPP,
+	       cq_create(id, 60, 0, -2, -2, ~0u, &r, 32, NULL, NULL, NULL));
+	r = cq_req(0, uar);
+	r.flags |= 1;
+	expect("CQ_CREATE with 64-byte CQEs padded to 128: EOPNOTSUPP", EOPNOTSUPP,
+	       cq_create(id, 60, 0, -2, -2, ~0u, &r, 32, NULL, NULL, NULL));
+
+	r = cq_req(0, uar);
+	expect("CQ_CREATE of 60 entries with the kept channel: success", 0,
+	       cq_create(id, 60, 0, kept_channel, -2, 1, &r, 32, &h0, &cqe, &cqn));
+	expect(NAME("its size is 63 and mlx5 answered a CQ number (%u, %#x)", cqe, cqn), 0,
+	       cqe == 63 && cqn != ~0u ? 0 : EBADMSG);
+	r = cq_req(1, uar);
+	expect("CQ_CREATE of 1 entry: success", 0, cq_create(id, 1, 0, -2, -2, ~0u, &r, 32, &h1, &cqe, NULL));
+	expect(NAME("its size is 1 (%u)", cqe), 0, cqe == 1 ? 0 : EBADMSG);
+	expect("CQ_DESTROY of a PD's handle: EINVAL", EINVAL, cq_destroy(id, 0, counts));
+	expect("CQ_DESTROY of the first: success", 0, cq_destroy(id, h0, counts));
+	expect(NAME("it reported no events (%u, %u)", counts[0], counts[1]), 0,
+	       counts[0] == 0 && counts[1] == 0 ? 0 : EBADMSG);
+	expect("CQ_DESTROY of it again: ENOENT", ENOENT, cq_destroy(id, h0, counts));
+
+	/* write(): CREATE_CQ with mlx5's request after the core's, EX_CREATE_CQ, DESTROY_CQ. */
+	r = cq_req(2, uar);
+	memset(p, 0, sizeof(p));
+	memcpy(p, &resp, 8);
+	memcpy(p + 8, &(uint64_t){ 0x99 }, 8);
+	memcpy(p + 16, &(uint32_t){ 10 }, 4);
+	memcpy(p + 24, &(int32_t){ -1 }, 4);
+	memcpy(p + 32, &r, 32);
+	memset(resp_buf, 0xff, 16);
+	expect("write CREATE_CQ of 10 entries, mlx5's request after: success", 0,
+	       send_cmd(18, 18, 4, p, 64, 72));
+	memcpy(&h0, resp_buf, 4);
+	memcpy(&cqe, resp_buf + 4, 4);
+	expect(NAME("it answered its handle and size 15 (%u)", cqe), 0, cqe == 15 ? 0 : EBADMSG);
+	memset(p, 0, sizeof(p));
+	memcpy(p, &resp, 8);
+	memcpy(p + 8, &h0, 4);
+	memset(resp_buf, 0xff, 8);
+	expect("write DESTROY_CQ of it: success", 0, send_cmd(20, 6, 2, p, 16, 24));
+	expect("it reported no events", 0, memcmp(resp_buf, "\0\0\0\0\0\0\0\0", 8) ? EBADMSG : 0);
+	expect("write DESTROY_CQ of it again: ENOENT", ENOENT, send_cmd(20, 6, 2, p, 16, 24));
+	expect("write CREATE_CQ with channel fd 0 (not a channel): EBADF", EBADF,
+	       send_cmd(18, 18, 4, (memset(p, 0, sizeof(p)), memcpy(p, &resp, 8), memcpy(p + 16, &(uint32_t){ 10 }, 4),
+				    memcpy(p + 32, &r, 32), p), 64, 72));
+	/* EX_CREATE_CQ: a comp_mask set. */
+	{
+		struct {
+			uint32_t command;
+			uint16_t in_words, out_words;
+			uint64_t response;
+			uint16_t pin, pout;
+			uint32_t reserved;
+			uint64_t user_handle;
+			uint32_t cqe, comp_vector;
+			int32_t comp_channel;
+			uint32_t comp_mask, flags, reserved2;
+			struct mlx5_create_cq drv;
+		} __attribute__((packed)) x;
+
+		memset(&x, 0, sizeof(x));
+		x.command = 0x80000000u | 18;
+		x.in_words = 4;
+		x.out_words = 2;
+		x.response = resp;
+		x.pin = 4;
+		x.pout = 1;
+		x.cqe = 10;
+		x.comp_channel = -1;
+		x.comp_mask = 1;
+		x.drv = r;
+		expect("write EX_CREATE_CQ with a comp_mask: EINVAL", EINVAL, wr(&x, sizeof(x)));
+		x.comp_mask = 0;
+		x.reserved2 = 1;
+		expect("write EX_CREATE_CQ with its reserved word set: EINVAL", EINVAL, wr(&x, sizeof(x)));
+		x.reserved2 = 0;
+		memset(resp_buf, 0xff, 16);
+		expect("write EX_CREATE_CQ of 10 entries: success", 0, wr(&x, sizeof(x)));
+		memcpy(&cqe, resp_buf + 4, 4);
+		expect(NAME("it answered size 15 and response_length 16 (%u, %u)", cqe, *(uint32_t *)(resp_buf + 12)),
+		       0, cqe == 15 && *(uint32_t *)(resp_buf + 12) == 16 ? 0 : EBADMSG);
+	}
+	/* The 1-entry CQ and the EX one stay for close to destroy. */
+}
+
 static void pds(uint32_t id)
 {
 	uint64_t resp = (uintptr_t)resp_buf;
@@ -954,6 +1166,7 @@ static void contexts(uint32_t id)
 	channels();
 	pds(id);
 	uars(id);
+	cqs(id, uar_page_id);
 }
 
 int main(int argc, char **argv)

@@ -11,7 +11,8 @@
  * memory (it reads back) instead of reaching a device that is gone, and nothing faults.
  *
  * Usage: uverbs_holder OUT   Lines appended to OUT (flushed at once, so a scenario can wait on
- * them): `context` (with a PD, a 64 KiB MR and a mapped UAR page), then `event N` per event,
+ * them): `context` (with a PD, a 64 KiB MR, a completion channel and a CQ of 60 entries armed
+ * on it, and a mapped UAR page), then `event N` per event,
  * `read ERRNO` if a read fails, `uar reads back 0xN` after a store of 0x1234 into the page,
  * `query_port ERRNO|ok`, `done`.
  */
@@ -74,6 +75,8 @@ int main(int argc, char **argv)
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;
 	volatile uint32_t *uar;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
 	static char buf[65536];
 	FILE *out;
 	int n, rc;
@@ -101,6 +104,21 @@ int main(int argc, char **argv)
 		fprintf(out, "reg_mr %s\n", errname(errno));
 		return 1;
 	}
+	ch = ibv_create_comp_channel(ctx);
+	if (!ch) {
+		fprintf(out, "create_comp_channel %s\n", errname(errno));
+		return 1;
+	}
+	cq = ibv_create_cq(ctx, 60, NULL, ch, 0);
+	if (!cq) {
+		fprintf(out, "create_cq %s\n", errname(errno));
+		return 1;
+	}
+	rc = ibv_req_notify_cq(cq, 0);
+	if (rc) {
+		fprintf(out, "req_notify_cq %s\n", errname(rc));
+		return 1;
+	}
 	uar = map_uar(ctx->cmd_fd);
 	if (!uar) {
 		fprintf(out, "uar %s\n", errname(errno));
@@ -121,7 +139,9 @@ int main(int argc, char **argv)
 	fprintf(out, "uar reads back %#x\n", uar[0x40]);
 	rc = ibv_query_port(ctx, 1, &pa);
 	fprintf(out, "query_port %s\n", rc ? errname(rc) : "ok");
-	/* The device took the MR and PD back already; what this answers is not checked. */
+	/* The device took them back already; what this answers is not checked. */
+	ibv_destroy_cq(cq);
+	ibv_destroy_comp_channel(ch);
 	ibv_dereg_mr(mr);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);

@@ -505,6 +505,7 @@ mod tests {
         type Srq = NoVerbs;
         type Ah = NoVerbs;
         type UContext = crate::ops::NoVerbs;
+        type UserCq = crate::ops::NoVerbs;
 
         fn query_device(&self) -> Result<DeviceAttr> {
             Ok(kunit_fake::device_attr())

@@ -118,6 +118,7 @@ impl DeviceOps for Fake {
     type Srq = NoVerbs;
     type Ah = NoVerbs;
     type UContext = crate::ops::NoVerbs;
+    type UserCq = crate::ops::NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(device_attr())
@@ -200,6 +201,7 @@ impl DeviceOps for Recording {
     type Srq = Numbered;
     type Ah = Numbered;
     type UContext = crate::ops::NoVerbs;
+    type UserCq = crate::ops::NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(self.attr)

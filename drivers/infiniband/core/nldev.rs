@@ -20,7 +20,7 @@ use crate::{
     nl_uapi::{self, attr, cmd, EMPTY_STRING, IFNAMSIZ},
     registry::{self, ChardevInfo},
     restrack::{KernName, Lists, ResType, ResView},
-    ucontext::UserMrRes,
+    ucontext::{UserCqRes, UserMrRes},
     verbs::{Cq, Mr, Pd, Qp, QpType, Srq},
 };
 use kernel::{
@@ -700,6 +700,17 @@ fn fill_res_cq_entry(w: &mut MsgWriter<'_>, cq: &Cq, id: u32) -> Result {
     fill_res_name(w, cq.kern_name())
 }
 
+/// One user CQ's attributes (C's `fill_res_cq_entry` for a user CQ: no poll context, its
+/// context's id and the pid of its task).
+fn fill_res_user_cq_entry(w: &mut MsgWriter<'_>, cq: &UserCqRes, id: u32) -> Result {
+    w.put_u32(attr::ATTR_RES_CQE, cq.cqe())?;
+    w.put_u64(attr::ATTR_RES_USECNT, cq.users(), attr::ATTR_PAD)?;
+    w.put_u8(attr::ATTR_DEV_DIM, 0)?;
+    w.put_u32(attr::ATTR_RES_CQN, id)?;
+    w.put_u32(attr::ATTR_RES_CTXN, cq.ctx_id())?;
+    fill_res_pid(w, cq.pid())
+}
+
 /// One MR's attributes (C's `fill_res_mr_entry`): its keys only for `CAP_NET_ADMIN`.
 fn fill_res_mr_entry(w: &mut MsgWriter<'_>, mr: &Mr, id: u32, admin: bool) -> Result {
     if admin {
@@ -808,6 +819,7 @@ fn fill_res_entry(
         (Fill::StatMr, _) => Err(EINVAL),
         (Fill::Res, ResView::Qp(qp)) => fill_res_qp_entry(w, qp, port),
         (Fill::Res, ResView::Cq(cq)) => fill_res_cq_entry(w, cq, id),
+        (Fill::Res, ResView::UserCq(cq)) => fill_res_user_cq_entry(w, cq, id),
         (Fill::Res, ResView::Mr(mr)) => fill_res_mr_entry(w, mr, id, admin),
         (Fill::Res, ResView::Pd(pd)) => fill_res_pd_entry(w, pd, id, admin),
         (Fill::Res, ResView::Srq(srq)) => fill_res_srq_entry(w, lists, srq, id),

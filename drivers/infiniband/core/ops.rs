@@ -12,7 +12,7 @@ use crate::{
     uverbs_spec::{DriverMethod, DriverUObject, MethodAttrs},
     verbs_types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
-        QpInitDriver, SrqAttr, SrqAttrMask, UserMrInit,
+        QpInitDriver, SrqAttr, SrqAttrMask, UserCqInit, UserMrInit,
     },
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
@@ -91,6 +91,10 @@ pub trait DeviceOps: Send + Sync + 'static {
     /// opened the device's uverbs file gets once.
     type UContext: Send + Sync + 'static;
 
+    /// The driver's state of a CQ of user space (its ring and doorbell record are user memory,
+    /// which user space polls).
+    type UserCq: Send + Sync + 'static;
+
     /// The device's attributes; called once, at registration.
     fn query_device(&self) -> Result<DeviceAttr>;
 
@@ -109,6 +113,25 @@ pub trait DeviceOps: Send + Sync + 'static {
 
     /// Frees a user context (C's `dealloc_ucontext`).
     fn dealloc_ucontext(&self, _ctx: Self::UContext) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A CQ of user context `ctx` (C's `create_user_cq`), its ring and doorbell record described
+    /// by the driver's request in `udata`, which the driver answers; completion and error
+    /// events go to `notifier`. Returns the CQ and its size as user space sees it (C's
+    /// `cq->cqe`). Process context.
+    fn create_user_cq(
+        &self,
+        _ctx: &Self::UContext,
+        _init: &UserCqInit,
+        _udata: &Udata,
+        _notifier: &CqNotifier,
+    ) -> Result<(Self::UserCq, u32)> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys a CQ of user space; it is gone whatever this returns (an error is logged).
+    fn destroy_user_cq(&self, _cq: Self::UserCq) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -512,6 +535,23 @@ pub(crate) trait UContextObject: Send + Sync {
     ) -> Result<Option<DriverUObject>>;
     /// `DeviceOps::mmap` (`ENODEV` without it, as the VFS answers for a file without `mmap`).
     fn mmap(&self, vma: &VmaNew, maps: &Arc<UserMaps>) -> Result;
+    /// `DeviceOps::create_user_cq` (`EOPNOTSUPP` without it).
+    fn create_cq(
+        &self,
+        init: &UserCqInit,
+        udata: &Udata,
+        notifier: &CqNotifier,
+    ) -> Result<(KBox<dyn UserCqObject>, u32)>;
+}
+
+/// A user CQ's driver state, with the driver's type erased once.
+pub(crate) trait UserCqObject: Send + Sync {
+    /// The object as `Any`, for user QP creation to find the driver's CQ state.
+    #[expect(
+        dead_code,
+        reason = "user QPs find their CQs through it (not written yet)"
+    )]
+    fn as_any(&self) -> &dyn Any;
 }
 
 /// One verbs object of driver `T`: the driver's state `O` and the driver's operations. Dropping
@@ -776,6 +816,35 @@ impl<T: DeviceOps> UContextObject for Typed<T, T::UContext> {
         } else {
             Err(ENODEV)
         }
+    }
+
+    fn create_cq(
+        &self,
+        init: &UserCqInit,
+        udata: &Udata,
+        notifier: &CqNotifier,
+    ) -> Result<(KBox<dyn UserCqObject>, u32)> {
+        let (cq, cqe) = optional_op!(
+            T::HAS_CREATE_USER_CQ,
+            T::create_user_cq(&self.ops, &self.obj, init, udata, notifier)
+        )?;
+        let cq = Typed::new(
+            self.ops.clone(),
+            cq,
+            destroy_user_cq::<T>,
+            "destroy_user_cq",
+        );
+        Ok((KBox::new(cq, GFP_KERNEL)?, cqe))
+    }
+}
+
+fn destroy_user_cq<T: DeviceOps>(ops: &T, cq: T::UserCq) -> Result {
+    optional_op!(T::HAS_DESTROY_USER_CQ, T::destroy_user_cq(ops, cq))
+}
+
+impl<T: DeviceOps> UserCqObject for Typed<T, T::UserCq> {
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 }
 

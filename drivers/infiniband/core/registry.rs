@@ -802,6 +802,7 @@ mod tests {
         type Srq = crate::ops::NoVerbs;
         type Ah = crate::ops::NoVerbs;
         type UContext = crate::ops::NoVerbs;
+        type UserCq = crate::ops::NoVerbs;
 
         fn query_device(&self) -> Result<crate::attrs::DeviceAttr> {
             Ok(crate::kunit_fake::device_attr())

@@ -27,7 +27,7 @@
 //! `rdma_restrack_begin_del` waiting for the entry's references).
 
 use crate::{
-    ucontext::{UserCtxRes, UserMrRes, UserPdRes},
+    ucontext::{UserCqRes, UserCtxRes, UserMrRes, UserPdRes},
     verbs::{Cq, Mr, Pd, Qp, Srq},
 };
 use core::ptr::NonNull;
@@ -136,6 +136,8 @@ pub(crate) enum ResView<'a> {
     UserPd(&'a UserPdRes),
     /// A memory region of user memory.
     UserMr(&'a UserMrRes),
+    /// A completion queue of a user context.
+    UserCq(&'a UserCqRes),
 }
 
 /// An object that can be listed in resource tracking.

@@ -5,12 +5,13 @@
 //! driver's state of one is freed when it is dropped.
 
 use crate::{
+    events::EventHandler,
     ib_device::IbDevice,
-    ops::{MrObject, PdObject, UContextObject},
+    ops::{MrObject, PdObject, UContextObject, UserCqObject},
     restrack::{ResType, ResView, Tracked},
     udata::Udata,
     uverbs_spec::{DriverMethod, DriverUObject, MethodAttrs},
-    verbs_types::UserMrInit,
+    verbs_types::{CompletionHandler, CqNotifier, UserCqInit, UserMrInit},
 };
 use kernel::{
     mm::virt::VmaNew,
@@ -149,6 +150,37 @@ impl UContext {
         self.driver.mmap(vma, maps)
     }
 
+    /// A CQ of this context (C's `UVERBS_METHOD_CQ_CREATE` from `create_user_cq` on): the
+    /// driver makes it from `init` and `udata`; its completion events call `completion`, its
+    /// errors `event`, in any context (they must not sleep).
+    pub fn create_cq(
+        &self,
+        init: &UserCqInit,
+        udata: &Udata,
+        completion: Option<CompletionHandler>,
+        event: Option<EventHandler>,
+    ) -> Result<UserCq> {
+        let mut res = KBox::new(
+            UserCqRes {
+                task: current_task(),
+                ctx_id: self.res.id(),
+                cqe: 0,
+                users: Arc::new(Atomic::new(0), GFP_KERNEL)?,
+            },
+            GFP_KERNEL,
+        )?;
+        let notifier = CqNotifier::new(completion, event)?;
+        let (drv, cqe) = self.driver.create_cq(init, udata, &notifier)?;
+        res.cqe = cqe;
+        self.dev.restrack().add(ResType::Cq);
+        let _ = track(&self.dev, ResType::Cq, &res);
+        Ok(UserCq {
+            _driver: drv,
+            res,
+            dev: self.dev.clone(),
+        })
+    }
+
     /// A protection domain of this context (C's `ib_uverbs_alloc_pd` and the driver's
     /// `alloc_pd` with `udata`).
     pub fn alloc_pd(&self, udata: &Udata) -> Result<UserPd> {
@@ -280,6 +312,72 @@ impl Drop for UserMr {
             .untrack(ResType::Mr, ptr as *const dyn Tracked);
         self.dev.restrack().remove(ResType::Mr);
         self.pd_users.fetch_sub(1, Relaxed);
+    }
+}
+
+/// What resource tracking shows of a user CQ.
+pub struct UserCqRes {
+    task: ARef<Task>,
+    ctx_id: u32,
+    cqe: u32,
+    users: Arc<Atomic<u32>>,
+}
+
+impl UserCqRes {
+    /// Its size (C's `cq->cqe`).
+    pub fn cqe(&self) -> u32 {
+        self.cqe
+    }
+
+    /// The QPs using it.
+    pub fn users(&self) -> u64 {
+        self.users.load(Relaxed).into()
+    }
+
+    /// The id of its context (netlink's `CTXN`).
+    pub fn ctx_id(&self) -> u32 {
+        self.ctx_id
+    }
+
+    /// The pid of the task that made it, as the caller sees it (0 once that task exited).
+    pub fn pid(&self) -> i32 {
+        task_pid::pid_vnr(&self.task)
+    }
+}
+
+impl Tracked for UserCqRes {
+    fn view(&self) -> ResView<'_> {
+        ResView::UserCq(self)
+    }
+}
+
+/// A CQ made for user space; the driver destroys it when it is dropped.
+pub struct UserCq {
+    /// Dropped first (field order, after `Drop::drop` unlists it).
+    _driver: KBox<dyn UserCqObject>,
+    res: KBox<UserCqRes>,
+    dev: Arc<IbDevice>,
+}
+
+impl UserCq {
+    /// Its size as user space sees it (C's `cq->cqe`).
+    pub fn cqe(&self) -> u32 {
+        self.res.cqe
+    }
+
+    /// The QPs using it: while there are any, it cannot be destroyed (C's `EBUSY`).
+    pub fn users(&self) -> u32 {
+        self.res.users.load(Relaxed)
+    }
+}
+
+impl Drop for UserCq {
+    fn drop(&mut self) {
+        let ptr: *const UserCqRes = &*self.res;
+        self.dev
+            .restrack()
+            .untrack(ResType::Cq, ptr as *const dyn Tracked);
+        self.dev.restrack().remove(ResType::Cq);
     }
 }
 

@@ -37,6 +37,15 @@ pub enum Kind {
     },
     /// A new file descriptor of an fd object (C's `UVERBS_ATTR_FD` with `UVERBS_ACCESS_NEW`).
     FdNew,
+    /// The file descriptor of an fd object of type `object` the method reads (C's
+    /// `UVERBS_ATTR_FD` with `UVERBS_ACCESS_READ`): a file of this uverbs file's context.
+    FdRead {
+        /// Its type.
+        object: u16,
+    },
+    /// A file descriptor the method uses as it is (C's `UVERBS_ATTR_RAW_FD`): an `int` given in
+    /// the data, length 0.
+    RawFd,
     /// The handle of a new object of type `object`, written back when the attribute is
     /// processed (C's `UVERBS_ATTR_IDR` with `UVERBS_ACCESS_NEW`).
     IdrNew {

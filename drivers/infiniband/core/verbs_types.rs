@@ -206,6 +206,23 @@ pub struct UserMrInit {
     pub writable: bool,
 }
 
+/// A CQ user space asks for (C's `ib_cq_init_attr` from CREATE_CQ): its ring and doorbell
+/// record are in the driver's request.
+#[derive(Clone, Copy, Debug)]
+pub struct UserCqInit {
+    /// Entries wanted (not 0; the driver may round up).
+    pub cqe: u32,
+    /// Completion vector (below the device's count).
+    pub comp_vector: u32,
+    /// `IB_UVERBS_CQ_FLAGS_*`: [`USER_CQ_TIMESTAMP_COMPLETION`], [`USER_CQ_IGNORE_OVERRUN`].
+    pub flags: u32,
+}
+
+/// `IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION`.
+pub const USER_CQ_TIMESTAMP_COMPLETION: u32 = 1 << 0;
+/// `IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN`.
+pub const USER_CQ_IGNORE_OVERRUN: u32 = 1 << 1;
+
 /// QP states (`enum ib_qp_state`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(u8)]

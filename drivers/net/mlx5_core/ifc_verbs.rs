@@ -176,6 +176,8 @@ layout! {
         cqe_sz: 0x88, 3;
         cc: 0x8b, 1;
         oi: 0x8e, 1;
+        cqe_comp_en: 0x91, 1;
+        mini_cqe_res_format: 0x92, 2;
         page_offset: 0xd4, 6;
         log_cq_size: 0xe3, 5;
         uar_page: 0xe8, 24;

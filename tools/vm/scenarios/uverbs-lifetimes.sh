@@ -2,9 +2,9 @@
 # Rust only: it checks the Rust stack's own accounting (C's firmware objects differ: its mlx5_ib
 # keeps kernel PDs, UMR resources and mkeys of its own, and C 7.3 leaks the task of a process
 # whose context was disassociated, see docs/uverbs-c-facts.md §6).
-#   - tools/uverbs-holder holds a context, a PD, a 64 KiB MR and a UAR page it mapped (besides
-#     the one libmlx5 maps): the model counts one more transport domain, PD and mkey and two
-#     more UARs; `rdma resource` counts them;
+#   - tools/uverbs-holder holds a context, a PD, a 64 KiB MR, a CQ armed on a completion channel
+#     and a UAR page it mapped (besides the one libmlx5 maps): the model counts one more
+#     transport domain, PD, mkey and CQ and two more UARs; `rdma resource` counts them;
 #   - the holder is killed (SIGKILL) while it holds them: the file's release destroys the MR,
 #     the PD and the context, newest first; the model's counts and `rdma resource` are back to
 #     where they were, and no user object is listed;
@@ -23,12 +23,12 @@ check_output "the model answers with its object counts ($base_objects)" '^ok pds
 
 uverbs_holder /tmp/holder.out >/dev/null 2>&1 &
 holder=$!
-wait_for "the holder has its context, PD, MR and UAR page" 30 '^context' cat /tmp/holder.out
+wait_for "the holder has its context, PD, MR, CQ and UAR page" 30 '^context' cat /tmp/holder.out
 held=$(model_ctl objects)
 count() { echo "$1" | sed -n "s/.*$2 \([0-9]*\).*/\1/p"; }
 diff_of() { echo $(( $(count "$held" "$1") - $(count "$base_objects" "$1") )); }
-check_output "the model holds one more transport domain, PD and mkey, two more UARs ($held)" \
-	'^1 1 1 2$' echo "$(diff_of tds) $(diff_of pds) $(diff_of mkeys) $(diff_of uars)"
+check_output "the model holds one more transport domain, PD, mkey and CQ, two more UARs ($held)" \
+	'^1 1 1 1 2$' echo "$(diff_of tds) $(diff_of pds) $(diff_of mkeys) $(diff_of cqs) $(diff_of uars)"
 check_output "rdma resource counts the context" ' ctx 1( |$)' rdma resource show mlx5_0
 check "SIGKILL the holder" kill -9 $holder
 wait $holder 2>/dev/null

@@ -5,8 +5,9 @@
 #     the C stack): opening the device makes a user context (GET_CONTEXT with libmlx5's
 #     request: dynamic UARs, CQE version 1) with its async event file, EX_QUERY_DEVICE answers
 #     the core attributes and mlx5's, QUERY_PORT the port's, and the GID table follows;
-#   - the context (with a PD and an MR of 64 KiB) and its async event file are held open by a process (rdma
-#     resource counts it: ctx 1; `rdma res show ctx|pd|mr` list them with its pid) while mlx5_ib
+#   - the context (with a PD, an MR of 64 KiB and a CQ armed on a completion channel) and its async
+#     event file are held open by a process (rdma resource counts it: ctx 1; `rdma res show
+#     ctx|pd|cq|mr` list them with its pid) while mlx5_ib
 #     unloads:
 #     the process reads IB_EVENT_DEVICE_FATAL (8) from the async event file (then nothing
 #     more: C's file stays open and empty), a store into the UAR page it mapped lands in memory
@@ -140,6 +141,9 @@ check_output "rdma resource show ctx: the holder's context (2), its pid and name
 	"^dev mlx5_0 ctxn 2 pid $holder comm uverbs_holder *\$" rdma resource show ctx
 check_output "rdma resource show pd: the holder's PD in context 2, used by its MR, its pid and name" \
 	"^dev mlx5_0 pdn [0-9]+ local_dma_lkey 0x0 users 1 ctxn 2 pid $holder comm uverbs_holder *\$" rdma resource show pd
+check_output "rdma resource show cq: the holder's CQ of 63 entries in context 2, its pid and name" \
+	"^dev mlx5_0 cqn [0-9]+ cqe 63 users 0 adaptive-moderation off ctxn 2 pid $holder comm uverbs_holder *\$" \
+	sh -c 'rdma resource show cq | grep " pid "'
 check_output "rdma resource show mr: the holder's 64 KiB MR, its keys, its PD, its pid and name" \
 	"^dev mlx5_0 mrn [0-9]+ rkey 0x[0-9a-f]+ lkey 0x[0-9a-f]+ mrlen 65536 pdn [0-9]+ pid $holder comm uverbs_holder *\$" rdma resource show mr
 check "mlx5_ib unloads while the context is held" rmmod mlx5_ib

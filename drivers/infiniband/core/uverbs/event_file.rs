@@ -15,9 +15,13 @@ use crate::ufile::Ufile;
 use kernel::{
     anon_file::{self, AnonFileOps},
     fs::{file::FileDescriptorReservation, File},
-    new_condvar, new_mutex, new_spinlock,
+    new_condvar, new_mutex, new_spinlock_irq,
     prelude::*,
-    sync::{aref::ARef, Arc, ArcBorrow, CondVar, Mutex, SpinLock},
+    sync::{
+        aref::ARef,
+        atomic::{Atomic, Relaxed},
+        Arc, ArcBorrow, CondVar, Mutex, SpinLockIrq,
+    },
     uaccess::UserSliceWriter,
 };
 
@@ -60,6 +64,13 @@ impl NewEventFd {
     }
 }
 
+/// The open file behind fd `fd` of the calling process, to be looked up among a context's
+/// event files (C's `fget` in `lookup_get_fd_uobject`): `EBADF` when there is none.
+pub(crate) fn fget(fd: i32) -> Result<ARef<kernel::fs::LocalFile>> {
+    let fd = u32::try_from(fd).map_err(|_| EBADF)?;
+    kernel::fs::LocalFile::fget(fd).map_err(|_| EBADF)
+}
+
 /// `sizeof(struct ib_uverbs_async_event_desc)`.
 const ASYNC_EVENT_SIZE: usize = 16;
 /// `sizeof(struct ib_uverbs_comp_event_desc)`.
@@ -71,9 +82,43 @@ const EVENT_SIZE: usize = ASYNC_EVENT_SIZE;
 const O_NONBLOCK: u32 = 0o4000;
 
 /// One event as user space reads it: the element (a user handle, or the port number), the
-/// event type and a reserved word (a completion event is only the first 8 bytes).
-#[derive(Clone, Copy)]
-struct Event([u8; EVENT_SIZE]);
+/// event type and a reserved word (a completion event is only the first 8 bytes); and the
+/// counters of the object it is about, bumped when it is read.
+struct Event {
+    bytes: [u8; EVENT_SIZE],
+    counts: Option<Arc<EventCounts>>,
+}
+
+/// How many of an object's events user space read (C's `comp_events_reported` and
+/// `events_reported`): DESTROY answers them, and libibverbs waits until it acknowledged as
+/// many.
+pub(crate) struct EventCounts {
+    comp: Atomic<u32>,
+    async_: Atomic<u32>,
+}
+
+impl EventCounts {
+    /// New counters, at zero.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Ok(Arc::new(
+            Self {
+                comp: Atomic::new(0),
+                async_: Atomic::new(0),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// Completion events read.
+    pub(crate) fn comp(&self) -> u32 {
+        self.comp.load(Relaxed)
+    }
+
+    /// Asynchronous events read.
+    pub(crate) fn async_events(&self) -> u32 {
+        self.async_.load(Relaxed)
+    }
+}
 
 /// The queued events, and whether more may come.
 struct Queue {
@@ -90,8 +135,9 @@ struct Queue {
 pub(crate) struct EventFile {
     /// Bytes of one event as read.
     event_size: usize,
+    /// Completion events are queued from the EQ's interrupt.
     #[pin]
-    queue: SpinLock<Queue>,
+    queue: SpinLockIrq<Queue>,
     #[pin]
     readable: CondVar,
     /// A completion channel's file, until the channel is destroyed: the channel leaves the
@@ -105,7 +151,7 @@ impl EventFile {
         Arc::pin_init(
             pin_init!(Self {
                 event_size,
-                queue <- new_spinlock!(Queue { events: KVec::new(), done: false, closed: false }),
+                queue <- new_spinlock_irq!(Queue { events: KVec::new(), done: false, closed: false }),
                 readable <- new_condvar!("ib_uverbs::event_file::readable"),
                 owner <- new_mutex!(None, "ib_uverbs::event_file::owner"),
             }),
@@ -148,16 +194,53 @@ impl EventFile {
     /// Queues an event (C's `ib_uverbs_async_handler`); may run in atomic context. An event
     /// that finds no memory is dropped, as C drops it.
     pub(crate) fn push(&self, element: u64, event_type: u32) {
-        let mut e = [0u8; EVENT_SIZE];
-        e[0..8].copy_from_slice(&element.to_le_bytes());
-        e[8..12].copy_from_slice(&event_type.to_le_bytes());
+        self.push_counted(element, event_type, None);
+    }
+
+    /// Queues an event about an object whose `counts` count it once it is read (C's
+    /// `ib_uverbs_comp_handler` and `uverbs_uobj_event`); may run in hard-IRQ context.
+    pub(crate) fn push_counted(
+        &self,
+        element: u64,
+        event_type: u32,
+        counts: Option<Arc<EventCounts>>,
+    ) {
+        let mut bytes = [0u8; EVENT_SIZE];
+        bytes[0..8].copy_from_slice(&element.to_le_bytes());
+        bytes[8..12].copy_from_slice(&event_type.to_le_bytes());
         let mut q = self.queue.lock();
         if q.done {
             return;
         }
-        if q.events.push(Event(e), GFP_ATOMIC).is_ok() {
+        if q.events.push(Event { bytes, counts }, GFP_ATOMIC).is_ok() {
             self.readable.notify_all();
         }
+    }
+
+    /// Drops the queued events of the object counted by `counts` (C's `ib_uverbs_release_ucq`
+    /// and `ib_uverbs_release_uevent`: a destroyed object's unread events go).
+    pub(crate) fn forget(&self, counts: &Arc<EventCounts>) {
+        let dropped = {
+            let mut q = self.queue.lock();
+            let mut dropped = KVec::new();
+            let mut i = 0;
+            while i < q.events.len() {
+                let mine = q.events[i]
+                    .counts
+                    .as_ref()
+                    .is_some_and(|c| Arc::ptr_eq(c, counts));
+                if !mine {
+                    i += 1;
+                    continue;
+                }
+                if let Ok(e) = q.events.remove(i) {
+                    // Dropped without the lock (the counters' last reference may go).
+                    let _ = dropped.push(e, GFP_ATOMIC);
+                }
+            }
+            dropped
+        };
+        drop(dropped);
     }
 
     /// No more events are queued (C unregisters the file's event handler): readers still get
@@ -205,8 +288,16 @@ impl AnonFileOps for EventFile {
             return Err(EINVAL);
         }
         let ev = q.events.remove(0)?;
+        // Counted as read before the copy, as C counts it under its lock.
+        if let Some(c) = ev.counts.as_ref() {
+            if size == COMP_EVENT_SIZE {
+                c.comp.fetch_add(1, Relaxed);
+            } else {
+                c.async_.fetch_add(1, Relaxed);
+            }
+        }
         drop(q);
-        buf.write_slice(&ev.0[..size])?;
+        buf.write_slice(&ev.bytes[..size])?;
         Ok(size)
     }
 }

@@ -18,6 +18,7 @@ mod uobjects;
 // interface, its tree of objects and methods, the device's methods.
 mod bundle;
 mod cmd_channel;
+mod cmd_cq;
 mod cmd_device;
 mod cmd_mr;
 mod cmd_pd;

@@ -152,6 +152,8 @@ pub(crate) struct IoctlBundle<'a> {
     pub(crate) new_fd: Option<NewEventFd>,
     /// The handle an `IdrNew` attribute reserved, given up unless the method succeeds.
     new_handle: Option<u32>,
+    /// The event files `FdRead` attributes named, by their position in the method's spec.
+    files: [Option<Arc<EventFile>>; MAX_ATTRS],
 }
 
 impl IoctlBundle<'_> {
@@ -173,6 +175,16 @@ impl IoctlBundle<'_> {
             return Err(EINVAL);
         }
         Ok(a.data)
+    }
+
+    /// Input `id` of 4 bytes (C's `uverbs_copy_from` of a `u32`, inline): `ENOENT` when absent.
+    pub(crate) fn get_u32(&self, id: u16) -> Result<u32> {
+        Ok(self.attr(id).ok_or(ENOENT)?.data as u32)
+    }
+
+    /// Input `id` of 8 bytes (C's `uverbs_copy_from` of a `u64`, inline): `ENOENT` when absent.
+    pub(crate) fn get_u64(&self, id: u16) -> Result<u64> {
+        Ok(self.attr(id).ok_or(ENOENT)?.data)
     }
 
     /// The 32-bit flags `id` (C's `uverbs_get_flags32`): 0 when absent; `EINVAL` for a length
@@ -272,6 +284,13 @@ impl IoctlBundle<'_> {
             } => (min, max, zero_trailing),
             Kind::FdNew => return self.new_fd(a),
             Kind::IdrNew { .. } => return self.idr_new(a),
+            Kind::FdRead { object } => return self.fd_read(a, object),
+            Kind::RawFd => {
+                if a.attr_data != 0 || a.len != 0 || i32::try_from(a.data as i64).is_err() {
+                    return Err(EINVAL);
+                }
+                return Ok(());
+            }
             Kind::IdrDestroy { object } => return self.idr_destroy(a, object),
         };
         if a.len < min || (!zero_trailing && a.len > max) {
@@ -294,6 +313,39 @@ impl IoctlBundle<'_> {
             return Err(EINVAL);
         }
         self.ufile.with_objects(|o| o.check(a.data, object))
+    }
+
+    /// The event file attribute `a` names by its fd (C's `lookup_get_fd_uobject`): an fd that
+    /// is not an `int` is `EINVAL`; one that is not open, or not a file of type `object` of
+    /// this file's context, `EBADF`; then `EIO` once the device has gone.
+    fn fd_read(&mut self, a: &Attr, object: u16) -> Result {
+        if a.attr_data != 0 || a.len != 0 {
+            return Err(EINVAL);
+        }
+        let fd = i32::try_from(a.data as i64).map_err(|_| EINVAL)?;
+        let file = crate::event_file::fget(fd)?;
+        let channel = object == uapi::OBJECT_COMP_CHANNEL;
+        let found = self.ufile.with_context_any(|c| match c {
+            Some(c) => c.event_file(&file, channel),
+            None => None,
+        })?;
+        let ev = found.ok_or(EBADF)?;
+        let pos = self
+            .method
+            .attrs()
+            .iter()
+            .position(|s| s.id == a.id)
+            .ok_or(EINVAL)?;
+        if let Some(slot) = self.files.get_mut(pos) {
+            *slot = Some(ev);
+        }
+        Ok(())
+    }
+
+    /// The event file attribute `id` named, if it was given.
+    pub(crate) fn event_file(&self, id: u16) -> Option<Arc<EventFile>> {
+        let pos = self.method.attrs().iter().position(|a| a.id == id)?;
+        self.files.get(pos)?.clone()
     }
 
     /// Reserves the handle of a new object for attribute `a` and writes it back into the
@@ -410,6 +462,7 @@ fn run(ufile: &Arc<Ufile>, method: Method, user_attrs: usize, num_attrs: usize) 
         driver: Udata::empty(),
         new_fd: None,
         new_handle: None,
+        files: [const { None }; MAX_ATTRS],
     };
     let ret = process_and_run(&mut b, &raw);
     if let Some(h) = b.new_handle.take() {

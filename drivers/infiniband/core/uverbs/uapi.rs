@@ -6,10 +6,10 @@
 //! C's answer for one it does not know, `EPROTONOSUPPORT`; so does a method C has that is not
 //! written yet.
 
-use crate::{ioctl::IoctlBundle, ioctl_device, ufile::Ufile};
+use crate::{cmd_cq::create_attr as cq, ioctl::IoctlBundle, ioctl_device, ufile::Ufile};
 pub(crate) use ib_core::uverbs_spec::{
-    attr, min_in, min_out, struct_out, type_out, AttrSpec, DriverMethod, Kind, ATTR_UHW_IN,
-    ATTR_UHW_OUT, CONST_IN, FLAGS_IN, UHW_IN, UHW_OUT,
+    attr, min_in, min_out, struct_out, type_in, type_out, AttrSpec, DriverMethod, Kind,
+    ATTR_UHW_IN, ATTR_UHW_OUT, CONST_IN, FLAGS_IN, UHW_IN, UHW_OUT,
 };
 use kernel::prelude::*;
 
@@ -17,6 +17,10 @@ use kernel::prelude::*;
 pub(crate) const OBJECT_DEVICE: u16 = 0;
 /// `UVERBS_OBJECT_PD`.
 pub(crate) const OBJECT_PD: u16 = 1;
+/// `UVERBS_OBJECT_CQ`.
+pub(crate) const OBJECT_CQ: u16 = 3;
+/// `UVERBS_OBJECT_COMP_CHANNEL`.
+pub(crate) const OBJECT_COMP_CHANNEL: u16 = 6;
 /// `UVERBS_OBJECT_MR`.
 pub(crate) const OBJECT_MR: u16 = 7;
 /// `UVERBS_OBJECT_ASYNC_EVENT`.
@@ -147,6 +151,57 @@ pub(crate) static METHODS: &[MethodSpec] = &[
         )],
         has_udata: false,
         handler: crate::cmd_pd::destroy_pd,
+    },
+    MethodSpec {
+        object: OBJECT_CQ,
+        method: 0,
+        attrs: &[
+            attr(cq::HANDLE, Kind::IdrNew { object: OBJECT_CQ }, true),
+            attr(cq::CQE, type_in(4), true),
+            attr(cq::USER_HANDLE, type_in(8), true),
+            attr(
+                cq::COMP_CHANNEL,
+                Kind::FdRead {
+                    object: OBJECT_COMP_CHANNEL,
+                },
+                false,
+            ),
+            attr(cq::COMP_VECTOR, type_in(4), true),
+            attr(cq::FLAGS, FLAGS_IN, false),
+            attr(cq::RESP_CQE, type_out(4), true),
+            attr(
+                cq::EVENT_FD,
+                Kind::FdRead {
+                    object: OBJECT_ASYNC_EVENT,
+                },
+                false,
+            ),
+            attr(cq::BUFFER_VA, type_in(8), false),
+            attr(cq::BUFFER_LENGTH, type_in(8), false),
+            attr(cq::BUFFER_FD, Kind::RawFd, false),
+            attr(cq::BUFFER_OFFSET, type_in(8), false),
+            // `struct ib_uverbs_buffer_desc`: 32 bytes.
+            attr(cq::BUF_UMEM, type_in(32), false),
+            UHW_IN,
+            UHW_OUT,
+        ],
+        has_udata: true,
+        handler: crate::cmd_cq::create_ioctl,
+    },
+    MethodSpec {
+        object: OBJECT_CQ,
+        method: 1,
+        attrs: &[
+            attr(
+                crate::cmd_cq::destroy_attr::HANDLE,
+                Kind::IdrDestroy { object: OBJECT_CQ },
+                true,
+            ),
+            // `struct ib_uverbs_destroy_cq_resp`: 8 bytes.
+            attr(crate::cmd_cq::destroy_attr::RESP, type_out(8), true),
+        ],
+        has_udata: false,
+        handler: crate::cmd_cq::destroy_ioctl,
     },
     MethodSpec {
         object: OBJECT_MR,

@@ -34,6 +34,31 @@ pub(crate) struct Context {
     pub(crate) channels: KVec<Arc<EventFile>>,
 }
 
+impl Context {
+    /// The event file of this context that `file` is: a completion channel (`channel`) or an
+    /// async event file; `None` for any other file.
+    pub(crate) fn event_file(
+        &self,
+        file: &kernel::fs::LocalFile,
+        channel: bool,
+    ) -> Option<Arc<EventFile>> {
+        let list = if channel {
+            &self.channels
+        } else {
+            &self.events
+        };
+        list.iter()
+            .find(|e| kernel::anon_file::holds(file, *e))
+            .cloned()
+    }
+
+    /// The async event file objects report to when they name none (C's
+    /// `default_async_file`): the first one made.
+    pub(crate) fn default_async_file(&self) -> Option<Arc<EventFile>> {
+        self.events.first().cloned()
+    }
+}
+
 /// The state of one open file.
 #[pin_data]
 pub(crate) struct Ufile {
@@ -96,6 +121,18 @@ impl Ufile {
             Some(c) => f(&mut c.objects),
             None => f(&mut UObjects::default()),
         }
+    }
+
+    /// Runs `f` on the file's context, if it has one: `EIO` once the RDMA device has gone.
+    pub(crate) fn with_context_any<R>(
+        &self,
+        f: impl FnOnce(Option<&mut Context>) -> R,
+    ) -> Result<R> {
+        let mut guard = self.context.lock();
+        if self.dev.ib_device().is_none() {
+            return Err(EIO);
+        }
+        Ok(f((*guard).as_mut()))
     }
 
     /// Runs `f` on the file's context and objects, as [`Ufile::with_ucontext`].

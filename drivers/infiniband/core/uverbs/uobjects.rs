@@ -8,7 +8,10 @@
 //! processed (C writes the handle back then); the handle names nothing until the method
 //! succeeded.
 
-use crate::uapi::{OBJECT_MR, OBJECT_PD};
+use crate::{
+    cmd_cq::UCq,
+    uapi::{OBJECT_CQ, OBJECT_MR, OBJECT_PD},
+};
 use ib_core::{
     ucontext::{UserMr, UserPd},
     uverbs_spec::DriverUObject,
@@ -21,6 +24,8 @@ pub(crate) enum UObject {
     Pd(UserPd),
     /// A memory region.
     Mr(#[expect(dead_code, reason = "kept to be dropped: the driver frees it then")] UserMr),
+    /// A completion queue.
+    Cq(UCq),
     /// A driver's object of type `object` (mlx5: a UAR).
     Driver {
         /// Its type (the driver's object id).
@@ -38,6 +43,7 @@ impl UObject {
         match self {
             UObject::Pd(_) => OBJECT_PD,
             UObject::Mr(_) => OBJECT_MR,
+            UObject::Cq(_) => OBJECT_CQ,
             UObject::Driver { object, .. } => *object,
             UObject::Reserved => u16::MAX,
         }
@@ -47,6 +53,7 @@ impl UObject {
     fn busy(&self) -> bool {
         match self {
             UObject::Pd(pd) => pd.users() != 0,
+            UObject::Cq(cq) => cq.users() != 0,
             UObject::Mr(_) | UObject::Driver { .. } | UObject::Reserved => false,
         }
     }

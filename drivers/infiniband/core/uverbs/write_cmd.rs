@@ -11,7 +11,7 @@
 
 use crate::{
     bundle::{Bundle, Handler},
-    cmd_channel, cmd_device, cmd_mr, cmd_pd,
+    cmd_channel, cmd_cq, cmd_device, cmd_mr, cmd_pd,
     le::{u16_at, u32_at, u64_at},
     ufile::Ufile,
 };
@@ -158,9 +158,9 @@ static WRITE: [Option<WriteMethod>; 41] = [
     /* 16 DEALLOC_MW */ None,
     /* 17 CREATE_COMP_CHANNEL */
     WriteMethod::io(8, 4, Some(cmd_channel::create_comp_channel)),
-    /* 18 CREATE_CQ */ WriteMethod::udata_io(32, 8, None),
+    /* 18 CREATE_CQ */ WriteMethod::udata_io(32, 8, Some(cmd_cq::create_cq)),
     /* 19 RESIZE_CQ */ WriteMethod::udata_io(16, 8, None),
-    /* 20 DESTROY_CQ */ WriteMethod::io(16, 8, None),
+    /* 20 DESTROY_CQ */ WriteMethod::io(16, 8, Some(cmd_cq::destroy_cq)),
     // The data-path commands are not in C's default command mask (only drivers that poll and
     // post in the kernel for user space enable them; mlx5 does not).
     /* 21 POLL_CQ */
@@ -193,7 +193,7 @@ static WRITE_EX: [Option<WriteMethod>; 58] = {
     // CREATE_CQ, CREATE_QP, MODIFY_QP, CREATE_FLOW, DESTROY_FLOW, MODIFY_CQ. The work queue
     // and indirection table commands (52..56) are holes, as in C's table for a device without
     // them (mlx5 has them on Ethernet ports only).
-    t[18] = WriteMethod::ex(None);
+    t[18] = WriteMethod::ex(Some(cmd_cq::ex_create_cq));
     t[24] = WriteMethod::ex(None);
     t[26] = WriteMethod::ex(None);
     t[50] = WriteMethod::ex(None);

@@ -14,7 +14,7 @@
 
 use crate::caps;
 use crate::mad::{self, attr, NodeInfo, PortInfo};
-use crate::{ah, cq, dma_buf::DmaBuf, mmap, mr, pd, qp, srq, ucontext, wq_size::Limits};
+use crate::{ah, cq, dma_buf::DmaBuf, mmap, mr, pd, qp, srq, ucontext, user_cq, wq_size::Limits};
 use core::ptr::NonNull;
 use ib_core::{
     attrs::{
@@ -28,7 +28,7 @@ use ib_core::{
     uverbs_spec::{DriverMethod, DriverUObject, MethodAttrs},
     verbs_types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
-        QpInitDriver, SrqAttr, SrqAttrField, SrqAttrMask, UserMrInit,
+        QpInitDriver, SrqAttr, SrqAttrField, SrqAttrMask, UserCqInit, UserMrInit,
     },
     wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
@@ -198,6 +198,7 @@ impl DeviceOps for Mlx5IbDevice {
     type Srq = srq::Mlx5Srq;
     type Ah = ah::Mlx5Ah;
     type UContext = ucontext::Mlx5UContext;
+    type UserCq = user_cq::Mlx5UserCq;
 
     /// mlx5's user-verbs ABI (`MLX5_IB_UVERBS_ABI_VERSION` 1) and driver id (`RDMA_DRIVER_MLX5`
     /// 1): libmlx5 binds to the device by them.
@@ -245,6 +246,29 @@ impl DeviceOps for Mlx5IbDevice {
 
     fn dealloc_ucontext(&self, ctx: ucontext::Mlx5UContext) {
         ucontext::dealloc(&self.cmds, ctx)
+    }
+
+    fn create_user_cq(
+        &self,
+        ctx: &ucontext::Mlx5UContext,
+        init: &UserCqInit,
+        udata: &Udata,
+        notifier: &CqNotifier,
+    ) -> Result<(user_cq::Mlx5UserCq, u32)> {
+        let caps = GeneralCaps::from_bytes(&self.caps.general);
+        user_cq::create(
+            self.core.get(),
+            &self.cmds,
+            &caps,
+            ctx,
+            init,
+            udata,
+            notifier,
+        )
+    }
+
+    fn destroy_user_cq(&self, cq: user_cq::Mlx5UserCq) -> Result {
+        user_cq::destroy(&self.cmds, cq)
     }
 
     /// The UAR object (`MLX5_IB_OBJECT_UAR`).

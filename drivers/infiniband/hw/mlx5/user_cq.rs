@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues of user space (C's `mlx5_ib_create_user_cq`, `create_cq_user` and
+//! `destroy_cq_user`): libmlx5 allocates the ring and the doorbell record in its own memory
+//! and describes them in its request (`struct mlx5_ib_create_cq`); the driver pins both, gives
+//! the device the ring's pages and the record's address with CREATE_CQ, and answers the CQ
+//! number (`struct mlx5_ib_create_cq_resp`). User space polls and arms the CQ itself (through
+//! its UAR page); the kernel only forwards completion events and CQ errors.
+//!
+//! Pages are described to the device 4 KiB at a time (C may pick larger pages for a physically
+//! contiguous ring; the device sees the same memory either way).
+
+use crate::ucontext::Mlx5UContext;
+use ib_core::{
+    udata::Udata,
+    verbs_types::{CqNotifier, UserCqInit, USER_CQ_IGNORE_OVERRUN, USER_CQ_TIMESTAMP_COMPLETION},
+};
+use kernel::{
+    dma::DataDirection,
+    page::PAGE_SIZE,
+    prelude::*,
+    sync::Arc,
+    user_pages::{DmaMappedPages, PinnedPages},
+};
+use mlx5_core::{
+    auxdev::{CqHandler, CqRegistration, Mlx5Device},
+    commands::Commands,
+    ifc::GeneralCaps,
+    ifc_verbs::{CreateCq, CreateCqIn, DestroyCq, DestroyCqIn},
+};
+
+/// `sizeof(struct mlx5_ib_create_cq)`.
+const REQ_SIZE: usize = 32;
+/// `offsetofend(struct mlx5_ib_create_cq, cqe_comp_res_format)`: the shortest request.
+const REQ_MIN: usize = 22;
+/// `sizeof(struct mlx5_ib_create_cq_resp)`.
+const RESP_SIZE: usize = 8;
+
+/// `MLX5_IB_CREATE_CQ_FLAGS_*`.
+const FLAG_CQE_128B_PAD: u16 = 1 << 0;
+const FLAG_UAR_PAGE_INDEX: u16 = 1 << 1;
+const FLAG_REAL_TIME_TS: u16 = 1 << 2;
+
+/// `MLX5_IB_CQE_RES_FORMAT_*` (what a compressed CQE carries).
+const RES_FORMAT_HASH: u8 = 1 << 0;
+const RES_FORMAT_CSUM: u8 = 1 << 1;
+const RES_FORMAT_CSUM_STRIDX: u8 = 1 << 2;
+
+/// `MLX5_EVENT_TYPE_CQ_ERROR`.
+const EVENT_TYPE_CQ_ERROR: u8 = 0x04;
+
+/// libmlx5's request (`struct mlx5_ib_create_cq`).
+#[derive(Debug, PartialEq, Eq)]
+struct Request {
+    buf_addr: u64,
+    db_addr: u64,
+    cqe_size: u32,
+    cqe_comp_en: u8,
+    cqe_comp_res_format: u8,
+    flags: u16,
+    uar_page_index: u16,
+    reserved: bool,
+}
+
+impl Request {
+    fn parse(b: &[u8; REQ_SIZE]) -> Self {
+        let u64_at = |o: usize| {
+            let mut v = [0u8; 8];
+            v.copy_from_slice(&b[o..o + 8]);
+            u64::from_le_bytes(v)
+        };
+        let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
+        Self {
+            buf_addr: u64_at(0),
+            db_addr: u64_at(8),
+            cqe_size: u32::from_le_bytes([b[16], b[17], b[18], b[19]]),
+            cqe_comp_en: b[20],
+            cqe_comp_res_format: b[21],
+            flags: u16_at(22),
+            uar_page_index: u16_at(24),
+            reserved: b[26..32].iter().any(|x| *x != 0),
+        }
+    }
+
+    /// C's checks of the request alone: unknown flags, a CQE size other than 64 or 128, or
+    /// reserved fields set are `EINVAL`.
+    fn check(&self) -> Result {
+        if self.flags & !(FLAG_CQE_128B_PAD | FLAG_UAR_PAGE_INDEX | FLAG_REAL_TIME_TS) != 0 {
+            return Err(EINVAL);
+        }
+        if (self.cqe_size != 64 && self.cqe_size != 128) || self.reserved {
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+}
+
+/// The CQ's events, as `mlx5_core`'s CQ table delivers them.
+struct Events {
+    notifier: CqNotifier,
+}
+
+impl CqHandler for Events {
+    fn completion(&self) {
+        self.notifier.completion();
+    }
+
+    fn event(&self, event_type: u8) {
+        if event_type == EVENT_TYPE_CQ_ERROR {
+            self.notifier.error();
+        }
+    }
+}
+
+/// Pinned user memory the device writes: the pages, mapped for it.
+struct UserMemory(DmaMappedPages);
+
+impl UserMemory {
+    /// Pins and maps `len` bytes at user address `addr` for `dev` (C's `ib_umem_get` with
+    /// local write): a range that wraps, or whose page-aligned end does, is `EINVAL`.
+    fn pin(dev: &Mlx5Device, addr: u64, len: usize) -> Result<Self> {
+        let start = usize::try_from(addr).map_err(|_| EINVAL)?;
+        let end = start.checked_add(len).ok_or(EINVAL)?;
+        end.checked_next_multiple_of(PAGE_SIZE).ok_or(EINVAL)?;
+        let pinned = PinnedPages::pin(start, len, true)?;
+        // SAFETY: The PCI function stays bound while the RDMA device is registered, and every
+        // user CQ is destroyed (its contexts are) before the device's unregistration completes.
+        let mapped = unsafe {
+            DmaMappedPages::map(
+                dev.device(),
+                pinned,
+                start & (PAGE_SIZE - 1),
+                len,
+                DataDirection::Bidirectional,
+            )?
+        };
+        Ok(Self(mapped))
+    }
+
+    /// The device address of byte 0.
+    fn first_dma(&self) -> u64 {
+        let mut first = None;
+        self.0.for_each_dma_page(|a| {
+            if first.is_none() {
+                first = Some(a);
+            }
+        });
+        first.unwrap_or(0) + self.0.offset() as u64
+    }
+
+    /// The page list CREATE_CQ takes: one big-endian entry per 4 KiB page.
+    fn page_list(&self) -> Result<KVVec<u8>> {
+        let mut pas = KVVec::with_capacity(self.0.pinned().page_count() * 8, GFP_KERNEL)?;
+        let mut pushed = Ok(());
+        self.0.for_each_dma_page(|a| {
+            if pushed.is_ok() {
+                pushed = pas.extend_from_slice(&a.to_be_bytes(), GFP_KERNEL);
+            }
+        });
+        pushed?;
+        Ok(pas)
+    }
+}
+
+/// A user CQ's driver state.
+pub(crate) struct Mlx5UserCq {
+    cqn: u32,
+    /// Dropped before DESTROY_CQ: no event reaches the CQ's owner after that.
+    reg: Option<CqRegistration>,
+    ring: Option<UserMemory>,
+    db: Option<UserMemory>,
+}
+
+impl Mlx5UserCq {
+    /// The CQ number.
+    #[expect(dead_code, reason = "user QPs name their CQs by it (not written yet)")]
+    pub(crate) fn cqn(&self) -> u32 {
+        self.cqn
+    }
+}
+
+/// C's `mini_cqe_res_format_to_hw`: the device's code for a compressed-CQE format.
+fn mini_cqe_format(format: u8) -> Result<u8> {
+    match format {
+        RES_FORMAT_HASH => Ok(0),
+        RES_FORMAT_CSUM => Ok(1),
+        // Needs `mini_cqe_resp_stride_index`, which this driver does not read.
+        RES_FORMAT_CSUM_STRIDX => Err(EOPNOTSUPP),
+        _ => Err(EINVAL),
+    }
+}
+
+/// Creates a CQ of user context `ctx` (C's `mlx5_ib_create_user_cq`), checked in C's order.
+/// Returns it and its size as user space sees it (`entries - 1`).
+pub(crate) fn create(
+    dev: &Mlx5Device,
+    cmds: &Commands,
+    caps: &GeneralCaps,
+    _ctx: &Mlx5UContext,
+    init: &UserCqInit,
+    udata: &Udata,
+    notifier: &CqNotifier,
+) -> Result<(Mlx5UserCq, u32)> {
+    let max = 1u64 << caps.log_max_cq_sz().min(32);
+    if u64::from(init.cqe) > max {
+        return Err(EINVAL);
+    }
+    if init.flags & !(USER_CQ_IGNORE_OVERRUN | USER_CQ_TIMESTAMP_COMPLETION) != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    let entries = init
+        .cqe
+        .checked_add(1)
+        .and_then(u32::checked_next_power_of_two)
+        .ok_or(EINVAL)?;
+    if u64::from(entries) > max {
+        return Err(EINVAL);
+    }
+    let mut raw = [0u8; REQ_SIZE];
+    udata.read_in_validated(&mut raw, REQ_MIN)?;
+    let req = Request::parse(&raw);
+    req.check()?;
+    let ring_len = (entries as usize)
+        .checked_mul(req.cqe_size as usize)
+        .ok_or(EINVAL)?;
+    let ring = UserMemory::pin(dev, req.buf_addr, ring_len)?;
+    // The ring's offset in its first page must be a whole number of 64-byte units (C's
+    // quantized page offset).
+    if req.buf_addr % 64 != 0 {
+        return Err(EINVAL);
+    }
+    let db = UserMemory::pin(dev, req.db_addr, 8)?;
+    let pas = ring.page_list()?;
+    // Only dynamic UARs are served: the request names the UAR page.
+    if req.flags & FLAG_UAR_PAGE_INDEX == 0 {
+        return Err(EINVAL);
+    }
+    let mut input = CreateCqIn::new();
+    if req.cqe_comp_en == 1 {
+        let supported = match req.cqe_size {
+            128 => caps.cqe_compression_128() != 0,
+            _ => caps.cqe_compression() != 0,
+        };
+        if !supported {
+            pr_warn!(
+                "mlx5_ib: CQE compression is not supported for size {}!\n",
+                req.cqe_size
+            );
+            return Err(EOPNOTSUPP);
+        }
+        input.set_cqe_comp_en(1)?;
+        input.set_mini_cqe_res_format(mini_cqe_format(req.cqe_comp_res_format)?.into())?;
+    }
+    let pad = req.flags & FLAG_CQE_128B_PAD != 0;
+    if pad && (req.cqe_size != 128 || caps.cqe_128_always() == 0) {
+        pr_warn!(
+            "mlx5_ib: CQE padding is not supported for CQE size of {}B!\n",
+            req.cqe_size
+        );
+        return Err(EOPNOTSUPP);
+    }
+    let eqn = dev.comp_eqn(init.comp_vector)?;
+    let events: Arc<dyn CqHandler> = Arc::new(
+        Events {
+            notifier: notifier.clone(),
+        },
+        GFP_KERNEL,
+    )?;
+    // C's `cqe_sz_to_mlx_sz`: 64 bytes 0, 128 bytes 1, 128 padded 2.
+    let cqe_sz = match (req.cqe_size, pad) {
+        (128, true) => 2,
+        (128, false) => 1,
+        _ => 0,
+    };
+    input.set_cqe_sz(cqe_sz)?;
+    input.set_log_cq_size(entries.trailing_zeros().into())?;
+    input.set_uar_page(req.uar_page_index.into())?;
+    input.set_c_eqn(eqn.into())?;
+    input.set_log_page_size(0)?;
+    input.set_page_offset((req.buf_addr & 0xfff) / 64)?;
+    input.set_dbr_addr(db.first_dma())?;
+    if init.flags & USER_CQ_IGNORE_OVERRUN != 0 {
+        input.set_oi(1)?;
+    }
+    let mut cq = Mlx5UserCq {
+        cqn: 0,
+        reg: None,
+        ring: Some(ring),
+        db: Some(db),
+    };
+    let out = match cmds.exec_var::<CreateCq>(&input, &pas, 0) {
+        Ok((out, _)) => out,
+        Err(e) => {
+            // A timed-out CREATE_CQ may have created the CQ: its memory stays pinned for ever.
+            if e == ETIMEDOUT {
+                core::mem::forget(cq);
+            }
+            return Err(e);
+        }
+    };
+    cq.cqn = out.cqn() as u32;
+    let done = dev.register_cq(cq.cqn, events).and_then(|reg| {
+        cq.reg = Some(reg);
+        let mut resp = [0u8; RESP_SIZE];
+        resp[0..4].copy_from_slice(&cq.cqn.to_le_bytes());
+        udata.respond(&resp)
+    });
+    if let Err(e) = done {
+        let _ = destroy(cmds, cq);
+        return Err(e);
+    }
+    Ok((cq, entries - 1))
+}
+
+/// Destroys a user CQ: its handler goes, then DESTROY_CQ; its memory is unpinned unless the
+/// command failed (the device may still write it then).
+pub(crate) fn destroy(cmds: &Commands, mut cq: Mlx5UserCq) -> Result {
+    drop(cq.reg.take());
+    let r = DestroyCqIn::new()
+        .cqn(cq.cqn.into())
+        .and_then(|q| cmds.exec::<DestroyCq>(&q).map(|_| ()));
+    if r.is_err() {
+        core::mem::forget(cq.ring.take());
+        core::mem::forget(cq.db.take());
+    }
+    r
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_mlx5_ib_user_cq)]
+mod tests {
+    use super::*;
+
+    fn req(cqe_size: u32, flags: u16, reserved_at: Option<usize>) -> [u8; REQ_SIZE] {
+        let mut b = [0u8; REQ_SIZE];
+        b[0..8].copy_from_slice(&0x7f00_0000_1000u64.to_le_bytes());
+        b[8..16].copy_from_slice(&0x7f00_0000_2008u64.to_le_bytes());
+        b[16..20].copy_from_slice(&cqe_size.to_le_bytes());
+        b[22..24].copy_from_slice(&flags.to_le_bytes());
+        b[24..26].copy_from_slice(&7u16.to_le_bytes());
+        if let Some(at) = reserved_at {
+            b[at] = 1;
+        }
+        b
+    }
+
+    #[test]
+    fn request_parsed_and_checked_as_c() {
+        let r = Request::parse(&req(64, FLAG_UAR_PAGE_INDEX, None));
+        assert_eq!(r.buf_addr, 0x7f00_0000_1000);
+        assert_eq!(r.db_addr, 0x7f00_0000_2008);
+        assert_eq!(r.uar_page_index, 7);
+        assert_eq!(r.check(), Ok(()));
+        assert_eq!(Request::parse(&req(128, 0, None)).check(), Ok(()));
+        assert_eq!(Request::parse(&req(32, 0, None)).check(), Err(EINVAL));
+        assert_eq!(Request::parse(&req(64, 1 << 3, None)).check(), Err(EINVAL));
+        assert_eq!(Request::parse(&req(64, 0, Some(26))).check(), Err(EINVAL));
+        assert_eq!(Request::parse(&req(64, 0, Some(31))).check(), Err(EINVAL));
+    }
+
+    #[test]
+    fn compressed_formats_as_c() {
+        assert_eq!(mini_cqe_format(RES_FORMAT_HASH), Ok(0));
+        assert_eq!(mini_cqe_format(RES_FORMAT_CSUM), Ok(1));
+        assert_eq!(mini_cqe_format(RES_FORMAT_CSUM_STRIDX), Err(EOPNOTSUPP));
+        assert_eq!(mini_cqe_format(3), Err(EINVAL));
+    }
+}
