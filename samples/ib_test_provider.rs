@@ -136,6 +136,7 @@ impl DeviceOps for SoftDevice {
     type Ah = SoftAh;
     type UContext = ib_core::ops::NoVerbs;
     type UserCq = ib_core::ops::NoVerbs;
+    type UserQp = ib_core::ops::NoVerbs;
 
     const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
         Attribute::ro(c"hw_rev", hw_rev_show),

@@ -506,6 +506,7 @@ mod tests {
         type Ah = NoVerbs;
         type UContext = crate::ops::NoVerbs;
         type UserCq = crate::ops::NoVerbs;
+        type UserQp = crate::ops::NoVerbs;
 
         fn query_device(&self) -> Result<DeviceAttr> {
             Ok(kunit_fake::device_attr())

@@ -119,6 +119,7 @@ impl DeviceOps for Fake {
     type Ah = NoVerbs;
     type UContext = crate::ops::NoVerbs;
     type UserCq = crate::ops::NoVerbs;
+    type UserQp = crate::ops::NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(device_attr())
@@ -202,6 +203,7 @@ impl DeviceOps for Recording {
     type Ah = Numbered;
     type UContext = crate::ops::NoVerbs;
     type UserCq = crate::ops::NoVerbs;
+    type UserQp = crate::ops::NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(self.attr)

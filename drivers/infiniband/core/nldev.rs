@@ -20,7 +20,7 @@ use crate::{
     nl_uapi::{self, attr, cmd, EMPTY_STRING, IFNAMSIZ},
     registry::{self, ChardevInfo},
     restrack::{KernName, Lists, ResType, ResView},
-    ucontext::{UserCqRes, UserMrRes},
+    ucontext::{UserCqRes, UserMrRes, UserQpRes},
     verbs::{Cq, Mr, Pd, Qp, QpType, Srq},
 };
 use kernel::{
@@ -689,6 +689,33 @@ fn fill_res_qp_entry(w: &mut MsgWriter<'_>, qp: &Qp, port: u32) -> Result {
     w.put_u8(attr::ATTR_RES_STATE, a.qp_state as u8)
 }
 
+/// One user QP's attributes (C's `fill_res_qp_entry` for a user QP): as a kernel QP's, with
+/// its PD's id and its task's pid instead of a module name.
+fn fill_res_user_qp_entry(w: &mut MsgWriter<'_>, qp: &UserQpRes, port: u32) -> Result {
+    let qp_port = qp.port();
+    if port != 0 && port != qp_port {
+        return Err(EAGAIN);
+    }
+    if qp_port != 0 {
+        w.put_u32(attr::ATTR_PORT_INDEX, qp_port)?;
+    }
+    w.put_u32(attr::ATTR_RES_LQPN, qp.qp_num())?;
+    w.put_u32(attr::ATTR_RES_PDN, qp.pd_id())?;
+    fill_res_pid(w, qp.pid())?;
+    let a = qp.query()?;
+    let connected = matches!(qp.qp_type(), QpType::Rc | QpType::Uc);
+    if connected {
+        w.put_u32(attr::ATTR_RES_RQPN, a.dest_qp_num)?;
+        w.put_u32(attr::ATTR_RES_RQ_PSN, a.rq_psn)?;
+    }
+    w.put_u32(attr::ATTR_RES_SQ_PSN, a.sq_psn)?;
+    if connected {
+        w.put_u8(attr::ATTR_RES_PATH_MIG_STATE, MIG_MIGRATED)?;
+    }
+    w.put_u8(attr::ATTR_RES_TYPE, qp.qp_type() as u8)?;
+    w.put_u8(attr::ATTR_RES_STATE, a.qp_state as u8)
+}
+
 /// One CQ's attributes (C's `fill_res_cq_entry`).
 fn fill_res_cq_entry(w: &mut MsgWriter<'_>, cq: &Cq, id: u32) -> Result {
     w.put_u32(attr::ATTR_RES_CQE, cq.cqe())?;
@@ -812,6 +839,12 @@ fn fill_res_entry(
             }
             Err(EINVAL)
         }
+        (Fill::Raw, ResView::UserQp(qp)) => {
+            if port != 0 && port != qp.port() {
+                return Err(EAGAIN);
+            }
+            Err(EINVAL)
+        }
         (Fill::Raw, _) => Err(EINVAL),
         (Fill::StatMr, ResView::Mr(_) | ResView::UserMr(_)) => w.put_u32(attr::ATTR_RES_MRN, id),
         (Fill::Res, ResView::UserMr(mr)) => fill_res_user_mr_entry(w, mr, id, admin),
@@ -820,6 +853,7 @@ fn fill_res_entry(
         (Fill::Res, ResView::Qp(qp)) => fill_res_qp_entry(w, qp, port),
         (Fill::Res, ResView::Cq(cq)) => fill_res_cq_entry(w, cq, id),
         (Fill::Res, ResView::UserCq(cq)) => fill_res_user_cq_entry(w, cq, id),
+        (Fill::Res, ResView::UserQp(qp)) => fill_res_user_qp_entry(w, qp, port),
         (Fill::Res, ResView::Mr(mr)) => fill_res_mr_entry(w, mr, id, admin),
         (Fill::Res, ResView::Pd(pd)) => fill_res_pd_entry(w, pd, id, admin),
         (Fill::Res, ResView::Srq(srq)) => fill_res_srq_entry(w, lists, srq, id),

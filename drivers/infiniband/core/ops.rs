@@ -95,6 +95,10 @@ pub trait DeviceOps: Send + Sync + 'static {
     /// which user space polls).
     type UserCq: Send + Sync + 'static;
 
+    /// The driver's state of a QP of user space (its rings and doorbell record are user
+    /// memory, which user space posts to).
+    type UserQp: Send + Sync + 'static;
+
     /// The device's attributes; called once, at registration.
     fn query_device(&self) -> Result<DeviceAttr>;
 
@@ -132,6 +136,42 @@ pub trait DeviceOps: Send + Sync + 'static {
 
     /// Destroys a CQ of user space; it is gone whatever this returns (an error is logged).
     fn destroy_user_cq(&self, _cq: Self::UserCq) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A QP of user context `ctx` in `pd` (C's `create_qp` with user data): its rings and
+    /// doorbell record described by the driver's request in `udata`, which the driver
+    /// answers; its CQs are user CQs of the same context. The core checked the sizes against
+    /// the device's limits. Returns the QP, its number, and its queue sizes as made.
+    fn create_user_qp(
+        &self,
+        _ctx: &Self::UContext,
+        _pd: &Self::Pd,
+        _init: &QpInitDriver<'_, Self::UserCq>,
+        _udata: &Udata,
+    ) -> Result<(NewQp<Self::UserQp>, QpCap)> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Applies a modify of a user QP the core has checked against the QP state machine, with
+    /// the driver's request and response in `udata`.
+    fn modify_user_qp(
+        &self,
+        _qp: &Self::UserQp,
+        _attr: &QpAttr,
+        _mask: QpAttrMask,
+        _udata: &Udata,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A user QP's attributes.
+    fn query_user_qp(&self, _qp: &Self::UserQp) -> Result<QpAttr> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys a user QP; it is gone whatever this returns (an error is logged).
+    fn destroy_user_qp(&self, _qp: Self::UserQp) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -473,6 +513,22 @@ pub(crate) trait PdObject: Send + Sync {
     fn create_srq(&self, attr: &SrqAttr, events: &EventNotifier) -> Result<KBox<dyn SrqObject>>;
     /// A new AH in this PD.
     fn create_ah(&self, attr: &AhAttr) -> Result<KBox<dyn AhObject>>;
+    /// A user QP in this PD (`DeviceOps::create_user_qp`): `ctx` and the CQs must be of this
+    /// PD's driver.
+    fn create_user_qp(
+        &self,
+        ctx: &dyn UContextObject,
+        init: &QpInitDriver<'_, dyn UserCqObject>,
+        udata: &Udata,
+    ) -> Result<(NewQp<Arc<dyn UserQpObject>>, QpCap)>;
+}
+
+/// A user QP's driver state, with the driver's type erased once.
+pub(crate) trait UserQpObject: Send + Sync {
+    /// `DeviceOps::modify_user_qp`.
+    fn modify(&self, attr: &QpAttr, mask: QpAttrMask, udata: &Udata) -> Result;
+    /// `DeviceOps::query_user_qp`.
+    fn query(&self) -> Result<QpAttr>;
 }
 
 /// A shared receive queue's driver state, with the driver's type erased once.
@@ -527,6 +583,8 @@ pub(crate) trait MrObject: Send + Sync {}
 
 /// A user context's driver state, with the driver's type erased once.
 pub(crate) trait UContextObject: Send + Sync {
+    /// The object as `Any`, for user QP creation to find the driver's context state.
+    fn as_any(&self) -> &dyn Any;
     /// `DeviceOps::driver_method`.
     fn driver_method(
         &self,
@@ -547,10 +605,6 @@ pub(crate) trait UContextObject: Send + Sync {
 /// A user CQ's driver state, with the driver's type erased once.
 pub(crate) trait UserCqObject: Send + Sync {
     /// The object as `Any`, for user QP creation to find the driver's CQ state.
-    #[expect(
-        dead_code,
-        reason = "user QPs find their CQs through it (not written yet)"
-    )]
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -713,6 +767,72 @@ impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
         let ah = Typed::new(self.ops.clone(), ah, destroy_ah::<T>, "destroy_ah");
         Ok(KBox::new(ah, GFP_KERNEL)?)
     }
+
+    fn create_user_qp(
+        &self,
+        ctx: &dyn UContextObject,
+        init: &QpInitDriver<'_, dyn UserCqObject>,
+        udata: &Udata,
+    ) -> Result<(NewQp<Arc<dyn UserQpObject>>, QpCap)> {
+        let ctx = ctx
+            .as_any()
+            .downcast_ref::<Typed<T, T::UContext>>()
+            .map(|c| &*c.obj)
+            .ok_or(EINVAL)?;
+        let typed = QpInitDriver {
+            qp_type: init.qp_type,
+            send_cq: driver_user_cq::<T>(init.send_cq)?,
+            recv_cq: driver_user_cq::<T>(init.recv_cq)?,
+            cap: init.cap,
+            sq_sig_all: init.sq_sig_all,
+            srq: None,
+            events: init.events,
+        };
+        let (new, cap) = optional_op!(
+            T::HAS_CREATE_USER_QP,
+            T::create_user_qp(&self.ops, ctx, &self.obj, &typed, udata)
+        )?;
+        let mut qp = Typed::new(
+            self.ops.clone(),
+            new.qp,
+            destroy_user_qp::<T>,
+            "destroy_user_qp",
+        );
+        qp.num = Some(new.qp_num);
+        let qp: Arc<dyn UserQpObject> = Arc::new(qp, GFP_KERNEL)?;
+        Ok((
+            NewQp {
+                qp,
+                qp_num: new.qp_num,
+            },
+            cap,
+        ))
+    }
+}
+
+/// The driver's state of a user CQ (`EINVAL` for another driver's).
+fn driver_user_cq<T: DeviceOps>(cq: &dyn UserCqObject) -> Result<&T::UserCq> {
+    cq.as_any()
+        .downcast_ref::<Typed<T, T::UserCq>>()
+        .map(|c| &*c.obj)
+        .ok_or(EINVAL)
+}
+
+fn destroy_user_qp<T: DeviceOps>(ops: &T, qp: T::UserQp) -> Result {
+    optional_op!(T::HAS_DESTROY_USER_QP, T::destroy_user_qp(ops, qp))
+}
+
+impl<T: DeviceOps> UserQpObject for Typed<T, T::UserQp> {
+    fn modify(&self, attr: &QpAttr, mask: QpAttrMask, udata: &Udata) -> Result {
+        optional_op!(
+            T::HAS_MODIFY_USER_QP,
+            T::modify_user_qp(&self.ops, &self.obj, attr, mask, udata)
+        )
+    }
+
+    fn query(&self) -> Result<QpAttr> {
+        optional_op!(T::HAS_QUERY_USER_QP, T::query_user_qp(&self.ops, &self.obj))
+    }
 }
 
 impl<T: DeviceOps> SrqObject for Typed<T, T::Srq> {
@@ -799,6 +919,10 @@ impl<T: DeviceOps> QpObject for Typed<T, T::Qp> {
 impl<T: DeviceOps> MrObject for Typed<T, T::Mr> {}
 
 impl<T: DeviceOps> UContextObject for Typed<T, T::UContext> {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
     fn driver_method(
         &self,
         m: &DriverMethod,

@@ -27,7 +27,7 @@
 //! `rdma_restrack_begin_del` waiting for the entry's references).
 
 use crate::{
-    ucontext::{UserCqRes, UserCtxRes, UserMrRes, UserPdRes},
+    ucontext::{UserCqRes, UserCtxRes, UserMrRes, UserPdRes, UserQpRes},
     verbs::{Cq, Mr, Pd, Qp, Srq},
 };
 use core::ptr::NonNull;
@@ -138,6 +138,8 @@ pub(crate) enum ResView<'a> {
     UserMr(&'a UserMrRes),
     /// A completion queue of a user context.
     UserCq(&'a UserCqRes),
+    /// A queue pair of a user context.
+    UserQp(&'a UserQpRes),
 }
 
 /// An object that can be listed in resource tracking.

@@ -7,11 +7,15 @@
 use crate::{
     events::EventHandler,
     ib_device::IbDevice,
-    ops::{MrObject, PdObject, UContextObject, UserCqObject},
+    ops::{MrObject, PdObject, UContextObject, UserCqObject, UserQpObject},
     restrack::{ResType, ResView, Tracked},
     udata::Udata,
     uverbs_spec::{DriverMethod, DriverUObject, MethodAttrs},
-    verbs_types::{CompletionHandler, CqNotifier, UserCqInit, UserMrInit},
+    verbs::qp_transition_ok,
+    verbs_types::{
+        CompletionHandler, CqNotifier, QpAttr, QpAttrField, QpAttrMask, QpCap, QpInitDriver,
+        QpState, QpType, UserCqInit, UserMrInit,
+    },
 };
 use kernel::{
     mm::virt::VmaNew,
@@ -80,6 +84,18 @@ impl Tracked for UserPdRes {
     fn view(&self) -> ResView<'_> {
         ResView::UserPd(self)
     }
+}
+
+/// Lists `res` in `dev`'s tracking as type `t` under id `id` (QPs are listed by number).
+fn track_id<T: Tracked + 'static>(
+    dev: &IbDevice,
+    t: ResType,
+    id: u32,
+    res: &KBox<T>,
+) -> Option<u32> {
+    let ptr: *const T = &**res;
+    // SAFETY: As in `track`.
+    unsafe { dev.restrack().track(t, Some(id), ptr as *const dyn Tracked) }
 }
 
 /// Lists `res` (boxed: it does not move) in `dev`'s tracking as type `t`; returns its id.
@@ -175,7 +191,7 @@ impl UContext {
         self.dev.restrack().add(ResType::Cq);
         let _ = track(&self.dev, ResType::Cq, &res);
         Ok(UserCq {
-            _driver: drv,
+            driver: drv,
             res,
             dev: self.dev.clone(),
         })
@@ -210,6 +226,75 @@ impl UserPd {
     /// Objects made in the PD: while there are any, it cannot be destroyed (C's `EBUSY`).
     pub fn users(&self) -> u32 {
         self.res.users.load(Relaxed)
+    }
+
+    /// A QP of context `ctx` in this PD (C's `create_qp` with user data): `init`'s sizes are
+    /// checked against the device's limits (`EINVAL`), then the driver makes it from `udata`.
+    /// Its asynchronous events call `event`.
+    pub fn create_qp(
+        &self,
+        ctx: &UContext,
+        init: &UserQpInit<'_>,
+        udata: &Udata,
+        event: Option<EventHandler>,
+    ) -> Result<UserQp> {
+        let attr = self.dev.attr();
+        if init.cap.max_send_wr > attr.max_qp_wr
+            || init.cap.max_recv_wr > attr.max_qp_wr
+            || init.cap.max_send_sge > attr.max_send_sge
+            || init.cap.max_recv_sge > attr.max_recv_sge
+        {
+            return Err(EINVAL);
+        }
+        let mut res = KBox::new(
+            UserQpRes {
+                task: current_task(),
+                pd_id: self.res.id.load(Relaxed),
+                qp_num: 0,
+                qp_type: init.qp_type,
+                port: Atomic::new(0),
+                drv: None,
+            },
+            GFP_KERNEL,
+        )?;
+        let events = crate::events::EventNotifier::new(event)?;
+        let (new, cap) = self._driver.create_user_qp(
+            &*ctx.driver,
+            &QpInitDriver {
+                qp_type: init.qp_type,
+                send_cq: &*init.send_cq.driver,
+                recv_cq: &*init.recv_cq.driver,
+                cap: init.cap,
+                sq_sig_all: init.sq_sig_all,
+                srq: None,
+                events: &events,
+            },
+            udata,
+        )?;
+        res.qp_num = new.qp_num;
+        let drv = new.qp;
+        res.drv = Some(drv.clone());
+        let state = Arc::pin_init(
+            kernel::new_mutex!(QpState::Reset, "ib_core::ucontext::UserQp::state"),
+            GFP_KERNEL,
+        )?;
+        self.dev.restrack().add(ResType::Qp);
+        let _ = track_id(&self.dev, ResType::Qp, new.qp_num, &res);
+        self.res.users.fetch_add(1, Relaxed);
+        init.send_cq.res.users.fetch_add(1, Relaxed);
+        init.recv_cq.res.users.fetch_add(1, Relaxed);
+        Ok(UserQp {
+            driver: drv,
+            res,
+            state,
+            cap,
+            users: [
+                self.res.users.clone(),
+                init.send_cq.res.users.clone(),
+                init.recv_cq.res.users.clone(),
+            ],
+            dev: self.dev.clone(),
+        })
     }
 
     /// Registers user memory in this PD (C's `ib_uverbs_reg_mr` and the driver's
@@ -354,7 +439,7 @@ impl Tracked for UserCqRes {
 /// A CQ made for user space; the driver destroys it when it is dropped.
 pub struct UserCq {
     /// Dropped first (field order, after `Drop::drop` unlists it).
-    _driver: KBox<dyn UserCqObject>,
+    driver: KBox<dyn UserCqObject>,
     res: KBox<UserCqRes>,
     dev: Arc<IbDevice>,
 }
@@ -378,6 +463,144 @@ impl Drop for UserCq {
             .restrack()
             .untrack(ResType::Cq, ptr as *const dyn Tracked);
         self.dev.restrack().remove(ResType::Cq);
+    }
+}
+
+/// A QP user space asks for (C's `ib_qp_init_attr` from CREATE_QP).
+pub struct UserQpInit<'a> {
+    /// Transport type.
+    pub qp_type: QpType,
+    /// The CQ of its sends.
+    pub send_cq: &'a UserCq,
+    /// The CQ of its receives.
+    pub recv_cq: &'a UserCq,
+    /// Work queue sizes asked for.
+    pub cap: QpCap,
+    /// Every send completes with a CQE.
+    pub sq_sig_all: bool,
+}
+
+/// What resource tracking shows of a user QP.
+pub struct UserQpRes {
+    task: ARef<Task>,
+    pd_id: u32,
+    qp_num: u32,
+    qp_type: QpType,
+    /// The port a modify last set, 0 before (C's `qp->port`).
+    port: Atomic<u32>,
+    /// The driver's QP, for the attributes a listing queries.
+    drv: Option<Arc<dyn UserQpObject>>,
+}
+
+impl UserQpRes {
+    /// The QP number.
+    pub fn qp_num(&self) -> u32 {
+        self.qp_num
+    }
+
+    /// Its transport.
+    pub fn qp_type(&self) -> QpType {
+        self.qp_type
+    }
+
+    /// The port a modify last set, 0 before.
+    pub fn port(&self) -> u32 {
+        self.port.load(Relaxed)
+    }
+
+    /// The id of its PD (netlink's `PDN`).
+    pub fn pd_id(&self) -> u32 {
+        self.pd_id
+    }
+
+    /// Its attributes, from the driver.
+    pub fn query(&self) -> Result<QpAttr> {
+        self.drv.as_ref().ok_or(EINVAL)?.query()
+    }
+
+    /// The pid of the task that made it, as the caller sees it (0 once that task exited).
+    pub fn pid(&self) -> i32 {
+        task_pid::pid_vnr(&self.task)
+    }
+}
+
+impl Tracked for UserQpRes {
+    fn view(&self) -> ResView<'_> {
+        ResView::UserQp(self)
+    }
+}
+
+/// A QP made for user space; the driver destroys it when it is dropped.
+pub struct UserQp {
+    driver: Arc<dyn UserQpObject>,
+    res: KBox<UserQpRes>,
+    /// The state the last modify left (C's `qp->state` as `ib_modify_qp_is_ok` checks it).
+    state: Arc<kernel::sync::Mutex<QpState>>,
+    cap: QpCap,
+    /// The use counts of its PD and CQs.
+    users: [Arc<Atomic<u32>>; 3],
+    dev: Arc<IbDevice>,
+}
+
+impl UserQp {
+    /// The QP number.
+    pub fn qp_num(&self) -> u32 {
+        self.res.qp_num
+    }
+
+    /// The queue sizes as the driver made them.
+    pub fn cap(&self) -> QpCap {
+        self.cap
+    }
+
+    /// Its transport.
+    pub fn qp_type(&self) -> QpType {
+        self.res.qp_type
+    }
+
+    /// Applies a modify (C's `ib_modify_qp_with_udata`): the transition and its attributes are
+    /// checked as C's `ib_modify_qp_is_ok` (`EINVAL`), so is the port; then the driver applies
+    /// it with `udata`.
+    pub fn modify(&self, attr: &QpAttr, mask: QpAttrMask, udata: &Udata) -> Result {
+        let mut state = self.state.lock();
+        let next = if mask.contains(QpAttrField::State) {
+            attr.qp_state
+        } else {
+            *state
+        };
+        if !qp_transition_ok(*state, next, self.res.qp_type, mask) {
+            return Err(EINVAL);
+        }
+        if mask.contains(QpAttrField::Port) && !self.dev.is_valid_port(attr.port_num.into()) {
+            return Err(EINVAL);
+        }
+        self.driver.modify(attr, mask, udata)?;
+        *state = next;
+        if mask.contains(QpAttrField::Port) {
+            self.res.port.store(attr.port_num.into(), Relaxed);
+        }
+        Ok(())
+    }
+
+    /// The QP's attributes, from the driver.
+    pub fn query(&self) -> Result<QpAttr> {
+        self.driver.query()
+    }
+}
+
+impl Drop for UserQp {
+    fn drop(&mut self) {
+        let ptr: *const UserQpRes = &*self.res;
+        self.dev
+            .restrack()
+            .untrack(ResType::Qp, ptr as *const dyn Tracked);
+        self.dev.restrack().remove(ResType::Qp);
+        // The listing's reference goes first: the driver destroys the QP when the last goes,
+        // which is `self.driver`, dropped after this.
+        self.res.drv = None;
+        for u in self.users.iter() {
+            u.fetch_sub(1, Relaxed);
+        }
     }
 }
 

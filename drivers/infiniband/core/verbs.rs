@@ -1014,9 +1014,11 @@ mod tests {
                 ResView::Mr(mr) => (id, mr.kern_name().as_bytes(), 0),
                 ResView::Srq(srq) => (id, srq.kern_name().as_bytes(), srq.users()),
                 // No user objects in these tests.
-                ResView::Ctx(_) | ResView::UserPd(_) | ResView::UserMr(_) | ResView::UserCq(_) => {
-                    (id, &b"user"[..], 0)
-                }
+                ResView::Ctx(_)
+                | ResView::UserPd(_)
+                | ResView::UserMr(_)
+                | ResView::UserCq(_)
+                | ResView::UserQp(_) => (id, &b"user"[..], 0),
             };
             out.push(entry, GFP_KERNEL).is_ok()
         });

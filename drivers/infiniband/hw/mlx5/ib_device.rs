@@ -199,6 +199,7 @@ impl DeviceOps for Mlx5IbDevice {
     type Ah = ah::Mlx5Ah;
     type UContext = ucontext::Mlx5UContext;
     type UserCq = user_cq::Mlx5UserCq;
+    type UserQp = ib_core::ops::NoVerbs;
 
     /// mlx5's user-verbs ABI (`MLX5_IB_UVERBS_ABI_VERSION` 1) and driver id (`RDMA_DRIVER_MLX5`
     /// 1): libmlx5 binds to the device by them.

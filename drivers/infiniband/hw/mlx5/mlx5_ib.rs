@@ -18,6 +18,7 @@ mod port_events;
 mod qp;
 mod srq;
 mod ucontext;
+mod umem;
 mod user_cq;
 mod wq_size;
 mod wqe;

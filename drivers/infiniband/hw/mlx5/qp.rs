@@ -284,7 +284,21 @@ pub(crate) struct Mlx5Qp {
     shared: Arc<QpShared>,
     send_cq: Arc<CqShared>,
     recv_cq: Arc<CqShared>,
+    fw: QpFw,
+}
+
+/// A QP as its firmware commands see it, kernel or user: what a modify puts in the QP context
+/// besides the request, and the state the last modifies left.
+pub(crate) struct QpFw {
+    qpn: u32,
+    kind: SendKind,
     pdn: u32,
+    cqn_snd: u32,
+    cqn_rcv: u32,
+    /// It has a receive queue of its own (its doorbell record goes in RST2INIT).
+    has_rq: bool,
+    /// The doorbell record's device address.
+    dbr: u64,
     /// The state of the last modify (`QpState` as a number).
     state: Atomic<u32>,
     /// Remote access rights and responder depth of the last modifies that set them.
@@ -405,6 +419,226 @@ fn st_of(kind: SendKind) -> u64 {
     }
 }
 
+impl QpFw {
+    /// A QP just created (in RESET).
+    pub(crate) fn new(
+        qpn: u32,
+        kind: SendKind,
+        pdn: u32,
+        cqn_snd: u32,
+        cqn_rcv: u32,
+        has_rq: bool,
+        dbr: u64,
+    ) -> Self {
+        Self {
+            qpn,
+            kind,
+            pdn,
+            cqn_snd,
+            cqn_rcv,
+            has_rq,
+            dbr,
+            state: Atomic::new(QpState::Reset as u32),
+            access: Atomic::new(0),
+            resp_depth: Atomic::new(0),
+        }
+    }
+
+    /// The state the last modify left.
+    pub(crate) fn state(&self) -> QpState {
+        state_from_u32(self.state.load(Relaxed))
+    }
+
+    /// The QP context of a modify from `cur` to `new` (C's `__mlx5_ib_modify_qp` for an RC or
+    /// UD kernel QP on an IB port).
+    fn modify_ctx(
+        &self,
+        log_max_msg: u32,
+        cur: QpState,
+        new: QpState,
+        attr: &QpAttr,
+        mask: QpAttrMask,
+    ) -> Result<QpCtxIn> {
+        let mut q = QpCtxIn::new();
+        q.set_qpn(self.qpn.into())?;
+        let ud = self.kind == SendKind::Ud;
+        q.set_st(st_of(self.kind))?;
+        q.set_pm_state(QP_PM_MIGRATED)?;
+        if ud {
+            // C gives every UD modify the largest MTU and a one-MTU message limit.
+            q.set_mtu(MTU_4096.into())?;
+            q.set_log_msg_max(UD_LOG_MSG_MAX)?;
+        } else if mask.contains(F::PathMtu) {
+            if !(MTU_256..=MTU_4096).contains(&attr.path_mtu) {
+                return Err(EINVAL);
+            }
+            q.set_mtu(attr.path_mtu.into())?;
+            q.set_log_msg_max(log_max_msg.into())?;
+        }
+        if mask.contains(F::DestQpn) {
+            q.set_remote_qpn(attr.dest_qp_num.into())?;
+        }
+        if mask.contains(F::PkeyIndex) {
+            q.set_pkey_index(attr.pkey_index.into())?;
+        }
+        if mask.contains(F::Port) {
+            q.set_vhca_port_num(attr.port_num.into())?;
+        }
+        if mask.contains(F::Av) {
+            q.set_rlid(attr.dlid.into())?;
+        }
+        if mask.contains(F::Timeout) {
+            q.set_ack_timeout(attr.timeout.into())?;
+        }
+        q.set_pd(self.pdn.into())?;
+        q.set_cqn_snd(self.cqn_snd.into())?;
+        q.set_cqn_rcv(self.cqn_rcv.into())?;
+        q.set_log_ack_req_freq(ACK_REQ_FREQ)?;
+        if mask.contains(F::RnrRetry) {
+            q.set_rnr_retry(attr.rnr_retry.into())?;
+        }
+        if mask.contains(F::RetryCnt) {
+            q.set_retry_count(attr.retry_cnt.into())?;
+        }
+        if mask.contains(F::MaxQpRdAtomic) && attr.max_rd_atomic != 0 {
+            q.set_log_sra_max(log_depth(attr.max_rd_atomic))?;
+        }
+        if mask.contains(F::SqPsn) {
+            q.set_next_send_psn(attr.sq_psn.into())?;
+        }
+        if mask.contains(F::MaxDestRdAtomic) && attr.max_dest_rd_atomic != 0 {
+            q.set_log_rra_max(log_depth(attr.max_dest_rd_atomic))?;
+        }
+        if mask.contains(F::AccessFlags) || mask.contains(F::MaxDestRdAtomic) {
+            // C's `set_qpc_atomic_flags`: what this modify sets, else what the QP has.
+            let depth = if mask.contains(F::MaxDestRdAtomic) {
+                attr.max_dest_rd_atomic
+            } else {
+                self.resp_depth.load(Relaxed) as u8
+            };
+            let mut acc = if mask.contains(F::AccessFlags) {
+                attr.qp_access_flags
+            } else {
+                access_from(self.access.load(Relaxed))
+            };
+            if depth == 0 {
+                acc = if acc.contains(Access::RemoteWrite) {
+                    Access::RemoteWrite.into()
+                } else {
+                    AccessFlags::default()
+                };
+            }
+            q.set_rre(acc.contains(Access::RemoteRead).into())?;
+            q.set_rae(acc.contains(Access::RemoteAtomic).into())?;
+            q.set_rwe(acc.contains(Access::RemoteWrite).into())?;
+        }
+        if mask.contains(F::MinRnrTimer) {
+            q.set_min_rnr_nak(attr.min_rnr_timer.into())?;
+        }
+        if mask.contains(F::RqPsn) {
+            q.set_next_rcv_psn(attr.rq_psn.into())?;
+        }
+        if mask.contains(F::Qkey) {
+            q.set_q_key(attr.qkey.into())?;
+        }
+        if cur == QpState::Reset && new == QpState::Init {
+            if self.has_rq {
+                q.set_dbr_addr(self.dbr)?;
+            }
+            q.set_rlky(1)?;
+        }
+        let allowed = if ud {
+            ud_opt_mask(cur, new)
+        } else {
+            rc_opt_mask(cur, new)
+        };
+        q.set_opt_param_mask((ib_mask_to_opt(mask) & allowed).into())?;
+        Ok(q)
+    }
+
+    /// Applies a modify (the core checked the transition): the firmware command of the
+    /// transition, then the state kept. Returns the new state.
+    pub(crate) fn modify(
+        &self,
+        cmds: &Commands,
+        log_max_msg: u32,
+        attr: &QpAttr,
+        mask: QpAttrMask,
+    ) -> Result<QpState> {
+        let cur = state_from_u32(self.state.load(Relaxed));
+        let new = if mask.contains(F::State) {
+            attr.qp_state
+        } else {
+            cur
+        };
+        let num = QpNumIn::new().qpn(self.qpn.into())?;
+        match (cur, new) {
+            (_, QpState::Reset) => {
+                cmds.exec::<QpToRst>(&num)?;
+            }
+            (_, QpState::Err) => {
+                cmds.exec::<QpToErr>(&num)?;
+            }
+            (QpState::Reset, QpState::Init) => {
+                let ctx = self.modify_ctx(log_max_msg, cur, new, attr, mask)?;
+                cmds.exec::<Rst2InitQp>(&ctx)?;
+            }
+            (QpState::Init, QpState::Rtr) => {
+                let ctx = self.modify_ctx(log_max_msg, cur, new, attr, mask)?;
+                cmds.exec::<Init2RtrQp>(&ctx)?;
+            }
+            (QpState::Rtr, QpState::Rts) => {
+                let ctx = self.modify_ctx(log_max_msg, cur, new, attr, mask)?;
+                cmds.exec::<Rtr2RtsQp>(&ctx)?;
+            }
+            // INIT2INIT, RTS2RTS, SQD and SQE transitions are not implemented yet.
+            _ => return Err(EOPNOTSUPP),
+        }
+        self.state.store(new as u32, Relaxed);
+        if mask.contains(F::AccessFlags) {
+            self.access.store(u32::from(attr.qp_access_flags), Relaxed);
+        }
+        if mask.contains(F::MaxDestRdAtomic) {
+            self.resp_depth
+                .store(attr.max_dest_rd_atomic.into(), Relaxed);
+        }
+        Ok(new)
+    }
+
+    /// QUERY_QP: the state and what the context reports.
+    pub(crate) fn query(&self, cmds: &Commands) -> Result<QpAttr> {
+        let o = cmds.exec::<QueryQp>(&QpNumIn::new().qpn(self.qpn.into())?)?;
+        let mut acc = AccessFlags::default();
+        if o.rre() != 0 {
+            acc |= Access::RemoteRead;
+        }
+        if o.rwe() != 0 {
+            acc |= Access::RemoteWrite;
+        }
+        if o.rae() != 0 {
+            acc |= Access::RemoteAtomic;
+        }
+        Ok(QpAttr {
+            qp_state: ib_state(o.state()),
+            qp_access_flags: acc,
+            pkey_index: o.pkey_index() as u16,
+            port_num: o.vhca_port_num() as u8,
+            qkey: o.q_key() as u32,
+            dlid: o.rlid() as u16,
+            path_mtu: o.mtu() as u8,
+            timeout: o.ack_timeout() as u8,
+            retry_cnt: o.retry_count() as u8,
+            rnr_retry: o.rnr_retry() as u8,
+            rq_psn: o.next_rcv_psn() as u32,
+            max_rd_atomic: 1 << o.log_sra_max(),
+            min_rnr_timer: o.min_rnr_nak() as u8,
+            sq_psn: o.next_send_psn() as u32,
+            max_dest_rd_atomic: 1 << o.log_rra_max(),
+            dest_qp_num: o.remote_qpn() as u32,
+        })
+    }
+}
+
 /// Creates an RC or UD QP in PD `pdn` (other types: `EOPNOTSUPP`).
 pub(crate) fn create(
     dev: &Mlx5Device,
@@ -498,15 +732,21 @@ pub(crate) fn create(
     };
     let qpn = out.qpn() as u32;
     shared.qpn.store(qpn, Relaxed);
+    let fw = QpFw::new(
+        qpn,
+        kind,
+        pdn,
+        send_cq.cqn(),
+        recv_cq.cqn(),
+        shared.rqs.wqe_cnt != 0,
+        shared.db.dma(),
+    );
     let mut qp = Mlx5Qp {
         events: None,
         shared,
         send_cq,
         recv_cq,
-        pdn,
-        state: Atomic::new(QpState::Reset as u32),
-        access: Atomic::new(0),
-        resp_depth: Atomic::new(0),
+        fw,
     };
     let handler: Result<Arc<dyn ResourceHandler>> = Arc::new(
         QpEvents {
@@ -608,114 +848,8 @@ impl Mlx5Qp {
         }
     }
 
-    /// The QP context of a modify from `cur` to `new` (C's `__mlx5_ib_modify_qp` for an RC or
-    /// UD kernel QP on an IB port).
-    fn modify_ctx(
-        &self,
-        log_max_msg: u32,
-        cur: QpState,
-        new: QpState,
-        attr: &QpAttr,
-        mask: QpAttrMask,
-    ) -> Result<QpCtxIn> {
-        let mut q = QpCtxIn::new();
-        q.set_qpn(self.qpn().into())?;
-        let ud = self.shared.kind == SendKind::Ud;
-        q.set_st(st_of(self.shared.kind))?;
-        q.set_pm_state(QP_PM_MIGRATED)?;
-        if ud {
-            // C gives every UD modify the largest MTU and a one-MTU message limit.
-            q.set_mtu(MTU_4096.into())?;
-            q.set_log_msg_max(UD_LOG_MSG_MAX)?;
-        } else if mask.contains(F::PathMtu) {
-            if !(MTU_256..=MTU_4096).contains(&attr.path_mtu) {
-                return Err(EINVAL);
-            }
-            q.set_mtu(attr.path_mtu.into())?;
-            q.set_log_msg_max(log_max_msg.into())?;
-        }
-        if mask.contains(F::DestQpn) {
-            q.set_remote_qpn(attr.dest_qp_num.into())?;
-        }
-        if mask.contains(F::PkeyIndex) {
-            q.set_pkey_index(attr.pkey_index.into())?;
-        }
-        if mask.contains(F::Port) {
-            q.set_vhca_port_num(attr.port_num.into())?;
-        }
-        if mask.contains(F::Av) {
-            q.set_rlid(attr.dlid.into())?;
-        }
-        if mask.contains(F::Timeout) {
-            q.set_ack_timeout(attr.timeout.into())?;
-        }
-        q.set_pd(self.pdn.into())?;
-        q.set_cqn_snd(self.send_cq.cqn().into())?;
-        q.set_cqn_rcv(self.recv_cq.cqn().into())?;
-        q.set_log_ack_req_freq(ACK_REQ_FREQ)?;
-        if mask.contains(F::RnrRetry) {
-            q.set_rnr_retry(attr.rnr_retry.into())?;
-        }
-        if mask.contains(F::RetryCnt) {
-            q.set_retry_count(attr.retry_cnt.into())?;
-        }
-        if mask.contains(F::MaxQpRdAtomic) && attr.max_rd_atomic != 0 {
-            q.set_log_sra_max(log_depth(attr.max_rd_atomic))?;
-        }
-        if mask.contains(F::SqPsn) {
-            q.set_next_send_psn(attr.sq_psn.into())?;
-        }
-        if mask.contains(F::MaxDestRdAtomic) && attr.max_dest_rd_atomic != 0 {
-            q.set_log_rra_max(log_depth(attr.max_dest_rd_atomic))?;
-        }
-        if mask.contains(F::AccessFlags) || mask.contains(F::MaxDestRdAtomic) {
-            // C's `set_qpc_atomic_flags`: what this modify sets, else what the QP has.
-            let depth = if mask.contains(F::MaxDestRdAtomic) {
-                attr.max_dest_rd_atomic
-            } else {
-                self.resp_depth.load(Relaxed) as u8
-            };
-            let mut acc = if mask.contains(F::AccessFlags) {
-                attr.qp_access_flags
-            } else {
-                access_from(self.access.load(Relaxed))
-            };
-            if depth == 0 {
-                acc = if acc.contains(Access::RemoteWrite) {
-                    Access::RemoteWrite.into()
-                } else {
-                    AccessFlags::default()
-                };
-            }
-            q.set_rre(acc.contains(Access::RemoteRead).into())?;
-            q.set_rae(acc.contains(Access::RemoteAtomic).into())?;
-            q.set_rwe(acc.contains(Access::RemoteWrite).into())?;
-        }
-        if mask.contains(F::MinRnrTimer) {
-            q.set_min_rnr_nak(attr.min_rnr_timer.into())?;
-        }
-        if mask.contains(F::RqPsn) {
-            q.set_next_rcv_psn(attr.rq_psn.into())?;
-        }
-        if mask.contains(F::Qkey) {
-            q.set_q_key(attr.qkey.into())?;
-        }
-        if cur == QpState::Reset && new == QpState::Init {
-            if self.shared.rqs.wqe_cnt != 0 {
-                q.set_dbr_addr(self.shared.db.dma())?;
-            }
-            q.set_rlky(1)?;
-        }
-        let allowed = if ud {
-            ud_opt_mask(cur, new)
-        } else {
-            rc_opt_mask(cur, new)
-        };
-        q.set_opt_param_mask((ib_mask_to_opt(mask) & allowed).into())?;
-        Ok(q)
-    }
-
-    /// Applies a modify (the core checked the transition).
+    /// Applies a modify (the core checked the transition); a QP back in RESET has its CQEs
+    /// dropped and its rings start over, as C.
     pub(crate) fn modify(
         &self,
         cmds: &Commands,
@@ -723,45 +857,8 @@ impl Mlx5Qp {
         attr: &QpAttr,
         mask: QpAttrMask,
     ) -> Result {
-        let cur = state_from_u32(self.state.load(Relaxed));
-        let new = if mask.contains(F::State) {
-            attr.qp_state
-        } else {
-            cur
-        };
-        let num = QpNumIn::new().qpn(self.qpn().into())?;
-        match (cur, new) {
-            (_, QpState::Reset) => {
-                cmds.exec::<QpToRst>(&num)?;
-            }
-            (_, QpState::Err) => {
-                cmds.exec::<QpToErr>(&num)?;
-            }
-            (QpState::Reset, QpState::Init) => {
-                let ctx = self.modify_ctx(log_max_msg, cur, new, attr, mask)?;
-                cmds.exec::<Rst2InitQp>(&ctx)?;
-            }
-            (QpState::Init, QpState::Rtr) => {
-                let ctx = self.modify_ctx(log_max_msg, cur, new, attr, mask)?;
-                cmds.exec::<Init2RtrQp>(&ctx)?;
-            }
-            (QpState::Rtr, QpState::Rts) => {
-                let ctx = self.modify_ctx(log_max_msg, cur, new, attr, mask)?;
-                cmds.exec::<Rtr2RtsQp>(&ctx)?;
-            }
-            // INIT2INIT, RTS2RTS, SQD and SQE transitions are not implemented yet.
-            _ => return Err(EOPNOTSUPP),
-        }
-        self.state.store(new as u32, Relaxed);
-        if mask.contains(F::AccessFlags) {
-            self.access.store(u32::from(attr.qp_access_flags), Relaxed);
-        }
-        if mask.contains(F::MaxDestRdAtomic) {
-            self.resp_depth
-                .store(attr.max_dest_rd_atomic.into(), Relaxed);
-        }
+        let new = self.fw.modify(cmds, log_max_msg, attr, mask)?;
         if new == QpState::Reset {
-            // Drop the QP's CQEs still queued and start the rings over, as C.
             self.recv_cq.clean(self.qpn());
             if !Arc::ptr_eq(&self.send_cq, &self.recv_cq) {
                 self.send_cq.clean(self.qpn());
@@ -773,35 +870,7 @@ impl Mlx5Qp {
 
     /// QUERY_QP: the state and what the context reports.
     pub(crate) fn query(&self, cmds: &Commands) -> Result<QpAttr> {
-        let o = cmds.exec::<QueryQp>(&QpNumIn::new().qpn(self.qpn().into())?)?;
-        let mut acc = AccessFlags::default();
-        if o.rre() != 0 {
-            acc |= Access::RemoteRead;
-        }
-        if o.rwe() != 0 {
-            acc |= Access::RemoteWrite;
-        }
-        if o.rae() != 0 {
-            acc |= Access::RemoteAtomic;
-        }
-        Ok(QpAttr {
-            qp_state: ib_state(o.state()),
-            qp_access_flags: acc,
-            pkey_index: o.pkey_index() as u16,
-            port_num: o.vhca_port_num() as u8,
-            qkey: o.q_key() as u32,
-            dlid: o.rlid() as u16,
-            path_mtu: o.mtu() as u8,
-            timeout: o.ack_timeout() as u8,
-            retry_cnt: o.retry_count() as u8,
-            rnr_retry: o.rnr_retry() as u8,
-            rq_psn: o.next_rcv_psn() as u32,
-            max_rd_atomic: 1 << o.log_sra_max(),
-            min_rnr_timer: o.min_rnr_nak() as u8,
-            sq_psn: o.next_send_psn() as u32,
-            max_dest_rd_atomic: 1 << o.log_rra_max(),
-            dest_qp_num: o.remote_qpn() as u32,
-        })
+        self.fw.query(cmds)
     }
 
     /// Queues send requests (C's `mlx5_ib_post_send` for RC and UD): each WQE is built on the
@@ -973,7 +1042,7 @@ pub(crate) fn destroy(cmds: &Commands, mut qp: Mlx5Qp) -> Result {
     let qpn = qp.qpn();
     drop(qp.events.take());
     let num = QpNumIn::new().qpn(qpn.into())?;
-    if state_from_u32(qp.state.load(Relaxed)) != QpState::Reset {
+    if qp.fw.state() != QpState::Reset {
         if let Err(e) = cmds.exec::<QpToRst>(&num) {
             pr_warn!(
                 "modify QP {:#x} to RESET failed: err {}\n",

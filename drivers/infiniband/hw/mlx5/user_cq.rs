@@ -10,18 +10,12 @@
 //! Pages are described to the device 4 KiB at a time (C may pick larger pages for a physically
 //! contiguous ring; the device sees the same memory either way).
 
-use crate::ucontext::Mlx5UContext;
+use crate::{ucontext::Mlx5UContext, umem::UserMemory};
 use ib_core::{
     udata::Udata,
     verbs_types::{CqNotifier, UserCqInit, USER_CQ_IGNORE_OVERRUN, USER_CQ_TIMESTAMP_COMPLETION},
 };
-use kernel::{
-    dma::DataDirection,
-    page::PAGE_SIZE,
-    prelude::*,
-    sync::Arc,
-    user_pages::{DmaMappedPages, PinnedPages},
-};
+use kernel::{prelude::*, sync::Arc};
 use mlx5_core::{
     auxdev::{CqHandler, CqRegistration, Mlx5Device},
     commands::Commands,
@@ -112,56 +106,6 @@ impl CqHandler for Events {
     }
 }
 
-/// Pinned user memory the device writes: the pages, mapped for it.
-struct UserMemory(DmaMappedPages);
-
-impl UserMemory {
-    /// Pins and maps `len` bytes at user address `addr` for `dev` (C's `ib_umem_get` with
-    /// local write): a range that wraps, or whose page-aligned end does, is `EINVAL`.
-    fn pin(dev: &Mlx5Device, addr: u64, len: usize) -> Result<Self> {
-        let start = usize::try_from(addr).map_err(|_| EINVAL)?;
-        let end = start.checked_add(len).ok_or(EINVAL)?;
-        end.checked_next_multiple_of(PAGE_SIZE).ok_or(EINVAL)?;
-        let pinned = PinnedPages::pin(start, len, true)?;
-        // SAFETY: The PCI function stays bound while the RDMA device is registered, and every
-        // user CQ is destroyed (its contexts are) before the device's unregistration completes.
-        let mapped = unsafe {
-            DmaMappedPages::map(
-                dev.device(),
-                pinned,
-                start & (PAGE_SIZE - 1),
-                len,
-                DataDirection::Bidirectional,
-            )?
-        };
-        Ok(Self(mapped))
-    }
-
-    /// The device address of byte 0.
-    fn first_dma(&self) -> u64 {
-        let mut first = None;
-        self.0.for_each_dma_page(|a| {
-            if first.is_none() {
-                first = Some(a);
-            }
-        });
-        first.unwrap_or(0) + self.0.offset() as u64
-    }
-
-    /// The page list CREATE_CQ takes: one big-endian entry per 4 KiB page.
-    fn page_list(&self) -> Result<KVVec<u8>> {
-        let mut pas = KVVec::with_capacity(self.0.pinned().page_count() * 8, GFP_KERNEL)?;
-        let mut pushed = Ok(());
-        self.0.for_each_dma_page(|a| {
-            if pushed.is_ok() {
-                pushed = pas.extend_from_slice(&a.to_be_bytes(), GFP_KERNEL);
-            }
-        });
-        pushed?;
-        Ok(pas)
-    }
-}
-
 /// A user CQ's driver state.
 pub(crate) struct Mlx5UserCq {
     cqn: u32,
@@ -223,13 +167,13 @@ pub(crate) fn create(
     let ring_len = (entries as usize)
         .checked_mul(req.cqe_size as usize)
         .ok_or(EINVAL)?;
-    let ring = UserMemory::pin(dev, req.buf_addr, ring_len)?;
+    let ring = UserMemory::pin(dev, req.buf_addr, ring_len, true)?;
     // The ring's offset in its first page must be a whole number of 64-byte units (C's
     // quantized page offset).
     if req.buf_addr % 64 != 0 {
         return Err(EINVAL);
     }
-    let db = UserMemory::pin(dev, req.db_addr, 8)?;
+    let db = UserMemory::pin(dev, req.db_addr, 8, true)?;
     let pas = ring.page_list()?;
     // Only dynamic UARs are served: the request names the UAR page.
     if req.flags & FLAG_UAR_PAGE_INDEX == 0 {

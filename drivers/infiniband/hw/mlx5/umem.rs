@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! User memory the device uses (C's `ib_umem`): the rings and doorbell records of user CQs and
+//! QPs, pinned and mapped for the function's PCI device, described to the firmware 4 KiB page
+//! by 4 KiB page.
+
+use kernel::{
+    dma::DataDirection,
+    page::PAGE_SIZE,
+    prelude::*,
+    user_pages::{DmaMappedPages, PinnedPages},
+};
+use mlx5_core::auxdev::Mlx5Device;
+
+/// Pinned user memory the device uses: the pages, mapped for it.
+pub(crate) struct UserMemory(DmaMappedPages);
+
+impl UserMemory {
+    /// Pins and maps `len` bytes at user address `addr` for `dev` (C's `ib_umem_get`), for
+    /// writing when the device writes it: a range that wraps, or whose page-aligned end does,
+    /// is `EINVAL`.
+    pub(crate) fn pin(dev: &Mlx5Device, addr: u64, len: usize, writable: bool) -> Result<Self> {
+        let start = usize::try_from(addr).map_err(|_| EINVAL)?;
+        let end = start.checked_add(len).ok_or(EINVAL)?;
+        end.checked_next_multiple_of(PAGE_SIZE).ok_or(EINVAL)?;
+        let pinned = PinnedPages::pin(start, len, writable)?;
+        // SAFETY: The PCI function stays bound while the RDMA device is registered, and every
+        // user CQ is destroyed (its contexts are) before the device's unregistration completes.
+        let mapped = unsafe {
+            DmaMappedPages::map(
+                dev.device(),
+                pinned,
+                start & (PAGE_SIZE - 1),
+                len,
+                DataDirection::Bidirectional,
+            )?
+        };
+        Ok(Self(mapped))
+    }
+
+    /// The device address of byte 0.
+    pub(crate) fn first_dma(&self) -> u64 {
+        let mut first = None;
+        self.0.for_each_dma_page(|a| {
+            if first.is_none() {
+                first = Some(a);
+            }
+        });
+        first.unwrap_or(0) + self.0.offset() as u64
+    }
+
+    /// The page list CREATE_CQ takes: one big-endian entry per 4 KiB page.
+    pub(crate) fn page_list(&self) -> Result<KVVec<u8>> {
+        let mut pas = KVVec::with_capacity(self.0.pinned().page_count() * 8, GFP_KERNEL)?;
+        let mut pushed = Ok(());
+        self.0.for_each_dma_page(|a| {
+            if pushed.is_ok() {
+                pushed = pas.extend_from_slice(&a.to_be_bytes(), GFP_KERNEL);
+            }
+        });
+        pushed?;
+        Ok(pas)
+    }
+}
