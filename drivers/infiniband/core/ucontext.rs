@@ -228,9 +228,9 @@ impl UserPd {
         self.res.users.load(Relaxed)
     }
 
-    /// A QP of context `ctx` in this PD (C's `create_qp` with user data): `init`'s sizes are
-    /// checked against the device's limits (`EINVAL`), then the driver makes it from `udata`.
-    /// Its asynchronous events call `event`.
+    /// A QP of context `ctx` in this PD (C's `create_qp` with user data): the driver makes it
+    /// from `init` and `udata` (C's core checks no sizes for user QPs; the driver does). Its
+    /// asynchronous events call `event`.
     pub fn create_qp(
         &self,
         ctx: &UContext,
@@ -238,14 +238,6 @@ impl UserPd {
         udata: &Udata,
         event: Option<EventHandler>,
     ) -> Result<UserQp> {
-        let attr = self.dev.attr();
-        if init.cap.max_send_wr > attr.max_qp_wr
-            || init.cap.max_recv_wr > attr.max_qp_wr
-            || init.cap.max_send_sge > attr.max_send_sge
-            || init.cap.max_recv_sge > attr.max_recv_sge
-        {
-            return Err(EINVAL);
-        }
         let mut res = KBox::new(
             UserQpRes {
                 task: current_task(),
@@ -556,6 +548,11 @@ impl UserQp {
     /// Its transport.
     pub fn qp_type(&self) -> QpType {
         self.res.qp_type
+    }
+
+    /// The port a modify last set, 0 before (C's `qp->port`).
+    pub fn port(&self) -> u32 {
+        self.res.port()
     }
 
     /// Applies a modify (C's `ib_modify_qp_with_udata`): the transition and its attributes are

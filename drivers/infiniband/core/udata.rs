@@ -108,6 +108,15 @@ impl Udata {
         })
     }
 
+    /// Whether the request's bytes from `offset` on are all zero (C's `ib_is_udata_cleared` to
+    /// the request's end); `EFAULT` when they cannot be read.
+    pub fn in_zero_from(&self, offset: usize) -> Result<bool> {
+        if offset >= self.inlen {
+            return Ok(true);
+        }
+        user_bytes_zero(self.inbuf + offset, self.inlen - offset)
+    }
+
     /// C's `ib_is_udata_in_empty`: a request with a non-zero byte is `EOPNOTSUPP` (the driver
     /// takes none, and user space asked for something it does not know).
     pub fn check_in_empty(&self) -> Result {

@@ -46,6 +46,12 @@ pub enum Kind {
     /// A file descriptor the method uses as it is (C's `UVERBS_ATTR_RAW_FD`): an `int` given in
     /// the data, length 0.
     RawFd,
+    /// The handle of an object of type `object` the method uses (C's `UVERBS_ATTR_IDR` with
+    /// `UVERBS_ACCESS_READ`): it must exist (`ENOENT`) and be of that type (`EINVAL`).
+    IdrRead {
+        /// Its type.
+        object: u16,
+    },
     /// The handle of a new object of type `object`, written back when the attribute is
     /// processed (C's `UVERBS_ATTR_IDR` with `UVERBS_ACCESS_NEW`).
     IdrNew {
@@ -107,6 +113,16 @@ pub const fn type_out(n: u16) -> Kind {
         min: n,
         max: n,
         zero_trailing: false,
+    }
+}
+
+/// C's `UVERBS_ATTR_STRUCT(T, last)` for input: at least `min`, `max` is `sizeof(T)`, longer
+/// accepted when zero past it.
+pub const fn struct_in(min: u16, max: u16) -> Kind {
+    Kind::PtrIn {
+        min,
+        max,
+        zero_trailing: true,
     }
 }
 

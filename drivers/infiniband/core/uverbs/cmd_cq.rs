@@ -59,6 +59,11 @@ pub(crate) struct UCq {
 }
 
 impl UCq {
+    /// The CQ (`EINVAL` while it is being destroyed).
+    pub(crate) fn cq(&self) -> Result<&UserCq> {
+        self.cq.as_ref().ok_or(EINVAL)
+    }
+
     /// QPs using it (it cannot be destroyed while there are any).
     pub(crate) fn users(&self) -> u32 {
         self.cq.as_ref().map_or(0, |c| c.users())

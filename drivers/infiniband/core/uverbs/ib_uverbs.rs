@@ -22,6 +22,7 @@ mod cmd_cq;
 mod cmd_device;
 mod cmd_mr;
 mod cmd_pd;
+mod cmd_qp;
 mod ioctl;
 mod ioctl_device;
 mod le;

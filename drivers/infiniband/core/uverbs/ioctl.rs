@@ -177,6 +177,23 @@ impl IoctlBundle<'_> {
         Ok(a.data)
     }
 
+    /// Input `id` into `to` (C's `uverbs_copy_from_or_zero`): as much as it holds (inline or
+    /// from user memory), the rest of `to` zero; all zero when absent.
+    pub(crate) fn copy_from_or_zero(&self, id: u16, to: &mut [u8]) -> Result {
+        to.fill(0);
+        let Some(a) = self.attr(id) else {
+            return Ok(());
+        };
+        let n = usize::from(a.len).min(to.len());
+        if a.is_inline() {
+            to[..n].copy_from_slice(&a.data.to_le_bytes()[..n]);
+            return Ok(());
+        }
+        UserSlice::new(UserPtr::from_addr(a.data as usize), n)
+            .reader()
+            .read_slice(&mut to[..n])
+    }
+
     /// Input `id` of 4 bytes (C's `uverbs_copy_from` of a `u32`, inline): `ENOENT` when absent.
     pub(crate) fn get_u32(&self, id: u16) -> Result<u32> {
         Ok(self.attr(id).ok_or(ENOENT)?.data as u32)
@@ -292,6 +309,8 @@ impl IoctlBundle<'_> {
                 return Ok(());
             }
             Kind::IdrDestroy { object } => return self.idr_destroy(a, object),
+            // Checked as a destroyed one is (C's lookup is the same but for the lock taken).
+            Kind::IdrRead { object } => return self.idr_destroy(a, object),
         };
         if a.len < min || (!zero_trailing && a.len > max) {
             return Err(EINVAL);

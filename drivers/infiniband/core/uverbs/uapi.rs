@@ -6,9 +6,12 @@
 //! C's answer for one it does not know, `EPROTONOSUPPORT`; so does a method C has that is not
 //! written yet.
 
-use crate::{cmd_cq::create_attr as cq, ioctl::IoctlBundle, ioctl_device, ufile::Ufile};
+use crate::{
+    cmd_cq::create_attr as cq, cmd_qp::create_attr as qp, ioctl::IoctlBundle, ioctl_device,
+    ufile::Ufile,
+};
 pub(crate) use ib_core::uverbs_spec::{
-    attr, min_in, min_out, struct_out, type_in, type_out, AttrSpec, DriverMethod, Kind,
+    attr, min_in, min_out, struct_in, struct_out, type_in, type_out, AttrSpec, DriverMethod, Kind,
     ATTR_UHW_IN, ATTR_UHW_OUT, CONST_IN, FLAGS_IN, UHW_IN, UHW_OUT,
 };
 use kernel::prelude::*;
@@ -20,7 +23,15 @@ pub(crate) const OBJECT_PD: u16 = 1;
 /// `UVERBS_OBJECT_CQ`.
 pub(crate) const OBJECT_CQ: u16 = 3;
 /// `UVERBS_OBJECT_COMP_CHANNEL`.
-pub(crate) const OBJECT_COMP_CHANNEL: u16 = 6;
+pub(crate) const OBJECT_COMP_CHANNEL: u16 = 2;
+/// `UVERBS_OBJECT_QP`.
+pub(crate) const OBJECT_QP: u16 = 4;
+/// `UVERBS_OBJECT_SRQ`.
+pub(crate) const OBJECT_SRQ: u16 = 5;
+/// `UVERBS_OBJECT_XRCD`.
+pub(crate) const OBJECT_XRCD: u16 = 10;
+/// `UVERBS_OBJECT_RWQ_IND_TBL`.
+pub(crate) const OBJECT_RWQ_IND_TBL: u16 = 11;
 /// `UVERBS_OBJECT_MR`.
 pub(crate) const OBJECT_MR: u16 = 7;
 /// `UVERBS_OBJECT_ASYNC_EVENT`.
@@ -44,7 +55,7 @@ pub(crate) struct MethodSpec {
 }
 
 /// The most attributes a method here has.
-pub(crate) const MAX_ATTRS: usize = 16;
+pub(crate) const MAX_ATTRS: usize = 20;
 
 /// `UVERBS_METHOD_INVOKE_WRITE`'s attributes.
 pub(crate) mod invoke_write {
@@ -202,6 +213,63 @@ pub(crate) static METHODS: &[MethodSpec] = &[
         ],
         has_udata: false,
         handler: crate::cmd_cq::destroy_ioctl,
+    },
+    MethodSpec {
+        object: OBJECT_QP,
+        method: 0,
+        attrs: &[
+            attr(qp::HANDLE, Kind::IdrNew { object: OBJECT_QP }, true),
+            attr(qp::XRCD_HANDLE, Kind::IdrRead { object: OBJECT_XRCD }, false),
+            attr(qp::PD_HANDLE, Kind::IdrRead { object: OBJECT_PD }, false),
+            attr(qp::SRQ_HANDLE, Kind::IdrRead { object: OBJECT_SRQ }, false),
+            attr(qp::SEND_CQ_HANDLE, Kind::IdrRead { object: OBJECT_CQ }, false),
+            attr(qp::RECV_CQ_HANDLE, Kind::IdrRead { object: OBJECT_CQ }, false),
+            attr(
+                qp::IND_TABLE_HANDLE,
+                Kind::IdrRead {
+                    object: OBJECT_RWQ_IND_TBL,
+                },
+                false,
+            ),
+            attr(qp::USER_HANDLE, type_in(8), true),
+            // `struct ib_uverbs_qp_cap` up to `max_inline_data`: 20 bytes.
+            attr(qp::CAP, struct_in(20, 20), true),
+            attr(qp::TYPE, CONST_IN, true),
+            attr(qp::FLAGS, FLAGS_IN, false),
+            attr(qp::SOURCE_QPN, type_in(4), false),
+            attr(
+                qp::EVENT_FD,
+                Kind::FdRead {
+                    object: OBJECT_ASYNC_EVENT,
+                },
+                false,
+            ),
+            attr(qp::RESP_CAP, struct_out(20, 20), true),
+            attr(qp::RESP_QP_NUM, type_out(4), true),
+            // `struct ib_uverbs_buffer_desc`: 32 bytes.
+            attr(qp::BUF_UMEM, type_in(32), false),
+            attr(qp::RQ_BUF_UMEM, type_in(32), false),
+            attr(qp::SQ_BUF_UMEM, type_in(32), false),
+            UHW_IN,
+            UHW_OUT,
+        ],
+        has_udata: true,
+        handler: crate::cmd_qp::create_ioctl,
+    },
+    MethodSpec {
+        object: OBJECT_QP,
+        method: 1,
+        attrs: &[
+            attr(
+                crate::cmd_qp::destroy_attr::HANDLE,
+                Kind::IdrDestroy { object: OBJECT_QP },
+                true,
+            ),
+            // `struct ib_uverbs_destroy_qp_resp`: 4 bytes.
+            attr(crate::cmd_qp::destroy_attr::RESP, type_out(4), true),
+        ],
+        has_udata: false,
+        handler: crate::cmd_qp::destroy_ioctl,
     },
     MethodSpec {
         object: OBJECT_MR,

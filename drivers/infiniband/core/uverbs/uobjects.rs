@@ -10,7 +10,8 @@
 
 use crate::{
     cmd_cq::UCq,
-    uapi::{OBJECT_CQ, OBJECT_MR, OBJECT_PD},
+    cmd_qp::UQp,
+    uapi::{OBJECT_CQ, OBJECT_MR, OBJECT_PD, OBJECT_QP},
 };
 use ib_core::{
     ucontext::{UserMr, UserPd},
@@ -26,6 +27,8 @@ pub(crate) enum UObject {
     Mr(#[expect(dead_code, reason = "kept to be dropped: the driver frees it then")] UserMr),
     /// A completion queue.
     Cq(UCq),
+    /// A queue pair.
+    Qp(UQp),
     /// A driver's object of type `object` (mlx5: a UAR).
     Driver {
         /// Its type (the driver's object id).
@@ -44,6 +47,7 @@ impl UObject {
             UObject::Pd(_) => OBJECT_PD,
             UObject::Mr(_) => OBJECT_MR,
             UObject::Cq(_) => OBJECT_CQ,
+            UObject::Qp(_) => OBJECT_QP,
             UObject::Driver { object, .. } => *object,
             UObject::Reserved => u16::MAX,
         }
@@ -54,7 +58,7 @@ impl UObject {
         match self {
             UObject::Pd(pd) => pd.users() != 0,
             UObject::Cq(cq) => cq.users() != 0,
-            UObject::Mr(_) | UObject::Driver { .. } | UObject::Reserved => false,
+            UObject::Mr(_) | UObject::Qp(_) | UObject::Driver { .. } | UObject::Reserved => false,
         }
     }
 }
@@ -150,6 +154,30 @@ impl UObjects {
                 obj: UObject::Pd(pd),
                 ..
             }) => Ok(pd),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// The CQ `handle` (`ENOENT`, or `EINVAL` for another type).
+    pub(crate) fn cq(&self, handle: u64) -> Result<&ib_core::ucontext::UserCq> {
+        self.check(handle, OBJECT_CQ)?;
+        match self.entries.iter().find(|e| u64::from(e.handle) == handle) {
+            Some(Entry {
+                obj: UObject::Cq(cq),
+                ..
+            }) => cq.cq(),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// The QP `handle` (`ENOENT`, or `EINVAL` for another type).
+    pub(crate) fn qp(&self, handle: u64) -> Result<&UQp> {
+        self.check(handle, OBJECT_QP)?;
+        match self.entries.iter().find(|e| u64::from(e.handle) == handle) {
+            Some(Entry {
+                obj: UObject::Qp(qp),
+                ..
+            }) => Ok(qp),
             _ => Err(EINVAL),
         }
     }

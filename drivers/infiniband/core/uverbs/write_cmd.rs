@@ -11,7 +11,7 @@
 
 use crate::{
     bundle::{Bundle, Handler},
-    cmd_channel, cmd_cq, cmd_device, cmd_mr, cmd_pd,
+    cmd_channel, cmd_cq, cmd_device, cmd_mr, cmd_pd, cmd_qp,
     le::{u16_at, u32_at, u64_at},
     ufile::Ufile,
 };
@@ -168,9 +168,9 @@ static WRITE: [Option<WriteMethod>; 41] = [
     /* 22 PEEK_CQ */ None,
     /* 23 REQ_NOTIFY_CQ */ None,
     /* 24 CREATE_QP */ WriteMethod::udata_io(56, 32, None),
-    /* 25 QUERY_QP */ WriteMethod::io(16, 128, None),
-    /* 26 MODIFY_QP */ WriteMethod::i(112),
-    /* 27 DESTROY_QP */ WriteMethod::io(16, 4, None),
+    /* 25 QUERY_QP */ WriteMethod::io(16, 128, Some(cmd_qp::query_qp)),
+    /* 26 MODIFY_QP */ WriteMethod::i_with(112, cmd_qp::modify_qp),
+    /* 27 DESTROY_QP */ WriteMethod::io(16, 4, Some(cmd_qp::destroy_qp)),
     /* 28 POST_SEND */ None,
     /* 29 POST_RECV */ None,
     /* 30 ATTACH_MCAST */ WriteMethod::i(24),
@@ -195,7 +195,7 @@ static WRITE_EX: [Option<WriteMethod>; 58] = {
     // them (mlx5 has them on Ethernet ports only).
     t[18] = WriteMethod::ex(Some(cmd_cq::ex_create_cq));
     t[24] = WriteMethod::ex(None);
-    t[26] = WriteMethod::ex(None);
+    t[26] = WriteMethod::ex(Some(cmd_qp::ex_modify_qp));
     t[50] = WriteMethod::ex(None);
     t[51] = WriteMethod::ex(None);
     t[57] = WriteMethod::ex(None);

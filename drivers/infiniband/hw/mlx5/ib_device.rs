@@ -14,7 +14,7 @@
 
 use crate::caps;
 use crate::mad::{self, attr, NodeInfo, PortInfo};
-use crate::{ah, cq, dma_buf::DmaBuf, mmap, mr, pd, qp, srq, ucontext, user_cq, wq_size::Limits};
+use crate::{ah, cq, dma_buf::DmaBuf, mmap, mr, pd, qp, srq, ucontext, user_cq, user_qp, wq_size::Limits};
 use core::ptr::NonNull;
 use ib_core::{
     attrs::{
@@ -199,7 +199,7 @@ impl DeviceOps for Mlx5IbDevice {
     type Ah = ah::Mlx5Ah;
     type UContext = ucontext::Mlx5UContext;
     type UserCq = user_cq::Mlx5UserCq;
-    type UserQp = ib_core::ops::NoVerbs;
+    type UserQp = user_qp::Mlx5UserQp;
 
     /// mlx5's user-verbs ABI (`MLX5_IB_UVERBS_ABI_VERSION` 1) and driver id (`RDMA_DRIVER_MLX5`
     /// 1): libmlx5 binds to the device by them.
@@ -270,6 +270,35 @@ impl DeviceOps for Mlx5IbDevice {
 
     fn destroy_user_cq(&self, cq: user_cq::Mlx5UserCq) -> Result {
         user_cq::destroy(&self.cmds, cq)
+    }
+
+    fn create_user_qp(
+        &self,
+        ctx: &ucontext::Mlx5UContext,
+        pd: &pd::Mlx5Pd,
+        init: &QpInitDriver<'_, user_cq::Mlx5UserCq>,
+        udata: &Udata,
+    ) -> Result<(NewQp<user_qp::Mlx5UserQp>, QpCap)> {
+        let caps = GeneralCaps::from_bytes(&self.caps.general);
+        user_qp::create(self.core.get(), &caps, ctx, pd.pdn, init, udata)
+    }
+
+    fn modify_user_qp(
+        &self,
+        qp: &user_qp::Mlx5UserQp,
+        attr: &QpAttr,
+        mask: QpAttrMask,
+        udata: &Udata,
+    ) -> Result {
+        qp.modify(&self.cmds, self.log_max_msg, attr, mask, udata)
+    }
+
+    fn query_user_qp(&self, qp: &user_qp::Mlx5UserQp) -> Result<QpAttr> {
+        qp.query(&self.cmds)
+    }
+
+    fn destroy_user_qp(&self, qp: user_qp::Mlx5UserQp) -> Result {
+        user_qp::destroy(&self.cmds, qp)
     }
 
     /// The UAR object (`MLX5_IB_OBJECT_UAR`).

@@ -20,6 +20,7 @@ mod srq;
 mod ucontext;
 mod umem;
 mod user_cq;
+mod user_qp;
 mod wq_size;
 mod wqe;
 

@@ -248,9 +248,9 @@ fn flushed(qpn: u32, wr_id: u64) -> WorkCompletion {
 /// A QP's async events (path migration, communication established, SQ drained, last WQE,
 /// catastrophic, request and access errors) from `mlx5_core`'s resource table, raised to the
 /// consumer's handler as C's `mlx5_ib_handle_qp_event` does.
-struct QpEvents {
-    qpn: u32,
-    notifier: EventNotifier,
+pub(crate) struct QpEvents {
+    pub(crate) qpn: u32,
+    pub(crate) notifier: EventNotifier,
 }
 
 impl ResourceHandler for QpEvents {
@@ -369,7 +369,7 @@ fn zeroed_u32(n: u32) -> Result<KVec<Atomic<u32>>> {
 /// device-wide XRC domain and SRQ C names for QPs without an SRQ are not created by this
 /// driver yet: `xrcd` and `srqn_rmpn_xrqn` stay 0.
 #[allow(clippy::too_many_arguments)]
-fn create_ctx(
+pub(crate) fn create_ctx(
     st: u64,
     uar: u32,
     pdn: u32,
@@ -412,7 +412,7 @@ fn create_ctx(
 }
 
 /// The `qpc.st` of a transport.
-fn st_of(kind: SendKind) -> u64 {
+pub(crate) fn st_of(kind: SendKind) -> u64 {
     match kind {
         SendKind::Rc => QP_ST_RC,
         SendKind::Ud => QP_ST_UD,
@@ -442,6 +442,11 @@ impl QpFw {
             access: Atomic::new(0),
             resp_depth: Atomic::new(0),
         }
+    }
+
+    /// The QP number.
+    pub(crate) fn qpn(&self) -> u32 {
+        self.qpn
     }
 
     /// The state the last modify left.

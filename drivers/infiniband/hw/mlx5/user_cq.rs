@@ -117,7 +117,6 @@ pub(crate) struct Mlx5UserCq {
 
 impl Mlx5UserCq {
     /// The CQ number.
-    #[expect(dead_code, reason = "user QPs name their CQs by it (not written yet)")]
     pub(crate) fn cqn(&self) -> u32 {
         self.cqn
     }

@@ -1,0 +1,531 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs of user space (C's `UVERBS_METHOD_QP_CREATE`/`_DESTROY`, `modify_qp`,
+//! `ib_uverbs_modify_qp`, `ib_uverbs_ex_modify_qp`, `ib_uverbs_query_qp`,
+//! `ib_uverbs_destroy_qp`): the QP is made in a PD of the file with two of its CQs; its
+//! asynchronous events go to an async event file (the one the request named, else the
+//! context's first) as its user handle, counted when read; destruction drops those unread and
+//! answers the count.
+//!
+//! Not served (C serves them on devices that have them): XRC, raw packet and driver QP types,
+//! SRQs and indirection tables, creation flags other than signalling every send, alternate
+//! paths, path migration and SQD notifications in modifies (`EOPNOTSUPP`).
+
+use crate::{
+    bundle::Bundle,
+    event_file::{EventCounts, EventFile},
+    ioctl::IoctlBundle,
+    le::{u16_at, u32_at},
+    uapi::OBJECT_QP,
+    ufile::{Context, Ufile},
+    uobjects::UObject,
+};
+use ib_core::{
+    events::{EventHandler, EventType},
+    ucontext::{UserQp, UserQpInit},
+    verbs_types::{
+        Access, AccessFlags, QpAttr, QpAttrField as F, QpAttrMask, QpCap, QpState, QpType,
+    },
+};
+use kernel::{prelude::*, sync::Arc};
+
+/// `UVERBS_METHOD_QP_CREATE`'s attributes (`enum uverbs_attrs_create_qp_cmd_attr_ids`).
+pub(crate) mod create_attr {
+    pub(crate) const HANDLE: u16 = 0;
+    pub(crate) const XRCD_HANDLE: u16 = 1;
+    pub(crate) const PD_HANDLE: u16 = 2;
+    pub(crate) const SRQ_HANDLE: u16 = 3;
+    pub(crate) const SEND_CQ_HANDLE: u16 = 4;
+    pub(crate) const RECV_CQ_HANDLE: u16 = 5;
+    pub(crate) const IND_TABLE_HANDLE: u16 = 6;
+    pub(crate) const USER_HANDLE: u16 = 7;
+    pub(crate) const CAP: u16 = 8;
+    pub(crate) const TYPE: u16 = 9;
+    pub(crate) const FLAGS: u16 = 10;
+    pub(crate) const SOURCE_QPN: u16 = 11;
+    pub(crate) const EVENT_FD: u16 = 12;
+    pub(crate) const RESP_CAP: u16 = 13;
+    pub(crate) const RESP_QP_NUM: u16 = 14;
+    pub(crate) const BUF_UMEM: u16 = 15;
+    pub(crate) const RQ_BUF_UMEM: u16 = 16;
+    pub(crate) const SQ_BUF_UMEM: u16 = 17;
+}
+
+/// `UVERBS_METHOD_QP_DESTROY`'s attributes.
+pub(crate) mod destroy_attr {
+    pub(crate) const HANDLE: u16 = 0;
+    pub(crate) const RESP: u16 = 1;
+}
+
+/// `enum ib_uverbs_qp_type` values.
+mod qpt {
+    pub(super) const RC: u64 = 2;
+    pub(super) const UC: u64 = 3;
+    pub(super) const UD: u64 = 4;
+    pub(super) const RAW_PACKET: u64 = 8;
+    pub(super) const XRC_INI: u64 = 9;
+    pub(super) const XRC_TGT: u64 = 10;
+    pub(super) const DRIVER: u64 = 0xff;
+}
+
+/// `enum ib_uverbs_qp_create_flags`.
+mod create_flag {
+    pub(super) const BLOCK_MULTICAST_LOOPBACK: u32 = 1 << 1;
+    pub(super) const SCATTER_FCS: u32 = 1 << 8;
+    pub(super) const CVLAN_STRIPPING: u32 = 1 << 9;
+    pub(super) const PCI_WRITE_END_PADDING: u32 = 1 << 11;
+    pub(super) const SQ_SIG_ALL: u32 = 1 << 12;
+}
+
+/// A QP of a file (C's `ib_uqp_object`).
+pub(crate) struct UQp {
+    /// Destroyed first (in `Drop`), then its unread events are dropped.
+    qp: Option<UserQp>,
+    counts: Arc<EventCounts>,
+    async_file: Option<Arc<EventFile>>,
+    sq_sig_all: bool,
+}
+
+impl Drop for UQp {
+    fn drop(&mut self) {
+        drop(self.qp.take());
+        if let Some(f) = &self.async_file {
+            f.forget(&self.counts);
+        }
+    }
+}
+
+impl UQp {
+    fn qp(&self) -> Result<&UserQp> {
+        self.qp.as_ref().ok_or(EINVAL)
+    }
+}
+
+/// `struct ib_uverbs_qp_cap` (20 bytes) read into a [`QpCap`].
+fn cap_from(b: &[u8]) -> QpCap {
+    QpCap {
+        max_send_wr: u32_at(b, 0),
+        max_recv_wr: u32_at(b, 4),
+        max_send_sge: u32_at(b, 8),
+        max_recv_sge: u32_at(b, 12),
+        max_inline_data: u32_at(b, 16),
+    }
+}
+
+/// A [`QpCap`] as `struct ib_uverbs_qp_cap`.
+fn cap_bytes(c: &QpCap) -> [u8; 20] {
+    let mut r = [0u8; 20];
+    for (i, v) in [
+        c.max_send_wr,
+        c.max_recv_wr,
+        c.max_send_sge,
+        c.max_recv_sge,
+        c.max_inline_data,
+    ]
+    .iter()
+    .enumerate()
+    {
+        r[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    r
+}
+
+/// `UVERBS_METHOD_QP_CREATE`, checked in C's order after the attributes.
+pub(crate) fn create_ioctl(b: &mut IoctlBundle<'_>) -> Result {
+    use create_attr as a;
+    let mut cap_raw = [0u8; 20];
+    b.copy_from_or_zero(a::CAP, &mut cap_raw)?;
+    let cap = cap_from(&cap_raw);
+    let user_handle = b.get_u64(a::USER_HANDLE)?;
+    let ty = b.get_const(a::TYPE, u32::MAX.into())?;
+    let qp_type = match ty {
+        qpt::XRC_TGT => {
+            if [a::RECV_CQ_HANDLE, a::SEND_CQ_HANDLE, a::PD_HANDLE, a::IND_TABLE_HANDLE]
+                .iter()
+                .any(|id| b.is_present(*id))
+            {
+                return Err(EINVAL);
+            }
+            // C needs the XRC domain's handle; this file has no XRC domains.
+            return Err(if b.is_present(a::XRCD_HANDLE) {
+                EOPNOTSUPP
+            } else {
+                ENOENT
+            });
+        }
+        qpt::RC | qpt::UC | qpt::UD | qpt::RAW_PACKET | qpt::XRC_INI | qpt::DRIVER => {
+            if b.is_present(a::XRCD_HANDLE) || (b.is_present(a::SRQ_HANDLE) && ty == qpt::XRC_INI)
+            {
+                return Err(EINVAL);
+            }
+            if !b.is_present(a::PD_HANDLE) || !b.is_present(a::SEND_CQ_HANDLE) {
+                return Err(ENOENT);
+            }
+            if ty != qpt::XRC_INI && !b.is_present(a::RECV_CQ_HANDLE) {
+                return Err(ENOENT);
+            }
+            match ty {
+                qpt::RC => QpType::Rc,
+                qpt::UC => QpType::Uc,
+                qpt::UD => QpType::Ud,
+                _ => return Err(EOPNOTSUPP),
+            }
+        }
+        _ => return Err(EINVAL),
+    };
+    let flags = b.get_flags32(
+        a::FLAGS,
+        create_flag::BLOCK_MULTICAST_LOOPBACK
+            | create_flag::SCATTER_FCS
+            | create_flag::CVLAN_STRIPPING
+            | create_flag::PCI_WRITE_END_PADDING
+            | create_flag::SQ_SIG_ALL,
+    )?;
+    // C's `check_creation_flags`.
+    let other = flags & !create_flag::SQ_SIG_ALL;
+    if other != 0 {
+        if qp_type != QpType::Ud {
+            return Err(EINVAL);
+        }
+        if other & (create_flag::SCATTER_FCS | create_flag::CVLAN_STRIPPING) != 0 {
+            return Err(EINVAL);
+        }
+        return Err(EOPNOTSUPP);
+    }
+    if b.is_present(a::SOURCE_QPN)
+        || b.is_present(a::SRQ_HANDLE)
+        || b.is_present(a::IND_TABLE_HANDLE)
+        || [a::BUF_UMEM, a::RQ_BUF_UMEM, a::SQ_BUF_UMEM]
+            .iter()
+            .any(|id| b.is_present(*id))
+    {
+        return Err(EOPNOTSUPP);
+    }
+    let named_async = b.event_file(a::EVENT_FD);
+    let pd = b.idr_handle(a::PD_HANDLE)?;
+    let send_cq = b.idr_handle(a::SEND_CQ_HANDLE)?;
+    let recv_cq = b.idr_handle(a::RECV_CQ_HANDLE)?;
+    let sq_sig_all = flags & create_flag::SQ_SIG_ALL != 0;
+    let driver = b.driver;
+    let ufile = b.ufile;
+    let (qp_num, cap) = ufile.with_context(|c| {
+        let async_file = named_async.or_else(|| c.default_async_file());
+        let p = CreateParams {
+            qp_type,
+            cap,
+            sq_sig_all,
+            user_handle,
+            pd,
+            send_cq,
+            recv_cq,
+            async_file,
+        };
+        let (obj, qp_num, cap) = create(c, p, &driver)?;
+        b.commit_new(&mut c.objects, obj)?;
+        Ok((qp_num, cap))
+    })?;
+    b.copy_to_struct_or_zero(a::RESP_CAP, &cap_bytes(&cap))?;
+    b.copy_to(a::RESP_QP_NUM, &qp_num.to_le_bytes())
+}
+
+/// What a QP is made of.
+struct CreateParams {
+    qp_type: QpType,
+    cap: QpCap,
+    sq_sig_all: bool,
+    user_handle: u64,
+    pd: u64,
+    send_cq: u64,
+    recv_cq: u64,
+    async_file: Option<Arc<EventFile>>,
+}
+
+/// Makes the QP in context `c`: returns the object, its number and its sizes.
+fn create(c: &Context, p: CreateParams, udata: &ib_core::udata::Udata) -> Result<(UObject, u32, QpCap)> {
+    let counts = EventCounts::new()?;
+    let handle = p.user_handle;
+    let event: Option<EventHandler> = match p.async_file.clone() {
+        Some(f) => {
+            let counts = counts.clone();
+            Some(KBox::new(
+                move |t: EventType| f.push_counted(handle, t as u32, Some(counts.clone())),
+                GFP_KERNEL,
+            )?)
+        }
+        None => None,
+    };
+    let pd = c.objects.pd(p.pd)?;
+    let send_cq = c.objects.cq(p.send_cq)?;
+    let recv_cq = c.objects.cq(p.recv_cq)?;
+    let init = UserQpInit {
+        qp_type: p.qp_type,
+        send_cq,
+        recv_cq,
+        cap: p.cap,
+        sq_sig_all: p.sq_sig_all,
+    };
+    let qp = pd.create_qp(&c.ucontext, &init, udata, event)?;
+    let (qp_num, cap) = (qp.qp_num(), qp.cap());
+    let obj = UObject::Qp(UQp {
+        qp: Some(qp),
+        counts,
+        async_file: p.async_file,
+        sq_sig_all: p.sq_sig_all,
+    });
+    Ok((obj, qp_num, cap))
+}
+
+/// Destroys QP `handle` of this file and returns the count of its events read.
+fn destroy(ufile: &Ufile, handle: u64) -> Result<u32> {
+    ufile.with_objects(|o| {
+        let obj = o.remove(handle, OBJECT_QP)?;
+        let counts = match &obj {
+            UObject::Qp(q) => Some(q.counts.clone()),
+            _ => None,
+        };
+        drop(obj);
+        Ok(counts.map_or(0, |c| c.async_events()))
+    })
+}
+
+/// `UVERBS_METHOD_QP_DESTROY`: the handle was checked with the attributes.
+pub(crate) fn destroy_ioctl(b: &mut IoctlBundle<'_>) -> Result {
+    let handle = b.idr_handle(destroy_attr::HANDLE)?;
+    let reported = destroy(b.ufile, handle)?;
+    b.copy_to(destroy_attr::RESP, &reported.to_le_bytes())
+}
+
+/// DESTROY_QP (`struct ib_uverbs_destroy_qp`: response, qp_handle, reserved): answers the count
+/// of events read.
+pub(crate) fn destroy_qp(b: &mut Bundle<'_>) -> Result {
+    let mut req = [0u8; 16];
+    b.request(&mut req)?;
+    let reported = destroy(b.ufile, u32_at(&req, 8).into())?;
+    b.respond(&reported.to_le_bytes())
+}
+
+/// `IB_QP_*` bits a modify may carry (`IB_QP_ATTR_STANDARD_BITS`: bits 0..20).
+const STANDARD_BITS: u32 = (1 << 21) - 1;
+/// `IB_QP_RATE_LIMIT`.
+const RATE_LIMIT: u32 = 1 << 25;
+/// `IB_QP_CUR_STATE`.
+const CUR_STATE: u32 = 1 << 1;
+/// The bits [`QpAttrMask`] carries.
+const SERVED: u32 = F::State as u32
+    | F::AccessFlags as u32
+    | F::PkeyIndex as u32
+    | F::Port as u32
+    | F::Qkey as u32
+    | F::Av as u32
+    | F::PathMtu as u32
+    | F::Timeout as u32
+    | F::RetryCnt as u32
+    | F::RnrRetry as u32
+    | F::RqPsn as u32
+    | F::MaxQpRdAtomic as u32
+    | F::MinRnrTimer as u32
+    | F::SqPsn as u32
+    | F::MaxDestRdAtomic as u32
+    | F::DestQpn as u32;
+/// The fields a mask names.
+fn mask_of(bits: u32) -> QpAttrMask {
+    let mut m = QpAttrMask::empty();
+    for f in [
+        F::State,
+        F::AccessFlags,
+        F::PkeyIndex,
+        F::Port,
+        F::Qkey,
+        F::Av,
+        F::PathMtu,
+        F::Timeout,
+        F::RetryCnt,
+        F::RnrRetry,
+        F::RqPsn,
+        F::MaxQpRdAtomic,
+        F::MinRnrTimer,
+        F::SqPsn,
+        F::MaxDestRdAtomic,
+        F::DestQpn,
+    ] {
+        if bits & f as u32 != 0 {
+            m |= f;
+        }
+    }
+    m
+}
+
+/// The access rights `IB_ACCESS_*` bits name (the others a QP does not use).
+fn access_of(bits: u32) -> AccessFlags {
+    let mut a = AccessFlags::empty();
+    for r in [
+        Access::LocalWrite,
+        Access::RemoteWrite,
+        Access::RemoteRead,
+        Access::RemoteAtomic,
+    ] {
+        if bits & u32::from(AccessFlags::from(r)) != 0 {
+            a |= r;
+        }
+    }
+    a
+}
+
+/// `IB_QP_SET_QKEY`: a privileged Q_Key.
+const SET_QKEY: u32 = 0x8000_0000;
+
+/// `IB_QPS_ERR`, the last state.
+const QPS_ERR: u8 = 6;
+
+/// A QP state number as user space gives it.
+fn state_of(v: u8) -> Result<QpState> {
+    Ok(match v {
+        0 => QpState::Reset,
+        1 => QpState::Init,
+        2 => QpState::Rtr,
+        3 => QpState::Rts,
+        4 => QpState::Sqd,
+        5 => QpState::Sqe,
+        6 => QpState::Err,
+        _ => return Err(EINVAL),
+    })
+}
+
+/// C's `modify_qp` for `struct ib_uverbs_modify_qp` in `req` (112 bytes): the QP looked up,
+/// the ports checked, the states' range, then the attributes the mask names.
+fn modify(b: &Bundle<'_>, req: &[u8]) -> Result {
+    let handle = u32_at(req, 64);
+    let mut mask = u32_at(req, 68);
+    let port_num = req[104];
+    let dest_port = req[31];
+    let qp_state = req[96];
+    let cur_qp_state = req[97];
+    b.ufile.with_objects(|o| {
+        let q = o.qp(handle.into())?;
+        let qp = q.qp()?;
+        let dev = b.ufile.device().ib_device().ok_or(EIO)?;
+        if mask & F::Port as u32 != 0 && !dev.is_valid_port(port_num.into()) {
+            return Err(EINVAL);
+        }
+        let mut port = port_num;
+        if mask & F::Av as u32 != 0 {
+            if !dev.is_valid_port(dest_port.into()) {
+                return Err(EINVAL);
+            }
+            if mask & F::State as u32 != 0 && qp_state == QpState::Rtr as u8 {
+                // INIT to RTR: the path's port is the one RST to INIT set.
+                if u32::from(dest_port) != qp.port() {
+                    return Err(EINVAL);
+                }
+            } else if mask & F::Port as u32 != 0 {
+                if port_num != dest_port {
+                    return Err(EINVAL);
+                }
+            } else {
+                // SQD to SQD: a new path moves the QP to its port.
+                mask |= F::Port as u32;
+                port = dest_port;
+            }
+        }
+        if (mask & CUR_STATE != 0 && cur_qp_state > QPS_ERR)
+            || (mask & F::State as u32 != 0 && qp_state > QPS_ERR)
+        {
+            return Err(EINVAL);
+        }
+        if mask & F::Qkey as u32 != 0 && u32_at(req, 72) & SET_QKEY != 0 {
+            // C lets a privileged Q_Key through for tasks with CAP_NET_RAW or when netlink
+            // allows it; this core does not serve privileged Q_Keys.
+            return Err(EPERM);
+        }
+        let attr = QpAttr {
+            qp_state: if mask & F::State as u32 != 0 {
+                state_of(qp_state)?
+            } else {
+                QpState::Reset
+            },
+            qp_access_flags: access_of(u32_at(req, 88)),
+            pkey_index: u16_at(req, 92),
+            port_num: port,
+            qkey: u32_at(req, 72),
+            dlid: u16_at(req, 20),
+            path_mtu: req[98],
+            timeout: req[105],
+            retry_cnt: req[106],
+            rnr_retry: req[107],
+            rq_psn: u32_at(req, 76) & 0xff_ffff,
+            max_rd_atomic: req[101],
+            min_rnr_timer: req[103],
+            sq_psn: u32_at(req, 80) & 0xff_ffff,
+            max_dest_rd_atomic: req[102],
+            dest_qp_num: u32_at(req, 84),
+        };
+        // What this core cannot carry to the driver (alternate paths, path migration, SQD
+        // notification, capabilities, rate limits) is refused.
+        if mask & !(SERVED | CUR_STATE) != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let m = mask_of(mask & SERVED);
+        qp.modify(&attr, m, &b.driver)
+    })
+}
+
+/// MODIFY_QP (`struct ib_uverbs_modify_qp`): a mask beyond the standard bits is `EOPNOTSUPP`.
+pub(crate) fn modify_qp(b: &mut Bundle<'_>) -> Result {
+    let mut req = [0u8; 112];
+    b.request(&mut req)?;
+    if u32_at(&req, 68) & !STANDARD_BITS != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    modify(b, &req)
+}
+
+/// EX_MODIFY_QP (`struct ib_uverbs_ex_modify_qp`: the legacy request, rate_limit, reserved):
+/// answers `{comp_mask, response_length}`.
+pub(crate) fn ex_modify_qp(b: &mut Bundle<'_>) -> Result {
+    let mut req = [0u8; 120];
+    b.request(&mut req)?;
+    if u32_at(&req, 68) & !(STANDARD_BITS | RATE_LIMIT) != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    let len = b.response_length(8);
+    modify(b, &req)?;
+    let mut resp = [0u8; 8];
+    resp[4..8].copy_from_slice(&len.to_le_bytes());
+    b.respond(&resp)
+}
+
+/// QUERY_QP (`struct ib_uverbs_query_qp`: response, qp_handle, attr_mask): the attributes the
+/// driver reports and the sizes made (`struct ib_uverbs_query_qp_resp`, 128 bytes).
+pub(crate) fn query_qp(b: &mut Bundle<'_>) -> Result {
+    let mut req = [0u8; 16];
+    b.request(&mut req)?;
+    let (a, cap, sig_all, port) = b.ufile.with_objects(|o| {
+        let q = o.qp(u32_at(&req, 8).into())?;
+        let qp = q.qp()?;
+        Ok((qp.query()?, qp.cap(), q.sq_sig_all, qp.port()))
+    })?;
+    let mut r = [0u8; 128];
+    // The primary path (`struct ib_uverbs_qp_dest`): the LID and the port.
+    r[20..22].copy_from_slice(&a.dlid.to_le_bytes());
+    r[31] = port as u8;
+    r[64..84].copy_from_slice(&cap_bytes(&cap));
+    r[84..88].copy_from_slice(&a.qkey.to_le_bytes());
+    r[88..92].copy_from_slice(&a.rq_psn.to_le_bytes());
+    r[92..96].copy_from_slice(&a.sq_psn.to_le_bytes());
+    r[96..100].copy_from_slice(&a.dest_qp_num.to_le_bytes());
+    r[100..104].copy_from_slice(&u32::from(a.qp_access_flags).to_le_bytes());
+    r[104..106].copy_from_slice(&a.pkey_index.to_le_bytes());
+    r[108] = a.qp_state as u8;
+    r[109] = a.qp_state as u8;
+    r[110] = a.path_mtu;
+    // Path migration state: migrated (C's `IB_MIG_MIGRATED`, 0).
+    r[113] = a.max_rd_atomic;
+    r[114] = a.max_dest_rd_atomic;
+    r[115] = a.min_rnr_timer;
+    r[116] = a.port_num;
+    r[117] = a.timeout;
+    r[118] = a.retry_cnt;
+    r[119] = a.rnr_retry;
+    r[122] = u8::from(sig_all);
+    b.respond(&r)
+}

@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs of user space (C's `mlx5_ib_create_qp` with user data: `process_udata_size`,
+//! `check_ucmd_data`, `process_vendor_flags`, `get_qp_uidx`, `create_user_qp`,
+//! `_create_user_qp`, `set_user_buf_size`; `mlx5_ib_modify_qp` and `mlx5_ib_destroy_qp` for a
+//! user QP). libmlx5 sizes the rings itself and describes them in its request (`struct
+//! mlx5_ib_create_qp`): the receive ring first, then the send ring of 64-byte blocks, in one
+//! buffer, and a doorbell record; the driver pins both and creates the QP on the UAR page the
+//! request names (this driver serves dynamic UARs only). Modifies and queries are a kernel
+//! QP's (`qp::QpFw`); user space posts and polls itself.
+
+use crate::{
+    qp::{create_ctx, st_of, QpEvents, QpFw},
+    ucontext::Mlx5UContext,
+    umem::UserMemory,
+    user_cq::Mlx5UserCq,
+    wq_size::{RqSize, SendKind, SqSize},
+};
+use ib_core::{
+    udata::Udata,
+    verbs_types::{NewQp, QpAttr, QpAttrMask, QpCap, QpInitDriver, QpState, QpType},
+};
+use kernel::{prelude::*, sync::Arc};
+use mlx5_core::{
+    auxdev::{Mlx5Device, Resource, ResourceHandler, ResourceRegistration},
+    commands::Commands,
+    ifc::GeneralCaps,
+    ifc_verbs::{CreateQp, DestroyQp, QpNumIn, QpToRst},
+};
+
+/// `sizeof(struct mlx5_ib_create_qp)`.
+const REQ_SIZE: usize = 56;
+/// `offsetof(struct mlx5_ib_create_qp, ece_options)`: shorter requests are `EINVAL`.
+const REQ_MIN: usize = 48;
+/// `offsetof(struct mlx5_ib_create_qp, reserved)`: what follows must be zero.
+const REQ_LAST: usize = 54;
+/// `offsetofend(struct mlx5_ib_create_qp, uidx)`.
+const REQ_UIDX_END: usize = 36;
+/// `sizeof(struct mlx5_ib_create_qp_resp)`.
+const RESP_SIZE: usize = 40;
+
+/// `MLX5_QP_FLAG_*`.
+mod flag {
+    pub(super) const SIGNATURE: u32 = 1 << 0;
+    pub(super) const SCATTER_CQE: u32 = 1 << 1;
+    pub(super) const BFREG_INDEX: u32 = 1 << 3;
+    pub(super) const TYPE_DCT: u32 = 1 << 4;
+    pub(super) const TYPE_DCI: u32 = 1 << 5;
+    pub(super) const ALLOW_SCATTER_CQE: u32 = 1 << 8;
+    pub(super) const UAR_PAGE_INDEX: u32 = 1 << 10;
+}
+
+/// `MLX5_IB_DEFAULT_UIDX`: no user index (CQE version 0).
+const DEFAULT_UIDX: u32 = 0xff_ffff;
+/// `MLX5_IB_INVALID_BFREG`: the answer when the QP uses a UAR page, not a blue-flame register.
+const INVALID_BFREG: u32 = u32::MAX;
+/// log2 of a send WQE basic block (`MLX5_SEND_WQE_BB`).
+const SQ_WQE_SHIFT: u32 = 6;
+
+/// libmlx5's request (`struct mlx5_ib_create_qp`).
+struct Request {
+    buf_addr: u64,
+    db_addr: u64,
+    sq_wqe_count: u32,
+    rq_wqe_count: u32,
+    rq_wqe_shift: u32,
+    flags: u32,
+    uidx: u32,
+    bfreg_index: u32,
+}
+
+impl Request {
+    fn parse(b: &[u8; REQ_SIZE]) -> Self {
+        let u64_at = |o: usize| {
+            let mut v = [0u8; 8];
+            v.copy_from_slice(&b[o..o + 8]);
+            u64::from_le_bytes(v)
+        };
+        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+        Self {
+            buf_addr: u64_at(0),
+            db_addr: u64_at(8),
+            sq_wqe_count: u32_at(16),
+            rq_wqe_count: u32_at(20),
+            rq_wqe_shift: u32_at(24),
+            flags: u32_at(28),
+            uidx: u32_at(32),
+            bfreg_index: u32_at(36),
+        }
+    }
+}
+
+/// C's `process_vendor_flags` for an RC, UC or UD QP of a device without DCI streams,
+/// scatter-to-CQE or packet-based credits: the flags it accepts (signature, scatter-to-CQE
+/// hints, which are dropped without the capability, and the UAR flags); any other is `EINVAL`.
+fn vendor_flags(flags: u32) -> Result<u32> {
+    let mut rest = flags;
+    let mut taken = 0;
+    for f in [
+        flag::TYPE_DCI,
+        flag::TYPE_DCT,
+        flag::SIGNATURE,
+        flag::BFREG_INDEX,
+        flag::UAR_PAGE_INDEX,
+    ] {
+        // DCI and DCT are types of their own, which this driver does not make (`EINVAL` below).
+        if rest & f != 0 && f != flag::TYPE_DCI && f != flag::TYPE_DCT {
+            taken |= f;
+            rest &= !f;
+        }
+    }
+    rest &= !(flag::SCATTER_CQE | flag::ALLOW_SCATTER_CQE);
+    if rest != 0 {
+        return Err(EINVAL);
+    }
+    Ok(taken)
+}
+
+/// C's `get_qp_user_index`: with CQE version 1 the request names a user index of 24 bits; with
+/// version 0 it names none (or the default one).
+fn user_index(cqe_version: u8, inlen: usize, uidx: u32) -> Result<u32> {
+    let has = inlen >= REQ_UIDX_END;
+    if has && cqe_version == 0 && uidx == DEFAULT_UIDX {
+        return Ok(DEFAULT_UIDX);
+    }
+    if has != (cqe_version != 0) {
+        return Err(EINVAL);
+    }
+    if cqe_version != 0 {
+        if uidx == DEFAULT_UIDX || uidx & !0xff_ffff != 0 {
+            return Err(EINVAL);
+        }
+        return Ok(uidx);
+    }
+    Ok(DEFAULT_UIDX)
+}
+
+/// A user QP's driver state.
+pub(crate) struct Mlx5UserQp {
+    fw: QpFw,
+    /// Dropped before DESTROY_QP: no event reaches the QP's owner after that.
+    events: Option<ResourceRegistration>,
+    buf: Option<UserMemory>,
+    db: Option<UserMemory>,
+}
+
+/// Creates an RC, UC or UD QP of user context `ctx` in PD `pdn` (C's checks in C's order).
+/// Returns it and its sizes as user space sees them (what it asked for; no receive queue
+/// without one).
+pub(crate) fn create(
+    dev: &Mlx5Device,
+    caps: &GeneralCaps,
+    ctx: &Mlx5UContext,
+    pdn: u32,
+    init: &QpInitDriver<'_, Mlx5UserCq>,
+    udata: &Udata,
+) -> Result<(NewQp<Mlx5UserQp>, QpCap)> {
+    let kind = match init.qp_type {
+        QpType::Rc => SendKind::Rc,
+        QpType::Ud => SendKind::Ud,
+        // UC, and the types C makes besides, are not served.
+        _ => return Err(EOPNOTSUPP),
+    };
+    // C's `process_udata_size` and `check_ucmd_data`.
+    let inlen = udata.inlen();
+    if inlen < REQ_MIN {
+        return Err(EINVAL);
+    }
+    if inlen > REQ_LAST && !udata.in_zero_from(REQ_LAST)? {
+        return Err(EINVAL);
+    }
+    let mut raw = [0u8; REQ_SIZE];
+    udata.read_in(&mut raw[..inlen.min(REQ_SIZE)])?;
+    let req = Request::parse(&raw);
+    let flags = vendor_flags(req.flags)?;
+    let uidx = user_index(ctx.cqe_version, inlen.min(REQ_SIZE), req.uidx)?;
+    // C's `set_rq_size` with the request's receive ring.
+    let log_max = caps.log_max_qp_sz().min(31) as u32;
+    let mut cap = init.cap;
+    if cap.max_recv_wr > 1 << log_max {
+        return Err(EINVAL);
+    }
+    let has_rq = init.srq.is_none();
+    let rqs = if has_rq {
+        let wqe_size = 1u32.checked_shl(req.rq_wqe_shift).ok_or(EINVAL)?;
+        let sig = u32::from(flags & flag::SIGNATURE != 0);
+        let max_gs = (wqe_size / 16).checked_sub(sig).ok_or(EINVAL)?;
+        RqSize {
+            wqe_cnt: req.rq_wqe_count,
+            wqe_shift: req.rq_wqe_shift,
+            max_gs,
+        }
+    } else {
+        cap.max_recv_wr = 0;
+        cap.max_recv_sge = 0;
+        RqSize::default()
+    };
+    if req.rq_wqe_shift != rqs.wqe_shift || req.rq_wqe_count != rqs.wqe_cnt {
+        return Err(EINVAL);
+    }
+    if u64::from(req.sq_wqe_count) > 1u64 << log_max {
+        return Err(EINVAL);
+    }
+    // C's `_create_user_qp`: the UAR page the request names.
+    let uar_index = match flags & (flag::UAR_PAGE_INDEX | flag::BFREG_INDEX) {
+        flag::UAR_PAGE_INDEX => req.bfreg_index,
+        // Blue-flame registers of a context: this context has none (dynamic UARs only).
+        flag::BFREG_INDEX => return Err(EINVAL),
+        // C allocates one of the context's static registers: there are none.
+        0 => return Err(ENOMEM),
+        _ => return Err(EINVAL),
+    };
+    let rq_bytes = rqs.wqe_cnt.checked_shl(rqs.wqe_shift).ok_or(EINVAL)?;
+    if 64 > caps.max_wqe_sz_sq() as u32 {
+        return Err(EINVAL);
+    }
+    if req.sq_wqe_count != 0 && !req.sq_wqe_count.is_power_of_two() {
+        return Err(EINVAL);
+    }
+    let sq_bytes = req.sq_wqe_count.checked_shl(SQ_WQE_SHIFT).ok_or(EINVAL)?;
+    let buf_len = rq_bytes.checked_add(sq_bytes).ok_or(EINVAL)? as usize;
+    let buf = if buf_len != 0 {
+        let b = UserMemory::pin(dev, req.buf_addr, buf_len, false)?;
+        if req.buf_addr % 64 != 0 {
+            return Err(EINVAL);
+        }
+        Some(b)
+    } else {
+        None
+    };
+    let pas = match &buf {
+        Some(b) => b.page_list()?,
+        None => KVVec::new(),
+    };
+    let db = UserMemory::pin(dev, req.db_addr, 8, true)?;
+    let sqs = SqSize {
+        wqe_cnt: req.sq_wqe_count,
+        ..SqSize::default()
+    };
+    let mut input = create_ctx(
+        st_of(kind),
+        uar_index,
+        pdn,
+        &sqs,
+        &rqs,
+        init.send_cq.cqn(),
+        init.recv_cq.cqn(),
+        db.first_dma(),
+        None,
+    )?;
+    if buf.is_some() {
+        // In 64-byte units of the first 4 KiB page (`log_page_size` 0, as `create_ctx` set).
+        input.set_page_offset((req.buf_addr & 0xfff) / 64)?;
+    }
+    if caps.cqe_version() == 1 {
+        input.set_user_index(uidx.into())?;
+    }
+    let dbr = db.first_dma();
+    let out = match dev.commands().exec_var::<CreateQp>(&input, &pas, 0) {
+        Ok((out, _)) => out,
+        Err(e) => {
+            // A timed-out CREATE_QP may have created the QP: its memory stays pinned for ever.
+            if e == ETIMEDOUT {
+                core::mem::forget(buf);
+                core::mem::forget(db);
+            }
+            return Err(e);
+        }
+    };
+    let qpn = out.qpn() as u32;
+    let mut qp = Mlx5UserQp {
+        fw: QpFw::new(
+            qpn,
+            kind,
+            pdn,
+            init.send_cq.cqn(),
+            init.recv_cq.cqn(),
+            has_rq && rqs.wqe_cnt != 0,
+            dbr,
+        ),
+        events: None,
+        buf,
+        db: Some(db),
+    };
+    let handler: Result<Arc<dyn ResourceHandler>> = Arc::new(
+        QpEvents {
+            qpn,
+            notifier: init.events.clone(),
+        },
+        GFP_KERNEL,
+    )
+    .map(|h| h as Arc<dyn ResourceHandler>)
+    .map_err(Error::from);
+    let done = handler
+        .and_then(|h| dev.register_resource(Resource::Qp(qpn), h))
+        .and_then(|reg| {
+            qp.events = Some(reg);
+            let mut resp = [0u8; RESP_SIZE];
+            resp[0..4].copy_from_slice(&INVALID_BFREG.to_le_bytes());
+            udata.respond(&resp)
+        });
+    if let Err(e) = done {
+        let _ = destroy(dev.commands(), qp);
+        return Err(e);
+    }
+    Ok((NewQp { qp, qp_num: qpn }, cap))
+}
+
+impl Mlx5UserQp {
+    /// Applies a modify (the core checked the transition). The driver's request of a modify
+    /// (`struct mlx5_ib_modify_qp`) is not served: a non-empty one is `EOPNOTSUPP`.
+    pub(crate) fn modify(
+        &self,
+        cmds: &Commands,
+        log_max_msg: u32,
+        attr: &QpAttr,
+        mask: QpAttrMask,
+        udata: &Udata,
+    ) -> Result {
+        udata.check_in_empty()?;
+        self.fw.modify(cmds, log_max_msg, attr, mask)?;
+        Ok(())
+    }
+
+    /// QUERY_QP: the state and what the context reports.
+    pub(crate) fn query(&self, cmds: &Commands) -> Result<QpAttr> {
+        self.fw.query(cmds)
+    }
+}
+
+/// Destroys a user QP (C's `destroy_qp_common`): its handler goes, it is moved to RESET, then
+/// DESTROY_QP; its memory is unpinned unless that failed (the device may still use it).
+pub(crate) fn destroy(cmds: &Commands, mut qp: Mlx5UserQp) -> Result {
+    drop(qp.events.take());
+    let num = QpNumIn::new().qpn(qp.fw.qpn().into())?;
+    if qp.fw.state() != QpState::Reset {
+        let _ = cmds.exec::<QpToRst>(&num);
+    }
+    let r = cmds.exec::<DestroyQp>(&num).map(|_| ());
+    if r.is_err() {
+        core::mem::forget(qp.buf.take());
+        core::mem::forget(qp.db.take());
+    }
+    r
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_mlx5_ib_user_qp)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vendor_flags_as_c() {
+        assert_eq!(vendor_flags(flag::UAR_PAGE_INDEX), Ok(flag::UAR_PAGE_INDEX));
+        assert_eq!(vendor_flags(flag::SCATTER_CQE), Ok(0));
+        assert_eq!(vendor_flags(flag::TYPE_DCT), Err(EINVAL));
+        assert_eq!(vendor_flags(1 << 12), Err(EINVAL));
+    }
+
+    #[test]
+    fn user_index_as_c() {
+        assert_eq!(user_index(1, REQ_SIZE, 5), Ok(5));
+        assert_eq!(user_index(1, REQ_SIZE, DEFAULT_UIDX), Err(EINVAL));
+        assert_eq!(user_index(1, REQ_SIZE, 1 << 24), Err(EINVAL));
+        assert_eq!(user_index(0, REQ_SIZE, DEFAULT_UIDX), Ok(DEFAULT_UIDX));
+        assert_eq!(user_index(0, REQ_SIZE, 5), Err(EINVAL));
+    }
+}
