@@ -4,8 +4,10 @@
 # objects (context, PD, MR, CQs, QPs) and moves the QPs through their states. The tool checks
 # every received buffer (-c).
 #   - ibv_rc_pingpong, 1000 x 4096 bytes, polling, then with completion events (-e: the CQ is
-#     armed and its events read from the completion channel);
-#   - while a pingpong runs, `rdma res show qp` lists its two QPs with their pids;
+#     armed and its events read from the completion channel); ibv_ud_pingpong, 1000 x 2048
+#     bytes (address handles are libmlx5's own on an InfiniBand port);
+#   - a server waiting for its client: `rdma res show qp|cq` list its QP (RC, INIT) and its CQ
+#     as on C, with its pid;
 #   - afterwards no user object is left (`rdma res show`), the stack unloads, dmesg is clean.
 # stacks: rust c
 # timeout: 500
@@ -26,6 +28,20 @@ check "load the stack" load_stack
 wait_for "mlx5_0's port is ACTIVE" 60 'state ACTIVE' rdma link show mlx5_0/1
 pingpong "ibv_rc_pingpong: 1000 x 4096 bytes, validated" ibv_rc_pingpong -n 1000 -s 4096 -c
 pingpong "ibv_rc_pingpong: 1000 x 4096 bytes, completion events" ibv_rc_pingpong -n 1000 -s 4096 -c -e
+pingpong "ibv_ud_pingpong: 1000 x 2048 bytes, validated" ibv_ud_pingpong -n 1000 -s 2048 -c
+# A server waiting for its client holds its objects, its QP in INIT.
+ibv_rc_pingpong -d mlx5_0 -p 18600 >/dev/null 2>&1 &
+server=$!
+wait_for "a waiting server has its QP" 30 ' pid ' rdma resource show qp
+# Numbers of QPs, PDs and CQs differ: C's mlx5_ib and MAD layer hold kernel objects of their
+# own. Context ids are cyclic: the six processes above had 0..5.
+check_output "rdma resource show qp: the server's RC QP in INIT on port 1, its PD, its pid" \
+	"^link mlx5_0/1 lqpn [0-9]+ rqpn 0 type RC state INIT rq-psn 0 sq-psn 0 path-mig-state MIGRATED pdn [0-9]+ pid $server comm ibv_rc_pingpong *\$" \
+	sh -c 'rdma resource show qp | grep " pid "'
+check_output "rdma resource show cq: its CQ (511 entries, used by the QP's two queues), context 6" \
+	"^dev mlx5_0 cqn [0-9]+ cqe 511 users 2 adaptive-moderation off ctxn 6 pid $server comm ibv_rc_pingpong *\$" \
+	sh -c 'rdma resource show cq | grep " pid "'
+kill $server; wait $server 2>/dev/null
 check_output "no user QP, CQ or context is left" '^$' sh -c 'rdma resource show qp | grep " pid "; rdma resource show cq | grep " pid "; rdma resource show ctx; true'
 check "the stack unloads" unload_stack
 dmesg_clean "dmesg has no warnings, oopses or lockdep reports"
