@@ -8,7 +8,10 @@
 #   - the holder is killed (SIGKILL) while it holds them: the file's release destroys the MR,
 #     the PD and the context, newest first; the model's counts and `rdma resource` are back to
 #     where they were, and no user object is listed;
-#   - a new holder, then the PCI function is unbound under it: it reads DEVICE_FATAL, a store
+#   - an ibv_rc_pingpong pair (server and client) killed with SIGKILL mid-traffic: the model's
+#     counts and `rdma resource` are back, no user object is listed;
+#   - a new holder and a pingpong pair in traffic, then the PCI function is unbound under them:
+#     the pingpongs end with an error; it reads DEVICE_FATAL, a store
 #     into its UAR page lands in memory (the page was taken back: it reads back, no fault), its
 #     commands fail with EIO, the unbind completes without waiting for it, and it exits;
 #   - kmemleak and dmesg clean.
@@ -36,7 +39,30 @@ check_output "the model's object counts are back ($base_objects)" "^$base_object
 check_output "rdma resource's counts are back" "^$base_res\$" rdma resource show mlx5_0
 check_output "no user object is listed" '^$' sh -c 'rdma resource show ctx; rdma resource show pd | grep " pid "; rdma resource show mr | grep " pid "; true'
 
+# A pingpong pair killed mid-traffic.
+ibv_rc_pingpong -d mlx5_0 -n 100000000 -s 4096 -p 18700 >/tmp/pp-server 2>&1 &
+pps=$!
+sleep 3
+ibv_rc_pingpong -d mlx5_0 -n 100000000 -s 4096 -p 18700 localhost >/tmp/pp-client 2>&1 &
+ppc=$!
+sleep 5
+check_output "a pingpong pair is in traffic: two QPs of two processes are listed" '^2$' \
+	sh -c 'rdma resource show qp | grep -c "state RTS .*comm ibv_rc_pingpong"'
+check "SIGKILL both pingpongs mid-traffic" kill -9 $pps $ppc
+wait $pps $ppc 2>/dev/null
+check_output "the model's object counts are back after the pingpongs ($base_objects)" "^$base_objects\$" model_ctl objects
+check_output "rdma resource's counts are back after the pingpongs" "^$base_res\$" rdma resource show mlx5_0
+check_output "no user object of the pingpongs is listed" '^$' sh -c 'rdma resource show ctx; rdma resource show qp | grep " pid "; rdma resource show cq | grep " pid "; rdma resource show mr | grep " pid "; true'
+
 : >/tmp/holder.out
+# With completion events (-e): a pingpong waits in the completion channel, which answers EIO
+# once the device has gone (polling alone would spin on a CQ nothing writes any more, on C too).
+timeout 120 ibv_rc_pingpong -d mlx5_0 -n 100000000 -s 4096 -e -p 18701 >/tmp/pp-server 2>&1 &
+pps=$!
+sleep 3
+timeout 120 ibv_rc_pingpong -d mlx5_0 -n 100000000 -s 4096 -e -p 18701 localhost >/tmp/pp-client 2>&1 &
+ppc=$!
+sleep 3
 uverbs_holder /tmp/holder.out >/dev/null 2>&1 &
 holder=$!
 wait_for "a new holder has its context, PD and MR" 30 '^context' cat /tmp/holder.out
@@ -48,7 +74,12 @@ check_output "holder: context, async event 8 (DEVICE_FATAL), its UAR page is mem
 wait $holder
 rc=$?
 check_output "the holder exits 0" '^0$' echo $rc
-check_output "the model's objects are all gone with the function" '^ok pds 0 tds 0 uars 0 mkeys 0 cqs 0 qps 0 srqs 0 rmps 0 xrcds 0$' model_ctl objects
+wait $pps
+rcs=$?
+wait $ppc
+rcc=$?
+check_output "the pingpongs in traffic ended with an error, not a timeout (server $rcs, client $rcc)" \
+	'^1 1$' sh -c "echo \$(( $rcs != 0 && $rcs != 124 )) \$(( $rcc != 0 && $rcc != 124 ))"
 
 check "the stack unloads" unload_stack
 kmemleak_clean "kmemleak finds no leak"
