@@ -140,9 +140,14 @@ pub(crate) fn create_ioctl(b: &mut IoctlBundle<'_>) -> Result {
     let ty = b.get_const(a::TYPE, u32::MAX.into())?;
     let qp_type = match ty {
         qpt::XRC_TGT => {
-            if [a::RECV_CQ_HANDLE, a::SEND_CQ_HANDLE, a::PD_HANDLE, a::IND_TABLE_HANDLE]
-                .iter()
-                .any(|id| b.is_present(*id))
+            if [
+                a::RECV_CQ_HANDLE,
+                a::SEND_CQ_HANDLE,
+                a::PD_HANDLE,
+                a::IND_TABLE_HANDLE,
+            ]
+            .iter()
+            .any(|id| b.is_present(*id))
             {
                 return Err(EINVAL);
             }
@@ -154,8 +159,7 @@ pub(crate) fn create_ioctl(b: &mut IoctlBundle<'_>) -> Result {
             });
         }
         qpt::RC | qpt::UC | qpt::UD | qpt::RAW_PACKET | qpt::XRC_INI | qpt::DRIVER => {
-            if b.is_present(a::XRCD_HANDLE) || (b.is_present(a::SRQ_HANDLE) && ty == qpt::XRC_INI)
-            {
+            if b.is_present(a::XRCD_HANDLE) || (b.is_present(a::SRQ_HANDLE) && ty == qpt::XRC_INI) {
                 return Err(EINVAL);
             }
             if !b.is_present(a::PD_HANDLE) || !b.is_present(a::SEND_CQ_HANDLE) {
@@ -241,7 +245,11 @@ struct CreateParams {
 }
 
 /// Makes the QP in context `c`: returns the object, its number and its sizes.
-fn create(c: &Context, p: CreateParams, udata: &ib_core::udata::Udata) -> Result<(UObject, u32, QpCap)> {
+fn create(
+    c: &Context,
+    p: CreateParams,
+    udata: &ib_core::udata::Udata,
+) -> Result<(UObject, u32, QpCap)> {
     let counts = EventCounts::new()?;
     let handle = p.user_handle;
     let event: Option<EventHandler> = match p.async_file.clone() {

@@ -219,11 +219,25 @@ pub(crate) static METHODS: &[MethodSpec] = &[
         method: 0,
         attrs: &[
             attr(qp::HANDLE, Kind::IdrNew { object: OBJECT_QP }, true),
-            attr(qp::XRCD_HANDLE, Kind::IdrRead { object: OBJECT_XRCD }, false),
+            attr(
+                qp::XRCD_HANDLE,
+                Kind::IdrRead {
+                    object: OBJECT_XRCD,
+                },
+                false,
+            ),
             attr(qp::PD_HANDLE, Kind::IdrRead { object: OBJECT_PD }, false),
             attr(qp::SRQ_HANDLE, Kind::IdrRead { object: OBJECT_SRQ }, false),
-            attr(qp::SEND_CQ_HANDLE, Kind::IdrRead { object: OBJECT_CQ }, false),
-            attr(qp::RECV_CQ_HANDLE, Kind::IdrRead { object: OBJECT_CQ }, false),
+            attr(
+                qp::SEND_CQ_HANDLE,
+                Kind::IdrRead { object: OBJECT_CQ },
+                false,
+            ),
+            attr(
+                qp::RECV_CQ_HANDLE,
+                Kind::IdrRead { object: OBJECT_CQ },
+                false,
+            ),
             attr(
                 qp::IND_TABLE_HANDLE,
                 Kind::IdrRead {

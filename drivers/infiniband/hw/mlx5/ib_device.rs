@@ -14,7 +14,9 @@
 
 use crate::caps;
 use crate::mad::{self, attr, NodeInfo, PortInfo};
-use crate::{ah, cq, dma_buf::DmaBuf, mmap, mr, pd, qp, srq, ucontext, user_cq, user_qp, wq_size::Limits};
+use crate::{
+    ah, cq, dma_buf::DmaBuf, mmap, mr, pd, qp, srq, ucontext, user_cq, user_qp, wq_size::Limits,
+};
 use core::ptr::NonNull;
 use ib_core::{
     attrs::{
