@@ -41,3 +41,53 @@ wait_listening() {
 	done
 	return 1
 }
+
+# meet <name>: waits for the other guest at the barrier <name>; a failure (the peer stopped, or
+# waits elsewhere) is a failed check, so that it shows in the report.
+meet() {
+	_answer=$(barrier "$1") || ktap_result 1 "barrier $1: meet the other VM" "$_answer"
+}
+
+# vm_pair <tag> <server-vm> <port> <done-regex> <name> <tool> <args...>: VM <server-vm> runs
+# <tool> <args> as the server, the other VM as the client against the server's address (the tools
+# exchange their QP numbers, LIDs and GIDs over TCP <port>). The server meets the client at the
+# barrier <tag>-listen once its port listens (or after 30 s without); the client starts then.
+# Each side must exit 0 within its timeout and print a line matching <done-regex>, and reports
+# its own result; its result lines are logged.
+vm_pair() {
+	_tag=$1
+	_server_vm=$2
+	_port=$3
+	_done=$4
+	_name=$5
+	_tool=$6
+	shift 6
+	if [ "$VM_INDEX" = "$_server_vm" ]; then
+		_side=server
+		_limit=75
+		timeout $_limit $_tool "$@" >/tmp/pp 2>&1 &
+		_pid=$!
+		wait_listening "$_port" 30 && _listen="listening on port $_port" ||
+			_listen="not listening on port $_port after 30 s"
+		_b=$(barrier "$_tag-listen")
+		wait $_pid
+		_rc=$?
+	else
+		_side=client
+		_limit=60
+		_listen=""
+		_b=$(barrier "$_tag-listen")
+		timeout $_limit $_tool "$@" "$PEER_IP" >/tmp/pp 2>&1
+		_rc=$?
+	fi
+	case $_rc in
+	0) _how="exit 0" ;;
+	124 | 143) _how="killed after the ${_limit} s timeout (exit $_rc)" ;;
+	*) _how="exit $_rc" ;;
+	esac
+	_out="$_side $_how${_listen:+; $_listen}; barrier: $_b
+$(cat /tmp/pp)"
+	[ $_rc = 0 ] && grep -Eq "$_done" /tmp/pp
+	ktap_result $? "$_side: $_name" "$_out"
+	grep -E "$_done" /tmp/pp | sed 's/^/# /'
+}

@@ -12,47 +12,14 @@
 PP_PORT=18515
 if [ "$VM_INDEX" = 0 ]; then side=server; else side=client; fi
 
-# meet <name>: waits for the other guest at the barrier <name>; a failure (the peer stopped, or
-# waits elsewhere) is a failed check, so that it shows in the report.
-meet() {
-	_answer=$(barrier "$1") || ktap_result 1 "barrier $1: meet the other VM" "$_answer"
-}
-
-# pingpong <tag> <name> <tool> <args...>: VM 0 runs the server, VM 1 the client against VM 0's
-# address. The server meets the client at the barrier <tag>-listen once its TCP port listens (or
-# after 30 s without); the client starts then. Each side must finish within its timeout and report
-# 1000 iterations, and reports its own result.
+# pingpong <tag> <name> <tool> <args...>: VM 0 runs the server, VM 1 the client (net.sh's
+# vm_pair); each side must report 1000 iterations.
 pingpong() {
-	_tag=$1
-	_name=$2
-	_tool=$3
+	_ptag=$1
+	_pname=$2
+	_ptool=$3
 	shift 3
-	if [ $side = server ]; then
-		_limit=75
-		timeout $_limit $_tool -d mlx5_0 -g 0 "$@" >/tmp/pp 2>&1 &
-		_pid=$!
-		wait_listening $PP_PORT 30 && _listen="listening on port $PP_PORT" ||
-			_listen="not listening on port $PP_PORT after 30 s"
-		_b=$(barrier "$_tag-listen")
-		wait $_pid
-		_rc=$?
-	else
-		_limit=60
-		_listen=""
-		_b=$(barrier "$_tag-listen")
-		timeout $_limit $_tool -d mlx5_0 -g 0 "$@" "$PEER_IP" >/tmp/pp 2>&1
-		_rc=$?
-	fi
-	case $_rc in
-	0) _how="exit 0" ;;
-	124 | 143) _how="killed after the ${_limit} s timeout (exit $_rc)" ;;
-	*) _how="exit $_rc" ;;
-	esac
-	_out="$side $_how${_listen:+; $_listen}; barrier: $_b
-$(cat /tmp/pp)"
-	[ $_rc = 0 ] && grep -q '^1000 iters in' /tmp/pp
-	ktap_result $? "$side: $_name" "$_out"
-	sed -n 's/^/# /p' /tmp/pp | grep iters
+	vm_pair "$_ptag" 0 $PP_PORT '^1000 iters in' "$_pname" $_ptool -d mlx5_0 -g 0 "$@"
 }
 
 check "load the C stack" load_stack
