@@ -22,6 +22,7 @@ use crate::{
     restrack::{KernName, Lists, ResType, ResView},
     ucontext::{UserCqRes, UserMrRes, UserQpRes},
     verbs::{Cq, Mr, Pd, Qp, QpType, Srq},
+    verbs_types::QpAttr,
 };
 use kernel::{
     net::namespace::{Net, NetRef},
@@ -666,17 +667,26 @@ const MIG_MIGRATED: u8 = 0;
 
 /// One QP's attributes (C's `fill_res_qp_entry` and `fill_res_qp_entry_query`).
 fn fill_res_qp_entry(w: &mut MsgWriter<'_>, qp: &Qp, port: u32) -> Result {
-    let qp_port = qp.port();
+    fill_res_qp_port(w, qp.port(), port)?;
+    w.put_u32(attr::ATTR_RES_LQPN, qp.qp_num())?;
+    fill_res_name(w, qp.kern_name())?;
+    fill_res_qp_query(w, qp.qp_type(), &qp.query()?)
+}
+
+/// A QP's port, if a modify set one; `EAGAIN` (skip it) when the request names another port.
+fn fill_res_qp_port(w: &mut MsgWriter<'_>, qp_port: u32, port: u32) -> Result {
     if port != 0 && port != qp_port {
         return Err(EAGAIN);
     }
     if qp_port != 0 {
         w.put_u32(attr::ATTR_PORT_INDEX, qp_port)?;
     }
-    w.put_u32(attr::ATTR_RES_LQPN, qp.qp_num())?;
-    fill_res_name(w, qp.kern_name())?;
-    let a = qp.query()?;
-    let connected = matches!(qp.qp_type(), QpType::Rc | QpType::Uc);
+    Ok(())
+}
+
+/// The attributes of a QP's entry that come from a query (C's `fill_res_qp_entry_query`).
+fn fill_res_qp_query(w: &mut MsgWriter<'_>, qp_type: QpType, a: &QpAttr) -> Result {
+    let connected = matches!(qp_type, QpType::Rc | QpType::Uc);
     if connected {
         w.put_u32(attr::ATTR_RES_RQPN, a.dest_qp_num)?;
         w.put_u32(attr::ATTR_RES_RQ_PSN, a.rq_psn)?;
@@ -685,35 +695,18 @@ fn fill_res_qp_entry(w: &mut MsgWriter<'_>, qp: &Qp, port: u32) -> Result {
     if connected {
         w.put_u8(attr::ATTR_RES_PATH_MIG_STATE, MIG_MIGRATED)?;
     }
-    w.put_u8(attr::ATTR_RES_TYPE, qp.qp_type() as u8)?;
+    w.put_u8(attr::ATTR_RES_TYPE, qp_type as u8)?;
     w.put_u8(attr::ATTR_RES_STATE, a.qp_state as u8)
 }
 
 /// One user QP's attributes (C's `fill_res_qp_entry` for a user QP): as a kernel QP's, with
 /// its PD's id and its task's pid instead of a module name.
 fn fill_res_user_qp_entry(w: &mut MsgWriter<'_>, qp: &UserQpRes, port: u32) -> Result {
-    let qp_port = qp.port();
-    if port != 0 && port != qp_port {
-        return Err(EAGAIN);
-    }
-    if qp_port != 0 {
-        w.put_u32(attr::ATTR_PORT_INDEX, qp_port)?;
-    }
+    fill_res_qp_port(w, qp.port(), port)?;
     w.put_u32(attr::ATTR_RES_LQPN, qp.qp_num())?;
     w.put_u32(attr::ATTR_RES_PDN, qp.pd_id())?;
     fill_res_pid(w, qp.pid())?;
-    let a = qp.query()?;
-    let connected = matches!(qp.qp_type(), QpType::Rc | QpType::Uc);
-    if connected {
-        w.put_u32(attr::ATTR_RES_RQPN, a.dest_qp_num)?;
-        w.put_u32(attr::ATTR_RES_RQ_PSN, a.rq_psn)?;
-    }
-    w.put_u32(attr::ATTR_RES_SQ_PSN, a.sq_psn)?;
-    if connected {
-        w.put_u8(attr::ATTR_RES_PATH_MIG_STATE, MIG_MIGRATED)?;
-    }
-    w.put_u8(attr::ATTR_RES_TYPE, qp.qp_type() as u8)?;
-    w.put_u8(attr::ATTR_RES_STATE, a.qp_state as u8)
+    fill_res_qp_query(w, qp.qp_type(), &qp.query()?)
 }
 
 /// One CQ's attributes (C's `fill_res_cq_entry`).

@@ -86,6 +86,13 @@ impl Tracked for UserPdRes {
     }
 }
 
+/// Unlists `res` (listed by `track` or `track_id` as type `t`) and uncounts it.
+fn untrack<T: Tracked + 'static>(dev: &IbDevice, t: ResType, res: &KBox<T>) {
+    let ptr: *const T = &**res;
+    dev.restrack().untrack(t, ptr as *const dyn Tracked);
+    dev.restrack().remove(t);
+}
+
 /// Lists `res` in `dev`'s tracking as type `t` under id `id` (QPs are listed by number).
 fn track_id<T: Tracked + 'static>(
     dev: &IbDevice,
@@ -383,11 +390,7 @@ impl UserMr {
 
 impl Drop for UserMr {
     fn drop(&mut self) {
-        let ptr: *const UserMrRes = &*self.res;
-        self.dev
-            .restrack()
-            .untrack(ResType::Mr, ptr as *const dyn Tracked);
-        self.dev.restrack().remove(ResType::Mr);
+        untrack(&self.dev, ResType::Mr, &self.res);
         self.pd_users.fetch_sub(1, Relaxed);
     }
 }
@@ -450,11 +453,7 @@ impl UserCq {
 
 impl Drop for UserCq {
     fn drop(&mut self) {
-        let ptr: *const UserCqRes = &*self.res;
-        self.dev
-            .restrack()
-            .untrack(ResType::Cq, ptr as *const dyn Tracked);
-        self.dev.restrack().remove(ResType::Cq);
+        untrack(&self.dev, ResType::Cq, &self.res);
     }
 }
 
@@ -587,11 +586,7 @@ impl UserQp {
 
 impl Drop for UserQp {
     fn drop(&mut self) {
-        let ptr: *const UserQpRes = &*self.res;
-        self.dev
-            .restrack()
-            .untrack(ResType::Qp, ptr as *const dyn Tracked);
-        self.dev.restrack().remove(ResType::Qp);
+        untrack(&self.dev, ResType::Qp, &self.res);
         // The listing's reference goes first: the driver destroys the QP when the last goes,
         // which is `self.driver`, dropped after this.
         self.res.drv = None;
@@ -612,20 +607,12 @@ pub struct UserPd {
 
 impl Drop for UserPd {
     fn drop(&mut self) {
-        let ptr: *const UserPdRes = &*self.res;
-        self.dev
-            .restrack()
-            .untrack(ResType::Pd, ptr as *const dyn Tracked);
-        self.dev.restrack().remove(ResType::Pd);
+        untrack(&self.dev, ResType::Pd, &self.res);
     }
 }
 
 impl Drop for UContext {
     fn drop(&mut self) {
-        let ptr: *const UserCtxRes = &*self.res;
-        self.dev
-            .restrack()
-            .untrack(ResType::Ctx, ptr as *const dyn Tracked);
-        self.dev.restrack().remove(ResType::Ctx);
+        untrack(&self.dev, ResType::Ctx, &self.res);
     }
 }

@@ -307,6 +307,24 @@ kernel::impl_flags!(
     }
 );
 
+impl AccessFlags {
+    /// The rights `IB_ACCESS_*` bits name (C's numbers; bits of other rights are left out).
+    pub fn from_ib_bits(bits: u32) -> Self {
+        let mut a = Self::default();
+        for r in [
+            Access::LocalWrite,
+            Access::RemoteWrite,
+            Access::RemoteRead,
+            Access::RemoteAtomic,
+        ] {
+            if bits & u32::from(Self::from(r)) != 0 {
+                a |= r;
+            }
+        }
+        a
+    }
+}
+
 /// QP attributes a modify sets or a query returns (the subset of `ib_qp_attr` kept so far).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QpAttr {

@@ -17,7 +17,6 @@ use crate::{
     uobjects::UObject,
 };
 use ib_core::{
-    events::{EventHandler, EventType},
     ucontext::UserCq,
     udata::Udata,
     verbs_types::{
@@ -102,16 +101,7 @@ fn create(c: &Context, p: CreateParams, udata: &Udata) -> Result<(UObject, u32)>
         }
         None => None,
     };
-    let event: Option<EventHandler> = match p.async_file.clone() {
-        Some(f) => {
-            let counts = counts.clone();
-            Some(KBox::new(
-                move |t: EventType| f.push_counted(handle, t as u32, Some(counts.clone())),
-                GFP_KERNEL,
-            )?)
-        }
-        None => None,
-    };
+    let event = crate::event_file::async_handler(p.async_file.clone(), handle, &counts)?;
     let cq = c.ucontext.create_cq(&p.init, udata, completion, event)?;
     let cqe = cq.cqe();
     let obj = UObject::Cq(UCq {

@@ -21,11 +21,8 @@ use crate::{
     uobjects::UObject,
 };
 use ib_core::{
-    events::{EventHandler, EventType},
     ucontext::{UserQp, UserQpInit},
-    verbs_types::{
-        Access, AccessFlags, QpAttr, QpAttrField as F, QpAttrMask, QpCap, QpState, QpType,
-    },
+    verbs_types::{AccessFlags, QpAttr, QpAttrField as F, QpAttrMask, QpCap, QpState, QpType},
 };
 use kernel::{prelude::*, sync::Arc};
 
@@ -252,16 +249,7 @@ fn create(
 ) -> Result<(UObject, u32, QpCap)> {
     let counts = EventCounts::new()?;
     let handle = p.user_handle;
-    let event: Option<EventHandler> = match p.async_file.clone() {
-        Some(f) => {
-            let counts = counts.clone();
-            Some(KBox::new(
-                move |t: EventType| f.push_counted(handle, t as u32, Some(counts.clone())),
-                GFP_KERNEL,
-            )?)
-        }
-        None => None,
-    };
+    let event = crate::event_file::async_handler(p.async_file.clone(), handle, &counts)?;
     let pd = c.objects.pd(p.pd)?;
     let send_cq = c.objects.cq(p.send_cq)?;
     let recv_cq = c.objects.cq(p.recv_cq)?;
@@ -363,22 +351,6 @@ fn mask_of(bits: u32) -> QpAttrMask {
     m
 }
 
-/// The access rights `IB_ACCESS_*` bits name (the others a QP does not use).
-fn access_of(bits: u32) -> AccessFlags {
-    let mut a = AccessFlags::empty();
-    for r in [
-        Access::LocalWrite,
-        Access::RemoteWrite,
-        Access::RemoteRead,
-        Access::RemoteAtomic,
-    ] {
-        if bits & u32::from(AccessFlags::from(r)) != 0 {
-            a |= r;
-        }
-    }
-    a
-}
-
 /// `IB_QP_SET_QKEY`: a privileged Q_Key.
 const SET_QKEY: u32 = 0x8000_0000;
 
@@ -451,7 +423,7 @@ fn modify(b: &Bundle<'_>, req: &[u8]) -> Result {
             } else {
                 QpState::Reset
             },
-            qp_access_flags: access_of(u32_at(req, 88)),
+            qp_access_flags: AccessFlags::from_ib_bits(u32_at(req, 88)),
             pkey_index: u16_at(req, 92),
             port_num: port,
             qkey: u32_at(req, 72),

@@ -64,6 +64,24 @@ impl NewEventFd {
     }
 }
 
+/// The handler of an object's asynchronous events (C's `ib_uverbs_qp_event_handler` and
+/// `ib_uverbs_cq_event_handler`): each goes to `file` (none: dropped) as the object's user
+/// `handle` and the event's type, counted in `counts` once read.
+pub(crate) fn async_handler(
+    file: Option<Arc<EventFile>>,
+    handle: u64,
+    counts: &Arc<EventCounts>,
+) -> Result<Option<ib_core::events::EventHandler>> {
+    let Some(f) = file else {
+        return Ok(None);
+    };
+    let counts = counts.clone();
+    Ok(Some(KBox::new(
+        move |t: ib_core::events::EventType| f.push_counted(handle, t as u32, Some(counts.clone())),
+        GFP_KERNEL,
+    )?))
+}
+
 /// The open file behind fd `fd` of the calling process, to be looked up among a context's
 /// event files (C's `fget` in `lookup_get_fd_uobject`): `EBADF` when there is none.
 pub(crate) fn fget(fd: i32) -> Result<ARef<kernel::fs::LocalFile>> {

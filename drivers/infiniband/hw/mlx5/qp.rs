@@ -318,22 +318,6 @@ fn state_from_u32(v: u32) -> QpState {
     }
 }
 
-/// Access flags from their `u32` value (C's numbers).
-fn access_from(bits: u32) -> AccessFlags {
-    let mut a = AccessFlags::default();
-    for f in [
-        Access::LocalWrite,
-        Access::RemoteWrite,
-        Access::RemoteRead,
-        Access::RemoteAtomic,
-    ] {
-        if bits & u32::from(AccessFlags::from(f)) != 0 {
-            a |= f;
-        }
-    }
-    a
-}
-
 /// The IB state of a firmware QP state.
 fn ib_state(s: u64) -> QpState {
     match s {
@@ -524,7 +508,7 @@ impl QpFw {
             let mut acc = if mask.contains(F::AccessFlags) {
                 attr.qp_access_flags
             } else {
-                access_from(self.access.load(Relaxed))
+                AccessFlags::from_ib_bits(self.access.load(Relaxed))
             };
             if depth == 0 {
                 acc = if acc.contains(Access::RemoteWrite) {
