@@ -165,8 +165,8 @@ pub trait DeviceOps: Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// A user QP's attributes.
-    fn query_user_qp(&self, _qp: &Self::UserQp) -> Result<QpAttr> {
+    /// A user QP's attributes, and its queue sizes as the driver reports them.
+    fn query_user_qp(&self, _qp: &Self::UserQp) -> Result<(QpAttr, QpCap)> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -528,7 +528,7 @@ pub(crate) trait UserQpObject: Send + Sync {
     /// `DeviceOps::modify_user_qp`.
     fn modify(&self, attr: &QpAttr, mask: QpAttrMask, udata: &Udata) -> Result;
     /// `DeviceOps::query_user_qp`.
-    fn query(&self) -> Result<QpAttr>;
+    fn query(&self) -> Result<(QpAttr, QpCap)>;
 }
 
 /// A shared receive queue's driver state, with the driver's type erased once.
@@ -830,7 +830,7 @@ impl<T: DeviceOps> UserQpObject for Typed<T, T::UserQp> {
         )
     }
 
-    fn query(&self) -> Result<QpAttr> {
+    fn query(&self) -> Result<(QpAttr, QpCap)> {
         optional_op!(T::HAS_QUERY_USER_QP, T::query_user_qp(&self.ops, &self.obj))
     }
 }

@@ -506,7 +506,7 @@ impl UserQpRes {
 
     /// Its attributes, from the driver.
     pub fn query(&self) -> Result<QpAttr> {
-        self.drv.as_ref().ok_or(EINVAL)?.query()
+        Ok(self.drv.as_ref().ok_or(EINVAL)?.query()?.0)
     }
 
     /// The pid of the task that made it, as the caller sees it (0 once that task exited).
@@ -578,8 +578,8 @@ impl UserQp {
         Ok(())
     }
 
-    /// The QP's attributes, from the driver.
-    pub fn query(&self) -> Result<QpAttr> {
+    /// The QP's attributes and queue sizes, from the driver.
+    pub fn query(&self) -> Result<(QpAttr, QpCap)> {
         self.driver.query()
     }
 }

@@ -479,15 +479,20 @@ pub(crate) fn ex_modify_qp(b: &mut Bundle<'_>) -> Result {
 pub(crate) fn query_qp(b: &mut Bundle<'_>) -> Result {
     let mut req = [0u8; 16];
     b.request(&mut req)?;
-    let (a, cap, sig_all, port) = b.ufile.with_objects(|o| {
+    let (a, cap, sig_all, qp_type) = b.ufile.with_objects(|o| {
         let q = o.qp(u32_at(&req, 8).into())?;
         let qp = q.qp()?;
-        Ok((qp.query()?, qp.cap(), q.sq_sig_all, qp.port()))
+        let (a, cap) = qp.query()?;
+        Ok((a, cap, q.sq_sig_all, qp.qp_type()))
     })?;
+    let dev = b.ufile.device().ib_device().ok_or(EIO)?;
     let mut r = [0u8; 128];
-    // The primary path (`struct ib_uverbs_qp_dest`): the LID and the port.
-    r[20..22].copy_from_slice(&a.dlid.to_le_bytes());
-    r[31] = port as u8;
+    // The primary path (`struct ib_uverbs_qp_dest`) of a connected QP on a valid port: its LID
+    // and port (the other path fields are not kept yet).
+    if matches!(qp_type, QpType::Rc | QpType::Uc) && dev.is_valid_port(a.port_num.into()) {
+        r[20..22].copy_from_slice(&a.dlid.to_le_bytes());
+        r[31] = a.port_num;
+    }
     r[64..84].copy_from_slice(&cap_bytes(&cap));
     r[84..88].copy_from_slice(&a.qkey.to_le_bytes());
     r[88..92].copy_from_slice(&a.rq_psn.to_le_bytes());

@@ -295,7 +295,7 @@ impl DeviceOps for Mlx5IbDevice {
         qp.modify(&self.cmds, self.log_max_msg, attr, mask, udata)
     }
 
-    fn query_user_qp(&self, qp: &user_qp::Mlx5UserQp) -> Result<QpAttr> {
+    fn query_user_qp(&self, qp: &user_qp::Mlx5UserQp) -> Result<(QpAttr, QpCap)> {
         qp.query(&self.cmds)
     }
 

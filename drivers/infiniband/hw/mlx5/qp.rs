@@ -299,6 +299,8 @@ pub(crate) struct QpFw {
     has_rq: bool,
     /// The doorbell record's device address.
     dbr: u64,
+    /// A kernel QP, which may use the reserved lkey (`rlky`); a user QP must not.
+    kernel: bool,
     /// The state of the last modify (`QpState` as a number).
     state: Atomic<u32>,
     /// Remote access rights and responder depth of the last modifies that set them.
@@ -422,9 +424,18 @@ impl QpFw {
             cqn_rcv,
             has_rq,
             dbr,
+            kernel: true,
             state: Atomic::new(QpState::Reset as u32),
             access: Atomic::new(0),
             resp_depth: Atomic::new(0),
+        }
+    }
+
+    /// The same QP made for user space: no reserved lkey (C sets `rlky` for kernel QPs only).
+    pub(crate) fn for_user(self) -> Self {
+        Self {
+            kernel: false,
+            ..self
         }
     }
 
@@ -534,7 +545,9 @@ impl QpFw {
             if self.has_rq {
                 q.set_dbr_addr(self.dbr)?;
             }
-            q.set_rlky(1)?;
+            if self.kernel {
+                q.set_rlky(1)?;
+            }
         }
         let allowed = if ud {
             ud_opt_mask(cur, new)

@@ -53,7 +53,7 @@ mod flag {
 /// `MLX5_IB_DEFAULT_UIDX`: no user index (CQE version 0).
 const DEFAULT_UIDX: u32 = 0xff_ffff;
 /// `MLX5_IB_INVALID_BFREG`: the answer when the QP uses a UAR page, not a blue-flame register.
-const INVALID_BFREG: u32 = u32::MAX;
+const INVALID_BFREG: u32 = 0x8000_0000;
 /// log2 of a send WQE basic block (`MLX5_SEND_WQE_BB`).
 const SQ_WQE_SHIFT: u32 = 6;
 
@@ -138,6 +138,8 @@ fn user_index(cqe_version: u8, inlen: usize, uidx: u32) -> Result<u32> {
 /// A user QP's driver state.
 pub(crate) struct Mlx5UserQp {
     fw: QpFw,
+    /// Its receive queue as the request shaped it (what a query reports).
+    rq: RqSize,
     /// Dropped before DESTROY_QP: no event reaches the QP's owner after that.
     events: Option<ResourceRegistration>,
     buf: Option<UserMemory>,
@@ -180,7 +182,8 @@ pub(crate) fn create(
     if cap.max_recv_wr > 1 << log_max {
         return Err(EINVAL);
     }
-    let has_rq = init.srq.is_none();
+    // C's `qp_has_rq`: no receive queue with an SRQ or without receives.
+    let has_rq = init.srq.is_none() && init.cap.max_recv_wr != 0;
     let rqs = if has_rq {
         let wqe_size = 1u32.checked_shl(req.rq_wqe_shift).ok_or(EINVAL)?;
         let sig = u32::from(flags & flag::SIGNATURE != 0);
@@ -248,6 +251,10 @@ pub(crate) fn create(
         db.first_dma(),
         None,
     )?;
+    // Kernel QPs only: fast registration and the reserved lkey (which addresses all of memory)
+    // are never a user QP's.
+    input.set_fre(0)?;
+    input.set_rlky(0)?;
     if buf.is_some() {
         // In 64-byte units of the first 4 KiB page (`log_page_size` 0, as `create_ctx` set).
         input.set_page_offset((req.buf_addr & 0xfff) / 64)?;
@@ -277,7 +284,9 @@ pub(crate) fn create(
             init.recv_cq.cqn(),
             has_rq && rqs.wqe_cnt != 0,
             dbr,
-        ),
+        )
+        .for_user(),
+        rq: rqs,
         events: None,
         buf,
         db: Some(db),
@@ -322,9 +331,16 @@ impl Mlx5UserQp {
         Ok(())
     }
 
-    /// QUERY_QP: the state and what the context reports.
-    pub(crate) fn query(&self, cmds: &Commands) -> Result<QpAttr> {
-        self.fw.query(cmds)
+    /// QUERY_QP: the state and what the context reports, and the queue sizes C's
+    /// `mlx5_ib_query_qp` reports for a user QP (the receive queue's; the send queue is user
+    /// space's own: 0).
+    pub(crate) fn query(&self, cmds: &Commands) -> Result<(QpAttr, QpCap)> {
+        let cap = QpCap {
+            max_recv_wr: self.rq.wqe_cnt,
+            max_recv_sge: self.rq.max_gs,
+            ..QpCap::default()
+        };
+        Ok((self.fw.query(cmds)?, cap))
     }
 }
 
