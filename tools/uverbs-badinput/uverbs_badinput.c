@@ -22,6 +22,9 @@
  *     vectors, flags, channel and event fds of the wrong kind, mlx5's request (length, tail,
  *     CQE size, flags, UAR, buffer address and alignment, compression, padding), the answers,
  *     destruction and its event counts;
+ *   - QPs (ioctl QP_CREATE/DESTROY, write QUERY_QP, MODIFY_QP): types, handles, flags, mlx5's
+ *     request (flags, user index, SQ count, receive queue shape), the answers (caps echoed,
+ *     mlx5's invalid bfreg, query sizes), transitions and ports, CQs in use;
  *   - mlx5's UAR object and mmap(): types, attribute lengths, the offsets answered (lowest free
  *     from 0x900000, held while mapped), the legacy offsets of a context with dynamic UARs,
  *     the clock pages, shared and exact-size mappings, destruction.
@@ -808,6 +811,8 @@ static int cq_destroy(uint32_t id, uint64_t handle, uint32_t *resp)
 	return call(VERBS_IOCTL, &h);
 }
 
+static void qps(uint32_t id, uint32_t uar, uint32_t cq);
+
 /* CQs, with a context and a UAR page (`uar`) to name. */
 static void cqs(uint32_t id, uint32_t uar)
 {
@@ -939,7 +944,163 @@ static void cqs(uint32_t id, uint32_t uar)
 		expect(NAME("it answered size 15 and response_length 16 (%u, %u)", cqe, *(uint32_t *)(resp_buf + 12)),
 		       0, cqe == 15 && *(uint32_t *)(resp_buf + 12) == 16 ? 0 : EBADMSG);
 	}
-	/* The 1-entry CQ and the EX one stay for close to destroy. */
+	qps(id, uar, h1);
+	/* The 1-entry CQ (with a QP on it) and the EX one stay for close to destroy. */
+}
+
+/* QP memory: receive ring of 16 x 32 bytes, then send ring of 64 x 64 bytes. */
+static uint8_t qp_buf[8192] __attribute__((aligned(4096)));
+static uint64_t qp_db[8] __attribute__((aligned(64)));
+
+/* struct mlx5_ib_create_qp */
+struct mlx5_create_qp {
+	uint64_t buf_addr, db_addr;
+	uint32_t sq_wqe_count, rq_wqe_count, rq_wqe_shift, flags, uidx, bfreg_index;
+	uint64_t sq_buf_addr;
+	uint32_t ece_options;
+	uint16_t dci_streams, reserved;
+};
+
+static struct mlx5_create_qp qp_req(uint32_t uar)
+{
+	return (struct mlx5_create_qp){
+		.buf_addr = (uintptr_t)qp_buf, .db_addr = (uintptr_t)qp_db, .sq_wqe_count = 64,
+		.rq_wqe_count = 16, .rq_wqe_shift = 5, .flags = 1u << 10 /* UAR_PAGE_INDEX */,
+		.uidx = 1, .bfreg_index = uar,
+	};
+}
+
+/* ioctl QP_CREATE (object 4, method 0) of `type` in PD `pd` with CQ `cq` for both queues;
+ * pd/cq ~0u: not sent; flags ~0u: not sent. Answers the handle, the caps and mlx5's bfreg. */
+static int qp_create(uint32_t id, uint64_t type, uint32_t pd, uint32_t cq, uint32_t flags,
+		     const struct mlx5_create_qp *drv, uint32_t *handle, uint32_t *caps,
+		     uint32_t *bfreg)
+{
+	static uint32_t cap[5], rcap[5], qpn, out[10];
+	struct hdr h;
+	int n = 0, rc;
+
+	cap[0] = 64; cap[1] = 16; cap[2] = 1; cap[3] = 1; cap[4] = 0;
+	memset(rcap, 0xff, sizeof(rcap));
+	memset(out, 0xff, sizeof(out));
+	h = header(id, 4, 0, 0);
+	attr(&h, n++, 0, 0, MAND, 0, 0);
+	if (pd != ~0u)
+		attr(&h, n++, 2, 0, MAND, 0, pd);
+	if (cq != ~0u) {
+		attr(&h, n++, 4, 0, MAND, 0, cq);
+		attr(&h, n++, 5, 0, MAND, 0, cq);
+	}
+	attr(&h, n++, 7, 8, MAND, 0, 0x5678);
+	attr(&h, n++, 8, 20, MAND, 0, (uintptr_t)cap);
+	attr(&h, n++, 9, 8, MAND, 0, type);
+	if (flags != ~0u)
+		attr(&h, n++, 10, 4, MAND, 0, flags);
+	attr(&h, n++, 13, 20, MAND, 0, (uintptr_t)rcap);
+	attr(&h, n++, 14, 4, MAND, 0, (uintptr_t)&qpn);
+	attr(&h, n++, 0x1000, sizeof(*drv), MAND, 0, (uintptr_t)drv);
+	attr(&h, n++, 0x1001, 40, MAND, 0, (uintptr_t)out);
+	h.num_attrs = n;
+	h.length = 24 + 16 * n;
+	rc = call(VERBS_IOCTL, &h);
+	if (handle)
+		memcpy(handle, h.attrs + 8, 4);
+	if (caps)
+		memcpy(caps, rcap, sizeof(rcap));
+	if (bfreg)
+		*bfreg = out[0];
+	return rc;
+}
+
+/* write MODIFY_QP (26) of QP `qp`: `mask`, state, port, and the path's port. */
+static int qp_modify(uint32_t qp, uint32_t mask, uint8_t state, uint8_t port, uint8_t dest_port)
+{
+	uint8_t p[112];
+
+	memset(p, 0, sizeof(p));
+	p[31] = dest_port;
+	memcpy(p + 64, &qp, 4);
+	memcpy(p + 68, &mask, 4);
+	p[96] = state;
+	p[104] = port;
+	return send_cmd(26, 30, 0, p, 112, 120);
+}
+
+/* QPs, with PD 0 alive, CQ `cq` and UAR page `uar`. */
+static void qps(uint32_t id, uint32_t uar, uint32_t cq)
+{
+	struct mlx5_create_qp r = qp_req(uar);
+	uint32_t h = ~0u, caps[5], bfreg = 0, ev = ~0u;
+	uint64_t resp = (uintptr_t)resp_buf;
+	uint8_t p[16];
+	struct hdr hd;
+
+	expect("QP_CREATE of type 99: EINVAL", EINVAL, qp_create(id, 99, 0, cq, ~0u, &r, NULL, NULL, NULL));
+	expect("QP_CREATE without a PD: ENOENT", ENOENT, qp_create(id, 2, ~0u, cq, ~0u, &r, NULL, NULL, NULL));
+	expect("QP_CREATE without CQs: ENOENT", ENOENT, qp_create(id, 2, 0, ~0u, ~0u, &r, NULL, NULL, NULL));
+	expect("QP_CREATE with a CQ's handle as its PD: EINVAL", EINVAL,
+	       qp_create(id, 2, cq, cq, ~0u, &r, NULL, NULL, NULL));
+	expect("QP_CREATE of an RC QP blocking multicast loopback: EINVAL", EINVAL,
+	       qp_create(id, 2, 0, cq, 1u << 1, &r, NULL, NULL, NULL));
+	expect("QP_CREATE with create flag bit 0: EINVAL", EINVAL, qp_create(id, 2, 0, cq, 1, &r, NULL, NULL, NULL));
+	r.flags |= 1u << 12;
+	expect("QP_CREATE with mlx5 flag bit 12: EINVAL", EINVAL, qp_create(id, 2, 0, cq, ~0u, &r, NULL, NULL, NULL));
+	r = qp_req(uar);
+	r.flags = 1u << 3;
+	expect("QP_CREATE naming a blue-flame register (dynamic UARs): EINVAL", EINVAL,
+	       qp_create(id, 2, 0, cq, ~0u, &r, NULL, NULL, NULL));
+	r = qp_req(uar);
+	r.uidx = 0xffffff;
+	expect("QP_CREATE with the default user index (CQE version 1): EINVAL", EINVAL,
+	       qp_create(id, 2, 0, cq, ~0u, &r, NULL, NULL, NULL));
+	r = qp_req(uar);
+	r.sq_wqe_count = 48;
+	expect("QP_CREATE with 48 send blocks (not a power of two): EINVAL", EINVAL,
+	       qp_create(id, 2, 0, cq, ~0u, &r, NULL, NULL, NULL));
+	r = qp_req(uar);
+	r.buf_addr = 0;
+	expect("QP_CREATE with its rings at address 0: EFAULT", EFAULT,
+	       qp_create(id, 2, 0, cq, ~0u, &r, NULL, NULL, NULL));
+
+	r = qp_req(uar);
+	expect("QP_CREATE of an RC QP signalling every send: success", 0,
+	       qp_create(id, 2, 0, cq, 1u << 12, &r, &h, caps, &bfreg));
+	expect(NAME("its caps are the request's (%u %u %u %u %u) and mlx5 answers no bfreg (%#x)", caps[0],
+		    caps[1], caps[2], caps[3], caps[4], bfreg), 0,
+	       caps[0] == 64 && caps[1] == 16 && caps[2] == 1 && caps[3] == 1 && caps[4] == 0 &&
+	       bfreg == 0x80000000u ? 0 : EBADMSG);
+	memset(p, 0, sizeof(p));
+	memcpy(p, &resp, 8);
+	memcpy(p + 8, &h, 4);
+	memset(resp_buf, 0xff, 128);
+	expect("write QUERY_QP: success", 0, send_cmd(25, 6, 32, p, 16, 24));
+	expect(NAME("it reports RESET, the receive queue (16, 2 SGEs) and no send sizes (%u %u %u %u %u, state %u)",
+		    *(uint32_t *)(resp_buf + 64), *(uint32_t *)(resp_buf + 68), *(uint32_t *)(resp_buf + 72),
+		    *(uint32_t *)(resp_buf + 76), *(uint32_t *)(resp_buf + 80), resp_buf[108]), 0,
+	       *(uint32_t *)(resp_buf + 64) == 0 && *(uint32_t *)(resp_buf + 68) == 16 &&
+	       *(uint32_t *)(resp_buf + 72) == 0 && *(uint32_t *)(resp_buf + 76) == 2 &&
+	       *(uint32_t *)(resp_buf + 80) == 0 && resp_buf[108] == 0 && resp_buf[122] == 1 ? 0 : EBADMSG);
+	expect("MODIFY_QP RESET to RTR: EINVAL", EINVAL, qp_modify(h, 1, 2, 0, 0));
+	expect("MODIFY_QP to INIT on port 9: EINVAL", EINVAL, qp_modify(h, 1 | 16 | 32 | 8, 1, 9, 0));
+	expect("MODIFY_QP to state 7: EINVAL", EINVAL, qp_modify(h, 1, 7, 0, 0));
+	expect("MODIFY_QP with mask bit 21: EOPNOTSUPP", EOPNOTSUPP, qp_modify(h, 1u << 21, 0, 0, 0));
+	expect("MODIFY_QP to INIT on port 1: success", 0, qp_modify(h, 1 | 16 | 32 | 8, 1, 1, 0));
+	expect("MODIFY_QP to RTR with a path on port 2 (INIT set 1): EINVAL", EINVAL,
+	       qp_modify(h, 1 | 128 | 256 | 1048576 | 4096 | 131072 | 32768, 2, 0, 2));
+	expect("MODIFY_QP of handle 99: ENOENT", ENOENT, qp_modify(99, 1, 1, 0, 0));
+	memset(p, 0, sizeof(p));
+	memcpy(p, &resp, 8);
+	memcpy(p + 8, &cq, 4);
+	expect("DESTROY_CQ of the QP's CQ: EBUSY", EBUSY, send_cmd(20, 6, 2, p, 16, 24));
+	hd = header(id, 4, 1, 2);
+	attr(&hd, 0, 0, 0, MAND, 0, h);
+	attr(&hd, 1, 1, 4, MAND, 0, (uintptr_t)&ev);
+	expect("QP_DESTROY: success", 0, call(VERBS_IOCTL, &hd));
+	expect(NAME("it reported no events (%u)", ev), 0, ev == 0 ? 0 : EBADMSG);
+	expect("QP_DESTROY again: ENOENT", ENOENT, call(VERBS_IOCTL, &hd));
+	r = qp_req(uar);
+	expect("QP_CREATE of a UD QP, left for close: success", 0,
+	       qp_create(id, 4, 0, cq, ~0u, &r, NULL, NULL, NULL));
 }
 
 static void pds(uint32_t id)
