@@ -244,6 +244,22 @@ pub enum QpState {
     Err = 6,
 }
 
+impl QpState {
+    /// The state numbered `v` (C's `enum ib_qp_state` values), `None` past `Err`.
+    pub fn from_raw(v: u32) -> Option<Self> {
+        Some(match v {
+            0 => Self::Reset,
+            1 => Self::Init,
+            2 => Self::Rtr,
+            3 => Self::Rts,
+            4 => Self::Sqd,
+            5 => Self::Sqe,
+            6 => Self::Err,
+            _ => return None,
+        })
+    }
+}
+
 kernel::impl_flags!(
     /// Which [`QpAttr`] fields a modify sets (`enum ib_qp_attr_mask`); only the fields
     /// [`QpAttr`] has can be named.

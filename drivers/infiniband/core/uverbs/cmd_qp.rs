@@ -357,20 +357,6 @@ const SET_QKEY: u32 = 0x8000_0000;
 /// `IB_QPS_ERR`, the last state.
 const QPS_ERR: u8 = 6;
 
-/// A QP state number as user space gives it.
-fn state_of(v: u8) -> Result<QpState> {
-    Ok(match v {
-        0 => QpState::Reset,
-        1 => QpState::Init,
-        2 => QpState::Rtr,
-        3 => QpState::Rts,
-        4 => QpState::Sqd,
-        5 => QpState::Sqe,
-        6 => QpState::Err,
-        _ => return Err(EINVAL),
-    })
-}
-
 /// C's `modify_qp` for `struct ib_uverbs_modify_qp` in `req` (112 bytes): the QP looked up,
 /// the ports checked, the states' range, then the attributes the mask names.
 fn modify(b: &Bundle<'_>, req: &[u8]) -> Result {
@@ -419,7 +405,7 @@ fn modify(b: &Bundle<'_>, req: &[u8]) -> Result {
         }
         let attr = QpAttr {
             qp_state: if mask & F::State as u32 != 0 {
-                state_of(qp_state)?
+                QpState::from_raw(qp_state.into()).ok_or(EINVAL)?
             } else {
                 QpState::Reset
             },

@@ -309,15 +309,7 @@ pub(crate) struct QpFw {
 }
 
 fn state_from_u32(v: u32) -> QpState {
-    match v {
-        1 => QpState::Init,
-        2 => QpState::Rtr,
-        3 => QpState::Rts,
-        4 => QpState::Sqd,
-        5 => QpState::Sqe,
-        6 => QpState::Err,
-        _ => QpState::Reset,
-    }
+    QpState::from_raw(v).unwrap_or(QpState::Reset)
 }
 
 /// The IB state of a firmware QP state.
