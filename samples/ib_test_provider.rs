@@ -137,6 +137,7 @@ impl DeviceOps for SoftDevice {
     type UContext = ib_core::ops::NoVerbs;
     type UserCq = ib_core::ops::NoVerbs;
     type UserQp = ib_core::ops::NoVerbs;
+    type UserSrq = ib_core::ops::NoVerbs;
 
     const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
         Attribute::ro(c"hw_rev", hw_rev_show),

@@ -507,6 +507,7 @@ mod tests {
         type UContext = crate::ops::NoVerbs;
         type UserCq = crate::ops::NoVerbs;
         type UserQp = crate::ops::NoVerbs;
+        type UserSrq = crate::ops::NoVerbs;
 
         fn query_device(&self) -> Result<DeviceAttr> {
             Ok(kunit_fake::device_attr())

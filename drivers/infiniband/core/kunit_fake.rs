@@ -120,6 +120,7 @@ impl DeviceOps for Fake {
     type UContext = crate::ops::NoVerbs;
     type UserCq = crate::ops::NoVerbs;
     type UserQp = crate::ops::NoVerbs;
+    type UserSrq = crate::ops::NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(device_attr())
@@ -204,6 +205,7 @@ impl DeviceOps for Recording {
     type UContext = crate::ops::NoVerbs;
     type UserCq = crate::ops::NoVerbs;
     type UserQp = crate::ops::NoVerbs;
+    type UserSrq = crate::ops::NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(self.attr)

@@ -20,7 +20,7 @@ use crate::{
     nl_uapi::{self, attr, cmd, EMPTY_STRING, IFNAMSIZ},
     registry::{self, ChardevInfo},
     restrack::{KernName, Lists, ResType, ResView},
-    ucontext::{UserCqRes, UserMrRes, UserQpRes},
+    ucontext::{UserCqRes, UserMrRes, UserQpRes, UserSrqRes},
     verbs::{Cq, Mr, Pd, Qp, QpType, Srq},
     verbs_types::QpAttr,
 };
@@ -774,20 +774,27 @@ fn fill_qp_range(w: &mut MsgWriter<'_>, min: u32, max: u32) -> Result {
     Ok(())
 }
 
-/// One SRQ's attributes (C's `fill_res_srq_entry`): its QPs as ranges of numbers.
-fn fill_res_srq_entry(w: &mut MsgWriter<'_>, lists: &Lists<'_>, srq: &Srq, id: u32) -> Result {
+/// One SRQ's attributes (C's `fill_res_srq_entry`): its number, type and PD, its QPs as
+/// ranges of numbers (`qp_of` gives the number of a listed QP that receives from it).
+fn fill_srq_common(
+    w: &mut MsgWriter<'_>,
+    lists: &Lists<'_>,
+    id: u32,
+    pd_id: u32,
+    qp_type: ResType,
+    qp_of: impl Fn(&ResView<'_>) -> Option<u32>,
+) -> Result {
     w.put_u32(attr::ATTR_RES_SRQN, id)?;
     w.put_u8(attr::ATTR_RES_TYPE, SRQT_BASIC)?;
-    w.put_u32(attr::ATTR_RES_PDN, srq.pd().res_id())?;
+    w.put_u32(attr::ATTR_RES_PDN, pd_id)?;
     let mut table = w.nest(attr::ATTR_RES_QP)?;
     let (mut min, mut prev) = (0u32, 0u32);
     let mut res = Ok(());
-    lists.each(ResType::Qp, |_, view| {
-        let ResView::Qp(qp) = view else { return };
-        if res.is_err() || !qp.srq().is_some_and(|s| core::ptr::eq(&**s, srq)) {
+    lists.each(qp_type, |_, view| {
+        if res.is_err() {
             return;
         }
-        let n = qp.qp_num();
+        let Some(n) = qp_of(&view) else { return };
         if min == 0 {
             min = n;
         } else if n > prev + 1 {
@@ -799,7 +806,39 @@ fn fill_res_srq_entry(w: &mut MsgWriter<'_>, lists: &Lists<'_>, srq: &Srq, id: u
     res?;
     fill_qp_range(&mut table, min, prev)?;
     table.end();
+    Ok(())
+}
+
+/// A kernel SRQ's attributes, with the module that made it.
+fn fill_res_srq_entry(w: &mut MsgWriter<'_>, lists: &Lists<'_>, srq: &Srq, id: u32) -> Result {
+    fill_srq_common(
+        w,
+        lists,
+        id,
+        srq.pd().res_id(),
+        ResType::Qp,
+        |view| match view {
+            ResView::Qp(qp) if qp.srq().is_some_and(|s| core::ptr::eq(&**s, srq)) => {
+                Some(qp.qp_num())
+            }
+            _ => None,
+        },
+    )?;
     fill_res_name(w, srq.kern_name())
+}
+
+/// A user SRQ's attributes, with the pid of its task.
+fn fill_res_user_srq_entry(
+    w: &mut MsgWriter<'_>,
+    lists: &Lists<'_>,
+    srq: &UserSrqRes,
+    id: u32,
+) -> Result {
+    fill_srq_common(w, lists, id, srq.pd_id(), ResType::Qp, |view| match view {
+        ResView::UserQp(qp) if qp.srq_id() == Some(id) => Some(qp.qp_num()),
+        _ => None,
+    })?;
+    fill_res_pid(w, srq.pid())
 }
 
 /// Which entries a resource command fills.
@@ -850,6 +889,7 @@ fn fill_res_entry(
         (Fill::Res, ResView::Mr(mr)) => fill_res_mr_entry(w, mr, id, admin),
         (Fill::Res, ResView::Pd(pd)) => fill_res_pd_entry(w, pd, id, admin),
         (Fill::Res, ResView::Srq(srq)) => fill_res_srq_entry(w, lists, srq, id),
+        (Fill::Res, ResView::UserSrq(srq)) => fill_res_user_srq_entry(w, lists, srq, id),
         (Fill::Res, ResView::Ctx(ctx)) => {
             w.put_u32(attr::ATTR_RES_CTXN, ctx.id())?;
             fill_res_pid(w, ctx.pid())

@@ -99,6 +99,10 @@ pub trait DeviceOps: Send + Sync + 'static {
     /// memory, which user space posts to).
     type UserQp: Send + Sync + 'static;
 
+    /// The driver's state of an SRQ of user space (its ring and doorbell record are user
+    /// memory, which user space posts to).
+    type UserSrq: Send + Sync + 'static;
+
     /// The device's attributes; called once, at registration.
     fn query_device(&self) -> Result<DeviceAttr>;
 
@@ -147,7 +151,7 @@ pub trait DeviceOps: Send + Sync + 'static {
         &self,
         _ctx: &Self::UContext,
         _pd: &Self::Pd,
-        _init: &QpInitDriver<'_, Self::UserCq>,
+        _init: &QpInitDriver<'_, Self::UserCq, Self::UserSrq>,
         _udata: &Udata,
     ) -> Result<(NewQp<Self::UserQp>, QpCap)> {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -172,6 +176,43 @@ pub trait DeviceOps: Send + Sync + 'static {
 
     /// Destroys a user QP; it is gone whatever this returns (an error is logged).
     fn destroy_user_qp(&self, _qp: Self::UserQp) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// An SRQ of user context `ctx` in `pd` (C's `create_srq` with user data): its ring and
+    /// doorbell record described by the driver's request in `udata`, which the driver answers;
+    /// its asynchronous events go to `events`. Returns the SRQ and its sizes as made (C writes
+    /// them back into the caller's `ib_srq_attr`). Process context.
+    fn create_user_srq(
+        &self,
+        _ctx: &Self::UContext,
+        _pd: &Self::Pd,
+        _attr: &SrqAttr,
+        _udata: &Udata,
+        _events: &EventNotifier,
+    ) -> Result<(Self::UserSrq, SrqAttr)> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Resizes a user SRQ or arms its limit (C's `modify_srq` with the driver's request in
+    /// `udata`).
+    fn modify_user_srq(
+        &self,
+        _srq: &Self::UserSrq,
+        _attr: &SrqAttr,
+        _mask: SrqAttrMask,
+        _udata: &Udata,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A user SRQ's attributes.
+    fn query_user_srq(&self, _srq: &Self::UserSrq) -> Result<SrqAttr> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Destroys a user SRQ (no QP uses it any more); it is gone whatever this returns.
+    fn destroy_user_srq(&self, _srq: Self::UserSrq) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -518,9 +559,28 @@ pub(crate) trait PdObject: Send + Sync {
     fn create_user_qp(
         &self,
         ctx: &dyn UContextObject,
-        init: &QpInitDriver<'_, dyn UserCqObject>,
+        init: &QpInitDriver<'_, dyn UserCqObject, dyn UserSrqObject>,
         udata: &Udata,
     ) -> Result<(NewQp<Arc<dyn UserQpObject>>, QpCap)>;
+    /// A user SRQ in this PD (`DeviceOps::create_user_srq`): `ctx` must be of this PD's
+    /// driver.
+    fn create_user_srq(
+        &self,
+        ctx: &dyn UContextObject,
+        attr: &SrqAttr,
+        udata: &Udata,
+        events: &EventNotifier,
+    ) -> Result<(KBox<dyn UserSrqObject>, SrqAttr)>;
+}
+
+/// A user SRQ's driver state, with the driver's type erased once.
+pub(crate) trait UserSrqObject: Send + Sync {
+    /// The object as `Any`, for user QP creation to find the driver's SRQ state.
+    fn as_any(&self) -> &dyn Any;
+    /// `DeviceOps::modify_user_srq`.
+    fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask, udata: &Udata) -> Result;
+    /// `DeviceOps::query_user_srq`.
+    fn query(&self) -> Result<SrqAttr>;
 }
 
 /// A user QP's driver state, with the driver's type erased once.
@@ -771,21 +831,20 @@ impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
     fn create_user_qp(
         &self,
         ctx: &dyn UContextObject,
-        init: &QpInitDriver<'_, dyn UserCqObject>,
+        init: &QpInitDriver<'_, dyn UserCqObject, dyn UserSrqObject>,
         udata: &Udata,
     ) -> Result<(NewQp<Arc<dyn UserQpObject>>, QpCap)> {
-        let ctx = ctx
-            .as_any()
-            .downcast_ref::<Typed<T, T::UContext>>()
-            .map(|c| &*c.obj)
-            .ok_or(EINVAL)?;
+        let ctx = driver_ucontext::<T>(ctx)?;
         let typed = QpInitDriver {
             qp_type: init.qp_type,
             send_cq: driver_user_cq::<T>(init.send_cq)?,
             recv_cq: driver_user_cq::<T>(init.recv_cq)?,
             cap: init.cap,
             sq_sig_all: init.sq_sig_all,
-            srq: None,
+            srq: match init.srq {
+                Some(s) => Some(driver_user_srq::<T>(s)?),
+                None => None,
+            },
             events: init.events,
         };
         let (new, cap) = optional_op!(
@@ -807,6 +866,67 @@ impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
             },
             cap,
         ))
+    }
+
+    fn create_user_srq(
+        &self,
+        ctx: &dyn UContextObject,
+        attr: &SrqAttr,
+        udata: &Udata,
+        events: &EventNotifier,
+    ) -> Result<(KBox<dyn UserSrqObject>, SrqAttr)> {
+        let ctx = driver_ucontext::<T>(ctx)?;
+        let (srq, made) = optional_op!(
+            T::HAS_CREATE_USER_SRQ,
+            T::create_user_srq(&self.ops, ctx, &self.obj, attr, udata, events)
+        )?;
+        let srq = Typed::new(
+            self.ops.clone(),
+            srq,
+            destroy_user_srq::<T>,
+            "destroy_user_srq",
+        );
+        Ok((KBox::new(srq, GFP_KERNEL)?, made))
+    }
+}
+
+/// The driver's state of a user context (`EINVAL` for another driver's).
+fn driver_ucontext<T: DeviceOps>(ctx: &dyn UContextObject) -> Result<&T::UContext> {
+    ctx.as_any()
+        .downcast_ref::<Typed<T, T::UContext>>()
+        .map(|c| &*c.obj)
+        .ok_or(EINVAL)
+}
+
+/// The driver's state of a user SRQ (`EINVAL` for another driver's).
+fn driver_user_srq<T: DeviceOps>(srq: &dyn UserSrqObject) -> Result<&T::UserSrq> {
+    srq.as_any()
+        .downcast_ref::<Typed<T, T::UserSrq>>()
+        .map(|c| &*c.obj)
+        .ok_or(EINVAL)
+}
+
+fn destroy_user_srq<T: DeviceOps>(ops: &T, srq: T::UserSrq) -> Result {
+    optional_op!(T::HAS_DESTROY_USER_SRQ, T::destroy_user_srq(ops, srq))
+}
+
+impl<T: DeviceOps> UserSrqObject for Typed<T, T::UserSrq> {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask, udata: &Udata) -> Result {
+        optional_op!(
+            T::HAS_MODIFY_USER_SRQ,
+            T::modify_user_srq(&self.ops, &self.obj, attr, mask, udata)
+        )
+    }
+
+    fn query(&self) -> Result<SrqAttr> {
+        optional_op!(
+            T::HAS_QUERY_USER_SRQ,
+            T::query_user_srq(&self.ops, &self.obj)
+        )
     }
 }
 

@@ -804,6 +804,7 @@ mod tests {
         type UContext = crate::ops::NoVerbs;
         type UserCq = crate::ops::NoVerbs;
         type UserQp = crate::ops::NoVerbs;
+        type UserSrq = crate::ops::NoVerbs;
 
         fn query_device(&self) -> Result<crate::attrs::DeviceAttr> {
             Ok(crate::kunit_fake::device_attr())

@@ -27,7 +27,7 @@
 //! `rdma_restrack_begin_del` waiting for the entry's references).
 
 use crate::{
-    ucontext::{UserCqRes, UserCtxRes, UserMrRes, UserPdRes, UserQpRes},
+    ucontext::{UserCqRes, UserCtxRes, UserMrRes, UserPdRes, UserQpRes, UserSrqRes},
     verbs::{Cq, Mr, Pd, Qp, Srq},
 };
 use core::ptr::NonNull;
@@ -140,6 +140,8 @@ pub(crate) enum ResView<'a> {
     UserCq(&'a UserCqRes),
     /// A queue pair of a user context.
     UserQp(&'a UserQpRes),
+    /// A shared receive queue of a user context.
+    UserSrq(&'a UserSrqRes),
 }
 
 /// An object that can be listed in resource tracking.

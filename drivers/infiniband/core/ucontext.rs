@@ -7,14 +7,14 @@
 use crate::{
     events::EventHandler,
     ib_device::IbDevice,
-    ops::{MrObject, PdObject, UContextObject, UserCqObject, UserQpObject},
+    ops::{MrObject, PdObject, UContextObject, UserCqObject, UserQpObject, UserSrqObject},
     restrack::{ResType, ResView, Tracked},
     udata::Udata,
     uverbs_spec::{DriverMethod, DriverUObject, MethodAttrs},
     verbs::qp_transition_ok,
     verbs_types::{
         CompletionHandler, CqNotifier, QpAttr, QpAttrField, QpAttrMask, QpCap, QpInitDriver,
-        QpState, QpType, UserCqInit, UserMrInit,
+        QpState, QpType, SrqAttr, SrqAttrMask, UserCqInit, UserMrInit,
     },
 };
 use kernel::{
@@ -253,6 +253,7 @@ impl UserPd {
                 qp_type: init.qp_type,
                 port: Atomic::new(0),
                 drv: None,
+                srq_id: init.srq.map(|s| s.res.id.load(Relaxed)),
             },
             GFP_KERNEL,
         )?;
@@ -265,7 +266,7 @@ impl UserPd {
                 recv_cq: &*init.recv_cq.driver,
                 cap: init.cap,
                 sq_sig_all: init.sq_sig_all,
-                srq: None,
+                srq: init.srq.map(|s| &*s.driver),
                 events: &events,
             },
             udata,
@@ -279,21 +280,62 @@ impl UserPd {
         )?;
         self.dev.restrack().add(ResType::Qp);
         let _ = track_id(&self.dev, ResType::Qp, new.qp_num, &res);
-        self.res.users.fetch_add(1, Relaxed);
-        init.send_cq.res.users.fetch_add(1, Relaxed);
-        init.recv_cq.res.users.fetch_add(1, Relaxed);
+        let mut users = KVec::with_capacity(4, GFP_KERNEL)?;
+        users.push(self.res.users.clone(), GFP_KERNEL)?;
+        users.push(init.send_cq.res.users.clone(), GFP_KERNEL)?;
+        users.push(init.recv_cq.res.users.clone(), GFP_KERNEL)?;
+        if let Some(srq) = init.srq {
+            users.push(srq.res.users.clone(), GFP_KERNEL)?;
+        }
+        for u in users.iter() {
+            u.fetch_add(1, Relaxed);
+        }
         Ok(UserQp {
             driver: drv,
             res,
             state,
             cap,
-            users: [
-                self.res.users.clone(),
-                init.send_cq.res.users.clone(),
-                init.recv_cq.res.users.clone(),
-            ],
+            users,
             dev: self.dev.clone(),
         })
+    }
+
+    /// An SRQ of context `ctx` in this PD (C's `ib_create_srq_user`): the driver makes it
+    /// from `attr` and `udata` and says what it made. Its asynchronous events call `event`.
+    pub fn create_srq(
+        &self,
+        ctx: &UContext,
+        attr: &SrqAttr,
+        udata: &Udata,
+        event: Option<EventHandler>,
+    ) -> Result<(UserSrq, SrqAttr)> {
+        let res = KBox::new(
+            UserSrqRes {
+                task: current_task(),
+                pd_id: self.res.id.load(Relaxed),
+                id: Atomic::new(0),
+                users: Arc::new(Atomic::new(0), GFP_KERNEL)?,
+            },
+            GFP_KERNEL,
+        )?;
+        let events = crate::events::EventNotifier::new(event)?;
+        let (drv, made) = self
+            ._driver
+            .create_user_srq(&*ctx.driver, attr, udata, &events)?;
+        self.dev.restrack().add(ResType::Srq);
+        if let Some(id) = track(&self.dev, ResType::Srq, &res) {
+            res.id.store(id, Relaxed);
+        }
+        self.res.users.fetch_add(1, Relaxed);
+        Ok((
+            UserSrq {
+                driver: drv,
+                res,
+                pd_users: self.res.users.clone(),
+                dev: self.dev.clone(),
+            },
+            made,
+        ))
     }
 
     /// Registers user memory in this PD (C's `ib_uverbs_reg_mr` and the driver's
@@ -469,6 +511,8 @@ pub struct UserQpInit<'a> {
     pub cap: QpCap,
     /// Every send completes with a CQE.
     pub sq_sig_all: bool,
+    /// The SRQ it receives from (it has no receive queue of its own then).
+    pub srq: Option<&'a UserSrq>,
 }
 
 /// What resource tracking shows of a user QP.
@@ -481,6 +525,8 @@ pub struct UserQpRes {
     port: Atomic<u32>,
     /// The driver's QP, for the attributes a listing queries.
     drv: Option<Arc<dyn UserQpObject>>,
+    /// The tracking id of the SRQ it receives from (an SRQ's listing names its QPs).
+    srq_id: Option<u32>,
 }
 
 impl UserQpRes {
@@ -502,6 +548,11 @@ impl UserQpRes {
     /// The id of its PD (netlink's `PDN`).
     pub fn pd_id(&self) -> u32 {
         self.pd_id
+    }
+
+    /// The tracking id of the SRQ it receives from, if any.
+    pub fn srq_id(&self) -> Option<u32> {
+        self.srq_id
     }
 
     /// Its attributes, from the driver.
@@ -528,8 +579,8 @@ pub struct UserQp {
     /// The state the last modify left (C's `qp->state` as `ib_modify_qp_is_ok` checks it).
     state: Arc<kernel::sync::Mutex<QpState>>,
     cap: QpCap,
-    /// The use counts of its PD and CQs.
-    users: [Arc<Atomic<u32>>; 3],
+    /// The use counts of its PD, CQs and SRQ.
+    users: KVec<Arc<Atomic<u32>>>,
     dev: Arc<IbDevice>,
 }
 
@@ -593,6 +644,70 @@ impl Drop for UserQp {
         for u in self.users.iter() {
             u.fetch_sub(1, Relaxed);
         }
+    }
+}
+
+/// What resource tracking shows of a user SRQ.
+pub struct UserSrqRes {
+    task: ARef<Task>,
+    pd_id: u32,
+    id: Atomic<u32>,
+    users: Arc<Atomic<u32>>,
+}
+
+impl UserSrqRes {
+    /// The id resource tracking gave it (netlink's `SRQN`).
+    pub fn id(&self) -> u32 {
+        self.id.load(Relaxed)
+    }
+
+    /// The id of its PD (netlink's `PDN`).
+    pub fn pd_id(&self) -> u32 {
+        self.pd_id
+    }
+
+    /// The pid of the task that made it, as the caller sees it (0 once that task exited).
+    pub fn pid(&self) -> i32 {
+        task_pid::pid_vnr(&self.task)
+    }
+}
+
+impl Tracked for UserSrqRes {
+    fn view(&self) -> ResView<'_> {
+        ResView::UserSrq(self)
+    }
+}
+
+/// An SRQ made for user space; the driver destroys it when it is dropped.
+pub struct UserSrq {
+    /// Dropped first (field order, after `Drop::drop` unlists it).
+    driver: KBox<dyn UserSrqObject>,
+    res: KBox<UserSrqRes>,
+    pd_users: Arc<Atomic<u32>>,
+    dev: Arc<IbDevice>,
+}
+
+impl UserSrq {
+    /// The QPs receiving from it: while there are any, it cannot be destroyed (C's `EBUSY`).
+    pub fn users(&self) -> u32 {
+        self.res.users.load(Relaxed)
+    }
+
+    /// Resizes it or arms its limit (C's `ops.modify_srq` with `udata`; the driver checks).
+    pub fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask, udata: &Udata) -> Result {
+        self.driver.modify(attr, mask, udata)
+    }
+
+    /// Its attributes, from the driver (C's `ib_query_srq`).
+    pub fn query(&self) -> Result<SrqAttr> {
+        self.driver.query()
+    }
+}
+
+impl Drop for UserSrq {
+    fn drop(&mut self) {
+        untrack(&self.dev, ResType::Srq, &self.res);
+        self.pd_users.fetch_sub(1, Relaxed);
     }
 }
 

@@ -1018,7 +1018,8 @@ mod tests {
                 | ResView::UserPd(_)
                 | ResView::UserMr(_)
                 | ResView::UserCq(_)
-                | ResView::UserQp(_) => (id, &b"user"[..], 0),
+                | ResView::UserQp(_)
+                | ResView::UserSrq(_) => (id, &b"user"[..], 0),
             };
             out.push(entry, GFP_KERNEL).is_ok()
         });

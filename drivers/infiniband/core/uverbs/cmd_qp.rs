@@ -8,7 +8,7 @@
 //! answers the count.
 //!
 //! Not served (C serves them on devices that have them): XRC, raw packet and driver QP types,
-//! SRQs and indirection tables, creation flags other than signalling every send, alternate
+//! indirection tables, creation flags other than signalling every send, alternate
 //! paths, path migration and SQD notifications in modifies (`EOPNOTSUPP`).
 
 use crate::{
@@ -194,7 +194,6 @@ pub(crate) fn create_ioctl(b: &mut IoctlBundle<'_>) -> Result {
         return Err(EOPNOTSUPP);
     }
     if b.is_present(a::SOURCE_QPN)
-        || b.is_present(a::SRQ_HANDLE)
         || b.is_present(a::IND_TABLE_HANDLE)
         || [a::BUF_UMEM, a::RQ_BUF_UMEM, a::SQ_BUF_UMEM]
             .iter()
@@ -206,6 +205,12 @@ pub(crate) fn create_ioctl(b: &mut IoctlBundle<'_>) -> Result {
     let pd = b.idr_handle(a::PD_HANDLE)?;
     let send_cq = b.idr_handle(a::SEND_CQ_HANDLE)?;
     let recv_cq = b.idr_handle(a::RECV_CQ_HANDLE)?;
+    // A basic SRQ (the only kind a file here has) for any of these types (C: `EINVAL` only for
+    // an XRC SRQ or an XRC target QP).
+    let srq = b
+        .is_present(a::SRQ_HANDLE)
+        .then(|| b.idr_handle(a::SRQ_HANDLE))
+        .transpose()?;
     let sq_sig_all = flags & create_flag::SQ_SIG_ALL != 0;
     let driver = b.driver;
     let ufile = b.ufile;
@@ -219,6 +224,7 @@ pub(crate) fn create_ioctl(b: &mut IoctlBundle<'_>) -> Result {
             pd,
             send_cq,
             recv_cq,
+            srq,
             async_file,
         };
         let (obj, qp_num, cap) = create(c, p, &driver)?;
@@ -238,6 +244,7 @@ struct CreateParams {
     pd: u64,
     send_cq: u64,
     recv_cq: u64,
+    srq: Option<u64>,
     async_file: Option<Arc<EventFile>>,
 }
 
@@ -253,12 +260,17 @@ fn create(
     let pd = c.objects.pd(p.pd)?;
     let send_cq = c.objects.cq(p.send_cq)?;
     let recv_cq = c.objects.cq(p.recv_cq)?;
+    let srq = match p.srq {
+        Some(h) => Some(c.objects.srq(h)?.srq()?),
+        None => None,
+    };
     let init = UserQpInit {
         qp_type: p.qp_type,
         send_cq,
         recv_cq,
         cap: p.cap,
         sq_sig_all: p.sq_sig_all,
+        srq,
     };
     let qp = pd.create_qp(&c.ucontext, &init, udata, event)?;
     let (qp_num, cap) = (qp.qp_num(), qp.cap());

@@ -23,6 +23,7 @@ mod cmd_device;
 mod cmd_mr;
 mod cmd_pd;
 mod cmd_qp;
+mod cmd_srq;
 mod ioctl;
 mod ioctl_device;
 mod le;

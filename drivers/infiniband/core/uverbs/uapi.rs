@@ -7,8 +7,8 @@
 //! written yet.
 
 use crate::{
-    cmd_cq::create_attr as cq, cmd_qp::create_attr as qp, ioctl::IoctlBundle, ioctl_device,
-    ufile::Ufile,
+    cmd_cq::create_attr as cq, cmd_qp::create_attr as qp, cmd_srq::create_attr as srq,
+    ioctl::IoctlBundle, ioctl_device, ufile::Ufile,
 };
 pub(crate) use ib_core::uverbs_spec::{
     attr, min_in, min_out, struct_in, struct_out, type_in, type_out, AttrSpec, DriverMethod, Kind,
@@ -284,6 +284,59 @@ pub(crate) static METHODS: &[MethodSpec] = &[
         ],
         has_udata: false,
         handler: crate::cmd_qp::destroy_ioctl,
+    },
+    MethodSpec {
+        object: OBJECT_SRQ,
+        method: 0,
+        attrs: &[
+            attr(srq::HANDLE, Kind::IdrNew { object: OBJECT_SRQ }, true),
+            attr(srq::PD_HANDLE, Kind::IdrRead { object: OBJECT_PD }, true),
+            attr(srq::TYPE, CONST_IN, true),
+            attr(srq::USER_HANDLE, type_in(8), true),
+            attr(srq::MAX_WR, type_in(4), true),
+            attr(srq::MAX_SGE, type_in(4), true),
+            attr(srq::LIMIT, type_in(4), true),
+            attr(
+                srq::XRCD_HANDLE,
+                Kind::IdrRead {
+                    object: OBJECT_XRCD,
+                },
+                false,
+            ),
+            attr(srq::CQ_HANDLE, Kind::IdrRead { object: OBJECT_CQ }, false),
+            attr(srq::MAX_NUM_TAGS, type_in(4), false),
+            attr(
+                srq::EVENT_FD,
+                Kind::FdRead {
+                    object: OBJECT_ASYNC_EVENT,
+                },
+                false,
+            ),
+            attr(srq::RESP_MAX_WR, type_out(4), true),
+            attr(srq::RESP_MAX_SGE, type_out(4), true),
+            attr(srq::RESP_SRQ_NUM, type_out(4), false),
+            // `struct ib_uverbs_buffer_desc`: 32 bytes.
+            attr(srq::BUF_UMEM, type_in(32), false),
+            UHW_IN,
+            UHW_OUT,
+        ],
+        has_udata: true,
+        handler: crate::cmd_srq::create_ioctl,
+    },
+    MethodSpec {
+        object: OBJECT_SRQ,
+        method: 1,
+        attrs: &[
+            attr(
+                crate::cmd_srq::destroy_attr::HANDLE,
+                Kind::IdrDestroy { object: OBJECT_SRQ },
+                true,
+            ),
+            // `struct ib_uverbs_destroy_srq_resp`: 4 bytes.
+            attr(crate::cmd_srq::destroy_attr::RESP, type_out(4), true),
+        ],
+        has_udata: false,
+        handler: crate::cmd_srq::destroy_ioctl,
     },
     MethodSpec {
         object: OBJECT_MR,

@@ -11,7 +11,8 @@
 use crate::{
     cmd_cq::UCq,
     cmd_qp::UQp,
-    uapi::{OBJECT_CQ, OBJECT_MR, OBJECT_PD, OBJECT_QP},
+    cmd_srq::USrq,
+    uapi::{OBJECT_CQ, OBJECT_MR, OBJECT_PD, OBJECT_QP, OBJECT_SRQ},
 };
 use ib_core::{
     ucontext::{UserMr, UserPd},
@@ -29,6 +30,8 @@ pub(crate) enum UObject {
     Cq(UCq),
     /// A queue pair.
     Qp(UQp),
+    /// A shared receive queue.
+    Srq(USrq),
     /// A driver's object of type `object` (mlx5: a UAR).
     Driver {
         /// Its type (the driver's object id).
@@ -48,6 +51,7 @@ impl UObject {
             UObject::Mr(_) => OBJECT_MR,
             UObject::Cq(_) => OBJECT_CQ,
             UObject::Qp(_) => OBJECT_QP,
+            UObject::Srq(_) => OBJECT_SRQ,
             UObject::Driver { object, .. } => *object,
             UObject::Reserved => u16::MAX,
         }
@@ -58,6 +62,7 @@ impl UObject {
         match self {
             UObject::Pd(pd) => pd.users() != 0,
             UObject::Cq(cq) => cq.users() != 0,
+            UObject::Srq(srq) => srq.users() != 0,
             UObject::Mr(_) | UObject::Qp(_) | UObject::Driver { .. } | UObject::Reserved => false,
         }
     }
@@ -178,6 +183,18 @@ impl UObjects {
                 obj: UObject::Qp(qp),
                 ..
             }) => Ok(qp),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// The SRQ `handle` (`ENOENT`, or `EINVAL` for another type).
+    pub(crate) fn srq(&self, handle: u64) -> Result<&USrq> {
+        self.check(handle, OBJECT_SRQ)?;
+        match self.entries.iter().find(|e| u64::from(e.handle) == handle) {
+            Some(Entry {
+                obj: UObject::Srq(srq),
+                ..
+            }) => Ok(srq),
             _ => Err(EINVAL),
         }
     }

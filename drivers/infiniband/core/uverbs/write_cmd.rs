@@ -11,7 +11,7 @@
 
 use crate::{
     bundle::{Bundle, Handler},
-    cmd_channel, cmd_cq, cmd_device, cmd_mr, cmd_pd, cmd_qp,
+    cmd_channel, cmd_cq, cmd_device, cmd_mr, cmd_pd, cmd_qp, cmd_srq,
     le::{u16_at, u32_at, u64_at},
     ufile::Ufile,
 };
@@ -99,15 +99,15 @@ impl WriteMethod {
         })
     }
 
-    /// A command without a response, with driver data (C's `UAPI_DEF_WRITE_UDATA_I`).
-    const fn udata_i(req: usize) -> Option<Self> {
+    /// A command without a response, with driver data, written (C's `UAPI_DEF_WRITE_UDATA_I`).
+    const fn udata_i_with(req: usize, handler: Handler) -> Option<Self> {
         Some(Self {
             is_ex: false,
             req_size: req,
             resp_size: 0,
             has_resp: false,
             has_udata: true,
-            handler: None,
+            handler: Some(handler),
         })
     }
 
@@ -175,14 +175,14 @@ static WRITE: [Option<WriteMethod>; 41] = [
     /* 29 POST_RECV */ None,
     /* 30 ATTACH_MCAST */ WriteMethod::i(24),
     /* 31 DETACH_MCAST */ WriteMethod::i(24),
-    /* 32 CREATE_SRQ */ WriteMethod::udata_io(32, 16, None),
-    /* 33 MODIFY_SRQ */ WriteMethod::udata_i(16),
-    /* 34 QUERY_SRQ */ WriteMethod::io(16, 16, None),
-    /* 35 DESTROY_SRQ */ WriteMethod::io(16, 4, None),
+    /* 32 CREATE_SRQ */ WriteMethod::udata_io(32, 16, Some(cmd_srq::create_srq)),
+    /* 33 MODIFY_SRQ */ WriteMethod::udata_i_with(16, cmd_srq::modify_srq),
+    /* 34 QUERY_SRQ */ WriteMethod::io(16, 16, Some(cmd_srq::query_srq)),
+    /* 35 DESTROY_SRQ */ WriteMethod::io(16, 4, Some(cmd_srq::destroy_srq)),
     /* 36 POST_SRQ_RECV */ None,
     /* 37 OPEN_XRCD */ WriteMethod::udata_io(16, 4, None),
     /* 38 CLOSE_XRCD */ WriteMethod::i(4),
-    /* 39 CREATE_XSRQ */ WriteMethod::udata_io(48, 16, None),
+    /* 39 CREATE_XSRQ */ WriteMethod::udata_io(48, 16, Some(cmd_srq::create_xsrq)),
     /* 40 OPEN_QP */ WriteMethod::udata_io(32, 32, None),
 ];
 

@@ -15,7 +15,8 @@
 use crate::caps;
 use crate::mad::{self, attr, NodeInfo, PortInfo};
 use crate::{
-    ah, cq, dma_buf::DmaBuf, mmap, mr, pd, qp, srq, ucontext, user_cq, user_qp, wq_size::Limits,
+    ah, cq, dma_buf::DmaBuf, mmap, mr, pd, qp, srq, ucontext, user_cq, user_qp, user_srq,
+    wq_size::Limits,
 };
 use core::ptr::NonNull;
 use ib_core::{
@@ -202,6 +203,7 @@ impl DeviceOps for Mlx5IbDevice {
     type UContext = ucontext::Mlx5UContext;
     type UserCq = user_cq::Mlx5UserCq;
     type UserQp = user_qp::Mlx5UserQp;
+    type UserSrq = user_srq::Mlx5UserSrq;
 
     /// mlx5's user-verbs ABI (`MLX5_IB_UVERBS_ABI_VERSION` 1) and driver id (`RDMA_DRIVER_MLX5`
     /// 1): libmlx5 binds to the device by them.
@@ -278,7 +280,7 @@ impl DeviceOps for Mlx5IbDevice {
         &self,
         ctx: &ucontext::Mlx5UContext,
         pd: &pd::Mlx5Pd,
-        init: &QpInitDriver<'_, user_cq::Mlx5UserCq>,
+        init: &QpInitDriver<'_, user_cq::Mlx5UserCq, user_srq::Mlx5UserSrq>,
         udata: &Udata,
     ) -> Result<(NewQp<user_qp::Mlx5UserQp>, QpCap)> {
         let caps = GeneralCaps::from_bytes(&self.caps.general);
@@ -301,6 +303,46 @@ impl DeviceOps for Mlx5IbDevice {
 
     fn destroy_user_qp(&self, qp: user_qp::Mlx5UserQp) -> Result {
         user_qp::destroy(&self.cmds, qp)
+    }
+
+    /// C's `mlx5_ib_create_srq` with user data: the sizes checked and rounded as for a kernel
+    /// SRQ, then libmlx5's request. Basic SRQs only (the core makes no other kind).
+    fn create_user_srq(
+        &self,
+        _ctx: &ucontext::Mlx5UContext,
+        pd: &pd::Mlx5Pd,
+        attr: &SrqAttr,
+        udata: &Udata,
+        events: &EventNotifier,
+    ) -> Result<(user_srq::Mlx5UserSrq, SrqAttr)> {
+        let gen = GeneralCaps::from_bytes(&self.caps.general);
+        let size = srq::srq_size(attr, gen.log_max_srq_sz() as u32, self.limits.max_wqe_sz_rq)?;
+        user_srq::create(self.core.get(), size, pd.pdn, attr, udata, events)
+    }
+
+    fn modify_user_srq(
+        &self,
+        srq: &user_srq::Mlx5UserSrq,
+        attr: &SrqAttr,
+        mask: SrqAttrMask,
+        _udata: &Udata,
+    ) -> Result {
+        // No resizing, as C.
+        if mask.contains(SrqAttrField::MaxWr) {
+            return Err(EINVAL);
+        }
+        if mask.contains(SrqAttrField::Limit) {
+            srq.arm(&self.cmds, attr.srq_limit)?;
+        }
+        Ok(())
+    }
+
+    fn query_user_srq(&self, srq: &user_srq::Mlx5UserSrq) -> Result<SrqAttr> {
+        Ok(srq.query())
+    }
+
+    fn destroy_user_srq(&self, srq: user_srq::Mlx5UserSrq) -> Result {
+        user_srq::destroy(&self.cmds, srq)
     }
 
     /// The UAR object (`MLX5_IB_OBJECT_UAR`).

@@ -21,6 +21,7 @@ mod ucontext;
 mod umem;
 mod user_cq;
 mod user_qp;
+mod user_srq;
 mod wq_size;
 mod wqe;
 

@@ -104,7 +104,7 @@ pub(crate) struct SrqShared {
     db: DoorbellRecord,
     size: SrqSize,
     /// The limit armed last (0 once its event came), for queries.
-    limit: Atomic<u32>,
+    limit: Arc<Atomic<u32>>,
     #[pin]
     ring: SpinLockIrq<Ring>,
 }
@@ -198,7 +198,8 @@ impl SrqShared {
 /// An SRQ's async events, raised to the consumer's handler as C's `mlx5_ib_srq_event` does.
 struct SrqEvents {
     srqn: u32,
-    shared: Arc<SrqShared>,
+    /// The limit armed (the device disarms it when it fires).
+    limit: Arc<Atomic<u32>>,
     notifier: EventNotifier,
 }
 
@@ -206,8 +207,7 @@ impl ResourceHandler for SrqEvents {
     fn event(&self, event_type: u8) {
         let e = match event_type {
             EVENT_SRQ_RQ_LIMIT => {
-                // The device disarms the limit when it fires.
-                self.shared.limit.store(0, Relaxed);
+                self.limit.store(0, Relaxed);
                 EventType::SrqLimitReached
             }
             EVENT_SRQ_CATAS_ERROR => EventType::SrqErr,
@@ -222,6 +222,81 @@ impl ResourceHandler for SrqEvents {
         };
         self.notifier.raise(e);
     }
+}
+
+/// Where an RMP's work queue lies: its page list (big-endian addresses of 4 KiB pages), the
+/// offset of the ring in the first page (64-byte units) and its doorbell record.
+pub(crate) struct RmpMemory<'a> {
+    pub(crate) pas: &'a [u8],
+    pub(crate) page_offset: u64,
+    pub(crate) dbr: u64,
+}
+
+/// CREATE_RMP of a ready RMP shaped `size` in PD `pdn` (C's `create_rmp_cmd`); returns its
+/// number.
+pub(crate) fn create_rmp(
+    dev: &Mlx5Device,
+    size: SrqSize,
+    pdn: u32,
+    mem: &RmpMemory<'_>,
+) -> Result<u32> {
+    let mut input = CreateRmpIn::new();
+    input.set_state(RMPC_STATE_RDY)?;
+    input.set_pd(pdn.into())?;
+    input.set_dbr_addr(mem.dbr)?;
+    input.set_log_wq_stride(size.wqe_shift.into())?;
+    input.set_log_wq_pg_sz(0)?;
+    input.set_page_offset(mem.page_offset)?;
+    input.set_log_wq_sz(size.max.trailing_zeros().into())?;
+    let (out, _) = dev.commands().exec_var::<CreateRmp>(&input, mem.pas, 0)?;
+    Ok(out.rmpn() as u32)
+}
+
+/// Files RMP `srqn`'s events in the resource table, raised to `events`.
+pub(crate) fn register_events(
+    dev: &Mlx5Device,
+    srqn: u32,
+    limit: &Arc<Atomic<u32>>,
+    events: &EventNotifier,
+) -> Result<ResourceRegistration> {
+    let handler: Arc<dyn ResourceHandler> = Arc::new(
+        SrqEvents {
+            srqn,
+            limit: limit.clone(),
+            notifier: events.clone(),
+        },
+        GFP_KERNEL,
+    )?;
+    dev.register_resource(Resource::Srq(srqn), handler)
+}
+
+/// Arms RMP `srqn`'s limit (C's `mlx5_ib_modify_srq`: `EINVAL` for a limit not below the
+/// ring's `max` WQEs; MODIFY_RMP with the limit selected), kept in `kept` for queries.
+pub(crate) fn arm_rmp(
+    cmds: &Commands,
+    srqn: u32,
+    max: u32,
+    limit: u32,
+    kept: &Atomic<u32>,
+) -> Result {
+    if limit >= max {
+        return Err(EINVAL);
+    }
+    let mut input = ModifyRmpIn::new();
+    input.set_rmp_state(RMPC_STATE_RDY)?;
+    input.set_rmpn(srqn.into())?;
+    input.set_bitmask_lwm(1)?;
+    input.set_state(RMPC_STATE_RDY)?;
+    input.set_lwm(limit.into())?;
+    cmds.exec::<ModifyRmp>(&input)?;
+    kept.store(limit, Relaxed);
+    Ok(())
+}
+
+/// DESTROY_RMP.
+pub(crate) fn destroy_rmp(cmds: &Commands, srqn: u32) -> Result {
+    let input = DestroyRmpIn::new().rmpn(srqn.into())?;
+    cmds.exec::<DestroyRmp>(&input).map(|_| ())
 }
 
 /// An SRQ's driver state.
@@ -253,19 +328,15 @@ pub(crate) fn create(
         wrid.push(0u64, GFP_KERNEL)?;
     }
     let pas = crate::cq::page_list(buf.dma(), buf.len())?;
-    let mut input = CreateRmpIn::new();
-    input.set_state(RMPC_STATE_RDY)?;
-    input.set_pd(pdn.into())?;
-    input.set_dbr_addr(db.dma())?;
-    input.set_log_wq_stride(size.wqe_shift.into())?;
-    input.set_log_wq_pg_sz(0)?;
-    input.set_log_wq_sz(size.max.trailing_zeros().into())?;
+    let limit = Arc::new(Atomic::new(0), GFP_KERNEL)?;
+    let dbr = db.dma();
+    let kept = limit.clone();
     let shared = Arc::pin_init(
         pin_init!(SrqShared {
             buf,
             db,
             size,
-            limit: Atomic::new(0),
+            limit: kept,
             ring <- new_spinlock_irq!(Ring {
                 head: 0,
                 tail: size.max - 1,
@@ -275,8 +346,13 @@ pub(crate) fn create(
         }),
         GFP_KERNEL,
     )?;
-    let srqn = match dev.commands().exec_var::<CreateRmp>(&input, &pas, 0) {
-        Ok((out, _)) => out.rmpn() as u32,
+    let mem = RmpMemory {
+        pas: &pas,
+        page_offset: 0,
+        dbr,
+    };
+    let srqn = match create_rmp(dev, size, pdn, &mem) {
+        Ok(n) => n,
         Err(e) => {
             // A timed-out CREATE_RMP may have made the RMP: its memory is never freed then.
             if e == ETIMEDOUT {
@@ -287,20 +363,10 @@ pub(crate) fn create(
     };
     let mut srq = Mlx5Srq {
         events: None,
-        shared: shared.clone(),
+        shared,
         srqn,
     };
-    let handler: Result<Arc<dyn ResourceHandler>> = Arc::new(
-        SrqEvents {
-            srqn,
-            shared,
-            notifier: events.clone(),
-        },
-        GFP_KERNEL,
-    )
-    .map(|h| h as Arc<dyn ResourceHandler>)
-    .map_err(Error::from);
-    match handler.and_then(|h| dev.register_resource(Resource::Srq(srqn), h)) {
+    match register_events(dev, srqn, &limit, events) {
         Ok(reg) => srq.events = Some(reg),
         Err(e) => {
             let _ = destroy(dev.commands(), srq);
@@ -311,21 +377,15 @@ pub(crate) fn create(
 }
 
 impl Mlx5Srq {
-    /// Arms the limit (C's `mlx5_ib_modify_srq`: `EINVAL` for a resize or a limit not below
-    /// the ring's WQE count; MODIFY_RMP with the limit selected).
+    /// Arms the limit (C's `mlx5_ib_modify_srq`).
     pub(crate) fn arm(&self, cmds: &Commands, limit: u32) -> Result {
-        if limit >= self.shared.size.max {
-            return Err(EINVAL);
-        }
-        let mut input = ModifyRmpIn::new();
-        input.set_rmp_state(RMPC_STATE_RDY)?;
-        input.set_rmpn(self.srqn.into())?;
-        input.set_bitmask_lwm(1)?;
-        input.set_state(RMPC_STATE_RDY)?;
-        input.set_lwm(limit.into())?;
-        cmds.exec::<ModifyRmp>(&input)?;
-        self.shared.limit.store(limit, Relaxed);
-        Ok(())
+        arm_rmp(
+            cmds,
+            self.srqn,
+            self.shared.size.max,
+            limit,
+            &self.shared.limit,
+        )
     }
 
     /// The SRQ's attributes: what it holds and the limit armed (C reads the limit back with
@@ -343,9 +403,8 @@ impl Mlx5Srq {
 /// fails.
 pub(crate) fn destroy(cmds: &Commands, mut srq: Mlx5Srq) -> Result {
     drop(srq.events.take());
-    let input = DestroyRmpIn::new().rmpn(srq.srqn.into())?;
-    match cmds.exec::<DestroyRmp>(&input) {
-        Ok(_) => Ok(()),
+    match destroy_rmp(cmds, srq.srqn) {
+        Ok(()) => Ok(()),
         Err(e) => {
             core::mem::forget(srq);
             Err(e)

@@ -14,6 +14,7 @@ use crate::{
     ucontext::Mlx5UContext,
     umem::UserMemory,
     user_cq::Mlx5UserCq,
+    user_srq::Mlx5UserSrq,
     wq_size::{RqSize, SendKind, SqSize},
 };
 use ib_core::{
@@ -154,7 +155,7 @@ pub(crate) fn create(
     caps: &GeneralCaps,
     ctx: &Mlx5UContext,
     pdn: u32,
-    init: &QpInitDriver<'_, Mlx5UserCq>,
+    init: &QpInitDriver<'_, Mlx5UserCq, Mlx5UserSrq>,
     udata: &Udata,
 ) -> Result<(NewQp<Mlx5UserQp>, QpCap)> {
     let kind = match init.qp_type {
@@ -249,7 +250,7 @@ pub(crate) fn create(
         init.send_cq.cqn(),
         init.recv_cq.cqn(),
         db.first_dma(),
-        None,
+        init.srq.map(|s| s.srqn()),
     )?;
     // Kernel QPs only: fast registration and the reserved lkey (which addresses all of memory)
     // are never a user QP's.

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Shared receive queues of user space (C's `mlx5_ib_create_srq` with user data:
+//! `create_srq_user`, `destroy_srq_user`; `mlx5_ib_modify_srq`, `mlx5_ib_query_srq`,
+//! `mlx5_ib_destroy_srq` for a user SRQ). libmlx5 allocates the ring of linked WQEs and the
+//! doorbell record in its own memory and describes them in its request (`struct
+//! mlx5_ib_create_srq`); the driver sizes the ring as for a kernel SRQ, pins both, makes the
+//! RMP on them (CREATE_RMP, as C on a function at ISSI 1) and answers its number (`struct
+//! mlx5_ib_create_srq_resp`). User space posts receives itself; the kernel forwards the SRQ's
+//! events (limit reached, error).
+
+use crate::{
+    srq::{self, RmpMemory, SrqSize},
+    umem::UserMemory,
+};
+use ib_core::{events::EventNotifier, udata::Udata, verbs_types::SrqAttr};
+use kernel::{
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc,
+    },
+};
+use mlx5_core::{
+    auxdev::{Mlx5Device, ResourceRegistration},
+    commands::Commands,
+};
+
+/// `sizeof(struct mlx5_ib_create_srq)`.
+const REQ_SIZE: usize = 32;
+/// `offsetofend(struct mlx5_ib_create_srq, flags)`: the shortest request.
+const REQ_MIN: usize = 20;
+/// `sizeof(struct mlx5_ib_create_srq_resp)`.
+const RESP_SIZE: usize = 8;
+
+/// libmlx5's request (`struct mlx5_ib_create_srq`).
+#[derive(Debug, PartialEq, Eq)]
+struct Request {
+    buf_addr: u64,
+    db_addr: u64,
+    flags: u32,
+    /// `reserved0` or `reserved1` is not zero.
+    reserved: bool,
+}
+
+impl Request {
+    fn parse(b: &[u8; REQ_SIZE]) -> Self {
+        let u64_at = |o: usize| {
+            let mut v = [0u8; 8];
+            v.copy_from_slice(&b[o..o + 8]);
+            u64::from_le_bytes(v)
+        };
+        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+        Self {
+            buf_addr: u64_at(0),
+            db_addr: u64_at(8),
+            flags: u32_at(16),
+            reserved: u32_at(20) != 0 || u32_at(28) != 0,
+        }
+    }
+}
+
+/// A user SRQ's driver state.
+pub(crate) struct Mlx5UserSrq {
+    srqn: u32,
+    size: SrqSize,
+    /// The limit armed last (0 once its event came).
+    limit: Arc<Atomic<u32>>,
+    /// Dropped before DESTROY_RMP: no event reaches the SRQ's owner after that.
+    events: Option<ResourceRegistration>,
+    buf: Option<UserMemory>,
+    db: Option<UserMemory>,
+}
+
+impl Mlx5UserSrq {
+    /// The RMP number (what a QP receiving from it names).
+    pub(crate) fn srqn(&self) -> u32 {
+        self.srqn
+    }
+
+    /// Arms the limit (C's `mlx5_ib_modify_srq`).
+    pub(crate) fn arm(&self, cmds: &Commands, limit: u32) -> Result {
+        srq::arm_rmp(cmds, self.srqn, self.size.max, limit, &self.limit)
+    }
+
+    /// Its attributes: what it holds and the limit armed (kept by the driver, as for a kernel
+    /// SRQ).
+    pub(crate) fn query(&self) -> SrqAttr {
+        SrqAttr {
+            max_wr: self.size.max - 1,
+            max_sge: self.size.max_gs,
+            srq_limit: self.limit.load(Relaxed),
+        }
+    }
+}
+
+/// Creates a basic SRQ of user space in PD `pdn`, shaped `size` (the caller sized it with C's
+/// checks), from libmlx5's request in `udata` (C's `create_srq_user` order: the request's
+/// length and reserved fields, the ring pinned, the doorbell record pinned). Returns it and
+/// what it holds as user space sees it.
+pub(crate) fn create(
+    dev: &Mlx5Device,
+    size: SrqSize,
+    pdn: u32,
+    attr: &SrqAttr,
+    udata: &Udata,
+    events: &EventNotifier,
+) -> Result<(Mlx5UserSrq, SrqAttr)> {
+    let mut raw = [0u8; REQ_SIZE];
+    udata.read_in_validated(&mut raw, REQ_MIN)?;
+    let req = Request::parse(&raw);
+    if req.reserved {
+        return Err(EINVAL);
+    }
+    // `MLX5_SRQ_FLAG_SIGNATURE` asks for WQE signatures, which the device is not told of here
+    // (libmlx5 sets it only when asked to by its environment); other bits are ignored, as C.
+    let _ = req.flags;
+    let buf_len = (size.max as usize) << size.wqe_shift;
+    let buf = UserMemory::pin(dev, req.buf_addr, buf_len, false)?;
+    let db = UserMemory::pin(dev, req.db_addr, 8, true)?;
+    // The ring's offset in its first page must be a whole number of 64-byte units (C's
+    // quantized page offset finds no page size otherwise: `EINVAL`).
+    if req.buf_addr % 64 != 0 {
+        return Err(EINVAL);
+    }
+    let pas = buf.page_list()?;
+    let limit = Arc::new(Atomic::new(0), GFP_KERNEL)?;
+    let mem = RmpMemory {
+        pas: &pas,
+        page_offset: (req.buf_addr & 0xfff) / 64,
+        dbr: db.first_dma(),
+    };
+    let srqn = match srq::create_rmp(dev, size, pdn, &mem) {
+        Ok(n) => n,
+        Err(e) => {
+            // A timed-out CREATE_RMP may have made the RMP: its memory stays pinned for ever.
+            if e == ETIMEDOUT {
+                core::mem::forget(buf);
+                core::mem::forget(db);
+            }
+            return Err(e);
+        }
+    };
+    let mut s = Mlx5UserSrq {
+        srqn,
+        size,
+        limit,
+        events: None,
+        buf: Some(buf),
+        db: Some(db),
+    };
+    let done = srq::register_events(dev, srqn, &s.limit, events).and_then(|reg| {
+        s.events = Some(reg);
+        let mut resp = [0u8; RESP_SIZE];
+        resp[0..4].copy_from_slice(&srqn.to_le_bytes());
+        udata.respond(&resp)
+    });
+    if let Err(e) = done {
+        let _ = destroy(dev.commands(), s);
+        return Err(e);
+    }
+    let made = SrqAttr {
+        max_wr: size.max - 1,
+        max_sge: attr.max_sge,
+        srq_limit: attr.srq_limit,
+    };
+    Ok((s, made))
+}
+
+/// Destroys a user SRQ (C's `mlx5_ib_destroy_srq`): its handler goes, then DESTROY_RMP; its
+/// memory is unpinned unless that failed.
+pub(crate) fn destroy(cmds: &Commands, mut s: Mlx5UserSrq) -> Result {
+    drop(s.events.take());
+    let r = srq::destroy_rmp(cmds, s.srqn);
+    if r.is_err() {
+        core::mem::forget(s.buf.take());
+        core::mem::forget(s.db.take());
+    }
+    r
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_mlx5_ib_user_srq)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_parsed_as_c() {
+        let mut b = [0u8; REQ_SIZE];
+        b[0..8].copy_from_slice(&0x7f00_0000_3000u64.to_le_bytes());
+        b[8..16].copy_from_slice(&0x7f00_0000_4010u64.to_le_bytes());
+        b[16..20].copy_from_slice(&1u32.to_le_bytes());
+        b[24..28].copy_from_slice(&0xff_ffffu32.to_le_bytes());
+        let r = Request::parse(&b);
+        assert_eq!(
+            r,
+            Request {
+                buf_addr: 0x7f00_0000_3000,
+                db_addr: 0x7f00_0000_4010,
+                flags: 1,
+                reserved: false,
+            }
+        );
+        // `uidx` (bytes 24..28) is not reserved; `reserved0` and `reserved1` are.
+        b[20] = 1;
+        assert!(Request::parse(&b).reserved);
+        b[20] = 0;
+        b[31] = 1;
+        assert!(Request::parse(&b).reserved);
+    }
+}
