@@ -21,7 +21,7 @@ use crate::{
     fs::File,
     module::this_module,
     prelude::*,
-    sync::aref::ARef,
+    sync::{aref::ARef, poll::PollTable},
     types::ForeignOwnable,
     uaccess::{UserPtr, UserSlice, UserSliceWriter},
 };
@@ -47,7 +47,25 @@ pub trait AnonFileOps: Sized {
     ) -> Result<usize> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
+
+    /// `poll(2)`, `select(2)`, `epoll`: registers what the caller should wait on in `table`
+    /// ([`PollTable::register_wait`]) and returns the events ready now ([`POLLIN`],
+    /// [`POLLRDNORM`], [`POLLERR`], ...). Without it, a file always reads as ready.
+    fn poll(
+        _data: <Self::Ptr as ForeignOwnable>::Borrowed<'_>,
+        _file: &File,
+        _table: PollTable<'_>,
+    ) -> u32 {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 }
+
+/// `EPOLLIN`: there is data to read.
+pub const POLLIN: u32 = bindings::POLLIN;
+/// `EPOLLRDNORM`: there is normal data to read.
+pub const POLLRDNORM: u32 = bindings::POLLRDNORM;
+/// `EPOLLERR`: the file is in an error state (a read would fail).
+pub const POLLERR: u32 = bindings::POLLERR;
 
 /// A new anonymous file named `name` (shown as `anon_inode:<name>` in `/proc/<pid>/fd`), with
 /// `flags` (`O_RDONLY`, `O_RDWR`, ...), owning `data`. The file has no `llseek`.
@@ -126,10 +144,28 @@ impl<T: AnonFileOps> Vtable<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Called by the VFS for a file made by `new_file`; `wait` is null or a valid poll table
+    /// for the duration of the call.
+    unsafe extern "C" fn poll(
+        file: *mut bindings::file,
+        wait: *mut bindings::poll_table,
+    ) -> bindings::__poll_t {
+        // SAFETY: As in `read`.
+        let data = unsafe { <T::Ptr as ForeignOwnable>::borrow((*file).private_data.cast()) };
+        // SAFETY: The file is valid for the duration of the call, with no fdget_pos region.
+        let f = unsafe { File::from_raw_file(file) };
+        // SAFETY: `wait` is null or valid for the duration of the call (the VFS's promise).
+        let table = unsafe { PollTable::from_raw(wait) };
+        T::poll(data, f, table)
+    }
+
     const VTABLE: bindings::file_operations = bindings::file_operations {
         owner: this_module::<T::OwnerModule>().as_ptr(),
         release: Some(Self::release),
         read: if T::HAS_READ { Some(Self::read) } else { None },
+        poll: if T::HAS_POLL { Some(Self::poll) } else { None },
         ..pin_init::zeroed()
     };
 }

@@ -17,12 +17,19 @@
  *                      (its next receive flushed), REM_INV_REQ_ERR on the requester; both in ERR
  *   write-past-mr-end  RDMA WRITE 4096 bytes at offset 1024 of a 4096-byte MR, then two valid
  *                      WRITEs: REM_ACCESS_ERR and flushes; requester in ERR; no byte written
+ *   srq-limit          the responder receives from an SRQ: its sizes as made, a resize refused
+ *                      (EINVAL), a limit at or past its size refused (EINVAL), a limit of 4 armed
+ *                      with 8 receives posted; 5 SENDs consume 5 of them and the async event
+ *                      SRQ_LIMIT_REACHED names the SRQ; the limit reads 0 afterwards; the SRQ
+ *                      cannot be destroyed while its QP exists (EBUSY)
  *
  * Prints one line per completion and per QP state, then `PASS <case>` or
  * `FAIL <case>: <reasons>`. Exits 0 only if every case passed.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <infiniband/verbs.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -39,6 +46,9 @@
 #define CQ_DEPTH 16
 #define QP_DEPTH 8
 #define MAX_BUFS 4
+#define SRQ_DEPTH 16
+#define SRQ_POSTED 8
+#define SRQ_LIMIT 4
 
 struct device {
 	struct ibv_context *ctx;
@@ -68,6 +78,8 @@ struct test_case {
 	struct device *dev;
 	struct endpoint req;
 	struct endpoint resp;
+	/* The SRQ the responder receives from (cases that ask for one). */
+	struct ibv_srq *srq;
 	struct buffer bufs[MAX_BUFS];
 	int nbufs;
 	int failed;
@@ -281,6 +293,11 @@ static int create_endpoint(struct test_case *tc, struct endpoint *ep, const char
 	attr.cap.max_recv_wr = QP_DEPTH;
 	attr.cap.max_send_sge = 1;
 	attr.cap.max_recv_sge = 1;
+	if (tc->srq && ep == &tc->resp) {
+		attr.srq = tc->srq;
+		attr.cap.max_recv_wr = 0;
+		attr.cap.max_recv_sge = 0;
+	}
 	ep->qp = ibv_create_qp(tc->dev->pd, &attr);
 	if (!ep->qp) {
 		fail(tc, "%s: ibv_create_qp: %s", role, strerror(errno));
@@ -377,6 +394,9 @@ static void teardown_case(struct test_case *tc)
 
 	destroy_endpoint(tc, &tc->req);
 	destroy_endpoint(tc, &tc->resp);
+	if (tc->srq && (rc = ibv_destroy_srq(tc->srq)))
+		fail(tc, "ibv_destroy_srq: %s", strerror(rc));
+	tc->srq = NULL;
 	for (int i = 0; i < tc->nbufs; i++) {
 		if ((rc = ibv_dereg_mr(tc->bufs[i].mr)))
 			fail(tc, "ibv_dereg_mr: %s", strerror(rc));
@@ -769,18 +789,147 @@ static void case_write_past_mr_end(struct test_case *tc)
 	show_state(tc, &tc->resp);
 }
 
+/* The async event of the device within `ms` (acknowledged); 1 if one came, 0 if none. */
+static int next_async_event(struct test_case *tc, struct ibv_async_event *ev, unsigned int ms)
+{
+	struct pollfd p = { .fd = tc->dev->ctx->async_fd, .events = POLLIN };
+	int flags = fcntl(p.fd, F_GETFL);
+
+	if (flags < 0 || fcntl(p.fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+		fail(tc, "async fd: fcntl: %s", strerror(errno));
+		return 0;
+	}
+	if (poll(&p, 1, (int)ms) != 1)
+		return 0;
+	if (ibv_get_async_event(tc->dev->ctx, ev)) {
+		fail(tc, "ibv_get_async_event: %s", strerror(errno));
+		return 0;
+	}
+	ibv_ack_async_event(ev);
+	return 1;
+}
+
+static void expect_srq_attr(struct test_case *tc, const char *when, uint32_t limit)
+{
+	struct ibv_srq_attr a;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	rc = ibv_query_srq(tc->srq, &a);
+	if (rc) {
+		fail(tc, "ibv_query_srq (%s): %s", when, strerror(rc));
+		return;
+	}
+	note(tc, "srq %s: max_wr=%u max_sge=%u srq_limit=%u", when, a.max_wr, a.max_sge,
+	     a.srq_limit);
+	if (a.max_wr < SRQ_DEPTH || a.max_sge != 1 || a.srq_limit != limit)
+		fail(tc, "srq %s: max_wr=%u max_sge=%u srq_limit=%u, expected max_wr >= %d, "
+			 "max_sge 1, srq_limit %u",
+		     when, a.max_wr, a.max_sge, a.srq_limit, SRQ_DEPTH, limit);
+}
+
+static void case_srq_limit(struct test_case *tc)
+{
+	struct buffer *src = add_buffer(tc, MSG_SIZE, MSG_SIZE, LOCAL, 0x55);
+	struct buffer *dst = add_buffer(tc, MSG_SIZE * SRQ_POSTED, MSG_SIZE * SRQ_POSTED, LOCAL, 0);
+	struct ibv_srq_attr a;
+	struct ibv_async_event ev;
+	struct send_req s[5];
+	struct want w[5];
+	int rc;
+
+	if (!src || !dst)
+		return;
+	expect_srq_attr(tc, "as made", 0);
+	for (int i = 0; i < SRQ_POSTED; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)dst->mem + (size_t)i * MSG_SIZE,
+				       .length = MSG_SIZE,
+				       .lkey = dst->mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 200 + i, .sg_list = &sge, .num_sge = 1 };
+		struct ibv_recv_wr *bad;
+
+		rc = ibv_post_srq_recv(tc->srq, &wr, &bad);
+		if (rc) {
+			fail(tc, "ibv_post_srq_recv(%d): %s", i, strerror(rc));
+			return;
+		}
+	}
+	memset(&a, 0, sizeof(a));
+	a.max_wr = 4 * SRQ_DEPTH;
+	rc = ibv_modify_srq(tc->srq, &a, IBV_SRQ_MAX_WR);
+	note(tc, "ibv_modify_srq(max_wr %u): %s", a.max_wr, rc ? strerror(rc) : "ok");
+	if (rc != EINVAL)
+		fail(tc, "resizing the SRQ: expected EINVAL, got %s", rc ? strerror(rc) : "success");
+	a.srq_limit = 100000;
+	rc = ibv_modify_srq(tc->srq, &a, IBV_SRQ_LIMIT);
+	note(tc, "ibv_modify_srq(srq_limit %u): %s", a.srq_limit, rc ? strerror(rc) : "ok");
+	if (rc != EINVAL)
+		fail(tc, "a limit past the SRQ's size: expected EINVAL, got %s",
+		     rc ? strerror(rc) : "success");
+	a.srq_limit = SRQ_LIMIT;
+	rc = ibv_modify_srq(tc->srq, &a, IBV_SRQ_LIMIT);
+	if (rc) {
+		fail(tc, "ibv_modify_srq(srq_limit %d): %s", SRQ_LIMIT, strerror(rc));
+		return;
+	}
+	expect_srq_attr(tc, "armed", SRQ_LIMIT);
+	if (next_async_event(tc, &ev, 0)) {
+		fail(tc, "an async event (%s) before any receive was consumed",
+		     ibv_event_type_str(ev.event_type));
+		return;
+	}
+	for (int i = 0; i < 5; i++) {
+		s[i] = (struct send_req){ 1 + i, IBV_WR_SEND, src, MSG_SIZE, src->mr->lkey, 0, 0 };
+		w[i] = (struct want){ 200 + i, IBV_WC_SUCCESS, IBV_WC_RECV, 1, MSG_SIZE };
+	}
+	if (post_sends(tc, s, 5))
+		return;
+	expect_wcs(tc, &tc->resp, 0, w, 5);
+	for (int i = 0; i < 5; i++)
+		w[i] = (struct want){ 1 + i, IBV_WC_SUCCESS, IBV_WC_SEND, 0, 0 };
+	expect_wcs(tc, &tc->req, 1, w, 5);
+	for (int i = 0; i < 5; i++)
+		expect_same(tc, "received data", dst->mem + (size_t)i * MSG_SIZE, src->mem, MSG_SIZE);
+	if (!next_async_event(tc, &ev, POLL_TIMEOUT_MS)) {
+		fail(tc, "no async event within %d ms after 5 of %d receives were consumed",
+		     POLL_TIMEOUT_MS, SRQ_POSTED);
+		return;
+	}
+	note(tc, "async event %s%s", ibv_event_type_str(ev.event_type),
+	     ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.element.srq == tc->srq ?
+		     " on the SRQ" :
+		     "");
+	if (ev.event_type != IBV_EVENT_SRQ_LIMIT_REACHED || ev.element.srq != tc->srq)
+		fail(tc, "expected SRQ_LIMIT_REACHED on the SRQ, got %s",
+		     ibv_event_type_str(ev.event_type));
+	expect_srq_attr(tc, "after the event", 0);
+	rc = ibv_destroy_srq(tc->srq);
+	note(tc, "ibv_destroy_srq while its QP exists: %s", rc ? strerror(rc) : "ok");
+	if (rc != EBUSY) {
+		fail(tc, "destroying the SRQ under its QP: expected EBUSY, got %s",
+		     rc ? strerror(rc) : "success");
+		if (!rc)
+			tc->srq = NULL;
+	}
+	expect_state(tc, &tc->req, IBV_QPS_RTS);
+	expect_state(tc, &tc->resp, IBV_QPS_RTS);
+}
+
 static const struct {
 	const char *name;
 	void (*run)(struct test_case *tc);
+	/* The responder receives from an SRQ. */
+	int srq;
 } cases[] = {
 	/* The good cases first: they show the path works before errors are judged. */
-	{ "good-send", case_good_send },
-	{ "good-write", case_good_write },
-	{ "good-read", case_good_read },
-	{ "bad-lkey", case_bad_lkey },
-	{ "bad-rkey", case_bad_rkey },
-	{ "recv-too-small", case_recv_too_small },
-	{ "write-past-mr-end", case_write_past_mr_end },
+	{ "good-send", case_good_send, 0 },
+	{ "good-write", case_good_write, 0 },
+	{ "good-read", case_good_read, 0 },
+	{ "bad-lkey", case_bad_lkey, 0 },
+	{ "bad-rkey", case_bad_rkey, 0 },
+	{ "recv-too-small", case_recv_too_small, 0 },
+	{ "write-past-mr-end", case_write_past_mr_end, 0 },
+	{ "srq-limit", case_srq_limit, 1 },
 };
 
 /* Runs one case on fresh QPs and CQs; 0 if it passed. */
@@ -795,7 +944,16 @@ static int run_case(struct device *dev, int i)
 	}
 	tc->name = cases[i].name;
 	tc->dev = dev;
-	if (!setup_case(tc))
+	if (cases[i].srq) {
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = SRQ_DEPTH, .max_sge = 1 } };
+
+		tc->srq = ibv_create_srq(dev->pd, &sa);
+		if (!tc->srq)
+			fail(tc, "ibv_create_srq: %s", strerror(errno));
+		else
+			note(tc, "srq made: max_wr=%u max_sge=%u", sa.attr.max_wr, sa.attr.max_sge);
+	}
+	if (!tc->failed && !setup_case(tc))
 		cases[i].run(tc);
 	teardown_case(tc);
 	if (tc->failed)

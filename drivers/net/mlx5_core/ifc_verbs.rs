@@ -23,6 +23,8 @@ mod op {
     pub(crate) const MODIFY_RMP: u16 = 0x90d;
     /// `MLX5_CMD_OP_DESTROY_RMP`.
     pub(crate) const DESTROY_RMP: u16 = 0x90e;
+    /// `MLX5_CMD_OP_QUERY_RMP`.
+    pub(crate) const QUERY_RMP: u16 = 0x90f;
     /// `MLX5_CMD_OP_ALLOC_TRANSPORT_DOMAIN`.
     pub(crate) const ALLOC_TRANSPORT_DOMAIN: u16 = 0x816;
     /// `MLX5_CMD_OP_DEALLOC_TRANSPORT_DOMAIN`.
@@ -288,9 +290,15 @@ layout! {
         state: 0x108, 4;
         lwm: 0x2b0, 16;
     }
-    /// DESTROY_RMP's input.
+    /// DESTROY_RMP's and QUERY_RMP's input.
     pub input DestroyRmpIn[16] {
         rmpn: 0x48, 24;
+    }
+    /// QUERY_RMP's output: the RMP context at byte 0x20, as in CREATE_RMP's input (its state
+    /// and its work queue's limit).
+    pub output QueryRmpOut[0x110] {
+        state: 0x108, 4;
+        lwm: 0x2b0, 16;
     }
     /// The input of the commands that only name a QP (DESTROY_QP, 2ERR_QP, 2RST_QP, QUERY_QP).
     pub input QpNumIn[16] {
@@ -362,6 +370,8 @@ crate::ifc::commands! {
     ModifyRmp: MODIFY_RMP, ModifyRmpIn => OutHeader;
     /// DESTROY_RMP.
     DestroyRmp: DESTROY_RMP, DestroyRmpIn => OutHeader;
+    /// QUERY_RMP (the output's page list is not read).
+    QueryRmp: QUERY_RMP, DestroyRmpIn => QueryRmpOut;
 }
 
 #[kernel::macros::kunit_tests(rdma_rs_mlx5_ifc_verbs)]

@@ -15,12 +15,13 @@ use crate::ufile::Ufile;
 use kernel::{
     anon_file::{self, AnonFileOps},
     fs::{file::FileDescriptorReservation, File},
-    new_condvar, new_mutex, new_spinlock_irq,
+    new_mutex, new_poll_condvar, new_spinlock_irq,
     prelude::*,
     sync::{
         aref::ARef,
         atomic::{Atomic, Relaxed},
-        Arc, ArcBorrow, CondVar, Mutex, SpinLockIrq,
+        poll::{PollCondVar, PollTable},
+        Arc, ArcBorrow, Mutex, SpinLockIrq,
     },
     uaccess::UserSliceWriter,
 };
@@ -157,7 +158,7 @@ pub(crate) struct EventFile {
     #[pin]
     queue: SpinLockIrq<Queue>,
     #[pin]
-    readable: CondVar,
+    readable: PollCondVar,
     /// A completion channel's file, until the channel is destroyed: the channel leaves the
     /// file's list when its own file is closed first.
     #[pin]
@@ -170,7 +171,7 @@ impl EventFile {
             pin_init!(Self {
                 event_size,
                 queue <- new_spinlock_irq!(Queue { events: KVec::new(), done: false, closed: false }),
-                readable <- new_condvar!("ib_uverbs::event_file::readable"),
+                readable <- new_poll_condvar!("ib_uverbs::event_file::readable"),
                 owner <- new_mutex!(None, "ib_uverbs::event_file::owner"),
             }),
             GFP_KERNEL,
@@ -317,5 +318,19 @@ impl AnonFileOps for EventFile {
         drop(q);
         buf.write_slice(&ev.bytes[..size])?;
         Ok(size)
+    }
+
+    /// C's `ib_uverbs_event_poll`: readable while an event is queued; an error once the file's
+    /// context went (closed and empty); else the caller waits for the next event.
+    fn poll(this: ArcBorrow<'_, EventFile>, file: &File, table: PollTable<'_>) -> u32 {
+        table.register_wait(file, &this.readable);
+        let q = this.queue.lock();
+        if !q.events.is_empty() {
+            anon_file::POLLIN | anon_file::POLLRDNORM
+        } else if q.closed {
+            anon_file::POLLERR
+        } else {
+            0
+        }
     }
 }

@@ -338,7 +338,7 @@ impl DeviceOps for Mlx5IbDevice {
     }
 
     fn query_user_srq(&self, srq: &user_srq::Mlx5UserSrq) -> Result<SrqAttr> {
-        Ok(srq.query())
+        srq.query(&self.cmds)
     }
 
     fn destroy_user_srq(&self, srq: user_srq::Mlx5UserSrq) -> Result {
@@ -618,7 +618,7 @@ impl DeviceOps for Mlx5IbDevice {
     }
 
     fn query_srq(&self, srq: &srq::Mlx5Srq) -> Result<SrqAttr> {
-        Ok(srq.query())
+        srq.query(&self.cmds)
     }
 
     fn destroy_srq(&self, srq: srq::Mlx5Srq) -> Result {

@@ -22,7 +22,6 @@ use kernel::{
     new_spinlock_irq,
     prelude::*,
     sync::{
-        atomic::{Atomic, Relaxed},
         barrier::{mb, ordering::Write},
         Arc, SpinLockIrq,
     },
@@ -33,7 +32,8 @@ use mlx5_core::{
     },
     commands::Commands,
     ifc_verbs::{
-        CreateRmp, CreateRmpIn, DestroyRmp, DestroyRmpIn, ModifyRmp, ModifyRmpIn, RMPC_STATE_RDY,
+        CreateRmp, CreateRmpIn, DestroyRmp, DestroyRmpIn, ModifyRmp, ModifyRmpIn, QueryRmp,
+        RMPC_STATE_RDY,
     },
 };
 
@@ -103,8 +103,6 @@ pub(crate) struct SrqShared {
     buf: CoherentBuf,
     db: DoorbellRecord,
     size: SrqSize,
-    /// The limit armed last (0 once its event came), for queries.
-    limit: Arc<Atomic<u32>>,
     #[pin]
     ring: SpinLockIrq<Ring>,
 }
@@ -198,18 +196,14 @@ impl SrqShared {
 /// An SRQ's async events, raised to the consumer's handler as C's `mlx5_ib_srq_event` does.
 struct SrqEvents {
     srqn: u32,
-    /// The limit armed (the device disarms it when it fires).
-    limit: Arc<Atomic<u32>>,
     notifier: EventNotifier,
 }
 
 impl ResourceHandler for SrqEvents {
     fn event(&self, event_type: u8) {
         let e = match event_type {
-            EVENT_SRQ_RQ_LIMIT => {
-                self.limit.store(0, Relaxed);
-                EventType::SrqLimitReached
-            }
+            // The device disarmed the limit.
+            EVENT_SRQ_RQ_LIMIT => EventType::SrqLimitReached,
             EVENT_SRQ_CATAS_ERROR => EventType::SrqErr,
             _ => {
                 pr_warn!(
@@ -256,13 +250,11 @@ pub(crate) fn create_rmp(
 pub(crate) fn register_events(
     dev: &Mlx5Device,
     srqn: u32,
-    limit: &Arc<Atomic<u32>>,
     events: &EventNotifier,
 ) -> Result<ResourceRegistration> {
     let handler: Arc<dyn ResourceHandler> = Arc::new(
         SrqEvents {
             srqn,
-            limit: limit.clone(),
             notifier: events.clone(),
         },
         GFP_KERNEL,
@@ -271,14 +263,8 @@ pub(crate) fn register_events(
 }
 
 /// Arms RMP `srqn`'s limit (C's `mlx5_ib_modify_srq`: `EINVAL` for a limit not below the
-/// ring's `max` WQEs; MODIFY_RMP with the limit selected), kept in `kept` for queries.
-pub(crate) fn arm_rmp(
-    cmds: &Commands,
-    srqn: u32,
-    max: u32,
-    limit: u32,
-    kept: &Atomic<u32>,
-) -> Result {
+/// ring's `max` WQEs; MODIFY_RMP with the limit selected).
+pub(crate) fn arm_rmp(cmds: &Commands, srqn: u32, max: u32, limit: u32) -> Result {
     if limit >= max {
         return Err(EINVAL);
     }
@@ -289,8 +275,15 @@ pub(crate) fn arm_rmp(
     input.set_state(RMPC_STATE_RDY)?;
     input.set_lwm(limit.into())?;
     cmds.exec::<ModifyRmp>(&input)?;
-    kept.store(limit, Relaxed);
     Ok(())
+}
+
+/// The limit RMP `srqn` is armed with, read from the device (C's `mlx5_ib_query_srq` with
+/// QUERY_RMP; the device disarms a limit when its event fires).
+pub(crate) fn query_rmp_limit(cmds: &Commands, srqn: u32) -> Result<u32> {
+    let input = DestroyRmpIn::new().rmpn(srqn.into())?;
+    let out = cmds.exec::<QueryRmp>(&input)?;
+    Ok(out.lwm() as u32)
 }
 
 /// DESTROY_RMP.
@@ -328,15 +321,12 @@ pub(crate) fn create(
         wrid.push(0u64, GFP_KERNEL)?;
     }
     let pas = crate::cq::page_list(buf.dma(), buf.len())?;
-    let limit = Arc::new(Atomic::new(0), GFP_KERNEL)?;
     let dbr = db.dma();
-    let kept = limit.clone();
     let shared = Arc::pin_init(
         pin_init!(SrqShared {
             buf,
             db,
             size,
-            limit: kept,
             ring <- new_spinlock_irq!(Ring {
                 head: 0,
                 tail: size.max - 1,
@@ -366,7 +356,7 @@ pub(crate) fn create(
         shared,
         srqn,
     };
-    match register_events(dev, srqn, &limit, events) {
+    match register_events(dev, srqn, events) {
         Ok(reg) => srq.events = Some(reg),
         Err(e) => {
             let _ = destroy(dev.commands(), srq);
@@ -379,23 +369,16 @@ pub(crate) fn create(
 impl Mlx5Srq {
     /// Arms the limit (C's `mlx5_ib_modify_srq`).
     pub(crate) fn arm(&self, cmds: &Commands, limit: u32) -> Result {
-        arm_rmp(
-            cmds,
-            self.srqn,
-            self.shared.size.max,
-            limit,
-            &self.shared.limit,
-        )
+        arm_rmp(cmds, self.srqn, self.shared.size.max, limit)
     }
 
-    /// The SRQ's attributes: what it holds and the limit armed (C reads the limit back with
-    /// QUERY_RMP, which the emulated device does not serve; the driver keeps it instead).
-    pub(crate) fn query(&self) -> SrqAttr {
-        SrqAttr {
+    /// The SRQ's attributes: what it holds, and the limit armed as the device reports it.
+    pub(crate) fn query(&self, cmds: &Commands) -> Result<SrqAttr> {
+        Ok(SrqAttr {
             max_wr: self.shared.size.max - 1,
             max_sge: self.shared.size.max_gs,
-            srq_limit: self.shared.limit.load(Relaxed),
-        }
+            srq_limit: query_rmp_limit(cmds, self.srqn)?,
+        })
     }
 }
 

@@ -14,13 +14,7 @@ use crate::{
     umem::UserMemory,
 };
 use ib_core::{events::EventNotifier, udata::Udata, verbs_types::SrqAttr};
-use kernel::{
-    prelude::*,
-    sync::{
-        atomic::{Atomic, Relaxed},
-        Arc,
-    },
-};
+use kernel::prelude::*;
 use mlx5_core::{
     auxdev::{Mlx5Device, ResourceRegistration},
     commands::Commands,
@@ -64,8 +58,6 @@ impl Request {
 pub(crate) struct Mlx5UserSrq {
     srqn: u32,
     size: SrqSize,
-    /// The limit armed last (0 once its event came).
-    limit: Arc<Atomic<u32>>,
     /// Dropped before DESTROY_RMP: no event reaches the SRQ's owner after that.
     events: Option<ResourceRegistration>,
     buf: Option<UserMemory>,
@@ -80,17 +72,16 @@ impl Mlx5UserSrq {
 
     /// Arms the limit (C's `mlx5_ib_modify_srq`).
     pub(crate) fn arm(&self, cmds: &Commands, limit: u32) -> Result {
-        srq::arm_rmp(cmds, self.srqn, self.size.max, limit, &self.limit)
+        srq::arm_rmp(cmds, self.srqn, self.size.max, limit)
     }
 
-    /// Its attributes: what it holds and the limit armed (kept by the driver, as for a kernel
-    /// SRQ).
-    pub(crate) fn query(&self) -> SrqAttr {
-        SrqAttr {
+    /// Its attributes: what it holds, and the limit armed as the device reports it.
+    pub(crate) fn query(&self, cmds: &Commands) -> Result<SrqAttr> {
+        Ok(SrqAttr {
             max_wr: self.size.max - 1,
             max_sge: self.size.max_gs,
-            srq_limit: self.limit.load(Relaxed),
-        }
+            srq_limit: srq::query_rmp_limit(cmds, self.srqn)?,
+        })
     }
 }
 
@@ -124,7 +115,6 @@ pub(crate) fn create(
         return Err(EINVAL);
     }
     let pas = buf.page_list()?;
-    let limit = Arc::new(Atomic::new(0), GFP_KERNEL)?;
     let mem = RmpMemory {
         pas: &pas,
         page_offset: (req.buf_addr & 0xfff) / 64,
@@ -144,12 +134,11 @@ pub(crate) fn create(
     let mut s = Mlx5UserSrq {
         srqn,
         size,
-        limit,
         events: None,
         buf: Some(buf),
         db: Some(db),
     };
-    let done = srq::register_events(dev, srqn, &s.limit, events).and_then(|reg| {
+    let done = srq::register_events(dev, srqn, events).and_then(|reg| {
         s.events = Some(reg);
         let mut resp = [0u8; RESP_SIZE];
         resp[0..4].copy_from_slice(&srqn.to_le_bytes());

@@ -430,6 +430,7 @@ fn handler(op: u16) -> Option<Handler> {
         op::CREATE_RMP => |fw, _, i| objects::create_rmp(fw, i),
         op::MODIFY_RMP => |fw, _, i| objects::modify_rmp(fw, i),
         op::DESTROY_RMP => |fw, _, i| objects::destroy_kind(fw, objects::Kind::Rmp, i),
+        op::QUERY_RMP => |fw, _, i| objects::query_rmp(fw, i),
         _ if objects::transition(op).is_some() => |fw, m, i| {
             let out = objects::modify_qp(fw, i)?;
             let qpn = i.get(objects::NUMBER) as u32;

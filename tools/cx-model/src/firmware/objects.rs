@@ -469,6 +469,26 @@ pub fn modify_rmp(fw: &mut Firmware, input: &Input) -> CmdResult {
     Ok(output(16))
 }
 
+/// QUERY_RMP: the RMP's context as it was created (at byte 0x20 in both the input and the
+/// output), ready, with the limit armed now (0 once its event fired, as the device disarms it).
+pub fn query_rmp(fw: &mut Firmware, input: &Input) -> CmdResult {
+    const RMPC: std::ops::Range<usize> = 0x20..0x110;
+    const STATE: Field = Field::new(0x108, 4);
+    const STATE_RDY: u64 = 1;
+    let n = input.get(modify_rmp::RMPN) as u32;
+    let rmp = fw
+        .objects
+        .get(Kind::Rmp, n)
+        .ok_or(CmdError::new(Status::BadResource, 0x0b8_0013))?;
+    let mut out = output(RMPC.end);
+    if let Some(ctx) = rmp.context.get(RMPC) {
+        out[RMPC].copy_from_slice(ctx);
+    }
+    ifc::set(&mut out, STATE, STATE_RDY);
+    ifc::set(&mut out, modify_rmp::LWM, u64::from(fw.datapath.srq_lwm(n)));
+    Ok(out)
+}
+
 /// ALLOC_XRCD.
 pub fn alloc_xrcd(fw: &mut Firmware, input: &Input) -> CmdResult {
     let n = fw

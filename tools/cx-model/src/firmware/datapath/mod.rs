@@ -137,6 +137,11 @@ impl DataPath {
         self.srqs.entry(srqn).or_default().lwm = lwm;
     }
 
+    /// The limit SRQ (RMP) `srqn` is armed with (0: none, or it fired).
+    pub fn srq_lwm(&self, srqn: u32) -> u16 {
+        self.srqs.get(&srqn).map_or(0, |s| s.lwm)
+    }
+
     /// Forgets the state of a destroyed SRQ (RMP).
     pub fn forget_srq(&mut self, srqn: u32) {
         self.srqs.remove(&srqn);

@@ -927,6 +927,12 @@ fn a_shared_receive_queue_follows_its_free_list_around_the_ring() {
     ifc::set(&mut m, Field::new(0xbf, 1), 1);
     ifc::set(&mut m, Field::new(0x2b0, 16), 4);
     r.t.exec(&m, 16).unwrap();
+    // QUERY_RMP reads the armed limit back (C's `mlx5_ib_query_srq`), ready.
+    let mut q = input(op::QUERY_RMP, 0, 16);
+    ifc::set(&mut q, Field::new(0x48, 24), u64::from(srqn));
+    let armed = r.t.exec(&q, 0x110).unwrap();
+    assert_eq!(ifc::get(&armed, Field::new(0x2b0, 16)), 4);
+    assert_eq!(ifc::get(&armed, Field::new(0x108, 4)), 1);
     // Ten messages through a ring of four: the driver re-posts each WQE as it is consumed
     // (the counter in the doorbell record says how many were posted in all).
     let mut posted = 4u32;
@@ -955,6 +961,12 @@ fn a_shared_receive_queue_follows_its_free_list_around_the_ring() {
     assert_eq!(e[1], 0x14, "SRQ limit event");
     assert_eq!(u32::from_be_bytes(e[0x38..0x3c].try_into().unwrap()), srqn);
     assert_eq!(e[64 + 1], 0, "only one event: the limit must be armed again");
+    let fired = r.t.exec(&q, 0x110).unwrap();
+    assert_eq!(
+        ifc::get(&fired, Field::new(0x2b0, 16)),
+        0,
+        "disarmed once it fired"
+    );
     // The QP on the SRQ moved to the error state: the last WQE reached event names it, once
     // (a second move to error raises nothing), as drivers wait for it before draining.
     let (_, last_eq) = create_eq(&mut r.t, r.uar, 1 << 0x13, 0);
