@@ -37,7 +37,7 @@ KMAKE := $(MAKE) -C $(KTREE) -s LLVM=-19 BINDGEN=$(BINDGEN)
 NPROC := $(shell nproc)
 # Guest-side test programs built from this repository (libibverbs consumers).
 VERBS_TOOLS := $(OUT)/tools/verbs_errors $(OUT)/tools/rdma_nl_tester $(OUT)/tools/load_once \
-	$(OUT)/tools/uverbs_badinput $(OUT)/tools/uverbs_holder
+	$(OUT)/tools/uverbs_badinput $(OUT)/tools/uverbs_holder $(OUT)/tools/uverbs_bench
 # The C twin of the Rust sample consumer ib_verbs_client (tools/verbs-twin), for STACK=c.
 VERBS_TWIN := $(OUT)/verbs-twin/ib_verbs_client.ko
 
@@ -126,6 +126,11 @@ $(OUT)/tools/uverbs_badinput: tools/uverbs-badinput/uverbs_badinput.c | $(CACHE)
 
 # A process holding a user context while its device goes away (libibverbs).
 $(OUT)/tools/uverbs_holder: tools/uverbs-holder/uverbs_holder.c | $(CACHE)/.setup-done
+	@mkdir -p $(@D)
+	gcc -O2 -g -Wall -Wextra -Werror -o $@ $< -libverbs
+
+# Control-path costs of user verbs for `make bench` (libibverbs).
+$(OUT)/tools/uverbs_bench: tools/uverbs-bench/uverbs_bench.c | $(CACHE)/.setup-done
 	@mkdir -p $(@D)
 	gcc -O2 -g -Wall -Wextra -Werror -o $@ $< -libverbs
 

@@ -14,7 +14,15 @@ tools/verbs-twin/ib_verbs_bench.c) times, on an RC QP of mlx5_0 connected to its
   lock_ns     for reference: ns per lock+unlock of an uncontended IRQ-safe spinlock (Rust
               SpinLockIrq, C spin_lock_irqsave), what post and poll take; not a target
 
-Each load prints `# bench <name> <value>` (per-call values: the median over its rounds); this
+Then the `bench-uverbs` scenario on each stack: user verbs through rdma-core and ib_uverbs
+(perftest and tools/uverbs-bench, looped back through the port; 3 rounds):
+
+  write_bw_kbps    ib_write_bw, 4 KiB RDMA writes, average bandwidth (KB/s)
+  send_lat_ns      ib_send_lat, 2 bytes, typical (median) latency
+  mr64m_reg_us     registering 64 MiB (ibv_reg_mr), and mr64m_dereg_us deregistering it
+  qp_per_s         RC QPs created and destroyed per second
+
+Each load (or round) prints `# bench <name> <value>` (per-call values: the median over its rounds); this
 takes the median over the loads per stack and prints the ratio rust/c (the target), then the best
 load of each stack (lowest cost, highest rate) and their ratio: the host's noise only ever adds
 time, so the best loads show the drivers' own cost more steadily than the medians. For costs (ns) lower is
@@ -36,10 +44,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = REPO / "tools/vm/harness.py"
-SCENARIO = "bench-verbs"
 
 # name, what it is, unit, whether lower is better (None: a reference value, no target)
-METRICS = [
+KERNEL_METRICS = [
     ("post1_ns", "post_send, 1 WR per call", "ns/call", True),
     ("post16_ns", "post_send, 16 WRs per call", "ns/call", True),
     ("poll1_ns", "poll_cq, room for 1, per CQE", "ns/CQE", True),
@@ -48,45 +55,56 @@ METRICS = [
     ("rate4096", "SEND rate, 4096 B", "msg/s", False),
     ("lock_ns", "(reference) irq spinlock pair", "ns", None),
 ]
+USER_METRICS = [
+    ("write_bw_kbps", "ib_write_bw 4 KiB, bandwidth", "KB/s", False),
+    ("send_lat_ns", "ib_send_lat 2 B, median latency", "ns", True),
+    ("mr64m_reg_us", "ibv_reg_mr 64 MiB", "us", True),
+    ("mr64m_dereg_us", "ibv_dereg_mr 64 MiB", "us", True),
+    ("qp_per_s", "RC QP create+destroy rate", "QP/s", False),
+]
+# scenario, its metrics, what its table shows
+BENCHES = [
+    ("bench-verbs", KERNEL_METRICS, "data path, median over {c} (c) and {rust} (rust) loads of ib_verbs_bench "
+     "on mlx5_0 (cx-model, TCG: compare the ratio, not the absolute numbers)"),
+    ("bench-uverbs", USER_METRICS, "user verbs (rdma-core over ib_uverbs), median over {c} (c) and {rust} (rust) "
+     "rounds on mlx5_0 (cx-model, TCG)"),
+]
 
 
-def run(stack: str, harness_args: list[str]) -> dict[str, list[int]]:
-    p = subprocess.run([sys.executable, str(HARNESS), "run", "--scenario", SCENARIO, "--stack", stack,
+def run(scenario: str, metrics: list, stack: str, harness_args: list[str]) -> dict[str, list[int]]:
+    p = subprocess.run([sys.executable, str(HARNESS), "run", "--scenario", scenario, "--stack", stack,
                         *harness_args], capture_output=True, text=True)
     result = [l for l in p.stdout.splitlines() if l.startswith("RESULT")]
     print(result[-1] if result else p.stdout[-2000:] + p.stderr[-2000:], flush=True)
     if p.returncode != 0:
         # The harness says why on stderr (a HarnessError: timeout, the model dying, ...).
         print(p.stderr[-2000:], file=sys.stderr, flush=True)
-        raise SystemExit(f"{SCENARIO} failed on the {stack} stack")
-    workdir = Path(harness_args[harness_args.index("--workdir") + 1]) / f"{SCENARIO}-{stack}"
+        raise SystemExit(f"{scenario} failed on the {stack} stack")
+    workdir = Path(harness_args[harness_args.index("--workdir") + 1]) / f"{scenario}-{stack}"
     console = (workdir / "console.log").read_text(errors="replace")
     values: dict[str, list[int]] = {}
     for name, value in re.findall(r"^# bench (\w+) (-?\d+)", console, re.M):
         values.setdefault(name, []).append(int(value))
-    missing = [m for m, *_ in METRICS if not values.get(m)]
+    missing = [m for m, *_ in metrics if not values.get(m)]
     if missing:
         raise SystemExit(f"no {', '.join(missing)} in {workdir}/console.log")
     return values
 
 
-def main() -> int:
-    args = sys.argv[1:]
-    if args and args[0] == "--":
-        args = args[1:]
+def compare(scenario: str, metrics: list, title: str, args: list[str]) -> None:
+    """Runs `scenario` on both stacks and prints its table."""
     medians: dict[str, dict[str, float]] = {}
     best: dict[str, dict[str, float]] = {}
     loads = {}
     for stack in ("c", "rust"):
-        v = run(stack, args)
-        medians[stack] = {m: statistics.median(v[m]) for m, *_ in METRICS}
-        best[stack] = {m: (max if lower is False else min)(v[m]) for m, _, _, lower in METRICS}
-        loads[stack] = min(len(v[m]) for m, *_ in METRICS)
-    print(f"\ndata path, median over {loads['c']} (c) and {loads['rust']} (rust) loads of ib_verbs_bench "
-          "on mlx5_0 (cx-model, TCG: compare the ratio, not the absolute numbers)")
+        v = run(scenario, metrics, stack, args)
+        medians[stack] = {m: statistics.median(v[m]) for m, *_ in metrics}
+        best[stack] = {m: (max if lower is False else min)(v[m]) for m, _, _, lower in metrics}
+        loads[stack] = min(len(v[m]) for m, *_ in metrics)
+    print("\n" + title.format(c=loads["c"], rust=loads["rust"]))
     print(f"{'':32} {'unit':8} {'c':>10} {'rust':>10} {'rust/c':>7}  {'target':18} "
           f"{'c best':>10} {'rust best':>10} {'rust/c':>7}")
-    for m, what, unit, lower in METRICS:
+    for m, what, unit, lower in metrics:
         c, r = medians["c"][m], medians["rust"][m]
         ratio = r / c if c else float("inf")
         if lower is None:
@@ -98,6 +116,14 @@ def main() -> int:
         bratio = br / bc if bc else float("inf")
         print(f"{what:32} {unit:8} {c:10.0f} {r:10.0f} {ratio:7.2f}  {verdict:18} "
               f"{bc:10.0f} {br:10.0f} {bratio:7.2f}", flush=True)
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    if args and args[0] == "--":
+        args = args[1:]
+    for scenario, metrics, title in BENCHES:
+        compare(scenario, metrics, title, args)
     return 0
 
 

@@ -17,6 +17,8 @@
  *                      (its next receive flushed), REM_INV_REQ_ERR on the requester; both in ERR
  *   write-past-mr-end  RDMA WRITE 4096 bytes at offset 1024 of a 4096-byte MR, then two valid
  *                      WRITEs: REM_ACCESS_ERR and flushes; requester in ERR; no byte written
+ *   large-mr           RDMA WRITE and READ 4096 bytes at 60 MiB into a 64 MiB MR (its page list
+ *                      is larger than a small command's mailboxes), data verified
  *   srq-limit          the responder receives from an SRQ: its sizes as made, a resize refused
  *                      (EINVAL), a limit at or past its size refused (EINVAL), a limit of 4 armed
  *                      with 8 receives posted; 5 SENDs consume 5 of them and the async event
@@ -789,6 +791,34 @@ static void case_write_past_mr_end(struct test_case *tc)
 	show_state(tc, &tc->resp);
 }
 
+#define LARGE_MR (64UL << 20)
+#define LARGE_OFF (60UL << 20)
+
+static void case_large_mr(struct test_case *tc)
+{
+	struct buffer *src = add_buffer(tc, MSG_SIZE, MSG_SIZE, LOCAL, 0x66);
+	struct buffer *back = add_buffer(tc, MSG_SIZE, MSG_SIZE, LOCAL, 0);
+	struct buffer *dst = add_buffer(tc, LARGE_MR, LARGE_MR, REMOTE, 0);
+
+	if (!src || !back || !dst)
+		return;
+	note(tc, "64 MiB MR: lkey %#x rkey %#x", dst->mr->lkey, dst->mr->rkey);
+	struct send_req w = { 1, IBV_WR_RDMA_WRITE, src, MSG_SIZE, src->mr->lkey,
+			      (uintptr_t)dst->mem + LARGE_OFF, dst->mr->rkey };
+	if (post_sends(tc, &w, 1))
+		return;
+	expect_wcs(tc, &tc->req, 1, &(struct want){ 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0, 0 }, 1);
+	expect_same(tc, "written at 60 MiB", dst->mem + LARGE_OFF, src->mem, MSG_SIZE);
+	expect_zero(tc, "the page before", dst->mem + LARGE_OFF - MSG_SIZE, MSG_SIZE);
+	struct send_req r = { 2, IBV_WR_RDMA_READ, back, MSG_SIZE, back->mr->lkey,
+			      (uintptr_t)dst->mem + LARGE_OFF, dst->mr->rkey };
+	if (post_sends(tc, &r, 1))
+		return;
+	expect_wcs(tc, &tc->req, 1, &(struct want){ 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 0, 0 }, 1);
+	expect_same(tc, "read back from 60 MiB", back->mem, src->mem, MSG_SIZE);
+	expect_state(tc, &tc->req, IBV_QPS_RTS);
+}
+
 /* The async event of the device within `ms` (acknowledged); 1 if one came, 0 if none. */
 static int next_async_event(struct test_case *tc, struct ibv_async_event *ev, unsigned int ms)
 {
@@ -929,6 +959,7 @@ static const struct {
 	{ "bad-rkey", case_bad_rkey, 0 },
 	{ "recv-too-small", case_recv_too_small, 0 },
 	{ "write-past-mr-end", case_write_past_mr_end, 0 },
+	{ "large-mr", case_large_mr, 0 },
 	{ "srq-limit", case_srq_limit, 1 },
 };
 

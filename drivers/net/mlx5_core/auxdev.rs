@@ -24,6 +24,7 @@ pub use crate::cq_table::{CqHandler, CqRegistration};
 use crate::doorbell::DbPool;
 pub use crate::doorbell::DoorbellRecord;
 pub use crate::hca::HcaCaps;
+use crate::ifc::Command;
 use crate::resources::ResourceTable;
 pub use crate::resources::{Resource, ResourceHandler, ResourceRegistration};
 use crate::uar::BfregPool;
@@ -310,6 +311,20 @@ impl Mlx5Device {
     /// Firmware commands on the function (a handle the driver may keep).
     pub fn commands(&self) -> &Commands {
         &self.commands
+    }
+
+    /// Runs command `C` with a variable part that may be larger than the command queue's
+    /// mailbox pool (a page list of a large memory region): such a command gets mailboxes of
+    /// its own, allocated on the function (C allocates every command's). Otherwise as
+    /// [`Commands::exec_var`]. Sleeps.
+    pub fn exec_var_large<C: Command>(
+        &self,
+        input: &C::In,
+        in_tail: &[u8],
+        out_tail: usize,
+    ) -> Result<(C::Out, KVec<u8>)> {
+        self.commands
+            .exec_var_large::<C>(self.bound_parent(), input, in_tail, out_tail)
     }
 
     /// What the function reported at bring-up.

@@ -4,7 +4,10 @@
 //! output beyond 16 bytes in chains of 512-byte mailbox blocks, a doorbell in the init segment,
 //! and completion when the device clears the entry's ownership bit (polling mode) or reports the
 //! slot on the command EQ (event mode). Commands run concurrently, one per slot, each with its
-//! own mailbox blocks from a pool allocated with the queue.
+//! own mailbox blocks from a pool allocated with the queue; a command larger than the pool (the
+//! page list of a large memory region, ring or queue) gets a chain of its own, allocated for it
+//! as C allocates every command's, when its caller can allocate on the device
+//! (`exec_var_large`).
 //!
 //! Every failure is logged as the C driver logs it: the command's name, op_mod, status name,
 //! syndrome and errno; failures a caller can repeat at will are rate-limited as C's
@@ -16,7 +19,8 @@
 //! is seen clear, logged as C logs it); while every usable slot is stuck, commands fail at once
 //! with `EAGAIN` (C's "All CMD slots are stalled"). Memory the device may still write is never
 //! freed: at teardown, the queue page and the mailbox pages of commands that never completed are
-//! leaked on purpose (at most the whole pool and the queue page: 17 pages, 68 KiB per function).
+//! leaked on purpose (at most the whole pool and the queue page: 17 pages, 68 KiB per function),
+//! and so is the chain of its own of a large command that timed out.
 
 use crate::dma_page::{DmaPage, PAGE};
 use crate::health::DeviceState;
@@ -136,7 +140,8 @@ impl Doorbell for Bar0<'_> {
 }
 
 /// Pages of mailbox blocks allocated with the queue (four blocks each): a command waits for the
-/// blocks it needs, and one needing more than the pool holds is refused.
+/// blocks it needs; one needing more than the pool holds gets a chain of its own
+/// (`exec_var_large`) or is refused (`EINVAL`).
 const POOL_PAGES: usize = 16;
 const POOL_BLOCKS: usize = POOL_PAGES * BLOCKS_PER_PAGE;
 /// At most 32 slots (log size 5).
@@ -348,13 +353,38 @@ pub(crate) struct CmdQueue {
 struct Claim<'a> {
     q: &'a CmdQueue,
     slot: u32,
+    /// Blocks of the pool (none for a command with a chain of its own).
     blocks: KVec<u16>,
+    /// The pages of a chain of its own, for a command larger than the pool (C allocates every
+    /// command's mailboxes; the pool here serves all others).
+    own: KVec<DmaPage>,
     stuck: bool,
+}
+
+impl Claim<'_> {
+    /// Block `i` of the command's chain (input blocks first, then output blocks): its page,
+    /// offset in the page and device address.
+    fn block(&self, i: usize) -> Option<(&DmaPage, usize, u64)> {
+        if self.own.is_empty() {
+            return self.q.block(*self.blocks.get(i)?);
+        }
+        let page = self.own.get(i / BLOCKS_PER_PAGE)?;
+        let off = (i % BLOCKS_PER_PAGE) * BLOCK_STRIDE;
+        Some((page, off, page.dma_address() + off as u64))
+    }
 }
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
         let blocks = core::mem::take(&mut self.blocks);
+        let own = core::mem::take(&mut self.own);
+        if self.stuck {
+            // The device may still write them: never given back, as C leaves a timed-out
+            // command's mailboxes.
+            core::mem::forget(own);
+        } else {
+            drop(own);
+        }
         self.q.slots.lock().release(self.slot, blocks, self.stuck);
         self.q.released.notify_all();
     }
@@ -499,29 +529,39 @@ impl CmdQueue {
         Some((page, off, page.dma_address() + off as u64))
     }
 
-    /// Fills the chain of `blocks` from `data` (past the inline part); returns the address of
-    /// the first block, or 0 for no chain.
-    fn build_chain(&self, blocks: &[u16], data: &[u8], token: u8) -> Result<u64> {
-        for (i, &b) in blocks.iter().enumerate() {
-            let (mb, off, _) = self.block(b).ok_or(EINVAL)?;
-            let next = match blocks.get(i + 1) {
-                Some(&n) => self.block(n).ok_or(EINVAL)?.2,
-                None => 0,
+    /// Fills blocks `first..first + n` of `claim`'s chain from `data` (past the inline part);
+    /// returns the address of the first block, or 0 for no chain.
+    fn build_chain(
+        claim: &Claim<'_>,
+        first: usize,
+        n: usize,
+        data: &[u8],
+        token: u8,
+    ) -> Result<u64> {
+        for i in 0..n {
+            let (mb, off, _) = claim.block(first + i).ok_or(EINVAL)?;
+            let next = if i + 1 < n {
+                claim.block(first + i + 1).ok_or(EINVAL)?.2
+            } else {
+                0
             };
             let num = u32::try_from(i).map_err(|_| EINVAL)?;
             mb.write_layout(off, &mailbox_block(block_data(data, i), next, num, token)?)?;
         }
-        match blocks.first() {
-            Some(&b) => Ok(self.block(b).ok_or(EINVAL)?.2),
-            None => Ok(0),
+        if n == 0 {
+            return Ok(0);
         }
+        Ok(claim.block(first).ok_or(EINVAL)?.2)
     }
 
     /// Waits for a usable slot (`want`, or any regular one) and `nblocks` mailbox blocks, and
     /// takes them with a fresh token.
+    /// With `alloc`, a command larger than the pool gets a chain of its own, allocated on the
+    /// device here; without, it is refused (`EINVAL`).
     fn claim(
         &self,
         dev: &device::Device,
+        alloc: Option<&device::Device<device::Bound>>,
         want: Option<u32>,
         nblocks: usize,
     ) -> Result<(Claim<'_>, u8)> {
@@ -529,13 +569,25 @@ impl CmdQueue {
             Some(slot) => 1u32 << slot,
             None => (1u32 << self.regular_slots()) - 1,
         };
+        let mut own = KVec::new();
+        let mut pool_blocks = nblocks;
+        if let Some(bound) = alloc {
+            if nblocks > POOL_BLOCKS {
+                let pages = nblocks.div_ceil(BLOCKS_PER_PAGE);
+                own = KVec::with_capacity(pages, GFP_KERNEL)?;
+                for _ in 0..pages {
+                    own.push(DmaPage::new(bound)?, GFP_KERNEL)?;
+                }
+                pool_blocks = 0;
+            }
+        }
         let mut s = self.slots.lock();
         loop {
             if self.state.in_error() {
                 return Err(ENOLINK);
             }
             self.reap(&mut s);
-            match s.take(usable, nblocks) {
+            match s.take(usable, pool_blocks) {
                 Ok(Take::Taken(slot, blocks)) => {
                     // Tokens are non-zero and change with every command.
                     s.token = s.token.wrapping_add(1).max(1);
@@ -545,6 +597,7 @@ impl CmdQueue {
                             q: self,
                             slot,
                             blocks,
+                            own,
                             stuck: false,
                         },
                         token,
@@ -589,6 +642,20 @@ impl CmdQueue {
         Ok(self.exec_var::<C>(dev, bar, None, input, &[], 0)?.0)
     }
 
+    /// [`Self::exec_var`] in a regular slot for a command that may be larger than the mailbox
+    /// pool: such a command gets a chain of its own, allocated on `bound` (C's per-command
+    /// mailboxes), so its size is bounded by memory only.
+    pub(crate) fn exec_var_large<C: Command>(
+        &self,
+        bound: &device::Device<device::Bound>,
+        bar: &dyn Doorbell,
+        input: &C::In,
+        in_tail: &[u8],
+        out_tail: usize,
+    ) -> Result<(C::Out, KVec<u8>)> {
+        self.exec_var_in::<C>(bound, Some(bound), bar, None, input, in_tail, out_tail)
+    }
+
     /// Runs command `C` with a variable part: `in_tail` is sent after the input layout and
     /// `out_tail` more bytes are read after the command's output, returned as bytes. `slot`:
     /// the page slot, or `None` for any regular slot.
@@ -601,12 +668,28 @@ impl CmdQueue {
         in_tail: &[u8],
         out_tail: usize,
     ) -> Result<(C::Out, KVec<u8>)> {
+        self.exec_var_in::<C>(dev, None, bar, slot, input, in_tail, out_tail)
+    }
+
+    /// [`Self::exec_var`], with chains of their own for commands larger than the pool when
+    /// `alloc` is given.
+    #[allow(clippy::too_many_arguments)]
+    fn exec_var_in<C: Command>(
+        &self,
+        dev: &device::Device,
+        alloc: Option<&device::Device<device::Bound>>,
+        bar: &dyn Doorbell,
+        slot: Option<u32>,
+        input: &C::In,
+        in_tail: &[u8],
+        out_tail: usize,
+    ) -> Result<(C::Out, KVec<u8>)> {
         let wire = ifc::encode::<C>(input)?;
         let out_len = C::OUT_LEN.checked_add(out_tail).ok_or(EINVAL)?;
         // Allocated before the command is sent: once the device has run it (created or
         // destroyed an object), an allocation failure must not turn its result into an error.
         let mut tail = KVec::with_capacity(out_tail, GFP_KERNEL)?;
-        let out = self.exec_raw(dev, bar, slot, wire.as_bytes(), in_tail, out_len)?;
+        let out = self.exec_raw(dev, alloc, bar, slot, wire.as_bytes(), in_tail, out_len)?;
         let fixed = C::Out::from_bytes(&out);
         let rest = out.get(C::OUT_LEN..).unwrap_or(&[]);
         for &b in rest.iter().take(out_tail) {
@@ -620,9 +703,11 @@ impl CmdQueue {
     /// included) followed by `tail`, room for `out_len` output bytes. Returns the output, or
     /// the errno of a delivery, status or timeout failure (logged). Several commands may run at
     /// once.
+    #[allow(clippy::too_many_arguments)]
     fn exec_raw(
         &self,
         dev: &device::Device,
+        alloc: Option<&device::Device<device::Bound>>,
         bar: &dyn Doorbell,
         slot: Option<u32>,
         head: &[u8],
@@ -652,14 +737,13 @@ impl CmdQueue {
             return internal_error_result(opcode, out_len);
         }
         let (nin, nout) = (blocks_for(input.len()), blocks_for(out_len));
-        let (mut claim, token) = match self.claim(dev, slot, nin + nout) {
+        let (mut claim, token) = match self.claim(dev, alloc, slot, nin + nout) {
             Err(ENOLINK) => return internal_error_result(opcode, out_len),
             r => r?,
         };
         let slot = claim.slot;
-        let (in_blocks, out_blocks) = claim.blocks.split_at(nin);
-        let in_ptr = self.build_chain(in_blocks, input, token)?;
-        let out_ptr = self.build_chain(out_blocks, &[], token)?;
+        let in_ptr = Self::build_chain(&claim, 0, nin, input, token)?;
+        let out_ptr = Self::build_chain(&claim, nin, nout, &[], token)?;
 
         let entry = command_entry(input, in_ptr, out_ptr, out_len, token)?;
         let entry_off = (slot as usize) << self.log_stride;
@@ -699,8 +783,8 @@ impl CmdQueue {
             return Err(err);
         }
         out[..INLINE].copy_from_slice(done.command_output_inline_data());
-        for (i, &b) in out_blocks.iter().enumerate() {
-            let (mb, off, _) = self.block(b).ok_or(EINVAL)?;
+        for i in 0..nout {
+            let (mb, off, _) = claim.block(nin + i).ok_or(EINVAL)?;
             let block: CmdMailbox = mb.read_layout(off)?;
             let from = INLINE + i * BLOCK_DATA;
             let to = (from + BLOCK_DATA).min(out_len);

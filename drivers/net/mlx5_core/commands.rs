@@ -48,6 +48,19 @@ impl Commands {
 }
 
 impl Commands {
+    /// [`Self::exec_var`] for a command that may be larger than the mailbox pool: its chain is
+    /// allocated on `bound` when it is (see `Mlx5Device::exec_var_large`).
+    pub(crate) fn exec_var_large<C: Command>(
+        &self,
+        bound: &device::Device<device::Bound>,
+        input: &C::In,
+        in_tail: &[u8],
+        out_tail: usize,
+    ) -> Result<(C::Out, KVec<u8>)> {
+        self.queue
+            .exec_var_large::<C>(bound, self, input, in_tail, out_tail)
+    }
+
     /// Whether the device is in the internal-error state (a fatal health error or the device
     /// gone): commands fail at once, and the hardware completes no more work.
     pub fn in_internal_error(&self) -> bool {

@@ -36,6 +36,7 @@ errors_case bad-lkey "SEND with a bad lkey: LOC_PROT_ERR, two flushes, requester
 errors_case bad-rkey "RDMA WRITE with a bad rkey: REM_ACCESS_ERR, two flushes, requester in ERR"
 errors_case recv-too-small "4096-byte SEND into a 64-byte receive: LOC_LEN_ERR and flush at the responder, REM_INV_REQ_ERR at the requester, both in ERR"
 errors_case write-past-mr-end "RDMA WRITE past the end of the MR: REM_ACCESS_ERR, two flushes, requester in ERR, nothing written"
+errors_case large-mr "RDMA WRITE and READ at 60 MiB of a 64 MiB MR (a page list past the command mailbox pool), data verified"
 errors_case srq-limit "an SRQ: sizes as made, no resize, its limit armed, SRQ_LIMIT_REACHED when receives fall below it, EBUSY while its QP exists"
 check "the stack unloads" unload_stack
 dmesg_clean "dmesg has no warnings, oopses or lockdep reports"

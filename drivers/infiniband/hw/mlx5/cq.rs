@@ -306,7 +306,7 @@ pub(crate) fn create(
     input.set_c_eqn(eqn.into())?;
     input.set_log_page_size(0)?;
     input.set_dbr_addr(dbr)?;
-    let out = match dev.commands().exec_var::<CreateCq>(&input, &pas, 0) {
+    let out = match dev.exec_var_large::<CreateCq>(&input, &pas, 0) {
         Ok((out, _)) => out,
         Err(e) => {
             // A timed-out CREATE_CQ may have created the CQ: its memory is never freed then.
@@ -589,7 +589,7 @@ impl CqShared {
         // The new ring is in place before the command: a poll that meets the old ring's
         // RESIZE_CQ entry switches to it.
         self.inner.lock().resize = Some(ring);
-        if let Err(e) = dev.commands().exec_var::<ModifyCq>(&input, &pas, 0) {
+        if let Err(e) = dev.exec_var_large::<ModifyCq>(&input, &pas, 0) {
             let ring = self.inner.lock().resize.take();
             // A timed-out MODIFY_CQ may have given the device the new ring: never freed then.
             if e == ETIMEDOUT {

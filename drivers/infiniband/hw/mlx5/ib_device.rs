@@ -483,14 +483,7 @@ impl DeviceOps for Mlx5IbDevice {
         _udata: &Udata,
     ) -> Result<NewMr<mr::Mlx5Mr>> {
         let pg = GeneralCaps::from_bytes(&self.caps.general).pg() != 0;
-        let mr = mr::reg_user(
-            &self.cmds,
-            self.core.get().device(),
-            &self.mkey_var,
-            pd,
-            init,
-            pg,
-        )?;
+        let mr = mr::reg_user(self.core.get(), &self.mkey_var, pd, init, pg)?;
         let key = mr.key;
         Ok(NewMr {
             mr,

@@ -10,7 +10,6 @@
 use crate::pd::Mlx5Pd;
 use ib_core::verbs_types::{Access, AccessFlags, UserMrInit};
 use kernel::{
-    device::Device,
     dma::DataDirection,
     page::PAGE_SIZE,
     prelude::*,
@@ -18,6 +17,7 @@ use kernel::{
     user_pages::{DmaMappedPages, PinnedPages},
 };
 use mlx5_core::{
+    auxdev::Mlx5Device,
     commands::Commands,
     ifc_verbs::{
         CreateMkey, CreateMkeyIn, DestroyMkey, DestroyMkeyIn, MKC_ACCESS_MODE_MTT,
@@ -114,8 +114,7 @@ fn user_mkey_in(
 /// Registers the calling process's memory `init` in `pd` for the function's PCI device `dev`
 /// (C's `create_real_mr` through `reg_create`). `pg_cap`: the function's `pg` capability.
 pub(crate) fn reg_user(
-    cmds: &Commands,
-    dev: &Device,
+    mdev: &Mlx5Device,
     variant: &Atomic<u32>,
     pd: &Mlx5Pd,
     init: &UserMrInit,
@@ -124,6 +123,7 @@ pub(crate) fn reg_user(
     let start = usize::try_from(init.start).map_err(|_| EINVAL)?;
     let len = usize::try_from(init.length).map_err(|_| EINVAL)?;
     let pinned = PinnedPages::pin(start, len, init.writable)?;
+    let dev = mdev.device();
     // SAFETY: The PCI function stays bound while the RDMA device is registered, and every user
     // MR is destroyed (its contexts are) before the device's unregistration completes.
     let umem = unsafe {
@@ -151,7 +151,9 @@ pub(crate) fn reg_user(
     // C's `atomic_inc_return` truncated to the key byte.
     let key = (variant.fetch_add(1, Relaxed).wrapping_add(1) & 0xff) as u8;
     let input = user_mkey_in(pd.pdn, init, octo, pg_cap, key)?;
-    let (out, _) = cmds.exec_var::<CreateMkey>(&input, &pas, 0)?;
+    // A page list larger than the command queue's mailbox pool (past 16 MiB of 4 KiB pages)
+    // gets mailboxes of its own, as every command does in C.
+    let (out, _) = mdev.exec_var_large::<CreateMkey>(&input, &pas, 0)?;
     Ok(Mlx5Mr {
         key: ((out.mkey_index() as u32) << 8) | u32::from(key),
         umem: Some(umem),

@@ -714,7 +714,7 @@ pub(crate) fn create(
         dbr,
         init.srq.map(|s| s.srqn),
     )?;
-    let out = match dev.commands().exec_var::<CreateQp>(&ctx, &pas, 0) {
+    let out = match dev.exec_var_large::<CreateQp>(&ctx, &pas, 0) {
         Ok((out, _)) => out,
         Err(e) => {
             // A timed-out CREATE_QP may have created the QP: its memory is never freed then.

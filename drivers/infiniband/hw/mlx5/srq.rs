@@ -242,7 +242,7 @@ pub(crate) fn create_rmp(
     input.set_log_wq_pg_sz(0)?;
     input.set_page_offset(mem.page_offset)?;
     input.set_log_wq_sz(size.max.trailing_zeros().into())?;
-    let (out, _) = dev.commands().exec_var::<CreateRmp>(&input, mem.pas, 0)?;
+    let (out, _) = dev.exec_var_large::<CreateRmp>(&input, mem.pas, 0)?;
     Ok(out.rmpn() as u32)
 }
 

@@ -231,7 +231,7 @@ pub(crate) fn create(
         ring: Some(ring),
         db: Some(db),
     };
-    let out = match cmds.exec_var::<CreateCq>(&input, &pas, 0) {
+    let out = match dev.exec_var_large::<CreateCq>(&input, &pas, 0) {
         Ok((out, _)) => out,
         Err(e) => {
             // A timed-out CREATE_CQ may have created the CQ: its memory stays pinned for ever.

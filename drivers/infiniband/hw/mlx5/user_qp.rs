@@ -264,7 +264,7 @@ pub(crate) fn create(
         input.set_user_index(uidx.into())?;
     }
     let dbr = db.first_dma();
-    let out = match dev.commands().exec_var::<CreateQp>(&input, &pas, 0) {
+    let out = match dev.exec_var_large::<CreateQp>(&input, &pas, 0) {
         Ok((out, _)) => out,
         Err(e) => {
             // A timed-out CREATE_QP may have created the QP: its memory stays pinned for ever.
