@@ -812,6 +812,7 @@ static int cq_destroy(uint32_t id, uint64_t handle, uint32_t *resp)
 }
 
 static void qps(uint32_t id, uint32_t uar, uint32_t cq);
+static void srqs(uint32_t id, uint32_t uar, uint32_t cq);
 
 /* CQs, with a context and a UAR page (`uar`) to name. */
 static void cqs(uint32_t id, uint32_t uar)
@@ -945,7 +946,8 @@ static void cqs(uint32_t id, uint32_t uar)
 		       0, cqe == 15 && *(uint32_t *)(resp_buf + 12) == 16 ? 0 : EBADMSG);
 	}
 	qps(id, uar, h1);
-	/* The 1-entry CQ (with a QP on it) and the EX one stay for close to destroy. */
+	srqs(id, uar, h1);
+	/* The 1-entry CQ (with QPs on it) and the EX one stay for close to destroy. */
 }
 
 /* QP memory: receive ring of 16 x 32 bytes, then send ring of 64 x 64 bytes. */
@@ -1101,6 +1103,202 @@ static void qps(uint32_t id, uint32_t uar, uint32_t cq)
 	r = qp_req(uar);
 	expect("QP_CREATE of a UD QP, left for close: success", 0,
 	       qp_create(id, 4, 0, cq, ~0u, &r, NULL, NULL, NULL));
+}
+
+/* SRQ memory: 64 WQEs of 32 bytes, and a doorbell record. */
+static uint8_t srq_buf[2][4096] __attribute__((aligned(4096)));
+static uint64_t srq_db[2][8] __attribute__((aligned(64)));
+
+/* struct mlx5_ib_create_srq */
+struct mlx5_create_srq {
+	uint64_t buf_addr, db_addr;
+	uint32_t flags, reserved0, uidx, reserved1;
+};
+
+static struct mlx5_create_srq srq_req(int k)
+{
+	return (struct mlx5_create_srq){ .buf_addr = (uintptr_t)srq_buf[k],
+					 .db_addr = (uintptr_t)srq_db[k], .uidx = 0xffffff };
+}
+
+/* write CREATE_SRQ (32) of `max_wr` x `max_sge` in PD `pd`, mlx5's request `drv` of
+ * `drv_len` bytes; the answer (handle, max_wr, max_sge, srqn) goes to resp_buf. */
+static int srq_create_write(uint32_t pd, uint32_t max_wr, uint32_t max_sge, uint32_t limit,
+			    const struct mlx5_create_srq *drv, size_t drv_len)
+{
+	uint64_t resp = (uintptr_t)resp_buf, uh = 0x1234;
+	uint8_t p[32 + sizeof(*drv)];
+
+	memset(p, 0, sizeof(p));
+	memcpy(p, &resp, 8);
+	memcpy(p + 8, &uh, 8);
+	memcpy(p + 16, &pd, 4);
+	memcpy(p + 20, &max_wr, 4);
+	memcpy(p + 24, &max_sge, 4);
+	memcpy(p + 28, &limit, 4);
+	memcpy(p + 32, drv, drv_len);
+	memset(resp_buf, 0xff, 24);
+	/* Response: 16 core bytes and mlx5's 8 (srqn, reserved). */
+	return send_cmd(32, (uint16_t)((8 + 32 + drv_len) / 4), 6, p, 32 + drv_len, 8 + 32 + drv_len);
+}
+
+/* ioctl SRQ_CREATE (object 5, method 0) of `type`; cq ~0u: no CQ attribute. */
+static int srq_create_ioctl(uint32_t id, uint64_t type, uint32_t pd, uint32_t cq, uint32_t *handle)
+{
+	static uint32_t max_wr, max_sge, out[2];
+	struct mlx5_create_srq r = srq_req(1);
+	struct hdr h;
+	int n = 0, rc;
+
+	h = header(id, 5, 0, 0);
+	attr(&h, n++, 0, 0, MAND, 0, 0);
+	attr(&h, n++, 1, 0, MAND, 0, pd);
+	if (cq != ~0u)
+		attr(&h, n++, 3, 0, MAND, 0, cq);
+	attr(&h, n++, 4, 8, MAND, 0, 0x4321);
+	attr(&h, n++, 5, 4, MAND, 0, 16);
+	attr(&h, n++, 6, 4, MAND, 0, 1);
+	attr(&h, n++, 7, 4, MAND, 0, 0);
+	attr(&h, n++, 9, 8, MAND, 0, type);
+	attr(&h, n++, 11, 4, MAND, 0, (uintptr_t)&max_wr);
+	attr(&h, n++, 12, 4, MAND, 0, (uintptr_t)&max_sge);
+	attr(&h, n++, 0x1000, sizeof(r), MAND, 0, (uintptr_t)&r);
+	attr(&h, n++, 0x1001, 8, MAND, 0, (uintptr_t)out);
+	h.num_attrs = n;
+	h.length = 24 + 16 * n;
+	rc = call(VERBS_IOCTL, &h);
+	if (handle)
+		memcpy(handle, h.attrs + 8, 4);
+	return rc;
+}
+
+/* SRQs, with PD 0 alive and CQ `cq`: sizes, mlx5's request, types, modify, query, QPs on
+ * them, destruction. */
+static void srqs(uint32_t id, uint32_t uar, uint32_t cq)
+{
+	struct mlx5_create_srq r = srq_req(0);
+	uint64_t resp = (uintptr_t)resp_buf;
+	uint32_t h = ~0u, h2 = ~0u, ev = ~0u, mw, mg, lim;
+	uint8_t p[16];
+	struct hdr hd;
+
+	expect("CREATE_SRQ of 1 << 20 WRs (past log_max_srq_sz): EINVAL", EINVAL,
+	       srq_create_write(0, 1u << 20, 1, 0, &r, sizeof(r)));
+	expect("CREATE_SRQ of 1000 SGEs: EINVAL", EINVAL, srq_create_write(0, 16, 1000, 0, &r, sizeof(r)));
+	expect("CREATE_SRQ with a 16-byte mlx5 request: EINVAL", EINVAL,
+	       srq_create_write(0, 16, 1, 0, &r, 16));
+	r.reserved0 = 1;
+	expect("CREATE_SRQ with mlx5's reserved0 set: EINVAL", EINVAL, srq_create_write(0, 16, 1, 0, &r, sizeof(r)));
+	r = srq_req(0);
+	r.reserved1 = 1;
+	expect("CREATE_SRQ with mlx5's reserved1 set: EINVAL", EINVAL, srq_create_write(0, 16, 1, 0, &r, sizeof(r)));
+	r = srq_req(0);
+	r.buf_addr = 0;
+	expect("CREATE_SRQ with its ring at address 0: EFAULT", EFAULT,
+	       srq_create_write(0, 16, 1, 0, &r, sizeof(r)));
+	r = srq_req(0);
+	r.buf_addr += 8;
+	expect("CREATE_SRQ with its ring 8 bytes into a page: EINVAL", EINVAL,
+	       srq_create_write(0, 16, 1, 0, &r, sizeof(r)));
+	r = srq_req(0);
+	expect("CREATE_SRQ in a CQ's handle as PD: EINVAL", EINVAL, srq_create_write(cq, 16, 1, 0, &r, sizeof(r)));
+	expect("CREATE_SRQ in PD handle 99: ENOENT", ENOENT, srq_create_write(99, 16, 1, 0, &r, sizeof(r)));
+	expect("CREATE_SRQ of 16 x 1 in PD 0: success", 0, srq_create_write(0, 16, 1, 0, &r, sizeof(r)));
+	memcpy(&h, resp_buf, 4);
+	memcpy(&mw, resp_buf + 4, 4);
+	memcpy(&mg, resp_buf + 8, 4);
+	expect(NAME("it holds 31 WRs of 1 SGE, srqn 0 in the core answer (%u, %u, %u)", mw, mg,
+		    *(uint32_t *)(resp_buf + 12)),
+	       0, mw == 31 && mg == 1 && *(uint32_t *)(resp_buf + 12) == 0 ? 0 : EBADMSG);
+
+	expect("SRQ_CREATE of type 7: EINVAL", EINVAL, srq_create_ioctl(id, 7, 0, ~0u, NULL));
+	expect("SRQ_CREATE of an XRC SRQ without a CQ: ENOENT", ENOENT, srq_create_ioctl(id, 1, 0, ~0u, NULL));
+	expect("SRQ_CREATE of an XRC SRQ without an XRC domain: ENOENT", ENOENT,
+	       srq_create_ioctl(id, 1, 0, cq, NULL));
+	expect("SRQ_CREATE of a tag-matching SRQ without a tag count: ENOENT", ENOENT,
+	       srq_create_ioctl(id, 2, 0, cq, NULL));
+	expect("SRQ_CREATE with a CQ's handle as PD: EINVAL", EINVAL, srq_create_ioctl(id, 0, cq, ~0u, NULL));
+	expect("SRQ_CREATE of a basic SRQ: success", 0, srq_create_ioctl(id, 0, 0, ~0u, &h2));
+
+	/* MODIFY_SRQ: handle, attr_mask, max_wr, srq_limit. */
+	memset(p, 0, sizeof(p));
+	memcpy(p, &h, 4);
+	mw = 1;		/* IB_SRQ_MAX_WR */
+	memcpy(p + 4, &mw, 4);
+	mw = 64;
+	memcpy(p + 8, &mw, 4);
+	expect("MODIFY_SRQ resizing: EINVAL", EINVAL, send_cmd(33, 6, 0, p, 16, 24));
+	mw = 2;		/* IB_SRQ_LIMIT */
+	memcpy(p + 4, &mw, 4);
+	lim = 32;
+	memcpy(p + 12, &lim, 4);
+	expect("MODIFY_SRQ with a limit of 32 (the ring holds 32 WQEs): EINVAL", EINVAL,
+	       send_cmd(33, 6, 0, p, 16, 24));
+	lim = 5;
+	memcpy(p + 12, &lim, 4);
+	expect("MODIFY_SRQ with a limit of 5: success", 0, send_cmd(33, 6, 0, p, 16, 24));
+	mw = 1u << 2;
+	memcpy(p + 4, &mw, 4);
+	expect("MODIFY_SRQ with an unknown mask bit only: success (ignored, as C)", 0,
+	       send_cmd(33, 6, 0, p, 16, 24));
+	memcpy(p, &cq, 4);
+	expect("MODIFY_SRQ of a CQ's handle: EINVAL", EINVAL, send_cmd(33, 6, 0, p, 16, 24));
+	memset(p, 0, sizeof(p));
+	memcpy(p, &resp, 8);
+	memcpy(p + 8, &h, 4);
+	memset(resp_buf, 0xff, 16);
+	expect("QUERY_SRQ: success", 0, send_cmd(34, 6, 4, p, 16, 24));
+	expect(NAME("it reports 31 WRs, 1 SGE, limit 5 (%u, %u, %u)", *(uint32_t *)resp_buf,
+		    *(uint32_t *)(resp_buf + 4), *(uint32_t *)(resp_buf + 8)),
+	       0, *(uint32_t *)resp_buf == 31 && *(uint32_t *)(resp_buf + 4) == 1 &&
+	       *(uint32_t *)(resp_buf + 8) == 5 && *(uint32_t *)(resp_buf + 12) == 0 ? 0 : EBADMSG);
+	memcpy(p + 8, &cq, 4);
+	expect("QUERY_SRQ of a CQ's handle: EINVAL", EINVAL, send_cmd(34, 6, 4, p, 16, 24));
+
+	/* A QP receiving from the SRQ keeps it. */
+	{
+		struct mlx5_create_qp q = qp_req(uar);
+		static uint32_t cap[5], rcap[5], qpn, out[10];
+		uint32_t qh;
+		int n = 0;
+
+		q.rq_wqe_count = 0;
+		q.rq_wqe_shift = 0;
+		cap[0] = 64; cap[1] = 0; cap[2] = 1; cap[3] = 0; cap[4] = 0;
+		hd = header(id, 4, 0, 0);
+		attr(&hd, n++, 0, 0, MAND, 0, 0);
+		attr(&hd, n++, 2, 0, MAND, 0, 0);
+		attr(&hd, n++, 3, 0, MAND, 0, h);
+		attr(&hd, n++, 4, 0, MAND, 0, cq);
+		attr(&hd, n++, 5, 0, MAND, 0, cq);
+		attr(&hd, n++, 7, 8, MAND, 0, 0x5679);
+		attr(&hd, n++, 8, 20, MAND, 0, (uintptr_t)cap);
+		attr(&hd, n++, 9, 8, MAND, 0, 2);
+		attr(&hd, n++, 13, 20, MAND, 0, (uintptr_t)rcap);
+		attr(&hd, n++, 14, 4, MAND, 0, (uintptr_t)&qpn);
+		attr(&hd, n++, 0x1000, sizeof(q), MAND, 0, (uintptr_t)&q);
+		attr(&hd, n++, 0x1001, 40, MAND, 0, (uintptr_t)out);
+		hd.num_attrs = n;
+		hd.length = 24 + 16 * n;
+		expect("QP_CREATE of an RC QP on the SRQ: success", 0, call(VERBS_IOCTL, &hd));
+		memcpy(&qh, hd.attrs + 8, 4);
+		(void)qh;
+		attr(&hd, 2, 3, 0, MAND, 0, cq);
+		expect("QP_CREATE with a CQ's handle as its SRQ: EINVAL", EINVAL, call(VERBS_IOCTL, &hd));
+	}
+	memset(p, 0, sizeof(p));
+	memcpy(p, &resp, 8);
+	memcpy(p + 8, &h, 4);
+	expect("DESTROY_SRQ of the QP's SRQ: EBUSY", EBUSY, send_cmd(35, 6, 1, p, 16, 24));
+	hd = header(id, 5, 1, 2);
+	attr(&hd, 0, 0, 0, MAND, 0, h2);
+	attr(&hd, 1, 1, 4, MAND, 0, (uintptr_t)&ev);
+	expect("SRQ_DESTROY of the other SRQ: success", 0, call(VERBS_IOCTL, &hd));
+	expect(NAME("it reported no events (%u)", ev), 0, ev == 0 ? 0 : EBADMSG);
+	expect("SRQ_DESTROY again: ENOENT", ENOENT, call(VERBS_IOCTL, &hd));
+	memcpy(p + 8, &h2, 4);
+	expect("DESTROY_SRQ of the destroyed one: ENOENT", ENOENT, send_cmd(35, 6, 1, p, 16, 24));
+	/* The SRQ with its QP stays for close to destroy, in dependency order. */
 }
 
 static void pds(uint32_t id)
