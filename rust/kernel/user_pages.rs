@@ -20,6 +20,7 @@ use crate::{
     bindings, device::Device, dma::DataDirection, error::to_result, page::PAGE_SIZE, prelude::*,
     sync::aref::ARef, types::Opaque,
 };
+use core::ptr::NonNull;
 
 /// Most pages pinned by one call of `pin_user_pages_fast` (C's `ib_umem_get` asks for a page of
 /// page pointers at a time).
@@ -34,6 +35,8 @@ const PIN_BATCH: usize = PAGE_SIZE / core::mem::size_of::<*mut bindings::page>()
 pub struct PinnedPages {
     pages: KVVec<*mut bindings::page>,
     writable: bool,
+    /// The process charged for the pages (`pinned_vm`, grabbed) and how many were charged.
+    charged: Option<(NonNull<bindings::mm_struct>, usize)>,
 }
 
 // SAFETY: The pages are pinned, not tied to the pinning thread; unpinning may happen on any
@@ -46,7 +49,9 @@ impl PinnedPages {
     /// Pins the pages that hold the `len` bytes at user address `addr` of the calling process,
     /// for writing too when `writable` (C's `ib_umem_get`). An empty or wrapping range is
     /// `EINVAL`; memory that is not mapped (or not writable when asked to be) is `EFAULT`, as
-    /// is any range for a task without user memory (a kernel thread).
+    /// is any range for a task without user memory (a kernel thread). The pages are charged to
+    /// the process's pinned memory until they are unpinned, as C charges them: past
+    /// `RLIMIT_MEMLOCK`, a task without `CAP_IPC_LOCK` gets `ENOMEM`.
     pub fn pin(addr: usize, len: usize, writable: bool) -> Result<Self> {
         if len == 0 {
             return Err(EINVAL);
@@ -62,11 +67,20 @@ impl PinnedPages {
         if !unsafe { bindings::rdma_rs_current_has_mm() } {
             return Err(EFAULT);
         }
-        let mut pages = KVVec::with_capacity(count, GFP_KERNEL)?;
         let mut this = Self {
             pages: KVVec::new(),
             writable,
+            charged: None,
         };
+        let mut err: c_int = 0;
+        // SAFETY: Called in task context; on success the helper returns the calling process's
+        // mm, grabbed, with `count` pages charged, which `drop` gives back.
+        let mm = unsafe { bindings::rdma_rs_pinned_vm_charge(count as _, &mut err) };
+        match NonNull::new(mm) {
+            Some(mm) => this.charged = Some((mm, count)),
+            None => return Err(Error::from_errno(err)),
+        }
+        let mut pages = KVVec::with_capacity(count, GFP_KERNEL)?;
         let mut flags = bindings::FOLL_LONGTERM;
         if writable {
             flags |= bindings::FOLL_WRITE;
@@ -115,18 +129,22 @@ impl PinnedPages {
 
 impl Drop for PinnedPages {
     fn drop(&mut self) {
-        if self.pages.is_empty() {
-            return;
+        if !self.pages.is_empty() {
+            // SAFETY: The pages were pinned and are unpinned only here (type invariant);
+            // writable ones are marked dirty, as C's `ib_umem_release`.
+            unsafe {
+                bindings::unpin_user_pages_dirty_lock(
+                    self.pages.as_mut_ptr(),
+                    self.pages.len() as _,
+                    self.writable,
+                )
+            };
         }
-        // SAFETY: The pages were pinned and are unpinned only here (type invariant); writable
-        // ones are marked dirty, as C's `ib_umem_release`.
-        unsafe {
-            bindings::unpin_user_pages_dirty_lock(
-                self.pages.as_mut_ptr(),
-                self.pages.len() as _,
-                self.writable,
-            )
-        };
+        if let Some((mm, count)) = self.charged.take() {
+            // SAFETY: `mm` was grabbed with `count` pages charged by `pin`; both are given back
+            // once, here.
+            unsafe { bindings::rdma_rs_pinned_vm_uncharge(mm.as_ptr(), count as _) };
+        }
     }
 }
 

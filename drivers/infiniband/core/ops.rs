@@ -138,6 +138,13 @@ pub trait DeviceOps: Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Gives a user CQ room for `cqe` completions in the new ring the driver's request in
+    /// `udata` describes (C's `resize_user_cq` with user data); returns its size as user space
+    /// sees it. Process context; the driver orders resizes of one CQ.
+    fn resize_user_cq(&self, _cq: &Self::UserCq, _cqe: u32, _udata: &Udata) -> Result<u32> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Destroys a CQ of user space; it is gone whatever this returns (an error is logged).
     fn destroy_user_cq(&self, _cq: Self::UserCq) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -666,6 +673,8 @@ pub(crate) trait UContextObject: Send + Sync {
 pub(crate) trait UserCqObject: Send + Sync {
     /// The object as `Any`, for user QP creation to find the driver's CQ state.
     fn as_any(&self) -> &dyn Any;
+    /// `DeviceOps::resize_user_cq` (`EOPNOTSUPP` without it).
+    fn resize(&self, cqe: u32, udata: &Udata) -> Result<u32>;
 }
 
 /// One verbs object of driver `T`: the driver's state `O` and the driver's operations. Dropping
@@ -1089,6 +1098,13 @@ fn destroy_user_cq<T: DeviceOps>(ops: &T, cq: T::UserCq) -> Result {
 impl<T: DeviceOps> UserCqObject for Typed<T, T::UserCq> {
     fn as_any(&self) -> &dyn Any {
         self
+    }
+
+    fn resize(&self, cqe: u32, udata: &Udata) -> Result<u32> {
+        optional_op!(
+            T::HAS_RESIZE_USER_CQ,
+            T::resize_user_cq(&self.ops, &self.obj, cqe, udata)
+        )
     }
 }
 

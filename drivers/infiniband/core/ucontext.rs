@@ -183,18 +183,18 @@ impl UContext {
         completion: Option<CompletionHandler>,
         event: Option<EventHandler>,
     ) -> Result<UserCq> {
-        let mut res = KBox::new(
+        let res = KBox::new(
             UserCqRes {
                 task: current_task(),
                 ctx_id: self.res.id(),
-                cqe: 0,
+                cqe: Atomic::new(0),
                 users: Arc::new(Atomic::new(0), GFP_KERNEL)?,
             },
             GFP_KERNEL,
         )?;
         let notifier = CqNotifier::new(completion, event)?;
         let (drv, cqe) = self.driver.create_cq(init, udata, &notifier)?;
-        res.cqe = cqe;
+        res.cqe.store(cqe, Relaxed);
         self.dev.restrack().add(ResType::Cq);
         let _ = track(&self.dev, ResType::Cq, &res);
         Ok(UserCq {
@@ -441,14 +441,14 @@ impl Drop for UserMr {
 pub struct UserCqRes {
     task: ARef<Task>,
     ctx_id: u32,
-    cqe: u32,
+    cqe: Atomic<u32>,
     users: Arc<Atomic<u32>>,
 }
 
 impl UserCqRes {
     /// Its size (C's `cq->cqe`).
     pub fn cqe(&self) -> u32 {
-        self.cqe
+        self.cqe.load(Relaxed)
     }
 
     /// The QPs using it.
@@ -484,7 +484,16 @@ pub struct UserCq {
 impl UserCq {
     /// Its size as user space sees it (C's `cq->cqe`).
     pub fn cqe(&self) -> u32 {
-        self.res.cqe
+        self.res.cqe()
+    }
+
+    /// Gives it room for `cqe` completions in the new ring the driver's request in `udata`
+    /// describes (C's `ib_uverbs_resize_cq` and the driver's `resize_user_cq`); returns the size
+    /// made, which the CQ reports from then on.
+    pub fn resize(&self, cqe: u32, udata: &Udata) -> Result<u32> {
+        let made = self.driver.resize(cqe, udata)?;
+        self.res.cqe.store(made, Relaxed);
+        Ok(made)
     }
 
     /// The QPs using it: while there are any, it cannot be destroyed (C's `EBUSY`).

@@ -621,6 +621,17 @@ impl Qp {
         if mask.contains(QpAttrField::Port) && !self.pd.dev.is_valid_port(attr.port_num.into()) {
             return Err(EINVAL);
         }
+        // A path with a GRH names a source GID of its port (C's `rdma_fill_sgid_attr`).
+        if let (true, Some(g)) = (mask.contains(QpAttrField::Av), &attr.grh) {
+            let port = if mask.contains(QpAttrField::Port) {
+                attr.port_num.into()
+            } else {
+                self.port.load(Relaxed)
+            };
+            if self.pd.dev.cached_gid(port, g.sgid_index.into()).is_none() {
+                return Err(EINVAL);
+            }
+        }
         self.drv.modify(attr, mask)?;
         *state = next;
         if mask.contains(QpAttrField::Port) {

@@ -354,8 +354,17 @@ pub struct QpAttr {
     pub port_num: u8,
     /// Q_Key (datagram QPs).
     pub qkey: u32,
-    /// Destination LID (the address vector, IB only so far).
+    /// Destination LID (the address vector: with [`QpAttr::sl`], [`QpAttr::src_path_bits`],
+    /// [`QpAttr::static_rate`] and [`QpAttr::grh`], set with `QpAttrField::Av`).
     pub dlid: u16,
+    /// Service level of the path.
+    pub sl: u8,
+    /// Source path bits (the low bits of the source LID).
+    pub src_path_bits: u8,
+    /// Static rate (`IB_RATE_*`, 0: the port's current rate).
+    pub static_rate: u8,
+    /// The global route, when the packets carry a GRH (`IB_AH_GRH`).
+    pub grh: Option<GlobalRoute>,
     /// Path MTU (`IB_MTU_*`).
     pub path_mtu: u8,
     /// Local ACK timeout.

@@ -26,7 +26,12 @@ $(tail -n 15 $out)"
 }
 
 check "load the stack" load_stack
-timeout 150 verbs_errors -d mlx5_0 -i 1 >$out 2>&1
+# C's mlx5 changes an MR's rights in place with a UMR work request, which cx-model does not
+# execute: on C the old rights stay, so rereg-access runs on the Rust stack only (which makes
+# the MR again, as C does where it cannot use UMR).
+skip=""
+[ "$STACK" = c ] && skip="-s rereg-access"
+timeout 150 verbs_errors -d mlx5_0 -i 1 $skip >$out 2>&1
 rc=$?
 sed 's/^/verbs_errors| /' $out
 errors_case good-send "SEND 4096 bytes succeeds, data verified"
@@ -37,6 +42,11 @@ errors_case bad-rkey "RDMA WRITE with a bad rkey: REM_ACCESS_ERR, two flushes, r
 errors_case recv-too-small "4096-byte SEND into a 64-byte receive: LOC_LEN_ERR and flush at the responder, REM_INV_REQ_ERR at the requester, both in ERR"
 errors_case write-past-mr-end "RDMA WRITE past the end of the MR: REM_ACCESS_ERR, two flushes, requester in ERR, nothing written"
 errors_case large-mr "RDMA WRITE and READ at 60 MiB of a 64 MiB MR (a page list past the command mailbox pool), data verified"
+errors_case cq-resize "a CQ resized (past max_cqe: EINVAL), then completions on it"
+errors_case rereg-mr "an MR moved to another buffer: writes with its key land there"
+[ "$STACK" = rust ] && errors_case rereg-access "an MR's rights cut to local write: a remote write is REM_ACCESS_ERR, nothing written"
+errors_case memlock "pinned memory charged to the process: past RLIMIT_MEMLOCK without CAP_IPC_LOCK, ENOMEM; given back on deregistration"
+errors_case grh-path "QPs connected with a GRH and SL 2: the path reads back as set, a SEND goes through"
 errors_case srq-limit "an SRQ: sizes as made, no resize, its limit armed, SRQ_LIMIT_REACHED when receives fall below it, EBUSY while its QP exists"
 check "the stack unloads" unload_stack
 dmesg_clean "dmesg has no warnings, oopses or lockdep reports"

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Completion queues of user space (C's `UVERBS_METHOD_CQ_CREATE`/`_DESTROY`, `create_cq`,
-//! `ib_uverbs_create_cq`, `ib_uverbs_ex_create_cq`, `ib_uverbs_destroy_cq`): the driver makes
+//! `ib_uverbs_create_cq`, `ib_uverbs_ex_create_cq`, `ib_uverbs_resize_cq`,
+//! `ib_uverbs_destroy_cq`): the driver makes
 //! the CQ in user memory; its completion events go to the completion channel it was given (the
 //! CQ's user handle, 8 bytes), its errors to an async event file (the channel the request named,
 //! else the context's first). Events are counted when user space reads them; destroying the
@@ -296,5 +297,20 @@ pub(crate) fn destroy_cq(b: &mut Bundle<'_>) -> Result {
     let mut req = [0u8; 16];
     b.request(&mut req)?;
     let resp = destroy(b.ufile, u32_at(&req, 8).into())?;
+    b.respond(&resp)
+}
+
+/// RESIZE_CQ (`struct ib_uverbs_resize_cq`: response, cq_handle, cqe): the driver makes the new
+/// ring from its request; answers `{cqe, reserved}` with the size made.
+pub(crate) fn resize_cq(b: &mut Bundle<'_>) -> Result {
+    let mut req = [0u8; 16];
+    b.request(&mut req)?;
+    let driver = b.driver;
+    let cqe = b.ufile.with_objects(|o| {
+        o.cq(u32_at(&req, 8).into())?
+            .resize(u32_at(&req, 12), &driver)
+    })?;
+    let mut resp = [0u8; 8];
+    resp[0..4].copy_from_slice(&cqe.to_le_bytes());
     b.respond(&resp)
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory regions of user memory (C's `ib_uverbs_reg_mr`, `ib_uverbs_dereg_mr` and the MR
-//! object's DESTROY method): the access rights checked as C's `ib_check_mr_access`, the PD
-//! looked up, the memory pinned and registered by the driver; the MR's handle and keys answer.
+//! Memory regions of user memory (C's `ib_uverbs_reg_mr`, `ib_uverbs_rereg_mr`,
+//! `ib_uverbs_dereg_mr` and the MR object's DESTROY method): the access rights checked as C's
+//! `ib_check_mr_access`, the PD looked up, the memory pinned and registered by the driver; the
+//! MR's handle and keys answer.
 
 use crate::{
     bundle::Bundle,
@@ -11,7 +12,10 @@ use crate::{
     uapi::OBJECT_MR,
     uobjects::UObject,
 };
-use ib_core::verbs_types::{Access, AccessFlags, UserMrInit};
+use ib_core::{
+    ucontext::UserMr,
+    verbs_types::{Access, AccessFlags, UserMrInit},
+};
 use kernel::prelude::*;
 
 /// `IB_ACCESS_*` bits of a user request (`enum ib_access_flags`).
@@ -66,6 +70,50 @@ fn rights(flags: u32) -> (AccessFlags, bool) {
     (a, writable)
 }
 
+/// An MR of a file (C's `ib_umr` uobject): the MR and what it was registered with, which a
+/// re-registration keeps what it does not change of.
+pub(crate) struct UMr {
+    /// The MR (dropping it deregisters it).
+    mr: UserMr,
+    /// The handle of its PD in the file.
+    pd: u32,
+    start: u64,
+    length: u64,
+    iova: u64,
+    /// Its `IB_ACCESS_*` bits as user space gave them.
+    access: u32,
+}
+
+/// Registers `start..start + length` at `iova` in PD `pd` of the file with access bits `flags`
+/// (checked as C's `ib_check_mr_access`).
+fn register(
+    c: &crate::ufile::Context,
+    pd: u32,
+    start: u64,
+    length: u64,
+    iova: u64,
+    flags: u32,
+    udata: &ib_core::udata::Udata,
+) -> Result<UMr> {
+    let (access, writable) = rights(flags);
+    let init = UserMrInit {
+        start,
+        length,
+        iova,
+        access,
+        writable,
+    };
+    let mr = c.objects.pd(pd.into())?.reg_mr(&init, udata)?;
+    Ok(UMr {
+        mr,
+        pd,
+        start,
+        length,
+        iova,
+        access: flags,
+    })
+}
+
 /// REG_MR (`struct ib_uverbs_reg_mr`: response, start, length, hca_va, pd_handle,
 /// access_flags): a start and an address that differ within their page are `EINVAL`; the
 /// answer is `{mr_handle, lkey, rkey}`. If it cannot be written, the MR is destroyed again.
@@ -80,16 +128,8 @@ pub(crate) fn reg_mr(b: &mut Bundle<'_>) -> Result {
     let driver = b.driver;
     b.ufile.with_context(|c| {
         check_access(flags)?;
-        let (access, writable) = rights(flags);
-        let init = UserMrInit {
-            start,
-            length,
-            iova,
-            access,
-            writable,
-        };
-        let mr = c.objects.pd(pd_handle.into())?.reg_mr(&init, &driver)?;
-        let (lkey, rkey) = (mr.lkey(), mr.rkey());
+        let mr = register(c, pd_handle, start, length, iova, flags, &driver)?;
+        let (lkey, rkey) = (mr.mr.lkey(), mr.mr.rkey());
         let handle = c.objects.insert(UObject::Mr(mr))?;
         let mut resp = [0u8; 12];
         resp[0..4].copy_from_slice(&handle.to_le_bytes());
@@ -101,6 +141,63 @@ pub(crate) fn reg_mr(b: &mut Bundle<'_>) -> Result {
         }
         Ok(())
     })
+}
+
+/// `IB_MR_REREG_*`: what a re-registration changes.
+mod rereg {
+    pub(super) const TRANS: u32 = 1 << 0;
+    pub(super) const PD: u32 = 1 << 1;
+    pub(super) const ACCESS: u32 = 1 << 2;
+    pub(super) const SUPPORTED: u32 = TRANS | PD | ACCESS;
+}
+
+/// REREG_MR (`struct ib_uverbs_rereg_mr`: response, mr_handle, flags, start, length, hca_va,
+/// pd_handle, access_flags), checked in C's order: no flag `EINVAL`, an unknown one
+/// `EOPNOTSUPP`, a new range whose start and address differ within their page `EINVAL`, then
+/// the MR, the new access rights and the new PD. The MR is made again, as C's mlx5 does when it
+/// cannot change an MR in place (its `recreate` path, with new keys): the new one is registered
+/// with what the request changes and what the old one had otherwise, takes the old one's handle,
+/// and the old one is deregistered. Answers `{lkey, rkey}`.
+pub(crate) fn rereg_mr(b: &mut Bundle<'_>) -> Result {
+    let mut req = [0u8; 48];
+    b.request(&mut req)?;
+    let (handle, flags) = (u32_at(&req, 8), u32_at(&req, 12));
+    let (start, length, iova) = (u64_at(&req, 16), u64_at(&req, 24), u64_at(&req, 32));
+    let (pd_handle, access) = (u32_at(&req, 40), u32_at(&req, 44));
+    if flags == 0 {
+        return Err(EINVAL);
+    }
+    if flags & !rereg::SUPPORTED != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    if flags & rereg::TRANS != 0 && (start ^ iova) & 0xfff != 0 {
+        return Err(EINVAL);
+    }
+    let driver = b.driver;
+    let (lkey, rkey) = b.ufile.with_context(|c| {
+        let old = c.objects.mr_mut(handle.into())?;
+        let (mut pd, mut range, mut bits) = (old.pd, (old.start, old.length, old.iova), old.access);
+        if flags & rereg::ACCESS != 0 {
+            check_access(access)?;
+            bits = access;
+        }
+        if flags & rereg::PD != 0 {
+            c.objects.pd(pd_handle.into())?;
+            pd = pd_handle;
+        }
+        if flags & rereg::TRANS != 0 {
+            range = (start, length, iova);
+        }
+        let new = register(c, pd, range.0, range.1, range.2, bits, &driver)?;
+        let keys = (new.mr.lkey(), new.mr.rkey());
+        // The old MR is deregistered when it is dropped here, after the new one took its place.
+        drop(core::mem::replace(c.objects.mr_mut(handle.into())?, new));
+        Ok(keys)
+    })?;
+    let mut resp = [0u8; 8];
+    resp[0..4].copy_from_slice(&lkey.to_le_bytes());
+    resp[4..8].copy_from_slice(&rkey.to_le_bytes());
+    b.respond(&resp)
 }
 
 /// DEREG_MR (`struct ib_uverbs_dereg_mr`: the handle).

@@ -21,8 +21,11 @@ use crate::{
     uobjects::UObject,
 };
 use ib_core::{
+    attrs::Gid,
     ucontext::{UserQp, UserQpInit},
-    verbs_types::{AccessFlags, QpAttr, QpAttrField as F, QpAttrMask, QpCap, QpState, QpType},
+    verbs_types::{
+        AccessFlags, GlobalRoute, QpAttr, QpAttrField as F, QpAttrMask, QpCap, QpState, QpType,
+    },
 };
 use kernel::{prelude::*, sync::Arc};
 
@@ -436,7 +439,34 @@ fn modify(b: &Bundle<'_>, req: &[u8]) -> Result {
             sq_psn: u32_at(req, 80) & 0xff_ffff,
             max_dest_rd_atomic: req[102],
             dest_qp_num: u32_at(req, 84),
+            // C's `copy_ah_attr_from_uverbs` (read only with `IB_QP_AV`).
+            sl: req[27],
+            src_path_bits: req[28],
+            static_rate: req[29],
+            grh: if mask & F::Av as u32 != 0 && req[30] != 0 {
+                let mut dgid = [0u8; 16];
+                dgid.copy_from_slice(&req[0..16]);
+                Some(GlobalRoute {
+                    dgid: Gid(dgid),
+                    flow_label: u32_at(req, 16),
+                    sgid_index: req[24],
+                    hop_limit: req[25],
+                    traffic_class: req[26],
+                })
+            } else {
+                None
+            },
         };
+        // A GRH names a source GID of the path's port (C's `rdma_fill_sgid_attr`: `EINVAL`
+        // when there is none).
+        if let Some(g) = &attr.grh {
+            if dev
+                .cached_gid(dest_port.into(), g.sgid_index.into())
+                .is_none()
+            {
+                return Err(EINVAL);
+            }
+        }
         // What this core cannot carry to the driver (alternate paths, path migration, SQD
         // notification, capabilities, rate limits) is refused.
         if mask & !(SERVED | CUR_STATE) != 0 {
@@ -488,7 +518,19 @@ pub(crate) fn query_qp(b: &mut Bundle<'_>) -> Result {
     // The primary path (`struct ib_uverbs_qp_dest`) of a connected QP on a valid port: its LID
     // and port (the other path fields are not kept yet).
     if matches!(qp_type, QpType::Rc | QpType::Uc) && dev.is_valid_port(a.port_num.into()) {
+        // C's `copy_ah_attr_to_uverbs`.
+        if let Some(g) = &a.grh {
+            r[0..16].copy_from_slice(&g.dgid.0);
+            r[16..20].copy_from_slice(&g.flow_label.to_le_bytes());
+            r[24] = g.sgid_index;
+            r[25] = g.hop_limit;
+            r[26] = g.traffic_class;
+            r[30] = 1;
+        }
         r[20..22].copy_from_slice(&a.dlid.to_le_bytes());
+        r[27] = a.sl;
+        r[28] = a.src_path_bits;
+        r[29] = a.static_rate;
         r[31] = a.port_num;
     }
     r[64..84].copy_from_slice(&cap_bytes(&cap));

@@ -10,14 +10,12 @@
 
 use crate::{
     cmd_cq::UCq,
+    cmd_mr::UMr,
     cmd_qp::UQp,
     cmd_srq::USrq,
     uapi::{OBJECT_CQ, OBJECT_MR, OBJECT_PD, OBJECT_QP, OBJECT_SRQ},
 };
-use ib_core::{
-    ucontext::{UserMr, UserPd},
-    uverbs_spec::DriverUObject,
-};
+use ib_core::{ucontext::UserPd, uverbs_spec::DriverUObject};
 use kernel::prelude::*;
 
 /// One object.
@@ -25,7 +23,7 @@ pub(crate) enum UObject {
     /// A protection domain.
     Pd(UserPd),
     /// A memory region.
-    Mr(#[expect(dead_code, reason = "kept to be dropped: the driver frees it then")] UserMr),
+    Mr(UMr),
     /// A completion queue.
     Cq(UCq),
     /// A queue pair.
@@ -183,6 +181,22 @@ impl UObjects {
                 obj: UObject::Qp(qp),
                 ..
             }) => Ok(qp),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// The MR `handle`, to be changed in place (`ENOENT`, or `EINVAL` for another type).
+    pub(crate) fn mr_mut(&mut self, handle: u64) -> Result<&mut UMr> {
+        self.check(handle, OBJECT_MR)?;
+        match self
+            .entries
+            .iter_mut()
+            .find(|e| u64::from(e.handle) == handle)
+        {
+            Some(Entry {
+                obj: UObject::Mr(mr),
+                ..
+            }) => Ok(mr),
             _ => Err(EINVAL),
         }
     }

@@ -148,7 +148,7 @@ static WRITE: [Option<WriteMethod>; 41] = [
     /* 8 DESTROY_AH */ WriteMethod::i(4),
     /* 9 REG_MR */ WriteMethod::udata_io(40, 12, Some(cmd_mr::reg_mr)),
     /* 10 REG_SMR */ None,
-    /* 11 REREG_MR */ WriteMethod::udata_io(48, 8, None),
+    /* 11 REREG_MR */ WriteMethod::udata_io(48, 8, Some(cmd_mr::rereg_mr)),
     /* 12 QUERY_MR */ None,
     /* 13 DEREG_MR */ WriteMethod::i_with(4, cmd_mr::dereg_mr),
     // Memory windows: not served (as C's table for an mlx5 function without `imaicl`).
@@ -159,7 +159,7 @@ static WRITE: [Option<WriteMethod>; 41] = [
     /* 17 CREATE_COMP_CHANNEL */
     WriteMethod::io(8, 4, Some(cmd_channel::create_comp_channel)),
     /* 18 CREATE_CQ */ WriteMethod::udata_io(32, 8, Some(cmd_cq::create_cq)),
-    /* 19 RESIZE_CQ */ WriteMethod::udata_io(16, 8, None),
+    /* 19 RESIZE_CQ */ WriteMethod::udata_io(16, 8, Some(cmd_cq::resize_cq)),
     /* 20 DESTROY_CQ */ WriteMethod::io(16, 8, Some(cmd_cq::destroy_cq)),
     // The data-path commands are not in C's default command mask (only drivers that poll and
     // post in the kernel for user space enable them; mlx5 does not).

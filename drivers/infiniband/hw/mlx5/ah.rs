@@ -40,6 +40,21 @@ fn rate_map(rate: u8) -> u8 {
     }
 }
 
+/// C's `mlx5_to_ib_rate_map`: the IB rate (`IB_RATE_*`) of a device's static rate field, the
+/// inverse of `rate_map` (0: the port's current rate).
+pub(crate) fn ib_rate(mlx5_rate: u8) -> u8 {
+    match mlx5_rate {
+        0 => 0,
+        1 => 12,
+        2 => 15,
+        3 => 16,
+        4 => 17,
+        5 => 20,
+        6 => 21,
+        _ => mlx5_rate.wrapping_sub(STAT_RATE_OFFSET),
+    }
+}
+
 /// The static rate field of an address vector (C's `mlx5r_ib_rate`): 0 for the port's
 /// current rate, else the fastest rate at most `rate` that `stat_rate_support` (the HCA
 /// capability bit mask) names. `EINVAL` for a value that is not an IB rate.
@@ -157,5 +172,15 @@ mod tests {
         assert_eq!(stat_rate(12, 1 << 1), Ok(1));
         // Nothing supported: down to port current.
         assert_eq!(stat_rate(3, 0), Ok(0));
+    }
+
+    #[test]
+    fn rates_read_back_as_c() {
+        // The inverse of the encoding, for every IB rate the map names.
+        for rate in [
+            0u8, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+        ] {
+            assert_eq!(ib_rate(rate_map(rate)), rate);
+        }
     }
 }

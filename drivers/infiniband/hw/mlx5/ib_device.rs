@@ -120,7 +120,8 @@ pub(crate) struct Mlx5IbDevice {
     log_max_cq_sz: u32,
     /// MODIFY_CQ can resize CQs (the `cq_resize` capability).
     cq_resize: bool,
-    log_max_msg: u32,
+    /// What QP modifies need of the device.
+    modify_caps: qp::ModifyCaps,
     /// Its CQs (for the internal-error handling).
     cqs: Arc<cq::DeviceCqs>,
 }
@@ -272,6 +273,15 @@ impl DeviceOps for Mlx5IbDevice {
         )
     }
 
+    /// `ENOSYS` without the `cq_resize` capability, as C.
+    fn resize_user_cq(&self, cq: &user_cq::Mlx5UserCq, cqe: u32, udata: &Udata) -> Result<u32> {
+        if !self.cq_resize {
+            pr_info!("Firmware does not support resize CQ\n");
+            return Err(ENOSYS);
+        }
+        cq.resize(self.core.get(), self.log_max_cq_sz, cqe, udata)
+    }
+
     fn destroy_user_cq(&self, cq: user_cq::Mlx5UserCq) -> Result {
         user_cq::destroy(&self.cmds, cq)
     }
@@ -294,7 +304,7 @@ impl DeviceOps for Mlx5IbDevice {
         mask: QpAttrMask,
         udata: &Udata,
     ) -> Result {
-        qp.modify(&self.cmds, self.log_max_msg, attr, mask, udata)
+        qp.modify(&self.cmds, &self.modify_caps, attr, mask, udata)
     }
 
     fn query_user_qp(&self, qp: &user_qp::Mlx5UserQp) -> Result<(QpAttr, QpCap)> {
@@ -560,7 +570,7 @@ impl DeviceOps for Mlx5IbDevice {
     }
 
     fn modify_qp(&self, qp: &qp::Mlx5Qp, attr: &QpAttr, mask: QpAttrMask) -> Result {
-        qp.modify(&self.cmds, self.log_max_msg, attr, mask)
+        qp.modify(&self.cmds, &self.modify_caps, attr, mask)
     }
 
     fn query_qp(&self, qp: &qp::Mlx5Qp) -> Result<QpAttr> {
@@ -690,7 +700,10 @@ pub(crate) fn register(dev: &Mlx5Device, cqs: Arc<cq::DeviceCqs>) -> Result<Regi
             limits,
             log_max_cq_sz: gen.log_max_cq_sz() as u32,
             cq_resize: gen.cq_resize() != 0,
-            log_max_msg: gen.log_max_msg() as u32,
+            modify_caps: qp::ModifyCaps {
+                log_max_msg: gen.log_max_msg() as u32,
+                stat_rate_support: get_bits(&dev.caps().general, STAT_RATE_SUPPORT_BIT, 16) as u32,
+            },
             cqs,
         },
     )

@@ -16,10 +16,11 @@ use crate::srq::{Mlx5Srq, SrqShared};
 use crate::wq_size::{self, Limits, RqSize, SendKind, SqSize};
 use crate::wqe::{self, SendCtx, SEG, SEND_WQE_BB};
 use ib_core::{
+    attrs::Gid,
     events::{EventNotifier, EventType},
     verbs_types::{
-        Access, AccessFlags, NewQp, QpAttr, QpAttrField as F, QpAttrMask, QpCap, QpInitDriver,
-        QpState, QpType,
+        Access, AccessFlags, GlobalRoute, NewQp, QpAttr, QpAttrField as F, QpAttrMask, QpCap,
+        QpInitDriver, QpState, QpType,
     },
     wr::{PostError, RecvWr, SendWr, WcStatus, WorkCompletion},
 };
@@ -306,6 +307,8 @@ pub(crate) struct QpFw {
     /// Remote access rights and responder depth of the last modifies that set them.
     access: Atomic<u32>,
     resp_depth: Atomic<u32>,
+    /// The port the last modify that set one set (C's `qp->port`), for a path without one.
+    port: Atomic<u32>,
 }
 
 fn state_from_u32(v: u32) -> QpState {
@@ -397,6 +400,40 @@ pub(crate) fn st_of(kind: SendKind) -> u64 {
     }
 }
 
+/// What a modify needs of the device besides the QP.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ModifyCaps {
+    /// log2 of the largest message (`log_max_msg`).
+    pub(crate) log_max_msg: u32,
+    /// The static rates the device has (`stat_rate_support`), for a path's rate.
+    pub(crate) stat_rate_support: u32,
+}
+
+/// The primary path of a modify with an address vector (C's `_mlx5_set_path` for an IB port):
+/// the remote LID, the source path bits (7 of them) and the GRH flag, the service level, the
+/// static rate as the device names it, and with a GRH the source GID index, hop limit,
+/// traffic class, flow label and remote GID.
+fn set_path(q: &mut QpCtxIn, attr: &QpAttr, stat_rate_support: u32) -> Result {
+    q.set_rlid(attr.dlid.into())?;
+    q.set_mlid((attr.src_path_bits & 0x7f).into())?;
+    q.set_sl((attr.sl & 0xf).into())?;
+    if let Some(g) = &attr.grh {
+        q.set_grh(1)?;
+        q.set_src_addr_index(g.sgid_index.into())?;
+        q.set_hop_limit(g.hop_limit.into())?;
+        q.set_tclass(g.traffic_class.into())?;
+        q.set_flow_label((g.flow_label & 0xf_ffff).into())?;
+        let mut hi = [0u8; 8];
+        let mut lo = [0u8; 8];
+        hi.copy_from_slice(&g.dgid.0[..8]);
+        lo.copy_from_slice(&g.dgid.0[8..]);
+        q.set_rgid_hi(u64::from_be_bytes(hi))?;
+        q.set_rgid_lo(u64::from_be_bytes(lo))?;
+    }
+    q.set_stat_rate(crate::ah::stat_rate(attr.static_rate, stat_rate_support)?.into())?;
+    Ok(())
+}
+
 impl QpFw {
     /// A QP just created (in RESET).
     pub(crate) fn new(
@@ -420,6 +457,7 @@ impl QpFw {
             state: Atomic::new(QpState::Reset as u32),
             access: Atomic::new(0),
             resp_depth: Atomic::new(0),
+            port: Atomic::new(0),
         }
     }
 
@@ -445,7 +483,7 @@ impl QpFw {
     /// UD kernel QP on an IB port).
     fn modify_ctx(
         &self,
-        log_max_msg: u32,
+        caps: &ModifyCaps,
         cur: QpState,
         new: QpState,
         attr: &QpAttr,
@@ -465,7 +503,7 @@ impl QpFw {
                 return Err(EINVAL);
             }
             q.set_mtu(attr.path_mtu.into())?;
-            q.set_log_msg_max(log_max_msg.into())?;
+            q.set_log_msg_max(caps.log_max_msg.into())?;
         }
         if mask.contains(F::DestQpn) {
             q.set_remote_qpn(attr.dest_qp_num.into())?;
@@ -477,7 +515,14 @@ impl QpFw {
             q.set_vhca_port_num(attr.port_num.into())?;
         }
         if mask.contains(F::Av) {
-            q.set_rlid(attr.dlid.into())?;
+            set_path(&mut q, attr, caps.stat_rate_support)?;
+            // C sets the path's port with it: this modify's, else the QP's.
+            let port = if mask.contains(F::Port) {
+                attr.port_num.into()
+            } else {
+                self.port.load(Relaxed)
+            };
+            q.set_vhca_port_num(port.into())?;
         }
         if mask.contains(F::Timeout) {
             q.set_ack_timeout(attr.timeout.into())?;
@@ -555,7 +600,7 @@ impl QpFw {
     pub(crate) fn modify(
         &self,
         cmds: &Commands,
-        log_max_msg: u32,
+        caps: &ModifyCaps,
         attr: &QpAttr,
         mask: QpAttrMask,
     ) -> Result<QpState> {
@@ -574,15 +619,15 @@ impl QpFw {
                 cmds.exec::<QpToErr>(&num)?;
             }
             (QpState::Reset, QpState::Init) => {
-                let ctx = self.modify_ctx(log_max_msg, cur, new, attr, mask)?;
+                let ctx = self.modify_ctx(caps, cur, new, attr, mask)?;
                 cmds.exec::<Rst2InitQp>(&ctx)?;
             }
             (QpState::Init, QpState::Rtr) => {
-                let ctx = self.modify_ctx(log_max_msg, cur, new, attr, mask)?;
+                let ctx = self.modify_ctx(caps, cur, new, attr, mask)?;
                 cmds.exec::<Init2RtrQp>(&ctx)?;
             }
             (QpState::Rtr, QpState::Rts) => {
-                let ctx = self.modify_ctx(log_max_msg, cur, new, attr, mask)?;
+                let ctx = self.modify_ctx(caps, cur, new, attr, mask)?;
                 cmds.exec::<Rtr2RtsQp>(&ctx)?;
             }
             // INIT2INIT, RTS2RTS, SQD and SQE transitions are not implemented yet.
@@ -595,6 +640,9 @@ impl QpFw {
         if mask.contains(F::MaxDestRdAtomic) {
             self.resp_depth
                 .store(attr.max_dest_rd_atomic.into(), Relaxed);
+        }
+        if mask.contains(F::Port) {
+            self.port.store(attr.port_num.into(), Relaxed);
         }
         Ok(new)
     }
@@ -619,6 +667,23 @@ impl QpFw {
             port_num: o.vhca_port_num() as u8,
             qkey: o.q_key() as u32,
             dlid: o.rlid() as u16,
+            sl: o.sl() as u8,
+            src_path_bits: o.mlid() as u8,
+            static_rate: crate::ah::ib_rate(o.stat_rate() as u8),
+            grh: if o.grh() != 0 {
+                let mut dgid = [0u8; 16];
+                dgid[..8].copy_from_slice(&o.rgid_hi().to_be_bytes());
+                dgid[8..].copy_from_slice(&o.rgid_lo().to_be_bytes());
+                Some(GlobalRoute {
+                    dgid: Gid(dgid),
+                    flow_label: o.flow_label() as u32,
+                    sgid_index: o.src_addr_index() as u8,
+                    hop_limit: o.hop_limit() as u8,
+                    traffic_class: o.tclass() as u8,
+                })
+            } else {
+                None
+            },
             path_mtu: o.mtu() as u8,
             timeout: o.ack_timeout() as u8,
             retry_cnt: o.retry_count() as u8,
@@ -847,11 +912,11 @@ impl Mlx5Qp {
     pub(crate) fn modify(
         &self,
         cmds: &Commands,
-        log_max_msg: u32,
+        caps: &ModifyCaps,
         attr: &QpAttr,
         mask: QpAttrMask,
     ) -> Result {
-        let new = self.fw.modify(cmds, log_max_msg, attr, mask)?;
+        let new = self.fw.modify(cmds, caps, attr, mask)?;
         if new == QpState::Reset {
             self.recv_cq.clean(self.qpn());
             if !Arc::ptr_eq(&self.send_cq, &self.recv_cq) {

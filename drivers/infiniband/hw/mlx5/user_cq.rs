@@ -15,12 +15,21 @@ use ib_core::{
     udata::Udata,
     verbs_types::{CqNotifier, UserCqInit, USER_CQ_IGNORE_OVERRUN, USER_CQ_TIMESTAMP_COMPLETION},
 };
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc, Mutex,
+    },
+};
 use mlx5_core::{
     auxdev::{CqHandler, CqRegistration, Mlx5Device},
     commands::Commands,
     ifc::GeneralCaps,
-    ifc_verbs::{CreateCq, CreateCqIn, DestroyCq, DestroyCqIn},
+    ifc_verbs::{
+        cq_resize_select, CreateCq, CreateCqIn, DestroyCq, DestroyCqIn, ModifyCq, ModifyCqIn,
+    },
 };
 
 /// `sizeof(struct mlx5_ib_create_cq)`.
@@ -111,14 +120,94 @@ pub(crate) struct Mlx5UserCq {
     cqn: u32,
     /// Dropped before DESTROY_CQ: no event reaches the CQ's owner after that.
     reg: Option<CqRegistration>,
-    ring: Option<UserMemory>,
+    /// The ring; its lock orders resizes (C's `resize_mutex`).
+    ring: Pin<KBox<Mutex<Option<UserMemory>>>>,
     db: Option<UserMemory>,
+    /// Entries of the ring (a power of two).
+    entries: Atomic<u32>,
+    /// 128-byte CQEs are padded (`MLX5_IB_CREATE_CQ_FLAGS_CQE_128B_PAD`).
+    pad: bool,
+}
+
+/// `sizeof(struct mlx5_ib_resize_cq)`: buf_addr, cqe_size, reserved0, reserved1 (also the
+/// shortest request: `reserved1` ends it).
+const RESIZE_REQ_SIZE: usize = 16;
+/// `MLX5_CQ_OPMOD_RESIZE`.
+const CQ_OPMOD_RESIZE: u16 = 1;
+
+/// C's `cqe_sz_to_mlx_sz`: 64 bytes 0, 128 bytes 1, 128 padded 2; C's -1 for any other size
+/// leaves 7 in the 3-bit field.
+fn cqe_sz(size: u32, pad: bool) -> u64 {
+    match (size, pad) {
+        (64, _) => 0,
+        (128, false) => 1,
+        (128, true) => 2,
+        _ => 7,
+    }
 }
 
 impl Mlx5UserCq {
     /// The CQ number.
     pub(crate) fn cqn(&self) -> u32 {
         self.cqn
+    }
+
+    /// C's `mlx5_ib_resize_cq` with user data: the new size checked and rounded as at
+    /// creation (nothing to do at the same size), then libmlx5's request (`struct
+    /// mlx5_ib_resize_cq`: the new ring and its CQE size) checked, the ring pinned, MODIFY_CQ
+    /// with the new size, page offset and CQE size; the old ring is unpinned once the device
+    /// took the new one. Returns the size as user space sees it.
+    pub(crate) fn resize(
+        &self,
+        dev: &Mlx5Device,
+        log_max_cq_sz: u32,
+        cqe: u32,
+        udata: &Udata,
+    ) -> Result<u32> {
+        let entries = crate::cq::cq_entries(cqe, log_max_cq_sz)?;
+        let mut ring = self.ring.lock();
+        if entries == self.entries.load(Relaxed) {
+            return Ok(entries - 1);
+        }
+        let mut raw = [0u8; RESIZE_REQ_SIZE];
+        udata.read_in_validated(&mut raw, RESIZE_REQ_SIZE)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&raw[0..8]);
+        let buf_addr = u64::from_le_bytes(a);
+        let cqe_size = u16::from_le_bytes([raw[8], raw[9]]);
+        if raw[10..16].iter().any(|b| *b != 0) {
+            return Err(EINVAL);
+        }
+        let len = usize::from(cqe_size)
+            .checked_mul(entries as usize)
+            .ok_or(EINVAL)?;
+        let new = UserMemory::pin(dev, buf_addr, len, true)?;
+        // As at creation, the ring must start on a 64-byte boundary.
+        if buf_addr % 64 != 0 {
+            return Err(EINVAL);
+        }
+        let pas = new.page_list()?;
+        let mut input = ModifyCqIn::new();
+        input.set_op_mod(CQ_OPMOD_RESIZE.into())?;
+        input.set_cqn(self.cqn.into())?;
+        input.set_resize_field_select(
+            cq_resize_select::LOG_SIZE | cq_resize_select::PG_OFFSET | cq_resize_select::PG_SIZE,
+        )?;
+        input.set_log_page_size(0)?;
+        input.set_page_offset((buf_addr & 0xfff) / 64)?;
+        input.set_cqe_sz(cqe_sz(cqe_size.into(), self.pad))?;
+        input.set_log_cq_size(entries.trailing_zeros().into())?;
+        if let Err(e) = dev.exec_var_large::<ModifyCq>(&input, &pas, 0) {
+            // A timed-out MODIFY_CQ may have given the device the new ring: pinned for ever.
+            if e == ETIMEDOUT {
+                core::mem::forget(new);
+            }
+            return Err(e);
+        }
+        // C releases the old ring as soon as the command succeeded.
+        *ring = Some(new);
+        self.entries.store(entries, Relaxed);
+        Ok(entries - 1)
     }
 }
 
@@ -228,8 +317,10 @@ pub(crate) fn create(
     let mut cq = Mlx5UserCq {
         cqn: 0,
         reg: None,
-        ring: Some(ring),
+        ring: KBox::pin_init(new_mutex!(Some(ring), "mlx5_ib::user_cq::ring"), GFP_KERNEL)?,
         db: Some(db),
+        entries: Atomic::new(entries),
+        pad,
     };
     let out = match dev.exec_var_large::<CreateCq>(&input, &pas, 0) {
         Ok((out, _)) => out,
@@ -263,7 +354,7 @@ pub(crate) fn destroy(cmds: &Commands, mut cq: Mlx5UserCq) -> Result {
         .cqn(cq.cqn.into())
         .and_then(|q| cmds.exec::<DestroyCq>(&q).map(|_| ()));
     if r.is_err() {
-        core::mem::forget(cq.ring.take());
+        core::mem::forget(cq.ring.lock().take());
         core::mem::forget(cq.db.take());
     }
     r

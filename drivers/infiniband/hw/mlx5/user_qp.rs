@@ -10,7 +10,7 @@
 //! QP's (`qp::QpFw`); user space posts and polls itself.
 
 use crate::{
-    qp::{create_ctx, st_of, QpEvents, QpFw},
+    qp::{create_ctx, st_of, ModifyCaps, QpEvents, QpFw},
     ucontext::Mlx5UContext,
     umem::UserMemory,
     user_cq::Mlx5UserCq,
@@ -322,13 +322,13 @@ impl Mlx5UserQp {
     pub(crate) fn modify(
         &self,
         cmds: &Commands,
-        log_max_msg: u32,
+        caps: &ModifyCaps,
         attr: &QpAttr,
         mask: QpAttrMask,
         udata: &Udata,
     ) -> Result {
         udata.check_in_empty()?;
-        self.fw.modify(cmds, log_max_msg, attr, mask)?;
+        self.fw.modify(cmds, caps, attr, mask)?;
         Ok(())
     }
 

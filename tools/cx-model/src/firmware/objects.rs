@@ -297,6 +297,24 @@ pub(crate) mod qpc {
     pub const REMOTE_QPN: Field = Field::new(0x168, 24);
     pub const RLID: Field = Field::new(0x1b0, 16);
     pub const VHCA_PORT_NUM: Field = Field::new(0x2a8, 8);
+    pub const PKEY_INDEX: Field = Field::new(0x190, 16);
+    /// The primary path's address vector (`ads`): GRH flag, source path bits, remote LID,
+    /// source GID index, static rate, hop limit, traffic class, flow label, remote GID, SL,
+    /// port.
+    pub const PATH: [Field; 12] = [
+        Field::new(0x1a8, 1),
+        Field::new(0x1a9, 7),
+        RLID,
+        Field::new(0x1c8, 8),
+        Field::new(0x1d4, 4),
+        Field::new(0x1d8, 8),
+        Field::new(0x1e4, 8),
+        Field::new(0x1ec, 20),
+        Field::new(0x200, 64),
+        Field::new(0x240, 64),
+        Field::new(0x2a4, 4),
+        VHCA_PORT_NUM,
+    ];
     pub const RQ_TYPE: Field = Field::new(0x625, 3);
     pub const SRQN_RMPN: Field = Field::new(0x628, 24);
 }
@@ -403,8 +421,20 @@ pub fn query_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
     }
     ifc::set(&mut out, STATE, qp.qp_state as u64);
     // The QP context sits at the same offset in the modify inputs and in this output.
+    // RST2INIT sets the primary path's P_Key index and port; INIT2RTR the remote QP and the
+    // primary path (its address vector and port).
+    if let Some(init) = qp.modified.get(&crate::opcodes::op::RST2INIT_QP) {
+        for f in [qpc::PKEY_INDEX, qpc::VHCA_PORT_NUM] {
+            ifc::set(&mut out, f, ifc::get(init, f));
+        }
+    }
     if let Some(rtr) = qp.modified.get(&crate::opcodes::op::INIT2RTR_QP) {
         ifc::set(&mut out, qpc::REMOTE_QPN, ifc::get(rtr, qpc::REMOTE_QPN));
+        if ifc::get(rtr, qpc::VHCA_PORT_NUM) != 0 {
+            for f in qpc::PATH {
+                ifc::set(&mut out, f, ifc::get(rtr, f));
+            }
+        }
     }
     Ok(out)
 }
