@@ -738,14 +738,6 @@ fn destroy_ah<T: DeviceOps>(ops: &T, ah: T::Ah) -> Result {
     optional_op!(T::HAS_DESTROY_AH, T::destroy_ah(ops, ah))
 }
 
-/// The driver state of `srq`, an SRQ of the QP's device (see [`driver_cq`]).
-fn driver_srq<T: DeviceOps>(srq: &dyn SrqObject) -> Result<&T::Srq> {
-    srq.as_any()
-        .downcast_ref::<Typed<T, T::Srq>>()
-        .map(|c| &*c.obj)
-        .ok_or(EINVAL)
-}
-
 /// The driver's state of an AH whose driver is `T`.
 ///
 /// # Safety
@@ -757,12 +749,12 @@ pub(crate) unsafe fn driver_ah<T: DeviceOps>(ah: &dyn AhObject) -> &T::Ah {
     unsafe { &*ah.state().cast::<T::Ah>() }
 }
 
-/// The driver state of `cq`, a CQ of a device whose driver is `T`. The core only asks for CQs
-/// of the device the QP is created on, whose objects are all `T`'s: the check cannot fail
-/// (`EINVAL` if the core broke that rule).
-fn driver_cq<T: DeviceOps>(cq: &dyn CqObject) -> Result<&T::Cq> {
-    cq.as_any()
-        .downcast_ref::<Typed<T, T::Cq>>()
+/// The driver state `O` of an object of driver `T`, from the object as `Any` (a CQ, SRQ or
+/// user context the core passes along with another object of the same device). The core only
+/// passes objects of the device the call is for, whose objects are all `T`'s: the check cannot
+/// fail (`EINVAL` if the core broke that rule).
+fn driver_obj<T: DeviceOps, O: Send + Sync + 'static>(any: &dyn Any) -> Result<&O> {
+    any.downcast_ref::<Typed<T, O>>()
         .map(|c| &*c.obj)
         .ok_or(EINVAL)
 }
@@ -786,12 +778,12 @@ impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
     ) -> Result<NewQp<KBox<dyn QpObject>>> {
         let typed = QpInitDriver {
             qp_type: init.qp_type,
-            send_cq: driver_cq::<T>(init.send_cq)?,
-            recv_cq: driver_cq::<T>(init.recv_cq)?,
+            send_cq: driver_obj::<T, T::Cq>(init.send_cq.as_any())?,
+            recv_cq: driver_obj::<T, T::Cq>(init.recv_cq.as_any())?,
             cap: init.cap,
             sq_sig_all: init.sq_sig_all,
             srq: match init.srq {
-                Some(s) => Some(driver_srq::<T>(s)?),
+                Some(s) => Some(driver_obj::<T, T::Srq>(s.as_any())?),
                 None => None,
             },
             events: init.events,
@@ -843,15 +835,15 @@ impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
         init: &QpInitDriver<'_, dyn UserCqObject, dyn UserSrqObject>,
         udata: &Udata,
     ) -> Result<(NewQp<Arc<dyn UserQpObject>>, QpCap)> {
-        let ctx = driver_ucontext::<T>(ctx)?;
+        let ctx = driver_obj::<T, T::UContext>(ctx.as_any())?;
         let typed = QpInitDriver {
             qp_type: init.qp_type,
-            send_cq: driver_user_cq::<T>(init.send_cq)?,
-            recv_cq: driver_user_cq::<T>(init.recv_cq)?,
+            send_cq: driver_obj::<T, T::UserCq>(init.send_cq.as_any())?,
+            recv_cq: driver_obj::<T, T::UserCq>(init.recv_cq.as_any())?,
             cap: init.cap,
             sq_sig_all: init.sq_sig_all,
             srq: match init.srq {
-                Some(s) => Some(driver_user_srq::<T>(s)?),
+                Some(s) => Some(driver_obj::<T, T::UserSrq>(s.as_any())?),
                 None => None,
             },
             events: init.events,
@@ -884,7 +876,7 @@ impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
         udata: &Udata,
         events: &EventNotifier,
     ) -> Result<(KBox<dyn UserSrqObject>, SrqAttr)> {
-        let ctx = driver_ucontext::<T>(ctx)?;
+        let ctx = driver_obj::<T, T::UContext>(ctx.as_any())?;
         let (srq, made) = optional_op!(
             T::HAS_CREATE_USER_SRQ,
             T::create_user_srq(&self.ops, ctx, &self.obj, attr, udata, events)
@@ -897,22 +889,6 @@ impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
         );
         Ok((KBox::new(srq, GFP_KERNEL)?, made))
     }
-}
-
-/// The driver's state of a user context (`EINVAL` for another driver's).
-fn driver_ucontext<T: DeviceOps>(ctx: &dyn UContextObject) -> Result<&T::UContext> {
-    ctx.as_any()
-        .downcast_ref::<Typed<T, T::UContext>>()
-        .map(|c| &*c.obj)
-        .ok_or(EINVAL)
-}
-
-/// The driver's state of a user SRQ (`EINVAL` for another driver's).
-fn driver_user_srq<T: DeviceOps>(srq: &dyn UserSrqObject) -> Result<&T::UserSrq> {
-    srq.as_any()
-        .downcast_ref::<Typed<T, T::UserSrq>>()
-        .map(|c| &*c.obj)
-        .ok_or(EINVAL)
 }
 
 fn destroy_user_srq<T: DeviceOps>(ops: &T, srq: T::UserSrq) -> Result {
@@ -937,14 +913,6 @@ impl<T: DeviceOps> UserSrqObject for Typed<T, T::UserSrq> {
             T::query_user_srq(&self.ops, &self.obj)
         )
     }
-}
-
-/// The driver's state of a user CQ (`EINVAL` for another driver's).
-fn driver_user_cq<T: DeviceOps>(cq: &dyn UserCqObject) -> Result<&T::UserCq> {
-    cq.as_any()
-        .downcast_ref::<Typed<T, T::UserCq>>()
-        .map(|c| &*c.obj)
-        .ok_or(EINVAL)
 }
 
 fn destroy_user_qp<T: DeviceOps>(ops: &T, qp: T::UserQp) -> Result {
