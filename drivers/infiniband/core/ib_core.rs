@@ -10,6 +10,7 @@
 pub mod addr;
 pub mod attrs;
 pub mod events;
+pub mod le;
 pub mod names;
 pub mod nl_uapi;
 pub mod restrack;

@@ -781,7 +781,6 @@ fn fill_srq_common(
     lists: &Lists<'_>,
     id: u32,
     pd_id: u32,
-    qp_type: ResType,
     qp_of: impl Fn(&ResView<'_>) -> Option<u32>,
 ) -> Result {
     w.put_u32(attr::ATTR_RES_SRQN, id)?;
@@ -790,7 +789,7 @@ fn fill_srq_common(
     let mut table = w.nest(attr::ATTR_RES_QP)?;
     let (mut min, mut prev) = (0u32, 0u32);
     let mut res = Ok(());
-    lists.each(qp_type, |_, view| {
+    lists.each(ResType::Qp, |_, view| {
         if res.is_err() {
             return;
         }
@@ -811,19 +810,10 @@ fn fill_srq_common(
 
 /// A kernel SRQ's attributes, with the module that made it.
 fn fill_res_srq_entry(w: &mut MsgWriter<'_>, lists: &Lists<'_>, srq: &Srq, id: u32) -> Result {
-    fill_srq_common(
-        w,
-        lists,
-        id,
-        srq.pd().res_id(),
-        ResType::Qp,
-        |view| match view {
-            ResView::Qp(qp) if qp.srq().is_some_and(|s| core::ptr::eq(&**s, srq)) => {
-                Some(qp.qp_num())
-            }
-            _ => None,
-        },
-    )?;
+    fill_srq_common(w, lists, id, srq.pd().res_id(), |view| match view {
+        ResView::Qp(qp) if qp.srq().is_some_and(|s| core::ptr::eq(&**s, srq)) => Some(qp.qp_num()),
+        _ => None,
+    })?;
     fill_res_name(w, srq.kern_name())
 }
 
@@ -834,7 +824,7 @@ fn fill_res_user_srq_entry(
     srq: &UserSrqRes,
     id: u32,
 ) -> Result {
-    fill_srq_common(w, lists, id, srq.pd_id(), ResType::Qp, |view| match view {
+    fill_srq_common(w, lists, id, srq.pd_id(), |view| match view {
         ResView::UserQp(qp) if qp.srq_id() == Some(id) => Some(qp.qp_num()),
         _ => None,
     })?;

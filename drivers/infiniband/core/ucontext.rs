@@ -11,7 +11,7 @@ use crate::{
     restrack::{ResType, ResView, Tracked},
     udata::Udata,
     uverbs_spec::{DriverMethod, DriverUObject, MethodAttrs},
-    verbs::qp_transition_ok,
+    verbs::{check_path_sgid, qp_transition_ok},
     verbs_types::{
         CompletionHandler, CqNotifier, QpAttr, QpAttrField, QpAttrMask, QpCap, QpInitDriver,
         QpState, QpType, SrqAttr, SrqAttrMask, UserCqInit, UserMrInit,
@@ -630,6 +630,7 @@ impl UserQp {
         if mask.contains(QpAttrField::Port) && !self.dev.is_valid_port(attr.port_num.into()) {
             return Err(EINVAL);
         }
+        check_path_sgid(&self.dev, attr, mask, self.res.port())?;
         self.driver.modify(attr, mask, udata)?;
         *state = next;
         if mask.contains(QpAttrField::Port) {

@@ -40,6 +40,27 @@ use kernel::{
     },
 };
 
+/// C's `rdma_fill_sgid_attr` for a modify with an address vector: a GRH names a source GID of
+/// the path's port (this modify's, else the QP's `qp_port`), `EINVAL` when there is none.
+pub(crate) fn check_path_sgid(
+    dev: &IbDevice,
+    attr: &QpAttr,
+    mask: QpAttrMask,
+    qp_port: u32,
+) -> Result {
+    let (true, Some(g)) = (mask.contains(QpAttrField::Av), &attr.grh) else {
+        return Ok(());
+    };
+    let port = if mask.contains(QpAttrField::Port) {
+        attr.port_num.into()
+    } else {
+        qp_port
+    };
+    dev.cached_gid(port, g.sgid_index.into())
+        .map(|_| ())
+        .ok_or(EINVAL)
+}
+
 /// Whether moving a `qp_type` QP from `cur` to `next` with `mask` is allowed: the transitions and
 /// required attributes of the C core's `ib_modify_qp_is_ok` (optional attributes are not
 /// checked yet).
@@ -621,17 +642,7 @@ impl Qp {
         if mask.contains(QpAttrField::Port) && !self.pd.dev.is_valid_port(attr.port_num.into()) {
             return Err(EINVAL);
         }
-        // A path with a GRH names a source GID of its port (C's `rdma_fill_sgid_attr`).
-        if let (true, Some(g)) = (mask.contains(QpAttrField::Av), &attr.grh) {
-            let port = if mask.contains(QpAttrField::Port) {
-                attr.port_num.into()
-            } else {
-                self.port.load(Relaxed)
-            };
-            if self.pd.dev.cached_gid(port, g.sgid_index.into()).is_none() {
-                return Err(EINVAL);
-            }
-        }
+        check_path_sgid(&self.pd.dev, attr, mask, self.port.load(Relaxed))?;
         self.drv.modify(attr, mask)?;
         *state = next;
         if mask.contains(QpAttrField::Port) {

@@ -12,11 +12,11 @@ use crate::{
     bundle::Bundle,
     event_file::{EventCounts, EventFile},
     ioctl::IoctlBundle,
-    le::{u32_at, u64_at},
     uapi::OBJECT_CQ,
     ufile::Context,
     uobjects::UObject,
 };
+use ib_core::le::{u32_at, u64_at};
 use ib_core::{
     ucontext::UserCq,
     udata::Udata,

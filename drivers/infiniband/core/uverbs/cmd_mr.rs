@@ -5,13 +5,8 @@
 //! `ib_check_mr_access`, the PD looked up, the memory pinned and registered by the driver; the
 //! MR's handle and keys answer.
 
-use crate::{
-    bundle::Bundle,
-    ioctl::IoctlBundle,
-    le::{u32_at, u64_at},
-    uapi::OBJECT_MR,
-    uobjects::UObject,
-};
+use crate::{bundle::Bundle, ioctl::IoctlBundle, uapi::OBJECT_MR, uobjects::UObject};
+use ib_core::le::{u32_at, u64_at};
 use ib_core::{
     ucontext::UserMr,
     verbs_types::{Access, AccessFlags, UserMrInit},
@@ -182,7 +177,7 @@ pub(crate) fn rereg_mr(b: &mut Bundle<'_>) -> Result {
             bits = access;
         }
         if flags & rereg::PD != 0 {
-            c.objects.pd(pd_handle.into())?;
+            // Looked up (C's errnos) by the registration, before the driver runs.
             pd = pd_handle;
         }
         if flags & rereg::TRANS != 0 {

@@ -15,11 +15,11 @@ use crate::{
     bundle::Bundle,
     event_file::{EventCounts, EventFile},
     ioctl::IoctlBundle,
-    le::{u16_at, u32_at},
     uapi::OBJECT_QP,
     ufile::{Context, Ufile},
     uobjects::UObject,
 };
+use ib_core::le::{u16_at, u32_at};
 use ib_core::{
     attrs::Gid,
     ucontext::{UserQp, UserQpInit},
@@ -457,16 +457,6 @@ fn modify(b: &Bundle<'_>, req: &[u8]) -> Result {
                 None
             },
         };
-        // A GRH names a source GID of the path's port (C's `rdma_fill_sgid_attr`: `EINVAL`
-        // when there is none).
-        if let Some(g) = &attr.grh {
-            if dev
-                .cached_gid(dest_port.into(), g.sgid_index.into())
-                .is_none()
-            {
-                return Err(EINVAL);
-            }
-        }
         // What this core cannot carry to the driver (alternate paths, path migration, SQD
         // notification, capabilities, rate limits) is refused.
         if mask & !(SERVED | CUR_STATE) != 0 {

@@ -14,11 +14,11 @@ use crate::{
     bundle::Bundle,
     event_file::{EventCounts, EventFile},
     ioctl::IoctlBundle,
-    le::{u32_at, u64_at},
     uapi::OBJECT_SRQ,
     ufile::{Context, Ufile},
     uobjects::UObject,
 };
+use ib_core::le::{u32_at, u64_at};
 use ib_core::{
     ucontext::UserSrq,
     udata::Udata,

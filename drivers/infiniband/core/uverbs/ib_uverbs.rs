@@ -26,7 +26,6 @@ mod cmd_qp;
 mod cmd_srq;
 mod ioctl;
 mod ioctl_device;
-mod le;
 mod uapi;
 mod write_cmd;
 

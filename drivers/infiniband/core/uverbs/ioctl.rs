@@ -11,11 +11,11 @@
 
 use crate::{
     event_file::{EventFile, NewEventFd},
-    le::{u16_at, u32_at, u64_at},
     uapi::{self, DriverMethod, Kind, Method, ATTR_UHW_IN, ATTR_UHW_OUT, MAX_ATTRS},
     ufile::Ufile,
     uobjects::UObject,
 };
+use ib_core::le::{u16_at, u32_at, u64_at};
 use ib_core::{
     udata::{user_bytes_zero, Udata},
     uverbs_spec::MethodAttrs,

@@ -12,10 +12,10 @@
 use crate::{
     bundle::{Bundle, Handler},
     cmd_channel, cmd_cq, cmd_device, cmd_mr, cmd_pd, cmd_qp, cmd_srq,
-    le::{u16_at, u32_at, u64_at},
     ufile::Ufile,
 };
 use core::cell::Cell;
+use ib_core::le::{u16_at, u32_at, u64_at};
 use ib_core::udata::Udata;
 use kernel::{
     prelude::*,

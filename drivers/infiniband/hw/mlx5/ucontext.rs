@@ -12,7 +12,10 @@
 //! answer), `EOPNOTSUPP` otherwise; libmlx5 retries without it.
 
 use crate::mmap::MmapTable;
-use ib_core::udata::Udata;
+use ib_core::{
+    le::{u32_at, u64_at},
+    udata::Udata,
+};
 use kernel::{prelude::*, sync::Arc};
 use mlx5_core::{
     auxdev::HcaCaps,
@@ -71,17 +74,14 @@ struct Request {
 impl Request {
     /// The request from its first `min(inlen, 32)` bytes (the rest reads as zero).
     fn parse(b: &[u8; REQ_V2_SIZE]) -> Self {
-        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
-        let mut lib = [0u8; 8];
-        lib.copy_from_slice(&b[24..32]);
         Self {
-            total_num_bfregs: u32_at(0),
-            num_low_latency_bfregs: u32_at(4),
-            flags: u32_at(8),
-            comp_mask: u32_at(12),
+            total_num_bfregs: u32_at(b, 0),
+            num_low_latency_bfregs: u32_at(b, 4),
+            flags: u32_at(b, 8),
+            comp_mask: u32_at(b, 12),
             max_cqe_version: b[16],
             reserved: b[17..24].iter().any(|x| *x != 0),
-            lib_caps: u64::from_le_bytes(lib),
+            lib_caps: u64_at(b, 24),
         }
     }
 

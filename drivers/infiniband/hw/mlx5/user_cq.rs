@@ -12,6 +12,7 @@
 
 use crate::{ucontext::Mlx5UContext, umem::UserMemory};
 use ib_core::{
+    le::{u16_at, u32_at, u64_at},
     udata::Udata,
     verbs_types::{CqNotifier, UserCqInit, USER_CQ_IGNORE_OVERRUN, USER_CQ_TIMESTAMP_COMPLETION},
 };
@@ -67,20 +68,14 @@ struct Request {
 
 impl Request {
     fn parse(b: &[u8; REQ_SIZE]) -> Self {
-        let u64_at = |o: usize| {
-            let mut v = [0u8; 8];
-            v.copy_from_slice(&b[o..o + 8]);
-            u64::from_le_bytes(v)
-        };
-        let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
         Self {
-            buf_addr: u64_at(0),
-            db_addr: u64_at(8),
-            cqe_size: u32::from_le_bytes([b[16], b[17], b[18], b[19]]),
+            buf_addr: u64_at(b, 0),
+            db_addr: u64_at(b, 8),
+            cqe_size: u32_at(b, 16),
             cqe_comp_en: b[20],
             cqe_comp_res_format: b[21],
-            flags: u16_at(22),
-            uar_page_index: u16_at(24),
+            flags: u16_at(b, 22),
+            uar_page_index: u16_at(b, 24),
             reserved: b[26..32].iter().any(|x| *x != 0),
         }
     }
@@ -171,10 +166,8 @@ impl Mlx5UserCq {
         }
         let mut raw = [0u8; RESIZE_REQ_SIZE];
         udata.read_in_validated(&mut raw, RESIZE_REQ_SIZE)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(&raw[0..8]);
-        let buf_addr = u64::from_le_bytes(a);
-        let cqe_size = u16::from_le_bytes([raw[8], raw[9]]);
+        let buf_addr = u64_at(&raw, 0);
+        let cqe_size = u16_at(&raw, 8);
         if raw[10..16].iter().any(|b| *b != 0) {
             return Err(EINVAL);
         }
@@ -298,13 +291,7 @@ pub(crate) fn create(
         },
         GFP_KERNEL,
     )?;
-    // C's `cqe_sz_to_mlx_sz`: 64 bytes 0, 128 bytes 1, 128 padded 2.
-    let cqe_sz = match (req.cqe_size, pad) {
-        (128, true) => 2,
-        (128, false) => 1,
-        _ => 0,
-    };
-    input.set_cqe_sz(cqe_sz)?;
+    input.set_cqe_sz(cqe_sz(req.cqe_size, pad))?;
     input.set_log_cq_size(entries.trailing_zeros().into())?;
     input.set_uar_page(req.uar_page_index.into())?;
     input.set_c_eqn(eqn.into())?;

@@ -18,6 +18,7 @@ use crate::{
     wq_size::{RqSize, SendKind, SqSize},
 };
 use ib_core::{
+    le::{u32_at, u64_at},
     udata::Udata,
     verbs_types::{NewQp, QpAttr, QpAttrMask, QpCap, QpInitDriver, QpState, QpType},
 };
@@ -72,21 +73,15 @@ struct Request {
 
 impl Request {
     fn parse(b: &[u8; REQ_SIZE]) -> Self {
-        let u64_at = |o: usize| {
-            let mut v = [0u8; 8];
-            v.copy_from_slice(&b[o..o + 8]);
-            u64::from_le_bytes(v)
-        };
-        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
         Self {
-            buf_addr: u64_at(0),
-            db_addr: u64_at(8),
-            sq_wqe_count: u32_at(16),
-            rq_wqe_count: u32_at(20),
-            rq_wqe_shift: u32_at(24),
-            flags: u32_at(28),
-            uidx: u32_at(32),
-            bfreg_index: u32_at(36),
+            buf_addr: u64_at(b, 0),
+            db_addr: u64_at(b, 8),
+            sq_wqe_count: u32_at(b, 16),
+            rq_wqe_count: u32_at(b, 20),
+            rq_wqe_shift: u32_at(b, 24),
+            flags: u32_at(b, 28),
+            uidx: u32_at(b, 32),
+            bfreg_index: u32_at(b, 36),
         }
     }
 }

@@ -13,7 +13,12 @@ use crate::{
     srq::{self, RmpMemory, SrqSize},
     umem::UserMemory,
 };
-use ib_core::{events::EventNotifier, udata::Udata, verbs_types::SrqAttr};
+use ib_core::{
+    events::EventNotifier,
+    le::{u32_at, u64_at},
+    udata::Udata,
+    verbs_types::SrqAttr,
+};
 use kernel::prelude::*;
 use mlx5_core::{
     auxdev::{Mlx5Device, ResourceRegistration},
@@ -32,24 +37,16 @@ const RESP_SIZE: usize = 8;
 struct Request {
     buf_addr: u64,
     db_addr: u64,
-    flags: u32,
     /// `reserved0` or `reserved1` is not zero.
     reserved: bool,
 }
 
 impl Request {
     fn parse(b: &[u8; REQ_SIZE]) -> Self {
-        let u64_at = |o: usize| {
-            let mut v = [0u8; 8];
-            v.copy_from_slice(&b[o..o + 8]);
-            u64::from_le_bytes(v)
-        };
-        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
         Self {
-            buf_addr: u64_at(0),
-            db_addr: u64_at(8),
-            flags: u32_at(16),
-            reserved: u32_at(20) != 0 || u32_at(28) != 0,
+            buf_addr: u64_at(b, 0),
+            db_addr: u64_at(b, 8),
+            reserved: u32_at(b, 20) != 0 || u32_at(b, 28) != 0,
         }
     }
 }
@@ -103,9 +100,9 @@ pub(crate) fn create(
     if req.reserved {
         return Err(EINVAL);
     }
-    // `MLX5_SRQ_FLAG_SIGNATURE` asks for WQE signatures, which the device is not told of here
-    // (libmlx5 sets it only when asked to by its environment); other bits are ignored, as C.
-    let _ = req.flags;
+    // Its `flags` are not read: `MLX5_SRQ_FLAG_SIGNATURE` asks for WQE signatures, which the
+    // device is not told of here (libmlx5 sets it only when asked to by its environment); C
+    // ignores the other bits.
     let buf_len = (size.max as usize) << size.wqe_shift;
     let buf = UserMemory::pin(dev, req.buf_addr, buf_len, false)?;
     let db = UserMemory::pin(dev, req.db_addr, 8, true)?;
@@ -185,7 +182,6 @@ mod tests {
             Request {
                 buf_addr: 0x7f00_0000_3000,
                 db_addr: 0x7f00_0000_4010,
-                flags: 1,
                 reserved: false,
             }
         );
