@@ -31,7 +31,7 @@ numbers say little about hardware: a doorbell is an MMIO write that leaves the g
 the model, which dominates post_send; the ratio compares the two drivers on the same emulated
 device.
 
-Usage: verbs.py -- <harness arguments>
+Usage: verbs.py [--only bench-verbs|bench-uverbs] -- <harness arguments>
 """
 
 from __future__ import annotations
@@ -120,10 +120,14 @@ def compare(scenario: str, metrics: list, title: str, args: list[str]) -> None:
 
 def main() -> int:
     args = sys.argv[1:]
+    only = None
+    if args[:1] == ["--only"] and len(args) > 1:
+        only, args = args[1].split(","), args[2:]
     if args and args[0] == "--":
         args = args[1:]
     for scenario, metrics, title in BENCHES:
-        compare(scenario, metrics, title, args)
+        if only is None or scenario in only:
+            compare(scenario, metrics, title, args)
     return 0
 
 

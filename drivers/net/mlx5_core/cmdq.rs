@@ -74,21 +74,47 @@ pub(crate) fn blocks_for(len: usize) -> usize {
     len.saturating_sub(INLINE).div_ceil(BLOCK_DATA)
 }
 
-/// The part of `data` (a whole command input, header included) that block `i` carries.
-pub(crate) fn block_data(data: &[u8], i: usize) -> &[u8] {
-    let from = (INLINE + i * BLOCK_DATA).min(data.len());
-    let to = (from + BLOCK_DATA).min(data.len());
-    &data[from..to]
+/// Bytes `from..to` of `head` followed by `tail` (clamped to their joint length): the part in
+/// `head`, then the part in `tail`. A command's input is its layout followed by a variable part
+/// (a page list); the two are never joined into one buffer.
+pub(crate) fn joined_range<'a>(
+    head: &'a [u8],
+    tail: &'a [u8],
+    from: usize,
+    to: usize,
+) -> [&'a [u8]; 2] {
+    let hl = head.len();
+    let end = hl.saturating_add(tail.len());
+    let (from, to) = (from.min(end), to.min(end).max(from.min(end)));
+    [
+        &head[from.min(hl)..to.min(hl)],
+        &tail[from.saturating_sub(hl)..to.saturating_sub(hl)],
+    ]
+}
+
+/// The part of a command input (`head` followed by `tail`, header included) that block `i`
+/// carries.
+pub(crate) fn block_data<'a>(head: &'a [u8], tail: &'a [u8], i: usize) -> [&'a [u8]; 2] {
+    let from = i.saturating_mul(BLOCK_DATA).saturating_add(INLINE);
+    joined_range(head, tail, from, from.saturating_add(BLOCK_DATA))
 }
 
 /// Mailbox block `num` of a chain: its data, the next block's address and the command's token
 /// (ctrl and block signatures stay zero: the driver turns checksums off).
-pub(crate) fn mailbox_block(data: &[u8], next: u64, num: u32, token: u8) -> Result<CmdMailbox> {
+pub(crate) fn mailbox_block(
+    data: [&[u8]; 2],
+    next: u64,
+    num: u32,
+    token: u8,
+) -> Result<CmdMailbox> {
     let mut m = CmdMailbox::new();
-    m.mailbox_data_mut()
-        .get_mut(..data.len())
-        .ok_or(EINVAL)?
-        .copy_from_slice(data);
+    let room = m.mailbox_data_mut();
+    let mut at = 0;
+    for part in data {
+        let end = at + part.len();
+        room.get_mut(at..end).ok_or(EINVAL)?.copy_from_slice(part);
+        at = end;
+    }
     m.set_next_pointer(next)?;
     m.set_block_number(num.into())?;
     m.set_token(token.into())?;
@@ -103,7 +129,7 @@ pub(crate) fn entry_signature(entry: &CmdEntry) -> u8 {
 /// A queue entry handed to the device: input length and inline part, mailbox pointers, output
 /// length, token, signature, owned by the device.
 pub(crate) fn command_entry(
-    input: &[u8],
+    input: [&[u8]; 2],
     in_ptr: u64,
     out_ptr: u64,
     out_len: usize,
@@ -111,10 +137,15 @@ pub(crate) fn command_entry(
 ) -> Result<CmdEntry> {
     let mut e = CmdEntry::new();
     e.set_type_(XPORT_PCI)?;
-    e.set_input_length(input.len() as u64)?;
+    let [head, tail] = input;
+    e.set_input_length((head.len() + tail.len()) as u64)?;
     e.set_input_mailbox_pointer(in_ptr)?;
-    let n = input.len().min(INLINE);
-    e.command_input_inline_data_mut()[..n].copy_from_slice(&input[..n]);
+    let inline = e.command_input_inline_data_mut();
+    let mut at = 0;
+    for part in joined_range(head, tail, 0, INLINE) {
+        inline[at..at + part.len()].copy_from_slice(part);
+        at += part.len();
+    }
     e.set_output_mailbox_pointer(out_ptr)?;
     e.set_output_length(out_len as u64)?;
     e.set_token(token.into())?;
@@ -535,7 +566,7 @@ impl CmdQueue {
         claim: &Claim<'_>,
         first: usize,
         n: usize,
-        data: &[u8],
+        data: [&[u8]; 2],
         token: u8,
     ) -> Result<u64> {
         for i in 0..n {
@@ -546,7 +577,11 @@ impl CmdQueue {
                 0
             };
             let num = u32::try_from(i).map_err(|_| EINVAL)?;
-            mb.write_layout(off, &mailbox_block(block_data(data, i), next, num, token)?)?;
+            let [head, tail] = data;
+            mb.write_layout(
+                off,
+                &mailbox_block(block_data(head, tail, i), next, num, token)?,
+            )?;
         }
         if n == 0 {
             return Ok(0);
@@ -699,8 +734,8 @@ impl CmdQueue {
         Ok((fixed, tail))
     }
 
-    /// Runs a command in `slot` (the page slot; `None`: any regular slot): `input` (header
-    /// included) followed by `tail`, room for `out_len` output bytes. Returns the output, or
+    /// Runs a command in `slot` (the page slot; `None`: any regular slot): `head` (the input
+    /// layout, header included) followed by `tail`, room for `out_len` output bytes. Returns the output, or
     /// the errno of a delivery, status or timeout failure (logged). Several commands may run at
     /// once.
     #[allow(clippy::too_many_arguments)]
@@ -717,35 +752,25 @@ impl CmdQueue {
         if slot.is_some_and(|s| s >= 1 << self.log_size) {
             return Err(EINVAL);
         }
-        let joined;
-        let input = if tail.is_empty() {
-            head
-        } else {
-            let mut v = KVec::with_capacity(head.len() + tail.len(), GFP_KERNEL)?;
-            v.extend_from_slice(head, GFP_KERNEL)?;
-            v.extend_from_slice(tail, GFP_KERNEL)?;
-            joined = v;
-            &joined[..]
-        };
         let out_len = out_len.max(INLINE);
         // The output buffer, allocated before the command is sent (see `exec_var`).
         let mut out = KVec::with_capacity(out_len, GFP_KERNEL)?;
         out.resize(out_len, 0, GFP_KERNEL)?;
-        let hdr = CmdInHeader::from_bytes(input);
+        let hdr = CmdInHeader::from_bytes(head);
         let (opcode, op_mod) = (hdr.opcode() as u16, hdr.op_mod());
         if self.state.in_error() {
             return internal_error_result(opcode, out_len);
         }
-        let (nin, nout) = (blocks_for(input.len()), blocks_for(out_len));
+        let (nin, nout) = (blocks_for(head.len() + tail.len()), blocks_for(out_len));
         let (mut claim, token) = match self.claim(dev, alloc, slot, nin + nout) {
             Err(ENOLINK) => return internal_error_result(opcode, out_len),
             r => r?,
         };
         let slot = claim.slot;
-        let in_ptr = Self::build_chain(&claim, 0, nin, input, token)?;
-        let out_ptr = Self::build_chain(&claim, nin, nout, &[], token)?;
+        let in_ptr = Self::build_chain(&claim, 0, nin, [head, tail], token)?;
+        let out_ptr = Self::build_chain(&claim, nin, nout, [&[], &[]], token)?;
 
-        let entry = command_entry(input, in_ptr, out_ptr, out_len, token)?;
+        let entry = command_entry([head, tail], in_ptr, out_ptr, out_len, token)?;
         let entry_off = (slot as usize) << self.log_stride;
         self.queue.write_layout(entry_off, &entry)?;
         // The entry and its mailboxes must be visible to the device before the doorbell.
@@ -913,19 +938,32 @@ mod tests {
             assert!(data.push((i % 251) as u8, GFP_KERNEL).is_ok());
         }
         assert_eq!(blocks_for(data.len()), 3);
-        assert_eq!(block_data(&data, 0).len(), 512);
-        assert_eq!(block_data(&data, 0)[0], data[16]);
-        assert_eq!(block_data(&data, 1)[0], data[16 + 512]);
-        assert_eq!(block_data(&data, 2).len(), 100);
-        assert_eq!(block_data(&data, 3).len(), 0);
+        let whole = |d: &[u8], i| block_data(d, &[], i)[0].len();
+        assert_eq!(whole(&data, 0), 512);
+        assert_eq!(block_data(&data, &[], 0)[0][0], data[16]);
+        assert_eq!(block_data(&data, &[], 1)[0][0], data[16 + 512]);
+        assert_eq!(whole(&data, 2), 100);
+        assert_eq!(whole(&data, 3), 0);
         // A 16-byte input needs no block and a 17-byte one a one-byte block.
-        assert_eq!(block_data(&data[..16], 0).len(), 0);
-        assert_eq!(block_data(&data[..17], 0).len(), 1);
+        assert_eq!(whole(&data[..16], 0), 0);
+        assert_eq!(whole(&data[..17], 0), 1);
+        // Split anywhere into a layout and a tail, every block carries the same bytes.
+        for cut in [0, 10, 16, 17, 300, 528, 529, data.len()] {
+            let (head, tail) = data.split_at(cut);
+            for i in 0..4 {
+                let [a, b] = block_data(head, tail, i);
+                let [w, _] = block_data(&data, &[], i);
+                assert_eq!(a.len() + b.len(), w.len());
+                assert!(Iterator::chain(a.iter(), b.iter()).eq(w.iter()));
+            }
+            let [a, b] = joined_range(head, tail, 0, INLINE);
+            assert!(Iterator::chain(a.iter(), b.iter()).eq(data[..INLINE].iter()));
+        }
     }
 
     #[test]
     fn mailbox_block_layout() -> Result {
-        let m = mailbox_block(&[0xaa; 3], 0x1122_3344_5566_7000, 3, 0x5a)?;
+        let m = mailbox_block([&[0xaa; 2], &[0xaa]], 0x1122_3344_5566_7000, 3, 0x5a)?;
         let b = m.as_bytes();
         assert_eq!(&b[0..4], &[0xaa, 0xaa, 0xaa, 0]);
         assert_eq!(
@@ -937,7 +975,7 @@ mod tests {
         // Block signatures stay unset.
         assert_eq!((b[0x23e], b[0x23f]), (0, 0));
         // More data than a block carries is refused.
-        assert!(mailbox_block(&[0; BLOCK_DATA + 1], 0, 0, 1).is_err());
+        assert!(mailbox_block([&[0; BLOCK_DATA], &[0]], 0, 0, 1).is_err());
         Ok(())
     }
 
@@ -1042,7 +1080,7 @@ mod tests {
         let mut input = [0u8; 0x20];
         input[..2].copy_from_slice(&op::ACCESS_REG.to_be_bytes());
         input[0x11] = 0x42;
-        let e = command_entry(&input, 0x1000, 0x2000, 0x20, 0x5a)?;
+        let e = command_entry([&input[..8], &input[8..]], 0x1000, 0x2000, 0x20, 0x5a)?;
         let b = e.as_bytes();
         assert_eq!((b[0], &b[4..8]), (7, &[0u8, 0, 0, 0x20][..]));
         assert_eq!(&b[0x10..0x12], &[0x08, 0x05]);

@@ -7,7 +7,7 @@
 //! `umr_modify_entity_size_disabled`: `reg_create`): the pages pinned and mapped, an MTT mkey
 //! whose translation table lists them, 4 KiB each.
 
-use crate::pd::Mlx5Pd;
+use crate::{pd::Mlx5Pd, umem::page_list};
 use ib_core::verbs_types::{Access, AccessFlags, UserMrInit};
 use kernel::{
     dma::DataDirection,
@@ -138,16 +138,8 @@ pub(crate) fn reg_user(
     let octo = octo_len(init.iova, init.length);
     // The translation table: one big-endian entry per page, padded to whole 16-byte units.
     let entries = usize::try_from(octo * 2).map_err(|_| EINVAL)?;
-    let mut pas = KVVec::with_capacity(entries * 8, GFP_KERNEL)?;
     let flags = if pg_cap { MTT_PRESENT } else { 0 };
-    let mut pushed = Ok(());
-    umem.for_each_dma_page(|addr| {
-        if pushed.is_ok() {
-            pushed = pas.extend_from_slice(&(addr | flags).to_be_bytes(), GFP_KERNEL);
-        }
-    });
-    pushed?;
-    pas.resize(entries * 8, 0, GFP_KERNEL)?;
+    let pas = page_list(&umem, flags, entries)?;
     // C's `atomic_inc_return` truncated to the key byte.
     let key = (variant.fetch_add(1, Relaxed).wrapping_add(1) & 0xff) as u8;
     let input = user_mkey_in(pd.pdn, init, octo, pg_cap, key)?;

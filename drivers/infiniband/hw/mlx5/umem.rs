@@ -51,14 +51,25 @@ impl UserMemory {
 
     /// The page list CREATE_CQ takes: one big-endian entry per 4 KiB page.
     pub(crate) fn page_list(&self) -> Result<KVVec<u8>> {
-        let mut pas = KVVec::with_capacity(self.0.pinned().page_count() * 8, GFP_KERNEL)?;
-        let mut pushed = Ok(());
-        self.0.for_each_dma_page(|a| {
-            if pushed.is_ok() {
-                pushed = pas.extend_from_slice(&a.to_be_bytes(), GFP_KERNEL);
-            }
-        });
-        pushed?;
-        Ok(pas)
+        page_list(&self.0, 0, self.0.pinned().page_count())
     }
+}
+
+/// The translation table of `mapped` as the device reads it: one big-endian entry per 4 KiB
+/// page with `flags` or-ed in, `entries` of them (zeros past the mapping's pages; a mapping of
+/// more pages than that is `EINVAL`). Written in place, one pass (C's `mlx5_ib_populate_pas`).
+pub(crate) fn page_list(mapped: &DmaMappedPages, flags: u64, entries: usize) -> Result<KVVec<u8>> {
+    let bytes = entries.checked_mul(8).ok_or(EINVAL)?;
+    let mut pas = KVVec::with_capacity(bytes, GFP_KERNEL)?;
+    pas.resize(bytes, 0, GFP_KERNEL)?;
+    let mut chunks = pas.chunks_exact_mut(8);
+    let mut fits = true;
+    mapped.for_each_dma_page(|a| match chunks.next() {
+        Some(entry) => entry.copy_from_slice(&(a | flags).to_be_bytes()),
+        None => fits = false,
+    });
+    if !fits {
+        return Err(EINVAL);
+    }
+    Ok(pas)
 }
