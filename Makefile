@@ -65,8 +65,16 @@ $(CACHE)/.host-deps-done: tools/setup/host-deps.sh
 	tools/setup/host-deps.sh
 	@touch $@
 
-$(CACHE)/.setup-done: $(CACHE)/.host-deps-done tools/setup/fetch-kernel.sh tools/setup/rust-toolchain.sh
+# The kernel source and the Rust pieces are independent: `build` fetches and unpacks the one
+# while it compiles bindgen for the other.
+$(CACHE)/.setup-done: $(CACHE)/.kernel-source-done $(CACHE)/.rust-toolchain-done
+	@touch $@
+
+$(CACHE)/.kernel-source-done: $(CACHE)/.host-deps-done tools/setup/fetch-kernel.sh
 	tools/setup/fetch-kernel.sh $(CACHE) | tail -n 1 > $(CACHE)/kernel-pristine.path
+	@touch $@
+
+$(CACHE)/.rust-toolchain-done: $(CACHE)/.host-deps-done tools/setup/rust-toolchain.sh
 	tools/setup/rust-toolchain.sh $(CACHE) >/dev/null
 	@touch $@
 
@@ -100,7 +108,9 @@ modules: kernel
 FRAME_LIMIT ?= 3072
 
 ## The C twin of ib_verbs_client: an external C module against the test kernel's C ib_core.
-verbs-twin: kernel
+# After our modules (order only): two external-module builds in one kernel tree at once are
+# not something kbuild promises to support.
+verbs-twin: kernel | modules
 	@mkdir -p $(OUT)/verbs-twin
 	+$(KMAKE) M=$(REPO)/tools/verbs-twin MO=$(OUT)/verbs-twin modules
 
@@ -140,9 +150,10 @@ $(OUT)/tools/load_once: tools/load-once/load_once.c | $(CACHE)/.setup-done
 	gcc -O2 -g -Wall -Wextra -Werror -static -o $@ $<
 
 ## Everything the VMs need: QEMU (niced) beside the rest, which is built one part after the
-## other (each part uses both cores itself; docs/build.md).
+## other (each part uses both cores itself; docs/build.md), except the two set-up steps, which
+## run side by side (a third job).
 build:
-	+$(MAKE) --no-print-directory -j2 qemu build-parts
+	+$(MAKE) --no-print-directory -j3 qemu build-parts
 
 build-parts: kernel modules verbs-twin cx-model verbs-tools
 

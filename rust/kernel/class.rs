@@ -100,26 +100,37 @@ impl Registration {
         Self::register(name, true)
     }
 
+    /// Registers a class called `name` whose devices' uevents carry `NAME=<device name>` and
+    /// whose devices each belong to a network namespace (C's `ns_type` and `namespace`, as the
+    /// `infiniband` class): `/sys/class/<name>` shows a reader the devices of the namespace its
+    /// sysfs was mounted in. Every device of such a class must be a
+    /// [`crate::class_device::ClassDevice`] (its namespace is read from there).
+    pub fn new_net_with_name_uevent(name: &'static CStr) -> impl PinInit<Self, Error> {
+        Self::register_with(name, true, None, true)
+    }
+
     /// Registers a class called `name` whose character devices' nodes are `/dev/<dir>/<name>`
     /// with the given mode (the `infiniband_verbs` class: `/dev/infiniband/uverbsN`, 0666).
     pub fn new_with_devnode(name: &'static CStr, node: DevNode) -> impl PinInit<Self, Error> {
-        Self::register_with(name, false, Some(node))
+        Self::register_with(name, false, Some(node), false)
     }
 
     fn register(name: &'static CStr, name_var: bool) -> impl PinInit<Self, Error> {
-        Self::register_with(name, name_var, None)
+        Self::register_with(name, name_var, None, false)
     }
 
     fn register_with(
         name: &'static CStr,
         name_var: bool,
         node: Option<DevNode>,
+        net: bool,
     ) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             devnode: node,
             inner <- Opaque::try_ffi_init(move |slot: *mut bindings::class| {
                 // SAFETY: `slot` is valid for writes; an all-zero `struct class` is valid (no
-                // groups, no callbacks), and only the name and the uevent callback are set.
+                // groups, no callbacks), and only the name and the callbacks are set. The
+                // namespace type is the kernel's, static.
                 unsafe {
                     slot.write(core::mem::zeroed());
                     (*slot).name = name.as_char_ptr();
@@ -128,6 +139,10 @@ impl Registration {
                     }
                     if node.is_some() {
                         (*slot).devnode = Some(class_devnode);
+                    }
+                    if net {
+                        (*slot).ns_type = bindings::rdma_rs_net_ns_type();
+                        (*slot).namespace = Some(crate::class_device::net_namespace);
                     }
                 }
                 // SAFETY: `slot` holds an initialised class that lives, pinned, until

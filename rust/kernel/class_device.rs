@@ -27,6 +27,7 @@ use crate::{
     class, device,
     error::to_result,
     kobject_dir::SysfsDir,
+    net::namespace::Net,
     prelude::*,
     sync::{Arc, UniqueArc},
     sysfs_attrs::{AttributeGroups, RawGroups},
@@ -40,6 +41,9 @@ struct Header {
     /// First, so that the device's address is the allocation's.
     dev: Opaque<bindings::device>,
     groups: RawGroups,
+    /// The network namespace the device belongs to in a class that has them (null: the
+    /// initial one). Not referenced: the device is removed before the namespace exits.
+    net: *mut bindings::net,
 }
 
 #[repr(C)]
@@ -101,9 +105,32 @@ unsafe extern "C" fn release(dev: *mut bindings::device) {
     }
 }
 
+/// `namespace` of a class registered with
+/// [`class::Registration::new_net_with_name_uevent`]: the network namespace of the device.
+///
+/// # Safety
+///
+/// Called by the driver core with a valid device created by [`ClassDevice`] (the contract of
+/// such a class).
+pub(crate) unsafe extern "C" fn net_namespace(
+    dev: *const bindings::device,
+) -> *const bindings::ns_common {
+    // SAFETY: `dev` is the first field of a `repr(C)` `Header` (contract), whose `net` is null or
+    // a namespace that outlives the device.
+    let net = unsafe { (*dev.cast::<Header>()).net };
+    let net = if net.is_null() {
+        Net::init_net().as_raw()
+    } else {
+        net
+    };
+    // SAFETY: `net` is a live namespace (above); its `ns` field is its sysfs tag.
+    unsafe { &raw const (*net).ns }
+}
+
 impl<T: Send + Sync> ClassDevice<T> {
     /// Adds a device called `name` to `class`, below `parent` (or in the class's virtual
-    /// directory), with `groups` reading `data`.
+    /// directory), with `groups` reading `data`. In a class with network namespaces it belongs
+    /// to the initial one.
     ///
     /// # Safety
     ///
@@ -118,7 +145,27 @@ impl<T: Send + Sync> ClassDevice<T> {
         uevent: AddUevent,
     ) -> Result<Arc<Self>> {
         // SAFETY: The caller's contract.
-        unsafe { Self::add(class, parent, name, groups, data, uevent, None) }
+        unsafe { Self::add(class, parent, name, groups, data, uevent, None, None) }
+    }
+
+    /// As [`ClassDevice::new`], in a class with network namespaces: the device belongs to `net`
+    /// (readers see it in sysfs mounted there).
+    ///
+    /// # Safety
+    ///
+    /// As for [`ClassDevice::new`]; the device is dropped before `net` exits (e.g. in the
+    /// namespace's `exit` of a [`crate::net::namespace::Registration`]).
+    pub unsafe fn new_in_net(
+        class: &class::Registration,
+        parent: Option<&device::Device>,
+        name: &CStr,
+        groups: AttributeGroups<T>,
+        data: T,
+        uevent: AddUevent,
+        net: &Net,
+    ) -> Result<Arc<Self>> {
+        // SAFETY: The caller's contract.
+        unsafe { Self::add(class, parent, name, groups, data, uevent, None, Some(net)) }
     }
 
     /// As [`ClassDevice::new`], for a character device numbered `devt` whose files have
@@ -150,13 +197,15 @@ impl<T: Send + Sync> ClassDevice<T> {
                 data,
                 AddUevent::Now,
                 Some((devt, fops)),
+                None,
             )
         }
     }
 
     /// # Safety
     ///
-    /// As for [`ClassDevice::new_chardev`].
+    /// As for [`ClassDevice::new_chardev`] and, with a `net`, [`ClassDevice::new_in_net`].
+    #[allow(clippy::too_many_arguments)]
     unsafe fn add(
         class: &class::Registration,
         parent: Option<&device::Device>,
@@ -165,6 +214,7 @@ impl<T: Send + Sync> ClassDevice<T> {
         data: T,
         uevent: AddUevent,
         chardev: Option<(DevT, &'static bindings::file_operations)>,
+        net: Option<&Net>,
     ) -> Result<Arc<Self>> {
         // Allocated before the device exists, so that nothing can fail after `device_add`.
         let holder = UniqueArc::<Self>::new_uninit(GFP_KERNEL)?;
@@ -173,6 +223,7 @@ impl<T: Send + Sync> ClassDevice<T> {
                 header: Header {
                     dev: Opaque::zeroed(),
                     groups: groups.into_raw(),
+                    net: net.map_or(core::ptr::null_mut(), Net::as_raw),
                 },
                 data: ManuallyDrop::new(data),
             },

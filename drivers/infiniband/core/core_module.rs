@@ -38,7 +38,7 @@ impl kernel::InPlaceModule for IbCore {
         }
         try_pin_init!(Self {
             workqueues: CoreWorkqueues::new()?,
-            class <- class::Registration::new_with_name_uevent(c"infiniband"),
+            class <- class::Registration::new_net_with_name_uevent(c"infiniband"),
             neighbours <- crate::addr::register(),
             sockets <- crate::netlink::Sockets::new(),
             nldev: crate::nldev::Registration::new(),

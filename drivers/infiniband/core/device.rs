@@ -173,7 +173,7 @@ impl Registration {
             Some(class) => Some(unsafe { DeviceSysfs::new(class, &dev)? }),
             None => None,
         };
-        registry::enable(reserved, &dev, sysfs);
+        registry::enable(reserved, &dev, sysfs)?;
         if domain == Domain::Live {
             monitor::device_event(&dev, Event::Register);
         }

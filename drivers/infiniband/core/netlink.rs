@@ -16,7 +16,10 @@
 //! port mapper and SA local services do not exist here), so the answer is C's answer when that
 //! lookup fails, `EINVAL`.
 
-use crate::nl_uapi::{self, client};
+use crate::{
+    nl_uapi::{self, client},
+    registry,
+};
 use kernel::{
     bindings, global_lock,
     net::namespace::{self as net_namespace, Net, PernetId},
@@ -174,13 +177,20 @@ impl net_namespace::Operations for RdmaNet {
             },
         )?;
         if !net.is_init_net() {
+            // Counted first: the mode cannot change while the devices get their sysfs copies.
             NET_STATE.lock().other_nets += 1;
+            if let Err(e) = registry::net_added(net) {
+                let mut st = NET_STATE.lock();
+                st.other_nets = st.other_nets.saturating_sub(1);
+                return Err(e);
+            }
         }
         Ok(sk)
     }
 
     fn exit(net: &Net, sk: KernelSocket) {
         if !net.is_init_net() {
+            registry::net_removed(net);
             let mut st = NET_STATE.lock();
             st.other_nets = st.other_nets.saturating_sub(1);
         }

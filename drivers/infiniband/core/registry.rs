@@ -13,7 +13,10 @@
 //! - a client that unregisters is removed from every device.
 //!
 //! A registered device's sysfs presence is kept here too, so that a rename moves it under the
-//! same lock that checks the new name.
+//! same lock that checks the new name; and so are the network namespaces other than the
+//! initial one, so that a device that registers and a namespace that appears each find the
+//! other under one lock (each shared device has a copy of its sysfs tree in each namespace:
+//! [`net_added`], [`net_removed`]).
 //!
 //! Client callbacks run with the registry locked: they must not register or unregister devices
 //! or clients.
@@ -26,11 +29,14 @@
 use crate::{
     ib_device::{DeviceRef, Domain, IbDevice},
     names::{self, Name},
-    sysfs::DeviceSysfs,
+    netlink as rdma_nl,
+    sysfs::{DeviceSysfs, DeviceTree},
 };
 use core::{marker::PhantomPinned, ptr::NonNull};
 use kernel::{
+    bindings,
     chrdev::DevT,
+    net::namespace::Net,
     new_mutex,
     prelude::*,
     str::CString,
@@ -117,11 +123,28 @@ struct Entry {
     sysfs: Option<DeviceSysfs>,
 }
 
+/// A network namespace other than the initial one, listed from its `init` to its `exit` (C's
+/// `rdma_nets`).
+struct OtherNet(NonNull<bindings::net>);
+
+// SAFETY: A namespace may be used from any thread; the pointer is only read.
+unsafe impl Send for OtherNet {}
+
+impl OtherNet {
+    fn net(&self) -> &Net {
+        // SAFETY: A listed namespace is alive: its `exit` unlists it before it goes
+        // ([`net_removed`]).
+        unsafe { Net::from_raw(self.0.as_ptr()) }
+    }
+}
+
 /// Devices and clients.
 pub(crate) struct Registry {
     devices: KVec<Entry>,
     clients: KVec<ClientPtr>,
     next_index: u32,
+    /// The other network namespaces (the product's registry only).
+    nets: KVec<OtherNet>,
 }
 
 impl Registry {
@@ -130,6 +153,7 @@ impl Registry {
             devices: KVec::new(),
             clients: KVec::new(),
             next_index: 0,
+            nets: KVec::new(),
         }
     }
 
@@ -208,6 +232,7 @@ pub(crate) fn clear() {
     let clear_one = |reg: &mut Registry| {
         reg.devices = KVec::new();
         reg.clients = KVec::new();
+        reg.nets = KVec::new();
     };
     with(Domain::Live, clear_one);
     #[cfg(CONFIG_KUNIT = "y")]
@@ -283,23 +308,102 @@ fn reserve_in(reg: &mut Registry, domain: Domain, template: &[u8]) -> Result<Res
 /// Phase 2: the device becomes visible with its sysfs presence, every client gets `add`, in
 /// registration order, and then sysfs sends the `add` uevent (C's `enable_device_and_get`, then
 /// `ib_device_notify_register`). A device without a class (KUnit's) has no sysfs presence.
-pub(crate) fn enable(reserved: Reserved, dev: &Arc<IbDevice>, sysfs: Option<DeviceSysfs>) {
+/// First, while devices are shared, its sysfs gets its copy in every other namespace (C's
+/// `add_compat_devs`, which C makes after the clients; here a failure leaves nothing to undo).
+/// On an error the device is not registered and its reservation is released.
+pub(crate) fn enable(
+    reserved: Reserved,
+    dev: &Arc<IbDevice>,
+    mut sysfs: Option<DeviceSysfs>,
+) -> Result {
     let (domain, index) = (reserved.domain, reserved.index);
-    core::mem::forget(reserved);
-    with(domain, |reg| {
+    let done = with(domain, |reg| {
+        if let (Some(s), Some(class)) = (sysfs.as_mut(), crate::device::class()) {
+            if domain == Domain::Live && rdma_nl::shared_netns() {
+                for n in reg.nets.iter() {
+                    // SAFETY: The class stays registered while devices are (`device::class`),
+                    // and a copy is taken out before its namespace exits (`net_removed`, under
+                    // this lock, which finds it in the entry's sysfs).
+                    unsafe { s.add_compat(class, n.net())? };
+                }
+            }
+        }
         let Some(e) = reg.devices.iter_mut().find(|e| e.index == index) else {
-            return;
+            return Ok(());
         };
         e.dev = Some(dev.clone());
         e.registered = true;
         for c in reg.clients.iter() {
             c.get().attach(dev);
         }
-        if let Some(sysfs) = sysfs {
+        if let Some(sysfs) = sysfs.take() {
             sysfs.announce();
             e.sysfs = Some(sysfs);
         }
-    })
+        Ok(())
+    });
+    if done.is_err() {
+        // Outside the lock: removal waits for running callbacks; then the reservation goes.
+        drop(sysfs);
+        drop(reserved);
+    } else {
+        core::mem::forget(reserved);
+    }
+    done
+}
+
+/// A network namespace other than the initial one appeared (C's `rdma_dev_init_net`): listed,
+/// and, while devices are shared, every registered device gets its sysfs copy there. On an
+/// error nothing is left of it (the namespace is not created).
+pub(crate) fn net_added(net: &Net) -> Result {
+    let mut undo = KVec::new();
+    let done = with(Domain::Live, |reg| {
+        reg.nets.reserve(1, GFP_KERNEL)?;
+        reg.nets
+            .push(OtherNet(NonNull::new(net.as_raw()).ok_or(EINVAL)?), GFP_KERNEL)?;
+        let (Some(class), true) = (crate::device::class(), rdma_nl::shared_netns()) else {
+            return Ok(());
+        };
+        let mut failed = Ok(());
+        for e in reg.devices.iter_mut().filter(|e| e.registered) {
+            if let Some(s) = e.sysfs.as_mut() {
+                // SAFETY: As in `enable`.
+                failed = unsafe { s.add_compat(class, net) };
+                if failed.is_err() {
+                    break;
+                }
+            }
+        }
+        if failed.is_err() {
+            undo = take_net(reg, net);
+        }
+        failed
+    });
+    drop(undo);
+    done
+}
+
+/// A network namespace other than the initial one is going (C's `rdma_dev_exit_net`): unlisted,
+/// and the devices' copies there removed.
+pub(crate) fn net_removed(net: &Net) {
+    let gone = with(Domain::Live, |reg| take_net(reg, net));
+    drop(gone);
+}
+
+/// Unlists `net` and takes the devices' copies there out, for the caller to drop outside the
+/// lock (removal waits for running `show` and `store` callbacks). Should the vector not grow,
+/// the copies are dropped here, under the lock.
+fn take_net(reg: &mut Registry, net: &Net) -> KVec<DeviceTree> {
+    reg.nets.retain(|n| n.0.as_ptr() != net.as_raw());
+    let mut trees = KVec::new();
+    let _ = trees.reserve(reg.devices.len(), GFP_KERNEL);
+    for e in reg.devices.iter_mut() {
+        if let Some(tree) = e.sysfs.as_mut().and_then(|s| s.take_compat(net)) {
+            // Within the capacity reserved above, or dropped at once.
+            let _ = trees.push_within_capacity(tree);
+        }
+    }
+    trees
 }
 
 /// Hides a device and removes it from every client, latest client first.

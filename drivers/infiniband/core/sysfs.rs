@@ -22,7 +22,11 @@
 //!
 //! Not yet: `hw_counters/` (no driver statistics in the device API), `counters/` (PMA, needs
 //! MADs), the RoCE side of `gid_attrs` (every GID is an IB GID, `ndevs/<i>` reads `EINVAL` as
-//! for an IB port in C), the driver's `ops.port_groups`, and network namespaces.
+//! for an IB port in C) and the driver's `ops.port_groups`.
+//!
+//! Network namespaces as C's class has them: the device belongs to the initial namespace, and
+//! while devices are shared (the default mode) every other namespace gets a copy of its tree
+//! ([`DeviceSysfs::add_compat`], kept by the registry as namespaces come and go).
 
 use crate::{
     attrs::{LinkLayer, NodeType, NODE_DESC_MAX},
@@ -33,6 +37,7 @@ use kernel::{
     class,
     class_device::{AddUevent, ClassDevice},
     kobject_dir::{KObjectDir, SysfsDir},
+    net::namespace::Net,
     prelude::*,
     str::CString,
     sync::Arc,
@@ -53,13 +58,26 @@ struct PortDirs {
     _port: Arc<KObjectDir<SysfsPort>>,
 }
 
-/// What sysfs holds for one registered device; dropping it removes the files.
+/// One directory tree of a device in the class: its own (in the initial network namespace), or
+/// a copy in another namespace (C's compat device).
 ///
 /// The fields drop in order, children before their parents (which they also keep alive).
-pub(crate) struct DeviceSysfs {
+pub(crate) struct DeviceTree {
     _ports: KVec<PortDirs>,
     _ports_dir: Arc<KObjectDir<()>>,
     dev: Arc<ClassDevice<Arc<IbDevice>>>,
+}
+
+/// What sysfs holds for one registered device; dropping it removes the files.
+///
+/// While devices are shared by all network namespaces (the default), each namespace other than
+/// the initial one gets a copy of the tree, with the same name, files and ports, as C's compat
+/// devices (a sysfs mounted in that namespace shows only its copy); in exclusive mode only the
+/// initial namespace sees the device.
+pub(crate) struct DeviceSysfs {
+    /// The copies, by the address of their namespace (dropped first).
+    compat: KVec<(usize, DeviceTree)>,
+    main: DeviceTree,
 }
 
 /// C's `node_type_string`.
@@ -332,15 +350,14 @@ fn port_dirs(ports_dir: &Arc<KObjectDir<()>>, dev: &Arc<IbDevice>, port: u32) ->
     })
 }
 
-impl DeviceSysfs {
-    /// Creates the device's sysfs entries in `class` (called before the device becomes visible
-    /// to clients, as C's `device_add` in `ib_register_device`). The `add` uevent waits for
-    /// [`DeviceSysfs::announce`].
+impl DeviceTree {
+    /// The tree of `dev` in `class`: in the initial namespace, its `add` uevent held back until
+    /// [`DeviceSysfs::announce`], or in `net`, announced at once.
     ///
     /// # Safety
     ///
-    /// `class` stays registered until the returned value is dropped.
-    pub(crate) unsafe fn new(class: &class::Registration, dev: &Arc<IbDevice>) -> Result<Self> {
+    /// `class` stays registered until the returned value is dropped, and so does `net`.
+    unsafe fn new(class: &class::Registration, dev: &Arc<IbDevice>, net: Option<&Net>) -> Result<Self> {
         let mut b = AttributeGroups::builder();
         b.group(None, &DEVICE_ATTRS)?;
         // The driver's own files (C's `groups[1] = ops.device_group`).
@@ -356,17 +373,29 @@ impl DeviceSysfs {
             b.group(None, &extra)?;
         }
         let name = dev.name();
-        // SAFETY: `class` stays registered until this `DeviceSysfs`, the only holder of the class
+        let (parent, name, groups) = (dev.parent(), name.as_c_str(), b.build()?);
+        // SAFETY: `class` (and `net`) stay until this tree, the only holder of the class
         // device, is dropped (the caller's contract).
         let class_dev = unsafe {
-            ClassDevice::new(
-                class,
-                dev.parent(),
-                name.as_c_str(),
-                b.build()?,
-                dev.clone(),
-                AddUevent::Deferred,
-            )?
+            match net {
+                None => ClassDevice::new(
+                    class,
+                    parent,
+                    name,
+                    groups,
+                    dev.clone(),
+                    AddUevent::Deferred,
+                )?,
+                Some(net) => ClassDevice::new_in_net(
+                    class,
+                    parent,
+                    name,
+                    groups,
+                    dev.clone(),
+                    AddUevent::Now,
+                    net,
+                )?,
+            }
         };
         let parent: Arc<dyn SysfsDir> = class_dev.clone();
         let ports_dir = KObjectDir::new(parent, c"ports", AttributeGroups::empty()?, ())?;
@@ -380,15 +409,65 @@ impl DeviceSysfs {
             dev: class_dev,
         })
     }
+}
+
+impl DeviceSysfs {
+    /// Creates the device's sysfs entries in `class` (called before the device becomes visible
+    /// to clients, as C's `device_add` in `ib_register_device`). The `add` uevent waits for
+    /// [`DeviceSysfs::announce`].
+    ///
+    /// # Safety
+    ///
+    /// `class` stays registered until the returned value is dropped.
+    pub(crate) unsafe fn new(class: &class::Registration, dev: &Arc<IbDevice>) -> Result<Self> {
+        Ok(Self {
+            compat: KVec::new(),
+            // SAFETY: The caller's contract.
+            main: unsafe { DeviceTree::new(class, dev, None)? },
+        })
+    }
+
+    /// Adds the device's copy in `net` unless it has one (C's `add_one_compat_dev`).
+    ///
+    /// # Safety
+    ///
+    /// `class` stays registered until the returned value is dropped, and the copy is taken out
+    /// ([`DeviceSysfs::take_compat`]) before `net` exits.
+    pub(crate) unsafe fn add_compat(&mut self, class: &class::Registration, net: &Net) -> Result {
+        let key = net.as_raw() as usize;
+        if self.compat.iter().any(|(k, _)| *k == key) {
+            return Ok(());
+        }
+        self.compat.reserve(1, GFP_KERNEL)?;
+        // SAFETY: The caller's contract.
+        let tree = unsafe { DeviceTree::new(class, self.main.dev.data(), Some(net))? };
+        self.compat.push((key, tree), GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Takes out the device's copy in `net`, for the caller to drop outside its locks (removal
+    /// waits for running `show` and `store` callbacks).
+    pub(crate) fn take_compat(&mut self, net: &Net) -> Option<DeviceTree> {
+        let key = net.as_raw() as usize;
+        let i = self.compat.iter().position(|(k, _)| *k == key)?;
+        self.compat.remove(i).ok().map(|(_, tree)| tree)
+    }
 
     /// Sends the `add` uevent, once the device is registered (C's `ib_device_notify_register`).
     pub(crate) fn announce(&self) {
-        self.dev.announce();
+        self.main.dev.announce();
     }
 
-    /// Renames the device's directory (C's `device_rename`).
+    /// Renames the device's directory (C's `device_rename`), then its copies in other
+    /// namespaces (a copy that cannot follow is logged, as C's `rename_compat_devs`).
     pub(crate) fn rename(&self, name: &Name) -> Result {
-        self.dev.rename(name.as_c_str())
+        self.main.dev.rename(name.as_c_str())?;
+        for (_, tree) in self.compat.iter() {
+            if tree.dev.rename(name.as_c_str()).is_err() {
+                pr_warn!("Fail to rename compatdev to new name {}\n", name.as_c_str());
+            }
+        }
+        Ok(())
     }
 }
 
@@ -529,7 +608,7 @@ mod tests {
         let dir = registry::with_sysfs(dev.index(), |s| {
             let s = s.ok_or(ENODEV)?;
             // SAFETY: The class device is in sysfs while registered.
-            Ok::<_, Error>(unsafe { (*s.dev.kobject()).sd })
+            Ok::<_, Error>(unsafe { (*s.main.dev.kobject()).sd })
         })?;
         for f in [
             c"node_type",

@@ -10,6 +10,8 @@
 #   - sysfs: node_type, node_guid, sys_image_guid, fw_ver, node_desc, hca_type, hw_rev,
 #     board_id, reg_pages, fw_pages (equal to debugfs' fw_pages_total), and ports/1/ state, phys_state, lid, sm_lid, lid_mask_count, sm_sl, cap_mask,
 #     rate, link_layer, gids/0, gids/1, pkeys/0, pkeys/1, gid_attrs/types/0;
+#   - the same device in the sysfs of another network namespace while devices are shared, none
+#     in exclusive mode (C's compat devices);
 #   - the port going down and up: sysfs state follows, and mlx5_ib logs nothing about it (C's
 #     mlx5_ib logs only an event on a port the device does not have);
 #   - the device is a child of the PCI function;
@@ -68,6 +70,33 @@ sysfs_is $port/gids/1 'fe80:0000:0000:0000:0000:0000:0000:0000'
 sysfs_is $port/pkeys/0 '0xffff'
 sysfs_is $port/pkeys/1 '0x0000'
 sysfs_is $port/gid_attrs/types/0 'IB/RoCE v1'
+# Network namespaces (C's class namespace hooks and compat devices): a sysfs mounted in another
+# namespace shows the device, its files and ports, while devices are shared (the default mode),
+# follows a rename, and shows no device in exclusive mode, where the initial namespace still
+# does. The mode changes only once the other namespace is gone (EBUSY before).
+in_netns() {
+	unshare -n -m --propagation private sh -c "mount -t sysfs sysfs /sys && $1"
+}
+check_output "another namespace's sysfs: the device (shared mode)" '^mlx5_0$' \
+	in_netns 'ls /sys/class/infiniband'
+check_output "another namespace's sysfs: its node_guid and port state" \
+	'^0002:c903:0000:0100,4: ACTIVE,$' \
+	in_netns "cat $dev/node_guid $port/state | tr '\\n' ','"
+check_output "another namespace's sysfs: the device sits on the PCI function there too" \
+	'/0000:[0-9a-f:.]+/infiniband/mlx5_0$' in_netns "readlink -f $dev"
+check_output "a rename made there reaches its sysfs" '^mlx5_9$' \
+	in_netns 'rdma dev set mlx5_0 name mlx5_9 && ls /sys/class/infiniband'
+check_output "and the initial namespace's" '^mlx5_9$' ls /sys/class/infiniband
+check "the name back" rdma dev set mlx5_9 name mlx5_0
+wait_for "exclusive mode once the namespaces are gone" 20 '^netns exclusive ' \
+	sh -c 'rdma sys set netns exclusive >/dev/null 2>&1; rdma sys show'
+check_output "another namespace's sysfs: no device (exclusive mode)" '^0$' \
+	in_netns 'ls /sys/class/infiniband | wc -l'
+check_output "the initial namespace's: the device" '^mlx5_0$' ls /sys/class/infiniband
+wait_for "back to shared mode" 20 '^netns shared ' \
+	sh -c 'rdma sys set netns shared >/dev/null 2>&1; rdma sys show'
+check_output "another namespace's sysfs: the device again" '^mlx5_0$' \
+	in_netns 'ls /sys/class/infiniband'
 # Port changes: C's mlx5_ib turns them into IB events and logs nothing for a port the device has
 # (mlx5_ib_handle_event warns only of an event on a port it does not have); ib_core's port cache
 # refreshes the port on PORT_ERR and PORT_ACTIVE and logs a change of state (cache.c:
