@@ -357,7 +357,11 @@ impl DeviceTree {
     /// # Safety
     ///
     /// `class` stays registered until the returned value is dropped, and so does `net`.
-    unsafe fn new(class: &class::Registration, dev: &Arc<IbDevice>, net: Option<&Net>) -> Result<Self> {
+    unsafe fn new(
+        class: &class::Registration,
+        dev: &Arc<IbDevice>,
+        net: Option<&Net>,
+    ) -> Result<Self> {
         let mut b = AttributeGroups::builder();
         b.group(None, &DEVICE_ATTRS)?;
         // The driver's own files (C's `groups[1] = ops.device_group`).
