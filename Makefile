@@ -65,8 +65,7 @@ $(CACHE)/.host-deps-done: tools/setup/host-deps.sh
 	tools/setup/host-deps.sh
 	@touch $@
 
-# The kernel source and the Rust pieces are independent: `build` fetches and unpacks the one
-# while it compiles bindgen for the other.
+# The kernel source and the Rust pieces: two steps, each redone when its own script changes.
 $(CACHE)/.setup-done: $(CACHE)/.kernel-source-done $(CACHE)/.rust-toolchain-done
 	@touch $@
 
@@ -150,10 +149,10 @@ $(OUT)/tools/load_once: tools/load-once/load_once.c | $(CACHE)/.setup-done
 	gcc -O2 -g -Wall -Wextra -Werror -static -o $@ $<
 
 ## Everything the VMs need: QEMU (niced) beside the rest, which is built one part after the
-## other (each part uses both cores itself; docs/build.md), except the two set-up steps, which
-## run side by side (a third job).
+## other (each part uses both cores itself, and QEMU needs the idle moments between them; a
+## third job made the cold build slower: docs/build.md).
 build:
-	+$(MAKE) --no-print-directory -j3 qemu build-parts
+	+$(MAKE) --no-print-directory -j2 qemu build-parts
 
 build-parts: kernel modules verbs-twin cx-model verbs-tools
 
