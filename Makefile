@@ -65,15 +65,8 @@ $(CACHE)/.host-deps-done: tools/setup/host-deps.sh
 	tools/setup/host-deps.sh
 	@touch $@
 
-# The kernel source and the Rust pieces: two steps, each redone when its own script changes.
-$(CACHE)/.setup-done: $(CACHE)/.kernel-source-done $(CACHE)/.rust-toolchain-done
-	@touch $@
-
-$(CACHE)/.kernel-source-done: $(CACHE)/.host-deps-done tools/setup/fetch-kernel.sh
+$(CACHE)/.setup-done: $(CACHE)/.host-deps-done tools/setup/fetch-kernel.sh tools/setup/rust-toolchain.sh
 	tools/setup/fetch-kernel.sh $(CACHE) | tail -n 1 > $(CACHE)/kernel-pristine.path
-	@touch $@
-
-$(CACHE)/.rust-toolchain-done: $(CACHE)/.host-deps-done tools/setup/rust-toolchain.sh
 	tools/setup/rust-toolchain.sh $(CACHE) >/dev/null
 	@touch $@
 

@@ -130,12 +130,13 @@ pub(crate) unsafe extern "C" fn net_namespace(
 impl<T: Send + Sync> ClassDevice<T> {
     /// Adds a device called `name` to `class`, below `parent` (or in the class's virtual
     /// directory), with `groups` reading `data`. In a class with network namespaces it belongs
-    /// to the initial one.
+    /// to `net` (readers see it in sysfs mounted there; `None`: the initial namespace).
     ///
     /// # Safety
     ///
     /// `class` stays registered until the returned device (every clone of the [`Arc`]) is
-    /// dropped.
+    /// dropped, and the device is dropped before `net` exits (e.g. in the namespace's `exit` of
+    /// a [`crate::net::namespace::Registration`]).
     pub unsafe fn new(
         class: &class::Registration,
         parent: Option<&device::Device>,
@@ -143,29 +144,10 @@ impl<T: Send + Sync> ClassDevice<T> {
         groups: AttributeGroups<T>,
         data: T,
         uevent: AddUevent,
+        net: Option<&Net>,
     ) -> Result<Arc<Self>> {
         // SAFETY: The caller's contract.
-        unsafe { Self::add(class, parent, name, groups, data, uevent, None, None) }
-    }
-
-    /// As [`ClassDevice::new`], in a class with network namespaces: the device belongs to `net`
-    /// (readers see it in sysfs mounted there).
-    ///
-    /// # Safety
-    ///
-    /// As for [`ClassDevice::new`]; the device is dropped before `net` exits (e.g. in the
-    /// namespace's `exit` of a [`crate::net::namespace::Registration`]).
-    pub unsafe fn new_in_net(
-        class: &class::Registration,
-        parent: Option<&device::Device>,
-        name: &CStr,
-        groups: AttributeGroups<T>,
-        data: T,
-        uevent: AddUevent,
-        net: &Net,
-    ) -> Result<Arc<Self>> {
-        // SAFETY: The caller's contract.
-        unsafe { Self::add(class, parent, name, groups, data, uevent, None, Some(net)) }
+        unsafe { Self::add(class, parent, name, groups, data, uevent, None, net) }
     }
 
     /// As [`ClassDevice::new`], for a character device numbered `devt` whose files have
@@ -204,7 +186,7 @@ impl<T: Send + Sync> ClassDevice<T> {
 
     /// # Safety
     ///
-    /// As for [`ClassDevice::new_chardev`] and, with a `net`, [`ClassDevice::new_in_net`].
+    /// As for [`ClassDevice::new_chardev`] and, with a `net`, [`ClassDevice::new`].
     #[allow(clippy::too_many_arguments)]
     unsafe fn add(
         class: &class::Registration,
@@ -488,7 +470,15 @@ mod tests {
         };
         // SAFETY: `class` outlives the device (dropped at the end of the test, after it).
         let dev = unsafe {
-            ClassDevice::new(&class, None, c"kunit_cd0", b.build()?, data, AddUevent::Now)?
+            ClassDevice::new(
+                &class,
+                None,
+                c"kunit_cd0",
+                b.build()?,
+                data,
+                AddUevent::Now,
+                None,
+            )?
         };
         assert_eq!(dev.name(), c"kunit_cd0");
         let kobj = dev.kobject();
@@ -531,6 +521,7 @@ mod tests {
                 b2.build()?,
                 other,
                 AddUevent::Deferred,
+                None,
             )?
         };
         dev2.announce();

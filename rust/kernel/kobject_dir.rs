@@ -337,6 +337,7 @@ mod tests {
                 AttributeGroups::empty()?,
                 (),
                 AddUevent::Now,
+                None,
             )?
         };
         let ports: Arc<dyn SysfsDir> =

@@ -358,7 +358,6 @@ pub(crate) fn enable(
 pub(crate) fn net_added(net: &Net) -> Result {
     let mut undo = KVec::new();
     let done = with(Domain::Live, |reg| {
-        reg.nets.reserve(1, GFP_KERNEL)?;
         reg.nets.push(
             OtherNet(NonNull::new(net.as_raw()).ok_or(EINVAL)?),
             GFP_KERNEL,

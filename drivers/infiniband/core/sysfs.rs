@@ -377,29 +377,24 @@ impl DeviceTree {
             b.group(None, &extra)?;
         }
         let name = dev.name();
-        let (parent, name, groups) = (dev.parent(), name.as_c_str(), b.build()?);
+        // The initial namespace's tree is announced once the device is registered; a copy at once.
+        let uevent = if net.is_some() {
+            AddUevent::Now
+        } else {
+            AddUevent::Deferred
+        };
         // SAFETY: `class` (and `net`) stay until this tree, the only holder of the class
         // device, is dropped (the caller's contract).
         let class_dev = unsafe {
-            match net {
-                None => ClassDevice::new(
-                    class,
-                    parent,
-                    name,
-                    groups,
-                    dev.clone(),
-                    AddUevent::Deferred,
-                )?,
-                Some(net) => ClassDevice::new_in_net(
-                    class,
-                    parent,
-                    name,
-                    groups,
-                    dev.clone(),
-                    AddUevent::Now,
-                    net,
-                )?,
-            }
+            ClassDevice::new(
+                class,
+                dev.parent(),
+                name.as_c_str(),
+                b.build()?,
+                dev.clone(),
+                uevent,
+                net,
+            )?
         };
         let parent: Arc<dyn SysfsDir> = class_dev.clone();
         let ports_dir = KObjectDir::new(parent, c"ports", AttributeGroups::empty()?, ())?;
@@ -431,7 +426,9 @@ impl DeviceSysfs {
         })
     }
 
-    /// Adds the device's copy in `net` unless it has one (C's `add_one_compat_dev`).
+    /// Adds the device's copy in `net` (C's `add_one_compat_dev`). The registry asks once per
+    /// device and namespace: a namespace meets the registered devices, a device that registers
+    /// the listed namespaces, both under its lock.
     ///
     /// # Safety
     ///
@@ -439,9 +436,6 @@ impl DeviceSysfs {
     /// ([`DeviceSysfs::take_compat`]) before `net` exits.
     pub(crate) unsafe fn add_compat(&mut self, class: &class::Registration, net: &Net) -> Result {
         let key = net.as_raw() as usize;
-        if self.compat.iter().any(|(k, _)| *k == key) {
-            return Ok(());
-        }
         self.compat.reserve(1, GFP_KERNEL)?;
         // SAFETY: The caller's contract.
         let tree = unsafe { DeviceTree::new(class, self.main.dev.data(), Some(net))? };

@@ -99,6 +99,17 @@ pub(crate) fn block_data<'a>(head: &'a [u8], tail: &'a [u8], i: usize) -> [&'a [
     joined_range(head, tail, from, from.saturating_add(BLOCK_DATA))
 }
 
+/// Copies `parts`, one after the other, to the start of `room` (`EINVAL` if they do not fit).
+fn copy_parts(room: &mut [u8], parts: [&[u8]; 2]) -> Result {
+    let mut at = 0;
+    for part in parts {
+        let end = at + part.len();
+        room.get_mut(at..end).ok_or(EINVAL)?.copy_from_slice(part);
+        at = end;
+    }
+    Ok(())
+}
+
 /// Mailbox block `num` of a chain: its data, the next block's address and the command's token
 /// (ctrl and block signatures stay zero: the driver turns checksums off).
 pub(crate) fn mailbox_block(
@@ -108,13 +119,7 @@ pub(crate) fn mailbox_block(
     token: u8,
 ) -> Result<CmdMailbox> {
     let mut m = CmdMailbox::new();
-    let room = m.mailbox_data_mut();
-    let mut at = 0;
-    for part in data {
-        let end = at + part.len();
-        room.get_mut(at..end).ok_or(EINVAL)?.copy_from_slice(part);
-        at = end;
-    }
+    copy_parts(m.mailbox_data_mut(), data)?;
     m.set_next_pointer(next)?;
     m.set_block_number(num.into())?;
     m.set_token(token.into())?;
@@ -140,12 +145,10 @@ pub(crate) fn command_entry(
     let [head, tail] = input;
     e.set_input_length((head.len() + tail.len()) as u64)?;
     e.set_input_mailbox_pointer(in_ptr)?;
-    let inline = e.command_input_inline_data_mut();
-    let mut at = 0;
-    for part in joined_range(head, tail, 0, INLINE) {
-        inline[at..at + part.len()].copy_from_slice(part);
-        at += part.len();
-    }
+    copy_parts(
+        e.command_input_inline_data_mut(),
+        joined_range(head, tail, 0, INLINE),
+    )?;
     e.set_output_mailbox_pointer(out_ptr)?;
     e.set_output_length(out_len as u64)?;
     e.set_token(token.into())?;
@@ -735,9 +738,9 @@ impl CmdQueue {
     }
 
     /// Runs a command in `slot` (the page slot; `None`: any regular slot): `head` (the input
-    /// layout, header included) followed by `tail`, room for `out_len` output bytes. Returns the output, or
-    /// the errno of a delivery, status or timeout failure (logged). Several commands may run at
-    /// once.
+    /// layout, header included) followed by `tail`, room for `out_len` output bytes. Returns the
+    /// output, or the errno of a delivery, status or timeout failure (logged). Several commands
+    /// may run at once.
     #[allow(clippy::too_many_arguments)]
     fn exec_raw(
         &self,

@@ -60,8 +60,7 @@ impl UserMemory {
 /// more pages than that is `EINVAL`). Written in place, one pass (C's `mlx5_ib_populate_pas`).
 pub(crate) fn page_list(mapped: &DmaMappedPages, flags: u64, entries: usize) -> Result<KVVec<u8>> {
     let bytes = entries.checked_mul(8).ok_or(EINVAL)?;
-    let mut pas = KVVec::with_capacity(bytes, GFP_KERNEL)?;
-    pas.resize(bytes, 0, GFP_KERNEL)?;
+    let mut pas = KVVec::from_elem(0u8, bytes, GFP_KERNEL)?;
     let mut chunks = pas.chunks_exact_mut(8);
     let mut fits = true;
     mapped.for_each_dma_page(|a| match chunks.next() {
