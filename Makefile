@@ -8,7 +8,8 @@
 #   make kasan    a second kernel with KASAN, and the Rust stack's scenarios on it
 #   make vm-test SCENARIO=<name> STACK=rust|c     one VM scenario
 #   make vm-shell STACK=rust|c                    interactive guest
-#   make setup | kernel | modules | verbs-twin | cx-model | verbs-tools | build | list-scenarios | clean
+#   make series   the repository as a patch series for Linux 7.3.4 (the in-tree route), in out/series
+#   make setup | kernel | modules | verbs-twin | cx-model | verbs-tools | intree | build | list-scenarios | clean
 #
 # Everything fetched or built outside the clone goes to $(CACHE), keyed by version.
 
@@ -41,7 +42,11 @@ VERBS_TOOLS := $(OUT)/tools/verbs_errors $(OUT)/tools/rdma_nl_tester $(OUT)/tool
 # The C twin of the Rust sample consumer ib_verbs_client (tools/verbs-twin), for STACK=c.
 VERBS_TWIN := $(OUT)/verbs-twin/ib_verbs_client.ko
 
+# The in-tree route's build (make intree): the series on 7.3.4, built by the kernel's build.
+INTREE_TREE := $(CACHE)/build/linux-$(KERNEL_VERSION)-intree
+
 HARNESS_ARGS = --kernel $(BZIMAGE) --kernel-tree $(KTREE) --rust-modules $(RUST_MODULES) \
+	--intree-tree $(INTREE_TREE) \
 	--qemu $(QEMU) --cx-model $(CX_MODEL) --workdir $(OUT)/vm --verbs-twin $(VERBS_TWIN) \
 	$(foreach t,$(VERBS_TOOLS),--guest-tool $(t))
 
@@ -51,7 +56,7 @@ export DEBIAN_FRONTEND := noninteractive
 RUST_SOURCES = $(shell find drivers rust samples -name '*.rs' 2>/dev/null)
 RUSTFMT_KERNEL = rustfmt --edition 2021 --config-path $(KTREE)/.rustfmt.toml
 
-.PHONY: kasan kasan-run bench help setup qemu kernel build-parts modules verbs-twin cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check \
+.PHONY: kasan kasan-run bench help setup qemu kernel build-parts modules intree series verbs-twin cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check \
 	record-c-bringup
 
 help:
@@ -106,6 +111,16 @@ verbs-twin: kernel | modules
 	@mkdir -p $(OUT)/verbs-twin
 	+$(KMAKE) M=$(REPO)/tools/verbs-twin MO=$(OUT)/verbs-twin modules
 
+## The in-tree route: the repository as a patch series (`make series` writes it to out/series),
+## applied to 7.3.4 in a copy of the test kernel's tree and built by the kernel's own build
+## (tools/kernel/build-intree.sh). Last: it reuses the test kernel's objects, and runs after the
+## other builds so that two kernel builds never share the cores.
+intree: kernel | modules verbs-twin cx-model verbs-tools
+	tools/kernel/build-intree.sh $(REPO) "$(PRISTINE)" $(KTREE) $(INTREE_TREE) $(BINDGEN)
+
+series: setup
+	tools/kernel/intree-series.sh $(REPO) "$(PRISTINE)" $(OUT)/series
+
 cx-model: setup
 	cd tools/cx-model && CARGO_TARGET_DIR=$(CARGO_TARGET) cargo build -q --release
 
@@ -147,7 +162,7 @@ $(OUT)/tools/load_once: tools/load-once/load_once.c | $(CACHE)/.setup-done
 build:
 	+$(MAKE) --no-print-directory -j2 qemu build-parts
 
-build-parts: kernel modules verbs-twin cx-model verbs-tools
+build-parts: kernel modules verbs-twin cx-model verbs-tools intree
 
 bench: build
 	python3 tools/bench/probe.py -- $(HARNESS_ARGS)

@@ -205,14 +205,21 @@ def scenario_model_args(path: Path) -> list[str]:
 
 
 def scenario_kernel_args(path: Path) -> list[str]:
-    """Extra guest kernel parameters from `# kernel-args: ...` header lines (e.g. `kunit.enable=0`
-    for a benchmark that must not time the KUnit suites a module runs when it loads)."""
+    """Extra guest kernel parameters from `# kernel-args: ...` header lines."""
     args: list[str] = []
     for line in header_lines(path):
         m = re.match(r"#\s*kernel-args:\s*(.+)", line)
         if m:
             args += m.group(1).split()
     return args
+
+
+def scenario_runs_kunit(path: Path) -> bool:
+    """Whether the KUnit suites in our modules run when they load, from a `# kunit: yes` header
+    line. By default they do not (`kunit.enable=0`): only the `kunit` scenario reports them, and
+    under TCG running every suite at every load of the stack cost more CPU than many scenarios'
+    own work (docs/testing.md)."""
+    return any(re.match(r"#\s*kunit:\s*yes\s*$", line) for line in header_lines(path))
 
 
 def scenario_host_scripts(path: Path) -> list[str]:
@@ -240,14 +247,47 @@ def scenario_installs_modules(path: Path) -> bool:
     return any(re.match(r"#\s*install-modules:\s*yes\s*$", line) for line in header_lines(path))
 
 
-def install_modules(root: Path, stack: str, modules: dict[str, Path], release: str) -> None:
+def scenario_kernel(path: Path) -> str:
+    """Which kernel build the scenario boots, from a `# kernel: intree` header line: the in-tree
+    route's (tools/kernel/build-intree.sh, given with --intree-tree), whose Rust modules were
+    built by the kernel's own build; by default the test kernel with the external modules."""
+    for line in header_lines(path):
+        m = re.match(r"#\s*kernel:\s*(\S+)\s*$", line)
+        if m:
+            if m.group(1) != "intree":
+                raise HarnessError(f"{path.name}: `# kernel: {m.group(1)}`: only `intree` is known")
+            return "intree"
+    return "test"
+
+
+def use_intree_build(args) -> None:
+    """Points the run at the in-tree build: its kernel, its tree (the NIC modules, the release)
+    and its Rust modules (drivers/*.ko; it has no samples or test-only modules)."""
+    if not args.intree_tree:
+        raise HarnessError("this scenario boots the in-tree build: give --intree-tree (make intree)")
+    tree = Path(args.intree_tree)
+    args.kernel = str(tree / "arch/x86/boot/bzImage")
+    args.kernel_tree = str(tree)
+    args.rust_modules = None
+    for m in STACK_MODULES["rust"]:
+        if not (tree / "drivers" / f"{m}.ko").exists():
+            raise HarnessError(f"the in-tree build has no drivers/{m}.ko (run make intree)")
+
+
+def install_modules(root: Path, stack: str, modules: dict[str, Path], release: str,
+                    kernel_tree: Path) -> None:
     """Installs the stack's modules (not the test-only ones) in the guest's module tree
-    `/lib/modules/<release>/` as `make modules_install` and an out-of-tree install would (the C
-    modules under `kernel/` at their paths in the kernel tree, ours under `extra/`) and runs
-    `depmod` on it, so that `modprobe` resolves names, aliases and dependencies in the guest."""
+    `/lib/modules/<release>/` as `make modules_install` and an out-of-tree install would (a
+    module built in the kernel tree under `kernel/` at its path there, an external one under
+    `extra/`) and runs `depmod` on it, so that `modprobe` resolves names, aliases and
+    dependencies in the guest."""
     base = root / "lib/modules" / release
     for name in STACK_MODULES[stack]:
-        rel = Path("extra") / f"{name}.ko" if stack == "rust" else Path("kernel") / C_MODULE_PATHS[name]
+        src = modules[name].resolve()
+        if src.is_relative_to(kernel_tree.resolve()):
+            rel = Path("kernel") / src.relative_to(kernel_tree.resolve())
+        else:
+            rel = Path("extra") / f"{name}.ko"
         (base / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(modules[name], base / rel)
     depmod = shutil.which("depmod") or "/usr/sbin/depmod"
@@ -293,10 +333,11 @@ def copy_into(root: Path, src: str | Path) -> None:
 
 def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[str, str],
                     scenario: str | None, net_modules: dict[str, Path] | None = None,
-                    install_release: str | None = None) -> None:
+                    install_release: str | None = None, kernel_tree: Path | None = None) -> None:
     """Writes a newc cpio archive for one run (one guest) to `out`; `net_modules` (the NIC driver,
     for two-VM runs) go to /lib/modules/net/ with their load order; with `install_release`, the
-    stack's modules are also installed in /lib/modules/<release>/ (`install_modules`)."""
+    stack's modules are also installed in /lib/modules/<release>/ (`install_modules`). Test-only
+    modules missing from `modules` (the in-tree build has none) are left out."""
     with tempfile.TemporaryDirectory(prefix="rdma-rs-initramfs-") as tmp:
         root = Path(tmp)
         for d in ["bin", "sbin", "etc", "proc", "sys", "dev", "tmp", "root", "lib/rdma-rs",
@@ -342,12 +383,14 @@ def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[
             order.append(name)
         (root / f"lib/modules/{stack}/order").write_text("\n".join(order) + "\n")
         for name in STACK_EXTRAS[stack]:
+            if name not in modules:
+                continue
             src = modules[name]
             if not src.exists():
                 raise HarnessError(f"test module {name} not found at {src} (run make build)")
             shutil.copy2(src, root / f"lib/modules/{stack}/{name}.ko")
         if install_release is not None:
-            install_modules(root, stack, modules, install_release)
+            install_modules(root, stack, modules, install_release, kernel_tree or Path("/nonexistent"))
         if net_modules:
             (root / "lib/modules/net").mkdir(parents=True)
             for name, src in net_modules.items():
@@ -366,6 +409,8 @@ def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[
 
 
 def module_paths(args, stack: str) -> dict[str, Path]:
+    if stack == "rust" and args.rust_modules is None:  # the in-tree build (`use_intree_build`)
+        return {m: Path(args.kernel_tree) / "drivers" / f"{m}.ko" for m in STACK_MODULES["rust"]}
     if stack == "rust":
         return {m: Path(args.rust_modules) / f"{m}.ko" for m in STACK_MODULES["rust"] + STACK_EXTRAS["rust"]}
     paths = {m: Path(args.kernel_tree) / C_MODULE_PATHS[m] for m in STACK_MODULES["c"]}
@@ -756,6 +801,7 @@ def common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel", required=True, help="bzImage")
     p.add_argument("--kernel-tree", required=True, help="kernel build tree (C modules)")
     p.add_argument("--rust-modules", required=True, help="directory with our .ko files")
+    p.add_argument("--intree-tree", help="the in-tree build's kernel tree (`# kernel: intree`)")
     p.add_argument("--qemu", required=True)
     p.add_argument("--firmware-dirs", nargs="+", default=["/usr/share/qemu", "/usr/share/seabios"])
     p.add_argument("--cx-model", required=True)
@@ -786,6 +832,8 @@ def cmd_run(args) -> int:
             bad = [s for s in vm_stacks if s not in STACK_MODULES]
             if bad:
                 raise HarnessError(f"--vm-stacks: unknown stack {bad[0]!r}")
+        if scenario_kernel(path) == "intree":
+            use_intree_build(args)
         if vm_stacks is not None and len(vm_stacks) != nvms:
             raise HarnessError(f"{path.name}: `# vm-stacks:` names {len(vm_stacks)} stack(s) "
                                f"for {nvms} VM(s)")
@@ -818,9 +866,12 @@ def cmd_run(args) -> int:
             initrds.append(vm.workdir / "initramfs.cpio")
             build_initramfs(initrds[-1], stack, module_paths(args, stack), conf, args.scenario,
                             net_module_paths(args) if link is not None else None,
-                            kernel_release(args) if scenario_installs_modules(path) else None)
+                            kernel_release(args) if scenario_installs_modules(path) else None,
+                            Path(args.kernel_tree))
         for vm in vms:
             vm.kernel_args = scenario_kernel_args(path)
+            if not scenario_runs_kunit(path):
+                vm.kernel_args.append("kunit.enable=0")
         start_models(vms, link, scenario_model_args(path))
         run_guests(vms, initrds, timeout, args.kill_model_after)
     except BootStall as e:

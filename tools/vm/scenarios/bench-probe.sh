@@ -3,9 +3,8 @@
 # give the time. Prints `# bench probe_us <n>` lines that tools/bench/probe.py reads; `make bench`
 # runs it on both stacks and reports the ratio. Not part of `make test` (names starting with
 # `bench-` are skipped there).
-# Module KUnit suites run when their module loads, inside insmod: they are switched off here so
-# that the Rust mlx5_core's time is its probe, as the C one's.
-# kernel-args: kunit.enable=0
+# Module KUnit suites run when their module loads, inside insmod: they are off here (the harness
+# default), so that the Rust mlx5_core's time is its probe, as the C one's.
 # stacks: rust c
 # timeout: 600
 

@@ -9,7 +9,6 @@
 # insmod's ib_register_client), is pinned to CPU 0: on CPU 1 the doorbell's emulated cost fell
 # into clusters 3 to 6 times apart from load to load more often (one C run: post16_ns 8 to
 # 47 us); on CPU 0 it still does at times (docs/testing.md, make bench).
-# kernel-args: kunit.enable=0
 # stacks: rust c
 # timeout: 900
 

@@ -1,7 +1,6 @@
 # hardening-churn-full: hardening-churn with the 100 load/unload cycles of the whole stack the
 # issue asks for, and 30 unbind/bind cycles. Not part of `make test` (long): run it with
 # `make vm-test SCENARIO=hardening-churn-full STACK=rust` (or c).
-# kernel-args: kunit.enable=0
 # make-test: no
 # timeout: 5400
 # host-check: firmware pages: [0-9]+ given, [0-9]+ returned, 0 still held

@@ -1,9 +1,8 @@
 # hardening-churn: the stack loaded and unloaded, and the function unbound and bound, again and
 # again while readers query it (issue 16).
-# kernel-args: kunit.enable=0
 # timeout: 1200
 # host-check: firmware pages: [0-9]+ given, [0-9]+ returned, 0 still held
-# KUnit is off (kernel-args): the suites a module runs at load would make each cycle slow.
+# KUnit is off (the harness default): the suites a module runs at load would make each cycle slow.
 # Three readers loop over `rdma dev/link/res show` and the port's sysfs files (each a firmware
 # command on both stacks) for the whole run, ignoring their errors (the device comes and goes).
 #   1. CYCLES load/unload cycles of the whole stack, each waiting for mlx5_0 to register (rmmod

@@ -1,7 +1,6 @@
 # hardening-failslab-full: hardening-failslab with every allocation point of every step failed in
 # turn (stride 1). Not part of `make test` (it takes much longer): run it with
 # `make vm-test SCENARIO=hardening-failslab-full`.
-# kernel-args: kunit.enable=0
 # stacks: rust
 # make-test: no
 # timeout: 5400

@@ -1,9 +1,8 @@
 # hardening-failslab: failing allocations (issue 16).
-# kernel-args: kunit.enable=0
 # stacks: rust
 # timeout: 1500
 # host-check: firmware pages: [0-9]+ given, [0-9]+ returned, 0 still held
-# KUnit is off (kernel-args): the suites a module runs at load would take the allocation points.
+# KUnit is off (the harness default): the suites a module runs at load would take the allocation points.
 # For each step of bringing the Rust stack up -- loading ib_core; ib_uverbs (its device numbers
 # and class; its device for mlx5_0 comes with mlx5_ib's step); mlx5_core (the PCI probe and
 # the HCA bring-up of the emulated ConnectX-5 run in the loading task); mlx5_ib (the auxiliary

@@ -1,5 +1,6 @@
 # kunit: load our modules and report every rdma_rs_* KUnit suite they carry (suites run at load).
 # stacks: rust
+# kunit: yes
 
 check "load the $STACK stack" load_stack
 found=0
