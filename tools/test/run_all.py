@@ -46,7 +46,7 @@ class Tally:
 
 
 def cargo_tests(tally, crate_dir, target):
-    print(f"== cargo test ({crate_dir.relative_to(REPO)})", flush=True)
+    header(f"cargo test ({crate_dir.relative_to(REPO)})")
     p = subprocess.run(["cargo", "test", "--release", "-q"], cwd=crate_dir, capture_output=True, text=True,
                        env=dict(os.environ, CARGO_TARGET_DIR=str(target)))
     print(p.stdout[-3000:] + p.stderr[-3000:], flush=True)
@@ -62,7 +62,7 @@ def style_checks(tally, args, during=()):
     runs (each a function of the tally: the rebuild is mostly single-threaded rustc, so other
     checks use the second core meanwhile); clippy on cx-model."""
     env = dict(os.environ, CARGO_TARGET_DIR=args.cargo_target)
-    print("== style: rustfmt", flush=True)
+    header("style: rustfmt")
     p = subprocess.run(["make", "-s", "--no-print-directory", "fmt-check"], cwd=REPO, capture_output=True,
                        text=True)
     print((p.stdout + p.stderr)[-4000:], flush=True)
@@ -77,7 +77,7 @@ def style_checks(tally, args, during=()):
                                 f"RDMA_RS_CONFIG={REPO / 'out/rdma-rs.config'}", "CLIPPY=1", "modules"],
                                stdout=log, stderr=subprocess.STDOUT, text=True)
 
-    print("== style: cargo clippy (cx-model)", flush=True)
+    header("style: cargo clippy (cx-model)")
     p = subprocess.run(["cargo", "clippy", "-q", "--release", "--all-targets", "--", "-D", "warnings"],
                        cwd=REPO / "tools/cx-model", capture_output=True, text=True, env=env)
     print((p.stdout + p.stderr)[-4000:], flush=True)
@@ -89,7 +89,7 @@ def style_checks(tally, args, during=()):
     log.seek(0)
     out = log.read()
     log.close()
-    print("== style: clippy and rustc warnings, our modules built from scratch", flush=True)
+    header("style: clippy and rustc warnings, our modules built from scratch")
     warnings = [l for l in out.splitlines() if re.match(r"^(warning|error)(\[|:)", l)]
     print("\n".join(warnings[:40]) or "no warnings", flush=True)
     ok = rebuild.returncode == 0 and not warnings
@@ -101,7 +101,7 @@ def style_checks(tally, args, during=()):
 def kconfig_checks(tally, args):
     """The Kconfig symbols decide what is built, with C's dependencies: without mlx5_core there is
     no mlx5_ib and no mlx5 test driver, and ib_core stays."""
-    print("== kconfig: dependencies, evaluated against the test kernel", flush=True)
+    header("kconfig: dependencies, evaluated against the test kernel")
     with tempfile.TemporaryDirectory(prefix="rdma-rs-kconfig-") as tmp:
         out = Path(tmp) / "rdma-rs.config"
         p = subprocess.run([str(REPO / "tools/kernel/rdma-rs-config.sh"), str(REPO), args.ktree, str(out),
@@ -149,6 +149,8 @@ class VmRun:
     exclusive: bool
     # The scenario's `# timeout:`, the scheduler's guess of how long it runs (longest first).
     weight: int
+    # When it started (time.monotonic()), for the section header.
+    started: float = 0.0
 
 
 def scenarios():
@@ -170,9 +172,19 @@ def scenarios():
             yield VmRun(name, stack, exclusive, weight)
 
 
+# When the run began: section headers say how far into it they are, so a slow run shows where
+# the time went (the build before it is not counted).
+T0 = time.monotonic()
+
+
+def header(text):
+    """Prints a section header with the seconds since the test run began."""
+    print(f"== [{time.monotonic() - T0:.0f} s] {text}", flush=True)
+
+
 def vm_tally(tally, run, returncode, output):
     """Prints one finished run's output and counts its checks."""
-    print(f"== vm: {run.name} ({run.stack})", flush=True)
+    header(f"vm: {run.name} ({run.stack}), started at {run.started - T0:.0f} s")
     print(output, flush=True)
     m = re.search(r"^RESULT .*: (\d+) passed, (\d+) failed", output, re.M)
     passed, failed = (int(m.group(1)), int(m.group(2))) if m else (0, 1)
@@ -215,6 +227,7 @@ def vm_scenarios(tally, runs, harness_args, jobs):
             if running and (nxt.exclusive or any(r.exclusive for r, _, _ in running)):
                 break
             pending.pop(0)
+            nxt.started = time.monotonic()
             out = tempfile.TemporaryFile(mode="w+")
             proc = subprocess.Popen([sys.executable, str(HARNESS), "run", "--scenario", nxt.name, "--stack",
                                      nxt.stack, *harness_args], stdout=out, stderr=subprocess.STDOUT, text=True)
@@ -231,21 +244,21 @@ def vm_scenarios(tally, runs, harness_args, jobs):
 
 
 def harness_selfcheck(tally, harness_args):
-    print("== harness: scenario header keys", flush=True)
+    header("harness: scenario header keys")
     sys.path.insert(0, str(HARNESS.parent))
     import harness  # noqa: E402 (the harness is a script beside this one)
     stray = []
     for script in sorted((HARNESS.parent / "scenarios").glob("*.sh")):
-        header = set(harness.header_lines(script))
+        lines = set(harness.header_lines(script))
         keyed = [line for line in script.read_text().splitlines()
-                 if re.match(r"#\s*(stacks|timeout|cx-model|kernel-args|host-trace|host-check|vms|vm-stacks|install-modules|exclusive|make-test)\s*:", line)]
-        stray += [f"{script.name}: {line}" for line in keyed if line not in header]
+                 if re.match(r"#\s*(stacks|timeout|cx-model|kernel-args|host-trace|host-check|vms|vm-stacks|install-modules|exclusive|make-test|kernel|kunit)\s*:", line)]
+        stray += [f"{script.name}: {line}" for line in keyed if line not in lines]
     for line in stray:
         print(f"  outside the header, ignored: {line}", flush=True)
     tally.add("harness: every scenario key line is in the header it is read from", int(not stray),
               int(bool(stray)))
 
-    print("== harness: a planted kernel warning fails the run", flush=True)
+    header("harness: a planted kernel warning fails the run")
     p = subprocess.run([sys.executable, str(HARNESS), "run", "--scenario", "selfcheck-planted-report",
                         "--stack", "rust", *harness_args], capture_output=True, text=True)
     out = p.stdout + p.stderr
@@ -255,14 +268,14 @@ def harness_selfcheck(tally, harness_args):
     print("\n".join(l for l in out.splitlines() if "[" in l or "RESULT" in l)[-3000:], flush=True)
     tally.add("harness: a warning planted in the guest kernel log fails the run", int(ok), int(not ok))
 
-    print("== harness: unknown scenario is refused", flush=True)
+    header("harness: unknown scenario is refused")
     p = subprocess.run([sys.executable, str(HARNESS), "run", "--scenario", "nonexistent", *harness_args],
                        capture_output=True, text=True)
     ok = p.returncode != 0 and "no scenario named 'nonexistent'" in p.stderr
     print(p.stderr.strip(), flush=True)
     tally.add("harness: unknown scenario is refused with a clear message", int(ok), int(not ok))
 
-    print("== harness: cx-model killed mid-run", flush=True)
+    header("harness: cx-model killed mid-run")
     # `modules` uses the device for half a minute, so the model dies mid-run (`boot` can finish
     # within the three seconds).
     start = time.monotonic()
@@ -273,7 +286,7 @@ def harness_selfcheck(tally, harness_args):
     ok = p.returncode != 0 and "cx-model died during the run" in p.stderr and took < 60
     tally.add("harness: a killed cx-model fails the run fast with a clear message", int(ok), int(not ok))
 
-    print("== harness: no process outlives the runs", flush=True)
+    header("harness: no process outlives the runs")
     workdir = next((a.split("=", 1)[1] for a in harness_args if a.startswith("--workdir=")), None)
     if workdir is None and "--workdir" in harness_args:
         workdir = harness_args[harness_args.index("--workdir") + 1]
