@@ -333,10 +333,11 @@ def copy_into(root: Path, src: str | Path) -> None:
 
 def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[str, str],
                     scenario: str | None, net_modules: dict[str, Path] | None = None,
-                    install_release: str | None = None, kernel_tree: Path | None = None) -> None:
+                    install: tuple[str, Path] | None = None) -> None:
     """Writes a newc cpio archive for one run (one guest) to `out`; `net_modules` (the NIC driver,
-    for two-VM runs) go to /lib/modules/net/ with their load order; with `install_release`, the
-    stack's modules are also installed in /lib/modules/<release>/ (`install_modules`). Test-only
+    for two-VM runs) go to /lib/modules/net/ with their load order; with `install` (the kernel's
+    release and build tree), the stack's modules are also installed in /lib/modules/<release>/
+    (`install_modules`). Test-only
     modules missing from `modules` (the in-tree build has none) are left out."""
     with tempfile.TemporaryDirectory(prefix="rdma-rs-initramfs-") as tmp:
         root = Path(tmp)
@@ -389,8 +390,8 @@ def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[
             if not src.exists():
                 raise HarnessError(f"test module {name} not found at {src} (run make build)")
             shutil.copy2(src, root / f"lib/modules/{stack}/{name}.ko")
-        if install_release is not None:
-            install_modules(root, stack, modules, install_release, kernel_tree or Path("/nonexistent"))
+        if install is not None:
+            install_modules(root, stack, modules, *install)
         if net_modules:
             (root / "lib/modules/net").mkdir(parents=True)
             for name, src in net_modules.items():
@@ -866,8 +867,8 @@ def cmd_run(args) -> int:
             initrds.append(vm.workdir / "initramfs.cpio")
             build_initramfs(initrds[-1], stack, module_paths(args, stack), conf, args.scenario,
                             net_module_paths(args) if link is not None else None,
-                            kernel_release(args) if scenario_installs_modules(path) else None,
-                            Path(args.kernel_tree))
+                            (kernel_release(args), Path(args.kernel_tree))
+                            if scenario_installs_modules(path) else None)
         for vm in vms:
             vm.kernel_args = scenario_kernel_args(path)
             if not scenario_runs_kunit(path):
