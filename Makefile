@@ -70,9 +70,12 @@ $(CACHE)/.host-deps-done: tools/setup/host-deps.sh
 	tools/setup/host-deps.sh
 	@touch $@
 
+# The kernel's download and unpacking (mostly waiting on the network and one core) beside the
+# build of bindgen (cargo, both cores): on a fresh machine the kernel build waits for both.
 $(CACHE)/.setup-done: $(CACHE)/.host-deps-done tools/setup/fetch-kernel.sh tools/setup/rust-toolchain.sh
-	tools/setup/fetch-kernel.sh $(CACHE) | tail -n 1 > $(CACHE)/kernel-pristine.path
-	tools/setup/rust-toolchain.sh $(CACHE) >/dev/null
+	tools/setup/rust-toolchain.sh $(CACHE) >/dev/null & rt=$$!; \
+	tools/setup/fetch-kernel.sh $(CACHE) > $(CACHE)/fetch-kernel.out; fk=$$?; \
+	wait $$rt && [ $$fk = 0 ] && tail -n 1 $(CACHE)/fetch-kernel.out > $(CACHE)/kernel-pristine.path
 	@touch $@
 
 ## QEMU with the vfio-user client (built once; cheap when done). At the lowest priority: `build`

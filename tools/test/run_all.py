@@ -151,6 +151,9 @@ class VmRun:
     weight: int
     # When it started (time.monotonic()), for the section header.
     started: float = 0.0
+    # CPU seconds (user + system) the run used: the harness and every process it waited for
+    # (QEMU, cx-model), from wait4().
+    cpu: float = 0.0
 
 
 def scenarios():
@@ -184,7 +187,7 @@ def header(text):
 
 def vm_tally(tally, run, returncode, output):
     """Prints one finished run's output and counts its checks."""
-    header(f"vm: {run.name} ({run.stack}), started at {run.started - T0:.0f} s")
+    header(f"vm: {run.name} ({run.stack}), started at {run.started - T0:.0f} s, {run.cpu:.0f} CPU-s")
     print(output, flush=True)
     m = re.search(r"^RESULT .*: (\d+) passed, (\d+) failed", output, re.M)
     passed, failed = (int(m.group(1)), int(m.group(2))) if m else (0, 1)
@@ -215,12 +218,22 @@ def failure_digest(name, output):
     return [f"-- {name}"] + keep[:80]
 
 
+def cpu_times():
+    """The host's CPU time so far, in clock ticks: (busy, total) over all CPUs (/proc/stat)."""
+    with open("/proc/stat") as f:
+        ticks = [int(v) for v in f.readline().split()[1:9]]  # guest time is counted in user
+    idle = ticks[3] + ticks[4]  # idle, iowait
+    return sum(ticks) - idle, sum(ticks)
+
+
 def vm_scenarios(tally, runs, harness_args, jobs):
     """Runs the VM scenarios, up to `jobs` guests at once (each run has its own work directory,
     sockets and cx-model, so runs do not share anything). Exclusive runs go first, one at a
     time, then the rest longest first. Each run's output is printed when it ends."""
     pending = sorted(runs, key=lambda r: (not r.exclusive, -r.weight))
     running = []  # (run, Popen, output file)
+    busy0, total0 = cpu_times()
+    cpu_runs = 0.0
     while pending or running:
         while pending and len(running) < jobs:
             nxt = pending[0]
@@ -235,12 +248,20 @@ def vm_scenarios(tally, runs, harness_args, jobs):
         time.sleep(0.5)
         for entry in list(running):
             run, proc, out = entry
-            if proc.poll() is None:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid == 0:
                 continue
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            run.cpu = usage.ru_utime + usage.ru_stime
             running.remove(entry)
             out.seek(0)
             vm_tally(tally, run, proc.returncode, out.read())
             out.close()
+            cpu_runs += run.cpu
+    busy1, total1 = cpu_times()
+    if total1 > total0:
+        print(f"vm runs: the host's CPUs were busy {100 * (busy1 - busy0) / (total1 - total0):.0f}% of the time; "
+              f"the runs used {cpu_runs:.0f} CPU-s", flush=True)
 
 
 def harness_selfcheck(tally, harness_args):
@@ -251,7 +272,7 @@ def harness_selfcheck(tally, harness_args):
     for script in sorted((HARNESS.parent / "scenarios").glob("*.sh")):
         lines = set(harness.header_lines(script))
         keyed = [line for line in script.read_text().splitlines()
-                 if re.match(r"#\s*(stacks|timeout|cx-model|kernel-args|host-trace|host-check|vms|vm-stacks|install-modules|exclusive|make-test|kernel|kunit)\s*:", line)]
+                 if re.match(r"#\s*(stacks|timeout|cx-model|kernel-args|host-trace|host-check|vms|vm-stacks|install-modules|exclusive|make-test|kernel|kunit|cpus)\s*:", line)]
         stray += [f"{script.name}: {line}" for line in keyed if line not in lines]
     for line in stray:
         print(f"  outside the header, ignored: {line}", flush=True)

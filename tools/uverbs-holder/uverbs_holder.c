@@ -10,8 +10,14 @@
  * and, once the device is gone, stores into it: the page was taken back, so the store lands in
  * memory (it reads back) instead of reaching a device that is gone, and nothing faults.
  *
- * Usage: uverbs_holder OUT   Lines appended to OUT (flushed at once, so a scenario can wait on
- * them): `context` (with a PD, a 64 KiB MR, a completion channel and a CQ of 60 entries armed
+ * The device sends DEVICE_FATAL before it takes the mappings back (C's
+ * ib_uverbs_free_hw_resources queues the event, then destroys the file's objects and zaps its
+ * mappings), so a store made as soon as the event is read may still reach the device's page.
+ * With GO, the store waits until that file exists: the scenario creates it once the removal
+ * (rmmod, unbind) has returned, when every mapping has been taken back.
+ *
+ * Usage: uverbs_holder OUT [GO]   Lines appended to OUT (flushed at once, so a scenario can wait
+ * on them): `context` (with a PD, a 64 KiB MR, a completion channel and a CQ of 60 entries armed
  * on it, and a mapped UAR page), then `event N` per event,
  * `read ERRNO` if a read fails, `uar reads back 0xN` after a store of 0x1234 into the page,
  * `query_port ERRNO|ok`, `done`.
@@ -23,6 +29,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 
 /* A non-cached UAR of mlx5's UAR object (0x1008, ALLOC 0x1000), mapped: NULL on failure. */
@@ -66,6 +74,20 @@ static const char *errname(int e)
 	}
 }
 
+/* Waits (10 ms steps, 60 s at most) until `path` exists: 0 once it does, -1 on timeout. */
+static int wait_for_file(const char *path)
+{
+	const struct timespec step = { .tv_nsec = 10 * 1000 * 1000 };
+	int i;
+
+	for (i = 0; i < 6000; i++) {
+		if (access(path, F_OK) == 0)
+			return 0;
+		nanosleep(&step, NULL);
+	}
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device **list;
@@ -81,7 +103,7 @@ int main(int argc, char **argv)
 	FILE *out;
 	int n, rc;
 
-	if (argc != 2 || !(out = fopen(argv[1], "a")))
+	if (argc < 2 || argc > 3 || !(out = fopen(argv[1], "a")))
 		return 2;
 	setvbuf(out, NULL, _IOLBF, 0);
 	list = ibv_get_device_list(&n);
@@ -134,6 +156,10 @@ int main(int argc, char **argv)
 		ibv_ack_async_event(&ev);
 		if (ev.event_type == IBV_EVENT_DEVICE_FATAL)
 			break;
+	}
+	if (argc == 3 && wait_for_file(argv[2])) {
+		fprintf(out, "no %s after 60 s\n", argv[2]);
+		return 1;
 	}
 	uar[0x40] = 0x1234;
 	fprintf(out, "uar reads back %#x\n", uar[0x40]);

@@ -89,6 +89,8 @@ NET_MODULES = {
     "virtio_net": "drivers/net/virtio_net.ko",
 }
 MAX_VMS = 2
+# CPUs a guest may have: the test kernel's CONFIG_NR_CPUS (tools/kernel/config.fragment).
+MAX_CPUS = 4
 
 
 class HarnessError(Exception):
@@ -237,6 +239,22 @@ def scenario_vms(path: Path) -> int:
             n = int(m.group(1))
             if not 1 <= n <= MAX_VMS:
                 raise HarnessError(f"{path.name}: `# vms: {n}`: a scenario runs in 1 to {MAX_VMS} VMs")
+            return n
+    return 1
+
+
+def scenario_cpus(path: Path) -> int:
+    """How many CPUs each guest has, from a `# cpus: N` header line (default 1). Two where a
+    scenario is about work on several CPUs at once (a completion vector per CPU, commands issued
+    from several CPUs, readers racing a reload): on a host with fewer cores than busy guest CPUs,
+    a guest CPU spinning for a lock held by its preempted sibling burns host CPU, and a run with
+    two CPUs took a third more CPU time than with one (docs/testing.md)."""
+    for line in header_lines(path):
+        m = re.match(r"#\s*cpus:\s*(\d+)\s*$", line)
+        if m:
+            n = int(m.group(1))
+            if not 1 <= n <= MAX_CPUS:
+                raise HarnessError(f"{path.name}: `# cpus: {n}`: a guest has 1 to {MAX_CPUS} CPUs")
             return n
     return 1
 
@@ -446,6 +464,8 @@ class Vm:
         self.qemu_extra: list[str] = []
         # Added to the guest kernel's command line (`# kernel-args:`).
         self.kernel_args: list[str] = []
+        # The guest's CPUs (`# cpus:`; the interactive shell has two).
+        self.cpus = 2
         self.qemu_ready_path: Path | None = None
         # Console state while the guest runs.
         self.buf = b""
@@ -519,7 +539,7 @@ class Vm:
         if not interactive:
             cmdline += " loglevel=4"
         argv = [args.qemu, "-machine", "q35,accel=tcg,memory-backend=mem0", "-cpu", "max",
-                "-smp", "2", "-m", "1G",
+                "-smp", str(self.cpus), "-m", "1G",
                 "-object", "memory-backend-memfd,id=mem0,size=1G,share=on",
                 "-device", "pcie-root-port,id=rp1,chassis=1,slot=1",
                 "-device", dev, *self.qemu_extra,
@@ -825,6 +845,7 @@ def cmd_run(args) -> int:
         return 2
     try:
         nvms = scenario_vms(path)
+        cpus = scenario_cpus(path)
         vm_stacks = scenario_vm_stacks(path)
         if args.vm_stacks is not None:
             if vm_stacks is None:
@@ -870,6 +891,7 @@ def cmd_run(args) -> int:
                             (kernel_release(args), Path(args.kernel_tree))
                             if scenario_installs_modules(path) else None)
         for vm in vms:
+            vm.cpus = cpus
             vm.kernel_args = scenario_kernel_args(path)
             if not scenario_runs_kunit(path):
                 vm.kernel_args.append("kunit.enable=0")

@@ -7,6 +7,8 @@
 # default), so that the Rust mlx5_core's time is its probe, as the C one's.
 # stacks: rust c
 # timeout: 600
+# Two CPUs: the benchmarks keep the guests they were measured on.
+# cpus: 2
 
 ROUNDS=7
 dev=$(cx_device)

@@ -11,6 +11,8 @@
 # stacks: rust c
 # timeout: 900
 # exclusive: yes
+# Two CPUs: the benchmarks keep the guests they were measured on.
+# cpus: 2
 
 ROUNDS=3
 

@@ -4,6 +4,8 @@
 # make-test: no
 # timeout: 5400
 # host-check: firmware pages: [0-9]+ given, [0-9]+ returned, 0 still held
+# Two CPUs: readers on one CPU racing the reload on another.
+# cpus: 2
 
 CHURN_CYCLES=100
 CHURN_BINDS=30

@@ -15,6 +15,8 @@
 # firmware page is back, kmemleak and dmesg are clean. The same checks on both stacks.
 # CYCLES 5, BINDS 5, ROUNDS 2 here (2, 2 and 1 on C) (make test's time); hardening-churn-full runs the 100
 # load/unload cycles the issue asks for.
+# Two CPUs: readers on one CPU racing the reload on another.
+# cpus: 2
 
 # On the C stack (a reference: it shows C survives the same churn) 2 of each and 1 round: its
 # seven modules load slowly (C's probe alone takes about 1.3 s under TCG, ours 0.2 s), and its

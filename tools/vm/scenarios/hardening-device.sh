@@ -7,6 +7,9 @@
 # stack unloads cleanly after it (100,000 on C: see FLOOD). At the end: bus mastering off after
 # remove, kmemleak, dmesg.
 # timeout: 1200
+# Two CPUs: the page request is served on one CPU while the flood is handled on another (on one
+# CPU, the C stack served it only once all 100,000 flooded EQEs were drained, 2026-11-27).
+# cpus: 2
 
 dev=$(cx_device)
 bdf=${dev##*/}

@@ -9,6 +9,8 @@
 # all of that held removes the driver first, then destroys the vectors, and a rebind creates them
 # again. After unloading, no vector is left; kmemleak and dmesg are clean.
 # stacks: rust c
+# Two CPUs: a completion vector per CPU, vector i on CPU i.
+# cpus: 2
 
 dev=$(cx_device)
 bdf=${dev##*/}

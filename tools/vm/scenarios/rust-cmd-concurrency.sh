@@ -8,6 +8,8 @@
 # cx-model: --fault delay:NOP:3000:2
 # host-check: most commands in flight at once: ([3-9]|[1-9][0-9])
 # host-check: firmware pages: [1-9][0-9]* given, [1-9][0-9]* returned, 0 still held \(all reclaimed\)
+# Two CPUs: commands issued from several CPUs at once.
+# cpus: 2
 
 dev=$(cx_device)
 bdf=${dev##*/}

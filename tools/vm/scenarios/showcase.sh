@@ -4,6 +4,8 @@
 # kernel verbs consumer on mlx5_0 (the Rust one on rust, its C twin on c): data moved through an RC
 # QP on the emulated HCA, with its objects as `rdma res show` lists them.
 # stacks: rust c
+# Two CPUs: the walk-through shows a host as it is, with more than one CPU.
+# cpus: 2
 
 show() {
 	echo "# \$ $*"

@@ -63,11 +63,14 @@ sleep 3
 timeout 120 ibv_rc_pingpong -d mlx5_0 -n 100000000 -s 4096 -e -p 18701 localhost >/tmp/pp-client 2>&1 &
 ppc=$!
 sleep 3
-uverbs_holder /tmp/holder.out >/dev/null 2>&1 &
+rm -f /tmp/holder.go
+uverbs_holder /tmp/holder.out /tmp/holder.go >/dev/null 2>&1 &
 holder=$!
 wait_for "a new holder has its context, PD and MR" 30 '^context' cat /tmp/holder.out
 bdf=$(basename "$(readlink -f /sys/class/infiniband/mlx5_0/device)")
 check "the PCI function ($bdf) unbinds under the holder" sh -c "echo $bdf >/sys/bus/pci/drivers/mlx5_core/unbind"
+# The removal has returned: the holder's mappings were taken back, it may store into its page.
+touch /tmp/holder.go
 wait_for "the holder read DEVICE_FATAL and its command failed" 30 '^done' cat /tmp/holder.out
 check_output "holder: context, async event 8 (DEVICE_FATAL), its UAR page is memory now, QUERY_PORT fails with EIO" \
 	'^context;event 8;uar reads back 0x1234;query_port EIO;done;$' sh -c "tr '\\n' ';' </tmp/holder.out"
