@@ -5,8 +5,8 @@
      clippy, which must print no warning; cargo clippy of cx-model with warnings denied;
   1. host: `cargo test` of cx-model (each test case counts);
   2. VM scenarios, each on every stack it supports (each KTAP check and KUnit case counts);
-     KUnit suites run inside the `kunit` scenario; two at once (TEST_JOBS), except a scenario
-     with two guests or `# exclusive: yes`, which runs alone;
+     KUnit suites run inside the `kunit` scenario; three guests at once (TEST_JOBS; a two-VM
+     run counts two), except a scenario with `# exclusive: yes`, which runs alone;
   3. harness self-checks: an unknown scenario is refused with a clear message, and a run whose
      cx-model is killed fails fast with a clear message.
 
@@ -144,11 +144,13 @@ class VmRun:
     """One scenario on one stack, as make test runs it."""
     name: str
     stack: str
-    # Runs with no other scenario beside it: `# vms: 2` (two guests already) or `# exclusive: yes`
-    # (timing that another guest's load could upset).
+    # Runs with no other scenario beside it: `# exclusive: yes` (timing that another guest's load
+    # could upset).
     exclusive: bool
     # The scenario's `# timeout:`, the scheduler's guess of how long it runs (longest first).
     weight: int
+    # Guests the run boots (`# vms:`): each takes one of the `jobs` places.
+    guests: int = 1
     # When it started (time.monotonic()), for the section header.
     started: float = 0.0
     # CPU seconds (user + system) the run used: the harness and every process it waited for
@@ -169,10 +171,11 @@ def scenarios():
             continue  # the main job's walk-through, run by `make run`
         if skipped_by_header(name):
             continue  # `# make-test: no`: long variants, run by hand
-        exclusive = header_value(name, "vms") not in (None, "1") or header_value(name, "exclusive") == "yes"
+        exclusive = header_value(name, "exclusive") == "yes"
         weight = int(header_value(name, "timeout") or 300)
+        guests = int(header_value(name, "vms") or 1)
         for stack in stacks.split():
-            yield VmRun(name, stack, exclusive, weight)
+            yield VmRun(name, stack, exclusive, weight, guests)
 
 
 # When the run began: section headers say how far into it they are, so a slow run shows where
@@ -228,18 +231,28 @@ def cpu_times():
 
 def vm_scenarios(tally, runs, harness_args, jobs):
     """Runs the VM scenarios, up to `jobs` guests at once (each run has its own work directory,
-    sockets and cx-model, so runs do not share anything). Exclusive runs go first, one at a
-    time, then the rest longest first. Each run's output is printed when it ends."""
+    sockets and cx-model, so runs do not share anything; a two-VM run counts two). Exclusive
+    runs go first, one at a time, then the rest longest first (the longest that fits beside the
+    ones running). Each run's output is printed when it ends."""
     pending = sorted(runs, key=lambda r: (not r.exclusive, -r.weight))
     running = []  # (run, Popen, output file)
     busy0, total0 = cpu_times()
     cpu_runs = 0.0
     while pending or running:
-        while pending and len(running) < jobs:
-            nxt = pending[0]
-            if running and (nxt.exclusive or any(r.exclusive for r, _, _ in running)):
+        while pending and not any(r.exclusive for r, _, _ in running):
+            busy = sum(r.guests for r, _, _ in running)
+            nxt = None
+            for r in pending:
+                if r.exclusive:
+                    # Exclusive runs come first, alone: nothing starts while one waits.
+                    nxt = None if running else r
+                    break
+                if not running or busy + r.guests <= jobs:
+                    nxt = r  # the longest run that fits beside the ones running
+                    break
+            if nxt is None:
                 break
-            pending.pop(0)
+            pending.remove(nxt)
             nxt.started = time.monotonic()
             out = tempfile.TemporaryFile(mode="w+")
             proc = subprocess.Popen([sys.executable, str(HARNESS), "run", "--scenario", nxt.name, "--stack",
@@ -334,8 +347,9 @@ def main():
     started = time.monotonic()
     tally = Tally()
     if args.only:
-        runs = [VmRun(n, args.stack, header_value(n, "vms") not in (None, "1"),
-                      int(header_value(n, "timeout") or 300)) for n in args.only.split(",") if n]
+        runs = [VmRun(n, args.stack, header_value(n, "exclusive") == "yes",
+                      int(header_value(n, "timeout") or 300), int(header_value(n, "vms") or 1))
+                for n in args.only.split(",") if n]
         vm_scenarios(tally, runs, harness_args, args.jobs)
     else:
         # cx-model's tests (cargo only) while the modules rebuild; the Kconfig check runs make

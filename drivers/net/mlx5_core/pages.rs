@@ -5,7 +5,7 @@
 
 use crate::cmdq::CmdQueue;
 use crate::dma_page::DmaPage;
-use crate::ifc::{ManagePages, ManagePagesIn, QueryPages, QueryPagesIn};
+use crate::ifc::{ManagePages, ManagePagesIn, ManagePagesOut, QueryPages, QueryPagesIn};
 use crate::init_segment::Bar0;
 use kernel::{
     device,
@@ -35,6 +35,10 @@ const MANAGE_TAKE: u64 = 2;
 const PAS_ENTRY: usize = 8;
 /// Most pages one take asks for: what fits the output mailboxes the C driver uses.
 const TAKE_BATCH: usize = 768;
+/// Pages a take asks for when the output of a whole batch could not be allocated: what
+/// `CmdQueue::exec_small` reads without allocating (16 bytes of header, 8 per page, 64 in all),
+/// so the pages come back at teardown even when memory is short.
+const TAKE_FEW: usize = 6;
 
 /// Most pages the driver lends the device in all (256 MiB of 4 KiB pages), whatever it asks:
 /// firmware asking for more is answered "cannot give", as C answers an allocation failure.
@@ -296,7 +300,8 @@ impl FwPages {
     }
 
     /// Asks for `want` pages back in one command; returns how many came back (0 when the
-    /// command failed or returned nothing usable).
+    /// command failed or returned nothing usable). When the command's output cannot be
+    /// allocated, asks for [`TAKE_FEW`] pages with an output that needs no allocation.
     fn reclaim_some(
         &mut self,
         cmd: &CmdQueue,
@@ -304,21 +309,43 @@ impl FwPages {
         bar: &Bar0<'_>,
         want: usize,
     ) -> usize {
-        let slot = cmd.page_slot();
-        let r = ManagePagesIn::new()
-            .op_mod(MANAGE_TAKE)
-            .and_then(|q| q.function_id(self.function_id))
-            .and_then(|q| q.input_num_entries(want as u64))
-            .and_then(|q| {
-                cmd.exec_var::<ManagePages>(dev, bar, Some(slot), &q, &[], want * PAS_ENTRY)
-            });
-        let (out, pas) = match r {
-            Ok(o) => o,
-            Err(e) => {
-                dev_err!(dev, "failed reclaiming pages: err {}\n", e.to_errno());
-                return 0;
-            }
+        let slot = Some(cmd.page_slot());
+        let function_id = self.function_id;
+        let take = |n: usize| {
+            ManagePagesIn::new()
+                .op_mod(MANAGE_TAKE)
+                .and_then(|q| q.function_id(function_id))
+                .and_then(|q| q.input_num_entries(n as u64))
         };
+        let r = take(want)
+            .and_then(|q| cmd.exec_var::<ManagePages>(dev, bar, slot, &q, &[], want * PAS_ENTRY));
+        let r = match r {
+            Ok((out, pas)) => Ok(self.taken_back(dev, &out, want, &pas)),
+            Err(e) if e == ENOMEM => {
+                let few = want.min(TAKE_FEW);
+                let mut buf = [0u8; TAKE_FEW * PAS_ENTRY];
+                let pas = &mut buf[..few * PAS_ENTRY];
+                take(few)
+                    .and_then(|q| cmd.exec_small::<ManagePages>(dev, bar, slot, &q, pas))
+                    .map(|out| self.taken_back(dev, &out, few, pas))
+            }
+            Err(e) => Err(e),
+        };
+        r.unwrap_or_else(|e| {
+            dev_err!(dev, "failed reclaiming pages: err {}\n", e.to_errno());
+            0
+        })
+    }
+
+    /// Frees the pages a take of `want` returned (`out`, with the addresses in `pas`);
+    /// returns how many were ours.
+    fn taken_back(
+        &mut self,
+        dev: &device::Device<device::Bound>,
+        out: &ManagePagesOut,
+        want: usize,
+        pas: &[u8],
+    ) -> usize {
         let got = out.output_num_entries() as usize;
         if got == 0 || got > want || got * PAS_ENTRY > pas.len() {
             dev_err!(dev, "firmware returned {got} pages, driver asked {want}\n");

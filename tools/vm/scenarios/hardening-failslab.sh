@@ -16,6 +16,10 @@
 # worked, and either way the state is whole (the module is loaded and works, or it is gone;
 # mlx5_0 is registered or absent; the function is bound or not); the module then unloads (or
 # stays for the next step once the sweep is done), and the kernel log of the run has no report.
+# Then the teardown: each module of the stack (the client first) unloaded by one delete_module()
+# call with its N-th allocation failing (tools/unload-once arms fail-nth just before the call),
+# N = 1, 1 + TSTRIDE, ... until one does not reach its N-th: an unload cannot fail, so each must
+# complete and leave nothing of the module, with no kernel report.
 # At the end, every firmware page is back (cx-model's count) and kmemleak is clean.
 # Whether the fault fired is read from the fault attributes' `times` counter (each injected
 # failure decrements it). Covered: what runs in insmod's task; work the drivers do in other tasks
@@ -30,6 +34,9 @@ STRIDE=${FAILSLAB_STRIDE:-41}
 # sweep covers the first CLIENT_LAST points (the client's add: PD, CQ, QP, MR, the first
 # transitions and messages of phase 1), then one run without a fault.
 CLIENT_LAST=${FAILSLAB_CLIENT_LAST:-150}
+# The teardown sweeps' stride: every point, as unloads allocate far less than loads (under 40
+# points each, 95 in all on 2026-11-27).
+TSTRIDE=${FAILSLAB_TEARDOWN_STRIDE:-1}
 dbg=/sys/kernel/debug
 client="$stack_dir/ib_verbs_client.ko"
 dev=$(cx_device)
@@ -187,6 +194,72 @@ sweep() {
 	} | tee -a /tmp/sweeps
 }
 
+# gone <step>: nothing of <step> is left once it is unloaded.
+gone() {
+	case $1 in
+	ib_core) test ! -e /sys/class/infiniband ;;
+	ib_uverbs) test ! -e /sys/class/infiniband_verbs && ! ls /dev/infiniband/uverbs* >/dev/null 2>&1 ;;
+	mlx5_core) test ! -e "$dev/driver" && test ! -e /sys/bus/auxiliary/devices/mlx5_core.rdma.0 ;;
+	mlx5_ib) test ! -e /sys/class/infiniband/mlx5_0 ;;
+	ib_verbs_client) ! rdma res show qp 2>/dev/null | grep -q 'comm \[ib_verbs_client\]' ;;
+	esac
+}
+
+# teardown_sweep <step>: the unload of one module with its N-th allocation failing, for N = 1,
+# 1 + TSTRIDE, ... until an unload does not reach its N-th allocation. Before each run the whole
+# stack is loaded (the client too for its own step) and the modules loaded after <step> are
+# unloaded without faults; then one delete_module() of <step> with fail-nth armed (tools/
+# unload-once). An unload cannot fail: each must end with the module gone, nothing of it left
+# (`gone`), and no kernel report. Prints what it did; fails on the first bad run.
+teardown_sweep() {
+	_step=$1
+	KNOWN=0
+	_n=1
+	_runs=0
+	_hit=0
+	while :; do
+		_runs=$((_runs + 1))
+		load_stack || { echo "$_step: before fail-nth $_n: the stack does not load"; return 1; }
+		_above=""
+		if [ "$_step" = ib_verbs_client ]; then
+			insmod "$client" || { echo "$_step: before fail-nth $_n: the client does not load"; return 1; }
+		else
+			_above=$(sed -n "/^$_step\$/,\$p" "$stack_dir/order" | sed 1d | sed '1!G;h;$!d')
+		fi
+		for _m in $_above; do
+			rmmod "$_m" || { echo "$_step: before fail-nth $_n: rmmod $_m failed"; return 1; }
+		done
+		dmesg -c >/dev/null
+		_out=$(unload_once "$_step" $_n 2>/tmp/unload.err)
+		_rc=$?
+		if [ $_rc != 0 ] || grep -q "^$_step " /proc/modules; then
+			echo "$_step: fail-nth $_n ($_out): the unload did not complete (exit $_rc: $(cat /tmp/unload.err)); log:"
+			dmesg | tail -n 30
+			return 1
+		fi
+		if ! gone "$_step"; then
+			echo "$_step: fail-nth $_n ($_out): something of it is left; log:"
+			dmesg | tail -n 30
+			return 1
+		fi
+		if reported; then
+			echo "$_step: fail-nth $_n ($_out): kernel report:"
+			dmesg | tail -n 60
+			return 1
+		fi
+		case $_out in
+		"fault injected") _hit=$((_hit + 1)) ;;
+		"fault not reached") break ;;
+		*) echo "$_step: fail-nth $_n: unload_once said '$_out'"; return 1 ;;
+		esac
+		_n=$((_n + TSTRIDE))
+	done
+	{
+		echo "$_step: $_runs unloads up to point $_n (stride $TSTRIDE), $_hit with a fault"
+		echo "  kernel allocation-failure or /proc/irq warnings tolerated (see reported): $KNOWN"
+	} | tee -a /tmp/sweeps
+}
+
 check "fault injection armed (FAILSLAB, FAIL_PAGE_ALLOC; all allocations, silent)" arm_faults
 for step in ib_core ib_uverbs mlx5_core mlx5_ib; do
 	check_output "sweep $step: every run failed cleanly or worked, then it loads" \
@@ -199,8 +272,13 @@ check_output "sweep ib_verbs_client: every run failed cleanly or worked, then it
 	"^ib_verbs_client: [0-9]+ runs up to point [0-9]+ \\(stride $STRIDE\\), [0-9]+ failed loads, then loaded\$" \
 	sweep ib_verbs_client "$client" "$CLIENT_LAST"
 check_output "the client's last load ran every phase on mlx5_0" "ib_verbs_client: mlx5_0: qp .* in state Rts" dmesg
-sed 's/^/# /' /tmp/sweeps
 check "the client unloads" rmmod ib_verbs_client
+for step in ib_verbs_client mlx5_ib mlx5_core ib_uverbs ib_core; do
+	check_output "teardown sweep $step: every unload with a failed allocation completes and leaves nothing" \
+		"^$step: [0-9]+ unloads up to point [0-9]+ \\(stride $TSTRIDE\\), [0-9]+ with a fault\$" \
+		teardown_sweep $step
+done
+sed 's/^/# /' /tmp/sweeps
 check "the stack unloads" unload_stack
 check_output "every firmware page is back" " 0 pages held" model_ctl status
 kmemleak_clean "kmemleak: no leak after the sweeps"
