@@ -12,6 +12,7 @@ pkgs=(
   seabios qemu-system-data
   # guest userland (copied into the initramfs with their libraries)
   busybox-static pciutils rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest iproute2
+  infiniband-diags
   # guest-side test programs built here (tools/verbs-errors)
   libibverbs-dev
   # dpkg -x of the kernel source package, harness

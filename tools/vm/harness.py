@@ -71,6 +71,7 @@ GUEST_TOOLS = [
     "/usr/bin/ib_send_lat", "/usr/bin/ib_write_lat", "/usr/bin/ib_read_lat",
     "/usr/bin/ib_atomic_bw",
     "/usr/bin/lspci",
+    "/usr/sbin/ibstat", "/usr/sbin/ibstatus", "/usr/sbin/perfquery", "/usr/sbin/smpquery",
 ]
 # Programs built from this repository (--guest-tool), put in the guest's /usr/bin with their libraries.
 REPO_TOOLS: list[Path] = []

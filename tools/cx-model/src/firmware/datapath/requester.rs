@@ -198,7 +198,7 @@ fn execute(fw: &mut Firmware, mem: &mut dyn GuestMemory, qp: &QpInfo, w: SendWqe
                 let p = Packet {
                     slid: qp.slid(fw),
                     dlid: to.dlid,
-                    sqpn: qp.qpn,
+                    sqpn: wqe::wire_qpn(qp.st, qp.qpn),
                     dqpn: to.dqpn,
                     psn: 0,
                     body: Body::Send {

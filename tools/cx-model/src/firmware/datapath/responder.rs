@@ -19,6 +19,8 @@ use std::time::Instant;
 const GRH: usize = 40;
 /// The GSI QP's number on the wire.
 const GSI_QPN: u32 = 1;
+/// The SMI QP's number on the wire.
+const SMI_QPN: u32 = 0;
 
 /// Per-QP receive queue state: the counter of the next receive WQE.
 #[derive(Debug, Clone, Default)]
@@ -131,16 +133,19 @@ fn consume(fw: &mut Firmware, mem: &mut dyn GuestMemory, qpn: u32, r: &Receive) 
     }
 }
 
-/// The destination QP of `p`: its QP number, or for the GSI number the GSI QP of the port.
+/// The destination QP of `p`: its QP number, or for the special numbers 0 and 1 the SMI or
+/// GSI QP of the port the destination LID names.
 fn destination(fw: &Firmware, p: &Packet) -> Option<QpInfo> {
-    if p.dqpn != GSI_QPN {
-        return QpInfo::load(fw, p.dqpn);
-    }
+    let st = match p.dqpn {
+        SMI_QPN => wqe::service::QP0,
+        GSI_QPN => wqe::service::QP1,
+        n => return QpInfo::load(fw, n),
+    };
     let port = fw.node.ports.iter().position(|x| x.lid == p.dlid)? as u8 + 1;
     fw.objects
         .numbers(Kind::Qp)
         .filter_map(|n| QpInfo::load(fw, n))
-        .find(|q| q.st == wqe::service::QP1 && q.port == port)
+        .find(|q| q.st == st && q.port == port)
 }
 
 fn reply(fw: &mut Firmware, req: &Packet, body: Body) {
@@ -383,7 +388,8 @@ fn datagram(fw: &mut Firmware, mem: &mut dyn GuestMemory, qp: &QpInfo, p: Packet
         debug!("QP {:#x}: not a datagram: dropped", qp.qpn);
         return;
     };
-    if *qkey != qp.qkey {
+    // QP0 takes subnet management packets whatever their Q_Key (IBA 10.2.5).
+    if qp.st != wqe::service::QP0 && *qkey != qp.qkey {
         debug!("QP {:#x}: Q_Key {qkey:#x} does not match: dropped", qp.qpn);
         return;
     }

@@ -35,13 +35,25 @@ pub mod service {
     pub const RC: u64 = 0x0;
     /// Unreliable datagram.
     pub const UD: u64 = 0x2;
+    /// The SMI QP (QP0), which sends subnet management datagrams.
+    pub const QP0: u64 = 0x7;
     /// The GSI QP (QP1), which sends datagrams.
     pub const QP1: u64 = 0x8;
 }
 
+/// The number a QP of service type `st` and number `qpn` has on the wire: the special QPs
+/// are QP0 and QP1 there, whatever their firmware number.
+pub fn wire_qpn(st: u64, qpn: u32) -> u32 {
+    match st {
+        service::QP0 => 0,
+        service::QP1 => 1,
+        _ => qpn,
+    }
+}
+
 /// Whether service type `st` sends datagrams.
 pub fn is_datagram(st: u64) -> bool {
-    st == service::UD || st == service::QP1
+    st == service::UD || st == service::QP0 || st == service::QP1
 }
 
 /// A UD destination, from the WQE's address vector.
