@@ -360,6 +360,7 @@ fn run(dev: &Arc<IbDevice>, name: &kernel::str::BStr) -> Result {
             kern_name: ib_core::kern_name!(),
             srq: None,
             event_handler: None,
+            port_num: 0,
         },
     )?;
     let mr: Arc<Mr> = Mr::get_dma_mr(&pd, Access::LocalWrite.into())?;

@@ -1179,6 +1179,8 @@ impl SoftQp {
                 SendOpcode::RdmaRead | SendOpcode::AtomicCmpAndSwp | SendOpcode::AtomicFetchAndAdd
             ),
             QpType::Rc => true,
+            // Not made by this provider.
+            QpType::Smi | QpType::Gsi => false,
         };
         if !matches!(self.state(), QpState::Rts | QpState::Err)
             || !opcode_ok

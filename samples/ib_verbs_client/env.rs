@@ -190,6 +190,7 @@ impl Env {
                 kern_name: ib_core::kern_name!(),
                 srq,
                 event_handler: None,
+                port_num: 0,
             },
         )
     }
@@ -216,6 +217,7 @@ impl Env {
                 kern_name: ib_core::kern_name!(),
                 srq: None,
                 event_handler: None,
+                port_num: 0,
             },
         )?;
         let init = QpAttr {

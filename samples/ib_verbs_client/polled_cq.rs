@@ -116,6 +116,7 @@ fn looped_qp(
             kern_name: ib_core::kern_name!(),
             srq,
             event_handler,
+            port_num: 0,
         },
     )?;
     let init = QpAttr {

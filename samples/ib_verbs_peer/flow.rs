@@ -360,6 +360,7 @@ impl FlowCtl {
                 kern_name: ib_core::kern_name!(),
                 srq: None,
                 event_handler: None,
+                port_num: 0,
             },
         )?;
         let mr = Mr::get_dma_mr(&pd, Access::LocalWrite.into())?;

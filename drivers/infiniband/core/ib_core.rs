@@ -11,6 +11,7 @@ pub mod addr;
 pub mod attrs;
 pub mod events;
 pub mod le;
+pub mod mad_types;
 pub mod names;
 pub mod nl_uapi;
 pub mod restrack;

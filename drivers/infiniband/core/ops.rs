@@ -8,6 +8,7 @@
 use crate::{
     attrs::{DeviceAttr, FwVersion, Gid, LinkLayer, NodeDesc, PortAttr, PortImmutable},
     events::EventNotifier,
+    mad_types::{Mad, MadWc},
     udata::Udata,
     uverbs_spec::{DriverMethod, DriverUObject, MethodAttrs},
     verbs_types::{
@@ -279,6 +280,27 @@ pub trait DeviceOps: Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Processes a management datagram addressed to `port` (C's `process_mad`): `wc` is the
+    /// completion it came with (`None` for the core's own queries, such as the sysfs
+    /// counters), `inp` the MAD; a reply goes into `out` (zeroed by the caller). Returns
+    /// [`crate::mad_types::result`] bits. May sleep (a firmware command).
+    fn process_mad(
+        &self,
+        _flags: u32,
+        _port: u32,
+        _wc: Option<&MadWc>,
+        _inp: &Mad,
+        _out: &mut Mad,
+    ) -> u32 {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Sets and clears port capability bits (C's `modify_port` with `set_port_cap_mask` and
+    /// `clr_port_cap_mask`), as `issmN` does for `IsSM`.
+    fn modify_port_caps(&self, _port: u32, _set: u32, _clear: u32) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// The user-verbs ABI the driver serves through ib_uverbs (C's `ops.uverbs_abi_ver` and
     /// `ops.driver_id`); `None` for a driver without user verbs, whose devices get no
     /// `uverbsN`.
@@ -528,6 +550,13 @@ pub(crate) trait DynOps: Send + Sync {
     fn link_layer(&self, port: u32) -> LinkLayer;
     /// `DeviceOps::modify_node_desc` (`EOPNOTSUPP` when absent).
     fn modify_node_desc(&self, desc: &NodeDesc) -> Result;
+    /// Whether the driver has `DeviceOps::process_mad`.
+    fn has_process_mad(&self) -> bool;
+    /// `DeviceOps::process_mad` ([`crate::mad_types::result::FAILURE`] when absent).
+    fn process_mad(&self, flags: u32, port: u32, wc: Option<&MadWc>, inp: &Mad, out: &mut Mad)
+        -> u32;
+    /// `DeviceOps::modify_port_caps` (`EOPNOTSUPP` when absent).
+    fn modify_port_caps(&self, port: u32, set: u32, clear: u32) -> Result;
     /// Name, mode and writability of the driver's sysfs attribute `i`.
     fn device_attr(&self, i: usize) -> Option<(&'static CStr, u16, bool)>;
     /// Reads the driver's sysfs attribute `i`.
@@ -778,6 +807,7 @@ impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
     ) -> Result<NewQp<KBox<dyn QpObject>>> {
         let typed = QpInitDriver {
             qp_type: init.qp_type,
+            port: init.port,
             send_cq: driver_obj::<T, T::Cq>(init.send_cq.as_any())?,
             recv_cq: driver_obj::<T, T::Cq>(init.recv_cq.as_any())?,
             cap: init.cap,
@@ -838,6 +868,7 @@ impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
         let ctx = driver_obj::<T, T::UContext>(ctx.as_any())?;
         let typed = QpInitDriver {
             qp_type: init.qp_type,
+            port: init.port,
             send_cq: driver_obj::<T, T::UserCq>(init.send_cq.as_any())?,
             recv_cq: driver_obj::<T, T::UserCq>(init.recv_cq.as_any())?,
             cap: init.cap,
@@ -1167,6 +1198,32 @@ impl<T: DeviceOps> DynOps for DeviceImpl<T> {
 
     fn modify_node_desc(&self, desc: &NodeDesc) -> Result {
         optional_op!(T::HAS_MODIFY_NODE_DESC, T::modify_node_desc(&self.0, desc))
+    }
+
+    fn has_process_mad(&self) -> bool {
+        T::HAS_PROCESS_MAD
+    }
+
+    fn process_mad(
+        &self,
+        flags: u32,
+        port: u32,
+        wc: Option<&MadWc>,
+        inp: &Mad,
+        out: &mut Mad,
+    ) -> u32 {
+        if T::HAS_PROCESS_MAD {
+            T::process_mad(&self.0, flags, port, wc, inp, out)
+        } else {
+            crate::mad_types::result::FAILURE
+        }
+    }
+
+    fn modify_port_caps(&self, port: u32, set: u32, clear: u32) -> Result {
+        optional_op!(
+            T::HAS_MODIFY_PORT_CAPS,
+            T::modify_port_caps(&self.0, port, set, clear)
+        )
     }
 
     fn device_attr(&self, i: usize) -> Option<(&'static CStr, u16, bool)> {

@@ -262,6 +262,7 @@ impl UserPd {
             &*ctx.driver,
             &QpInitDriver {
                 qp_type: init.qp_type,
+                port: 0,
                 send_cq: &*init.send_cq.driver,
                 recv_cq: &*init.recv_cq.driver,
                 cap: init.cap,

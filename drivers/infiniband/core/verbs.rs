@@ -72,17 +72,19 @@ pub fn qp_transition_ok(cur: QpState, next: QpState, qp_type: QpType, mask: QpAt
     let required = match (cur, next) {
         (_, Reset) | (_, Err) => none,
         (Reset, Init) => match qp_type {
+            // The special QPs have their port from creation.
+            Smi | Gsi => F::PkeyIndex | F::Qkey,
             Ud => F::PkeyIndex | F::Port | F::Qkey,
             Rc | Uc => F::PkeyIndex | F::Port | F::AccessFlags,
         },
         (Init, Init) | (Rts, Rts) | (Sqd, Sqd) | (Sqd, Rts) | (Sqe, Rts) | (Rts, Sqd) => none,
         (Init, Rtr) => match qp_type {
-            Ud => none,
+            Smi | Gsi | Ud => none,
             Uc => F::Av | F::PathMtu | F::DestQpn | F::RqPsn,
             Rc => F::Av | F::PathMtu | F::DestQpn | F::RqPsn | F::MaxDestRdAtomic | F::MinRnrTimer,
         },
         (Rtr, Rts) => match qp_type {
-            Ud | Uc => F::SqPsn.into(),
+            Smi | Gsi | Ud | Uc => F::SqPsn.into(),
             Rc => F::Timeout | F::RetryCnt | F::RnrRetry | F::SqPsn | F::MaxQpRdAtomic,
         },
         _ => return false,
@@ -442,6 +444,9 @@ pub struct QpInit {
     pub srq: Option<Arc<Srq>>,
     /// The handler of the QP's asynchronous events (C's `event_handler`).
     pub event_handler: Option<EventHandler>,
+    /// The port of a special QP ([`QpType::Smi`], [`QpType::Gsi`], which must name a valid
+    /// port); 0 for the others (C's `ib_qp_init_attr.port_num`).
+    pub port_num: u32,
 }
 
 /// A queue pair. It keeps its PD and CQs alive.
@@ -477,6 +482,11 @@ impl Qp {
             return Err(EINVAL);
         }
         let dev = &pd.dev;
+        let special = matches!(init.qp_type, QpType::Smi | QpType::Gsi);
+        if special && !dev.is_valid_port(init.port_num) {
+            return Err(EINVAL);
+        }
+        let port = if special { init.port_num } else { 0 };
         let attr = dev.attr();
         if init.cap.max_send_wr > attr.max_qp_wr
             || init.cap.max_recv_wr > attr.max_qp_wr
@@ -504,6 +514,7 @@ impl Qp {
         let events = EventNotifier::new(Some(handler))?;
         let new = pd.drv.create_qp(&QpInitDriver {
             qp_type: init.qp_type,
+            port,
             send_cq: &*init.send_cq.drv,
             recv_cq: &*init.recv_cq.drv,
             cap: init.cap,
@@ -529,7 +540,7 @@ impl Qp {
             qp_num: new.qp_num,
             state,
             kern_name: init.kern_name,
-            port: Atomic::new(0),
+            port: Atomic::new(port),
             last_wqe,
         };
         let qp = Arc::new(qp, GFP_KERNEL)?;
@@ -973,6 +984,7 @@ mod tests {
                 kern_name: crate::kern_name!(),
                 srq: None,
                 event_handler: None,
+                port_num: 0,
             },
         )?;
         assert_eq!(qp.qp_num(), 0x42);
@@ -1082,6 +1094,7 @@ mod tests {
                 kern_name: crate::kern_name!(),
                 srq: None,
                 event_handler: None,
+                port_num: 0,
             },
         )?;
         let mr = Mr::get_dma_mr(&pd, Access::LocalWrite.into())?;
@@ -1104,6 +1117,7 @@ mod tests {
                 kern_name: crate::kern_name!(),
                 srq: None,
                 event_handler: None,
+                port_num: 0,
             },
         )?;
         assert_eq!(listed(&dev, ResType::Qp).len(), 1);
@@ -1185,6 +1199,7 @@ mod tests {
             kern_name: crate::kern_name!(),
             srq,
             event_handler: None,
+            port_num: 0,
         };
         let qp = Qp::create(&bpd, qp_init(Some(srq.clone())))?;
         // The driver got its own SRQ state (the fake reports its number as dest_qp_num).
@@ -1380,6 +1395,7 @@ mod tests {
             kern_name: crate::kern_name!(),
             srq: None,
             event_handler: None,
+            port_num: 0,
         };
         let qp = Qp::create(&pd, qp_init(&send_cq, &recv_cq))?;
         // The driver's QP was made from its PD (1) and its two CQs (2 and 3), in their roles.

@@ -68,6 +68,10 @@ impl CqNotifier {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum QpType {
+    /// The subnet management QP, QP0 of a port (the MAD layer's).
+    Smi = 0,
+    /// The general services QP, QP1 of a port (the MAD layer's).
+    Gsi = 1,
     /// Reliable connected.
     Rc = 2,
     /// Unreliable connected.
@@ -97,6 +101,8 @@ pub struct QpCap {
 pub struct QpInitDriver<'a, C: ?Sized, S: ?Sized = NoVerbs> {
     /// Transport type.
     pub qp_type: QpType,
+    /// The port of a special QP ([`QpType::Smi`], [`QpType::Gsi`]); 0 for the others.
+    pub port: u32,
     /// The send CQ's driver state.
     pub send_cq: &'a C,
     /// The receive CQ's driver state.

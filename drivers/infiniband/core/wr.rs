@@ -244,4 +244,8 @@ pub struct WorkCompletion {
     pub port_num: u8,
     /// The first 40 bytes of the receive buffer hold a GRH (UD receives, C's `IB_WC_GRH`).
     pub grh: bool,
+    /// The P_Key index the message came in on (receives on the GSI QP).
+    pub pkey_index: u16,
+    /// The destination LID's path bits (receives).
+    pub dlid_path_bits: u8,
 }

@@ -64,6 +64,10 @@ pub const QP_ST_RC: u64 = 0;
 
 /// `MLX5_QP_ST_UD`: the unreliable-datagram service type in `qpc.st`.
 pub const QP_ST_UD: u64 = 2;
+/// `MLX5_QP_ST_QP0`: a port's subnet management QP.
+pub const QP_ST_QP0: u64 = 7;
+/// `MLX5_QP_ST_QP1`: a port's general services QP.
+pub const QP_ST_QP1: u64 = 8;
 
 /// `MLX5_QP_PM_MIGRATED` in `qpc.pm_state`.
 pub const QP_PM_MIGRATED: u64 = 3;

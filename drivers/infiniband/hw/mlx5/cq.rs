@@ -531,6 +531,7 @@ impl CqShared {
                     w.slid = c.slid;
                     w.sl = c.sl;
                     w.grh = c.grh;
+                    w.dlid_path_bits = c.ml_path;
                     w.wr_id = qp.rq_complete(c.wqe_counter);
                 }
                 op::REQ_ERR | op::RESP_ERR => {

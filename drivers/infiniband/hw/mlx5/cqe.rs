@@ -65,6 +65,8 @@ pub(crate) struct Cqe {
     pub(crate) sl: u8,
     /// Source LID.
     pub(crate) slid: u16,
+    /// The destination LID's path bits (`ml_path`).
+    pub(crate) ml_path: u8,
     /// The receive buffer starts with a GRH (C's `IB_WC_GRH`: bits 28-29 of `flags_rqpn`).
     pub(crate) grh: bool,
     /// Error syndrome (`mlx5_err_cqe.syndrome`, byte 0x37).
@@ -96,6 +98,7 @@ pub(crate) fn decode(b: &[u8; CQE_SIZE]) -> Cqe {
         src_qp: flags_rqpn & 0xff_ffff,
         sl: ((flags_rqpn >> 24) & 0xf) as u8,
         slid: be16(b, 0x16),
+        ml_path: b[0x11],
         grh: (flags_rqpn >> 28) & 3 != 0,
         syndrome: b[0x37],
         vendor_syndrome: b[0x36],
@@ -161,6 +164,7 @@ mod tests {
         b[0x2c..0x30].copy_from_slice(&4096u32.to_be_bytes());
         b[0x38..0x3c].copy_from_slice(&0x0a00_0456u32.to_be_bytes());
         b[0x3c..0x3e].copy_from_slice(&0x0102u16.to_be_bytes());
+        b[0x11] = 0x05;
         b[OP_OWN] = (op::RESP_SEND_IMM << 4) | 1;
         b
     }
@@ -181,6 +185,7 @@ mod tests {
                 src_qp: 0x123,
                 sl: 3,
                 slid: 7,
+                ml_path: 5,
                 grh: false,
                 syndrome: 0,
                 vendor_syndrome: 0,

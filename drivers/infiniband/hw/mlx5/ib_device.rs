@@ -26,6 +26,7 @@ use ib_core::{
     },
     device::{DeviceInfo, DeviceOps, FwVersion, Registration},
     events::EventNotifier,
+    mad_types::{Mad, MadWc},
     ops::{DmaMemory, UverbsAbi},
     udata::Udata,
     uverbs_spec::{DriverMethod, DriverUObject, MethodAttrs},
@@ -440,6 +441,23 @@ impl DeviceOps for Mlx5IbDevice {
         let prefix = self.port_info(port)?.gid_prefix;
         let block = mad::smp_get(&self.cmds, port_u8(port)?, attr::GUID_INFO, index / 8)?;
         Ok(Gid::from_parts(prefix, mad::guid_in_block(&block, index)))
+    }
+
+    /// MAD_IFC for what the firmware's agents answer (`mad::process_mad`). The driver serves
+    /// only native InfiniBand functions (no IB virtualization), whose ports all take subnet
+    /// management MADs (C's `has_smi`).
+    fn process_mad(
+        &self,
+        flags: u32,
+        port: u32,
+        wc: Option<&MadWc>,
+        inp: &Mad,
+        out: &mut Mad,
+    ) -> u32 {
+        let Ok(port) = port_u8(port) else {
+            return ib_core::mad_types::result::FAILURE;
+        };
+        mad::process_mad(&self.cmds, true, flags, port, wc, inp, out)
     }
 
     fn query_pkey(&self, port: u32, index: u16) -> Result<u16> {

@@ -4,6 +4,9 @@
 //! identity and state (`mad.c`). Each query is a LID-routed SMP `Get` of one attribute, handed to
 //! the port's management agent in firmware; the answer's attribute data is decoded here.
 
+use ib_core::mad_types::{
+    class, flags as mad_flags, get16, hdr, method, put16, result, status, Mad, MadWc, MAD_SIZE,
+};
 use kernel::prelude::*;
 use mlx5_core::{
     commands::Commands,
@@ -28,6 +31,93 @@ pub(crate) mod attr {
     pub(crate) const PORT_INFO: u16 = 0x0015;
     /// P_KeyTable (32 P_Keys per block).
     pub(crate) const PKEY_TABLE: u16 = 0x0016;
+}
+
+/// SMInfo, which the firmware's agent cannot answer (`IB_SMP_ATTR_SM_INFO`).
+const ATTR_SM_INFO: u16 = 0x0020;
+/// Vendor classes the firmware answers (`MLX5_IB_VENDOR_CLASS1`, `..._CLASS2`).
+const VENDOR_CLASS1: u8 = 0x09;
+const VENDOR_CLASS2: u8 = 0x0a;
+
+/// Hands a whole MAD to `port`'s management agent in firmware (C's `mlx5_MAD_IFC`): the keys
+/// are checked only for a MAD that came with a completion (`with_wc`), which a key violation
+/// trap could answer. `out` gets the firmware's whole answer.
+fn mad_ifc(cmds: &Commands, flags: u32, port: u8, with_wc: bool, inp: &Mad, out: &mut Mad) -> Result {
+    let mut op_mod = 0;
+    if flags & mad_flags::IGNORE_MKEY != 0 || !with_wc {
+        op_mod |= 0x1;
+    }
+    if flags & mad_flags::IGNORE_BKEY != 0 || !with_wc {
+        op_mod |= 0x2;
+    }
+    let mut input = MadIfcIn::new();
+    input.set_op_mod(op_mod)?;
+    input.set_port(port.into())?;
+    input
+        .as_bytes_mut()
+        .get_mut(MAD_OFFSET..MAD_OFFSET + MAD_SIZE)
+        .ok_or(EINVAL)?
+        .copy_from_slice(inp);
+    let o = cmds.exec::<MadIfc>(&input)?;
+    out.copy_from_slice(o.as_bytes().get(MAD_OFFSET..MAD_OFFSET + MAD_SIZE).ok_or(EINVAL)?);
+    Ok(())
+}
+
+/// Where the MAD sits in MAD_IFC's input and output.
+const MAD_OFFSET: usize = 0x10;
+
+/// The driver's part of MAD processing (C's `mlx5_ib_process_mad` on a device without vport
+/// counters): subnet management `Get`, `Set` and `TrapRepress` (not SMInfo), and `Get` and
+/// `Set` of performance management, congestion management and the two vendor classes, go to
+/// the firmware's agent; everything else is left to the MAD layer. A trap from LID 0 is
+/// dropped. `has_smi` says whether the port may take subnet management MADs.
+pub(crate) fn process_mad(
+    cmds: &Commands,
+    has_smi: bool,
+    flags: u32,
+    port: u8,
+    wc: Option<&MadWc>,
+    inp: &Mad,
+    out: &mut Mad,
+) -> u32 {
+    let class = inp[hdr::MGMT_CLASS];
+    let m = inp[hdr::METHOD];
+    // Without a completion the MAD is the host's own: C takes its source as the permissive LID.
+    let slid = wc.map_or(0xffff, |w| w.slid);
+    if m == method::TRAP && slid == 0 {
+        return result::SUCCESS | result::CONSUMED;
+    }
+    match class {
+        class::SUBN_LID_ROUTED | class::SUBN_DIRECTED_ROUTE => {
+            if !matches!(m, method::GET | method::SET | method::TRAP_REPRESS) {
+                return result::SUCCESS;
+            }
+            if get16(inp, hdr::ATTR_ID) == ATTR_SM_INFO {
+                return result::SUCCESS;
+            }
+            if !has_smi {
+                return result::FAILURE;
+            }
+        }
+        class::PERF_MGMT | VENDOR_CLASS1 | VENDOR_CLASS2 | class::CONG_MGMT => {
+            if !matches!(m, method::GET | method::SET) {
+                return result::SUCCESS;
+            }
+        }
+        _ => return result::SUCCESS,
+    }
+    if mad_ifc(cmds, flags, port, wc.is_some(), inp, out).is_err() {
+        return result::FAILURE;
+    }
+    if class == class::SUBN_DIRECTED_ROUTE {
+        let st = get16(out, hdr::STATUS) | status::SMP_DIRECTION;
+        put16(out, hdr::STATUS, st);
+    }
+    if m == method::TRAP_REPRESS {
+        // No response to a TrapRepress.
+        return result::SUCCESS | result::CONSUMED;
+    }
+    result::SUCCESS | result::REPLY
 }
 
 /// Asks `port`'s management agent for attribute `attr_id` (modifier `attr_mod`); returns the

@@ -41,7 +41,7 @@ use mlx5_core::{
     commands::Commands,
     ifc_verbs::{
         optpar, qp_state, CreateQp, DestroyQp, Init2RtrQp, QpCtxIn, QpNumIn, QpToErr, QpToRst,
-        QueryQp, Rst2InitQp, Rtr2RtsQp, QP_PM_MIGRATED, QP_ST_RC, QP_ST_UD, RQ_TYPE_SRQ,
+        QueryQp, Rst2InitQp, Rtr2RtsQp, QP_PM_MIGRATED, QP_ST_QP0, QP_ST_QP1, QP_ST_RC, QP_ST_UD, RQ_TYPE_SRQ,
     },
 };
 
@@ -58,6 +58,8 @@ const MTU_256: u8 = 1;
 const MTU_4096: u8 = 5;
 /// The message size limit C gives UD QPs (`log_msg_max` 12: one 4 KiB MTU).
 const UD_LOG_MSG_MAX: u64 = 12;
+/// The message size limit of the special QPs (`log_msg_max` 8: one 256-byte MAD).
+const SPECIAL_LOG_MSG_MAX: u64 = 8;
 
 /// The send ring's posting state (under the send lock).
 struct Sq {
@@ -309,6 +311,8 @@ pub(crate) struct QpFw {
     resp_depth: Atomic<u32>,
     /// The port the last modify that set one set (C's `qp->port`), for a path without one.
     port: Atomic<u32>,
+    /// A special QP: its `qpc.st` (QP0 or QP1) and its port, fixed at creation.
+    special: Option<(u64, u32)>,
 }
 
 fn state_from_u32(v: u32) -> QpState {
@@ -458,7 +462,22 @@ impl QpFw {
             access: Atomic::new(0),
             resp_depth: Atomic::new(0),
             port: Atomic::new(0),
+            special: None,
         }
+    }
+
+    /// The same QP as a port's special QP of service type `st` (QP0 or QP1).
+    fn special(self, st: u64, port: u32) -> Self {
+        Self {
+            special: Some((st, port)),
+            port: Atomic::new(port),
+            ..self
+        }
+    }
+
+    /// The QP's `qpc.st`.
+    fn st(&self) -> u64 {
+        self.special.map_or(st_of(self.kind), |(st, _)| st)
     }
 
     /// The same QP made for user space: no reserved lkey (C sets `rlky` for kernel QPs only).
@@ -492,9 +511,13 @@ impl QpFw {
         let mut q = QpCtxIn::new();
         q.set_qpn(self.qpn.into())?;
         let ud = self.kind == SendKind::Ud;
-        q.set_st(st_of(self.kind))?;
+        q.set_st(self.st())?;
         q.set_pm_state(QP_PM_MIGRATED)?;
-        if ud {
+        if self.special.is_some() {
+            // C's special QPs carry one 256-byte MAD per message.
+            q.set_mtu(MTU_256.into())?;
+            q.set_log_msg_max(SPECIAL_LOG_MSG_MAX)?;
+        } else if ud {
             // C gives every UD modify the largest MTU and a one-MTU message limit.
             q.set_mtu(MTU_4096.into())?;
             q.set_log_msg_max(UD_LOG_MSG_MAX)?;
@@ -510,6 +533,10 @@ impl QpFw {
         }
         if mask.contains(F::PkeyIndex) {
             q.set_pkey_index(attr.pkey_index.into())?;
+        }
+        if let Some((_, port)) = self.special {
+            // A special QP serves the port it was made for.
+            q.set_vhca_port_num(port.into())?;
         }
         if mask.contains(F::Port) {
             q.set_vhca_port_num(attr.port_num.into())?;
@@ -586,7 +613,10 @@ impl QpFw {
                 q.set_rlky(1)?;
             }
         }
-        let allowed = if ud {
+        let allowed = if self.special.is_some() {
+            // C's optional-parameter table has no row for the special QPs.
+            0
+        } else if ud {
             ud_opt_mask(cur, new)
         } else {
             rc_opt_mask(cur, new)
@@ -705,11 +735,15 @@ pub(crate) fn create(
     pdn: u32,
     init: &QpInitDriver<'_, crate::cq::Mlx5Cq, Mlx5Srq>,
 ) -> Result<NewQp<Mlx5Qp>> {
-    let kind = match init.qp_type {
-        QpType::Rc => SendKind::Rc,
-        QpType::Ud => SendKind::Ud,
+    // The special QPs send datagrams, as UD QPs (C sizes and builds their WQEs alike).
+    let (kind, special) = match init.qp_type {
+        QpType::Rc => (SendKind::Rc, None),
+        QpType::Ud => (SendKind::Ud, None),
+        QpType::Smi => (SendKind::Ud, Some(QP_ST_QP0)),
+        QpType::Gsi => (SendKind::Ud, Some(QP_ST_QP1)),
         _ => return Err(EOPNOTSUPP),
     };
+    let st = special.unwrap_or(st_of(kind));
     // A QP of an SRQ has no receive queue of its own (C's `set_rq_size` without `has_rq`).
     let rqs = if init.srq.is_some() {
         RqSize::default()
@@ -769,7 +803,7 @@ pub(crate) fn create(
     let send_cq = init.send_cq.shared.clone();
     let recv_cq = init.recv_cq.shared.clone();
     let ctx = create_ctx(
-        st_of(kind),
+        st,
         uar,
         pdn,
         &sqs,
@@ -800,6 +834,10 @@ pub(crate) fn create(
         shared.rqs.wqe_cnt != 0,
         shared.db.dma(),
     );
+    let fw = match special {
+        Some(st) => fw.special(st, init.port),
+        None => fw,
+    };
     let mut qp = Mlx5Qp {
         events: None,
         shared,
@@ -826,7 +864,13 @@ pub(crate) fn create(
         let _ = destroy(dev.commands(), qp);
         return Err(e);
     }
-    Ok(NewQp { qp, qp_num: qpn })
+    // The special QPs are QP0 and QP1 to their users, whatever the firmware's number.
+    let qp_num = match special {
+        Some(QP_ST_QP0) => 0,
+        Some(_) => 1,
+        None => qpn,
+    };
+    Ok(NewQp { qp, qp_num })
 }
 
 /// The ring slot of basic block `b` of the WQE starting at producer count `cur_post` in a ring
