@@ -11,6 +11,9 @@ use kernel::{class, prelude::*};
 /// them (the reverse of `ib_core_init`, which the initializer follows).
 #[pin_data(PinnedDrop)]
 pub(crate) struct IbCore {
+    /// The MAD layer, a client of every device (C's `ib_mad_init`, last of `ib_core_init`).
+    #[pin]
+    mad: crate::registry::ClientRegistration<crate::mad::MadClient>,
     /// RDMA netlink local services (C's `rdma_nl_register(RDMA_NL_LS, ...)`).
     ls: crate::ls::Registration,
     /// nldev's commands (C's `nldev_init`).
@@ -35,6 +38,7 @@ impl kernel::InPlaceModule for IbCore {
         unsafe {
             crate::registry::init();
             crate::netlink::init();
+            crate::mad::init();
         }
         try_pin_init!(Self {
             workqueues: CoreWorkqueues::new()?,
@@ -43,6 +47,7 @@ impl kernel::InPlaceModule for IbCore {
             sockets <- crate::netlink::Sockets::new(),
             nldev: crate::nldev::Registration::new(),
             ls: crate::ls::Registration::new(),
+            mad <- crate::registry::ClientRegistration::new(crate::mad::MadClient),
         })
         .pin_chain(|this| {
             // SAFETY: The class is in the module's pinned data; it is removed at unload before

@@ -42,6 +42,13 @@ pub mod registry;
 // Registration, which ties the registry, sysfs and events together; what drivers use.
 pub mod device;
 
+// Management datagrams: the rules of agents and directed routes, a port's MAD QPs, the MAD
+// layer (a client of every device).
+pub mod mad;
+pub mod mad_agent;
+mod mad_port;
+pub mod mad_smi;
+
 // Netlink's device interface and local services.
 mod ls;
 mod nldev;

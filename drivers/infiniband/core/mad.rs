@@ -1,0 +1,1177 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The MAD layer (C's `ib_mad`, `agent.c`): a client of every device that opens, on each port
+//! with MAD services, QP0 and QP1 ([`crate::mad_port`]), and the API agents use to send and
+//! receive management datagrams on them.
+//!
+//! - **Agents** ([`MadAgent::register`]) register for a class, version and methods
+//!   ([`crate::mad_agent`]); a received request goes to the owner of its method, a response
+//!   to the agent whose transaction id it carries (bits 63..32: the agent's `hi_tid`).
+//! - **Sending** ([`MadAgent::send`]): a request with a timeout waits, from its send
+//!   completion, for its response (same transaction id and class); unanswered, it is sent
+//!   again `retries` times, then completes with [`WcStatus::RespTimeoutErr`]. A directed-route
+//!   SMP for the local port never leaves it: the driver answers it (`process_mad`).
+//! - **Receiving**: a MAD is checked, directed-route SMPs follow the hop rules
+//!   ([`crate::mad_smi`]), then the driver gets the first refusal (`process_mad`: its reply is
+//!   sent back to the requester), then the agents; a `Get` or `Set` nobody takes is answered
+//!   with status "unsupported method/attribute", as C does.
+//!
+//! Completions are polled on the core's unbound completion workqueue; agents' handlers run
+//! there, in process context, never with a lock of the MAD layer held. Response timeouts run
+//! from a high-resolution timer that queues work on the core's general workqueue.
+
+use crate::{
+    cq_poll::{PollCtx, PolledCq},
+    ib_device::IbDevice,
+    mad_agent::{self, AgentKey, MadRegReq},
+    mad_port::{self, MadQp, RECV_SLOT},
+    mad_smi::{self, SmiAction, SmiForward},
+    mad_types::{
+        class, get32, hdr, method, put16, result, status, Mad, MadWc, GRH_SIZE, MAD_SIZE,
+    },
+    registry::Client,
+    verbs::{Ah, Pd},
+    verbs_types::{AhAttr, GlobalRoute, QpType},
+    wr::{send_flags, SendOpcode, SendWr, UdWr, WcOpcode, WcStatus, WorkCompletion},
+};
+use kernel::{
+    impl_has_hr_timer, new_mutex, new_work,
+    prelude::*,
+    str::BStr,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        global_lock, Arc, ArcBorrow, Mutex,
+    },
+    time::{
+        hrtimer::{
+            ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerPointer,
+            HrTimerRestart, RelativeMode,
+        },
+        Delta, Instant, Monotonic,
+    },
+    workqueue::{Work, WorkItem},
+};
+
+/// The Q_Key a MAD is sent with: the QP's own (`IB_QP_SET_QKEY`).
+const SET_QKEY: u32 = 0x8000_0000;
+/// Completion queue entries per QP (send and receive).
+const CQ_PER_QP: u32 = mad_port::SEND_QUEUE_SIZE + mad_port::RECV_QUEUE_SIZE;
+/// Index of QP0 and QP1 in a port's table.
+const QP0: usize = 0;
+const QP1: usize = 1;
+
+/// A received MAD as an agent gets it.
+pub struct ReceivedMad {
+    /// The MAD.
+    pub mad: Mad,
+    /// Its completion.
+    pub wc: MadWc,
+    /// The GRH it came with, if any.
+    pub grh: Option<[u8; GRH_SIZE]>,
+}
+
+/// How a send ended, as its agent hears it.
+pub struct SendDone {
+    /// The sender's context ([`MadSend::context`]).
+    pub context: u64,
+    /// [`WcStatus::Success`], [`WcStatus::RespTimeoutErr`] when no response came,
+    /// [`WcStatus::WrFlushErr`] when cancelled, or the send completion's error.
+    pub status: WcStatus,
+    /// The MAD as it was sent (its transaction id as it went).
+    pub mad: KBox<Mad>,
+}
+
+/// What an agent does with what the MAD layer hands it. Called in process context, with no
+/// lock of the MAD layer held; a handler may send, but must not unregister its own agent.
+pub trait MadHandler: Send + Sync {
+    /// A request for one of the agent's methods, or a response to one of its requests.
+    fn recv(&self, agent: &MadAgent, mad: KBox<ReceivedMad>);
+    /// One of the agent's sends ended.
+    fn send_done(&self, agent: &MadAgent, done: SendDone);
+}
+
+/// A MAD to send (C's `ib_mad_send_buf` with its address).
+pub struct MadSend {
+    /// The MAD (256 bytes, padded).
+    pub mad: KBox<Mad>,
+    /// The destination.
+    pub ah: AhAttr,
+    /// The destination QP.
+    pub remote_qpn: u32,
+    /// The P_Key index to send with.
+    pub pkey_index: u16,
+    /// How long to wait for the response, from the send's completion (0: no response).
+    pub timeout_ms: u32,
+    /// How many times to send again without a response.
+    pub retries: u32,
+    /// The sender's context, given back in [`SendDone`].
+    pub context: u64,
+}
+
+/// Where a send is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SendState {
+    /// Waiting for a free slot of the QP's send queue.
+    Queued,
+    /// On the send queue in slot `.0`.
+    Posted(u32),
+    /// Sent; waiting for its response until the deadline (ns since the port opened).
+    Waiting(i64),
+}
+
+/// A send in flight (C's `ib_mad_send_wr_private`).
+struct SendRec {
+    /// The agent; `None` for the port's own replies (C's port agents).
+    agent: Option<Arc<MadAgent>>,
+    qpi: usize,
+    mad: KBox<Mad>,
+    ah: Arc<Ah>,
+    remote_qpn: u32,
+    tid: u64,
+    mgmt_class: u8,
+    timeout_ms: u32,
+    retries_left: u32,
+    context: u64,
+    state: SendState,
+    /// Its response came before its send completion (C's early response).
+    answered: bool,
+    /// Its agent unregistered while it was on the send queue: drop it when it completes.
+    cancelled: bool,
+}
+
+/// A port's mutable state.
+struct PortState {
+    /// False once the port closes: nothing is posted any more.
+    open: bool,
+    qps: [Option<MadQp>; 2],
+    sends: KVec<SendRec>,
+    agents: KVec<Arc<MadAgent>>,
+    /// The next `hi_tid` to try.
+    next_hi_tid: u32,
+    /// The armed response timer and when it fires (ns since the port opened).
+    timer: Option<(i64, ArcHrTimerHandle<MadTimer>)>,
+    /// The timer's state (taken at close: it refers to the port).
+    timer_obj: Option<Arc<MadTimer>>,
+    /// The CQ's polling (taken at close, after the QPs).
+    cq: Option<PolledCq>,
+}
+
+/// The MAD services of one port (C's `ib_mad_port_private`).
+#[pin_data]
+pub struct MadPort {
+    dev: Arc<IbDevice>,
+    port: u32,
+    /// When the port opened: deadlines count from it.
+    epoch: Instant<Monotonic>,
+    pd: Arc<Pd>,
+    #[pin]
+    state: Mutex<PortState>,
+}
+
+/// A registered agent (C's `ib_mad_agent_private`).
+pub struct MadAgent {
+    port: Arc<MadPort>,
+    key: AgentKey,
+    rmpp_version: u8,
+    handler: Arc<dyn MadHandler>,
+    /// Held while a handler runs; false once unregistered (no handler call after).
+    live: Pin<KBox<Mutex<bool>>>,
+    registered: Atomic<bool>,
+}
+
+/// Something finished, to tell an agent once the port's lock is dropped.
+enum Notice {
+    Done(Arc<MadAgent>, SendDone),
+    Recv(Arc<MadAgent>, KBox<ReceivedMad>),
+}
+
+fn deliver(notices: KVec<Notice>) {
+    for n in notices {
+        match n {
+            Notice::Done(a, d) => a.call(|h, a| h.send_done(a, d)),
+            Notice::Recv(a, r) => a.call(|h, a| h.recv(a, r)),
+        }
+    }
+}
+
+global_lock! {
+    // SAFETY: Initialized by the module initializer before the MAD client registers.
+    unsafe(uninit) static PORTS: Mutex<KVec<Arc<MadPort>>> = KVec::new();
+}
+
+/// Initializes the table of open ports.
+///
+/// # Safety
+///
+/// Called once, at module load, before the MAD client registers.
+pub(crate) unsafe fn init() {
+    // SAFETY: As this function's contract.
+    unsafe { PORTS.init() };
+}
+
+/// The open MAD port `port` of `dev`.
+fn find_port(dev: &IbDevice, port: u32) -> Option<Arc<MadPort>> {
+    PORTS
+        .lock()
+        .iter()
+        .find(|p| core::ptr::eq(&*p.dev, dev) && p.port == port)
+        .cloned()
+}
+
+impl MadAgent {
+    /// Registers an agent on `port` of `dev`'s SMI (`qp_type` [`QpType::Smi`]) or GSI QP for
+    /// `reg` (`None`: it only sends, and gets the responses to its requests), with C's checks
+    /// and errnos: `EINVAL` for a bad registration or a method another agent owns,
+    /// `EPROTONOSUPPORT` for a QP the port does not have, `ENODEV` without MAD services on
+    /// the port, `EBUSY` when every transaction id prefix is taken.
+    pub fn register(
+        dev: &IbDevice,
+        port: u32,
+        qp_type: QpType,
+        reg: Option<&MadRegReq>,
+        rmpp_version: u8,
+        handler: Arc<dyn MadHandler>,
+    ) -> Result<Arc<MadAgent>> {
+        let imm = dev.port_immutable(port).ok_or(ENODEV)?;
+        let cap = match qp_type {
+            QpType::Smi => mad_port::has_smi(imm),
+            _ => imm.core_cap_flags & crate::attrs::CORE_CAP_IB_CM != 0,
+        };
+        if !cap {
+            return Err(EPROTONOSUPPORT);
+        }
+        mad_agent::check_registration(qp_type, reg, rmpp_version)?;
+        let mp = find_port(dev, port).ok_or(ENODEV)?;
+        let qpi = if qp_type == QpType::Smi { QP0 } else { QP1 };
+        let live = KBox::pin_init(new_mutex!(true, "ib_core::mad::MadAgent::live"), GFP_KERNEL)?;
+        let mut st = mp.state.lock();
+        if !st.open {
+            return Err(ENODEV);
+        }
+        if st.qps[qpi].is_none() {
+            return Err(EPROTONOSUPPORT);
+        }
+        let mut key = AgentKey {
+            qp_type,
+            hi_tid: 0,
+            reg: reg.copied(),
+        };
+        if st.agents.iter().any(|a| a.key.conflicts(&key)) {
+            return Err(EINVAL);
+        }
+        // Cyclic allocation of the 24-bit prefix (C's `xa_alloc_cyclic`).
+        let mut found = None;
+        for k in 0..=mad_agent::HI_TID_MAX {
+            let t = st.next_hi_tid.wrapping_add(k) & mad_agent::HI_TID_MAX;
+            if !st.agents.iter().any(|a| a.key.hi_tid == t) {
+                found = Some(t);
+                break;
+            }
+        }
+        key.hi_tid = found.ok_or(EBUSY)?;
+        st.next_hi_tid = (key.hi_tid + 1) & mad_agent::HI_TID_MAX;
+        let agent = Arc::new(
+            MadAgent {
+                port: mp.clone(),
+                key,
+                rmpp_version,
+                handler,
+                live,
+                registered: Atomic::new(true),
+            },
+            GFP_KERNEL,
+        )?;
+        st.agents.push(agent.clone(), GFP_KERNEL)?;
+        Ok(agent)
+    }
+
+    /// The agent's transaction id prefix: its requests carry it in TID bits 63..32.
+    pub fn hi_tid(&self) -> u32 {
+        self.key.hi_tid
+    }
+
+    /// The QP type it is on.
+    pub fn qp_type(&self) -> QpType {
+        self.key.qp_type
+    }
+
+    /// The RMPP version it registered with.
+    pub fn rmpp_version(&self) -> u8 {
+        self.rmpp_version
+    }
+
+    /// The device it is on.
+    pub fn device(&self) -> &Arc<IbDevice> {
+        &self.port.dev
+    }
+
+    /// The port it is on.
+    pub fn port(&self) -> u32 {
+        self.port.port
+    }
+
+    /// The PD of the port's MAD QPs (C's `agent->qp->pd`), where address handles of its
+    /// sends live.
+    pub fn pd(&self) -> &Arc<Pd> {
+        &self.port.pd
+    }
+
+    /// Calls the handler unless the agent is unregistered; unregistering waits for it.
+    fn call(self: &Arc<Self>, f: impl FnOnce(&dyn MadHandler, &MadAgent)) {
+        let live = self.live.lock();
+        if *live {
+            f(&*self.handler, self);
+        }
+        drop(live);
+    }
+
+    /// Unregisters the agent (C's `ib_unregister_mad_agent`): its sends complete with
+    /// [`WcStatus::WrFlushErr`], its methods are free again, and once this returns no handler
+    /// of it runs. Nothing happens the second time.
+    pub fn unregister(self: &Arc<Self>) {
+        if !self.registered.xchg(false, Relaxed) {
+            return;
+        }
+        let mut notices = KVec::new();
+        {
+            let mut st = self.port.state.lock();
+            if let Some(i) = st.agents.iter().position(|a| core::ptr::eq(&**a, &**self)) {
+                let _ = st.agents.remove(i);
+            }
+            let mut i = 0;
+            while i < st.sends.len() {
+                let mine = st.sends[i]
+                    .agent
+                    .as_ref()
+                    .is_some_and(|a| core::ptr::eq(&**a, &**self));
+                if !mine {
+                    i += 1;
+                    continue;
+                }
+                if matches!(st.sends[i].state, SendState::Posted(_)) {
+                    // The slot is the device's until the send completes.
+                    st.sends[i].cancelled = true;
+                    let d = SendDone {
+                        context: st.sends[i].context,
+                        status: WcStatus::WrFlushErr,
+                        mad: match KBox::new(*st.sends[i].mad, GFP_KERNEL) {
+                            Ok(m) => m,
+                            Err(_) => {
+                                i += 1;
+                                continue;
+                            }
+                        },
+                    };
+                    let _ = notices.push(Notice::Done(self.clone(), d), GFP_KERNEL);
+                    i += 1;
+                } else if let Ok(r) = st.sends.remove(i) {
+                    let d = SendDone {
+                        context: r.context,
+                        status: WcStatus::WrFlushErr,
+                        mad: r.mad,
+                    };
+                    let _ = notices.push(Notice::Done(self.clone(), d), GFP_KERNEL);
+                }
+            }
+        }
+        deliver(notices);
+        // From here no handler runs.
+        *self.live.lock() = false;
+    }
+
+    /// Sends a MAD (C's `ib_post_send_mad`). `EINVAL` for a class the agent cannot send (a
+    /// class without RMPP on an RMPP agent), a directed route that does not start here, or a
+    /// local SMP the driver cannot answer; `ENODEV` once the agent or the port is gone.
+    pub fn send(self: &Arc<Self>, s: MadSend) -> Result {
+        if !self.registered.load(Relaxed) {
+            return Err(ENODEV);
+        }
+        let c = s.mad[hdr::MGMT_CLASS];
+        if self.rmpp_version != 0 && !mad_agent::is_rmpp_class(c) {
+            return Err(EINVAL);
+        }
+        let mut mad = s.mad;
+        if c == class::SUBN_DIRECTED_ROUTE && self.key.qp_type == QpType::Smi {
+            if let Some(local) = self.port.outgoing_dr_smp(&mut mad)? {
+                return self.port.complete_local(self, s.context, mad, local);
+            }
+        }
+        let ah = Ah::create(&self.port.pd, &s.ah)?;
+        let qpi = if self.key.qp_type == QpType::Smi { QP0 } else { QP1 };
+        let rec = SendRec {
+            agent: Some(self.clone()),
+            qpi,
+            tid: mad_agent::tid(&mad),
+            mgmt_class: c,
+            mad,
+            ah,
+            remote_qpn: s.remote_qpn,
+            timeout_ms: s.timeout_ms,
+            retries_left: s.retries,
+            context: s.context,
+            state: SendState::Queued,
+            answered: false,
+            cancelled: false,
+        };
+        self.port.submit(rec)
+    }
+}
+
+/// What the driver made of a local directed-route SMP.
+enum Local {
+    /// Its reply, for the sender.
+    Reply(KBox<ReceivedMad>),
+    /// Consumed: only the send completes.
+    Consumed,
+    /// A request for a local agent.
+    ForAgent(Arc<MadAgent>, KBox<ReceivedMad>),
+}
+
+impl MadPort {
+    /// Nanoseconds since the port opened.
+    fn now_ns(&self) -> i64 {
+        (Instant::<Monotonic>::now() - self.epoch).as_nanos()
+    }
+
+    /// Opens the MAD services of `port` of `dev` (C's `ib_mad_port_open`).
+    fn open(dev: &Arc<IbDevice>, port: u32) -> Result<Arc<Self>> {
+        let imm = dev.port_immutable(port).ok_or(EINVAL)?;
+        let smi = mad_port::has_smi(imm);
+        let pd = Pd::alloc(dev, crate::kern_name!())?;
+        let mp = Arc::pin_init(
+            pin_init!(MadPort {
+                dev: dev.clone(),
+                port,
+                epoch: Instant::<Monotonic>::now(),
+                pd,
+                state <- new_mutex!(PortState {
+                    open: false,
+                    qps: [None, None],
+                    sends: KVec::new(),
+                    agents: KVec::new(),
+                    next_hi_tid: 0,
+                    timer: None,
+                    timer_obj: None,
+                    cq: None,
+                }, "ib_core::mad::MadPort::state"),
+            }),
+            GFP_KERNEL,
+        )?;
+        let timer_port = mp.clone();
+        let timer = Arc::pin_init(
+            pin_init!(MadTimer {
+                timer <- HrTimer::new(),
+                work <- new_work!("ib_core::mad::MadTimer::work"),
+                port: timer_port,
+            }),
+            GFP_KERNEL,
+        )?;
+        let nr = if smi { 2 * CQ_PER_QP } else { CQ_PER_QP };
+        let me = mp.clone();
+        let done: crate::cq_poll::CqDone =
+            KBox::new(move |wc: &WorkCompletion| me.completed(wc), GFP_KERNEL)?;
+        let cq = PolledCq::alloc(
+            dev,
+            nr,
+            0,
+            PollCtx::UnboundWorkqueue,
+            done,
+            crate::kern_name!(),
+        );
+        let cq = match cq {
+            Ok(cq) => cq,
+            Err(e) => {
+                mp.close();
+                return Err(e);
+            }
+        };
+        let cq_arc = cq.cq().clone();
+        {
+            let mut st = mp.state.lock();
+            st.cq = Some(cq);
+            st.timer_obj = Some(timer);
+        }
+        // On failure from here, `close` takes apart what was made, in reverse.
+        let qp0 = if smi {
+            match MadQp::open(dev, &mp.pd, &cq_arc, port, QpType::Smi, QP0) {
+                Ok(q) => Some(q),
+                Err(e) => {
+                    mp.close();
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
+        mp.state.lock().qps[QP0] = qp0;
+        match MadQp::open(dev, &mp.pd, &cq_arc, port, QpType::Gsi, QP1) {
+            Ok(q) => {
+                let mut st = mp.state.lock();
+                st.qps[QP1] = Some(q);
+                st.open = true;
+            }
+            Err(e) => {
+                mp.close();
+                return Err(e);
+            }
+        }
+        Ok(mp)
+    }
+
+    /// Closes the port (C's `ib_mad_port_close`): agents left get their sends flushed, the
+    /// timer stops, the QPs are destroyed, then the CQ, then the buffers.
+    fn close(self: &Arc<Self>) {
+        let (agents, qps, cq, timer, timer_obj) = {
+            let mut st = self.state.lock();
+            st.open = false;
+            let agents = core::mem::take(&mut st.agents);
+            let qps = [st.qps[QP0].take(), st.qps[QP1].take()];
+            (agents, qps, st.cq.take(), st.timer.take(), st.timer_obj.take())
+        };
+        // Stops the timer (dropping its handle cancels it) before anything else goes.
+        drop(timer);
+        drop(timer_obj);
+        for a in &agents {
+            a.unregister();
+        }
+        // The QPs go first (the device stops using the buffers), then the CQ's polling.
+        drop(qps);
+        drop(cq);
+        let mut st = self.state.lock();
+        st.sends.clear();
+    }
+
+    /// Queues `rec` and posts it if the QP has room (C's `ib_send_mad`).
+    fn submit(self: &Arc<Self>, rec: SendRec) -> Result {
+        let mut st = self.state.lock();
+        if !st.open {
+            return Err(ENODEV);
+        }
+        st.sends.push(rec, GFP_KERNEL)?;
+        let i = st.sends.len() - 1;
+        if let Err(e) = self.post(&mut st, i) {
+            let _ = st.sends.remove(i);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Posts send `i` on its QP if a slot is free (else it stays queued).
+    fn post(&self, st: &mut PortState, i: usize) -> Result {
+        let lkey = self.pd.local_dma_lkey();
+        let PortState { qps, sends, .. } = st;
+        let rec = sends.get_mut(i).ok_or(EINVAL)?;
+        let q = qps[rec.qpi].as_mut().ok_or(ENODEV)?;
+        let Some(slot) = q.free.pop() else {
+            rec.state = SendState::Queued;
+            return Ok(());
+        };
+        let posted = (|| -> Result {
+            q.send.write(slot, &rec.mad[..])?;
+            let sge = [q.send.sge(slot, lkey)?];
+            let wr = SendWr {
+                wr_id: mad_port::wr_id(false, rec.qpi, slot),
+                opcode: SendOpcode::Send,
+                sg_list: &sge,
+                send_flags: send_flags::SIGNALED,
+                ud: Some(UdWr {
+                    ah: &rec.ah,
+                    remote_qpn: rec.remote_qpn,
+                    remote_qkey: SET_QKEY,
+                }),
+                ..SendWr::default()
+            };
+            q.qp.post_send(&[wr]).map_err(Error::from)
+        })();
+        match posted {
+            Ok(()) => {
+                rec.state = SendState::Posted(slot);
+                Ok(())
+            }
+            Err(e) => {
+                let _ = q.free.push(slot, GFP_KERNEL);
+                Err(e)
+            }
+        }
+    }
+
+    /// Posts queued sends of QP `qpi` while it has free slots; a send that fails is finished
+    /// with a general error.
+    fn post_queued(&self, st: &mut PortState, qpi: usize, notices: &mut KVec<Notice>) {
+        let mut i = 0;
+        while i < st.sends.len() {
+            let r = &st.sends[i];
+            if r.qpi != qpi || r.state != SendState::Queued {
+                i += 1;
+                continue;
+            }
+            if st.qps[qpi].as_ref().is_none_or(|q| q.free.is_empty()) {
+                return;
+            }
+            if self.post(st, i).is_err() {
+                if let Ok(r) = st.sends.remove(i) {
+                    finish(r, WcStatus::GeneralErr, notices);
+                }
+                continue;
+            }
+            i += 1;
+        }
+    }
+
+    /// A completion of the port's CQ (on the completion workqueue).
+    fn completed(self: &Arc<Self>, wc: &WorkCompletion) {
+        let (recv, qpi, slot) = mad_port::from_wr_id(wc.wr_id);
+        if qpi > QP1 {
+            return;
+        }
+        if recv {
+            self.received(qpi, slot, wc);
+        } else {
+            self.send_completed(qpi, slot, wc);
+        }
+    }
+
+    /// A send completion: the slot is free; the send waits for its response or is finished.
+    fn send_completed(self: &Arc<Self>, qpi: usize, slot: u32, wc: &WorkCompletion) {
+        let mut notices = KVec::new();
+        {
+            let mut st = self.state.lock();
+            if let Some(q) = st.qps[qpi].as_mut() {
+                let _ = q.free.push(slot, GFP_KERNEL);
+            }
+            let found = st
+                .sends
+                .iter()
+                .position(|r| r.qpi == qpi && r.state == SendState::Posted(slot));
+            if let Some(i) = found {
+                let r = &mut st.sends[i];
+                let wait = wc.status == WcStatus::Success
+                    && r.timeout_ms != 0
+                    && !r.answered
+                    && !r.cancelled;
+                if wait {
+                    let deadline =
+                        self.now_ns() + Delta::from_millis(i64::from(r.timeout_ms)).as_nanos();
+                    r.state = SendState::Waiting(deadline);
+                    self.arm(&mut st, deadline);
+                } else if let Ok(r) = st.sends.remove(i) {
+                    if !r.cancelled {
+                        finish(r, wc.status, &mut notices);
+                    }
+                }
+            }
+            if st.open {
+                self.post_queued(&mut st, qpi, &mut notices);
+            }
+        }
+        deliver(notices);
+    }
+
+    /// Arms the response timer for `deadline` unless it fires earlier already.
+    fn arm(&self, st: &mut PortState, deadline: i64) {
+        if let Some((at, _)) = &st.timer {
+            if *at <= deadline {
+                return;
+            }
+        }
+        let Some(t) = st.timer_obj.clone() else {
+            return;
+        };
+        // Dropping the old handle cancels the old timer.
+        st.timer = None;
+        let delay = Delta::from_nanos((deadline - self.now_ns()).max(0));
+        st.timer = Some((deadline, t.start(delay)));
+    }
+
+    /// The response timer fired: expired sends are sent again or finish with
+    /// [`WcStatus::RespTimeoutErr`] (C's `timeout_sends`).
+    fn timeouts(self: &Arc<Self>) {
+        let mut notices = KVec::new();
+        {
+            let mut st = self.state.lock();
+            st.timer = None;
+            if !st.open {
+                return;
+            }
+            let now = self.now_ns();
+            let mut next: Option<i64> = None;
+            let mut i = 0;
+            while i < st.sends.len() {
+                let SendState::Waiting(at) = st.sends[i].state else {
+                    i += 1;
+                    continue;
+                };
+                if at > now {
+                    next = Some(next.map_or(at, |n| n.min(at)));
+                    i += 1;
+                    continue;
+                }
+                if st.sends[i].retries_left > 0 {
+                    st.sends[i].retries_left -= 1;
+                    st.sends[i].state = SendState::Queued;
+                    if self.post(&mut st, i).is_err() {
+                        if let Ok(r) = st.sends.remove(i) {
+                            finish(r, WcStatus::GeneralErr, &mut notices);
+                        }
+                        continue;
+                    }
+                    i += 1;
+                } else if let Ok(r) = st.sends.remove(i) {
+                    finish(r, WcStatus::RespTimeoutErr, &mut notices);
+                }
+            }
+            if let Some(n) = next {
+                self.arm(&mut st, n);
+            }
+        }
+        deliver(notices);
+    }
+
+    /// A receive completion: the MAD is copied out, its slot posted again, then processed.
+    fn received(self: &Arc<Self>, qpi: usize, slot: u32, wc: &WorkCompletion) {
+        if wc.status != WcStatus::Success || wc.opcode != WcOpcode::Recv {
+            // Flushed at close, or an error that put the QP in the error state.
+            return;
+        }
+        let mut buf = [0u8; RECV_SLOT];
+        let qp_type = {
+            let st = self.state.lock();
+            let Some(q) = st.qps[qpi].as_ref() else {
+                return;
+            };
+            if q.recv.read(slot, &mut buf).is_err() {
+                return;
+            }
+            let _ = q.post_recv(qpi, slot, self.pd.local_dma_lkey());
+            q.qp_type
+        };
+        let Ok(mut r) = KBox::new(
+            ReceivedMad {
+                mad: [0; MAD_SIZE],
+                wc: MadWc {
+                    slid: wc.slid,
+                    src_qp: wc.src_qp,
+                    sl: wc.sl,
+                    pkey_index: wc.pkey_index,
+                    dlid_path_bits: wc.dlid_path_bits,
+                },
+                grh: None,
+            },
+            GFP_KERNEL,
+        ) else {
+            return;
+        };
+        r.mad.copy_from_slice(&buf[GRH_SIZE..]);
+        if wc.grh {
+            let mut g = [0u8; GRH_SIZE];
+            g.copy_from_slice(&buf[..GRH_SIZE]);
+            r.grh = Some(g);
+        }
+        self.process_received(qpi, qp_type, r);
+    }
+
+    /// C's `ib_mad_recv_done` from validation on.
+    fn process_received(self: &Arc<Self>, qpi: usize, qp_type: QpType, mut r: KBox<ReceivedMad>) {
+        if !mad_agent::valid_for_qp(&r.mad, qp_type) {
+            return;
+        }
+        if r.mad[hdr::MGMT_CLASS] == class::SUBN_DIRECTED_ROUTE && !self.smi_received(&mut r.mad)
+        {
+            return;
+        }
+        let Ok(mut out) = KBox::new([0u8; MAD_SIZE], GFP_KERNEL) else {
+            return;
+        };
+        let ops = self.dev.ops();
+        let ret = if ops.has_process_mad() {
+            ops.process_mad(0, self.port, Some(&r.wc), &r.mad, &mut out)
+        } else {
+            0
+        };
+        if ret & result::SUCCESS != 0 {
+            if ret & result::CONSUMED != 0 {
+                return;
+            }
+            if ret & result::REPLY != 0 {
+                self.send_response(qpi, out, &r);
+                return;
+            }
+        }
+        if let Some(agent) = self.find_agent(qp_type, &r.mad) {
+            self.agent_received(agent, r);
+            return;
+        }
+        // Nobody takes it: a Get or Set is answered "unsupported" (C's
+        // `generate_unmatched_resp`).
+        let m = r.mad[hdr::METHOD];
+        if ret & result::SUCCESS != 0 && (m == method::GET || m == method::SET) {
+            out.copy_from_slice(&r.mad);
+            out[hdr::METHOD] = method::GET_RESP;
+            let mut st = status::UNSUPPORTED_METHOD_ATTRIB;
+            if r.mad[hdr::MGMT_CLASS] == class::SUBN_DIRECTED_ROUTE {
+                st |= status::SMP_DIRECTION;
+            }
+            put16(&mut out[..], hdr::STATUS, st);
+            self.send_response(qpi, out, &r);
+        }
+    }
+
+    /// The hop rules for a received directed-route SMP (C's `handle_ib_smi`); false: drop it.
+    fn smi_received(&self, m: &mut Mad) -> bool {
+        let ports = self.dev.port_count();
+        if mad_smi::handle_recv(m, false, self.port, ports) == SmiAction::Discard {
+            return false;
+        }
+        match mad_smi::check_forward(m) {
+            SmiForward::Local => true,
+            SmiForward::Send => {
+                mad_smi::handle_send(m, false, self.port) == SmiAction::Handle
+                    && mad_smi::is_local(m)
+            }
+            // Only switches forward; a channel adapter takes it (C).
+            SmiForward::Forward => true,
+        }
+    }
+
+    /// The agent a received MAD is for (C's `find_mad_agent`).
+    fn find_agent(&self, qp_type: QpType, m: &Mad) -> Option<Arc<MadAgent>> {
+        let st = self.state.lock();
+        if mad_agent::is_response(m) {
+            let hi = (mad_agent::tid(m) >> 32) as u32;
+            return st
+                .agents
+                .iter()
+                .find(|a| a.key.hi_tid == hi && a.key.qp_type == qp_type)
+                .cloned();
+        }
+        st.agents
+            .iter()
+            .find(|a| a.key.owns_request(qp_type, m))
+            .cloned()
+    }
+
+    /// Gives `r` to `agent`: a request as it is, a response only if it answers one of the
+    /// agent's sends, which then completes (C's `ib_mad_complete_recv`).
+    fn agent_received(&self, agent: Arc<MadAgent>, r: KBox<ReceivedMad>) {
+        if !mad_agent::is_response(&r.mad) {
+            agent.call(|h, a| h.recv(a, r));
+            return;
+        }
+        let tid = mad_agent::tid(&r.mad);
+        let c = r.mad[hdr::MGMT_CLASS];
+        let done = {
+            let mut st = self.state.lock();
+            let found = st.sends.iter().position(|s| {
+                s.agent.as_ref().is_some_and(|a| core::ptr::eq(&**a, &*agent))
+                    && s.tid == tid
+                    && s.mgmt_class == c
+                    && !s.answered
+                    && !s.cancelled
+                    && matches!(s.state, SendState::Waiting(_) | SendState::Posted(_))
+            });
+            let Some(i) = found else {
+                // An answer to nothing of this agent's: dropped.
+                return;
+            };
+            if matches!(st.sends[i].state, SendState::Posted(_)) {
+                // Early: the send completes when its completion comes.
+                st.sends[i].answered = true;
+                None
+            } else {
+                st.sends.remove(i).ok()
+            }
+        };
+        agent.call(|h, a| h.recv(a, r));
+        if let Some(s) = done {
+            let mut n = KVec::new();
+            finish(s, WcStatus::Success, &mut n);
+            deliver(n);
+        }
+    }
+
+    /// Sends `out`, the reply to `r`, back to its sender through the QP it came on (C's
+    /// `agent_send_response`).
+    fn send_response(self: &Arc<Self>, qpi: usize, out: KBox<Mad>, r: &ReceivedMad) {
+        let ah = AhAttr {
+            dlid: r.wc.slid,
+            sl: r.wc.sl,
+            src_path_bits: r.wc.dlid_path_bits,
+            static_rate: 0,
+            port_num: self.port as u8,
+            grh: r.grh.as_ref().map(|g| {
+                let flow = get32(g, 0);
+                let mut dgid = [0u8; 16];
+                dgid.copy_from_slice(&g[8..24]);
+                GlobalRoute {
+                    dgid: crate::attrs::Gid(dgid),
+                    flow_label: flow & 0xf_ffff,
+                    sgid_index: 0,
+                    hop_limit: 0xff,
+                    traffic_class: ((flow >> 20) & 0xff) as u8,
+                }
+            }),
+        };
+        let mut out = out;
+        if out[hdr::MGMT_CLASS] == class::SUBN_DIRECTED_ROUTE {
+            // The reply's route is checked as any directed-route send from here.
+            match self.outgoing_dr_smp(&mut out) {
+                Ok(None) => {}
+                _ => return,
+            }
+        }
+        let Ok(ah) = Ah::create(&self.pd, &ah) else {
+            return;
+        };
+        let rec = SendRec {
+            agent: None,
+            qpi,
+            tid: mad_agent::tid(&out),
+            mgmt_class: out[hdr::MGMT_CLASS],
+            mad: out,
+            ah,
+            remote_qpn: r.wc.src_qp,
+            timeout_ms: 0,
+            retries_left: 0,
+            context: 0,
+            state: SendState::Queued,
+            answered: false,
+            cancelled: false,
+        };
+        let _ = self.submit(rec);
+    }
+
+    /// The directed-route rules for an SMP sent from here (C's `handle_outgoing_dr_smp`):
+    /// `EINVAL` for a route that cannot start here; `Some` when the SMP is for this port's
+    /// own agent and never leaves (the driver's answer); `None` to send it.
+    fn outgoing_dr_smp(&self, m: &mut Mad) -> Result<Option<Local>> {
+        if mad_smi::lid_routed_part_empty(m)
+            && mad_smi::handle_send(m, false, self.port) == SmiAction::Discard
+        {
+            let name = self.dev.name();
+            pr_err!("infiniband {}: Invalid directed route\n", BStr::from_bytes(&name));
+            return Err(EINVAL);
+        }
+        if !self.dev.ops().has_process_mad()
+            || (!mad_smi::is_local(m) && !mad_smi::is_local_returning(m))
+        {
+            return Ok(None);
+        }
+        let wc = MadWc {
+            slid: mad_smi::dr_slid(m),
+            src_qp: 0,
+            ..MadWc::default()
+        };
+        let mut out = KBox::new([0u8; MAD_SIZE], GFP_KERNEL)?;
+        let ret = self
+            .dev
+            .ops()
+            .process_mad(0, self.port, Some(&wc), m, &mut out);
+        let local_wc = MadWc {
+            slid: mad_smi::LID_PERMISSIVE,
+            ..MadWc::default()
+        };
+        match ret {
+            r if r == result::SUCCESS | result::REPLY => {
+                let recv = KBox::new(
+                    ReceivedMad {
+                        mad: *out,
+                        wc: local_wc,
+                        grh: None,
+                    },
+                    GFP_KERNEL,
+                )?;
+                Ok(Some(Local::Reply(recv)))
+            }
+            r if r == result::SUCCESS | result::CONSUMED => Ok(Some(Local::Consumed)),
+            r if r == result::SUCCESS => {
+                let Some(agent) = self.find_agent(QpType::Smi, m) else {
+                    return Ok(Some(Local::Consumed));
+                };
+                let recv = KBox::new(
+                    ReceivedMad {
+                        mad: *m,
+                        wc: local_wc,
+                        grh: None,
+                    },
+                    GFP_KERNEL,
+                )?;
+                Ok(Some(Local::ForAgent(agent, recv)))
+            }
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// Completes a send the port answered itself, from the general workqueue (C's
+    /// `local_completions`): the reply (if a response) to the sender, then its completion.
+    fn complete_local(
+        &self,
+        agent: &Arc<MadAgent>,
+        context: u64,
+        mad: KBox<Mad>,
+        local: Local,
+    ) -> Result {
+        let mut notices = KVec::new();
+        match local {
+            Local::Reply(r) => {
+                if mad_agent::is_response(&r.mad) {
+                    notices.push(Notice::Recv(agent.clone(), r), GFP_KERNEL)?;
+                }
+            }
+            Local::Consumed => {}
+            Local::ForAgent(a, r) => notices.push(Notice::Recv(a, r), GFP_KERNEL)?,
+        }
+        let done = SendDone {
+            context,
+            status: WcStatus::Success,
+            mad,
+        };
+        notices.push(Notice::Done(agent.clone(), done), GFP_KERNEL)?;
+        let w = KBox::pin_init(
+            pin_init!(LocalWork {
+                notices,
+                work <- new_work!("ib_core::mad::LocalWork::work"),
+            }),
+            GFP_KERNEL,
+        )?;
+        let q = crate::workqueues::queues().ok_or(ENODEV)?;
+        q.general.enqueue(w);
+        Ok(())
+    }
+}
+
+/// Finishes send `r` with `status`: its agent hears of it (the port's own replies end
+/// silently).
+fn finish(r: SendRec, status: WcStatus, notices: &mut KVec<Notice>) {
+    if let Some(a) = r.agent {
+        let d = SendDone {
+            context: r.context,
+            status,
+            mad: r.mad,
+        };
+        let _ = notices.push(Notice::Done(a, d), GFP_KERNEL);
+    }
+}
+
+/// Local completions, delivered on a workqueue as C's `local_work`.
+#[pin_data]
+struct LocalWork {
+    notices: KVec<Notice>,
+    #[pin]
+    work: Work<LocalWork>,
+}
+
+kernel::impl_has_work! {
+    impl HasWork<Self> for LocalWork { self.work }
+}
+
+impl WorkItem for LocalWork {
+    type Pointer = Pin<KBox<LocalWork>>;
+
+    fn run(this: Pin<KBox<LocalWork>>) {
+        // SAFETY: `notices` is not structurally pinned, and the work item is done with `work`:
+        // taking `notices` moves nothing that is pinned.
+        let mut this = unsafe { Pin::into_inner_unchecked(this) };
+        let notices = core::mem::replace(&mut this.notices, KVec::new());
+        deliver(notices);
+    }
+}
+
+/// The response timer of a port: fires at the earliest deadline and queues the timeout work.
+#[pin_data]
+struct MadTimer {
+    #[pin]
+    timer: HrTimer<Self>,
+    #[pin]
+    work: Work<MadTimer>,
+    port: Arc<MadPort>,
+}
+
+impl HrTimerCallback for MadTimer {
+    type Pointer<'a> = Arc<Self>;
+
+    fn run(this: ArcBorrow<'_, Self>, _ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
+        if let Some(q) = crate::workqueues::queues() {
+            let _ = q.general.enqueue(Arc::<Self>::from(this));
+        }
+        HrTimerRestart::NoRestart
+    }
+}
+
+impl_has_hr_timer! {
+    impl HasHrTimer<Self> for MadTimer {
+        mode: RelativeMode<Monotonic>, field: self.timer
+    }
+}
+
+kernel::impl_has_work! {
+    impl HasWork<Self> for MadTimer { self.work }
+}
+
+impl WorkItem for MadTimer {
+    type Pointer = Arc<MadTimer>;
+
+    fn run(this: Arc<MadTimer>) {
+        this.port.timeouts();
+    }
+}
+
+/// The MAD client: opens the MAD services of every port that has them (C's `mad_client`,
+/// `ib_mad_init_device`, `ib_mad_remove_device`).
+pub(crate) struct MadClient;
+
+impl Client for MadClient {
+    type Data = KVec<Arc<MadPort>>;
+
+    fn add(&self, dev: &Arc<IbDevice>) -> Result<Self::Data> {
+        let mut ports: KVec<Arc<MadPort>> = KVec::new();
+        let mut fail = None;
+        for p in 1..=dev.port_count() {
+            let has_mad = dev
+                .port_immutable(p)
+                .is_some_and(|i| i.core_cap_flags & crate::attrs::CORE_CAP_IB_MAD != 0);
+            if !has_mad {
+                continue;
+            }
+            let opened = MadPort::open(dev, p).and_then(|mp| {
+                if let Err(e) = ports.push(mp.clone(), GFP_KERNEL) {
+                    mp.close();
+                    return Err(e.into());
+                }
+                if let Err(e) = PORTS.lock().push(mp.clone(), GFP_KERNEL) {
+                    return Err(e.into());
+                }
+                Ok(())
+            });
+            if let Err(e) = opened {
+                let name = dev.name();
+                pr_err!(
+                    "infiniband {}: Couldn't open port {}\n",
+                    BStr::from_bytes(&name),
+                    p
+                );
+                fail = Some(e);
+                break;
+            }
+        }
+        if let Some(e) = fail {
+            self.remove(dev, ports);
+            return Err(e);
+        }
+        if ports.is_empty() {
+            return Err(EOPNOTSUPP);
+        }
+        Ok(ports)
+    }
+
+    fn remove(&self, _dev: &IbDevice, data: Self::Data) {
+        for mp in data.iter().rev() {
+            {
+                let mut all = PORTS.lock();
+                if let Some(i) = all.iter().position(|p| Arc::ptr_eq(p, mp)) {
+                    let _ = all.remove(i);
+                }
+            }
+            mp.close();
+        }
+    }
+}

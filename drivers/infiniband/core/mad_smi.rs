@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Directed-route subnet management packets (C's `smi.c` and `smi.h`, IBA 14.2.2): how the
+//! hop pointer of a directed-route SMP moves when a port sends or receives it, and whether the
+//! SMP is for the local subnet management agent. Only the rules of a channel adapter apply
+//! (`is_switch` false everywhere the MAD layer calls them, as for every device it serves).
+
+use crate::mad_types::{get16, hdr, status, Mad};
+
+/// Most hops a directed route may have (`IB_SMP_MAX_PATH_HOPS`).
+pub const MAX_PATH_HOPS: u8 = 64;
+/// The permissive LID.
+pub const LID_PERMISSIVE: u16 = 0xffff;
+
+/// SMP field offsets (`struct ib_smp`).
+mod smp {
+    /// DrSLID.
+    pub(super) const DR_SLID: usize = 32;
+    /// DrDLID.
+    pub(super) const DR_DLID: usize = 34;
+    /// The initial path (64 port numbers).
+    pub(super) const INITIAL_PATH: usize = 128;
+    /// The return path (64 port numbers).
+    pub(super) const RETURN_PATH: usize = 192;
+}
+
+/// Handle or drop (`enum smi_action`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SmiAction {
+    /// Drop the SMP.
+    Discard,
+    /// Go on with it.
+    Handle,
+}
+
+/// Where a received directed-route SMP goes (`enum smi_forward_action`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SmiForward {
+    /// Up the stack.
+    Local,
+    /// To the send queue.
+    Send,
+    /// On to another port (switches only).
+    Forward,
+}
+
+fn direction(m: &Mad) -> bool {
+    get16(m, hdr::STATUS) & status::SMP_DIRECTION != 0
+}
+
+fn path(m: &Mad, base: usize, i: u8) -> u8 {
+    m.get(base + usize::from(i)).copied().unwrap_or(0)
+}
+
+/// The DrSLID (returning SMP) or DrDLID (outgoing SMP) that says whether the LID-routed part
+/// of the path is empty at this end: what C checks before [`handle_send`].
+pub fn lid_routed_part_empty(m: &Mad) -> bool {
+    let at = if direction(m) {
+        smp::DR_DLID
+    } else {
+        smp::DR_SLID
+    };
+    get16(m, at) == LID_PERMISSIVE
+}
+
+/// The DrSLID of `m`.
+pub fn dr_slid(m: &Mad) -> u16 {
+    get16(m, smp::DR_SLID)
+}
+
+/// Moves the hop pointer of an SMP that `port` sends (C's `smi_handle_dr_smp_send`).
+pub fn handle_send(m: &mut Mad, is_switch: bool, port: u32) -> SmiAction {
+    let hop_cnt = m[hdr::HOP_CNT];
+    let mut hop_ptr = m[hdr::HOP_PTR];
+    let dlid_perm = get16(m, smp::DR_DLID) == LID_PERMISSIVE;
+    let slid_perm = get16(m, smp::DR_SLID) == LID_PERMISSIVE;
+    let on = |b: bool| if b { SmiAction::Handle } else { SmiAction::Discard };
+    if hop_cnt >= MAX_PATH_HOPS {
+        return SmiAction::Discard;
+    }
+    let action = if !direction(m) {
+        if hop_cnt != 0 && hop_ptr == 0 {
+            hop_ptr += 1;
+            on(u32::from(path(m, smp::INITIAL_PATH, hop_ptr)) == port)
+        } else if hop_ptr != 0 && hop_ptr < hop_cnt {
+            if !is_switch {
+                return SmiAction::Discard;
+            }
+            hop_ptr += 1;
+            on(u32::from(path(m, smp::INITIAL_PATH, hop_ptr)) == port)
+        } else if hop_ptr == hop_cnt {
+            hop_ptr += 1;
+            on(is_switch || dlid_perm)
+        } else {
+            on(hop_ptr == hop_cnt + 1)
+        }
+    } else if hop_cnt != 0 && hop_ptr == hop_cnt + 1 {
+        hop_ptr -= 1;
+        on(u32::from(path(m, smp::RETURN_PATH, hop_ptr)) == port)
+    } else if (2..=hop_cnt).contains(&hop_ptr) {
+        if !is_switch {
+            return SmiAction::Discard;
+        }
+        hop_ptr -= 1;
+        on(u32::from(path(m, smp::RETURN_PATH, hop_ptr)) == port)
+    } else if hop_ptr == 1 {
+        hop_ptr -= 1;
+        on(is_switch || slid_perm)
+    } else {
+        on(hop_ptr == 0)
+    };
+    m[hdr::HOP_PTR] = hop_ptr;
+    action
+}
+
+/// Checks (and for a returning SMP, moves the hop pointer of) an SMP that `port` received
+/// (C's `smi_handle_dr_smp_recv`); `ports` is the device's port count.
+pub fn handle_recv(m: &mut Mad, is_switch: bool, port: u32, ports: u32) -> SmiAction {
+    let hop_cnt = m[hdr::HOP_CNT];
+    let mut hop_ptr = m[hdr::HOP_PTR];
+    let dlid_perm = get16(m, smp::DR_DLID) == LID_PERMISSIVE;
+    let slid_perm = get16(m, smp::DR_SLID) == LID_PERMISSIVE;
+    let on = |b: bool| if b { SmiAction::Handle } else { SmiAction::Discard };
+    if hop_cnt >= MAX_PATH_HOPS {
+        return SmiAction::Discard;
+    }
+    let action = if !direction(m) {
+        if hop_cnt != 0 && hop_ptr == 0 {
+            SmiAction::Discard
+        } else if hop_ptr != 0 && hop_ptr < hop_cnt {
+            if !is_switch {
+                return SmiAction::Discard;
+            }
+            if let Some(r) = m.get_mut(smp::RETURN_PATH + usize::from(hop_ptr)) {
+                *r = port as u8;
+            }
+            on(u32::from(path(m, smp::INITIAL_PATH, hop_ptr + 1)) <= ports)
+        } else if hop_ptr == hop_cnt {
+            if hop_cnt != 0 {
+                if let Some(r) = m.get_mut(smp::RETURN_PATH + usize::from(hop_ptr)) {
+                    *r = port as u8;
+                }
+            }
+            on(is_switch || dlid_perm)
+        } else {
+            on(hop_ptr == hop_cnt + 1)
+        }
+    } else if hop_cnt != 0 && hop_ptr == hop_cnt + 1 {
+        hop_ptr -= 1;
+        on(u32::from(path(m, smp::RETURN_PATH, hop_ptr)) == port)
+    } else if (2..=hop_cnt).contains(&hop_ptr) {
+        if !is_switch {
+            return SmiAction::Discard;
+        }
+        on(u32::from(path(m, smp::RETURN_PATH, hop_ptr - 1)) <= ports)
+    } else if hop_ptr == 1 {
+        if slid_perm {
+            hop_ptr -= 1;
+            SmiAction::Handle
+        } else {
+            on(is_switch)
+        }
+    } else {
+        on(hop_ptr == 0)
+    };
+    m[hdr::HOP_PTR] = hop_ptr;
+    action
+}
+
+/// Where a received SMP goes once [`handle_recv`] let it through (C's
+/// `smi_check_forward_dr_smp`).
+pub fn check_forward(m: &Mad) -> SmiForward {
+    let hop_cnt = m[hdr::HOP_CNT];
+    let hop_ptr = m[hdr::HOP_PTR];
+    if !direction(m) {
+        if hop_ptr != 0 && hop_ptr < hop_cnt {
+            return SmiForward::Forward;
+        }
+        if hop_ptr == hop_cnt {
+            return if get16(m, smp::DR_DLID) == LID_PERMISSIVE {
+                SmiForward::Send
+            } else {
+                SmiForward::Local
+            };
+        }
+        if u16::from(hop_ptr) == u16::from(hop_cnt) + 1 {
+            return SmiForward::Send;
+        }
+    } else {
+        if (2..=hop_cnt).contains(&hop_ptr) {
+            return SmiForward::Forward;
+        }
+        if hop_ptr == 1 {
+            return if get16(m, smp::DR_SLID) != LID_PERMISSIVE {
+                SmiForward::Send
+            } else {
+                SmiForward::Local
+            };
+        }
+    }
+    SmiForward::Local
+}
+
+/// Whether an outgoing SMP is for the local agent (C's `smi_check_local_smp`, for a device
+/// with `process_mad`).
+pub fn is_local(m: &Mad) -> bool {
+    !direction(m) && u16::from(m[hdr::HOP_PTR]) == u16::from(m[hdr::HOP_CNT]) + 1
+}
+
+/// Whether a returning SMP has reached its requester here (C's
+/// `smi_check_local_returning_smp`, for a device with `process_mad`).
+pub fn is_local_returning(m: &Mad) -> bool {
+    direction(m) && m[hdr::HOP_PTR] == 0
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_ib_mad_smi)]
+mod tests {
+    use super::*;
+    use crate::mad_types::{put16, MAD_SIZE};
+
+    fn dr(hop_ptr: u8, hop_cnt: u8, slid: u16, dlid: u16) -> Mad {
+        let mut m = [0u8; MAD_SIZE];
+        m[hdr::BASE_VERSION] = 1;
+        m[hdr::MGMT_CLASS] = 0x81;
+        m[hdr::HOP_PTR] = hop_ptr;
+        m[hdr::HOP_CNT] = hop_cnt;
+        put16(&mut m, smp::DR_SLID, slid);
+        put16(&mut m, smp::DR_DLID, dlid);
+        m
+    }
+
+    #[test]
+    fn a_zero_hop_query_is_for_the_local_agent() {
+        // `smpquery -D nodeinfo 0`: no hops, both directed-route LIDs permissive.
+        let mut m = dr(0, 0, LID_PERMISSIVE, LID_PERMISSIVE);
+        assert!(lid_routed_part_empty(&m));
+        assert_eq!(handle_send(&mut m, false, 1), SmiAction::Handle);
+        assert_eq!(m[hdr::HOP_PTR], 1);
+        assert!(is_local(&m));
+    }
+
+    #[test]
+    fn a_one_hop_query_leaves_through_its_port_only() {
+        let mut m = dr(0, 1, LID_PERMISSIVE, LID_PERMISSIVE);
+        m[smp::INITIAL_PATH + 1] = 1;
+        assert_eq!(handle_send(&mut m, false, 1), SmiAction::Handle);
+        assert_eq!(m[hdr::HOP_PTR], 1);
+        assert!(!is_local(&m));
+        let mut m = dr(0, 1, LID_PERMISSIVE, LID_PERMISSIVE);
+        m[smp::INITIAL_PATH + 1] = 2;
+        assert_eq!(handle_send(&mut m, false, 1), SmiAction::Discard);
+        // A channel adapter does not relay.
+        let mut m = dr(1, 2, LID_PERMISSIVE, LID_PERMISSIVE);
+        assert_eq!(handle_send(&mut m, false, 1), SmiAction::Discard);
+        // Too long a path.
+        let mut m = dr(0, MAX_PATH_HOPS, LID_PERMISSIVE, LID_PERMISSIVE);
+        assert_eq!(handle_send(&mut m, false, 1), SmiAction::Discard);
+    }
+
+    #[test]
+    fn a_received_request_at_the_path_end_is_answered_locally() {
+        // One hop, arrived: hop_ptr was moved to 1 by the sender.
+        let mut m = dr(1, 1, LID_PERMISSIVE, LID_PERMISSIVE);
+        assert_eq!(handle_recv(&mut m, false, 1, 1), SmiAction::Handle);
+        // The return path records the port.
+        assert_eq!(m[smp::RETURN_PATH + 1], 1);
+        assert_eq!(check_forward(&m), SmiForward::Send);
+        assert_eq!(handle_send(&mut m, false, 1), SmiAction::Handle);
+        assert!(is_local(&m));
+        // A request whose sender did not move the hop pointer is dropped.
+        let mut m = dr(0, 1, LID_PERMISSIVE, LID_PERMISSIVE);
+        assert_eq!(handle_recv(&mut m, false, 1, 1), SmiAction::Discard);
+    }
+
+    #[test]
+    fn a_returning_response_reaches_its_requester() {
+        let mut m = dr(1, 1, LID_PERMISSIVE, LID_PERMISSIVE);
+        put16(&mut m, hdr::STATUS, status::SMP_DIRECTION);
+        assert_eq!(handle_recv(&mut m, false, 1, 1), SmiAction::Handle);
+        assert_eq!(m[hdr::HOP_PTR], 0);
+        assert_eq!(check_forward(&m), SmiForward::Local);
+        assert!(is_local_returning(&m));
+    }
+}
