@@ -66,6 +66,10 @@ pub const POLLIN: u32 = bindings::POLLIN;
 pub const POLLRDNORM: u32 = bindings::POLLRDNORM;
 /// `EPOLLERR`: the file is in an error state (a read would fail).
 pub const POLLERR: u32 = bindings::POLLERR;
+/// `EPOLLOUT`: writing would not block.
+pub const POLLOUT: u32 = bindings::POLLOUT;
+/// `EPOLLWRNORM`: normal data may be written.
+pub const POLLWRNORM: u32 = bindings::POLLWRNORM;
 
 /// A new anonymous file named `name` (shown as `anon_inode:<name>` in `/proc/<pid>/fd`), with
 /// `flags` (`O_RDONLY`, `O_RDWR`, ...), owning `data`. The file has no `llseek`.

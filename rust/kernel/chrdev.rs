@@ -28,8 +28,9 @@ use crate::{
     mm::virt::VmaNew,
     module::this_module,
     prelude::*,
+    sync::poll::PollTable,
     types::ForeignOwnable,
-    uaccess::UserPtr,
+    uaccess::{UserPtr, UserSlice, UserSliceWriter},
 };
 use core::marker::PhantomData;
 
@@ -157,6 +158,28 @@ pub trait FileOperations: Sized {
         drop(data);
     }
 
+    /// `read(2)` of at most `len` bytes into `buf`; returns how many were written. A read that
+    /// must wait checks [`File::flags`] for `O_NONBLOCK` itself.
+    fn read(
+        _data: <Self::Ptr as ForeignOwnable>::Borrowed<'_>,
+        _file: &File,
+        _buf: UserSliceWriter,
+        _len: usize,
+    ) -> Result<usize> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `poll(2)`, `select(2)`, `epoll`: registers what the caller should wait on in `table`
+    /// ([`PollTable::register_wait`]) and returns the events ready now (`EPOLL*` bits).
+    /// Without it, a file always reads as ready.
+    fn poll(
+        _data: <Self::Ptr as ForeignOwnable>::Borrowed<'_>,
+        _file: &File,
+        _table: PollTable<'_>,
+    ) -> u32 {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// `write(2)` of the `len` bytes at user address `buf` (read them with
     /// [`crate::uaccess::UserSlice`]); returns how many were consumed.
     fn write(
@@ -235,6 +258,43 @@ impl<T: FileOperations> Vtable<T> {
     /// # Safety
     ///
     /// Called by the VFS for a file opened by `open`; `buf` is a user pointer of `count` bytes.
+    unsafe extern "C" fn read(
+        file: *mut bindings::file,
+        buf: *mut c_char,
+        count: usize,
+        _pos: *mut bindings::loff_t,
+    ) -> isize {
+        // SAFETY: Between `open` and `release` the private data is a `T::Ptr`, which callbacks
+        // may borrow.
+        let data = unsafe { <T::Ptr as ForeignOwnable>::borrow((*file).private_data.cast()) };
+        // SAFETY: The file is valid for the duration of the call, with no fdget_pos region.
+        let f = unsafe { File::from_raw_file(file) };
+        let writer = UserSlice::new(UserPtr::from_ptr(buf.cast()), count).writer();
+        match T::read(data, f, writer, count) {
+            Ok(n) => n as isize,
+            Err(e) => e.to_errno() as isize,
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the VFS for a file opened by `open`; `wait` is null or a valid poll table.
+    unsafe extern "C" fn poll(
+        file: *mut bindings::file,
+        wait: *mut bindings::poll_table,
+    ) -> bindings::__poll_t {
+        // SAFETY: As in `read`.
+        let data = unsafe { <T::Ptr as ForeignOwnable>::borrow((*file).private_data.cast()) };
+        // SAFETY: As in `read`.
+        let f = unsafe { File::from_raw_file(file) };
+        // SAFETY: `wait` is null or valid for the duration of the call (the VFS's promise).
+        let table = unsafe { PollTable::from_raw(wait) };
+        T::poll(data, f, table)
+    }
+
+    /// # Safety
+    ///
+    /// Called by the VFS for a file opened by `open`; `buf` is a user pointer of `count` bytes.
     unsafe extern "C" fn write(
         file: *mut bindings::file,
         buf: *const c_char,
@@ -289,6 +349,8 @@ impl<T: FileOperations> Vtable<T> {
         owner: this_module::<T::OwnerModule>().as_ptr(),
         open: Some(Self::open),
         release: Some(Self::release),
+        read: if T::HAS_READ { Some(Self::read) } else { None },
+        poll: if T::HAS_POLL { Some(Self::poll) } else { None },
         write: if T::HAS_WRITE {
             Some(Self::write)
         } else {

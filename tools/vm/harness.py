@@ -39,7 +39,7 @@ GUEST = HERE / "guest"
 
 # Module load order of each stack, as file names relative to the directory given for the stack.
 STACK_MODULES = {
-    "rust": ["ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib"],
+    "rust": ["ib_core", "ib_uverbs", "ib_umad", "mlx5_core", "mlx5_ib"],
     "c": ["dimlib", "ib_core", "ib_uverbs_support", "ib_uverbs", "ib_umad", "mlx5_core", "mlx5_ib"],
 }
 # Test-only modules of a stack, put next to its modules but not loaded by load_stack (scenarios

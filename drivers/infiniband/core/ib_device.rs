@@ -220,6 +220,16 @@ impl IbDevice {
         Ok(())
     }
 
+    /// Sets and clears capability bits of `port` through the driver (C's `ib_modify_port`
+    /// with `set_port_cap_mask` and `clr_port_cap_mask`): `EINVAL` for a port the device does
+    /// not have, `EOPNOTSUPP` if the driver cannot.
+    pub fn modify_port_caps(&self, port: u32, set: u32, clear: u32) -> Result {
+        if !self.is_valid_port(port) {
+            return Err(EINVAL);
+        }
+        self.ops.modify_port_caps(port, set, clear)
+    }
+
     /// Name, mode and writability of the driver's device attribute `i` (C's `device_group`).
     pub(crate) fn driver_attr(&self, i: usize) -> Option<(&'static CStr, u16, bool)> {
         self.ops.device_attr(i)

@@ -26,9 +26,7 @@ use crate::{
     mad_agent::{self, AgentKey, MadRegReq},
     mad_port::{self, MadQp, RECV_SLOT},
     mad_smi::{self, SmiAction, SmiForward},
-    mad_types::{
-        class, get32, hdr, method, put16, result, status, Mad, MadWc, GRH_SIZE, MAD_SIZE,
-    },
+    mad_types::{class, get32, hdr, method, put16, result, status, Mad, MadWc, GRH_SIZE, MAD_SIZE},
     registry::Client,
     verbs::{Ah, Pd},
     verbs_types::{AhAttr, GlobalRoute, QpType},
@@ -397,7 +395,11 @@ impl MadAgent {
             }
         }
         let ah = Ah::create(&self.port.pd, &s.ah)?;
-        let qpi = if self.key.qp_type == QpType::Smi { QP0 } else { QP1 };
+        let qpi = if self.key.qp_type == QpType::Smi {
+            QP0
+        } else {
+            QP1
+        };
         let rec = SendRec {
             agent: Some(self.clone()),
             qpi,
@@ -526,7 +528,13 @@ impl MadPort {
             st.open = false;
             let agents = core::mem::take(&mut st.agents);
             let qps = [st.qps[QP0].take(), st.qps[QP1].take()];
-            (agents, qps, st.cq.take(), st.timer.take(), st.timer_obj.take())
+            (
+                agents,
+                qps,
+                st.cq.take(),
+                st.timer.take(),
+                st.timer_obj.take(),
+            )
         };
         // Stops the timer (dropping its handle cancels it) before anything else goes.
         drop(timer);
@@ -775,8 +783,7 @@ impl MadPort {
         if !mad_agent::valid_for_qp(&r.mad, qp_type) {
             return;
         }
-        if r.mad[hdr::MGMT_CLASS] == class::SUBN_DIRECTED_ROUTE && !self.smi_received(&mut r.mad)
-        {
+        if r.mad[hdr::MGMT_CLASS] == class::SUBN_DIRECTED_ROUTE && !self.smi_received(&mut r.mad) {
             return;
         }
         let Ok(mut out) = KBox::new([0u8; MAD_SIZE], GFP_KERNEL) else {
@@ -862,7 +869,9 @@ impl MadPort {
         let done = {
             let mut st = self.state.lock();
             let found = st.sends.iter().position(|s| {
-                s.agent.as_ref().is_some_and(|a| core::ptr::eq(&**a, &*agent))
+                s.agent
+                    .as_ref()
+                    .is_some_and(|a| core::ptr::eq(&**a, &*agent))
                     && s.tid == tid
                     && s.mgmt_class == c
                     && !s.answered
@@ -948,7 +957,10 @@ impl MadPort {
             && mad_smi::handle_send(m, false, self.port) == SmiAction::Discard
         {
             let name = self.dev.name();
-            pr_err!("infiniband {}: Invalid directed route\n", BStr::from_bytes(&name));
+            pr_err!(
+                "infiniband {}: Invalid directed route\n",
+                BStr::from_bytes(&name)
+            );
             return Err(EINVAL);
         }
         if !self.dev.ops().has_process_mad()

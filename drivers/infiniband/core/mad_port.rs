@@ -7,7 +7,7 @@
 //! slot per send entry (a MAD).
 
 use crate::{
-    attrs::{CORE_CAP_IB_SMI, PortImmutable},
+    attrs::{PortImmutable, CORE_CAP_IB_SMI},
     dma_buffer::DmaBuffer,
     ib_device::IbDevice,
     mad_types::{GRH_SIZE, MAD_SIZE},

@@ -74,7 +74,13 @@ pub fn handle_send(m: &mut Mad, is_switch: bool, port: u32) -> SmiAction {
     let mut hop_ptr = m[hdr::HOP_PTR];
     let dlid_perm = get16(m, smp::DR_DLID) == LID_PERMISSIVE;
     let slid_perm = get16(m, smp::DR_SLID) == LID_PERMISSIVE;
-    let on = |b: bool| if b { SmiAction::Handle } else { SmiAction::Discard };
+    let on = |b: bool| {
+        if b {
+            SmiAction::Handle
+        } else {
+            SmiAction::Discard
+        }
+    };
     if hop_cnt >= MAX_PATH_HOPS {
         return SmiAction::Discard;
     }
@@ -120,7 +126,13 @@ pub fn handle_recv(m: &mut Mad, is_switch: bool, port: u32, ports: u32) -> SmiAc
     let mut hop_ptr = m[hdr::HOP_PTR];
     let dlid_perm = get16(m, smp::DR_DLID) == LID_PERMISSIVE;
     let slid_perm = get16(m, smp::DR_SLID) == LID_PERMISSIVE;
-    let on = |b: bool| if b { SmiAction::Handle } else { SmiAction::Discard };
+    let on = |b: bool| {
+        if b {
+            SmiAction::Handle
+        } else {
+            SmiAction::Discard
+        }
+    };
     if hop_cnt >= MAX_PATH_HOPS {
         return SmiAction::Discard;
     }

@@ -553,8 +553,14 @@ pub(crate) trait DynOps: Send + Sync {
     /// Whether the driver has `DeviceOps::process_mad`.
     fn has_process_mad(&self) -> bool;
     /// `DeviceOps::process_mad` ([`crate::mad_types::result::FAILURE`] when absent).
-    fn process_mad(&self, flags: u32, port: u32, wc: Option<&MadWc>, inp: &Mad, out: &mut Mad)
-        -> u32;
+    fn process_mad(
+        &self,
+        flags: u32,
+        port: u32,
+        wc: Option<&MadWc>,
+        inp: &Mad,
+        out: &mut Mad,
+    ) -> u32;
     /// `DeviceOps::modify_port_caps` (`EOPNOTSUPP` when absent).
     fn modify_port_caps(&self, port: u32, set: u32, clear: u32) -> Result;
     /// Name, mode and writability of the driver's sysfs attribute `i`.

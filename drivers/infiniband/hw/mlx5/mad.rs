@@ -42,7 +42,14 @@ const VENDOR_CLASS2: u8 = 0x0a;
 /// Hands a whole MAD to `port`'s management agent in firmware (C's `mlx5_MAD_IFC`): the keys
 /// are checked only for a MAD that came with a completion (`with_wc`), which a key violation
 /// trap could answer. `out` gets the firmware's whole answer.
-fn mad_ifc(cmds: &Commands, flags: u32, port: u8, with_wc: bool, inp: &Mad, out: &mut Mad) -> Result {
+fn mad_ifc(
+    cmds: &Commands,
+    flags: u32,
+    port: u8,
+    with_wc: bool,
+    inp: &Mad,
+    out: &mut Mad,
+) -> Result {
     let mut op_mod = 0;
     if flags & mad_flags::IGNORE_MKEY != 0 || !with_wc {
         op_mod |= 0x1;
@@ -59,7 +66,11 @@ fn mad_ifc(cmds: &Commands, flags: u32, port: u8, with_wc: bool, inp: &Mad, out:
         .ok_or(EINVAL)?
         .copy_from_slice(inp);
     let o = cmds.exec::<MadIfc>(&input)?;
-    out.copy_from_slice(o.as_bytes().get(MAD_OFFSET..MAD_OFFSET + MAD_SIZE).ok_or(EINVAL)?);
+    out.copy_from_slice(
+        o.as_bytes()
+            .get(MAD_OFFSET..MAD_OFFSET + MAD_SIZE)
+            .ok_or(EINVAL)?,
+    );
     Ok(())
 }
 

@@ -41,7 +41,8 @@ use mlx5_core::{
     commands::Commands,
     ifc_verbs::{
         optpar, qp_state, CreateQp, DestroyQp, Init2RtrQp, QpCtxIn, QpNumIn, QpToErr, QpToRst,
-        QueryQp, Rst2InitQp, Rtr2RtsQp, QP_PM_MIGRATED, QP_ST_QP0, QP_ST_QP1, QP_ST_RC, QP_ST_UD, RQ_TYPE_SRQ,
+        QueryQp, Rst2InitQp, Rtr2RtsQp, QP_PM_MIGRATED, QP_ST_QP0, QP_ST_QP1, QP_ST_RC, QP_ST_UD,
+        RQ_TYPE_SRQ,
     },
 };
 

@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One port's user MAD devices (C's `ib_umad_port`): `umadN` and, where the port takes subnet
+//! management, `issmN`, with their sysfs files (`ibdev`, `port`) below the RDMA device's parent
+//! as in C (`/sys/class/infiniband/<dev>/device/infiniband_mad/umadN`); the files open on the
+//! port; the port's removal (C's `ib_umad_kill_port`).
+
+use crate::{
+    chardevs::{self, Numbers},
+    file::{IssmFile, UmadFile, UmadFileState},
+};
+use ib_core::{
+    attrs::{CORE_CAP_IB_MAD, CORE_CAP_IB_SMI},
+    ib_device::IbDevice,
+    registry::{ChardevInfo, Client},
+};
+use kernel::{
+    chrdev::{self, DevT},
+    class::{self, DevNode, StringFile},
+    class_device::ClassDevice,
+    new_condvar, new_mutex,
+    prelude::*,
+    str::{BStr, CString},
+    sync::{Arc, CondVar, Mutex},
+    sysfs_attrs::{Attribute, AttributeGroups, ShowBuffer},
+};
+
+/// The ABI version of the umad interface (C's `IB_USER_MAD_ABI_VERSION`), in
+/// `/sys/class/infiniband_mad/abi_version`.
+const ABI_VERSION: &CStr = c"5";
+/// The same, for netlink's `GET_CHARDEV`.
+const ABI: u64 = 5;
+
+/// A port's user MAD devices.
+#[pin_data]
+pub(crate) struct UmadPort {
+    number: u32,
+    umad_devt: DevT,
+    issm_devt: DevT,
+    port_num: u32,
+    /// The RDMA device, until the port is removed.
+    #[pin]
+    ib: Mutex<Option<Arc<IbDevice>>>,
+    /// The open `umadN` files (C's `file_list`, under `file_mutex`).
+    #[pin]
+    files: Mutex<KVec<Arc<UmadFileState>>>,
+    /// Whether `issmN` is held (C's `sm_sem`, a semaphore of one).
+    #[pin]
+    sm_held: Mutex<bool>,
+    #[pin]
+    sm_free: CondVar,
+}
+
+impl UmadPort {
+    /// The port's number in the `umadN` numbering.
+    pub(crate) fn number(&self) -> u32 {
+        self.number
+    }
+
+    /// The number of `umadN` (`issm` false) or `issmN`.
+    pub(crate) fn devt(&self, issm: bool) -> DevT {
+        if issm {
+            self.issm_devt
+        } else {
+            self.umad_devt
+        }
+    }
+
+    /// The RDMA device's port number.
+    pub(crate) fn port_num(&self) -> u32 {
+        self.port_num
+    }
+
+    /// The RDMA device, `None` once the port is removed.
+    pub(crate) fn ib_device(&self) -> Option<Arc<IbDevice>> {
+        self.ib.lock().clone()
+    }
+
+    /// Lists a newly opened file: `ENXIO` if the port went meanwhile.
+    pub(crate) fn add_file(&self, f: Arc<UmadFileState>) -> Result {
+        let mut files = self.files.lock();
+        if self.ib.lock().is_none() {
+            return Err(ENXIO);
+        }
+        files.push(f, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Unlists a closed file.
+    pub(crate) fn remove_file(&self, f: &Arc<UmadFileState>) {
+        let mut files = self.files.lock();
+        if let Some(i) = files.iter().position(|x| Arc::ptr_eq(x, f)) {
+            let _ = files.remove(i);
+        }
+    }
+
+    /// Takes `issmN` (C's `down(&port->sm_sem)`): `EAGAIN` if held and `nonblock`, else waits
+    /// (`ERESTARTSYS` on a signal).
+    pub(crate) fn sm_take(&self, nonblock: bool) -> Result {
+        let mut held = self.sm_held.lock();
+        while *held {
+            if nonblock {
+                return Err(EAGAIN);
+            }
+            if self.sm_free.wait_interruptible(&mut held) {
+                return Err(ERESTARTSYS);
+            }
+        }
+        *held = true;
+        Ok(())
+    }
+
+    /// Gives `issmN` back (C's `up(&port->sm_sem)`).
+    pub(crate) fn sm_give(&self) {
+        *self.sm_held.lock() = false;
+        self.sm_free.notify_one();
+    }
+
+    /// The port is removed (C's `ib_umad_kill_port`, after the devices are gone): every open
+    /// file loses its agents; reads, writes and registrations fail from now on.
+    fn kill(&self) {
+        let files = {
+            let files = self.files.lock();
+            *self.ib.lock() = None;
+            let mut copy = KVec::new();
+            for f in files.iter() {
+                let _ = copy.push(f.clone(), GFP_KERNEL);
+            }
+            copy
+        };
+        for f in files.iter() {
+            f.kill();
+        }
+    }
+}
+
+/// `ibdev`: the RDMA device's name; `ENODEV` once the port is gone.
+fn show_ibdev(p: &Arc<UmadPort>, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    let ib = p.ib_device().ok_or(ENODEV)?;
+    let name = ib.name();
+    buf.emit(fmt!("{}\n", BStr::from_bytes(&name)))
+}
+
+/// `port`: the port number; `ENODEV` once the port is gone.
+fn show_port(p: &Arc<UmadPort>, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    p.ib_device().ok_or(ENODEV)?;
+    buf.emit(fmt!("{}\n", p.port_num))
+}
+
+const ATTRS: &[Attribute<Arc<UmadPort>>] = &[
+    Attribute::ro(c"ibdev", show_ibdev),
+    Attribute::ro(c"port", show_port),
+];
+
+/// What the client keeps of one port: the port and its devices.
+pub(crate) struct PortDevices {
+    port: Arc<UmadPort>,
+    /// `None` only while being built (so that a failure unwinds through `drop`).
+    umad: Option<Arc<ClassDevice<Arc<UmadPort>>>>,
+    issm: Option<Arc<ClassDevice<Arc<UmadPort>>>>,
+}
+
+impl Drop for PortDevices {
+    /// C's `ib_umad_kill_port`: `issmN`, then `umadN` go (no new open), the open files lose
+    /// their agents, then the number is free.
+    fn drop(&mut self) {
+        drop(self.issm.take());
+        drop(self.umad.take());
+        self.port.kill();
+        chardevs::remove(self.port.number);
+    }
+}
+
+/// The ib_core client (C's `umad_client`), with what the ports need while it is registered.
+/// Fields drop in this order: the class file, the class, then the numbers.
+pub(crate) struct Umad {
+    _abi_file: StringFile,
+    class: Pin<KBox<class::Registration>>,
+    numbers: Numbers,
+}
+
+impl Umad {
+    /// Reserves the numbers and registers the class, in C's order.
+    pub(crate) fn new() -> Result<Self> {
+        let numbers = Numbers::reserve()?;
+        let class = KBox::pin_init(
+            class::Registration::new_with_devnode(
+                c"infiniband_mad",
+                DevNode {
+                    dir: c"infiniband",
+                    mode: 0,
+                },
+            ),
+            GFP_KERNEL,
+        )?;
+        // SAFETY: The file is dropped before the class (field order).
+        let abi_file = unsafe { StringFile::new(&class, c"abi_version", ABI_VERSION)? };
+        Ok(Self {
+            _abi_file: abi_file,
+            class,
+            numbers,
+        })
+    }
+
+    /// One port's devices (C's `ib_umad_init_port`).
+    fn add_port(&self, ib: &Arc<IbDevice>, port_num: u32, smi: bool) -> Result<PortDevices> {
+        let number = chardevs::free_number()?;
+        let (umad_devt, issm_devt) = self.numbers.devts(number).ok_or(ENOSPC)?;
+        let port = Arc::pin_init(
+            pin_init!(UmadPort {
+                number,
+                umad_devt,
+                issm_devt,
+                port_num,
+                ib <- new_mutex!(Some(ib.clone())),
+                files <- new_mutex!(KVec::new()),
+                sm_held <- new_mutex!(false),
+                sm_free <- new_condvar!(),
+            }),
+            GFP_KERNEL,
+        )?;
+        let mut devs = PortDevices {
+            port: port.clone(),
+            umad: None,
+            issm: None,
+        };
+        chardevs::insert(port.clone())?;
+        let name = CString::try_from_fmt(fmt!("umad{number}"))?;
+        let mut groups = AttributeGroups::builder();
+        groups.group(None, ATTRS)?;
+        // SAFETY: The class outlives every device: devices are removed when the client
+        // unregisters, before the class goes (field order of the module). The numbers are in
+        // `numbers`, which outlives the class.
+        devs.umad = Some(unsafe {
+            ClassDevice::new_chardev(
+                &self.class,
+                ib.parent(),
+                &name,
+                groups.build()?,
+                port.clone(),
+                umad_devt,
+                chrdev::file_operations::<UmadFile>(),
+            )?
+        });
+        if smi {
+            let name = CString::try_from_fmt(fmt!("issm{number}"))?;
+            let mut groups = AttributeGroups::builder();
+            groups.group(None, ATTRS)?;
+            // SAFETY: As for `umadN`.
+            devs.issm = Some(unsafe {
+                ClassDevice::new_chardev(
+                    &self.class,
+                    ib.parent(),
+                    &name,
+                    groups.build()?,
+                    port,
+                    issm_devt,
+                    chrdev::file_operations::<IssmFile>(),
+                )?
+            });
+        }
+        Ok(devs)
+    }
+}
+
+impl Client for Umad {
+    type Data = KVec<PortDevices>;
+    const CHARDEV_NAME: Option<&'static CStr> = Some(c"umad");
+
+    /// C's `ib_umad_add_one`: every port with MAD services gets its devices; a device with none
+    /// is skipped (`EOPNOTSUPP`).
+    fn add(&self, ib: &Arc<IbDevice>) -> Result<Self::Data> {
+        let mut ports = KVec::new();
+        for p in 1..=ib.port_count() {
+            let Some(imm) = ib.port_immutable(p) else {
+                continue;
+            };
+            if imm.core_cap_flags & CORE_CAP_IB_MAD == 0 {
+                continue;
+            }
+            let smi = imm.core_cap_flags & CORE_CAP_IB_SMI != 0;
+            let devs = self.add_port(ib, p, smi)?;
+            ports.push(devs, GFP_KERNEL)?;
+        }
+        if ports.is_empty() {
+            return Err(EOPNOTSUPP);
+        }
+        Ok(ports)
+    }
+
+    /// C's `ib_umad_remove_one`: the ports' devices go, last port first.
+    fn remove(&self, _ib: &IbDevice, mut data: Self::Data) {
+        while let Some(p) = data.pop() {
+            drop(p);
+        }
+    }
+
+    /// C's `ib_umad_get_nl_info`: the `umadN` of a valid port.
+    fn chardev_info(
+        &self,
+        ib: &IbDevice,
+        data: &Self::Data,
+        port: Option<u32>,
+    ) -> Result<ChardevInfo> {
+        let port = port.filter(|p| ib.is_valid_port(*p)).ok_or(EINVAL)?;
+        let p = data
+            .iter()
+            .find(|d| d.port.port_num == port)
+            .ok_or(EOPNOTSUPP)?;
+        Ok(ChardevInfo {
+            devt: p.port.umad_devt,
+            abi: ABI,
+            name: CString::try_from_fmt(fmt!("umad{}", p.port.number))?,
+            driver_id: None,
+        })
+    }
+}
