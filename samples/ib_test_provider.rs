@@ -256,7 +256,10 @@ impl DeviceOps for SoftDevice {
         init: &QpInitDriver<'_, Arc<SoftCq>, Arc<SoftSrq>>,
     ) -> Result<NewQp<Arc<SoftQp>>> {
         // The software fabric carries no management datagrams: no special QPs.
-        if matches!(init.qp_type, ib_core::verbs_types::QpType::Smi | ib_core::verbs_types::QpType::Gsi) {
+        if matches!(
+            init.qp_type,
+            ib_core::verbs_types::QpType::Smi | ib_core::verbs_types::QpType::Gsi
+        ) {
             return Err(EOPNOTSUPP);
         }
         let qpn = self.next_qpn.fetch_add(1, Relaxed);
