@@ -32,6 +32,7 @@ pub mod ib_device;
 pub mod cq_poll;
 pub mod dma_buffer;
 pub mod monitor;
+mod pma;
 mod sysfs;
 pub mod ucontext;
 pub mod verbs;

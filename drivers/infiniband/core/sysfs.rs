@@ -20,8 +20,10 @@
 //! the clients: removal waits for every `show`/`store` running and refuses new ones, so the
 //! callbacks never outlive the device's registration (see [`kernel::class_device`]).
 //!
-//! Not yet: `hw_counters/` (no driver statistics in the device API), `counters/` (PMA, needs
-//! MADs), the RoCE side of `gid_attrs` (every GID is an IB GID, `ndevs/<i>` reads `EINVAL` as
+//! `ports/<N>/counters/` (when the driver processes MADs) reads the PerfMgmt counters, one
+//! `process_mad` per read (`pma.rs`).
+//!
+//! Not yet: `hw_counters/` (no driver statistics in the device API), the RoCE side of `gid_attrs` (every GID is an IB GID, `ndevs/<i>` reads `EINVAL` as
 //! for an IB port in C) and the driver's `ops.port_groups`.
 //!
 //! Network namespaces as C's class has them: the device belongs to the initial namespace, and
@@ -32,6 +34,7 @@ use crate::{
     attrs::{LinkLayer, NodeType, NODE_DESC_MAX},
     ib_device::IbDevice,
     names::Name,
+    pma::{self, PmaCounter},
 };
 use kernel::{
     class,
@@ -44,10 +47,11 @@ use kernel::{
     sysfs_attrs::{Attribute, AttributeGroups, ShowBuffer, StoreFn},
 };
 
-/// What a port's directories read: the device and the port number.
+/// What a port's directories read: the device, the port number and its PMA counter table.
 struct SysfsPort {
     dev: Arc<IbDevice>,
     port: u32,
+    pma: &'static [PmaCounter],
 }
 
 /// A port's directories.
@@ -304,11 +308,30 @@ fn gid_ndev_show(_: &SysfsPort, _: u32, _: &mut ShowBuffer<'_>) -> Result {
     Err(EINVAL)
 }
 
-/// `ports/<port>` and its `gid_attrs`, sized by a `query_port` as C's `setup_port` does.
+/// `counters/<name>`: counter `i` of the port's table, one PerfMgmt query each.
+fn pma_show(p: &SysfsPort, i: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    let c = p.pma.get(i as usize).ok_or(EINVAL)?;
+    pma::show(&p.dev, p.port, c, buf)
+}
+
+/// `ports/<port>` and its `gid_attrs`, sized by a `query_port` as C's `setup_port` does; with
+/// `counters/` when the driver processes MADs.
 fn port_dirs(ports_dir: &Arc<KObjectDir<()>>, dev: &Arc<IbDevice>, port: u32) -> Result<PortDirs> {
     let attr = dev.query_port(port)?;
     let mut b = AttributeGroups::builder();
     b.group(None, &PORT_ATTRS)?;
+    let pma: &'static [PmaCounter] = if dev.ops().has_process_mad() {
+        pma::counter_table(dev, port)
+    } else {
+        &[]
+    };
+    if !pma.is_empty() {
+        let mut files = KVec::with_capacity(pma.len(), GFP_KERNEL)?;
+        for c in pma {
+            files.push(Attribute::ro(c.name, pma_show), GFP_KERNEL)?;
+        }
+        b.group(Some(c"counters"), &files)?;
+    }
     b.table(c"gids", attr.gid_tbl_len, 0o444, Some(gid_show), None)?;
     if attr.pkey_tbl_len > 0 {
         b.table(
@@ -328,6 +351,7 @@ fn port_dirs(ports_dir: &Arc<KObjectDir<()>>, dev: &Arc<IbDevice>, port: u32) ->
         SysfsPort {
             dev: dev.clone(),
             port,
+            pma,
         },
     )?;
 
@@ -342,6 +366,7 @@ fn port_dirs(ports_dir: &Arc<KObjectDir<()>>, dev: &Arc<IbDevice>, port: u32) ->
         SysfsPort {
             dev: dev.clone(),
             port,
+            pma: &[],
         },
     )?;
     Ok(PortDirs {
@@ -669,10 +694,12 @@ mod tests {
         let p1 = SysfsPort {
             dev: dev.clone(),
             port: 1,
+            pma: &[],
         };
         let p2 = SysfsPort {
             dev: dev.clone(),
             port: 2,
+            pma: &[],
         };
         assert_eq!(&text(|b| state_show(&p1, 0, b))?[..], b"4: ACTIVE\n");
         assert_eq!(&text(|b| phys_state_show(&p1, 0, b))?[..], b"5: LinkUp\n");
@@ -699,6 +726,7 @@ mod tests {
         let bad = SysfsPort {
             dev: dev.clone(),
             port: 3,
+            pma: &[],
         };
         assert_eq!(text(|b| state_show(&bad, 0, b)).err(), Some(EINVAL));
         drop((p1, p2, bad));
