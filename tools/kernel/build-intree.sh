@@ -15,7 +15,7 @@
 #  3. The configuration is the test kernel's with INFINIBAND and MLX5_CORE off, which makes the
 #     stack's symbols appear at their default, m. The stack's symbols select what C's select, so
 #     the built-in part of the kernel must come out the same: the script fails if it does not.
-#  4. `make bzImage modules`: the stack's modules are drivers/{ib_core,ib_uverbs,mlx5_core,
+#  4. `make bzImage modules`: the stack's modules are drivers/{ib_core,ib_uverbs,ib_umad,mlx5_core,
 #     mlx5_ib}.ko.
 # Usage: build-intree.sh <repo> <pristine tree> <test kernel tree> <in-tree build tree> <bindgen>
 set -euo pipefail
@@ -95,7 +95,7 @@ fi
 
 echo "build-intree: make bzImage modules"
 "${kmake[@]}" bzImage modules
-for m in ib_core ib_uverbs mlx5_core mlx5_ib; do
+for m in ib_core ib_uverbs ib_umad mlx5_core mlx5_ib; do
 	[ -f "$work/drivers/$m.ko" ] || { echo "build-intree: drivers/$m.ko was not built" >&2; exit 1; }
 done
-echo "build-intree: done: $work/arch/x86/boot/bzImage, drivers/{ib_core,ib_uverbs,mlx5_core,mlx5_ib}.ko"
+echo "build-intree: done: $work/arch/x86/boot/bzImage, drivers/{ib_core,ib_uverbs,ib_umad,mlx5_core,mlx5_ib}.ko"

@@ -5,7 +5,7 @@
 #        tools/kernel/overlay.sh places them for the external build: the same files, the same
 #        `pub mod` and #include lines).
 #   0002 RDMA: the stack itself, in its kernel places: drivers/infiniband/core (ib_core,
-#        ib_uverbs), drivers/infiniband/hw/mlx5 (mlx5_ib), drivers/net/mlx5_core (mlx5_core);
+#        ib_uverbs, ib_umad), drivers/infiniband/hw/mlx5 (mlx5_ib), drivers/net/mlx5_core (mlx5_core);
 #        drivers/Makefile.rdma-rs (how they build) included by drivers/Makefile, and
 #        drivers/Kconfig.rdma-rs (the repository's Kconfig down to its in-tree marker) sourced by
 #        drivers/Kconfig. The symbols show only while C's INFINIBAND and MLX5_CORE are n (the
@@ -16,7 +16,7 @@
 #
 # Apply with `git apply` (or `patch -p1`) in the kernel tree, set the symbols (they default to m
 # once C's stack is off), and build the kernel: the modules come out as drivers/{ib_core,
-# ib_uverbs,mlx5_core,mlx5_ib}.ko. The series is generated, never committed: it follows the
+# ib_uverbs,ib_umad,mlx5_core,mlx5_ib}.ko. The series is generated, never committed: it follows the
 # repository. Deterministic output (fixed author and dates), so an unchanged repository gives a
 # byte-identical series.
 # Usage: intree-series.sh <repo> <pristine tree> <output dir>
@@ -49,7 +49,7 @@ g add -A
 g commit -q -F - <<'EOF'
 rust: kernel-crate abstractions for the RDMA stack
 
-The pieces the Rust RDMA stack (ib_core, ib_uverbs, mlx5_core, mlx5_ib) needs that the kernel
+The pieces the Rust RDMA stack (ib_core, ib_uverbs, ib_umad, mlx5_core, mlx5_ib) needs that the kernel
 crate of 7.3 lacks: new modules under rust/kernel/ declared in their parents, C helpers under
 rust/helpers/ and the bindings header rust/bindings/rdma_rs_helper.h.
 EOF
@@ -77,7 +77,7 @@ grep -q "$marker" "$repo/Kconfig" || { echo "intree-series: no in-tree marker in
 {
 	echo "# SPDX-License-Identifier: GPL-2.0"
 	echo "# The RDMA stack in Rust (generated from the rdma-rs repository's Kconfig)."
-	echo "# Its modules carry the names of C's ib_core, ib_uverbs, mlx5_core and mlx5_ib, so it is"
+	echo "# Its modules carry the names of C's ib_core, ib_uverbs, ib_umad, mlx5_core and mlx5_ib, so it is"
 	echo "# offered only with C's stack off. Modules only; its symbols select what C's select, so the"
 	echo "# built-in kernel is the same with either stack."
 	echo
@@ -98,10 +98,10 @@ grep -q 'Makefile.rdma-rs' "$t/drivers/Makefile" || { echo "intree-series: drive
 
 g add -A
 g commit -q -F - <<'EOF'
-RDMA: ib_core, ib_uverbs, mlx5_core and mlx5_ib in Rust
+RDMA: ib_core, ib_uverbs, ib_umad, mlx5_core and mlx5_ib in Rust
 
 The RDMA stack in Rust, in the kernel's places: the core (drivers/infiniband/core, modules
-ib_core and ib_uverbs), the ConnectX core driver (drivers/net/mlx5_core, module mlx5_core) and
+ib_core, ib_uverbs and ib_umad), the ConnectX core driver (drivers/net/mlx5_core, module mlx5_core) and
 its RDMA driver (drivers/infiniband/hw/mlx5, module mlx5_ib). The modules carry the names of the
 C modules they replace, so their symbols (drivers/Kconfig.rdma-rs) show only while INFINIBAND and
 MLX5_CORE are off. One Makefile (drivers/Makefile.rdma-rs, included by drivers/Makefile) builds

@@ -71,6 +71,7 @@ impl PinnedDrop for IbCore {
             crate::workqueues::install(None);
         }
         crate::registry::clear();
+        crate::mad::clear();
         pr_info!("unloading\n");
     }
 }

@@ -207,6 +207,12 @@ pub(crate) unsafe fn init() {
     unsafe { PORTS.init() };
 }
 
+/// Frees the table's memory at unload (every port is closed by then: drivers hold a
+/// reference on the module while their devices are registered).
+pub(crate) fn clear() {
+    *PORTS.lock() = KVec::new();
+}
+
 /// The open MAD port `port` of `dev`.
 fn find_port(dev: &IbDevice, port: u32) -> Option<Arc<MadPort>> {
     PORTS

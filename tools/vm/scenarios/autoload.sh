@@ -6,8 +6,8 @@
 #     auxiliary device (auxiliary:mlx5_core.rdma) and its dependencies;
 #   - the PCI function's MODALIAS loads mlx5_core, the auxiliary device mlx5_core.rdma.0 it creates
 #     loads mlx5_ib (which pulls ib_core in as a dependency), and mlx5_0 comes up ACTIVE;
-#   - the infiniband class announces mlx5_0; rdma-core's lists then load ib_uverbs (both stacks)
-#     and, on C, ib_umad (the Rust stack has none yet);
+#   - the infiniband class announces mlx5_0; rdma-core's lists then load ib_uverbs and ib_umad
+#     (both stacks), and umad0 appears;
 #   - modprobe -r takes the stack out again; nothing leaks.
 # install-modules: yes
 # timeout: 400
@@ -33,9 +33,8 @@ wait_for "the infiniband class announced mlx5_0 (the event rdma-core's rules act
 	'^infiniband mlx5_0: add$' cat /tmp/hotplug.log
 wait_for "rdma-core's lists loaded ib_uverbs for mlx5_0" 30 '^infiniband mlx5_0: modprobe ib_uverbs: 0$' cat /tmp/hotplug.log
 wait_for "and /dev/infiniband/uverbs0 is there" 30 '^character special file e7:c0$' stat -c '%F %t:%T' /dev/infiniband/uverbs0
-if [ "$STACK" = c ]; then
-	wait_for "c: and ib_umad" 30 '^infiniband mlx5_0: modprobe ib_umad: 0$' cat /tmp/hotplug.log
-fi
+wait_for "and ib_umad" 30 '^infiniband mlx5_0: modprobe ib_umad: 0$' cat /tmp/hotplug.log
+wait_for "and /dev/infiniband/umad0 is there" 30 '^character special file e7:0$' stat -c '%F %t:%T' /dev/infiniband/umad0
 check "the udev stand-in stops" hotplug_stop
 check "modprobe -r mlx5_ib takes mlx5_0 away" sh -c 'modprobe -r mlx5_ib; ! grep -q "^mlx5_ib " /proc/modules && ! rdma dev show | grep -q mlx5_0'
 check "the rest of the stack unloads" unload_stack

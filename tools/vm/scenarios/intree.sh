@@ -6,7 +6,8 @@
 #   - the modules are in-tree modules (modinfo `intree: Y`, under kernel/drivers/), and loading
 #     them does not taint the kernel as out-of-tree (taint flag O, 4096) as the external build's do;
 #   - mlx5_core loads for the ConnectX function, mlx5_ib for its auxiliary device, mlx5_0 comes up
-#     ACTIVE and answers `rdma` and ibv_devinfo; the stack unloads without a leak.
+#     ACTIVE and answers `rdma` and ibv_devinfo, rdma-core's lists load ib_uverbs and ib_umad;
+#     the stack unloads without a leak.
 # Rust only: the C stack's in-tree build is the test kernel itself, which every C run boots.
 # kernel: intree
 # install-modules: yes
@@ -14,7 +15,7 @@
 # timeout: 400
 
 kdir=/lib/modules/$(uname -r)
-for m in ib_core ib_uverbs mlx5_core mlx5_ib; do
+for m in ib_core ib_uverbs ib_umad mlx5_core mlx5_ib; do
 	check_output "modinfo: $m is an in-tree module" '^Y$' modinfo -F intree $m
 	check_output "and installed under kernel/drivers/" "^$kdir/kernel/drivers/$m\\.ko\$" modinfo -F filename $m
 done
@@ -27,9 +28,10 @@ check "mlx5_core, mlx5_ib and ib_core are loaded" sh -c 'grep -q "^mlx5_core " /
 check_output "the kernel is not tainted by an out-of-tree module" '^0$' \
 	sh -c 'echo $(( $(cat /proc/sys/kernel/tainted) & 4096 ))'
 wait_for "rdma-core's lists loaded ib_uverbs for mlx5_0" 30 '^infiniband mlx5_0: modprobe ib_uverbs: 0$' cat /tmp/hotplug.log
+wait_for "and ib_umad" 30 '^infiniband mlx5_0: modprobe ib_umad: 0$' cat /tmp/hotplug.log
 check_output "ibv_devinfo: mlx5_0's port is active" 'state:[[:space:]]+PORT_ACTIVE' ibv_devinfo -d mlx5_0
 check "the udev stand-in stops" hotplug_stop
 check "modprobe -r mlx5_ib takes mlx5_0 away" sh -c 'modprobe -r mlx5_ib; ! grep -q "^mlx5_ib " /proc/modules && ! rdma dev show | grep -q mlx5_0'
-check "the rest of the stack unloads" sh -c 'modprobe -r ib_uverbs mlx5_core ib_core && ! grep -E "^(ib_core|ib_uverbs|mlx5_core) " /proc/modules'
+check "the rest of the stack unloads" sh -c 'modprobe -r ib_umad ib_uverbs mlx5_core ib_core && ! grep -E "^(ib_core|ib_uverbs|ib_umad|mlx5_core) " /proc/modules'
 kmemleak_clean "kmemleak finds no leak"
 dmesg_clean "dmesg has no warnings, oopses or lockdep reports"
