@@ -38,7 +38,7 @@ KMAKE := $(MAKE) -C $(KTREE) -s LLVM=-19 BINDGEN=$(BINDGEN)
 NPROC := $(shell nproc)
 # Guest-side test programs built from this repository (libibverbs consumers).
 VERBS_TOOLS := $(OUT)/tools/verbs_errors $(OUT)/tools/rdma_nl_tester $(OUT)/tools/load_once \
-	$(OUT)/tools/unload_once \
+	$(OUT)/tools/unload_once $(OUT)/tools/umad_badinput \
 	$(OUT)/tools/uverbs_badinput $(OUT)/tools/uverbs_holder $(OUT)/tools/uverbs_bench
 # The C twin of the Rust sample consumer ib_verbs_client (tools/verbs-twin), for STACK=c.
 VERBS_TWIN := $(OUT)/verbs-twin/ib_verbs_client.ko
@@ -157,6 +157,11 @@ $(OUT)/tools/uverbs_bench: tools/uverbs-bench/uverbs_bench.c | $(CACHE)/.setup-d
 
 # One finit_module() call, no fallback (busybox insmod retries with init_module): static.
 $(OUT)/tools/load_once: tools/load-once/load_once.c | $(CACHE)/.setup-done
+	@mkdir -p $(@D)
+	gcc -O2 -g -Wall -Wextra -Werror -static -o $@ $<
+
+# Malformed and edge-case use of a umad node, checked against C's errnos: static.
+$(OUT)/tools/umad_badinput: tools/umad-badinput/umad_badinput.c | $(CACHE)/.setup-done
 	@mkdir -p $(@D)
 	gcc -O2 -g -Wall -Wextra -Werror -static -o $@ $<
 
