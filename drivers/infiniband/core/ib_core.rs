@@ -10,6 +10,7 @@
 pub mod addr;
 pub mod attrs;
 pub mod events;
+pub mod hw_stats;
 pub mod le;
 pub mod names;
 pub mod nl_uapi;
@@ -32,6 +33,7 @@ pub mod cq_poll;
 pub mod dma_buffer;
 pub mod monitor;
 mod sysfs;
+mod sysfs_hw_counters;
 pub mod ucontext;
 pub mod verbs;
 

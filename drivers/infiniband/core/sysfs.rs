@@ -12,6 +12,7 @@
 //!                  link_layer                           (a live query_port each)
 //!                  gids/<i>, pkeys/<i>                  (the caches)
 //!                  gid_attrs/types/<i>, gid_attrs/ndevs/<i>
+//!                  hw_counters/<name>, lifespan         (the driver's counters: sysfs_hw_counters)
 //! ```
 //!
 //! Created when a device registers, before clients see it (C: `device_add`, then
@@ -20,8 +21,7 @@
 //! the clients: removal waits for every `show`/`store` running and refuses new ones, so the
 //! callbacks never outlive the device's registration (see [`kernel::class_device`]).
 //!
-//! Not yet: `hw_counters/` (no driver statistics in the device API), `counters/` (PMA, needs
-//! MADs), the RoCE side of `gid_attrs` (every GID is an IB GID, `ndevs/<i>` reads `EINVAL` as
+//! Not yet: `counters/` (PMA, needs MADs), the RoCE side of `gid_attrs` (every GID is an IB GID, `ndevs/<i>` reads `EINVAL` as
 //! for an IB port in C) and the driver's `ops.port_groups`.
 //!
 //! Network namespaces as C's class has them: the device belongs to the initial namespace, and
@@ -32,6 +32,7 @@ use crate::{
     attrs::{LinkLayer, NodeType, NODE_DESC_MAX},
     ib_device::IbDevice,
     names::Name,
+    sysfs_hw_counters::{self, HwCountersPort},
 };
 use kernel::{
     class,
@@ -48,6 +49,16 @@ use kernel::{
 struct SysfsPort {
     dev: Arc<IbDevice>,
     port: u32,
+}
+
+impl HwCountersPort for SysfsPort {
+    fn device(&self) -> &IbDevice {
+        &self.dev
+    }
+
+    fn port_num(&self) -> u32 {
+        self.port
+    }
 }
 
 /// A port's directories.
@@ -304,8 +315,14 @@ fn gid_ndev_show(_: &SysfsPort, _: u32, _: &mut ShowBuffer<'_>) -> Result {
     Err(EINVAL)
 }
 
-/// `ports/<port>` and its `gid_attrs`, sized by a `query_port` as C's `setup_port` does.
-fn port_dirs(ports_dir: &Arc<KObjectDir<()>>, dev: &Arc<IbDevice>, port: u32) -> Result<PortDirs> {
+/// `ports/<port>` and its `gid_attrs`, sized by a `query_port` as C's `setup_port` does; with
+/// `hw_counters` in the device's own tree (`full`), not in its copies.
+fn port_dirs(
+    ports_dir: &Arc<KObjectDir<()>>,
+    dev: &Arc<IbDevice>,
+    port: u32,
+    full: bool,
+) -> Result<PortDirs> {
     let attr = dev.query_port(port)?;
     let mut b = AttributeGroups::builder();
     b.group(None, &PORT_ATTRS)?;
@@ -318,6 +335,11 @@ fn port_dirs(ports_dir: &Arc<KObjectDir<()>>, dev: &Arc<IbDevice>, port: u32) ->
             Some(pkey_show),
             None,
         )?;
+    }
+    if full {
+        if let Some(hw) = sysfs_hw_counters::attrs::<SysfsPort>(dev, port)? {
+            b.group(Some(c"hw_counters"), &hw)?;
+        }
     }
     let name = CString::try_from_fmt(fmt!("{}", port))?;
     let parent: Arc<dyn SysfsDir> = ports_dir.clone();
@@ -400,7 +422,7 @@ impl DeviceTree {
         let ports_dir = KObjectDir::new(parent, c"ports", AttributeGroups::empty()?, ())?;
         let mut ports = KVec::with_capacity(dev.port_count() as usize, GFP_KERNEL)?;
         for port in 1..=dev.port_count() {
-            ports.push(port_dirs(&ports_dir, dev, port)?, GFP_KERNEL)?;
+            ports.push(port_dirs(&ports_dir, dev, port, net.is_none())?, GFP_KERNEL)?;
         }
         Ok(Self {
             _ports: ports,
