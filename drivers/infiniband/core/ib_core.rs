@@ -10,6 +10,7 @@
 pub mod addr;
 pub mod attrs;
 pub mod events;
+pub mod hw_stats;
 pub mod le;
 pub mod mad_types;
 pub mod names;
@@ -34,6 +35,7 @@ pub mod dma_buffer;
 pub mod monitor;
 mod pma;
 mod sysfs;
+mod sysfs_hw_counters;
 pub mod ucontext;
 pub mod verbs;
 

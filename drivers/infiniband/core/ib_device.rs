@@ -11,6 +11,7 @@ use crate::{
         PortState,
     },
     events::{DeviceEvents, EventType},
+    hw_stats::HwStats,
     names::Name,
     ops::{DynOps, UverbsAbi},
     restrack::Restrack,
@@ -63,6 +64,9 @@ pub struct PortData {
     /// The port state last read (C's `port_data[].cache.port_state`): at registration, then at
     /// each port event; a change is logged as C logs it.
     state: Atomic<u32>,
+    /// The port's hardware counters, when the driver has them (C keeps them with the port's
+    /// sysfs, where netlink finds them too).
+    hw_stats: Option<Pin<KBox<HwStats>>>,
 }
 
 /// Who holds a [`DeviceRef`], and whether new ones may be taken.
@@ -319,6 +323,21 @@ impl IbDevice {
             .copied()
     }
 
+    /// `port`'s hardware counters, if the driver has them (C's `ib_get_hw_stats_port`).
+    pub(crate) fn hw_stats(&self, port: u32) -> Option<&HwStats> {
+        self.port(port)?.hw_stats.as_deref()
+    }
+
+    /// Reads `port`'s hardware counters through the driver (its `get_hw_stats`).
+    pub(crate) fn read_hw_stats(
+        &self,
+        port: u32,
+        values: &mut [u64],
+        index: usize,
+    ) -> Result<usize> {
+        self.ops.get_hw_stats(port, values, index)
+    }
+
     /// Whether the device serves kernel verbs (it has every verb C requires for that).
     pub fn kverbs_provider(&self) -> bool {
         self.kverbs_provider
@@ -484,9 +503,26 @@ pub(crate) fn read_ports(ops: &dyn DynOps, immutables: &[PortImmutable]) -> Resu
                 gids,
                 pkeys,
                 state: Atomic::new(u32::from(attr.state as u8)),
+                hw_stats: None,
             },
             GFP_KERNEL,
         )?;
+    }
+    // The hardware counters, described and read once per port (C: when the port's sysfs is
+    // created, after the caches; a failure fails the registration, except `EOPNOTSUPP`: a
+    // device whose driver has them in general but not this one).
+    if ops.has_hw_stats() {
+        for (i, p) in ports.iter_mut().enumerate() {
+            let port = i as u32 + 1;
+            let desc = match ops.alloc_hw_port_stats(port) {
+                Ok(desc) => desc,
+                Err(e) if e == EOPNOTSUPP => continue,
+                Err(e) => return Err(e),
+            };
+            p.hw_stats = Some(HwStats::new(desc, |v, index| {
+                ops.get_hw_stats(port, v, index)
+            })?);
+        }
     }
     Ok(ports)
 }

@@ -1277,13 +1277,7 @@ fn stat_del(req: &mut Request<'_>) -> Result {
 fn stat_get_doit(req: &mut Request<'_>) -> Result {
     let attrs = parse(req).map_err(|_| EINVAL)?;
     let Some(res) = attrs.u32(attr::ATTR_STAT_RES) else {
-        // The default counters of a port (`rdma stat show`).
-        if !attrs.has(attr::ATTR_DEV_INDEX) || !attrs.has(attr::ATTR_PORT_INDEX) {
-            return Err(EINVAL);
-        }
-        let _dev = requested_device(req.net(), &attrs)?;
-        // No driver here has hardware counters (`alloc_hw_port_stats`, `get_hw_stats`).
-        return Err(EINVAL);
+        return stat_get_default_counter(req, &attrs);
     };
     if res == u32::from(attr::ATTR_RES_QP) {
         if attrs.has(attr::ATTR_STAT_COUNTER_ID) {
@@ -1338,6 +1332,36 @@ impl Dump for StatGetDump {
     }
 }
 
+/// `STAT_GET` doit without `STAT_RES`: the hardware counters of a port, read now (`rdma stat
+/// show`; C's `stat_get_doit_default_counter`): `EINVAL` for a device without them, a port
+/// without them or a failed read.
+fn stat_get_default_counter(req: &mut Request<'_>, attrs: &Attrs<'_, ATTR_MAX>) -> Result {
+    if !attrs.has(attr::ATTR_DEV_INDEX) || !attrs.has(attr::ATTR_PORT_INDEX) {
+        return Err(EINVAL);
+    }
+    let dev = requested_device(req.net(), attrs)?;
+    let port = attrs.u32(attr::ATTR_PORT_INDEX).ok_or(EINVAL)?;
+    let stats = dev.hw_stats(port).ok_or(EINVAL)?;
+    answer(req, cmd::CMD_STAT_GET, |w| {
+        fill_handle(w, &dev)?;
+        w.put_u32(attr::ATTR_PORT_INDEX, port)?;
+        let mut table = w.nest(attr::ATTR_STAT_HWCOUNTERS)?;
+        // Bound counters add no history: no counter is ever bound here.
+        stats.read_enabled(
+            |v, i| dev.read_hw_stats(port, v, i),
+            |name, value| {
+                let mut entry = table.nest(attr::ATTR_STAT_HWCOUNTER_ENTRY)?;
+                entry.put_string(attr::ATTR_STAT_HWCOUNTER_ENTRY_NAME, name.to_bytes())?;
+                entry.put_u64(attr::ATTR_STAT_HWCOUNTER_ENTRY_VALUE, value, attr::ATTR_PAD)?;
+                entry.end();
+                Ok(())
+            },
+        )?;
+        table.end();
+        Ok(())
+    })
+}
+
 /// `STAT_GET_STATUS` doit: which hardware counters a port has and which are enabled.
 fn stat_get_status(req: &mut Request<'_>) -> Result {
     let attrs = parse(req).map_err(|_| EINVAL)?;
@@ -1351,8 +1375,27 @@ fn stat_get_status(req: &mut Request<'_>) -> Result {
     {
         return Err(EINVAL);
     }
-    // `ib_get_hw_stats_port`: no hardware counters.
-    Err(EINVAL)
+    let port = attrs.u32(attr::ATTR_PORT_INDEX).ok_or(EINVAL)?;
+    // `ib_get_hw_stats_port`: `EINVAL` without hardware counters.
+    let stats = dev.hw_stats(port).ok_or(EINVAL)?;
+    answer(req, cmd::CMD_STAT_GET_STATUS, |w| {
+        fill_handle(w, &dev)?;
+        w.put_u32(attr::ATTR_PORT_INDEX, port)?;
+        let mut table = w.nest(attr::ATTR_STAT_HWCOUNTERS)?;
+        stats.for_each_desc(|index, name, enabled| {
+            let mut entry = table.nest(attr::ATTR_STAT_HWCOUNTER_ENTRY)?;
+            entry.put_string(attr::ATTR_STAT_HWCOUNTER_ENTRY_NAME, name.to_bytes())?;
+            entry.put_u32(attr::ATTR_STAT_HWCOUNTER_INDEX, index)?;
+            // Only optional counters say whether they are enabled.
+            if let Some(enabled) = enabled {
+                entry.put_u8(attr::ATTR_STAT_HWCOUNTER_DYNAMIC, u8::from(enabled))?;
+            }
+            entry.end();
+            Ok(())
+        })?;
+        table.end();
+        Ok(())
+    })
 }
 
 /// `NEWDEV` doit: a sub-device of a device (`rdma dev add`).

@@ -8,6 +8,7 @@
 use crate::{
     attrs::{DeviceAttr, FwVersion, Gid, LinkLayer, NodeDesc, PortAttr, PortImmutable},
     events::EventNotifier,
+    hw_stats::HwStatsDesc,
     mad_types::{Mad, MadWc},
     udata::Udata,
     uverbs_spec::{DriverMethod, DriverUObject, MethodAttrs},
@@ -469,6 +470,23 @@ pub trait DeviceOps: Send + Sync + 'static {
     fn alloc_dma_buffer(&self, _len: usize) -> Result<KBox<dyn DmaMemory>> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
+
+    /// Describes `port`'s hardware counters (C's `alloc_hw_port_stats`); called once per port
+    /// at registration. A driver with it also has [`DeviceOps::get_hw_stats`]; with both, the
+    /// port gets `hw_counters` in sysfs and `rdma stat show` reads them. `EOPNOTSUPP` says
+    /// this device has none (C's drivers install the operation only for devices that do).
+    fn alloc_hw_port_stats(&self, _port: u32) -> Result<HwStatsDesc> {
+        Err(EOPNOTSUPP)
+    }
+
+    /// Reads `port`'s hardware counters into `values` (as many as described, in that order)
+    /// (C's `get_hw_stats`): `index` is the counter the core wants (its number, `values.len()`,
+    /// for all of them); returns how many counters were read from `index` on as C's drivers
+    /// count them: the core treats the values as fresh for the lifespan only when that is
+    /// `values.len()`. Process context (a firmware command).
+    fn get_hw_stats(&self, _port: u32, _values: &mut [u64], _index: usize) -> Result<usize> {
+        Err(EOPNOTSUPP)
+    }
 }
 
 /// The driver state of verbs objects a driver never makes: naming it for [`DeviceOps::Pd`],
@@ -569,6 +587,12 @@ pub(crate) trait DynOps: Send + Sync {
     fn device_attr_show(&self, i: u32, buf: &mut ShowBuffer<'_>) -> Result;
     /// Writes the driver's sysfs attribute `i`.
     fn device_attr_store(&self, i: u32, data: &[u8]) -> Result;
+    /// Whether the driver has hardware counters (`alloc_hw_port_stats` and `get_hw_stats`).
+    fn has_hw_stats(&self) -> bool;
+    /// `DeviceOps::alloc_hw_port_stats`.
+    fn alloc_hw_port_stats(&self, port: u32) -> Result<HwStatsDesc>;
+    /// `DeviceOps::get_hw_stats`.
+    fn get_hw_stats(&self, port: u32, values: &mut [u64], index: usize) -> Result<usize>;
 }
 
 /// A driver's operations as the core keeps them: shared with every object the device makes.
@@ -1246,5 +1270,23 @@ impl<T: DeviceOps> DynOps for DeviceImpl<T> {
     fn device_attr_store(&self, i: u32, data: &[u8]) -> Result {
         let a = T::DEVICE_ATTRS.get(i as usize).ok_or(EIO)?;
         a.store(&self.0, i, data)
+    }
+
+    fn has_hw_stats(&self) -> bool {
+        T::HAS_ALLOC_HW_PORT_STATS && T::HAS_GET_HW_STATS
+    }
+
+    fn alloc_hw_port_stats(&self, port: u32) -> Result<HwStatsDesc> {
+        optional_op!(
+            T::HAS_ALLOC_HW_PORT_STATS,
+            T::alloc_hw_port_stats(&self.0, port)
+        )
+    }
+
+    fn get_hw_stats(&self, port: u32, values: &mut [u64], index: usize) -> Result<usize> {
+        optional_op!(
+            T::HAS_GET_HW_STATS,
+            T::get_hw_stats(&self.0, port, values, index)
+        )
     }
 }

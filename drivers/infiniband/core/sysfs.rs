@@ -12,6 +12,7 @@
 //!                  link_layer                           (a live query_port each)
 //!                  gids/<i>, pkeys/<i>                  (the caches)
 //!                  gid_attrs/types/<i>, gid_attrs/ndevs/<i>
+//!                  hw_counters/<name>, lifespan         (the driver's counters: sysfs_hw_counters)
 //! ```
 //!
 //! Created when a device registers, before clients see it (C: `device_add`, then
@@ -23,7 +24,7 @@
 //! `ports/<N>/counters/` (when the driver processes MADs) reads the PerfMgmt counters, one
 //! `process_mad` per read (`pma.rs`).
 //!
-//! Not yet: `hw_counters/` (no driver statistics in the device API), the RoCE side of `gid_attrs` (every GID is an IB GID, `ndevs/<i>` reads `EINVAL` as
+//! Not yet: the RoCE side of `gid_attrs` (every GID is an IB GID, `ndevs/<i>` reads `EINVAL` as
 //! for an IB port in C) and the driver's `ops.port_groups`.
 //!
 //! Network namespaces as C's class has them: the device belongs to the initial namespace, and
@@ -35,6 +36,7 @@ use crate::{
     ib_device::IbDevice,
     names::Name,
     pma::{self, PmaCounter},
+    sysfs_hw_counters::{self, HwCountersPort},
 };
 use kernel::{
     class,
@@ -52,6 +54,16 @@ struct SysfsPort {
     dev: Arc<IbDevice>,
     port: u32,
     pma: &'static [PmaCounter],
+}
+
+impl HwCountersPort for SysfsPort {
+    fn device(&self) -> &IbDevice {
+        &self.dev
+    }
+
+    fn port_num(&self) -> u32 {
+        self.port
+    }
 }
 
 /// A port's directories.
@@ -315,12 +327,18 @@ fn pma_show(p: &SysfsPort, i: u32, buf: &mut ShowBuffer<'_>) -> Result {
 }
 
 /// `ports/<port>` and its `gid_attrs`, sized by a `query_port` as C's `setup_port` does; with
-/// `counters/` when the driver processes MADs.
-fn port_dirs(ports_dir: &Arc<KObjectDir<()>>, dev: &Arc<IbDevice>, port: u32) -> Result<PortDirs> {
+/// `counters/` when the driver processes MADs and `hw_counters` when it has port statistics,
+/// both in the device's own tree (`full`), not in its copies (C's `is_full_dev`).
+fn port_dirs(
+    ports_dir: &Arc<KObjectDir<()>>,
+    dev: &Arc<IbDevice>,
+    port: u32,
+    full: bool,
+) -> Result<PortDirs> {
     let attr = dev.query_port(port)?;
     let mut b = AttributeGroups::builder();
     b.group(None, &PORT_ATTRS)?;
-    let pma: &'static [PmaCounter] = if dev.ops().has_process_mad() {
+    let pma: &'static [PmaCounter] = if full && dev.ops().has_process_mad() {
         pma::counter_table(dev, port)
     } else {
         &[]
@@ -341,6 +359,11 @@ fn port_dirs(ports_dir: &Arc<KObjectDir<()>>, dev: &Arc<IbDevice>, port: u32) ->
             Some(pkey_show),
             None,
         )?;
+    }
+    if full {
+        if let Some(hw) = sysfs_hw_counters::attrs::<SysfsPort>(dev, port)? {
+            b.group(Some(c"hw_counters"), &hw)?;
+        }
     }
     let name = CString::try_from_fmt(fmt!("{}", port))?;
     let parent: Arc<dyn SysfsDir> = ports_dir.clone();
@@ -425,7 +448,7 @@ impl DeviceTree {
         let ports_dir = KObjectDir::new(parent, c"ports", AttributeGroups::empty()?, ())?;
         let mut ports = KVec::with_capacity(dev.port_count() as usize, GFP_KERNEL)?;
         for port in 1..=dev.port_count() {
-            ports.push(port_dirs(&ports_dir, dev, port)?, GFP_KERNEL)?;
+            ports.push(port_dirs(&ports_dir, dev, port, net.is_none())?, GFP_KERNEL)?;
         }
         Ok(Self {
             _ports: ports,

@@ -499,6 +499,16 @@ layout! {
         rq_ts_format: 0x442, 2;
         /// Log2 of the DEVX user contexts (0: no DEVX).
         log_max_uctx: 0x463, 5;
+        /// Q counters have `out_of_sequence`.
+        out_of_seq_cnt: 0x180, 1;
+        /// Q counters have the retransmission group (`duplicate_request`, ...).
+        retransmission_q_counters: 0x182, 1;
+        /// Number of Q counter sets (0: none).
+        max_qp_cnt: 0x186, 10;
+        /// Congestion statistics (QUERY_CONG_STATISTICS).
+        cc_query_allowed: 0x161, 1;
+        /// Q counters have the enhanced error group (`resp_local_length_error`, ...).
+        enhanced_error_q_counters: 0x1b1, 1;
         device_frequency_khz: 0x4e0, 32;
         num_of_uars_per_page: 0x520, 32;
         log_max_dci_stream_channels: 0x58b, 5;

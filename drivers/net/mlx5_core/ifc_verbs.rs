@@ -29,7 +29,16 @@ mod op {
     pub(crate) const ALLOC_TRANSPORT_DOMAIN: u16 = 0x816;
     /// `MLX5_CMD_OP_DEALLOC_TRANSPORT_DOMAIN`.
     pub(crate) const DEALLOC_TRANSPORT_DOMAIN: u16 = 0x817;
+    /// `MLX5_CMD_OP_ALLOC_Q_COUNTER`.
+    pub(crate) const ALLOC_Q_COUNTER: u16 = 0x771;
+    /// `MLX5_CMD_OP_DEALLOC_Q_COUNTER`.
+    pub(crate) const DEALLOC_Q_COUNTER: u16 = 0x772;
+    /// `MLX5_CMD_OP_QUERY_Q_COUNTER`.
+    pub(crate) const QUERY_Q_COUNTER: u16 = 0x773;
 }
+
+/// `MLX5_SHARED_RESOURCE_UID`: the uid of objects every user context may use.
+pub const SHARED_RESOURCE_UID: u64 = 0xffff;
 
 /// `MLX5_RMPC_STATE_RDY`: an RMP that takes messages.
 pub const RMPC_STATE_RDY: u64 = 1;
@@ -127,6 +136,32 @@ pub mod optpar {
 }
 
 layout! {
+    /// ALLOC_Q_COUNTER's input.
+    pub input AllocQCounterIn[16] {
+        uid: 0x10, 16;
+    }
+    /// ALLOC_Q_COUNTER's output: the new set.
+    pub output AllocQCounterOut[16] {
+        counter_set_id: 0x58, 8;
+    }
+    /// DEALLOC_Q_COUNTER's input.
+    pub input DeallocQCounterIn[16] {
+        counter_set_id: 0x58, 8;
+    }
+    /// QUERY_Q_COUNTER's input.
+    pub input QueryQCounterIn[32] {
+        other_vport: 0x40, 1;
+        vport_number: 0x50, 16;
+        /// Zero the set once read.
+        clear: 0xc0, 1;
+        aggregate: 0xc1, 1;
+        counter_set_id: 0xf8, 8;
+    }
+    /// QUERY_Q_COUNTER's output: 32-bit big-endian counters at the byte offsets of
+    /// `query_q_counter_out` (`mlx5_ib`'s tables name them).
+    pub output QueryQCounterOut[0x100] {
+        rx_write_requests: 0x80, 32;
+    }
     /// ALLOC_PD's output.
     pub output AllocPdOut[16] {
         pd: 0x48, 24;
@@ -230,6 +265,8 @@ layout! {
         log_sq_size: 0x111, 4;
         ts_format: 0x118, 2;
         rlky: 0x11b, 1;
+        /// The Q counter set the QP counts on (set at RST2INIT).
+        counter_set_id: 0x120, 8;
         uar_page: 0x128, 24;
         user_index: 0x148, 24;
         log_page_size: 0x163, 5;
@@ -350,6 +387,12 @@ layout! {
 }
 
 crate::ifc::commands! {
+    /// ALLOC_Q_COUNTER.
+    AllocQCounter: ALLOC_Q_COUNTER, AllocQCounterIn => AllocQCounterOut;
+    /// DEALLOC_Q_COUNTER.
+    DeallocQCounter: DEALLOC_Q_COUNTER, DeallocQCounterIn => OutHeader;
+    /// QUERY_Q_COUNTER.
+    QueryQCounter: QUERY_Q_COUNTER, QueryQCounterIn => QueryQCounterOut;
     /// ALLOC_PD.
     AllocPd: ALLOC_PD, crate::ifc::PlainIn => AllocPdOut;
     /// DEALLOC_PD.

@@ -15,7 +15,7 @@
 use crate::caps;
 use crate::mad::{self, attr, NodeInfo, PortInfo};
 use crate::{
-    ah, cq, dma_buf::DmaBuf, mmap, mr, pd, qp, srq, ucontext, user_cq, user_qp, user_srq,
+    ah, counters, cq, dma_buf::DmaBuf, mmap, mr, pd, qp, srq, ucontext, user_cq, user_qp, user_srq,
     wq_size::Limits,
 };
 use core::ptr::NonNull;
@@ -26,6 +26,7 @@ use ib_core::{
     },
     device::{DeviceInfo, DeviceOps, FwVersion, Registration},
     events::EventNotifier,
+    hw_stats::HwStatsDesc,
     mad_types::{Mad, MadWc},
     ops::{DmaMemory, UverbsAbi},
     udata::Udata,
@@ -125,6 +126,9 @@ pub(crate) struct Mlx5IbDevice {
     modify_caps: qp::ModifyCaps,
     /// Its CQs (for the internal-error handling).
     cqs: Arc<cq::DeviceCqs>,
+    /// The ports' Q counter sets, if the device has Q counters (freed with the driver's state,
+    /// once the device is unregistered).
+    counters: Option<counters::Counters>,
 }
 
 /// Port numbers as MAD_IFC takes them (the core only asks for ports that exist).
@@ -667,6 +671,18 @@ impl DeviceOps for Mlx5IbDevice {
         let buf = DmaBuf::new(self.core.get().alloc_coherent(len)?, len)?;
         Ok(KBox::new(buf, GFP_KERNEL)?)
     }
+
+    fn alloc_hw_port_stats(&self, _port: u32) -> Result<HwStatsDesc> {
+        // Without Q counters C installs no hardware counter operations at all.
+        self.counters.as_ref().ok_or(EOPNOTSUPP)?.describe()
+    }
+
+    fn get_hw_stats(&self, port: u32, values: &mut [u64], index: usize) -> Result<usize> {
+        self.counters
+            .as_ref()
+            .ok_or(EOPNOTSUPP)?
+            .read(port, values, index)
+    }
 }
 
 /// Registers the RDMA device of `dev` (`mlx5_%d`), asking firmware what C's init stages ask.
@@ -704,6 +720,12 @@ pub(crate) fn register(dev: &Mlx5Device, cqs: Arc<cq::DeviceCqs>) -> Result<Regi
         max_wqe_sz_sq: gen.max_wqe_sz_sq() as u32,
         max_wqe_sz_rq: gen.max_wqe_sz_rq() as u32,
     };
+    // Stage COUNTERS: a Q counter set per port (freed again if the registration fails: the
+    // driver's state, which owns them, is dropped then).
+    let counters = counters::Counters::alloc(&cmds, &gen, dev.ports())?;
+    let counter_sets = counters
+        .as_ref()
+        .map_or([0; counters::MAX_PORTS], |c| c.set_ids());
     Registration::new(
         info,
         Mlx5IbDevice {
@@ -721,8 +743,10 @@ pub(crate) fn register(dev: &Mlx5Device, cqs: Arc<cq::DeviceCqs>) -> Result<Regi
             modify_caps: qp::ModifyCaps {
                 log_max_msg: gen.log_max_msg() as u32,
                 stat_rate_support: get_bits(&dev.caps().general, STAT_RATE_SUPPORT_BIT, 16) as u32,
+                counter_sets,
             },
             cqs,
+            counters,
         },
     )
 }

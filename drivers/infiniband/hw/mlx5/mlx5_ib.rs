@@ -5,6 +5,7 @@
 
 mod ah;
 mod caps;
+mod counters;
 mod cq;
 mod cqe;
 mod dma_buf;

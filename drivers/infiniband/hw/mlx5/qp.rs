@@ -412,6 +412,8 @@ pub(crate) struct ModifyCaps {
     pub(crate) log_max_msg: u32,
     /// The static rates the device has (`stat_rate_support`), for a path's rate.
     pub(crate) stat_rate_support: u32,
+    /// Each port's Q counter set (index: port - 1; 0: none), which RST2INIT binds the QP to.
+    pub(crate) counter_sets: [u8; crate::counters::MAX_PORTS],
 }
 
 /// The primary path of a modify with an address vector (C's `_mlx5_set_path` for an IB port):
@@ -610,6 +612,20 @@ impl QpFw {
             if self.has_rq {
                 q.set_dbr_addr(self.dbr)?;
             }
+            // The port's counter set (C: the QP's bound counter, never one here, else the
+            // port's): this modify's port, else the QP's.
+            let port = if mask.contains(F::Port) {
+                u32::from(attr.port_num)
+            } else {
+                self.port.load(Relaxed)
+            };
+            let set = usize::try_from(port)
+                .ok()
+                .and_then(|p| p.checked_sub(1))
+                .and_then(|i| caps.counter_sets.get(i))
+                .copied()
+                .unwrap_or(0);
+            q.set_counter_set_id(set.into())?;
             if self.kernel {
                 q.set_rlky(1)?;
             }

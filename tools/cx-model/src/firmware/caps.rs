@@ -56,7 +56,13 @@ pub mod general {
     pub const LOG_MAX_RA_REQ_QP: Field = Field::new(0x14a, 6);
     pub const LOG_MAX_RA_RES_QP: Field = Field::new(0x15a, 6);
     pub const GID_TABLE_SIZE: Field = Field::new(0x170, 16);
+    pub const OUT_OF_SEQ_CNT: Field = Field::new(0x180, 1);
+    pub const VPORT_COUNTERS: Field = Field::new(0x181, 1);
+    pub const RETRANSMISSION_Q_COUNTERS: Field = Field::new(0x182, 1);
     pub const MAX_QP_CNT: Field = Field::new(0x186, 10);
+    pub const CC_QUERY_ALLOWED: Field = Field::new(0x161, 1);
+    pub const PCAM_REG: Field = Field::new(0x1aa, 1);
+    pub const ENHANCED_ERROR_Q_COUNTERS: Field = Field::new(0x1b1, 1);
     pub const IB_VIRT: Field = Field::new(0x1a2, 1);
     pub const MAX_WQE_SZ_SQ: Field = Field::new(0x290, 16);
     pub const MAX_WQE_SZ_RQ: Field = Field::new(0x2b0, 16);
@@ -121,9 +127,18 @@ impl Caps {
         set(LOG_MAX_RA_RES_QP, 4);
         // Table sizes are encoded: GID 0 -> 8 entries... (see the drivers' tables); 128 P_Keys = 1.
         set(GID_TABLE_SIZE, 0);
-        // No Q counters (they would need their own commands) and no IB virtualization: ports are
-        // queried through MAD_IFC, the way a PF without SR-IOV is.
-        set(MAX_QP_CNT, 0);
+        // Q counters (`q_counters.rs`): sets of per-QP event counters, with the retransmission
+        // and enhanced error groups a ConnectX-5 has (the C mlx5_ib then shows every Q counter
+        // name in hw_counters). No congestion statistics (QUERY_CONG_STATISTICS), no PCAM/PPCNT
+        // registers and no vport counters (PMA MADs go to MAD_IFC, see pma.rs).
+        set(MAX_QP_CNT, super::q_counters::MAX_SETS);
+        set(OUT_OF_SEQ_CNT, 1);
+        set(RETRANSMISSION_Q_COUNTERS, 1);
+        set(ENHANCED_ERROR_Q_COUNTERS, 1);
+        set(CC_QUERY_ALLOWED, 0);
+        set(PCAM_REG, 0);
+        set(VPORT_COUNTERS, 0);
+        // No IB virtualization: ports are queried through MAD_IFC, the way a PF without SR-IOV is.
         set(IB_VIRT, 0);
         set(MAX_WQE_SZ_SQ, 1024);
         set(MAX_WQE_SZ_RQ, 512);

@@ -15,6 +15,7 @@ pub mod objects;
 pub mod pages;
 pub mod pma;
 pub mod port;
+pub mod q_counters;
 pub mod registers;
 pub mod resources;
 
@@ -176,6 +177,8 @@ pub struct Firmware {
     pub node: port::Node,
     /// Work queue progress, completions, packets in flight, counters.
     pub datapath: datapath::DataPath,
+    /// Queue counter sets (Q counters).
+    pub q_counters: q_counters::QCounters,
     /// Fault injection.
     pub faults: Faults,
     /// Commands seen.
@@ -200,6 +203,7 @@ impl Firmware {
             node,
             objects: objects::Objects::default(),
             datapath: datapath::DataPath::default(),
+            q_counters: q_counters::QCounters::default(),
             config,
             state: HcaState::Disabled,
             issi: 0,
@@ -431,6 +435,9 @@ fn handler(op: u16) -> Option<Handler> {
         op::MODIFY_RMP => |fw, _, i| objects::modify_rmp(fw, i),
         op::DESTROY_RMP => |fw, _, i| objects::destroy_kind(fw, objects::Kind::Rmp, i),
         op::QUERY_RMP => |fw, _, i| objects::query_rmp(fw, i),
+        op::ALLOC_Q_COUNTER => |fw, _, i| q_counters::alloc_q_counter(fw, i),
+        op::DEALLOC_Q_COUNTER => |fw, _, i| q_counters::dealloc_q_counter(fw, i),
+        op::QUERY_Q_COUNTER => |fw, _, i| q_counters::query_q_counter(fw, i),
         _ if objects::transition(op).is_some() => |fw, m, i| {
             let out = objects::modify_qp(fw, i)?;
             let qpn = i.get(objects::NUMBER) as u32;

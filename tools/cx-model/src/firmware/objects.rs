@@ -388,6 +388,11 @@ pub fn modify_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
         return Err(CmdError::new(Status::BadOperation, 0x0d0_0000 | u32::from(op)));
     };
     let n = input.get(NUMBER) as u32;
+    // A QP counts its events on the counter set its RST2INIT names (0: none), which must exist.
+    let set = input.get(super::q_counters::QPC_COUNTER_SET_ID) as u8;
+    if op == crate::opcodes::op::RST2INIT_QP && set != 0 && !fw.q_counters.exists(set) {
+        return Err(CmdError::new(Status::BadParameter, 0x0d0_3000 | u32::from(set)));
+    }
     let qp = fw
         .objects
         .tables

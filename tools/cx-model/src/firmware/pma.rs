@@ -77,7 +77,6 @@ mod tests {
             rcv_bytes: 8000,
             xmit_packets: 3,
             rcv_packets: 5,
-            ..Counters::default()
         };
         let mut m = [0u8; 256];
         assert_eq!(answer_get(&c, ATTR_PORT_COUNTERS, 1, &mut m), 0);

@@ -183,6 +183,11 @@ fn write_entry(ring: &Ring, mem: &mut dyn GuestMemory, index: u32, mut c: [u8; 6
 /// bit last. A full CQ (the driver's consumer index, from the CQ's doorbell record,
 /// one ring behind) is an overrun: the entry is lost and a CQ error event is raised once.
 pub fn post(fw: &mut Firmware, mem: &mut dyn GuestMemory, cqn: u32, cqe: Cqe) {
+    let op = cqe.0[63] >> 4;
+    if op == opcode::REQ_ERR || op == opcode::RESP_ERR {
+        let qpn = u32::from_be_bytes([0, cqe.0[57], cqe.0[58], cqe.0[59]]);
+        crate::firmware::q_counters::count_cqe(fw, qpn, op, cqe.0[55]);
+    }
     let Some(obj) = fw.objects.get(Kind::Cq, cqn) else {
         warn!("completion for CQ {cqn:#x}, which does not exist");
         return;

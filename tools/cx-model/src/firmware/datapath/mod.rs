@@ -35,9 +35,10 @@ pub use packet::Packet;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Instant;
 
-pub use completion::{arm_cq, modify_cq, Syndrome};
+pub use completion::{arm_cq, modify_cq, opcode as cqe_opcode, Syndrome};
 
-/// Traffic counters, as the port and queue counters report them.
+/// Traffic counters of the device, as the port counters (PMA) report them. Events of QPs are
+/// counted on their queue counter sets (`crate::firmware::q_counters`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counters {
     /// Packets and payload bytes sent by this device's QPs (requests and responses).
@@ -48,20 +49,6 @@ pub struct Counters {
     pub rcv_packets: u64,
     /// Payload bytes received.
     pub rcv_bytes: u64,
-    /// Sends that found no receive WQE (UD drops and RC receiver-not-ready NAKs).
-    pub out_of_buffer: u64,
-    /// RDMA write requests executed as responder.
-    pub rx_write_requests: u64,
-    /// RDMA read requests executed as responder.
-    pub rx_read_requests: u64,
-    /// Atomic requests executed as responder.
-    pub rx_atomic_requests: u64,
-    /// Receiver-not-ready NAKs the requester retried past its limit.
-    pub rnr_nak_retry_err: u64,
-    /// Requests that timed out past the retry limit.
-    pub local_ack_timeout_err: u64,
-    /// Receives too small for the message (responder side).
-    pub resp_local_length_error: u64,
 }
 
 /// Data-path state of one function.

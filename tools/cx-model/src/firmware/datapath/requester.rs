@@ -8,6 +8,7 @@ use super::packet::{Body, Nak, Packet};
 use super::queue_pair::{self, QpInfo};
 use super::wqe::{self, Data, Op, SendWqe};
 use crate::firmware::objects::QpState;
+use crate::firmware::q_counters::{self, counter};
 use crate::firmware::Firmware;
 use crate::guest_memory::GuestMemory;
 use log::{debug, warn};
@@ -332,9 +333,9 @@ pub fn on_response(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, now:
                 inf.rnr = true;
                 inf.deadline = now + RNR_DELAY;
                 fw.datapath.sqs.entry(qpn).or_default().inflight = Some(inf);
+                q_counters::count(fw, qpn, counter::RNR_NAK_RETRY_ERR);
                 return;
             }
-            fw.datapath.counters.rnr_nak_retry_err += 1;
             error(fw, mem, &qp, w.counter, w.opcode, Syndrome::RnrRetryExceeded);
             return;
         }
@@ -380,7 +381,6 @@ pub fn timers(fw: &mut Firmware, mem: &mut dyn GuestMemory, now: Instant) {
             inf.retries = inf.retries.saturating_add(1);
             if inf.retries > qp.retry_count {
                 debug!("QP {qpn:#x}: no response after {} tries", inf.retries);
-                fw.datapath.counters.local_ack_timeout_err += 1;
                 let w = inf.wqe;
                 error(
                     fw,
@@ -392,6 +392,7 @@ pub fn timers(fw: &mut Firmware, mem: &mut dyn GuestMemory, now: Instant) {
                 );
                 continue;
             }
+            q_counters::count(fw, qpn, counter::LOCAL_ACK_TIMEOUT_ERR);
         }
         inf.deadline = now + ACK_TIMEOUT;
         let p = inf.packet.clone();

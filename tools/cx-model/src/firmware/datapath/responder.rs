@@ -9,6 +9,7 @@ use super::packet::{Body, Nak, Packet};
 use super::queue_pair::{self, QpInfo};
 use super::wqe;
 use crate::firmware::objects::{Kind, QpState};
+use crate::firmware::q_counters::{self, counter};
 use crate::firmware::Firmware;
 use crate::guest_memory::GuestMemory;
 use crate::ifc;
@@ -248,7 +249,7 @@ pub fn on_request(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, now: 
             ..
         } => {
             let Some(r) = next_receive(fw, mem, &qp) else {
-                fw.datapath.counters.out_of_buffer += 1;
+                q_counters::count(fw, qp.qpn, counter::OUT_OF_BUFFER);
                 reply(fw, &p, Body::Nak(Nak::ReceiverNotReady));
                 return;
             };
@@ -258,7 +259,6 @@ pub fn on_request(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, now: 
                     reply(fw, &p, Body::Ack);
                 }
                 Err(ScatterError::TooSmall) => {
-                    fw.datapath.counters.resp_local_length_error += 1;
                     let (nak, s) = (Nak::InvalidRequest, Syndrome::LocalLength);
                     rc_receive_error(fw, mem, &qp, &r, &p, nak, s, now);
                 }
@@ -275,12 +275,12 @@ pub fn on_request(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, now: 
             data,
             imm,
         } => {
-            fw.datapath.counters.rx_write_requests += 1;
+            q_counters::count(fw, qp.qpn, counter::RX_WRITE_REQUESTS);
             let r = match imm {
                 Some(_) => match next_receive(fw, mem, &qp) {
                     Some(r) => Some(r),
                     None => {
-                        fw.datapath.counters.out_of_buffer += 1;
+                        q_counters::count(fw, qp.qpn, counter::OUT_OF_BUFFER);
                         reply(fw, &p, Body::Nak(Nak::ReceiverNotReady));
                         return;
                     }
@@ -293,6 +293,7 @@ pub fn on_request(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, now: 
                         "QP {:#x}: RDMA write to {addr:#x} key {rkey:#x} refused: {e:?}",
                         qp.qpn
                     );
+                    q_counters::count(fw, qp.qpn, counter::RESP_REMOTE_ACCESS_ERRORS);
                     reply(fw, &p, Body::Nak(Nak::RemoteAccess));
                     return;
                 }
@@ -307,7 +308,7 @@ pub fn on_request(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, now: 
             reply(fw, &p, Body::Ack);
         }
         Body::Read { addr, rkey, len } => {
-            fw.datapath.counters.rx_read_requests += 1;
+            q_counters::count(fw, qp.qpn, counter::RX_READ_REQUESTS);
             let data = if *len == 0 {
                 Ok(vec![])
             } else {
@@ -320,6 +321,7 @@ pub fn on_request(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, now: 
                         "QP {:#x}: RDMA read of {addr:#x} key {rkey:#x} refused: {e:?}",
                         qp.qpn
                     );
+                    q_counters::count(fw, qp.qpn, counter::RESP_REMOTE_ACCESS_ERRORS);
                     reply(fw, &p, Body::Nak(Nak::RemoteAccess));
                 }
             }
@@ -330,7 +332,7 @@ pub fn on_request(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, now: 
             compare,
             operand,
         } => {
-            fw.datapath.counters.rx_atomic_requests += 1;
+            q_counters::count(fw, qp.qpn, counter::RX_ATOMIC_REQUESTS);
             if addr % 8 != 0 {
                 reply(fw, &p, Body::Nak(Nak::InvalidRequest));
                 return;
@@ -350,6 +352,7 @@ pub fn on_request(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, now: 
                         "QP {:#x}: atomic at {addr:#x} key {rkey:#x} refused: {e:?}",
                         qp.qpn
                     );
+                    q_counters::count(fw, qp.qpn, counter::RESP_REMOTE_ACCESS_ERRORS);
                     reply(fw, &p, Body::Nak(Nak::RemoteAccess));
                     return;
                 }
@@ -394,7 +397,7 @@ fn datagram(fw: &mut Firmware, mem: &mut dyn GuestMemory, qp: &QpInfo, p: Packet
         return;
     }
     let Some(r) = next_receive(fw, mem, qp) else {
-        fw.datapath.counters.out_of_buffer += 1;
+        q_counters::count(fw, qp.qpn, counter::OUT_OF_BUFFER);
         debug!("QP {:#x}: no receive WQE posted: datagram dropped", qp.qpn);
         return;
     };
@@ -411,7 +414,6 @@ fn datagram(fw: &mut Firmware, mem: &mut dyn GuestMemory, qp: &QpInfo, p: Packet
     match keys::scatter(fw, mem, qp.pd, &r.sges, &msg) {
         Ok(()) => send_received(fw, mem, qp, &r, &p, msg.len(), *imm, gids.is_some()),
         Err(ScatterError::TooSmall) => {
-            fw.datapath.counters.resp_local_length_error += 1;
             receive_error(fw, mem, qp, &r, Syndrome::LocalLength);
         }
         Err(ScatterError::Key(e)) => {

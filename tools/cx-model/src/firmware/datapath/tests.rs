@@ -7,6 +7,7 @@ use super::requester::{ACK_TIMEOUT, RNR_DELAY};
 use super::wqe::opcode as wqe_op;
 use crate::firmware::bringup_tests::{create_eq, enable_and_init, teardown_and_reclaim};
 use crate::firmware::objects::{Kind, QpState};
+use crate::firmware::q_counters::counter;
 use crate::guest_memory::GuestMemory;
 use crate::ifc::{self, Field};
 use crate::opcodes::op;
@@ -14,6 +15,8 @@ use crate::test_driver::{input, TestDriver};
 use std::time::Instant;
 
 const NUMBER: Field = Field::new(0x48, 24);
+/// The counter set the rig allocates first.
+const COUNTER_SET: u8 = 1;
 const RC: u64 = 0x0;
 /// The user index every test QP gets; CQEs must carry it.
 const USER_INDEX: u64 = 0x77;
@@ -32,6 +35,8 @@ struct Rig {
     pd: u64,
     eqn: u32,
     eq_page: u64,
+    /// The counter set `bring_up` binds QPs to.
+    set: u8,
 }
 
 /// A CQ and the driver's consumer index.
@@ -84,6 +89,9 @@ impl Rig {
         let pages = enable_and_init(&mut t);
         let uar = ifc::get(&t.exec(&input(op::ALLOC_UAR, 0, 16), 16).unwrap(), NUMBER);
         let pd = ifc::get(&t.exec(&input(op::ALLOC_PD, 0, 16), 16).unwrap(), NUMBER);
+        // The counter set every QP is bound to (as a driver binds its port's set).
+        let set = t.exec(&input(op::ALLOC_Q_COUNTER, 0, 16), 16).unwrap()[11];
+        assert_eq!(set, COUNTER_SET);
         // Completion and CQ error events.
         let (eqn, eq_page) = create_eq(&mut t, uar, 1 | 1 << 4, 0);
         Self {
@@ -93,6 +101,7 @@ impl Rig {
             pd,
             eqn,
             eq_page,
+            set,
         }
     }
 
@@ -188,7 +197,14 @@ impl Rig {
     /// RST to RTS, connected to `peer` at `rlid` (RC), with the given retry counts.
     fn bring_up(&mut self, qp: &Qp, peer: u32, rlid: u16, retry: u64, rnr_retry: u64) {
         for (o, fields) in [
-            (op::RST2INIT_QP, vec![(0x600, 32, 0x1111_2222), (0x2a8, 8, 1)]),
+            (
+                op::RST2INIT_QP,
+                vec![
+                    (0x600, 32, 0x1111_2222),
+                    (0x2a8, 8, 1),
+                    (0x120, 8, u64::from(self.set)),
+                ],
+            ),
             (
                 op::INIT2RTR_QP,
                 vec![(0x168, 24, u64::from(peer)), (0x1b0, 16, u64::from(rlid))],
@@ -293,6 +309,14 @@ impl Rig {
         super::tick(&mut t.dev.firmware, &mut t.mem, at);
     }
 
+    /// Counter `at` (byte offset in QUERY_Q_COUNTER's output) of set `set`, read by command.
+    fn q_counter(&mut self, set: u8, at: usize) -> u32 {
+        let mut q = input(op::QUERY_Q_COUNTER, 0, 32);
+        q[31] = set;
+        let out = self.t.exec(&q, 0x100).unwrap();
+        u32::from_be_bytes(out[at..at + 4].try_into().unwrap())
+    }
+
     fn finish(mut self) {
         teardown_and_reclaim(&mut self.t, &self.pages);
     }
@@ -390,11 +414,60 @@ fn rc_send_write_read_and_atomics_move_data_and_complete() {
     assert_eq!((be(&r, baddr + 0x200), be(&r, aaddr + 0x900)), (99, 99));
     assert_eq!(r.poll(&mut ca), None);
     assert_eq!(r.poll(&mut cb), None);
-    let c = &r.t.dev.firmware.datapath.counters;
-    assert_eq!(
-        (c.rx_write_requests, c.rx_read_requests, c.rx_atomic_requests),
-        (1, 1, 3)
-    );
+    let q = [
+        counter::RX_WRITE_REQUESTS,
+        counter::RX_READ_REQUESTS,
+        counter::RX_ATOMIC_REQUESTS,
+    ]
+    .map(|at| r.q_counter(COUNTER_SET, at));
+    assert_eq!(q, [1, 1, 3]);
+    r.finish();
+}
+
+#[test]
+fn each_qp_counts_on_the_set_its_rst2init_named() {
+    let mut r = Rig::new();
+    let other = r.t.exec(&input(op::ALLOC_Q_COUNTER, 0, 16), 16).unwrap()[11];
+    assert_eq!(other, COUNTER_SET + 1);
+    // A on the rig's set, B on the other one.
+    let (mut ca, cb) = (r.cq(4, false), r.cq(4, false));
+    let mut a = r.qp(RC, &ca, 3, 3);
+    let b = r.qp(RC, &cb, 3, 3);
+    let lid = r.lid();
+    r.bring_up(&a, b.n, lid, 7, 7);
+    r.set = other;
+    r.bring_up(&b, a.n, lid, 7, 7);
+    let (ak, aaddr) = r.mr(4096, LOCAL_WRITE);
+    let (bk, baddr) = r.mr(4096, ALL);
+    for _ in 0..3 {
+        let w = cat(&[&raddr(baddr, bk), &sge(32, ak, aaddr)]);
+        r.post_send(&mut a, wqe_op::RDMA_WRITE, 0, &w);
+        assert_eq!(r.poll(&mut ca).unwrap().opcode, cqe_op::REQ);
+    }
+    let w = cat(&[&raddr(baddr, bk), &sge(32, ak, aaddr)]);
+    r.post_send(&mut a, wqe_op::RDMA_READ, 0, &w);
+    assert_eq!(r.poll(&mut ca).unwrap().opcode, cqe_op::REQ);
+    // The responder's set counted the requests; the requester's saw none.
+    assert_eq!(r.q_counter(other, counter::RX_WRITE_REQUESTS), 3);
+    assert_eq!(r.q_counter(other, counter::RX_READ_REQUESTS), 1);
+    assert_eq!(r.q_counter(COUNTER_SET, counter::RX_WRITE_REQUESTS), 0);
+    // A write B's key refuses: an error on each side, then the flush of A's next request.
+    let w = cat(&[&raddr(baddr, bk + 0x3000), &sge(32, ak, aaddr)]);
+    r.post_send(&mut a, wqe_op::RDMA_WRITE, 0, &w);
+    r.post_send(&mut a, wqe_op::SEND, 0, &sge(16, ak, aaddr));
+    assert_eq!(r.poll(&mut ca).unwrap().syndrome, 0x13);
+    assert_eq!(r.poll(&mut ca).unwrap().syndrome, 0x05);
+    assert_eq!(r.q_counter(other, counter::RESP_REMOTE_ACCESS_ERRORS), 1);
+    assert_eq!(r.q_counter(COUNTER_SET, counter::REQ_REMOTE_ACCESS_ERRORS), 1);
+    assert_eq!(r.q_counter(COUNTER_SET, counter::REQ_CQE_ERROR), 1);
+    assert_eq!(r.q_counter(COUNTER_SET, counter::REQ_CQE_FLUSH_ERROR), 1);
+    // A set that does not exist cannot be named.
+    let c = r.cq(2, false);
+    let d = r.qp(RC, &c, 2, 2);
+    let mut m = input(op::RST2INIT_QP, 0, 0x1d0);
+    ifc::set(&mut m, NUMBER, u64::from(d.n));
+    ifc::set(&mut m, Field::new(0x120, 8), 77);
+    assert!(r.t.exec(&m, 16).is_err());
     r.finish();
 }
 
@@ -424,7 +497,12 @@ fn receiver_not_ready_is_retried_until_a_receive_is_posted_or_the_count_runs_out
     let wc = r.poll(&mut cc).unwrap();
     assert_eq!((wc.opcode, wc.syndrome), (cqe_op::REQ_ERR, 0x16));
     assert_eq!(r.state(&c), QpState::Err);
-    assert_eq!(r.t.dev.firmware.datapath.counters.rnr_nak_retry_err, 1);
+    // Each NAK was one missing receive at the responder; the first pair's two were retried, the
+    // second pair's ended the request.
+    assert_eq!(r.q_counter(COUNTER_SET, counter::OUT_OF_BUFFER), 3);
+    assert_eq!(r.q_counter(COUNTER_SET, counter::RNR_NAK_RETRY_ERR), 2);
+    assert_eq!(r.q_counter(COUNTER_SET, counter::REQ_RNR_RETRIES_EXCEEDED), 1);
+    assert_eq!(r.q_counter(COUNTER_SET, counter::REQ_CQE_ERROR), 1);
     r.finish();
 }
 
@@ -560,7 +638,13 @@ fn a_request_nobody_answers_ends_in_a_retry_exceeded_error() {
     }
     let w = r.poll(&mut ca).unwrap();
     assert_eq!((w.opcode, w.syndrome), (cqe_op::REQ_ERR, 0x15));
-    assert_eq!(r.t.dev.firmware.datapath.counters.local_ack_timeout_err, 1);
+    // Two timeouts retried, the third past the retry count of 2.
+    assert_eq!(r.q_counter(COUNTER_SET, counter::LOCAL_ACK_TIMEOUT_ERR), 2);
+    assert_eq!(
+        r.q_counter(COUNTER_SET, counter::REQ_TRANSPORT_RETRIES_EXCEEDED),
+        1
+    );
+    assert_eq!(r.q_counter(COUNTER_SET, counter::REQ_CQE_ERROR), 1);
     r.finish();
 }
 
