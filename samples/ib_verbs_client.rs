@@ -306,10 +306,10 @@ impl Client for Sample {
         pr_info!(
             "{}: released qp {qpn:#x}; live: pd {} cq {} qp {} mr {}\n",
             kernel::str::BStr::from_bytes(&dev.name()),
-            r.count(ResType::Pd),
-            r.count(ResType::Cq),
-            r.count(ResType::Qp),
-            r.count(ResType::Mr)
+            r.count_of(ResType::Pd, ib_core::kern_name!()),
+            r.count_of(ResType::Cq, ib_core::kern_name!()),
+            r.count_of(ResType::Qp, ib_core::kern_name!()),
+            r.count_of(ResType::Mr, ib_core::kern_name!())
         );
     }
 }
@@ -371,10 +371,10 @@ impl Sample {
             attr.qp_state,
             attr.dest_qp_num,
             mr.lkey(),
-            r.count(ResType::Pd),
-            r.count(ResType::Cq),
-            r.count(ResType::Qp),
-            r.count(ResType::Mr)
+            r.count_of(ResType::Pd, ib_core::kern_name!()),
+            r.count_of(ResType::Cq, ib_core::kern_name!()),
+            r.count_of(ResType::Qp, ib_core::kern_name!()),
+            r.count_of(ResType::Mr, ib_core::kern_name!())
         );
         let buffers = [DmaBuffer::alloc(dev, MSG)?, DmaBuffer::alloc(dev, MSG)?];
         let endpoint = Endpoint {

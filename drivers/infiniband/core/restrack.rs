@@ -255,6 +255,27 @@ impl Restrack {
         self.counts[t as usize].load(Relaxed)
     }
 
+    /// Listed kernel objects of type `t` that module `owner` created (what `rdma res show`
+    /// lists with `comm [<owner>]`).
+    pub fn count_of(&self, t: ResType, owner: KernName) -> u64 {
+        let mut n = 0;
+        self.visit(t, 0, |_, _, _, v| {
+            let k = match v {
+                ResView::Pd(o) => Some(o.kern_name()),
+                ResView::Cq(o) => Some(o.kern_name()),
+                ResView::Qp(o) => Some(o.kern_name()),
+                ResView::Mr(o) => Some(o.kern_name()),
+                ResView::Srq(o) => Some(o.kern_name()),
+                _ => None,
+            };
+            if k.is_some_and(|k| k.as_bytes() == owner.as_bytes()) {
+                n += 1;
+            }
+            true
+        });
+        n
+    }
+
     /// Lists `obj` under type `t`, with id `id` (QPs: their number) or a new one; returns the
     /// id, `None` if it is not listed (C's `rdma_restrack_add`, which fails silently too).
     ///
