@@ -30,7 +30,7 @@
 //! `0x1000 + PD number`.
 
 use ib_core::{
-    attrs::{DeviceAttr, Gid, NodeType, PortAttr, PortImmutable, PortState, CORE_PORT_IBA_IB},
+    attrs::{DeviceAttr, Gid, NodeType, PortAttr, PortImmutable, PortState, CORE_CAP_PROT_IB},
     device::{DeviceInfo, DeviceOps, FwVersion, NodeDesc, Registration},
     dma_buffer::DmaMemory,
     verbs::{
@@ -193,7 +193,9 @@ impl DeviceOps for SoftDevice {
 
     fn get_port_immutable(&self, _port: u32) -> Result<PortImmutable> {
         Ok(PortImmutable {
-            core_cap_flags: CORE_PORT_IBA_IB,
+            // An InfiniBand protocol port without management datagrams: the software fabric
+            // carries none (no SMI or GSI QP), so the MAD layer and ib_umad leave it alone.
+            core_cap_flags: CORE_CAP_PROT_IB,
             gid_tbl_len: GID_TBL_LEN,
             pkey_tbl_len: PKEYS.len() as u16,
             max_mad_size: 256,

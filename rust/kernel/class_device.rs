@@ -198,9 +198,13 @@ impl<T: Send + Sync> ClassDevice<T> {
         chardev: Option<(DevT, &'static bindings::file_operations)>,
         net: Option<&Net>,
     ) -> Result<Arc<Self>> {
-        // Allocated before the device exists, so that nothing can fail after `device_add`.
+        // Allocated before the device exists, so that nothing can fail after `device_add`; both
+        // before `data` and `groups` are given up to raw pointers and `ManuallyDrop`, so that a
+        // failed allocation drops them (else they leak).
         let holder = UniqueArc::<Self>::new_uninit(GFP_KERNEL)?;
-        let inner = KBox::new(
+        let slot = KBox::<Inner<T>>::new_uninit(GFP_KERNEL)?;
+        let inner = KBox::write(
+            slot,
             Inner {
                 header: Header {
                     dev: Opaque::zeroed(),
@@ -209,8 +213,7 @@ impl<T: Send + Sync> ClassDevice<T> {
                 },
                 data: ManuallyDrop::new(data),
             },
-            GFP_KERNEL,
-        )?;
+        );
         let inner = KBox::into_raw(inner);
         // SAFETY: `inner` is a valid allocation that this function owns.
         let dev = unsafe { (*inner).header.dev.get() };

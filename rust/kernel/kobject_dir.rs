@@ -152,7 +152,11 @@ impl<T: Send + Sync> KObjectDir<T> {
         data: T,
     ) -> Result<Arc<Self>> {
         let holder = UniqueArc::<Self>::new_uninit(GFP_KERNEL)?;
-        let inner = KBox::into_raw(KBox::new(
+        // Allocated before `data` and `groups` are given up to `ManuallyDrop` and a raw pointer,
+        // so that a failed allocation drops them (else they leak).
+        let slot = KBox::<Inner<T>>::new_uninit(GFP_KERNEL)?;
+        let inner = KBox::into_raw(KBox::write(
+            slot,
             Inner {
                 header: Header {
                     kobj: Opaque::zeroed(),
@@ -161,8 +165,7 @@ impl<T: Send + Sync> KObjectDir<T> {
                 },
                 data: ManuallyDrop::new(data),
             },
-            GFP_KERNEL,
-        )?);
+        ));
         // SAFETY: `inner` is a valid allocation that this function owns.
         let kobj = unsafe { (*inner).header.kobj.get() };
         // SAFETY: `kobj` is zeroed and not shared. From `kobject_init` on, the kobject owns the

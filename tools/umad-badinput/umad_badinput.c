@@ -4,6 +4,7 @@
  * errno (or result) C's ib_umad gives (drivers/infiniband/core/user_mad.c of Linux 7.3).
  *
  * Usage: umad_badinput DEV LID            the checks below, on an open device (port's LID)
+ *        umad_badinput --issm-busy ISSM       a non-blocking open of a held issmN: EAGAIN
  *        umad_badinput --removed DEV READY GO
  *                                         opens DEV, registers an agent, creates READY, waits for
  *                                         GO (the device is removed meanwhile), then checks what
@@ -342,12 +343,27 @@ static int removed(const char *dev, const char *ready, const char *go)
 	return failed ? 1 : 0;
 }
 
+/* issm: the port is held (by another process) already; a non-blocking open gets EAGAIN. */
+static int issm_busy(const char *dev)
+{
+	int fd = open(dev, O_RDWR | O_NONBLOCK);
+	int err = errno;
+
+	expect_err("a second, non-blocking open of issm: EAGAIN", fd, err, EAGAIN);
+	if (fd >= 0)
+		close(fd);
+	printf("umad_badinput: %d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && strcmp(argv[1], "--issm-busy") == 0)
+		return issm_busy(argv[2]);
 	if (argc == 5 && strcmp(argv[1], "--removed") == 0)
 		return removed(argv[2], argv[3], argv[4]);
 	if (argc == 3)
 		return checks(argv[1], (uint16_t)strtoul(argv[2], NULL, 0));
-	fprintf(stderr, "usage: umad_badinput DEV LID | umad_badinput --removed DEV READY GO\n");
+	fprintf(stderr, "usage: umad_badinput DEV LID | --issm-busy ISSM | --removed DEV READY GO\n");
 	return 2;
 }

@@ -47,7 +47,8 @@ STACK_MODULES = {
 # given with --verbs-twin), so that a scenario insmods $stack_dir/ib_verbs_client.ko on both; so
 # is its ib_verbs_bench (the data-path micro-benchmark of `make bench`, next to it).
 STACK_EXTRAS = {
-    "rust": ["mlx5_test_interface", "ib_test_provider", "ib_verbs_client", "ib_verbs_bench", "ib_verbs_peer"],
+    "rust": ["mlx5_test_interface", "ib_test_provider", "ib_verbs_client", "ib_mad_agent", "ib_verbs_bench",
+             "ib_verbs_peer"],
     "c": ["ib_verbs_client", "ib_verbs_bench", "ib_verbs_peer"],
 }
 # Where the C modules sit in the kernel build tree.

@@ -83,9 +83,9 @@ pub struct SendDone {
 /// lock of the MAD layer held; a handler may send, but must not unregister its own agent.
 pub trait MadHandler: Send + Sync {
     /// A request for one of the agent's methods, or a response to one of its requests.
-    fn recv(&self, agent: &MadAgent, mad: KBox<ReceivedMad>);
+    fn recv(&self, agent: &Arc<MadAgent>, mad: KBox<ReceivedMad>);
     /// One of the agent's sends ended.
-    fn send_done(&self, agent: &MadAgent, done: SendDone);
+    fn send_done(&self, agent: &Arc<MadAgent>, done: SendDone);
 }
 
 /// A MAD to send (C's `ib_mad_send_buf` with its address).
@@ -252,7 +252,7 @@ impl MadAgent {
         if !st.open {
             return Err(ENODEV);
         }
-        if st.qps[qpi].is_none() {
+        if st.qps.get(qpi).is_none_or(|q| q.is_none()) {
             return Err(EPROTONOSUPPORT);
         }
         let mut key = AgentKey {
@@ -321,7 +321,7 @@ impl MadAgent {
     }
 
     /// Calls the handler unless the agent is unregistered; unregistering waits for it.
-    fn call(self: &Arc<Self>, f: impl FnOnce(&dyn MadHandler, &MadAgent)) {
+    fn call(self: &Arc<Self>, f: impl FnOnce(&dyn MadHandler, &Arc<MadAgent>)) {
         let live = self.live.lock();
         if *live {
             f(&*self.handler, self);
@@ -343,8 +343,8 @@ impl MadAgent {
                 let _ = st.agents.remove(i);
             }
             let mut i = 0;
-            while i < st.sends.len() {
-                let mine = st.sends[i]
+            while let Some(r) = st.sends.get_mut(i) {
+                let mine = r
                     .agent
                     .as_ref()
                     .is_some_and(|a| core::ptr::eq(&**a, &**self));
@@ -352,21 +352,17 @@ impl MadAgent {
                     i += 1;
                     continue;
                 }
-                if matches!(st.sends[i].state, SendState::Posted(_)) {
+                if matches!(r.state, SendState::Posted(_)) {
                     // The slot is the device's until the send completes.
-                    st.sends[i].cancelled = true;
-                    let d = SendDone {
-                        context: st.sends[i].context,
-                        status: WcStatus::WrFlushErr,
-                        mad: match KBox::new(*st.sends[i].mad, GFP_KERNEL) {
-                            Ok(m) => m,
-                            Err(_) => {
-                                i += 1;
-                                continue;
-                            }
-                        },
-                    };
-                    let _ = notices.push(Notice::Done(self.clone(), d), GFP_KERNEL);
+                    r.cancelled = true;
+                    if let Ok(mad) = KBox::new(*r.mad, GFP_KERNEL) {
+                        let d = SendDone {
+                            context: r.context,
+                            status: WcStatus::WrFlushErr,
+                            mad,
+                        };
+                        let _ = notices.push(Notice::Done(self.clone(), d), GFP_KERNEL);
+                    }
                     i += 1;
                 } else if let Ok(r) = st.sends.remove(i) {
                     let d = SendDone {
@@ -575,7 +571,10 @@ impl MadPort {
         let lkey = self.pd.local_dma_lkey();
         let PortState { qps, sends, .. } = st;
         let rec = sends.get_mut(i).ok_or(EINVAL)?;
-        let q = qps[rec.qpi].as_mut().ok_or(ENODEV)?;
+        let q = qps
+            .get_mut(rec.qpi)
+            .and_then(|q| q.as_mut())
+            .ok_or(ENODEV)?;
         let Some(slot) = q.free.pop() else {
             rec.state = SendState::Queued;
             return Ok(());
@@ -613,13 +612,17 @@ impl MadPort {
     /// with a general error.
     fn post_queued(&self, st: &mut PortState, qpi: usize, notices: &mut KVec<Notice>) {
         let mut i = 0;
-        while i < st.sends.len() {
-            let r = &st.sends[i];
+        while let Some(r) = st.sends.get(i) {
             if r.qpi != qpi || r.state != SendState::Queued {
                 i += 1;
                 continue;
             }
-            if st.qps[qpi].as_ref().is_none_or(|q| q.free.is_empty()) {
+            let room = st
+                .qps
+                .get(qpi)
+                .and_then(|q| q.as_ref())
+                .is_some_and(|q| !q.free.is_empty());
+            if !room {
                 return;
             }
             if self.post(st, i).is_err() {
@@ -650,15 +653,14 @@ impl MadPort {
         let mut notices = KVec::new();
         {
             let mut st = self.state.lock();
-            if let Some(q) = st.qps[qpi].as_mut() {
+            if let Some(q) = st.qps.get_mut(qpi).and_then(|q| q.as_mut()) {
                 let _ = q.free.push(slot, GFP_KERNEL);
             }
             let found = st
                 .sends
                 .iter()
                 .position(|r| r.qpi == qpi && r.state == SendState::Posted(slot));
-            if let Some(i) = found {
-                let r = &mut st.sends[i];
+            if let Some((i, r)) = found.and_then(|i| Some((i, st.sends.get_mut(i)?))) {
                 let wait = wc.status == WcStatus::Success
                     && r.timeout_ms != 0
                     && !r.answered
@@ -710,8 +712,8 @@ impl MadPort {
             let now = self.now_ns();
             let mut next: Option<i64> = None;
             let mut i = 0;
-            while i < st.sends.len() {
-                let SendState::Waiting(at) = st.sends[i].state else {
+            while let Some(r) = st.sends.get_mut(i) {
+                let SendState::Waiting(at) = r.state else {
                     i += 1;
                     continue;
                 };
@@ -720,9 +722,9 @@ impl MadPort {
                     i += 1;
                     continue;
                 }
-                if st.sends[i].retries_left > 0 {
-                    st.sends[i].retries_left -= 1;
-                    st.sends[i].state = SendState::Queued;
+                if r.retries_left > 0 {
+                    r.retries_left -= 1;
+                    r.state = SendState::Queued;
                     if self.post(&mut st, i).is_err() {
                         if let Ok(r) = st.sends.remove(i) {
                             finish(r, WcStatus::GeneralErr, &mut notices);
@@ -750,7 +752,7 @@ impl MadPort {
         let mut buf = [0u8; RECV_SLOT];
         let qp_type = {
             let st = self.state.lock();
-            let Some(q) = st.qps[qpi].as_ref() else {
+            let Some(q) = st.qps.get(qpi).and_then(|q| q.as_ref()) else {
                 return;
             };
             if q.recv.read(slot, &mut buf).is_err() {
@@ -880,17 +882,15 @@ impl MadPort {
                     .is_some_and(|a| core::ptr::eq(&**a, &*agent))
                     && s.tid == tid
                     && s.mgmt_class == c
-                    && !s.answered
-                    && !s.cancelled
-                    && matches!(s.state, SendState::Waiting(_) | SendState::Posted(_))
+                    && awaits_response(s.timeout_ms, s.answered, s.cancelled, s.state)
             });
-            let Some(i) = found else {
+            let Some((i, s)) = found.and_then(|i| Some((i, st.sends.get_mut(i)?))) else {
                 // An answer to nothing of this agent's: dropped.
                 return;
             };
-            if matches!(st.sends[i].state, SendState::Posted(_)) {
+            if matches!(s.state, SendState::Posted(_)) {
                 // Early: the send completes when its completion comes.
-                st.sends[i].answered = true;
+                s.answered = true;
                 None
             } else {
                 st.sends.remove(i).ok()
@@ -1057,6 +1057,18 @@ impl MadPort {
     }
 }
 
+/// Whether a send in `state`, sent with `timeout_ms`, may take a response (C's
+/// `ib_find_send_mad`): only one that waits for one (a timeout), sent or on the send queue
+/// still (an early response), not answered or cancelled yet. A send without timeout (a
+/// response itself) never takes one: otherwise an agent's answer, routed back to it by a
+/// requester using its TID prefix, would be taken as the answer to its own answer.
+fn awaits_response(timeout_ms: u32, answered: bool, cancelled: bool, state: SendState) -> bool {
+    timeout_ms != 0
+        && !answered
+        && !cancelled
+        && matches!(state, SendState::Waiting(_) | SendState::Posted(_))
+}
+
 /// Finishes send `r` with `status`: its agent hears of it (the port's own replies end
 /// silently).
 fn finish(r: SendRec, status: WcStatus, notices: &mut KVec<Notice>) {
@@ -1191,5 +1203,25 @@ impl Client for MadClient {
             }
             mp.close();
         }
+    }
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_ib_mad)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_send_with_a_timeout_takes_a_response() {
+        let posted = SendState::Posted(3);
+        let waiting = SendState::Waiting(1000);
+        assert!(awaits_response(1000, false, false, waiting));
+        // An early response: the send is still on the send queue.
+        assert!(awaits_response(1000, false, false, posted));
+        // A send without timeout (a response itself) takes none.
+        assert!(!awaits_response(0, false, false, posted));
+        assert!(!awaits_response(0, false, false, waiting));
+        assert!(!awaits_response(1000, true, false, posted));
+        assert!(!awaits_response(1000, false, true, waiting));
+        assert!(!awaits_response(1000, false, false, SendState::Queued));
     }
 }

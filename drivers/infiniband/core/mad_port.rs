@@ -15,6 +15,7 @@ use crate::{
     verbs_types::{QpAttr, QpAttrField as F, QpCap, QpState, QpType},
     wr::{RecvWr, Sge},
 };
+use core::num::NonZeroUsize;
 use kernel::{prelude::*, sync::Arc};
 
 /// Send entries per QP (C's `send_queue_size` default).
@@ -34,14 +35,14 @@ const PAGE: usize = 4096;
 pub(crate) struct Ring {
     pages: KVec<DmaBuffer>,
     slot: usize,
-    per_page: usize,
+    per_page: NonZeroUsize,
     count: u32,
 }
 
 impl Ring {
     fn new(dev: &Arc<IbDevice>, count: u32, slot: usize) -> Result<Self> {
-        let per_page = PAGE / slot;
-        let n = (count as usize).div_ceil(per_page);
+        let per_page = NonZeroUsize::new(PAGE.checked_div(slot).unwrap_or(0)).ok_or(EINVAL)?;
+        let n = (count as usize + per_page.get() - 1) / per_page;
         let mut pages = KVec::with_capacity(n, GFP_KERNEL)?;
         for _ in 0..n {
             pages.push(DmaBuffer::alloc(dev, PAGE)?, GFP_KERNEL)?;

@@ -177,12 +177,13 @@ pub(crate) fn show(
 ) -> Result {
     let m = get_perf_mad(dev, port, c.attr)?;
     let at = PMA_DATA + usize::from(c.offset / 8);
+    let byte = m.get(at).copied().ok_or(EINVAL)?;
     match c.width {
         4 => {
-            let shift = 4 - (c.offset % 8);
-            buf.emit(fmt!("{}\n", (m[at] >> shift) & 0xf))
+            let shift = 4u16.saturating_sub(c.offset % 8);
+            buf.emit(fmt!("{}\n", (byte >> shift) & 0xf))
         }
-        8 => buf.emit(fmt!("{}\n", m[at])),
+        8 => buf.emit(fmt!("{}\n", byte)),
         16 => buf.emit(fmt!("{}\n", get16(&m[..], at))),
         32 => buf.emit(fmt!("{}\n", get32(&m[..], at))),
         64 => buf.emit(fmt!("{}\n", get64(&m[..], at))),

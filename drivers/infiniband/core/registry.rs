@@ -537,12 +537,15 @@ pub struct ClientRegistration<C: Client + 'static> {
 /// The lock class (name and key) of every client's data lock. (A `new_mutex!` in the generic
 /// registration would make one key that each client's instance names with its own copy of the
 /// name, which lockdep reports.)
+// Never inlined into another crate: a copy of the name literal there would be another pointer
+// for the same key, which lockdep reports ("found a different class with the same key").
+#[inline(never)]
 fn client_data_class() -> (&'static CStr, Pin<&'static kernel::sync::LockClassKey>) {
-    (
-        c"ib_core::ClientRegistration::data",
-        kernel::static_lock_class!(),
-    )
+    (CLIENT_DATA_NAME, kernel::static_lock_class!())
 }
+
+/// The name of every client's data lock class, one object in `ib_core`.
+static CLIENT_DATA_NAME: &CStr = c"ib_core::ClientRegistration::data";
 
 impl<C: Client + 'static> ClientRegistration<C> {
     /// Registers `client`; it gets `add` for every registered device.

@@ -330,6 +330,15 @@ layout! {
         register_id: 0x50, 16;
         argument: 0x60, 32;
     }
+    /// ACCESS_REG input with the PCAP register (port capabilities, 20 bytes at 0x10): the local
+    /// port and the PortInfo.CapabilityMask it reports.
+    pub input AccessRegPcapIn[0x24] {
+        op_mod: 0x30, 16;
+        register_id: 0x50, 16;
+        argument: 0x60, 32;
+        local_port: 0x88, 8;
+        port_capability_mask: 0xa0, 32;
+    }
     /// TEARDOWN_HCA input.
     pub input TeardownHcaIn[16] {
         profile: 0x50, 16;
@@ -592,6 +601,8 @@ commands! {
     SetIssi: SET_ISSI, SetIssiIn => OutHeader;
     /// `ACCESS_REG` of a 16-byte register (its value is not read).
     AccessReg: ACCESS_REG, AccessRegIn => OutHeader, out_len = 0x20;
+    /// `ACCESS_REG` of the PCAP register.
+    AccessRegPcap: ACCESS_REG, AccessRegPcapIn => OutHeader, out_len = 0x24;
     /// `QUERY_HCA_CAP`: the capability page follows the output header.
     QueryHcaCap: QUERY_HCA_CAP, PlainIn => OutHeader;
     /// `SET_HCA_CAP`: the capability page follows the input header.

@@ -4,9 +4,10 @@
 # host-check: firmware pages: [0-9]+ given, [0-9]+ returned, 0 still held
 # KUnit is off (the harness default): the suites a module runs at load would take the allocation points.
 # For each step of bringing the Rust stack up -- loading ib_core; ib_uverbs (its device numbers
-# and class; its device for mlx5_0 comes with mlx5_ib's step); mlx5_core (the PCI probe and
-# the HCA bring-up of the emulated ConnectX-5 run in the loading task); mlx5_ib (the auxiliary
-# probe and the registration of mlx5_0); ib_verbs_client (the kernel verbs consumer: its client
+# and class; its device for mlx5_0 comes with mlx5_ib's step); ib_umad (the same for umad0 and
+# issm0); mlx5_core (the PCI probe and the HCA bring-up of the emulated ConnectX-5 run in the
+# loading task); mlx5_ib (the auxiliary probe and the registration of mlx5_0, with the MAD
+# layer's QP0/QP1, CQ and buffers and ib_umad's devices, which clients add then); ib_verbs_client (the kernel verbs consumer: its client
 # add on mlx5_0, PD, CQ, QPs, MR and 1000s of messages) -- the step runs again and again with
 # /proc/<pid>/fail-nth = N: the N-th slab or page allocation of the loading task fails
 # (FAILSLAB and FAIL_PAGE_ALLOC, sleeping allocations and order-0 pages included, user and
@@ -92,6 +93,11 @@ whole() {
 		if grep -q '^ib_uverbs ' /proc/modules; then test -d /sys/class/infiniband_verbs; else
 			test ! -e /sys/class/infiniband_verbs && ! ls /dev/infiniband/uverbs* >/dev/null 2>&1; fi
 		;;
+	ib_umad)
+		# Loaded: its class exists; not loaded: no class, no node.
+		if grep -q '^ib_umad ' /proc/modules; then test -d /sys/class/infiniband_mad; else
+			test ! -e /sys/class/infiniband_mad && ! ls /dev/infiniband/umad* >/dev/null 2>&1; fi
+		;;
 	mlx5_core)
 		if grep -q '^mlx5_core ' /proc/modules; then
 			# Bound: its auxiliary device exists; not bound: the probe undid everything.
@@ -120,6 +126,7 @@ works() {
 	case $1 in
 	ib_core) test -d /sys/class/infiniband ;;
 	ib_uverbs) test -d /sys/class/infiniband_verbs ;;
+	ib_umad) test -d /sys/class/infiniband_mad ;;
 	mlx5_core) test -e "$dev/driver" && test -e /sys/bus/auxiliary/devices/mlx5_core.rdma.0 ;;
 	mlx5_ib) test -e /sys/class/infiniband/mlx5_0/ports/1/state ;;
 	ib_verbs_client) grep -q '^ib_verbs_client ' /proc/modules ;;
@@ -199,6 +206,7 @@ gone() {
 	case $1 in
 	ib_core) test ! -e /sys/class/infiniband ;;
 	ib_uverbs) test ! -e /sys/class/infiniband_verbs && ! ls /dev/infiniband/uverbs* >/dev/null 2>&1 ;;
+	ib_umad) test ! -e /sys/class/infiniband_mad && ! ls /dev/infiniband/umad* >/dev/null 2>&1 ;;
 	mlx5_core) test ! -e "$dev/driver" && test ! -e /sys/bus/auxiliary/devices/mlx5_core.rdma.0 ;;
 	mlx5_ib) test ! -e /sys/class/infiniband/mlx5_0 ;;
 	ib_verbs_client) ! rdma res show qp 2>/dev/null | grep -q 'comm \[ib_verbs_client\]' ;;
@@ -261,7 +269,7 @@ teardown_sweep() {
 }
 
 check "fault injection armed (FAILSLAB, FAIL_PAGE_ALLOC; all allocations, silent)" arm_faults
-for step in ib_core ib_uverbs mlx5_core mlx5_ib; do
+for step in ib_core ib_uverbs ib_umad mlx5_core mlx5_ib; do
 	check_output "sweep $step: every run failed cleanly or worked, then it loads" \
 		"^$step: [0-9]+ runs up to point [0-9]+ \\(stride $STRIDE\\), [0-9]+ failed loads, then loaded\$" \
 		sweep $step "$stack_dir/$step.ko"
@@ -273,7 +281,7 @@ check_output "sweep ib_verbs_client: every run failed cleanly or worked, then it
 	sweep ib_verbs_client "$client" "$CLIENT_LAST"
 check_output "the client's last load ran every phase on mlx5_0" "ib_verbs_client: mlx5_0: qp .* in state Rts" dmesg
 check "the client unloads" rmmod ib_verbs_client
-for step in ib_verbs_client mlx5_ib mlx5_core ib_uverbs ib_core; do
+for step in ib_verbs_client mlx5_ib mlx5_core ib_umad ib_uverbs ib_core; do
 	check_output "teardown sweep $step: every unload with a failed allocation completes and leaves nothing" \
 		"^$step: [0-9]+ unloads up to point [0-9]+ \\(stride $TSTRIDE\\), [0-9]+ with a fault\$" \
 		teardown_sweep $step

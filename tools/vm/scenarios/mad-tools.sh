@@ -10,7 +10,8 @@
 #     smpquery -D nodeinfo 0 (a directed-route SMP the port answers itself, never sent);
 #   - the port's counters/ directory (C's extended PMA table) and its values, through the same
 #     process_mad, before and after the traffic;
-#   - the stack unloads; dmesg and kmemleak are clean.
+#   - the stack unloads; dmesg is clean; kmemleak on rust (C 7.3 leaks the task of a process
+#     that registered MRs, as uverbs-devices notes).
 # hw_counters/ and `rdma stat show` are in hw-counters.sh.
 # stacks: rust c
 # timeout: 400
@@ -422,5 +423,9 @@ same "perfquery -x after the traffic" perfquery_x_1 perfquery -x
 same "counters/ values after the traffic" counters_1 sh -c "cd $counters && grep . *"
 check "the stack unloads" unload_stack
 check "nothing of it stays loaded" sh -c '! grep -E "^(ib_core|ib_umad|mlx5_core|mlx5_ib) " /proc/modules'
-kmemleak_clean "kmemleak finds no leak"
+# C 7.3 leaks the task of a process that registered MRs (ibv_rc_pingpong here; see
+# uverbs-devices), sometimes found by the scan: kmemleak on rust only.
+if [ "$STACK" = rust ]; then
+	kmemleak_clean "rust: kmemleak finds no leak"
+fi
 dmesg_clean "dmesg has no warnings, oopses or lockdep reports"

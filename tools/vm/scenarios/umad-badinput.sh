@@ -12,6 +12,8 @@
 #     status, length, QP, LID, TID); poll (POLLOUT only when empty);
 #   - a request nobody answers comes back after its retries as an ETIMEDOUT packet of the header
 #     and the MAD's first 24 bytes;
+#   - issm0 held by a process sets the port's IsSM capability (sysfs cap_mask, ibstat), a second
+#     non-blocking open gets EAGAIN, the close clears it again;
 #   - with the file open and an agent registered, mlx5_ib unloads: read and write EIO,
 #     REGISTER_AGENT EPIPE, UNREGISTER_AGENT EINVAL, poll POLLERR, close 0;
 #   - the stack unloads; dmesg and kmemleak are clean.
@@ -25,6 +27,19 @@ umad_badinput /dev/infiniband/umad0 $lid >/tmp/umad.out 2>&1
 check_output "umad_badinput: 50 malformed or edge-case uses get C's errnos and results" \
 	'^umad_badinput: 50 passed, 0 failed$' tail -n 1 /tmp/umad.out
 sed -n 's/^/# /p' /tmp/umad.out | grep -v '^# ok '
+
+# issm0: while a subnet manager holds it, the port reports IsSM (PortInfo.CapabilityMask bit 1,
+# through the driver: C's PCAP register write); one holder at a time.
+cap=/sys/class/infiniband/mlx5_0/ports/1/cap_mask
+before=$(cat $cap)
+sleep 600 <>/dev/infiniband/issm0 &
+sm=$!
+wait_for "with issm0 held the port reports IsSM (cap_mask bit 1)" 30 '^0x[0-9a-f]*[2367abef]$' cat $cap
+check_output "ibstat shows the same capability mask" "Capability mask: $(cat $cap)\$" ibstat
+check_output "a second, non-blocking open of issm0: EAGAIN" '^umad_badinput: 1 passed, 0 failed$' \
+	sh -c 'umad_badinput --issm-busy /dev/infiniband/issm0 | tail -n 1'
+check "the holder closes issm0" sh -c "kill $sm; wait $sm 2>/dev/null; true"
+wait_for "and IsSM is cleared again ($before)" 30 "^$before\$" cat $cap
 
 umad_badinput --removed /dev/infiniband/umad0 /tmp/umad.ready /tmp/umad.go >/tmp/umad.removed 2>&1 &
 holder=$!

@@ -169,7 +169,7 @@ struct AgentHandler {
 }
 
 impl MadHandler for AgentHandler {
-    fn recv(&self, agent: &MadAgent, r: KBox<ReceivedMad>) {
+    fn recv(&self, agent: &Arc<MadAgent>, r: KBox<ReceivedMad>) {
         let hdr_size = self.file.inner.lock().hdr_size();
         let mut h = UmadHdr {
             length: (hdr_size + MAD_SIZE) as u32,
@@ -195,7 +195,7 @@ impl MadHandler for AgentHandler {
         }
     }
 
-    fn send_done(&self, agent: &MadAgent, d: SendDone) {
+    fn send_done(&self, agent: &Arc<MadAgent>, d: SendDone) {
         let sent = {
             let mut inner = self.file.inner.lock();
             match inner.sends.iter().position(|s| s.context == d.context) {
@@ -335,8 +335,15 @@ impl UmadFile {
                 pr_warn!("process did not enable P_Key index support.\n");
             }
         }
-        inner.agents[id] = Some(agent);
-        inner.agent_flags[id] = flags;
+        let Inner {
+            agents,
+            agent_flags,
+            ..
+        } = &mut *inner;
+        if let (Some(a), Some(f)) = (agents.get_mut(id), agent_flags.get_mut(id)) {
+            *a = Some(agent);
+            *f = flags;
+        }
         Ok(0)
     }
 
@@ -349,7 +356,7 @@ impl UmadFile {
             if id >= MAX_AGENTS || inner.agent(id).is_none() {
                 return Err(EINVAL);
             }
-            inner.agents[id].take()
+            inner.agents.get_mut(id).and_then(|a| a.take())
         };
         if let Some(a) = agent {
             a.unregister();
@@ -392,8 +399,8 @@ impl UmadFile {
         let class = mad[mh::MGMT_CLASS];
         let hdr_len = hdr::data_offset(class);
         let data_len = count.checked_sub(hdr_size + hdr_len).ok_or(EINVAL)?;
-        let kernel_rmpp =
-            agent.rmpp_version() != 0 && inner.agent_flags[h.id as usize] & USER_RMPP == 0;
+        let kernel_rmpp = agent.rmpp_version() != 0
+            && inner.agent_flags.get(h.id as usize).copied().unwrap_or(0) & USER_RMPP == 0;
         let rmpp_active = mad_agent::is_rmpp_class(class)
             && kernel_rmpp
             && mad[hdr::RMPP_FLAGS] & hdr::RMPP_FLAG_ACTIVE != 0;

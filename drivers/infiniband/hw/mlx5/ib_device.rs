@@ -464,6 +464,11 @@ impl DeviceOps for Mlx5IbDevice {
         mad::process_mad(&self.cmds, true, flags, port, wc, inp, out)
     }
 
+    /// C's `mlx5_ib_modify_port` for the capability mask of an InfiniBand port (`issmN`).
+    fn modify_port_caps(&self, port: u32, set: u32, clear: u32) -> Result {
+        mad::modify_port_caps(&self.cmds, port_u8(port)?, set, clear)
+    }
+
     fn query_pkey(&self, port: u32, index: u16) -> Result<u16> {
         let index = u32::from(index);
         let block = mad::smp_get(&self.cmds, port_u8(port)?, attr::PKEY_TABLE, index / 32)?;

@@ -10,7 +10,7 @@ use ib_core::mad_types::{
 use kernel::prelude::*;
 use mlx5_core::{
     commands::Commands,
-    ifc::{MadIfc, MadIfcIn},
+    ifc::{AccessRegPcap, AccessRegPcapIn, MadIfc, MadIfcIn},
 };
 
 /// Size of an SMP's attribute data.
@@ -129,6 +129,34 @@ pub(crate) fn process_mad(
         return result::SUCCESS | result::CONSUMED;
     }
     result::SUCCESS | result::REPLY
+}
+
+/// The PCAP register's id (`MLX5_REG_PCAP`).
+const REG_PCAP: u64 = 0x5001;
+/// ACCESS_REG `op_mod` of a write.
+const REG_WRITE: u64 = 0;
+/// PortInfo.CapabilityMask's offset in the attribute.
+const PORT_INFO_CAP_MASK: usize = 20;
+
+/// Sets and clears capability bits of `port` (C's `mlx5_ib_modify_port` for an InfiniBand
+/// port): the mask PortInfo reports now, changed, written to the PCAP register
+/// (`mlx5_set_port_caps`).
+pub(crate) fn modify_port_caps(cmds: &Commands, port: u8, set: u32, clear: u32) -> Result {
+    let info = smp_get(cmds, port, attr::PORT_INFO, port.into())?;
+    let cur = u32::from_be_bytes([
+        info[PORT_INFO_CAP_MASK],
+        info[PORT_INFO_CAP_MASK + 1],
+        info[PORT_INFO_CAP_MASK + 2],
+        info[PORT_INFO_CAP_MASK + 3],
+    ]);
+    let mask = (cur | set) & !clear;
+    let mut input = AccessRegPcapIn::new();
+    input.set_op_mod(REG_WRITE)?;
+    input.set_register_id(REG_PCAP)?;
+    input.set_local_port(port.into())?;
+    input.set_port_capability_mask(mask.into())?;
+    cmds.exec::<AccessRegPcap>(&input)?;
+    Ok(())
 }
 
 /// Asks `port`'s management agent for attribute `attr_id` (modifier `attr_mod`); returns the

@@ -76,6 +76,9 @@ pub struct Port {
     pub state: u8,
     /// Physical port state (5 = LinkUp).
     pub phys_state: u8,
+    /// PortInfo.CapabilityMask: [`CAPABILITY_MASK`] until the host writes the PCAP register
+    /// (IsSM while a subnet manager holds `issmN`).
+    pub cap_mask: u32,
 }
 
 /// The node: identity shared by its ports.
@@ -108,6 +111,7 @@ impl Node {
                 sm_lid: 1,
                 state: STATE_ACTIVE,
                 phys_state: PHYS_LINK_UP,
+                cap_mask: CAPABILITY_MASK,
             })
             .collect();
         Self {
@@ -143,7 +147,7 @@ impl Node {
         d[8..16].copy_from_slice(&0xfe80_0000_0000_0000u64.to_be_bytes()); // GidPrefix
         d[16..18].copy_from_slice(&port.lid.to_be_bytes());
         d[18..20].copy_from_slice(&port.sm_lid.to_be_bytes());
-        d[20..24].copy_from_slice(&CAPABILITY_MASK.to_be_bytes());
+        d[20..24].copy_from_slice(&port.cap_mask.to_be_bytes());
         d[28] = 0x02; // LinkWidthEnabled: 4X
         d[29] = 0x03; // LinkWidthSupported: 1X, 4X
         d[30] = 0x02; // LinkWidthActive: 4X
@@ -312,7 +316,7 @@ pub fn query_hca_vport_context(fw: &mut Firmware, input: &Input) -> CmdResult {
     set(vport::SYSTEM_IMAGE_GUID, fw.node.system_image_guid);
     set(vport::PORT_GUID, port.guid);
     set(vport::NODE_GUID, fw.node.guid);
-    set(vport::CAP_MASK1, u64::from(CAPABILITY_MASK));
+    set(vport::CAP_MASK1, u64::from(port.cap_mask));
     set(vport::LID, u64::from(port.lid));
     set(vport::SUBNET_TIMEOUT, 18);
     set(vport::SM_LID, u64::from(port.sm_lid));
