@@ -24,7 +24,7 @@
 # At the end, every firmware page is back (cx-model's count) and kmemleak is clean.
 # Whether the fault fired is read from the fault attributes' `times` counter (each injected
 # failure decrements it). Covered: what runs in insmod's task; work the drivers do in other tasks
-# (EQ interrupt threads, page-request work, the health poll) is not (fail-nth is per task).
+# (the EQ interrupt thread, work items) is hardening-failslab-async's (fail-nth is per task).
 # STRIDE is 41 here (about 1 run in 41 of the points, to keep make test short); hardening-failslab-full runs every point
 # (and the client's first 600).
 # Rust only: the C stack's own failure paths are not ours to test here (run it with STACK=c by

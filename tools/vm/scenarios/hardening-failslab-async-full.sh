@@ -1,0 +1,10 @@
+# hardening-failslab-async-full: hardening-failslab-async with every allocation point of the
+# interrupt thread failed in turn (stride 1; 155 points on 2026-11-27, 12 minutes in all with the workload of then). Not
+# part of `make test`: run it with `make vm-test SCENARIO=hardening-failslab-async-full`.
+# stacks: rust
+# make-test: no
+# timeout: 2400
+# host-check: firmware pages: [0-9]+ given, [0-9]+ returned, 0 still held
+
+FAILSLAB_IRQ_STRIDE=1
+. /scenarios/hardening-failslab-async.sh
