@@ -1,5 +1,5 @@
 # hardening-failslab-async-full: hardening-failslab-async with every allocation point of the
-# interrupt thread failed in turn (stride 1; 155 points on 2026-11-27, 12 minutes in all with the workload of then). Not
+# interrupt thread failed in turn (stride 1; 151 points and 471 s on 2026-11-27). Not
 # part of `make test`: run it with `make vm-test SCENARIO=hardening-failslab-async-full`.
 # stacks: rust
 # make-test: no
