@@ -125,6 +125,16 @@ model_ctl() {
 	host_request 30 "$@"
 }
 
+# model_status_field <sed pattern with one group>: that group of cx-model's status line.
+model_status_field() {
+	model_ctl status | sed -n "s/$1/\\1/p"
+}
+
+# pages_held: the firmware pages the driver has lent cx-model; cannot_give: how many page
+# requests the driver answered "cannot give".
+pages_held() { model_status_field '.*commands, \([0-9]*\) pages held.*'; }
+cannot_give() { model_status_field '.* \([0-9]*\) cannot-give.*'; }
+
 # barrier <name> [secs]: in a two-VM run, waits until the other guest reached the barrier <name>
 # too (at most <secs>, default 300). The harness answers "ok barrier <name>" (exit 0), or an error
 # at once when the peer has stopped or waits at another barrier (exit 1). Prints the answer.

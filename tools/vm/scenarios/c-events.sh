@@ -24,9 +24,6 @@ wait_for "sysfs port state follows: 4: ACTIVE" 10 '^4: ACTIVE$' cat $state
 wait_for "ibv_asyncwatch sees IBV_EVENT_PORT_ACTIVE on port 1" 10 'IBV_EVENT_PORT_ACTIVE.*port 1' cat /tmp/asyncwatch
 kill $watcher
 wait $watcher 2>/dev/null
-pages_held() {
-	model_ctl status | sed -n 's/.*commands, \([0-9]*\) pages held.*/\1/p'
-}
 held=$(pages_held)
 check_output "model: asks for 8 more pages" '^ok page request 8$' model_ctl page-request 8
 wait_for "the C driver gives them" 10 "^$((held + 8))\$" pages_held

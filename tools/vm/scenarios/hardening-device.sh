@@ -19,13 +19,8 @@ FLOOD=1000000
 # flood with 100,000; ours takes the million.
 if [ "$STACK" = c ]; then FLOOD=100000; fi
 
-status_field() {
-	model_ctl status | sed -n "s/$1/\\1/p"
-}
-pages_held() { status_field '.*commands, \([0-9]*\) pages held.*'; }
-cant_give() { status_field '.* \([0-9]*\) cannot-give.*'; }
-flood_left() { status_field '.*flood [0-9]* posted \([0-9]*\) left.*'; }
-flood_posted() { status_field '.*flood \([0-9]*\) posted.*'; }
+flood_left() { model_status_field '.*flood [0-9]* posted \([0-9]*\) left.*'; }
+flood_posted() { model_status_field '.*flood \([0-9]*\) posted.*'; }
 memfree_kb() { awk '/^MemFree:/ { print $2 }' /proc/meminfo; }
 # Bus mastering as the function's PCI command register shows it.
 bus_master_off() { lspci -s "$bdf" -vv | grep -q 'BusMaster-'; }
@@ -49,7 +44,7 @@ wait_for "the function is bound with its auxiliary device" 30 '^bound$' sh -c "i
 # (2) Page requests the device should not make.
 held=$(pages_held)
 mem0=$(memfree_kb)
-cg=$(cant_give)
+cg=$(cannot_give)
 check_output "model: asks for 5000 pages (more than one MANAGE_PAGES of 4096 lends in Rust)" '^ok page request 5000$' model_ctl page-request 5000
 wait_for "all 5000 are given" 30 "^$((held + 5000))\$" pages_held
 check_output "model: offers 5000 back" '^ok page request -5000$' model_ctl page-request -5000
@@ -63,9 +58,9 @@ if [ "$STACK" = rust ]; then
 	# -2^31 make kvzalloc WARN (more than INT_MAX bytes). Not run on C.
 	held=$(pages_held)
 	check_output "model: asks for 1048576 pages (4 GiB)" '^ok page request 1048576$' model_ctl page-request 1048576
-	wait_for "the driver answers 'cannot give' (MANAGE_PAGES op_mod 0)" 30 "^$((cg + 1))\$" cant_give
+	wait_for "the driver answers 'cannot give' (MANAGE_PAGES op_mod 0)" 30 "^$((cg + 1))\$" cannot_give
 	check_output "model: asks for 2147483647 pages" '^ok page request 2147483647$' model_ctl page-request 2147483647
-	wait_for "the driver answers 'cannot give' again" 30 "^$((cg + 2))\$" cant_give
+	wait_for "the driver answers 'cannot give' again" 30 "^$((cg + 2))\$" cannot_give
 	check_output "model: offers -2147483648 pages" '^ok page request -2147483648$' model_ctl page-request -2147483648
 	sleep 2
 	check_output "no page was given for the absurd counts (-2^31 took some back)" '^ok$' held_below $((held + 1))

@@ -15,10 +15,6 @@ dev=$(cx_device)
 bdf=${dev##*/}
 iface=mlx5_test_interface
 
-pages_held() {
-	model_ctl status | sed -n 's/.*commands, \([0-9]*\) pages held.*/\1/p'
-}
-
 check "load mlx5_core" load_stack mlx5_core
 held=$(pages_held)
 check "the test interface starts 6 NOPs at once" insmod "$stack_dir/$iface.ko" nop_commands=6

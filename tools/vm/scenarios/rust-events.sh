@@ -8,10 +8,6 @@
 dev=$(cx_device)
 bdf=${dev##*/}
 
-pages_held() {
-	model_ctl status | sed -n 's/.*commands, \([0-9]*\) pages held.*/\1/p'
-}
-
 check "load the rust stack" load_stack
 check_output "one MSI-X vector for the control event queues, named as C's" 'mlx5_async0@pci:' cat /proc/interrupts
 check_output "model: port 1 down" '^ok port 1 down$' model_ctl port 1 down
