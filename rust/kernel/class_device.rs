@@ -262,13 +262,19 @@ impl<T: Send + Sync> ClassDevice<T> {
                 (*cdev).owner = fops.owner;
             }
             // C's `cdev_device_add`, step by step so that each failure is undone exactly.
-            // SAFETY: `cdev` is set up and `dev` initialised and named: the cdev takes a
-            // reference to the device, dropped when the cdev frees itself.
+            // SAFETY: `cdev` is set up and `dev` initialised and named. Only a successful
+            // `cdev_add` takes a reference to the parent; the cdev's release drops one.
             unsafe { bindings::cdev_set_parent(cdev, &raw mut (*dev).kobj) };
             // SAFETY: As above; `devt` is reserved for the caller (contract).
             to_result(unsafe { bindings::cdev_add(cdev, devt.as_raw(), 1) }).map_err(|e| {
-                // SAFETY: The cdev is not added; this drops the reference `cdev_alloc` gave.
-                unsafe { bindings::kobject_put(&raw mut (*cdev).kobj) };
+                // SAFETY: The cdev is not added, so it holds no reference to `dev`: its parent
+                // is cleared first, else its release would drop a reference never taken (a
+                // refcount underflow, then a use after free of `dev`). The put then drops the
+                // reference `cdev_alloc` gave, which frees the cdev.
+                unsafe {
+                    (*cdev).kobj.parent = core::ptr::null_mut();
+                    bindings::kobject_put(&raw mut (*cdev).kobj);
+                }
                 abort(e)
             })?;
             // SAFETY: `dev` is initialised and named; its class is registered (caller's

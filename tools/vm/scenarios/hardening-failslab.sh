@@ -81,6 +81,48 @@ reported() {
 	return 0
 }
 
+# report_log: the kernel log of the run from just before its first report that `reported` does
+# not tolerate (where the cause is, which the log's tail can miss), 64 lines.
+report_log() {
+	_l=$(dmesg | grep -n -E "$REPORT" | grep -v -E 'Call Trace:|remove_proc_entry' | head -n 1 | cut -d: -f1)
+	if [ -n "$_l" ] && [ "$_l" -gt 3 ]; then _l=$((_l - 3)); else _l=1; fi
+	dmesg | sed -n "$_l,$((_l + 63))p"
+}
+
+# narrow [<function>]: from now on fail-nth counts only the allocations with a return address
+# inside the kernel function <function> on their stack (the stack-trace filter, 32 frames deep);
+# without <function>, all allocations again (the filter's defaults).
+narrow() {
+	_start=0
+	_end=18446744073709551615
+	if [ -n "$1" ]; then
+		_s=$(awk -v f="$1" '$3 == f && ($2 == "T" || $2 == "t") { print $1; exit }' /proc/kallsyms)
+		[ -n "$_s" ] || { echo "$1: not in /proc/kallsyms"; return 1; }
+		# Its end: the next symbol (the addresses have one width: they sort as strings).
+		_e=$(awk -v s="$_s" '($1 "") > (s "") { print $1 }' /proc/kallsyms | sort | head -n 1)
+		[ -n "$_e" ] || { echo "$1: no symbol after it"; return 1; }
+		_start=0x$_s
+		_end=0x$_e
+	fi
+	for a in failslab fail_page_alloc; do
+		echo "$_start" >$dbg/$a/require-start && echo "$_end" >$dbg/$a/require-end || return 1
+	done
+}
+
+# narrowed_sweep <step> <module file> <function>: `sweep` of <step> with every point (stride 1),
+# counting only the allocations made under <function> (`narrow`).
+narrowed_sweep() {
+	narrow "$3" || return 1
+	_stride=$STRIDE
+	STRIDE=1
+	echo "$1, allocations under $3 only:" >>/tmp/sweeps
+	sweep "$1" "$2"
+	_rc=$?
+	STRIDE=$_stride
+	narrow || return 1
+	return $_rc
+}
+
 # whole <step>: the state after a run of <step> is whole (see the header).
 whole() {
 	case $1 in
@@ -184,7 +226,7 @@ sweep() {
 		fi
 		if reported; then
 			echo "$_step: fail-nth $_n (insmod exit $_rc): kernel report:"
-			dmesg | tail -n 60
+			report_log
 			return 1
 		fi
 		_n=$((_n + STRIDE))
@@ -252,7 +294,7 @@ teardown_sweep() {
 		fi
 		if reported; then
 			echo "$_step: fail-nth $_n ($_out): kernel report:"
-			dmesg | tail -n 60
+			report_log
 			return 1
 		fi
 		case $_out in
@@ -274,6 +316,14 @@ for step in ib_core ib_uverbs ib_umad mlx5_core mlx5_ib; do
 		"^$step: [0-9]+ runs up to point [0-9]+ \\(stride $STRIDE\\), [0-9]+ failed loads, then loaded\$" \
 		sweep $step "$stack_dir/$step.ko"
 done
+# The clients' character devices (uverbs0, umad0, issm0), made while mlx5_ib registers mlx5_0:
+# every failure of cdev_add's allocation (kobj_map), whatever STRIDE is. A failed cdev_add once
+# dropped a reference to the device it had never taken (a refcount underflow, then a use after
+# free; hardening-failslab-full found it at one point of its 2000s). At least one fault must fire.
+check "mlx5_ib unloads for its narrowed sweep" rmmod mlx5_ib
+check_output "sweep mlx5_ib, every point under kobj_map (cdev_add): each failed cleanly or worked" \
+	"^mlx5_ib: ([2-9]|[1-9][0-9]+) runs up to point [0-9]+ \\(stride 1\\), [0-9]+ failed loads, then loaded\$" \
+	narrowed_sweep mlx5_ib "$stack_dir/mlx5_ib.ko" kobj_map
 check_output "the function is bound after the sweeps" "^mlx5_core\$" sh -c "basename \$(readlink $dev/driver)"
 wait_for "mlx5_0 port 1 ACTIVE after the sweeps" 60 "state ACTIVE" rdma link show mlx5_0/1
 check_output "sweep ib_verbs_client: every run failed cleanly or worked, then it loads" \
