@@ -17,6 +17,8 @@
 # worked, and either way the state is whole (the module is loaded and works, or it is gone;
 # mlx5_0 is registered or absent; the function is bound or not); the module then unloads (or
 # stays for the next step once the sweep is done), and the kernel log of the run has no report.
+# After the main sweeps, mlx5_ib's load again with only the allocations under kobj_map counted
+# (`narrowed_sweep`: FAILSLAB's stack-trace filter narrows fail-nth), every point.
 # Then the teardown: each module of the stack (the client first) unloaded by one delete_module()
 # call with its N-th allocation failing (tools/unload-once arms fail-nth just before the call),
 # N = 1, 1 + TSTRIDE, ... until one does not reach its N-th: an unload cannot fail, so each must
