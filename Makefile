@@ -39,7 +39,8 @@ NPROC := $(shell nproc)
 # Guest-side test programs built from this repository (libibverbs consumers).
 VERBS_TOOLS := $(OUT)/tools/verbs_errors $(OUT)/tools/rdma_nl_tester $(OUT)/tools/load_once \
 	$(OUT)/tools/unload_once $(OUT)/tools/umad_badinput \
-	$(OUT)/tools/uverbs_badinput $(OUT)/tools/uverbs_holder $(OUT)/tools/uverbs_bench
+	$(OUT)/tools/uverbs_badinput $(OUT)/tools/uverbs_holder $(OUT)/tools/uverbs_bench \
+	$(OUT)/tools/verbs_hostile
 # The C twin of the Rust sample consumer ib_verbs_client (tools/verbs-twin), for STACK=c.
 VERBS_TWIN := $(OUT)/verbs-twin/ib_verbs_client.ko
 
@@ -147,6 +148,11 @@ $(OUT)/tools/uverbs_badinput: tools/uverbs-badinput/uverbs_badinput.c | $(CACHE)
 
 # A process holding a user context while its device goes away (libibverbs).
 $(OUT)/tools/uverbs_holder: tools/uverbs-holder/uverbs_holder.c | $(CACHE)/.setup-done
+	@mkdir -p $(@D)
+	gcc -O2 -g -Wall -Wextra -Werror -o $@ $< -libverbs
+
+# What a user (or a fabric node) can do to the stack: event pile-ups, short MADs, rereg (libibverbs).
+$(OUT)/tools/verbs_hostile: tools/verbs-hostile/verbs_hostile.c | $(CACHE)/.setup-done
 	@mkdir -p $(@D)
 	gcc -O2 -g -Wall -Wextra -Werror -o $@ $< -libverbs
 

@@ -102,14 +102,36 @@ pub fn new_file<T: AnonFileOps>(
     }
 }
 
-/// Whether `file`'s private data is `data` (C compares `f->private_data` with an object it
-/// knows): a file of another kind, or of another object, is not. Only addresses are compared.
-pub fn holds<P: ForeignOwnable + Clone>(file: &crate::fs::LocalFile, data: &P) -> bool {
+/// Whether `file` is a file made by [`new_file`] for `T` whose private data is `data` (C
+/// compares `f->f_op` with its operations and `f->private_data` with an object it knows): a
+/// file of another kind, or of another object, is not. Only addresses are compared.
+///
+/// The kind is recognised by the `release` operation the file has: `Vtable<T>::release` is one
+/// function of the crate that instantiates it (not an inlined constant, whose address Rust
+/// does not promise to be unique).
+pub fn holds<T: AnonFileOps>(file: &crate::fs::LocalFile, data: &T::Ptr) -> bool
+where
+    T::Ptr: Clone,
+{
+    let ours: unsafe extern "C" fn(*mut bindings::inode, *mut bindings::file) -> c_int =
+        Vtable::<T>::release;
+    // SAFETY: `file` is a valid file (the reference says so): its operations table is valid
+    // while it is open; only a pointer field of each is read.
+    let release = unsafe {
+        let ops = (*file.as_ptr()).f_op;
+        if ops.is_null() {
+            return false;
+        }
+        (*ops).release
+    };
+    if release.map(|f| f as usize) != Some(ours as usize) {
+        return false;
+    }
     let ptr = data.clone().into_foreign();
-    // SAFETY: `file` is a valid file (the reference says so); only its pointer field is read.
+    // SAFETY: As above; only the private data pointer is read.
     let same = unsafe { (*file.as_ptr()).private_data } == ptr.cast();
     // SAFETY: `ptr` came from `into_foreign` just above and is given back once.
-    drop(unsafe { P::from_foreign(ptr) });
+    drop(unsafe { T::Ptr::from_foreign(ptr) });
     same
 }
 

@@ -237,9 +237,15 @@ unsafe extern "C" fn vma_open(vma: *mut bindings::vm_area_struct) {
     if orig.is_null() {
         return;
     }
-    // SAFETY: As above: the original VMA still exists while it is copied.
-    let (maps, entry, mm) = unsafe { ((*orig).maps.clone(), (*orig).entry.clone(), (*vma).vm_mm) };
+    // SAFETY: `orig` is owned by the VMA being copied (fork's `dup_mmap`, or a split by
+    // `mprotect`/`munmap`), which exists for the whole call: the memory manager holds that
+    // address space's mmap lock for writing, so the VMA cannot be closed meanwhile and `orig`
+    // is not freed (only `vma_close` frees it). `maps` is never changed after `map_io`; the
+    // new VMA's `vm_mm` is set before `open` is called.
+    let (maps, mm) = unsafe { ((*orig).maps.clone(), (*vma).vm_mm) };
     let mut inner = maps.inner.lock();
+    // SAFETY: As above; `entry` is only changed under the maps' lock (`zap_all`), held here.
+    let entry = unsafe { (*orig).entry.clone() };
     let ok = !inner.gone && inner.list.reserve(1, GFP_KERNEL).is_ok();
     if ok {
         if let Ok(t) = KBox::new(

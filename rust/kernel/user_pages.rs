@@ -60,6 +60,10 @@ impl PinnedPages {
         let first = addr & !(PAGE_SIZE - 1);
         let last = end.checked_next_multiple_of(PAGE_SIZE).ok_or(EINVAL)?;
         let count = (last - first) / PAGE_SIZE;
+        // C's `ib_umem_get` refuses more pages than an `unsigned int` counts (umem.c:220).
+        if count > c_uint::MAX as usize {
+            return Err(EINVAL);
+        }
         // A task without user memory (a kernel thread) has nothing to pin. (Asked of C: the
         // field offsets of 7.3's generated `task_struct` binding do not match the compiled
         // kernel's here, so `current!().mm()` reads the wrong field.)
@@ -187,6 +191,9 @@ impl DmaMappedPages {
         if offset >= PAGE_SIZE || len == 0 || offset + len > pinned.page_count() * PAGE_SIZE {
             return Err(EINVAL);
         }
+        // The table's page count is a C `unsigned int` (C's `ib_umem_get` refuses more,
+        // umem.c:220): never truncated.
+        let page_count = c_uint::try_from(pinned.page_count()).map_err(|_| EINVAL)?;
         let sgt = KBox::new(Opaque::<bindings::sg_table>::zeroed(), GFP_KERNEL)?;
         // SAFETY: `sgt` is a zeroed table; `pages` holds `page_count` valid page pointers,
         // which stay pinned while the table exists (it is freed before `pinned` in `drop`).
@@ -194,7 +201,7 @@ impl DmaMappedPages {
             bindings::sg_alloc_table_from_pages_segment(
                 sgt.get(),
                 pinned.pages.as_ptr().cast_mut(),
-                pinned.page_count() as c_uint,
+                page_count,
                 offset as c_uint,
                 len as c_ulong,
                 u32::MAX,

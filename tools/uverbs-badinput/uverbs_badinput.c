@@ -31,6 +31,7 @@
  * The same expectations run on both stacks (the scenario uverbs-devices).
  *
  * Usage: uverbs_badinput [/dev/infiniband/uverbs0] [DRIVER_ID]   (defaults: uverbs0, 1 = mlx5)
+ *        uverbs_badinput --hostile rust|c   (see hostile() below: hardening-user runs it)
  * Output: `ok N - name` or `not ok N - name: expected E, got G` per case, then
  * `uverbs_badinput: P passed, F failed`. Exit status 0 only if every case passed.
  */
@@ -974,6 +975,10 @@ static struct mlx5_create_qp qp_req(uint32_t uar)
 
 /* ioctl QP_CREATE (object 4, method 0) of `type` in PD `pd` with CQ `cq` for both queues;
  * pd/cq ~0u: not sent; flags ~0u: not sent. Answers the handle, the caps and mlx5's bfreg. */
+/* When set, QP_CREATE's mlx5 attribute points here, with this length, instead of at `drv`. */
+static uint64_t qp_drv_addr;
+static uint16_t qp_drv_len;
+
 static int qp_create(uint32_t id, uint64_t type, uint32_t pd, uint32_t cq, uint32_t flags,
 		     const struct mlx5_create_qp *drv, uint32_t *handle, uint32_t *caps,
 		     uint32_t *bfreg)
@@ -1000,7 +1005,10 @@ static int qp_create(uint32_t id, uint64_t type, uint32_t pd, uint32_t cq, uint3
 		attr(&h, n++, 10, 4, MAND, 0, flags);
 	attr(&h, n++, 13, 20, MAND, 0, (uintptr_t)rcap);
 	attr(&h, n++, 14, 4, MAND, 0, (uintptr_t)&qpn);
-	attr(&h, n++, 0x1000, sizeof(*drv), MAND, 0, (uintptr_t)drv);
+	if (qp_drv_len)
+		attr(&h, n++, 0x1000, qp_drv_len, MAND, 0, qp_drv_addr);
+	else
+		attr(&h, n++, 0x1000, sizeof(*drv), MAND, 0, (uintptr_t)drv);
 	attr(&h, n++, 0x1001, 40, MAND, 0, (uintptr_t)out);
 	h.num_attrs = n;
 	h.length = 24 + 16 * n;
@@ -1014,13 +1022,24 @@ static int qp_create(uint32_t id, uint64_t type, uint32_t pd, uint32_t cq, uint3
 	return rc;
 }
 
-/* write MODIFY_QP (26) of QP `qp`: `mask`, state, port, and the path's port. */
+/* Values the next MODIFY_QP sends for the P_Key index and max_dest_rd_atomic (0: none). */
+static uint16_t qp_modify_pkey;
+static uint8_t qp_modify_rd_atomic;
+
+/* write MODIFY_QP (26) of QP `qp`: `mask`, state, port, and the path's port (with a path, the
+ * destination LID is 1 and the path MTU 1024). */
 static int qp_modify(uint32_t qp, uint32_t mask, uint8_t state, uint8_t port, uint8_t dest_port)
 {
 	uint8_t p[112];
 
 	memset(p, 0, sizeof(p));
 	p[31] = dest_port;
+	if (dest_port) {
+		p[20] = 1;
+		p[98] = 3; /* IB_MTU_1024 */
+	}
+	memcpy(p + 92, &qp_modify_pkey, 2);
+	p[102] = qp_modify_rd_atomic;
 	memcpy(p + 64, &qp, 4);
 	memcpy(p + 68, &mask, 4);
 	p[96] = state;
@@ -1064,6 +1083,15 @@ static void qps(uint32_t id, uint32_t uar, uint32_t cq)
 	expect("QP_CREATE with its rings at address 0: EFAULT", EFAULT,
 	       qp_create(id, 2, 0, cq, ~0u, &r, NULL, NULL, NULL));
 
+	/* The request at the very top of the address space, longer than mlx5's structure: its
+	 * tail cannot be read, so it is not "cleared" (C's ib_is_udata_cleared: false, EINVAL);
+	 * the address plus the structure's length wraps (no overflow may panic the kernel). */
+	qp_drv_addr = ~0ull - 63;
+	qp_drv_len = 64;
+	expect("QP_CREATE with mlx5's request at 2^64-64 (64 bytes): EINVAL", EINVAL,
+	       qp_create(id, 2, 0, cq, ~0u, &r, NULL, NULL, NULL));
+	qp_drv_len = 0;
+
 	r = qp_req(uar);
 	expect("QP_CREATE of an RC QP signalling every send: success", 0,
 	       qp_create(id, 2, 0, cq, 1u << 12, &r, &h, caps, &bfreg));
@@ -1086,7 +1114,15 @@ static void qps(uint32_t id, uint32_t uar, uint32_t cq)
 	expect("MODIFY_QP to INIT on port 9: EINVAL", EINVAL, qp_modify(h, 1 | 16 | 32 | 8, 1, 9, 0));
 	expect("MODIFY_QP to state 7: EINVAL", EINVAL, qp_modify(h, 1, 7, 0, 0));
 	expect("MODIFY_QP with mask bit 21: EOPNOTSUPP", EOPNOTSUPP, qp_modify(h, 1u << 21, 0, 0, 0));
+	qp_modify_pkey = 0xffff;
+	expect("MODIFY_QP to INIT with P_Key index 0xffff (past the table): EINVAL", EINVAL,
+	       qp_modify(h, 1 | 16 | 32 | 8, 1, 1, 0));
+	qp_modify_pkey = 0;
 	expect("MODIFY_QP to INIT on port 1: success", 0, qp_modify(h, 1 | 16 | 32 | 8, 1, 1, 0));
+	qp_modify_rd_atomic = 255;
+	expect("MODIFY_QP to RTR answering 255 RDMA reads at once (past the device's): EINVAL", EINVAL,
+	       qp_modify(h, 1 | 128 | 256 | 1048576 | 4096 | 131072 | 32768, 2, 0, 1));
+	qp_modify_rd_atomic = 0;
 	expect("MODIFY_QP to RTR with a path on port 2 (INIT set 1): EINVAL", EINVAL,
 	       qp_modify(h, 1 | 128 | 256 | 1048576 | 4096 | 131072 | 32768, 2, 0, 2));
 	expect("MODIFY_QP of handle 99: ENOENT", ENOENT, qp_modify(99, 1, 1, 0, 0));
@@ -1528,6 +1564,125 @@ static void contexts(uint32_t id)
 	cqs(id, uar_page_id);
 }
 
+/*
+ * --hostile STACK: cases where the stacks answer differently on purpose, and QP_CREATE under
+ * failing allocations. Needs FAILSLAB/FAIL_PAGE_ALLOC armed for fail-nth (the scenario does it).
+ *   - an RC QP whose receive WQEs are 8 bytes (rq_wqe_shift 3): rust refuses it (EINVAL: the
+ *     device would be told of a ring 16 times the pinned memory), C 7.3.4 makes it;
+ *   - QP_CREATE with its N-th kernel allocation failing, N = 1, 2, ... until one run does not
+ *     reach its N-th: each fails cleanly or works (and is destroyed); afterwards resource
+ *     tracking lists no QP of this process (`rdma res show qp`), and the QPs live in the model
+ *     are only the stack's own. Prints `failnth-qp: R runs, F failed with ENOMEM or another
+ *     errno, then created`.
+ */
+static int failnth_qp(uint32_t id, uint32_t uar, uint32_t cq)
+{
+	struct mlx5_create_qp r = qp_req(uar);
+	char path[64], cmd[128], buf[16];
+	int fnth, runs = 0, failed = 0, done = 0, n, rc, left;
+	uint32_t h, ev;
+	struct hdr hd;
+
+	snprintf(path, sizeof(path), "/proc/thread-self/fail-nth");
+	fnth = open(path, O_RDWR);
+	if (fnth < 0) {
+		printf("not ok - cannot open %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	/* Everything the kernel will touch in this process is faulted in before arming. */
+	memset(qp_buf, 0, sizeof(qp_buf));
+	memset(qp_db, 0, sizeof(qp_db));
+	memset(resp_buf, 0, sizeof(resp_buf));
+	for (n = 1; n < 5000 && !done; n++) {
+		h = ~0u;
+		snprintf(buf, sizeof(buf), "%d", n);
+		if (pwrite(fnth, buf, strlen(buf), 0) < 0) {
+			printf("not ok - arming fail-nth: %s\n", strerror(errno));
+			return 1;
+		}
+		rc = qp_create(id, 2, 0, cq, ~0u, &r, &h, NULL, NULL);
+		memset(buf, 0, sizeof(buf));
+		pread(fnth, buf, sizeof(buf) - 1, 0);
+		left = atoi(buf);
+		pwrite(fnth, "0", 1, 0);
+		runs++;
+		if (rc) {
+			failed++;
+			if (left != 0)
+				printf("# fail-nth %d: QP_CREATE failed (%s) without the fault firing\n", n,
+				       strerror(rc));
+			continue;
+		}
+		hd = header(id, 4, 1, 2);
+		attr(&hd, 0, 0, 0, MAND, 0, h);
+		attr(&hd, 1, 1, 4, MAND, 0, (uintptr_t)&ev);
+		if (call(VERBS_IOCTL, &hd)) {
+			printf("not ok - QP_DESTROY after fail-nth %d: %s\n", n, strerror(errno));
+			return 1;
+		}
+		if (left != 0)
+			done = 1;
+	}
+	printf("failnth-qp: %d runs, %d failed, then created\n", runs, failed);
+	/* Resource tracking: no QP of this process is left (a freed one listed would be read). */
+	snprintf(cmd, sizeof(cmd), "rdma res show qp 2>&1 | grep -c -e 'pid %d ' -e 'comm uverbs_badinpu'", getpid());
+	fflush(stdout);
+	{
+		FILE *f = popen(cmd, "r");
+		int listed = -1;
+
+		if (f) {
+			if (fscanf(f, "%d", &listed) != 1)
+				listed = -1;
+			pclose(f);
+		}
+		printf("# QPs of this process rdma res lists after the sweep: %d\n", listed);
+		if (listed != 0)
+			return 1;
+	}
+	return done ? 0 : 1;
+}
+
+static int hostile(uint32_t id, const char *stack)
+{
+	const struct uctx_req good = { 16, 4, 0, 0, 1, 0, 0, 0, 3 };
+	struct mlx5_create_qp r;
+	uint64_t resp = (uintptr_t)resp_buf;
+	uint32_t cq = ~0u, h = ~0u;
+	struct mlx5_create_cq c;
+	uint8_t p[16];
+	int rust = !strcmp(stack, "rust");
+
+	expect("GET_CONTEXT: success", 0, get_context(id, &good, 32));
+	memset(p, 0, sizeof(p));
+	memcpy(p, &resp, 8);
+	expect("write ALLOC_PD: success", 0, send_cmd(3, 4, 2, p, 8, 16));
+	expect("UAR_OBJ_ALLOC: success", 0, uar_alloc(id, 1, NULL, NULL));
+	c = cq_req(0, uar_page_id);
+	expect("CQ_CREATE: success", 0, cq_create(id, 60, 0, -2, -2, ~0u, &c, 32, &cq, NULL, NULL));
+	r = qp_req(uar_page_id);
+	r.rq_wqe_shift = 3;
+	expect(rust ? "QP_CREATE with 8-byte receive WQEs: EINVAL (rust; C makes it)"
+		    : "QP_CREATE with 8-byte receive WQEs: success (C; rust refuses it)",
+	       rust ? EINVAL : 0, qp_create(id, 2, 0, cq, ~0u, &r, &h, NULL, NULL));
+	if (!rust && h != ~0u) {
+		struct hdr hd = header(id, 4, 1, 2);
+		uint32_t ev;
+
+		attr(&hd, 0, 0, 0, MAND, 0, h);
+		attr(&hd, 1, 1, 4, MAND, 0, (uintptr_t)&ev);
+		expect("QP_DESTROY of it: success", 0, call(VERBS_IOCTL, &hd));
+	}
+	r = qp_req(uar_page_id);
+	r.rq_wqe_shift = 12;
+	expect("QP_CREATE with 4 KiB receive WQEs (past the context's stride field): EINVAL", EINVAL,
+	       qp_create(id, 2, 0, cq, ~0u, &r, NULL, NULL, NULL));
+	expect("QP_CREATE under every failing allocation: each failed cleanly or worked", 0,
+	       failnth_qp(id, uar_page_id, cq) ? EBADMSG : 0);
+	printf("uverbs_badinput: %d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *path = argc > 1 ? argv[1] : "/dev/infiniband/uverbs0";
@@ -1535,6 +1690,14 @@ int main(int argc, char **argv)
 	struct hdr h;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc > 2 && !strcmp(argv[1], "--hostile")) {
+		fd = open("/dev/infiniband/uverbs0", O_RDWR | O_CLOEXEC);
+		if (fd < 0) {
+			printf("uverbs_badinput: cannot open uverbs0: %s\n", strerror(errno));
+			return 2;
+		}
+		return hostile(1, argv[2]);
+	}
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		printf("uverbs_badinput: cannot open %s: %s\n", path, strerror(errno));

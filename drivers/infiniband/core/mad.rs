@@ -744,18 +744,25 @@ impl MadPort {
     }
 
     /// A receive completion: the MAD is copied out, its slot posted again, then processed.
+    ///
+    /// Only the `byte_len` bytes the datagram brought are copied; the rest of the MAD reads as
+    /// zeros. The slot is reposted as it is, so past `byte_len` it still holds an earlier
+    /// datagram (possibly another node's SMP, M_Key included), which must not reach a reply, an
+    /// agent or MAD_IFC. (C's fresh buffers are zeroed, but it reposts a buffer that held its
+    /// previous answer, mad.c:2431; a short MAD then carries that answer's tail.)
     fn received(self: &Arc<Self>, qpi: usize, slot: u32, wc: &WorkCompletion) {
         if wc.status != WcStatus::Success || wc.opcode != WcOpcode::Recv {
             // Flushed at close, or an error that put the QP in the error state.
             return;
         }
         let mut buf = [0u8; RECV_SLOT];
+        let got = (wc.byte_len as usize).min(RECV_SLOT);
         let qp_type = {
             let st = self.state.lock();
             let Some(q) = st.qps.get(qpi).and_then(|q| q.as_ref()) else {
                 return;
             };
-            if q.recv.read(slot, &mut buf).is_err() {
+            if q.recv.read(slot, &mut buf[..got]).is_err() {
                 return;
             }
             let _ = q.post_recv(qpi, slot, self.pd.local_dma_lkey());

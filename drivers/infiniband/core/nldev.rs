@@ -796,7 +796,7 @@ fn fill_srq_common(
         let Some(n) = qp_of(&view) else { return };
         if min == 0 {
             min = n;
-        } else if n > prev + 1 {
+        } else if n > prev.wrapping_add(1) {
             res = fill_qp_range(&mut table, min, prev);
             min = n;
         }

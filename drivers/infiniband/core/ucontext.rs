@@ -108,8 +108,9 @@ fn track_id<T: Tracked + 'static>(
 /// Lists `res` (boxed: it does not move) in `dev`'s tracking as type `t`; returns its id.
 fn track<T: Tracked + 'static>(dev: &IbDevice, t: ResType, res: &KBox<T>) -> Option<u32> {
     let ptr: *const T = &**res;
-    // SAFETY: `res` is boxed, so it does not move; its owner unlists it first thing in its
-    // `Drop`, before the box goes.
+    // SAFETY: `res` is boxed, so it does not move. Every caller tracks it only once nothing
+    // can fail any more and moves it into its owner (`UserPd`, `UserCq`, ...) right after,
+    // whose `Drop` unlists it first thing, before the box goes.
     unsafe { dev.restrack().track(t, None, ptr as *const dyn Tracked) }
 }
 
@@ -279,8 +280,6 @@ impl UserPd {
             kernel::new_mutex!(QpState::Reset, "ib_core::ucontext::UserQp::state"),
             GFP_KERNEL,
         )?;
-        self.dev.restrack().add(ResType::Qp);
-        let _ = track_id(&self.dev, ResType::Qp, new.qp_num, &res);
         let mut users = KVec::with_capacity(4, GFP_KERNEL)?;
         users.push(self.res.users.clone(), GFP_KERNEL)?;
         users.push(init.send_cq.res.users.clone(), GFP_KERNEL)?;
@@ -288,6 +287,10 @@ impl UserPd {
         if let Some(srq) = init.srq {
             users.push(srq.res.users.clone(), GFP_KERNEL)?;
         }
+        // Listed last, once nothing can fail (C's `rdma_restrack_add` in `create_qp`): from
+        // here the `UserQp` below owns `res` and unlists it in its `Drop`.
+        self.dev.restrack().add(ResType::Qp);
+        let _ = track_id(&self.dev, ResType::Qp, new.qp_num, &res);
         for u in users.iter() {
             u.fetch_add(1, Relaxed);
         }

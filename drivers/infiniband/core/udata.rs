@@ -109,12 +109,18 @@ impl Udata {
     }
 
     /// Whether the request's bytes from `offset` on are all zero (C's `ib_is_udata_cleared` to
-    /// the request's end); `EFAULT` when they cannot be read.
+    /// the request's end). As in C (`ib_is_buffer_cleared`), bytes that cannot be read, or more
+    /// than 64 KiB of them, are not "cleared": the answer is `false`, never an error. The
+    /// address is user input: it wraps as C's pointer arithmetic does, and the read fails.
     pub fn in_zero_from(&self, offset: usize) -> Result<bool> {
         if offset >= self.inlen {
             return Ok(true);
         }
-        user_bytes_zero(self.inbuf + offset, self.inlen - offset)
+        let len = self.inlen - offset;
+        if len > usize::from(u16::MAX) {
+            return Ok(false);
+        }
+        Ok(user_bytes_zero(self.inbuf.wrapping_add(offset), len).unwrap_or(false))
     }
 
     /// C's `ib_is_udata_in_empty`: a request with a non-zero byte is `EOPNOTSUPP` (the driver

@@ -140,13 +140,57 @@ impl EventCounts {
 }
 
 /// The queued events, and whether more may come.
+///
+/// A FIFO over a vector with a read index: `read` takes the oldest event in O(1) (the consumed
+/// front is compacted away once it is half the vector), and `forget` drops an object's events
+/// in one pass. Both run with interrupts off, so neither may cost more than O(n) once: a user
+/// can queue ~10^5 events (C keeps them on per-object lists, uverbs_main.c:128-150).
 struct Queue {
+    /// Events `head..` are queued; those before `head` were read (their counts taken).
     events: KVec<Event>,
+    head: usize,
     /// No more events (the device has gone and `IB_EVENT_DEVICE_FATAL` is queued, or the
     /// file's context was destroyed).
     done: bool,
     /// Readers get `EIO` once the queue is empty (a destroyed completion channel).
     closed: bool,
+}
+
+/// The consumed front is compacted away only when it is at least this long (and half the
+/// vector): small queues are just cleared when they empty.
+const COMPACT_MIN: usize = 64;
+
+impl Queue {
+    fn is_empty(&self) -> bool {
+        self.head >= self.events.len()
+    }
+
+    /// The oldest queued event's bytes and counters; its slot is consumed.
+    fn pop_front(&mut self) -> Option<([u8; EVENT_SIZE], Option<Arc<EventCounts>>)> {
+        let e = self.events.get_mut(self.head)?;
+        let out = (e.bytes, e.counts.take());
+        self.head += 1;
+        if self.head == self.events.len() {
+            self.events.clear();
+            self.head = 0;
+        } else if self.head >= COMPACT_MIN && self.head * 2 >= self.events.len() {
+            // One O(n) move per n/2 reads: O(1) per read, amortized.
+            let head = self.head;
+            let mut i = 0usize;
+            self.events.retain(|_| {
+                i += 1;
+                i > head
+            });
+            self.head = 0;
+        }
+        Some(out)
+    }
+
+    /// Drops every event.
+    fn clear(&mut self) {
+        self.events.clear();
+        self.head = 0;
+    }
 }
 
 /// An event file's state.
@@ -170,7 +214,7 @@ impl EventFile {
         Arc::pin_init(
             pin_init!(Self {
                 event_size,
-                queue <- new_spinlock_irq!(Queue { events: KVec::new(), done: false, closed: false }),
+                queue <- new_spinlock_irq!(Queue { events: KVec::new(), head: 0, done: false, closed: false }),
                 readable <- new_poll_condvar!("ib_uverbs::event_file::readable"),
                 owner <- new_mutex!(None, "ib_uverbs::event_file::owner"),
             }),
@@ -205,7 +249,7 @@ impl EventFile {
         let mut q = self.queue.lock();
         q.closed = true;
         q.done = true;
-        q.events.clear();
+        q.clear();
         drop(q);
         self.readable.notify_all();
     }
@@ -239,27 +283,17 @@ impl EventFile {
     /// Drops the queued events of the object counted by `counts` (C's `ib_uverbs_release_ucq`
     /// and `ib_uverbs_release_uevent`: a destroyed object's unread events go).
     pub(crate) fn forget(&self, counts: &Arc<EventCounts>) {
-        let dropped = {
-            let mut q = self.queue.lock();
-            let mut dropped = KVec::new();
-            let mut i = 0;
-            while i < q.events.len() {
-                let mine = q.events[i]
-                    .counts
-                    .as_ref()
-                    .is_some_and(|c| Arc::ptr_eq(c, counts));
-                if !mine {
-                    i += 1;
-                    continue;
-                }
-                if let Ok(e) = q.events.remove(i) {
-                    // Dropped without the lock (the counters' last reference may go).
-                    let _ = dropped.push(e, GFP_ATOMIC);
-                }
-            }
-            dropped
-        };
-        drop(dropped);
+        // One pass (O(n)) under the lock. The dropped events' counters cannot be the last
+        // reference: the caller holds `counts`.
+        let mut q = self.queue.lock();
+        q.events.retain(|e| {
+            !e.counts
+                .as_ref()
+                .is_some_and(|c| Arc::ptr_eq(c, counts))
+        });
+        if q.is_empty() {
+            q.clear();
+        }
     }
 
     /// No more events are queued (C unregisters the file's event handler): readers still get
@@ -291,7 +325,7 @@ impl AnonFileOps for EventFile {
         len: usize,
     ) -> Result<usize> {
         let mut q = this.queue.lock();
-        while q.events.is_empty() {
+        while q.is_empty() {
             if q.closed {
                 return Err(EIO);
             }
@@ -306,9 +340,11 @@ impl AnonFileOps for EventFile {
         if len < size {
             return Err(EINVAL);
         }
-        let ev = q.events.remove(0)?;
+        let Some((bytes, counts)) = q.pop_front() else {
+            return Err(EAGAIN);
+        };
         // Counted as read before the copy, as C counts it under its lock.
-        if let Some(c) = ev.counts.as_ref() {
+        if let Some(c) = counts.as_ref() {
             if size == COMP_EVENT_SIZE {
                 c.comp.fetch_add(1, Relaxed);
             } else {
@@ -316,7 +352,8 @@ impl AnonFileOps for EventFile {
             }
         }
         drop(q);
-        buf.write_slice(&ev.bytes[..size])?;
+        drop(counts);
+        buf.write_slice(&bytes[..size])?;
         Ok(size)
     }
 
@@ -325,7 +362,7 @@ impl AnonFileOps for EventFile {
     fn poll(this: ArcBorrow<'_, EventFile>, file: &File, table: PollTable<'_>) -> u32 {
         table.register_wait(file, &this.readable);
         let q = this.queue.lock();
-        if !q.events.is_empty() {
+        if !q.is_empty() {
             anon_file::POLLIN | anon_file::POLLRDNORM
         } else if q.closed {
             anon_file::POLLERR

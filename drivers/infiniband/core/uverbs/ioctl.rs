@@ -223,7 +223,10 @@ impl IoctlBundle<'_> {
 
     /// The user address of attribute `idx`'s field at `offset` (4: flags, 8: data).
     fn field_addr(&self, idx: usize, offset: usize) -> usize {
-        self.user_attrs + idx * ATTR_SIZE + offset
+        // User input: wraps as C's pointer arithmetic does (the access then fails).
+        self.user_attrs
+            .wrapping_add(idx.wrapping_mul(ATTR_SIZE))
+            .wrapping_add(offset)
     }
 
     /// Flags output attribute `a` as written (C's `uverbs_set_output`).

@@ -48,7 +48,7 @@ impl Context {
             &self.events
         };
         list.iter()
-            .find(|e| kernel::anon_file::holds(file, *e))
+            .find(|e| kernel::anon_file::holds::<EventFile>(file, e))
             .cloned()
     }
 

@@ -228,16 +228,32 @@ impl UObjects {
         Ok(self.entries.remove(i)?.obj)
     }
 
-    /// Destroys every object, newest first.
+    /// Destroys every object, newest first, skipping an object still in use until its users
+    /// are gone (C's `__uverbs_cleanup_ufile` retries busy objects, rdma_core.c:927): an MR
+    /// moved to a newer PD by REREG_MR goes before that PD. Each pass is O(n) and frees what
+    /// is idle; passes repeat while one frees something. Should every object left be busy
+    /// (which no sequence of commands can cause), the newest goes anyway, so the loop ends.
     pub(crate) fn destroy_all(&mut self) {
-        while let Some(i) = self
-            .entries
-            .iter()
-            .enumerate()
-            .max_by_key(|(_, e)| e.seq)
-            .map(|(i, _)| i)
-        {
-            drop(self.entries.remove(i));
+        let entries = self.entries.as_mut_slice();
+        entries.sort_unstable_by_key(|e| core::cmp::Reverse(e.seq));
+        let live = |e: &Entry| !matches!(e.obj, UObject::Reserved);
+        loop {
+            let mut freed = false;
+            for e in entries.iter_mut() {
+                if live(e) && !e.obj.busy() {
+                    // Dropped here, in order: the objects it used become idle for later ones.
+                    drop(core::mem::replace(&mut e.obj, UObject::Reserved));
+                    freed = true;
+                }
+            }
+            if freed {
+                continue;
+            }
+            match entries.iter_mut().find(|e| live(e)) {
+                Some(e) => drop(core::mem::replace(&mut e.obj, UObject::Reserved)),
+                None => break,
+            }
         }
+        self.entries.clear();
     }
 }

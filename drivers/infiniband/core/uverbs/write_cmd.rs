@@ -330,7 +330,9 @@ pub(crate) fn write(ufile: &Arc<Ufile>, buf: usize, count: usize) -> Result<usiz
         let mut driver = Udata::empty();
         let (mut d_in, mut d_in_len) = (0, 0);
         if m.has_udata {
-            d_in_len = in_len - m.req_size;
+            // `verify` checked both sizes; should a table entry ever change, a short request
+            // is C's `ENOSPC`, never an underflow.
+            d_in_len = in_len.checked_sub(m.req_size).ok_or(ENOSPC)?;
             in_len = m.req_size;
             if d_in_len != 0 {
                 d_in = payload + in_len;
@@ -344,7 +346,7 @@ pub(crate) fn write(ufile: &Arc<Ufile>, buf: usize, count: usize) -> Result<usiz
                 .read_slice(&mut r)?;
             response = u64::from_le_bytes(r);
             if m.has_udata {
-                let d_out_len = out_len - m.resp_size;
+                let d_out_len = out_len.checked_sub(m.resp_size).ok_or(ENOSPC)?;
                 out_len = m.resp_size;
                 let d_out = if d_out_len != 0 {
                     (response as usize).wrapping_add(out_len)

@@ -349,6 +349,11 @@ pub(crate) fn mmap(
                 return Err(EPERM);
             }
             vma.try_clear_maywrite()?;
+            // The clock is 8 bytes in a 4 KiB page of the BAR: a larger page would map the
+            // device's neighbouring registers too (C's `EOPNOTSUPP`, main.c:2773).
+            if PAGE_SIZE > 4096 {
+                return Err(EOPNOTSUPP);
+            }
             let pfn = (dev.clock_page_address()? >> PAGE_SHIFT) as usize;
             maps.map_io(vma, pfn, PAGE_SIZE, Caching::Uncached, None)
         }

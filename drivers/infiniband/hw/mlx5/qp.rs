@@ -414,6 +414,33 @@ pub(crate) struct ModifyCaps {
     pub(crate) stat_rate_support: u32,
     /// Each port's Q counter set (index: port - 1; 0: none), which RST2INIT binds the QP to.
     pub(crate) counter_sets: [u8; crate::counters::MAX_PORTS],
+    /// The P_Key table's size: a modify naming an index past it is `EINVAL` (C's
+    /// `dev->pkey_table_len`).
+    pub(crate) pkey_table_len: u16,
+    /// The most outstanding RDMA reads and atomics a QP may initiate (`1 << log_max_ra_res_qp`).
+    pub(crate) max_rd_atomic: u32,
+    /// The most it may answer (`1 << log_max_ra_req_qp`).
+    pub(crate) max_dest_rd_atomic: u32,
+}
+
+impl ModifyCaps {
+    /// C's checks in `mlx5_ib_modify_qp` before any command (qp.c:4916-4923): a P_Key index
+    /// past the table, or more RDMA reads and atomics than the device takes, is `EINVAL`;
+    /// neither value reaches the firmware.
+    pub(crate) fn check(&self, attr: &QpAttr, mask: QpAttrMask) -> Result {
+        if mask.contains(F::PkeyIndex) && attr.pkey_index >= self.pkey_table_len {
+            return Err(EINVAL);
+        }
+        if mask.contains(F::MaxQpRdAtomic) && u32::from(attr.max_rd_atomic) > self.max_rd_atomic {
+            return Err(EINVAL);
+        }
+        if mask.contains(F::MaxDestRdAtomic)
+            && u32::from(attr.max_dest_rd_atomic) > self.max_dest_rd_atomic
+        {
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
 }
 
 /// The primary path of a modify with an address vector (C's `_mlx5_set_path` for an IB port):
@@ -651,6 +678,7 @@ impl QpFw {
         attr: &QpAttr,
         mask: QpAttrMask,
     ) -> Result<QpState> {
+        caps.check(attr, mask)?;
         let cur = state_from_u32(self.state.load(Relaxed));
         let new = if mask.contains(F::State) {
             attr.qp_state

@@ -58,6 +58,10 @@ const DEFAULT_UIDX: u32 = 0xff_ffff;
 const INVALID_BFREG: u32 = 0x8000_0000;
 /// log2 of a send WQE basic block (`MLX5_SEND_WQE_BB`).
 const SQ_WQE_SHIFT: u32 = 6;
+/// The smallest receive WQE: one 16-byte data segment.
+const RQ_WQE_SHIFT_MIN: u32 = 4;
+/// The largest the context's 3-bit `log_rq_stride` (the shift less 4) can describe.
+const RQ_WQE_SHIFT_MAX: u32 = 11;
 
 /// libmlx5's request (`struct mlx5_ib_create_qp`).
 struct Request {
@@ -181,6 +185,13 @@ pub(crate) fn create(
     // C's `qp_has_rq`: no receive queue with an SRQ or without receives.
     let has_rq = init.srq.is_none() && init.cap.max_recv_wr != 0;
     let rqs = if has_rq {
+        // A receive WQE holds at least one 16-byte data segment, and the context's stride
+        // field (`log_rq_stride`, the shift less 4) has 3 bits. C takes any shift up to 32 and
+        // masks `shift - 4` into the field, so a shift below 4 tells the device of a ring
+        // larger than the memory pinned for it; refused here.
+        if !(RQ_WQE_SHIFT_MIN..=RQ_WQE_SHIFT_MAX).contains(&req.rq_wqe_shift) {
+            return Err(EINVAL);
+        }
         let wqe_size = 1u32.checked_shl(req.rq_wqe_shift).ok_or(EINVAL)?;
         let sig = u32::from(flags & flag::SIGNATURE != 0);
         let max_gs = (wqe_size / 16).checked_sub(sig).ok_or(EINVAL)?;
@@ -209,15 +220,21 @@ pub(crate) fn create(
         0 => return Err(ENOMEM),
         _ => return Err(EINVAL),
     };
-    let rq_bytes = rqs.wqe_cnt.checked_shl(rqs.wqe_shift).ok_or(EINVAL)?;
+    // Sizes in 64 bits, bounded as C's `int` sizes are (`check_shl_overflow` and
+    // `check_add_overflow`, qp.c:465, 682-689): no bit can fall off the top.
+    let rq_bytes = u64::from(rqs.wqe_cnt) << rqs.wqe_shift.min(31);
     if 64 > caps.max_wqe_sz_sq() as u32 {
         return Err(EINVAL);
     }
     if req.sq_wqe_count != 0 && !req.sq_wqe_count.is_power_of_two() {
         return Err(EINVAL);
     }
-    let sq_bytes = req.sq_wqe_count.checked_shl(SQ_WQE_SHIFT).ok_or(EINVAL)?;
-    let buf_len = rq_bytes.checked_add(sq_bytes).ok_or(EINVAL)? as usize;
+    let sq_bytes = u64::from(req.sq_wqe_count) << SQ_WQE_SHIFT;
+    let buf_len = rq_bytes + sq_bytes;
+    if buf_len > i32::MAX as u64 {
+        return Err(EINVAL);
+    }
+    let buf_len = buf_len as usize;
     let buf = if buf_len != 0 {
         let b = UserMemory::pin(dev, req.buf_addr, buf_len, false)?;
         if req.buf_addr % 64 != 0 {

@@ -190,9 +190,18 @@ fn objects_refer_to_what_exists() {
     ifc::set(&mut mk, Field::new(0xe8, 24), pd);
     let out = t.exec(&mk, 16).unwrap();
     let mkey = ifc::get(&out, Field::new(0x48, 24));
+    // The PD cannot go while the mkey lives in it.
+    let mut dp = input(op::DEALLOC_PD, 0, 16);
+    ifc::set(&mut dp, Field::new(0x48, 24), pd);
+    assert_eq!(
+        status(t.exec(&dp, 16)),
+        Some(Status::ResourceBusy as u8),
+        "PD in use"
+    );
     let mut dm = input(op::DESTROY_MKEY, 0, 16);
     ifc::set(&mut dm, Field::new(0x48, 24), mkey);
     t.exec(&dm, 16).unwrap();
+    t.exec(&dp, 16).unwrap();
     assert_eq!(
         status(t.exec(&dm, 16)),
         Some(Status::BadResource as u8),

@@ -31,6 +31,10 @@ pub enum Kind {
     Rmp,
     /// XRC domain.
     Xrcd,
+    /// Protection domain: allocated from an id pool (`Firmware::pds`), never in the tables;
+    /// objects name the PD they live in among their references, so that DEALLOC_PD of a PD
+    /// still in use is refused as destroying any other used object is.
+    Pd,
 }
 
 /// Queue pair states, with the values the interface uses.
@@ -133,7 +137,8 @@ impl Objects {
         n
     }
 
-    fn users_of(&self, kind: Kind, n: u32) -> usize {
+    /// How many objects refer to object `n` of `kind` (a PD: live in it).
+    pub fn users_of(&self, kind: Kind, n: u32) -> usize {
         self.tables
             .values()
             .flat_map(|t| t.values())
@@ -233,9 +238,10 @@ pub fn create_mkey(fw: &mut Firmware, input: &Input) -> CmdResult {
     let pd = input.get(mkc::PD) as u32;
     need(fw.pds.contains(pd), 1)?;
     let _key = input.get(mkc::KEY);
-    let n = fw
-        .objects
-        .insert(Kind::Mkey, Object::new(input.bytes().to_vec(), vec![]));
+    let n = fw.objects.insert(
+        Kind::Mkey,
+        Object::new(input.bytes().to_vec(), vec![(Kind::Pd, pd)]),
+    );
     created(n)
 }
 
@@ -331,6 +337,9 @@ pub fn create_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
     need(input.get(qpc::ST) == ST_REG_UMR || fw.pds.contains(pd), 4)?;
     need(fw.uars.contains(input.get(qpc::UAR_PAGE) as u32), 5)?;
     let mut refs = vec![];
+    if fw.pds.contains(pd) {
+        refs.push((Kind::Pd, pd));
+    }
     for f in [qpc::CQN_SND, qpc::CQN_RCV] {
         let cq = input.get(f) as u32;
         need(fw.objects.exists(Kind::Cq, cq), 6)?;
@@ -454,8 +463,9 @@ mod xrc_srqc {
 
 /// CREATE_XRC_SRQ and CREATE_SRQ (same context positions for PD, CQ and XRCD).
 pub fn create_srq(fw: &mut Firmware, kind: Kind, input: &Input) -> CmdResult {
-    need(fw.pds.contains(input.get(xrc_srqc::PD) as u32), 9)?;
-    let mut refs = vec![];
+    let pd = input.get(xrc_srqc::PD) as u32;
+    need(fw.pds.contains(pd), 9)?;
+    let mut refs = vec![(Kind::Pd, pd)];
     let cq = input.get(xrc_srqc::CQN) as u32;
     if kind == Kind::XrcSrq || cq != 0 {
         need(fw.objects.exists(Kind::Cq, cq), 10)?;
@@ -479,10 +489,12 @@ const RMP_PD: Field = Field::new(0x2c8, 24);
 
 /// CREATE_RMP.
 pub fn create_rmp(fw: &mut Firmware, input: &Input) -> CmdResult {
-    need(fw.pds.contains(input.get(RMP_PD) as u32), 12)?;
-    let n = fw
-        .objects
-        .insert(Kind::Rmp, Object::new(input.bytes().to_vec(), vec![]));
+    let pd = input.get(RMP_PD) as u32;
+    need(fw.pds.contains(pd), 12)?;
+    let n = fw.objects.insert(
+        Kind::Rmp,
+        Object::new(input.bytes().to_vec(), vec![(Kind::Pd, pd)]),
+    );
     created(n)
 }
 

@@ -1,5 +1,6 @@
 //! Numbered resources the driver allocates (UARs, PDs, transport domains) and their commands.
 
+use super::objects::Kind;
 use super::{output, CmdError, CmdResult, Firmware, Input};
 use crate::command::Status;
 use crate::ifc::{self, Field};
@@ -96,8 +97,14 @@ pub fn alloc_pd(fw: &mut Firmware, _input: &Input) -> CmdResult {
     alloc(&mut fw.pds, 0x0b4_0001)
 }
 
-/// DEALLOC_PD.
+/// DEALLOC_PD: refused while a memory key, QP, SRQ or RMP still lives in the PD, as the
+/// model refuses to destroy any object in use (the C driver never frees a PD before what is in
+/// it).
 pub fn dealloc_pd(fw: &mut Firmware, input: &Input) -> CmdResult {
+    let pd = input.get(OBJECT) as u32;
+    if fw.pds.contains(pd) && fw.objects.users_of(Kind::Pd, pd) != 0 {
+        return Err(CmdError::new(Status::ResourceBusy, 0x0b4_0003));
+    }
     dealloc(&mut fw.pds, input, 0x0b4_0002)
 }
 

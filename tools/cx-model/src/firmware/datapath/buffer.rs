@@ -31,12 +31,16 @@ pub struct Buffer {
 }
 
 impl Buffer {
-    /// The buffer of `bytes` bytes described by a create command's context.
+    /// The buffer of `bytes` bytes described by a create command's context. Only the page
+    /// addresses the command carries are used: a queue larger than its page list (a driver that
+    /// told the device a bigger queue than it gave memory for) has no pages past the list, and
+    /// an access there is a DMA fault, not a read of guest page 0.
     pub fn from_context(ctx: &[u8], log_page_size: Field, page_offset: Field, bytes: u64) -> Self {
-        let page_size = 4096u64 << ifc::get(ctx, log_page_size);
+        let page_size = 4096u64 << ifc::get(ctx, log_page_size).min(32);
         let start = ifc::get(ctx, page_offset) * (page_size / 64);
-        let n = (start + bytes).div_ceil(page_size).max(1) as usize;
-        let pages = (0..n).map(|i| be64(ctx, PAS + i * 8)).collect();
+        let n = (start.saturating_add(bytes)).div_ceil(page_size).max(1) as usize;
+        let given = ctx.len().saturating_sub(PAS) / 8;
+        let pages = (0..n.min(given)).map(|i| be64(ctx, PAS + i * 8)).collect();
         Self {
             pages,
             page_size,
@@ -151,5 +155,19 @@ mod tests {
             0x100,
             "a 16-bit counter wraps with the ring"
         );
+    }
+
+    #[test]
+    fn a_queue_past_its_page_list_faults_instead_of_reading_page_0() {
+        // One page address given for a 3-page queue (a receive stride the pinned memory
+        // does not cover).
+        let mut ctx = vec![0u8; PAS + 8];
+        ctx[PAS..PAS + 8].copy_from_slice(&0x3000u64.to_be_bytes());
+        let b = Buffer::from_context(&ctx, Field::new(0, 5), Field::new(8, 6), 3 * 4096);
+        assert_eq!(b.addr(0xfff), Some(0x3fff));
+        assert_eq!(b.addr(0x1000), None);
+        let mem = FakeMemory::new(0, 0x5000);
+        let mut out = [0u8; 64];
+        assert!(b.read(&mem, 0x1000, &mut out).is_err());
     }
 }

@@ -1,0 +1,88 @@
+# hardening-user: what an unprivileged process, or a node on the fabric, can do to the stack
+# (issue "Hardening II"), the same checks on both stacks unless said:
+#  - completion events piled up (EVENTS rounds of arm + one completion on a CQ whose channel is
+#    never read), then the CQ destroyed: its unread events are dropped in one linear pass with
+#    interrupts off (before: one memmove per event, quadratic: seconds with interrupts off);
+#  - short management datagrams (24-byte Get()s) to QP1 after full ones, from a UD QP with the
+#    GSI Q_Key: the stack's "unsupported" answer echoes the MAD, and may carry nothing the
+#    sender did not send (before, on rust: the tail of the receive slot's earlier MAD). C 7.3.4
+#    reposts the buffer that held its previous answer (mad.c:2431), so its echoes of short MADs
+#    carry that answer's tail: on c the figures are printed, not judged;
+#  - an MR moved to a newer PD by REREG_MR, then the device file closed with both alive: the MR
+#    goes first, no firmware command fails (cx-model refuses DEALLOC_PD of a PD in use), every
+#    firmware object is back;
+#  - uverbs_badinput --hostile: QP_CREATE with receive WQEs of 8 bytes (rust EINVAL; C makes
+#    the QP, whose ring the device then sees 16 times larger than the memory given) and of
+#    4 KiB (EINVAL on both), and QP_CREATE with its N-th kernel allocation failing for every N
+#    (fail-nth armed by the process itself): afterwards `rdma res show qp` lists none of its QPs
+#    (before, on rust: a QP freed after a failure stayed listed, and the listing read freed
+#    memory);
+#  - the new cases of uverbs_badinput's main run (mlx5's request at the top of the address
+#    space, P_Key index and RDMA read depth past the device's) run in uverbs-devices.
+# The test kernel has CONFIG_RUST_OVERFLOW_CHECKS: an arithmetic overflow a user causes panics
+# the guest and fails the run.
+# stacks: c rust
+# timeout: 900
+
+EVENTS=${HOSTILE_EVENTS:-100000}
+dbg=/sys/kernel/debug
+
+check "load the stack" load_stack
+wait_for "mlx5_0 port 1 ACTIVE" 60 'state ACTIVE' rdma link show mlx5_0/1
+wait_for "uverbs0 is there" 30 uverbs0 ls /dev/infiniband
+objects_before=$(model_ctl objects)
+echo "# model objects with the stack up: $objects_before"
+
+# Completion events never read.
+verbs_hostile events "$EVENTS" >/tmp/events.out 2>&1
+echo "# $(tr '\n' ' ' </tmp/events.out)"
+check_output "$EVENTS completion events made, none read" "^events queued $EVENTS\$" \
+	sed -n '/^events queued/p' /tmp/events.out
+us=$(sed -n 's/^destroy_cq us \([0-9]*\)$/\1/p' /tmp/events.out)
+ktap_result $([ -n "$us" ] && [ "$us" -lt 2000000 ] && echo 0 || echo 1) \
+	"destroying the CQ drops its unread events in under 2 s (took ${us:-?} us)"
+
+# Short MADs to QP1 (and QP0).
+verbs_hostile mad-short >/tmp/mad.out 2>&1
+sed 's/^/# /' /tmp/mad.out
+check_output "QP1: every full and every short vendor-class Get() answered" \
+	'^QP1 vendor class: replies full 600 short 600$' sed -n '/^QP1 vendor class: replies/p' /tmp/mad.out
+if [ "$STACK" = rust ]; then
+	check_output "QP1: no answer to a short MAD carries bytes it did not send" \
+		'^QP1 vendor class: short replies with bytes past the 24 sent: 0$' \
+		sed -n '/^QP1 vendor class: short/p' /tmp/mad.out
+	check_output "QP0: no answer to a short SMP carries bytes it did not send" \
+		'^QP0 Get\(SMInfo\): short replies with bytes past the 24 sent: 0$' \
+		sed -n '/^QP0 Get(SMInfo): short/p' /tmp/mad.out
+fi
+
+# An MR moved to a newer PD, left for close.
+check_output "rereg of an MR to a newer PD, then close with both alive" '^rereg to PD2: ok closed$' \
+	sh -c 'echo $(verbs_hostile rereg-pd)'
+check_output "every firmware object is back after the close" "^$objects_before\$" model_ctl objects
+check "no firmware command failed (the MR went before its PD)" sh -c '! dmesg | grep -i -E "DEALLOC_PD|syndrome"'
+
+# The process's own fail-nth over QP_CREATE (FAILSLAB and FAIL_PAGE_ALLOC, every allocation,
+# silent; user pages are left alone).
+arm() {
+	for a in failslab fail_page_alloc; do
+		echo N >$dbg/$a/ignore-gfp-wait || return 1
+		echo 0 >$dbg/$a/verbose || return 1
+		echo 1000000 >$dbg/$a/times || return 1
+	done
+	echo Y >$dbg/fail_page_alloc/ignore-gfp-highmem && echo 0 >$dbg/fail_page_alloc/min-order
+}
+check "fault injection armed for fail-nth" arm
+uverbs_badinput --hostile "$STACK" >/tmp/hostile.out 2>&1
+sed -n '/^#\|^failnth\|^not ok/p' /tmp/hostile.out
+check_output "uverbs_badinput --hostile: every case as expected" '^uverbs_badinput: [0-9]+ passed, 0 failed$' \
+	sed -n '/^uverbs_badinput:/p' /tmp/hostile.out
+check_output "fail-nth reached QP_CREATE's allocations (some runs failed)" '^failnth-qp: [0-9]+ runs, [1-9][0-9]* failed, then created$' \
+	sed -n '/^failnth-qp/p' /tmp/hostile.out
+check_output "rdma res show qp lists none of its QPs" '^# QPs of this process rdma res lists after the sweep: 0$' \
+	sed -n '/^# QPs of this process/p' /tmp/hostile.out
+check_output "every firmware object is back after the sweep" "^$objects_before\$" model_ctl objects
+
+check "unload the stack" unload_stack
+kmemleak_clean "kmemleak: nothing leaked"
+dmesg_clean "dmesg: no warnings, oopses or lockdep reports"
