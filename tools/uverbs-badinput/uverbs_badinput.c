@@ -32,6 +32,7 @@
  *
  * Usage: uverbs_badinput [/dev/infiniband/uverbs0] [DRIVER_ID]   (defaults: uverbs0, 1 = mlx5)
  *        uverbs_badinput --hostile rust|c   (see hostile() below: hardening-user runs it)
+ *        uverbs_badinput --fuzz SEED COUNT   (see fuzz() below: uverbs-fuzz runs it)
  * Output: `ok N - name` or `not ok N - name: expected E, got G` per case, then
  * `uverbs_badinput: P passed, F failed`. Exit status 0 only if every case passed.
  */
@@ -1683,6 +1684,271 @@ static int hostile(uint32_t id, const char *stack)
 	return failed ? 1 : 0;
 }
 
+/*
+ * --fuzz SEED COUNT: COUNT seeded random but well-typed commands on one context, each printed
+ * with its errno, for the same run on the other stack to be compared line by line (the
+ * scenario uverbs-fuzz, C as the oracle). The generator only depends on SEED and on which
+ * commands succeeded, so two stacks that answer alike print the same lines. Handles are
+ * chosen among the live ones of the right type (mostly), of other types, destroyed ones and
+ * numbers never given; sizes, flags, ports, states and masks among boundary values. Kinds the
+ * stacks handle differently on purpose (UC QPs, receive WQEs under 16 bytes) are not sent.
+ */
+static uint64_t fz_state;
+
+static uint32_t fz(uint32_t n)
+{
+	fz_state ^= fz_state << 13;
+	fz_state ^= fz_state >> 7;
+	fz_state ^= fz_state << 17;
+	return n ? (uint32_t)(fz_state % n) : 0;
+}
+
+#define FZ_HANDLES 64
+enum { K_NONE, K_PD, K_MR, K_CQ, K_QP, K_SRQ, K_UAR, K_DEAD };
+static uint8_t fz_kind[FZ_HANDLES];
+
+static uint32_t fz_handle(int kind)
+{
+	uint32_t live[FZ_HANDLES], other[FZ_HANDLES], dead[FZ_HANDLES], nl = 0, no = 0, nd = 0, h;
+	uint32_t r = fz(100);
+
+	for (h = 0; h < FZ_HANDLES; h++) {
+		if (fz_kind[h] == kind)
+			live[nl++] = h;
+		else if (fz_kind[h] == K_DEAD)
+			dead[nd++] = h;
+		else if (fz_kind[h] != K_NONE)
+			other[no++] = h;
+	}
+	if (r < 75 && nl)
+		return live[fz(nl)];
+	if (r < 85 && no)
+		return other[fz(no)];
+	if (r < 93 && nd)
+		return dead[fz(nd)];
+	return fz(4) ? fz(FZ_HANDLES) : 0xffffffffu;
+}
+
+/* A handle answered by a create, recorded as `kind`. */
+static void fz_made(uint32_t h, int kind)
+{
+	if (h < FZ_HANDLES)
+		fz_kind[h] = kind;
+}
+
+static void fz_gone(uint32_t h)
+{
+	if (h < FZ_HANDLES && fz_kind[h] != K_NONE)
+		fz_kind[h] = K_DEAD;
+}
+
+static int fuzz(uint32_t id, uint64_t seed, long count)
+{
+	static const uint32_t cqes[] = { 0, 1, 2, 31, 60, 63 };
+	static const uint64_t lens[] = { 0, 1, 4096, 8192, 65536, 65537, 1ull << 40 };
+	static const uint32_t offs[] = { 0, 1, 4096, 61440 };
+	static const uint32_t access[] = { 0, 1, 2, 1 | 2, 1 | 4, 1 | 2 | 4 | 8, 8, 16, 32, 64, 1u << 10, 1u << 20 };
+	static const uint32_t wrs[] = { 0, 1, 16, 32, 64, 65, 1u << 20 };
+	static const uint8_t states[] = { 0, 1, 2, 3, 6, 7 };
+	static const uint32_t masks[] = { 1, 1 | 16 | 32 | 8, 1 | 16 | 32 | 8 | 64, 16, 1 | 128 | 256 | 1048576 | 4096 | 131072 | 32768,
+					  1 | 512 | 1024 | 2048 | 65536 | 8192, 1 | 65536, 1u << 21, 1 | 16 | 32 };
+	const struct uctx_req good = { 16, 4, 0, 0, 1, 0, 0, 0, 3 };
+	uint64_t resp = (uintptr_t)resp_buf;
+	uint8_t p[128];
+	uint32_t uar = 0;
+	long i;
+	int rc;
+
+	fz_state = seed * 2654435761u + 1;
+	rc = get_context(id, &good, 32);
+	printf("fuzz: seed %llu, GET_CONTEXT -> %s\n", (unsigned long long)seed, rc ? strerrorname_np(rc) : "0");
+	if (rc)
+		return 1;
+	if (!uar_alloc(id, 1, NULL, NULL))
+		uar = uar_page_id;
+	for (i = 0; i < count; i++) {
+		uint32_t op = fz(15), h = 0, a = 0, b = 0, c = 0, made = ~0u;
+		const char *name = "?";
+
+		memset(p, 0, sizeof(p));
+		memcpy(p, &resp, 8);
+		memset(resp_buf, 0, 64);
+		switch (op) {
+		case 0: /* ALLOC_PD */
+			name = "ALLOC_PD";
+			rc = send_cmd(3, 4, 2, p, 8, 16);
+			if (!rc)
+				memcpy(&made, resp_buf, 4), fz_made(made, K_PD);
+			break;
+		case 1: /* DEALLOC_PD */
+			name = "DEALLOC_PD";
+			h = fz_handle(K_PD);
+			memcpy(p, &h, 4);
+			rc = send_cmd(4, 3, 0, p, 4, 12);
+			if (!rc)
+				fz_gone(h);
+			break;
+		case 2: { /* REG_MR */
+			uint64_t start = (uintptr_t)mr_buf + offs[fz(4)], len = lens[fz(7)];
+			uint64_t va = fz(4) ? start : start + fz(3) * 2048;
+
+			name = "REG_MR";
+			h = fz_handle(K_PD);
+			a = access[fz(12)];
+			b = (uint32_t)len;
+			c = (uint32_t)(va - start);
+			rc = reg_mr(start, len, va, h, a, &made);
+			if (!rc)
+				fz_made(made, K_MR);
+			break;
+		}
+		case 3: /* DEREG_MR */
+			name = "DEREG_MR";
+			h = fz_handle(K_MR);
+			memcpy(p, &h, 4);
+			rc = send_cmd(13, 3, 0, p, 4, 12);
+			if (!rc)
+				fz_gone(h);
+			break;
+		case 4: { /* REREG_MR */
+			uint64_t start = (uintptr_t)mr_buf + offs[fz(4)], len = lens[fz(7)];
+			uint32_t pd;
+
+			name = "REREG_MR";
+			h = fz_handle(K_MR);
+			a = fz(9); /* flags: 0 (EINVAL), 1-7, 8 (unknown) */
+			pd = fz_handle(K_PD);
+			b = access[fz(12)];
+			c = (uint32_t)len;
+			memcpy(p + 8, &h, 4);
+			memcpy(p + 12, &a, 4);
+			memcpy(p + 16, &start, 8);
+			memcpy(p + 24, &len, 8);
+			memcpy(p + 32, &start, 8);
+			memcpy(p + 40, &pd, 4);
+			memcpy(p + 44, &b, 4);
+			rc = send_cmd(14, 14, 2, p, 48, 56);
+			break;
+		}
+		case 5: { /* CQ_CREATE */
+			struct mlx5_create_cq r = cq_req(fz(4), uar);
+
+			name = "CQ_CREATE";
+			a = cqes[fz(6)];
+			b = fz(5) ? 0 : fz(3) ? 1 : 99;
+			rc = cq_create(id, a, b, -2, -2, fz(6) ? ~0u : fz(3), &r, 32, &made, NULL, NULL);
+			if (!rc)
+				fz_made(made, K_CQ);
+			break;
+		}
+		case 6: { /* CQ_DESTROY */
+			uint32_t counts[2];
+
+			name = "CQ_DESTROY";
+			h = fz_handle(K_CQ);
+			rc = cq_destroy(id, h, counts);
+			if (!rc)
+				fz_gone(h);
+			break;
+		}
+		case 7: { /* QP_CREATE */
+			static const uint64_t types[] = { 2, 2, 4, 99 };
+			struct mlx5_create_qp r = qp_req(uar);
+			uint32_t pd = fz_handle(K_PD), cq = fz_handle(K_CQ);
+
+			name = "QP_CREATE";
+			a = (uint32_t)types[fz(4)];
+			b = fz(5) ? ~0u : fz(2) ? 1u << 12 : 1u << 1;
+			if (!fz(5))
+				r.sq_wqe_count = fz(2) ? 48 : 128;
+			if (!fz(5))
+				r.rq_wqe_shift = fz(2) ? 6 : 4;
+			h = pd;
+			c = cq;
+			rc = qp_create(id, a, pd, cq, b, &r, &made, NULL, NULL);
+			if (!rc)
+				fz_made(made, K_QP);
+			break;
+		}
+		case 8: /* MODIFY_QP */
+			name = "MODIFY_QP";
+			h = fz_handle(K_QP);
+			a = masks[fz(9)];
+			b = states[fz(6)];
+			c = fz(4);
+			qp_modify_pkey = fz(6) ? 0 : fz(2) ? 1 : 0xffff;
+			qp_modify_rd_atomic = fz(4) ? 1 : fz(2) ? 0 : 255;
+			rc = qp_modify(h, a, b, c, fz(3));
+			qp_modify_pkey = 0;
+			qp_modify_rd_atomic = 0;
+			break;
+		case 9: /* QUERY_QP */
+			name = "QUERY_QP";
+			h = fz_handle(K_QP);
+			memcpy(p + 8, &h, 4);
+			a = fz(2) ? 0x3ffff : 1;
+			memcpy(p + 12, &a, 4);
+			rc = send_cmd(25, 6, 32, p, 16, 24);
+			break;
+		case 10: { /* QP_DESTROY */
+			struct hdr hd = header(id, 4, 1, 2);
+			uint32_t ev;
+
+			name = "QP_DESTROY";
+			h = fz_handle(K_QP);
+			attr(&hd, 0, 0, 0, MAND, 0, h);
+			attr(&hd, 1, 1, 4, MAND, 0, (uintptr_t)&ev);
+			rc = call(VERBS_IOCTL, &hd);
+			if (!rc)
+				fz_gone(h);
+			break;
+		}
+		case 11: { /* CREATE_SRQ */
+			struct mlx5_create_srq r = srq_req(fz(2));
+
+			name = "CREATE_SRQ";
+			h = fz_handle(K_PD);
+			a = wrs[fz(7)];
+			b = fz(3);
+			c = fz(3) ? 0 : fz(2) ? 1 : 100;
+			rc = srq_create_write(h, a, b, c, &r, sizeof(r));
+			if (!rc)
+				memcpy(&made, resp_buf, 4), fz_made(made, K_SRQ);
+			break;
+		}
+		case 12: /* DESTROY_SRQ */
+			name = "DESTROY_SRQ";
+			h = fz_handle(K_SRQ);
+			memcpy(p + 8, &h, 4);
+			rc = send_cmd(35, 6, 1, p, 16, 24);
+			if (!rc)
+				fz_gone(h);
+			break;
+		case 13: /* MODIFY_SRQ */
+			name = "MODIFY_SRQ";
+			h = fz_handle(K_SRQ);
+			a = fz(4);
+			b = wrs[fz(7)];
+			c = fz(3) ? fz(40) : 1000;
+			memcpy(p, &h, 4);
+			memcpy(p + 4, &a, 4);
+			memcpy(p + 8, &b, 4);
+			memcpy(p + 12, &c, 4);
+			rc = send_cmd(33, 6, 0, p, 16, 24);
+			break;
+		default: /* QUERY_PORT */
+			name = "QUERY_PORT";
+			a = fz(4);
+			p[8] = a;
+			rc = send_cmd(2, 6, 10, p, 16, 24);
+			break;
+		}
+		printf("%ld %s %u %u %u %u -> %s\n", i, name, h, a, b, c, rc ? strerrorname_np(rc) ?: "E?" : "0");
+	}
+	printf("fuzz: %ld commands\n", count);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *path = argc > 1 ? argv[1] : "/dev/infiniband/uverbs0";
@@ -1697,6 +1963,14 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		return hostile(1, argv[2]);
+	}
+	if (argc > 3 && !strcmp(argv[1], "--fuzz")) {
+		fd = open("/dev/infiniband/uverbs0", O_RDWR | O_CLOEXEC);
+		if (fd < 0) {
+			printf("uverbs_badinput: cannot open uverbs0: %s\n", strerror(errno));
+			return 2;
+		}
+		return fuzz(1, strtoull(argv[2], NULL, 0), strtol(argv[3], NULL, 0));
 	}
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {

@@ -84,5 +84,9 @@ check_output "rdma res show qp lists none of its QPs" '^# QPs of this process rd
 check_output "every firmware object is back after the sweep" "^$objects_before\$" model_ctl objects
 
 check "unload the stack" unload_stack
-kmemleak_clean "kmemleak: nothing leaked"
+# C 7.3 leaks the task of a process that registered MRs (see uverbs-devices): kmemleak is
+# checked on rust only.
+if [ "$STACK" = rust ]; then
+	kmemleak_clean "rust: kmemleak: nothing leaked"
+fi
 dmesg_clean "dmesg: no warnings, oopses or lockdep reports"

@@ -186,6 +186,19 @@ impl Queue {
         Some(out)
     }
 
+    /// Drops the queued events counted by `counts`, in one pass (O(n)). The dropped events'
+    /// counters cannot be the last reference: the caller holds `counts`.
+    fn forget(&mut self, counts: &Arc<EventCounts>) {
+        self.events.retain(|e| {
+            !e.counts
+                .as_ref()
+                .is_some_and(|c| Arc::ptr_eq(c, counts))
+        });
+        if self.is_empty() {
+            self.clear();
+        }
+    }
+
     /// Drops every event.
     fn clear(&mut self) {
         self.events.clear();
@@ -283,17 +296,7 @@ impl EventFile {
     /// Drops the queued events of the object counted by `counts` (C's `ib_uverbs_release_ucq`
     /// and `ib_uverbs_release_uevent`: a destroyed object's unread events go).
     pub(crate) fn forget(&self, counts: &Arc<EventCounts>) {
-        // One pass (O(n)) under the lock. The dropped events' counters cannot be the last
-        // reference: the caller holds `counts`.
-        let mut q = self.queue.lock();
-        q.events.retain(|e| {
-            !e.counts
-                .as_ref()
-                .is_some_and(|c| Arc::ptr_eq(c, counts))
-        });
-        if q.is_empty() {
-            q.clear();
-        }
+        self.queue.lock().forget(counts);
     }
 
     /// No more events are queued (C unregisters the file's event handler): readers still get
@@ -369,5 +372,70 @@ impl AnonFileOps for EventFile {
         } else {
             0
         }
+    }
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_uverbs_event_queue)]
+mod tests {
+    use super::*;
+
+    fn queue() -> Queue {
+        Queue {
+            events: KVec::new(),
+            head: 0,
+            done: false,
+            closed: false,
+        }
+    }
+
+    fn event(element: u64, counts: &Arc<EventCounts>) -> Event {
+        let mut bytes = [0u8; EVENT_SIZE];
+        bytes[0..8].copy_from_slice(&element.to_le_bytes());
+        Event {
+            bytes,
+            counts: Some(counts.clone()),
+        }
+    }
+
+    fn element(b: &[u8; EVENT_SIZE]) -> u64 {
+        let mut e = [0u8; 8];
+        e.copy_from_slice(&b[0..8]);
+        u64::from_le_bytes(e)
+    }
+
+    /// Events come out in order across compactions; an object's events are dropped in one
+    /// pass and the others stay in order.
+    #[test]
+    fn fifo_across_compaction_and_forget() -> Result {
+        let (a, b) = (EventCounts::new()?, EventCounts::new()?);
+        let mut q = queue();
+        for i in 0..1000u64 {
+            let c = if i % 2 == 0 { &a } else { &b };
+            q.events.push(event(i, c), GFP_KERNEL)?;
+        }
+        for i in 0..300u64 {
+            let (bytes, _) = q.pop_front().ok_or(EINVAL)?;
+            assert_eq!(element(&bytes), i);
+        }
+        // 300 >= COMPACT_MIN but less than half: not compacted yet.
+        assert_eq!(q.head, 300);
+        for i in 300..500u64 {
+            let (bytes, _) = q.pop_front().ok_or(EINVAL)?;
+            assert_eq!(element(&bytes), i);
+        }
+        // Half consumed: compacted to the 500 left.
+        assert_eq!((q.head, q.events.len()), (0, 500));
+        // Dropping `a`'s events (the even ones) leaves `b`'s, in order.
+        q.forget(&a);
+        let mut want = 501u64;
+        while let Some((bytes, counts)) = q.pop_front() {
+            assert_eq!(element(&bytes), want);
+            assert!(counts.is_some_and(|c| Arc::ptr_eq(&c, &b)));
+            want += 2;
+        }
+        assert_eq!(want, 1001);
+        assert!(q.is_empty());
+        assert_eq!((q.head, q.events.len()), (0, 0));
+        Ok(())
     }
 }
