@@ -19,6 +19,12 @@
 //!                                 completion EQ), of event <type> and sub-type <sub>, with up to
 //!                                 28 bytes of event data (hex); for hostile-device tests (unknown
 //!                                 types, bogus CQ/QP numbers, ports out of range, stray tokens)
+//! mad-inject <dqpn> <sqpn> <slid> <qkey> <count> <hex>
+//!                                 a hostile node: <count> datagrams carrying <hex> (any length
+//!                                 up to 256 bytes, a malformed MAD or none at all) arrive from
+//!                                 the wire for QP <dqpn> (0 and 1: port 1's SMI and GSI QPs)
+//!                                 from QP <sqpn> at LID <slid> with Q_Key <qkey>, each through
+//!                                 the fabric's checks (VL15 only between QP0s, the Q_Key)
 //! fault <spec>                    adds a fault rule (see --fault)
 //! cq-resizes                      how many CQ resizes were done, and the most CQEs one of them
 //!                                 found not consumed yet
@@ -32,6 +38,10 @@
 use crate::device::Device;
 use crate::firmware::eq::event;
 use crate::firmware::faults::Rule;
+use crate::firmware::datapath::{
+    self,
+    packet::{Body, Packet},
+};
 use crate::firmware::objects::Kind as ObjKind;
 use crate::firmware::port::{PHYS_LINK_UP, STATE_ACTIVE};
 use crate::guest_memory::GuestMemory;
@@ -174,6 +184,36 @@ pub fn execute(dev: &mut Device, mem: &mut dyn GuestMemory, line: &str) -> Resul
             }
             info!("control: EQE type {ty:#x} sub-type {sub:#x} to {role} EQ(s) {eqns:?}");
             Ok(format!("eqe {ty:#x} posted to {} EQ(s)", eqns.len()))
+        }
+        ["mad-inject", dqpn, sqpn, slid, qkey, count, hex] => {
+            let data = hex_bytes(hex)?;
+            if data.len() > 256 {
+                return Err("a MAD is at most 256 bytes".into());
+            }
+            let count = number(count)?;
+            if count > 1_000_000 {
+                return Err("at most 1000000 datagrams at once".into());
+            }
+            let fw = &mut dev.firmware;
+            let dlid = fw.node.ports.first().map_or(0, |p| p.lid);
+            let packet = Packet {
+                slid: u16::try_from(number(slid)?).map_err(|_| "a LID is 16 bits".to_string())?,
+                dlid,
+                sqpn: u32::try_from(number(sqpn)?).map_err(|_| "bad source QP".to_string())?,
+                dqpn: u32::try_from(number(dqpn)?).map_err(|_| "bad QP".to_string())?,
+                psn: 0,
+                body: Body::Send {
+                    data,
+                    imm: None,
+                    qkey: Some(u32::try_from(number(qkey)?).map_err(|_| "a Q_Key is 32 bits")?),
+                    gids: None,
+                },
+            };
+            for _ in 0..count {
+                datapath::receive(fw, mem, packet.clone());
+            }
+            info!("control: {count} datagram(s) injected for QP {:#x}", packet.dqpn);
+            Ok(format!("injected {count}"))
         }
         ["reset"] => {
             dev.reset();

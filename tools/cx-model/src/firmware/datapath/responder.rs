@@ -391,8 +391,19 @@ fn datagram(fw: &mut Firmware, mem: &mut dyn GuestMemory, qp: &QpInfo, p: Packet
         debug!("QP {:#x}: not a datagram: dropped", qp.qpn);
         return;
     };
+    // Subnet management packets travel on VL15 between QP0s only (IBA 14.2.1.3: VL15 is
+    // QP0's, and QP0 takes nothing else): a datagram to QP0 from another QP, or from QP0 to
+    // another QP, is dropped on the way, as the fabric drops it.
+    let to_smi = qp.st == wqe::service::QP0;
+    if to_smi != (p.sqpn == SMI_QPN) {
+        debug!(
+            "QP {:#x}: datagram from QP {:#x} crosses the QP0/VL15 boundary: dropped",
+            qp.qpn, p.sqpn
+        );
+        return;
+    }
     // QP0 takes subnet management packets whatever their Q_Key (IBA 10.2.5).
-    if qp.st != wqe::service::QP0 && *qkey != qp.qkey {
+    if !to_smi && *qkey != qp.qkey {
         debug!("QP {:#x}: Q_Key {qkey:#x} does not match: dropped", qp.qpn);
         return;
     }
