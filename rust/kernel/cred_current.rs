@@ -6,7 +6,7 @@
 //!
 //! C header: [`include/linux/cred.h`](srctree/include/linux/cred.h)
 
-use crate::{bindings, cred::Credential};
+use crate::{bindings, cred::Credential, ffi::c_int};
 
 /// Whether `cred` is the calling task's current credential (the same object, as C's
 /// `filp->f_cred == current_cred()`).
@@ -15,4 +15,15 @@ pub fn is_current(cred: &Credential) -> bool {
     // it is only compared, never dereferenced.
     let current = unsafe { bindings::rdma_rs_current_cred() };
     core::ptr::eq(current, cred.as_ptr())
+}
+
+/// Whether the calling task has capability `cap` (e.g. `bindings::CAP_NET_RAW`) in the initial
+/// user namespace (C's `capable`, which also marks the task as having used it). A number that
+/// is no capability is `false`.
+pub fn capable(cap: u32) -> bool {
+    let Ok(cap) = c_int::try_from(cap) else {
+        return false;
+    };
+    // SAFETY: `capable` only reads the calling task's credentials; any number is accepted.
+    unsafe { bindings::capable(cap) }
 }

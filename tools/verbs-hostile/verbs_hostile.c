@@ -180,7 +180,7 @@ static int mad_short_to(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_ah *ah,
 			uint16_t attr, const char *what)
 {
 	uint8_t *out = ring + (size_t)slots * (GRH + MAD);
-	int full = 0, shrt = 0, leaks = 0, sent = 0, outstanding = 0, phase, i;
+	int full = 0, shrt = 0, leaks = 0, late = 0, sent = 0, outstanding = 0, phase, i;
 	struct ibv_wc wc[8];
 
 	for (phase = 0; phase < 2; phase++) {
@@ -190,8 +190,10 @@ static int mad_short_to(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_ah *ah,
 		for (i = 0; i < count; i++) {
 			struct ibv_sge sge = { (uintptr_t)out, phase ? 24 : MAD, mr->lkey };
 			struct ibv_send_wr wr = { 0 }, *bad;
-			/* The TID's first byte says which phase a reply answers. */
-			uint64_t tid = ((uint64_t)phase << 56) | (uint32_t)(sent + 1);
+			/* The TID's first byte says which phase a reply answers, the second which
+			 * QP the MAD went to (a late answer is not counted for another). */
+			uint64_t tid = ((uint64_t)phase << 56) | ((uint64_t)(dqpn + 1) << 48) |
+				       (uint32_t)(sent + 1);
 			int rc, n, k;
 
 			memset(out, phase ? 0 : 0xa5, MAD);
@@ -230,7 +232,9 @@ static int mad_short_to(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_ah *ah,
 						uint8_t *m = ring + wc[k].wr_id * (GRH + MAD) + GRH;
 						int j, dirty = 0;
 
-						if (m[8] == 1) {
+						if (m[9] != dqpn + 1) {
+							late++;
+						} else if (m[8] == 1) {
 							shrt++;
 							for (j = 24; j < MAD; j++)
 								dirty |= m[j];
@@ -254,11 +258,13 @@ static int mad_short_to(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_ah *ah,
 				}
 			}
 		}
-		/* Late answers. */
-		deadline = now_us() + 300000;
+		/* Late answers: until none came for a second. */
+		deadline = now_us() + 1000000;
 		while (now_us() < deadline) {
 			int n = ibv_poll_cq(cq, 8, wc), k;
 
+			if (n > 0)
+				deadline = now_us() + 1000000;
 			for (k = 0; k < n; k++) {
 				uint8_t *m;
 				int j, dirty = 0;
@@ -266,7 +272,9 @@ static int mad_short_to(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_ah *ah,
 				if (wc[k].wr_id >> 63 || wc[k].status != IBV_WC_SUCCESS)
 					continue;
 				m = ring + wc[k].wr_id * (GRH + MAD) + GRH;
-				if (m[8] == 1) {
+				if (m[9] != dqpn + 1) {
+					late++;
+				} else if (m[8] == 1) {
 					shrt++;
 					for (j = 24; j < MAD; j++)
 						dirty |= m[j];
@@ -288,7 +296,8 @@ static int mad_short_to(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_ah *ah,
 			}
 		}
 	}
-	printf("%s: replies full %d short %d\n", what, full, shrt);
+	printf("%s: replies full %d short %d (and %d late answers to earlier MADs)\n", what, full,
+	       shrt, late);
 	printf("%s: short replies with bytes past the 24 sent: %d\n", what, leaks);
 	return 0;
 }

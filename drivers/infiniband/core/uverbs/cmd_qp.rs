@@ -413,9 +413,10 @@ fn modify(b: &Bundle<'_>, req: &[u8]) -> Result {
         {
             return Err(EINVAL);
         }
-        if mask & F::Qkey as u32 != 0 && u32_at(req, 72) & SET_QKEY != 0 {
-            // C lets a privileged Q_Key through for tasks with CAP_NET_RAW or when netlink
-            // allows it; this core does not serve privileged Q_Keys.
+        if mask & F::Qkey as u32 != 0
+            && u32_at(req, 72) & SET_QKEY != 0
+            && !ib_core::ucontext::may_use_controlled_qkey()
+        {
             return Err(EPERM);
         }
         let attr = QpAttr {
