@@ -33,7 +33,7 @@ inject() {
 	_i=0
 	_ok=1
 	while [ $_i -lt "$5" ]; do
-		model_ctl mad-inject "$2" "$3" 0x0999 "$4" "$6" "$7" | grep -q '^injected' || _ok=0
+		model_ctl mad-inject "$2" "$3" 0x0999 "$4" "$6" "$7" | grep -q ' injected ' || _ok=0
 		_i=$((_i + 1))
 	done
 	ktap_result $((1 - _ok)) "$1: $(($5 * $6)) datagram(s) sent"
@@ -73,7 +73,7 @@ wait $pq
 set -- $(cat /tmp/pq)
 ktap_result $([ "${1:-0}" -gt 0 ] && [ "${2:-1}" = 0 ] && echo 0 || echo 1) \
 	"perfquery kept answering during the attacks (${1:-0} answered, ${2:-?} failed)"
-check_output "smpquery nodeinfo still answers" 'NodeGuid' smpquery nodeinfo "$lid"
+check_output "smpquery nodeinfo still answers" '^PortGuid:\.+0x' smpquery nodeinfo "$lid"
 check_output "the port is still ACTIVE" 'State: Active' ibstat mlx5_0 1
 check "unload the stack" unload_stack
 if [ "$STACK" = rust ]; then
