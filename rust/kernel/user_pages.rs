@@ -84,7 +84,10 @@ impl PinnedPages {
             Some(mm) => this.charged = Some((mm, count)),
             None => return Err(Error::from_errno(err)),
         }
-        let mut pages = KVVec::with_capacity(count, GFP_KERNEL)?;
+        // The list grows with what is pinned (C pins in batches too): a range larger than the
+        // memory mapped there fails with `EFAULT` where the mapping ends, without first asking
+        // for a list of its full size (which past 2 GiB is a warning of the allocator).
+        let mut pages = KVVec::new();
         let mut flags = bindings::FOLL_LONGTERM;
         if writable {
             flags |= bindings::FOLL_WRITE;
@@ -92,9 +95,13 @@ impl PinnedPages {
         while pages.len() < count {
             let want = (count - pages.len()).min(PIN_BATCH);
             let start = first + pages.len() * PAGE_SIZE;
+            if let Err(e) = pages.reserve(want, GFP_KERNEL) {
+                this.pages = pages;
+                return Err(e.into());
+            }
             let spare = pages.spare_capacity_mut();
-            // SAFETY: `spare` has room for at least `want` page pointers (the capacity is
-            // `count`); `pin_user_pages_fast` writes at most `want` of them.
+            // SAFETY: `spare` has room for at least `want` page pointers (reserved just
+            // above); `pin_user_pages_fast` writes at most `want` of them.
             let got = unsafe {
                 bindings::pin_user_pages_fast(
                     start,

@@ -2169,7 +2169,11 @@ static int fuzz(uint32_t id, uint64_t seed, long count)
 			rc = send_cmd(2, 6, 10, p, 16, 24);
 			break;
 		}
-		printf("%ld %s %u %u %u %u -> %s\n", i, name, h, a, b, c, rc ? strerrorname_np(rc) ?: "E?" : "0");
+		if (rc || made == ~0u)
+			printf("%ld %s %u %u %u %u -> %s\n", i, name, h, a, b, c,
+			       rc ? strerrorname_np(rc) ?: "E?" : "0");
+		else
+			printf("%ld %s %u %u %u %u -> 0 made %u\n", i, name, h, a, b, c, made);
 	}
 	printf("fuzz: %ld commands\n", count);
 	return 0;

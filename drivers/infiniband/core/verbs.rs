@@ -61,36 +61,115 @@ pub(crate) fn check_path_sgid(
         .ok_or(EINVAL)
 }
 
-/// Whether moving a `qp_type` QP from `cur` to `next` with `mask` is allowed: the transitions and
-/// required attributes of the C core's `ib_modify_qp_is_ok` (optional attributes are not
-/// checked yet).
-pub fn qp_transition_ok(cur: QpState, next: QpState, qp_type: QpType, mask: QpAttrMask) -> bool {
+/// The attributes moving a `t` QP from `cur` to `next` requires, and those it may carry
+/// besides (C's `qp_state_table`, verbs.c:1464-1763, for the fields this core carries: the
+/// alternate path, path migration, SQD notification and rate limits are refused before);
+/// `None` when there is no such transition.
+fn transition_attrs(
+    cur: QpState,
+    next: QpState,
+    t: QpType,
+) -> Option<(QpAttrMask, QpAttrMask)> {
     use QpAttrField as F;
     use QpState::*;
     use QpType::*;
     let none = QpAttrMask::empty();
-    let required = match (cur, next) {
-        (_, Reset) | (_, Err) => none,
-        (Reset, Init) => match qp_type {
-            // The special QPs have their port from creation.
-            Smi | Gsi => F::PkeyIndex | F::Qkey,
-            Ud => F::PkeyIndex | F::Port | F::Qkey,
-            Rc | Uc => F::PkeyIndex | F::Port | F::AccessFlags,
-        },
-        (Init, Init) | (Rts, Rts) | (Sqd, Sqd) | (Sqd, Rts) | (Sqe, Rts) | (Rts, Sqd) => none,
-        (Init, Rtr) => match qp_type {
-            Smi | Gsi | Ud => none,
-            Uc => F::Av | F::PathMtu | F::DestQpn | F::RqPsn,
-            Rc => F::Av | F::PathMtu | F::DestQpn | F::RqPsn | F::MaxDestRdAtomic | F::MinRnrTimer,
-        },
-        (Rtr, Rts) => match qp_type {
-            Smi | Gsi | Ud | Uc => F::SqPsn.into(),
-            Rc => F::Timeout | F::RetryCnt | F::RnrRetry | F::SqPsn | F::MaxQpRdAtomic,
-        },
-        _ => return false,
+    // What INIT takes, as RESET to INIT requires it and INIT to INIT allows it.
+    let init = match t {
+        Ud => F::PkeyIndex | F::Port | F::Qkey,
+        Uc | Rc => F::PkeyIndex | F::Port | F::AccessFlags,
+        Smi | Gsi => F::PkeyIndex | F::Qkey,
     };
-    // A modify to another state must say so.
-    (cur == next || mask.contains(F::State)) && mask.contains_all(required)
+    // What a move to RTS may carry besides (from RTR, RTS and SQD).
+    let to_rts = match t {
+        Ud | Smi | Gsi => F::CurState | F::Qkey,
+        Uc => F::CurState | F::AccessFlags,
+        Rc => F::CurState | F::AccessFlags | F::MinRnrTimer,
+    };
+    Some(match (cur, next) {
+        (_, Reset) => (none, none),
+        (Reset, Init) => (init, none),
+        // From RESET only INIT (and RESET): not even ERR.
+        (Reset, _) => return None,
+        (_, Err) => (none, none),
+        (Init, Init) => (none, init),
+        (Init, Rtr) => (
+            match t {
+                Uc => F::Av | F::PathMtu | F::DestQpn | F::RqPsn,
+                Rc => {
+                    F::Av
+                        | F::PathMtu
+                        | F::DestQpn
+                        | F::RqPsn
+                        | F::MaxDestRdAtomic
+                        | F::MinRnrTimer
+                }
+                Ud | Smi | Gsi => none,
+            },
+            match t {
+                Ud | Smi | Gsi => F::PkeyIndex | F::Qkey,
+                Uc | Rc => F::AccessFlags | F::PkeyIndex,
+            },
+        ),
+        (Rtr, Rts) => (
+            match t {
+                Rc => F::Timeout | F::RetryCnt | F::RnrRetry | F::SqPsn | F::MaxQpRdAtomic,
+                Ud | Uc | Smi | Gsi => F::SqPsn.into(),
+            },
+            to_rts,
+        ),
+        (Rts, Rts) | (Sqd, Rts) => (none, to_rts),
+        (Rts, Sqd) => (none, none),
+        (Sqd, Sqd) => (
+            none,
+            match t {
+                Ud | Smi | Gsi => F::PkeyIndex | F::Qkey,
+                Uc => F::Av | F::AccessFlags | F::PkeyIndex,
+                Rc => {
+                    F::Port
+                        | F::Av
+                        | F::Timeout
+                        | F::RetryCnt
+                        | F::RnrRetry
+                        | F::MaxQpRdAtomic
+                        | F::MaxDestRdAtomic
+                        | F::AccessFlags
+                        | F::PkeyIndex
+                        | F::MinRnrTimer
+                }
+            },
+        ),
+        (Sqe, Rts) => (
+            none,
+            match t {
+                Ud | Smi | Gsi => F::CurState | F::Qkey,
+                Uc => F::CurState | F::AccessFlags,
+                Rc => none,
+            },
+        ),
+        _ => return None,
+    })
+}
+
+/// Whether moving a `qp_type` QP from `cur` to `next` with `mask` is allowed (C's
+/// `ib_modify_qp_is_ok`): the transition exists, `mask` names every attribute it requires and
+/// nothing it does not take; naming the current state is only allowed from RTR, RTS, SQD and
+/// SQE. A modify without the state bit stays in `cur` (`next` must be `cur` then).
+pub fn qp_transition_ok(cur: QpState, next: QpState, qp_type: QpType, mask: QpAttrMask) -> bool {
+    use QpAttrField as F;
+    if cur != next && !mask.contains(F::State) {
+        return false;
+    }
+    if mask.contains(F::CurState)
+        && !matches!(cur, QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe)
+    {
+        return false;
+    }
+    let Some((required, optional)) = transition_attrs(cur, next, qp_type) else {
+        return false;
+    };
+    let allowed = required | optional | F::State;
+    mask.contains_all(required) && (mask & !allowed) == QpAttrMask::empty()
 }
 
 /// A live object counted in its device's resource tracking; dropping it uncounts it. Objects
@@ -950,6 +1029,26 @@ mod tests {
         ));
         // A change of state without the state bit is refused.
         assert!(!qp_transition_ok(Reset, Init, QpType::Rc, rc_init));
+        // C's table: RESET goes only to INIT (or stays), and only with no other attribute.
+        assert!(!qp_transition_ok(
+            Reset,
+            QpState::Err,
+            QpType::Rc,
+            m(QpAttrMask::empty())
+        ));
+        assert!(qp_transition_ok(Reset, Reset, QpType::Rc, m(QpAttrMask::empty())));
+        assert!(!qp_transition_ok(Reset, Reset, QpType::Rc, m(F::SqPsn.into())));
+        assert!(!qp_transition_ok(Reset, Reset, QpType::Rc, F::PkeyIndex.into()));
+        // Attributes a transition does not take are refused; those it may take are not.
+        assert!(!qp_transition_ok(Reset, Init, QpType::Rc, m(rc_init | F::Qkey)));
+        assert!(qp_transition_ok(Init, Init, QpType::Rc, F::PkeyIndex.into()));
+        assert!(!qp_transition_ok(Init, Init, QpType::Rc, F::Qkey.into()));
+        assert!(qp_transition_ok(Init, Rtr, QpType::Rc, m(rc_rtr | F::AccessFlags)));
+        assert!(!qp_transition_ok(Init, Rtr, QpType::Rc, m(rc_rtr | F::SqPsn)));
+        // RTR has no RTR to RTR; the current state may be named from RTR on.
+        assert!(!qp_transition_ok(Rtr, Rtr, QpType::Ud, QpAttrMask::empty()));
+        assert!(qp_transition_ok(Rtr, Rts, QpType::Ud, m(F::SqPsn | F::CurState)));
+        assert!(!qp_transition_ok(Init, Rtr, QpType::Ud, m(F::CurState.into())));
     }
 
     #[test]

@@ -277,6 +277,9 @@ kernel::impl_flags!(
     pub enum QpAttrField {
         /// `IB_QP_STATE`: [`QpAttr::qp_state`].
         State = 1,
+        /// `IB_QP_CUR_STATE`: the caller names the current state (only allowed from RTR, RTS,
+        /// SQD and SQE); the core checks the transition from the state it knows.
+        CurState = 1 << 1,
         /// `IB_QP_ACCESS_FLAGS`: [`QpAttr::qp_access_flags`].
         AccessFlags = 1 << 3,
         /// `IB_QP_PKEY_INDEX`: [`QpAttr::pkey_index`].

@@ -21,6 +21,9 @@ mkdir -p /tmp/www
 check "load the stack" load_stack
 wait_for "mlx5_0 port 1 is ACTIVE" 60 'state ACTIVE' rdma link show mlx5_0/1
 wait_for "uverbs0 is there" 30 uverbs0 ls /dev/infiniband
+# C's mlx5_ib makes its UMR QP and CQ at the first MR rereg: one rereg first, on both stacks,
+# so that the objects counted before are those the fuzzer's closes must come back to.
+check_output "warm-up: an MR rereg" '^rereg to PD2: ok closed$' sh -c 'echo $(verbs_hostile rereg-pd)'
 objects_before=$(model_ctl objects)
 meet net-up
 check_output "ping $PEER_IP: 3 of 3 answered" ' 0% packet loss' ping -c 3 -W 5 "$PEER_IP"
@@ -30,6 +33,7 @@ for seed in $SEEDS; do
 	uverbs_badinput --fuzz "$seed" "$COUNT" >/tmp/www/trace-$seed 2>&1
 	check_output "seed $seed: $COUNT commands sent" "^fuzz: $COUNT commands\$" tail -n 1 /tmp/www/trace-$seed
 	total=$((total + COUNT))
+	echo "# seed $seed: $(grep -c -- '-> 0' /tmp/www/trace-$seed) succeeded; refused: $(sed -n 's/.* -> \(E[A-Z0-9]*\)$/\1/p' /tmp/www/trace-$seed | sort | uniq -c | sort -rn | awk '{printf "%s %s, ", $2, $1}')"
 	check_output "seed $seed: every object the sequence left is destroyed at close" "^$objects_before\$" model_ctl objects
 done
 echo "# $total commands on the $STACK stack"
@@ -45,10 +49,19 @@ else
 	for seed in $SEEDS; do
 		rm -f /tmp/c-trace
 		wget -q -O /tmp/c-trace "http://$PEER_IP:$PORT/trace-$seed"
-		first=$(diff /tmp/www/trace-$seed /tmp/c-trace | sed -n '2,3p' | tr '\n' '|')
+		first=$(diff /tmp/www/trace-$seed /tmp/c-trace | grep -E '^[-+][0-9]' | head -n 6 | tr '\n' '|')
 		lines=$(wc -l </tmp/c-trace)
 		ktap_result $([ -s /tmp/c-trace ] && cmp -s /tmp/www/trace-$seed /tmp/c-trace && echo 0 || echo 1) \
-			"seed $seed: every errno is C's ($lines lines compared)" "first difference (rust|c): $first"
+			"seed $seed: every errno is C's ($lines lines compared)" "first differences (-rust +c): $first"
+		# The history of the object the first differing command named (on rust), to read the
+		# difference without the guests.
+		line=$(diff /tmp/www/trace-$seed /tmp/c-trace | grep -E '^-[0-9]' | head -n 1)
+		if [ -n "$line" ]; then
+			set -- $line
+			n=${1#-}
+			head -n $((n + 2)) /tmp/www/trace-$seed | grep -E " $3 [0-9]+ [0-9]+ [0-9]+ -> | made $3\$" |
+				tail -n 12 | sed 's/^/# rust: /'
+		fi
 	done
 	meet traces-compared
 fi

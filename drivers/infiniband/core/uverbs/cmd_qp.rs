@@ -343,6 +343,7 @@ fn mask_of(bits: u32) -> QpAttrMask {
     let mut m = QpAttrMask::empty();
     for f in [
         F::State,
+        F::CurState,
         F::AccessFlags,
         F::PkeyIndex,
         F::Port,
@@ -463,7 +464,7 @@ fn modify(b: &Bundle<'_>, req: &[u8]) -> Result {
         if mask & !(SERVED | CUR_STATE) != 0 {
             return Err(EOPNOTSUPP);
         }
-        let m = mask_of(mask & SERVED);
+        let m = mask_of(mask & (SERVED | CUR_STATE));
         qp.modify(&attr, m, &b.driver)
     })
 }
