@@ -5,6 +5,8 @@
  *
  * Usage: umad_badinput DEV LID            the checks below, on an open device (port's LID)
  *        umad_badinput --issm-busy ISSM       a non-blocking open of a held issmN: EAGAIN
+ *        umad_badinput --failnth DEV LID      every umad call under every failing allocation
+ *                                         (see failnth() below; hardening-user runs it)
  *        umad_badinput --removed DEV READY GO
  *                                         opens DEV, registers an agent, creates READY, waits for
  *                                         GO (the device is removed meanwhile), then checks what
@@ -356,14 +358,183 @@ static int issm_busy(const char *dev)
 	return failed ? 1 : 0;
 }
 
+/*
+ * --failnth DEV LID: each umad call with its N-th kernel allocation failing (fail-nth armed by
+ * this thread just before the call; FAILSLAB/FAIL_PAGE_ALLOC armed by the scenario), N = 1, 2,
+ * ... until a run does not reach its N-th: open of the device, REGISTER_AGENT, REGISTER_AGENT2,
+ * a PerfMgmt Get written (sent, its answer read back when it worked), UNREGISTER_AGENT. Each
+ * fails cleanly or works; what worked is undone without a fault. Prints `sweep <call>: R runs,
+ * F failed` and `umad failnth: P points over 5 calls`; afterwards an agent registers and a Get
+ * is answered (nothing is left registered or half made).
+ */
+static int fnth = -1;
+
+static void arm(int n)
+{
+	char b[16];
+
+	snprintf(b, sizeof(b), "%d", n);
+	if (pwrite(fnth, b, strlen(b), 0) < 0)
+		printf("# arming fail-nth: %s\n", strerror(errno));
+}
+
+static int fired(void)
+{
+	char b[16] = { 0 };
+
+	if (pread(fnth, b, sizeof(b) - 1, 0) < 0)
+		return 0;
+	if (pwrite(fnth, "0", 1, 0) < 0)
+		printf("# disarming fail-nth: %s\n", strerror(errno));
+	return atoi(b) == 0;
+}
+
+static int sweep_fd = -1;
+static uint16_t sweep_lid;
+static uint32_t sweep_agent;
+static uint8_t sweep_buf[HDR + MAD + 64];
+
+static int op_open(const char *dev)
+{
+	sweep_fd = open(dev, O_RDWR);
+	return sweep_fd < 0 ? errno : 0;
+}
+static int op_register(const char *dev)
+{
+	struct ib_user_mad_reg_req r = reg(1, 0x04, 1, 1 << 1);
+
+	(void)dev;
+	if (ioctl(sweep_fd, IB_USER_MAD_REGISTER_AGENT, &r) < 0)
+		return errno;
+	sweep_agent = r.id;
+	return 0;
+}
+static int op_register2(const char *dev)
+{
+	struct ib_user_mad_reg_req2 r2;
+
+	(void)dev;
+	memset(&r2, 0, sizeof(r2));
+	r2.qpn = 1;
+	r2.mgmt_class = 0x04;
+	r2.mgmt_class_version = 1;
+	if (ioctl(sweep_fd, IB_USER_MAD_REGISTER_AGENT2, &r2) < 0)
+		return errno;
+	sweep_agent = r2.id;
+	return 0;
+}
+static int op_send(const char *dev)
+{
+	(void)dev;
+	perf_get(sweep_buf, sweep_agent, sweep_lid, 7, 1000, 0);
+	return write(sweep_fd, sweep_buf, HDR + MAD) < 0 ? errno : 0;
+}
+static int op_unregister(const char *dev)
+{
+	(void)dev;
+	return ioctl(sweep_fd, IB_USER_MAD_UNREGISTER_AGENT, &sweep_agent) < 0 ? errno : 0;
+}
+
+/* The answer to a Get that was sent: read, waiting up to 5 s. */
+static void take_answer(void)
+{
+	if (wait_in(sweep_fd, 5000) & POLLIN) {
+		if (read(sweep_fd, sweep_buf, sizeof(sweep_buf)) < 0)
+			printf("# reading the answer: %s\n", strerror(errno));
+	}
+}
+
+struct umad_op {
+	const char *name;
+	int setup;			/* 0: none, 1: open, 2: open and register */
+	int (*op)(const char *dev);
+	int undo;			/* after success: 1 close, 2 unregister and close, 3 read, unregister, close */
+};
+
+static const struct umad_op umad_ops[] = {
+	{ "open", 0, op_open, 1 },
+	{ "REGISTER_AGENT", 1, op_register, 2 },
+	{ "REGISTER_AGENT2", 1, op_register2, 2 },
+	{ "write", 2, op_send, 3 },
+	{ "UNREGISTER_AGENT", 2, op_unregister, 1 },
+};
+
+static int failnth(const char *dev, uint16_t lid)
+{
+	int points = 0, k, n, rc, f, bad = 0;
+
+	sweep_lid = lid;
+	fnth = open("/proc/thread-self/fail-nth", O_RDWR);
+	if (fnth < 0) {
+		printf("not ok fail-nth: %s\n", strerror(errno));
+		return 1;
+	}
+	memset(sweep_buf, 0, sizeof(sweep_buf));
+	for (k = 0; k < (int)(sizeof(umad_ops) / sizeof(umad_ops[0])); k++) {
+		const struct umad_op *o = &umad_ops[k];
+		int runs = 0, fails = 0;
+
+		for (n = 1; n < 2000; n++) {
+			if (o->setup >= 1 && op_open(dev)) {
+				printf("not ok %s: open without a fault failed\n", o->name);
+				return 1;
+			}
+			if (o->setup >= 2 && op_register(dev)) {
+				printf("not ok %s: REGISTER_AGENT without a fault failed\n", o->name);
+				return 1;
+			}
+			arm(n);
+			rc = o->op(dev);
+			f = fired();
+			runs++;
+			if (rc)
+				fails++;
+			if (rc && !f)
+				printf("# sweep %s: point %d: %s without the fault firing\n", o->name, n,
+				       strerror(rc));
+			if (!rc && o->undo == 3)
+				take_answer();
+			if (!rc && o->undo >= 2 && o->op != op_unregister)
+				op_unregister(dev);
+			if (rc && o->op == op_unregister)
+				op_unregister(dev);
+			if (sweep_fd >= 0 && (!rc || o->op != op_open))
+				close(sweep_fd);
+			sweep_fd = -1;
+			if (!f)
+				break;
+		}
+		printf("sweep %s: %d runs, %d failed\n", o->name, runs, fails);
+		points += runs - 1;
+	}
+	printf("umad failnth: %d points over %d calls\n", points, (int)(sizeof(umad_ops) / sizeof(umad_ops[0])));
+	/* Nothing is left half made: an agent registers and its Get is answered. */
+	if (op_open(dev) || op_register(dev) || op_send(dev)) {
+		printf("not ok after the sweeps: a Get could not be sent\n");
+		bad = 1;
+	} else if (!(wait_in(sweep_fd, 5000) & POLLIN) ||
+		   read(sweep_fd, sweep_buf, sizeof(sweep_buf)) != HDR + MAD ||
+		   ((struct ib_user_mad_hdr *)sweep_buf)->status != 0) {
+		printf("not ok after the sweeps: no answer to the Get\n");
+		bad = 1;
+	} else {
+		printf("ok after the sweeps: an agent registers and its Get is answered\n");
+	}
+	if (sweep_fd >= 0)
+		close(sweep_fd);
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "--issm-busy") == 0)
 		return issm_busy(argv[2]);
 	if (argc == 5 && strcmp(argv[1], "--removed") == 0)
 		return removed(argv[2], argv[3], argv[4]);
+	if (argc == 4 && strcmp(argv[1], "--failnth") == 0)
+		return failnth(argv[2], (uint16_t)strtoul(argv[3], NULL, 0));
 	if (argc == 3)
 		return checks(argv[1], (uint16_t)strtoul(argv[2], NULL, 0));
-	fprintf(stderr, "usage: umad_badinput DEV LID | --issm-busy ISSM | --removed DEV READY GO\n");
+	fprintf(stderr, "usage: umad_badinput DEV LID | --issm-busy ISSM | --removed DEV READY GO | --failnth DEV LID\n");
 	return 2;
 }

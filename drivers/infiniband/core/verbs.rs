@@ -1556,8 +1556,9 @@ mod tests {
             u32::from(F::State | F::MinRnrTimer | F::Av),
             1 | (1 << 15) | (1 << 7)
         );
-        // A mask holds only fields `QpAttr` has: complementing never sets another bit.
-        assert_eq!(QpAttrMask::all_bits(), 0x13_bff9);
+        // A mask holds only fields `QpAttr` has (and CUR_STATE): complementing never sets
+        // another bit.
+        assert_eq!(QpAttrMask::all_bits(), 0x13_bffb);
         assert_eq!(u32::from(!QpAttrMask::empty()), QpAttrMask::all_bits());
         assert_eq!(
             u64::from(DeviceCap::BadPkeyCntr | DeviceCap::CcDmaBounce),

@@ -268,7 +268,7 @@ impl QpState {
 
 kernel::impl_flags!(
     /// Which [`QpAttr`] fields a modify sets (`enum ib_qp_attr_mask`); only the fields
-    /// [`QpAttr`] has can be named.
+    /// [`QpAttr`] has can be named, and `CUR_STATE`.
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
     pub struct QpAttrMask(u32);
 
