@@ -359,7 +359,8 @@ static int issm_busy(const char *dev)
 }
 
 /*
- * --failnth DEV LID: each umad call with its N-th kernel allocation failing (fail-nth armed by
+ * --failnth DEV LID: each umad call (on a file with the 64-byte header: ENABLE_PKEY) with its
+ * N-th kernel allocation failing (fail-nth armed by
  * this thread just before the call; FAILSLAB/FAIL_PAGE_ALLOC armed by the scenario), N = 1, 2,
  * ... until a run does not reach its N-th: open of the device, REGISTER_AGENT, REGISTER_AGENT2,
  * a PerfMgmt Get written (sent, its answer read back when it worked), UNREGISTER_AGENT. Each
@@ -475,7 +476,8 @@ static int failnth(const char *dev, uint16_t lid)
 		int runs = 0, fails = 0;
 
 		for (n = 1; n < 2000; n++) {
-			if (o->setup >= 1 && op_open(dev)) {
+			if (o->setup >= 1 && (op_open(dev) ||
+					      ioctl(sweep_fd, IB_USER_MAD_ENABLE_PKEY, NULL) < 0)) {
 				printf("not ok %s: open without a fault failed\n", o->name);
 				return 1;
 			}
@@ -509,8 +511,10 @@ static int failnth(const char *dev, uint16_t lid)
 	}
 	printf("umad failnth: %d points over %d calls\n", points, (int)(sizeof(umad_ops) / sizeof(umad_ops[0])));
 	/* Nothing is left half made: an agent registers and its Get is answered. */
-	if (op_open(dev) || op_register(dev) || op_send(dev)) {
-		printf("not ok after the sweeps: a Get could not be sent\n");
+	if ((rc = op_open(dev)) ||
+	    (rc = ioctl(sweep_fd, IB_USER_MAD_ENABLE_PKEY, NULL) < 0 ? errno : 0) ||
+	    (rc = op_register(dev)) || (rc = op_send(dev))) {
+		printf("not ok after the sweeps: a Get could not be sent: %s\n", strerror(rc));
 		bad = 1;
 	} else if (!(wait_in(sweep_fd, 5000) & POLLIN) ||
 		   read(sweep_fd, sweep_buf, sizeof(sweep_buf)) != HDR + MAD ||

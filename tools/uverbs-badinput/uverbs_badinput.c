@@ -1710,7 +1710,7 @@ static int op_srq_destroy(uint32_t id) { (void)id; return destroy_write(35, sw_t
 static int op_rereg_mr(uint32_t id)
 {
 	uint64_t resp = (uintptr_t)resp_buf, start = (uintptr_t)mr_buf + 8192, len = 4096;
-	uint32_t flags = 1, pd = 0, acc = 0;	/* a new translation */
+	uint32_t flags = 2, pd = 0, acc = 0;	/* moved to (the same) PD 0 */
 	uint8_t p[48];
 
 	(void)id;

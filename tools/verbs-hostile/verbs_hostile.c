@@ -218,20 +218,26 @@ static int mad_short_to(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_ah *ah,
 			if ((rc = ibv_post_send(qp, &wr, &bad)))
 				die("ibv_post_send (MAD)", rc);
 			sent++;
-			outstanding = 1;
-			/* One at a time: wait for the send's completion, take what came back. */
+			outstanding = 2;
+			/* One at a time: wait for the send's completion and for its answer (at most
+			 * 2 s: a datagram the stack could not take, its receive queue full while it was
+			 * busy, would otherwise be counted as unanswered), take what came back. */
 			deadline = now_us() + 2000000;
 			while (outstanding && now_us() < deadline) {
 				n = ibv_poll_cq(cq, 8, wc);
 				for (k = 0; k < n; k++) {
 					if (wc[k].wr_id >> 63) {
-						outstanding = 0;
+						outstanding--;
 						continue;
 					}
 					if (wc[k].status == IBV_WC_SUCCESS) {
 						uint8_t *m = ring + wc[k].wr_id * (GRH + MAD) + GRH;
 						int j, dirty = 0;
 
+						if (m[9] == dqpn + 1 && m[8] == phase &&
+						    ((uint32_t)m[12] << 24 | (uint32_t)m[13] << 16 |
+						     (uint32_t)m[14] << 8 | m[15]) == (uint32_t)sent)
+							outstanding--;
 						if (m[9] != dqpn + 1) {
 							late++;
 						} else if (m[8] == 1) {

@@ -65,11 +65,7 @@ pub(crate) fn check_path_sgid(
 /// besides (C's `qp_state_table`, verbs.c:1464-1763, for the fields this core carries: the
 /// alternate path, path migration, SQD notification and rate limits are refused before);
 /// `None` when there is no such transition.
-fn transition_attrs(
-    cur: QpState,
-    next: QpState,
-    t: QpType,
-) -> Option<(QpAttrMask, QpAttrMask)> {
+fn transition_attrs(cur: QpState, next: QpState, t: QpType) -> Option<(QpAttrMask, QpAttrMask)> {
     use QpAttrField as F;
     use QpState::*;
     use QpType::*;
@@ -97,12 +93,7 @@ fn transition_attrs(
             match t {
                 Uc => F::Av | F::PathMtu | F::DestQpn | F::RqPsn,
                 Rc => {
-                    F::Av
-                        | F::PathMtu
-                        | F::DestQpn
-                        | F::RqPsn
-                        | F::MaxDestRdAtomic
-                        | F::MinRnrTimer
+                    F::Av | F::PathMtu | F::DestQpn | F::RqPsn | F::MaxDestRdAtomic | F::MinRnrTimer
                 }
                 Ud | Smi | Gsi => none,
             },
@@ -161,7 +152,10 @@ pub fn qp_transition_ok(cur: QpState, next: QpState, qp_type: QpType, mask: QpAt
         return false;
     }
     if mask.contains(F::CurState)
-        && !matches!(cur, QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe)
+        && !matches!(
+            cur,
+            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+        )
     {
         return false;
     }
@@ -1036,19 +1030,64 @@ mod tests {
             QpType::Rc,
             m(QpAttrMask::empty())
         ));
-        assert!(qp_transition_ok(Reset, Reset, QpType::Rc, m(QpAttrMask::empty())));
-        assert!(!qp_transition_ok(Reset, Reset, QpType::Rc, m(F::SqPsn.into())));
-        assert!(!qp_transition_ok(Reset, Reset, QpType::Rc, F::PkeyIndex.into()));
+        assert!(qp_transition_ok(
+            Reset,
+            Reset,
+            QpType::Rc,
+            m(QpAttrMask::empty())
+        ));
+        assert!(!qp_transition_ok(
+            Reset,
+            Reset,
+            QpType::Rc,
+            m(F::SqPsn.into())
+        ));
+        assert!(!qp_transition_ok(
+            Reset,
+            Reset,
+            QpType::Rc,
+            F::PkeyIndex.into()
+        ));
         // Attributes a transition does not take are refused; those it may take are not.
-        assert!(!qp_transition_ok(Reset, Init, QpType::Rc, m(rc_init | F::Qkey)));
-        assert!(qp_transition_ok(Init, Init, QpType::Rc, F::PkeyIndex.into()));
+        assert!(!qp_transition_ok(
+            Reset,
+            Init,
+            QpType::Rc,
+            m(rc_init | F::Qkey)
+        ));
+        assert!(qp_transition_ok(
+            Init,
+            Init,
+            QpType::Rc,
+            F::PkeyIndex.into()
+        ));
         assert!(!qp_transition_ok(Init, Init, QpType::Rc, F::Qkey.into()));
-        assert!(qp_transition_ok(Init, Rtr, QpType::Rc, m(rc_rtr | F::AccessFlags)));
-        assert!(!qp_transition_ok(Init, Rtr, QpType::Rc, m(rc_rtr | F::SqPsn)));
+        assert!(qp_transition_ok(
+            Init,
+            Rtr,
+            QpType::Rc,
+            m(rc_rtr | F::AccessFlags)
+        ));
+        assert!(!qp_transition_ok(
+            Init,
+            Rtr,
+            QpType::Rc,
+            m(rc_rtr | F::SqPsn)
+        ));
         // RTR has no RTR to RTR; the current state may be named from RTR on.
         assert!(!qp_transition_ok(Rtr, Rtr, QpType::Ud, QpAttrMask::empty()));
-        assert!(qp_transition_ok(Rtr, Rts, QpType::Ud, m(F::SqPsn | F::CurState)));
-        assert!(!qp_transition_ok(Init, Rtr, QpType::Ud, m(F::CurState.into())));
+        assert!(qp_transition_ok(
+            Rtr,
+            Rts,
+            QpType::Ud,
+            m(F::SqPsn | F::CurState)
+        ));
+        assert!(!qp_transition_ok(
+            Init,
+            Rtr,
+            QpType::Ud,
+            m(F::CurState.into())
+        ));
     }
 
     #[test]

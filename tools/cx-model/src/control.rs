@@ -36,12 +36,12 @@
 //! `cx-model --control PATH` serves these on a unix socket, one reply line per command.
 
 use crate::device::Device;
-use crate::firmware::eq::event;
-use crate::firmware::faults::Rule;
 use crate::firmware::datapath::{
     self,
     packet::{Body, Packet},
 };
+use crate::firmware::eq::event;
+use crate::firmware::faults::Rule;
 use crate::firmware::objects::Kind as ObjKind;
 use crate::firmware::port::{PHYS_LINK_UP, STATE_ACTIVE};
 use crate::guest_memory::GuestMemory;

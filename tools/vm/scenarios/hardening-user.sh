@@ -20,9 +20,9 @@
 #    its N-th kernel allocation failing, for every N (fail-nth armed by the process itself):
 #    each fails cleanly or works; afterwards `rdma res show qp` lists none of its QPs (before,
 #    on rust: a QP freed after a failure stayed listed, and the listing read freed memory) and
-#    every firmware object is back; then the umad calls (open, REGISTER_AGENT, REGISTER_AGENT2, a
-#    Get written, UNREGISTER_AGENT) the same way, after which an agent registers and its Get is
-#    answered. (The same sweeps on C 7.3.4 leave firmware QPs behind:
+#    every firmware object is back; then, on both stacks, the umad calls (open, REGISTER_AGENT,
+#    REGISTER_AGENT2, a Get written, UNREGISTER_AGENT) the same way, after which an agent
+#    registers and its Get is answered. (The uverbs sweeps on C 7.3.4 leave firmware QPs behind:
 #    DESTROY_CQ then fails "resource busy" at close and ib_uverbs warns; not ours to test.)
 #  - the new cases of uverbs_badinput's main run (mlx5's request at the top of the address
 #    space, P_Key index and RDMA read depth past the device's) run in uverbs-devices.
@@ -94,15 +94,13 @@ if [ "$STACK" = rust ]; then
 		sed -n '/^# QPs of this process/p' /tmp/hostile.out
 fi
 check_output "every firmware object is back after it" "^$objects_before\$" model_ctl objects
-if [ "$STACK" = rust ]; then
-	lid=$(($(cat /sys/class/infiniband/mlx5_0/ports/1/lid)))
-	umad_badinput --failnth /dev/infiniband/umad0 "$lid" >/tmp/umad.out 2>&1
-	sed -n '/^#\|^sweep\|^umad\|^not ok/p' /tmp/umad.out
-	check_output "umad: every call's allocations were reached" '^umad failnth: [1-9][0-9]* points over 5 calls$' \
-		sed -n '/^umad failnth/p' /tmp/umad.out
-	check_output "umad: afterwards an agent registers and its Get is answered" '^ok after the sweeps' \
-		sed -n '/after the sweeps/p' /tmp/umad.out
-fi
+lid=$(($(cat /sys/class/infiniband/mlx5_0/ports/1/lid)))
+umad_badinput --failnth /dev/infiniband/umad0 "$lid" >/tmp/umad.out 2>&1
+sed -n '/^#\|^sweep\|^umad\|^not ok/p' /tmp/umad.out
+check_output "umad: every call's allocations were reached" '^umad failnth: [1-9][0-9]* points over 5 calls$' \
+	sed -n '/^umad failnth/p' /tmp/umad.out
+check_output "umad: afterwards an agent registers and its Get is answered" '^ok after the sweeps' \
+	sed -n '/after the sweeps/p' /tmp/umad.out
 
 check "unload the stack" unload_stack
 # C 7.3 leaks the task of a process that registered MRs (see uverbs-devices): kmemleak is

@@ -189,11 +189,8 @@ impl Queue {
     /// Drops the queued events counted by `counts`, in one pass (O(n)). The dropped events'
     /// counters cannot be the last reference: the caller holds `counts`.
     fn forget(&mut self, counts: &Arc<EventCounts>) {
-        self.events.retain(|e| {
-            !e.counts
-                .as_ref()
-                .is_some_and(|c| Arc::ptr_eq(c, counts))
-        });
+        self.events
+            .retain(|e| !e.counts.as_ref().is_some_and(|c| Arc::ptr_eq(c, counts)));
         if self.is_empty() {
             self.clear();
         }
