@@ -218,7 +218,8 @@ static int mad_short_to(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_ah *ah,
 			if ((rc = ibv_post_send(qp, &wr, &bad)))
 				die("ibv_post_send (MAD)", rc);
 			sent++;
-			outstanding = 2;
+			/* QP1 answers; QP0 never sees a datagram from this QP (the fabric drops it). */
+			outstanding = dqpn ? 2 : 1;
 			/* One at a time: wait for the send's completion and for its answer (at most
 			 * 2 s: a datagram the stack could not take, its receive queue full while it was
 			 * busy, would otherwise be counted as unanswered), take what came back. */
