@@ -144,7 +144,7 @@ $(OUT)/tools/rdma_nl_tester: tools/rdma-nl-tester/rdma_nl_tester.c | $(CACHE)/.s
 # Malformed requests on a uverbs node, checked against C's errnos: static.
 $(OUT)/tools/uverbs_badinput: tools/uverbs-badinput/uverbs_badinput.c | $(CACHE)/.setup-done
 	@mkdir -p $(@D)
-	gcc -O2 -g -Wall -Wextra -Werror -static -o $@ $<
+	gcc -O2 -g -Wall -Wextra -Werror -static -pthread -o $@ $<
 
 # A process holding a user context while its device goes away (libibverbs).
 $(OUT)/tools/uverbs_holder: tools/uverbs-holder/uverbs_holder.c | $(CACHE)/.setup-done

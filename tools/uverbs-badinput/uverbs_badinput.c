@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -1916,7 +1917,9 @@ static int hostile(uint32_t id, const char *stack)
  * scenario uverbs-fuzz, C as the oracle). The generator only depends on SEED and on which
  * commands succeeded, so two stacks that answer alike print the same lines. Handles are
  * chosen among the live ones of the right type (mostly), of other types, destroyed ones and
- * numbers never given; sizes, flags, ports, states and masks among boundary values. Kinds the
+ * numbers never given; sizes, flags, ports, states and masks among boundary values; and two
+ * threads destroying the same object at once (how many succeeded is printed: one for a live
+ * object; the other's errno depends on timing on C too). Kinds the
  * stacks handle differently on purpose (UC QPs, receive WQEs under 16 bytes) are not sent.
  */
 static uint64_t fz_state;
@@ -1968,6 +1971,55 @@ static void fz_gone(uint32_t h)
 		fz_kind[h] = K_DEAD;
 }
 
+/* Two threads destroying the same object at once (the fuzzer's CONCURRENT_DESTROY). */
+struct racer {
+	uint32_t id, kind, h;
+	pthread_barrier_t *start;
+	int rc;
+};
+
+static int destroy_kind(uint32_t id, uint32_t kind, uint32_t h)
+{
+	switch (kind) {
+	case K_PD: return destroy_write(4, h, 0);
+	case K_MR: return destroy_write(13, h, 0);
+	case K_CQ: return destroy_ioctl(id, 3, h);
+	case K_QP: return destroy_ioctl(id, 4, h);
+	default: return destroy_write(35, h, 1);
+	}
+}
+
+static void *racer_run(void *arg)
+{
+	struct racer *r = arg;
+
+	pthread_barrier_wait(r->start);
+	r->rc = destroy_kind(r->id, r->kind, r->h);
+	return NULL;
+}
+
+/* Both threads destroy `h` of `kind`; how many succeeded (exactly one for a live object, the
+ * other refused: C answers ENOENT or EBUSY depending on the timing, so only the count is
+ * compared). */
+static int concurrent_destroy(uint32_t id, uint32_t kind, uint32_t h)
+{
+	pthread_barrier_t start;
+	struct racer r[2] = { { id, kind, h, &start, 0 }, { id, kind, h, &start, 0 } };
+	pthread_t t;
+	int ok;
+
+	pthread_barrier_init(&start, NULL, 2);
+	if (pthread_create(&t, NULL, racer_run, &r[1])) {
+		pthread_barrier_destroy(&start);
+		return -1;
+	}
+	racer_run(&r[0]);
+	pthread_join(t, NULL);
+	pthread_barrier_destroy(&start);
+	ok = (r[0].rc == 0) + (r[1].rc == 0);
+	return ok;
+}
+
 static int fuzz(uint32_t id, uint64_t seed, long count)
 {
 	static const uint32_t cqes[] = { 0, 1, 2, 31, 60, 63 };
@@ -1993,7 +2045,7 @@ static int fuzz(uint32_t id, uint64_t seed, long count)
 	if (!uar_alloc(id, 1, NULL, NULL))
 		uar = uar_page_id;
 	for (i = 0; i < count; i++) {
-		uint32_t op = fz(15), h = 0, a = 0, b = 0, c = 0, made = ~0u;
+		uint32_t op = fz(16), h = 0, a = 0, b = 0, c = 0, made = ~0u;
 		const char *name = "?";
 
 		memset(p, 0, sizeof(p));
@@ -2162,6 +2214,21 @@ static int fuzz(uint32_t id, uint64_t seed, long count)
 			memcpy(p + 12, &c, 4);
 			rc = send_cmd(33, 6, 0, p, 16, 24);
 			break;
+		case 15: { /* CONCURRENT_DESTROY */
+			static const uint32_t kinds[] = { K_PD, K_MR, K_CQ, K_QP, K_SRQ };
+			int won;
+
+			name = "CONCURRENT_DESTROY";
+			a = kinds[fz(5)];
+			h = fz_handle(a);
+			won = concurrent_destroy(id, a, h);
+			/* Printed as the count of successes, not an errno. */
+			b = (uint32_t)won;
+			rc = won < 0 ? EAGAIN : 0;
+			if (won > 0)
+				fz_gone(h);
+			break;
+		}
 		default: /* QUERY_PORT */
 			name = "QUERY_PORT";
 			a = fz(4);

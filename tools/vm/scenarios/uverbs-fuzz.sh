@@ -1,9 +1,10 @@
 # uverbs-fuzz: a uverbs fuzzer with the C stack as the oracle (issue "Hardening II"). VM 0 runs
 # the Rust stack, VM 1 the C stack, each on its own cx-model. Both run `uverbs_badinput --fuzz
 # SEED COUNT` for the same seeds: seeded random but well-typed ioctl and write() commands on one
-# context (PDs, MRs and their rereg, CQs, QPs with modify/query, SRQs with modify, ports), with
-# handles live, dead, of the wrong type or never given, and sizes, flags, states and masks at
-# their boundaries; each command is printed with its errno. VM 1 serves its traces over the
+# context (PDs, MRs and their rereg, CQs, QPs with modify/query, SRQs with modify, ports, and
+# two threads destroying the same object at once), with handles live, dead, of the wrong type
+# or never given, and sizes, flags, states and masks at their boundaries; each command is
+# printed with its errno (a concurrent destroy with how many of its two calls succeeded). VM 1 serves its traces over the
 # guests' virtio-net link (busybox httpd) and VM 0 compares them line by line: every errno must
 # be C's. Each VM then closes its file with whatever the sequence left alive, unloads, and has
 # no kernel report and no leak; every firmware object is back in both models.
