@@ -117,8 +117,26 @@ fn copy_parts(room: &mut [u8], parts: [&[u8]; 2]) -> Result {
     Ok(())
 }
 
+/// Zeros for the unused part of a block's data.
+static ZERO_DATA: [u8; BLOCK_DATA] = [0; BLOCK_DATA];
+
+/// The 64 bytes after a block's data (`mlx5_cmd_prot_block` from `rsvd0`): the next block's
+/// address, the block's number and the token, the rest zero (as `mailbox_block` sets them).
+pub(crate) fn mailbox_trailer(next: u64, num: u32, token: u8) -> [u8; MAILBOX_TRAILER] {
+    let mut t = [0u8; MAILBOX_TRAILER];
+    t[0x30..0x38].copy_from_slice(&next.to_be_bytes());
+    t[0x38..0x3c].copy_from_slice(&num.to_be_bytes());
+    t[0x3d] = token;
+    t
+}
+
+/// Bytes of a block after its data.
+const MAILBOX_TRAILER: usize = CmdMailbox::SIZE - BLOCK_DATA;
+
 /// Mailbox block `num` of a chain: its data, the next block's address and the command's token
-/// (ctrl and block signatures stay zero: the driver turns checksums off).
+/// (ctrl and block signatures stay zero: the driver turns checksums off). The layout the
+/// command path writes in place (`build_chain`, `mailbox_trailer`), kept for the tests.
+#[cfg(CONFIG_KUNIT)]
 pub(crate) fn mailbox_block(
     data: [&[u8]; 2],
     next: u64,
@@ -627,10 +645,15 @@ impl CmdQueue {
             };
             let num = u32::try_from(i).map_err(|_| EINVAL)?;
             let [head, tail] = data;
-            mb.write_layout(
-                off,
-                &mailbox_block(block_data(head, tail, i), next, num, token)?,
-            )?;
+            // Written in place, part by part (what `mailbox_block` builds): a whole block on
+            // the stack here, on a device probe's deep path, overflowed the 16 KiB stack.
+            let [a, b] = block_data(head, tail, i);
+            mb.write(off, a)?;
+            mb.write(off + a.len(), b)?;
+            let used = a.len() + b.len();
+            let rest = ZERO_DATA.get(..BLOCK_DATA - used.min(BLOCK_DATA)).ok_or(EINVAL)?;
+            mb.write(off + used, rest)?;
+            mb.write(off + BLOCK_DATA, &mailbox_trailer(next, num, token))?;
         }
         if n == 0 {
             return Ok(0);
@@ -910,10 +933,11 @@ impl CmdQueue {
         out[..INLINE].copy_from_slice(done.command_output_inline_data());
         for i in 0..nout {
             let (mb, off, _) = claim.block(nin + i).ok_or(EINVAL)?;
-            let block: CmdMailbox = mb.read_layout(off)?;
             let from = INLINE + i * BLOCK_DATA;
             let to = (from + BLOCK_DATA).min(out_len);
-            out[from..to].copy_from_slice(&block.mailbox_data()[..to - from]);
+            // The block's data starts it (`mailbox_data` at 0): read in place, not the whole
+            // block onto the stack.
+            mb.read(off, &mut out[from..to])?;
         }
         drop(claim);
         let hdr = OutHeader::from_bytes(out);
@@ -1075,6 +1099,11 @@ mod tests {
         assert_eq!((b[0x23e], b[0x23f]), (0, 0));
         // More data than a block carries is refused.
         assert!(mailbox_block([&[0; BLOCK_DATA], &[0]], 0, 0, 1).is_err());
+        // What the command path writes after the data in place is this layout's trailer.
+        assert_eq!(
+            &b[BLOCK_DATA..],
+            &mailbox_trailer(0x1122_3344_5566_7000, 3, 0x5a)[..]
+        );
         Ok(())
     }
 
