@@ -651,7 +651,9 @@ impl CmdQueue {
             mb.write(off, a)?;
             mb.write(off + a.len(), b)?;
             let used = a.len() + b.len();
-            let rest = ZERO_DATA.get(..BLOCK_DATA - used.min(BLOCK_DATA)).ok_or(EINVAL)?;
+            let rest = ZERO_DATA
+                .get(..BLOCK_DATA - used.min(BLOCK_DATA))
+                .ok_or(EINVAL)?;
             mb.write(off + used, rest)?;
             mb.write(off + BLOCK_DATA, &mailbox_trailer(next, num, token))?;
         }
