@@ -173,6 +173,47 @@ static int events(long n)
 #define GRH 40
 #define MAD 256
 
+/* What came back from one MAD section. */
+struct tally {
+	int full, shrt, leaks, late;
+};
+
+/* One completion of the MAD QP: a send's (1), an answer (counted in `t`, 2 if it answers MAD
+ * `sent` of `phase`), or a failed receive (0); a receive slot is cleared and posted again. */
+static int take(struct ibv_qp *qp, struct ibv_mr *mr, uint8_t *ring, const struct ibv_wc *wc,
+		uint32_t dqpn, int phase, int sent, struct tally *t)
+{
+	uint8_t *slot = ring + wc->wr_id * (GRH + MAD), *m = slot + GRH;
+	struct ibv_sge rs = { (uintptr_t)slot, GRH + MAD, mr->lkey };
+	struct ibv_recv_wr rw = { 0 }, *rbad;
+	int j, dirty = 0, answer = 0, rc;
+
+	if (wc->wr_id >> 63)
+		return 1;
+	if (wc->status == IBV_WC_SUCCESS) {
+		answer = m[9] == dqpn + 1 && m[8] == phase &&
+			 ((uint32_t)m[12] << 24 | (uint32_t)m[13] << 16 | (uint32_t)m[14] << 8 |
+			  m[15]) == (uint32_t)sent;
+		if (m[9] != dqpn + 1) {
+			t->late++;
+		} else if (m[8] == 1) {
+			t->shrt++;
+			for (j = 24; j < MAD; j++)
+				dirty |= m[j];
+			t->leaks += dirty != 0;
+		} else {
+			t->full++;
+		}
+	}
+	rw.wr_id = wc->wr_id;
+	rw.sg_list = &rs;
+	rw.num_sge = 1;
+	memset(slot, 0, GRH + MAD);
+	if ((rc = ibv_post_recv(qp, &rw, &rbad)))
+		die("ibv_post_recv", rc);
+	return answer ? 2 : 0;
+}
+
 /* Sends NFULL full and NSHORT short MADs of class `cls`, attribute `attr` to QP `dqpn`, and
  * counts the answers; a short answer with a non-zero byte past 24 is a leak. */
 static int mad_short_to(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_ah *ah,
@@ -180,7 +221,8 @@ static int mad_short_to(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_ah *ah,
 			uint16_t attr, const char *what)
 {
 	uint8_t *out = ring + (size_t)slots * (GRH + MAD);
-	int full = 0, shrt = 0, leaks = 0, late = 0, sent = 0, outstanding = 0, phase, i;
+	struct tally t = { 0 };
+	int sent = 0, outstanding = 0, phase, i;
 	struct ibv_wc wc[8];
 
 	for (phase = 0; phase < 2; phase++) {
@@ -226,43 +268,9 @@ static int mad_short_to(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_ah *ah,
 			deadline = now_us() + 2000000;
 			while (outstanding && now_us() < deadline) {
 				n = ibv_poll_cq(cq, 8, wc);
-				for (k = 0; k < n; k++) {
-					if (wc[k].wr_id >> 63) {
+				for (k = 0; k < n; k++)
+					if (take(qp, mr, ring, &wc[k], dqpn, phase, sent, &t))
 						outstanding--;
-						continue;
-					}
-					if (wc[k].status == IBV_WC_SUCCESS) {
-						uint8_t *m = ring + wc[k].wr_id * (GRH + MAD) + GRH;
-						int j, dirty = 0;
-
-						if (m[9] == dqpn + 1 && m[8] == phase &&
-						    ((uint32_t)m[12] << 24 | (uint32_t)m[13] << 16 |
-						     (uint32_t)m[14] << 8 | m[15]) == (uint32_t)sent)
-							outstanding--;
-						if (m[9] != dqpn + 1) {
-							late++;
-						} else if (m[8] == 1) {
-							shrt++;
-							for (j = 24; j < MAD; j++)
-								dirty |= m[j];
-							leaks += dirty != 0;
-						} else {
-							full++;
-						}
-					}
-					{
-						struct ibv_sge rs = { (uintptr_t)(ring + wc[k].wr_id * (GRH + MAD)),
-								      GRH + MAD, mr->lkey };
-						struct ibv_recv_wr rw = { 0 }, *rbad;
-
-						rw.wr_id = wc[k].wr_id;
-						rw.sg_list = &rs;
-						rw.num_sge = 1;
-						memset(ring + wc[k].wr_id * (GRH + MAD), 0, GRH + MAD);
-						if ((rc = ibv_post_recv(qp, &rw, &rbad)))
-							die("ibv_post_recv", rc);
-					}
-				}
 			}
 		}
 		/* Late answers: until none came for a second. */
@@ -272,40 +280,13 @@ static int mad_short_to(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_ah *ah,
 
 			if (n > 0)
 				deadline = now_us() + 1000000;
-			for (k = 0; k < n; k++) {
-				uint8_t *m;
-				int j, dirty = 0;
-
-				if (wc[k].wr_id >> 63 || wc[k].status != IBV_WC_SUCCESS)
-					continue;
-				m = ring + wc[k].wr_id * (GRH + MAD) + GRH;
-				if (m[9] != dqpn + 1) {
-					late++;
-				} else if (m[8] == 1) {
-					shrt++;
-					for (j = 24; j < MAD; j++)
-						dirty |= m[j];
-					leaks += dirty != 0;
-				} else {
-					full++;
-				}
-				{
-					struct ibv_sge rs = { (uintptr_t)(ring + wc[k].wr_id * (GRH + MAD)),
-							      GRH + MAD, mr->lkey };
-					struct ibv_recv_wr rw = { 0 }, *rbad;
-
-					rw.wr_id = wc[k].wr_id;
-					rw.sg_list = &rs;
-					rw.num_sge = 1;
-					memset(ring + wc[k].wr_id * (GRH + MAD), 0, GRH + MAD);
-					ibv_post_recv(qp, &rw, &rbad);
-				}
-			}
+			for (k = 0; k < n; k++)
+				take(qp, mr, ring, &wc[k], dqpn, phase, -1, &t);
 		}
 	}
-	printf("%s: replies full %d short %d (and %d late answers to earlier MADs)\n", what, full,
-	       shrt, late);
-	printf("%s: short replies with bytes past the 24 sent: %d\n", what, leaks);
+	printf("%s: replies full %d short %d (and %d late answers to earlier MADs)\n", what, t.full,
+	       t.shrt, t.late);
+	printf("%s: short replies with bytes past the 24 sent: %d\n", what, t.leaks);
 	return 0;
 }
 

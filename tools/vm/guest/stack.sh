@@ -180,3 +180,18 @@ hotplug_stop() {
 	HOTPLUG_PID=
 	return 0
 }
+
+# failnth_arm: arms FAILSLAB and FAIL_PAGE_ALLOC for fail-nth: every kernel allocation counts
+# (also GFP_KERNEL and order 0), nothing is printed (an injected failure is not a kernel
+# report), `times` counts down the failures injected; user pages and the page cache
+# (__GFP_HIGHMEM) are left alone (a failed user page fault is retried: those points test
+# nothing).
+failnth_arm() {
+	for _a in failslab fail_page_alloc; do
+		echo N >/sys/kernel/debug/$_a/ignore-gfp-wait || return 1
+		echo 0 >/sys/kernel/debug/$_a/verbose || return 1
+		echo 1000000 >/sys/kernel/debug/$_a/times || return 1
+	done
+	echo Y >/sys/kernel/debug/fail_page_alloc/ignore-gfp-highmem &&
+		echo 0 >/sys/kernel/debug/fail_page_alloc/min-order
+}

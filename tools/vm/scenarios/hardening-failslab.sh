@@ -44,19 +44,9 @@ dbg=/sys/kernel/debug
 client="$stack_dir/ib_verbs_client.ko"
 dev=$(cx_device)
 
-# Arms FAILSLAB and FAIL_PAGE_ALLOC for fail-nth: every kernel allocation counts (also GFP_KERNEL
-# and order 0), nothing is printed (an injected failure is not a kernel report), and `times` counts
-# down the failures injected.
+# Arms FAILSLAB and FAIL_PAGE_ALLOC for fail-nth (stack.sh's `failnth_arm`).
 arm_faults() {
-	for a in failslab fail_page_alloc; do
-		echo N >$dbg/$a/ignore-gfp-wait || return 1
-		echo 0 >$dbg/$a/verbose || return 1
-		echo 1000000 >$dbg/$a/times || return 1
-	done
-	# User pages and the page cache (__GFP_HIGHMEM: insmod reading the module file, its page
-	# faults) are left alone: a failed user page fault is retried, so those points test nothing.
-	echo Y >$dbg/fail_page_alloc/ignore-gfp-highmem &&
-		echo 0 >$dbg/fail_page_alloc/min-order
+	failnth_arm
 }
 
 # injected: failures injected so far (both attributes).

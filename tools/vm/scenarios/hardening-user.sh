@@ -32,7 +32,6 @@
 # timeout: 900
 
 EVENTS=${HOSTILE_EVENTS:-100000}
-dbg=/sys/kernel/debug
 
 check "load the stack" load_stack
 wait_for "mlx5_0 port 1 ACTIVE" 60 'state ACTIVE' rdma link show mlx5_0/1
@@ -69,17 +68,8 @@ check_output "rereg of an MR to a newer PD, then close with both alive" '^rereg 
 check_output "its PDs and memory key are gone after the close" "^$pm_before\$" pds_mkeys
 check "no firmware command failed (the MR went before its PD)" sh -c '! dmesg | grep -i -E "DEALLOC_PD|syndrome"'
 
-# The process's own fail-nth over QP_CREATE (FAILSLAB and FAIL_PAGE_ALLOC, every allocation,
-# silent; user pages are left alone).
-arm() {
-	for a in failslab fail_page_alloc; do
-		echo N >$dbg/$a/ignore-gfp-wait || return 1
-		echo 0 >$dbg/$a/verbose || return 1
-		echo 1000000 >$dbg/$a/times || return 1
-	done
-	echo Y >$dbg/fail_page_alloc/ignore-gfp-highmem && echo 0 >$dbg/fail_page_alloc/min-order
-}
-check "fault injection armed for fail-nth" arm
+# The process's own fail-nth over the command paths (stack.sh's `failnth_arm`).
+check "fault injection armed for fail-nth" failnth_arm
 objects_before=$(model_ctl objects)
 uverbs_badinput --hostile "$STACK" >/tmp/hostile.out 2>&1
 sed -n '/^#\|^failnth\|^sweep\|^not ok/p' /tmp/hostile.out
