@@ -28,7 +28,9 @@
 
 use crate::dma_page::{DmaPage, PAGE};
 use crate::health::DeviceState;
-use crate::ifc::{self, CmdEntry, CmdInHeader, CmdMailbox, Command, Layout, OutHeader};
+use crate::ifc::{
+    self, CmdEntry, CmdInHeader, CmdMailbox, CmdMailboxTrailer, Command, Layout, OutHeader,
+};
 use crate::init_segment::{self, Bar0};
 use crate::status::{delivery_errno, op, opcode_name, Status};
 use core::mem::ManuallyDrop;
@@ -61,7 +63,11 @@ const BLOCK_DATA: usize = 512;
 const BLOCK_STRIDE: usize = 1024;
 const BLOCKS_PER_PAGE: usize = PAGE / BLOCK_STRIDE;
 
-const _: () = assert!(CmdEntry::SIZE == 64 && CmdMailbox::SIZE <= BLOCK_STRIDE);
+const _: () = assert!(
+    CmdEntry::SIZE == 64
+        && CmdMailbox::SIZE <= BLOCK_STRIDE
+        && CmdMailbox::SIZE == BLOCK_DATA + CmdMailboxTrailer::SIZE
+);
 
 /// How long a command may take (the C driver's default command timeout).
 pub(crate) const CMD_TIMEOUT: Delta = Delta::from_millis(60_000);
@@ -120,22 +126,18 @@ fn copy_parts(room: &mut [u8], parts: [&[u8]; 2]) -> Result {
 /// Zeros for the unused part of a block's data.
 static ZERO_DATA: [u8; BLOCK_DATA] = [0; BLOCK_DATA];
 
-/// The 64 bytes after a block's data (`mlx5_cmd_prot_block` from `rsvd0`): the next block's
-/// address, the block's number and the token, the rest zero (as `mailbox_block` sets them).
-pub(crate) fn mailbox_trailer(next: u64, num: u32, token: u8) -> [u8; MAILBOX_TRAILER] {
-    let mut t = [0u8; MAILBOX_TRAILER];
-    t[0x30..0x38].copy_from_slice(&next.to_be_bytes());
-    t[0x38..0x3c].copy_from_slice(&num.to_be_bytes());
-    t[0x3d] = token;
-    t
+/// The trailer of block `num` of a chain: the next block's address and the command's token
+/// (ctrl and block signatures stay zero: the driver turns checksums off).
+pub(crate) fn mailbox_trailer(next: u64, num: u32, token: u8) -> Result<CmdMailboxTrailer> {
+    let mut t = CmdMailboxTrailer::new();
+    t.set_next_pointer(next)?;
+    t.set_block_number(num.into())?;
+    t.set_token(token.into())?;
+    Ok(t)
 }
 
-/// Bytes of a block after its data.
-const MAILBOX_TRAILER: usize = CmdMailbox::SIZE - BLOCK_DATA;
-
-/// Mailbox block `num` of a chain: its data, the next block's address and the command's token
-/// (ctrl and block signatures stay zero: the driver turns checksums off). The layout the
-/// command path writes in place (`build_chain`, `mailbox_trailer`), kept for the tests.
+/// Mailbox block `num` of a chain as one layout: its data and [`mailbox_trailer`]. The command
+/// path writes the two parts in place (`build_chain`); the tests check the whole block.
 #[cfg(CONFIG_KUNIT)]
 pub(crate) fn mailbox_block(
     data: [&[u8]; 2],
@@ -145,9 +147,8 @@ pub(crate) fn mailbox_block(
 ) -> Result<CmdMailbox> {
     let mut m = CmdMailbox::new();
     copy_parts(m.mailbox_data_mut(), data)?;
-    m.set_next_pointer(next)?;
-    m.set_block_number(num.into())?;
-    m.set_token(token.into())?;
+    m.trailer_mut()
+        .copy_from_slice(mailbox_trailer(next, num, token)?.as_bytes());
     Ok(m)
 }
 
@@ -655,7 +656,7 @@ impl CmdQueue {
                 .get(..BLOCK_DATA - used.min(BLOCK_DATA))
                 .ok_or(EINVAL)?;
             mb.write(off + used, rest)?;
-            mb.write(off + BLOCK_DATA, &mailbox_trailer(next, num, token))?;
+            mb.write_layout(off + BLOCK_DATA, &mailbox_trailer(next, num, token)?)?;
         }
         if n == 0 {
             return Ok(0);
@@ -1101,10 +1102,10 @@ mod tests {
         assert_eq!((b[0x23e], b[0x23f]), (0, 0));
         // More data than a block carries is refused.
         assert!(mailbox_block([&[0; BLOCK_DATA], &[0]], 0, 0, 1).is_err());
-        // What the command path writes after the data in place is this layout's trailer.
+        // The trailer sits right after the data.
         assert_eq!(
             &b[BLOCK_DATA..],
-            &mailbox_trailer(0x1122_3344_5566_7000, 3, 0x5a)[..]
+            mailbox_trailer(0x1122_3344_5566_7000, 3, 0x5a)?.as_bytes()
         );
         Ok(())
     }

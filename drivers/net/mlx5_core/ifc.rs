@@ -554,16 +554,24 @@ layout! {
         /// The first 16 bytes of the output.
         command_output_inline_data: 0x20, 16;
     }
-    /// A command mailbox block (`mlx5_cmd_prot_block`): 512 data bytes and a trailer.
+    /// A command mailbox block (`mlx5_cmd_prot_block`): 512 data bytes, then a
+    /// [`CmdMailboxTrailer`].
     pub context CmdMailbox[0x240] {
-        next_pointer: 0x1180, 64;
-        block_number: 0x11c0, 32;
-        token: 0x11e8, 8;
-        ctrl_signature: 0x11f0, 8;
-        signature: 0x11f8, 8;
         @
         /// The data the block carries.
         mailbox_data: 0x00, 0x200;
+        @
+        /// What follows the data.
+        trailer: 0x200, 0x40;
+    }
+    /// The 64 bytes of a mailbox block after its data (`mlx5_cmd_prot_block` from `rsvd0`):
+    /// the next block's address, the block's number, the token and the signatures.
+    pub context CmdMailboxTrailer[0x40] {
+        next_pointer: 0x180, 64;
+        block_number: 0x1c0, 32;
+        token: 0x1e8, 8;
+        ctrl_signature: 0x1f0, 8;
+        signature: 0x1f8, 8;
     }
     /// An event queue entry (`mlx5_eqe`), with the event data of the events this driver takes.
     pub context Eqe[0x40] {
@@ -781,11 +789,13 @@ mod tests {
             &[0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x70, 0x00]
         );
         assert_eq!((b[0x3c], b[0x3f]), (0x5a, 1));
-        let mut m = CmdMailbox::new();
+        let mut m = CmdMailboxTrailer::new();
         m.set_block_number(3)?;
         m.set_token(0x5a)?;
-        assert_eq!(&m.as_bytes()[0x238..0x23c], &[0, 0, 0, 3]);
-        assert_eq!(m.as_bytes()[0x23d], 0x5a);
+        // At 0x238 and 0x23d of the block (its trailer starts at 0x200).
+        assert_eq!(&m.as_bytes()[0x38..0x3c], &[0, 0, 0, 3]);
+        assert_eq!(m.as_bytes()[0x3d], 0x5a);
+        assert_eq!(CmdMailbox::SIZE, 0x200 + CmdMailboxTrailer::SIZE);
         let mut raw = [0u8; 0x40];
         raw[1] = 0x0b;
         raw[0x22..0x24].copy_from_slice(&1u16.to_be_bytes());
