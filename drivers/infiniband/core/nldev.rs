@@ -32,7 +32,6 @@ use kernel::{
     },
     prelude::*,
     str::{BStr, CString},
-    sync::atomic::{Atomic, Relaxed},
 };
 
 /// `RDMA_NLDEV_ATTR_MAX`: the policy covers attribute types `0..ATTR_MAX`.
@@ -186,15 +185,6 @@ static POLICY: Policy<ATTR_MAX> = Policy::new()
     .with(attr::ATTR_FRMR_POOL_PINNED_HANDLES, AttrPolicy::U32)
     .with(attr::ATTR_FRMR_POOL_KEY_KERNEL_VENDOR_KEY, AttrPolicy::U64)
     .with(attr::ATTR_RES_SUMMARY_ENTRY_MAX, AttrPolicy::U64);
-
-/// Whether a non-privileged user may use a controlled Q_Key (C's `privileged_qkey`).
-static PRIVILEGED_QKEY: Atomic<bool> = Atomic::new(false);
-
-/// Whether a non-privileged user may use a controlled Q_Key (C's
-/// `rdma_nl_get_privileged_qkey`).
-pub(crate) fn privileged_qkey() -> bool {
-    PRIVILEGED_QKEY.load(Relaxed)
-}
 
 /// The nldev message type of `command`.
 fn nldev_type(command: u32) -> u16 {
@@ -1131,7 +1121,7 @@ fn sys_get_doit(req: &mut Request<'_>) -> Result {
         w.put_u8(attr::SYS_ATTR_NETNS_MODE, u8::from(rdma_nl::shared_netns()))?;
         w.put_u8(
             attr::SYS_ATTR_PRIVILEGED_QKEY_MODE,
-            u8::from(privileged_qkey()),
+            u8::from(crate::controlled_qkey::privileged_mode()),
         )?;
         w.put_u8(attr::SYS_ATTR_MONITOR_MODE, 1)?;
         // Copy-on-fork is supported; C ignores a failure to say so.
@@ -1153,7 +1143,7 @@ fn sys_set_doit(req: &mut Request<'_>) -> Result {
         if mode > 1 {
             return Err(EINVAL);
         }
-        PRIVILEGED_QKEY.store(mode == 1, Relaxed);
+        crate::controlled_qkey::set_privileged_mode(mode == 1);
         return Ok(());
     }
     Err(EINVAL)

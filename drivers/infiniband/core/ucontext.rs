@@ -114,14 +114,6 @@ fn track<T: Tracked + 'static>(dev: &IbDevice, t: ResType, res: &KBox<T>) -> Opt
     unsafe { dev.restrack().track(t, None, ptr as *const dyn Tracked) }
 }
 
-/// Whether the calling task may give a QP a controlled Q_Key (one with bit 31 set, as the GSI
-/// Q_Key 0x80010000): netlink allows it for everyone (`rdma system set privileged-qkey on`),
-/// or the task has `CAP_NET_RAW` in the device's namespace, which for every device here is the
-/// initial one (C's `rdma_nl_get_privileged_qkey() || rdma_uattrs_has_raw_cap()`).
-pub fn may_use_controlled_qkey() -> bool {
-    crate::nldev::privileged_qkey() || kernel::cred_current::capable(kernel::bindings::CAP_NET_RAW)
-}
-
 /// The calling task, as the owner of a new user object.
 fn current_task() -> ARef<Task> {
     let current = kernel::current!();

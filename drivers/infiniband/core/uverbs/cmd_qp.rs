@@ -416,7 +416,7 @@ fn modify(b: &Bundle<'_>, req: &[u8]) -> Result {
         }
         if mask & F::Qkey as u32 != 0
             && u32_at(req, 72) & SET_QKEY != 0
-            && !ib_core::ucontext::may_use_controlled_qkey()
+            && !ib_core::controlled_qkey::may_use()
         {
             return Err(EPERM);
         }
