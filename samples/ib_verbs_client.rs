@@ -27,9 +27,8 @@
 
 use env::Events;
 use ib_core::{
-    device::IbDevice,
+    device::{DeviceEventRegistration, IbDevice},
     dma_buffer::DmaBuffer,
-    events::DeviceEventRegistration,
     registry::{Client, ClientRegistration},
     restrack::ResType,
     verbs::{

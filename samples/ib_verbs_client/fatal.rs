@@ -7,8 +7,8 @@
 //! completes nothing any more), and posts a send, which the driver refuses with `EIO`.
 
 use ib_core::{
-    device::IbDevice,
-    events::{DeviceEventRegistration, EventType},
+    device::{DeviceEventRegistration, IbDevice},
+    events::EventType,
     verbs::{Cq, Qp},
     wr::{RecvWr, SendOpcode, SendWr, Sge, WcStatus, WorkCompletion},
 };

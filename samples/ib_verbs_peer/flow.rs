@@ -14,9 +14,9 @@
 //! handler logs `DEVICE_FATAL`.
 
 use ib_core::{
-    device::IbDevice,
+    device::{DeviceEventRegistration, IbDevice},
     dma_buffer::DmaBuffer,
-    events::{DeviceEventRegistration, EventType},
+    events::EventType,
     verbs::{
         Access, Cq, CqInit, Mr, Pd, Qp, QpAttr, QpAttrField as F, QpCap, QpInit, QpState, QpType,
     },

@@ -37,7 +37,10 @@ impl kernel::InPlaceModule for IbCore {
         // before the netlink sockets exist.
         unsafe {
             crate::registry::init();
-            crate::netlink::init();
+            crate::netlink::init(crate::netlink::NamespaceWatch {
+                added: crate::registry::net_added,
+                removed: crate::registry::net_removed,
+            });
             crate::mad::init();
         }
         try_pin_init!(Self {
@@ -52,7 +55,7 @@ impl kernel::InPlaceModule for IbCore {
         .pin_chain(|this| {
             // SAFETY: The class is in the module's pinned data; it is removed at unload before
             // the class is unregistered.
-            unsafe { crate::device::set_class(Some(&this.class)) };
+            unsafe { crate::ib_class::set_class(Some(&this.class)) };
             // SAFETY: The workqueues are in the module's pinned data; they are removed at unload,
             // when no device is left, before they are destroyed.
             unsafe { crate::workqueues::install(Some(&this.workqueues)) };
@@ -67,7 +70,7 @@ impl PinnedDrop for IbCore {
     fn drop(self: Pin<&mut Self>) {
         // SAFETY: Removing the class and the workqueues is always allowed.
         unsafe {
-            crate::device::set_class(None);
+            crate::ib_class::set_class(None);
             crate::workqueues::install(None);
         }
         crate::registry::clear();

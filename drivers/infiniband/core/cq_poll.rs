@@ -245,9 +245,9 @@ impl Drop for PolledCq {
 }
 
 impl Cq {
-    /// The poller of a CQ made by [`PolledCq::alloc`] that is still polled.
-    fn poller(&self) -> Option<Arc<Poller>> {
-        self.poller_ref().cloned()
+    /// The poller of a CQ made by [`PolledCq::alloc`].
+    fn poller(&self) -> Option<&Poller> {
+        self.poller_ref()?.downcast_ref::<Poller>()
     }
 }
 

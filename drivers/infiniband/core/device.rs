@@ -16,6 +16,7 @@
 use crate::{
     attrs::{DeviceAttr, PortImmutable},
     events::EventType,
+    ib_class::class,
     ib_device::{read_ports, Domain},
     monitor::{self, Event},
     ops::{is_kverbs_provider, DeviceImpl, DynOps},
@@ -24,75 +25,11 @@ use crate::{
 };
 pub use crate::{
     attrs::{FwVersion, NodeDesc, ShortText, FW_VERSION_MAX, NODE_DESC_MAX},
-    ib_device::{DeviceInfo, DeviceRef, IbDevice, PortData},
+    ib_device::{DeviceEventRegistration, DeviceInfo, DeviceRef, IbDevice, PortData},
     ops::{DeviceOps, NoVerbs},
 };
 use core::mem::ManuallyDrop;
-use kernel::{
-    class,
-    prelude::*,
-    sync::{
-        atomic::{Acquire, Atomic, Release},
-        Arc,
-    },
-};
-
-/// The `infiniband` class while it is registered (null otherwise), for the devices' sysfs. The
-/// core module installs it at load and removes it at unload ([`set_class`]).
-static CLASS: Atomic<*const class::Registration> = Atomic::new(core::ptr::null());
-
-/// Installs the class registered devices appear in (`None`: removes it).
-///
-/// # Safety
-///
-/// An installed class stays registered, at the same address, until it is removed; it is
-/// removed before devices can no longer unregister (drivers hold a reference on `ib_core`, so
-/// every device has unregistered when the module unloads).
-pub(crate) unsafe fn set_class(class: Option<&class::Registration>) {
-    CLASS.store(
-        class.map_or(core::ptr::null(), core::ptr::from_ref),
-        Release,
-    );
-}
-
-/// Whether `ib_core` has registered the `infiniband` class (drivers may register devices).
-pub fn class_registered() -> bool {
-    !CLASS.load(Acquire).is_null()
-}
-
-/// The `infiniband` class, while `ib_core` is loaded.
-pub(crate) fn class() -> Option<&'static class::Registration> {
-    // SAFETY: An installed pointer is valid until it is removed (`set_class`'s contract). Code
-    // that gets the class runs while `ib_core` is loaded: devices register (and unregister)
-    // only while a driver holds a reference on the module.
-    unsafe { CLASS.load(Acquire).as_ref() }
-}
-
-/// The class KUnit suites' devices appear in while a suite installs one (null otherwise): never
-/// the `infiniband` class.
-#[cfg(CONFIG_KUNIT = "y")]
-static TEST_CLASS: Atomic<*const class::Registration> = Atomic::new(core::ptr::null());
-
-/// Installs the class KUnit suites' devices appear in (`None`: removes it).
-///
-/// # Safety
-///
-/// An installed class stays registered, at the same address, until it is removed, and every
-/// device registered while it was installed has unregistered before it is removed.
-#[cfg(CONFIG_KUNIT = "y")]
-pub(crate) unsafe fn set_test_class(class: Option<&class::Registration>) {
-    TEST_CLASS.store(
-        class.map_or(core::ptr::null(), core::ptr::from_ref),
-        Release,
-    );
-}
-
-/// The class KUnit suites' devices appear in, if a suite installed one.
-#[cfg(CONFIG_KUNIT = "y")]
-pub(crate) fn test_class() -> Option<&'static class::Registration> {
-    // SAFETY: An installed pointer is valid until it is removed (`set_test_class`'s contract).
-    unsafe { TEST_CLASS.load(Acquire).as_ref() }
-}
+use kernel::{prelude::*, sync::Arc};
 
 /// A registered RDMA device; dropping it unregisters the device (and waits for its users).
 ///
@@ -111,7 +48,7 @@ impl Registration {
     }
 
     /// Registers a KUnit suite's device: in the suites' own registry (names, indices, clients),
-    /// in the class [`set_test_class`] installed if any, without MONITOR events.
+    /// in the class `ib_class::set_test_class` installed if any, without MONITOR events.
     #[cfg(CONFIG_KUNIT = "y")]
     pub(crate) fn new_test<T: DeviceOps>(info: DeviceInfo<'_>, ops: T) -> Result<Self> {
         Self::new_in(Domain::Test, info, ops)
@@ -163,7 +100,7 @@ impl Registration {
         let class = match domain {
             Domain::Live => Some(class().ok_or(ENODEV)?),
             #[cfg(CONFIG_KUNIT = "y")]
-            Domain::Test => test_class(),
+            Domain::Test => crate::ib_class::test_class(),
         };
         let sysfs = match class {
             // SAFETY: The `infiniband` class stays registered until `ib_core` unloads, which is

@@ -5,10 +5,9 @@
 //! handler the consumer gave when creating the object (C's `event_handler` of
 //! `ib_qp_init_attr` and `ib_srq_init_attr`); and the events of a whole device or port, which
 //! drivers dispatch with `device::Registration::dispatch_event` to the handlers consumers
-//! registered ([`DeviceEventRegistration`], C's `ib_register_event_handler`). Values are C's
+//! registered (`ib_device::DeviceEventRegistration`, C's `ib_register_event_handler`). Values are C's
 //! `enum ib_event_type`.
 
-use crate::ib_device::IbDevice;
 use kernel::{
     new_mutex,
     prelude::*,
@@ -111,40 +110,25 @@ impl DeviceEvents {
         })
     }
 
+    /// Adds `handler`; returns the id that [`DeviceEvents::remove`] takes.
+    pub(crate) fn add(&self, handler: DeviceEventHandler) -> Result<u64> {
+        let id = self.next.fetch_add(1, Relaxed);
+        self.handlers.lock().push((id, handler), GFP_KERNEL)?;
+        Ok(id)
+    }
+
+    /// Removes the handler [`DeviceEvents::add`] gave `id`.
+    pub(crate) fn remove(&self, id: u64) {
+        let mut handlers = self.handlers.lock();
+        if let Some(i) = handlers.iter().position(|(h, _)| *h == id) {
+            let _ = handlers.remove(i);
+        }
+    }
+
     /// Calls every handler, in registration order (C's `ib_dispatch_event`).
     pub(crate) fn dispatch(&self, event: EventType, port: u32) {
         for (_, h) in self.handlers.lock().iter() {
             h(event, port);
-        }
-    }
-}
-
-/// A handler of a device's events, registered until dropped (C's `ib_register_event_handler`
-/// and `ib_unregister_event_handler`). It holds the device: an `ib_core` client drops it in
-/// `remove`, before unregistration waits for the device to go.
-pub struct DeviceEventRegistration {
-    dev: Arc<IbDevice>,
-    id: u64,
-}
-
-impl DeviceEventRegistration {
-    /// Registers `handler` for the events of `dev`.
-    pub fn new(dev: &Arc<IbDevice>, handler: DeviceEventHandler) -> Result<Self> {
-        let events = dev.events();
-        let id = events.next.fetch_add(1, Relaxed);
-        events.handlers.lock().push((id, handler), GFP_KERNEL)?;
-        Ok(Self {
-            dev: dev.clone(),
-            id,
-        })
-    }
-}
-
-impl Drop for DeviceEventRegistration {
-    fn drop(&mut self) {
-        let mut handlers = self.dev.events().handlers.lock();
-        if let Some(i) = handlers.iter().position(|(id, _)| *id == self.id) {
-            let _ = handlers.remove(i);
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod attrs;
 pub mod controlled_qkey;
 pub mod events;
 pub mod hw_stats;
+mod ib_class;
 pub mod le;
 pub mod mad_types;
 pub mod names;
@@ -42,6 +43,7 @@ pub mod verbs;
 
 // Registered devices (with their sysfs) and clients.
 pub mod registry;
+mod res_view;
 
 // Registration, which ties the registry, sysfs and events together; what drivers use.
 pub mod device;
@@ -64,7 +66,7 @@ mod core_module;
 #[cfg(CONFIG_KUNIT = "y")]
 mod kunit_fake;
 
-pub use device::class_registered;
+pub use ib_class::class_registered;
 
 kernel::prelude::module! {
     type: core_module::IbCore,

@@ -10,7 +10,7 @@ use crate::{
         DeviceAttr, FwVersion, Gid, LinkLayer, NodeDesc, NodeType, PortAttr, PortImmutable,
         PortState,
     },
-    events::{DeviceEvents, EventType},
+    events::{DeviceEventHandler, DeviceEvents, EventType},
     hw_stats::HwStats,
     names::Name,
     ops::{DynOps, UverbsAbi},
@@ -389,11 +389,6 @@ impl IbDevice {
         &*self.ops
     }
 
-    /// The consumers' event handlers.
-    pub(crate) fn events(&self) -> &DeviceEvents {
-        &self.events
-    }
-
     /// Tells every registered event handler of the device about `event` on `port` (0: the
     /// whole device), as C's `ib_dispatch_event` does from its work item: an event that
     /// changes what the core caches about a port (C's `is_cache_update_event`) first refreshes
@@ -525,6 +520,31 @@ pub(crate) fn read_ports(ops: &dyn DynOps, immutables: &[PortImmutable]) -> Resu
         }
     }
     Ok(ports)
+}
+
+/// A handler of a device's events, registered until dropped (C's `ib_register_event_handler`
+/// and `ib_unregister_event_handler`). It holds the device: an `ib_core` client drops it in
+/// `remove`, before unregistration waits for the device to go.
+pub struct DeviceEventRegistration {
+    dev: Arc<IbDevice>,
+    id: u64,
+}
+
+impl DeviceEventRegistration {
+    /// Registers `handler` for the events of `dev`.
+    pub fn new(dev: &Arc<IbDevice>, handler: DeviceEventHandler) -> Result<Self> {
+        let id = dev.events.add(handler)?;
+        Ok(Self {
+            dev: dev.clone(),
+            id,
+        })
+    }
+}
+
+impl Drop for DeviceEventRegistration {
+    fn drop(&mut self) {
+        self.dev.events.remove(self.id);
+    }
 }
 
 #[kernel::macros::kunit_tests(rdma_rs_ib_cache)]

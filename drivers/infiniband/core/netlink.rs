@@ -16,10 +16,7 @@
 //! port mapper and SA local services do not exist here), so the answer is C's answer when that
 //! lookup fails, `EINVAL`.
 
-use crate::{
-    nl_uapi::{self, client},
-    registry,
-};
+use crate::nl_uapi::{self, client};
 use kernel::{
     bindings, global_lock,
     net::namespace::{self as net_namespace, Net, PernetId},
@@ -179,7 +176,8 @@ impl net_namespace::Operations for RdmaNet {
         if !net.is_init_net() {
             // Counted first: the mode cannot change while the devices get their sysfs copies.
             NET_STATE.lock().other_nets += 1;
-            if let Err(e) = registry::net_added(net) {
+            let added = NET_STATE.lock().watch.added;
+            if let Err(e) = added(net) {
                 let mut st = NET_STATE.lock();
                 st.other_nets = st.other_nets.saturating_sub(1);
                 return Err(e);
@@ -190,7 +188,8 @@ impl net_namespace::Operations for RdmaNet {
 
     fn exit(net: &Net, sk: KernelSocket) {
         if !net.is_init_net() {
-            registry::net_removed(net);
+            let removed = NET_STATE.lock().watch.removed;
+            removed(net);
             let mut st = NET_STATE.lock();
             st.other_nets = st.other_nets.saturating_sub(1);
         }
@@ -198,8 +197,20 @@ impl net_namespace::Operations for RdmaNet {
     }
 }
 
+/// What the device registry does when a namespace other than the initial one comes (the
+/// devices get their sysfs copies there; an error fails the namespace's creation) and goes.
+#[derive(Clone, Copy)]
+pub(crate) struct NamespaceWatch {
+    /// A namespace was created.
+    pub(crate) added: fn(&Net) -> Result,
+    /// A namespace is going.
+    pub(crate) removed: fn(&Net),
+}
+
 /// Namespace-wide state of the protocol.
 struct NetState {
+    /// The registry's namespace callbacks.
+    watch: NamespaceWatch,
     /// Whether [`Sockets`] is registered (every namespace has its socket).
     sockets_up: bool,
     /// Namespaces other than the initial one (C counts its `rdma_nets`).
@@ -211,23 +222,29 @@ struct NetState {
 global_lock! {
     // SAFETY: Initialised by `init`, before `Sockets` registers.
     unsafe(uninit) static NET_STATE: Mutex<NetState> = NetState {
+        watch: NamespaceWatch {
+            added: |_| Ok(()),
+            removed: |_| {},
+        },
         sockets_up: false,
         other_nets: 0,
         shared_netns: true,
     };
 }
 
-/// Prepares the client table and the namespace state (C's `rdma_nl_init`).
+/// Prepares the client table and the namespace state (C's `rdma_nl_init`); `watch` is told of
+/// the namespaces that come and go once [`Sockets`] registers.
 ///
 /// # Safety
 ///
 /// Called once, at module load, before anything else in this file.
-pub(crate) unsafe fn init() {
+pub(crate) unsafe fn init(watch: NamespaceWatch) {
     // SAFETY: The caller guarantees this is the only call, before any use.
     unsafe {
         CLIENTS.init();
         NET_STATE.init();
     }
+    NET_STATE.lock().watch = watch;
 }
 
 /// The kernel sockets of every namespace (C's `register_pernet_device(&rdma_dev_net_ops)`).

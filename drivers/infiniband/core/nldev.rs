@@ -19,7 +19,8 @@ use crate::{
     netlink::{self as rdma_nl, Op},
     nl_uapi::{self, attr, cmd, EMPTY_STRING, IFNAMSIZ},
     registry::{self, ChardevInfo},
-    restrack::{KernName, Lists, ResType, ResView},
+    res_view::ResView,
+    restrack::{KernName, Lists, ResType, Tracked},
     ucontext::{UserCqRes, UserMrRes, UserQpRes, UserSrqRes},
     verbs::{Cq, Mr, Pd, Qp, QpType, Srq},
     verbs_types::QpAttr,
@@ -779,11 +780,13 @@ fn fill_srq_common(
     let mut table = w.nest(attr::ATTR_RES_QP)?;
     let (mut min, mut prev) = (0u32, 0u32);
     let mut res = Ok(());
-    lists.each(ResType::Qp, |_, view| {
+    lists.each(ResType::Qp, |_, obj| {
         if res.is_err() {
             return;
         }
-        let Some(n) = qp_of(&view) else { return };
+        let Some(n) = ResView::of(obj).and_then(|view| qp_of(&view)) else {
+            return;
+        };
         if min == 0 {
             min = n;
         } else if n > prev.wrapping_add(1) {
@@ -838,12 +841,13 @@ enum Fill {
 fn fill_res_entry(
     w: &mut MsgWriter<'_>,
     lists: &Lists<'_>,
-    view: ResView<'_>,
+    obj: &dyn Tracked,
     id: u32,
     port: u32,
     admin: bool,
     fill: Fill,
 ) -> Result {
+    let view = ResView::of(obj).ok_or(EINVAL)?;
     match (fill, view) {
         (Fill::Raw, ResView::Qp(qp)) => {
             if port != 0 && port != qp.port() {

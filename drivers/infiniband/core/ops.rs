@@ -5,6 +5,7 @@
 //! QP and MR as a boxed `Typed<T, T::Qp>` etc., so a post or a poll is one indirect call into
 //! the driver, which gets its own object type back).
 
+pub use crate::verbs_types::NoVerbs;
 use crate::{
     attrs::{DeviceAttr, FwVersion, Gid, LinkLayer, NodeDesc, PortAttr, PortImmutable},
     events::EventNotifier,
@@ -16,7 +17,7 @@ use crate::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
         QpInitDriver, SrqAttr, SrqAttrMask, UserCqInit, UserMrInit,
     },
-    wr::{PostError, RecvWr, SendWr, WorkCompletion},
+    wr::{AhObject, PostError, RecvWr, SendWr, UdWr, WorkCompletion},
 };
 use core::{any::Any, mem::ManuallyDrop};
 use kernel::{
@@ -489,12 +490,6 @@ pub trait DeviceOps: Send + Sync + 'static {
     }
 }
 
-/// The driver state of verbs objects a driver never makes: naming it for [`DeviceOps::Pd`],
-/// [`DeviceOps::Cq`], [`DeviceOps::Qp`], [`DeviceOps::Mr`], [`DeviceOps::Srq`] or
-/// [`DeviceOps::Ah`] says so (no value of it exists).
-#[derive(Debug)]
-pub enum NoVerbs {}
-
 /// Whether a driver has every verb C requires of a kernel verbs provider
 /// (`ib_device_check_mandatory`), except `reg_user_mr` (there are no user verbs yet) and with
 /// [`DeviceOps::alloc_dma_buffer`] (how Rust consumers get memory for work requests).
@@ -669,12 +664,6 @@ pub(crate) trait SrqObject: Send + Sync {
     fn as_any(&self) -> &dyn Any;
 }
 
-/// An address handle's driver state, with the driver's type erased once.
-pub(crate) trait AhObject: Send + Sync {
-    /// The address of the driver's state (a `T::Ah` of the AH's driver `T`).
-    fn state(&self) -> *const ();
-}
-
 /// A completion queue's driver state, with the driver's type erased once.
 pub(crate) trait CqObject: Send + Sync {
     /// `DeviceOps::req_notify_cq`.
@@ -802,10 +791,24 @@ fn destroy_ah<T: DeviceOps>(ops: &T, ah: T::Ah) -> Result {
 /// # Safety
 ///
 /// `ah` was made by [`PdObject::create_ah`] of a PD whose driver is `T`.
-pub(crate) unsafe fn driver_ah<T: DeviceOps>(ah: &dyn AhObject) -> &T::Ah {
+unsafe fn driver_ah<T: DeviceOps>(ah: &dyn AhObject) -> &T::Ah {
     // SAFETY: `state` points to the `T::Ah` inside the `Typed<T, T::Ah>` (the caller's
     // promise), which lives as long as `ah`.
     unsafe { &*ah.state().cast::<T::Ah>() }
+}
+
+impl UdWr<'_> {
+    /// The driver's own state of the AH, without a type check or an allocation.
+    ///
+    /// # Safety
+    ///
+    /// `T` is the driver of the QP the work request was posted to: always true in `T`'s
+    /// `DeviceOps::post_send`, since the core checked that the AH is of the QP's device.
+    pub unsafe fn driver_ah<T: DeviceOps>(&self) -> &T::Ah {
+        // SAFETY: The AH is of the QP's device, whose driver is `T` (the caller's promise), so
+        // it was made by `create_ah` of a PD of that driver.
+        unsafe { driver_ah::<T>(self.ah.driver()) }
+    }
 }
 
 /// The driver state `O` of an object of driver `T`, from the object as `Any` (a CQ, SRQ or

@@ -318,7 +318,7 @@ pub(crate) fn enable(
 ) -> Result {
     let (domain, index) = (reserved.domain, reserved.index);
     let done = with(domain, |reg| {
-        if let (Some(s), Some(class)) = (sysfs.as_mut(), crate::device::class()) {
+        if let (Some(s), Some(class)) = (sysfs.as_mut(), crate::ib_class::class()) {
             if domain == Domain::Live && rdma_nl::shared_netns() {
                 for n in reg.nets.iter() {
                     // SAFETY: The class stays registered while devices are (`device::class`),
@@ -362,7 +362,7 @@ pub(crate) fn net_added(net: &Net) -> Result {
             OtherNet(NonNull::new(net.as_raw()).ok_or(EINVAL)?),
             GFP_KERNEL,
         )?;
-        let (Some(class), true) = (crate::device::class(), rdma_nl::shared_netns()) else {
+        let (Some(class), true) = (crate::ib_class::class(), rdma_nl::shared_netns()) else {
             return Ok(());
         };
         let mut failed = Ok(());

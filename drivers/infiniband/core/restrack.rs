@@ -26,11 +26,7 @@
 //! entry with the mutex held, so destroying an object waits for a fill in progress (C's
 //! `rdma_restrack_begin_del` waiting for the entry's references).
 
-use crate::{
-    ucontext::{UserCqRes, UserCtxRes, UserMrRes, UserPdRes, UserQpRes, UserSrqRes},
-    verbs::{Cq, Mr, Pd, Qp, Srq},
-};
-use core::ptr::NonNull;
+use core::{any::Any, ptr::NonNull};
 use kernel::{
     new_mutex,
     prelude::*,
@@ -118,36 +114,14 @@ macro_rules! kern_name {
     };
 }
 
-/// A tracked object as netlink shows it.
-pub(crate) enum ResView<'a> {
-    /// A protection domain.
-    Pd(&'a Pd),
-    /// A completion queue.
-    Cq(&'a Cq),
-    /// A queue pair.
-    Qp(&'a Qp),
-    /// A memory region.
-    Mr(&'a Mr),
-    /// A shared receive queue.
-    Srq(&'a Srq),
-    /// A user context.
-    Ctx(&'a UserCtxRes),
-    /// A protection domain of a user context.
-    UserPd(&'a UserPdRes),
-    /// A memory region of user memory.
-    UserMr(&'a UserMrRes),
-    /// A completion queue of a user context.
-    UserCq(&'a UserCqRes),
-    /// A queue pair of a user context.
-    UserQp(&'a UserQpRes),
-    /// A shared receive queue of a user context.
-    UserSrq(&'a UserSrqRes),
-}
-
-/// An object that can be listed in resource tracking.
-pub(crate) trait Tracked: Send + Sync {
-    /// The object, by type.
-    fn view(&self) -> ResView<'_>;
+/// An object that can be listed in resource tracking. Netlink finds what it is by its type
+/// (`res_view::ResView::of`), as C finds an entry's object with `container_of` by the entry's
+/// type.
+pub(crate) trait Tracked: Any + Send + Sync {
+    /// The kernel module that created the object (`None` for user objects).
+    fn creator(&self) -> Option<KernName> {
+        None
+    }
 }
 
 /// One listed object.
@@ -259,16 +233,11 @@ impl Restrack {
     /// lists with `comm [<owner>]`).
     pub fn count_of(&self, t: ResType, owner: KernName) -> u64 {
         let mut n = 0;
-        self.visit(t, 0, |_, _, _, v| {
-            let k = match v {
-                ResView::Pd(o) => Some(o.kern_name()),
-                ResView::Cq(o) => Some(o.kern_name()),
-                ResView::Qp(o) => Some(o.kern_name()),
-                ResView::Mr(o) => Some(o.kern_name()),
-                ResView::Srq(o) => Some(o.kern_name()),
-                _ => None,
-            };
-            if k.is_some_and(|k| k.as_bytes() == owner.as_bytes()) {
+        self.visit(t, 0, |_, _, _, obj| {
+            if obj
+                .creator()
+                .is_some_and(|k| k.as_bytes() == owner.as_bytes())
+            {
                 n += 1;
             }
             true
@@ -304,14 +273,14 @@ impl Restrack {
         &self,
         t: ResType,
         start: usize,
-        mut f: impl FnMut(&Lists<'_>, usize, u32, ResView<'_>) -> bool,
+        mut f: impl FnMut(&Lists<'_>, usize, u32, &dyn Tracked) -> bool,
     ) {
         let tables = self.tables.lock();
         let lists = Lists(&tables);
         for (pos, e) in tables[t as usize].entries.iter().enumerate().skip(start) {
             // SAFETY: Listed objects are alive while the lock is held (module documentation).
             let obj = unsafe { e.obj.as_ref() };
-            if !f(&lists, pos, e.id, obj.view()) {
+            if !f(&lists, pos, e.id, obj) {
                 break;
             }
         }
@@ -323,12 +292,12 @@ impl Restrack {
         &self,
         t: ResType,
         id: u32,
-        f: impl FnOnce(&Lists<'_>, ResView<'_>) -> R,
+        f: impl FnOnce(&Lists<'_>, &dyn Tracked) -> R,
     ) -> Option<R> {
         let tables = self.tables.lock();
         let e = tables[t as usize].entries.iter().find(|e| e.id == id)?;
         // SAFETY: Listed objects are alive while the lock is held (module documentation).
-        Some(f(&Lists(&tables), unsafe { e.obj.as_ref() }.view()))
+        Some(f(&Lists(&tables), unsafe { e.obj.as_ref() }))
     }
 }
 
@@ -337,11 +306,11 @@ pub(crate) struct Lists<'a>(&'a [Table; TYPES]);
 
 impl Lists<'_> {
     /// Calls `f` on each listed object of type `t`, in id order, with its id.
-    pub(crate) fn each(&self, t: ResType, mut f: impl FnMut(u32, ResView<'_>)) {
+    pub(crate) fn each(&self, t: ResType, mut f: impl FnMut(u32, &dyn Tracked)) {
         for e in &self.0[t as usize].entries {
             // SAFETY: Listed objects are alive while the lock is held, which it is while `self`
             // exists (module documentation).
-            f(e.id, unsafe { e.obj.as_ref() }.view());
+            f(e.id, unsafe { e.obj.as_ref() });
         }
     }
 }

@@ -627,7 +627,7 @@ mod tests {
 
     /// Whether the suites' class has a device called `name`.
     fn in_class(name: &CStr) -> bool {
-        in_class_of(device::test_class(), name)
+        in_class_of(crate::ib_class::test_class(), name)
     }
 
     #[test]
@@ -636,10 +636,10 @@ mod tests {
         let class = KBox::pin_init(class::Registration::new(c"rdma_rs_kunit"), GFP_KERNEL)?;
         // SAFETY: The class stays registered, pinned in its box, until it is removed below;
         // `device_tree_checks` unregisters every device it registers before it returns.
-        unsafe { device::set_test_class(Some(&*class)) };
+        unsafe { crate::ib_class::set_test_class(Some(&*class)) };
         let r = device_tree_checks();
         // SAFETY: Removing the class is always allowed.
-        unsafe { device::set_test_class(None) };
+        unsafe { crate::ib_class::set_test_class(None) };
         drop(class);
         r
     }
@@ -650,7 +650,7 @@ mod tests {
         let dev = reg.device().clone();
         let name = dev.name();
         assert!(in_class(name.as_c_str()));
-        assert!(!in_class_of(device::class(), name.as_c_str()));
+        assert!(!in_class_of(crate::ib_class::class(), name.as_c_str()));
         let dir = registry::with_sysfs(dev.index(), |s| {
             let s = s.ok_or(ENODEV)?;
             // SAFETY: The class device is in sysfs while registered.

@@ -8,7 +8,7 @@ use crate::{
     events::EventHandler,
     ib_device::IbDevice,
     ops::{MrObject, PdObject, UContextObject, UserCqObject, UserQpObject, UserSrqObject},
-    restrack::{ResType, ResView, Tracked},
+    restrack::{ResType, Tracked},
     udata::Udata,
     uverbs_spec::{DriverMethod, DriverUObject, MethodAttrs},
     verbs::{check_path_sgid, qp_transition_ok},
@@ -48,11 +48,7 @@ impl UserCtxRes {
     }
 }
 
-impl Tracked for UserCtxRes {
-    fn view(&self) -> ResView<'_> {
-        ResView::Ctx(self)
-    }
-}
+impl Tracked for UserCtxRes {}
 
 /// What resource tracking shows of a user PD: the task that made it, its context's id, its
 /// own id and how many objects use it.
@@ -80,11 +76,7 @@ impl UserPdRes {
     }
 }
 
-impl Tracked for UserPdRes {
-    fn view(&self) -> ResView<'_> {
-        ResView::UserPd(self)
-    }
-}
+impl Tracked for UserPdRes {}
 
 /// Unlists `res` (listed by `track` or `track_id` as type `t`) and uncounts it.
 fn untrack<T: Tracked + 'static>(dev: &IbDevice, t: ResType, res: &KBox<T>) {
@@ -407,11 +399,7 @@ impl UserMrRes {
     }
 }
 
-impl Tracked for UserMrRes {
-    fn view(&self) -> ResView<'_> {
-        ResView::UserMr(self)
-    }
-}
+impl Tracked for UserMrRes {}
 
 /// A memory region of user memory; the driver unmaps and unpins it when it is dropped.
 pub struct UserMr {
@@ -471,11 +459,7 @@ impl UserCqRes {
     }
 }
 
-impl Tracked for UserCqRes {
-    fn view(&self) -> ResView<'_> {
-        ResView::UserCq(self)
-    }
-}
+impl Tracked for UserCqRes {}
 
 /// A CQ made for user space; the driver destroys it when it is dropped.
 pub struct UserCq {
@@ -579,11 +563,7 @@ impl UserQpRes {
     }
 }
 
-impl Tracked for UserQpRes {
-    fn view(&self) -> ResView<'_> {
-        ResView::UserQp(self)
-    }
-}
+impl Tracked for UserQpRes {}
 
 /// A QP made for user space; the driver destroys it when it is dropped.
 pub struct UserQp {
@@ -686,11 +666,7 @@ impl UserSrqRes {
     }
 }
 
-impl Tracked for UserSrqRes {
-    fn view(&self) -> ResView<'_> {
-        ResView::UserSrq(self)
-    }
-}
+impl Tracked for UserSrqRes {}
 
 /// An SRQ made for user space; the driver destroys it when it is dropped.
 pub struct UserSrq {

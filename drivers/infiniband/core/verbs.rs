@@ -28,10 +28,11 @@ pub use crate::verbs_types::{
 };
 use crate::{
     ib_device::{DeviceRef, IbDevice},
-    ops::{self, AhObject, CqObject, DeviceOps, MrObject, PdObject, QpObject, SrqObject},
-    restrack::{ResType, ResView, Tracked},
-    wr::{PostError, RecvWr, SendWr, WorkCompletion},
+    ops::{CqObject, MrObject, PdObject, QpObject, SrqObject},
+    restrack::{ResType, Tracked},
+    wr::{AhHandle, PostError, RecvWr, SendWr, WorkCompletion},
 };
+use core::any::Any;
 use kernel::{
     prelude::*,
     sync::{
@@ -325,8 +326,8 @@ impl Pd {
 }
 
 impl Tracked for Pd {
-    fn view(&self) -> ResView<'_> {
-        ResView::Pd(self)
+    fn creator(&self) -> Option<KernName> {
+        Some(Pd::kern_name(self))
     }
 }
 
@@ -348,8 +349,9 @@ pub struct Cq {
     usecnt: Atomic<u64>,
     /// C's `poll_ctx` (what `ib_create_cq` leaves, 0, unless [`crate::cq_poll`] made it).
     poll_ctx: u8,
-    /// The core's poller of a [`crate::cq_poll::PolledCq`], set once after creation.
-    poller: kernel::sync::SetOnce<Arc<crate::cq_poll::Poller>>,
+    /// The core's poller of a [`crate::cq_poll::PolledCq`], set once after creation (the
+    /// `cq_poll` module, above this one, knows its type).
+    poller: kernel::sync::SetOnce<Arc<dyn Any + Send + Sync>>,
 }
 
 impl Cq {
@@ -449,12 +451,12 @@ impl Cq {
     }
 
     /// The core's poller, if [`crate::cq_poll::PolledCq`] made the CQ.
-    pub(crate) fn poller_ref(&self) -> Option<&Arc<crate::cq_poll::Poller>> {
-        self.poller.as_ref()
+    pub(crate) fn poller_ref(&self) -> Option<&(dyn Any + Send + Sync)> {
+        self.poller.as_ref().map(|p| &**p)
     }
 
     /// Records the core's poller (once).
-    pub(crate) fn set_poller(&self, p: Arc<crate::cq_poll::Poller>) {
+    pub(crate) fn set_poller(&self, p: Arc<dyn Any + Send + Sync>) {
         let _ = self.poller.populate(p);
     }
 
@@ -488,8 +490,8 @@ impl Cq {
 }
 
 impl Tracked for Cq {
-    fn view(&self) -> ResView<'_> {
-        ResView::Cq(self)
+    fn creator(&self) -> Option<KernName> {
+        Some(Cq::kern_name(self))
     }
 }
 
@@ -663,12 +665,10 @@ impl Qp {
     /// request whose AH is of another device is refused with `EINVAL` (the driver gets its own
     /// AH state from the others, see [`crate::wr::UdWr::driver_ah`]).
     pub fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        let dev = self.pd.dev.arc();
-        let bad = wrs.iter().position(|wr| {
-            wr.ud
-                .as_ref()
-                .is_some_and(|ud| !core::ptr::eq(ud.ah.pd.dev.arc().as_ref(), dev.as_ref()))
-        });
+        let dev = Arc::as_ptr(self.pd.dev.arc()).addr();
+        let bad = wrs
+            .iter()
+            .position(|wr| wr.ud.as_ref().is_some_and(|ud| !ud.ah.is_of(dev)));
         match bad {
             None => self.drv.post_send(wrs),
             Some(i) => {
@@ -742,8 +742,8 @@ impl Qp {
 }
 
 impl Tracked for Qp {
-    fn view(&self) -> ResView<'_> {
-        ResView::Qp(self)
+    fn creator(&self) -> Option<KernName> {
+        Some(Qp::kern_name(self))
     }
 }
 
@@ -828,8 +828,8 @@ impl Srq {
 }
 
 impl Tracked for Srq {
-    fn view(&self) -> ResView<'_> {
-        ResView::Srq(self)
+    fn creator(&self) -> Option<KernName> {
+        Some(Srq::kern_name(self))
     }
 }
 
@@ -842,9 +842,8 @@ impl Drop for Srq {
 
 /// An address handle: where UD work requests go. It keeps its PD alive.
 pub struct Ah {
-    drv: KBox<dyn AhObject>,
+    handle: AhHandle,
     pd: Arc<Pd>,
-    attr: AhAttr,
 }
 
 impl Ah {
@@ -855,38 +854,31 @@ impl Ah {
             return Err(EINVAL);
         }
         let drv = pd.drv.create_ah(attr)?;
+        let device = Arc::as_ptr(pd.dev.arc()).addr();
         let ah = Arc::new(
             Self {
-                drv,
+                handle: AhHandle::new(drv, device, *attr),
                 pd: pd.clone(),
-                attr: *attr,
             },
             GFP_KERNEL,
         )?;
         pd.usecnt.fetch_add(1, Relaxed);
         Ok(ah)
     }
+}
 
-    /// The address.
-    pub fn attr(&self) -> &AhAttr {
-        &self.attr
-    }
+/// What work requests name of the AH ([`UdWr::ah`]: `ah: &ah`), and its address.
+impl core::ops::Deref for Ah {
+    type Target = AhHandle;
 
-    /// The driver's state of the AH.
-    ///
-    /// # Safety
-    ///
-    /// `T` is the driver of the AH's device.
-    pub(crate) unsafe fn driver_state<T: DeviceOps>(&self) -> &T::Ah {
-        // SAFETY: The AH was made by `create_ah` of its PD, whose driver is `T` (the caller's
-        // promise).
-        unsafe { ops::driver_ah::<T>(&*self.drv) }
+    fn deref(&self) -> &AhHandle {
+        &self.handle
     }
 }
 
 impl core::fmt::Debug for Ah {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Ah").field("attr", &self.attr).finish()
+        self.handle.fmt(f)
     }
 }
 
@@ -944,8 +936,8 @@ impl Mr {
 }
 
 impl Tracked for Mr {
-    fn view(&self) -> ResView<'_> {
-        ResView::Mr(self)
+    fn creator(&self) -> Option<KernName> {
+        Some(Mr::kern_name(self))
     }
 }
 
@@ -961,10 +953,10 @@ mod tests {
     use super::*;
     use crate::{
         attrs::{DeviceCap, DeviceCapFlags},
+        device::DeviceEventRegistration,
         dma_buffer::{DmaBuffer, DMA_BUFFER_MAX},
-        events::DeviceEventRegistration,
         kunit_fake::{self, calls, register_recording as register, take},
-        restrack::ResView,
+        res_view::ResView,
         wr::UdWr,
     };
 
@@ -1178,7 +1170,10 @@ mod tests {
     /// The listed objects of type `t`: (id, kern name, users) as netlink sees them.
     fn listed(dev: &IbDevice, t: ResType) -> KVec<(u32, &'static [u8], u64)> {
         let mut out = KVec::new();
-        dev.restrack().visit(t, 0, |_, _, id, view| {
+        dev.restrack().visit(t, 0, |_, _, id, obj| {
+            let Some(view) = ResView::of(obj) else {
+                return true;
+            };
             let entry = match view {
                 ResView::Pd(pd) => (id, pd.kern_name().as_bytes(), pd.users()),
                 ResView::Cq(cq) => (id, cq.kern_name().as_bytes(), cq.users()),

@@ -9,9 +9,14 @@
 use crate::{
     attrs::Gid,
     events::{EventHandler, EventNotifier, EventType},
-    ops::NoVerbs,
 };
 use kernel::{prelude::*, sync::Arc};
+
+/// The driver state of verbs objects a driver never makes: naming it for `DeviceOps::Pd`,
+/// `DeviceOps::Cq`, `DeviceOps::Qp`, `DeviceOps::Mr`, `DeviceOps::Srq` or `DeviceOps::Ah`
+/// says so (no value of it exists).
+#[derive(Debug)]
+pub enum NoVerbs {}
 
 /// Completion queue parameters (`ib_cq_init_attr`).
 #[derive(Clone, Copy, Debug, Default)]

@@ -4,7 +4,7 @@
 //! work completions a CQ returns (C's `ib_sge`, `ib_send_wr`, `ib_recv_wr`, `ib_wc`), with the
 //! numeric values of the C enums so that drivers can put them on the wire unchanged.
 
-use crate::{ops::DeviceOps, verbs::Ah};
+use crate::verbs_types::AhAttr;
 use kernel::prelude::*;
 
 /// One piece of local memory a work request reads or writes (`ib_sge`).
@@ -53,30 +53,61 @@ pub mod send_flags {
     pub const INLINE: u32 = 1 << 3;
 }
 
+/// An address handle's driver state, with the driver's type erased once (the `ops` module
+/// implements it for every driver's `DeviceOps::Ah`).
+pub(crate) trait AhObject: Send + Sync {
+    /// The address of the driver's state (a `T::Ah` of the AH's driver `T`).
+    fn state(&self) -> *const ();
+}
+
+/// What a UD work request needs of an address handle: the address, the driver's state and the
+/// device it was made on. A [`crate::verbs::Ah`] dereferences to it, so `ah: &ah` names one.
+pub struct AhHandle {
+    drv: KBox<dyn AhObject>,
+    /// The address of the device's `IbDevice`, which the AH keeps alive (through its PD), so
+    /// no other device has it while the AH exists.
+    device: usize,
+    attr: AhAttr,
+}
+
+impl AhHandle {
+    /// The handle of an AH that `drv` made on the device at `device` for `attr`.
+    pub(crate) fn new(drv: KBox<dyn AhObject>, device: usize, attr: AhAttr) -> Self {
+        Self { drv, device, attr }
+    }
+
+    /// The address.
+    pub fn attr(&self) -> &AhAttr {
+        &self.attr
+    }
+
+    /// Whether the AH was made on the device at address `device`.
+    pub(crate) fn is_of(&self, device: usize) -> bool {
+        self.device == device
+    }
+
+    /// The driver's state.
+    pub(crate) fn driver(&self) -> &dyn AhObject {
+        &*self.drv
+    }
+}
+
+impl core::fmt::Debug for AhHandle {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Ah").field("attr", &self.attr).finish()
+    }
+}
+
 /// What a send work request on a UD QP carries (`ib_ud_wr`).
 #[derive(Clone, Copy, Debug)]
 pub struct UdWr<'a> {
     /// Where the datagram goes. The core refuses (`EINVAL`) an AH of another device than the
     /// QP's before the driver sees the work request.
-    pub ah: &'a Ah,
+    pub ah: &'a AhHandle,
     /// The destination QP.
     pub remote_qpn: u32,
     /// The destination's Q_Key (with the top bit set, the QP's own Q_Key is used, as in C).
     pub remote_qkey: u32,
-}
-
-impl UdWr<'_> {
-    /// The driver's own state of the AH, without a type check or an allocation.
-    ///
-    /// # Safety
-    ///
-    /// `T` is the driver of the QP the work request was posted to: always true in `T`'s
-    /// `DeviceOps::post_send`, since the core checked that the AH is of the QP's device.
-    pub unsafe fn driver_ah<T: DeviceOps>(&self) -> &T::Ah {
-        // SAFETY: The AH is of the QP's device, whose driver is `T` (the caller's promise),
-        // so its driver state is a `T::Ah`.
-        unsafe { self.ah.driver_state::<T>() }
-    }
 }
 
 /// A send work request (`ib_send_wr` with `ib_rdma_wr`, `ib_atomic_wr` and `ib_ud_wr`).

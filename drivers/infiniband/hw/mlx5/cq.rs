@@ -19,7 +19,8 @@
 //! is freed by the resize, in process context, never by a poll.
 
 use crate::cqe::{self, op, CQE_INIT_OP_OWN, CQE_SIZE, OP_OWN};
-use crate::qp::QpShared;
+use crate::qp_rings::QpShared;
+use crate::umem::coherent_page_list;
 use ib_core::{
     verbs_types::{CqInit, CqNotifier},
     wr::{WcStatus, WorkCompletion},
@@ -51,8 +52,6 @@ const EVENT_TYPE_CQ_ERROR: u8 = 0x04;
 /// Doorbell record words.
 const SET_CI: usize = 0;
 const ARM: usize = 1;
-/// The adapter page size (`MLX5_ADAPTER_PAGE_SHIFT`).
-const ADAPTER_PAGE_SHIFT: u32 = 12;
 
 /// A ring of CQEs in coherent memory.
 struct Ring {
@@ -245,18 +244,6 @@ pub(crate) fn cq_entries(cqe: u32, log_max_cq_sz: u32) -> Result<u32> {
     Ok(n)
 }
 
-/// The page list of a coherent buffer of `len` bytes at `dma` (contiguous: one entry per 4 KiB
-/// adapter page).
-pub(crate) fn page_list(dma: u64, len: usize) -> Result<KVec<u8>> {
-    let pages = len.div_ceil(1 << ADAPTER_PAGE_SHIFT);
-    let mut v = KVec::with_capacity(pages * 8, GFP_KERNEL)?;
-    for i in 0..pages {
-        let a = dma.wrapping_add((i as u64) << ADAPTER_PAGE_SHIFT);
-        v.extend_from_slice(&a.to_be_bytes(), GFP_KERNEL)?;
-    }
-    Ok(v)
-}
-
 /// Creates a CQ.
 pub(crate) fn create(
     dev: &Mlx5Device,
@@ -269,7 +256,7 @@ pub(crate) fn create(
     let ring = Ring::new(dev, entries)?;
     let db = dev.alloc_db()?;
     let dbr = db.dma();
-    let pas = page_list(ring.buf.dma(), ring.buf.len())?;
+    let pas = coherent_page_list(ring.buf.dma(), ring.buf.len())?;
     // Everything is allocated before CREATE_CQ: once the CQ exists, its memory is freed only
     // after DESTROY_CQ succeeded.
     let events = Arc::new(
@@ -576,7 +563,7 @@ impl CqShared {
         };
         drop(retired);
         let ring = Ring::new(dev, entries)?;
-        let pas = page_list(ring.buf.dma(), ring.buf.len())?;
+        let pas = coherent_page_list(ring.buf.dma(), ring.buf.len())?;
         let mut input = ModifyCqIn::new();
         input.set_op_mod(CQ_OPMOD_RESIZE.into())?;
         input.set_cqn(self.cqn().into())?;
@@ -685,7 +672,7 @@ mod tests {
 
     #[test]
     fn page_list_entries() -> Result {
-        let p = page_list(0x1_0000_0000, 8192 + 1)?;
+        let p = coherent_page_list(0x1_0000_0000, 8192 + 1)?;
         assert_eq!(p.len(), 24);
         assert_eq!(&p[8..16], &0x1_0000_1000u64.to_be_bytes());
         assert_eq!(&p[16..24], &0x1_0000_2000u64.to_be_bytes());

@@ -613,7 +613,8 @@ impl DeviceOps for Mlx5IbDevice {
         if self.cmds.in_internal_error() {
             return Err(EIO.into());
         }
-        qp.post_send(wrs)
+        // SAFETY: This is the driver's `post_send`, so `Self` is the driver of `qp`'s device.
+        unsafe { qp.post_send::<Self>(wrs) }
     }
 
     /// `EIO` in the internal-error state, as C's `mlx5_ib_post_recv`.

@@ -17,6 +17,7 @@ mod mr;
 mod pd;
 mod port_events;
 mod qp;
+mod qp_rings;
 mod srq;
 mod ucontext;
 mod umem;

@@ -1,43 +1,34 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! RC and UD queue pairs of kernel consumers (C's `create_kernel_qp`, `__mlx5_ib_modify_qp`,
-//! `mlx5_ib_query_qp`, `destroy_qp_common`, `mlx5_ib_post_send`, `mlx5_ib_post_recv`).
-//! A UD send carries a datagram segment made of its AH's address vector (`ah.rs`).
-//!
-//! One coherent buffer holds the receive ring (first) and the send ring, sized as C sizes them
-//! (`wq_size`); a doorbell record (word 0: receive head, word 1: send producer) and a
-//! blue-flame register for the send doorbell. Each ring has its IRQ-safe spinlock; polling a
-//! CQ takes the CQ's lock, then a ring's (never the other way round), so posting and polling
-//! may run in any context.
+//! `mlx5_ib_query_qp`, `destroy_qp_common`): the firmware object and its state; the rings that
+//! posting fills and the CQs complete are `qp_rings`.
 
-use crate::cq::{page_list, CqShared, QueueRole};
-use crate::ib_device::Mlx5IbDevice;
-use crate::srq::{Mlx5Srq, SrqShared};
+use crate::ah::Mlx5Ah;
+use crate::cq::{CqShared, QueueRole};
+use crate::qp_rings::QpShared;
+use crate::srq::Mlx5Srq;
+use crate::umem::coherent_page_list;
 use crate::wq_size::{self, Limits, RqSize, SendKind, SqSize};
-use crate::wqe::{self, SendCtx, SEG, SEND_WQE_BB};
 use ib_core::{
     attrs::Gid,
     events::{EventNotifier, EventType},
+    ops::DeviceOps,
     verbs_types::{
         Access, AccessFlags, GlobalRoute, NewQp, QpAttr, QpAttrField as F, QpAttrMask, QpCap,
         QpInitDriver, QpState, QpType,
     },
-    wr::{PostError, RecvWr, SendWr, WcStatus, WorkCompletion},
+    wr::{PostError, RecvWr, SendWr},
 };
 use kernel::{
-    new_spinlock_irq,
     prelude::*,
     sync::{
-        atomic::{Acquire, Atomic, Relaxed, Release},
-        barrier::{mb, ordering::Write},
-        Arc, SpinLockIrq,
+        atomic::{Atomic, Relaxed},
+        Arc,
     },
 };
 use mlx5_core::{
-    auxdev::{
-        Bfreg, CoherentBuf, DoorbellRecord, Mlx5Device, Resource, ResourceHandler,
-        ResourceRegistration,
-    },
+    auxdev::{Mlx5Device, Resource, ResourceHandler, ResourceRegistration},
     commands::Commands,
     ifc_verbs::{
         optpar, qp_state, CreateQp, DestroyQp, Init2RtrQp, QpCtxIn, QpNumIn, QpToErr, QpToRst,
@@ -46,9 +37,6 @@ use mlx5_core::{
     },
 };
 
-/// Doorbell record words.
-const RCV_DBR: usize = 0;
-const SND_DBR: usize = 1;
 /// `MLX5_IB_ACK_REQ_FREQ`.
 const ACK_REQ_FREQ: u64 = 8;
 /// `qpc.rq_type`: a regular receive queue (`MLX5_NON_ZERO_RQ`) or none (`MLX5_ZERO_LEN_RQ`).
@@ -61,193 +49,6 @@ const MTU_4096: u8 = 5;
 const UD_LOG_MSG_MAX: u64 = 12;
 /// The message size limit of the special QPs (`log_msg_max` 8: one 256-byte MAD).
 const SPECIAL_LOG_MSG_MAX: u64 = 8;
-
-/// The send ring's posting state (under the send lock).
-struct Sq {
-    bfreg: Bfreg,
-    /// Next basic block to fill (wraps; the ring index is its low bits).
-    cur_post: u32,
-    /// Requests posted.
-    head: u32,
-    /// Where each WQE is built before it is copied into the ring.
-    scratch: wqe::SendWqe,
-}
-
-/// The send ring's completion state. As in C, polling (under the CQ's lock) does not take the
-/// send lock: per-WQE entries are written by the poster before the doorbell and read by the
-/// poller after the CQE; `tail` is stored with release after those reads and loaded with
-/// acquire by the poster before it reuses a slot.
-struct SqDone {
-    /// Requests completed (as C: the head value of the last completed request, plus one).
-    tail: Atomic<u32>,
-    /// The basic block of the oldest request not completed (C's `last_poll`): where a software
-    /// flush starts.
-    last_poll: Atomic<u32>,
-    /// The request id of the WQE starting at each basic block.
-    wrid: KVec<Atomic<u64>>,
-    /// The `head` count at each WQE.
-    wqe_head: KVec<Atomic<u32>>,
-    /// The basic block after each WQE (C's `w_list[].next`).
-    w_next: KVec<Atomic<u32>>,
-}
-
-/// The receive ring's posting state (under the receive lock).
-struct Rq {
-    head: u32,
-}
-
-/// The receive ring's completion state (see [`SqDone`]).
-struct RqDone {
-    tail: Atomic<u32>,
-    wrid: KVec<Atomic<u64>>,
-}
-
-/// What a QP shares with the CQs it completes on.
-#[pin_data]
-pub(crate) struct QpShared {
-    qpn: Atomic<u32>,
-    buf: CoherentBuf,
-    db: DoorbellRecord,
-    sqs: SqSize,
-    rqs: RqSize,
-    /// Byte offset of the send ring in `buf`.
-    sq_offset: usize,
-    /// `CTRL_CQ_UPDATE` when every request is signalled.
-    sig_bits: u8,
-    /// The transport (a UD send carries a datagram segment).
-    kind: SendKind,
-    /// The SRQ it receives from (it has no receive queue then).
-    srq: Option<Arc<SrqShared>>,
-    #[pin]
-    sq: SpinLockIrq<Sq>,
-    sq_done: SqDone,
-    #[pin]
-    rq: SpinLockIrq<Rq>,
-    rq_done: RqDone,
-}
-
-impl QpShared {
-    fn qpn(&self) -> u32 {
-        self.qpn.load(Relaxed)
-    }
-
-    /// A send completion at WQE `wqe_counter`: its request id; the requests up to it are done.
-    /// Called with the CQ's lock held (no send lock: see [`SqDone`]).
-    pub(crate) fn sq_complete(&self, wqe_counter: u16) -> u64 {
-        let d = &self.sq_done;
-        let idx = (u32::from(wqe_counter) & self.sqs.wqe_cnt.saturating_sub(1)) as usize;
-        let wr_id = d.wrid.get(idx).map_or(0, |x| x.load(Relaxed));
-        if let Some(next) = d.w_next.get(idx) {
-            d.last_poll.store(next.load(Relaxed), Relaxed);
-        }
-        if let Some(h) = d.wqe_head.get(idx) {
-            d.tail.store(h.load(Relaxed).wrapping_add(1), Release);
-        }
-        wr_id
-    }
-
-    /// Whether requests are outstanding on the send queue (`send`) or the receive queue
-    /// (`recv`).
-    pub(crate) fn outstanding(&self, send: bool, recv: bool) -> bool {
-        (send && self.sq.lock().head != self.sq_done.tail.load(Acquire))
-            || (recv && self.rq.lock().head != self.rq_done.tail.load(Acquire))
-    }
-
-    /// Completes outstanding send requests, oldest first, as flushed (C's `sw_comp` for the
-    /// send queue, used when the device is in the internal-error state and will complete
-    /// nothing): up to `wc.len()`; returns how many.
-    pub(crate) fn flush_sq(&self, wc: &mut [WorkCompletion]) -> usize {
-        let head = self.sq.lock().head;
-        let d = &self.sq_done;
-        let mask = self.sqs.wqe_cnt.saturating_sub(1);
-        let mut n = 0;
-        for w in wc.iter_mut() {
-            let tail = d.tail.load(Acquire);
-            if head == tail {
-                break;
-            }
-            let idx = (d.last_poll.load(Relaxed) & mask) as usize;
-            *w = flushed(self.qpn(), d.wrid.get(idx).map_or(0, |x| x.load(Relaxed)));
-            d.last_poll
-                .store(d.w_next.get(idx).map_or(0, |x| x.load(Relaxed)), Relaxed);
-            d.tail.store(tail.wrapping_add(1), Release);
-            n += 1;
-        }
-        n
-    }
-
-    /// Completes outstanding receive requests, oldest first, as flushed (C's `sw_comp` for the
-    /// receive queue); returns how many. Receives from an SRQ are not the QP's (none here).
-    pub(crate) fn flush_rq(&self, wc: &mut [WorkCompletion]) -> usize {
-        let head = self.rq.lock().head;
-        let d = &self.rq_done;
-        let mask = self.rqs.wqe_cnt.saturating_sub(1);
-        let mut n = 0;
-        for w in wc.iter_mut() {
-            let tail = d.tail.load(Acquire);
-            if head == tail {
-                break;
-            }
-            let idx = (tail & mask) as usize;
-            *w = flushed(self.qpn(), d.wrid.get(idx).map_or(0, |x| x.load(Relaxed)));
-            d.tail.store(tail.wrapping_add(1), Release);
-            n += 1;
-        }
-        n
-    }
-
-    /// Whether its receives come from an SRQ.
-    pub(crate) fn srq(&self) -> Option<&SrqShared> {
-        self.srq.as_deref()
-    }
-
-    /// A receive completion at WQE `wqe_counter`: from an SRQ, the request id of that WQE
-    /// (freed, as C's `mlx5_ib_free_srq_wqe`); else of the oldest posted receive.
-    pub(crate) fn rq_complete(&self, wqe_counter: u16) -> u64 {
-        if let Some(srq) = &self.srq {
-            return srq.complete(wqe_counter);
-        }
-        // With the CQ's lock held, not the receive lock (see [`SqDone`]).
-        let d = &self.rq_done;
-        let tail = d.tail.load(Relaxed);
-        let idx = (tail & self.rqs.wqe_cnt.saturating_sub(1)) as usize;
-        let wr_id = d.wrid.get(idx).map_or(0, |x| x.load(Relaxed));
-        d.tail.store(tail.wrapping_add(1), Release);
-        wr_id
-    }
-
-    /// Empties both rings (after the QP went to RESET).
-    fn reset_rings(&self) {
-        {
-            let mut sq = self.sq.lock();
-            sq.cur_post = 0;
-            sq.head = 0;
-            self.sq_done.tail.store(0, Release);
-            self.sq_done.last_poll.store(0, Relaxed);
-        }
-        {
-            let mut rq = self.rq.lock();
-            rq.head = 0;
-            self.rq_done.tail.store(0, Release);
-        }
-        self.db.set(RCV_DBR, 0);
-        self.db.set(SND_DBR, 0);
-    }
-}
-
-/// `MLX5_CQE_SYNDROME_WR_FLUSH_ERR`, the vendor error C reports with a software flush.
-const SYNDROME_WR_FLUSH_ERR: u32 = 0x05;
-
-/// A request of QP `qpn` completed in software as flushed (C's `sw_comp`).
-fn flushed(qpn: u32, wr_id: u64) -> WorkCompletion {
-    WorkCompletion {
-        wr_id,
-        status: WcStatus::WrFlushErr,
-        vendor_err: SYNDROME_WR_FLUSH_ERR,
-        qp_num: qpn,
-        ..WorkCompletion::default()
-    }
-}
 
 /// A QP's async events (path migration, communication established, SQ drained, last WQE,
 /// catastrophic, request and access errors) from `mlx5_core`'s resource table, raised to the
@@ -331,24 +132,6 @@ fn ib_state(s: u64) -> QpState {
         qp_state::ERR => QpState::Err,
         _ => QpState::Reset,
     }
-}
-
-/// `n` zeroed 64-bit entries.
-fn zeroed_u64(n: u32) -> Result<KVec<Atomic<u64>>> {
-    let mut k = KVec::with_capacity(n as usize, GFP_KERNEL)?;
-    for _ in 0..n {
-        k.push(Atomic::new(0), GFP_KERNEL)?;
-    }
-    Ok(k)
-}
-
-/// `n` zeroed 32-bit entries.
-fn zeroed_u32(n: u32) -> Result<KVec<Atomic<u32>>> {
-    let mut k = KVec::with_capacity(n as usize, GFP_KERNEL)?;
-    for _ in 0..n {
-        k.push(Atomic::new(0), GFP_KERNEL)?;
-    }
-    Ok(k)
 }
 
 /// CREATE_QP's context for an RC QP (C's `_create_kernel_qp` and `create_kernel_qp`). The
@@ -803,47 +586,16 @@ pub(crate) fn create(
     let bfreg = dev.alloc_bfreg()?;
     let uar = bfreg.uar_index();
     let dbr = db.dma();
-    let pas = page_list(buf.dma(), buf.len())?;
-    let sq = Sq {
+    let pas = coherent_page_list(buf.dma(), buf.len())?;
+    let shared = QpShared::new(
+        buf,
+        db,
         bfreg,
-        cur_post: 0,
-        head: 0,
-        scratch: wqe::SendWqe::new(),
-    };
-    let sq_done = SqDone {
-        tail: Atomic::new(0),
-        last_poll: Atomic::new(0),
-        wrid: zeroed_u64(sqs.wqe_cnt)?,
-        wqe_head: zeroed_u32(sqs.wqe_cnt)?,
-        w_next: zeroed_u32(sqs.wqe_cnt)?,
-    };
-    let rq = Rq { head: 0 };
-    let rq_done = RqDone {
-        tail: Atomic::new(0),
-        wrid: zeroed_u64(rqs.wqe_cnt)?,
-    };
-    let sig_bits = if init.sq_sig_all {
-        wqe::CTRL_CQ_UPDATE
-    } else {
-        0
-    };
-    let shared = Arc::pin_init(
-        pin_init!(QpShared {
-            qpn: Atomic::new(0),
-            buf,
-            db,
-            sqs,
-            rqs,
-            sq_offset,
-            sig_bits,
-            kind,
-            srq: init.srq.map(|s| s.shared.clone()),
-            sq <- new_spinlock_irq!(sq),
-            sq_done,
-            rq <- new_spinlock_irq!(rq),
-            rq_done,
-        }),
-        GFP_KERNEL,
+        sqs,
+        rqs,
+        init.sq_sig_all,
+        kind,
+        init.srq.map(|s| s.shared.clone()),
     )?;
     let send_cq = init.send_cq.shared.clone();
     let recv_cq = init.recv_cq.shared.clone();
@@ -869,15 +621,15 @@ pub(crate) fn create(
         }
     };
     let qpn = out.qpn() as u32;
-    shared.qpn.store(qpn, Relaxed);
+    shared.set_qpn(qpn);
     let fw = QpFw::new(
         qpn,
         kind,
         pdn,
         send_cq.cqn(),
         recv_cq.cqn(),
-        shared.rqs.wqe_cnt != 0,
-        shared.db.dma(),
+        shared.has_rq(),
+        shared.db_dma(),
     );
     let fw = match special {
         Some(st) => fw.special(st, init.port),
@@ -916,12 +668,6 @@ pub(crate) fn create(
         None => qpn,
     };
     Ok(NewQp { qp, qp_num })
-}
-
-/// The ring slot of basic block `b` of the WQE starting at producer count `cur_post` in a ring
-/// of `cnt` (a power of two) blocks: a WQE running past the end continues at slot 0.
-pub(crate) fn ring_slot(cur_post: u32, b: usize, cnt: u32) -> usize {
-    (cur_post.wrapping_add(b as u32) & cnt.wrapping_sub(1)) as usize
 }
 
 /// C's `fls(v - 1)` for a nonzero depth: log2 of `v` rounded up.
@@ -986,14 +732,7 @@ impl Mlx5Qp {
 
     /// The queue sizes as made (what C's `mlx5_ib_query_qp` reports for a kernel QP).
     pub(crate) fn cap(&self) -> QpCap {
-        let s = &*self.shared;
-        QpCap {
-            max_send_wr: s.sqs.max_post,
-            max_recv_wr: s.rqs.wqe_cnt,
-            max_send_sge: s.sqs.max_gs,
-            max_recv_sge: s.rqs.max_gs,
-            max_inline_data: s.sqs.max_inline,
-        }
+        self.shared.cap()
     }
 
     /// Applies a modify (the core checked the transition); a QP back in RESET has its CQEs
@@ -1021,166 +760,22 @@ impl Mlx5Qp {
         self.fw.query(cmds)
     }
 
-    /// Queues send requests (C's `mlx5_ib_post_send` for RC and UD): each WQE is built on the
-    /// stack and copied into the ring block by block (wrapping at the end, inline data
-    /// included); then the doorbell record, a barrier and the blue-flame doorbell with the
-    /// last WQE's first 8 bytes.
+    /// Queues send requests ([`QpShared::post_send`]).
     ///
-    /// Only `Mlx5IbDevice::post_send` calls it: the AHs of its UD work requests are this
-    /// driver's (the core checked they are of the QP's device).
-    pub(crate) fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        let s = &*self.shared;
-        let cnt = s.sqs.wqe_cnt;
-        if cnt == 0 {
-            return Err(EINVAL.into());
-        }
-        let mut guard = s.sq.lock();
-        // Through a plain reference, so that the scratch WQE and the ring state borrow apart.
-        let sq = &mut *guard;
-        let tail = s.sq_done.tail.load(Acquire);
-        let mut nreq = 0u32;
-        let mut last = [0u8; 8];
-        let mut result = Ok(());
-        for (i, wr) in wrs.iter().enumerate() {
-            if sq.head.wrapping_sub(tail).wrapping_add(nreq) >= s.sqs.max_post {
-                result = Err(PostError {
-                    first_bad: i,
-                    err: ENOMEM,
-                });
-                break;
-            }
-            let av = match (s.kind, wr.ud.as_ref()) {
-                // SAFETY: This is `Mlx5IbDevice::post_send` (see above): the driver of the
-                // QP, as `driver_ah` requires.
-                (SendKind::Ud, Some(ud)) => Some(&unsafe { ud.driver_ah::<Mlx5IbDevice>() }.av),
-                (SendKind::Ud, None) => {
-                    result = Err(PostError {
-                        first_bad: i,
-                        err: EINVAL,
-                    });
-                    break;
-                }
-                (SendKind::Rc, _) => None,
-            };
-            let ctx = SendCtx {
-                qpn: s.qpn(),
-                sig_bits: s.sig_bits,
-                fence: wqe::fence(wr.send_flags, 0),
-                max_gs: s.sqs.max_gs as usize,
-                max_inline: s.sqs.max_inline as usize,
-                av,
-            };
-            let w = match wqe::build_send_into(wr, sq.cur_post as u16, &ctx, &mut sq.scratch) {
-                Ok(()) => &sq.scratch,
-                Err(err) => {
-                    if err == EOPNOTSUPP {
-                        pr_warn!("Atomic operations are not supported yet\n");
-                    }
-                    result = Err(PostError { first_bad: i, err });
-                    break;
-                }
-            };
-            let idx = (sq.cur_post & (cnt - 1)) as usize;
-            for b in 0..w.blocks() {
-                let slot = ring_slot(sq.cur_post, b, cnt);
-                // The WQE's bytes only: the rest of its last block is not read by the device.
-                let src = w
-                    .bytes
-                    .get(b * SEND_WQE_BB..((b + 1) * SEND_WQE_BB).min(w.len))
-                    .ok_or(EINVAL);
-                let written =
-                    src.and_then(|src| s.buf.write(s.sq_offset + slot * SEND_WQE_BB, src));
-                if let Err(err) = written {
-                    result = Err(PostError { first_bad: i, err });
-                    break;
-                }
-            }
-            if result.is_err() {
-                break;
-            }
-            let head = sq.head.wrapping_add(nreq);
-            if let Some(x) = s.sq_done.wrid.get(idx) {
-                x.store(wr.wr_id, Relaxed);
-            }
-            if let Some(x) = s.sq_done.wqe_head.get(idx) {
-                x.store(head, Relaxed);
-            }
-            last.copy_from_slice(&w.bytes[..8]);
-            let next = sq.cur_post.wrapping_add(w.blocks() as u32);
-            if let Some(x) = s.sq_done.w_next.get(idx) {
-                x.store(next, Relaxed);
-            }
-            sq.cur_post = next;
-            nreq += 1;
-        }
-        if nreq != 0 {
-            sq.head = sq.head.wrapping_add(nreq);
-            // Descriptors before the doorbell record, the record before the doorbell.
-            mb(Write);
-            s.db.set(SND_DBR, sq.cur_post & 0xffff);
-            mb(Write);
-            if let Err(err) = sq.bfreg.ring(last) {
-                return Err(PostError {
-                    first_bad: wrs.len(),
-                    err,
-                });
-            }
-        }
-        result
+    /// # Safety
+    ///
+    /// `D` is the driver of the QP's device.
+    pub(crate) unsafe fn post_send<D: DeviceOps<Ah = Mlx5Ah>>(
+        &self,
+        wrs: &[SendWr<'_>],
+    ) -> Result<(), PostError> {
+        // SAFETY: The caller's promise is the one `QpShared::post_send` asks.
+        unsafe { self.shared.post_send::<D>(wrs) }
     }
 
-    /// Queues receive requests (C's `mlx5_ib_post_recv`): data segments, a terminating
-    /// segment when the scatter list is shorter than the WQE, then the doorbell record.
+    /// Queues receive requests ([`QpShared::post_recv`]).
     pub(crate) fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
-        let s = &*self.shared;
-        let cnt = s.rqs.wqe_cnt;
-        if cnt == 0 {
-            return Err(EINVAL.into());
-        }
-        let mut rq = s.rq.lock();
-        let tail = s.rq_done.tail.load(Acquire);
-        let mut nreq = 0u32;
-        let mut result = Ok(());
-        for (i, wr) in wrs.iter().enumerate() {
-            if rq.head.wrapping_sub(tail).wrapping_add(nreq) >= cnt {
-                result = Err(PostError {
-                    first_bad: i,
-                    err: ENOMEM,
-                });
-                break;
-            }
-            if wr.sg_list.len() > s.rqs.max_gs as usize {
-                result = Err(PostError {
-                    first_bad: i,
-                    err: EINVAL,
-                });
-                break;
-            }
-            let ind = rq.head.wrapping_add(nreq) & (cnt - 1);
-            let base = (ind as usize) << s.rqs.wqe_shift;
-            let mut w = Ok(());
-            for (k, sge) in wr.sg_list.iter().enumerate() {
-                w = w.and_then(|()| s.buf.write(base + k * SEG, &wqe::data_seg(sge)));
-            }
-            if wr.sg_list.len() < s.rqs.max_gs as usize {
-                let k = wr.sg_list.len();
-                w = w.and_then(|()| s.buf.write(base + k * SEG, &wqe::recv_terminator()));
-            }
-            if let Err(err) = w {
-                result = Err(PostError { first_bad: i, err });
-                break;
-            }
-            if let Some(x) = s.rq_done.wrid.get(ind as usize) {
-                x.store(wr.wr_id, Relaxed);
-            }
-            nreq += 1;
-        }
-        if nreq != 0 {
-            rq.head = rq.head.wrapping_add(nreq);
-            mb(Write);
-            s.db.set(RCV_DBR, rq.head & 0xffff);
-        }
-        result
+        self.shared.post_recv(wrs)
     }
 }
 
@@ -1245,21 +840,6 @@ mod tests {
             (log_depth(1), log_depth(2), log_depth(3), log_depth(16)),
             (0, 1, 2, 4)
         );
-    }
-
-    #[test]
-    fn send_wqes_wrap_around_the_ring() {
-        // A three-block WQE at 62 of 64 takes slots 62, 63 and 0; the counter wraps at 2^32.
-        assert_eq!(
-            [
-                ring_slot(62, 0, 64),
-                ring_slot(62, 1, 64),
-                ring_slot(62, 2, 64)
-            ],
-            [62, 63, 0]
-        );
-        assert_eq!(ring_slot(u32::MAX, 1, 64), 0);
-        assert_eq!(ring_slot(130, 0, 64), 2);
     }
 
     #[test]

@@ -320,7 +320,7 @@ pub(crate) fn create(
     for _ in 0..size.max {
         wrid.push(0u64, GFP_KERNEL)?;
     }
-    let pas = crate::cq::page_list(buf.dma(), buf.len())?;
+    let pas = crate::umem::coherent_page_list(buf.dma(), buf.len())?;
     let dbr = db.dma();
     let shared = Arc::pin_init(
         pin_init!(SrqShared {

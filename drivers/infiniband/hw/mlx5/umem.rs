@@ -2,7 +2,7 @@
 
 //! User memory the device uses (C's `ib_umem`): the rings and doorbell records of user CQs and
 //! QPs, pinned and mapped for the function's PCI device, described to the firmware 4 KiB page
-//! by 4 KiB page.
+//! by 4 KiB page; and the same page lists of the driver's own coherent buffers.
 
 use kernel::{
     dma::DataDirection,
@@ -71,4 +71,19 @@ pub(crate) fn page_list(mapped: &DmaMappedPages, flags: u64, entries: usize) -> 
         return Err(EINVAL);
     }
     Ok(pas)
+}
+
+/// The adapter page size (`MLX5_ADAPTER_PAGE_SHIFT`).
+const ADAPTER_PAGE_SHIFT: u32 = 12;
+
+/// The page list of a coherent buffer of `len` bytes at `dma` (contiguous: one entry per 4 KiB
+/// adapter page).
+pub(crate) fn coherent_page_list(dma: u64, len: usize) -> Result<KVec<u8>> {
+    let pages = len.div_ceil(1 << ADAPTER_PAGE_SHIFT);
+    let mut v = KVec::with_capacity(pages * 8, GFP_KERNEL)?;
+    for i in 0..pages {
+        let a = dma.wrapping_add((i as u64) << ADAPTER_PAGE_SHIFT);
+        v.extend_from_slice(&a.to_be_bytes(), GFP_KERNEL)?;
+    }
+    Ok(v)
 }
