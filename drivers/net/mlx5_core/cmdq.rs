@@ -26,8 +26,8 @@
 //! leaked on purpose (at most the whole pool and the queue page: 17 pages, 68 KiB per function),
 //! and so is the chain of its own of a large command that timed out.
 
+use crate::device_state::DeviceState;
 use crate::dma_page::{DmaPage, PAGE};
-use crate::health::DeviceState;
 use crate::ifc::{
     self, CmdEntry, CmdInHeader, CmdMailbox, CmdMailboxTrailer, Command, Layout, OutHeader,
 };

@@ -5,7 +5,7 @@
 //! consumes the event queues in its thread, answers page requests and passes port changes to the
 //! notifiers drivers registered.
 
-use crate::auxdev::{AuxDevice, DeviceParts, Event, Notifiers};
+use crate::auxdev::{AuxDevice, DeviceParts};
 use crate::cmd_events::CmdEvents;
 use crate::completion_eq::CompEqs;
 use crate::cq_table::CqTable;
@@ -13,6 +13,7 @@ use crate::hca::{Hca, PortEvent};
 use crate::ifc::Eqe;
 use crate::init_segment::SharedBar;
 use crate::log_limit::LogLimit;
+use crate::notifiers::{Event, Notifiers};
 use crate::resources::{event as rsc_event, ResourceTable};
 use kernel::{
     device::Bound,

@@ -7,8 +7,8 @@
 
 use crate::cmd_events::{CmdEvents, EVENT_CMD};
 use crate::cmdq::CmdQueue;
+use crate::device_state::DeviceState;
 use crate::eq::{event, EventQueue, Uar};
-use crate::health::DeviceState;
 use crate::ifc::{
     AccessReg, AccessRegIn, AtomicCaps, DisableHca, EnableHca, Eqe, FunctionIn, GeneralCaps,
     InitHca, PlainIn, QueryAdapter, QueryHcaCap, QueryIssi, SetDriverVersion, SetDriverVersionIn,

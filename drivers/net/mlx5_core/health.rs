@@ -10,8 +10,9 @@
 //! are told (`Event::SysError`, C's `MLX5_DEV_EVENT_SYS_ERROR`) from a work item on the
 //! function's health workqueue, in process context as C's `mlx5_enter_error_state` tells them.
 
-use crate::auxdev::{Event, Notifiers};
+use crate::device_state::DeviceState;
 use crate::init_segment::{self, Bar0, HealthRegs};
+use crate::notifiers::{Event, Notifiers};
 use kernel::{
     device, impl_has_hr_timer, new_work,
     owned_workqueue::{Flags, OwnedQueue},
@@ -36,33 +37,6 @@ use kernel::{
 const POLL_INTERVAL: Delta = Delta::from_millis(2000);
 /// Polls with an unchanged counter before the device is declared unresponsive (as in C).
 const MAX_MISSES: u32 = 3;
-
-/// Whether the device is usable; shared by the command queue and the health poll.
-pub(crate) struct DeviceState {
-    internal_error: Atomic<u32>,
-}
-
-impl DeviceState {
-    /// A healthy device.
-    pub(crate) fn new() -> Result<Arc<Self>> {
-        Ok(Arc::new(
-            Self {
-                internal_error: Atomic::new(0),
-            },
-            GFP_KERNEL,
-        )?)
-    }
-
-    /// Whether the device is in the internal-error state.
-    pub(crate) fn in_error(&self) -> bool {
-        self.internal_error.load(Relaxed) != 0
-    }
-
-    /// Enters the internal-error state; true the first time.
-    pub(crate) fn set_error(&self) -> bool {
-        self.internal_error.xchg(1, Relaxed) == 0
-    }
-}
 
 /// The name the C driver gives a health syndrome.
 pub(crate) fn syndrome_name(synd: u8) -> &'static str {
