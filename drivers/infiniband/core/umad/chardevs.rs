@@ -1,17 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The device numbers of `umadN` and `issmN` (C's numbering) and the table open() finds ports
-//! in.
+//! The device numbers of `umadN` and `issmN` (C's numbering).
 //!
 //! Port N (numbered over all devices, lowest free first) gets 231:N for `umadN` and 231:64+N
 //! for `issmN` while N < 64; later ports numbers of a major the kernel picks, `umadN` in its
 //! first half and `issmN` in its second (C's `IB_UMAD_NUM_FIXED_MINOR` and dynamic region).
 
-use crate::port::UmadPort;
 use kernel::{
     chrdev::{DevT, Region},
     prelude::*,
-    sync::{global_lock, Arc},
 };
 
 /// The historical major of umad (C's `IB_UMAD_MAJOR`).
@@ -47,61 +44,4 @@ impl Numbers {
             Some((self.dynamic.devt(d)?, self.dynamic.devt(DYNAMIC + d)?))
         }
     }
-}
-
-/// The ports open() can reach.
-pub(crate) struct Table {
-    ports: KVec<Arc<UmadPort>>,
-}
-
-global_lock! {
-    // SAFETY: Initialized by the module initializer before the client registers.
-    pub(crate) unsafe(uninit) static TABLE: Mutex<Table> = Table { ports: KVec::new() };
-}
-
-/// Initializes the table.
-///
-/// # Safety
-///
-/// Called once, at module load, before any other function of this module.
-pub(crate) unsafe fn init() {
-    // SAFETY: As this function's contract.
-    unsafe { TABLE.init() };
-}
-
-/// The lowest port number no port holds (C's `ida_alloc_max`), `ENOSPC` when all are taken.
-pub(crate) fn free_number() -> Result<u32> {
-    let t = TABLE.lock();
-    (0..MAX_PORTS)
-        .find(|n| !t.ports.iter().any(|p| p.number() == *n))
-        .ok_or(ENOSPC)
-}
-
-/// Makes `port` reachable by open().
-pub(crate) fn insert(port: Arc<UmadPort>) -> Result {
-    TABLE.lock().ports.push(port, GFP_KERNEL)?;
-    Ok(())
-}
-
-/// Makes port number `n` unreachable by open(); its number is free again.
-pub(crate) fn remove(n: u32) {
-    let mut t = TABLE.lock();
-    if let Some(k) = t.ports.iter().position(|p| p.number() == n) {
-        let _ = t.ports.remove(k);
-    }
-}
-
-/// The port whose `umadN` (`issm` false) or `issmN` is numbered `devt`.
-pub(crate) fn find(devt: DevT, issm: bool) -> Option<Arc<UmadPort>> {
-    TABLE
-        .lock()
-        .ports
-        .iter()
-        .find(|p| p.devt(issm) == devt)
-        .cloned()
-}
-
-/// Frees the table's memory at unload (every port has left it already).
-pub(crate) fn clear() {
-    TABLE.lock().ports = KVec::new();
 }

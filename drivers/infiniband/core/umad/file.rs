@@ -8,9 +8,8 @@
 //! C's. An `issmN` file only marks the port as having a subnet manager while it is open.
 
 use crate::{
-    chardevs,
     hdr::{self, UmadHdr, HDR_NEW, HDR_OLD},
-    port::UmadPort,
+    port::{self, PortFile, UmadPort},
 };
 use ib_core::{
     attrs::Gid,
@@ -147,10 +146,12 @@ impl UmadFileState {
             self.readable.notify_all();
         }
     }
+}
 
+impl PortFile for UmadFileState {
     /// The port is removed (C's part of `ib_umad_kill_port` for one file): the agents are
     /// unregistered, readers woken.
-    pub(crate) fn kill(&self) {
+    fn kill(&self) {
         let agents = {
             let mut inner = self.inner.lock();
             inner.agents_dead = true;
@@ -241,7 +242,7 @@ impl Drop for UmadFile {
         for a in agents.iter().flatten().flatten() {
             a.unregister();
         }
-        self.state.port.remove_file(&self.state);
+        self.state.port.remove_file(&*self.state);
     }
 }
 
@@ -477,7 +478,7 @@ impl FileOperations for UmadFile {
 
     /// C's `ib_umad_open`.
     fn open(devt: DevT, _file: &File) -> Result<KBox<Self>> {
-        let port = chardevs::find(devt, false).ok_or(ENXIO)?;
+        let port = port::find(devt, false).ok_or(ENXIO)?;
         port.ib_device().ok_or(ENXIO)?;
         let file_port = port.clone();
         let state = Arc::pin_init(
@@ -605,7 +606,7 @@ impl FileOperations for IssmFile {
     /// C's `ib_umad_sm_open`: one holder per port (`EAGAIN` for a non-blocking open while it
     /// is held), then the port's `IsSM` capability is set.
     fn open(devt: DevT, file: &File) -> Result<KBox<Self>> {
-        let port = chardevs::find(devt, true).ok_or(ENXIO)?;
+        let port = port::find(devt, true).ok_or(ENXIO)?;
         port.sm_take(file.flags() & O_NONBLOCK != 0)?;
         let set = port
             .ib_device()

@@ -8,6 +8,7 @@
 // The user header and the wire rules; device numbers and the port table; one port's devices;
 // the files and their agents.
 mod chardevs;
+mod client;
 mod file;
 mod hdr;
 mod port;

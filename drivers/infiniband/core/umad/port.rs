@@ -1,35 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One port's user MAD devices (C's `ib_umad_port`): `umadN` and, where the port takes subnet
-//! management, `issmN`, with their sysfs files (`ibdev`, `port`) below the RDMA device's parent
-//! as in C (`/sys/class/infiniband/<dev>/device/infiniband_mad/umadN`); the files open on the
-//! port; the port's removal (C's `ib_umad_kill_port`).
+//! One port's user MAD access (C's `ib_umad_port`): the RDMA device and port it serves, the
+//! files open on it, who holds `issmN`, and the port's removal (C's `ib_umad_kill_port`); and
+//! the table of ports by number that open() finds them in.
 
-use crate::{
-    chardevs::{self, Numbers},
-    file::{IssmFile, UmadFile, UmadFileState},
-};
-use ib_core::{
-    attrs::{CORE_CAP_IB_MAD, CORE_CAP_IB_SMI},
-    ib_device::IbDevice,
-    registry::{ChardevInfo, Client},
-};
+use crate::chardevs::MAX_PORTS;
+use ib_core::ib_device::IbDevice;
 use kernel::{
-    chrdev::{self, DevT},
-    class::{self, DevNode, StringFile},
-    class_device::ClassDevice,
+    chrdev::DevT,
     new_condvar, new_mutex,
     prelude::*,
-    str::{BStr, CString},
-    sync::{Arc, CondVar, Mutex},
-    sysfs_attrs::{Attribute, AttributeGroups, ShowBuffer},
+    sync::{global_lock, Arc, CondVar, Mutex},
 };
 
-/// The ABI version of the umad interface (C's `IB_USER_MAD_ABI_VERSION`), in
-/// `/sys/class/infiniband_mad/abi_version`.
-const ABI_VERSION: &CStr = c"5";
-/// The same, for netlink's `GET_CHARDEV`.
-const ABI: u64 = 5;
+/// An open `umadN` file as its port sees it: what the port's removal does to it.
+pub(crate) trait PortFile: Send + Sync {
+    /// The port is gone: the file loses its agents; reads, writes and registrations fail.
+    fn kill(&self);
+}
 
 /// A port's user MAD devices.
 #[pin_data]
@@ -43,7 +31,7 @@ pub(crate) struct UmadPort {
     ib: Mutex<Option<Arc<IbDevice>>>,
     /// The open `umadN` files (C's `file_list`, under `file_mutex`).
     #[pin]
-    files: Mutex<KVec<Arc<UmadFileState>>>,
+    files: Mutex<KVec<Arc<dyn PortFile>>>,
     /// Whether `issmN` is held (C's `sm_sem`, a semaphore of one).
     #[pin]
     sm_held: Mutex<bool>,
@@ -52,6 +40,30 @@ pub(crate) struct UmadPort {
 }
 
 impl UmadPort {
+    /// Port `port_num` of `ib`, numbered `number` in the `umadN` numbering, with the device
+    /// numbers of its `umadN` and `issmN`.
+    pub(crate) fn new(
+        ib: &Arc<IbDevice>,
+        port_num: u32,
+        number: u32,
+        umad_devt: DevT,
+        issm_devt: DevT,
+    ) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(UmadPort {
+                number,
+                umad_devt,
+                issm_devt,
+                port_num,
+                ib <- new_mutex!(Some(ib.clone())),
+                files <- new_mutex!(KVec::new()),
+                sm_held <- new_mutex!(false),
+                sm_free <- new_condvar!(),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
     /// The port's number in the `umadN` numbering.
     pub(crate) fn number(&self) -> u32 {
         self.number
@@ -77,7 +89,7 @@ impl UmadPort {
     }
 
     /// Lists a newly opened file: `ENXIO` if the port went meanwhile.
-    pub(crate) fn add_file(&self, f: Arc<UmadFileState>) -> Result {
+    pub(crate) fn add_file(&self, f: Arc<dyn PortFile>) -> Result {
         let mut files = self.files.lock();
         if self.ib.lock().is_none() {
             return Err(ENXIO);
@@ -87,9 +99,12 @@ impl UmadPort {
     }
 
     /// Unlists a closed file.
-    pub(crate) fn remove_file(&self, f: &Arc<UmadFileState>) {
+    pub(crate) fn remove_file(&self, f: &dyn PortFile) {
         let mut files = self.files.lock();
-        if let Some(i) = files.iter().position(|x| Arc::ptr_eq(x, f)) {
+        if let Some(i) = files
+            .iter()
+            .position(|x| core::ptr::addr_eq(Arc::as_ptr(x), f))
+        {
             let _ = files.remove(i);
         }
     }
@@ -118,7 +133,7 @@ impl UmadPort {
 
     /// The port is removed (C's `ib_umad_kill_port`, after the devices are gone): every open
     /// file loses its agents; reads, writes and registrations fail from now on.
-    fn kill(&self) {
+    pub(crate) fn kill(&self) {
         let files = {
             let files = self.files.lock();
             *self.ib.lock() = None;
@@ -134,184 +149,59 @@ impl UmadPort {
     }
 }
 
-/// `ibdev`: the RDMA device's name; `ENODEV` once the port is gone.
-fn show_ibdev(p: &Arc<UmadPort>, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
-    let ib = p.ib_device().ok_or(ENODEV)?;
-    let name = ib.name();
-    buf.emit(fmt!("{}\n", BStr::from_bytes(&name)))
+/// The ports open() can reach.
+pub(crate) struct Table {
+    ports: KVec<Arc<UmadPort>>,
 }
 
-/// `port`: the port number; `ENODEV` once the port is gone.
-fn show_port(p: &Arc<UmadPort>, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
-    p.ib_device().ok_or(ENODEV)?;
-    buf.emit(fmt!("{}\n", p.port_num))
+global_lock! {
+    // SAFETY: Initialized by the module initializer before the client registers.
+    pub(crate) unsafe(uninit) static TABLE: Mutex<Table> = Table { ports: KVec::new() };
 }
 
-const ATTRS: &[Attribute<Arc<UmadPort>>] = &[
-    Attribute::ro(c"ibdev", show_ibdev),
-    Attribute::ro(c"port", show_port),
-];
-
-/// What the client keeps of one port: the port and its devices.
-pub(crate) struct PortDevices {
-    port: Arc<UmadPort>,
-    /// `None` only while being built (so that a failure unwinds through `drop`).
-    umad: Option<Arc<ClassDevice<Arc<UmadPort>>>>,
-    issm: Option<Arc<ClassDevice<Arc<UmadPort>>>>,
+/// Initializes the table.
+///
+/// # Safety
+///
+/// Called once, at module load, before any other function of this module.
+pub(crate) unsafe fn init() {
+    // SAFETY: As this function's contract.
+    unsafe { TABLE.init() };
 }
 
-impl Drop for PortDevices {
-    /// C's `ib_umad_kill_port`: `issmN`, then `umadN` go (no new open), the open files lose
-    /// their agents, then the number is free.
-    fn drop(&mut self) {
-        drop(self.issm.take());
-        drop(self.umad.take());
-        self.port.kill();
-        chardevs::remove(self.port.number);
+/// The lowest port number no port holds (C's `ida_alloc_max`), `ENOSPC` when all are taken.
+pub(crate) fn free_number() -> Result<u32> {
+    let t = TABLE.lock();
+    (0..MAX_PORTS)
+        .find(|n| !t.ports.iter().any(|p| p.number() == *n))
+        .ok_or(ENOSPC)
+}
+
+/// Makes `port` reachable by open().
+pub(crate) fn insert(port: Arc<UmadPort>) -> Result {
+    TABLE.lock().ports.push(port, GFP_KERNEL)?;
+    Ok(())
+}
+
+/// Makes port number `n` unreachable by open(); its number is free again.
+pub(crate) fn remove(n: u32) {
+    let mut t = TABLE.lock();
+    if let Some(k) = t.ports.iter().position(|p| p.number() == n) {
+        let _ = t.ports.remove(k);
     }
 }
 
-/// The ib_core client (C's `umad_client`), with what the ports need while it is registered.
-/// Fields drop in this order: the class file, the class, then the numbers.
-pub(crate) struct Umad {
-    _abi_file: StringFile,
-    class: Pin<KBox<class::Registration>>,
-    numbers: Numbers,
+/// The port whose `umadN` (`issm` false) or `issmN` is numbered `devt`.
+pub(crate) fn find(devt: DevT, issm: bool) -> Option<Arc<UmadPort>> {
+    TABLE
+        .lock()
+        .ports
+        .iter()
+        .find(|p| p.devt(issm) == devt)
+        .cloned()
 }
 
-impl Umad {
-    /// Reserves the numbers and registers the class, in C's order.
-    pub(crate) fn new() -> Result<Self> {
-        let numbers = Numbers::reserve()?;
-        let class = KBox::pin_init(
-            class::Registration::new_with_devnode(
-                c"infiniband_mad",
-                DevNode {
-                    dir: c"infiniband",
-                    mode: 0,
-                },
-            ),
-            GFP_KERNEL,
-        )?;
-        // SAFETY: The file is dropped before the class (field order).
-        let abi_file = unsafe { StringFile::new(&class, c"abi_version", ABI_VERSION)? };
-        Ok(Self {
-            _abi_file: abi_file,
-            class,
-            numbers,
-        })
-    }
-
-    /// One port's devices (C's `ib_umad_init_port`).
-    fn add_port(&self, ib: &Arc<IbDevice>, port_num: u32, smi: bool) -> Result<PortDevices> {
-        let number = chardevs::free_number()?;
-        let (umad_devt, issm_devt) = self.numbers.devts(number).ok_or(ENOSPC)?;
-        let port = Arc::pin_init(
-            pin_init!(UmadPort {
-                number,
-                umad_devt,
-                issm_devt,
-                port_num,
-                ib <- new_mutex!(Some(ib.clone())),
-                files <- new_mutex!(KVec::new()),
-                sm_held <- new_mutex!(false),
-                sm_free <- new_condvar!(),
-            }),
-            GFP_KERNEL,
-        )?;
-        let mut devs = PortDevices {
-            port: port.clone(),
-            umad: None,
-            issm: None,
-        };
-        chardevs::insert(port.clone())?;
-        let name = CString::try_from_fmt(fmt!("umad{number}"))?;
-        let mut groups = AttributeGroups::builder();
-        groups.group(None, ATTRS)?;
-        // SAFETY: The class outlives every device: devices are removed when the client
-        // unregisters, before the class goes (field order of the module). The numbers are in
-        // `numbers`, which outlives the class.
-        devs.umad = Some(unsafe {
-            ClassDevice::new_chardev(
-                &self.class,
-                ib.parent(),
-                &name,
-                groups.build()?,
-                port.clone(),
-                umad_devt,
-                chrdev::file_operations::<UmadFile>(),
-            )?
-        });
-        if smi {
-            let name = CString::try_from_fmt(fmt!("issm{number}"))?;
-            let mut groups = AttributeGroups::builder();
-            groups.group(None, ATTRS)?;
-            // SAFETY: As for `umadN`.
-            devs.issm = Some(unsafe {
-                ClassDevice::new_chardev(
-                    &self.class,
-                    ib.parent(),
-                    &name,
-                    groups.build()?,
-                    port,
-                    issm_devt,
-                    chrdev::file_operations::<IssmFile>(),
-                )?
-            });
-        }
-        Ok(devs)
-    }
-}
-
-impl Client for Umad {
-    type Data = KVec<PortDevices>;
-    const CHARDEV_NAME: Option<&'static CStr> = Some(c"umad");
-
-    /// C's `ib_umad_add_one`: every port with MAD services gets its devices; a device with none
-    /// is skipped (`EOPNOTSUPP`).
-    fn add(&self, ib: &Arc<IbDevice>) -> Result<Self::Data> {
-        let mut ports = KVec::new();
-        for p in 1..=ib.port_count() {
-            let Some(imm) = ib.port_immutable(p) else {
-                continue;
-            };
-            if imm.core_cap_flags & CORE_CAP_IB_MAD == 0 {
-                continue;
-            }
-            let smi = imm.core_cap_flags & CORE_CAP_IB_SMI != 0;
-            let devs = self.add_port(ib, p, smi)?;
-            ports.push(devs, GFP_KERNEL)?;
-        }
-        if ports.is_empty() {
-            return Err(EOPNOTSUPP);
-        }
-        Ok(ports)
-    }
-
-    /// C's `ib_umad_remove_one`: the ports' devices go, last port first.
-    fn remove(&self, _ib: &IbDevice, mut data: Self::Data) {
-        while let Some(p) = data.pop() {
-            drop(p);
-        }
-    }
-
-    /// C's `ib_umad_get_nl_info`: the `umadN` of a valid port.
-    fn chardev_info(
-        &self,
-        ib: &IbDevice,
-        data: &Self::Data,
-        port: Option<u32>,
-    ) -> Result<ChardevInfo> {
-        let port = port.filter(|p| ib.is_valid_port(*p)).ok_or(EINVAL)?;
-        let p = data
-            .iter()
-            .find(|d| d.port.port_num == port)
-            .ok_or(EOPNOTSUPP)?;
-        Ok(ChardevInfo {
-            devt: p.port.umad_devt,
-            abi: ABI,
-            name: CString::try_from_fmt(fmt!("umad{}", p.port.number))?,
-            driver_id: None,
-        })
-    }
+/// Frees the table's memory at unload (every port has left it already).
+pub(crate) fn clear() {
+    TABLE.lock().ports = KVec::new();
 }

@@ -3,7 +3,7 @@
 //! What `ib_umad` owns while it is loaded: the client registrations, which hold the device
 //! numbers and the `infiniband_mad` class (C's `ib_umad_init` and `ib_umad_cleanup`).
 
-use crate::{chardevs, port::Umad};
+use crate::{client::Umad, port};
 use ib_core::registry::ClientRegistration;
 use kernel::prelude::*;
 
@@ -22,14 +22,14 @@ struct TableMemory;
 
 impl Drop for TableMemory {
     fn drop(&mut self) {
-        chardevs::clear();
+        port::clear();
     }
 }
 
 impl kernel::InPlaceModule for IbUmad {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
         // SAFETY: Called once, at load, before the client registers.
-        unsafe { chardevs::init() };
+        unsafe { port::init() };
         try_pin_init!(Self {
             client <- ClientRegistration::new(Umad::new()?),
             _table: TableMemory,
