@@ -11,14 +11,14 @@
 use crate::{
     bundle::Bundle,
     event_file::{EventCounts, EventFile},
-    ioctl::IoctlBundle,
-    uapi::OBJECT_CQ,
+    ids::OBJECT_CQ,
+    ioctl_bundle::IoctlBundle,
+    objects::UCq,
     ufile::Context,
     uobjects::UObject,
 };
 use ib_core::le::{u32_at, u64_at};
 use ib_core::{
-    ucontext::UserCq,
     udata::Udata,
     verbs_types::{
         CompletionHandler, UserCqInit, USER_CQ_IGNORE_OVERRUN, USER_CQ_TIMESTAMP_COMPLETION,
@@ -47,37 +47,6 @@ pub(crate) mod create_attr {
 pub(crate) mod destroy_attr {
     pub(crate) const HANDLE: u16 = 0;
     pub(crate) const RESP: u16 = 1;
-}
-
-/// A CQ of a file (C's `ib_ucq_object`).
-pub(crate) struct UCq {
-    /// Destroyed first (in `Drop`), then its unread events are dropped.
-    cq: Option<UserCq>,
-    counts: Arc<EventCounts>,
-    channel: Option<Arc<EventFile>>,
-    async_file: Option<Arc<EventFile>>,
-}
-
-impl UCq {
-    /// The CQ (`EINVAL` while it is being destroyed).
-    pub(crate) fn cq(&self) -> Result<&UserCq> {
-        self.cq.as_ref().ok_or(EINVAL)
-    }
-
-    /// QPs using it (it cannot be destroyed while there are any).
-    pub(crate) fn users(&self) -> u32 {
-        self.cq.as_ref().map_or(0, |c| c.users())
-    }
-}
-
-impl Drop for UCq {
-    /// C's `uverbs_free_cq`: the CQ goes, then its events not read yet.
-    fn drop(&mut self) {
-        drop(self.cq.take());
-        for f in [&self.channel, &self.async_file].into_iter().flatten() {
-            f.forget(&self.counts);
-        }
-    }
 }
 
 /// What a CQ is made of, from either interface.

@@ -5,12 +5,11 @@
 //! `ib_check_mr_access`, the PD looked up, the memory pinned and registered by the driver; the
 //! MR's handle and keys answer.
 
-use crate::{bundle::Bundle, ioctl::IoctlBundle, uapi::OBJECT_MR, uobjects::UObject};
-use ib_core::le::{u32_at, u64_at};
-use ib_core::{
-    ucontext::UserMr,
-    verbs_types::{Access, AccessFlags, UserMrInit},
+use crate::{
+    bundle::Bundle, ids::OBJECT_MR, ioctl_bundle::IoctlBundle, objects::UMr, uobjects::UObject,
 };
+use ib_core::le::{u32_at, u64_at};
+use ib_core::verbs_types::{Access, AccessFlags, UserMrInit};
 use kernel::prelude::*;
 
 /// `IB_ACCESS_*` bits of a user request (`enum ib_access_flags`).
@@ -63,20 +62,6 @@ fn rights(flags: u32) -> (AccessFlags, bool) {
         & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC | access::MW_BIND)
         != 0;
     (a, writable)
-}
-
-/// An MR of a file (C's `ib_umr` uobject): the MR and what it was registered with, which a
-/// re-registration keeps what it does not change of.
-pub(crate) struct UMr {
-    /// The MR (dropping it deregisters it).
-    mr: UserMr,
-    /// The handle of its PD in the file.
-    pd: u32,
-    start: u64,
-    length: u64,
-    iova: u64,
-    /// Its `IB_ACCESS_*` bits as user space gave them.
-    access: u32,
 }
 
 /// Registers `start..start + length` at `iova` in PD `pd` of the file with access bits `flags`
@@ -206,7 +191,7 @@ pub(crate) fn dereg_mr(b: &mut Bundle<'_>) -> Result {
 
 /// The MR object's DESTROY method: the handle was checked with the attributes.
 pub(crate) fn destroy_mr(b: &mut IoctlBundle<'_>) -> Result {
-    let handle = b.idr_handle(crate::uapi::mr_destroy::HANDLE)?;
+    let handle = b.idr_handle(crate::ids::mr_destroy::HANDLE)?;
     b.ufile
         .with_objects(|o| o.remove(handle, OBJECT_MR).map(drop))
 }

@@ -4,7 +4,7 @@
 //! DESTROY method): a PD per request, under a new handle, with the driver's answer (mlx5: the
 //! PD number) in the driver data.
 
-use crate::{bundle::Bundle, ioctl::IoctlBundle, uapi::OBJECT_PD, uobjects::UObject};
+use crate::{bundle::Bundle, ids::OBJECT_PD, ioctl_bundle::IoctlBundle, uobjects::UObject};
 use kernel::prelude::*;
 
 /// ALLOC_PD: the PD's handle answers (`struct ib_uverbs_alloc_pd_resp`). If the answer cannot
@@ -35,7 +35,7 @@ pub(crate) fn dealloc_pd(b: &mut Bundle<'_>) -> Result {
 
 /// The PD object's DESTROY method: the handle was checked with the attributes.
 pub(crate) fn destroy_pd(b: &mut IoctlBundle<'_>) -> Result {
-    let handle = b.idr_handle(crate::uapi::pd_destroy::HANDLE)?;
+    let handle = b.idr_handle(crate::ids::pd_destroy::HANDLE)?;
     b.ufile
         .with_objects(|o| o.remove(handle, OBJECT_PD).map(drop))
 }

@@ -14,8 +14,9 @@
 use crate::{
     bundle::Bundle,
     event_file::{EventCounts, EventFile},
-    ioctl::IoctlBundle,
-    uapi::OBJECT_QP,
+    ids::OBJECT_QP,
+    ioctl_bundle::IoctlBundle,
+    objects::UQp,
     ufile::{Context, Ufile},
     uobjects::UObject,
 };
@@ -75,24 +76,6 @@ mod create_flag {
     pub(super) const CVLAN_STRIPPING: u32 = 1 << 9;
     pub(super) const PCI_WRITE_END_PADDING: u32 = 1 << 11;
     pub(super) const SQ_SIG_ALL: u32 = 1 << 12;
-}
-
-/// A QP of a file (C's `ib_uqp_object`).
-pub(crate) struct UQp {
-    /// Destroyed first (in `Drop`), then its unread events are dropped.
-    qp: Option<UserQp>,
-    counts: Arc<EventCounts>,
-    async_file: Option<Arc<EventFile>>,
-    sq_sig_all: bool,
-}
-
-impl Drop for UQp {
-    fn drop(&mut self) {
-        drop(self.qp.take());
-        if let Some(f) = &self.async_file {
-            f.forget(&self.counts);
-        }
-    }
 }
 
 impl UQp {

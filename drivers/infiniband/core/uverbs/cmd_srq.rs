@@ -13,14 +13,14 @@
 use crate::{
     bundle::Bundle,
     event_file::{EventCounts, EventFile},
-    ioctl::IoctlBundle,
-    uapi::OBJECT_SRQ,
+    ids::OBJECT_SRQ,
+    ioctl_bundle::IoctlBundle,
+    objects::USrq,
     ufile::{Context, Ufile},
     uobjects::UObject,
 };
 use ib_core::le::{u32_at, u64_at};
 use ib_core::{
-    ucontext::UserSrq,
     udata::Udata,
     verbs_types::{SrqAttr, SrqAttrField, SrqAttrMask},
 };
@@ -56,36 +56,6 @@ mod srqt {
     pub(super) const BASIC: u64 = 0;
     pub(super) const XRC: u64 = 1;
     pub(super) const TM: u64 = 2;
-}
-
-/// An SRQ of a file (C's `ib_usrq_object`).
-pub(crate) struct USrq {
-    /// Destroyed first (in `Drop`), then its unread events are dropped.
-    srq: Option<UserSrq>,
-    counts: Arc<EventCounts>,
-    async_file: Option<Arc<EventFile>>,
-}
-
-impl USrq {
-    /// The SRQ (`EINVAL` while it is being destroyed).
-    pub(crate) fn srq(&self) -> Result<&UserSrq> {
-        self.srq.as_ref().ok_or(EINVAL)
-    }
-
-    /// QPs receiving from it (it cannot be destroyed while there are any).
-    pub(crate) fn users(&self) -> u32 {
-        self.srq.as_ref().map_or(0, |s| s.users())
-    }
-}
-
-impl Drop for USrq {
-    /// C's `uverbs_free_srq`: the SRQ goes, then its events not read yet.
-    fn drop(&mut self) {
-        drop(self.srq.take());
-        if let Some(f) = &self.async_file {
-            f.forget(&self.counts);
-        }
-    }
 }
 
 /// Makes a basic SRQ in PD `pd` of context `c`: returns the object and its sizes as made.

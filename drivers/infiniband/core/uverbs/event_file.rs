@@ -11,7 +11,6 @@
 //! goes, readers get `IB_EVENT_DEVICE_FATAL` and then nothing more. A completion channel's queue
 //! is closed when its object is destroyed (its file's context goes): readers then get `EIO`.
 
-use crate::ufile::Ufile;
 use kernel::{
     anon_file::{self, AnonFileOps},
     fs::{file::FileDescriptorReservation, File},
@@ -203,6 +202,13 @@ impl Queue {
     }
 }
 
+/// The file a completion channel belongs to, as the channel sees it.
+pub(crate) trait ChannelOwner: Send + Sync {
+    /// The channel's own file was closed by user space: the channel leaves the owner's list
+    /// and is closed.
+    fn forget_channel(&self, ch: &Arc<EventFile>);
+}
+
 /// An event file's state.
 #[pin_data]
 pub(crate) struct EventFile {
@@ -216,7 +222,7 @@ pub(crate) struct EventFile {
     /// A completion channel's file, until the channel is destroyed: the channel leaves the
     /// file's list when its own file is closed first.
     #[pin]
-    owner: Mutex<Option<Arc<Ufile>>>,
+    owner: Mutex<Option<Arc<dyn ChannelOwner>>>,
 }
 
 impl EventFile {
@@ -248,7 +254,7 @@ impl EventFile {
     }
 
     /// Records the file a completion channel belongs to.
-    pub(crate) fn set_owner(&self, owner: Arc<Ufile>) {
+    pub(crate) fn set_owner(&self, owner: Arc<dyn ChannelOwner>) {
         *self.owner.lock() = Some(owner);
     }
 

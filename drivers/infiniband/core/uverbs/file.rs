@@ -6,7 +6,7 @@
 //! has gone). write() runs the legacy commands (`write_cmd.rs`), ioctl() the methods of the
 //! ioctl interface (`ioctl.rs`), which carries the legacy commands too (INVOKE_WRITE).
 
-use crate::{chardevs, ufile::Ufile};
+use crate::{device, ufile::Ufile};
 use kernel::{
     chrdev::{DevT, FileOperations},
     cred_current,
@@ -27,7 +27,7 @@ impl Drop for UverbsFile {
     /// list.
     fn drop(&mut self) {
         self.ufile.destroy_context(false);
-        self.ufile.device().remove_file(&self.ufile);
+        self.ufile.device().remove_file(&*self.ufile);
     }
 }
 
@@ -37,7 +37,7 @@ impl FileOperations for UverbsFile {
 
     /// C's `ib_uverbs_open`.
     fn open(devt: DevT, _file: &File) -> Result<KBox<Self>> {
-        let dev = chardevs::find(devt).ok_or(ENXIO)?;
+        let dev = device::find(devt).ok_or(ENXIO)?;
         dev.ib_device().ok_or(EIO)?;
         let ufile = Ufile::new(dev.clone())?;
         let this = KBox::new(

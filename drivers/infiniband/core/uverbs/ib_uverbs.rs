@@ -9,8 +9,11 @@
 // The device numbers and the class; one device per RDMA device; the files user space opens,
 // their state and their event files (async events, completion channels).
 mod chardevs;
+mod client;
 mod device;
 mod event_file;
+mod ids;
+mod objects;
 mod ufile;
 mod uobjects;
 
@@ -25,6 +28,7 @@ mod cmd_pd;
 mod cmd_qp;
 mod cmd_srq;
 mod ioctl;
+mod ioctl_bundle;
 mod ioctl_device;
 mod uapi;
 mod write_cmd;

@@ -8,8 +8,8 @@
 use crate::{
     bundle::Bundle,
     cmd_device,
-    ioctl::IoctlBundle,
-    uapi::{get_context as gc, invoke_write as iw, query_gid_entry as qg, query_port as qp},
+    ids::{get_context as gc, invoke_write as iw, query_gid_entry as qg, query_port as qp},
+    ioctl_bundle::IoctlBundle,
     write_cmd,
 };
 use core::cell::Cell;

@@ -7,35 +7,23 @@
 //! written yet.
 
 use crate::{
-    cmd_cq::create_attr as cq, cmd_qp::create_attr as qp, cmd_srq::create_attr as srq,
-    ioctl::IoctlBundle, ioctl_device, ufile::Ufile,
+    cmd_cq::create_attr as cq,
+    cmd_qp::create_attr as qp,
+    cmd_srq::create_attr as srq,
+    ids::{
+        async_event_alloc, get_context, invoke_write, mr_destroy, pd_destroy, query_gid_entry,
+        query_port, OBJECT_ASYNC_EVENT, OBJECT_COMP_CHANNEL, OBJECT_CQ, OBJECT_DEVICE, OBJECT_MR,
+        OBJECT_PD, OBJECT_QP, OBJECT_RWQ_IND_TBL, OBJECT_SRQ, OBJECT_XRCD,
+    },
+    ioctl_bundle::IoctlBundle,
+    ioctl_device,
+    ufile::Ufile,
 };
 pub(crate) use ib_core::uverbs_spec::{
     attr, min_in, min_out, struct_in, struct_out, type_in, type_out, AttrSpec, DriverMethod, Kind,
     ATTR_UHW_IN, ATTR_UHW_OUT, CONST_IN, FLAGS_IN, UHW_IN, UHW_OUT,
 };
 use kernel::prelude::*;
-
-/// `UVERBS_OBJECT_DEVICE`.
-pub(crate) const OBJECT_DEVICE: u16 = 0;
-/// `UVERBS_OBJECT_PD`.
-pub(crate) const OBJECT_PD: u16 = 1;
-/// `UVERBS_OBJECT_CQ`.
-pub(crate) const OBJECT_CQ: u16 = 3;
-/// `UVERBS_OBJECT_COMP_CHANNEL`.
-pub(crate) const OBJECT_COMP_CHANNEL: u16 = 2;
-/// `UVERBS_OBJECT_QP`.
-pub(crate) const OBJECT_QP: u16 = 4;
-/// `UVERBS_OBJECT_SRQ`.
-pub(crate) const OBJECT_SRQ: u16 = 5;
-/// `UVERBS_OBJECT_XRCD`.
-pub(crate) const OBJECT_XRCD: u16 = 10;
-/// `UVERBS_OBJECT_RWQ_IND_TBL`.
-pub(crate) const OBJECT_RWQ_IND_TBL: u16 = 11;
-/// `UVERBS_OBJECT_MR`.
-pub(crate) const OBJECT_MR: u16 = 7;
-/// `UVERBS_OBJECT_ASYNC_EVENT`.
-pub(crate) const OBJECT_ASYNC_EVENT: u16 = 16;
 
 /// An ioctl method handler.
 pub(crate) type IoctlHandler = fn(&mut IoctlBundle<'_>) -> Result;
@@ -46,58 +34,12 @@ pub(crate) struct MethodSpec {
     pub(crate) object: u16,
     /// Its id in the object.
     pub(crate) method: u16,
-    /// Its attributes (at most [`MAX_ATTRS`]).
+    /// Its attributes (at most `ioctl_bundle::MAX_ATTRS`).
     pub(crate) attrs: &'static [AttrSpec],
     /// The driver's request and response come as `UHW_IN`/`UHW_OUT`.
     pub(crate) has_udata: bool,
     /// What it does.
     pub(crate) handler: IoctlHandler,
-}
-
-/// The most attributes a method here has.
-pub(crate) const MAX_ATTRS: usize = 20;
-
-/// `UVERBS_METHOD_INVOKE_WRITE`'s attributes.
-pub(crate) mod invoke_write {
-    pub(crate) const CORE_IN: u16 = 0;
-    pub(crate) const CORE_OUT: u16 = 1;
-    pub(crate) const WRITE_CMD: u16 = 2;
-}
-
-/// `UVERBS_METHOD_GET_CONTEXT`'s attributes.
-pub(crate) mod get_context {
-    pub(crate) const NUM_COMP_VECTORS: u16 = 0;
-    pub(crate) const CORE_SUPPORT: u16 = 1;
-    pub(crate) const FD_ARR: u16 = 2;
-}
-
-/// `UVERBS_METHOD_QUERY_PORT`'s attributes.
-pub(crate) mod query_port {
-    pub(crate) const PORT_NUM: u16 = 0;
-    pub(crate) const RESP: u16 = 1;
-}
-
-/// `UVERBS_METHOD_QUERY_GID_ENTRY`'s attributes.
-pub(crate) mod query_gid_entry {
-    pub(crate) const PORT: u16 = 0;
-    pub(crate) const GID_INDEX: u16 = 1;
-    pub(crate) const FLAGS: u16 = 2;
-    pub(crate) const RESP_ENTRY: u16 = 3;
-}
-
-/// `UVERBS_METHOD_ASYNC_EVENT_ALLOC`'s attribute.
-pub(crate) mod async_event_alloc {
-    pub(crate) const FD_HANDLE: u16 = 0;
-}
-
-/// `UVERBS_METHOD_PD_DESTROY`'s attribute.
-pub(crate) mod pd_destroy {
-    pub(crate) const HANDLE: u16 = 0;
-}
-
-/// `UVERBS_METHOD_MR_DESTROY`'s attribute.
-pub(crate) mod mr_destroy {
-    pub(crate) const HANDLE: u16 = 0;
 }
 
 /// The methods written so far.

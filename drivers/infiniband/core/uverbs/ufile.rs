@@ -11,7 +11,11 @@
 //! be waiting for the mmap lock, pinning user memory); it uses the context through its own
 //! reference, and disassociation waits for the mappings under way before taking pages back.
 
-use crate::{device::UverbsDevice, event_file::EventFile, uobjects::UObjects};
+use crate::{
+    device::{DeviceFile, UverbsDevice},
+    event_file::{ChannelOwner, EventFile},
+    uobjects::UObjects,
+};
 use ib_core::ucontext::UContext;
 use kernel::{
     mm::virt::VmaNew,
@@ -247,10 +251,12 @@ impl Ufile {
         }
         r
     }
+}
 
+impl ChannelOwner for Ufile {
     /// A completion channel whose file user space closed leaves the list (C's
     /// `uverbs_uobject_fd_release`).
-    pub(crate) fn forget_channel(&self, ch: &Arc<EventFile>) {
+    fn forget_channel(&self, ch: &Arc<EventFile>) {
         let mut guard = self.context.lock();
         if let Some(c) = (*guard).as_mut() {
             if let Some(i) = c.channels.iter().position(|x| Arc::ptr_eq(x, ch)) {
@@ -259,6 +265,12 @@ impl Ufile {
         }
         drop(guard);
         ch.close();
+    }
+}
+
+impl DeviceFile for Ufile {
+    fn disassociate(&self) {
+        self.destroy_context(true);
     }
 }
 

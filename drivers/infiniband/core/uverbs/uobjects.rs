@@ -9,11 +9,8 @@
 //! succeeded.
 
 use crate::{
-    cmd_cq::UCq,
-    cmd_mr::UMr,
-    cmd_qp::UQp,
-    cmd_srq::USrq,
-    uapi::{OBJECT_CQ, OBJECT_MR, OBJECT_PD, OBJECT_QP, OBJECT_SRQ},
+    ids::{OBJECT_CQ, OBJECT_MR, OBJECT_PD, OBJECT_QP, OBJECT_SRQ},
+    objects::{UCq, UMr, UQp, USrq},
 };
 use ib_core::{ucontext::UserPd, uverbs_spec::DriverUObject};
 use kernel::prelude::*;

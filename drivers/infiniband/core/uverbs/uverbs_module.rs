@@ -3,7 +3,7 @@
 //! What `ib_uverbs` owns while it is loaded: the client registration, which holds the device
 //! numbers and the `infiniband_verbs` class (C's `ib_uverbs_init` and `ib_uverbs_cleanup`).
 
-use crate::{chardevs, device::Uverbs};
+use crate::{client::Uverbs, device};
 use ib_core::registry::ClientRegistration;
 use kernel::prelude::*;
 
@@ -22,14 +22,14 @@ struct TableMemory;
 
 impl Drop for TableMemory {
     fn drop(&mut self) {
-        chardevs::clear();
+        device::clear();
     }
 }
 
 impl kernel::InPlaceModule for IbUverbs {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
         // SAFETY: Called once, at load, before the client registers.
-        unsafe { chardevs::init() };
+        unsafe { device::init() };
         try_pin_init!(Self {
             client <- ClientRegistration::new(Uverbs::new()?),
             _table: TableMemory,

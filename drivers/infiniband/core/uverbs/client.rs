@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The ib_core client (C's `uverbs_client`): one `uverbsN` per RDMA device whose driver serves
+//! user verbs, its character device (opening as `file` says) and sysfs files (`ibdev`,
+//! `abi_version`, `dev`), below the device's parent as in C
+//! (`/sys/class/infiniband/<dev>/device/infiniband_verbs/uverbsN`).
+
+use crate::{
+    chardevs::Numbers,
+    device::{self, UverbsDevice},
+    file::UverbsFile,
+};
+use ib_core::{
+    ib_device::IbDevice,
+    registry::{ChardevInfo, Client},
+};
+use kernel::{
+    chrdev,
+    class::{self, DevNode, StringFile},
+    class_device::ClassDevice,
+    prelude::*,
+    str::{BStr, CString},
+    sync::Arc,
+    sysfs_attrs::{Attribute, AttributeGroups, ShowBuffer},
+};
+
+/// `ibdev`: the RDMA device's current name (it follows renames); `ENODEV` once it is gone.
+fn show_ibdev(d: &Arc<UverbsDevice>, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    let ib = d.ib_device().ok_or(ENODEV)?;
+    let name = ib.name();
+    buf.emit(fmt!("{}\n", BStr::from_bytes(&name)))
+}
+
+/// `abi_version`: the driver's user-verbs ABI; `ENODEV` once the RDMA device is gone.
+fn show_abi_version(d: &Arc<UverbsDevice>, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    d.ib_device().ok_or(ENODEV)?;
+    buf.emit(fmt!("{}\n", d.abi().version))
+}
+
+const ATTRS: &[Attribute<Arc<UverbsDevice>>] = &[
+    Attribute::ro(c"ibdev", show_ibdev),
+    Attribute::ro(c"abi_version", show_abi_version),
+];
+
+/// What the client keeps per RDMA device.
+pub(crate) struct PerDevice {
+    dev: Arc<UverbsDevice>,
+    /// `None` only while `add` builds it (so that a failure there unwinds through `drop`).
+    node: Option<Arc<ClassDevice<Arc<UverbsDevice>>>>,
+}
+
+impl Drop for PerDevice {
+    /// C's `ib_uverbs_remove_one`: the node and the sysfs files go (no new open), the files
+    /// still open lose the device, then the number is free.
+    fn drop(&mut self) {
+        drop(self.node.take());
+        self.dev.disassociate();
+        device::remove(self.dev.devnum());
+    }
+}
+
+/// The ib_core client (C's `uverbs_client`), with what the devices need while it is
+/// registered. Fields drop in this order: the class file, the class, then the numbers.
+pub(crate) struct Uverbs {
+    _abi_file: StringFile,
+    class: Pin<KBox<class::Registration>>,
+    numbers: Numbers,
+}
+
+/// The ABI version of the uverbs interface (C's `IB_USER_VERBS_ABI_VERSION`), in
+/// `/sys/class/infiniband_verbs/abi_version`.
+const ABI_VERSION: &CStr = c"6";
+
+impl Uverbs {
+    /// Reserves the numbers and registers the class, in C's order.
+    pub(crate) fn new() -> Result<Self> {
+        let numbers = Numbers::reserve()?;
+        let class = KBox::pin_init(
+            class::Registration::new_with_devnode(
+                c"infiniband_verbs",
+                DevNode {
+                    dir: c"infiniband",
+                    mode: 0o666,
+                },
+            ),
+            GFP_KERNEL,
+        )?;
+        // SAFETY: The file is dropped before the class (field order).
+        let abi_file = unsafe { StringFile::new(&class, c"abi_version", ABI_VERSION)? };
+        Ok(Self {
+            _abi_file: abi_file,
+            class,
+            numbers,
+        })
+    }
+}
+
+impl Client for Uverbs {
+    type Data = PerDevice;
+    // User space reaches devices without kernel verbs too (C's `no_kverbs_req`).
+    const NEEDS_KVERBS: bool = false;
+    const CHARDEV_NAME: Option<&'static CStr> = Some(c"uverbs");
+
+    /// C's `ib_uverbs_add_one`: devices whose driver has no user verbs are skipped
+    /// (`EOPNOTSUPP`, as C without `alloc_ucontext`). ib_core adds and removes devices one at a
+    /// time, so the free number found stays free until the device is in the table.
+    fn add(&self, ib: &Arc<IbDevice>) -> Result<PerDevice> {
+        let abi = ib.uverbs_abi().ok_or(EOPNOTSUPP)?;
+        let devnum = device::free_devnum()?;
+        let devt = self.numbers.devt(devnum).ok_or(ENOMEM)?;
+        let dev = UverbsDevice::new(ib, abi, devnum, devt)?;
+        let mut per = PerDevice {
+            dev: dev.clone(),
+            node: None,
+        };
+        device::insert(dev.clone())?;
+        let name = CString::try_from_fmt(fmt!("uverbs{devnum}"))?;
+        let mut groups = AttributeGroups::builder();
+        groups.group(None, ATTRS)?;
+        // SAFETY: The class outlives every device: devices are removed when the client
+        // unregisters, before the class goes (field order of the module). `devt` is in
+        // `numbers`, which outlives the class.
+        let node = unsafe {
+            ClassDevice::new_chardev(
+                &self.class,
+                ib.parent(),
+                &name,
+                groups.build()?,
+                dev,
+                devt,
+                chrdev::file_operations::<UverbsFile>(),
+            )?
+        };
+        per.node = Some(node);
+        Ok(per)
+    }
+
+    fn remove(&self, _ib: &IbDevice, data: PerDevice) {
+        drop(data);
+    }
+
+    /// C's `ib_uverbs_get_nl_info`: only without a port.
+    fn chardev_info(
+        &self,
+        _ib: &IbDevice,
+        data: &PerDevice,
+        port: Option<u32>,
+    ) -> Result<ChardevInfo> {
+        if port.is_some() {
+            return Err(EINVAL);
+        }
+        Ok(ChardevInfo {
+            devt: data.dev.devt(),
+            abi: u64::from(data.dev.abi().version),
+            name: CString::try_from_fmt(fmt!("uverbs{}", data.dev.devnum()))?,
+            driver_id: Some(data.dev.abi().driver_id),
+        })
+    }
+}

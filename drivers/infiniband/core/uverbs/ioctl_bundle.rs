@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What an ioctl method's handler gets (C's `uverbs_attr_bundle`): the attributes user space
+//! sent, checked against the method's spec by `ioctl.rs`, read and written through
+//! [`IoctlBundle`] (constants, inputs, outputs flagged `UVERBS_ATTR_F_VALID_OUTPUT` when
+//! written, object handles, the driver's data and a new file descriptor).
+
+use crate::{
+    event_file::{EventFile, NewEventFd},
+    ufile::Ufile,
+    uobjects::UObject,
+};
+use ib_core::le::{u16_at, u64_at};
+use ib_core::{
+    udata::{user_bytes_zero, Udata},
+    uverbs_spec::{AttrSpec, Kind, MethodAttrs},
+};
+use kernel::{
+    prelude::*,
+    sync::Arc,
+    uaccess::{UserPtr, UserSlice},
+};
+
+/// `UVERBS_ATTR_F_MANDATORY`: user space needs the kernel to know this attribute.
+const F_MANDATORY: u16 = 1 << 0;
+/// `UVERBS_ATTR_F_VALID_OUTPUT`: the kernel wrote this output.
+pub(crate) const F_VALID_OUTPUT: u16 = 1 << 1;
+
+/// One attribute as user space sent it (`struct ib_uverbs_attr`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Attr {
+    /// Its position in the request's array.
+    idx: usize,
+    id: u16,
+    len: u16,
+    flags: u16,
+    attr_data: u16,
+    data: u64,
+}
+
+impl Attr {
+    fn parse(idx: usize, b: &[u8]) -> Self {
+        Self {
+            idx,
+            id: u16_at(b, 0),
+            len: u16_at(b, 2),
+            flags: u16_at(b, 4),
+            attr_data: u16_at(b, 6),
+            data: u64_at(b, 8),
+        }
+    }
+
+    /// Whether the data is the value itself rather than a pointer to it (8 bytes or fewer).
+    fn is_inline(&self) -> bool {
+        usize::from(self.len) <= 8
+    }
+}
+
+/// What a method's handler gets (C's `uverbs_attr_bundle`).
+pub(crate) struct IoctlBundle<'a> {
+    /// The file the request came on.
+    pub(crate) ufile: &'a Arc<Ufile>,
+    /// The attributes the method takes.
+    specs: &'static [AttrSpec],
+    /// User address of the request's attribute array.
+    user_attrs: usize,
+    /// The attributes given, by their position in the method's spec.
+    attrs: [Option<Attr>; MAX_ATTRS],
+    /// The driver's data (`UHW_IN`/`UHW_OUT`).
+    pub(crate) driver: Udata,
+    /// The new file descriptor of an `FdNew` attribute, installed by the handler on success.
+    pub(crate) new_fd: Option<NewEventFd>,
+    /// The handle an `IdrNew` attribute reserved, given up unless the method succeeds.
+    new_handle: Option<u32>,
+    /// The event files `FdRead` attributes named, by their position in the method's spec.
+    files: [Option<Arc<EventFile>>; MAX_ATTRS],
+}
+
+/// The most attributes a method here has.
+pub(crate) const MAX_ATTRS: usize = 20;
+/// `sizeof(struct ib_uverbs_attr)`: the header is followed by `num_attrs` of them.
+pub(crate) const ATTR_SIZE: usize = 16;
+
+impl<'a> IoctlBundle<'a> {
+    /// A request on `ufile` for a method taking `specs`, whose attribute array is at user
+    /// address `user_attrs`; nothing given yet.
+    pub(crate) fn new(
+        ufile: &'a Arc<Ufile>,
+        specs: &'static [AttrSpec],
+        user_attrs: usize,
+    ) -> Self {
+        Self {
+            ufile,
+            specs,
+            user_attrs,
+            attrs: [None; MAX_ATTRS],
+            driver: Udata::empty(),
+            new_fd: None,
+            new_handle: None,
+            files: [const { None }; MAX_ATTRS],
+        }
+    }
+}
+
+impl IoctlBundle<'_> {
+    /// Takes the attributes user space sent (`raw`, [`ATTR_SIZE`] bytes each), in its order,
+    /// checked against the method's specs: an unknown one is ignored unless it is mandatory
+    /// (`EPROTONOSUPPORT`), a repeated one is `EINVAL`, each is processed as its kind says; a
+    /// mandatory attribute not given is `EINVAL`.
+    pub(crate) fn take_attrs(&mut self, raw: &[u8]) -> Result {
+        let specs = self.specs;
+        if specs.len() > MAX_ATTRS {
+            // A driver's method with more attributes than a bundle holds cannot be run.
+            return Err(EINVAL);
+        }
+        for (idx, chunk) in raw.chunks_exact(ATTR_SIZE).enumerate() {
+            let a = Attr::parse(idx, chunk);
+            let Some(pos) = specs.iter().position(|s| s.id == a.id) else {
+                if a.flags & F_MANDATORY != 0 {
+                    return Err(EPROTONOSUPPORT);
+                }
+                continue;
+            };
+            if self.attrs[pos].is_some() {
+                return Err(EINVAL);
+            }
+            self.process(&a, specs[pos].kind)?;
+            self.attrs[pos] = Some(a);
+        }
+        if specs
+            .iter()
+            .zip(self.attrs.iter())
+            .any(|(spec, given)| spec.mandatory && given.is_none())
+        {
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+
+    /// Frees the handle an `IdrNew` attribute reserved, unless the method put its object
+    /// there.
+    pub(crate) fn release_reserved(&mut self) {
+        if let Some(h) = self.new_handle.take() {
+            let _ = self.ufile.with_objects(|o| {
+                o.abort(h);
+                Ok(())
+            });
+        }
+    }
+
+    fn attr(&self, id: u16) -> Option<&Attr> {
+        let pos = self.specs.iter().position(|a| a.id == id)?;
+        self.attrs[pos].as_ref()
+    }
+
+    /// Whether user space gave attribute `id`.
+    pub(crate) fn is_present(&self, id: u16) -> bool {
+        self.attr(id).is_some()
+    }
+
+    /// The constant `id` (C's `uverbs_get_const`): `ENOENT` when absent, `EINVAL` above `max`
+    /// (the C type's range).
+    pub(crate) fn get_const(&self, id: u16, max: u64) -> Result<u64> {
+        let a = self.attr(id).ok_or(ENOENT)?;
+        if a.data > max {
+            return Err(EINVAL);
+        }
+        Ok(a.data)
+    }
+
+    /// Input `id` into `to` (C's `uverbs_copy_from_or_zero`): as much as it holds (inline or
+    /// from user memory), the rest of `to` zero; all zero when absent.
+    pub(crate) fn copy_from_or_zero(&self, id: u16, to: &mut [u8]) -> Result {
+        to.fill(0);
+        let Some(a) = self.attr(id) else {
+            return Ok(());
+        };
+        let n = usize::from(a.len).min(to.len());
+        if a.is_inline() {
+            to[..n].copy_from_slice(&a.data.to_le_bytes()[..n]);
+            return Ok(());
+        }
+        UserSlice::new(UserPtr::from_addr(a.data as usize), n)
+            .reader()
+            .read_slice(&mut to[..n])
+    }
+
+    /// Input `id` of 4 bytes (C's `uverbs_copy_from` of a `u32`, inline): `ENOENT` when absent.
+    pub(crate) fn get_u32(&self, id: u16) -> Result<u32> {
+        Ok(self.attr(id).ok_or(ENOENT)?.data as u32)
+    }
+
+    /// Input `id` of 8 bytes (C's `uverbs_copy_from` of a `u64`, inline): `ENOENT` when absent.
+    pub(crate) fn get_u64(&self, id: u16) -> Result<u64> {
+        Ok(self.attr(id).ok_or(ENOENT)?.data)
+    }
+
+    /// The 32-bit flags `id` (C's `uverbs_get_flags32`): 0 when absent; `EINVAL` for a length
+    /// other than 4 or 8, or a bit outside `allowed`.
+    pub(crate) fn get_flags32(&self, id: u16, allowed: u32) -> Result<u32> {
+        let Some(a) = self.attr(id) else {
+            return Ok(0);
+        };
+        let flags = match a.len {
+            8 => a.data,
+            4 => a.data & 0xffff_ffff,
+            _ => return Err(EINVAL),
+        };
+        if flags & !u64::from(allowed) != 0 {
+            return Err(EINVAL);
+        }
+        Ok(flags as u32)
+    }
+
+    /// The user address of attribute `idx`'s field at `offset` (4: flags, 8: data).
+    fn field_addr(&self, idx: usize, offset: usize) -> usize {
+        // User input: wraps as C's pointer arithmetic does (the access then fails).
+        self.user_attrs
+            .wrapping_add(idx.wrapping_mul(ATTR_SIZE))
+            .wrapping_add(offset)
+    }
+
+    /// Flags output attribute `a` as written (C's `uverbs_set_output`).
+    fn set_output(&self, a: &Attr) -> Result {
+        let flags = (a.flags | F_VALID_OUTPUT).to_le_bytes();
+        UserSlice::new(UserPtr::from_addr(self.field_addr(a.idx, 4)), 2)
+            .writer()
+            .write_slice(&flags)
+    }
+
+    /// Writes `from` to output `id` (C's `uverbs_copy_to`): as much as it holds; `ENOENT` when
+    /// absent (callers ignore that for optional outputs).
+    pub(crate) fn copy_to(&self, id: u16, from: &[u8]) -> Result {
+        let a = *self.attr(id).ok_or(ENOENT)?;
+        let n = from.len().min(usize::from(a.len));
+        UserSlice::new(UserPtr::from_addr(a.data as usize), n)
+            .writer()
+            .write_slice(&from[..n])?;
+        self.set_output(&a)
+    }
+
+    /// Writes `from` to output `id` and zeroes the rest of a longer buffer (C's
+    /// `uverbs_copy_to_struct_or_zero`).
+    pub(crate) fn copy_to_struct_or_zero(&self, id: u16, from: &[u8]) -> Result {
+        let a = *self.attr(id).ok_or(ENOENT)?;
+        // `Udata::respond` writes what fits and zeroes the rest, as C's pair of calls does.
+        Udata::new(0, 0, a.data as usize, usize::from(a.len)).respond(from)?;
+        self.set_output(&a)
+    }
+
+    /// The user-space buffers of input `in_id` and output `out_id` as a [`Udata`] (C's
+    /// `uverbs_fill_udata`): an inline input is read where it lies, in the request's array.
+    pub(crate) fn udata(&self, in_id: u16, out_id: u16) -> Udata {
+        let (inbuf, inlen) = match self.attr(in_id) {
+            Some(a) if a.is_inline() => (self.field_addr(a.idx, 8), usize::from(a.len)),
+            Some(a) => (a.data as usize, usize::from(a.len)),
+            None => (0, 0),
+        };
+        let (outbuf, outlen) = match self.attr(out_id) {
+            Some(a) => (a.data as usize, usize::from(a.len)),
+            None => (0, 0),
+        };
+        Udata::new(inbuf, inlen, outbuf, outlen)
+    }
+
+    /// Flags output `id` as written, if given (what C does for a write command's response
+    /// through `INVOKE_WRITE`).
+    pub(crate) fn mark_output(&self, id: u16) -> Result {
+        match self.attr(id) {
+            Some(a) => {
+                let a = *a;
+                self.set_output(&a)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// C's `uverbs_process_attr` for attribute `a` of spec `kind`.
+    fn process(&mut self, a: &Attr, kind: Kind) -> Result {
+        let (min, max, zero_trailing) = match kind {
+            Kind::PtrIn {
+                min,
+                max,
+                zero_trailing,
+            } => {
+                if a.len > max && zero_trailing && !self.cleared_after(a, max) {
+                    return Err(EOPNOTSUPP);
+                }
+                (min, max, zero_trailing)
+            }
+            Kind::PtrOut {
+                min,
+                max,
+                zero_trailing,
+            } => (min, max, zero_trailing),
+            Kind::FdNew => return self.new_fd(a),
+            Kind::IdrNew { .. } => return self.idr_new(a),
+            Kind::FdRead { object } => return self.fd_read(a, object),
+            Kind::RawFd => {
+                if a.attr_data != 0 || a.len != 0 || i32::try_from(a.data as i64).is_err() {
+                    return Err(EINVAL);
+                }
+                return Ok(());
+            }
+            Kind::IdrDestroy { object } => return self.idr_destroy(a, object),
+            // Checked as a destroyed one is (C's lookup is the same but for the lock taken).
+            Kind::IdrRead { object } => return self.idr_destroy(a, object),
+        };
+        if a.len < min || (!zero_trailing && a.len > max) {
+            return Err(EINVAL);
+        }
+        if a.attr_data != 0 {
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+
+    /// The object attribute `a` names, to be destroyed: it must exist (`ENOENT`) and be of
+    /// type `object` (`EINVAL`; C's `rdma_lookup_get_uobject`).
+    fn idr_destroy(&mut self, a: &Attr, object: u16) -> Result {
+        if a.attr_data != 0 || a.len != 0 {
+            return Err(EINVAL);
+        }
+        // C takes the handle as a signed 64-bit id and refuses negative ones.
+        if (a.data as i64) < 0 {
+            return Err(EINVAL);
+        }
+        self.ufile.with_objects(|o| o.check(a.data, object))
+    }
+
+    /// The event file attribute `a` names by its fd (C's `lookup_get_fd_uobject`): an fd that
+    /// is not an `int` is `EINVAL`; one that is not open, or not a file of type `object` of
+    /// this file's context, `EBADF`; then `EIO` once the device has gone.
+    fn fd_read(&mut self, a: &Attr, object: u16) -> Result {
+        if a.attr_data != 0 || a.len != 0 {
+            return Err(EINVAL);
+        }
+        let fd = i32::try_from(a.data as i64).map_err(|_| EINVAL)?;
+        let file = crate::event_file::fget(fd)?;
+        let channel = object == crate::ids::OBJECT_COMP_CHANNEL;
+        let found = self.ufile.with_context_any(|c| match c {
+            Some(c) => c.event_file(&file, channel),
+            None => None,
+        })?;
+        let ev = found.ok_or(EBADF)?;
+        let pos = self.specs.iter().position(|s| s.id == a.id).ok_or(EINVAL)?;
+        if let Some(slot) = self.files.get_mut(pos) {
+            *slot = Some(ev);
+        }
+        Ok(())
+    }
+
+    /// The event file attribute `id` named, if it was given.
+    pub(crate) fn event_file(&self, id: u16) -> Option<Arc<EventFile>> {
+        let pos = self.specs.iter().position(|a| a.id == id)?;
+        self.files.get(pos)?.clone()
+    }
+
+    /// Reserves the handle of a new object for attribute `a` and writes it back into the
+    /// attribute's data (C's `UVERBS_ACCESS_NEW`): needs the file's context (`EIO`, `EINVAL`).
+    fn idr_new(&mut self, a: &Attr) -> Result {
+        if a.attr_data != 0 || a.len != 0 {
+            return Err(EINVAL);
+        }
+        let handle = self.ufile.with_context(|c| c.objects.reserve())?;
+        self.new_handle = Some(handle);
+        let id = i64::from(handle).to_le_bytes();
+        UserSlice::new(UserPtr::from_addr(self.field_addr(a.idx, 8)), 8)
+            .writer()
+            .write_slice(&id)
+    }
+
+    /// Puts `obj` under the handle the method's `IdrNew` attribute reserved (C's
+    /// `uverbs_finalize_uobj_create`); `EINVAL` for a method without one (the object is
+    /// dropped).
+    pub(crate) fn commit_new(
+        &mut self,
+        objects: &mut crate::uobjects::UObjects,
+        obj: UObject,
+    ) -> Result<u32> {
+        let handle = self.new_handle.take().ok_or(EINVAL)?;
+        objects.commit(handle, obj)?;
+        Ok(handle)
+    }
+
+    /// The handle of object attribute `id` (checked with the attributes).
+    pub(crate) fn idr_handle(&self, id: u16) -> Result<u64> {
+        Ok(self.attr(id).ok_or(ENOENT)?.data)
+    }
+
+    /// A new async event file for attribute `a`: its number is written back into the
+    /// attribute's data; it is installed if the method succeeds. Needs the file's context
+    /// (`EIO`, `EINVAL`).
+    fn new_fd(&mut self, a: &Attr) -> Result {
+        if a.attr_data != 0 || a.len != 0 {
+            return Err(EINVAL);
+        }
+        self.ufile.with_ucontext(|_| Ok(()))?;
+        let new = NewEventFd::new(EventFile::new_async()?)?;
+        let fd = i64::from(new.fd()).to_le_bytes();
+        UserSlice::new(UserPtr::from_addr(self.field_addr(a.idx, 8)), 8)
+            .writer()
+            .write_slice(&fd)?;
+        self.new_fd = Some(new);
+        Ok(())
+    }
+
+    /// Whether the bytes of input `a` past `from` are zero (C's `uverbs_is_attr_cleared`); an
+    /// unreadable buffer counts as not zero.
+    fn cleared_after(&self, a: &Attr, from: u16) -> bool {
+        let (from, len) = (usize::from(from), usize::from(a.len));
+        if a.is_inline() {
+            let bytes = a.data.to_le_bytes();
+            return bytes[from.min(8)..len.min(8)].iter().all(|b| *b == 0);
+        }
+        user_bytes_zero((a.data as usize).wrapping_add(from), len - from).unwrap_or(false)
+    }
+}
+
+impl MethodAttrs for IoctlBundle<'_> {
+    fn get_const(&self, id: u16, max: u64) -> Result<u64> {
+        IoctlBundle::get_const(self, id, max)
+    }
+
+    fn copy_to(&self, id: u16, from: &[u8]) -> Result {
+        IoctlBundle::copy_to(self, id, from)
+    }
+}
