@@ -58,7 +58,7 @@ export DEBIAN_FRONTEND := noninteractive
 RUST_SOURCES = $(shell find drivers rust samples -name '*.rs' 2>/dev/null)
 RUSTFMT_KERNEL = rustfmt --edition 2021 --config-path $(KTREE)/.rustfmt.toml
 
-.PHONY: kasan kasan-run bench help setup qemu kernel build-parts modules intree series verbs-twin cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check \
+.PHONY: kasan kasan-run bench help setup qemu kernel build-parts modules intree series verbs-twin cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check layers \
 	record-c-bringup
 
 help:
@@ -246,6 +246,15 @@ fmt: setup
 fmt-check: setup
 	$(RUSTFMT_KERNEL) --check $(RUST_SOURCES)
 	cd tools/cx-model && cargo fmt --check
+
+## The layering of each crate (a module imports only modules below it): any import cycle
+## fails, with the cycle (tools/dev/import_graph.py). Part of make test's style step.
+LAYERED_CRATES := drivers/infiniband/core drivers/infiniband/core/uverbs \
+	drivers/infiniband/core/umad drivers/infiniband/hw/mlx5 drivers/net/mlx5_core
+layers:
+	@fail=0; for d in $(LAYERED_CRATES); do \
+	  out=$$(python3 tools/dev/import_graph.py $$d) || { fail=1; echo "$$d:"; echo "$$out" | grep '^cycle'; }; \
+	done; [ $$fail = 0 ] && echo "no import cycle in $(words $(LAYERED_CRATES)) crates"
 
 clean:
 	rm -rf $(OUT)

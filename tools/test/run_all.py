@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Runs every test of the project and ends with the line `N passed, N failed`.
 
-  0. style: rustfmt (kernel configuration) and cargo fmt; a from-scratch build of our modules with
-     clippy, which must print no warning; cargo clippy of cx-model with warnings denied;
+  0. style: rustfmt (kernel configuration) and cargo fmt; no import cycle in any crate
+     (`make layers`); a from-scratch build of our modules with clippy, which must print no warning; cargo clippy of cx-model with warnings denied;
   1. host: `cargo test` of cx-model (each test case counts);
   2. VM scenarios, each on every stack it supports (each KTAP check and KUnit case counts);
      KUnit suites run inside the `kunit` scenario; three guests at once (TEST_JOBS; a two-VM
@@ -67,6 +67,12 @@ def style_checks(tally, args, during=()):
                        text=True)
     print((p.stdout + p.stderr)[-4000:], flush=True)
     tally.add("style: rustfmt", int(p.returncode == 0), int(p.returncode != 0))
+
+    header("style: layers (no import cycle in any crate)")
+    p = subprocess.run(["make", "-s", "--no-print-directory", "layers"], cwd=REPO, capture_output=True,
+                       text=True)
+    print((p.stdout + p.stderr)[-4000:], flush=True)
+    tally.add("style: no import cycle in any crate", int(p.returncode == 0), int(p.returncode != 0))
 
     mo = REPO / "out/clippy"
     shutil.rmtree(mo, ignore_errors=True)
