@@ -7,16 +7,17 @@
 //! `register_chrdev_region`) or [`Region::alloc`] (a major chosen by the kernel, as
 //! `alloc_chrdev_region`), then adds one device per number with
 //! [`crate::class_device::ClassDevice::new_chardev`], which ties a `struct cdev` to the class
-//! device (`cdev_device_add`) so that `/dev/<name>` opens reach [`FileOperations::open`].
+//! device (`cdev_device_add`) so that `/dev/<name>` opens reach [`FileOperations::open`] with
+//! the class device's data.
 //!
 //! # Lifetimes
 //!
 //! The `struct file_operations` is a `static` of the module that implements
 //! [`FileOperations`]; its `owner` is that module, so the VFS holds the module while a file is
-//! open, and every callback below runs with the module's text present. An open can still run
-//! after the device was removed (the VFS found the cdev before `cdev_device_del`):
-//! [`FileOperations::open`] must look the device up in its own table and fail (C's `ENXIO`)
-//! when it is gone.
+//! open, and every callback below runs with the module's text present. An open can still come
+//! after the device was removed (the VFS found the cdev before `cdev_device_del`): it fails with
+//! `ENXIO` before [`FileOperations::open`] is called (the class device's open gate); one that
+//! got its clone of the device's data just before may run while the device goes.
 //!
 //! C headers: [`include/linux/cdev.h`](srctree/include/linux/cdev.h),
 //! [`include/linux/fs.h`](srctree/include/linux/fs.h)
@@ -25,10 +26,12 @@ use crate::{
     bindings,
     error::{to_result, VTABLE_DEFAULT_ERROR},
     fs::File,
+    ida::Ida,
     mm::virt::VmaNew,
     module::this_module,
+    new_mutex,
     prelude::*,
-    sync::poll::PollTable,
+    sync::{poll::PollTable, Arc, Mutex},
     types::ForeignOwnable,
     uaccess::{UserPtr, UserSlice, UserSliceWriter},
 };
@@ -142,6 +145,94 @@ impl Drop for Region {
     }
 }
 
+/// The device numbers of a driver whose devices have `per` character devices each (C's scheme
+/// of uverbs and umad): the first `fixed` devices get numbers of the historical `major` from
+/// `base_minor` on, the others, up to `max` devices, numbers of a major the kernel picks. In each
+/// range the `k`-th character device of the range's `i`-th device is its `k * devices + i`-th
+/// number (umad: every `umadN`, then every `issmN`). A device takes the lowest free index
+/// ([`Numbers::take`], C's `ida_alloc_max`).
+pub struct Numbers {
+    fixed: Region,
+    dynamic: Region,
+    fixed_devices: u32,
+    dynamic_devices: u32,
+    taken: Arc<Mutex<Ida>>,
+}
+
+/// A device's index in its driver's [`Numbers`], taken until dropped.
+pub struct Number {
+    index: u32,
+    taken: Arc<Mutex<Ida>>,
+}
+
+impl Numbers {
+    /// Reserves both ranges, the fixed one first (as C's `ib_uverbs_init` and `ib_umad_init`);
+    /// `EINVAL` for `fixed` above `max` or ranges that do not fit.
+    pub fn reserve(
+        name: &'static CStr,
+        major: u32,
+        base_minor: u32,
+        fixed: u32,
+        max: u32,
+        per: u32,
+    ) -> Result<Self> {
+        let dynamic_devices = max.checked_sub(fixed).ok_or(EINVAL)?;
+        let fixed_range = Region::register(
+            major,
+            base_minor,
+            fixed.checked_mul(per).ok_or(EINVAL)?,
+            name,
+        )?;
+        let dynamic = Region::alloc(dynamic_devices.checked_mul(per).ok_or(EINVAL)?, name)?;
+        let taken = Arc::pin_init(
+            new_mutex!(Ida::new(max as usize), "kernel::chrdev::Numbers::taken"),
+            GFP_KERNEL,
+        )?;
+        Ok(Self {
+            fixed: fixed_range,
+            dynamic,
+            fixed_devices: fixed,
+            dynamic_devices,
+            taken,
+        })
+    }
+
+    /// Takes the lowest free index: `ENOSPC` when every one is taken.
+    pub fn take(&self) -> Result<Number> {
+        let index = self.taken.lock().alloc(GFP_KERNEL)?;
+        Ok(Number {
+            // `Ida` hands out numbers below `max`, a `u32`.
+            index: index as u32,
+            taken: self.taken.clone(),
+        })
+    }
+
+    /// The number of the `k`-th character device of the device with index `index`.
+    pub fn devt(&self, index: u32, k: u32) -> Option<DevT> {
+        if index < self.fixed_devices {
+            self.fixed
+                .devt(k.checked_mul(self.fixed_devices)?.checked_add(index)?)
+        } else {
+            let i = index - self.fixed_devices;
+            self.dynamic
+                .devt(k.checked_mul(self.dynamic_devices)?.checked_add(i)?)
+        }
+    }
+}
+
+impl Number {
+    /// The index.
+    pub fn get(&self) -> u32 {
+        self.index
+    }
+}
+
+impl Drop for Number {
+    fn drop(&mut self) {
+        self.taken.lock().free(self.index as usize);
+    }
+}
+
 /// What a character device's files do, implemented by the driver.
 ///
 /// Files are stream files (`stream_open`): no `llseek`, `pread` and `pwrite` fail with `ESPIPE`.
@@ -150,8 +241,13 @@ pub trait FileOperations: Sized {
     /// What each open file holds (its `private_data`).
     type Ptr: ForeignOwnable + Send + Sync;
 
-    /// Opens the device numbered `devt`. Runs in process context.
-    fn open(devt: DevT, file: &File) -> Result<Self::Ptr>;
+    /// The data of the class device the files open on: a counted reference (e.g. an `Arc`),
+    /// which `open` gets a clone of.
+    type Device: Clone + Send + Sync;
+
+    /// Opens a file of the device whose data is `dev` (cloned while the device existed; it may
+    /// be removed meanwhile). Runs in process context and may sleep.
+    fn open(dev: &Self::Device, file: &File) -> Result<Self::Ptr>;
 
     /// The last reference to the file went away.
     fn release(data: Self::Ptr, _file: &File) {
@@ -212,7 +308,7 @@ pub trait FileOperations: Sized {
 }
 
 /// The `struct file_operations` of `T`, for [`crate::class_device::ClassDevice::new_chardev`].
-pub fn file_operations<T: FileOperations>() -> &'static bindings::file_operations {
+pub(crate) fn file_operations<T: FileOperations>() -> &'static bindings::file_operations {
     &Vtable::<T>::VTABLE
 }
 
@@ -222,18 +318,20 @@ impl<T: FileOperations> Vtable<T> {
     /// # Safety
     ///
     /// Called by the VFS for an inode of a character device whose cdev has these operations,
-    /// and a file being opened.
+    /// and a file being opened. Only [`crate::class_device::ClassDevice::new_chardev`] gives
+    /// cdevs these operations, with data of type `T::Device`.
     unsafe extern "C" fn open(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
         // SAFETY: `inode` and `file` are valid for the open (contract).
         let ret = unsafe { bindings::stream_open(inode, file) };
         if ret != 0 {
             return ret;
         }
-        // SAFETY: `inode` is valid (contract).
-        let devt = DevT::from_raw(unsafe { (*inode).i_rdev });
         // SAFETY: The file is valid for the duration of the call, with no fdget_pos region.
         let f = unsafe { File::from_raw_file(file) };
-        match T::open(devt, f) {
+        // SAFETY: This is the open of a file of a class device made by `new_chardev` with `T`
+        // (contract), whose data is a `T::Device`.
+        let dev = unsafe { crate::class_device::chardev_data::<T::Device>(inode) };
+        match dev.and_then(|dev| T::open(&dev, f)) {
             Ok(ptr) => {
                 // SAFETY: Open owns the file's private data; the other callbacks read it back
                 // as `T::Ptr`, and `release` takes it back.

@@ -19,17 +19,27 @@
 //! not generic (it lives in the kernel image, not in the module that created the device), so a
 //! reference held past the module's unload does not call into freed module text.
 //!
+//! A character device ([`ClassDevice::new_chardev`]) has its `struct cdev` in the same
+//! allocation (as C embeds it in its device structures); the cdev holds a reference to the
+//! device while it is mapped or any of its files is open, so the allocation outlives it. Its
+//! files' `open` gets a clone of the `T` (a counted reference, e.g. an `Arc`:
+//! [`crate::chrdev::FileOperations::open`]) taken under the device's open gate: dropping the
+//! `ClassDevice` unmaps the cdev, then closes the gate (waiting for a clone being taken), then
+//! drops `T`; an open that found the cdev before it was unmapped and comes after that fails with
+//! `ENXIO`, as C's `ib_uverbs_open` does for a device whose reference count went to zero.
+//!
 //! C header: [`include/linux/device.h`](srctree/include/linux/device.h)
 
 use crate::{
     bindings,
-    chrdev::DevT,
+    chrdev::{self, DevT, FileOperations},
     class, device,
     error::to_result,
     kobject_dir::SysfsDir,
     net::namespace::Net,
+    new_mutex,
     prelude::*,
-    sync::{Arc, UniqueArc},
+    sync::{Arc, Mutex, UniqueArc},
     sysfs_attrs::{AttributeGroups, RawGroups},
     types::Opaque,
 };
@@ -44,11 +54,18 @@ struct Header {
     /// The network namespace the device belongs to in a class that has them (null: the
     /// initial one). Not referenced: the device is removed before the namespace exits.
     net: *mut bindings::net,
+    /// The character device of a device made by [`ClassDevice::new_chardev`] (zeroed and unused
+    /// otherwise).
+    cdev: Opaque<bindings::cdev>,
 }
 
 #[repr(C)]
+#[pin_data]
 struct Inner<T> {
     header: Header,
+    /// Whether a file's `open` may clone `data` (the open gate; see the module documentation).
+    #[pin]
+    open_gate: Mutex<bool>,
     data: ManuallyDrop<T>,
 }
 
@@ -75,9 +92,8 @@ pub enum AddUevent {
 /// `header.groups`, built for `T`.
 pub struct ClassDevice<T: Send + Sync> {
     inner: NonNull<Inner<T>>,
-    /// The character device added with the device (`cdev_alloc`), or null. The cdev holds a
-    /// reference to the device while any of its files is open, and frees itself.
-    cdev: *mut bindings::cdev,
+    /// Whether the device has a character device (added with it, in the allocation).
+    has_cdev: bool,
     _data: PhantomData<T>,
 }
 
@@ -127,6 +143,15 @@ pub(crate) unsafe extern "C" fn net_namespace(
     unsafe { &raw const (*net).ns }
 }
 
+/// A new, open gate. Neither generic nor inlined, so that every device's gate has the one lock
+/// class: lockdep keys a class by the address of its static key and checks that the class name
+/// has one address too, and code instantiated or inlined in another crate has its own copy of
+/// the name.
+#[inline(never)]
+fn new_open_gate() -> impl PinInit<Mutex<bool>> {
+    new_mutex!(true, "kernel::class_device::Inner::open_gate")
+}
+
 impl<T: Send + Sync> ClassDevice<T> {
     /// Adds a device called `name` to `class`, below `parent` (or in the class's virtual
     /// directory), with `groups` reading `data`. In a class with network namespaces it belongs
@@ -150,8 +175,8 @@ impl<T: Send + Sync> ClassDevice<T> {
         unsafe { Self::add(class, parent, name, groups, data, uevent, None, net) }
     }
 
-    /// As [`ClassDevice::new`], for a character device numbered `devt` whose files have
-    /// operations `fops` (from [`crate::chrdev::file_operations`]): `/dev/<name>` appears
+    /// As [`ClassDevice::new`], for a character device numbered `devt` whose files are `F`'s,
+    /// opened on `data` ([`crate::chrdev::FileOperations::open`]): `/dev/<name>` appears
     /// (devtmpfs) and the device gets a `dev` attribute (C's `cdev_device_add`). Removing the
     /// device removes the character device; files already open stay open, each holding the
     /// `struct device` (not `data`).
@@ -160,14 +185,13 @@ impl<T: Send + Sync> ClassDevice<T> {
     ///
     /// As for [`ClassDevice::new`]; `devt` is in a [`crate::chrdev::Region`] that outlives the
     /// device.
-    pub unsafe fn new_chardev(
+    pub unsafe fn new_chardev<F: FileOperations<Device = T>>(
         class: &class::Registration,
         parent: Option<&device::Device>,
         name: &CStr,
         groups: AttributeGroups<T>,
         data: T,
         devt: DevT,
-        fops: &'static bindings::file_operations,
     ) -> Result<Arc<Self>> {
         // SAFETY: The caller's contract.
         unsafe {
@@ -178,7 +202,7 @@ impl<T: Send + Sync> ClassDevice<T> {
                 groups,
                 data,
                 AddUevent::Now,
-                Some((devt, fops)),
+                Some((devt, chrdev::file_operations::<F>())),
                 None,
             )
         }
@@ -202,19 +226,23 @@ impl<T: Send + Sync> ClassDevice<T> {
         // before `data` and `groups` are given up to raw pointers and `ManuallyDrop`, so that a
         // failed allocation drops them (else they leak).
         let holder = UniqueArc::<Self>::new_uninit(GFP_KERNEL)?;
-        let slot = KBox::<Inner<T>>::new_uninit(GFP_KERNEL)?;
-        let inner = KBox::write(
-            slot,
-            Inner {
+        let groups = groups.into_raw();
+        let net = net.map_or(core::ptr::null_mut(), Net::as_raw);
+        let inner = KBox::pin_init(
+            pin_init!(Inner {
                 header: Header {
                     dev: Opaque::zeroed(),
-                    groups: groups.into_raw(),
-                    net: net.map_or(core::ptr::null_mut(), Net::as_raw),
+                    groups,
+                    net,
+                    cdev: Opaque::zeroed(),
                 },
+                open_gate <- new_open_gate(),
                 data: ManuallyDrop::new(data),
-            },
-        );
-        let inner = KBox::into_raw(inner);
+            }),
+            GFP_KERNEL,
+        )?;
+        // SAFETY: The allocation is never moved: it is freed in place by `release`.
+        let inner = KBox::into_raw(unsafe { Pin::into_inner_unchecked(inner) });
         // SAFETY: `inner` is a valid allocation that this function owns.
         let dev = unsafe { (*inner).header.dev.get() };
         // SAFETY: `dev` is a zeroed `struct device` that is not shared yet. From
@@ -247,18 +275,16 @@ impl<T: Send + Sync> ClassDevice<T> {
             // SAFETY: `dev` is initialised and not shared yet.
             unsafe { (*dev).kobj.set_uevent_suppress(1) };
         }
-        let mut cdev = core::ptr::null_mut();
+        let has_cdev = chardev.is_some();
         if let Some((devt, fops)) = chardev {
-            // SAFETY: `cdev_alloc` has no precondition; the cdev it returns frees itself when
-            // its last reference goes (a kernel function, not ours).
-            cdev = unsafe { bindings::cdev_alloc() };
-            if cdev.is_null() {
-                return Err(abort(ENOMEM));
-            }
-            // SAFETY: `cdev` is new and not shared; `fops` is 'static, its owner the module
-            // whose files these are.
+            // SAFETY: `inner` is valid (above).
+            let cdev = unsafe { (*inner).header.cdev.get() };
+            // SAFETY: `cdev` is zeroed and not shared; `fops` is 'static, its owner the module
+            // whose files these are. Its kobject's release (the kernel's, for an initialised
+            // cdev) frees nothing: the cdev is freed with the allocation, which the reference
+            // it holds on `dev` once added keeps alive.
             unsafe {
-                (*cdev).ops = fops;
+                bindings::cdev_init(cdev, fops);
                 (*cdev).owner = fops.owner;
             }
             // C's `cdev_device_add`, step by step so that each failure is undone exactly.
@@ -266,17 +292,9 @@ impl<T: Send + Sync> ClassDevice<T> {
             // `cdev_add` takes a reference to the parent; the cdev's release drops one.
             unsafe { bindings::cdev_set_parent(cdev, &raw mut (*dev).kobj) };
             // SAFETY: As above; `devt` is reserved for the caller (contract).
-            to_result(unsafe { bindings::cdev_add(cdev, devt.as_raw(), 1) }).map_err(|e| {
-                // SAFETY: The cdev is not added, so it holds no reference to `dev`: its parent
-                // is cleared first, else its release would drop a reference never taken (a
-                // refcount underflow, then a use after free of `dev`). The put then drops the
-                // reference `cdev_alloc` gave, which frees the cdev.
-                unsafe {
-                    (*cdev).kobj.parent = core::ptr::null_mut();
-                    bindings::kobject_put(&raw mut (*cdev).kobj);
-                }
-                abort(e)
-            })?;
+            // A cdev that is not added holds no reference to `dev` and is never released: it
+            // goes with the allocation.
+            to_result(unsafe { bindings::cdev_add(cdev, devt.as_raw(), 1) }).map_err(abort)?;
             // SAFETY: `dev` is initialised and named; its class is registered (caller's
             // contract) and its groups live in the allocation.
             to_result(unsafe { bindings::device_add(dev) }).map_err(|e| {
@@ -294,7 +312,7 @@ impl<T: Send + Sync> ClassDevice<T> {
             .write(Self {
                 // SAFETY: `KBox::into_raw` does not return null.
                 inner: unsafe { NonNull::new_unchecked(inner) },
-                cdev,
+                has_cdev,
                 _data: PhantomData,
             })
             .into())
@@ -342,6 +360,32 @@ impl<T: Send + Sync> ClassDevice<T> {
     }
 }
 
+/// A clone of the data of the character device that `inode` opens, taken under the device's
+/// open gate: `ENXIO` once the device is removed.
+///
+/// # Safety
+///
+/// Called in the `open` of a file of a character device whose cdev is the one of a
+/// `ClassDevice<T>` made by [`ClassDevice::new_chardev`], with that open's `inode`.
+pub(crate) unsafe fn chardev_data<T: Clone + Send + Sync>(
+    inode: *mut bindings::inode,
+) -> Result<T> {
+    // SAFETY: `inode` is valid for the open; the VFS set its `i_cdev` to the cdev it opens, on
+    // which it holds a reference for the open (contract).
+    let cdev = unsafe { bindings::rdma_rs_inode_cdev(inode) }.cast::<Opaque<bindings::cdev>>();
+    // SAFETY: The cdev is the `cdev` field of a `Header`, the first field of a `repr(C)`
+    // `Inner<T>` (contract); the reference held on the cdev keeps `dev`, and so the whole
+    // allocation, alive for the call.
+    let inner = unsafe { crate::container_of!(cdev, Header, cdev) }.cast::<Inner<T>>();
+    // SAFETY: As above: `inner` is alive; the gate is initialised.
+    let open = unsafe { (*inner).open_gate.lock() };
+    if !*open {
+        return Err(ENXIO);
+    }
+    // SAFETY: `data` is dropped only after the gate is closed (`Drop`), and the gate is held.
+    Ok(T::clone(unsafe { &(*inner).data }))
+}
+
 // SAFETY: The kobject of the device is in sysfs from `new` until `drop`, and valid while
 // `self` lives.
 unsafe impl<T: Send + Sync> SysfsDir for ClassDevice<T> {
@@ -359,12 +403,15 @@ impl<T: Send + Sync> Drop for ClassDevice<T> {
         // removes the attribute files, waiting for running callbacks, so none can reach `data`
         // afterwards; then `data` is dropped once, and our reference to the device released.
         unsafe {
-            if self.cdev.is_null() {
-                bindings::device_del(dev);
+            if self.has_cdev {
+                // No lookup finds the cdev from here (`cdev_del` drops the reference
+                // `cdev_init` gave); each open file's keeps it, and so `dev`, until it closes.
+                bindings::cdev_device_del((*inner).header.cdev.get(), dev);
+                // An open that found the cdev earlier gets `ENXIO` from here on; one running
+                // now finishes first.
+                *(*inner).open_gate.lock() = false;
             } else {
-                // No new open finds the cdev from here (`cdev_del` also drops the reference
-                // `cdev_alloc` gave); each open file's keeps `dev` allocated until it closes.
-                bindings::cdev_device_del(self.cdev, dev);
+                bindings::device_del(dev);
             }
             ManuallyDrop::drop(&mut (*inner).data);
             bindings::put_device(dev);

@@ -6,9 +6,9 @@
 //! (`/sys/class/infiniband/<dev>/device/infiniband_mad/umadN`), opening as `file` says.
 
 use crate::{
-    chardevs::Numbers,
+    chardevs::{self, ISSM, UMAD},
     file::{IssmFile, UmadFile},
-    port::{self, UmadPort},
+    port::UmadPort,
 };
 use ib_core::{
     attrs::{CORE_CAP_IB_MAD, CORE_CAP_IB_SMI},
@@ -16,7 +16,7 @@ use ib_core::{
     registry::{ChardevInfo, Client},
 };
 use kernel::{
-    chrdev,
+    chrdev::{Number, Numbers},
     class::{self, DevNode, StringFile},
     class_device::ClassDevice,
     prelude::*,
@@ -55,6 +55,8 @@ pub(crate) struct PortDevices {
     /// `None` only while being built (so that a failure unwinds through `drop`).
     umad: Option<Arc<ClassDevice<Arc<UmadPort>>>>,
     issm: Option<Arc<ClassDevice<Arc<UmadPort>>>>,
+    /// The port's index, free again once the rest has gone (dropped last).
+    _number: Number,
 }
 
 impl Drop for PortDevices {
@@ -64,7 +66,6 @@ impl Drop for PortDevices {
         drop(self.issm.take());
         drop(self.umad.take());
         self.port.kill();
-        port::remove(self.port.number());
     }
 }
 
@@ -79,7 +80,7 @@ pub(crate) struct Umad {
 impl Umad {
     /// Reserves the numbers and registers the class, in C's order.
     pub(crate) fn new() -> Result<Self> {
-        let numbers = Numbers::reserve()?;
+        let numbers = chardevs::reserve()?;
         let class = KBox::pin_init(
             class::Registration::new_with_devnode(
                 c"infiniband_mad",
@@ -101,15 +102,17 @@ impl Umad {
 
     /// One port's devices (C's `ib_umad_init_port`).
     fn add_port(&self, ib: &Arc<IbDevice>, port_num: u32, smi: bool) -> Result<PortDevices> {
-        let number = port::free_number()?;
-        let (umad_devt, issm_devt) = self.numbers.devts(number).ok_or(ENOSPC)?;
+        let taken = self.numbers.take()?;
+        let number = taken.get();
+        let umad_devt = self.numbers.devt(number, UMAD).ok_or(ENOSPC)?;
+        let issm_devt = self.numbers.devt(number, ISSM).ok_or(ENOSPC)?;
         let port = UmadPort::new(ib, port_num, number, umad_devt, issm_devt)?;
         let mut devs = PortDevices {
             port: port.clone(),
             umad: None,
             issm: None,
+            _number: taken,
         };
-        port::insert(port.clone())?;
         let name = CString::try_from_fmt(fmt!("umad{number}"))?;
         let mut groups = AttributeGroups::builder();
         groups.group(None, ATTRS)?;
@@ -117,14 +120,13 @@ impl Umad {
         // unregisters, before the class goes (field order of the module). The numbers are in
         // `numbers`, which outlives the class.
         devs.umad = Some(unsafe {
-            ClassDevice::new_chardev(
+            ClassDevice::new_chardev::<UmadFile>(
                 &self.class,
                 ib.parent(),
                 &name,
                 groups.build()?,
                 port.clone(),
                 umad_devt,
-                chrdev::file_operations::<UmadFile>(),
             )?
         });
         if smi {
@@ -133,14 +135,13 @@ impl Umad {
             groups.group(None, ATTRS)?;
             // SAFETY: As for `umadN`.
             devs.issm = Some(unsafe {
-                ClassDevice::new_chardev(
+                ClassDevice::new_chardev::<IssmFile>(
                     &self.class,
                     ib.parent(),
                     &name,
                     groups.build()?,
                     port,
                     issm_devt,
-                    chrdev::file_operations::<IssmFile>(),
                 )?
             });
         }

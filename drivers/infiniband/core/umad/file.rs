@@ -9,7 +9,7 @@
 
 use crate::{
     hdr::{self, UmadHdr, HDR_NEW, HDR_OLD},
-    port::{self, PortFile, UmadPort},
+    port::{PortFile, UmadPort},
 };
 use ib_core::{
     attrs::Gid,
@@ -20,7 +20,7 @@ use ib_core::{
     wr::WcStatus,
 };
 use kernel::{
-    chrdev::{DevT, FileOperations},
+    chrdev::FileOperations,
     fs::{file::flags::O_NONBLOCK, File},
     new_mutex, new_poll_condvar,
     prelude::*,
@@ -476,9 +476,10 @@ fn same_destination(a: &UmadHdr, b: &UmadHdr) -> bool {
 impl FileOperations for UmadFile {
     type Ptr = KBox<Self>;
 
+    type Device = Arc<UmadPort>;
+
     /// C's `ib_umad_open`.
-    fn open(devt: DevT, _file: &File) -> Result<KBox<Self>> {
-        let port = port::find(devt, false).ok_or(ENXIO)?;
+    fn open(port: &Arc<UmadPort>, _file: &File) -> Result<KBox<Self>> {
         port.ib_device().ok_or(ENXIO)?;
         let file_port = port.clone();
         let state = Arc::pin_init(
@@ -603,10 +604,11 @@ impl Drop for IssmFile {
 impl FileOperations for IssmFile {
     type Ptr = KBox<Self>;
 
+    type Device = Arc<UmadPort>;
+
     /// C's `ib_umad_sm_open`: one holder per port (`EAGAIN` for a non-blocking open while it
     /// is held), then the port's `IsSM` capability is set.
-    fn open(devt: DevT, file: &File) -> Result<KBox<Self>> {
-        let port = port::find(devt, true).ok_or(ENXIO)?;
+    fn open(port: &Arc<UmadPort>, file: &File) -> Result<KBox<Self>> {
         port.sm_take(file.flags() & O_NONBLOCK != 0)?;
         let set = port
             .ib_device()

@@ -1,16 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! One port's user MAD access (C's `ib_umad_port`): the RDMA device and port it serves, the
-//! files open on it, who holds `issmN`, and the port's removal (C's `ib_umad_kill_port`); and
-//! the table of ports by number that open() finds them in.
+//! files open on it, who holds `issmN`, and the port's removal (C's `ib_umad_kill_port`). Its
+//! `umadN` and `issmN` (made by `client.rs`) open on it.
 
-use crate::chardevs::MAX_PORTS;
 use ib_core::ib_device::IbDevice;
 use kernel::{
     chrdev::DevT,
     new_condvar, new_mutex,
     prelude::*,
-    sync::{global_lock, Arc, CondVar, Mutex},
+    sync::{Arc, CondVar, Mutex},
 };
 
 /// An open `umadN` file as its port sees it: what the port's removal does to it.
@@ -147,61 +146,4 @@ impl UmadPort {
             f.kill();
         }
     }
-}
-
-/// The ports open() can reach.
-pub(crate) struct Table {
-    ports: KVec<Arc<UmadPort>>,
-}
-
-global_lock! {
-    // SAFETY: Initialized by the module initializer before the client registers.
-    pub(crate) unsafe(uninit) static TABLE: Mutex<Table> = Table { ports: KVec::new() };
-}
-
-/// Initializes the table.
-///
-/// # Safety
-///
-/// Called once, at module load, before any other function of this module.
-pub(crate) unsafe fn init() {
-    // SAFETY: As this function's contract.
-    unsafe { TABLE.init() };
-}
-
-/// The lowest port number no port holds (C's `ida_alloc_max`), `ENOSPC` when all are taken.
-pub(crate) fn free_number() -> Result<u32> {
-    let t = TABLE.lock();
-    (0..MAX_PORTS)
-        .find(|n| !t.ports.iter().any(|p| p.number() == *n))
-        .ok_or(ENOSPC)
-}
-
-/// Makes `port` reachable by open().
-pub(crate) fn insert(port: Arc<UmadPort>) -> Result {
-    TABLE.lock().ports.push(port, GFP_KERNEL)?;
-    Ok(())
-}
-
-/// Makes port number `n` unreachable by open(); its number is free again.
-pub(crate) fn remove(n: u32) {
-    let mut t = TABLE.lock();
-    if let Some(k) = t.ports.iter().position(|p| p.number() == n) {
-        let _ = t.ports.remove(k);
-    }
-}
-
-/// The port whose `umadN` (`issm` false) or `issmN` is numbered `devt`.
-pub(crate) fn find(devt: DevT, issm: bool) -> Option<Arc<UmadPort>> {
-    TABLE
-        .lock()
-        .ports
-        .iter()
-        .find(|p| p.devt(issm) == devt)
-        .cloned()
-}
-
-/// Frees the table's memory at unload (every port has left it already).
-pub(crate) fn clear() {
-    TABLE.lock().ports = KVec::new();
 }

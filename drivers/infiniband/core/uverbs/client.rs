@@ -5,17 +5,13 @@
 //! `abi_version`, `dev`), below the device's parent as in C
 //! (`/sys/class/infiniband/<dev>/device/infiniband_verbs/uverbsN`).
 
-use crate::{
-    chardevs::Numbers,
-    device::{self, UverbsDevice},
-    file::UverbsFile,
-};
+use crate::{chardevs, device::UverbsDevice, file::UverbsFile};
 use ib_core::{
     ib_device::IbDevice,
     registry::{ChardevInfo, Client},
 };
 use kernel::{
-    chrdev,
+    chrdev::{Number, Numbers},
     class::{self, DevNode, StringFile},
     class_device::ClassDevice,
     prelude::*,
@@ -47,6 +43,8 @@ pub(crate) struct PerDevice {
     dev: Arc<UverbsDevice>,
     /// `None` only while `add` builds it (so that a failure there unwinds through `drop`).
     node: Option<Arc<ClassDevice<Arc<UverbsDevice>>>>,
+    /// The device's index, free again once the rest has gone (dropped last).
+    _number: Number,
 }
 
 impl Drop for PerDevice {
@@ -55,7 +53,6 @@ impl Drop for PerDevice {
     fn drop(&mut self) {
         drop(self.node.take());
         self.dev.disassociate();
-        device::remove(self.dev.devnum());
     }
 }
 
@@ -74,7 +71,7 @@ const ABI_VERSION: &CStr = c"6";
 impl Uverbs {
     /// Reserves the numbers and registers the class, in C's order.
     pub(crate) fn new() -> Result<Self> {
-        let numbers = Numbers::reserve()?;
+        let numbers = chardevs::reserve()?;
         let class = KBox::pin_init(
             class::Registration::new_with_devnode(
                 c"infiniband_verbs",
@@ -102,18 +99,18 @@ impl Client for Uverbs {
     const CHARDEV_NAME: Option<&'static CStr> = Some(c"uverbs");
 
     /// C's `ib_uverbs_add_one`: devices whose driver has no user verbs are skipped
-    /// (`EOPNOTSUPP`, as C without `alloc_ucontext`). ib_core adds and removes devices one at a
-    /// time, so the free number found stays free until the device is in the table.
+    /// (`EOPNOTSUPP`, as C without `alloc_ucontext`); without a free number `ENOMEM`, as C.
     fn add(&self, ib: &Arc<IbDevice>) -> Result<PerDevice> {
         let abi = ib.uverbs_abi().ok_or(EOPNOTSUPP)?;
-        let devnum = device::free_devnum()?;
-        let devt = self.numbers.devt(devnum).ok_or(ENOMEM)?;
+        let number = self.numbers.take().map_err(|_| ENOMEM)?;
+        let devnum = number.get();
+        let devt = self.numbers.devt(devnum, 0).ok_or(ENOMEM)?;
         let dev = UverbsDevice::new(ib, abi, devnum, devt)?;
         let mut per = PerDevice {
             dev: dev.clone(),
             node: None,
+            _number: number,
         };
-        device::insert(dev.clone())?;
         let name = CString::try_from_fmt(fmt!("uverbs{devnum}"))?;
         let mut groups = AttributeGroups::builder();
         groups.group(None, ATTRS)?;
@@ -121,14 +118,13 @@ impl Client for Uverbs {
         // unregisters, before the class goes (field order of the module). `devt` is in
         // `numbers`, which outlives the class.
         let node = unsafe {
-            ClassDevice::new_chardev(
+            ClassDevice::new_chardev::<UverbsFile>(
                 &self.class,
                 ib.parent(),
                 &name,
                 groups.build()?,
                 dev,
                 devt,
-                chrdev::file_operations::<UverbsFile>(),
             )?
         };
         per.node = Some(node);

@@ -1,16 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! One `uverbsN` per RDMA device whose driver serves user verbs (C's `ib_uverbs_device`): the
-//! RDMA device it serves until that goes away, the files open on it, and the table of devices
-//! by number that open() finds them in.
+//! RDMA device it serves until that goes away and the files open on it.
 
-use crate::chardevs::MAX_DEVICES;
 use ib_core::{ib_device::IbDevice, ops::UverbsAbi};
 use kernel::{
     chrdev::DevT,
     new_mutex,
     prelude::*,
-    sync::{global_lock, Arc, Mutex},
+    sync::{Arc, Mutex},
 };
 
 /// An open `uverbsN` file as its device sees it: what the RDMA device's going away does to it.
@@ -118,61 +116,4 @@ impl UverbsDevice {
             Err(_) => self.files.lock().iter().for_each(|f| f.disassociate()),
         }
     }
-}
-
-/// The devices open() can reach, by device number.
-pub(crate) struct Table {
-    devices: KVec<Arc<UverbsDevice>>,
-}
-
-global_lock! {
-    // SAFETY: Initialized by the module initializer before the client registers.
-    pub(crate) unsafe(uninit) static TABLE: Mutex<Table> = Table { devices: KVec::new() };
-}
-
-/// Initializes the table.
-///
-/// # Safety
-///
-/// Called once, at module load, before any other function of this module.
-pub(crate) unsafe fn init() {
-    // SAFETY: As this function's contract.
-    unsafe { TABLE.init() };
-}
-
-/// The lowest device number no device holds (C's `ida_alloc_max`), `ENOMEM` when all are taken.
-pub(crate) fn free_devnum() -> Result<u32> {
-    let t = TABLE.lock();
-    (0..MAX_DEVICES)
-        .find(|n| !t.devices.iter().any(|d| d.devnum() == *n))
-        .ok_or(ENOMEM)
-}
-
-/// Makes `dev` reachable by open().
-pub(crate) fn insert(dev: Arc<UverbsDevice>) -> Result {
-    TABLE.lock().devices.push(dev, GFP_KERNEL)?;
-    Ok(())
-}
-
-/// Makes the device numbered `devnum` unreachable by open().
-pub(crate) fn remove(devnum: u32) {
-    let mut t = TABLE.lock();
-    if let Some(k) = t.devices.iter().position(|d| d.devnum() == devnum) {
-        let _ = t.devices.remove(k);
-    }
-}
-
-/// The device with number `devt`.
-pub(crate) fn find(devt: DevT) -> Option<Arc<UverbsDevice>> {
-    TABLE
-        .lock()
-        .devices
-        .iter()
-        .find(|d| d.devt() == devt)
-        .cloned()
-}
-
-/// Frees the table's memory at unload (every device has left it already).
-pub(crate) fn clear() {
-    TABLE.lock().devices = KVec::new();
 }

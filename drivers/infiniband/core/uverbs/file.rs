@@ -6,14 +6,9 @@
 //! has gone). write() runs the legacy commands (`write_cmd.rs`), ioctl() the methods of the
 //! ioctl interface (`ioctl.rs`), which carries the legacy commands too (INVOKE_WRITE).
 
-use crate::{device, ufile::Ufile};
+use crate::{device::UverbsDevice, ufile::Ufile};
 use kernel::{
-    chrdev::{DevT, FileOperations},
-    cred_current,
-    fs::File,
-    mm::virt::VmaNew,
-    prelude::*,
-    sync::Arc,
+    chrdev::FileOperations, cred_current, fs::File, mm::virt::VmaNew, prelude::*, sync::Arc,
     uaccess::UserPtr,
 };
 
@@ -35,9 +30,10 @@ impl Drop for UverbsFile {
 impl FileOperations for UverbsFile {
     type Ptr = KBox<Self>;
 
+    type Device = Arc<UverbsDevice>;
+
     /// C's `ib_uverbs_open`.
-    fn open(devt: DevT, _file: &File) -> Result<KBox<Self>> {
-        let dev = device::find(devt).ok_or(ENXIO)?;
+    fn open(dev: &Arc<UverbsDevice>, _file: &File) -> Result<KBox<Self>> {
         dev.ib_device().ok_or(EIO)?;
         let ufile = Ufile::new(dev.clone())?;
         let this = KBox::new(
