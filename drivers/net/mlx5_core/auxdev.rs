@@ -34,7 +34,7 @@ pub use crate::uar::{Bfreg, Uar};
 use kernel::{
     auxiliary,
     device::{self, Bound},
-    id_pool::IdPool,
+    ida::Ida,
     prelude::*,
     str::CString,
     sync::{aref::ARef, atomic::Atomic, global_lock, Arc},
@@ -258,9 +258,12 @@ pub fn device_data<'a>(adev: &'a auxiliary::Device<Bound>) -> Result<Pin<&'a Mlx
     adev.registration_data::<DeviceData>()
 }
 
+/// Auxiliary device numbers at most (C's `mlx5_adev_ida` is unbounded; a 32-bit number is).
+const MAX_ADEV_IDS: usize = i32::MAX as usize;
+
 global_lock! {
     // SAFETY: Initialized by the module initializer before the driver can bind.
-    pub(crate) unsafe(uninit) static ADEV_IDS: Mutex<Option<IdPool>> = None;
+    pub(crate) unsafe(uninit) static ADEV_IDS: Mutex<Option<Ida>> = None;
 }
 
 /// Frees the id pool at module unload (every function is unbound by then or finds no pool).
@@ -275,23 +278,16 @@ impl AdevId {
     /// The lowest free number.
     fn alloc() -> Result<Self> {
         let mut guard = ADEV_IDS.lock();
-        let pool = guard.get_or_insert_with(IdPool::new);
-        loop {
-            if let Some(unused) = pool.find_unused_id(0) {
-                let id = u32::try_from(unused.as_usize()).map_err(|_| ENOSPC)?;
-                unused.acquire();
-                return Ok(Self(id));
-            }
-            let resizer = pool.grow_request().ok_or(ENOSPC)?.realloc(GFP_KERNEL)?;
-            pool.grow(resizer);
-        }
+        let ids = guard.get_or_insert_with(|| Ida::new(MAX_ADEV_IDS));
+        // `Ida` hands out numbers below `MAX_ADEV_IDS`, a `u32`.
+        Ok(Self(ids.alloc(GFP_KERNEL)? as u32))
     }
 }
 
 impl Drop for AdevId {
     fn drop(&mut self) {
-        if let Some(pool) = ADEV_IDS.lock().as_mut() {
-            pool.release_id(self.0 as usize);
+        if let Some(ids) = ADEV_IDS.lock().as_mut() {
+            ids.free(self.0 as usize);
         }
     }
 }

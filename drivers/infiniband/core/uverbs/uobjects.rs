@@ -13,7 +13,7 @@ use crate::{
     objects::{UCq, UMr, UQp, USrq},
 };
 use ib_core::{ucontext::UserPd, uverbs_spec::DriverUObject};
-use kernel::prelude::*;
+use kernel::{ida::Ida, prelude::*};
 
 /// One object.
 pub(crate) enum UObject {
@@ -70,37 +70,46 @@ struct Entry {
     obj: UObject,
 }
 
+/// Handles at most (C's `xa_alloc` with `xa_limit_32b`, bounded here by what `Ida` holds).
+const MAX_HANDLES: usize = i32::MAX as usize;
+
 /// The objects of one file, by handle.
-#[derive(Default)]
 pub(crate) struct UObjects {
+    /// Sorted by handle.
     entries: KVec<Entry>,
     next_seq: u64,
+    /// The handles in use (listed in `entries`).
+    handles: Ida,
+}
+
+impl Default for UObjects {
+    fn default() -> Self {
+        Self {
+            entries: KVec::new(),
+            next_seq: 0,
+            handles: Ida::new(MAX_HANDLES),
+        }
+    }
 }
 
 impl UObjects {
-    /// The lowest free handle.
-    fn free_handle(&self) -> Result<u32> {
-        let mut h = 0u32;
-        for e in self.entries.iter() {
-            if e.handle != h {
-                break;
-            }
-            h = h.checked_add(1).ok_or(ENOMEM)?;
-        }
-        Ok(h)
-    }
-
-    /// Adds `obj` under a new handle. Room is made first, so that a failure leaves the object
-    /// with the caller, who drops it.
+    /// Adds `obj` under a new handle, the lowest free one. Room is made first, so that a
+    /// failure leaves the object with the caller, who drops it.
     pub(crate) fn insert(&mut self, obj: UObject) -> Result<u32> {
-        let handle = self.free_handle()?;
         self.entries.reserve(1, GFP_KERNEL)?;
+        // `Ida` hands out handles below `MAX_HANDLES`, a `u32`.
+        let handle = self.handles.alloc(GFP_KERNEL).map_err(|_| ENOMEM)? as u32;
         let at = self.entries.partition_point(|e| e.handle < handle);
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.entries
+        if self
+            .entries
             .insert_within_capacity(at, Entry { handle, seq, obj })
-            .map_err(|_| ENOMEM)?;
+            .is_err()
+        {
+            self.handles.free(handle as usize);
+            return Err(ENOMEM);
+        }
         Ok(handle)
     }
 
@@ -129,6 +138,7 @@ impl UObjects {
             .position(|e| e.handle == handle && matches!(e.obj, UObject::Reserved))
         {
             let _ = self.entries.remove(i);
+            self.handles.free(handle as usize);
         }
     }
 
@@ -222,7 +232,9 @@ impl UObjects {
         if self.entries[i].obj.busy() {
             return Err(EBUSY);
         }
-        Ok(self.entries.remove(i)?.obj)
+        let e = self.entries.remove(i)?;
+        self.handles.free(e.handle as usize);
+        Ok(e.obj)
     }
 
     /// Destroys every object, newest first, skipping an object still in use until its users
@@ -252,5 +264,6 @@ impl UObjects {
             }
         }
         self.entries.clear();
+        self.handles = Ida::new(MAX_HANDLES);
     }
 }
