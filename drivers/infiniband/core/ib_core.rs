@@ -9,6 +9,7 @@
 // Vocabulary: attributes, names, netlink numbers, object counts, verbs and data path types.
 pub mod addr;
 pub mod attrs;
+pub mod be;
 pub mod controlled_qkey;
 pub mod events;
 pub mod hw_stats;

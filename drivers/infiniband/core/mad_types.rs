@@ -2,7 +2,10 @@
 
 //! The vocabulary of management datagrams that drivers and the MAD layer share (C's
 //! `ib_mad.h`, `ib_smi.h`, `ib_pma.h`): sizes, the common header's fields, classes, methods,
-//! statuses, and what a driver's `process_mad` gets and answers.
+//! statuses, and what a driver's `process_mad` gets and answers. Fields are read and written
+//! with the big-endian accessors of `be.rs` (re-exported here).
+
+pub use crate::be::{get16, get32, get64, put16, put32, put64};
 
 /// A MAD's size on an InfiniBand port (`IB_MGMT_MAD_SIZE`).
 pub const MAD_SIZE: usize = 256;
@@ -127,46 +130,4 @@ pub struct MadWc {
     pub pkey_index: u16,
     /// The destination LID's path bits.
     pub dlid_path_bits: u8,
-}
-
-/// A 16-bit big-endian field of `m` at `at`.
-pub fn get16(m: &[u8], at: usize) -> u16 {
-    match m.get(at..at + 2) {
-        Some(b) => u16::from_be_bytes([b[0], b[1]]),
-        None => 0,
-    }
-}
-
-/// A 32-bit big-endian field of `m` at `at`.
-pub fn get32(m: &[u8], at: usize) -> u32 {
-    match m.get(at..at + 4) {
-        Some(b) => u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
-        None => 0,
-    }
-}
-
-/// A 64-bit big-endian field of `m` at `at`.
-pub fn get64(m: &[u8], at: usize) -> u64 {
-    (u64::from(get32(m, at)) << 32) | u64::from(get32(m, at + 4))
-}
-
-/// Stores `v` big-endian in `m` at `at` (nothing if out of range).
-pub fn put16(m: &mut [u8], at: usize, v: u16) {
-    if let Some(b) = m.get_mut(at..at + 2) {
-        b.copy_from_slice(&v.to_be_bytes());
-    }
-}
-
-/// Stores `v` big-endian in `m` at `at` (nothing if out of range).
-pub fn put32(m: &mut [u8], at: usize, v: u32) {
-    if let Some(b) = m.get_mut(at..at + 4) {
-        b.copy_from_slice(&v.to_be_bytes());
-    }
-}
-
-/// Stores `v` big-endian in `m` at `at` (nothing if out of range).
-pub fn put64(m: &mut [u8], at: usize, v: u64) {
-    if let Some(b) = m.get_mut(at..at + 8) {
-        b.copy_from_slice(&v.to_be_bytes());
-    }
 }

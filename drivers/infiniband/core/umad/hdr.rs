@@ -4,7 +4,7 @@
 //! (`struct ib_user_mad_hdr`, 64 bytes, or `ib_user_mad_hdr_old`, 56 bytes, without the P_Key
 //! index), and the MAD rules write() applies (C's `ib_get_mad_data_offset`).
 
-use ib_core::mad_types::class;
+use ib_core::{be::get32, mad_types::class};
 
 /// The old header's size (before `IB_USER_MAD_ENABLE_PKEY`).
 pub(crate) const HDR_OLD: usize = 56;
@@ -44,10 +44,6 @@ fn ne32(b: &[u8], at: usize) -> u32 {
     u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
-fn be32(b: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
 impl UmadHdr {
     /// Decodes a header of `b` (at least [`HDR_OLD`] bytes; the P_Key index only if `b` is a
     /// new header).
@@ -60,8 +56,8 @@ impl UmadHdr {
             timeout_ms: ne32(b, 8),
             retries: ne32(b, 12),
             length: ne32(b, 16),
-            qpn: be32(b, 20),
-            qkey: be32(b, 24),
+            qpn: get32(b, 20),
+            qkey: get32(b, 24),
             lid: u16::from_be_bytes([b[28], b[29]]),
             sl: b[30],
             path_bits: b[31],
@@ -70,7 +66,7 @@ impl UmadHdr {
             hop_limit: b[34],
             traffic_class: b[35],
             gid,
-            flow_label: be32(b, 52),
+            flow_label: get32(b, 52),
             pkey_index: if new {
                 u16::from_ne_bytes([b[56], b[57]])
             } else {

@@ -8,7 +8,10 @@
 //! Decoding reads bytes and big-endian words at fixed offsets (no bit-field accessors): it runs
 //! for every completion, in atomic context.
 
-use ib_core::wr::{WcOpcode, WcStatus};
+use ib_core::{
+    be::{get16, get32},
+    wr::{WcOpcode, WcStatus},
+};
 
 /// Size of a CQE (the driver creates CQs of 64-byte entries only).
 pub(crate) const CQE_SIZE: usize = 64;
@@ -75,29 +78,21 @@ pub(crate) struct Cqe {
     pub(crate) vendor_syndrome: u8,
 }
 
-fn be32(b: &[u8; CQE_SIZE], off: usize) -> u32 {
-    u32::from_be_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
-}
-
-fn be16(b: &[u8; CQE_SIZE], off: usize) -> u16 {
-    u16::from_be_bytes([b[off], b[off + 1]])
-}
-
 /// Decodes a 64-byte CQE.
 pub(crate) fn decode(b: &[u8; CQE_SIZE]) -> Cqe {
-    let sop = be32(b, 0x38);
-    let flags_rqpn = be32(b, 0x18);
+    let sop = get32(b, 0x38);
+    let flags_rqpn = get32(b, 0x18);
     Cqe {
         opcode: b[OP_OWN] >> 4,
         owner: b[OP_OWN] & 1 != 0,
-        byte_cnt: be32(b, 0x2c),
-        imm: be32(b, 0x24),
+        byte_cnt: get32(b, 0x2c),
+        imm: get32(b, 0x24),
         qpn: sop & 0xff_ffff,
         send_opcode: (sop >> 24) as u8,
-        wqe_counter: be16(b, 0x3c),
+        wqe_counter: get16(b, 0x3c),
         src_qp: flags_rqpn & 0xff_ffff,
         sl: ((flags_rqpn >> 24) & 0xf) as u8,
-        slid: be16(b, 0x16),
+        slid: get16(b, 0x16),
         ml_path: b[0x11],
         grh: (flags_rqpn >> 28) & 3 != 0,
         syndrome: b[0x37],

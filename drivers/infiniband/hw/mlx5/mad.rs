@@ -5,7 +5,8 @@
 //! the port's management agent in firmware; the answer's attribute data is decoded here.
 
 use ib_core::mad_types::{
-    class, flags as mad_flags, get16, hdr, method, put16, result, status, Mad, MadWc, MAD_SIZE,
+    class, flags as mad_flags, get16, get32, get64, hdr, method, put16, result, status, Mad, MadWc,
+    MAD_SIZE,
 };
 use kernel::prelude::*;
 use mlx5_core::{
@@ -201,20 +202,6 @@ pub(crate) fn smp_get(
     Ok(smp_get_status(cmds, port, attr_id, attr_mod)?.0)
 }
 
-fn be16(d: &[u8], at: usize) -> u16 {
-    u16::from_be_bytes([d[at], d[at + 1]])
-}
-
-fn be32(d: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]])
-}
-
-fn be64(d: &[u8], at: usize) -> u64 {
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&d[at..at + 8]);
-    u64::from_be_bytes(b)
-}
-
 /// NodeInfo, as far as the driver uses it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct NodeInfo {
@@ -232,10 +219,10 @@ impl NodeInfo {
     /// Decodes NodeInfo attribute data.
     pub(crate) fn parse(d: &[u8; SMP_DATA_SIZE]) -> Self {
         Self {
-            sys_image_guid: be64(d, 4),
-            node_guid: be64(d, 12),
-            partition_cap: be16(d, 28),
-            vendor_id: be32(d, 36) & 0x00ff_ffff,
+            sys_image_guid: get64(d, 4),
+            node_guid: get64(d, 12),
+            partition_cap: get16(d, 28),
+            vendor_id: get32(d, 36) & 0x00ff_ffff,
         }
     }
 }
@@ -289,13 +276,13 @@ impl PortInfo {
     /// Decodes PortInfo attribute data.
     pub(crate) fn parse(d: &[u8; SMP_DATA_SIZE]) -> Self {
         Self {
-            gid_prefix: be64(d, 8),
-            lid: be16(d, 16),
-            sm_lid: be16(d, 18),
-            cap_mask: be32(d, 20),
-            cap_mask2: be16(d, 60),
-            bad_pkey_cntr: be16(d, 46),
-            qkey_viol_cntr: be16(d, 48),
+            gid_prefix: get64(d, 8),
+            lid: get16(d, 16),
+            sm_lid: get16(d, 18),
+            cap_mask: get32(d, 20),
+            cap_mask2: get16(d, 60),
+            bad_pkey_cntr: get16(d, 46),
+            qkey_viol_cntr: get16(d, 48),
             width_active: d[31] & 0x1f,
             state: d[32] & 0xf,
             phys_state: d[33] >> 4,
@@ -315,12 +302,12 @@ impl PortInfo {
 
 /// GUID `index % 8` of a GUIDInfo block.
 pub(crate) fn guid_in_block(d: &[u8; SMP_DATA_SIZE], index: u32) -> u64 {
-    be64(d, (index % 8) as usize * 8)
+    get64(d, (index % 8) as usize * 8)
 }
 
 /// P_Key `index % 32` of a P_KeyTable block.
 pub(crate) fn pkey_in_block(d: &[u8; SMP_DATA_SIZE], index: u32) -> u16 {
-    be16(d, (index % 32) as usize * 2)
+    get16(d, (index % 32) as usize * 2)
 }
 
 #[kernel::macros::kunit_tests(rdma_rs_mlx5_ib_mad)]
