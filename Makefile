@@ -248,13 +248,16 @@ fmt-check: setup
 	cd tools/cx-model && cargo fmt --check
 
 ## The layering of each crate (a module imports only modules below it): any import cycle
-## fails, with the cycle (tools/dev/import_graph.py). Part of make test's style step.
+## fails, with the cycle (tools/dev/import_graph.py); so does a crate diagram of
+## docs/architecture.md that misses a module or draws one below a module it imports
+## (tools/dev/check_arch_diagrams.py). Part of make test's style step.
 LAYERED_CRATES := drivers/infiniband/core drivers/infiniband/core/uverbs \
 	drivers/infiniband/core/umad drivers/infiniband/hw/mlx5 drivers/net/mlx5_core
 layers:
 	@fail=0; for d in $(LAYERED_CRATES); do \
 	  out=$$(python3 tools/dev/import_graph.py $$d) || { fail=1; echo "$$d:"; echo "$$out" | grep '^cycle'; }; \
 	done; [ $$fail = 0 ] && echo "no import cycle in $(words $(LAYERED_CRATES)) crates"
+	@python3 tools/dev/check_arch_diagrams.py docs/architecture.md $(LAYERED_CRATES)
 
 clean:
 	rm -rf $(OUT)
