@@ -7,6 +7,7 @@
 #   rust/kernel/<m>.rs (and rust/kernel/<m>/)  -> tree/rust/kernel/, plus `pub mod <m>;` in lib.rs
 #   rust/kernel/<dir>/<m>.rs, <dir> upstream's   -> plus `pub mod <m>;` in upstream's <dir>/mod.rs
 #   rust/bindings/rdma_rs_helper.h             -> tree/rust/bindings/, included by bindings_helper.h
+#   rust/uapi/rdma_rs_uapi_helper.h            -> tree/rust/uapi/, included by uapi_helper.h
 #   rust/helpers/rdma_rs_*.c                   -> tree/rust/helpers/, included by helpers.c
 # Files overlaid earlier and since deleted from the repo are removed (tracked in a manifest).
 # Usage: overlay.sh <repo> <tree>
@@ -69,6 +70,10 @@ done
 if [ -f "$repo/rust/bindings/rdma_rs_helper.h" ]; then
   copy "$repo/rust/bindings/rdma_rs_helper.h" "$tree/rust/bindings/rdma_rs_helper.h"
   append_once "$tree/rust/bindings/bindings_helper.h" '#include "rdma_rs_helper.h"'
+fi
+if [ -f "$repo/rust/uapi/rdma_rs_uapi_helper.h" ]; then
+  copy "$repo/rust/uapi/rdma_rs_uapi_helper.h" "$tree/rust/uapi/rdma_rs_uapi_helper.h"
+  append_once "$tree/rust/uapi/uapi_helper.h" '#include "rdma_rs_uapi_helper.h"'
 fi
 for f in "$repo"/rust/helpers/rdma_rs_*.c; do
   [ -e "$f" ] || continue
