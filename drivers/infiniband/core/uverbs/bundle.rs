@@ -7,7 +7,11 @@
 use crate::ufile::Ufile;
 use core::cell::Cell;
 use ib_core::udata::Udata;
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::Arc,
+    transmute::{AsBytes, FromBytes},
+};
 
 /// A command's buffers and file.
 pub(crate) struct Bundle<'a> {
@@ -26,6 +30,20 @@ impl Bundle<'_> {
     /// a longer one must be zero past `req` (`EOPNOTSUPP`).
     pub(crate) fn request(&self, req: &mut [u8]) -> Result {
         self.ucore.read_in_validated(req, 0)
+    }
+
+    /// The core request as a `T` of the user ABI (C's `uverbs_request` into `sizeof(T)`
+    /// bytes), with [`Bundle::request`]'s rules.
+    pub(crate) fn request_as<T: FromBytes + AsBytes>(&self) -> Result<T> {
+        // SAFETY: `T: FromBytes`: every byte pattern, all zeroes included, is a valid `T`.
+        let mut req: T = unsafe { core::mem::zeroed() };
+        self.request(req.as_bytes_mut())?;
+        Ok(req)
+    }
+
+    /// Answers with `resp`, a response of the user ABI ([`Bundle::respond`]).
+    pub(crate) fn respond_as<T: AsBytes>(&self, resp: &T) -> Result {
+        self.respond(resp.as_bytes())
     }
 
     /// Answers with `resp` (C's `uverbs_response`): as much as the buffer holds, zeroes after.

@@ -4,19 +4,26 @@
 //! DESTROY method): a PD per request, under a new handle, with the driver's answer (mlx5: the
 //! PD number) in the driver data.
 
-use crate::{bundle::Bundle, ids::OBJECT_PD, ioctl_bundle::IoctlBundle, uobjects::UObject};
+use crate::{
+    bundle::Bundle,
+    ids::OBJECT_PD,
+    ioctl_bundle::IoctlBundle,
+    uabi::{AllocPd, AllocPdResp, DeallocPd},
+    uobjects::UObject,
+};
 use kernel::prelude::*;
 
 /// ALLOC_PD: the PD's handle answers (`struct ib_uverbs_alloc_pd_resp`). If the answer cannot
 /// be written, the PD is destroyed again.
 pub(crate) fn alloc_pd(b: &mut Bundle<'_>) -> Result {
-    let mut req = [0u8; 8];
-    b.request(&mut req)?;
+    b.request_as::<AllocPd>()?;
     let driver = b.driver;
     b.ufile.with_context(|c| {
         let pd = c.ucontext.alloc_pd(&driver)?;
         let handle = c.objects.insert(UObject::Pd(pd))?;
-        if let Err(e) = b.respond(&handle.to_le_bytes()) {
+        let mut resp = AllocPdResp(Default::default());
+        resp.pd_handle = handle;
+        if let Err(e) = b.respond_as(&resp) {
             drop(c.objects.remove(handle.into(), OBJECT_PD));
             return Err(e);
         }
@@ -26,11 +33,9 @@ pub(crate) fn alloc_pd(b: &mut Bundle<'_>) -> Result {
 
 /// DEALLOC_PD (`struct ib_uverbs_dealloc_pd`: the handle).
 pub(crate) fn dealloc_pd(b: &mut Bundle<'_>) -> Result {
-    let mut req = [0u8; 4];
-    b.request(&mut req)?;
-    let handle = u32::from_le_bytes(req);
+    let req = b.request_as::<DeallocPd>()?;
     b.ufile
-        .with_objects(|o| o.remove(handle.into(), OBJECT_PD).map(drop))
+        .with_objects(|o| o.remove(req.pd_handle.into(), OBJECT_PD).map(drop))
 }
 
 /// The PD object's DESTROY method: the handle was checked with the attributes.

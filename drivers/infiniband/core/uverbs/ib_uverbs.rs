@@ -14,6 +14,7 @@ mod device;
 mod event_file;
 mod ids;
 mod objects;
+mod uabi;
 mod ufile;
 mod uobjects;
 
