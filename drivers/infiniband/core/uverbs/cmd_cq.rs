@@ -14,17 +14,20 @@ use crate::{
     ids::OBJECT_CQ,
     ioctl_bundle::IoctlBundle,
     objects::UCq,
+    uabi::{
+        CreateCq, CreateCqResp, DestroyCq, DestroyCqResp, ExCreateCq, ExCreateCqResp, ResizeCq,
+        ResizeCqResp,
+    },
     ufile::Context,
     uobjects::UObject,
 };
-use ib_core::le::{u32_at, u64_at};
 use ib_core::{
     udata::Udata,
     verbs_types::{
         CompletionHandler, UserCqInit, USER_CQ_IGNORE_OVERRUN, USER_CQ_TIMESTAMP_COMPLETION,
     },
 };
-use kernel::{prelude::*, sync::Arc};
+use kernel::{prelude::*, sync::Arc, transmute::AsBytes};
 
 /// `UVERBS_METHOD_CQ_CREATE`'s attributes (`enum uverbs_attrs_create_cq_cmd_attr_ids`).
 pub(crate) mod create_attr {
@@ -152,7 +155,7 @@ pub(crate) fn create_ioctl(b: &mut IoctlBundle<'_>) -> Result {
 
 /// Destroys CQ `handle` of this file (`EBUSY` while QPs use it) and returns its counts, read
 /// once it is gone (its unread events dropped).
-fn destroy(ufile: &crate::ufile::Ufile, handle: u64) -> Result<[u8; 8]> {
+fn destroy(ufile: &crate::ufile::Ufile, handle: u64) -> Result<DestroyCqResp> {
     ufile.with_objects(|o| {
         let obj = o.remove(handle, OBJECT_CQ)?;
         let counts = match &obj {
@@ -160,10 +163,9 @@ fn destroy(ufile: &crate::ufile::Ufile, handle: u64) -> Result<[u8; 8]> {
             _ => None,
         };
         drop(obj);
-        let mut r = [0u8; 8];
+        let mut r = DestroyCqResp(Default::default());
         if let Some(c) = counts {
-            r[0..4].copy_from_slice(&c.comp().to_le_bytes());
-            r[4..8].copy_from_slice(&c.async_events().to_le_bytes());
+            (r.comp_events_reported, r.async_events_reported) = (c.comp(), c.async_events());
         }
         Ok(r)
     })
@@ -173,7 +175,7 @@ fn destroy(ufile: &crate::ufile::Ufile, handle: u64) -> Result<[u8; 8]> {
 pub(crate) fn destroy_ioctl(b: &mut IoctlBundle<'_>) -> Result {
     let handle = b.idr_handle(destroy_attr::HANDLE)?;
     let resp = destroy(b.ufile, handle)?;
-    b.copy_to(destroy_attr::RESP, &resp)
+    b.copy_to(destroy_attr::RESP, resp.as_bytes())
 }
 
 /// The part of CREATE_CQ and EX_CREATE_CQ after their requests were read (C's `create_cq`):
@@ -211,8 +213,8 @@ fn create_write(
 }
 
 /// Answers `resp` for CQ `handle`, or destroys it again if the answer cannot be written.
-fn respond_or_destroy(b: &Bundle<'_>, handle: u32, resp: &[u8]) -> Result {
-    if let Err(e) = b.respond(resp) {
+fn respond_or_destroy<T: AsBytes>(b: &Bundle<'_>, handle: u32, resp: &T) -> Result {
+    if let Err(e) = b.respond_as(resp) {
         let _ = b
             .ufile
             .with_objects(|o| o.remove(handle.into(), OBJECT_CQ).map(drop));
@@ -224,17 +226,15 @@ fn respond_or_destroy(b: &Bundle<'_>, handle: u32, resp: &[u8]) -> Result {
 /// CREATE_CQ (`struct ib_uverbs_create_cq`: response, user_handle, cqe, comp_vector,
 /// comp_channel, reserved): answers `{cq_handle, cqe}`.
 pub(crate) fn create_cq(b: &mut Bundle<'_>) -> Result {
-    let mut req = [0u8; 32];
-    b.request(&mut req)?;
+    let req = b.request_as::<CreateCq>()?;
     let init = UserCqInit {
-        cqe: u32_at(&req, 16),
-        comp_vector: u32_at(&req, 20),
+        cqe: req.cqe,
+        comp_vector: req.comp_vector,
         flags: 0,
     };
-    let (handle, cqe) = create_write(b, u64_at(&req, 8), init, u32_at(&req, 24) as i32)?;
-    let mut resp = [0u8; 8];
-    resp[0..4].copy_from_slice(&handle.to_le_bytes());
-    resp[4..8].copy_from_slice(&cqe.to_le_bytes());
+    let (handle, cqe) = create_write(b, req.user_handle, init, req.comp_channel)?;
+    let mut resp = CreateCqResp(Default::default());
+    (resp.cq_handle, resp.cqe) = (handle, cqe);
     respond_or_destroy(b, handle, &resp)
 }
 
@@ -242,44 +242,39 @@ pub(crate) fn create_cq(b: &mut Bundle<'_>) -> Result {
 /// comp_mask, flags, reserved): a comp_mask or reserved word set is `EINVAL`; answers
 /// `{cq_handle, cqe, comp_mask, response_length}`.
 pub(crate) fn ex_create_cq(b: &mut Bundle<'_>) -> Result {
-    let mut req = [0u8; 32];
-    b.request(&mut req)?;
-    if u32_at(&req, 20) != 0 || u32_at(&req, 28) != 0 {
+    let req = b.request_as::<ExCreateCq>()?;
+    if req.comp_mask != 0 || req.reserved != 0 {
         return Err(EINVAL);
     }
     let init = UserCqInit {
-        cqe: u32_at(&req, 8),
-        comp_vector: u32_at(&req, 12),
-        flags: u32_at(&req, 24),
+        cqe: req.cqe,
+        comp_vector: req.comp_vector,
+        flags: req.flags,
     };
-    let (handle, cqe) = create_write(b, u64_at(&req, 0), init, u32_at(&req, 16) as i32)?;
-    let mut resp = [0u8; 16];
-    resp[0..4].copy_from_slice(&handle.to_le_bytes());
-    resp[4..8].copy_from_slice(&cqe.to_le_bytes());
-    resp[12..16].copy_from_slice(&b.response_length(16).to_le_bytes());
+    let (handle, cqe) = create_write(b, req.user_handle, init, req.comp_channel)?;
+    let mut resp = ExCreateCqResp(Default::default());
+    (resp.base.cq_handle, resp.base.cqe) = (handle, cqe);
+    resp.response_length = b.response_length(size_of::<ExCreateCqResp>());
     respond_or_destroy(b, handle, &resp)
 }
 
 /// DESTROY_CQ (`struct ib_uverbs_destroy_cq`: response, cq_handle, reserved): answers the
 /// counts of events read.
 pub(crate) fn destroy_cq(b: &mut Bundle<'_>) -> Result {
-    let mut req = [0u8; 16];
-    b.request(&mut req)?;
-    let resp = destroy(b.ufile, u32_at(&req, 8).into())?;
-    b.respond(&resp)
+    let req = b.request_as::<DestroyCq>()?;
+    let resp = destroy(b.ufile, req.cq_handle.into())?;
+    b.respond_as(&resp)
 }
 
 /// RESIZE_CQ (`struct ib_uverbs_resize_cq`: response, cq_handle, cqe): the driver makes the new
 /// ring from its request; answers `{cqe, reserved}` with the size made.
 pub(crate) fn resize_cq(b: &mut Bundle<'_>) -> Result {
-    let mut req = [0u8; 16];
-    b.request(&mut req)?;
+    let req = b.request_as::<ResizeCq>()?;
     let driver = b.driver;
-    let cqe = b.ufile.with_objects(|o| {
-        o.cq(u32_at(&req, 8).into())?
-            .resize(u32_at(&req, 12), &driver)
-    })?;
-    let mut resp = [0u8; 8];
-    resp[0..4].copy_from_slice(&cqe.to_le_bytes());
-    b.respond(&resp)
+    let cqe = b
+        .ufile
+        .with_objects(|o| o.cq(req.cq_handle.into())?.resize(req.cqe, &driver))?;
+    let mut resp = ResizeCqResp(Default::default());
+    resp.cqe = cqe;
+    b.respond_as(&resp)
 }

@@ -6,9 +6,13 @@
 //! MR's handle and keys answer.
 
 use crate::{
-    bundle::Bundle, ids::OBJECT_MR, ioctl_bundle::IoctlBundle, objects::UMr, uobjects::UObject,
+    bundle::Bundle,
+    ids::OBJECT_MR,
+    ioctl_bundle::IoctlBundle,
+    objects::UMr,
+    uabi::{DeregMr, RegMr, RegMrResp, ReregMr, ReregMrResp},
+    uobjects::UObject,
 };
-use ib_core::le::{u32_at, u64_at};
 use ib_core::verbs_types::{Access, AccessFlags, UserMrInit};
 use kernel::prelude::*;
 
@@ -98,10 +102,9 @@ fn register(
 /// access_flags): a start and an address that differ within their page are `EINVAL`; the
 /// answer is `{mr_handle, lkey, rkey}`. If it cannot be written, the MR is destroyed again.
 pub(crate) fn reg_mr(b: &mut Bundle<'_>) -> Result {
-    let mut req = [0u8; 40];
-    b.request(&mut req)?;
-    let (start, length, iova) = (u64_at(&req, 8), u64_at(&req, 16), u64_at(&req, 24));
-    let (pd_handle, flags) = (u32_at(&req, 32), u32_at(&req, 36));
+    let req = b.request_as::<RegMr>()?;
+    let (start, length, iova) = (req.start, req.length, req.hca_va);
+    let (pd_handle, flags) = (req.pd_handle, req.access_flags);
     if (start ^ iova) & 0xfff != 0 {
         return Err(EINVAL);
     }
@@ -111,11 +114,9 @@ pub(crate) fn reg_mr(b: &mut Bundle<'_>) -> Result {
         let mr = register(c, pd_handle, start, length, iova, flags, &driver)?;
         let (lkey, rkey) = (mr.mr.lkey(), mr.mr.rkey());
         let handle = c.objects.insert(UObject::Mr(mr))?;
-        let mut resp = [0u8; 12];
-        resp[0..4].copy_from_slice(&handle.to_le_bytes());
-        resp[4..8].copy_from_slice(&lkey.to_le_bytes());
-        resp[8..12].copy_from_slice(&rkey.to_le_bytes());
-        if let Err(e) = b.respond(&resp) {
+        let mut resp = RegMrResp(Default::default());
+        (resp.mr_handle, resp.lkey, resp.rkey) = (handle, lkey, rkey);
+        if let Err(e) = b.respond_as(&resp) {
             drop(c.objects.remove(handle.into(), OBJECT_MR));
             return Err(e);
         }
@@ -139,11 +140,10 @@ mod rereg {
 /// with what the request changes and what the old one had otherwise, takes the old one's handle,
 /// and the old one is deregistered. Answers `{lkey, rkey}`.
 pub(crate) fn rereg_mr(b: &mut Bundle<'_>) -> Result {
-    let mut req = [0u8; 48];
-    b.request(&mut req)?;
-    let (handle, flags) = (u32_at(&req, 8), u32_at(&req, 12));
-    let (start, length, iova) = (u64_at(&req, 16), u64_at(&req, 24), u64_at(&req, 32));
-    let (pd_handle, access) = (u32_at(&req, 40), u32_at(&req, 44));
+    let req = b.request_as::<ReregMr>()?;
+    let (handle, flags) = (req.mr_handle, req.flags);
+    let (start, length, iova) = (req.start, req.length, req.hca_va);
+    let (pd_handle, access) = (req.pd_handle, req.access_flags);
     if flags == 0 {
         return Err(EINVAL);
     }
@@ -174,19 +174,16 @@ pub(crate) fn rereg_mr(b: &mut Bundle<'_>) -> Result {
         drop(core::mem::replace(c.objects.mr_mut(handle.into())?, new));
         Ok(keys)
     })?;
-    let mut resp = [0u8; 8];
-    resp[0..4].copy_from_slice(&lkey.to_le_bytes());
-    resp[4..8].copy_from_slice(&rkey.to_le_bytes());
-    b.respond(&resp)
+    let mut resp = ReregMrResp(Default::default());
+    (resp.lkey, resp.rkey) = (lkey, rkey);
+    b.respond_as(&resp)
 }
 
 /// DEREG_MR (`struct ib_uverbs_dereg_mr`: the handle).
 pub(crate) fn dereg_mr(b: &mut Bundle<'_>) -> Result {
-    let mut req = [0u8; 4];
-    b.request(&mut req)?;
-    let handle = u32::from_le_bytes(req);
+    let req = b.request_as::<DeregMr>()?;
     b.ufile
-        .with_objects(|o| o.remove(handle.into(), OBJECT_MR).map(drop))
+        .with_objects(|o| o.remove(req.mr_handle.into(), OBJECT_MR).map(drop))
 }
 
 /// The MR object's DESTROY method: the handle was checked with the attributes.

@@ -55,4 +55,30 @@ user_abi! {
     AllocPdResp = ib_uverbs_alloc_pd_resp;
     /// DEALLOC_PD's request (`struct ib_uverbs_dealloc_pd`).
     DeallocPd = ib_uverbs_dealloc_pd;
+    /// REG_MR's request (`struct ib_uverbs_reg_mr`).
+    RegMr = ib_uverbs_reg_mr;
+    /// REG_MR's response (`struct ib_uverbs_reg_mr_resp`).
+    RegMrResp = ib_uverbs_reg_mr_resp;
+    /// REREG_MR's request (`struct ib_uverbs_rereg_mr`).
+    ReregMr = ib_uverbs_rereg_mr;
+    /// REREG_MR's response (`struct ib_uverbs_rereg_mr_resp`).
+    ReregMrResp = ib_uverbs_rereg_mr_resp;
+    /// DEREG_MR's request (`struct ib_uverbs_dereg_mr`).
+    DeregMr = ib_uverbs_dereg_mr;
+    /// CREATE_CQ's request (`struct ib_uverbs_create_cq`).
+    CreateCq = ib_uverbs_create_cq;
+    /// CREATE_CQ's response (`struct ib_uverbs_create_cq_resp`).
+    CreateCqResp = ib_uverbs_create_cq_resp;
+    /// EX_CREATE_CQ's request (`struct ib_uverbs_ex_create_cq`).
+    ExCreateCq = ib_uverbs_ex_create_cq;
+    /// EX_CREATE_CQ's response (`struct ib_uverbs_ex_create_cq_resp`).
+    ExCreateCqResp = ib_uverbs_ex_create_cq_resp;
+    /// DESTROY_CQ's request (`struct ib_uverbs_destroy_cq`).
+    DestroyCq = ib_uverbs_destroy_cq;
+    /// DESTROY_CQ's response and the CQ DESTROY method's (`struct ib_uverbs_destroy_cq_resp`).
+    DestroyCqResp = ib_uverbs_destroy_cq_resp;
+    /// RESIZE_CQ's request (`struct ib_uverbs_resize_cq`).
+    ResizeCq = ib_uverbs_resize_cq;
+    /// RESIZE_CQ's response (`struct ib_uverbs_resize_cq_resp`).
+    ResizeCqResp = ib_uverbs_resize_cq_resp;
 }
