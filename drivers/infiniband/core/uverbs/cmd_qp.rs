@@ -17,10 +17,13 @@ use crate::{
     ids::OBJECT_QP,
     ioctl_bundle::IoctlBundle,
     objects::UQp,
+    uabi::{
+        DestroyQp, DestroyQpResp, ExModifyQp, ExModifyQpResp, ModifyQp, QpCapAbi, QueryQp,
+        QueryQpResp,
+    },
     ufile::{Context, Ufile},
     uobjects::UObject,
 };
-use ib_core::le::{u16_at, u32_at};
 use ib_core::{
     attrs::Gid,
     ucontext::{UserQp, UserQpInit},
@@ -28,7 +31,7 @@ use ib_core::{
         AccessFlags, GlobalRoute, QpAttr, QpAttrField as F, QpAttrMask, QpCap, QpState, QpType,
     },
 };
-use kernel::{prelude::*, sync::Arc};
+use kernel::{prelude::*, sync::Arc, transmute::AsBytes, uapi};
 
 /// `UVERBS_METHOD_QP_CREATE`'s attributes (`enum uverbs_attrs_create_qp_cmd_attr_ids`).
 pub(crate) mod create_attr {
@@ -84,40 +87,33 @@ impl UQp {
     }
 }
 
-/// `struct ib_uverbs_qp_cap` (20 bytes) read into a [`QpCap`].
-fn cap_from(b: &[u8]) -> QpCap {
+/// `struct ib_uverbs_qp_cap` as a [`QpCap`].
+fn cap_from(c: &uapi::ib_uverbs_qp_cap) -> QpCap {
     QpCap {
-        max_send_wr: u32_at(b, 0),
-        max_recv_wr: u32_at(b, 4),
-        max_send_sge: u32_at(b, 8),
-        max_recv_sge: u32_at(b, 12),
-        max_inline_data: u32_at(b, 16),
+        max_send_wr: c.max_send_wr,
+        max_recv_wr: c.max_recv_wr,
+        max_send_sge: c.max_send_sge,
+        max_recv_sge: c.max_recv_sge,
+        max_inline_data: c.max_inline_data,
     }
 }
 
 /// A [`QpCap`] as `struct ib_uverbs_qp_cap`.
-fn cap_bytes(c: &QpCap) -> [u8; 20] {
-    let mut r = [0u8; 20];
-    for (i, v) in [
-        c.max_send_wr,
-        c.max_recv_wr,
-        c.max_send_sge,
-        c.max_recv_sge,
-        c.max_inline_data,
-    ]
-    .iter()
-    .enumerate()
-    {
-        r[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
-    }
-    r
+fn cap_abi(c: &QpCap) -> QpCapAbi {
+    QpCapAbi(uapi::ib_uverbs_qp_cap {
+        max_send_wr: c.max_send_wr,
+        max_recv_wr: c.max_recv_wr,
+        max_send_sge: c.max_send_sge,
+        max_recv_sge: c.max_recv_sge,
+        max_inline_data: c.max_inline_data,
+    })
 }
 
 /// `UVERBS_METHOD_QP_CREATE`, checked in C's order after the attributes.
 pub(crate) fn create_ioctl(b: &mut IoctlBundle<'_>) -> Result {
     use create_attr as a;
-    let mut cap_raw = [0u8; 20];
-    b.copy_from_or_zero(a::CAP, &mut cap_raw)?;
+    let mut cap_raw = QpCapAbi(Default::default());
+    b.copy_from_or_zero(a::CAP, cap_raw.as_bytes_mut())?;
     let cap = cap_from(&cap_raw);
     let user_handle = b.get_u64(a::USER_HANDLE)?;
     let ty = b.get_const(a::TYPE, u32::MAX.into())?;
@@ -217,7 +213,7 @@ pub(crate) fn create_ioctl(b: &mut IoctlBundle<'_>) -> Result {
         b.commit_new(&mut c.objects, obj)?;
         Ok((qp_num, cap))
     })?;
-    b.copy_to_struct_or_zero(a::RESP_CAP, &cap_bytes(&cap))?;
+    b.copy_to_struct_or_zero(a::RESP_CAP, cap_abi(&cap).as_bytes())?;
     b.copy_to(a::RESP_QP_NUM, &qp_num.to_le_bytes())
 }
 
@@ -292,10 +288,10 @@ pub(crate) fn destroy_ioctl(b: &mut IoctlBundle<'_>) -> Result {
 /// DESTROY_QP (`struct ib_uverbs_destroy_qp`: response, qp_handle, reserved): answers the count
 /// of events read.
 pub(crate) fn destroy_qp(b: &mut Bundle<'_>) -> Result {
-    let mut req = [0u8; 16];
-    b.request(&mut req)?;
-    let reported = destroy(b.ufile, u32_at(&req, 8).into())?;
-    b.respond(&reported.to_le_bytes())
+    let req = b.request_as::<DestroyQp>()?;
+    let mut resp = DestroyQpResp(Default::default());
+    resp.events_reported = destroy(b.ufile, req.qp_handle.into())?;
+    b.respond_as(&resp)
 }
 
 /// `IB_QP_*` bits a modify may carry (`IB_QP_ATTR_STANDARD_BITS`: bits 0..20).
@@ -356,15 +352,16 @@ const SET_QKEY: u32 = 0x8000_0000;
 /// `IB_QPS_ERR`, the last state.
 const QPS_ERR: u8 = 6;
 
-/// C's `modify_qp` for `struct ib_uverbs_modify_qp` in `req` (112 bytes): the QP looked up,
-/// the ports checked, the states' range, then the attributes the mask names.
-fn modify(b: &Bundle<'_>, req: &[u8]) -> Result {
-    let handle = u32_at(req, 64);
-    let mut mask = u32_at(req, 68);
-    let port_num = req[104];
-    let dest_port = req[31];
-    let qp_state = req[96];
-    let cur_qp_state = req[97];
+/// C's `modify_qp` for `req`: the QP looked up, the ports checked, the states' range, then the
+/// attributes the mask names.
+fn modify(b: &Bundle<'_>, req: &uapi::ib_uverbs_modify_qp) -> Result {
+    let handle = req.qp_handle;
+    let mut mask = req.attr_mask;
+    let port_num = req.port_num;
+    let dest = &req.dest;
+    let dest_port = dest.port_num;
+    let qp_state = req.qp_state;
+    let cur_qp_state = req.cur_qp_state;
     b.ufile.with_objects(|o| {
         let q = o.qp(handle.into())?;
         let qp = q.qp()?;
@@ -398,7 +395,7 @@ fn modify(b: &Bundle<'_>, req: &[u8]) -> Result {
             return Err(EINVAL);
         }
         if mask & F::Qkey as u32 != 0
-            && u32_at(req, 72) & SET_QKEY != 0
+            && req.qkey & SET_QKEY != 0
             && !ib_core::controlled_qkey::may_use()
         {
             return Err(EPERM);
@@ -409,34 +406,32 @@ fn modify(b: &Bundle<'_>, req: &[u8]) -> Result {
             } else {
                 QpState::Reset
             },
-            qp_access_flags: AccessFlags::from_ib_bits(u32_at(req, 88)),
-            pkey_index: u16_at(req, 92),
+            qp_access_flags: AccessFlags::from_ib_bits(req.qp_access_flags),
+            pkey_index: req.pkey_index,
             port_num: port,
-            qkey: u32_at(req, 72),
-            dlid: u16_at(req, 20),
-            path_mtu: req[98],
-            timeout: req[105],
-            retry_cnt: req[106],
-            rnr_retry: req[107],
-            rq_psn: u32_at(req, 76) & 0xff_ffff,
-            max_rd_atomic: req[101],
-            min_rnr_timer: req[103],
-            sq_psn: u32_at(req, 80) & 0xff_ffff,
-            max_dest_rd_atomic: req[102],
-            dest_qp_num: u32_at(req, 84),
+            qkey: req.qkey,
+            dlid: dest.dlid,
+            path_mtu: req.path_mtu,
+            timeout: req.timeout,
+            retry_cnt: req.retry_cnt,
+            rnr_retry: req.rnr_retry,
+            rq_psn: req.rq_psn & 0xff_ffff,
+            max_rd_atomic: req.max_rd_atomic,
+            min_rnr_timer: req.min_rnr_timer,
+            sq_psn: req.sq_psn & 0xff_ffff,
+            max_dest_rd_atomic: req.max_dest_rd_atomic,
+            dest_qp_num: req.dest_qp_num,
             // C's `copy_ah_attr_from_uverbs` (read only with `IB_QP_AV`).
-            sl: req[27],
-            src_path_bits: req[28],
-            static_rate: req[29],
-            grh: if mask & F::Av as u32 != 0 && req[30] != 0 {
-                let mut dgid = [0u8; 16];
-                dgid.copy_from_slice(&req[0..16]);
+            sl: dest.sl,
+            src_path_bits: dest.src_path_bits,
+            static_rate: dest.static_rate,
+            grh: if mask & F::Av as u32 != 0 && dest.is_global != 0 {
                 Some(GlobalRoute {
-                    dgid: Gid(dgid),
-                    flow_label: u32_at(req, 16),
-                    sgid_index: req[24],
-                    hop_limit: req[25],
-                    traffic_class: req[26],
+                    dgid: Gid(dest.dgid),
+                    flow_label: dest.flow_label,
+                    sgid_index: dest.sgid_index,
+                    hop_limit: dest.hop_limit,
+                    traffic_class: dest.traffic_class,
                 })
             } else {
                 None
@@ -454,9 +449,8 @@ fn modify(b: &Bundle<'_>, req: &[u8]) -> Result {
 
 /// MODIFY_QP (`struct ib_uverbs_modify_qp`): a mask beyond the standard bits is `EOPNOTSUPP`.
 pub(crate) fn modify_qp(b: &mut Bundle<'_>) -> Result {
-    let mut req = [0u8; 112];
-    b.request(&mut req)?;
-    if u32_at(&req, 68) & !STANDARD_BITS != 0 {
+    let req = b.request_as::<ModifyQp>()?;
+    if req.attr_mask & !STANDARD_BITS != 0 {
         return Err(EOPNOTSUPP);
     }
     modify(b, &req)
@@ -465,67 +459,70 @@ pub(crate) fn modify_qp(b: &mut Bundle<'_>) -> Result {
 /// EX_MODIFY_QP (`struct ib_uverbs_ex_modify_qp`: the legacy request, rate_limit, reserved):
 /// answers `{comp_mask, response_length}`.
 pub(crate) fn ex_modify_qp(b: &mut Bundle<'_>) -> Result {
-    let mut req = [0u8; 120];
-    b.request(&mut req)?;
-    if u32_at(&req, 68) & !(STANDARD_BITS | RATE_LIMIT) != 0 {
+    let req = b.request_as::<ExModifyQp>()?;
+    if req.base.attr_mask & !(STANDARD_BITS | RATE_LIMIT) != 0 {
         return Err(EOPNOTSUPP);
     }
-    let len = b.response_length(8);
-    modify(b, &req)?;
-    let mut resp = [0u8; 8];
-    resp[4..8].copy_from_slice(&len.to_le_bytes());
-    b.respond(&resp)
+    let mut resp = ExModifyQpResp(Default::default());
+    resp.response_length = b.response_length(size_of::<ExModifyQpResp>());
+    modify(b, &req.base)?;
+    b.respond_as(&resp)
 }
 
 /// QUERY_QP (`struct ib_uverbs_query_qp`: response, qp_handle, attr_mask): the attributes the
 /// driver reports and the sizes made (`struct ib_uverbs_query_qp_resp`, 128 bytes).
 pub(crate) fn query_qp(b: &mut Bundle<'_>) -> Result {
-    let mut req = [0u8; 16];
-    b.request(&mut req)?;
+    let req = b.request_as::<QueryQp>()?;
     let (a, cap, sig_all, qp_type) = b.ufile.with_objects(|o| {
-        let q = o.qp(u32_at(&req, 8).into())?;
+        let q = o.qp(req.qp_handle.into())?;
         let qp = q.qp()?;
         let (a, cap) = qp.query()?;
         Ok((a, cap, q.sq_sig_all, qp.qp_type()))
     })?;
     let dev = b.ufile.device().ib_device().ok_or(EIO)?;
-    let mut r = [0u8; 128];
+    let mut r = QueryQpResp(Default::default());
     // The primary path (`struct ib_uverbs_qp_dest`) of a connected QP on a valid port: its LID
     // and port (the other path fields are not kept yet).
     if matches!(qp_type, QpType::Rc | QpType::Uc) && dev.is_valid_port(a.port_num.into()) {
         // C's `copy_ah_attr_to_uverbs`.
+        let d = &mut r.dest;
         if let Some(g) = &a.grh {
-            r[0..16].copy_from_slice(&g.dgid.0);
-            r[16..20].copy_from_slice(&g.flow_label.to_le_bytes());
-            r[24] = g.sgid_index;
-            r[25] = g.hop_limit;
-            r[26] = g.traffic_class;
-            r[30] = 1;
+            d.dgid = g.dgid.0;
+            d.flow_label = g.flow_label;
+            d.sgid_index = g.sgid_index;
+            d.hop_limit = g.hop_limit;
+            d.traffic_class = g.traffic_class;
+            d.is_global = 1;
         }
-        r[20..22].copy_from_slice(&a.dlid.to_le_bytes());
-        r[27] = a.sl;
-        r[28] = a.src_path_bits;
-        r[29] = a.static_rate;
-        r[31] = a.port_num;
+        d.dlid = a.dlid;
+        d.sl = a.sl;
+        d.src_path_bits = a.src_path_bits;
+        d.static_rate = a.static_rate;
+        d.port_num = a.port_num;
     }
-    r[64..84].copy_from_slice(&cap_bytes(&cap));
-    r[84..88].copy_from_slice(&a.qkey.to_le_bytes());
-    r[88..92].copy_from_slice(&a.rq_psn.to_le_bytes());
-    r[92..96].copy_from_slice(&a.sq_psn.to_le_bytes());
-    r[96..100].copy_from_slice(&a.dest_qp_num.to_le_bytes());
-    r[100..104].copy_from_slice(&u32::from(a.qp_access_flags).to_le_bytes());
-    r[104..106].copy_from_slice(&a.pkey_index.to_le_bytes());
-    r[108] = a.qp_state as u8;
-    r[109] = a.qp_state as u8;
-    r[110] = a.path_mtu;
+    let cap = cap_abi(&cap);
+    r.max_send_wr = cap.max_send_wr;
+    r.max_recv_wr = cap.max_recv_wr;
+    r.max_send_sge = cap.max_send_sge;
+    r.max_recv_sge = cap.max_recv_sge;
+    r.max_inline_data = cap.max_inline_data;
+    r.qkey = a.qkey;
+    r.rq_psn = a.rq_psn;
+    r.sq_psn = a.sq_psn;
+    r.dest_qp_num = a.dest_qp_num;
+    r.qp_access_flags = u32::from(a.qp_access_flags);
+    r.pkey_index = a.pkey_index;
+    r.qp_state = a.qp_state as u8;
+    r.cur_qp_state = a.qp_state as u8;
+    r.path_mtu = a.path_mtu;
     // Path migration state: migrated (C's `IB_MIG_MIGRATED`, 0).
-    r[113] = a.max_rd_atomic;
-    r[114] = a.max_dest_rd_atomic;
-    r[115] = a.min_rnr_timer;
-    r[116] = a.port_num;
-    r[117] = a.timeout;
-    r[118] = a.retry_cnt;
-    r[119] = a.rnr_retry;
-    r[122] = u8::from(sig_all);
-    b.respond(&r)
+    r.max_rd_atomic = a.max_rd_atomic;
+    r.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    r.min_rnr_timer = a.min_rnr_timer;
+    r.port_num = a.port_num;
+    r.timeout = a.timeout;
+    r.retry_cnt = a.retry_cnt;
+    r.rnr_retry = a.rnr_retry;
+    r.sq_sig_all = u8::from(sig_all);
+    b.respond_as(&r)
 }

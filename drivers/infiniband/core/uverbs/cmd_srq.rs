@@ -16,10 +16,13 @@ use crate::{
     ids::OBJECT_SRQ,
     ioctl_bundle::IoctlBundle,
     objects::USrq,
+    uabi::{
+        CreateSrq, CreateSrqResp, CreateXsrq, DestroySrq, DestroySrqResp, ModifySrq, QuerySrq,
+        QuerySrqResp,
+    },
     ufile::{Context, Ufile},
     uobjects::UObject,
 };
-use ib_core::le::{u32_at, u64_at};
 use ib_core::{
     udata::Udata,
     verbs_types::{SrqAttr, SrqAttrField, SrqAttrMask},
@@ -160,11 +163,9 @@ fn create_write(b: &Bundle<'_>, ty: u32, user_handle: u64, pd: u32, attr: &SrqAt
         let handle = c.objects.insert(obj)?;
         Ok((handle, made))
     })?;
-    let mut resp = [0u8; 16];
-    resp[0..4].copy_from_slice(&handle.to_le_bytes());
-    resp[4..8].copy_from_slice(&made.max_wr.to_le_bytes());
-    resp[8..12].copy_from_slice(&made.max_sge.to_le_bytes());
-    if let Err(e) = b.respond(&resp) {
+    let mut resp = CreateSrqResp(Default::default());
+    (resp.srq_handle, resp.max_wr, resp.max_sge) = (handle, made.max_wr, made.max_sge);
+    if let Err(e) = b.respond_as(&resp) {
         let _ = b
             .ufile
             .with_objects(|o| o.remove(handle.into(), OBJECT_SRQ).map(drop));
@@ -176,33 +177,25 @@ fn create_write(b: &Bundle<'_>, ty: u32, user_handle: u64, pd: u32, attr: &SrqAt
 /// CREATE_SRQ (`struct ib_uverbs_create_srq`: response, user_handle, pd_handle, max_wr,
 /// max_sge, srq_limit): a basic SRQ.
 pub(crate) fn create_srq(b: &mut Bundle<'_>) -> Result {
-    let mut req = [0u8; 32];
-    b.request(&mut req)?;
+    let req = b.request_as::<CreateSrq>()?;
     let attr = SrqAttr {
-        max_wr: u32_at(&req, 20),
-        max_sge: u32_at(&req, 24),
-        srq_limit: u32_at(&req, 28),
+        max_wr: req.max_wr,
+        max_sge: req.max_sge,
+        srq_limit: req.srq_limit,
     };
-    create_write(b, 0, u64_at(&req, 8), u32_at(&req, 16), &attr)
+    create_write(b, 0, req.user_handle, req.pd_handle, &attr)
 }
 
 /// CREATE_XSRQ (`struct ib_uverbs_create_xsrq`: response, user_handle, srq_type, pd_handle,
 /// max_wr, max_sge, srq_limit, max_num_tags, xrcd_handle, cq_handle).
 pub(crate) fn create_xsrq(b: &mut Bundle<'_>) -> Result {
-    let mut req = [0u8; 48];
-    b.request(&mut req)?;
+    let req = b.request_as::<CreateXsrq>()?;
     let attr = SrqAttr {
-        max_wr: u32_at(&req, 24),
-        max_sge: u32_at(&req, 28),
-        srq_limit: u32_at(&req, 32),
+        max_wr: req.max_wr,
+        max_sge: req.max_sge,
+        srq_limit: req.srq_limit,
     };
-    create_write(
-        b,
-        u32_at(&req, 16),
-        u64_at(&req, 8),
-        u32_at(&req, 20),
-        &attr,
-    )
+    create_write(b, req.srq_type, req.user_handle, req.pd_handle, &attr)
 }
 
 /// The fields a modify's `attr_mask` names (C passes the mask to the driver as is; bits it
@@ -220,17 +213,16 @@ fn mask_of(bits: u32) -> SrqAttrMask {
 /// MODIFY_SRQ (`struct ib_uverbs_modify_srq`: srq_handle, attr_mask, max_wr, srq_limit): the
 /// driver checks the request (mlx5: no resize; a limit below the SRQ's size).
 pub(crate) fn modify_srq(b: &mut Bundle<'_>) -> Result {
-    let mut req = [0u8; 16];
-    b.request(&mut req)?;
+    let req = b.request_as::<ModifySrq>()?;
     let attr = SrqAttr {
-        max_wr: u32_at(&req, 8),
+        max_wr: req.max_wr,
         max_sge: 0,
-        srq_limit: u32_at(&req, 12),
+        srq_limit: req.srq_limit,
     };
-    let mask = mask_of(u32_at(&req, 4));
+    let mask = mask_of(req.attr_mask);
     let driver = b.driver;
     b.ufile.with_objects(|o| {
-        o.srq(u32_at(&req, 0).into())?
+        o.srq(req.srq_handle.into())?
             .srq()?
             .modify(&attr, mask, &driver)
     })
@@ -239,23 +231,20 @@ pub(crate) fn modify_srq(b: &mut Bundle<'_>) -> Result {
 /// QUERY_SRQ (`struct ib_uverbs_query_srq`: response, srq_handle, reserved): answers
 /// `{max_wr, max_sge, srq_limit, reserved}`.
 pub(crate) fn query_srq(b: &mut Bundle<'_>) -> Result {
-    let mut req = [0u8; 16];
-    b.request(&mut req)?;
+    let req = b.request_as::<QuerySrq>()?;
     let a = b
         .ufile
-        .with_objects(|o| o.srq(u32_at(&req, 8).into())?.srq()?.query())?;
-    let mut resp = [0u8; 16];
-    resp[0..4].copy_from_slice(&a.max_wr.to_le_bytes());
-    resp[4..8].copy_from_slice(&a.max_sge.to_le_bytes());
-    resp[8..12].copy_from_slice(&a.srq_limit.to_le_bytes());
-    b.respond(&resp)
+        .with_objects(|o| o.srq(req.srq_handle.into())?.srq()?.query())?;
+    let mut resp = QuerySrqResp(Default::default());
+    (resp.max_wr, resp.max_sge, resp.srq_limit) = (a.max_wr, a.max_sge, a.srq_limit);
+    b.respond_as(&resp)
 }
 
 /// DESTROY_SRQ (`struct ib_uverbs_destroy_srq`: response, srq_handle, reserved): answers the
 /// count of events read.
 pub(crate) fn destroy_srq(b: &mut Bundle<'_>) -> Result {
-    let mut req = [0u8; 16];
-    b.request(&mut req)?;
-    let reported = destroy(b.ufile, u32_at(&req, 8).into())?;
-    b.respond(&reported.to_le_bytes())
+    let req = b.request_as::<DestroySrq>()?;
+    let mut resp = DestroySrqResp(Default::default());
+    resp.events_reported = destroy(b.ufile, req.srq_handle.into())?;
+    b.respond_as(&resp)
 }

@@ -81,4 +81,36 @@ user_abi! {
     ResizeCq = ib_uverbs_resize_cq;
     /// RESIZE_CQ's response (`struct ib_uverbs_resize_cq_resp`).
     ResizeCqResp = ib_uverbs_resize_cq_resp;
+    /// CREATE_SRQ's request (`struct ib_uverbs_create_srq`).
+    CreateSrq = ib_uverbs_create_srq;
+    /// CREATE_XSRQ's request (`struct ib_uverbs_create_xsrq`).
+    CreateXsrq = ib_uverbs_create_xsrq;
+    /// CREATE_SRQ's and CREATE_XSRQ's response (`struct ib_uverbs_create_srq_resp`).
+    CreateSrqResp = ib_uverbs_create_srq_resp;
+    /// MODIFY_SRQ's request (`struct ib_uverbs_modify_srq`).
+    ModifySrq = ib_uverbs_modify_srq;
+    /// QUERY_SRQ's request (`struct ib_uverbs_query_srq`).
+    QuerySrq = ib_uverbs_query_srq;
+    /// QUERY_SRQ's response (`struct ib_uverbs_query_srq_resp`).
+    QuerySrqResp = ib_uverbs_query_srq_resp;
+    /// DESTROY_SRQ's request (`struct ib_uverbs_destroy_srq`).
+    DestroySrq = ib_uverbs_destroy_srq;
+    /// DESTROY_SRQ's response (`struct ib_uverbs_destroy_srq_resp`).
+    DestroySrqResp = ib_uverbs_destroy_srq_resp;
+    /// A QP's sizes (`struct ib_uverbs_qp_cap`), the QP CREATE method's `CAP` attributes.
+    QpCapAbi = ib_uverbs_qp_cap;
+    /// MODIFY_QP's request (`struct ib_uverbs_modify_qp`).
+    ModifyQp = ib_uverbs_modify_qp;
+    /// EX_MODIFY_QP's request (`struct ib_uverbs_ex_modify_qp`).
+    ExModifyQp = ib_uverbs_ex_modify_qp;
+    /// EX_MODIFY_QP's response (`struct ib_uverbs_ex_modify_qp_resp`).
+    ExModifyQpResp = ib_uverbs_ex_modify_qp_resp;
+    /// QUERY_QP's request (`struct ib_uverbs_query_qp`).
+    QueryQp = ib_uverbs_query_qp;
+    /// QUERY_QP's response (`struct ib_uverbs_query_qp_resp`).
+    QueryQpResp = ib_uverbs_query_qp_resp;
+    /// DESTROY_QP's request (`struct ib_uverbs_destroy_qp`).
+    DestroyQp = ib_uverbs_destroy_qp;
+    /// DESTROY_QP's response (`struct ib_uverbs_destroy_qp_resp`).
+    DestroyQpResp = ib_uverbs_destroy_qp_resp;
 }
