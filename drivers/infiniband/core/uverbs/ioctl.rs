@@ -11,11 +11,11 @@
 
 use crate::{
     ioctl_bundle::{IoctlBundle, ATTR_SIZE},
+    uabi::IoctlHdr,
     uapi::{self, DriverMethod, Kind, Method, ATTR_UHW_IN, ATTR_UHW_OUT},
     ufile::Ufile,
     uobjects::UObject,
 };
-use ib_core::le::{u16_at, u32_at, u64_at};
 use kernel::{
     page::PAGE_SIZE,
     prelude::*,
@@ -26,34 +26,9 @@ use kernel::{
 /// `RDMA_VERBS_IOCTL`: `_IOWR(0x1b, 1, struct ib_uverbs_ioctl_hdr)`.
 pub(crate) const RDMA_VERBS_IOCTL: u32 = 0xc018_1b01;
 /// `sizeof(struct ib_uverbs_ioctl_hdr)`.
-const HEADER_SIZE: usize = 24;
+const HEADER_SIZE: usize = size_of::<IoctlHdr>();
 
-/// `struct ib_uverbs_ioctl_hdr`.
-#[derive(Debug, PartialEq, Eq)]
-struct Header {
-    length: u16,
-    object_id: u16,
-    method_id: u16,
-    num_attrs: u16,
-    reserved1: u64,
-    driver_id: u32,
-    reserved2: u32,
-}
-
-impl Header {
-    /// The header's fields, from its bytes as user space laid them out.
-    fn parse(b: &[u8; HEADER_SIZE]) -> Self {
-        Self {
-            length: u16_at(b, 0),
-            object_id: u16_at(b, 2),
-            method_id: u16_at(b, 4),
-            num_attrs: u16_at(b, 6),
-            reserved1: u64_at(b, 8),
-            driver_id: u32_at(b, 16),
-            reserved2: u32_at(b, 20),
-        }
-    }
-
+impl IoctlHdr {
     /// The checks of the header alone: a length that is not the header and its attributes, or
     /// over a page, is `EINVAL`; a reserved field set is `EPROTONOSUPPORT`.
     fn check(&self) -> Result {
@@ -80,15 +55,13 @@ pub(crate) fn ioctl(ufile: &Arc<Ufile>, cmd: u32, arg: usize) -> Result<isize> {
 }
 
 /// The header's checks, up to the driver id.
-fn read_header(driver_id: u32, cmd: u32, arg: usize) -> Result<Header> {
+fn read_header(driver_id: u32, cmd: u32, arg: usize) -> Result<IoctlHdr> {
     if cmd != RDMA_VERBS_IOCTL {
         return Err(ENOIOCTLCMD);
     }
-    let mut raw = [0u8; HEADER_SIZE];
-    UserSlice::new(UserPtr::from_addr(arg), HEADER_SIZE)
+    let hdr: IoctlHdr = UserSlice::new(UserPtr::from_addr(arg), HEADER_SIZE)
         .reader()
-        .read_slice(&mut raw)?;
-    let hdr = Header::parse(&raw);
+        .read()?;
     hdr.check()?;
     if hdr.driver_id != driver_id {
         return Err(EINVAL);
@@ -174,10 +147,17 @@ mod tests {
         b
     }
 
+    use kernel::transmute::FromBytes;
+
+    /// The header of `bytes`.
+    fn parse(b: &[u8; HEADER_SIZE]) -> Result<IoctlHdr> {
+        IoctlHdr::from_bytes_copy(b).ok_or(EINVAL)
+    }
+
     #[test]
-    fn header_fields_and_checks() {
+    fn header_fields_and_checks() -> Result {
         // GET_CONTEXT as libibverbs sends it: four attributes, 88 bytes, driver id 1.
-        let h = Header::parse(&bytes(88, 4, 0, 1));
+        let h = parse(&bytes(88, 4, 0, 1))?;
         assert_eq!(
             (h.length, h.object_id, h.method_id, h.num_attrs),
             (88, 3, 0x1000, 4)
@@ -185,18 +165,19 @@ mod tests {
         assert_eq!(h.driver_id, 1);
         assert_eq!(h.check(), Ok(()));
         // A length that is not the header and its attributes.
-        assert_eq!(Header::parse(&bytes(87, 4, 0, 1)).check(), Err(EINVAL));
-        assert_eq!(Header::parse(&bytes(24, 1, 0, 1)).check(), Err(EINVAL));
+        assert_eq!(parse(&bytes(87, 4, 0, 1))?.check(), Err(EINVAL));
+        assert_eq!(parse(&bytes(24, 1, 0, 1))?.check(), Err(EINVAL));
         // Over a page, even when it adds up.
         let n = ((PAGE_SIZE - HEADER_SIZE) / ATTR_SIZE + 1) as u16;
         let len = (HEADER_SIZE + ATTR_SIZE * usize::from(n)) as u16;
-        assert_eq!(Header::parse(&bytes(len, n, 0, 1)).check(), Err(EINVAL));
+        assert_eq!(parse(&bytes(len, n, 0, 1))?.check(), Err(EINVAL));
         // A reserved field set, once the length is right.
         assert_eq!(
-            Header::parse(&bytes(24, 0, 1 << 40, 1)).check(),
+            parse(&bytes(24, 0, 1 << 40, 1))?.check(),
             Err(EPROTONOSUPPORT)
         );
-        assert_eq!(Header::parse(&bytes(23, 0, 1, 1)).check(), Err(EINVAL));
+        assert_eq!(parse(&bytes(23, 0, 1, 1))?.check(), Err(EINVAL));
+        Ok(())
     }
 
     #[test]

@@ -7,10 +7,10 @@
 
 use crate::{
     event_file::{EventFile, NewEventFd},
+    uabi::AttrAbi,
     ufile::Ufile,
     uobjects::UObject,
 };
-use ib_core::le::{u16_at, u64_at};
 use ib_core::{
     udata::{user_bytes_zero, Udata},
     uverbs_spec::{AttrSpec, Kind, MethodAttrs},
@@ -18,6 +18,7 @@ use ib_core::{
 use kernel::{
     prelude::*,
     sync::Arc,
+    transmute::FromBytes,
     uaccess::{UserPtr, UserSlice},
 };
 
@@ -39,14 +40,17 @@ pub(crate) struct Attr {
 }
 
 impl Attr {
-    fn parse(idx: usize, b: &[u8]) -> Self {
+    fn parse(idx: usize, raw: &AttrAbi) -> Self {
         Self {
             idx,
-            id: u16_at(b, 0),
-            len: u16_at(b, 2),
-            flags: u16_at(b, 4),
-            attr_data: u16_at(b, 6),
-            data: u64_at(b, 8),
+            id: raw.attr_id,
+            len: raw.len,
+            flags: raw.flags,
+            // SAFETY: The union's members are integers of its size (or a pair of bytes): any
+            // bits are a valid `u16`.
+            attr_data: unsafe { raw.attr_data.reserved },
+            // SAFETY: Likewise, the union's members are 64-bit integers.
+            data: unsafe { raw.__bindgen_anon_1.data },
         }
     }
 
@@ -79,7 +83,7 @@ pub(crate) struct IoctlBundle<'a> {
 /// The most attributes a method here has.
 pub(crate) const MAX_ATTRS: usize = 20;
 /// `sizeof(struct ib_uverbs_attr)`: the header is followed by `num_attrs` of them.
-pub(crate) const ATTR_SIZE: usize = 16;
+pub(crate) const ATTR_SIZE: usize = size_of::<AttrAbi>();
 
 impl<'a> IoctlBundle<'a> {
     /// A request on `ufile` for a method taking `specs`, whose attribute array is at user
@@ -114,7 +118,7 @@ impl IoctlBundle<'_> {
             return Err(EINVAL);
         }
         for (idx, chunk) in raw.chunks_exact(ATTR_SIZE).enumerate() {
-            let a = Attr::parse(idx, chunk);
+            let a = Attr::parse(idx, &AttrAbi::from_bytes_copy(chunk).ok_or(EINVAL)?);
             let Some(pos) = specs.iter().position(|s| s.id == a.id) else {
                 if a.flags & F_MANDATORY != 0 {
                     return Err(EPROTONOSUPPORT);

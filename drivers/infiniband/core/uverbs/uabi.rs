@@ -49,6 +49,14 @@ macro_rules! user_abi {
 }
 
 user_abi! {
+    /// A write() command's header (`struct ib_uverbs_cmd_hdr`).
+    CmdHdr = ib_uverbs_cmd_hdr;
+    /// An extended write() command's second header (`struct ib_uverbs_ex_cmd_hdr`).
+    ExCmdHdr = ib_uverbs_ex_cmd_hdr;
+    /// An ioctl's header (`struct ib_uverbs_ioctl_hdr`), followed by its attributes.
+    IoctlHdr = ib_uverbs_ioctl_hdr;
+    /// One attribute of an ioctl (`struct ib_uverbs_attr`).
+    AttrAbi = ib_uverbs_attr;
     /// ALLOC_PD's request (`struct ib_uverbs_alloc_pd`).
     AllocPd = ib_uverbs_alloc_pd;
     /// ALLOC_PD's response (`struct ib_uverbs_alloc_pd_resp`).

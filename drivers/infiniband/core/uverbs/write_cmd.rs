@@ -12,15 +12,16 @@
 use crate::{
     bundle::{Bundle, Handler},
     cmd_channel, cmd_cq, cmd_device, cmd_mr, cmd_pd, cmd_qp, cmd_srq,
+    uabi::{CmdHdr, ExCmdHdr},
     ufile::Ufile,
 };
 use core::cell::Cell;
-use ib_core::le::{u16_at, u32_at, u64_at};
 use ib_core::udata::Udata;
 use kernel::{
     prelude::*,
     sync::Arc,
     uaccess::{UserPtr, UserSlice},
+    uapi,
 };
 
 /// `IB_USER_VERBS_CMD_FLAG_EXTENDED`.
@@ -28,9 +29,9 @@ pub(crate) const CMD_FLAG_EXTENDED: u32 = 0x8000_0000;
 /// `IB_USER_VERBS_CMD_COMMAND_MASK`.
 const CMD_COMMAND_MASK: u32 = 0xff;
 /// `sizeof(struct ib_uverbs_cmd_hdr)`.
-const HDR_SIZE: usize = 8;
+const HDR_SIZE: usize = size_of::<CmdHdr>();
 /// `sizeof(struct ib_uverbs_ex_cmd_hdr)`.
-const EX_HDR_SIZE: usize = 16;
+const EX_HDR_SIZE: usize = size_of::<ExCmdHdr>();
 /// `IB_USER_VERBS_CMD_DESTROY_CQ`, which old rdma-core sent 8 bytes short.
 const CMD_DESTROY_CQ: u32 = 20;
 
@@ -222,20 +223,10 @@ pub(crate) fn lookup(command: u32) -> Result<&'static WriteMethod> {
 }
 
 /// `struct ib_uverbs_cmd_hdr`.
-struct Header {
-    command: u32,
-    in_words: u16,
-    out_words: u16,
-}
+type Header = uapi::ib_uverbs_cmd_hdr;
 
 /// `struct ib_uverbs_ex_cmd_hdr`.
-#[derive(Default)]
-struct ExHeader {
-    response: u64,
-    provider_in_words: u16,
-    provider_out_words: u16,
-    reserved: u32,
-}
+type ExHeader = uapi::ib_uverbs_ex_cmd_hdr;
 
 /// C's `verify_hdr`: the header's word counts against the write's length and the command's
 /// sizes. Returns the input word count to use (an 8-byte-short DESTROY_CQ is taken as 24).
@@ -248,7 +239,7 @@ fn verify(hdr: &Header, ex: &ExHeader, count: usize, m: &WriteMethod) -> Result<
         if usize::from(hdr.in_words) * 8 < m.req_size {
             return Err(ENOSPC);
         }
-        if ex.reserved != 0 {
+        if ex.cmd_hdr_reserved != 0 {
             return Err(EINVAL);
         }
         if ex.response != 0 {
@@ -297,30 +288,19 @@ pub(crate) fn write(ufile: &Arc<Ufile>, buf: usize, count: usize) -> Result<usiz
     if count < HDR_SIZE {
         return Err(EINVAL);
     }
-    let mut raw = [0u8; HDR_SIZE + EX_HDR_SIZE];
-    UserSlice::new(UserPtr::from_addr(buf), HDR_SIZE)
+    let hdr: CmdHdr = UserSlice::new(UserPtr::from_addr(buf), HDR_SIZE)
         .reader()
-        .read_slice(&mut raw[..HDR_SIZE])?;
-    let hdr = Header {
-        command: u32_at(&raw, 0),
-        in_words: u16_at(&raw, 4),
-        out_words: u16_at(&raw, 6),
-    };
+        .read()?;
     let m = lookup(hdr.command)?;
     let mut ex = ExHeader::default();
     if m.is_ex {
         if count < HDR_SIZE + EX_HDR_SIZE {
             return Err(EINVAL);
         }
-        UserSlice::new(UserPtr::from_addr(buf + HDR_SIZE), EX_HDR_SIZE)
+        let read: ExCmdHdr = UserSlice::new(UserPtr::from_addr(buf + HDR_SIZE), EX_HDR_SIZE)
             .reader()
-            .read_slice(&mut raw[HDR_SIZE..])?;
-        ex = ExHeader {
-            response: u64_at(&raw, 8),
-            provider_in_words: u16_at(&raw, 16),
-            provider_out_words: u16_at(&raw, 18),
-            reserved: u32_at(&raw, 20),
-        };
+            .read()?;
+        ex = read.0;
     }
     let in_words = verify(&hdr, &ex, count, m)?;
     let payload = buf + HDR_SIZE;
@@ -440,12 +420,15 @@ mod tests {
             response: 0x10000,
             provider_in_words: 0,
             provider_out_words: 13,
-            reserved: 0,
+            cmd_hdr_reserved: 0,
         };
         let x = CMD_FLAG_EXTENDED | 1;
         assert_eq!(verify(&hdr(x, 1, 38), &ex, 32, exq), Ok(1));
         assert_eq!(verify(&hdr(x, 2, 38), &ex, 32, exq), Err(EINVAL));
-        let reserved = ExHeader { reserved: 1, ..ex };
+        let reserved = ExHeader {
+            cmd_hdr_reserved: 1,
+            ..ex
+        };
         assert_eq!(verify(&hdr(x, 1, 38), &reserved, 32, exq), Err(EINVAL));
         let nowhere = ExHeader { response: 0, ..ex };
         assert_eq!(verify(&hdr(x, 1, 38), &nowhere, 32, exq), Err(EINVAL));
