@@ -7,6 +7,7 @@
 
 use kernel::{
     prelude::*,
+    transmute::{AsBytes, FromBytes},
     uaccess::{UserPtr, UserSlice},
 };
 
@@ -106,6 +107,20 @@ impl Udata {
                 e
             }
         })
+    }
+
+    /// The request as a `T` of the user ABI with [`Udata::read_in_validated`]'s rules and a
+    /// minimum of `min_len` bytes.
+    pub fn read_in_as<T: FromBytes + AsBytes>(&self, min_len: usize) -> Result<T> {
+        // SAFETY: `T: FromBytes`: every byte pattern, all zeroes included, is a valid `T`.
+        let mut req: T = unsafe { core::mem::zeroed() };
+        self.read_in_validated(req.as_bytes_mut(), min_len)?;
+        Ok(req)
+    }
+
+    /// Answers with `resp`, a response of the user ABI ([`Udata::respond`]).
+    pub fn respond_as<T: AsBytes>(&self, resp: &T) -> Result {
+        self.respond(resp.as_bytes())
     }
 
     /// Whether the request's bytes from `offset` on are all zero (C's `ib_is_udata_cleared` to

@@ -19,6 +19,7 @@ mod port_events;
 mod qp;
 mod qp_rings;
 mod srq;
+mod uabi;
 mod ucontext;
 mod umem;
 mod user_cq;

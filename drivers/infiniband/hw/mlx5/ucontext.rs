@@ -11,12 +11,13 @@
 //! served either: `EINVAL` when the function has no DEVX contexts (`log_max_uctx` 0, C's
 //! answer), `EOPNOTSUPP` otherwise; libmlx5 retries without it.
 
-use crate::mmap::MmapTable;
-use ib_core::{
-    le::{u32_at, u64_at},
-    udata::Udata,
+use crate::{
+    mmap::MmapTable,
+    uabi::{AllocUcontextReq, AllocUcontextResp},
 };
-use kernel::{prelude::*, sync::Arc};
+use core::mem::offset_of;
+use ib_core::udata::Udata;
+use kernel::{prelude::*, sync::Arc, transmute::AsBytes, uapi};
 use mlx5_core::{
     auxdev::HcaCaps,
     commands::Commands,
@@ -25,13 +26,13 @@ use mlx5_core::{
 };
 
 /// `sizeof(struct mlx5_ib_alloc_ucontext_req)`, the version-0 request.
-const REQ_V0_SIZE: usize = 8;
+const REQ_V0_SIZE: usize = size_of::<uapi::mlx5_ib_alloc_ucontext_req>();
 /// `offsetof(struct mlx5_ib_alloc_ucontext_req_v2, max_cqe_version)`: the shortest v2 request.
-const REQ_V2_MIN: usize = 16;
+const REQ_V2_MIN: usize = offset_of!(uapi::mlx5_ib_alloc_ucontext_req_v2, max_cqe_version);
 /// `sizeof(struct mlx5_ib_alloc_ucontext_req_v2)`.
-const REQ_V2_SIZE: usize = 32;
+const REQ_V2_SIZE: usize = size_of::<AllocUcontextReq>();
 /// `sizeof(struct mlx5_ib_alloc_ucontext_resp)`.
-const RESP_SIZE: usize = 72;
+const RESP_SIZE: usize = size_of::<AllocUcontextResp>();
 /// `MLX5_IB_ALLOC_UCTX_DEVX`.
 const UCTX_DEVX: u32 = 1 << 0;
 /// `MLX5_LIB_CAP_DYN_UAR`.
@@ -72,16 +73,16 @@ struct Request {
 }
 
 impl Request {
-    /// The request from its first `min(inlen, 32)` bytes (the rest reads as zero).
-    fn parse(b: &[u8; REQ_V2_SIZE]) -> Self {
+    /// The request's fields (of its first `min(inlen, 32)` bytes, the rest reading as zero).
+    fn from_abi(r: &AllocUcontextReq) -> Self {
         Self {
-            total_num_bfregs: u32_at(b, 0),
-            num_low_latency_bfregs: u32_at(b, 4),
-            flags: u32_at(b, 8),
-            comp_mask: u32_at(b, 12),
-            max_cqe_version: b[16],
-            reserved: b[17..24].iter().any(|x| *x != 0),
-            lib_caps: u64_at(b, 24),
+            total_num_bfregs: r.total_num_bfregs,
+            num_low_latency_bfregs: r.num_low_latency_bfregs,
+            flags: r.flags,
+            comp_mask: r.comp_mask,
+            max_cqe_version: r.max_cqe_version,
+            reserved: r.reserved0 != 0 || r.reserved1 != 0 || r.reserved2 != 0,
+            lib_caps: r.lib_caps,
         }
     }
 
@@ -116,34 +117,36 @@ impl Request {
 
 /// The response (`set_ucontext_resp`) for a context with CQE version `cqe_version`, of a
 /// function with `num_ports` ports, `response_length` = `min(outlen, 72)`.
-fn response(caps: &GeneralCaps, num_ports: u16, cqe_version: u8, outlen: usize) -> [u8; RESP_SIZE] {
-    let mut r = [0u8; RESP_SIZE];
-    let mut put = |off: usize, v: u32| r[off..off + 4].copy_from_slice(&v.to_le_bytes());
+fn response(
+    caps: &GeneralCaps,
+    num_ports: u16,
+    cqe_version: u8,
+    outlen: usize,
+) -> AllocUcontextResp {
+    let mut r = AllocUcontextResp(Default::default());
     let pow2 = |v: u64| 1u32.checked_shl(v as u32).unwrap_or(0);
-    put(0, pow2(caps.log_max_qp()));
+    r.qp_tab_size = pow2(caps.log_max_qp());
     // bf_reg_size stays 0: blue-flame registers need write-combining, which this driver does
     // not test for (C's `mlx5_wc_support_get`; it is false without the `bf` capability).
-    put(12, 64);
-    put(20, pow2(caps.log_max_qp_sz()));
-    put(24, pow2(caps.log_max_qp_sz()));
-    put(28, pow2(caps.log_max_srq_sz()));
+    // Dynamic UARs: no static bfregs (`tot_bfregs` 0).
+    r.cache_line_size = 64;
+    r.max_sq_desc_sz = caps.max_wqe_sz_sq() as u16;
+    r.max_rq_desc_sz = caps.max_wqe_sz_rq() as u16;
+    r.max_send_wqebb = pow2(caps.log_max_qp_sz());
+    r.max_recv_wr = pow2(caps.log_max_qp_sz());
+    r.max_srq_recv_wr = pow2(caps.log_max_srq_sz());
+    r.num_ports = num_ports;
     let uar_4k = caps.uar_4k() != 0;
-    put(
-        56,
-        if uar_4k {
-            12
-        } else {
-            kernel::page::PAGE_SHIFT as u32
-        },
-    );
-    put(
-        60,
-        if uar_4k {
-            caps.num_of_uars_per_page() as u32
-        } else {
-            1
-        },
-    );
+    r.log_uar_size = if uar_4k {
+        12
+    } else {
+        kernel::page::PAGE_SHIFT as u32
+    };
+    r.num_uars_per_page = if uar_4k {
+        caps.num_of_uars_per_page() as u32
+    } else {
+        1
+    };
     let mut comp_mask = RESP_MASK_CORE_CLOCK_OFFSET | RESP_MASK_MKEY_UPDATE_TAG;
     if caps.ece_support() != 0 {
         comp_mask |= RESP_MASK_ECE;
@@ -151,13 +154,10 @@ fn response(caps: &GeneralCaps, num_ports: u16, cqe_version: u8, outlen: usize) 
     if caps.drain_sigerr() != 0 {
         comp_mask |= RESP_MASK_SQD2RTS;
     }
-    put(36, comp_mask);
-    put(40, outlen.min(RESP_SIZE) as u32);
-    r[16..18].copy_from_slice(&(caps.max_wqe_sz_sq() as u16).to_le_bytes());
-    r[18..20].copy_from_slice(&(caps.max_wqe_sz_rq() as u16).to_le_bytes());
-    r[32..34].copy_from_slice(&num_ports.to_le_bytes());
-    r[44] = cqe_version;
-    r[45] = CMDS_SUPP_UHW;
+    r.comp_mask = comp_mask;
+    r.response_length = outlen.min(RESP_SIZE) as u32;
+    r.cqe_version = cqe_version;
+    r.cmds_supp_uhw = CMDS_SUPP_UHW;
     // eth_min_inline (InfiniBand port: 0); clock_info_versions 0 (no clock page);
     // hca_core_clock_offset: `internal_timer_h` is at 0x1000 of the init segment, so 0 in
     // its page.
@@ -176,9 +176,9 @@ pub(crate) fn alloc(
     if inlen != REQ_V0_SIZE && inlen < REQ_V2_MIN {
         return Err(EINVAL);
     }
-    let mut raw = [0u8; REQ_V2_SIZE];
-    udata.read_in(&mut raw[..inlen.min(REQ_V2_SIZE)])?;
-    let req = Request::parse(&raw);
+    let mut raw = AllocUcontextReq(Default::default());
+    udata.read_in(&mut raw.as_bytes_mut()[..inlen.min(REQ_V2_SIZE)])?;
+    let req = Request::from_abi(&raw);
     req.check(&c)?;
     let mmap = MmapTable::new()?;
     let tdn = if c.log_max_transport_domain() != 0 {
@@ -193,7 +193,7 @@ pub(crate) fn alloc(
         mmap,
     };
     let resp = response(&c, num_ports, ctx.cqe_version, udata.outlen());
-    if let Err(e) = udata.respond(&resp) {
+    if let Err(e) = udata.respond_as(&resp) {
         dealloc(cmds, ctx);
         return Err(e);
     }
@@ -218,6 +218,14 @@ pub(crate) fn dealloc(cmds: &Commands, ctx: Mlx5UContext) {
 #[kernel::macros::kunit_tests(rdma_rs_mlx5_ib_ucontext)]
 mod tests {
     use super::*;
+    use kernel::transmute::FromBytes;
+
+    /// The request of `b`, as decoded.
+    fn parse(b: &[u8; REQ_V2_SIZE]) -> Result<Request> {
+        Ok(Request::from_abi(
+            &AllocUcontextReq::from_bytes_copy(b).ok_or(EINVAL)?,
+        ))
+    }
 
     /// libmlx5 44's first request: 16 bfregs, 4 low-latency, DEVX, CQE version 1, 4K and
     /// dynamic UARs.
@@ -236,31 +244,28 @@ mod tests {
         let no_devx = GeneralCaps::new();
         let mut devx = GeneralCaps::new();
         devx.set_log_max_uctx(8)?;
-        let first = Request::parse(&libmlx5_request(UCTX_DEVX, 3));
+        let first = parse(&libmlx5_request(UCTX_DEVX, 3))?;
         assert_eq!(first.check(&no_devx), Err(EINVAL));
         assert_eq!(first.check(&devx), Err(EOPNOTSUPP));
-        assert_eq!(
-            Request::parse(&libmlx5_request(0, 3)).check(&no_devx),
-            Ok(())
-        );
+        assert_eq!(parse(&libmlx5_request(0, 3))?.check(&no_devx), Ok(()));
         // Without dynamic UARs (libmlx5's 24-byte retry drops lib_caps).
         assert_eq!(
-            Request::parse(&libmlx5_request(0, 0)).check(&no_devx),
+            parse(&libmlx5_request(0, 0))?.check(&no_devx),
             Err(EOPNOTSUPP)
         );
         // Unknown flags, a comp_mask, a reserved byte.
         assert_eq!(
-            Request::parse(&libmlx5_request(2, 3)).check(&no_devx),
+            parse(&libmlx5_request(2, 3))?.check(&no_devx),
             Err(EOPNOTSUPP)
         );
         let mut b = libmlx5_request(0, 3);
         b[20] = 1;
-        assert_eq!(Request::parse(&b).check(&no_devx), Err(EOPNOTSUPP));
+        assert_eq!(parse(&b)?.check(&no_devx), Err(EOPNOTSUPP));
         // More low-latency bfregs than bfregs (after rounding 3 up to 4).
         let mut b = libmlx5_request(0, 3);
         b[0..4].copy_from_slice(&3u32.to_le_bytes());
         b[4..8].copy_from_slice(&4u32.to_le_bytes());
-        assert_eq!(Request::parse(&b).check(&no_devx), Err(EINVAL));
+        assert_eq!(parse(&b)?.check(&no_devx), Err(EINVAL));
         Ok(())
     }
 
@@ -273,14 +278,16 @@ mod tests {
         c.set_max_wqe_sz_sq(1024)?;
         c.set_max_wqe_sz_rq(512)?;
         let r = response(&c, 1, 1, 72);
-        assert_eq!(r[0..4], (1u32 << 18).to_le_bytes());
+        let b = r.as_bytes();
+        assert_eq!(b.len(), 72);
+        assert_eq!(b[0..4], (1u32 << 18).to_le_bytes());
         // Dynamic UARs: no static bfregs.
-        assert_eq!(r[8..12], [0; 4]);
-        assert_eq!(r[32..34], [1, 0]);
-        assert_eq!(r[36..40], 0x21u32.to_le_bytes());
-        assert_eq!(r[40..44], 72u32.to_le_bytes());
-        assert_eq!((r[44], r[45]), (1, 3));
-        assert_eq!(response(&c, 1, 0, 40)[40..44], 40u32.to_le_bytes());
+        assert_eq!(b[8..12], [0; 4]);
+        assert_eq!(b[32..34], [1, 0]);
+        assert_eq!(b[36..40], 0x21u32.to_le_bytes());
+        assert_eq!(b[40..44], 72u32.to_le_bytes());
+        assert_eq!((b[44], b[45]), (1, 3));
+        assert_eq!(response(&c, 1, 0, 40).response_length, 40);
         Ok(())
     }
 }

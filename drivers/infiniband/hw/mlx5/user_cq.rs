@@ -10,9 +10,12 @@
 //! Pages are described to the device 4 KiB at a time (C may pick larger pages for a physically
 //! contiguous ring; the device sees the same memory either way).
 
-use crate::{ucontext::Mlx5UContext, umem::UserMemory};
+use crate::{
+    uabi::{CreateCqReq, CreateCqResp, ResizeCqReq},
+    ucontext::Mlx5UContext,
+    umem::UserMemory,
+};
 use ib_core::{
-    le::{u16_at, u32_at, u64_at},
     udata::Udata,
     verbs_types::{CqNotifier, UserCqInit, USER_CQ_IGNORE_OVERRUN, USER_CQ_TIMESTAMP_COMPLETION},
 };
@@ -34,11 +37,9 @@ use mlx5_core::{
 };
 
 /// `sizeof(struct mlx5_ib_create_cq)`.
-const REQ_SIZE: usize = 32;
+const REQ_SIZE: usize = size_of::<CreateCqReq>();
 /// `offsetofend(struct mlx5_ib_create_cq, cqe_comp_res_format)`: the shortest request.
 const REQ_MIN: usize = 22;
-/// `sizeof(struct mlx5_ib_create_cq_resp)`.
-const RESP_SIZE: usize = 8;
 
 /// `MLX5_IB_CREATE_CQ_FLAGS_*`.
 const FLAG_CQE_128B_PAD: u16 = 1 << 0;
@@ -67,16 +68,16 @@ struct Request {
 }
 
 impl Request {
-    fn parse(b: &[u8; REQ_SIZE]) -> Self {
+    fn from_abi(r: &CreateCqReq) -> Self {
         Self {
-            buf_addr: u64_at(b, 0),
-            db_addr: u64_at(b, 8),
-            cqe_size: u32_at(b, 16),
-            cqe_comp_en: b[20],
-            cqe_comp_res_format: b[21],
-            flags: u16_at(b, 22),
-            uar_page_index: u16_at(b, 24),
-            reserved: b[26..32].iter().any(|x| *x != 0),
+            buf_addr: r.buf_addr,
+            db_addr: r.db_addr,
+            cqe_size: r.cqe_size,
+            cqe_comp_en: r.cqe_comp_en,
+            cqe_comp_res_format: r.cqe_comp_res_format,
+            flags: r.flags,
+            uar_page_index: r.uar_page_index,
+            reserved: r.reserved0 != 0 || r.reserved1 != 0,
         }
     }
 
@@ -126,7 +127,7 @@ pub(crate) struct Mlx5UserCq {
 
 /// `sizeof(struct mlx5_ib_resize_cq)`: buf_addr, cqe_size, reserved0, reserved1 (also the
 /// shortest request: `reserved1` ends it).
-const RESIZE_REQ_SIZE: usize = 16;
+const RESIZE_REQ_SIZE: usize = size_of::<ResizeCqReq>();
 /// `MLX5_CQ_OPMOD_RESIZE`.
 const CQ_OPMOD_RESIZE: u16 = 1;
 
@@ -164,11 +165,9 @@ impl Mlx5UserCq {
         if entries == self.entries.load(Relaxed) {
             return Ok(entries - 1);
         }
-        let mut raw = [0u8; RESIZE_REQ_SIZE];
-        udata.read_in_validated(&mut raw, RESIZE_REQ_SIZE)?;
-        let buf_addr = u64_at(&raw, 0);
-        let cqe_size = u16_at(&raw, 8);
-        if raw[10..16].iter().any(|b| *b != 0) {
+        let raw = udata.read_in_as::<ResizeCqReq>(RESIZE_REQ_SIZE)?;
+        let (buf_addr, cqe_size) = (raw.buf_addr, raw.cqe_size);
+        if raw.reserved0 != 0 || raw.reserved1 != 0 {
             return Err(EINVAL);
         }
         let len = usize::from(cqe_size)
@@ -241,9 +240,7 @@ pub(crate) fn create(
     if u64::from(entries) > max {
         return Err(EINVAL);
     }
-    let mut raw = [0u8; REQ_SIZE];
-    udata.read_in_validated(&mut raw, REQ_MIN)?;
-    let req = Request::parse(&raw);
+    let req = Request::from_abi(&udata.read_in_as::<CreateCqReq>(REQ_MIN)?);
     req.check()?;
     let ring_len = (entries as usize)
         .checked_mul(req.cqe_size as usize)
@@ -322,9 +319,9 @@ pub(crate) fn create(
     cq.cqn = out.cqn() as u32;
     let done = dev.register_cq(cq.cqn, events).and_then(|reg| {
         cq.reg = Some(reg);
-        let mut resp = [0u8; RESP_SIZE];
-        resp[0..4].copy_from_slice(&cq.cqn.to_le_bytes());
-        udata.respond(&resp)
+        let mut resp = CreateCqResp(Default::default());
+        resp.cqn = cq.cqn;
+        udata.respond_as(&resp)
     });
     if let Err(e) = done {
         let _ = destroy(cmds, cq);
@@ -350,6 +347,14 @@ pub(crate) fn destroy(cmds: &Commands, mut cq: Mlx5UserCq) -> Result {
 #[kernel::macros::kunit_tests(rdma_rs_mlx5_ib_user_cq)]
 mod tests {
     use super::*;
+    use kernel::transmute::FromBytes;
+
+    /// The request of `b`, as decoded.
+    fn parse(b: &[u8; REQ_SIZE]) -> Result<Request> {
+        Ok(Request::from_abi(
+            &CreateCqReq::from_bytes_copy(b).ok_or(EINVAL)?,
+        ))
+    }
 
     fn req(cqe_size: u32, flags: u16, reserved_at: Option<usize>) -> [u8; REQ_SIZE] {
         let mut b = [0u8; REQ_SIZE];
@@ -365,17 +370,18 @@ mod tests {
     }
 
     #[test]
-    fn request_parsed_and_checked_as_c() {
-        let r = Request::parse(&req(64, FLAG_UAR_PAGE_INDEX, None));
+    fn request_parsed_and_checked_as_c() -> Result {
+        let r = parse(&req(64, FLAG_UAR_PAGE_INDEX, None))?;
         assert_eq!(r.buf_addr, 0x7f00_0000_1000);
         assert_eq!(r.db_addr, 0x7f00_0000_2008);
         assert_eq!(r.uar_page_index, 7);
         assert_eq!(r.check(), Ok(()));
-        assert_eq!(Request::parse(&req(128, 0, None)).check(), Ok(()));
-        assert_eq!(Request::parse(&req(32, 0, None)).check(), Err(EINVAL));
-        assert_eq!(Request::parse(&req(64, 1 << 3, None)).check(), Err(EINVAL));
-        assert_eq!(Request::parse(&req(64, 0, Some(26))).check(), Err(EINVAL));
-        assert_eq!(Request::parse(&req(64, 0, Some(31))).check(), Err(EINVAL));
+        assert_eq!(parse(&req(128, 0, None))?.check(), Ok(()));
+        assert_eq!(parse(&req(32, 0, None))?.check(), Err(EINVAL));
+        assert_eq!(parse(&req(64, 1 << 3, None))?.check(), Err(EINVAL));
+        assert_eq!(parse(&req(64, 0, Some(26)))?.check(), Err(EINVAL));
+        assert_eq!(parse(&req(64, 0, Some(31)))?.check(), Err(EINVAL));
+        Ok(())
     }
 
     #[test]

@@ -11,18 +11,19 @@
 
 use crate::{
     qp::{create_ctx, st_of, ModifyCaps, QpEvents, QpFw},
+    uabi::{CreateQpReq, CreateQpResp},
     ucontext::Mlx5UContext,
     umem::UserMemory,
     user_cq::Mlx5UserCq,
     user_srq::Mlx5UserSrq,
     wq_size::{RqSize, SendKind, SqSize},
 };
+use core::mem::offset_of;
 use ib_core::{
-    le::{u32_at, u64_at},
     udata::Udata,
     verbs_types::{NewQp, QpAttr, QpAttrMask, QpCap, QpInitDriver, QpState, QpType},
 };
-use kernel::{prelude::*, sync::Arc};
+use kernel::{prelude::*, sync::Arc, transmute::AsBytes, uapi};
 use mlx5_core::{
     auxdev::{Mlx5Device, Resource, ResourceHandler, ResourceRegistration},
     commands::Commands,
@@ -31,15 +32,13 @@ use mlx5_core::{
 };
 
 /// `sizeof(struct mlx5_ib_create_qp)`.
-const REQ_SIZE: usize = 56;
+const REQ_SIZE: usize = size_of::<CreateQpReq>();
 /// `offsetof(struct mlx5_ib_create_qp, ece_options)`: shorter requests are `EINVAL`.
-const REQ_MIN: usize = 48;
+const REQ_MIN: usize = offset_of!(uapi::mlx5_ib_create_qp, ece_options);
 /// `offsetof(struct mlx5_ib_create_qp, reserved)`: what follows must be zero.
-const REQ_LAST: usize = 54;
+const REQ_LAST: usize = offset_of!(uapi::mlx5_ib_create_qp, reserved);
 /// `offsetofend(struct mlx5_ib_create_qp, uidx)`.
-const REQ_UIDX_END: usize = 36;
-/// `sizeof(struct mlx5_ib_create_qp_resp)`.
-const RESP_SIZE: usize = 40;
+const REQ_UIDX_END: usize = offset_of!(uapi::mlx5_ib_create_qp, bfreg_index);
 
 /// `MLX5_QP_FLAG_*`.
 mod flag {
@@ -76,16 +75,16 @@ struct Request {
 }
 
 impl Request {
-    fn parse(b: &[u8; REQ_SIZE]) -> Self {
+    fn from_abi(r: &CreateQpReq) -> Self {
         Self {
-            buf_addr: u64_at(b, 0),
-            db_addr: u64_at(b, 8),
-            sq_wqe_count: u32_at(b, 16),
-            rq_wqe_count: u32_at(b, 20),
-            rq_wqe_shift: u32_at(b, 24),
-            flags: u32_at(b, 28),
-            uidx: u32_at(b, 32),
-            bfreg_index: u32_at(b, 36),
+            buf_addr: r.buf_addr,
+            db_addr: r.db_addr,
+            sq_wqe_count: r.sq_wqe_count,
+            rq_wqe_count: r.rq_wqe_count,
+            rq_wqe_shift: r.rq_wqe_shift,
+            flags: r.flags,
+            uidx: r.uidx,
+            bfreg_index: r.bfreg_index,
         }
     }
 }
@@ -171,9 +170,9 @@ pub(crate) fn create(
     if inlen > REQ_LAST && !udata.in_zero_from(REQ_LAST)? {
         return Err(EINVAL);
     }
-    let mut raw = [0u8; REQ_SIZE];
-    udata.read_in(&mut raw[..inlen.min(REQ_SIZE)])?;
-    let req = Request::parse(&raw);
+    let mut raw = CreateQpReq(Default::default());
+    udata.read_in(&mut raw.as_bytes_mut()[..inlen.min(REQ_SIZE)])?;
+    let req = Request::from_abi(&raw);
     let flags = vendor_flags(req.flags)?;
     let uidx = user_index(ctx.cqe_version, inlen.min(REQ_SIZE), req.uidx)?;
     // C's `set_rq_size` with the request's receive ring.
@@ -317,9 +316,9 @@ pub(crate) fn create(
         .and_then(|h| dev.register_resource(Resource::Qp(qpn), h))
         .and_then(|reg| {
             qp.events = Some(reg);
-            let mut resp = [0u8; RESP_SIZE];
-            resp[0..4].copy_from_slice(&INVALID_BFREG.to_le_bytes());
-            udata.respond(&resp)
+            let mut resp = CreateQpResp(Default::default());
+            resp.bfreg_index = INVALID_BFREG;
+            udata.respond_as(&resp)
         });
     if let Err(e) = done {
         let _ = destroy(dev.commands(), qp);

@@ -11,14 +11,10 @@
 
 use crate::{
     srq::{self, RmpMemory, SrqSize},
+    uabi::{CreateSrqReq, CreateSrqResp},
     umem::UserMemory,
 };
-use ib_core::{
-    events::EventNotifier,
-    le::{u32_at, u64_at},
-    udata::Udata,
-    verbs_types::SrqAttr,
-};
+use ib_core::{events::EventNotifier, udata::Udata, verbs_types::SrqAttr};
 use kernel::prelude::*;
 use mlx5_core::{
     auxdev::{Mlx5Device, ResourceRegistration},
@@ -26,11 +22,9 @@ use mlx5_core::{
 };
 
 /// `sizeof(struct mlx5_ib_create_srq)`.
-const REQ_SIZE: usize = 32;
+const REQ_SIZE: usize = size_of::<CreateSrqReq>();
 /// `offsetofend(struct mlx5_ib_create_srq, flags)`: the shortest request.
 const REQ_MIN: usize = 20;
-/// `sizeof(struct mlx5_ib_create_srq_resp)`.
-const RESP_SIZE: usize = 8;
 
 /// libmlx5's request (`struct mlx5_ib_create_srq`).
 #[derive(Debug, PartialEq, Eq)]
@@ -42,11 +36,11 @@ struct Request {
 }
 
 impl Request {
-    fn parse(b: &[u8; REQ_SIZE]) -> Self {
+    fn from_abi(r: &CreateSrqReq) -> Self {
         Self {
-            buf_addr: u64_at(b, 0),
-            db_addr: u64_at(b, 8),
-            reserved: u32_at(b, 20) != 0 || u32_at(b, 28) != 0,
+            buf_addr: r.buf_addr,
+            db_addr: r.db_addr,
+            reserved: r.reserved0 != 0 || r.reserved1 != 0,
         }
     }
 }
@@ -94,9 +88,7 @@ pub(crate) fn create(
     udata: &Udata,
     events: &EventNotifier,
 ) -> Result<(Mlx5UserSrq, SrqAttr)> {
-    let mut raw = [0u8; REQ_SIZE];
-    udata.read_in_validated(&mut raw, REQ_MIN)?;
-    let req = Request::parse(&raw);
+    let req = Request::from_abi(&udata.read_in_as::<CreateSrqReq>(REQ_MIN)?);
     if req.reserved {
         return Err(EINVAL);
     }
@@ -137,9 +129,9 @@ pub(crate) fn create(
     };
     let done = srq::register_events(dev, srqn, events).and_then(|reg| {
         s.events = Some(reg);
-        let mut resp = [0u8; RESP_SIZE];
-        resp[0..4].copy_from_slice(&srqn.to_le_bytes());
-        udata.respond(&resp)
+        let mut resp = CreateSrqResp(Default::default());
+        resp.srqn = srqn;
+        udata.respond_as(&resp)
     });
     if let Err(e) = done {
         let _ = destroy(dev.commands(), s);
@@ -168,15 +160,23 @@ pub(crate) fn destroy(cmds: &Commands, mut s: Mlx5UserSrq) -> Result {
 #[kernel::macros::kunit_tests(rdma_rs_mlx5_ib_user_srq)]
 mod tests {
     use super::*;
+    use kernel::transmute::FromBytes;
+
+    /// The request of `b`, as decoded.
+    fn parse(b: &[u8; REQ_SIZE]) -> Result<Request> {
+        Ok(Request::from_abi(
+            &CreateSrqReq::from_bytes_copy(b).ok_or(EINVAL)?,
+        ))
+    }
 
     #[test]
-    fn request_parsed_as_c() {
+    fn request_parsed_as_c() -> Result {
         let mut b = [0u8; REQ_SIZE];
         b[0..8].copy_from_slice(&0x7f00_0000_3000u64.to_le_bytes());
         b[8..16].copy_from_slice(&0x7f00_0000_4010u64.to_le_bytes());
         b[16..20].copy_from_slice(&1u32.to_le_bytes());
         b[24..28].copy_from_slice(&0xff_ffffu32.to_le_bytes());
-        let r = Request::parse(&b);
+        let r = parse(&b)?;
         assert_eq!(
             r,
             Request {
@@ -187,9 +187,10 @@ mod tests {
         );
         // `uidx` (bytes 24..28) is not reserved; `reserved0` and `reserved1` are.
         b[20] = 1;
-        assert!(Request::parse(&b).reserved);
+        assert!(parse(&b)?.reserved);
         b[20] = 0;
         b[31] = 1;
-        assert!(Request::parse(&b).reserved);
+        assert!(parse(&b)?.reserved);
+        Ok(())
     }
 }
