@@ -10,6 +10,7 @@
 pub mod addr;
 pub mod attrs;
 pub mod be;
+pub mod chardev_class;
 pub mod controlled_qkey;
 pub mod events;
 pub mod hw_stats;

@@ -12,12 +12,12 @@ use crate::{
 };
 use ib_core::{
     attrs::{CORE_CAP_IB_MAD, CORE_CAP_IB_SMI},
+    chardev_class::CharDevClass,
     ib_device::IbDevice,
     registry::{ChardevInfo, Client},
 };
 use kernel::{
-    chrdev::{Number, Numbers},
-    class::{self, DevNode, StringFile},
+    chrdev::Number,
     class_device::ClassDevice,
     prelude::*,
     str::{BStr, CString},
@@ -69,43 +69,26 @@ impl Drop for PortDevices {
     }
 }
 
-/// The ib_core client (C's `umad_client`), with what the ports need while it is registered.
-/// Fields drop in this order: the class file, the class, then the numbers.
+/// The ib_core client (C's `umad_client`), with the `infiniband_mad` class and the device
+/// numbers while it is registered.
 pub(crate) struct Umad {
-    _abi_file: StringFile,
-    class: Pin<KBox<class::Registration>>,
-    numbers: Numbers,
+    class: CharDevClass,
 }
 
 impl Umad {
     /// Reserves the numbers and registers the class, in C's order.
     pub(crate) fn new() -> Result<Self> {
-        let numbers = chardevs::reserve()?;
-        let class = KBox::pin_init(
-            class::Registration::new_with_devnode(
-                c"infiniband_mad",
-                DevNode {
-                    dir: c"infiniband",
-                    mode: 0,
-                },
-            ),
-            GFP_KERNEL,
-        )?;
-        // SAFETY: The file is dropped before the class (field order).
-        let abi_file = unsafe { StringFile::new(&class, c"abi_version", ABI_VERSION)? };
-        Ok(Self {
-            _abi_file: abi_file,
-            class,
-            numbers,
-        })
+        let class = CharDevClass::new(chardevs::reserve()?, c"infiniband_mad", 0, ABI_VERSION)?;
+        Ok(Self { class })
     }
 
     /// One port's devices (C's `ib_umad_init_port`).
     fn add_port(&self, ib: &Arc<IbDevice>, port_num: u32, smi: bool) -> Result<PortDevices> {
-        let taken = self.numbers.take()?;
+        let numbers = self.class.numbers();
+        let taken = numbers.take()?;
         let number = taken.get();
-        let umad_devt = self.numbers.devt(number, UMAD).ok_or(ENOSPC)?;
-        let issm_devt = self.numbers.devt(number, ISSM).ok_or(ENOSPC)?;
+        let umad_devt = numbers.devt(number, UMAD).ok_or(ENOSPC)?;
+        let issm_devt = numbers.devt(number, ISSM).ok_or(ENOSPC)?;
         let port = UmadPort::new(ib, port_num, number, umad_devt, issm_devt)?;
         let mut devs = PortDevices {
             port: port.clone(),
@@ -116,17 +99,16 @@ impl Umad {
         let name = CString::try_from_fmt(fmt!("umad{number}"))?;
         let mut groups = AttributeGroups::builder();
         groups.group(None, ATTRS)?;
-        // SAFETY: The class outlives every device: devices are removed when the client
-        // unregisters, before the class goes (field order of the module). The numbers are in
-        // `numbers`, which outlives the class.
+        // SAFETY: The devices go with `PortDevices`, which the client drops (in `remove`, at
+        // the latest when it unregisters) before it drops the class.
         devs.umad = Some(unsafe {
-            ClassDevice::new_chardev::<UmadFile>(
-                &self.class,
+            self.class.add::<UmadFile, _>(
                 ib.parent(),
                 &name,
                 groups.build()?,
                 port.clone(),
-                umad_devt,
+                number,
+                UMAD,
             )?
         });
         if smi {
@@ -135,13 +117,13 @@ impl Umad {
             groups.group(None, ATTRS)?;
             // SAFETY: As for `umadN`.
             devs.issm = Some(unsafe {
-                ClassDevice::new_chardev::<IssmFile>(
-                    &self.class,
+                self.class.add::<IssmFile, _>(
                     ib.parent(),
                     &name,
                     groups.build()?,
                     port,
-                    issm_devt,
+                    number,
+                    ISSM,
                 )?
             });
         }

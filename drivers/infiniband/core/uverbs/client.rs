@@ -6,13 +6,13 @@
 //! (`/sys/class/infiniband/<dev>/device/infiniband_verbs/uverbsN`).
 
 use crate::{chardevs, device::UverbsDevice, file::UverbsFile};
+use ib_core::chardev_class::CharDevClass;
 use ib_core::{
     ib_device::IbDevice,
     registry::{ChardevInfo, Client},
 };
 use kernel::{
-    chrdev::{Number, Numbers},
-    class::{self, DevNode, StringFile},
+    chrdev::Number,
     class_device::ClassDevice,
     prelude::*,
     str::{BStr, CString},
@@ -56,12 +56,10 @@ impl Drop for PerDevice {
     }
 }
 
-/// The ib_core client (C's `uverbs_client`), with what the devices need while it is
-/// registered. Fields drop in this order: the class file, the class, then the numbers.
+/// The ib_core client (C's `uverbs_client`), with the `infiniband_verbs` class and the
+/// device numbers while it is registered.
 pub(crate) struct Uverbs {
-    _abi_file: StringFile,
-    class: Pin<KBox<class::Registration>>,
-    numbers: Numbers,
+    class: CharDevClass,
 }
 
 /// The ABI version of the uverbs interface (C's `IB_USER_VERBS_ABI_VERSION`), in
@@ -71,24 +69,13 @@ const ABI_VERSION: &CStr = c"6";
 impl Uverbs {
     /// Reserves the numbers and registers the class, in C's order.
     pub(crate) fn new() -> Result<Self> {
-        let numbers = chardevs::reserve()?;
-        let class = KBox::pin_init(
-            class::Registration::new_with_devnode(
-                c"infiniband_verbs",
-                DevNode {
-                    dir: c"infiniband",
-                    mode: 0o666,
-                },
-            ),
-            GFP_KERNEL,
+        let class = CharDevClass::new(
+            chardevs::reserve()?,
+            c"infiniband_verbs",
+            0o666,
+            ABI_VERSION,
         )?;
-        // SAFETY: The file is dropped before the class (field order).
-        let abi_file = unsafe { StringFile::new(&class, c"abi_version", ABI_VERSION)? };
-        Ok(Self {
-            _abi_file: abi_file,
-            class,
-            numbers,
-        })
+        Ok(Self { class })
     }
 }
 
@@ -102,9 +89,10 @@ impl Client for Uverbs {
     /// (`EOPNOTSUPP`, as C without `alloc_ucontext`); without a free number `ENOMEM`, as C.
     fn add(&self, ib: &Arc<IbDevice>) -> Result<PerDevice> {
         let abi = ib.uverbs_abi().ok_or(EOPNOTSUPP)?;
-        let number = self.numbers.take().map_err(|_| ENOMEM)?;
+        let numbers = self.class.numbers();
+        let number = numbers.take().map_err(|_| ENOMEM)?;
         let devnum = number.get();
-        let devt = self.numbers.devt(devnum, 0).ok_or(ENOMEM)?;
+        let devt = numbers.devt(devnum, 0).ok_or(ENOMEM)?;
         let dev = UverbsDevice::new(ib, abi, devnum, devt)?;
         let mut per = PerDevice {
             dev: dev.clone(),
@@ -114,18 +102,11 @@ impl Client for Uverbs {
         let name = CString::try_from_fmt(fmt!("uverbs{devnum}"))?;
         let mut groups = AttributeGroups::builder();
         groups.group(None, ATTRS)?;
-        // SAFETY: The class outlives every device: devices are removed when the client
-        // unregisters, before the class goes (field order of the module). `devt` is in
-        // `numbers`, which outlives the class.
+        // SAFETY: The node goes with `PerDevice`, which the client drops (in `remove`, at the
+        // latest when it unregisters) before it drops the class.
         let node = unsafe {
-            ClassDevice::new_chardev::<UverbsFile>(
-                &self.class,
-                ib.parent(),
-                &name,
-                groups.build()?,
-                dev,
-                devt,
-            )?
+            self.class
+                .add::<UverbsFile, _>(ib.parent(), &name, groups.build()?, dev, devnum, 0)?
         };
         per.node = Some(node);
         Ok(per)
