@@ -18,12 +18,13 @@
 use crate::{
     bindings,
     error::{from_err_ptr, VTABLE_DEFAULT_ERROR},
+    file_private,
     fs::File,
     module::this_module,
     prelude::*,
     sync::{aref::ARef, poll::PollTable},
     types::ForeignOwnable,
-    uaccess::{UserPtr, UserSlice, UserSliceWriter},
+    uaccess::UserSliceWriter,
 };
 use core::{marker::PhantomData, ptr::NonNull};
 
@@ -142,11 +143,8 @@ impl<T: AnonFileOps> Vtable<T> {
     ///
     /// Called by the VFS, once, for a file made by `new_file`.
     unsafe extern "C" fn release(_inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
-        // SAFETY: `new_file` stored a `T::Ptr` in the private data; release owns it now.
-        let ptr = unsafe { <T::Ptr as ForeignOwnable>::from_foreign((*file).private_data.cast()) };
-        // SAFETY: The file is valid for the duration of the call, with no fdget_pos region.
-        T::release(ptr, unsafe { File::from_raw_file(file) });
-        0
+        // SAFETY: `new_file` stored a `T::Ptr` in the private data; this last call takes it.
+        unsafe { file_private::release::<T::Ptr>(file, T::release) }
     }
 
     /// # Safety
@@ -158,16 +156,9 @@ impl<T: AnonFileOps> Vtable<T> {
         count: usize,
         _pos: *mut bindings::loff_t,
     ) -> isize {
-        // SAFETY: Between `new_file` and `release` the private data is a `T::Ptr`, which
-        // callbacks may borrow.
-        let data = unsafe { <T::Ptr as ForeignOwnable>::borrow((*file).private_data.cast()) };
-        // SAFETY: The file is valid for the duration of the call, with no fdget_pos region.
-        let f = unsafe { File::from_raw_file(file) };
-        let writer = UserSlice::new(UserPtr::from_ptr(buf.cast()), count).writer();
-        match T::read(data, f, writer, count) {
-            Ok(n) => n as isize,
-            Err(e) => e.to_errno() as isize,
-        }
+        // SAFETY: Between `new_file` and `release` the private data is a `T::Ptr`; `buf` and
+        // `count` are the VFS's.
+        unsafe { file_private::read::<T::Ptr>(file, buf, count, T::read) }
     }
 
     /// # Safety
@@ -178,13 +169,8 @@ impl<T: AnonFileOps> Vtable<T> {
         file: *mut bindings::file,
         wait: *mut bindings::poll_table,
     ) -> bindings::__poll_t {
-        // SAFETY: As in `read`.
-        let data = unsafe { <T::Ptr as ForeignOwnable>::borrow((*file).private_data.cast()) };
-        // SAFETY: The file is valid for the duration of the call, with no fdget_pos region.
-        let f = unsafe { File::from_raw_file(file) };
-        // SAFETY: `wait` is null or valid for the duration of the call (the VFS's promise).
-        let table = unsafe { PollTable::from_raw(wait) };
-        T::poll(data, f, table)
+        // SAFETY: As in `read`; `wait` is null or valid for the call (the VFS's promise).
+        unsafe { file_private::poll::<T::Ptr>(file, wait, T::poll) }
     }
 
     const VTABLE: bindings::file_operations = bindings::file_operations {

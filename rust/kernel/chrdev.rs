@@ -25,6 +25,7 @@
 use crate::{
     bindings,
     error::{to_result, VTABLE_DEFAULT_ERROR},
+    file_private,
     fs::File,
     ida::Ida,
     mm::virt::VmaNew,
@@ -33,7 +34,7 @@ use crate::{
     prelude::*,
     sync::{poll::PollTable, Arc, Mutex},
     types::ForeignOwnable,
-    uaccess::{UserPtr, UserSlice, UserSliceWriter},
+    uaccess::{UserPtr, UserSliceWriter},
 };
 use core::marker::PhantomData;
 
@@ -346,11 +347,8 @@ impl<T: FileOperations> Vtable<T> {
     ///
     /// Called by the VFS, once, for a file opened by `open`.
     unsafe extern "C" fn release(_inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
-        // SAFETY: `open` stored a `T::Ptr` in the private data; release owns it now.
-        let ptr = unsafe { <T::Ptr as ForeignOwnable>::from_foreign((*file).private_data.cast()) };
-        // SAFETY: The file is valid for the duration of the call, with no fdget_pos region.
-        T::release(ptr, unsafe { File::from_raw_file(file) });
-        0
+        // SAFETY: `open` stored a `T::Ptr` in the private data; this last call takes it.
+        unsafe { file_private::release::<T::Ptr>(file, T::release) }
     }
 
     /// # Safety
@@ -362,16 +360,9 @@ impl<T: FileOperations> Vtable<T> {
         count: usize,
         _pos: *mut bindings::loff_t,
     ) -> isize {
-        // SAFETY: Between `open` and `release` the private data is a `T::Ptr`, which callbacks
-        // may borrow.
-        let data = unsafe { <T::Ptr as ForeignOwnable>::borrow((*file).private_data.cast()) };
-        // SAFETY: The file is valid for the duration of the call, with no fdget_pos region.
-        let f = unsafe { File::from_raw_file(file) };
-        let writer = UserSlice::new(UserPtr::from_ptr(buf.cast()), count).writer();
-        match T::read(data, f, writer, count) {
-            Ok(n) => n as isize,
-            Err(e) => e.to_errno() as isize,
-        }
+        // SAFETY: Between `open` and `release` the private data is a `T::Ptr`; `buf` and `count`
+        // are the VFS's.
+        unsafe { file_private::read::<T::Ptr>(file, buf, count, T::read) }
     }
 
     /// # Safety
@@ -381,13 +372,8 @@ impl<T: FileOperations> Vtable<T> {
         file: *mut bindings::file,
         wait: *mut bindings::poll_table,
     ) -> bindings::__poll_t {
-        // SAFETY: As in `read`.
-        let data = unsafe { <T::Ptr as ForeignOwnable>::borrow((*file).private_data.cast()) };
-        // SAFETY: As in `read`.
-        let f = unsafe { File::from_raw_file(file) };
-        // SAFETY: `wait` is null or valid for the duration of the call (the VFS's promise).
-        let table = unsafe { PollTable::from_raw(wait) };
-        T::poll(data, f, table)
+        // SAFETY: As in `read`; `wait` is null or valid for the call (the VFS's promise).
+        unsafe { file_private::poll::<T::Ptr>(file, wait, T::poll) }
     }
 
     /// # Safety
@@ -399,11 +385,8 @@ impl<T: FileOperations> Vtable<T> {
         count: usize,
         _pos: *mut bindings::loff_t,
     ) -> isize {
-        // SAFETY: Between `open` and `release` the private data is a `T::Ptr`, which callbacks
-        // may borrow.
-        let data = unsafe { <T::Ptr as ForeignOwnable>::borrow((*file).private_data.cast()) };
-        // SAFETY: The file is valid for the duration of the call, with no fdget_pos region.
-        let f = unsafe { File::from_raw_file(file) };
+        // SAFETY: Between `open` and `release` the private data is a `T::Ptr`.
+        let (data, f) = unsafe { file_private::borrow::<T::Ptr>(file) };
         match T::write(data, f, UserPtr::from_ptr(buf.cast_mut().cast()), count) {
             Ok(n) => n as isize,
             Err(e) => e.to_errno() as isize,
@@ -415,9 +398,7 @@ impl<T: FileOperations> Vtable<T> {
     /// Called by the VFS for a file opened by `open`.
     unsafe extern "C" fn ioctl(file: *mut bindings::file, cmd: c_uint, arg: c_ulong) -> c_long {
         // SAFETY: As in `write`.
-        let data = unsafe { <T::Ptr as ForeignOwnable>::borrow((*file).private_data.cast()) };
-        // SAFETY: As in `write`.
-        let f = unsafe { File::from_raw_file(file) };
+        let (data, f) = unsafe { file_private::borrow::<T::Ptr>(file) };
         match T::ioctl(data, f, cmd, arg as usize) {
             Ok(n) => n as c_long,
             Err(e) => e.to_errno() as c_long,
@@ -432,11 +413,9 @@ impl<T: FileOperations> Vtable<T> {
         vma: *mut bindings::vm_area_struct,
     ) -> c_int {
         // SAFETY: As in `write`.
-        let data = unsafe { <T::Ptr as ForeignOwnable>::borrow((*file).private_data.cast()) };
+        let (data, f) = unsafe { file_private::borrow::<T::Ptr>(file) };
         // SAFETY: The VMA is undergoing its initial set-up (contract).
         let area = unsafe { VmaNew::from_raw(vma) };
-        // SAFETY: As in `write`.
-        let f = unsafe { File::from_raw_file(file) };
         match T::mmap(data, f, area) {
             Ok(()) => 0,
             Err(e) => e.to_errno(),
