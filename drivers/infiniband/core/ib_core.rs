@@ -18,6 +18,7 @@ mod ib_class;
 pub mod mad_types;
 pub mod names;
 pub mod nl_uapi;
+pub mod open_files;
 pub mod restrack;
 pub mod udata;
 pub mod user_abi;

@@ -9,13 +9,14 @@
 
 use crate::{
     hdr::{self, UmadHdr, HDR_NEW, HDR_OLD},
-    port::{PortFile, UmadPort},
+    port::UmadPort,
 };
 use ib_core::{
     attrs::Gid,
     mad::{MadAgent, MadHandler, MadSend, ReceivedMad, SendDone},
     mad_agent::{self, MadRegReq},
     mad_types::{get32, hdr as mh, Mad, MAD_HDR_SIZE, MAD_SIZE},
+    open_files::OpenFile,
     verbs_types::{AhAttr, GlobalRoute, QpType},
     wr::WcStatus,
 };
@@ -148,10 +149,10 @@ impl UmadFileState {
     }
 }
 
-impl PortFile for UmadFileState {
+impl OpenFile for UmadFileState {
     /// The port is removed (C's part of `ib_umad_kill_port` for one file): the agents are
     /// unregistered, readers woken.
-    fn kill(&self) {
+    fn device_gone(&self) {
         let agents = {
             let mut inner = self.inner.lock();
             inner.agents_dead = true;

@@ -4,19 +4,16 @@
 //! files open on it, who holds `issmN`, and the port's removal (C's `ib_umad_kill_port`). Its
 //! `umadN` and `issmN` (made by `client.rs`) open on it.
 
-use ib_core::ib_device::IbDevice;
+use ib_core::{
+    ib_device::IbDevice,
+    open_files::{OpenFile, OpenFiles},
+};
 use kernel::{
     chrdev::DevT,
     new_condvar, new_mutex,
     prelude::*,
     sync::{Arc, CondVar, Mutex},
 };
-
-/// An open `umadN` file as its port sees it: what the port's removal does to it.
-pub(crate) trait PortFile: Send + Sync {
-    /// The port is gone: the file loses its agents; reads, writes and registrations fail.
-    fn kill(&self);
-}
 
 /// A port's user MAD devices.
 #[pin_data]
@@ -25,12 +22,10 @@ pub(crate) struct UmadPort {
     umad_devt: DevT,
     issm_devt: DevT,
     port_num: u32,
-    /// The RDMA device, until the port is removed.
+    /// The RDMA device until the port is removed, and the open `umadN` files (C's
+    /// `file_list`, under `file_mutex`).
     #[pin]
-    ib: Mutex<Option<Arc<IbDevice>>>,
-    /// The open `umadN` files (C's `file_list`, under `file_mutex`).
-    #[pin]
-    files: Mutex<KVec<Arc<dyn PortFile>>>,
+    files: OpenFiles,
     /// Whether `issmN` is held (C's `sm_sem`, a semaphore of one).
     #[pin]
     sm_held: Mutex<bool>,
@@ -54,8 +49,7 @@ impl UmadPort {
                 umad_devt,
                 issm_devt,
                 port_num,
-                ib <- new_mutex!(Some(ib.clone())),
-                files <- new_mutex!(KVec::new()),
+                files <- OpenFiles::new(ib),
                 sm_held <- new_mutex!(false),
                 sm_free <- new_condvar!(),
             }),
@@ -84,28 +78,17 @@ impl UmadPort {
 
     /// The RDMA device, `None` once the port is removed.
     pub(crate) fn ib_device(&self) -> Option<Arc<IbDevice>> {
-        self.ib.lock().clone()
+        self.files.ib_device()
     }
 
     /// Lists a newly opened file: `ENXIO` if the port went meanwhile.
-    pub(crate) fn add_file(&self, f: Arc<dyn PortFile>) -> Result {
-        let mut files = self.files.lock();
-        if self.ib.lock().is_none() {
-            return Err(ENXIO);
-        }
-        files.push(f, GFP_KERNEL)?;
-        Ok(())
+    pub(crate) fn add_file(&self, f: Arc<dyn OpenFile>) -> Result {
+        self.files.add(f, ENXIO)
     }
 
     /// Unlists a closed file.
-    pub(crate) fn remove_file(&self, f: &dyn PortFile) {
-        let mut files = self.files.lock();
-        if let Some(i) = files
-            .iter()
-            .position(|x| core::ptr::addr_eq(Arc::as_ptr(x), f))
-        {
-            let _ = files.remove(i);
-        }
+    pub(crate) fn remove_file(&self, f: &dyn OpenFile) {
+        self.files.remove(f);
     }
 
     /// Takes `issmN` (C's `down(&port->sm_sem)`): `EAGAIN` if held and `nonblock`, else waits
@@ -133,17 +116,6 @@ impl UmadPort {
     /// The port is removed (C's `ib_umad_kill_port`, after the devices are gone): every open
     /// file loses its agents; reads, writes and registrations fail from now on.
     pub(crate) fn kill(&self) {
-        let files = {
-            let files = self.files.lock();
-            *self.ib.lock() = None;
-            let mut copy = KVec::new();
-            for f in files.iter() {
-                let _ = copy.push(f.clone(), GFP_KERNEL);
-            }
-            copy
-        };
-        for f in files.iter() {
-            f.kill();
-        }
+        self.files.device_gone();
     }
 }

@@ -12,10 +12,11 @@
 //! reference, and disassociation waits for the mappings under way before taking pages back.
 
 use crate::{
-    device::{DeviceFile, UverbsDevice},
+    device::UverbsDevice,
     event_file::{ChannelOwner, EventFile},
     uobjects::UObjects,
 };
+use ib_core::open_files::OpenFile;
 use ib_core::ucontext::UContext;
 use kernel::{
     mm::virt::VmaNew,
@@ -268,8 +269,10 @@ impl ChannelOwner for Ufile {
     }
 }
 
-impl DeviceFile for Ufile {
-    fn disassociate(&self) {
+impl OpenFile for Ufile {
+    /// The RDMA device goes away: the file's context is destroyed, after the command running
+    /// on it, if any (C's `uverbs_destroy_ufile_hw` with `RDMA_REMOVE_DRIVER_REMOVE`).
+    fn device_gone(&self) {
         self.destroy_context(true);
     }
 }
