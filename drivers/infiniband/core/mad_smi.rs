@@ -284,6 +284,55 @@ mod tests {
         assert_eq!(handle_recv(&mut m, false, 1, 1), SmiAction::Discard);
     }
 
+    /// The directed-route SMPs a hostile node sends (the `hardening-mad-wire` scenario), as a
+    /// channel adapter's receive side judges them: C's `smi_handle_dr_smp_recv`.
+    #[test]
+    fn malformed_directed_routes_are_dropped_as_c_drops_them() {
+        let returning = |hop_ptr, hop_cnt| {
+            let mut m = dr(hop_ptr, hop_cnt, LID_PERMISSIVE, LID_PERMISSIVE);
+            put16(&mut m, hdr::STATUS, status::SMP_DIRECTION);
+            m
+        };
+        // A path longer than 63 hops, whatever the pointer.
+        for cnt in [MAX_PATH_HOPS, 200, 255] {
+            let mut m = dr(1, cnt, LID_PERMISSIVE, LID_PERMISSIVE);
+            assert_eq!(handle_recv(&mut m, false, 1, 1), SmiAction::Discard);
+            let mut m = returning(cnt, cnt);
+            assert_eq!(handle_recv(&mut m, false, 1, 1), SmiAction::Discard);
+        }
+        // Outgoing: a pointer past the count plus one, or 0 with hops to go.
+        let mut m = dr(5, 1, LID_PERMISSIVE, LID_PERMISSIVE);
+        assert_eq!(handle_recv(&mut m, false, 1, 1), SmiAction::Discard);
+        let mut m = dr(255, 3, LID_PERMISSIVE, LID_PERMISSIVE);
+        assert_eq!(handle_recv(&mut m, false, 1, 1), SmiAction::Discard);
+        let mut m = dr(0, 2, LID_PERMISSIVE, LID_PERMISSIVE);
+        assert_eq!(handle_recv(&mut m, false, 1, 1), SmiAction::Discard);
+        // Outgoing, the pointer one past the count: for the subnet manager (C14-13:4).
+        let mut m = dr(2, 1, LID_PERMISSIVE, LID_PERMISSIVE);
+        assert_eq!(handle_recv(&mut m, false, 1, 1), SmiAction::Handle);
+        // Outgoing, mid-path: a channel adapter does not relay.
+        let mut m = dr(1, 3, LID_PERMISSIVE, LID_PERMISSIVE);
+        assert_eq!(handle_recv(&mut m, false, 1, 1), SmiAction::Discard);
+        // Returning with the pointer at 0: for the subnet manager (C14-13:4).
+        let mut m = returning(0, 3);
+        assert_eq!(handle_recv(&mut m, false, 1, 1), SmiAction::Handle);
+        // Returning mid-path: no relay.
+        let mut m = returning(2, 3);
+        assert_eq!(handle_recv(&mut m, false, 1, 1), SmiAction::Discard);
+        // Returning past the count: only through the port its return path names.
+        let mut m = returning(4, 3);
+        m[smp::RETURN_PATH + 3] = 2;
+        assert_eq!(handle_recv(&mut m, false, 1, 1), SmiAction::Discard);
+        let mut m = returning(4, 3);
+        m[smp::RETURN_PATH + 3] = 1;
+        assert_eq!(handle_recv(&mut m, false, 1, 1), SmiAction::Handle);
+        assert_eq!(m[hdr::HOP_PTR], 3);
+        // Returning at hop 1 toward a LID-routed part: only a switch goes on.
+        let mut m = dr(1, 3, 5, LID_PERMISSIVE);
+        put16(&mut m, hdr::STATUS, status::SMP_DIRECTION);
+        assert_eq!(handle_recv(&mut m, false, 1, 1), SmiAction::Discard);
+    }
+
     #[test]
     fn a_returning_response_reaches_its_requester() {
         let mut m = dr(1, 1, LID_PERMISSIVE, LID_PERMISSIVE);
