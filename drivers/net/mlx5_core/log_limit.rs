@@ -3,14 +3,19 @@
 //! A log rate limit for lines an interrupt handler writes (port changes, events for unknown
 //! CQs): a flood of events cannot flood the kernel log.
 
-use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::{
+    sync::atomic::{Atomic, Relaxed},
+    time::{Instant, Monotonic},
+};
 
 /// A log rate limit: at most [`LogLimit::PER_SECOND`] lines in a second; the lines left out are
 /// counted and reported once logging is allowed again. Lock-free: callers on several CPUs (the
 /// control vector's thread, completion vectors) may race, which at worst lets a line more or
 /// less through.
 pub(crate) struct LogLimit {
-    /// Start of the current one-second window, in ms since boot.
+    /// When the limit was made: windows are measured from it.
+    base: Instant<Monotonic>,
+    /// Start of the current one-second window, in ms since `base`.
     window_ms: Atomic<i64>,
     /// Lines logged in the window.
     logged: Atomic<u32>,
@@ -25,6 +30,7 @@ impl LogLimit {
     /// A fresh limit.
     pub(crate) fn new() -> Self {
         Self {
+            base: Instant::now(),
             window_ms: Atomic::new(i64::MIN),
             logged: Atomic::new(0),
             suppressed: Atomic::new(0),
@@ -42,8 +48,7 @@ impl LogLimit {
 
     /// Takes one of the window's lines if one is left.
     fn take_slot(&self) -> bool {
-        // SAFETY: `ktime_get` only reads the monotonic clock; callable in any context.
-        let now = unsafe { kernel::bindings::ktime_get() } / 1_000_000;
+        let now = self.base.elapsed().as_millis();
         if now.saturating_sub(self.window_ms.load(Relaxed)) >= 1000 {
             self.window_ms.store(now, Relaxed);
             self.logged.store(0, Relaxed);
