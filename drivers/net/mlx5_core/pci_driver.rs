@@ -13,11 +13,12 @@ use crate::function::{EventHandler, Function};
 use crate::hca::{Hca, HcaCaps, CONTROL_VECTOR};
 use crate::health::{self, HealthPoller};
 use crate::ifc::GeneralCaps;
-use crate::init_segment::{self, FwRevision};
+use crate::init_segment::{self, FwRevision, SharedBar};
 use crate::resources::ResourceTable;
 use crate::uar::{BfregPool, Uar};
+use core::mem::ManuallyDrop;
 use kernel::{
-    device::Core,
+    device::{self, Core},
     dma::{Device as _, DmaMask},
     irq::{self, ThreadedRegistration},
     irq_affinity,
@@ -228,11 +229,13 @@ impl pci::Driver for Mlx5PciDriver {
                 })?;
             let Some(vectors) = vectors else {
                 // The bring-up calls the allocation before it succeeds.
-                if bar.access_with(dev, |b| hca.tear_down(dev, b)).is_err() {
-                    dev_err!(pdev, "BAR0 no longer accessible; HCA not torn down\n");
-                }
+                drop(PendingHca::new(hca, &bar, dev));
                 return Err(EINVAL);
             };
+            // From here until `Function` adopts it, a failure drops `hca`, which tears the HCA
+            // down, before the vectors go (declared after them), as C destroys its EQs before
+            // freeing the vectors.
+            let hca = PendingHca::new(hca, &bar, dev);
             let max_eqs = {
                 let c = GeneralCaps::from_bytes(&hca.caps().general);
                 completion_eq::max_eqs(c.max_num_eqs(), c.log_max_eq())
@@ -242,39 +245,21 @@ impl pci::Driver for Mlx5PciDriver {
                 let parts = completion_side(pdev, &bar, &hca, &vectors, comp_count)?;
                 Ok((request, parts))
             });
-            let (request, (comp, cq_table, resources)) = match prepared {
-                Ok(p) => p,
-                Err(e) => {
-                    if bar.access_with(dev, |b| hca.tear_down(dev, b)).is_err() {
-                        dev_err!(pdev, "BAR0 no longer accessible; HCA not torn down\n");
-                    }
-                    return Err(e);
-                }
-            };
+            let (request, (comp, cq_table, resources)) = prepared?;
             // The control vector's thread dispatches QP/SRQ events and CQ error events (the
             // CQ table's last slot): registrations wait for it too.
             resources.set_irq(request.irq());
             cq_table.set_irq(comp_count as usize, request.irq());
             let uar_index = hca.uar_index().unwrap_or(0);
             let log_bf = GeneralCaps::from_bytes(&hca.caps().general).log_bf_reg_size() as u8;
-            // From here a failure tears the HCA down: `Function` owns it as soon as it exists
-            // (and tears it down when dropped); before that, `Hca::tear_down` here.
-            let function = match Function::new(
+            let function = Function::new(
                 pdev,
                 bar.clone(),
                 cmd_events,
                 cq_table.clone(),
                 resources.clone(),
                 comp.clone(),
-            ) {
-                Ok(f) => f,
-                Err(e) => {
-                    if bar.access_with(dev, |b| hca.tear_down(dev, b)).is_err() {
-                        dev_err!(pdev, "BAR0 no longer accessible; HCA not torn down\n");
-                    }
-                    return Err(e);
-                }
-            };
+            )?;
             let (ports, ib) = hca.ports();
             let ports_u8 = u8::try_from(ports).unwrap_or(u8::MAX);
             dev_info!(
@@ -299,7 +284,8 @@ impl pci::Driver for Mlx5PciDriver {
             let caps = hca.caps().try_clone();
             let pages_counter = hca.pages_counter();
             let queue = hca.command_queue();
-            function.adopt(hca);
+            // `Function` owns the HCA from here (and tears it down when dropped).
+            function.adopt(hca.into_inner());
             // Every `?` below drops `function`, which tears the HCA down.
             let caps = caps?;
             let commands = Commands::new(queue, bar.clone(), pdev.as_ref().into());
@@ -381,6 +367,56 @@ impl pci::Driver for Mlx5PciDriver {
 }
 
 /// The completion side of a brought-up function: its completion vectors (`count`, on MSI-X
+/// An HCA brought up and not yet adopted by its [`Function`]: dropped (a probe failing in
+/// between), it is torn down (C's `mlx5_init_one` unwinding to `err_teardown`).
+struct PendingHca<'a> {
+    hca: ManuallyDrop<Hca>,
+    bar: &'a SharedBar,
+    dev: &'a device::Device<device::Bound>,
+}
+
+impl<'a> PendingHca<'a> {
+    /// `hca`, torn down through `bar` on `dev` unless [`PendingHca::into_inner`] takes it.
+    fn new(hca: Hca, bar: &'a SharedBar, dev: &'a device::Device<device::Bound>) -> Self {
+        Self {
+            hca: ManuallyDrop::new(hca),
+            bar,
+            dev,
+        }
+    }
+
+    /// The HCA, for its new owner.
+    fn into_inner(self) -> Hca {
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped, so `Drop::drop`, the only other place that takes
+        // `hca`, does not run; `hca` is taken once, here.
+        unsafe { ManuallyDrop::take(&mut this.hca) }
+    }
+}
+
+impl core::ops::Deref for PendingHca<'_> {
+    type Target = Hca;
+
+    fn deref(&self) -> &Hca {
+        &self.hca
+    }
+}
+
+impl Drop for PendingHca<'_> {
+    fn drop(&mut self) {
+        // SAFETY: `drop` runs at most once, and never after `into_inner` took the HCA.
+        let hca = unsafe { ManuallyDrop::take(&mut self.hca) };
+        let dev = self.dev;
+        if self
+            .bar
+            .access_with(dev, |b| hca.tear_down(dev, b))
+            .is_err()
+        {
+            dev_err!(dev, "BAR0 no longer accessible; HCA not torn down\n");
+        }
+    }
+}
+
 /// vectors 1 and up), the CQ table and the resource table.
 fn completion_side<'bound>(
     pdev: &'bound pci::Device<kernel::device::Bound>,
