@@ -500,7 +500,6 @@ pub(crate) fn query_qp(b: &mut Bundle<'_>) -> Result {
         d.static_rate = a.static_rate;
         d.port_num = a.port_num;
     }
-    let cap = cap_abi(&cap);
     r.max_send_wr = cap.max_send_wr;
     r.max_recv_wr = cap.max_recv_wr;
     r.max_send_sge = cap.max_send_sge;
