@@ -35,10 +35,7 @@ impl Bundle<'_> {
     /// The core request as a `T` of the user ABI (C's `uverbs_request` into `sizeof(T)`
     /// bytes), with [`Bundle::request`]'s rules.
     pub(crate) fn request_as<T: FromBytes + AsBytes>(&self) -> Result<T> {
-        // SAFETY: `T: FromBytes`: every byte pattern, all zeroes included, is a valid `T`.
-        let mut req: T = unsafe { core::mem::zeroed() };
-        self.request(req.as_bytes_mut())?;
-        Ok(req)
+        self.ucore.read_in_as(0)
     }
 
     /// Answers with `resp`, a response of the user ABI ([`Bundle::respond`]).

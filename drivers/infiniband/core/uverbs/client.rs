@@ -6,8 +6,8 @@
 //! (`/sys/class/infiniband/<dev>/device/infiniband_verbs/uverbsN`).
 
 use crate::{chardevs, device::UverbsDevice, file::UverbsFile};
-use ib_core::chardev_class::CharDevClass;
 use ib_core::{
+    chardev_class::CharDevClass,
     ib_device::IbDevice,
     registry::{ChardevInfo, Client},
 };
