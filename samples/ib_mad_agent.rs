@@ -19,13 +19,13 @@
 //! device or the client goes.
 
 use ib_core::{
+    device::registry::{Client, ClientRegistration},
     device::IbDevice,
+    mad::agent::MadRegReq,
+    mad::types::{get16, get64, hdr, method, put16, put64, Mad, MAD_SIZE},
     mad::{MadAgent, MadHandler, MadSend, ReceivedMad, SendDone},
-    mad_agent::MadRegReq,
-    mad_types::{get16, get64, hdr, method, put16, put64, Mad, MAD_SIZE},
-    registry::{Client, ClientRegistration},
-    verbs_types::{AhAttr, QpType},
-    wr::WcStatus,
+    verbs::types::{AhAttr, QpType},
+    verbs::wr::WcStatus,
 };
 use kernel::{prelude::*, str::BStr, sync::Arc};
 

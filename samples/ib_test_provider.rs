@@ -32,12 +32,12 @@
 use ib_core::{
     attrs::{DeviceAttr, Gid, NodeType, PortAttr, PortImmutable, PortState, CORE_CAP_PROT_IB},
     device::{DeviceInfo, DeviceOps, FwVersion, NodeDesc, Registration},
-    dma_buffer::DmaMemory,
+    verbs::dma_buffer::DmaMemory,
+    verbs::wr::{PostError, RecvWr, SendWr, WorkCompletion},
     verbs::{
         AccessFlags, AhAttr, CqInit, CqNotifier, EventNotifier, NewMr, NewQp, QpAttr, QpAttrField,
         QpAttrMask, QpCap, QpInitDriver, SrqAttr, SrqAttrMask,
     },
-    wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
 use kernel::{
     prelude::*,
@@ -134,10 +134,10 @@ impl DeviceOps for SoftDevice {
     type Mr = SoftMr;
     type Srq = Arc<SoftSrq>;
     type Ah = SoftAh;
-    type UContext = ib_core::ops::NoVerbs;
-    type UserCq = ib_core::ops::NoVerbs;
-    type UserQp = ib_core::ops::NoVerbs;
-    type UserSrq = ib_core::ops::NoVerbs;
+    type UContext = ib_core::verbs::ops::NoVerbs;
+    type UserCq = ib_core::verbs::ops::NoVerbs;
+    type UserQp = ib_core::verbs::ops::NoVerbs;
+    type UserSrq = ib_core::verbs::ops::NoVerbs;
 
     const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
         Attribute::ro(c"hw_rev", hw_rev_show),
@@ -260,7 +260,7 @@ impl DeviceOps for SoftDevice {
         // The software fabric carries no management datagrams: no special QPs.
         if matches!(
             init.qp_type,
-            ib_core::verbs_types::QpType::Smi | ib_core::verbs_types::QpType::Gsi
+            ib_core::verbs::types::QpType::Smi | ib_core::verbs::types::QpType::Gsi
         ) {
             return Err(EOPNOTSUPP);
         }

@@ -20,13 +20,13 @@
 //! stack; under TCG only the ratio of the two means something.
 
 use ib_core::{
+    device::registry::{Client, ClientRegistration},
     device::IbDevice,
-    dma_buffer::DmaBuffer,
-    registry::{Client, ClientRegistration},
+    verbs::dma_buffer::DmaBuffer,
+    verbs::wr::{send_flags, RecvWr, SendOpcode, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion},
     verbs::{
         Access, Cq, CqInit, Mr, Pd, Qp, QpAttr, QpAttrField as F, QpCap, QpInit, QpState, QpType,
     },
-    wr::{send_flags, RecvWr, SendOpcode, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion},
 };
 use kernel::{
     new_spinlock_irq,

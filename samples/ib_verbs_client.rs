@@ -27,14 +27,14 @@
 
 use env::Events;
 use ib_core::{
+    device::registry::{Client, ClientRegistration},
     device::{DeviceEventRegistration, IbDevice},
-    dma_buffer::DmaBuffer,
-    registry::{Client, ClientRegistration},
     restrack::ResType,
+    verbs::dma_buffer::DmaBuffer,
+    verbs::wr::{send_flags, RecvWr, SendOpcode, SendWr, WorkCompletion},
     verbs::{
         Access, Cq, CqInit, Mr, Pd, Qp, QpAttr, QpAttrField as F, QpCap, QpInit, QpState, QpType,
     },
-    wr::{send_flags, RecvWr, SendOpcode, SendWr, WorkCompletion},
 };
 use kernel::{prelude::*, sync::Arc};
 

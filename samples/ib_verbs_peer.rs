@@ -23,11 +23,11 @@
 //! receive; the RDMA pattern's seed is the writer's LID.
 
 use ib_core::{
+    device::registry::{Client, ClientRegistration},
     device::IbDevice,
-    dma_buffer::DmaBuffer,
-    registry::{Client, ClientRegistration},
+    verbs::dma_buffer::DmaBuffer,
+    verbs::wr::{send_flags, RecvWr, SendOpcode, SendWr, UdWr, WcStatus, WorkCompletion},
     verbs::{Access, Ah, AhAttr, Qp},
-    wr::{send_flags, RecvWr, SendOpcode, SendWr, UdWr, WcStatus, WorkCompletion},
 };
 use kernel::{
     debugfs::{Dir, File},

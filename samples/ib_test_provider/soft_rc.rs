@@ -25,14 +25,14 @@
 //!   ERR are reported at the next post.
 
 use ib_core::{
-    dma_buffer::DmaMemory,
+    verbs::dma_buffer::DmaMemory,
+    verbs::wr::{
+        send_flags, PostError, RecvWr, SendOpcode, SendWr, Sge, UdWr, WcOpcode, WcStatus,
+        WorkCompletion,
+    },
     verbs::{
         Access, AccessFlags, AhAttr, CqNotifier, EventNotifier, EventType, QpAttr, QpCap, QpState,
         QpType, SrqAttr, SrqAttrField, SrqAttrMask,
-    },
-    wr::{
-        send_flags, PostError, RecvWr, SendOpcode, SendWr, Sge, UdWr, WcOpcode, WcStatus,
-        WorkCompletion,
     },
 };
 use kernel::{

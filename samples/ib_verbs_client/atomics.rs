@@ -8,9 +8,9 @@
 use super::env::{connect_rc, Env};
 use ib_core::{
     device::IbDevice,
-    dma_buffer::DmaBuffer,
+    verbs::dma_buffer::DmaBuffer,
+    verbs::wr::{send_flags, SendOpcode, SendWr, WorkCompletion},
     verbs::{Access, AccessFlags, Qp},
-    wr::{send_flags, SendOpcode, SendWr, WorkCompletion},
 };
 use kernel::{prelude::*, str::BStr, sync::Arc};
 

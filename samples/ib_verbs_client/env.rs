@@ -6,12 +6,12 @@
 
 use ib_core::{
     device::IbDevice,
-    dma_buffer::DmaBuffer,
+    verbs::dma_buffer::DmaBuffer,
+    verbs::wr::WorkCompletion,
     verbs::{
         AccessFlags, CompletionHandler, Cq, CqInit, Mr, Pd, Qp, QpAttr, QpAttrField as F, QpCap,
         QpInit, QpState, QpType, Srq,
     },
-    wr::WorkCompletion,
 };
 use kernel::{
     new_condvar, new_spinlock_irq,

@@ -7,8 +7,8 @@
 use super::env::{connect_rc, fill_at, holds_at, intact, reconnect, Env};
 use ib_core::{
     device::IbDevice,
+    verbs::wr::{send_flags, RecvWr, SendOpcode, SendWr, WorkCompletion},
     verbs::{Access, AccessFlags, Qp},
-    wr::{send_flags, RecvWr, SendOpcode, SendWr, WorkCompletion},
 };
 use kernel::{prelude::*, str::BStr, sync::Arc};
 

@@ -7,10 +7,10 @@
 //! completes nothing any more), and posts a send, which the driver refuses with `EIO`.
 
 use ib_core::{
+    device::events::EventType,
     device::{DeviceEventRegistration, IbDevice},
-    events::EventType,
+    verbs::wr::{RecvWr, SendOpcode, SendWr, Sge, WcStatus, WorkCompletion},
     verbs::{Cq, Qp},
-    wr::{RecvWr, SendOpcode, SendWr, Sge, WcStatus, WorkCompletion},
 };
 use kernel::{prelude::*, str::CString, sync::Arc};
 

@@ -10,11 +10,11 @@
 use super::env::{connect_rc, fill_at, holds_at, message, Env};
 use ib_core::{
     device::IbDevice,
-    dma_buffer::DmaBuffer,
+    verbs::dma_buffer::DmaBuffer,
+    verbs::wr::{send_flags, RecvWr, SendOpcode, SendWr, UdWr, WcOpcode, WcStatus, WorkCompletion},
     verbs::{
         Access, AccessFlags, Ah, AhAttr, EventHandler, EventType, Qp, Srq, SrqAttr, SrqAttrField,
     },
-    wr::{send_flags, RecvWr, SendOpcode, SendWr, UdWr, WcOpcode, WcStatus, WorkCompletion},
 };
 use kernel::{
     prelude::*,

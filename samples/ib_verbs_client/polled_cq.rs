@@ -6,14 +6,14 @@
 //! the drain's own markers are not.
 
 use ib_core::{
-    cq_poll::{CqDone, PollCtx, PolledCq},
     device::IbDevice,
-    dma_buffer::DmaBuffer,
+    verbs::cq_poll::{CqDone, PollCtx, PolledCq},
+    verbs::dma_buffer::DmaBuffer,
+    verbs::wr::{send_flags, RecvWr, SendOpcode, SendWr, WcStatus, WorkCompletion},
     verbs::{
         Access, EventHandler, EventType, Mr, Pd, Qp, QpAttr, QpAttrField as F, QpCap, QpInit,
         QpState, QpType, Srq, SrqAttr,
     },
-    wr::{send_flags, RecvWr, SendOpcode, SendWr, WcStatus, WorkCompletion},
 };
 use kernel::{
     prelude::*,

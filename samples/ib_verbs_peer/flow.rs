@@ -14,13 +14,13 @@
 //! handler logs `DEVICE_FATAL`.
 
 use ib_core::{
+    device::events::EventType,
     device::{DeviceEventRegistration, IbDevice},
-    dma_buffer::DmaBuffer,
-    events::EventType,
+    verbs::dma_buffer::DmaBuffer,
+    verbs::wr::{send_flags, RecvWr, SendOpcode, SendWr, Sge, WcStatus, WorkCompletion},
     verbs::{
         Access, Cq, CqInit, Mr, Pd, Qp, QpAttr, QpAttrField as F, QpCap, QpInit, QpState, QpType,
     },
-    wr::{send_flags, RecvWr, SendOpcode, SendWr, Sge, WcStatus, WorkCompletion},
 };
 use kernel::{
     fmt, new_mutex, new_spinlock_irq,

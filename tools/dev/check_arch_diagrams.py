@@ -27,7 +27,7 @@ def crate_graph(d):
                          capture_output=True, text=True).stdout
     graph = {}
     for line in out.splitlines():
-        m = re.match(r"^(\w+) -> (.*)$", line)
+        m = re.match(r"^([\w:]+) -> (.*)$", line)
         if m:
             deps = m.group(2).strip()
             graph[m.group(1)] = set() if deps == "(none)" else {x.strip() for x in deps.split(",")}
@@ -63,7 +63,7 @@ def main():
         row_of = {}
         row = 0
         for line in lines:
-            if not re.match(r"^ \w", line):
+            if not re.match(r"^ [\w:]", line):
                 continue
             row += 1
             # The row's modules come first, one or two spaces apart; three or more spaces

@@ -4,11 +4,15 @@
 
 Usage: import_graph.py DIR [--tests] [--docs]
 
-Every `NAME.rs` directly in DIR is a module. An edge A -> B means that A.rs names `crate::B`
-(in a `use` item or in a path such as `crate::B::f()`; `use crate::{B, C::x}` counts both).
+The modules are those the crate root (the file in DIR with `module!`) declares with `mod`
+lines, and theirs in turn (`a.rs` declares `a/b.rs`, the module `a::b`), as nova-core nests
+them. An edge A -> B means that A's file names module B: `crate::B::..`, `super::..` or
+`self::..` paths (in `use` items, groups such as `use crate::{B, C::{x, D}}` included, or in
+expressions; a path counts for the longest module it starts with), or a child by its bare name.
 KUnit suites (`#[kunit_tests(...)] mod tests { ... }`, compiled only with CONFIG_KUNIT) and the
 modules only they use are left out unless `--tests` is given: they sit above the modules they
-test. Links in doc comments (`[`crate::x::Y`]`) count only with `--docs`. The crate root (the file with `module!`/`mod` lines only) is left out.
+test. Links in doc comments (`[`crate::x::Y`]`) count only with `--docs`. The crate root and
+folder roots made of `mod` lines only are left out.
 
 Output: one line per module, `module -> deps`, then the strongly connected components with more
 than one module (the cycles), or `no cycles`.
@@ -47,34 +51,112 @@ def strip_tests(src):
     return "".join(out)
 
 
-def crate_refs(src):
-    """Top-level module names a file reaches through `crate::`."""
+def parse_paths(src, i):
+    """The paths of a use tree or path starting at src[i]: [[segment, ...], ...] (`self` in a
+    group stands for the group's prefix)."""
+    out = []
+
+    def tree(i, prefix):
+        while True:
+            while i < len(src) and src[i].isspace():
+                i += 1
+            if i < len(src) and src[i] == "{":
+                i += 1
+                while True:
+                    while i < len(src) and (src[i].isspace() or src[i] == ","):
+                        i += 1
+                    if i >= len(src) or src[i] == "}":
+                        return i + 1
+                    i = tree(i, prefix)
+            m = re.compile(r"\w+").match(src, i)
+            if not m:
+                out.append(prefix)
+                return i
+            word = m.group(0)
+            i = m.end()
+            seg = prefix if word == "self" else prefix + [word]
+            rest = re.compile(r"\s*::\s*").match(src, i)
+            if not rest:
+                out.append(seg)
+                return i
+            i = rest.end()
+            prefix = seg
+
+    tree(i, [])
+    return out
+
+
+def module_refs(src, path, mods, children):
+    """The modules (paths) a module's source names, `path` being the module's own path."""
     refs = set()
-    # `crate::{a, b::c, d::{e}}`: the first path segment of each item at the first level.
-    for m in re.finditer(r"\bcrate::\{", src):
-        depth = 1
-        j = m.end()
-        start = j
-        items = []
-        while j < len(src) and depth:
-            c = src[j]
-            if c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-                if depth == 0:
-                    items.append(src[start:j])
-            elif c == "," and depth == 1:
-                items.append(src[start:j])
-                start = j + 1
-            j += 1
-        for it in items:
-            name = re.match(r"\s*(\w+)", it)
-            if name:
-                refs.add(name.group(1))
-    for m in re.finditer(r"\bcrate::(\w+)", src):
-        refs.add(m.group(1))
+
+    def resolve(segs):
+        for n in range(len(segs), 0, -1):
+            if tuple(segs[:n]) in mods:
+                refs.add(tuple(segs[:n]))
+                return
+
+    inline = inline_modules(src)
+    for m in re.finditer(r"(?<![\w:$])(crate|super|self)\s*::\s*", src):
+        # Inside `mod x { .. }` blocks of the file, `self` and `super` are relative to them.
+        depth = sum(1 for a, b in inline if a < m.start() < b)
+        here = list(path) + ["<inline>"] * depth
+        base = [] if m.group(1) == "crate" else here[:-1] if m.group(1) == "super" else here
+        for segs in parse_paths(src, m.end()):
+            b = list(base)
+            while segs and segs[0] == "super":
+                b = b[:-1]
+                segs = segs[1:]
+            resolve(b + segs)
+    # A module's children by their bare names (`child::item`, `use child::{..}`).
+    for child in children.get(path, ()):
+        if re.search(r"(?<![\w:])" + re.escape(child) + r"\s*::", src):
+            refs.add(path + (child,))
+    refs.discard(path)
     return refs
+
+
+def inline_modules(src):
+    """The spans of `mod name { .. }` blocks in a file's source."""
+    spans = []
+    for m in re.finditer(r"\bmod\s+\w+\s*\{", src):
+        depth, j = 1, m.end()
+        while j < len(src) and depth:
+            depth += {"{": 1, "}": -1}.get(src[j], 0)
+            j += 1
+        spans.append((m.start(), j))
+    return spans
+
+
+def only_mod_lines(src):
+    """Whether a module file only names its parts (`mod` lines and attributes, no items)."""
+    rest = re.sub(r"#!?\[[^\]]*\]|(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*;", "", src)
+    return not rest.strip()
+
+
+def crate_modules(d, tests):
+    """The crate's modules: {path tuple: file}, its crate root, and {path: [child names]}."""
+    roots = [f for f in sorted(os.listdir(d)) if f.endswith(".rs") and
+             re.search(r"^\s*(kernel::prelude::)?module!\s*\{", open(os.path.join(d, f)).read(), re.M)]
+    if len(roots) != 1:
+        sys.exit(f"{d}: expected one crate root (a file with `module!`), found {roots}")
+    mods, children = {}, {}
+    todo = [((), os.path.join(d, roots[0]), d)]
+    decl = re.compile(r"((?:#\[[^\]]*\]\s*)*)(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;")
+    while todo:
+        path, f, subdir = todo.pop()
+        src = strip_comments(open(f).read(), False)
+        for m in decl.finditer(src):
+            if not tests and "CONFIG_KUNIT" in m.group(1):
+                continue
+            name = m.group(2)
+            child = os.path.join(subdir, name + ".rs")
+            if not os.path.exists(child):
+                continue
+            children.setdefault(path, []).append(name)
+            mods[path + (name,)] = child
+            todo.append((path + (name,), child, os.path.join(subdir, name)))
+    return mods, children
 
 
 def sccs(graph):
@@ -114,25 +196,15 @@ def main():
     docs = "--docs" in sys.argv[1:]
     if len(args) != 1:
         sys.exit(__doc__)
-    d = args[0]
-    files = sorted(f for f in os.listdir(d) if f.endswith(".rs"))
-    mods = {f[:-3] for f in files}
+    mods, children = crate_modules(args[0], tests)
     graph = {}
-    for f in files:
-        src = strip_comments(open(os.path.join(d, f)).read(), docs)
-        if re.search(r"^\s*(kernel::prelude::)?module!\s*\{", src, re.M):
+    for path, f in mods.items():
+        src = strip_comments(open(f).read(), docs)
+        if only_mod_lines(strip_comments(src, False)):
             continue
         if not tests:
             src = strip_tests(src)
-        graph[f[:-3]] = {r for r in crate_refs(src) if r in mods and r != f[:-3]}
-    if not tests:
-        # Modules compiled only for KUnit (`#[cfg(CONFIG_KUNIT...)] mod x;` in the crate root).
-        for f in files:
-            root = open(os.path.join(d, f)).read()
-            for m in re.finditer(r"#\[cfg\(CONFIG_KUNIT[^\]]*\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)", root):
-                graph.pop(m.group(1), None)
-        for v in graph:
-            graph[v] &= set(graph)
+        graph["::".join(path)] = {"::".join(r) for r in module_refs(src, path, mods, children)}
     for v in sorted(graph):
         print(f"{v} -> {', '.join(sorted(graph[v])) or '(none)'}")
     cycles = [c for c in sccs(graph) if len(c) > 1]

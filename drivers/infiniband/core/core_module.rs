@@ -4,7 +4,7 @@
 //! RDMA netlink sockets and nldev, set up in C's order (`ib_core_init`) and torn down in
 //! reverse (`ib_core_cleanup`).
 
-use crate::workqueues::CoreWorkqueues;
+use crate::device::workqueues::CoreWorkqueues;
 use kernel::{class, prelude::*};
 
 /// The loaded `ib_core` module. Fields are declared in the order C's `ib_core_cleanup` releases
@@ -13,11 +13,11 @@ use kernel::{class, prelude::*};
 pub(crate) struct IbCore {
     /// The MAD layer, a client of every device (C's `ib_mad_init`, last of `ib_core_init`).
     #[pin]
-    mad: crate::registry::ClientRegistration<crate::mad::MadClient>,
+    mad: crate::device::registry::ClientRegistration<crate::mad::MadClient>,
     /// RDMA netlink local services (C's `rdma_nl_register(RDMA_NL_LS, ...)`).
-    ls: crate::ls::Registration,
+    ls: crate::netlink::ls::Registration,
     /// nldev's commands (C's `nldev_init`).
-    nldev: crate::nldev::Registration,
+    nldev: crate::netlink::nldev::Registration,
     /// A `NETLINK_RDMA` kernel socket in every network namespace (C's
     /// `register_pernet_device(&rdma_dev_net_ops)`).
     #[pin]
@@ -36,10 +36,10 @@ impl kernel::InPlaceModule for IbCore {
         // SAFETY: Called once, at module load, before any device or client can register and
         // before the netlink sockets exist.
         unsafe {
-            crate::registry::init();
+            crate::device::registry::init();
             crate::netlink::init(crate::netlink::NamespaceWatch {
-                added: crate::registry::net_added,
-                removed: crate::registry::net_removed,
+                added: crate::device::registry::net_added,
+                removed: crate::device::registry::net_removed,
             });
             crate::mad::init();
         }
@@ -48,17 +48,17 @@ impl kernel::InPlaceModule for IbCore {
             class <- class::Registration::new_net_with_name_uevent(c"infiniband"),
             neighbours <- crate::addr::register(),
             sockets <- crate::netlink::Sockets::new(),
-            nldev: crate::nldev::Registration::new(),
-            ls: crate::ls::Registration::new(),
-            mad <- crate::registry::ClientRegistration::new(crate::mad::MadClient),
+            nldev: crate::netlink::nldev::Registration::new(),
+            ls: crate::netlink::ls::Registration::new(),
+            mad <- crate::device::registry::ClientRegistration::new(crate::mad::MadClient),
         })
         .pin_chain(|this| {
             // SAFETY: The class is in the module's pinned data; it is removed at unload before
             // the class is unregistered.
-            unsafe { crate::ib_class::set_class(Some(&this.class)) };
+            unsafe { crate::device::class::set_class(Some(&this.class)) };
             // SAFETY: The workqueues are in the module's pinned data; they are removed at unload,
             // when no device is left, before they are destroyed.
-            unsafe { crate::workqueues::install(Some(&this.workqueues)) };
+            unsafe { crate::device::workqueues::install(Some(&this.workqueues)) };
             pr_info!("infiniband class registered, workqueues ready, RDMA netlink up\n");
             Ok(())
         })
@@ -70,10 +70,10 @@ impl PinnedDrop for IbCore {
     fn drop(self: Pin<&mut Self>) {
         // SAFETY: Removing the class and the workqueues is always allowed.
         unsafe {
-            crate::ib_class::set_class(None);
-            crate::workqueues::install(None);
+            crate::device::class::set_class(None);
+            crate::device::workqueues::install(None);
         }
-        crate::registry::clear();
+        crate::device::registry::clear();
         crate::mad::clear();
         pr_info!("unloading\n");
     }

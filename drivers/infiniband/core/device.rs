@@ -13,20 +13,27 @@
 //! This is the layer that ties the registry, sysfs and the MONITOR events together; the device
 //! itself ([`IbDevice`]) sits below all three.
 
+pub(crate) mod class;
+pub mod events;
+pub mod ib_device;
+pub mod monitor;
+pub mod names;
+pub mod registry;
+pub(crate) mod workqueues;
+
 use crate::{
     attrs::{DeviceAttr, PortImmutable},
-    events::EventType,
-    ib_class::class,
-    ib_device::{read_ports, Domain},
-    monitor::{self, Event},
-    ops::{is_kverbs_provider, DeviceImpl, DynOps},
-    registry,
+    device::class::class,
+    device::events::EventType,
+    device::ib_device::{read_ports, Domain},
+    device::monitor::Event,
     sysfs::DeviceSysfs,
+    verbs::ops::{is_kverbs_provider, DeviceImpl, DynOps},
 };
 pub use crate::{
     attrs::{FwVersion, NodeDesc, ShortText, FW_VERSION_MAX, NODE_DESC_MAX},
-    ib_device::{DeviceEventRegistration, DeviceInfo, DeviceRef, IbDevice, PortData},
-    ops::{DeviceOps, NoVerbs},
+    device::ib_device::{DeviceEventRegistration, DeviceInfo, DeviceRef, IbDevice, PortData},
+    verbs::ops::{DeviceOps, NoVerbs},
 };
 use core::mem::ManuallyDrop;
 use kernel::{prelude::*, sync::Arc};
@@ -48,7 +55,7 @@ impl Registration {
     }
 
     /// Registers a KUnit suite's device: in the suites' own registry (names, indices, clients),
-    /// in the class `ib_class::set_test_class` installed if any, without MONITOR events.
+    /// in the class `class::set_test_class` installed if any, without MONITOR events.
     #[cfg(CONFIG_KUNIT = "y")]
     pub(crate) fn new_test<T: DeviceOps>(info: DeviceInfo<'_>, ops: T) -> Result<Self> {
         Self::new_in(Domain::Test, info, ops)
@@ -100,7 +107,7 @@ impl Registration {
         let class = match domain {
             Domain::Live => Some(class().ok_or(ENODEV)?),
             #[cfg(CONFIG_KUNIT = "y")]
-            Domain::Test => crate::ib_class::test_class(),
+            Domain::Test => crate::device::class::test_class(),
         };
         let sysfs = match class {
             // SAFETY: The `infiniband` class stays registered until `ib_core` unloads, which is

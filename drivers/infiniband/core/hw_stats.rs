@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! A port's hardware counters (C's `rdma_hw_stats`): the names the driver describes with
-//! [`DeviceOps::alloc_hw_port_stats`](crate::ops::DeviceOps::alloc_hw_port_stats), the values it
-//! reads with [`DeviceOps::get_hw_stats`](crate::ops::DeviceOps::get_hw_stats), and how long a
+//! [`DeviceOps::alloc_hw_port_stats`](crate::verbs::ops::DeviceOps::alloc_hw_port_stats), the values it
+//! reads with [`DeviceOps::get_hw_stats`](crate::verbs::ops::DeviceOps::get_hw_stats), and how long a
 //! read stays fresh (`lifespan`). sysfs shows them as `ports/<N>/hw_counters/<name>` (and the
 //! writable `lifespan`), netlink as `rdma stat show`; both read the same [`HwStats`] under its
 //! lock, as C's `stats->lock`.
@@ -31,7 +31,7 @@ pub struct HwStatDesc {
 /// A port's counters as the driver describes them (what C's `alloc_hw_port_stats` returns).
 pub struct HwStatsDesc {
     /// The counters, in the order of sysfs and netlink, and of the values
-    /// [`DeviceOps::get_hw_stats`](crate::ops::DeviceOps::get_hw_stats) fills.
+    /// [`DeviceOps::get_hw_stats`](crate::verbs::ops::DeviceOps::get_hw_stats) fills.
     pub descs: KVec<HwStatDesc>,
     /// How long a read stays fresh, in milliseconds (C's `RDMA_HW_STATS_DEFAULT_LIFESPAN` is 10).
     pub lifespan_ms: u32,

@@ -24,14 +24,14 @@ use crate::{
     attrs::{
         DeviceAttr, Gid, NodeDesc, NodeType, PortAttr, PortImmutable, PortState, CORE_PORT_IBA_IB,
     },
+    device::events::EventNotifier,
     device::{DeviceInfo, Registration},
-    events::EventNotifier,
-    ops::{DeviceOps, DmaMemory, NoVerbs},
-    verbs_types::{
+    verbs::ops::{DeviceOps, DmaMemory, NoVerbs},
+    verbs::types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver,
         SrqAttr,
     },
-    wr::WorkCompletion,
+    verbs::wr::WorkCompletion,
 };
 use kernel::{
     new_mutex,
@@ -117,10 +117,10 @@ impl DeviceOps for Fake {
     type Mr = NoVerbs;
     type Srq = NoVerbs;
     type Ah = NoVerbs;
-    type UContext = crate::ops::NoVerbs;
-    type UserCq = crate::ops::NoVerbs;
-    type UserQp = crate::ops::NoVerbs;
-    type UserSrq = crate::ops::NoVerbs;
+    type UContext = crate::verbs::ops::NoVerbs;
+    type UserCq = crate::verbs::ops::NoVerbs;
+    type UserQp = crate::verbs::ops::NoVerbs;
+    type UserSrq = crate::verbs::ops::NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(device_attr())
@@ -202,10 +202,10 @@ impl DeviceOps for Recording {
     type Mr = Numbered;
     type Srq = Numbered;
     type Ah = Numbered;
-    type UContext = crate::ops::NoVerbs;
-    type UserCq = crate::ops::NoVerbs;
-    type UserQp = crate::ops::NoVerbs;
-    type UserSrq = crate::ops::NoVerbs;
+    type UContext = crate::verbs::ops::NoVerbs;
+    type UserCq = crate::verbs::ops::NoVerbs;
+    type UserQp = crate::verbs::ops::NoVerbs;
+    type UserSrq = crate::verbs::ops::NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(self.attr)

@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The MAD layer (C's `ib_mad`, `agent.c`): a client of every device that opens, on each port
-//! with MAD services, QP0 and QP1 ([`crate::mad_port`]), and the API agents use to send and
+//! with MAD services, QP0 and QP1 ([`crate::mad::port`]), and the API agents use to send and
 //! receive management datagrams on them.
 //!
 //! - **Agents** ([`MadAgent::register`]) register for a class, version and methods
-//!   ([`crate::mad_agent`]); a received request goes to the owner of its method, a response
+//!   ([`crate::mad::agent`]); a received request goes to the owner of its method, a response
 //!   to the agent whose transaction id it carries (bits 63..32: the agent's `hi_tid`).
 //! - **Sending** ([`MadAgent::send`]): a request with a timeout waits, from its send
 //!   completion, for its response (same transaction id and class); unanswered, it is sent
 //!   again `retries` times, then completes with [`WcStatus::RespTimeoutErr`]. A directed-route
 //!   SMP for the local port never leaves it: the driver answers it (`process_mad`).
 //! - **Receiving**: a MAD is checked, directed-route SMPs follow the hop rules
-//!   ([`crate::mad_smi`]), then the driver gets the first refusal (`process_mad`: its reply is
+//!   ([`crate::mad::smi`]), then the driver gets the first refusal (`process_mad`: its reply is
 //!   sent back to the requester), then the agents; a `Get` or `Set` nobody takes is answered
 //!   with status "unsupported method/attribute", as C does.
 //!
@@ -20,17 +20,24 @@
 //! there, in process context, never with a lock of the MAD layer held. Response timeouts run
 //! from a high-resolution timer that queues work on the core's general workqueue.
 
+pub mod agent;
+pub(crate) mod port;
+pub mod smi;
+pub mod types;
+
 use crate::{
-    cq_poll::{PollCtx, PolledCq},
-    ib_device::IbDevice,
-    mad_agent::{self, AgentKey, MadRegReq},
-    mad_port::{self, MadQp, RECV_SLOT},
-    mad_smi::{self, SmiAction, SmiForward},
-    mad_types::{class, get32, hdr, method, put16, result, status, Mad, MadWc, GRH_SIZE, MAD_SIZE},
-    registry::Client,
+    device::ib_device::IbDevice,
+    device::registry::Client,
+    mad::agent::{AgentKey, MadRegReq},
+    mad::port::{MadQp, RECV_SLOT},
+    mad::smi::{SmiAction, SmiForward},
+    mad::types::{
+        class, get32, hdr, method, put16, result, status, Mad, MadWc, GRH_SIZE, MAD_SIZE,
+    },
+    verbs::cq_poll::{PollCtx, PolledCq},
+    verbs::types::{AhAttr, GlobalRoute, QpType},
+    verbs::wr::{send_flags, SendOpcode, SendWr, UdWr, WcOpcode, WcStatus, WorkCompletion},
     verbs::{Ah, Pd},
-    verbs_types::{AhAttr, GlobalRoute, QpType},
-    wr::{send_flags, SendOpcode, SendWr, UdWr, WcOpcode, WcStatus, WorkCompletion},
 };
 use kernel::{
     impl_has_hr_timer, new_mutex, new_work,
@@ -53,7 +60,7 @@ use kernel::{
 /// The Q_Key a MAD is sent with: the QP's own (`IB_QP_SET_QKEY`).
 const SET_QKEY: u32 = 0x8000_0000;
 /// Completion queue entries per QP (send and receive).
-const CQ_PER_QP: u32 = mad_port::SEND_QUEUE_SIZE + mad_port::RECV_QUEUE_SIZE;
+const CQ_PER_QP: u32 = port::SEND_QUEUE_SIZE + port::RECV_QUEUE_SIZE;
 /// Index of QP0 and QP1 in a port's table.
 const QP0: usize = 0;
 const QP1: usize = 1;
@@ -238,13 +245,13 @@ impl MadAgent {
     ) -> Result<Arc<MadAgent>> {
         let imm = dev.port_immutable(port).ok_or(ENODEV)?;
         let cap = match qp_type {
-            QpType::Smi => mad_port::has_smi(imm),
+            QpType::Smi => port::has_smi(imm),
             _ => imm.core_cap_flags & crate::attrs::CORE_CAP_IB_CM != 0,
         };
         if !cap {
             return Err(EPROTONOSUPPORT);
         }
-        mad_agent::check_registration(qp_type, reg, rmpp_version)?;
+        agent::check_registration(qp_type, reg, rmpp_version)?;
         let mp = find_port(dev, port).ok_or(ENODEV)?;
         let qpi = if qp_type == QpType::Smi { QP0 } else { QP1 };
         let live = KBox::pin_init(new_mutex!(true, "ib_core::mad::MadAgent::live"), GFP_KERNEL)?;
@@ -265,15 +272,15 @@ impl MadAgent {
         }
         // Cyclic allocation of the 24-bit prefix (C's `xa_alloc_cyclic`).
         let mut found = None;
-        for k in 0..=mad_agent::HI_TID_MAX {
-            let t = st.next_hi_tid.wrapping_add(k) & mad_agent::HI_TID_MAX;
+        for k in 0..=agent::HI_TID_MAX {
+            let t = st.next_hi_tid.wrapping_add(k) & agent::HI_TID_MAX;
             if !st.agents.iter().any(|a| a.key.hi_tid == t) {
                 found = Some(t);
                 break;
             }
         }
         key.hi_tid = found.ok_or(EBUSY)?;
-        st.next_hi_tid = (key.hi_tid + 1) & mad_agent::HI_TID_MAX;
+        st.next_hi_tid = (key.hi_tid + 1) & agent::HI_TID_MAX;
         let agent = Arc::new(
             MadAgent {
                 port: mp.clone(),
@@ -387,7 +394,7 @@ impl MadAgent {
             return Err(ENODEV);
         }
         let c = s.mad[hdr::MGMT_CLASS];
-        if self.rmpp_version != 0 && !mad_agent::is_rmpp_class(c) {
+        if self.rmpp_version != 0 && !agent::is_rmpp_class(c) {
             return Err(EINVAL);
         }
         let mut mad = s.mad;
@@ -405,7 +412,7 @@ impl MadAgent {
         let rec = SendRec {
             agent: Some(self.clone()),
             qpi,
-            tid: mad_agent::tid(&mad),
+            tid: agent::tid(&mad),
             mgmt_class: c,
             mad,
             ah,
@@ -440,7 +447,7 @@ impl MadPort {
     /// Opens the MAD services of `port` of `dev` (C's `ib_mad_port_open`).
     fn open(dev: &Arc<IbDevice>, port: u32) -> Result<Arc<Self>> {
         let imm = dev.port_immutable(port).ok_or(EINVAL)?;
-        let smi = mad_port::has_smi(imm);
+        let smi = port::has_smi(imm);
         let pd = Pd::alloc(dev, crate::kern_name!())?;
         let mp = Arc::pin_init(
             pin_init!(MadPort {
@@ -472,7 +479,7 @@ impl MadPort {
         )?;
         let nr = if smi { 2 * CQ_PER_QP } else { CQ_PER_QP };
         let me = mp.clone();
-        let done: crate::cq_poll::CqDone =
+        let done: crate::verbs::cq_poll::CqDone =
             KBox::new(move |wc: &WorkCompletion| me.completed(wc), GFP_KERNEL)?;
         let cq = PolledCq::alloc(
             dev,
@@ -583,7 +590,7 @@ impl MadPort {
             q.send.write(slot, &rec.mad[..])?;
             let sge = [q.send.sge(slot, lkey)?];
             let wr = SendWr {
-                wr_id: mad_port::wr_id(false, rec.qpi, slot),
+                wr_id: port::wr_id(false, rec.qpi, slot),
                 opcode: SendOpcode::Send,
                 sg_list: &sge,
                 send_flags: send_flags::SIGNALED,
@@ -637,7 +644,7 @@ impl MadPort {
 
     /// A completion of the port's CQ (on the completion workqueue).
     fn completed(self: &Arc<Self>, wc: &WorkCompletion) {
-        let (recv, qpi, slot) = mad_port::from_wr_id(wc.wr_id);
+        let (recv, qpi, slot) = port::from_wr_id(wc.wr_id);
         if qpi > QP1 {
             return;
         }
@@ -795,7 +802,7 @@ impl MadPort {
 
     /// C's `ib_mad_recv_done` from validation on.
     fn process_received(self: &Arc<Self>, qpi: usize, qp_type: QpType, mut r: KBox<ReceivedMad>) {
-        if !mad_agent::valid_for_qp(&r.mad, qp_type) {
+        if !agent::valid_for_qp(&r.mad, qp_type) {
             return;
         }
         if r.mad[hdr::MGMT_CLASS] == class::SUBN_DIRECTED_ROUTE && !self.smi_received(&mut r.mad) {
@@ -841,14 +848,13 @@ impl MadPort {
     /// The hop rules for a received directed-route SMP (C's `handle_ib_smi`); false: drop it.
     fn smi_received(&self, m: &mut Mad) -> bool {
         let ports = self.dev.port_count();
-        if mad_smi::handle_recv(m, false, self.port, ports) == SmiAction::Discard {
+        if smi::handle_recv(m, false, self.port, ports) == SmiAction::Discard {
             return false;
         }
-        match mad_smi::check_forward(m) {
+        match smi::check_forward(m) {
             SmiForward::Local => true,
             SmiForward::Send => {
-                mad_smi::handle_send(m, false, self.port) == SmiAction::Handle
-                    && mad_smi::is_local(m)
+                smi::handle_send(m, false, self.port) == SmiAction::Handle && smi::is_local(m)
             }
             // Only switches forward; a channel adapter takes it (C).
             SmiForward::Forward => true,
@@ -858,8 +864,8 @@ impl MadPort {
     /// The agent a received MAD is for (C's `find_mad_agent`).
     fn find_agent(&self, qp_type: QpType, m: &Mad) -> Option<Arc<MadAgent>> {
         let st = self.state.lock();
-        if mad_agent::is_response(m) {
-            let hi = (mad_agent::tid(m) >> 32) as u32;
+        if agent::is_response(m) {
+            let hi = (agent::tid(m) >> 32) as u32;
             return st
                 .agents
                 .iter()
@@ -875,11 +881,11 @@ impl MadPort {
     /// Gives `r` to `agent`: a request as it is, a response only if it answers one of the
     /// agent's sends, which then completes (C's `ib_mad_complete_recv`).
     fn agent_received(&self, agent: Arc<MadAgent>, r: KBox<ReceivedMad>) {
-        if !mad_agent::is_response(&r.mad) {
+        if !agent::is_response(&r.mad) {
             agent.call(|h, a| h.recv(a, r));
             return;
         }
-        let tid = mad_agent::tid(&r.mad);
+        let tid = agent::tid(&r.mad);
         let c = r.mad[hdr::MGMT_CLASS];
         let done = {
             let mut st = self.state.lock();
@@ -947,7 +953,7 @@ impl MadPort {
         let rec = SendRec {
             agent: None,
             qpi,
-            tid: mad_agent::tid(&out),
+            tid: agent::tid(&out),
             mgmt_class: out[hdr::MGMT_CLASS],
             mad: out,
             ah,
@@ -966,8 +972,8 @@ impl MadPort {
     /// `EINVAL` for a route that cannot start here; `Some` when the SMP is for this port's
     /// own agent and never leaves (the driver's answer); `None` to send it.
     fn outgoing_dr_smp(&self, m: &mut Mad) -> Result<Option<Local>> {
-        if mad_smi::lid_routed_part_empty(m)
-            && mad_smi::handle_send(m, false, self.port) == SmiAction::Discard
+        if smi::lid_routed_part_empty(m)
+            && smi::handle_send(m, false, self.port) == SmiAction::Discard
         {
             let name = self.dev.name();
             pr_err!(
@@ -976,13 +982,11 @@ impl MadPort {
             );
             return Err(EINVAL);
         }
-        if !self.dev.ops().has_process_mad()
-            || (!mad_smi::is_local(m) && !mad_smi::is_local_returning(m))
-        {
+        if !self.dev.ops().has_process_mad() || (!smi::is_local(m) && !smi::is_local_returning(m)) {
             return Ok(None);
         }
         let wc = MadWc {
-            slid: mad_smi::dr_slid(m),
+            slid: smi::dr_slid(m),
             src_qp: 0,
             ..MadWc::default()
         };
@@ -992,7 +996,7 @@ impl MadPort {
             .ops()
             .process_mad(0, self.port, Some(&wc), m, &mut out);
         let local_wc = MadWc {
-            slid: mad_smi::LID_PERMISSIVE,
+            slid: smi::LID_PERMISSIVE,
             ..MadWc::default()
         };
         match ret {
@@ -1038,7 +1042,7 @@ impl MadPort {
         let mut notices = KVec::new();
         match local {
             Local::Reply(r) => {
-                if mad_agent::is_response(&r.mad) {
+                if agent::is_response(&r.mad) {
                     notices.push(Notice::Recv(agent.clone(), r), GFP_KERNEL)?;
                 }
             }
@@ -1058,7 +1062,7 @@ impl MadPort {
             }),
             GFP_KERNEL,
         )?;
-        let q = crate::workqueues::queues().ok_or(ENODEV)?;
+        let q = crate::device::workqueues::queues().ok_or(ENODEV)?;
         q.general.enqueue(w);
         Ok(())
     }
@@ -1127,7 +1131,7 @@ impl HrTimerCallback for MadTimer {
     type Pointer<'a> = Arc<Self>;
 
     fn run(this: ArcBorrow<'_, Self>, _ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
-        if let Some(q) = crate::workqueues::queues() {
+        if let Some(q) = crate::device::workqueues::queues() {
             let _ = q.general.enqueue(Arc::<Self>::from(this));
         }
         HrTimerRestart::NoRestart

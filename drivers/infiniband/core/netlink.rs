@@ -16,7 +16,11 @@
 //! port mapper and SA local services do not exist here), so the answer is C's answer when that
 //! lookup fails, `EINVAL`.
 
-use crate::nl_uapi::{self, client};
+pub(crate) mod ls;
+pub(crate) mod nldev;
+pub mod uapi;
+
+use crate::netlink::uapi::client;
 use kernel::{
     bindings, global_lock,
     net::namespace::{self as net_namespace, Net, PernetId},
@@ -75,7 +79,7 @@ fn num_ops(c: u32) -> u32 {
     match c {
         client::IWCM => client::IWPM_NUM_OPS,
         client::LS => client::LS_NUM_OPS,
-        client::NLDEV => nl_uapi::cmd::NUM_OPS,
+        client::NLDEV => uapi::cmd::NUM_OPS,
         _ => 0,
     }
 }
@@ -110,13 +114,13 @@ impl Handler for RdmaNetlink {
     /// SA local services run netlink backwards: the kernel asks, user space answers without
     /// `NLM_F_REQUEST`.
     fn accepts_non_request(msg: &netlink::MsgHeader) -> bool {
-        nl_uapi::client_of(msg.msg_type()) == client::LS
+        uapi::client_of(msg.msg_type()) == client::LS
     }
 
     fn handle(req: &mut Request<'_>) -> Result {
         let msg_type = req.msg().msg_type();
-        let c = nl_uapi::client_of(msg_type);
-        let op = nl_uapi::op_of(msg_type);
+        let c = uapi::client_of(msg_type);
+        let op = uapi::op_of(msg_type);
         if op >= num_ops(c) {
             return Err(EINVAL);
         }

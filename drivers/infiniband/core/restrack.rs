@@ -26,6 +26,8 @@
 //! entry with the mutex held, so destroying an object waits for a fill in progress (C's
 //! `rdma_restrack_begin_del` waiting for the entry's references).
 
+pub(crate) mod view;
+
 use core::{any::Any, ptr::NonNull};
 use kernel::{
     new_mutex,
@@ -115,7 +117,7 @@ macro_rules! kern_name {
 }
 
 /// An object that can be listed in resource tracking. Netlink finds what it is by its type
-/// (`res_view::ResView::of`), as C finds an entry's object with `container_of` by the entry's
+/// (`view::ResView::of`), as C finds an entry's object with `container_of` by the entry's
 /// type.
 pub(crate) trait Tracked: Any + Send + Sync {
     /// The kernel module that created the object (`None` for user objects).

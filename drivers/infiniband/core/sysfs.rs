@@ -31,12 +31,15 @@
 //! while devices are shared (the default mode) every other namespace gets a copy of its tree
 //! ([`DeviceSysfs::add_compat`], kept by the registry as namespaces come and go).
 
+pub(crate) mod hw_counters;
+pub(crate) mod pma;
+
 use crate::{
     attrs::{LinkLayer, NodeType, NODE_DESC_MAX},
-    ib_device::IbDevice,
-    names::Name,
-    pma::{self, PmaCounter},
-    sysfs_hw_counters::{self, HwCountersPort},
+    device::ib_device::IbDevice,
+    device::names::Name,
+    sysfs::hw_counters::HwCountersPort,
+    sysfs::pma::PmaCounter,
 };
 use kernel::{
     class,
@@ -361,7 +364,7 @@ fn port_dirs(
         )?;
     }
     if full {
-        if let Some(hw) = sysfs_hw_counters::attrs::<SysfsPort>(dev, port)? {
+        if let Some(hw) = hw_counters::attrs::<SysfsPort>(dev, port)? {
             b.group(Some(c"hw_counters"), &hw)?;
         }
     }
@@ -520,7 +523,7 @@ impl DeviceSysfs {
 #[kernel::macros::kunit_tests(rdma_rs_ib_sysfs)]
 mod tests {
     use super::*;
-    use crate::{attrs::Gid, device, kunit_fake, registry};
+    use crate::{attrs::Gid, device, device::registry, kunit_fake};
     use kernel::{bindings, page::PAGE_SIZE};
 
     /// What `f` writes into a fresh page.
@@ -627,7 +630,7 @@ mod tests {
 
     /// Whether the suites' class has a device called `name`.
     fn in_class(name: &CStr) -> bool {
-        in_class_of(crate::ib_class::test_class(), name)
+        in_class_of(crate::device::class::test_class(), name)
     }
 
     #[test]
@@ -636,10 +639,10 @@ mod tests {
         let class = KBox::pin_init(class::Registration::new(c"rdma_rs_kunit"), GFP_KERNEL)?;
         // SAFETY: The class stays registered, pinned in its box, until it is removed below;
         // `device_tree_checks` unregisters every device it registers before it returns.
-        unsafe { crate::ib_class::set_test_class(Some(&*class)) };
+        unsafe { crate::device::class::set_test_class(Some(&*class)) };
         let r = device_tree_checks();
         // SAFETY: Removing the class is always allowed.
-        unsafe { crate::ib_class::set_test_class(None) };
+        unsafe { crate::device::class::set_test_class(None) };
         drop(class);
         r
     }
@@ -650,7 +653,7 @@ mod tests {
         let dev = reg.device().clone();
         let name = dev.name();
         assert!(in_class(name.as_c_str()));
-        assert!(!in_class_of(crate::ib_class::class(), name.as_c_str()));
+        assert!(!in_class_of(crate::device::class::class(), name.as_c_str()));
         let dir = registry::with_sysfs(dev.index(), |s| {
             let s = s.ok_or(ENODEV)?;
             // SAFETY: The class device is in sysfs while registered.

@@ -15,22 +15,29 @@
 //!   MRs, a CQ's the QPs completing on it, once per role).
 //!
 //! The driver's side of each object is the driver's own type (`DeviceOps::Pd`, `Cq`, `Qp`,
-//! `Mr`), made in the matching [`crate::ops::DeviceOps`] method; the core keeps it with the
-//! driver's type erased once (see [`crate::ops`]), so a post or a poll is one indirect call, and
+//! `Mr`), made in the matching [`crate::verbs::ops::DeviceOps`] method; the core keeps it with the
+//! driver's type erased once (see [`crate::verbs::ops`]), so a post or a poll is one indirect call, and
 //! gives it back to the driver's destroying verb when the object goes.
 
-pub use crate::events::{EventHandler, EventNotifier, EventType};
+pub mod controlled_qkey;
+pub mod cq_poll;
+pub mod dma_buffer;
+pub mod ops;
+pub mod types;
+pub mod wr;
+
+pub use crate::device::events::{EventHandler, EventNotifier, EventType};
 pub use crate::restrack::KernName;
-pub use crate::verbs_types::{
+pub use crate::verbs::types::{
     Access, AccessFlags, AhAttr, CompletionHandler, CqInit, CqNotifier, GlobalRoute, NewMr, NewQp,
     QpAttr, QpAttrField, QpAttrMask, QpCap, QpInitDriver, QpState, QpType, SrqAttr, SrqAttrField,
     SrqAttrMask,
 };
 use crate::{
-    ib_device::{DeviceRef, IbDevice},
-    ops::{CqObject, MrObject, PdObject, QpObject, SrqObject},
+    device::ib_device::{DeviceRef, IbDevice},
     restrack::{ResType, Tracked},
-    wr::{AhHandle, PostError, RecvWr, SendWr, WorkCompletion},
+    verbs::ops::{CqObject, MrObject, PdObject, QpObject, SrqObject},
+    verbs::wr::{AhHandle, PostError, RecvWr, SendWr, WorkCompletion},
 };
 use core::any::Any;
 use kernel::{
@@ -347,9 +354,9 @@ pub struct Cq {
     /// C's `cq->cqe` (a resize changes it).
     cqe: Atomic<u32>,
     usecnt: Atomic<u64>,
-    /// C's `poll_ctx` (what `ib_create_cq` leaves, 0, unless [`crate::cq_poll`] made it).
+    /// C's `poll_ctx` (what `ib_create_cq` leaves, 0, unless [`crate::verbs::cq_poll`] made it).
     poll_ctx: u8,
-    /// The core's poller of a [`crate::cq_poll::PolledCq`], set once after creation (the
+    /// The core's poller of a [`crate::verbs::cq_poll::PolledCq`], set once after creation (the
     /// `cq_poll` module, above this one, knows its type).
     poller: kernel::sync::SetOnce<Arc<dyn Any + Send + Sync>>,
 }
@@ -366,7 +373,7 @@ impl Cq {
         Self::create_with_event_handler(dev, init, handler, None, kern_name)
     }
 
-    /// A CQ of [`crate::cq_poll`], with its polling context.
+    /// A CQ of [`crate::verbs::cq_poll`], with its polling context.
     pub(crate) fn create_polled(
         dev: &Arc<IbDevice>,
         init: &CqInit,
@@ -445,12 +452,12 @@ impl Cq {
     }
 
     /// How completions are polled (C's `cq->poll_ctx`): `IB_POLL_SOFTIRQ` (0), what C's
-    /// `ib_create_cq` leaves in it, unless [`crate::cq_poll::PolledCq`] polls the CQ.
+    /// `ib_create_cq` leaves in it, unless [`crate::verbs::cq_poll::PolledCq`] polls the CQ.
     pub fn poll_ctx(&self) -> u8 {
         self.poll_ctx
     }
 
-    /// The core's poller, if [`crate::cq_poll::PolledCq`] made the CQ.
+    /// The core's poller, if [`crate::verbs::cq_poll::PolledCq`] made the CQ.
     pub(crate) fn poller_ref(&self) -> Option<&(dyn Any + Send + Sync)> {
         self.poller.as_ref().map(|p| &**p)
     }
@@ -663,7 +670,7 @@ impl Qp {
     /// Queues send work requests, in order (C's `ib_post_send`). On error, the requests before
     /// [`PostError::first_bad`] are queued and will complete; the others are not. A work
     /// request whose AH is of another device is refused with `EINVAL` (the driver gets its own
-    /// AH state from the others, see [`crate::wr::UdWr::driver_ah`]).
+    /// AH state from the others, see [`crate::verbs::wr::UdWr::driver_ah`]).
     pub fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         let dev = Arc::as_ptr(self.pd.dev.arc()).addr();
         let bad = wrs
@@ -954,10 +961,10 @@ mod tests {
     use crate::{
         attrs::{DeviceCap, DeviceCapFlags},
         device::DeviceEventRegistration,
-        dma_buffer::{DmaBuffer, DMA_BUFFER_MAX},
         kunit_fake::{self, calls, register_recording as register, take},
-        res_view::ResView,
-        wr::UdWr,
+        restrack::view::ResView,
+        verbs::dma_buffer::{DmaBuffer, DMA_BUFFER_MAX},
+        verbs::wr::UdWr,
     };
 
     #[test]
@@ -1436,7 +1443,7 @@ mod tests {
         let calls = calls()?;
         let reg = register(&calls)?;
         let log = Arc::new(Atomic::new(0u32), GFP_KERNEL)?;
-        let handler = |shift: u32| -> Result<crate::events::DeviceEventHandler> {
+        let handler = |shift: u32| -> Result<crate::device::events::DeviceEventHandler> {
             let l = log.clone();
             Ok(KBox::new(
                 move |e: EventType, port: u32| {

@@ -12,9 +12,9 @@ use crate::{
 };
 use ib_core::{
     attrs::{CORE_CAP_IB_MAD, CORE_CAP_IB_SMI},
-    chardev_class::CharDevClass,
-    ib_device::IbDevice,
-    registry::{ChardevInfo, Client},
+    chardev::class::CharDevClass,
+    device::ib_device::IbDevice,
+    device::registry::{ChardevInfo, Client},
 };
 use kernel::{
     chrdev::Number,

@@ -13,12 +13,12 @@ use crate::{
 };
 use ib_core::{
     attrs::Gid,
+    chardev::open_files::OpenFile,
+    mad::agent::{self, MadRegReq},
+    mad::types::{get32, hdr as mh, Mad, MAD_HDR_SIZE, MAD_SIZE},
     mad::{MadAgent, MadHandler, MadSend, ReceivedMad, SendDone},
-    mad_agent::{self, MadRegReq},
-    mad_types::{get32, hdr as mh, Mad, MAD_HDR_SIZE, MAD_SIZE},
-    open_files::OpenFile,
-    verbs_types::{AhAttr, GlobalRoute, QpType},
-    wr::WcStatus,
+    verbs::types::{AhAttr, GlobalRoute, QpType},
+    verbs::wr::WcStatus,
 };
 use kernel::{
     chrdev::FileOperations,
@@ -76,13 +76,13 @@ struct Sent {
 
 impl Sent {
     fn tid(&self) -> u64 {
-        ib_core::mad_types::get64(&self.head, mh::TID)
+        ib_core::mad::types::get64(&self.head, mh::TID)
     }
 
     fn is_response(&self) -> bool {
         let mut m = [0u8; MAD_SIZE];
         m[..MAD_HDR_SIZE].copy_from_slice(&self.head);
-        mad_agent::is_response(&m)
+        agent::is_response(&m)
     }
 }
 
@@ -403,7 +403,7 @@ impl UmadFile {
         let data_len = count.checked_sub(hdr_size + hdr_len).ok_or(EINVAL)?;
         let kernel_rmpp = agent.rmpp_version() != 0
             && inner.agent_flags.get(h.id as usize).copied().unwrap_or(0) & USER_RMPP == 0;
-        let rmpp_active = mad_agent::is_rmpp_class(class)
+        let rmpp_active = agent::is_rmpp_class(class)
             && kernel_rmpp
             && mad[hdr::RMPP_FLAGS] & hdr::RMPP_FLAG_ACTIVE != 0;
         // Segmenting an RMPP message is not implemented: only single MADs go.
@@ -412,10 +412,10 @@ impl UmadFile {
         }
         reader.read_slice(&mut mad[hdr::RMPP_HDR..hdr_len + data_len])?;
         let m: &mut Mad = &mut mad;
-        if !mad_agent::is_response(m) {
-            let tid = ib_core::mad_types::get64(m, mh::TID);
+        if !agent::is_response(m) {
+            let tid = ib_core::mad::types::get64(m, mh::TID);
             let tid = (u64::from(agent.hi_tid()) << 32) | (tid & 0xffff_ffff);
-            ib_core::mad_types::put64(m, mh::TID, tid);
+            ib_core::mad::types::put64(m, mh::TID, tid);
         }
         let mut head = [0u8; MAD_HDR_SIZE];
         head.copy_from_slice(&mad[..MAD_HDR_SIZE]);

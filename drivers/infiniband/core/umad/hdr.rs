@@ -4,7 +4,7 @@
 //! (`struct ib_user_mad_hdr`, 64 bytes, or `ib_user_mad_hdr_old`, 56 bytes, without the P_Key
 //! index), and the MAD rules write() applies (C's `ib_get_mad_data_offset`).
 
-use ib_core::{be::get32, mad_types::class};
+use ib_core::{be::get32, mad::types::class};
 
 /// The old header's size (before `IB_USER_MAD_ENABLE_PKEY`).
 pub(crate) const HDR_OLD: usize = 56;

@@ -5,8 +5,8 @@
 //! `umadN` and `issmN` (made by `client.rs`) open on it.
 
 use ib_core::{
-    ib_device::IbDevice,
-    open_files::{OpenFile, OpenFiles},
+    chardev::open_files::{OpenFile, OpenFiles},
+    device::ib_device::IbDevice,
 };
 use kernel::{
     chrdev::DevT,

@@ -4,7 +4,7 @@
 //! numbers and the `infiniband_mad` class (C's `ib_umad_init` and `ib_umad_cleanup`).
 
 use crate::client::Umad;
-use ib_core::registry::ClientRegistration;
+use ib_core::device::registry::ClientRegistration;
 use kernel::prelude::*;
 
 /// The loaded module.

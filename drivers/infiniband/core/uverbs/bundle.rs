@@ -6,7 +6,7 @@
 
 use crate::ufile::Ufile;
 use core::cell::Cell;
-use ib_core::udata::Udata;
+use ib_core::user::udata::Udata;
 use kernel::{
     prelude::*,
     sync::Arc,

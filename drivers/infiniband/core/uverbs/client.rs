@@ -7,9 +7,9 @@
 
 use crate::{chardevs, device::UverbsDevice, file::UverbsFile};
 use ib_core::{
-    chardev_class::CharDevClass,
-    ib_device::IbDevice,
-    registry::{ChardevInfo, Client},
+    chardev::class::CharDevClass,
+    device::ib_device::IbDevice,
+    device::registry::{ChardevInfo, Client},
 };
 use kernel::{
     chrdev::Number,

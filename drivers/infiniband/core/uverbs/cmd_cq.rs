@@ -22,8 +22,8 @@ use crate::{
     uobjects::UObject,
 };
 use ib_core::{
-    udata::Udata,
-    verbs_types::{
+    user::udata::Udata,
+    verbs::types::{
         CompletionHandler, UserCqInit, USER_CQ_IGNORE_OVERRUN, USER_CQ_TIMESTAMP_COMPLETION,
     },
 };

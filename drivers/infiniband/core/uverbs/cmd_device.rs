@@ -11,8 +11,8 @@ use crate::{
 };
 use ib_core::{
     attrs::{DeviceAttr, LinkLayer, PortAttr, CORE_CAP_IB_GRH_REQUIRED, CORE_CAP_OPA_MAD},
-    ib_device::IbDevice,
-    ucontext::UContext,
+    device::ib_device::IbDevice,
+    user::ucontext::UContext,
 };
 use kernel::prelude::*;
 

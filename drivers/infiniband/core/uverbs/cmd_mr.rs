@@ -13,7 +13,7 @@ use crate::{
     uabi::{DeregMr, RegMr, RegMrResp, ReregMr, ReregMrResp},
     uobjects::UObject,
 };
-use ib_core::verbs_types::{Access, AccessFlags, UserMrInit};
+use ib_core::verbs::types::{Access, AccessFlags, UserMrInit};
 use kernel::prelude::*;
 
 /// `IB_ACCESS_*` bits of a user request (`enum ib_access_flags`).
@@ -77,7 +77,7 @@ fn register(
     length: u64,
     iova: u64,
     flags: u32,
-    udata: &ib_core::udata::Udata,
+    udata: &ib_core::user::udata::Udata,
 ) -> Result<UMr> {
     let (access, writable) = rights(flags);
     let init = UserMrInit {

@@ -26,8 +26,8 @@ use crate::{
 };
 use ib_core::{
     attrs::Gid,
-    ucontext::{UserQp, UserQpInit},
-    verbs_types::{
+    user::ucontext::{UserQp, UserQpInit},
+    verbs::types::{
         AccessFlags, GlobalRoute, QpAttr, QpAttrField as F, QpAttrMask, QpCap, QpState, QpType,
     },
 };
@@ -234,7 +234,7 @@ struct CreateParams {
 fn create(
     c: &Context,
     p: CreateParams,
-    udata: &ib_core::udata::Udata,
+    udata: &ib_core::user::udata::Udata,
 ) -> Result<(UObject, u32, QpCap)> {
     let counts = EventCounts::new()?;
     let handle = p.user_handle;
@@ -396,7 +396,7 @@ fn modify(b: &Bundle<'_>, req: &uapi::ib_uverbs_modify_qp) -> Result {
         }
         if mask & F::Qkey as u32 != 0
             && req.qkey & SET_QKEY != 0
-            && !ib_core::controlled_qkey::may_use()
+            && !ib_core::verbs::controlled_qkey::may_use()
         {
             return Err(EPERM);
         }

@@ -24,8 +24,8 @@ use crate::{
     uobjects::UObject,
 };
 use ib_core::{
-    udata::Udata,
-    verbs_types::{SrqAttr, SrqAttrField, SrqAttrMask},
+    user::udata::Udata,
+    verbs::types::{SrqAttr, SrqAttrField, SrqAttrMask},
 };
 use kernel::{prelude::*, sync::Arc};
 

@@ -4,9 +4,9 @@
 //! RDMA device it serves until that goes away and the files open on it.
 
 use ib_core::{
-    ib_device::IbDevice,
-    open_files::{OpenFile, OpenFiles},
-    ops::UverbsAbi,
+    chardev::open_files::{OpenFile, OpenFiles},
+    device::ib_device::IbDevice,
+    verbs::ops::UverbsAbi,
 };
 use kernel::{chrdev::DevT, prelude::*, sync::Arc};
 

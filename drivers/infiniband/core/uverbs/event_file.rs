@@ -71,13 +71,15 @@ pub(crate) fn async_handler(
     file: Option<Arc<EventFile>>,
     handle: u64,
     counts: &Arc<EventCounts>,
-) -> Result<Option<ib_core::events::EventHandler>> {
+) -> Result<Option<ib_core::device::events::EventHandler>> {
     let Some(f) = file else {
         return Ok(None);
     };
     let counts = counts.clone();
     Ok(Some(KBox::new(
-        move |t: ib_core::events::EventType| f.push_counted(handle, t as u32, Some(counts.clone())),
+        move |t: ib_core::device::events::EventType| {
+            f.push_counted(handle, t as u32, Some(counts.clone()))
+        },
         GFP_KERNEL,
     )?))
 }

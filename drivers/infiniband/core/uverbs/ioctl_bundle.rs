@@ -12,8 +12,8 @@ use crate::{
     uobjects::UObject,
 };
 use ib_core::{
-    udata::{user_bytes_zero, Udata},
-    uverbs_spec::{AttrSpec, Kind, MethodAttrs},
+    user::spec::{AttrSpec, Kind, MethodAttrs},
+    user::udata::{user_bytes_zero, Udata},
 };
 use kernel::{
     prelude::*,

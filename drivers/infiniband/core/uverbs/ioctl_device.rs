@@ -13,7 +13,7 @@ use crate::{
     write_cmd,
 };
 use core::cell::Cell;
-use ib_core::ucontext::UContext;
+use ib_core::user::ucontext::UContext;
 use kernel::prelude::*;
 
 /// `IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS`: what GET_CONTEXT reports of the core (mlx5

@@ -5,7 +5,7 @@
 //! it, the files they go to). The commands that make and use them are `cmd_*.rs`.
 
 use crate::event_file::{EventCounts, EventFile};
-use ib_core::ucontext::{UserCq, UserMr, UserQp, UserSrq};
+use ib_core::user::ucontext::{UserCq, UserMr, UserQp, UserSrq};
 use kernel::{prelude::*, sync::Arc};
 
 /// A CQ of a file (C's `ib_ucq_object`).

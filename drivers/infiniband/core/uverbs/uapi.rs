@@ -19,7 +19,7 @@ use crate::{
     ioctl_device,
     ufile::Ufile,
 };
-pub(crate) use ib_core::uverbs_spec::{
+pub(crate) use ib_core::user::spec::{
     attr, min_in, min_out, struct_in, struct_out, type_in, type_out, AttrSpec, DriverMethod, Kind,
     ATTR_UHW_IN, ATTR_UHW_OUT, CONST_IN, FLAGS_IN, UHW_IN, UHW_OUT,
 };

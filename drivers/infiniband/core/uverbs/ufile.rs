@@ -16,8 +16,8 @@ use crate::{
     event_file::{ChannelOwner, EventFile},
     uobjects::UObjects,
 };
-use ib_core::open_files::OpenFile;
-use ib_core::ucontext::UContext;
+use ib_core::chardev::open_files::OpenFile;
+use ib_core::user::ucontext::UContext;
 use kernel::{
     mm::virt::VmaNew,
     new_condvar, new_mutex,

@@ -12,7 +12,7 @@ use crate::{
     ids::{OBJECT_CQ, OBJECT_MR, OBJECT_PD, OBJECT_QP, OBJECT_SRQ},
     objects::{UCq, UMr, UQp, USrq},
 };
-use ib_core::{ucontext::UserPd, uverbs_spec::DriverUObject};
+use ib_core::{user::spec::DriverUObject, user::ucontext::UserPd};
 use kernel::{ida::Ida, prelude::*};
 
 /// One object.
@@ -169,7 +169,7 @@ impl UObjects {
     }
 
     /// The CQ `handle` (`ENOENT`, or `EINVAL` for another type).
-    pub(crate) fn cq(&self, handle: u64) -> Result<&ib_core::ucontext::UserCq> {
+    pub(crate) fn cq(&self, handle: u64) -> Result<&ib_core::user::ucontext::UserCq> {
         self.check(handle, OBJECT_CQ)?;
         match self.entries.iter().find(|e| u64::from(e.handle) == handle) {
             Some(Entry {

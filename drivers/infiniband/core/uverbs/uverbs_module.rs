@@ -4,7 +4,7 @@
 //! numbers and the `infiniband_verbs` class (C's `ib_uverbs_init` and `ib_uverbs_cleanup`).
 
 use crate::client::Uverbs;
-use ib_core::registry::ClientRegistration;
+use ib_core::device::registry::ClientRegistration;
 use kernel::prelude::*;
 
 /// The loaded module.

@@ -9,7 +9,7 @@
 //! traffic class, 25 hop limit, 28 `grh_gid_fl` (GRH flag bit 30, source GID index << 20,
 //! flow label), 32 remote GID.
 
-use ib_core::verbs_types::AhAttr;
+use ib_core::verbs::types::AhAttr;
 use kernel::prelude::*;
 
 /// Size of `struct mlx5_av`.
@@ -106,7 +106,7 @@ pub(crate) fn create(attr: &AhAttr, stat_rate_support: u32) -> Result<Mlx5Ah> {
 #[kernel::macros::kunit_tests(rdma_rs_mlx5_ib_ah)]
 mod tests {
     use super::*;
-    use ib_core::{attrs::Gid, verbs_types::GlobalRoute};
+    use ib_core::{attrs::Gid, verbs::types::GlobalRoute};
 
     #[test]
     fn lid_only_address_vector() -> Result {

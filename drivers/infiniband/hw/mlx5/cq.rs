@@ -22,8 +22,8 @@ use crate::cqe::{self, op, CQE_INIT_OP_OWN, CQE_SIZE, OP_OWN};
 use crate::qp_rings::QpShared;
 use crate::umem::coherent_page_list;
 use ib_core::{
-    verbs_types::{CqInit, CqNotifier},
-    wr::{WcStatus, WorkCompletion},
+    verbs::types::{CqInit, CqNotifier},
+    verbs::wr::{WcStatus, WorkCompletion},
 };
 use kernel::{
     new_mutex, new_spinlock, new_spinlock_irq,

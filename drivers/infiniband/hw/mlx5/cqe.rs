@@ -10,7 +10,7 @@
 
 use ib_core::{
     be::{get16, get32},
-    wr::{WcOpcode, WcStatus},
+    verbs::wr::{WcOpcode, WcStatus},
 };
 
 /// Size of a CQE (the driver creates CQs of 64-byte entries only).

@@ -3,7 +3,7 @@
 //! Memory for consumers' work requests (`DeviceOps::alloc_dma_buffer`): coherent DMA memory of
 //! the PCI function, as the device reaches it through a DMA MR.
 
-use ib_core::ops::DmaMemory;
+use ib_core::verbs::ops::DmaMemory;
 use kernel::prelude::*;
 use mlx5_core::auxdev::CoherentBuf;
 

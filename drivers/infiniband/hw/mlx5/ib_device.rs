@@ -24,18 +24,18 @@ use ib_core::{
         DeviceAttr, Gid, LinkLayer, NodeType, PortAttr, PortImmutable, PortState,
         CORE_CAP_IB_GRH_REQUIRED, CORE_PORT_IBA_IB,
     },
+    device::events::EventNotifier,
     device::{DeviceInfo, DeviceOps, FwVersion, Registration},
-    events::EventNotifier,
     hw_stats::HwStatsDesc,
-    mad_types::{Mad, MadWc},
-    ops::{DmaMemory, UverbsAbi},
-    udata::Udata,
-    uverbs_spec::{DriverMethod, DriverUObject, MethodAttrs},
-    verbs_types::{
+    mad::types::{Mad, MadWc},
+    user::spec::{DriverMethod, DriverUObject, MethodAttrs},
+    user::udata::Udata,
+    verbs::ops::{DmaMemory, UverbsAbi},
+    verbs::types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
         QpInitDriver, SrqAttr, SrqAttrField, SrqAttrMask, UserCqInit, UserMrInit,
     },
-    wr::{PostError, RecvWr, SendWr, WorkCompletion},
+    verbs::wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
 use kernel::{
     mm::virt::VmaNew,
@@ -459,7 +459,7 @@ impl DeviceOps for Mlx5IbDevice {
         out: &mut Mad,
     ) -> u32 {
         let Ok(port) = port_u8(port) else {
-            return ib_core::mad_types::result::FAILURE;
+            return ib_core::mad::types::result::FAILURE;
         };
         mad::process_mad(&self.cmds, true, flags, port, wc, inp, out)
     }

@@ -4,7 +4,7 @@
 //! identity and state (`mad.c`). Each query is a LID-routed SMP `Get` of one attribute, handed to
 //! the port's management agent in firmware; the answer's attribute data is decoded here.
 
-use ib_core::mad_types::{
+use ib_core::mad::types::{
     class, flags as mad_flags, get16, get32, get64, hdr, method, put16, result, status, Mad, MadWc,
     MAD_SIZE,
 };

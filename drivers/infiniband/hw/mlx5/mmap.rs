@@ -16,7 +16,7 @@
 //! initialization segment maps read-only and uncached, the clock-info page `EOPNOTSUPP`
 //! (there is none).
 
-use ib_core::uverbs_spec::{
+use ib_core::user::spec::{
     attr, type_out, AttrSpec, DriverMethod, DriverUObject, Kind, MethodAttrs, CONST_IN,
 };
 use kernel::{

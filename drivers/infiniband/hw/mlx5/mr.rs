@@ -8,7 +8,7 @@
 //! whose translation table lists them, 4 KiB each.
 
 use crate::{pd::Mlx5Pd, umem::page_list};
-use ib_core::verbs_types::{Access, AccessFlags, UserMrInit};
+use ib_core::verbs::types::{Access, AccessFlags, UserMrInit};
 use kernel::{
     dma::DataDirection,
     page::PAGE_SIZE,

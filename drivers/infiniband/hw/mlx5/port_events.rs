@@ -22,7 +22,7 @@
 //! is full an event is dropped, as C drops one when its atomic allocation fails.
 
 use crate::cq::DeviceCqs;
-use ib_core::{attrs::LinkLayer, events::EventType, ib_device::IbDevice};
+use ib_core::{attrs::LinkLayer, device::events::EventType, device::ib_device::IbDevice};
 use kernel::{
     new_spinlock,
     owned_workqueue::{Flags, OwnedQueue},

@@ -12,13 +12,13 @@ use crate::umem::coherent_page_list;
 use crate::wq_size::{self, Limits, RqSize, SendKind, SqSize};
 use ib_core::{
     attrs::Gid,
-    events::{EventNotifier, EventType},
-    ops::DeviceOps,
-    verbs_types::{
+    device::events::{EventNotifier, EventType},
+    verbs::ops::DeviceOps,
+    verbs::types::{
         Access, AccessFlags, GlobalRoute, NewQp, QpAttr, QpAttrField as F, QpAttrMask, QpCap,
         QpInitDriver, QpState, QpType,
     },
-    wr::{PostError, RecvWr, SendWr},
+    verbs::wr::{PostError, RecvWr, SendWr},
 };
 use kernel::{
     prelude::*,

@@ -15,9 +15,9 @@ use crate::srq::SrqShared;
 use crate::wq_size::{RqSize, SendKind, SqSize};
 use crate::wqe::{self, SendCtx, SEG, SEND_WQE_BB};
 use ib_core::{
-    ops::DeviceOps,
-    verbs_types::QpCap,
-    wr::{PostError, RecvWr, SendWr, WcStatus, WorkCompletion},
+    verbs::ops::DeviceOps,
+    verbs::types::QpCap,
+    verbs::wr::{PostError, RecvWr, SendWr, WcStatus, WorkCompletion},
 };
 use kernel::{
     new_spinlock_irq,

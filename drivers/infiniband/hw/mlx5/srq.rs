@@ -14,9 +14,9 @@
 
 use crate::wqe::{self, SEG};
 use ib_core::{
-    events::{EventNotifier, EventType},
-    verbs_types::SrqAttr,
-    wr::{PostError, RecvWr},
+    device::events::{EventNotifier, EventType},
+    verbs::types::SrqAttr,
+    verbs::wr::{PostError, RecvWr},
 };
 use kernel::{
     new_spinlock_irq,

@@ -16,7 +16,7 @@ use crate::{
     uabi::{AllocUcontextReq, AllocUcontextResp},
 };
 use core::mem::offset_of;
-use ib_core::udata::Udata;
+use ib_core::user::udata::Udata;
 use kernel::{prelude::*, sync::Arc, transmute::AsBytes, uapi};
 use mlx5_core::{
     auxdev::HcaCaps,

@@ -16,8 +16,8 @@ use crate::{
     umem::UserMemory,
 };
 use ib_core::{
-    udata::Udata,
-    verbs_types::{CqNotifier, UserCqInit, USER_CQ_IGNORE_OVERRUN, USER_CQ_TIMESTAMP_COMPLETION},
+    user::udata::Udata,
+    verbs::types::{CqNotifier, UserCqInit, USER_CQ_IGNORE_OVERRUN, USER_CQ_TIMESTAMP_COMPLETION},
 };
 use kernel::{
     new_mutex,

@@ -20,8 +20,8 @@ use crate::{
 };
 use core::mem::offset_of;
 use ib_core::{
-    udata::Udata,
-    verbs_types::{NewQp, QpAttr, QpAttrMask, QpCap, QpInitDriver, QpState, QpType},
+    user::udata::Udata,
+    verbs::types::{NewQp, QpAttr, QpAttrMask, QpCap, QpInitDriver, QpState, QpType},
 };
 use kernel::{prelude::*, sync::Arc, transmute::AsBytes, uapi};
 use mlx5_core::{

@@ -14,7 +14,7 @@ use crate::{
     uabi::{CreateSrqReq, CreateSrqResp},
     umem::UserMemory,
 };
-use ib_core::{events::EventNotifier, udata::Udata, verbs_types::SrqAttr};
+use ib_core::{device::events::EventNotifier, user::udata::Udata, verbs::types::SrqAttr};
 use kernel::prelude::*;
 use mlx5_core::{
     auxdev::{Mlx5Device, ResourceRegistration},

@@ -5,7 +5,7 @@
 //! blocks, how many requests, SGEs and inline bytes fit, and the errno past a device cap.
 
 use crate::wqe::{MAX_SEND_WQE, SEG, SEND_WQE_BB};
-use ib_core::verbs_types::QpCap;
+use ib_core::verbs::types::QpCap;
 use kernel::prelude::*;
 
 /// The device caps the sizing checks (from the HCA's general capabilities).

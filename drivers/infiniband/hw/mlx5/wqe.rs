@@ -10,7 +10,7 @@
 //! checks their images byte for byte.
 
 use crate::ah::AV_SIZE;
-use ib_core::wr::{send_flags, SendOpcode, SendWr, Sge};
+use ib_core::verbs::wr::{send_flags, SendOpcode, SendWr, Sge};
 use kernel::prelude::*;
 
 /// Size of a send queue basic block (`MLX5_SEND_WQE_BB`).

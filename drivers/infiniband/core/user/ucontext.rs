@@ -5,17 +5,17 @@
 //! driver's state of one is freed when it is dropped.
 
 use crate::{
-    events::EventHandler,
-    ib_device::IbDevice,
-    ops::{MrObject, PdObject, UContextObject, UserCqObject, UserQpObject, UserSrqObject},
+    device::events::EventHandler,
+    device::ib_device::IbDevice,
     restrack::{ResType, Tracked},
-    udata::Udata,
-    uverbs_spec::{DriverMethod, DriverUObject, MethodAttrs},
-    verbs::{check_path_sgid, qp_transition_ok},
-    verbs_types::{
+    user::spec::{DriverMethod, DriverUObject, MethodAttrs},
+    user::udata::Udata,
+    verbs::ops::{MrObject, PdObject, UContextObject, UserCqObject, UserQpObject, UserSrqObject},
+    verbs::types::{
         CompletionHandler, CqNotifier, QpAttr, QpAttrField, QpAttrMask, QpCap, QpInitDriver,
         QpState, QpType, SrqAttr, SrqAttrMask, UserCqInit, UserMrInit,
     },
+    verbs::{check_path_sgid, qp_transition_ok},
 };
 use kernel::{
     mm::virt::VmaNew,
@@ -250,7 +250,7 @@ impl UserPd {
             },
             GFP_KERNEL,
         )?;
-        let events = crate::events::EventNotifier::new(event)?;
+        let events = crate::device::events::EventNotifier::new(event)?;
         let (new, cap) = self._driver.create_user_qp(
             &*ctx.driver,
             &QpInitDriver {
@@ -269,7 +269,7 @@ impl UserPd {
         let drv = new.qp;
         res.drv = Some(drv.clone());
         let state = Arc::pin_init(
-            kernel::new_mutex!(QpState::Reset, "ib_core::ucontext::UserQp::state"),
+            kernel::new_mutex!(QpState::Reset, "ib_core::user::ucontext::UserQp::state"),
             GFP_KERNEL,
         )?;
         let mut users = KVec::with_capacity(4, GFP_KERNEL)?;
@@ -314,7 +314,7 @@ impl UserPd {
             },
             GFP_KERNEL,
         )?;
-        let events = crate::events::EventNotifier::new(event)?;
+        let events = crate::device::events::EventNotifier::new(event)?;
         let (drv, made) = self
             ._driver
             .create_user_srq(&*ctx.driver, attr, udata, &events)?;

@@ -5,9 +5,9 @@
 //! them.
 
 use crate::{
-    ib_device::IbDevice,
+    device::ib_device::IbDevice,
     netlink,
-    nl_uapi::{self, attr, cmd, event},
+    netlink::uapi::{self, attr, cmd, event},
 };
 use kernel::{
     net::netlink_protocol::{Message, NLMSG_DEFAULT_SIZE},
@@ -44,7 +44,7 @@ fn notify(dev: &IbDevice, ev: Event) -> Result {
         .put(
             0,
             0,
-            nl_uapi::msg_type(nl_uapi::client::NLDEV, cmd::CMD_MONITOR),
+            uapi::msg_type(uapi::client::NLDEV, cmd::CMD_MONITOR),
             0,
         )
         .and_then(|mut w| {
@@ -55,7 +55,7 @@ fn notify(dev: &IbDevice, ev: Event) -> Result {
             w.end();
             Ok(())
         });
-    let sent = built.and_then(|()| match netlink::multicast(msg, nl_uapi::GROUP_NOTIFY) {
+    let sent = built.and_then(|()| match netlink::multicast(msg, uapi::GROUP_NOTIFY) {
         Err(e) if e == ESRCH => Ok(()),
         r => r,
     });

@@ -105,7 +105,7 @@ impl DeviceEvents {
     /// No handler.
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            handlers <- new_mutex!(KVec::new(), "ib_core::events::DeviceEvents::handlers"),
+            handlers <- new_mutex!(KVec::new(), "ib_core::device::events::DeviceEvents::handlers"),
             next: Atomic::new(0),
         })
     }

@@ -6,8 +6,8 @@
 //! ClassPortInfo says it has them, PortCountersExtended.
 
 use crate::{
-    ib_device::IbDevice,
-    mad_types::{class, flags, get16, get32, get64, hdr, method, result, MAD_SIZE},
+    device::ib_device::IbDevice,
+    mad::types::{class, flags, get16, get32, get64, hdr, method, result, MAD_SIZE},
 };
 use kernel::prelude::*;
 

@@ -5,7 +5,7 @@
 //! SMP is for the local subnet management agent. Only the rules of a channel adapter apply
 //! (`is_switch` false everywhere the MAD layer calls them, as for every device it serves).
 
-use crate::mad_types::{get16, hdr, status, Mad};
+use crate::mad::types::{get16, hdr, status, Mad};
 
 /// Most hops a directed route may have (`IB_SMP_MAX_PATH_HOPS`).
 pub const MAX_PATH_HOPS: u8 = 64;
@@ -228,7 +228,7 @@ pub fn is_local_returning(m: &Mad) -> bool {
 #[kernel::macros::kunit_tests(rdma_rs_ib_mad_smi)]
 mod tests {
     use super::*;
-    use crate::mad_types::{put16, MAD_SIZE};
+    use crate::mad::types::{put16, MAD_SIZE};
 
     fn dr(hop_ptr: u8, hop_cnt: u8, slid: u16, dlid: u16) -> Mad {
         let mut m = [0u8; MAD_SIZE];

@@ -15,15 +15,15 @@
 use crate::{
     attrs::{CORE_CAP_PROT_IB, CORE_CAP_PROT_ROCE, CORE_CAP_PROT_ROCE_UDP_ENCAP},
     device,
-    ib_device::{DeviceRef, IbDevice},
+    device::ib_device::{DeviceRef, IbDevice},
+    device::registry::{self, ChardevInfo},
+    netlink::uapi::{self, attr, cmd, EMPTY_STRING, IFNAMSIZ},
     netlink::{self as rdma_nl, Op},
-    nl_uapi::{self, attr, cmd, EMPTY_STRING, IFNAMSIZ},
-    registry::{self, ChardevInfo},
-    res_view::ResView,
+    restrack::view::ResView,
     restrack::{KernName, Lists, ResType, Tracked},
-    ucontext::{UserCqRes, UserMrRes, UserQpRes, UserSrqRes},
+    user::ucontext::{UserCqRes, UserMrRes, UserQpRes, UserSrqRes},
+    verbs::types::QpAttr,
     verbs::{Cq, Mr, Pd, Qp, QpType, Srq},
-    verbs_types::QpAttr,
 };
 use kernel::{
     net::namespace::{Net, NetRef},
@@ -42,7 +42,7 @@ const ATTR_MAX: usize = attr::ATTR_MAX as usize;
 const SOCKADDR_STORAGE: u16 = 128;
 
 /// Longest device name with its NUL (`IB_DEVICE_NAME_MAX`).
-const DEVICE_NAME_MAX: u16 = crate::names::NAME_MAX as u16;
+const DEVICE_NAME_MAX: u16 = crate::device::names::NAME_MAX as u16;
 
 /// C's `nldev_policy`, entry for entry.
 static POLICY: Policy<ATTR_MAX> = Policy::new()
@@ -54,7 +54,7 @@ static POLICY: Policy<ATTR_MAX> = Policy::new()
     )
     .with(
         attr::ATTR_CHARDEV_TYPE,
-        AttrPolicy::nul_string(nl_uapi::CHARDEV_TYPE_SIZE as u16),
+        AttrPolicy::nul_string(uapi::CHARDEV_TYPE_SIZE as u16),
     )
     .with(attr::ATTR_DEV_DIM, AttrPolicy::U8)
     .with(attr::ATTR_DEV_INDEX, AttrPolicy::U32)
@@ -189,7 +189,7 @@ static POLICY: Policy<ATTR_MAX> = Policy::new()
 
 /// The nldev message type of `command`.
 fn nldev_type(command: u32) -> u16 {
-    nl_uapi::msg_type(nl_uapi::client::NLDEV, command)
+    uapi::msg_type(uapi::client::NLDEV, command)
 }
 
 /// Parses a request or dump request against nldev's policy, liberally (C's
@@ -933,7 +933,7 @@ fn res_object_doit(req: &Request<'_>, obj: &ResObject, fill: Fill) -> Result {
     let id = attrs.u32(obj.id).ok_or(EINVAL)?;
     let kind = obj.kind.ok_or(ENOENT)?;
     let admin = req.capable(kernel::bindings::CAP_NET_ADMIN);
-    let command = nl_uapi::op_of(req.msg().msg_type());
+    let command = uapi::op_of(req.msg().msg_type());
     let mut msg = Message::new(NLMSG_DEFAULT_SIZE, GFP_KERNEL).map_err(|_| ENOMEM)?;
     dev.restrack()
         .with(kind, id, |lists, view| -> Result {
@@ -974,7 +974,7 @@ fn res_object_dump(
     let (portid, seq, op) = (
         buf.portid(),
         buf.seq(),
-        nl_uapi::op_of(buf.request().msg_type()),
+        uapi::op_of(buf.request().msg_type()),
     );
     let mut w = buf.put(portid, seq, nldev_type(op), flags::MULTI)?;
     fill_handle(&mut w, &dev)?;
@@ -1071,9 +1071,7 @@ fn get_chardev(req: &mut Request<'_>) -> Result {
     let attrs = parse(req).map_err(|_| EINVAL)?;
     let client = attrs.string(attr::ATTR_CHARDEV_TYPE).ok_or(EINVAL)?;
     // `nla_strscpy` into `RDMA_NLDEV_ATTR_CHARDEV_TYPE_SIZE` bytes.
-    let client = client
-        .get(..nl_uapi::CHARDEV_TYPE_SIZE - 1)
-        .unwrap_or(client);
+    let client = client.get(..uapi::CHARDEV_TYPE_SIZE - 1).unwrap_or(client);
     let mut port = None;
     let mut dev = None;
     if attrs.has(attr::ATTR_DEV_INDEX) {
@@ -1125,7 +1123,7 @@ fn sys_get_doit(req: &mut Request<'_>) -> Result {
         w.put_u8(attr::SYS_ATTR_NETNS_MODE, u8::from(rdma_nl::shared_netns()))?;
         w.put_u8(
             attr::SYS_ATTR_PRIVILEGED_QKEY_MODE,
-            u8::from(crate::controlled_qkey::privileged_mode()),
+            u8::from(crate::verbs::controlled_qkey::privileged_mode()),
         )?;
         w.put_u8(attr::SYS_ATTR_MONITOR_MODE, 1)?;
         // Copy-on-fork is supported; C ignores a failure to say so.
@@ -1147,7 +1145,7 @@ fn sys_set_doit(req: &mut Request<'_>) -> Result {
         if mode > 1 {
             return Err(EINVAL);
         }
-        crate::controlled_qkey::set_privileged_mode(mode == 1);
+        crate::verbs::controlled_qkey::set_privileged_mode(mode == 1);
         return Ok(());
     }
     Err(EINVAL)
@@ -1530,13 +1528,13 @@ pub(crate) struct Registration;
 impl Registration {
     /// Registers nldev's ops.
     pub(crate) fn new() -> Self {
-        rdma_nl::register(nl_uapi::client::NLDEV, &OPS);
+        rdma_nl::register(uapi::client::NLDEV, &OPS);
         Self
     }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        rdma_nl::unregister(nl_uapi::client::NLDEV);
+        rdma_nl::unregister(uapi::client::NLDEV);
     }
 }

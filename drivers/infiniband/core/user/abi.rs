@@ -4,7 +4,7 @@
 //! `rdma/mlx5-abi.h`, ... through 7.3's `uapi` crate, bindgen), wrapped by [`crate::user_abi!`]
 //! so that requests are read and responses written as typed values (`FromBytes`, `AsBytes`)
 //! instead of by byte offsets: the core's commands (ib_uverbs) and the drivers' data
-//! ([`crate::udata::Udata::read_in_as`], [`crate::udata::Udata::respond_as`]).
+//! ([`crate::user::udata::Udata::read_in_as`], [`crate::user::udata::Udata::respond_as`]).
 
 /// Declares wrappers of structures of the `uapi` crate, in the calling crate:
 /// `$name = $c;` makes `$name`, `#[repr(transparent)]` over `kernel::uapi::$c`, `FromBytes`

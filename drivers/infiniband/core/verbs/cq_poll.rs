@@ -23,10 +23,10 @@
 //! `QpLastWqeReached` instead (C's `__ib_drain_srq`).
 
 use crate::{
-    ib_device::IbDevice,
+    device::ib_device::IbDevice,
     restrack::KernName,
+    verbs::wr::{RecvWr, SendOpcode, SendWr, WorkCompletion},
     verbs::{Cq, CqInit, Qp, QpAttr, QpAttrField, QpState},
-    wr::{RecvWr, SendOpcode, SendWr, WorkCompletion},
 };
 use kernel::{
     new_mutex,
@@ -119,7 +119,7 @@ impl WorkItem for Poller {
 impl Poller {
     /// Queues the work item (nothing if it is queued already).
     fn schedule(self: &Arc<Self>) {
-        let Some(q) = crate::workqueues::queues() else {
+        let Some(q) = crate::device::workqueues::queues() else {
             return;
         };
         let queue: &workqueue::Queue = match self.ctx {
@@ -195,12 +195,12 @@ impl PolledCq {
     ) -> Result<Self> {
         let poller = Arc::pin_init(
             pin_init!(Poller {
-                work <- kernel::new_work!("ib_core::cq_poll::Poller::work"),
+                work <- kernel::new_work!("ib_core::verbs::cq_poll::Poller::work"),
                 ctx,
                 done,
-                cq <- new_mutex!(None, "ib_core::cq_poll::Poller::cq"),
-                drains <- new_mutex!(KVec::new(), "ib_core::cq_poll::Poller::drains"),
-                polling <- new_mutex!((), "ib_core::cq_poll::Poller::polling"),
+                cq <- new_mutex!(None, "ib_core::verbs::cq_poll::Poller::cq"),
+                drains <- new_mutex!(KVec::new(), "ib_core::verbs::cq_poll::Poller::drains"),
+                polling <- new_mutex!((), "ib_core::verbs::cq_poll::Poller::polling"),
             }),
             GFP_KERNEL,
         )?;

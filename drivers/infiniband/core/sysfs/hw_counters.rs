@@ -6,7 +6,7 @@
 //! writable, 0 to 10000), as C's `setup_hw_port_stats`. Only the device's own tree has them,
 //! not its copies in other network namespaces (C's `is_full_dev`).
 
-use crate::ib_device::IbDevice;
+use crate::device::ib_device::IbDevice;
 use kernel::{
     prelude::*,
     sysfs_attrs::{Attribute, ShowBuffer},

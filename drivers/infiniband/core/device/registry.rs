@@ -2,7 +2,7 @@
 
 //! Registered RDMA devices and clients, with the C core's ordering:
 //!
-//! - a device gets a unique name (see [`crate::names`]) and an index that increases (cyclically,
+//! - a device gets a unique name (see [`crate::device::names`]) and an index that increases (cyclically,
 //!   not reused at once, as the C core's `xa_alloc_cyclic`); both are taken before the device is
 //!   set up (phase 1), and the device becomes visible to clients, netlink and lookups only once
 //!   fully set up (phase 2, [`enable`]);
@@ -27,8 +27,8 @@
 //! and netlink, lookups and the product's clients never see them.
 
 use crate::{
-    ib_device::{DeviceRef, Domain, IbDevice},
-    names::{self, Name},
+    device::ib_device::{DeviceRef, Domain, IbDevice},
+    device::names::{self, Name},
     netlink as rdma_nl,
     sysfs::{DeviceSysfs, DeviceTree},
 };
@@ -318,7 +318,7 @@ pub(crate) fn enable(
 ) -> Result {
     let (domain, index) = (reserved.domain, reserved.index);
     let done = with(domain, |reg| {
-        if let (Some(s), Some(class)) = (sysfs.as_mut(), crate::ib_class::class()) {
+        if let (Some(s), Some(class)) = (sysfs.as_mut(), crate::device::class::class()) {
             if domain == Domain::Live && rdma_nl::shared_netns() {
                 for n in reg.nets.iter() {
                     // SAFETY: The class stays registered while devices are (`device::class`),
@@ -362,7 +362,7 @@ pub(crate) fn net_added(net: &Net) -> Result {
             OtherNet(NonNull::new(net.as_raw()).ok_or(EINVAL)?),
             GFP_KERNEL,
         )?;
-        let (Some(class), true) = (crate::ib_class::class(), rdma_nl::shared_netns()) else {
+        let (Some(class), true) = (crate::device::class::class(), rdma_nl::shared_netns()) else {
             return Ok(());
         };
         let mut failed = Ok(());
@@ -711,7 +711,7 @@ mod tests {
     fn spawn(q: &Queue, f: KBox<dyn Job>) -> Result {
         let task = Arc::pin_init(
             pin_init!(Task {
-                work <- kernel::new_work!("ib_core::registry::tests"),
+                work <- kernel::new_work!("ib_core::device::registry::tests"),
                 job <- new_mutex!(Some(f)),
             }),
             GFP_KERNEL,
@@ -902,17 +902,17 @@ mod tests {
     }
 
     #[vtable]
-    impl crate::ops::DeviceOps for DropRecorder {
-        type Pd = crate::ops::NoVerbs;
-        type Cq = crate::ops::NoVerbs;
-        type Qp = crate::ops::NoVerbs;
-        type Mr = crate::ops::NoVerbs;
-        type Srq = crate::ops::NoVerbs;
-        type Ah = crate::ops::NoVerbs;
-        type UContext = crate::ops::NoVerbs;
-        type UserCq = crate::ops::NoVerbs;
-        type UserQp = crate::ops::NoVerbs;
-        type UserSrq = crate::ops::NoVerbs;
+    impl crate::verbs::ops::DeviceOps for DropRecorder {
+        type Pd = crate::verbs::ops::NoVerbs;
+        type Cq = crate::verbs::ops::NoVerbs;
+        type Qp = crate::verbs::ops::NoVerbs;
+        type Mr = crate::verbs::ops::NoVerbs;
+        type Srq = crate::verbs::ops::NoVerbs;
+        type Ah = crate::verbs::ops::NoVerbs;
+        type UContext = crate::verbs::ops::NoVerbs;
+        type UserCq = crate::verbs::ops::NoVerbs;
+        type UserQp = crate::verbs::ops::NoVerbs;
+        type UserSrq = crate::verbs::ops::NoVerbs;
 
         fn query_device(&self) -> Result<crate::attrs::DeviceAttr> {
             Ok(crate::kunit_fake::device_attr())

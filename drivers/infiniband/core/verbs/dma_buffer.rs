@@ -4,14 +4,14 @@
 //!
 //! A C consumer maps its own memory with `ib_dma_map_single()` on the device's DMA device (or,
 //! for software devices, takes the kernel address as is). Rust consumers have no safe way to do
-//! either, so the driver allocates the memory instead ([`crate::ops::DeviceOps::alloc_dma_buffer`]:
+//! either, so the driver allocates the memory instead ([`crate::verbs::ops::DeviceOps::alloc_dma_buffer`]:
 //! coherent DMA memory on the PCI function for hardware, plain memory for software devices) and
 //! the consumer reads and writes it through [`DmaBuffer`], with bounds checked here.
 
-pub use crate::ops::DmaMemory;
+pub use crate::verbs::ops::DmaMemory;
 use crate::{
-    ib_device::{DeviceRef, IbDevice},
-    wr::Sge,
+    device::ib_device::{DeviceRef, IbDevice},
+    verbs::wr::Sge,
 };
 use kernel::{prelude::*, sync::Arc};
 

@@ -5,7 +5,7 @@
 
 use crate::{
     restrack::Tracked,
-    ucontext::{UserCqRes, UserCtxRes, UserMrRes, UserPdRes, UserQpRes, UserSrqRes},
+    user::ucontext::{UserCqRes, UserCtxRes, UserMrRes, UserPdRes, UserQpRes, UserSrqRes},
     verbs::{Cq, Mr, Pd, Qp, Srq},
 };
 use core::any::Any;

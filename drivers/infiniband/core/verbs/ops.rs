@@ -5,19 +5,19 @@
 //! QP and MR as a boxed `Typed<T, T::Qp>` etc., so a post or a poll is one indirect call into
 //! the driver, which gets its own object type back).
 
-pub use crate::verbs_types::NoVerbs;
+pub use crate::verbs::types::NoVerbs;
 use crate::{
     attrs::{DeviceAttr, FwVersion, Gid, LinkLayer, NodeDesc, PortAttr, PortImmutable},
-    events::EventNotifier,
+    device::events::EventNotifier,
     hw_stats::HwStatsDesc,
-    mad_types::{Mad, MadWc},
-    udata::Udata,
-    uverbs_spec::{DriverMethod, DriverUObject, MethodAttrs},
-    verbs_types::{
+    mad::types::{Mad, MadWc},
+    user::spec::{DriverMethod, DriverUObject, MethodAttrs},
+    user::udata::Udata,
+    verbs::types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
         QpInitDriver, SrqAttr, SrqAttrMask, UserCqInit, UserMrInit,
     },
-    wr::{AhObject, PostError, RecvWr, SendWr, UdWr, WorkCompletion},
+    verbs::wr::{AhObject, PostError, RecvWr, SendWr, UdWr, WorkCompletion},
 };
 use core::{any::Any, mem::ManuallyDrop};
 use kernel::{
@@ -87,7 +87,7 @@ pub trait DeviceOps: Send + Sync + 'static {
     type Srq: Send + Sync + 'static;
 
     /// The driver's state of an address handle. A UD send gets it back from its work request
-    /// with [`crate::wr::UdWr::driver_ah`].
+    /// with [`crate::verbs::wr::UdWr::driver_ah`].
     type Ah: Send + Sync + 'static;
 
     /// The driver's state of a user context (C's `mlx5_ib_ucontext`): what a process that
@@ -285,7 +285,7 @@ pub trait DeviceOps: Send + Sync + 'static {
     /// Processes a management datagram addressed to `port` (C's `process_mad`): `wc` is the
     /// completion it came with (`None` for the core's own queries, such as the sysfs
     /// counters), `inp` the MAD; a reply goes into `out` (zeroed by the caller). Returns
-    /// [`crate::mad_types::result`] bits. May sleep (a firmware command).
+    /// [`crate::mad::types::result`] bits. May sleep (a firmware command).
     fn process_mad(
         &self,
         _flags: u32,
@@ -565,7 +565,7 @@ pub(crate) trait DynOps: Send + Sync {
     fn modify_node_desc(&self, desc: &NodeDesc) -> Result;
     /// Whether the driver has `DeviceOps::process_mad`.
     fn has_process_mad(&self) -> bool;
-    /// `DeviceOps::process_mad` ([`crate::mad_types::result::FAILURE`] when absent).
+    /// `DeviceOps::process_mad` ([`crate::mad::types::result::FAILURE`] when absent).
     fn process_mad(
         &self,
         flags: u32,
@@ -1248,7 +1248,7 @@ impl<T: DeviceOps> DynOps for DeviceImpl<T> {
         if T::HAS_PROCESS_MAD {
             T::process_mad(&self.0, flags, port, wc, inp, out)
         } else {
-            crate::mad_types::result::FAILURE
+            crate::mad::types::result::FAILURE
         }
     }
 

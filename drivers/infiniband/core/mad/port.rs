@@ -8,12 +8,12 @@
 
 use crate::{
     attrs::{PortImmutable, CORE_CAP_IB_SMI},
-    dma_buffer::DmaBuffer,
-    ib_device::IbDevice,
-    mad_types::{GRH_SIZE, MAD_SIZE},
+    device::ib_device::IbDevice,
+    mad::types::{GRH_SIZE, MAD_SIZE},
+    verbs::dma_buffer::DmaBuffer,
+    verbs::types::{QpAttr, QpAttrField as F, QpCap, QpState, QpType},
+    verbs::wr::{RecvWr, Sge},
     verbs::{Cq, Pd, Qp, QpInit},
-    verbs_types::{QpAttr, QpAttrField as F, QpCap, QpState, QpType},
-    wr::{RecvWr, Sge},
 };
 use core::num::NonZeroUsize;
 use kernel::{prelude::*, sync::Arc};

@@ -8,7 +8,7 @@
 
 use crate::{
     attrs::Gid,
-    events::{EventHandler, EventNotifier, EventType},
+    device::events::{EventHandler, EventNotifier, EventType},
 };
 use kernel::{prelude::*, sync::Arc};
 

@@ -4,7 +4,7 @@
 //! work completions a CQ returns (C's `ib_sge`, `ib_send_wr`, `ib_recv_wr`, `ib_wc`), with the
 //! numeric values of the C enums so that drivers can put them on the wire unchanged.
 
-use crate::verbs_types::AhAttr;
+use crate::verbs::types::AhAttr;
 use kernel::prelude::*;
 
 /// One piece of local memory a work request reads or writes (`ib_sge`).

@@ -10,12 +10,12 @@ use crate::{
         DeviceAttr, FwVersion, Gid, LinkLayer, NodeDesc, NodeType, PortAttr, PortImmutable,
         PortState,
     },
-    events::{DeviceEventHandler, DeviceEvents, EventType},
+    device::events::{DeviceEventHandler, DeviceEvents, EventType},
+    device::names::Name,
     hw_stats::HwStats,
-    names::Name,
-    ops::{DynOps, UverbsAbi},
     restrack::Restrack,
-    udata::Udata,
+    user::udata::Udata,
+    verbs::ops::{DynOps, UverbsAbi},
 };
 use kernel::{
     dev_print_below::{print_below, Level},
@@ -375,7 +375,7 @@ impl IbDevice {
     }
 
     /// The driver's own ioctl methods (C's driver `uapi_definition`s).
-    pub fn driver_methods(&self) -> &'static [crate::uverbs_spec::DriverMethod] {
+    pub fn driver_methods(&self) -> &'static [crate::user::spec::DriverMethod] {
         self.ops.driver_methods()
     }
 
@@ -570,10 +570,10 @@ mod tests {
         type Mr = NoVerbs;
         type Srq = NoVerbs;
         type Ah = NoVerbs;
-        type UContext = crate::ops::NoVerbs;
-        type UserCq = crate::ops::NoVerbs;
-        type UserQp = crate::ops::NoVerbs;
-        type UserSrq = crate::ops::NoVerbs;
+        type UContext = crate::verbs::ops::NoVerbs;
+        type UserCq = crate::verbs::ops::NoVerbs;
+        type UserQp = crate::verbs::ops::NoVerbs;
+        type UserSrq = crate::verbs::ops::NoVerbs;
 
         fn query_device(&self) -> Result<DeviceAttr> {
             Ok(kunit_fake::device_attr())

@@ -5,7 +5,7 @@
 //! told of (C's `uverbs_file_list` with `ib_uverbs_free_hw_resources`, umad's `file_list` with
 //! `ib_umad_kill_port`).
 
-use crate::ib_device::IbDevice;
+use crate::device::ib_device::IbDevice;
 use kernel::{
     new_mutex,
     prelude::*,
@@ -37,8 +37,14 @@ impl OpenFiles {
     /// a lock class by its static key and checks that the class's name has one address too.
     #[inline(never)]
     pub fn new(ib: &Arc<IbDevice>) -> impl PinInit<Self> {
-        let ib = new_mutex!(Some(ib.clone()), "ib_core::open_files::OpenFiles::ib");
-        let files = new_mutex!(KVec::new(), "ib_core::open_files::OpenFiles::files");
+        let ib = new_mutex!(
+            Some(ib.clone()),
+            "ib_core::chardev::open_files::OpenFiles::ib"
+        );
+        let files = new_mutex!(
+            KVec::new(),
+            "ib_core::chardev::open_files::OpenFiles::files"
+        );
         pin_init!(Self {
             ib <- ib,
             files <- files,

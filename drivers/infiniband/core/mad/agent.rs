@@ -7,8 +7,8 @@
 //! `ib_register_mad_agent` checks it.
 
 use crate::{
-    mad_types::{class, get16, get64, hdr, method, Mad},
-    verbs_types::QpType,
+    mad::types::{class, get16, get64, hdr, method, Mad},
+    verbs::types::QpType,
 };
 use kernel::prelude::*;
 
@@ -68,7 +68,7 @@ pub fn is_response(m: &Mad) -> bool {
     meth & method::RESP != 0
         || meth == method::TRAP_REPRESS
         || (m[hdr::MGMT_CLASS] == class::BM
-            && crate::mad_types::get32(m, hdr::ATTR_MOD) & BM_ATTR_MOD_RESP != 0)
+            && crate::mad::types::get32(m, hdr::ATTR_MOD) & BM_ATTR_MOD_RESP != 0)
 }
 
 /// The transaction id of `m`.
@@ -176,7 +176,7 @@ impl AgentKey {
 #[kernel::macros::kunit_tests(rdma_rs_ib_mad_agent)]
 mod tests {
     use super::*;
-    use crate::mad_types::MAD_SIZE;
+    use crate::mad::types::MAD_SIZE;
 
     fn req(c: u8, v: u8, methods: &[u8]) -> MadRegReq {
         let mut r = MadRegReq {

@@ -99,8 +99,8 @@ const fn admin(f: rdma_nl::Callback) -> Op {
 }
 
 /// The ops, by `RDMA_NL_LS_OP_*`.
-static OPS: [Op; crate::nl_uapi::client::LS_NUM_OPS as usize] = {
-    let mut t = [Op::NONE; crate::nl_uapi::client::LS_NUM_OPS as usize];
+static OPS: [Op; crate::netlink::uapi::client::LS_NUM_OPS as usize] = {
+    let mut t = [Op::NONE; crate::netlink::uapi::client::LS_NUM_OPS as usize];
     t[bindings::RDMA_NL_LS_OP_RESOLVE as usize] = admin(resolve_resp);
     t[bindings::RDMA_NL_LS_OP_SET_TIMEOUT as usize] = admin(set_timeout);
     t[bindings::RDMA_NL_LS_OP_IP_RESOLVE as usize] = admin(ip_resolve_resp);
@@ -114,13 +114,13 @@ pub(crate) struct Registration;
 impl Registration {
     /// Registers the ops.
     pub(crate) fn new() -> Self {
-        rdma_nl::register(crate::nl_uapi::client::LS, &OPS);
+        rdma_nl::register(crate::netlink::uapi::client::LS, &OPS);
         Self
     }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        rdma_nl::unregister(crate::nl_uapi::client::LS);
+        rdma_nl::unregister(crate::netlink::uapi::client::LS);
     }
 }
