@@ -26,14 +26,9 @@ pub(crate) struct Bundle<'a> {
 }
 
 impl Bundle<'_> {
-    /// The core request into `req` (C's `uverbs_request`): a shorter one reads as zero-filled,
-    /// a longer one must be zero past `req` (`EOPNOTSUPP`).
-    pub(crate) fn request(&self, req: &mut [u8]) -> Result {
-        self.ucore.read_in_validated(req, 0)
-    }
-
     /// The core request as a `T` of the user ABI (C's `uverbs_request` into `sizeof(T)`
-    /// bytes), with [`Bundle::request`]'s rules.
+    /// bytes): a shorter one reads as zero-filled, a longer one must be zero past `T`
+    /// (`EOPNOTSUPP`).
     pub(crate) fn request_as<T: FromBytes + AsBytes>(&self) -> Result<T> {
         self.ucore.read_in_as(0)
     }

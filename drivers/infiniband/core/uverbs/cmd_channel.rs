@@ -7,6 +7,7 @@
 use crate::{
     bundle::Bundle,
     event_file::{EventFile, NewEventFd},
+    uabi::{CreateCompChannel, CreateCompChannelResp},
 };
 use kernel::prelude::*;
 
@@ -15,14 +16,15 @@ use kernel::prelude::*;
 /// (`EINVAL` before GET_CONTEXT, `EIO` once the device has gone). If the answer cannot be
 /// written, the channel is not installed.
 pub(crate) fn create_comp_channel(b: &mut Bundle<'_>) -> Result {
-    let mut req = [0u8; 8];
-    b.request(&mut req)?;
+    b.request_as::<CreateCompChannel>()?;
     let ufile = b.ufile.clone();
     b.ufile.with_context(|c| {
         let fd = NewEventFd::new(EventFile::new_comp()?)?;
         let ch = fd.events().clone();
         c.channels.push(ch.clone(), GFP_KERNEL)?;
-        if let Err(e) = b.respond(&fd.fd().to_le_bytes()) {
+        let mut resp = CreateCompChannelResp(Default::default());
+        resp.fd = fd.fd();
+        if let Err(e) = b.respond_as(&resp) {
             let _ = c.channels.pop();
             ch.close();
             return Err(e);

@@ -11,6 +11,7 @@
 //! goes, readers get `IB_EVENT_DEVICE_FATAL` and then nothing more. A completion channel's queue
 //! is closed when its object is destroyed (its file's context goes): readers then get `EIO`.
 
+use crate::uabi::AsyncEventDesc;
 use kernel::{
     anon_file::{self, AnonFileOps},
     fs::{file::FileDescriptorReservation, File},
@@ -22,6 +23,7 @@ use kernel::{
         poll::{PollCondVar, PollTable},
         Arc, ArcBorrow, Mutex, SpinLockIrq,
     },
+    transmute::AsBytes,
     uaccess::UserSliceWriter,
 };
 
@@ -92,11 +94,9 @@ pub(crate) fn fget(fd: i32) -> Result<ARef<kernel::fs::LocalFile>> {
 }
 
 /// `sizeof(struct ib_uverbs_async_event_desc)`.
-const ASYNC_EVENT_SIZE: usize = 16;
-/// `sizeof(struct ib_uverbs_comp_event_desc)`.
-const COMP_EVENT_SIZE: usize = 8;
-/// The largest event.
-const EVENT_SIZE: usize = ASYNC_EVENT_SIZE;
+const ASYNC_EVENT_SIZE: usize = size_of::<AsyncEventDesc>();
+/// `sizeof(struct ib_uverbs_comp_event_desc)`: the async one's first member, the element.
+const COMP_EVENT_SIZE: usize = size_of::<kernel::uapi::ib_uverbs_comp_event_desc>();
 
 /// `O_NONBLOCK`.
 const O_NONBLOCK: u32 = 0o4000;
@@ -105,7 +105,7 @@ const O_NONBLOCK: u32 = 0o4000;
 /// event type and a reserved word (a completion event is only the first 8 bytes); and the
 /// counters of the object it is about, bumped when it is read.
 struct Event {
-    bytes: [u8; EVENT_SIZE],
+    desc: AsyncEventDesc,
     counts: Option<Arc<EventCounts>>,
 }
 
@@ -167,9 +167,9 @@ impl Queue {
     }
 
     /// The oldest queued event's bytes and counters; its slot is consumed.
-    fn pop_front(&mut self) -> Option<([u8; EVENT_SIZE], Option<Arc<EventCounts>>)> {
+    fn pop_front(&mut self) -> Option<(AsyncEventDesc, Option<Arc<EventCounts>>)> {
         let e = self.events.get_mut(self.head)?;
-        let out = (e.bytes, e.counts.take());
+        let out = (AsyncEventDesc(e.desc.0), e.counts.take());
         self.head += 1;
         if self.head == self.events.len() {
             self.events.clear();
@@ -286,14 +286,16 @@ impl EventFile {
         event_type: u32,
         counts: Option<Arc<EventCounts>>,
     ) {
-        let mut bytes = [0u8; EVENT_SIZE];
-        bytes[0..8].copy_from_slice(&element.to_le_bytes());
-        bytes[8..12].copy_from_slice(&event_type.to_le_bytes());
+        let desc = AsyncEventDesc(kernel::uapi::ib_uverbs_async_event_desc {
+            element,
+            event_type,
+            reserved: 0,
+        });
         let mut q = self.queue.lock();
         if q.done {
             return;
         }
-        if q.events.push(Event { bytes, counts }, GFP_ATOMIC).is_ok() {
+        if q.events.push(Event { desc, counts }, GFP_ATOMIC).is_ok() {
             self.readable.notify_all();
         }
     }
@@ -348,7 +350,7 @@ impl AnonFileOps for EventFile {
         if len < size {
             return Err(EINVAL);
         }
-        let Some((bytes, counts)) = q.pop_front() else {
+        let Some((desc, counts)) = q.pop_front() else {
             return Err(EAGAIN);
         };
         // Counted as read before the copy, as C counts it under its lock.
@@ -361,7 +363,7 @@ impl AnonFileOps for EventFile {
         }
         drop(q);
         drop(counts);
-        buf.write_slice(&bytes[..size])?;
+        buf.write_slice(&desc.as_bytes()[..size])?;
         Ok(size)
     }
 
@@ -394,18 +396,17 @@ mod tests {
     }
 
     fn event(element: u64, counts: &Arc<EventCounts>) -> Event {
-        let mut bytes = [0u8; EVENT_SIZE];
-        bytes[0..8].copy_from_slice(&element.to_le_bytes());
         Event {
-            bytes,
+            desc: AsyncEventDesc(kernel::uapi::ib_uverbs_async_event_desc {
+                element,
+                ..Default::default()
+            }),
             counts: Some(counts.clone()),
         }
     }
 
-    fn element(b: &[u8; EVENT_SIZE]) -> u64 {
-        let mut e = [0u8; 8];
-        e.copy_from_slice(&b[0..8]);
-        u64::from_le_bytes(e)
+    fn element(d: &AsyncEventDesc) -> u64 {
+        d.element
     }
 
     /// Events come out in order across compactions; an object's events are dropped in one

@@ -10,19 +10,16 @@ use crate::{
     cmd_device,
     ids::{get_context as gc, invoke_write as iw, query_gid_entry as qg, query_port as qp},
     ioctl_bundle::IoctlBundle,
+    uabi::{GidEntry, QueryPortRespEx},
     write_cmd,
 };
 use core::cell::Cell;
 use ib_core::user::ucontext::UContext;
-use kernel::prelude::*;
+use kernel::{prelude::*, transmute::AsBytes};
 
 /// `IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS`: what GET_CONTEXT reports of the core (mlx5
 /// does not set `uverbs_robust_udata`).
 const CORE_SUPPORT_OPTIONAL_MR_ACCESS: u64 = 1 << 0;
-/// `sizeof(struct ib_uverbs_query_port_resp_ex)`.
-const QUERY_PORT_RESP_EX: usize = 48;
-/// `sizeof(struct ib_uverbs_gid_entry)`.
-const GID_ENTRY: usize = 32;
 
 /// An optional output's copy: `ENOENT` (not given) is not an error (C's `IS_UVERBS_COPY_ERR`).
 fn optional(r: Result) -> Result {
@@ -83,11 +80,11 @@ pub(crate) fn query_port(b: &mut IoctlBundle<'_>) -> Result {
         let port = b.get_const(qp::PORT_NUM, u8::MAX.into())? as u32;
         let ib = ctx.device();
         let a = ib.query_port(port)?;
-        let mut r = [0u8; QUERY_PORT_RESP_EX];
-        r[..cmd_device::QUERY_PORT_RESP].copy_from_slice(&cmd_device::port_resp(ib, port, &a));
-        r[40..42].copy_from_slice(&a.port_cap_flags2.to_le_bytes());
-        r[44..48].copy_from_slice(&u32::from(a.active_speed).to_le_bytes());
-        b.copy_to_struct_or_zero(qp::RESP, &r)
+        let mut r = QueryPortRespEx(Default::default());
+        r.legacy_resp = cmd_device::port_resp(ib, port, &a);
+        r.port_cap_flags2 = a.port_cap_flags2;
+        r.active_speed_ex = a.active_speed.into();
+        b.copy_to_struct_or_zero(qp::RESP, r.as_bytes())
     })
 }
 
@@ -107,12 +104,17 @@ pub(crate) fn query_gid_entry(b: &mut IoctlBundle<'_>) -> Result {
         if gid.0 == [0; 16] {
             return Err(ENODATA);
         }
-        let mut e = [0u8; GID_ENTRY];
-        e[..16].copy_from_slice(&gid.0);
-        e[16..20].copy_from_slice(&index.to_le_bytes());
-        e[20..24].copy_from_slice(&port.to_le_bytes());
-        // gid_type (24): IB_GID_TYPE_IB 0; netdev_ifindex (28): none on InfiniBand.
-        b.copy_to_struct_or_zero(qg::RESP_ENTRY, &e)
+        let mut e = GidEntry(Default::default());
+        // The GID's bytes as they are (the ABI's `__u64 gid[2]` carries raw bytes).
+        for (word, bytes) in e.gid.iter_mut().zip(gid.0.chunks_exact(8)) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(bytes);
+            *word = u64::from_ne_bytes(b);
+        }
+        e.gid_index = index;
+        e.port_num = port;
+        // gid_type: IB_GID_TYPE_IB 0; netdev_ifindex: none on InfiniBand.
+        b.copy_to_struct_or_zero(qg::RESP_ENTRY, e.as_bytes())
     })
 }
 

@@ -78,4 +78,31 @@ user_abi! {
     DestroyQp = ib_uverbs_destroy_qp;
     /// DESTROY_QP's response (`struct ib_uverbs_destroy_qp_resp`).
     DestroyQpResp = ib_uverbs_destroy_qp_resp;
+    /// GET_CONTEXT's request (`struct ib_uverbs_get_context`).
+    GetContext = ib_uverbs_get_context;
+    /// GET_CONTEXT's response (`struct ib_uverbs_get_context_resp`).
+    GetContextResp = ib_uverbs_get_context_resp;
+    /// QUERY_DEVICE's request (`struct ib_uverbs_query_device`).
+    QueryDevice = ib_uverbs_query_device;
+    /// QUERY_DEVICE's response (`struct ib_uverbs_query_device_resp`).
+    QueryDeviceResp = ib_uverbs_query_device_resp;
+    /// EX_QUERY_DEVICE's request (`struct ib_uverbs_ex_query_device`).
+    ExQueryDevice = ib_uverbs_ex_query_device;
+    /// EX_QUERY_DEVICE's response (`struct ib_uverbs_ex_query_device_resp`).
+    ExQueryDeviceResp = ib_uverbs_ex_query_device_resp;
+    /// QUERY_PORT's request (`struct ib_uverbs_query_port`).
+    QueryPort = ib_uverbs_query_port;
+    /// QUERY_PORT's response (`struct ib_uverbs_query_port_resp`).
+    QueryPortResp = ib_uverbs_query_port_resp;
+    /// The QUERY_PORT method's response (`struct ib_uverbs_query_port_resp_ex`).
+    QueryPortRespEx = ib_uverbs_query_port_resp_ex;
+    /// One GID table entry (`struct ib_uverbs_gid_entry`).
+    GidEntry = ib_uverbs_gid_entry;
+    /// An async event as read() gives it (`struct ib_uverbs_async_event_desc`); a completion
+    /// event is its first member (`struct ib_uverbs_comp_event_desc`).
+    AsyncEventDesc = ib_uverbs_async_event_desc;
+    /// CREATE_COMP_CHANNEL's request (`struct ib_uverbs_create_comp_channel`).
+    CreateCompChannel = ib_uverbs_create_comp_channel;
+    /// CREATE_COMP_CHANNEL's response (`struct ib_uverbs_create_comp_channel_resp`).
+    CreateCompChannelResp = ib_uverbs_create_comp_channel_resp;
 }
