@@ -19,10 +19,12 @@
 //!
 //! # Lifetime of the listed pointers
 //!
-//! The lists hold raw pointers to the objects (which live in `Arc`s, so they do not move). An
-//! object lists itself once it is in its `Arc` and unlists itself first thing in its `Drop`,
-//! before any of its fields (its driver state included) goes; both happen under the lists'
-//! mutex, and the pointers are only followed with that mutex held. Netlink fills an object's
+//! The lists are C's: an `XArray` per type, allocating ids cyclically. They hold pointers to
+//! the objects (which live in `Arc`s or boxes, so they do not move), each in a small box of its
+//! own since a `dyn` pointer does not fit an entry. An object lists itself once it is in its
+//! `Arc` and unlists itself first thing in its `Drop`, before any of its fields (its driver
+//! state included) goes; both happen under the lists' mutex, and the pointers are only
+//! followed with that mutex held. Netlink fills an object's
 //! entry with the mutex held, so destroying an object waits for a fill in progress (C's
 //! `rdma_restrack_begin_del` waiting for the entry's references).
 
@@ -36,6 +38,7 @@ use kernel::{
         atomic::{Atomic, Relaxed},
         Mutex,
     },
+    xarray::{AllocKind, XArray},
     ModuleMetadata,
 };
 
@@ -126,85 +129,29 @@ pub(crate) trait Tracked: Any + Send + Sync {
     }
 }
 
-/// One listed object.
-struct Entry {
-    id: u32,
-    obj: NonNull<dyn Tracked>,
-}
+/// One listed object: a pointer to it (see the module documentation).
+struct Listed(NonNull<dyn Tracked>);
 
-// SAFETY: `obj` points to a `Tracked` object, which is `Send + Sync`; it is only followed with
-// the lists' mutex held, while the object is alive (see the module documentation).
-unsafe impl Send for Entry {}
+// SAFETY: `Listed` points to a `Tracked` object, which is `Send + Sync`; it is only followed
+// with the lists' mutex held, while the object is alive (see the module documentation).
+unsafe impl Send for Listed {}
 
-/// The listed objects of one type, sorted by id, and where the next id search starts.
-struct Table {
-    entries: KVec<Entry>,
-    next_id: u32,
-}
+/// The listed objects of one type by id.
+type List = XArray<KBox<Listed>>;
 
-impl Table {
-    const fn new() -> Self {
-        Self {
-            entries: KVec::new(),
-            next_id: 0,
-        }
-    }
-
-    /// The smallest free id at or above `from`, if any.
-    fn free_from(&self, from: u32) -> Option<u32> {
-        let mut candidate = from;
-        let start = self.entries.partition_point(|e| e.id < from);
-        for e in &self.entries[start..] {
-            if e.id != candidate {
-                break;
-            }
-            candidate = candidate.checked_add(1)?;
-        }
-        Some(candidate)
-    }
-
-    /// Lists `obj` under `id`, or under the next free id (cyclically, as `xa_alloc_cyclic`);
-    /// `None` when the id is taken or there is no memory.
-    fn insert(&mut self, id: Option<u32>, obj: NonNull<dyn Tracked>) -> Option<u32> {
-        let id = match id {
-            Some(id) => {
-                if self.entries.iter().any(|e| e.id == id) {
-                    return None;
-                }
-                id
-            }
-            None => {
-                let id = self.free_from(self.next_id).or_else(|| self.free_from(0))?;
-                self.next_id = id.wrapping_add(1);
-                id
-            }
-        };
-        let at = self.entries.partition_point(|e| e.id < id);
-        self.entries.reserve(1, GFP_KERNEL).ok()?;
-        self.entries
-            .insert_within_capacity(at, Entry { id, obj })
-            .ok()?;
-        Some(id)
-    }
-
-    /// Unlists the object at `addr`, if it is listed.
-    fn remove(&mut self, addr: *const ()) {
-        if let Some(i) = self
-            .entries
-            .iter()
-            .position(|e| core::ptr::eq(e.obj.as_ptr().cast::<()>(), addr))
-        {
-            let _ = self.entries.remove(i);
-        }
-    }
-}
+/// Ids are below 2^32 (C's `xa_limit_32b`).
+const ID_MAX: u32 = u32::MAX;
 
 /// Live objects of one device: counts and lists per type.
 #[pin_data]
 pub struct Restrack {
     counts: [Atomic<u64>; TYPES],
+    /// The lists' lock: listing, unlisting and following a listed pointer happen under it. It
+    /// holds where each type's next id search starts (C's `next_id` of `xa_alloc_cyclic`).
     #[pin]
-    tables: Mutex<[Table; TYPES]>,
+    lock: Mutex<[u32; TYPES]>,
+    #[pin]
+    lists: [List; TYPES],
 }
 
 impl Restrack {
@@ -212,7 +159,8 @@ impl Restrack {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
             counts: [const { Atomic::new(0) }; TYPES],
-            tables <- new_mutex!([const { Table::new() }; TYPES], "ib_core::restrack::tables"),
+            lock <- new_mutex!([0; TYPES], "ib_core::restrack::lists"),
+            lists <- pin_init::pin_init_array_from_fn(|_| XArray::new(AllocKind::Alloc)),
         })
     }
 
@@ -259,13 +207,37 @@ impl Restrack {
         id: Option<u32>,
         obj: *const dyn Tracked,
     ) -> Option<u32> {
-        let obj = NonNull::new(obj.cast_mut())?;
-        self.tables.lock()[t as usize].insert(id, obj)
+        let entry = KBox::new(Listed(NonNull::new(obj.cast_mut())?), GFP_KERNEL).ok()?;
+        let mut next = self.lock.lock();
+        let mut list = self.lists[t as usize].lock();
+        match id {
+            Some(id) => list
+                .insert(id as usize, entry, GFP_KERNEL)
+                .ok()
+                .map(|()| id),
+            None => list
+                .alloc_cyclic(entry, 0, ID_MAX, &mut next[t as usize], GFP_KERNEL)
+                .ok(),
+        }
     }
 
     /// Unlists `obj` (nothing if it is not listed); returns once no netlink fill uses it.
     pub(crate) fn untrack(&self, t: ResType, obj: *const dyn Tracked) {
-        self.tables.lock()[t as usize].remove(obj.cast::<()>());
+        let _lists = self.lock.lock();
+        let mut list = self.lists[t as usize].lock();
+        let mut at = 0;
+        let found = loop {
+            let Some((id, e)) = list.find(at) else {
+                break None;
+            };
+            if core::ptr::addr_eq(e.0.as_ptr(), obj) {
+                break Some(id);
+            }
+            at = id + 1;
+        };
+        if let Some(id) = found {
+            drop(list.remove(id));
+        }
     }
 
     /// Calls `f` on the listed objects of type `t` in id order, from position `start` on, with
@@ -277,14 +249,20 @@ impl Restrack {
         start: usize,
         mut f: impl FnMut(&Lists<'_>, usize, u32, &dyn Tracked) -> bool,
     ) {
-        let tables = self.tables.lock();
-        let lists = Lists(&tables);
-        for (pos, e) in tables[t as usize].entries.iter().enumerate().skip(start) {
-            // SAFETY: Listed objects are alive while the lock is held (module documentation).
-            let obj = unsafe { e.obj.as_ref() };
-            if !f(&lists, pos, e.id, obj) {
-                break;
+        let _held = self.lock.lock();
+        let lists = Lists(&self.lists);
+        let mut at = 0;
+        let mut pos = 0;
+        while let Some((id, obj)) = lists.next(t, at) {
+            at = id as usize + 1;
+            if pos >= start {
+                // SAFETY: Listed objects are alive while the lists' mutex is held (module
+                // documentation).
+                if !f(&lists, pos, id, unsafe { obj.as_ref() }) {
+                    break;
+                }
             }
+            pos += 1;
         }
     }
 
@@ -296,23 +274,34 @@ impl Restrack {
         id: u32,
         f: impl FnOnce(&Lists<'_>, &dyn Tracked) -> R,
     ) -> Option<R> {
-        let tables = self.tables.lock();
-        let e = tables[t as usize].entries.iter().find(|e| e.id == id)?;
-        // SAFETY: Listed objects are alive while the lock is held (module documentation).
-        Some(f(&Lists(&tables), unsafe { e.obj.as_ref() }))
+        let _held = self.lock.lock();
+        let obj = self.lists[t as usize].lock().get(id as usize)?.0;
+        // SAFETY: Listed objects are alive while the lists' mutex is held (module
+        // documentation).
+        Some(f(&Lists(&self.lists), unsafe { obj.as_ref() }))
     }
 }
 
-/// Every list of a device, while their lock is held.
-pub(crate) struct Lists<'a>(&'a [Table; TYPES]);
+/// Every list of a device, while the lists' mutex is held.
+pub(crate) struct Lists<'a>(&'a [List; TYPES]);
 
 impl Lists<'_> {
+    /// The first object of type `t` at or after id `at`, with its id (the array's own lock
+    /// held only for the lookup: the pointer stays valid under the lists' mutex).
+    fn next(&self, t: ResType, at: usize) -> Option<(u32, NonNull<dyn Tracked>)> {
+        let list = self.0[t as usize].lock();
+        let (id, e) = list.find(at)?;
+        Some((u32::try_from(id).ok()?, e.0))
+    }
+
     /// Calls `f` on each listed object of type `t`, in id order, with its id.
     pub(crate) fn each(&self, t: ResType, mut f: impl FnMut(u32, &dyn Tracked)) {
-        for e in &self.0[t as usize].entries {
-            // SAFETY: Listed objects are alive while the lock is held, which it is while `self`
-            // exists (module documentation).
-            f(e.id, unsafe { e.obj.as_ref() });
+        let mut at = 0;
+        while let Some((id, obj)) = self.next(t, at) {
+            at = id as usize + 1;
+            // SAFETY: Listed objects are alive while the lists' mutex is held, which it is
+            // while `self` exists (module documentation).
+            f(id, unsafe { obj.as_ref() });
         }
     }
 }
