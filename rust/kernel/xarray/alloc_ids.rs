@@ -59,7 +59,12 @@ impl<T: ForeignOwnable> Guard<'_, T> {
 
     /// Stores `value` at `index` if nothing is there (C's `__xa_insert`): `EBUSY` if the index
     /// is taken, `ENOMEM`; the value comes back with the error. May drop the lock to allocate.
-    pub fn insert(&mut self, index: usize, value: T, gfp: alloc::Flags) -> Result<(), StoreError<T>> {
+    pub fn insert(
+        &mut self,
+        index: usize,
+        value: T,
+        gfp: alloc::Flags,
+    ) -> Result<(), StoreError<T>> {
         build_assert!(
             T::FOREIGN_ALIGN >= 4,
             "pointers stored in XArray must be 4-byte aligned"

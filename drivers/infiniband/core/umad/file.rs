@@ -100,6 +100,43 @@ struct Inner {
 }
 
 impl Inner {
+    /// A new file's: no agents, the old header.
+    fn new() -> Self {
+        Self {
+            agents: [const { None }; MAX_AGENTS],
+            agent_flags: [0; MAX_AGENTS],
+            recv: KVec::new(),
+            sends: KVec::new(),
+            use_pkey_index: false,
+            already_used: false,
+            agents_dead: false,
+            next_context: 0,
+        }
+    }
+
+    /// `ENABLE_PKEY`: `EINVAL` once an agent was registered.
+    fn enable_pkey(&mut self) -> Result {
+        if self.already_used {
+            return Err(EINVAL);
+        }
+        self.use_pkey_index = true;
+        Ok(())
+    }
+
+    /// The agent `UNREGISTER_AGENT` names, taken out of its slot: an id past the slots or of
+    /// an empty one is `EINVAL`.
+    fn take_agent(&mut self, id: usize) -> Result<Option<Arc<MadAgent>>> {
+        if id >= MAX_AGENTS || self.agent(id).is_none() {
+            return Err(EINVAL);
+        }
+        Ok(self.agents.get_mut(id).and_then(|a| a.take()))
+    }
+
+    /// The agent write() sends through: `EIO` when its slot is empty.
+    fn sender(&self, id: usize) -> Result<Arc<MadAgent>> {
+        self.agent(id).cloned().ok_or(EIO)
+    }
+
     fn hdr_size(&self) -> usize {
         if self.use_pkey_index {
             HDR_NEW
@@ -268,59 +305,30 @@ impl UmadFile {
         let st = &self.state;
         let mut inner = st.inner.lock();
         let ib = st.port.ib_device().ok_or(EPIPE)?;
-        let (qpn, class_version, mgmt_class, oui, mask, rmpp_version, flags) = if reg2 {
-            let r: [u8; 40] = user_read(arg)?;
-            let qpn = u32::from_ne_bytes([r[4], r[5], r[6], r[7]]);
-            let flags = u32::from_ne_bytes([r[12], r[13], r[14], r[15]]);
-            if qpn > 1 {
-                return Err(EINVAL);
-            }
-            if flags & !USER_RMPP != 0 {
+        let req = if reg2 {
+            RegRequest::decode2(&user_read(arg)?)
+        } else {
+            RegRequest::decode(&user_read(arg)?)
+        };
+        match req.check() {
+            Ok(()) => {}
+            Err(Refused::Flags) => {
                 user_write(arg + 12, &USER_RMPP.to_ne_bytes())?;
                 return Err(EINVAL);
             }
-            let lo = u64::from_ne_bytes([r[16], r[17], r[18], r[19], r[20], r[21], r[22], r[23]]);
-            let hi = u64::from_ne_bytes([r[24], r[25], r[26], r[27], r[28], r[29], r[30], r[31]]);
-            let oui = u32::from_ne_bytes([r[32], r[33], r[34], r[35]]);
-            (qpn, r[9], r[8], oui, [lo, hi], r[36], flags)
-        } else {
-            let r: [u8; 28] = user_read(arg)?;
-            if r[20] > 1 {
-                return Err(EINVAL);
-            }
-            let lo = u64::from_ne_bytes([r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11]]);
-            let hi = u64::from_ne_bytes([r[12], r[13], r[14], r[15], r[16], r[17], r[18], r[19]]);
-            let oui = u32::from_be_bytes([0, r[23], r[24], r[25]]);
-            (u32::from(r[20]), r[22], r[21], oui, [lo, hi], r[26], 0)
-        };
+            Err(r) => return Err(r.into()),
+        }
         let id = (0..MAX_AGENTS)
             .find(|&i| inner.agent(i).is_none())
             .ok_or(ENOMEM)?;
-        let reg = if mgmt_class != 0 {
-            if reg2 && oui & 0xff00_0000 != 0 {
-                return Err(EINVAL);
-            }
-            let o = oui.to_be_bytes();
-            Some(MadRegReq {
-                mgmt_class,
-                class_version,
-                oui: [o[1], o[2], o[3]],
-                method_mask: mask,
-            })
-        } else {
-            if flags & USER_RMPP != 0 {
-                return Err(EINVAL);
-            }
-            None
-        };
-        let qp_type = if qpn == 1 { QpType::Gsi } else { QpType::Smi };
+        let reg = req.agent_request()?;
         let handler: Arc<dyn MadHandler> = Arc::new(AgentHandler { file: st.clone() }, GFP_KERNEL)?;
         let agent = MadAgent::register(
             &ib,
             st.port.port_num(),
-            qp_type,
+            req.qp_type(),
             reg.as_ref(),
-            rmpp_version,
+            req.rmpp_version,
             handler,
         )?;
         let id_at = arg;
@@ -344,7 +352,7 @@ impl UmadFile {
         } = &mut *inner;
         if let (Some(a), Some(f)) = (agents.get_mut(id), agent_flags.get_mut(id)) {
             *a = Some(agent);
-            *f = flags;
+            *f = req.flags;
         }
         Ok(0)
     }
@@ -353,13 +361,7 @@ impl UmadFile {
     fn unregister(&self, arg: usize) -> Result<isize> {
         let raw: [u8; 4] = user_read(arg)?;
         let id = u32::from_ne_bytes(raw) as usize;
-        let agent = {
-            let mut inner = self.state.inner.lock();
-            if id >= MAX_AGENTS || inner.agent(id).is_none() {
-                return Err(EINVAL);
-            }
-            inner.agents.get_mut(id).and_then(|a| a.take())
-        };
+        let agent = self.state.inner.lock().take_agent(id)?;
         if let Some(a) = agent {
             a.unregister();
         }
@@ -370,20 +372,16 @@ impl UmadFile {
     fn send(&self, buf: usize, count: usize) -> Result<usize> {
         let st = &self.state;
         let hdr_size = st.inner.lock().hdr_size();
-        if count < hdr_size + hdr::RMPP_HDR {
-            return Err(EINVAL);
-        }
+        room(count, hdr_size + hdr::RMPP_HDR)?;
         let mut raw = [0u8; HDR_NEW];
         let mut reader = UserSlice::new(UserPtr::from_addr(buf), count).reader();
         reader.read_slice(&mut raw[..hdr_size])?;
         let h = UmadHdr::decode(&raw, hdr_size == HDR_NEW);
-        if h.id as usize >= MAX_AGENTS {
-            return Err(EINVAL);
-        }
+        let slot = agent_slot(&h)?;
         let mut mad = KBox::new([0u8; MAD_SIZE], GFP_KERNEL)?;
         reader.read_slice(&mut mad[..hdr::RMPP_HDR])?;
         let mut inner = st.inner.lock();
-        let agent = inner.agent(h.id as usize).cloned().ok_or(EIO)?;
+        let agent = inner.sender(slot)?;
         let ah = AhAttr {
             dlid: h.lid,
             sl: h.sl,
@@ -398,25 +396,11 @@ impl UmadFile {
                 traffic_class: h.traffic_class,
             }),
         };
-        let class = mad[mh::MGMT_CLASS];
-        let hdr_len = hdr::data_offset(class);
-        let data_len = count.checked_sub(hdr_size + hdr_len).ok_or(EINVAL)?;
-        let kernel_rmpp = agent.rmpp_version() != 0
-            && inner.agent_flags.get(h.id as usize).copied().unwrap_or(0) & USER_RMPP == 0;
-        let rmpp_active = agent::is_rmpp_class(class)
-            && kernel_rmpp
-            && mad[hdr::RMPP_FLAGS] & hdr::RMPP_FLAG_ACTIVE != 0;
-        // Segmenting an RMPP message is not implemented: only single MADs go.
-        if rmpp_active || hdr_len + data_len > MAD_SIZE {
-            return Err(EINVAL);
-        }
-        reader.read_slice(&mut mad[hdr::RMPP_HDR..hdr_len + data_len])?;
-        let m: &mut Mad = &mut mad;
-        if !agent::is_response(m) {
-            let tid = ib_core::mad::types::get64(m, mh::TID);
-            let tid = (u64::from(agent.hi_tid()) << 32) | (tid & 0xffff_ffff);
-            ib_core::mad::types::put64(m, mh::TID, tid);
-        }
+        let flags = inner.agent_flags.get(slot).copied().unwrap_or(0);
+        let written = count.checked_sub(hdr_size).ok_or(EINVAL)?;
+        let len = mad_len(&mad, written, agent.rmpp_version(), flags)?;
+        reader.read_slice(&mut mad[hdr::RMPP_HDR..len])?;
+        stamp_tid(&mut mad, agent.hi_tid());
         let mut head = [0u8; MAD_HDR_SIZE];
         head.copy_from_slice(&mad[..MAD_HDR_SIZE]);
         let sent = Sent {
@@ -446,6 +430,167 @@ impl UmadFile {
             return Err(e);
         }
         Ok(count)
+    }
+}
+
+/// A registration request as user space sent it (`struct ib_user_mad_reg_req` or
+/// `ib_user_mad_reg_req2`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct RegRequest {
+    qpn: u32,
+    mgmt_class: u8,
+    class_version: u8,
+    /// The OUI, in its low 24 bits (`REGISTER_AGENT2`: as given, any 32).
+    oui: u32,
+    method_mask: [u64; 2],
+    rmpp_version: u8,
+    /// `REGISTER_AGENT2`'s flags (0 for `REGISTER_AGENT`).
+    flags: u32,
+    reg2: bool,
+}
+
+/// Why a registration request is refused before a slot is looked for (`EINVAL` either way).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Refused {
+    /// A QP number above 1.
+    Qpn,
+    /// A flag other than `USER_RMPP`: the known flags are written back first.
+    Flags,
+}
+
+impl From<Refused> for Error {
+    fn from(_: Refused) -> Error {
+        EINVAL
+    }
+}
+
+fn ne64(r: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&r[at..at + 8]);
+    u64::from_ne_bytes(b)
+}
+
+fn ne32(r: &[u8], at: usize) -> u32 {
+    let mut b = [0u8; 4];
+    b.copy_from_slice(&r[at..at + 4]);
+    u32::from_ne_bytes(b)
+}
+
+impl RegRequest {
+    /// `struct ib_user_mad_reg_req` (28 bytes): the QP number, class and version, OUI and
+    /// RMPP version are bytes, the method mask four host-order words.
+    fn decode(r: &[u8; 28]) -> Self {
+        Self {
+            qpn: u32::from(r[20]),
+            mgmt_class: r[21],
+            class_version: r[22],
+            oui: u32::from_be_bytes([0, r[23], r[24], r[25]]),
+            method_mask: [ne64(r, 4), ne64(r, 12)],
+            rmpp_version: r[26],
+            flags: 0,
+            reg2: false,
+        }
+    }
+
+    /// `struct ib_user_mad_reg_req2` (40 bytes), host-order words.
+    fn decode2(r: &[u8; 40]) -> Self {
+        Self {
+            qpn: ne32(r, 4),
+            mgmt_class: r[8],
+            class_version: r[9],
+            oui: ne32(r, 32),
+            method_mask: [ne64(r, 16), ne64(r, 24)],
+            rmpp_version: r[36],
+            flags: ne32(r, 12),
+            reg2: true,
+        }
+    }
+
+    /// C's checks before a slot is looked for: the QP number, then the flags.
+    fn check(&self) -> core::result::Result<(), Refused> {
+        if self.qpn > 1 {
+            return Err(Refused::Qpn);
+        }
+        if self.flags & !USER_RMPP != 0 {
+            return Err(Refused::Flags);
+        }
+        Ok(())
+    }
+
+    /// What the agent registers for once it has a slot: `None` for a send-only agent (class
+    /// 0), which cannot do RMPP itself (`EINVAL`); `REGISTER_AGENT2`'s OUI must fit 24 bits
+    /// (`EINVAL`).
+    fn agent_request(&self) -> Result<Option<MadRegReq>> {
+        if self.mgmt_class == 0 {
+            if self.flags & USER_RMPP != 0 {
+                return Err(EINVAL);
+            }
+            return Ok(None);
+        }
+        if self.reg2 && self.oui & 0xff00_0000 != 0 {
+            return Err(EINVAL);
+        }
+        let o = self.oui.to_be_bytes();
+        Ok(Some(MadRegReq {
+            mgmt_class: self.mgmt_class,
+            class_version: self.class_version,
+            oui: [o[1], o[2], o[3]],
+            method_mask: self.method_mask,
+        }))
+    }
+
+    /// QP1 is the GSI's, QP0 the SMI's.
+    fn qp_type(&self) -> QpType {
+        if self.qpn == 1 {
+            QpType::Gsi
+        } else {
+            QpType::Smi
+        }
+    }
+}
+
+/// A read or write of `len` bytes where `need` are needed: `EINVAL` when shorter.
+fn room(len: usize, need: usize) -> Result {
+    if len < need {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// The agent slot header `h` names: past the file's slots is `EINVAL`.
+fn agent_slot(h: &UmadHdr) -> Result<usize> {
+    let id = h.id as usize;
+    if id >= MAX_AGENTS {
+        return Err(EINVAL);
+    }
+    Ok(id)
+}
+
+/// How many bytes of the MAD written after the header (`len` bytes, its first
+/// [`hdr::RMPP_HDR`] in `mad`) are sent, through an agent of `rmpp_version` with `flags`: its
+/// class's header and data. `EINVAL` when shorter than that header, longer than one MAD, or
+/// an active RMPP segment the kernel would have to segment (not implemented).
+fn mad_len(mad: &Mad, len: usize, rmpp_version: u8, flags: u32) -> Result<usize> {
+    let class = mad[mh::MGMT_CLASS];
+    let hdr_len = hdr::data_offset(class);
+    let data_len = len.checked_sub(hdr_len).ok_or(EINVAL)?;
+    let kernel_rmpp = rmpp_version != 0 && flags & USER_RMPP == 0;
+    let rmpp_active = agent::is_rmpp_class(class)
+        && kernel_rmpp
+        && mad[hdr::RMPP_FLAGS] & hdr::RMPP_FLAG_ACTIVE != 0;
+    if rmpp_active || hdr_len + data_len > MAD_SIZE {
+        return Err(EINVAL);
+    }
+    Ok(hdr_len + data_len)
+}
+
+/// A request's transaction id gets the agent's prefix `hi_tid` in its high 32 bits (C's
+/// `ib_umad_write`); a response keeps the one it answers.
+fn stamp_tid(m: &mut Mad, hi_tid: u32) {
+    if !agent::is_response(m) {
+        let tid = ib_core::mad::types::get64(m, mh::TID);
+        let tid = (u64::from(hi_tid) << 32) | (tid & 0xffff_ffff);
+        ib_core::mad::types::put64(m, mh::TID, tid);
     }
 }
 
@@ -486,16 +631,7 @@ impl FileOperations for UmadFile {
         let state = Arc::pin_init(
             pin_init!(UmadFileState {
                 port: file_port,
-                inner <- new_mutex!(Inner {
-                    agents: [const { None }; MAX_AGENTS],
-                    agent_flags: [0; MAX_AGENTS],
-                    recv: KVec::new(),
-                    sends: KVec::new(),
-                    use_pkey_index: false,
-                    already_used: false,
-                    agents_dead: false,
-                    next_context: 0,
-                }),
+                inner <- new_mutex!(Inner::new()),
                 readable <- new_poll_condvar!(),
             }),
             GFP_KERNEL,
@@ -509,9 +645,7 @@ impl FileOperations for UmadFile {
         let st = &this.state;
         let mut inner = st.inner.lock();
         let hdr_size = inner.hdr_size();
-        if len < hdr_size {
-            return Err(EINVAL);
-        }
+        room(len, hdr_size)?;
         if inner.agents_dead {
             return Err(EIO);
         }
@@ -532,8 +666,8 @@ impl FileOperations for UmadFile {
             Packet::Timeout { hdr, head } => (hdr, &head[..]),
         };
         let size = hdr_size + body.len();
-        let copied = if len < size {
-            Err(EINVAL)
+        let copied = if let Err(e) = room(len, size) {
+            Err(e)
         } else {
             let raw = h.encode();
             buf.write_slice(&raw[..hdr_size])
@@ -573,11 +707,7 @@ impl FileOperations for UmadFile {
             ioc::REGISTER_AGENT => this.register(arg, false),
             ioc::UNREGISTER_AGENT => this.unregister(arg),
             ioc::ENABLE_PKEY => {
-                let mut inner = this.state.inner.lock();
-                if inner.already_used {
-                    return Err(EINVAL);
-                }
-                inner.use_pkey_index = true;
+                this.state.inner.lock().enable_pkey()?;
                 Ok(0)
             }
             ioc::REGISTER_AGENT2 => this.register(arg, true),
@@ -630,5 +760,310 @@ impl FileOperations for IssmFile {
                 Err(e.into())
             }
         }
+    }
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_umad_reg)]
+mod reg_tests {
+    use super::*;
+    use ib_core::mad::types::class;
+
+    /// `struct ib_user_mad_reg_req` as the C program's `reg()` fills it.
+    fn req(qpn: u8, mgmt_class: u8, version: u8, methods: u64) -> [u8; 28] {
+        let mut r = [0u8; 28];
+        r[4..12].copy_from_slice(&methods.to_ne_bytes());
+        r[20] = qpn;
+        r[21] = mgmt_class;
+        r[22] = version;
+        r
+    }
+
+    /// `struct ib_user_mad_reg_req2`.
+    fn req2(qpn: u32, mgmt_class: u8, version: u8, flags: u32, oui: u32) -> [u8; 40] {
+        let mut r = [0u8; 40];
+        r[4..8].copy_from_slice(&qpn.to_ne_bytes());
+        r[8] = mgmt_class;
+        r[9] = version;
+        r[12..16].copy_from_slice(&flags.to_ne_bytes());
+        r[16..24].copy_from_slice(&(1u64 << 1).to_ne_bytes());
+        r[24..32].copy_from_slice(&(1u64 << 63).to_ne_bytes());
+        r[32..36].copy_from_slice(&oui.to_ne_bytes());
+        r
+    }
+
+    /// What a registration gets before the port is looked at: umad's checks, then the MAD
+    /// layer's (C's `ib_register_mad_agent`).
+    fn register(r: &RegRequest) -> Result<Option<MadRegReq>> {
+        r.check()?;
+        let reg = r.agent_request()?;
+        agent::check_registration(r.qp_type(), reg.as_ref(), r.rmpp_version)?;
+        Ok(reg)
+    }
+
+    #[test]
+    fn register_agent_as_umad_badinput_does() {
+        let perf = |methods: u64| MadRegReq {
+            mgmt_class: class::PERF_MGMT,
+            class_version: 1,
+            oui: [0; 3],
+            method_mask: [methods, 0],
+        };
+        // PerfMgmt Get on QP1, and a send-only agent: accepted.
+        let r = RegRequest::decode(&req(1, class::PERF_MGMT, 1, 1 << 1));
+        assert_eq!(register(&r), Ok(Some(perf(1 << 1))));
+        assert_eq!(r.qp_type(), QpType::Gsi);
+        assert_eq!(register(&RegRequest::decode(&req(1, 0, 0, 0))), Ok(None));
+        // QP 2: EINVAL (umad's own check).
+        let r = RegRequest::decode(&req(2, class::PERF_MGMT, 1, 1 << 1));
+        assert_eq!(r.check(), Err(Refused::Qpn));
+        assert_eq!(register(&r), Err(EINVAL));
+        assert_eq!(
+            register(&RegRequest::decode(&req(255, 0, 0, 0))),
+            Err(EINVAL)
+        );
+        // Class version 0x83: EINVAL; 0x82 is the last.
+        let r = RegRequest::decode(&req(1, class::PERF_MGMT, 0x83, 1 << 1));
+        assert_eq!(register(&r), Err(EINVAL));
+        let r = RegRequest::decode(&req(1, class::PERF_MGMT, 0x82, 1 << 1));
+        assert!(register(&r).is_ok());
+        // Subnet management on QP1, PerfMgmt on QP0: EINVAL; subnet management on QP0 is fine.
+        let r = RegRequest::decode(&req(1, class::SUBN_LID_ROUTED, 1, 1 << 1));
+        assert_eq!(register(&r), Err(EINVAL));
+        let r = RegRequest::decode(&req(0, class::PERF_MGMT, 1, 1 << 1));
+        assert_eq!(register(&r), Err(EINVAL));
+        let r = RegRequest::decode(&req(0, class::SUBN_LID_ROUTED, 1, 1 << 1));
+        assert_eq!(r.qp_type(), QpType::Smi);
+        assert!(register(&r).is_ok());
+        // A vendor class of the OUI range without an OUI: EINVAL; with one, its bytes in
+        // wire order.
+        assert_eq!(
+            register(&RegRequest::decode(&req(1, 0x30, 1, 1 << 1))),
+            Err(EINVAL)
+        );
+        let mut raw = req(1, 0x30, 1, 1 << 1);
+        raw[23..26].copy_from_slice(&[0x00, 0x14, 0x05]);
+        assert!(register(&RegRequest::decode(&raw))
+            .is_ok_and(|r| r.is_some_and(|r| r.oui == [0x00, 0x14, 0x05] && r.mgmt_class == 0x30)));
+        // RMPP on a class without it: EINVAL; RMPP version 2: EINVAL; on SA: fine.
+        let mut raw = req(1, class::PERF_MGMT, 1, 1 << 1);
+        raw[26] = 1;
+        assert_eq!(register(&RegRequest::decode(&raw)), Err(EINVAL));
+        let mut raw = req(1, class::SUBN_ADM, 2, 1 << 1);
+        raw[26] = 1;
+        assert!(register(&RegRequest::decode(&raw)).is_ok());
+        raw[26] = 2;
+        assert_eq!(register(&RegRequest::decode(&raw)), Err(EINVAL));
+        // Classes from 80 up, but for directed-route SMPs: EINVAL.
+        let r = RegRequest::decode(&req(1, 80, 1, 1 << 1));
+        assert_eq!(register(&r), Err(EINVAL));
+        let r = RegRequest::decode(&req(0, class::SUBN_DIRECTED_ROUTE, 1, 1 << 1));
+        assert!(register(&r).is_ok());
+        // The method mask: four host-order words after the id, 128 methods.
+        let mut raw = req(1, class::PERF_MGMT, 1, 0);
+        raw[12..20].copy_from_slice(&(1u64 << 63).to_ne_bytes());
+        let r = RegRequest::decode(&raw);
+        assert_eq!(r.method_mask, [0, 1 << 63]);
+        assert!(register(&r).is_ok_and(|m| m.is_some_and(|m| m.has_method(127))));
+    }
+
+    #[test]
+    fn register_agent2_as_umad_badinput_does() {
+        // An unknown flag: EINVAL, and the known flags are written back.
+        let r = RegRequest::decode2(&req2(1, class::PERF_MGMT, 1, 2, 0));
+        assert_eq!(r.check(), Err(Refused::Flags));
+        assert_eq!(register(&r), Err(EINVAL));
+        let r = RegRequest::decode2(&req2(1, class::PERF_MGMT, 1, 1 << 31, 0));
+        assert_eq!(r.check(), Err(Refused::Flags));
+        // The QP number first: a bad one is refused without the write-back.
+        let r = RegRequest::decode2(&req2(2, class::PERF_MGMT, 1, 2, 0));
+        assert_eq!(r.check(), Err(Refused::Qpn));
+        let r = RegRequest::decode2(&req2(1 << 31, class::PERF_MGMT, 1, 0, 0));
+        assert_eq!(register(&r), Err(EINVAL));
+        // An OUI wider than 24 bits: EINVAL (only REGISTER_AGENT2 can give one).
+        let r = RegRequest::decode2(&req2(1, 0x31, 1, 0, 0x0100_1405));
+        assert_eq!(r.check(), Ok(()));
+        assert_eq!(register(&r), Err(EINVAL));
+        let r = RegRequest::decode2(&req2(1, 0x31, 1, 0, 0x1405));
+        assert_eq!(
+            register(&r),
+            Ok(Some(MadRegReq {
+                mgmt_class: 0x31,
+                class_version: 1,
+                oui: [0x00, 0x14, 0x05],
+                method_mask: [1 << 1, 1 << 63],
+            }))
+        );
+        // User-space RMPP needs a class: EINVAL for a send-only agent.
+        let r = RegRequest::decode2(&req2(1, 0, 0, USER_RMPP, 0));
+        assert_eq!(r.check(), Ok(()));
+        assert_eq!(register(&r), Err(EINVAL));
+        let r = RegRequest::decode2(&req2(1, class::SUBN_ADM, 2, USER_RMPP, 0));
+        assert!(register(&r).is_ok());
+        assert_eq!(r.flags, USER_RMPP);
+        // The same PerfMgmt request as REGISTER_AGENT's.
+        let r = RegRequest::decode2(&req2(1, class::PERF_MGMT, 0x83, 0, 0));
+        assert_eq!(register(&r), Err(EINVAL));
+        let r = RegRequest::decode2(&req2(0, class::PERF_MGMT, 1, 0, 0));
+        assert_eq!(register(&r), Err(EINVAL));
+    }
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_umad_write)]
+mod write_tests {
+    use super::*;
+    use ib_core::mad::types::{class, method};
+
+    /// A MAD of `class` and `method` with transaction id `tid`.
+    fn mad(mclass: u8, meth: u8, tid: u64) -> Mad {
+        let mut m = [0u8; MAD_SIZE];
+        m[mh::BASE_VERSION] = 1;
+        m[mh::MGMT_CLASS] = mclass;
+        m[mh::CLASS_VERSION] = 1;
+        m[mh::METHOD] = meth;
+        ib_core::mad::types::put64(&mut m, mh::TID, tid);
+        m
+    }
+
+    #[test]
+    fn lengths_agent_ids_and_the_files_state() {
+        // write(): shorter than the header and the RMPP header, either header: EINVAL.
+        for h in [HDR_OLD, HDR_NEW] {
+            assert_eq!(room(h + hdr::RMPP_HDR - 1, h + hdr::RMPP_HDR), Err(EINVAL));
+            assert_eq!(room(h + hdr::RMPP_HDR, h + hdr::RMPP_HDR), Ok(()));
+        }
+        // Agent ids past the 32 slots: EINVAL.
+        let id = |id: u32| {
+            agent_slot(&UmadHdr {
+                id,
+                ..UmadHdr::default()
+            })
+        };
+        assert_eq!(id(31), Ok(31));
+        assert_eq!(id(32), Err(EINVAL));
+        assert_eq!(id(u32::MAX), Err(EINVAL));
+        // A new file: the old header; write() through an agent never registered: EIO;
+        // UNREGISTER_AGENT of an empty slot or past them: EINVAL.
+        let mut f = Inner::new();
+        assert_eq!(f.hdr_size(), HDR_OLD);
+        assert_eq!(f.sender(0).err(), Some(EIO));
+        assert_eq!(f.sender(31).err(), Some(EIO));
+        assert_eq!(f.take_agent(5).err(), Some(EINVAL));
+        assert_eq!(f.take_agent(40).err(), Some(EINVAL));
+        // ENABLE_PKEY before any agent, and again: the 64-byte header; once one registered:
+        // EINVAL.
+        assert_eq!(f.enable_pkey(), Ok(()));
+        assert_eq!(f.enable_pkey(), Ok(()));
+        assert_eq!(f.hdr_size(), HDR_NEW);
+        f.already_used = true;
+        assert_eq!(f.enable_pkey(), Err(EINVAL));
+        // read(): shorter than the header, or than the packet: EINVAL.
+        assert_eq!(room(HDR_NEW - 1, HDR_NEW), Err(EINVAL));
+        assert_eq!(
+            room(HDR_NEW + MAD_SIZE - 1, HDR_NEW + MAD_SIZE),
+            Err(EINVAL)
+        );
+        assert_eq!(room(HDR_NEW + 23, HDR_NEW + MAD_HDR_SIZE), Err(EINVAL));
+        assert_eq!(room(HDR_NEW + MAD_SIZE + 64, HDR_NEW + MAD_SIZE), Ok(()));
+        // The ioctl numbers: _IOWR/_IOW/_IO of magic 0x1b with the structures' sizes.
+        let ioc = |dir: u32, nr: u32, size: u32| (dir << 30) | (size << 16) | (0x1b << 8) | nr;
+        assert_eq!(ioc::REGISTER_AGENT, ioc(3, 1, 28));
+        assert_eq!(ioc::UNREGISTER_AGENT, ioc(1, 2, 4));
+        assert_eq!(ioc::ENABLE_PKEY, ioc(0, 3, 0));
+        assert_eq!(ioc::REGISTER_AGENT2, ioc(3, 4, 40));
+    }
+
+    #[test]
+    fn mad_lengths_by_class_and_rmpp() {
+        let perf = mad(class::PERF_MGMT, method::GET, 1);
+        // A whole MAD, its header alone; longer than a MAD: EINVAL.
+        assert_eq!(mad_len(&perf, MAD_SIZE, 0, 0), Ok(MAD_SIZE));
+        assert_eq!(mad_len(&perf, MAD_HDR_SIZE + 12, 0, 0), Ok(36));
+        assert_eq!(mad_len(&perf, MAD_SIZE + 1, 0, 0), Err(EINVAL));
+        // SA's header is 56 bytes, device management's 64, a vendor OUI class's 40: shorter
+        // is EINVAL.
+        let sa = mad(class::SUBN_ADM, method::GET, 1);
+        assert_eq!(mad_len(&sa, 55, 0, 0), Err(EINVAL));
+        assert_eq!(mad_len(&sa, 56, 0, 0), Ok(56));
+        let dm = mad(class::DEVICE_MGMT, method::GET, 1);
+        assert_eq!(mad_len(&dm, 63, 0, 0), Err(EINVAL));
+        let vendor = mad(0x30, method::GET, 1);
+        assert_eq!(mad_len(&vendor, 39, 0, 0), Err(EINVAL));
+        assert_eq!(mad_len(&vendor, 40, 0, 0), Ok(40));
+        // An active RMPP segment the kernel would have to send (an RMPP agent without
+        // USER_RMPP): EINVAL; user-space RMPP, an agent without RMPP, or a class without it
+        // send it as it is.
+        let mut seg = sa;
+        seg[hdr::RMPP_FLAGS] = hdr::RMPP_FLAG_ACTIVE;
+        assert_eq!(mad_len(&seg, MAD_SIZE, 1, 0), Err(EINVAL));
+        assert_eq!(mad_len(&seg, MAD_SIZE, 1, USER_RMPP), Ok(MAD_SIZE));
+        assert_eq!(mad_len(&seg, MAD_SIZE, 0, 0), Ok(MAD_SIZE));
+        assert_eq!(mad_len(&sa, MAD_SIZE, 1, 0), Ok(MAD_SIZE));
+        let mut pseg = perf;
+        pseg[hdr::RMPP_FLAGS] = hdr::RMPP_FLAG_ACTIVE;
+        assert_eq!(mad_len(&pseg, MAD_SIZE, 1, 0), Ok(MAD_SIZE));
+    }
+
+    #[test]
+    fn transaction_ids_and_duplicates() {
+        // A request's TID gets the agent's prefix; a response's and a TrapRepress's are kept.
+        let mut m = mad(class::PERF_MGMT, method::GET, 0xdead_beef_0000_0100);
+        stamp_tid(&mut m, 0x12_3456);
+        assert_eq!(
+            ib_core::mad::types::get64(&m, mh::TID),
+            0x0012_3456_0000_0100
+        );
+        let mut r = mad(
+            class::PERF_MGMT,
+            method::GET | method::RESP,
+            0xdead_beef_0000_0100,
+        );
+        stamp_tid(&mut r, 0x12_3456);
+        assert_eq!(
+            ib_core::mad::types::get64(&r, mh::TID),
+            0xdead_beef_0000_0100
+        );
+        let mut t = mad(class::SUBN_LID_ROUTED, method::TRAP_REPRESS, 7);
+        stamp_tid(&mut t, 1);
+        assert_eq!(ib_core::mad::types::get64(&t, mh::TID), 7);
+        // A send in flight, and what repeats it (the write is EINVAL).
+        let sent = |m: &Mad, lid: u16, gid: Option<u8>| {
+            let mut head = [0u8; MAD_HDR_SIZE];
+            head.copy_from_slice(&m[..MAD_HDR_SIZE]);
+            let mut hdr = UmadHdr {
+                lid,
+                ..UmadHdr::default()
+            };
+            if let Some(g) = gid {
+                hdr.grh_present = 1;
+                hdr.gid = [g; 16];
+            }
+            Sent {
+                context: 0,
+                hdr,
+                head,
+            }
+        };
+        let get = mad(class::PERF_MGMT, method::GET, 0x200);
+        let flight = [sent(&get, 0x77, None)];
+        // The same request again, even to another LID: a duplicate.
+        assert!(is_duplicate(&flight, &sent(&get, 0x77, None)));
+        assert!(is_duplicate(&flight, &sent(&get, 5, None)));
+        // Another TID or class, or a response with that TID: not one.
+        let other = mad(class::PERF_MGMT, method::GET, 0x201);
+        assert!(!is_duplicate(&flight, &sent(&other, 0x77, None)));
+        let bm = mad(class::BM, method::GET, 0x200);
+        assert!(!is_duplicate(&flight, &sent(&bm, 0x77, None)));
+        let resp = mad(class::PERF_MGMT, method::GET | method::RESP, 0x200);
+        assert!(!is_duplicate(&flight, &sent(&resp, 0x77, None)));
+        // Responses: duplicates only to the same destination (LID, or GID with GRHs).
+        let flight = [sent(&resp, 0x77, None), sent(&resp, 9, Some(0xfe))];
+        assert!(is_duplicate(&flight, &sent(&resp, 0x77, None)));
+        assert!(!is_duplicate(&flight, &sent(&resp, 0x78, None)));
+        assert!(is_duplicate(&flight, &sent(&resp, 1, Some(0xfe))));
+        assert!(!is_duplicate(&flight, &sent(&resp, 9, Some(0xfd))));
+        assert!(!is_duplicate(
+            &[sent(&resp, 9, Some(0xfe))],
+            &sent(&resp, 9, None)
+        ));
     }
 }

@@ -12,7 +12,7 @@ use kernel::{
 };
 
 /// The driver's request and response buffers of one command.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Udata {
     inbuf: usize,
     inlen: usize,

@@ -40,6 +40,14 @@ pub(crate) struct Attr {
 }
 
 impl Attr {
+    /// Attribute `idx` of a request's array, from its [`ATTR_SIZE`] bytes `raw`.
+    pub(crate) fn decode(idx: usize, raw: &[u8]) -> Result<Self> {
+        Ok(Self::parse(
+            idx,
+            &AttrAbi::from_bytes_copy(raw).ok_or(EINVAL)?,
+        ))
+    }
+
     fn parse(idx: usize, raw: &AttrAbi) -> Self {
         Self {
             idx,
@@ -107,38 +115,28 @@ impl<'a> IoctlBundle<'a> {
 }
 
 impl IoctlBundle<'_> {
-    /// Takes the attributes user space sent (`raw`, [`ATTR_SIZE`] bytes each), in its order,
-    /// checked against the method's specs: an unknown one is ignored unless it is mandatory
-    /// (`EPROTONOSUPPORT`), a repeated one is `EINVAL`, each is processed as its kind says; a
-    /// mandatory attribute not given is `EINVAL`.
+    /// Takes the attributes user space sent (`raw`, [`ATTR_SIZE`] bytes each) as
+    /// [`decode_attrs`] checks them, doing what each needs in their order.
     pub(crate) fn take_attrs(&mut self, raw: &[u8]) -> Result {
         let specs = self.specs;
-        if specs.len() > MAX_ATTRS {
-            // A driver's method with more attributes than a bundle holds cannot be run.
-            return Err(EINVAL);
+        let mut given = [None; MAX_ATTRS];
+        let ret = decode_attrs(specs, raw, &mut given, |a, need| self.act(a, need));
+        self.attrs = given;
+        ret
+    }
+
+    /// What attribute `a` needs once its fields passed.
+    fn act(&mut self, a: &Attr, need: Need) -> Result {
+        match need {
+            Need::Nothing => Ok(()),
+            Need::NewFd => self.new_fd(a),
+            Need::NewIdr => self.idr_new(a),
+            Need::FdRead { object, fd } => self.fd_read(a, object, fd),
+            // C's `rdma_lookup_get_uobject`: it must exist (`ENOENT`) and be of its type
+            // (`EINVAL`); a read is checked as a destruction is (C's lookup is the same but for
+            // the lock taken).
+            Need::Idr { object } => self.ufile.with_objects(|o| o.check(a.data, object)),
         }
-        for (idx, chunk) in raw.chunks_exact(ATTR_SIZE).enumerate() {
-            let a = Attr::parse(idx, &AttrAbi::from_bytes_copy(chunk).ok_or(EINVAL)?);
-            let Some(pos) = specs.iter().position(|s| s.id == a.id) else {
-                if a.flags & F_MANDATORY != 0 {
-                    return Err(EPROTONOSUPPORT);
-                }
-                continue;
-            };
-            if self.attrs[pos].is_some() {
-                return Err(EINVAL);
-            }
-            self.process(&a, specs[pos].kind)?;
-            self.attrs[pos] = Some(a);
-        }
-        if specs
-            .iter()
-            .zip(self.attrs.iter())
-            .any(|(spec, given)| spec.mandatory && given.is_none())
-        {
-            return Err(EINVAL);
-        }
-        Ok(())
     }
 
     /// Frees the handle an `IdrNew` attribute reserved, unless the method put its object
@@ -165,11 +163,7 @@ impl IoctlBundle<'_> {
     /// The constant `id` (C's `uverbs_get_const`): `ENOENT` when absent, `EINVAL` above `max`
     /// (the C type's range).
     pub(crate) fn get_const(&self, id: u16, max: u64) -> Result<u64> {
-        let a = self.attr(id).ok_or(ENOENT)?;
-        if a.data > max {
-            return Err(EINVAL);
-        }
-        Ok(a.data)
+        const_of(self.attr(id), max)
     }
 
     /// Input `id` into `to` (C's `uverbs_copy_from_or_zero`): as much as it holds (inline or
@@ -202,26 +196,12 @@ impl IoctlBundle<'_> {
     /// The 32-bit flags `id` (C's `uverbs_get_flags32`): 0 when absent; `EINVAL` for a length
     /// other than 4 or 8, or a bit outside `allowed`.
     pub(crate) fn get_flags32(&self, id: u16, allowed: u32) -> Result<u32> {
-        let Some(a) = self.attr(id) else {
-            return Ok(0);
-        };
-        let flags = match a.len {
-            8 => a.data,
-            4 => a.data & 0xffff_ffff,
-            _ => return Err(EINVAL),
-        };
-        if flags & !u64::from(allowed) != 0 {
-            return Err(EINVAL);
-        }
-        Ok(flags as u32)
+        flags32_of(self.attr(id), allowed)
     }
 
     /// The user address of attribute `idx`'s field at `offset` (4: flags, 8: data).
     fn field_addr(&self, idx: usize, offset: usize) -> usize {
-        // User input: wraps as C's pointer arithmetic does (the access then fails).
-        self.user_attrs
-            .wrapping_add(idx.wrapping_mul(ATTR_SIZE))
-            .wrapping_add(offset)
+        field_addr(self.user_attrs, idx, offset)
     }
 
     /// Flags output attribute `a` as written (C's `uverbs_set_output`).
@@ -255,16 +235,7 @@ impl IoctlBundle<'_> {
     /// The user-space buffers of input `in_id` and output `out_id` as a [`Udata`] (C's
     /// `uverbs_fill_udata`): an inline input is read where it lies, in the request's array.
     pub(crate) fn udata(&self, in_id: u16, out_id: u16) -> Udata {
-        let (inbuf, inlen) = match self.attr(in_id) {
-            Some(a) if a.is_inline() => (self.field_addr(a.idx, 8), usize::from(a.len)),
-            Some(a) => (a.data as usize, usize::from(a.len)),
-            None => (0, 0),
-        };
-        let (outbuf, outlen) = match self.attr(out_id) {
-            Some(a) => (a.data as usize, usize::from(a.len)),
-            None => (0, 0),
-        };
-        Udata::new(inbuf, inlen, outbuf, outlen)
+        udata_of(self.user_attrs, self.attr(in_id), self.attr(out_id))
     }
 
     /// Flags output `id` as written, if given (what C does for a write command's response
@@ -279,67 +250,10 @@ impl IoctlBundle<'_> {
         }
     }
 
-    /// C's `uverbs_process_attr` for attribute `a` of spec `kind`.
-    fn process(&mut self, a: &Attr, kind: Kind) -> Result {
-        let (min, max, zero_trailing) = match kind {
-            Kind::PtrIn {
-                min,
-                max,
-                zero_trailing,
-            } => {
-                if a.len > max && zero_trailing && !self.cleared_after(a, max) {
-                    return Err(EOPNOTSUPP);
-                }
-                (min, max, zero_trailing)
-            }
-            Kind::PtrOut {
-                min,
-                max,
-                zero_trailing,
-            } => (min, max, zero_trailing),
-            Kind::FdNew => return self.new_fd(a),
-            Kind::IdrNew { .. } => return self.idr_new(a),
-            Kind::FdRead { object } => return self.fd_read(a, object),
-            Kind::RawFd => {
-                if a.attr_data != 0 || a.len != 0 || i32::try_from(a.data as i64).is_err() {
-                    return Err(EINVAL);
-                }
-                return Ok(());
-            }
-            Kind::IdrDestroy { object } => return self.idr_destroy(a, object),
-            // Checked as a destroyed one is (C's lookup is the same but for the lock taken).
-            Kind::IdrRead { object } => return self.idr_destroy(a, object),
-        };
-        if a.len < min || (!zero_trailing && a.len > max) {
-            return Err(EINVAL);
-        }
-        if a.attr_data != 0 {
-            return Err(EINVAL);
-        }
-        Ok(())
-    }
-
-    /// The object attribute `a` names, to be destroyed: it must exist (`ENOENT`) and be of
-    /// type `object` (`EINVAL`; C's `rdma_lookup_get_uobject`).
-    fn idr_destroy(&mut self, a: &Attr, object: u16) -> Result {
-        if a.attr_data != 0 || a.len != 0 {
-            return Err(EINVAL);
-        }
-        // C takes the handle as a signed 64-bit id and refuses negative ones.
-        if (a.data as i64) < 0 {
-            return Err(EINVAL);
-        }
-        self.ufile.with_objects(|o| o.check(a.data, object))
-    }
-
-    /// The event file attribute `a` names by its fd (C's `lookup_get_fd_uobject`): an fd that
-    /// is not an `int` is `EINVAL`; one that is not open, or not a file of type `object` of
-    /// this file's context, `EBADF`; then `EIO` once the device has gone.
-    fn fd_read(&mut self, a: &Attr, object: u16) -> Result {
-        if a.attr_data != 0 || a.len != 0 {
-            return Err(EINVAL);
-        }
-        let fd = i32::try_from(a.data as i64).map_err(|_| EINVAL)?;
+    /// The event file attribute `a` names by its fd `fd` (C's `lookup_get_fd_uobject`): one
+    /// that is not open, or not a file of type `object` of this file's context, is `EBADF`;
+    /// then `EIO` once the device has gone.
+    fn fd_read(&mut self, a: &Attr, object: u16, fd: i32) -> Result {
         let file = crate::event_file::fget(fd)?;
         let channel = object == crate::ids::OBJECT_COMP_CHANNEL;
         let found = self.ufile.with_context_any(|c| match c {
@@ -363,9 +277,6 @@ impl IoctlBundle<'_> {
     /// Reserves the handle of a new object for attribute `a` and writes it back into the
     /// attribute's data (C's `UVERBS_ACCESS_NEW`): needs the file's context (`EIO`, `EINVAL`).
     fn idr_new(&mut self, a: &Attr) -> Result {
-        if a.attr_data != 0 || a.len != 0 {
-            return Err(EINVAL);
-        }
         let handle = self.ufile.with_context(|c| c.objects.reserve())?;
         self.new_handle = Some(handle);
         let id = i64::from(handle).to_le_bytes();
@@ -396,9 +307,6 @@ impl IoctlBundle<'_> {
     /// attribute's data; it is installed if the method succeeds. Needs the file's context
     /// (`EIO`, `EINVAL`).
     fn new_fd(&mut self, a: &Attr) -> Result {
-        if a.attr_data != 0 || a.len != 0 {
-            return Err(EINVAL);
-        }
         self.ufile.with_ucontext(|_| Ok(()))?;
         let new = NewEventFd::new(EventFile::new_async()?)?;
         let fd = i64::from(new.fd()).to_le_bytes();
@@ -408,17 +316,208 @@ impl IoctlBundle<'_> {
         self.new_fd = Some(new);
         Ok(())
     }
+}
 
-    /// Whether the bytes of input `a` past `from` are zero (C's `uverbs_is_attr_cleared`); an
-    /// unreadable buffer counts as not zero.
-    fn cleared_after(&self, a: &Attr, from: u16) -> bool {
-        let (from, len) = (usize::from(from), usize::from(a.len));
-        if a.is_inline() {
-            let bytes = a.data.to_le_bytes();
-            return bytes[from.min(8)..len.min(8)].iter().all(|b| *b == 0);
+/// What an attribute still needs once its own fields passed (C's `uverbs_process_attr` past
+/// its checks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Need {
+    /// Nothing: data, a buffer or a raw fd.
+    Nothing,
+    /// A new async event file (`FdNew`).
+    NewFd,
+    /// A new object's handle (`IdrNew`).
+    NewIdr,
+    /// The event file of type `object` behind `fd` (`FdRead`).
+    FdRead {
+        /// Its type.
+        object: u16,
+        /// The fd given.
+        fd: i32,
+    },
+    /// The object of type `object` under the handle given (`IdrRead`, `IdrDestroy`).
+    Idr {
+        /// Its type.
+        object: u16,
+    },
+}
+
+/// C's `uverbs_process_attr` checks of attribute `a`'s own fields against `kind`, all `EINVAL`
+/// but one: an input longer than a struct it extends is `EOPNOTSUPP` unless its bytes past
+/// the struct are zero (`cleared(a, from)`); then a length outside the kind's range or
+/// `attr_data` set. Objects and fds have length 0 and `attr_data` 0; handles are not
+/// negative, fds are `int`s.
+pub(crate) fn check_attr(
+    a: &Attr,
+    kind: Kind,
+    cleared: impl FnOnce(&Attr, u16) -> bool,
+) -> Result<Need> {
+    let (min, max, zero_trailing) = match kind {
+        Kind::PtrIn {
+            min,
+            max,
+            zero_trailing,
+        } => {
+            if a.len > max && zero_trailing && !cleared(a, max) {
+                return Err(EOPNOTSUPP);
+            }
+            (min, max, zero_trailing)
         }
-        user_bytes_zero((a.data as usize).wrapping_add(from), len - from).unwrap_or(false)
+        Kind::PtrOut {
+            min,
+            max,
+            zero_trailing,
+        } => (min, max, zero_trailing),
+        Kind::FdNew => {
+            no_payload(a)?;
+            return Ok(Need::NewFd);
+        }
+        Kind::IdrNew { .. } => {
+            no_payload(a)?;
+            return Ok(Need::NewIdr);
+        }
+        Kind::FdRead { object } => {
+            no_payload(a)?;
+            return Ok(Need::FdRead {
+                object,
+                fd: fd_of(a)?,
+            });
+        }
+        Kind::RawFd => {
+            no_payload(a)?;
+            fd_of(a)?;
+            return Ok(Need::Nothing);
+        }
+        Kind::IdrDestroy { object } | Kind::IdrRead { object } => {
+            no_payload(a)?;
+            // C takes the handle as a signed 64-bit id and refuses negative ones.
+            if (a.data as i64) < 0 {
+                return Err(EINVAL);
+            }
+            return Ok(Need::Idr { object });
+        }
+    };
+    if a.len < min || (!zero_trailing && a.len > max) {
+        return Err(EINVAL);
     }
+    if a.attr_data != 0 {
+        return Err(EINVAL);
+    }
+    Ok(Need::Nothing)
+}
+
+/// An object or fd attribute has length 0 and `attr_data` 0 (`EINVAL`).
+fn no_payload(a: &Attr) -> Result {
+    if a.attr_data != 0 || a.len != 0 {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// The fd an attribute gives: an `int` (`EINVAL`).
+fn fd_of(a: &Attr) -> Result<i32> {
+    i32::try_from(a.data as i64).map_err(|_| EINVAL)
+}
+
+/// C's `uverbs_set_attr` for each attribute of `raw` ([`ATTR_SIZE`] bytes each) in its order,
+/// then the mandatory check, against `specs`: an unknown attribute is ignored unless it is
+/// mandatory (`EPROTONOSUPPORT`); a repeated one is `EINVAL`; one whose fields fail
+/// [`check_attr`] gets its errno; `act` then does what it needs, and it is put in `given` at
+/// its position in `specs`. A mandatory attribute not given is `EINVAL`, as is a method with
+/// more attributes than a bundle holds.
+pub(crate) fn decode_attrs(
+    specs: &[AttrSpec],
+    raw: &[u8],
+    given: &mut [Option<Attr>; MAX_ATTRS],
+    mut act: impl FnMut(&Attr, Need) -> Result,
+) -> Result {
+    if specs.len() > MAX_ATTRS {
+        return Err(EINVAL);
+    }
+    for (idx, chunk) in raw.chunks_exact(ATTR_SIZE).enumerate() {
+        let a = Attr::decode(idx, chunk)?;
+        let Some(pos) = specs.iter().position(|s| s.id == a.id) else {
+            if a.flags & F_MANDATORY != 0 {
+                return Err(EPROTONOSUPPORT);
+            }
+            continue;
+        };
+        if given[pos].is_some() {
+            return Err(EINVAL);
+        }
+        let need = check_attr(&a, specs[pos].kind, cleared_after)?;
+        act(&a, need)?;
+        given[pos] = Some(a);
+    }
+    if specs
+        .iter()
+        .zip(given.iter())
+        .any(|(spec, given)| spec.mandatory && given.is_none())
+    {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// Whether the bytes of input `a` past `from` are zero (C's `uverbs_is_attr_cleared`); an
+/// unreadable buffer counts as not zero.
+fn cleared_after(a: &Attr, from: u16) -> bool {
+    let (from, len) = (usize::from(from), usize::from(a.len));
+    if a.is_inline() {
+        let bytes = a.data.to_le_bytes();
+        return bytes[from.min(8)..len.min(8)].iter().all(|b| *b == 0);
+    }
+    user_bytes_zero((a.data as usize).wrapping_add(from), len - from).unwrap_or(false)
+}
+
+/// The constant of attribute `a` (C's `uverbs_get_const`): `ENOENT` when absent, `EINVAL`
+/// above `max`.
+pub(crate) fn const_of(a: Option<&Attr>, max: u64) -> Result<u64> {
+    let a = a.ok_or(ENOENT)?;
+    if a.data > max {
+        return Err(EINVAL);
+    }
+    Ok(a.data)
+}
+
+/// The 32-bit flags of attribute `a` (C's `uverbs_get_flags32`): 0 when absent; `EINVAL` for a
+/// length other than 4 or 8, or a bit outside `allowed`.
+pub(crate) fn flags32_of(a: Option<&Attr>, allowed: u32) -> Result<u32> {
+    let Some(a) = a else {
+        return Ok(0);
+    };
+    let flags = match a.len {
+        8 => a.data,
+        4 => a.data & 0xffff_ffff,
+        _ => return Err(EINVAL),
+    };
+    if flags & !u64::from(allowed) != 0 {
+        return Err(EINVAL);
+    }
+    Ok(flags as u32)
+}
+
+/// The user address of field `offset` of attribute `idx` of the array at `user_attrs`.
+fn field_addr(user_attrs: usize, idx: usize, offset: usize) -> usize {
+    // User input: wraps as C's pointer arithmetic does (the access then fails).
+    user_attrs
+        .wrapping_add(idx.wrapping_mul(ATTR_SIZE))
+        .wrapping_add(offset)
+}
+
+/// The buffers of input `inp` and output `out` as a [`Udata`] (C's `uverbs_fill_udata`): an
+/// inline input is read where it lies, in the array at `user_attrs`.
+pub(crate) fn udata_of(user_attrs: usize, inp: Option<&Attr>, out: Option<&Attr>) -> Udata {
+    let (inbuf, inlen) = match inp {
+        Some(a) if a.is_inline() => (field_addr(user_attrs, a.idx, 8), usize::from(a.len)),
+        Some(a) => (a.data as usize, usize::from(a.len)),
+        None => (0, 0),
+    };
+    let (outbuf, outlen) = match out {
+        Some(a) => (a.data as usize, usize::from(a.len)),
+        None => (0, 0),
+    };
+    Udata::new(inbuf, inlen, outbuf, outlen)
 }
 
 impl MethodAttrs for IoctlBundle<'_> {

@@ -6,7 +6,7 @@
 //! has it), GET_CONTEXT, QUERY_PORT, QUERY_GID_ENTRY and ASYNC_EVENT_ALLOC.
 
 use crate::{
-    bundle::Bundle,
+    bundle::{Bundle, Handler},
     cmd_device,
     ids::{get_context as gc, invoke_write as iw, query_gid_entry as qg, query_port as qp},
     ioctl_bundle::IoctlBundle,
@@ -14,7 +14,7 @@ use crate::{
     write_cmd,
 };
 use core::cell::Cell;
-use ib_core::user::ucontext::UContext;
+use ib_core::user::{ucontext::UContext, udata::Udata};
 use kernel::{prelude::*, transmute::AsBytes};
 
 /// `IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS`: what GET_CONTEXT reports of the core (mlx5
@@ -33,12 +33,8 @@ fn optional(r: Result) -> Result {
 /// the write() handler with them; its response flags CORE_OUT as written.
 pub(crate) fn invoke_write(b: &mut IoctlBundle<'_>) -> Result {
     let cmd = b.get_const(iw::WRITE_CMD, u32::MAX.into())? as u32;
-    let m = write_cmd::lookup(cmd)?;
     let ucore = b.udata(iw::CORE_IN, iw::CORE_OUT);
-    if ucore.inlen() < m.req_size || ucore.outlen() < m.resp_size {
-        return Err(ENOSPC);
-    }
-    let handler = m.handler.ok_or(EOPNOTSUPP)?;
+    let handler = invoked(cmd, &ucore)?;
     let mut wb = Bundle {
         ufile: b.ufile,
         ucore,
@@ -50,6 +46,17 @@ pub(crate) fn invoke_write(b: &mut IoctlBundle<'_>) -> Result {
         b.mark_output(iw::CORE_OUT)?;
     }
     Ok(())
+}
+
+/// The handler of write() command `cmd` carried by INVOKE_WRITE with buffers `ucore`: the
+/// command as [`write_cmd::lookup`] finds it, buffers shorter than its sizes `ENOSPC`, a
+/// command without a handler `EOPNOTSUPP`.
+pub(crate) fn invoked(cmd: u32, ucore: &Udata) -> Result<Handler> {
+    let m = write_cmd::lookup(cmd)?;
+    if ucore.inlen() < m.req_size || ucore.outlen() < m.resp_size {
+        return Err(ENOSPC);
+    }
+    m.handler.ok_or(EOPNOTSUPP)
 }
 
 /// GET_CONTEXT (C's handler): the completion vector count and the core's support bits, then

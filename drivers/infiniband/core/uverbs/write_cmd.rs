@@ -278,6 +278,32 @@ fn verify(hdr: &Header, ex: &ExHeader, count: usize, m: &WriteMethod) -> Result<
     Ok(hdr.in_words)
 }
 
+/// C's checks of a write of `count` bytes up to its handler: a write shorter than the header
+/// is `EINVAL` (nothing read); the header (`read_hdr`) names the command ([`lookup`]); an
+/// extended one needs room for its second header (`EINVAL`), read by `read_ex`; then
+/// [`verify`]. Returns the command, both headers (the second zero for others) and the input
+/// word count to use.
+fn check_header(
+    count: usize,
+    read_hdr: impl FnOnce() -> Result<Header>,
+    read_ex: impl FnOnce() -> Result<ExHeader>,
+) -> Result<(&'static WriteMethod, Header, ExHeader, u16)> {
+    if count < HDR_SIZE {
+        return Err(EINVAL);
+    }
+    let hdr = read_hdr()?;
+    let m = lookup(hdr.command)?;
+    let mut ex = ExHeader::default();
+    if m.is_ex {
+        if count < HDR_SIZE + EX_HDR_SIZE {
+            return Err(EINVAL);
+        }
+        ex = read_ex()?;
+    }
+    let in_words = verify(&hdr, &ex, count, m)?;
+    Ok((m, hdr, ex, in_words))
+}
+
 /// The end of user space on x86_64 (`TASK_SIZE_MAX` with 4-level page tables): C's
 /// `access_ok` refuses ranges past it.
 const USER_SPACE_END: u64 = (1 << 47) - 4096;
@@ -285,26 +311,67 @@ const USER_SPACE_END: u64 = (1 << 47) - 4096;
 /// One `write(2)` of `count` bytes at user address `buf` on `ufile` (C's `ib_uverbs_write`
 /// after its credential check). Returns `count` on success.
 pub(crate) fn write(ufile: &Arc<Ufile>, buf: usize, count: usize) -> Result<usize> {
-    if count < HDR_SIZE {
-        return Err(EINVAL);
-    }
-    let hdr: CmdHdr = UserSlice::new(UserPtr::from_addr(buf), HDR_SIZE)
-        .reader()
-        .read()?;
-    let m = lookup(hdr.command)?;
-    let mut ex = ExHeader::default();
-    if m.is_ex {
-        if count < HDR_SIZE + EX_HDR_SIZE {
-            return Err(EINVAL);
-        }
-        let read: ExCmdHdr = UserSlice::new(UserPtr::from_addr(buf + HDR_SIZE), EX_HDR_SIZE)
-            .reader()
-            .read()?;
-        ex = read.0;
-    }
-    let in_words = verify(&hdr, &ex, count, m)?;
+    let (m, hdr, ex, in_words) = check_header(
+        count,
+        || {
+            let h: CmdHdr = UserSlice::new(UserPtr::from_addr(buf), HDR_SIZE)
+                .reader()
+                .read()?;
+            Ok(h.0)
+        },
+        || {
+            let h: ExCmdHdr = UserSlice::new(UserPtr::from_addr(buf + HDR_SIZE), EX_HDR_SIZE)
+                .reader()
+                .read()?;
+            Ok(h.0)
+        },
+    )?;
     let payload = buf + HDR_SIZE;
-    let (ucore, driver) = if !m.is_ex {
+    let (handler, ucore, driver) = decode(m, &hdr, &ex, in_words, payload, || {
+        let mut r = [0u8; 8];
+        UserSlice::new(UserPtr::from_addr(payload), 8)
+            .reader()
+            .read_slice(&mut r)?;
+        Ok(u64::from_le_bytes(r))
+    })?;
+    let mut bundle = Bundle {
+        ufile,
+        ucore,
+        driver,
+        responded: Cell::new(false),
+    };
+    handler(&mut bundle)?;
+    Ok(count)
+}
+
+/// What a checked command runs with: its handler (`EOPNOTSUPP` when it has none, after the
+/// buffers are split as C's stub is reached) and its buffers ([`split`]).
+fn decode(
+    m: &WriteMethod,
+    hdr: &Header,
+    ex: &ExHeader,
+    in_words: u16,
+    payload: usize,
+    read_response: impl FnOnce() -> Result<u64>,
+) -> Result<(Handler, Udata, Udata)> {
+    let (ucore, driver) = split(m, hdr, ex, in_words, payload, read_response)?;
+    let handler = m.handler.ok_or(EOPNOTSUPP)?;
+    Ok((handler, ucore, driver))
+}
+
+/// The buffers of a checked command whose payload (after the header) is at user address
+/// `payload`: the core's request and response, and the driver's after them (C's part of
+/// `ib_uverbs_write` after `verify_hdr`). A legacy command with a response names its address in
+/// the first 8 bytes of its request, read by `read_response`.
+fn split(
+    m: &WriteMethod,
+    hdr: &Header,
+    ex: &ExHeader,
+    in_words: u16,
+    payload: usize,
+    read_response: impl FnOnce() -> Result<u64>,
+) -> Result<(Udata, Udata)> {
+    if !m.is_ex {
         let mut in_len = usize::from(in_words) * 4 - HDR_SIZE;
         let mut out_len = usize::from(hdr.out_words) * 4;
         let mut driver = Udata::empty();
@@ -320,11 +387,7 @@ pub(crate) fn write(ufile: &Arc<Ufile>, buf: usize, count: usize) -> Result<usiz
         }
         let mut response = 0u64;
         if m.has_resp {
-            let mut r = [0u8; 8];
-            UserSlice::new(UserPtr::from_addr(payload), 8)
-                .reader()
-                .read_slice(&mut r)?;
-            response = u64::from_le_bytes(r);
+            response = read_response()?;
             if m.has_udata {
                 let d_out_len = out_len.checked_sub(m.resp_size).ok_or(ENOSPC)?;
                 out_len = m.resp_size;
@@ -340,31 +403,21 @@ pub(crate) fn write(ufile: &Arc<Ufile>, buf: usize, count: usize) -> Result<usiz
         } else if m.has_udata {
             driver = Udata::new(d_in, d_in_len, 0, 0);
         }
-        (or_null(payload, in_len, response as usize, out_len), driver)
-    } else {
-        let core_in = payload + EX_HDR_SIZE;
-        let in_len = usize::from(in_words) * 8;
-        let out_len = usize::from(hdr.out_words) * 8;
-        let response = ex.response as usize;
-        (
-            or_null(core_in, in_len, response, out_len),
-            or_null(
-                core_in + in_len,
-                usize::from(ex.provider_in_words) * 8,
-                response.wrapping_add(out_len),
-                usize::from(ex.provider_out_words) * 8,
-            ),
-        )
-    };
-    let handler = m.handler.ok_or(EOPNOTSUPP)?;
-    let mut bundle = Bundle {
-        ufile,
-        ucore,
-        driver,
-        responded: Cell::new(false),
-    };
-    handler(&mut bundle)?;
-    Ok(count)
+        return Ok((or_null(payload, in_len, response as usize, out_len), driver));
+    }
+    let core_in = payload + EX_HDR_SIZE;
+    let in_len = usize::from(in_words) * 8;
+    let out_len = usize::from(hdr.out_words) * 8;
+    let response = ex.response as usize;
+    Ok((
+        or_null(core_in, in_len, response, out_len),
+        or_null(
+            core_in + in_len,
+            usize::from(ex.provider_in_words) * 8,
+            response.wrapping_add(out_len),
+            usize::from(ex.provider_out_words) * 8,
+        ),
+    ))
 }
 
 /// C's `ib_uverbs_init_udata_buf_or_null`: an empty buffer has no address.
@@ -442,6 +495,257 @@ mod tests {
             ..ex
         };
         assert_eq!(verify(&hdr(x, 1, 0), &no_out, 32, exq), Err(EINVAL));
+        Ok(())
+    }
+
+    /// Where the tests' writes start, and the response buffer they name (user addresses that
+    /// are never read: the reads are the closures below).
+    const BUF: usize = 0x7f00_0000_0000;
+    const RESP: u64 = 0x10000;
+    /// `IB_USER_VERBS_CMD_FLAG_EXTENDED`, as the C program writes it.
+    const EX: u32 = 0x8000_0000;
+
+    /// A write of `count` bytes with header `h` (and extended header `ex`, if the write holds
+    /// one) taken up to its handler, as [`write`] does; the response address is [`RESP`].
+    fn run(count: usize, h: Header, ex: Option<ExHeader>) -> Result<(Udata, Udata)> {
+        let (m, h, exh, in_words) = check_header(count, || Ok(h), || ex.ok_or(EFAULT))?;
+        let (_, ucore, driver) = decode(m, &h, &exh, in_words, BUF + HDR_SIZE, || Ok(RESP))?;
+        Ok((ucore, driver))
+    }
+
+    /// The input word count the header checks give such a write.
+    fn checked(count: usize, h: Header, ex: Option<ExHeader>) -> Result<u16> {
+        check_header(count, || Ok(h), || ex.ok_or(EFAULT)).map(|(.., in_words)| in_words)
+    }
+
+    /// The extended header's fields, as the C program's `send_ex` writes them.
+    fn ex(response: u64, pin: u16, pout: u16, reserved: u32) -> Option<ExHeader> {
+        Some(ExHeader {
+            response,
+            provider_in_words: pin,
+            provider_out_words: pout,
+            cmd_hdr_reserved: reserved,
+        })
+    }
+
+    /// C's write() commands and their request and response sizes (`uverbs_badinput.c`'s
+    /// table; 0, 0: a hole), independent of [`WRITE`].
+    const C_SIZES: [(usize, usize); 41] = {
+        let mut t = [(0, 0); 41];
+        t[0] = (8, 8);
+        t[1] = (8, 176);
+        t[2] = (16, 40);
+        t[3] = (8, 4);
+        t[4] = (4, 0);
+        t[5] = (56, 4);
+        t[8] = (4, 0);
+        t[9] = (40, 12);
+        t[11] = (48, 8);
+        t[13] = (4, 0);
+        t[17] = (8, 4);
+        t[18] = (32, 8);
+        t[19] = (16, 8);
+        t[20] = (16, 8);
+        t[24] = (56, 32);
+        t[25] = (16, 128);
+        t[26] = (112, 0);
+        t[27] = (16, 4);
+        t[30] = (24, 0);
+        t[31] = (24, 0);
+        t[32] = (32, 16);
+        t[33] = (16, 0);
+        t[34] = (16, 16);
+        t[35] = (16, 4);
+        t[37] = (16, 4);
+        t[38] = (4, 0);
+        t[39] = (48, 16);
+        t[40] = (32, 32);
+        t
+    };
+    /// The holes of C's table for mlx5 on InfiniBand without memory windows.
+    const HOLES: [u32; 13] = [6, 7, 10, 12, 14, 15, 16, 21, 22, 23, 28, 29, 36];
+    /// C's extended commands, and the holes of its extended table.
+    const EX_CMDS: [u32; 7] = [1, 18, 24, 26, 50, 51, 57];
+    const EX_HOLES: [u32; 10] = [0, 2, 17, 25, 49, 52, 53, 54, 55, 56];
+
+    #[test]
+    fn short_writes_and_numbers_past_the_tables() {
+        // Shorter than the header: EINVAL, before anything is read (a read would be EFAULT).
+        for k in 0..HDR_SIZE {
+            assert_eq!(
+                check_header(k, || Err(EFAULT), || Err(EFAULT)).err(),
+                Some(EINVAL)
+            );
+        }
+        // A header that cannot be read: EFAULT.
+        assert_eq!(
+            check_header(8, || Err(EFAULT), || Err(EFAULT)).err(),
+            Some(EFAULT)
+        );
+        // Bits outside the number and the extended flag: EINVAL.
+        assert_eq!(run(16, hdr(0x100, 4, 44), None).err(), Some(EINVAL));
+        assert_eq!(run(16, hdr(0x4000_0001, 4, 44), None).err(), Some(EINVAL));
+        assert_eq!(run(16, hdr(EX | 0x101, 4, 0), None).err(), Some(EINVAL));
+        // Past the tables: EOPNOTSUPP.
+        for k in (41..256).step_by(107) {
+            assert_eq!(run(16, hdr(k, 4, 0), None).err(), Some(EOPNOTSUPP));
+        }
+        for k in (58..256).step_by(98) {
+            assert_eq!(
+                run(32, hdr(EX | k, 1, 1), ex(RESP, 0, 0, 0)).err(),
+                Some(EOPNOTSUPP)
+            );
+        }
+    }
+
+    #[test]
+    fn every_command_word_counts_as_c() {
+        for (i, &(req, resp)) in C_SIZES.iter().enumerate() {
+            let c = i as u32;
+            let m = lookup(c);
+            assert!(m.is_ok_and(|m| !m.is_ex && m.req_size == req && m.resp_size == resp));
+            let w = |n: usize| (n / 4) as u16;
+            // in_words * 4 is not the length: EINVAL.
+            assert_eq!(
+                run(req + 8, hdr(c, w(req + 8) + 1, w(resp) + 1), None).err(),
+                Some(EINVAL)
+            );
+            // A request 4 bytes short: ENOSPC (even DESTROY_CQ's: only 16 bytes are let by).
+            if req >= 4 {
+                assert_eq!(
+                    run(req + 4, hdr(c, w(req + 4), w(resp)), None).err(),
+                    Some(ENOSPC)
+                );
+            }
+            // A response 4 bytes short: ENOSPC.
+            if resp >= 4 {
+                assert_eq!(
+                    run(req + 8, hdr(c, w(req + 8), w(resp - 4)), None).err(),
+                    Some(ENOSPC)
+                );
+            }
+            // The sizes themselves pass the header checks.
+            assert_eq!(
+                checked(req + 8, hdr(c, w(req + 8), w(resp)), None),
+                Ok(w(req + 8))
+            );
+        }
+        // The holes: C's stub, EOPNOTSUPP once the words add up, EINVAL before.
+        for &c in HOLES.iter() {
+            assert_eq!(C_SIZES[c as usize], (0, 0));
+            assert_eq!(run(16, hdr(c, 4, 0), None).err(), Some(EOPNOTSUPP));
+            assert_eq!(run(16, hdr(c, 5, 0), None).err(), Some(EINVAL));
+        }
+    }
+
+    #[test]
+    fn extended_headers_as_c_checks_them() {
+        // Extended holes are checked as legacy commands.
+        for &c in EX_HOLES.iter() {
+            assert_eq!(run(16, hdr(EX | c, 4, 0), None).err(), Some(EOPNOTSUPP));
+            assert_eq!(
+                run(32, hdr(EX | c, 1, 1), ex(RESP, 0, 0, 0)).err(),
+                Some(EINVAL)
+            );
+            assert_eq!(
+                run(32, hdr(EX | c, 1, 1), ex(0xffff_8880_0000_0000, 0, 0, 0)).err(),
+                Some(EINVAL)
+            );
+        }
+        for &c in EX_CMDS.iter() {
+            let x = EX | c;
+            assert!(lookup(x).is_ok_and(|m| m.is_ex));
+            // No room for the extended header: EINVAL, without reading it.
+            assert_eq!(run(16, hdr(x, 2, 0), None).err(), Some(EINVAL));
+            // An extended header that cannot be read: EFAULT.
+            assert_eq!(run(32, hdr(x, 1, 1), None).err(), Some(EFAULT));
+            // Word counts, provider words: EINVAL.
+            assert_eq!(run(32, hdr(x, 2, 1), ex(RESP, 0, 0, 0)).err(), Some(EINVAL));
+            assert_eq!(run(32, hdr(x, 1, 1), ex(RESP, 1, 0, 0)).err(), Some(EINVAL));
+            // The reserved word: EINVAL.
+            assert_eq!(run(32, hdr(x, 1, 1), ex(RESP, 0, 0, 1)).err(), Some(EINVAL));
+            // Response words without a response address, and the reverse: EINVAL.
+            assert_eq!(run(32, hdr(x, 1, 1), ex(0, 0, 0, 0)).err(), Some(EINVAL));
+            assert_eq!(run(32, hdr(x, 1, 0), ex(0, 0, 1, 0)).err(), Some(EINVAL));
+            assert_eq!(run(32, hdr(x, 1, 0), ex(RESP, 0, 0, 0)).err(), Some(EINVAL));
+            // A response in kernel space, or wrapping: EFAULT.
+            assert_eq!(
+                run(32, hdr(x, 1, 1), ex(0xffff_8880_0000_0000, 0, 0, 0)).err(),
+                Some(EFAULT)
+            );
+            assert_eq!(
+                run(32, hdr(x, 1, 1), ex(u64::MAX - 7, 0, 0, 0)).err(),
+                Some(EFAULT)
+            );
+            // A response ending where user space ends passes; 4 bytes further does not.
+            let end = USER_SPACE_END;
+            assert_eq!(checked(32, hdr(x, 1, 1), ex(end - 8, 0, 0, 0)), Ok(1));
+            assert_eq!(checked(32, hdr(x, 1, 1), ex(end - 4, 0, 0, 0)), Err(EFAULT));
+        }
+    }
+
+    #[test]
+    fn buffers_split_as_c_splits_them() -> Result {
+        let p = BUF + HDR_SIZE;
+        let r = RESP as usize;
+        // QUERY_PORT: 16 bytes in, 40 out, no driver data.
+        assert_eq!(
+            run(24, hdr(2, 6, 10), None)?,
+            (Udata::new(p, 16, r, 40), Udata::empty())
+        );
+        // ALLOC_PD with 8 bytes of driver request and 8 of response, after the core's.
+        assert_eq!(
+            run(24, hdr(3, 6, 3), None)?,
+            (Udata::new(p, 8, r, 4), Udata::new(p + 8, 8, r + 4, 8))
+        );
+        // Without driver data: no addresses.
+        assert_eq!(
+            run(16, hdr(3, 4, 1), None)?,
+            (Udata::new(p, 8, r, 4), Udata::empty())
+        );
+        // A response pointer that cannot be read: EFAULT.
+        let m = lookup(3)?;
+        let h = hdr(3, 4, 1);
+        assert_eq!(
+            decode(m, &h, &ExHeader::default(), 4, p, || Err(EFAULT)).err(),
+            Some(EFAULT)
+        );
+        // DEALLOC_PD has no response: its pointer is never read.
+        let m = lookup(4)?;
+        let h = hdr(4, 3, 0);
+        let (_, ucore, driver) = decode(m, &h, &ExHeader::default(), 3, p, || Err(EFAULT))?;
+        assert_eq!((ucore, driver), (Udata::new(p, 4, 0, 0), Udata::empty()));
+        // MODIFY_SRQ: driver request only.
+        assert_eq!(
+            run(32, hdr(33, 8, 0), None)?,
+            (Udata::new(p, 16, 0, 0), Udata::new(p + 16, 8, 0, 0))
+        );
+        // Old rdma-core's 16-byte DESTROY_CQ is read as 24 bytes.
+        assert_eq!(
+            run(16, hdr(20, 4, 2), None)?,
+            (Udata::new(p, 16, r, 8), Udata::empty())
+        );
+        // EX_QUERY_DEVICE as libibverbs writes it: the core's 8 bytes after both headers, 304
+        // bytes of response, mlx5's 104 after them.
+        assert_eq!(
+            run(32, hdr(EX | 1, 1, 38), ex(RESP, 0, 13, 0))?,
+            (
+                Udata::new(p + EX_HDR_SIZE, 8, r, 304),
+                Udata::new(0, 0, r + 304, 104)
+            )
+        );
+        // EX_CREATE_CQ with 8 bytes of provider request.
+        let (core, drv) = (
+            Udata::new(p + EX_HDR_SIZE, 32, r, 32),
+            Udata::new(p + EX_HDR_SIZE + 32, 8, 0, 0),
+        );
+        assert_eq!(run(64, hdr(EX | 18, 4, 4), ex(RESP, 1, 0, 0))?, (core, drv));
+        // Commands without a handler yet: EOPNOTSUPP once the buffers are split.
+        assert_eq!(run(64, hdr(5, 16, 1), None).err(), Some(EOPNOTSUPP));
+        assert_eq!(
+            run(64, hdr(EX | 24, 4, 4), ex(RESP, 1, 0, 0)).err(),
+            Some(EOPNOTSUPP)
+        );
         Ok(())
     }
 }
