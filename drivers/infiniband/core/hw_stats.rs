@@ -13,7 +13,11 @@
 //! below the driver's operations.
 
 use kernel::{
-    bindings, new_mutex, prelude::*, sync::Mutex, sysfs_attrs::ShowBuffer, time::msecs_to_jiffies,
+    new_mutex,
+    prelude::*,
+    sync::Mutex,
+    sysfs_attrs::ShowBuffer,
+    time::{msecs_to_jiffies, Delta, Instant, Monotonic},
 };
 
 /// One hardware counter as the driver describes it (C's `rdma_stat_desc`).
@@ -44,8 +48,8 @@ const LIFESPAN_MAX_MS: i32 = 10_000;
 struct HwStatsState {
     values: KVec<u64>,
     disabled: KVec<bool>,
-    /// When the values were last read in full, in jiffies.
-    timestamp: usize,
+    /// When the values were last read in full.
+    timestamp: Instant<Monotonic>,
     /// How long they stay fresh, in jiffies.
     lifespan: usize,
 }
@@ -56,13 +60,6 @@ pub(crate) struct HwStats {
     descs: KVec<HwStatDesc>,
     #[pin]
     state: Mutex<HwStatsState>,
-}
-
-/// The current jiffies.
-fn jiffies() -> usize {
-    // SAFETY: `jiffies` is a kernel global that is always valid to read; the timer interrupt
-    // updates it, so it is read once, volatile.
-    unsafe { core::ptr::read_volatile(&raw const bindings::jiffies) }
 }
 
 /// `jiffies_to_msecs` (the kernel's HZ is one of 100, 250, 300, 1000; rounds up as C does for
@@ -97,7 +94,7 @@ impl HwStats {
                 state <- new_mutex!(HwStatsState {
                     values,
                     disabled,
-                    timestamp: 0,
+                    timestamp: Instant::now(),
                     lifespan,
                 }),
             }? Error),
@@ -110,7 +107,7 @@ impl HwStats {
             if got != n {
                 return Err(EINVAL);
             }
-            st.timestamp = jiffies();
+            st.timestamp = Instant::now();
         }
         Ok(stats)
     }
@@ -131,9 +128,11 @@ impl HwStats {
     ) -> Result {
         let i = index as usize;
         let mut st = self.state.lock();
-        let now = jiffies();
-        // C's `time_is_after_eq_jiffies(timestamp + lifespan)`.
-        let fresh = (st.timestamp.wrapping_add(st.lifespan).wrapping_sub(now) as isize) >= 0;
+        let now = Instant::<Monotonic>::now();
+        // C's `time_is_after_eq_jiffies(timestamp + lifespan)`, the lifespan as many
+        // milliseconds as its jiffies make.
+        let lifespan = Delta::from_millis(jiffies_to_msecs(st.lifespan) as i64);
+        let fresh = now - st.timestamp <= lifespan;
         if !fresh {
             let got = read(&mut st.values, i)?;
             if got == self.descs.len() {
