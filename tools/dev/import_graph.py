@@ -97,6 +97,8 @@ def module_refs(src, path, mods, children):
                 return
 
     inline = inline_modules(src)
+    # Modules imported by name (`use crate::a::b;` then `b::f()`): their local names.
+    aliases = {}
     for m in re.finditer(r"(?<![\w:$])(crate|super|self)\s*::\s*", src):
         # Inside `mod x { .. }` blocks of the file, `self` and `super` are relative to them.
         depth = sum(1 for a, b in inline if a < m.start() < b)
@@ -107,7 +109,15 @@ def module_refs(src, path, mods, children):
             while segs and segs[0] == "super":
                 b = b[:-1]
                 segs = segs[1:]
-            resolve(b + segs)
+            if segs and tuple(b + segs) in mods:
+                # A module imported by name counts through the paths that use the name.
+                aliases[segs[-1]] = tuple(b + segs)
+            else:
+                resolve(b + segs)
+    for name, target in aliases.items():
+        for m in re.finditer(r"(?<![\w:])" + re.escape(name) + r"\s*::\s*", src):
+            for segs in parse_paths(src, m.end()):
+                resolve(list(target) + segs)
     # A module's children by their bare names (`child::item`, `use child::{..}`).
     for child in children.get(path, ()):
         if re.search(r"(?<![\w:])" + re.escape(child) + r"\s*::", src):
@@ -205,6 +215,9 @@ def main():
         if not tests:
             src = strip_tests(src)
         graph["::".join(path)] = {"::".join(r) for r in module_refs(src, path, mods, children)}
+    # Folder roots of `mod` lines only are no nodes: a path naming only them names nothing.
+    for v in graph:
+        graph[v] &= set(graph)
     for v in sorted(graph):
         print(f"{v} -> {', '.join(sorted(graph[v])) or '(none)'}")
     cycles = [c for c in sccs(graph) if len(c) > 1]

@@ -101,3 +101,64 @@ impl<T: ForeignOwnable> Guard<'_, T> {
         Some((at, unsafe { T::borrow(ptr.cast()) }))
     }
 }
+
+#[macros::kunit_tests(rdma_rs_xarray_alloc_ids)]
+mod tests {
+    use crate::{
+        prelude::*,
+        xarray::{AllocKind, XArray},
+    };
+
+    /// A boxed value, made before the array's lock is taken (the lock is a spinlock).
+    fn boxed(v: u32) -> Result<KBox<u32>> {
+        Ok(KBox::new(v, GFP_KERNEL)?)
+    }
+
+    #[test]
+    fn cyclic_ids_inserts_and_order() -> Result {
+        let xa = KBox::pin_init(XArray::<KBox<u32>>::new(AllocKind::Alloc), GFP_KERNEL)?;
+        let mut values = KVec::new();
+        for v in [0, 1, 2, 3, 9, 11, 12, 13, 1000] {
+            values.push(Some(boxed(v)?), GFP_KERNEL)?;
+        }
+        let mut take = |i: usize| values.get_mut(i).and_then(Option::take).ok_or(EINVAL);
+        let mut next = 0u32;
+        let mut seen = [(0usize, 0u32); 5];
+        let mut n = 0;
+        {
+            let mut g = xa.lock();
+            // Cyclic: each id after the last one given, in the range 0..=3.
+            for want in 0..4u32 {
+                let got = g.alloc_cyclic(take(want as usize)?, 0, 3, &mut next, GFP_KERNEL)?;
+                assert_eq!(got, want);
+            }
+            // Full: EBUSY, and the value comes back.
+            let e = g.alloc_cyclic(take(4)?, 0, 3, &mut next, GFP_KERNEL);
+            assert!(matches!(e, Err(ref s) if s.error == EBUSY && *s.value == 9));
+            // Freed ids are found again after wrapping around.
+            let freed = (g.remove(1), g.remove(2));
+            assert_eq!(g.alloc_cyclic(take(5)?, 0, 3, &mut next, GFP_KERNEL)?, 1);
+            assert_eq!(g.alloc_cyclic(take(6)?, 0, 3, &mut next, GFP_KERNEL)?, 2);
+            // Insert at a chosen index: EBUSY when taken.
+            let e = g.insert(3, take(7)?, GFP_KERNEL);
+            assert!(matches!(e, Err(ref s) if s.error == EBUSY && *s.value == 13));
+            g.insert(1000, take(8)?, GFP_KERNEL)?;
+            // In index order, with the values stored.
+            let mut at = 0;
+            while let Some((i, v)) = g.find(at) {
+                if n < seen.len() {
+                    seen[n] = (i, *v);
+                }
+                n += 1;
+                at = i + 1;
+            }
+            assert!(g.find(1001).is_none());
+            drop(g);
+            drop(freed);
+            drop(e);
+        }
+        assert_eq!(n, 5);
+        assert_eq!(seen, [(0, 0), (1, 11), (2, 12), (3, 3), (1000, 1000)]);
+        Ok(())
+    }
+}

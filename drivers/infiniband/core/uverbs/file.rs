@@ -6,7 +6,12 @@
 //! has gone). write() runs the legacy commands (`write_cmd.rs`), ioctl() the methods of the
 //! ioctl interface (`ioctl.rs`), which carries the legacy commands too (INVOKE_WRITE).
 
-use crate::{device::UverbsDevice, ufile::Ufile};
+pub(crate) mod event_file;
+pub(crate) mod objects;
+pub(crate) mod ufile;
+pub(crate) mod uobjects;
+
+use crate::{device::UverbsDevice, file::ufile::Ufile};
 use kernel::{
     chrdev::FileOperations, cred_current, fs::File, mm::virt::VmaNew, prelude::*, sync::Arc,
     uaccess::UserPtr,
@@ -52,7 +57,7 @@ impl FileOperations for UverbsFile {
         if !cred_current::is_current(file.cred()) {
             return Err(EACCES);
         }
-        crate::write_cmd::write(&data.ufile, buf.as_const_ptr() as usize, len)
+        crate::write::write(&data.ufile, buf.as_const_ptr() as usize, len)
     }
 
     /// C's `ib_uverbs_ioctl`.

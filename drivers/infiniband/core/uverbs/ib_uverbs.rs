@@ -6,39 +6,18 @@
 //! finds the device as on the C stack. ib_core loads this module on demand (its alias
 //! `rdma-client-uverbs`), as C's.
 
-// The device numbers and the class; one device per RDMA device; the files user space opens,
-// their state and their event files (async events, completion channels).
+// The client and its devices (`client`, `device`, `chardevs`); the files user space opens
+// (`file/`); write() (`write/`) and the ioctl (`ioctl/`) reaching the commands (`cmd/`); the
+// ABI's structures (`uabi`).
 mod chardevs;
 mod client;
+mod cmd;
 mod device;
-mod event_file;
-mod ids;
-mod objects;
-mod uabi;
-mod ufile;
-mod uobjects;
-
-// Commands: what a handler gets, the device's commands, the write() interface; the ioctl
-// interface, its tree of objects and methods, the device's methods.
-mod bundle;
-mod cmd_channel;
-mod cmd_cq;
-mod cmd_device;
-mod cmd_mr;
-mod cmd_pd;
-mod cmd_qp;
-mod cmd_srq;
-mod ioctl;
-mod ioctl_bundle;
-mod ioctl_device;
-mod uapi;
-mod write_cmd;
-
-// The file operations.
 mod file;
-
-// The loaded module.
+mod ioctl;
+mod uabi;
 mod uverbs_module;
+mod write;
 
 kernel::prelude::module! {
     type: uverbs_module::IbUverbs,

@@ -9,12 +9,17 @@
 //! it: constants, inputs, outputs flagged `UVERBS_ATTR_F_VALID_OUTPUT` when written, the
 //! driver's data and a new file descriptor.
 
+pub(crate) mod bundle;
+pub(crate) mod device;
+pub(crate) mod ids;
+pub(crate) mod tree;
+
 use crate::{
-    ioctl_bundle::{IoctlBundle, ATTR_SIZE},
+    file::ufile::Ufile,
+    file::uobjects::UObject,
+    ioctl::bundle::{IoctlBundle, ATTR_SIZE},
+    ioctl::tree::{DriverMethod, Kind, Method, ATTR_UHW_IN, ATTR_UHW_OUT},
     uabi::IoctlHdr,
-    uapi::{self, DriverMethod, Kind, Method, ATTR_UHW_IN, ATTR_UHW_OUT},
-    ufile::Ufile,
-    uobjects::UObject,
 };
 use kernel::{
     page::PAGE_SIZE,
@@ -58,7 +63,7 @@ impl IoctlHdr {
 /// `EPROTONOSUPPORT`; then the method runs.
 pub(crate) fn ioctl(ufile: &Arc<Ufile>, cmd: u32, arg: usize) -> Result<isize> {
     let hdr = read_header(ufile.device().abi().driver_id, cmd, arg)?;
-    let method = uapi::lookup(ufile, hdr.object_id, hdr.method_id)?;
+    let method = tree::lookup(ufile, hdr.object_id, hdr.method_id)?;
     run(ufile, method, arg + HEADER_SIZE, usize::from(hdr.num_attrs))?;
     Ok(0)
 }
@@ -195,17 +200,17 @@ mod tests {
 
     #[test]
     fn the_tree_has_c_ids() {
-        assert!(uapi::lookup_core(0, 3).is_ok_and(|m| m.has_udata));
-        assert!(uapi::lookup_core(16, 0).is_ok());
-        assert_eq!(uapi::lookup_core(0, 5).err(), Some(EPROTONOSUPPORT));
+        assert!(tree::lookup_core(0, 3).is_ok_and(|m| m.has_udata));
+        assert!(tree::lookup_core(16, 0).is_ok());
+        assert_eq!(tree::lookup_core(0, 5).err(), Some(EPROTONOSUPPORT));
         assert_eq!(
-            uapi::lookup_core(0x1008, 0x1000).err(),
+            tree::lookup_core(0x1008, 0x1000).err(),
             Some(EPROTONOSUPPORT)
         );
         // Every method fits the bundle.
-        assert!(uapi::METHODS
+        assert!(tree::METHODS
             .iter()
-            .all(|m| m.attrs.len() <= crate::ioctl_bundle::MAX_ATTRS));
+            .all(|m| m.attrs.len() <= crate::ioctl::bundle::MAX_ATTRS));
     }
 }
 
@@ -213,10 +218,10 @@ mod tests {
 mod attr_tests {
     use super::*;
     use crate::{
-        ioctl_bundle::{
+        ioctl::bundle::{
             check_attr, const_of, decode_attrs, flags32_of, udata_of, Attr, Need, MAX_ATTRS,
         },
-        ioctl_device::invoked,
+        ioctl::device::invoked,
     };
     use ib_core::{
         user::spec::{attr, struct_in, AttrSpec},
@@ -320,7 +325,7 @@ mod attr_tests {
 
     /// The attributes of the core's method (`object`, `method`).
     fn specs_of(object: u16, method: u16) -> &'static [AttrSpec] {
-        uapi::lookup_core(object, method).map_or(&[], |m| m.attrs)
+        tree::lookup_core(object, method).map_or(&[], |m| m.attrs)
     }
 
     #[test]
@@ -365,7 +370,7 @@ mod attr_tests {
             (0, 0x1007),
             (1, 1),
         ] {
-            assert_eq!(uapi::lookup_core(o, m).err(), Some(EPROTONOSUPPORT));
+            assert_eq!(tree::lookup_core(o, m).err(), Some(EPROTONOSUPPORT));
         }
         Ok(())
     }

@@ -4,7 +4,7 @@
 //! `ib_usrq_object`): the object and what its file keeps with it (the events still queued for
 //! it, the files they go to). The commands that make and use them are `cmd_*.rs`.
 
-use crate::event_file::{EventCounts, EventFile};
+use crate::file::event_file::{EventCounts, EventFile};
 use ib_core::user::ucontext::{UserCq, UserMr, UserQp, UserSrq};
 use kernel::{prelude::*, sync::Arc};
 

@@ -4,7 +4,7 @@
 //! file, the core request and response (`ucore`) and the driver's (`driver`). write() and the
 //! ioctl `INVOKE_WRITE` both build one and run the same handlers.
 
-use crate::ufile::Ufile;
+use crate::file::ufile::Ufile;
 use core::cell::Cell;
 use ib_core::user::udata::Udata;
 use kernel::{

@@ -9,17 +9,17 @@
 //! CQ drops those not read and answers the counts, which libibverbs waits to have acknowledged.
 
 use crate::{
-    bundle::Bundle,
-    event_file::{EventCounts, EventFile},
-    ids::OBJECT_CQ,
-    ioctl_bundle::IoctlBundle,
-    objects::UCq,
+    file::event_file::{EventCounts, EventFile},
+    file::objects::UCq,
+    file::ufile::Context,
+    file::uobjects::UObject,
+    ioctl::bundle::IoctlBundle,
+    ioctl::ids::OBJECT_CQ,
     uabi::{
         CreateCq, CreateCqResp, DestroyCq, DestroyCqResp, ExCreateCq, ExCreateCqResp, ResizeCq,
         ResizeCqResp,
     },
-    ufile::Context,
-    uobjects::UObject,
+    write::bundle::Bundle,
 };
 use ib_core::{
     user::udata::Udata,
@@ -74,7 +74,7 @@ fn create(c: &Context, p: CreateParams, udata: &Udata) -> Result<(UObject, u32)>
         }
         None => None,
     };
-    let event = crate::event_file::async_handler(p.async_file.clone(), handle, &counts)?;
+    let event = crate::file::event_file::async_handler(p.async_file.clone(), handle, &counts)?;
     let cq = c.ucontext.create_cq(&p.init, udata, completion, event)?;
     let cqe = cq.cqe();
     let obj = UObject::Cq(UCq {
@@ -89,12 +89,12 @@ fn create(c: &Context, p: CreateParams, udata: &Udata) -> Result<(UObject, u32)>
 /// The completion channel of this context behind fd `fd` (C's
 /// `ib_uverbs_lookup_comp_file`): `EBADF` for any other file.
 fn channel_of(c: &Context, fd: i32) -> Result<Arc<EventFile>> {
-    let file = crate::event_file::fget(fd)?;
+    let file = crate::file::event_file::fget(fd)?;
     c.event_file(&file, true).ok_or(EBADF)
 }
 
 /// The device's completion vectors (`EIO` once it has gone).
-fn comp_vectors(b_ufile: &crate::ufile::Ufile) -> Result<u32> {
+fn comp_vectors(b_ufile: &crate::file::ufile::Ufile) -> Result<u32> {
     let ib = b_ufile.device().ib_device().ok_or(EIO)?;
     Ok(ib.num_comp_vectors())
 }
@@ -155,7 +155,7 @@ pub(crate) fn create_ioctl(b: &mut IoctlBundle<'_>) -> Result {
 
 /// Destroys CQ `handle` of this file (`EBUSY` while QPs use it) and returns its counts, read
 /// once it is gone (its unread events dropped).
-fn destroy(ufile: &crate::ufile::Ufile, handle: u64) -> Result<DestroyCqResp> {
+fn destroy(ufile: &crate::file::ufile::Ufile, handle: u64) -> Result<DestroyCqResp> {
     ufile.with_objects(|o| {
         let obj = o.remove(handle, OBJECT_CQ)?;
         let counts = match &obj {

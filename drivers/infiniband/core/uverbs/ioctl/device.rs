@@ -6,12 +6,12 @@
 //! has it), GET_CONTEXT, QUERY_PORT, QUERY_GID_ENTRY and ASYNC_EVENT_ALLOC.
 
 use crate::{
-    bundle::{Bundle, Handler},
-    cmd_device,
-    ids::{get_context as gc, invoke_write as iw, query_gid_entry as qg, query_port as qp},
-    ioctl_bundle::IoctlBundle,
+    cmd,
+    ioctl::bundle::IoctlBundle,
+    ioctl::ids::{get_context as gc, invoke_write as iw, query_gid_entry as qg, query_port as qp},
     uabi::{GidEntry, QueryPortRespEx},
-    write_cmd,
+    write,
+    write::bundle::{Bundle, Handler},
 };
 use core::cell::Cell;
 use ib_core::user::{ucontext::UContext, udata::Udata};
@@ -49,10 +49,10 @@ pub(crate) fn invoke_write(b: &mut IoctlBundle<'_>) -> Result {
 }
 
 /// The handler of write() command `cmd` carried by INVOKE_WRITE with buffers `ucore`: the
-/// command as [`write_cmd::lookup`] finds it, buffers shorter than its sizes `ENOSPC`, a
+/// command as [`write::lookup`] finds it, buffers shorter than its sizes `ENOSPC`, a
 /// command without a handler `EOPNOTSUPP`.
 pub(crate) fn invoked(cmd: u32, ucore: &Udata) -> Result<Handler> {
-    let m = write_cmd::lookup(cmd)?;
+    let m = write::lookup(cmd)?;
     if ucore.inlen() < m.req_size || ucore.outlen() < m.resp_size {
         return Err(ENOSPC);
     }
@@ -88,7 +88,7 @@ pub(crate) fn query_port(b: &mut IoctlBundle<'_>) -> Result {
         let ib = ctx.device();
         let a = ib.query_port(port)?;
         let mut r = QueryPortRespEx(Default::default());
-        r.legacy_resp = cmd_device::port_resp(ib, port, &a);
+        r.legacy_resp = cmd::device::port_resp(ib, port, &a);
         r.port_cap_flags2 = a.port_cap_flags2;
         r.active_speed_ex = a.active_speed.into();
         b.copy_to_struct_or_zero(qp::RESP, r.as_bytes())

@@ -6,10 +6,10 @@
 //! written, object handles, the driver's data and a new file descriptor).
 
 use crate::{
-    event_file::{EventFile, NewEventFd},
+    file::event_file::{EventFile, NewEventFd},
+    file::ufile::Ufile,
+    file::uobjects::UObject,
     uabi::AttrAbi,
-    ufile::Ufile,
-    uobjects::UObject,
 };
 use ib_core::{
     user::spec::{AttrSpec, Kind, MethodAttrs},
@@ -254,8 +254,8 @@ impl IoctlBundle<'_> {
     /// that is not open, or not a file of type `object` of this file's context, is `EBADF`;
     /// then `EIO` once the device has gone.
     fn fd_read(&mut self, a: &Attr, object: u16, fd: i32) -> Result {
-        let file = crate::event_file::fget(fd)?;
-        let channel = object == crate::ids::OBJECT_COMP_CHANNEL;
+        let file = crate::file::event_file::fget(fd)?;
+        let channel = object == crate::ioctl::ids::OBJECT_COMP_CHANNEL;
         let found = self.ufile.with_context_any(|c| match c {
             Some(c) => c.event_file(&file, channel),
             None => None,
@@ -290,7 +290,7 @@ impl IoctlBundle<'_> {
     /// dropped).
     pub(crate) fn commit_new(
         &mut self,
-        objects: &mut crate::uobjects::UObjects,
+        objects: &mut crate::file::uobjects::UObjects,
         obj: UObject,
     ) -> Result<u32> {
         let handle = self.new_handle.take().ok_or(EINVAL)?;

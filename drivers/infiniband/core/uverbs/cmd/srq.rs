@@ -11,17 +11,17 @@
 //! SRQs are not served (`EOPNOTSUPP`).
 
 use crate::{
-    bundle::Bundle,
-    event_file::{EventCounts, EventFile},
-    ids::OBJECT_SRQ,
-    ioctl_bundle::IoctlBundle,
-    objects::USrq,
+    file::event_file::{EventCounts, EventFile},
+    file::objects::USrq,
+    file::ufile::{Context, Ufile},
+    file::uobjects::UObject,
+    ioctl::bundle::IoctlBundle,
+    ioctl::ids::OBJECT_SRQ,
     uabi::{
         CreateSrq, CreateSrqResp, CreateXsrq, DestroySrq, DestroySrqResp, ModifySrq, QuerySrq,
         QuerySrqResp,
     },
-    ufile::{Context, Ufile},
-    uobjects::UObject,
+    write::bundle::Bundle,
 };
 use ib_core::{
     user::udata::Udata,
@@ -71,7 +71,7 @@ fn create(
     udata: &Udata,
 ) -> Result<(UObject, SrqAttr)> {
     let counts = EventCounts::new()?;
-    let event = crate::event_file::async_handler(async_file.clone(), user_handle, &counts)?;
+    let event = crate::file::event_file::async_handler(async_file.clone(), user_handle, &counts)?;
     let pd = c.objects.pd(pd)?;
     let (srq, made) = pd.create_srq(&c.ucontext, attr, udata, event)?;
     let obj = UObject::Srq(USrq {

@@ -5,11 +5,11 @@
 //! PD number) in the driver data.
 
 use crate::{
-    bundle::Bundle,
-    ids::OBJECT_PD,
-    ioctl_bundle::IoctlBundle,
+    file::uobjects::UObject,
+    ioctl::bundle::IoctlBundle,
+    ioctl::ids::OBJECT_PD,
     uabi::{AllocPd, AllocPdResp, DeallocPd},
-    uobjects::UObject,
+    write::bundle::Bundle,
 };
 use kernel::prelude::*;
 
@@ -40,7 +40,7 @@ pub(crate) fn dealloc_pd(b: &mut Bundle<'_>) -> Result {
 
 /// The PD object's DESTROY method: the handle was checked with the attributes.
 pub(crate) fn destroy_pd(b: &mut IoctlBundle<'_>) -> Result {
-    let handle = b.idr_handle(crate::ids::pd_destroy::HANDLE)?;
+    let handle = b.idr_handle(crate::ioctl::ids::pd_destroy::HANDLE)?;
     b.ufile
         .with_objects(|o| o.remove(handle, OBJECT_PD).map(drop))
 }

@@ -7,17 +7,17 @@
 //! written yet.
 
 use crate::{
-    cmd_cq::create_attr as cq,
-    cmd_qp::create_attr as qp,
-    cmd_srq::create_attr as srq,
-    ids::{
+    cmd::cq::create_attr as cq,
+    cmd::qp::create_attr as qp,
+    cmd::srq::create_attr as srq,
+    file::ufile::Ufile,
+    ioctl,
+    ioctl::bundle::IoctlBundle,
+    ioctl::ids::{
         async_event_alloc, get_context, invoke_write, mr_destroy, pd_destroy, query_gid_entry,
         query_port, OBJECT_ASYNC_EVENT, OBJECT_COMP_CHANNEL, OBJECT_CQ, OBJECT_DEVICE, OBJECT_MR,
         OBJECT_PD, OBJECT_QP, OBJECT_RWQ_IND_TBL, OBJECT_SRQ, OBJECT_XRCD,
     },
-    ioctl_bundle::IoctlBundle,
-    ioctl_device,
-    ufile::Ufile,
 };
 pub(crate) use ib_core::user::spec::{
     attr, min_in, min_out, struct_in, struct_out, type_in, type_out, AttrSpec, DriverMethod, Kind,
@@ -34,7 +34,7 @@ pub(crate) struct MethodSpec {
     pub(crate) object: u16,
     /// Its id in the object.
     pub(crate) method: u16,
-    /// Its attributes (at most `ioctl_bundle::MAX_ATTRS`).
+    /// Its attributes (at most `ioctl::bundle::MAX_ATTRS`).
     pub(crate) attrs: &'static [AttrSpec],
     /// The driver's request and response come as `UHW_IN`/`UHW_OUT`.
     pub(crate) has_udata: bool,
@@ -55,7 +55,7 @@ pub(crate) static METHODS: &[MethodSpec] = &[
             UHW_OUT,
         ],
         has_udata: true,
-        handler: ioctl_device::invoke_write,
+        handler: ioctl::device::invoke_write,
     },
     MethodSpec {
         object: OBJECT_DEVICE,
@@ -66,7 +66,7 @@ pub(crate) static METHODS: &[MethodSpec] = &[
             attr(query_port::RESP, struct_out(48, 48), true),
         ],
         has_udata: false,
-        handler: ioctl_device::query_port,
+        handler: ioctl::device::query_port,
     },
     MethodSpec {
         object: OBJECT_DEVICE,
@@ -79,7 +79,7 @@ pub(crate) static METHODS: &[MethodSpec] = &[
             UHW_OUT,
         ],
         has_udata: true,
-        handler: ioctl_device::get_context,
+        handler: ioctl::device::get_context,
     },
     MethodSpec {
         object: OBJECT_DEVICE,
@@ -92,7 +92,7 @@ pub(crate) static METHODS: &[MethodSpec] = &[
             attr(query_gid_entry::RESP_ENTRY, struct_out(32, 32), true),
         ],
         has_udata: false,
-        handler: ioctl_device::query_gid_entry,
+        handler: ioctl::device::query_gid_entry,
     },
     MethodSpec {
         object: OBJECT_PD,
@@ -103,7 +103,7 @@ pub(crate) static METHODS: &[MethodSpec] = &[
             true,
         )],
         has_udata: false,
-        handler: crate::cmd_pd::destroy_pd,
+        handler: crate::cmd::pd::destroy_pd,
     },
     MethodSpec {
         object: OBJECT_CQ,
@@ -139,22 +139,22 @@ pub(crate) static METHODS: &[MethodSpec] = &[
             UHW_OUT,
         ],
         has_udata: true,
-        handler: crate::cmd_cq::create_ioctl,
+        handler: crate::cmd::cq::create_ioctl,
     },
     MethodSpec {
         object: OBJECT_CQ,
         method: 1,
         attrs: &[
             attr(
-                crate::cmd_cq::destroy_attr::HANDLE,
+                crate::cmd::cq::destroy_attr::HANDLE,
                 Kind::IdrDestroy { object: OBJECT_CQ },
                 true,
             ),
             // `struct ib_uverbs_destroy_cq_resp`: 8 bytes.
-            attr(crate::cmd_cq::destroy_attr::RESP, type_out(8), true),
+            attr(crate::cmd::cq::destroy_attr::RESP, type_out(8), true),
         ],
         has_udata: false,
-        handler: crate::cmd_cq::destroy_ioctl,
+        handler: crate::cmd::cq::destroy_ioctl,
     },
     MethodSpec {
         object: OBJECT_QP,
@@ -210,22 +210,22 @@ pub(crate) static METHODS: &[MethodSpec] = &[
             UHW_OUT,
         ],
         has_udata: true,
-        handler: crate::cmd_qp::create_ioctl,
+        handler: crate::cmd::qp::create_ioctl,
     },
     MethodSpec {
         object: OBJECT_QP,
         method: 1,
         attrs: &[
             attr(
-                crate::cmd_qp::destroy_attr::HANDLE,
+                crate::cmd::qp::destroy_attr::HANDLE,
                 Kind::IdrDestroy { object: OBJECT_QP },
                 true,
             ),
             // `struct ib_uverbs_destroy_qp_resp`: 4 bytes.
-            attr(crate::cmd_qp::destroy_attr::RESP, type_out(4), true),
+            attr(crate::cmd::qp::destroy_attr::RESP, type_out(4), true),
         ],
         has_udata: false,
-        handler: crate::cmd_qp::destroy_ioctl,
+        handler: crate::cmd::qp::destroy_ioctl,
     },
     MethodSpec {
         object: OBJECT_SRQ,
@@ -263,22 +263,22 @@ pub(crate) static METHODS: &[MethodSpec] = &[
             UHW_OUT,
         ],
         has_udata: true,
-        handler: crate::cmd_srq::create_ioctl,
+        handler: crate::cmd::srq::create_ioctl,
     },
     MethodSpec {
         object: OBJECT_SRQ,
         method: 1,
         attrs: &[
             attr(
-                crate::cmd_srq::destroy_attr::HANDLE,
+                crate::cmd::srq::destroy_attr::HANDLE,
                 Kind::IdrDestroy { object: OBJECT_SRQ },
                 true,
             ),
             // `struct ib_uverbs_destroy_srq_resp`: 4 bytes.
-            attr(crate::cmd_srq::destroy_attr::RESP, type_out(4), true),
+            attr(crate::cmd::srq::destroy_attr::RESP, type_out(4), true),
         ],
         has_udata: false,
-        handler: crate::cmd_srq::destroy_ioctl,
+        handler: crate::cmd::srq::destroy_ioctl,
     },
     MethodSpec {
         object: OBJECT_MR,
@@ -289,14 +289,14 @@ pub(crate) static METHODS: &[MethodSpec] = &[
             true,
         )],
         has_udata: false,
-        handler: crate::cmd_mr::destroy_mr,
+        handler: crate::cmd::mr::destroy_mr,
     },
     MethodSpec {
         object: OBJECT_ASYNC_EVENT,
         method: 0,
         attrs: &[attr(async_event_alloc::FD_HANDLE, Kind::FdNew, true)],
         has_udata: false,
-        handler: ioctl_device::async_event_alloc,
+        handler: ioctl::device::async_event_alloc,
     },
 ];
 

@@ -5,9 +5,9 @@
 //! context goes, its readers get `EIO`; when user space closes it first, it leaves the context.
 
 use crate::{
-    bundle::Bundle,
-    event_file::{EventFile, NewEventFd},
+    file::event_file::{EventFile, NewEventFd},
     uabi::{CreateCompChannel, CreateCompChannelResp},
+    write::bundle::Bundle,
 };
 use kernel::prelude::*;
 

@@ -9,8 +9,8 @@
 //! succeeded.
 
 use crate::{
-    ids::{OBJECT_CQ, OBJECT_MR, OBJECT_PD, OBJECT_QP, OBJECT_SRQ},
-    objects::{UCq, UMr, UQp, USrq},
+    file::objects::{UCq, UMr, UQp, USrq},
+    ioctl::ids::{OBJECT_CQ, OBJECT_MR, OBJECT_PD, OBJECT_QP, OBJECT_SRQ},
 };
 use ib_core::{user::spec::DriverUObject, user::ucontext::UserPd};
 use kernel::{ida::Ida, prelude::*};

@@ -6,12 +6,12 @@
 //! MR's handle and keys answer.
 
 use crate::{
-    bundle::Bundle,
-    ids::OBJECT_MR,
-    ioctl_bundle::IoctlBundle,
-    objects::UMr,
+    file::objects::UMr,
+    file::uobjects::UObject,
+    ioctl::bundle::IoctlBundle,
+    ioctl::ids::OBJECT_MR,
     uabi::{DeregMr, RegMr, RegMrResp, ReregMr, ReregMrResp},
-    uobjects::UObject,
+    write::bundle::Bundle,
 };
 use ib_core::verbs::types::{Access, AccessFlags, UserMrInit};
 use kernel::prelude::*;
@@ -71,7 +71,7 @@ fn rights(flags: u32) -> (AccessFlags, bool) {
 /// Registers `start..start + length` at `iova` in PD `pd` of the file with access bits `flags`
 /// (checked as C's `ib_check_mr_access`).
 fn register(
-    c: &crate::ufile::Context,
+    c: &crate::file::ufile::Context,
     pd: u32,
     start: u64,
     length: u64,
@@ -188,7 +188,7 @@ pub(crate) fn dereg_mr(b: &mut Bundle<'_>) -> Result {
 
 /// The MR object's DESTROY method: the handle was checked with the attributes.
 pub(crate) fn destroy_mr(b: &mut IoctlBundle<'_>) -> Result {
-    let handle = b.idr_handle(crate::ids::mr_destroy::HANDLE)?;
+    let handle = b.idr_handle(crate::ioctl::ids::mr_destroy::HANDLE)?;
     b.ufile
         .with_objects(|o| o.remove(handle, OBJECT_MR).map(drop))
 }

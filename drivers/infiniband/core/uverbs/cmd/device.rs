@@ -6,12 +6,12 @@
 //! `struct ib_uverbs_query_port_resp`).
 
 use crate::{
-    bundle::Bundle,
-    event_file::{EventFile, NewEventFd},
+    file::event_file::{EventFile, NewEventFd},
     uabi::{
         ExQueryDevice, ExQueryDeviceResp, GetContext, GetContextResp, QueryDevice, QueryDeviceResp,
         QueryPort, QueryPortResp,
     },
+    write::bundle::Bundle,
 };
 use ib_core::{
     attrs::{DeviceAttr, LinkLayer, PortAttr, CORE_CAP_IB_GRH_REQUIRED, CORE_CAP_OPA_MAD},

@@ -13,8 +13,8 @@
 
 use crate::{
     device::UverbsDevice,
-    event_file::{ChannelOwner, EventFile},
-    uobjects::UObjects,
+    file::event_file::{ChannelOwner, EventFile},
+    file::uobjects::UObjects,
 };
 use ib_core::chardev::open_files::OpenFile;
 use ib_core::user::ucontext::UContext;

@@ -12,17 +12,17 @@
 //! paths, path migration and SQD notifications in modifies (`EOPNOTSUPP`).
 
 use crate::{
-    bundle::Bundle,
-    event_file::{EventCounts, EventFile},
-    ids::OBJECT_QP,
-    ioctl_bundle::IoctlBundle,
-    objects::UQp,
+    file::event_file::{EventCounts, EventFile},
+    file::objects::UQp,
+    file::ufile::{Context, Ufile},
+    file::uobjects::UObject,
+    ioctl::bundle::IoctlBundle,
+    ioctl::ids::OBJECT_QP,
     uabi::{
         DestroyQp, DestroyQpResp, ExModifyQp, ExModifyQpResp, ModifyQp, QpCapAbi, QueryQp,
         QueryQpResp,
     },
-    ufile::{Context, Ufile},
-    uobjects::UObject,
+    write::bundle::Bundle,
 };
 use ib_core::{
     attrs::Gid,
@@ -238,7 +238,7 @@ fn create(
 ) -> Result<(UObject, u32, QpCap)> {
     let counts = EventCounts::new()?;
     let handle = p.user_handle;
-    let event = crate::event_file::async_handler(p.async_file.clone(), handle, &counts)?;
+    let event = crate::file::event_file::async_handler(p.async_file.clone(), handle, &counts)?;
     let pd = c.objects.pd(p.pd)?;
     let send_cq = c.objects.cq(p.send_cq)?;
     let recv_cq = c.objects.cq(p.recv_cq)?;

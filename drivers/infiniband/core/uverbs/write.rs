@@ -9,11 +9,13 @@
 //! errnos for all of them. Commands whose handler is not written yet answer `EOPNOTSUPP` after
 //! the header checks, as C's stub for a command a driver lacks.
 
+pub(crate) mod bundle;
+
 use crate::{
-    bundle::{Bundle, Handler},
-    cmd_channel, cmd_cq, cmd_device, cmd_mr, cmd_pd, cmd_qp, cmd_srq,
+    cmd,
+    file::ufile::Ufile,
     uabi::{CmdHdr, ExCmdHdr},
-    ufile::Ufile,
+    write::bundle::{Bundle, Handler},
 };
 use core::cell::Cell;
 use ib_core::user::udata::Udata;
@@ -138,30 +140,30 @@ static NOTSUPP: WriteMethod = WriteMethod {
 
 /// The commands (`IB_USER_VERBS_CMD_*`), sizes from `include/uapi/rdma/ib_user_verbs.h`.
 static WRITE: [Option<WriteMethod>; 41] = [
-    /* 0 GET_CONTEXT */ WriteMethod::udata_io(8, 8, Some(cmd_device::get_context)),
-    /* 1 QUERY_DEVICE */ WriteMethod::io(8, 176, Some(cmd_device::query_device)),
-    /* 2 QUERY_PORT */ WriteMethod::io(16, 40, Some(cmd_device::query_port)),
-    /* 3 ALLOC_PD */ WriteMethod::udata_io(8, 4, Some(cmd_pd::alloc_pd)),
-    /* 4 DEALLOC_PD */ WriteMethod::i_with(4, cmd_pd::dealloc_pd),
+    /* 0 GET_CONTEXT */ WriteMethod::udata_io(8, 8, Some(cmd::device::get_context)),
+    /* 1 QUERY_DEVICE */ WriteMethod::io(8, 176, Some(cmd::device::query_device)),
+    /* 2 QUERY_PORT */ WriteMethod::io(16, 40, Some(cmd::device::query_port)),
+    /* 3 ALLOC_PD */ WriteMethod::udata_io(8, 4, Some(cmd::pd::alloc_pd)),
+    /* 4 DEALLOC_PD */ WriteMethod::i_with(4, cmd::pd::dealloc_pd),
     /* 5 CREATE_AH */ WriteMethod::udata_io(56, 4, None),
     /* 6 MODIFY_AH */ None,
     /* 7 QUERY_AH */ None,
     /* 8 DESTROY_AH */ WriteMethod::i(4),
-    /* 9 REG_MR */ WriteMethod::udata_io(40, 12, Some(cmd_mr::reg_mr)),
+    /* 9 REG_MR */ WriteMethod::udata_io(40, 12, Some(cmd::mr::reg_mr)),
     /* 10 REG_SMR */ None,
-    /* 11 REREG_MR */ WriteMethod::udata_io(48, 8, Some(cmd_mr::rereg_mr)),
+    /* 11 REREG_MR */ WriteMethod::udata_io(48, 8, Some(cmd::mr::rereg_mr)),
     /* 12 QUERY_MR */ None,
-    /* 13 DEREG_MR */ WriteMethod::i_with(4, cmd_mr::dereg_mr),
+    /* 13 DEREG_MR */ WriteMethod::i_with(4, cmd::mr::dereg_mr),
     // Memory windows: not served (as C's table for an mlx5 function without `imaicl`).
     /* 14 ALLOC_MW */
     None,
     /* 15 BIND_MW */ None,
     /* 16 DEALLOC_MW */ None,
     /* 17 CREATE_COMP_CHANNEL */
-    WriteMethod::io(8, 4, Some(cmd_channel::create_comp_channel)),
-    /* 18 CREATE_CQ */ WriteMethod::udata_io(32, 8, Some(cmd_cq::create_cq)),
-    /* 19 RESIZE_CQ */ WriteMethod::udata_io(16, 8, Some(cmd_cq::resize_cq)),
-    /* 20 DESTROY_CQ */ WriteMethod::io(16, 8, Some(cmd_cq::destroy_cq)),
+    WriteMethod::io(8, 4, Some(cmd::channel::create_comp_channel)),
+    /* 18 CREATE_CQ */ WriteMethod::udata_io(32, 8, Some(cmd::cq::create_cq)),
+    /* 19 RESIZE_CQ */ WriteMethod::udata_io(16, 8, Some(cmd::cq::resize_cq)),
+    /* 20 DESTROY_CQ */ WriteMethod::io(16, 8, Some(cmd::cq::destroy_cq)),
     // The data-path commands are not in C's default command mask (only drivers that poll and
     // post in the kernel for user space enable them; mlx5 does not).
     /* 21 POLL_CQ */
@@ -169,34 +171,34 @@ static WRITE: [Option<WriteMethod>; 41] = [
     /* 22 PEEK_CQ */ None,
     /* 23 REQ_NOTIFY_CQ */ None,
     /* 24 CREATE_QP */ WriteMethod::udata_io(56, 32, None),
-    /* 25 QUERY_QP */ WriteMethod::io(16, 128, Some(cmd_qp::query_qp)),
-    /* 26 MODIFY_QP */ WriteMethod::i_with(112, cmd_qp::modify_qp),
-    /* 27 DESTROY_QP */ WriteMethod::io(16, 4, Some(cmd_qp::destroy_qp)),
+    /* 25 QUERY_QP */ WriteMethod::io(16, 128, Some(cmd::qp::query_qp)),
+    /* 26 MODIFY_QP */ WriteMethod::i_with(112, cmd::qp::modify_qp),
+    /* 27 DESTROY_QP */ WriteMethod::io(16, 4, Some(cmd::qp::destroy_qp)),
     /* 28 POST_SEND */ None,
     /* 29 POST_RECV */ None,
     /* 30 ATTACH_MCAST */ WriteMethod::i(24),
     /* 31 DETACH_MCAST */ WriteMethod::i(24),
-    /* 32 CREATE_SRQ */ WriteMethod::udata_io(32, 16, Some(cmd_srq::create_srq)),
-    /* 33 MODIFY_SRQ */ WriteMethod::udata_i_with(16, cmd_srq::modify_srq),
-    /* 34 QUERY_SRQ */ WriteMethod::io(16, 16, Some(cmd_srq::query_srq)),
-    /* 35 DESTROY_SRQ */ WriteMethod::io(16, 4, Some(cmd_srq::destroy_srq)),
+    /* 32 CREATE_SRQ */ WriteMethod::udata_io(32, 16, Some(cmd::srq::create_srq)),
+    /* 33 MODIFY_SRQ */ WriteMethod::udata_i_with(16, cmd::srq::modify_srq),
+    /* 34 QUERY_SRQ */ WriteMethod::io(16, 16, Some(cmd::srq::query_srq)),
+    /* 35 DESTROY_SRQ */ WriteMethod::io(16, 4, Some(cmd::srq::destroy_srq)),
     /* 36 POST_SRQ_RECV */ None,
     /* 37 OPEN_XRCD */ WriteMethod::udata_io(16, 4, None),
     /* 38 CLOSE_XRCD */ WriteMethod::i(4),
-    /* 39 CREATE_XSRQ */ WriteMethod::udata_io(48, 16, Some(cmd_srq::create_xsrq)),
+    /* 39 CREATE_XSRQ */ WriteMethod::udata_io(48, 16, Some(cmd::srq::create_xsrq)),
     /* 40 OPEN_QP */ WriteMethod::udata_io(32, 32, None),
 ];
 
 /// The extended commands (`IB_USER_VERBS_EX_CMD_*`).
 static WRITE_EX: [Option<WriteMethod>; 58] = {
     let mut t = [const { None }; 58];
-    t[1] = WriteMethod::ex(Some(cmd_device::ex_query_device));
+    t[1] = WriteMethod::ex(Some(cmd::device::ex_query_device));
     // CREATE_CQ, CREATE_QP, MODIFY_QP, CREATE_FLOW, DESTROY_FLOW, MODIFY_CQ. The work queue
     // and indirection table commands (52..56) are holes, as in C's table for a device without
     // them (mlx5 has them on Ethernet ports only).
-    t[18] = WriteMethod::ex(Some(cmd_cq::ex_create_cq));
+    t[18] = WriteMethod::ex(Some(cmd::cq::ex_create_cq));
     t[24] = WriteMethod::ex(None);
-    t[26] = WriteMethod::ex(Some(cmd_qp::ex_modify_qp));
+    t[26] = WriteMethod::ex(Some(cmd::qp::ex_modify_qp));
     t[50] = WriteMethod::ex(None);
     t[51] = WriteMethod::ex(None);
     t[57] = WriteMethod::ex(None);
