@@ -241,11 +241,8 @@ impl MadAgent {
         handler: Arc<dyn MadHandler>,
     ) -> Result<Arc<MadAgent>> {
         let imm = dev.port_immutable(port).ok_or(ENODEV)?;
-        let cap = match qp_type {
-            QpType::Smi => port::has_smi(imm),
-            _ => imm.core_cap_flags & crate::attrs::CORE_CAP_IB_CM != 0,
-        };
-        if !cap {
+        let cm = imm.core_cap_flags & crate::attrs::CORE_CAP_IB_CM != 0;
+        if !agent::port_serves(qp_type, port::has_smi(imm), cm) {
             return Err(EPROTONOSUPPORT);
         }
         agent::check_registration(qp_type, reg, rmpp_version)?;
@@ -1038,7 +1035,8 @@ fn dispatch<A>(
     if m[hdr::MGMT_CLASS] == class::SUBN_DIRECTED_ROUTE && !smi::received(m, port, ports) {
         return Recv::Drop;
     }
-    let ret = driver.map_or(0, |f| f(m));
+    // Without `process_mad`, C's result stays SUCCESS: an unmatched Get or Set is answered.
+    let ret = driver.map_or(result::SUCCESS, |f| f(m));
     if ret & result::SUCCESS != 0 {
         if ret & result::CONSUMED != 0 {
             return Recv::Drop;
@@ -1397,6 +1395,12 @@ mod tests {
         assert_eq!(run(get, gsi, failed), Recv::Agent(1));
         assert_eq!(run(nobodys, gsi, failed), Recv::Drop);
         assert_eq!(run(nobodys, gsi, Some(result::FAILURE)), Recv::Drop);
+        // A device without `process_mad`: C's result stays SUCCESS, so the agents get their
+        // MADs and a Get nobody takes is answered.
+        assert_eq!(run(get, gsi, None), Recv::Agent(1));
+        assert_eq!(run(nobodys, gsi, None), Recv::Unmatched);
+        let send = wire(4, 9, method::SEND, 0x12, 1, 0, 0, 0, 256);
+        assert_eq!(run(send, gsi, None), Recv::Drop);
         // A Set nobody takes is answered too; a Send, a Trap are not.
         for (meth, want) in [
             (method::SET, Recv::Unmatched),

@@ -76,6 +76,17 @@ pub fn tid(m: &Mad) -> u64 {
     get64(m, hdr::TID)
 }
 
+/// Whether a port with (`smi`) or without QP0 and with (`cm`) or without CM serves an agent on
+/// `qp_type` (C's first check of `ib_register_mad_agent`: `EPROTONOSUPPORT` if not). Other QP
+/// types pass here: [`check_registration`] refuses them (`EINVAL`).
+pub fn port_serves(qp_type: QpType, smi: bool, cm: bool) -> bool {
+    match qp_type {
+        QpType::Smi => smi,
+        QpType::Gsi => cm,
+        _ => true,
+    }
+}
+
 /// Checks a registration as C's `ib_register_mad_agent` does before it looks at the port
 /// (every failure there is `EINVAL`): the QP type, the RMPP version and the request itself.
 pub fn check_registration(qp_type: QpType, reg: Option<&MadRegReq>, rmpp_version: u8) -> Result {
@@ -369,6 +380,18 @@ mod tests {
         assert!(key(gsi, r1).conflicts(&key(gsi, r1b)));
         let s = key(smi, req(0x01, 1, &[1]));
         assert!(!s.conflicts(&key(gsi, req(0x01, 1, &[1]))));
+    }
+
+    #[test]
+    fn ports_serve_agents_as_c() {
+        // QP0 agents need an SMI port, QP1 agents CM (EPROTONOSUPPORT otherwise); other QP
+        // types go on to check_registration's EINVAL, whatever the port has.
+        assert!(port_serves(QpType::Smi, true, false));
+        assert!(!port_serves(QpType::Smi, false, true));
+        assert!(port_serves(QpType::Gsi, false, true));
+        assert!(!port_serves(QpType::Gsi, true, false));
+        assert!(port_serves(QpType::Ud, false, false));
+        assert_eq!(check_registration(QpType::Ud, None, 0), Err(EINVAL));
     }
 
     #[test]
