@@ -30,10 +30,7 @@ use crate::{
     device::registry::Client,
     mad::agent::{AgentKey, MadRegReq},
     mad::port::{MadQp, RECV_SLOT},
-    mad::smi::{SmiAction, SmiForward},
-    mad::types::{
-        class, get32, hdr, method, put16, result, status, Mad, MadWc, GRH_SIZE, MAD_SIZE,
-    },
+    mad::types::{class, get32, hdr, method, result, Mad, MadWc, GRH_SIZE, MAD_SIZE},
     verbs::cq_poll::{PollCtx, PolledCq},
     verbs::types::{AhAttr, GlobalRoute, QpType},
     verbs::wr::{send_flags, SendOpcode, SendWr, UdWr, WcOpcode, WcStatus, WorkCompletion},
@@ -244,11 +241,8 @@ impl MadAgent {
         handler: Arc<dyn MadHandler>,
     ) -> Result<Arc<MadAgent>> {
         let imm = dev.port_immutable(port).ok_or(ENODEV)?;
-        let cap = match qp_type {
-            QpType::Smi => port::has_smi(imm),
-            _ => imm.core_cap_flags & crate::attrs::CORE_CAP_IB_CM != 0,
-        };
-        if !cap {
+        let cm = imm.core_cap_flags & crate::attrs::CORE_CAP_IB_CM != 0;
+        if !agent::port_serves(qp_type, port::has_smi(imm), cm) {
             return Err(EPROTONOSUPPORT);
         }
         agent::check_registration(qp_type, reg, rmpp_version)?;
@@ -270,16 +264,10 @@ impl MadAgent {
         if st.agents.iter().any(|a| a.key.conflicts(&key)) {
             return Err(EINVAL);
         }
-        // Cyclic allocation of the 24-bit prefix (C's `xa_alloc_cyclic`).
-        let mut found = None;
-        for k in 0..=agent::HI_TID_MAX {
-            let t = st.next_hi_tid.wrapping_add(k) & agent::HI_TID_MAX;
-            if !st.agents.iter().any(|a| a.key.hi_tid == t) {
-                found = Some(t);
-                break;
-            }
-        }
-        key.hi_tid = found.ok_or(EBUSY)?;
+        key.hi_tid = agent::free_hi_tid(st.next_hi_tid, |t| {
+            st.agents.iter().any(|a| a.key.hi_tid == t)
+        })
+        .ok_or(EBUSY)?;
         st.next_hi_tid = (key.hi_tid + 1) & agent::HI_TID_MAX;
         let agent = Arc::new(
             MadAgent {
@@ -393,10 +381,8 @@ impl MadAgent {
         if !self.registered.load(Relaxed) {
             return Err(ENODEV);
         }
+        agent::check_send(self.rmpp_version, &s.mad)?;
         let c = s.mad[hdr::MGMT_CLASS];
-        if self.rmpp_version != 0 && !agent::is_rmpp_class(c) {
-            return Err(EINVAL);
-        }
         let mut mad = s.mad;
         if c == class::SUBN_DIRECTED_ROUTE && self.key.qp_type == QpType::Smi {
             if let Some(local) = self.port.outgoing_dr_smp(&mut mad)? {
@@ -763,7 +749,7 @@ impl MadPort {
             return;
         }
         let mut buf = [0u8; RECV_SLOT];
-        let got = (wc.byte_len as usize).min(RECV_SLOT);
+        let got = port::recv_len(wc.byte_len);
         let qp_type = {
             let st = self.state.lock();
             let Some(q) = st.qps.get(qpi).and_then(|q| q.as_ref()) else {
@@ -800,82 +786,34 @@ impl MadPort {
         self.process_received(qpi, qp_type, r);
     }
 
-    /// C's `ib_mad_recv_done` from validation on.
+    /// C's `ib_mad_recv_done` from validation on ([`dispatch`]).
     fn process_received(self: &Arc<Self>, qpi: usize, qp_type: QpType, mut r: KBox<ReceivedMad>) {
-        if !agent::valid_for_qp(&r.mad, qp_type) {
-            return;
-        }
-        if r.mad[hdr::MGMT_CLASS] == class::SUBN_DIRECTED_ROUTE && !self.smi_received(&mut r.mad) {
-            return;
-        }
         let Ok(mut out) = KBox::new([0u8; MAD_SIZE], GFP_KERNEL) else {
             return;
         };
         let ops = self.dev.ops();
-        let ret = if ops.has_process_mad() {
-            ops.process_mad(0, self.port, Some(&r.wc), &r.mad, &mut out)
-        } else {
-            0
-        };
-        if ret & result::SUCCESS != 0 {
-            if ret & result::CONSUMED != 0 {
-                return;
-            }
-            if ret & result::REPLY != 0 {
-                self.send_response(qpi, out, &r);
-                return;
-            }
-        }
-        if let Some(agent) = self.find_agent(qp_type, &r.mad) {
-            self.agent_received(agent, r);
-            return;
-        }
-        // Nobody takes it: a Get or Set is answered "unsupported" (C's
-        // `generate_unmatched_resp`).
-        let m = r.mad[hdr::METHOD];
-        if ret & result::SUCCESS != 0 && (m == method::GET || m == method::SET) {
-            out.copy_from_slice(&r.mad);
-            out[hdr::METHOD] = method::GET_RESP;
-            let mut st = status::UNSUPPORTED_METHOD_ATTRIB;
-            if r.mad[hdr::MGMT_CLASS] == class::SUBN_DIRECTED_ROUTE {
-                st |= status::SMP_DIRECTION;
-            }
-            put16(&mut out[..], hdr::STATUS, st);
-            self.send_response(qpi, out, &r);
-        }
-    }
-
-    /// The hop rules for a received directed-route SMP (C's `handle_ib_smi`); false: drop it.
-    fn smi_received(&self, m: &mut Mad) -> bool {
+        let (wc, port) = (r.wc, self.port);
+        let driver = ops
+            .has_process_mad()
+            .then_some(|m: &Mad| ops.process_mad(0, port, Some(&wc), m, &mut out));
         let ports = self.dev.port_count();
-        if smi::handle_recv(m, false, self.port, ports) == SmiAction::Discard {
-            return false;
-        }
-        match smi::check_forward(m) {
-            SmiForward::Local => true,
-            SmiForward::Send => {
-                smi::handle_send(m, false, self.port) == SmiAction::Handle && smi::is_local(m)
+        let find = |m: &Mad| self.find_agent(qp_type, m);
+        match dispatch(&mut r.mad, qp_type, port, ports, driver, find) {
+            Recv::Drop => {}
+            Recv::DriverReply => self.send_response(qpi, out, &r),
+            Recv::Agent(agent) => self.agent_received(agent, r),
+            Recv::Unmatched => {
+                agent::unmatched_response(&r.mad, &mut out);
+                self.send_response(qpi, out, &r);
             }
-            // Only switches forward; a channel adapter takes it (C).
-            SmiForward::Forward => true,
         }
     }
 
     /// The agent a received MAD is for (C's `find_mad_agent`).
     fn find_agent(&self, qp_type: QpType, m: &Mad) -> Option<Arc<MadAgent>> {
         let st = self.state.lock();
-        if agent::is_response(m) {
-            let hi = (agent::tid(m) >> 32) as u32;
-            return st
-                .agents
-                .iter()
-                .find(|a| a.key.hi_tid == hi && a.key.qp_type == qp_type)
-                .cloned();
-        }
-        st.agents
-            .iter()
-            .find(|a| a.key.owns_request(qp_type, m))
-            .cloned()
+        let i = agent::recipient(st.agents.iter().map(|a| &a.key), qp_type, m)?;
+        st.agents.get(i).cloned()
     }
 
     /// Gives `r` to `agent`: a request as it is, a response only if it answers one of the
@@ -972,9 +910,7 @@ impl MadPort {
     /// `EINVAL` for a route that cannot start here; `Some` when the SMP is for this port's
     /// own agent and never leaves (the driver's answer); `None` to send it.
     fn outgoing_dr_smp(&self, m: &mut Mad) -> Result<Option<Local>> {
-        if smi::lid_routed_part_empty(m)
-            && smi::handle_send(m, false, self.port) == SmiAction::Discard
-        {
+        if smi::outgoing_refused(m, self.port) {
             let name = self.dev.name();
             pr_err!(
                 "infiniband {}: Invalid directed route\n",
@@ -1065,6 +1001,58 @@ impl MadPort {
         let q = crate::device::workqueues::queues().ok_or(ENODEV)?;
         q.general.enqueue(w);
         Ok(())
+    }
+}
+
+/// What becomes of a received MAD.
+#[derive(Debug, PartialEq, Eq)]
+enum Recv<A> {
+    /// Dropped.
+    Drop,
+    /// The driver's reply goes back to the sender.
+    DriverReply,
+    /// For this agent.
+    Agent(A),
+    /// A `Get` or `Set` nobody takes: answered "unsupported method/attribute".
+    Unmatched,
+}
+
+/// Decides what becomes of `m`, received on a QP of `qp_type` at `port` of a device with
+/// `ports` ports, in C's order (`ib_mad_recv_done`): validation, the directed-route hop rules
+/// (which move the hop pointer), the driver's `process_mad` (`None`: the device has none),
+/// the agent `find` names, then the "unsupported" answer.
+fn dispatch<A>(
+    m: &mut Mad,
+    qp_type: QpType,
+    port: u32,
+    ports: u32,
+    driver: Option<impl FnOnce(&Mad) -> u32>,
+    find: impl FnOnce(&Mad) -> Option<A>,
+) -> Recv<A> {
+    if !agent::valid_for_qp(m, qp_type) {
+        return Recv::Drop;
+    }
+    if m[hdr::MGMT_CLASS] == class::SUBN_DIRECTED_ROUTE && !smi::received(m, port, ports) {
+        return Recv::Drop;
+    }
+    // Without `process_mad`, C's result stays SUCCESS: an unmatched Get or Set is answered.
+    let ret = driver.map_or(result::SUCCESS, |f| f(m));
+    if ret & result::SUCCESS != 0 {
+        if ret & result::CONSUMED != 0 {
+            return Recv::Drop;
+        }
+        if ret & result::REPLY != 0 {
+            return Recv::DriverReply;
+        }
+    }
+    if let Some(a) = find(m) {
+        return Recv::Agent(a);
+    }
+    let meth = m[hdr::METHOD];
+    if ret & result::SUCCESS != 0 && (meth == method::GET || meth == method::SET) {
+        Recv::Unmatched
+    } else {
+        Recv::Drop
     }
 }
 
@@ -1220,6 +1208,234 @@ impl Client for MadClient {
 #[kernel::macros::kunit_tests(rdma_rs_ib_mad)]
 mod tests {
     use super::*;
+    use crate::mad::{
+        agent::AgentKey,
+        types::{get16, put16, put64},
+    };
+    use core::cell::Cell;
+
+    /// The `hardening-mad-wire` scenario's `mad CLASS VERSION METHOD ATTR BASE HOP_PTR HOP_CNT
+    /// STATUS LEN`: the common header (TID 0x1234 + LEN), then 0x5a bytes, as the port copies
+    /// a datagram of LEN bytes out of its receive slot (the rest zero).
+    #[allow(clippy::too_many_arguments)]
+    fn wire(
+        c: u8,
+        v: u8,
+        m: u8,
+        attr: u16,
+        base: u8,
+        ptr: u8,
+        cnt: u8,
+        st: u16,
+        len: usize,
+    ) -> Mad {
+        let mut full = [0x5au8; MAD_SIZE];
+        full[hdr::BASE_VERSION] = base;
+        full[hdr::MGMT_CLASS] = c;
+        full[hdr::CLASS_VERSION] = v;
+        full[hdr::METHOD] = m;
+        put16(&mut full, hdr::STATUS, st);
+        full[hdr::HOP_PTR] = ptr;
+        full[hdr::HOP_CNT] = cnt;
+        put64(&mut full, hdr::TID, 0x1234 + len as u64);
+        put16(&mut full, hdr::ATTR_ID, attr);
+        full[18..24].fill(0);
+        let mut got = [0u8; MAD_SIZE];
+        let n = port::recv_len((GRH_SIZE + len) as u32) - GRH_SIZE;
+        got[..n].copy_from_slice(&full[..n]);
+        got
+    }
+
+    /// The agents of a port the scenario attacks: umad's perfquery (send only, prefix 0), a
+    /// PMA-like agent (class 4 version 1, Get and Set, prefix 1), smpquery (send only on QP0,
+    /// prefix 2).
+    fn agents() -> [AgentKey; 3] {
+        let mut pma = agent::MadRegReq {
+            mgmt_class: class::PERF_MGMT,
+            class_version: 1,
+            ..Default::default()
+        };
+        pma.method_mask[0] = (1 << method::GET) | (1 << method::SET);
+        [
+            AgentKey {
+                qp_type: QpType::Gsi,
+                hi_tid: 0,
+                reg: None,
+            },
+            AgentKey {
+                qp_type: QpType::Gsi,
+                hi_tid: 1,
+                reg: Some(pma),
+            },
+            AgentKey {
+                qp_type: QpType::Smi,
+                hi_tid: 2,
+                reg: None,
+            },
+        ]
+    }
+
+    /// [`dispatch`] of `m` on port 1 of 1 with a driver answering `ret` and [`agents`].
+    fn run(mut m: Mad, qp_type: QpType, ret: Option<u32>) -> Recv<usize> {
+        let keys = agents();
+        let driver = ret.map(|r| move |_: &Mad| r);
+        dispatch(&mut m, qp_type, 1, 1, driver, |m| {
+            agent::recipient(keys.iter(), qp_type, m)
+        })
+    }
+
+    #[test]
+    fn received_lengths_are_bounded_by_the_slot() {
+        // The GRH area comes first: a datagram of N bytes completes with 40 + N.
+        assert_eq!(port::recv_len(0), 0);
+        assert_eq!(port::recv_len(41), 41);
+        assert_eq!(port::recv_len(296), 296);
+        assert_eq!(port::recv_len(297), 296);
+        assert_eq!(port::recv_len(u32::MAX), 296);
+        // A 23-byte datagram: its bytes, then zeros (never the slot's earlier contents).
+        let m = wire(0x0a, 1, 1, 0x10, 1, 0, 0, 0, 23);
+        assert_eq!((m[hdr::METHOD], m[22], m[23], m[24]), (1, 0, 0, 0));
+        let m = wire(0x0a, 1, 1, 0x10, 1, 0, 0, 0, 100);
+        assert_eq!((m[99], m[100]), (0x5a, 0));
+    }
+
+    /// The decode-level cases of the `hardening-mad-wire` scenario (the driver lets every MAD
+    /// through: `process_mad` answers SUCCESS alone).
+    #[test]
+    fn the_wire_attacks_are_dropped_or_answered_as_c() {
+        let ok = Some(result::SUCCESS);
+        let (gsi, smi) = (QpType::Gsi, QpType::Smi);
+        // QP1: base versions 0, 2, 255: dropped.
+        for base in [0, 2, 255] {
+            assert_eq!(
+                run(wire(4, 1, 1, 0x12, base, 0, 0, 0, 256), gsi, ok),
+                Recv::Drop
+            );
+        }
+        // A PMA class version nobody registered: the Get is answered "unsupported".
+        assert_eq!(
+            run(wire(4, 9, 1, 0x12, 1, 0, 0, 0, 256), gsi, ok),
+            Recv::Unmatched
+        );
+        // And version 1 goes to its owner.
+        assert_eq!(
+            run(wire(4, 1, 1, 0x12, 1, 0, 0, 0, 256), gsi, ok),
+            Recv::Agent(1)
+        );
+        // A method nobody owns, neither Get nor Set: dropped unanswered.
+        assert_eq!(
+            run(wire(4, 1, 0x7f, 0x12, 1, 0, 0, 0, 256), gsi, ok),
+            Recv::Drop
+        );
+        // Vendor Gets of 1 byte (class 0, method 0: dropped), 23, 24, 100 (unsupported).
+        assert_eq!(
+            run(wire(0x0a, 1, 1, 0x10, 1, 0, 0, 0, 1), gsi, ok),
+            Recv::Drop
+        );
+        for len in [23, 24, 100] {
+            let m = wire(0x0a, 1, 1, 0x10, 1, 0, 0, 0, len);
+            assert_eq!(run(m, gsi, ok), Recv::Unmatched);
+        }
+        // An unsolicited PMA GetResp: to the agent of TID prefix 0 (which no send of it
+        // awaits: `awaits_response` drops it there); with prefix 5, to nobody.
+        let resp = wire(4, 1, 0x81, 0x12, 1, 0, 0, 0, 256);
+        assert_eq!(run(resp, gsi, ok), Recv::Agent(0));
+        let mut stray = resp;
+        put64(&mut stray, hdr::TID, 5 << 32);
+        assert_eq!(run(stray, gsi, ok), Recv::Drop);
+        // QP0: directed routes the SMI rules refuse, a header-only SMP, one byte: dropped.
+        for (ptr, cnt) in [(0, 200), (1, 64), (70, 3)] {
+            let m = wire(0x81, 1, 1, 0x11, 1, ptr, cnt, 0, 256);
+            assert_eq!(run(m, smi, ok), Recv::Drop);
+        }
+        assert_eq!(
+            run(wire(0x81, 1, 1, 0x11, 1, 0, 0, 0, 24), smi, ok),
+            Recv::Drop
+        );
+        assert_eq!(
+            run(wire(0x01, 1, 1, 0x11, 1, 0, 0, 0, 1), smi, ok),
+            Recv::Drop
+        );
+        // The return bit with pointer 0 is for the local agent: the Get is answered.
+        let m = wire(0x81, 1, 1, 0x11, 1, 0, 2, 0x8000, 256);
+        assert_eq!(run(m, smi, ok), Recv::Unmatched);
+        // An unsolicited SMP GetResp: prefix 0 is a QP1 agent's, so nobody's on QP0.
+        let m = wire(0x01, 1, 0x81, 0x11, 1, 0, 0, 0, 256);
+        assert_eq!(run(m, smi, ok), Recv::Drop);
+        let mut m = m;
+        put64(&mut m, hdr::TID, 2 << 32);
+        assert_eq!(run(m, smi, ok), Recv::Agent(2));
+        // An SMP on QP1, a PMA MAD on QP0: dropped before the driver sees them.
+        let seen = Cell::new(false);
+        let mut m = wire(0x01, 1, 1, 0x11, 1, 0, 0, 0, 256);
+        let driver = Some(|_: &Mad| {
+            seen.set(true);
+            result::SUCCESS
+        });
+        assert_eq!(dispatch(&mut m, gsi, 1, 1, driver, |_| Some(0)), Recv::Drop);
+        assert!(!seen.get());
+    }
+
+    #[test]
+    fn the_driver_has_the_first_refusal() {
+        let (gsi, smi) = (QpType::Gsi, QpType::Smi);
+        let get = wire(4, 1, 1, 0x12, 1, 0, 0, 0, 256);
+        let nobodys = wire(4, 9, 1, 0x12, 1, 0, 0, 0, 256);
+        // Consumed: nothing else happens; a reply: it goes back, the agents are not asked.
+        let consumed = Some(result::SUCCESS | result::CONSUMED);
+        assert_eq!(run(get, gsi, consumed), Recv::Drop);
+        let reply = Some(result::SUCCESS | result::REPLY);
+        assert_eq!(run(get, gsi, reply), Recv::DriverReply);
+        assert_eq!(run(nobodys, gsi, reply), Recv::DriverReply);
+        // Consumed wins over a reply.
+        let both = Some(result::SUCCESS | result::CONSUMED | result::REPLY);
+        assert_eq!(run(get, gsi, both), Recv::Drop);
+        // Without SUCCESS the bits mean nothing: on to the agents, and no "unsupported".
+        let failed = Some(result::REPLY | result::CONSUMED);
+        assert_eq!(run(get, gsi, failed), Recv::Agent(1));
+        assert_eq!(run(nobodys, gsi, failed), Recv::Drop);
+        assert_eq!(run(nobodys, gsi, Some(result::FAILURE)), Recv::Drop);
+        // A device without `process_mad`: C's result stays SUCCESS, so the agents get their
+        // MADs and a Get nobody takes is answered.
+        assert_eq!(run(get, gsi, None), Recv::Agent(1));
+        assert_eq!(run(nobodys, gsi, None), Recv::Unmatched);
+        let send = wire(4, 9, method::SEND, 0x12, 1, 0, 0, 0, 256);
+        assert_eq!(run(send, gsi, None), Recv::Drop);
+        // A Set nobody takes is answered too; a Send, a Trap are not.
+        for (meth, want) in [
+            (method::SET, Recv::Unmatched),
+            (method::SEND, Recv::Drop),
+            (method::TRAP, Recv::Drop),
+        ] {
+            let m = wire(4, 9, meth, 0x12, 1, 0, 0, 0, 256);
+            assert_eq!(run(m, gsi, Some(result::SUCCESS)), want);
+        }
+        // CM: a Get of an attribute other than ClassPortInfo is dropped before the driver.
+        let cm = wire(class::CM, 2, 1, 0x10, 1, 0, 0, 0, 256);
+        assert_eq!(
+            run(cm, gsi, Some(result::SUCCESS | result::REPLY)),
+            Recv::Drop
+        );
+        let cpi = wire(class::CM, 2, 1, 0x01, 1, 0, 0, 0, 256);
+        assert_eq!(
+            run(cpi, gsi, Some(result::SUCCESS | result::REPLY)),
+            Recv::DriverReply
+        );
+        // The driver sees a directed-route SMP after the hop rules moved its pointer.
+        let mut m = wire(0x81, 1, 1, 0x11, 1, 1, 1, 0, 256);
+        put16(&mut m, 34, smi::LID_PERMISSIVE);
+        let ptr = Cell::new(0);
+        let driver = Some(|m: &Mad| {
+            ptr.set(m[hdr::HOP_PTR]);
+            result::SUCCESS | result::REPLY
+        });
+        assert_eq!(
+            dispatch(&mut m, smi, 1, 1, driver, |_| None::<usize>),
+            Recv::DriverReply
+        );
+        assert_eq!(ptr.get(), 2);
+        assert_eq!(get16(&m, hdr::STATUS), 0);
+    }
 
     #[test]
     fn only_a_send_with_a_timeout_takes_a_response() {

@@ -7,7 +7,7 @@
 //! `ib_register_mad_agent` checks it.
 
 use crate::{
-    mad::types::{class, get16, get64, hdr, method, Mad},
+    mad::types::{class, get16, get64, hdr, method, put16, status, Mad},
     verbs::types::QpType,
 };
 use kernel::prelude::*;
@@ -76,6 +76,17 @@ pub fn tid(m: &Mad) -> u64 {
     get64(m, hdr::TID)
 }
 
+/// Whether a port with (`smi`) or without QP0 and with (`cm`) or without CM serves an agent on
+/// `qp_type` (C's first check of `ib_register_mad_agent`: `EPROTONOSUPPORT` if not). Other QP
+/// types pass here: [`check_registration`] refuses them (`EINVAL`).
+pub fn port_serves(qp_type: QpType, smi: bool, cm: bool) -> bool {
+    match qp_type {
+        QpType::Smi => smi,
+        QpType::Gsi => cm,
+        _ => true,
+    }
+}
+
 /// Checks a registration as C's `ib_register_mad_agent` does before it looks at the port
 /// (every failure there is `EINVAL`): the QP type, the RMPP version and the request itself.
 pub fn check_registration(qp_type: QpType, reg: Option<&MadRegReq>, rmpp_version: u8) -> Result {
@@ -127,6 +138,52 @@ pub fn valid_for_qp(m: &Mad, qp_type: QpType) -> bool {
         return false;
     }
     true
+}
+
+/// C's checks of a kernel agent's send before its directed route (`ib_post_send_mad`): an
+/// agent registered for RMPP sends only RMPP classes (`EINVAL`).
+pub fn check_send(rmpp_version: u8, m: &Mad) -> Result {
+    if rmpp_version != 0 && !is_rmpp_class(m[hdr::MGMT_CLASS]) {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// The first free transaction id prefix from `next` on, wrapping at [`HI_TID_MAX`] (C's
+/// `xa_alloc_cyclic`); `None` when `taken` says all are.
+pub fn free_hi_tid(next: u32, taken: impl Fn(u32) -> bool) -> Option<u32> {
+    (0..=HI_TID_MAX)
+        .map(|k| next.wrapping_add(k) & HI_TID_MAX)
+        .find(|&t| !taken(t))
+}
+
+/// The index in `agents` of the agent a MAD received on `qp_type` is for (C's
+/// `find_mad_agent`): a response goes to the agent whose prefix its TID carries, a request to
+/// the owner of its method.
+pub fn recipient<'a>(
+    agents: impl IntoIterator<Item = &'a AgentKey>,
+    qp_type: QpType,
+    m: &Mad,
+) -> Option<usize> {
+    let mut agents = agents.into_iter();
+    if is_response(m) {
+        let hi = (tid(m) >> 32) as u32;
+        return agents.position(|a| a.hi_tid == hi && a.qp_type == qp_type);
+    }
+    agents.position(|a| a.owns_request(qp_type, m))
+}
+
+/// Makes `out` the answer to `m`, a `Get` or `Set` nobody takes (C's
+/// `generate_unmatched_resp`): `m` as a `GetResp` with status "unsupported method/attribute"
+/// (and the direction bit for a directed-route SMP).
+pub fn unmatched_response(m: &Mad, out: &mut Mad) {
+    out.copy_from_slice(m);
+    out[hdr::METHOD] = method::GET_RESP;
+    let mut st = status::UNSUPPORTED_METHOD_ATTRIB;
+    if m[hdr::MGMT_CLASS] == class::SUBN_DIRECTED_ROUTE {
+        st |= status::SMP_DIRECTION;
+    }
+    put16(&mut out[..], hdr::STATUS, st);
 }
 
 /// One agent's registration as the tables see it.
@@ -246,6 +303,206 @@ mod tests {
     }
 
     #[test]
+    fn registration_errnos_ranges_and_owners() {
+        let (gsi, smi) = (QpType::Gsi, QpType::Smi);
+        let reg = |c, v| check_registration(gsi, Some(&req(c, v, &[1])), 0);
+        // QP types other than SMI and GSI, RMPP versions past 1: EINVAL.
+        for qp in [QpType::Rc, QpType::Uc, QpType::Ud] {
+            assert_eq!(check_registration(qp, None, 0), Err(EINVAL));
+        }
+        assert_eq!(check_registration(gsi, None, 1), Ok(()));
+        assert_eq!(check_registration(gsi, None, 255), Err(EINVAL));
+        // Class versions up to 0x82; classes 1..79 and 0x81 (directed route) only.
+        assert_eq!(reg(0x04, 0x82), Ok(()));
+        assert_eq!(reg(0x04, 0xff), Err(EINVAL));
+        assert_eq!(reg(0x2f, 1), Ok(()));
+        assert_eq!(reg(80, 1), Err(EINVAL));
+        assert_eq!(reg(0x80, 1), Err(EINVAL));
+        assert_eq!(reg(0xff, 1), Err(EINVAL));
+        assert_eq!(reg(0, 1), Err(EINVAL));
+        // The version is checked first: class 0 with version 0x83 is EINVAL either way.
+        assert_eq!(reg(0, 0x83), Err(EINVAL));
+        // Vendor range 1 needs no OUI; range 2 (0x30..0x4f) does.
+        assert_eq!(reg(0x09, 1), Ok(()));
+        assert_eq!(reg(0x0f, 1), Ok(()));
+        assert_eq!(reg(0x4f, 1), Err(EINVAL));
+        let mut v = req(0x4f, 1, &[1]);
+        v.oui = [0, 0x14, 0x05];
+        assert_eq!(check_registration(gsi, Some(&v), 0), Ok(()));
+        assert_eq!(check_registration(gsi, Some(&v), 1), Ok(()));
+        // RMPP: SA, device management and administration, BIS, vendor range 2.
+        for c in [0x03, 0x06, 0x10, 0x12] {
+            assert_eq!(check_registration(gsi, Some(&req(c, 1, &[1])), 1), Ok(()));
+        }
+        for c in [0x04, 0x05, 0x07, 0x09, 0x11, 0x21] {
+            assert_eq!(
+                check_registration(gsi, Some(&req(c, 1, &[1])), 1),
+                Err(EINVAL)
+            );
+        }
+        // SMP classes only on QP0 (either routing), the others only on QP1.
+        assert_eq!(
+            check_registration(smi, Some(&req(0x01, 1, &[1])), 0),
+            Ok(())
+        );
+        assert_eq!(
+            check_registration(smi, Some(&req(0x81, 1, &[1])), 0),
+            Ok(())
+        );
+        assert_eq!(
+            check_registration(gsi, Some(&req(0x81, 1, &[1])), 0),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            check_registration(smi, Some(&req(0x03, 2, &[1])), 0),
+            Err(EINVAL)
+        );
+        // Methods another agent owns (C's `method_in_use`): same QP, class, version and (range
+        // 2) OUI, a common method, in either half of the mask.
+        let key = |qp_type, r| AgentKey {
+            qp_type,
+            hi_tid: 0,
+            reg: Some(r),
+        };
+        let a = key(gsi, req(0x04, 1, &[1, 0x7f]));
+        assert!(a.conflicts(&key(gsi, req(0x04, 1, &[0x7f]))));
+        assert!(!a.conflicts(&key(gsi, req(0x04, 2, &[1]))));
+        assert!(!a.conflicts(&key(gsi, req(0x05, 1, &[1]))));
+        assert!(!a.conflicts(&key(gsi, req(0x04, 1, &[2, 0x7e]))));
+        let mut v2 = v;
+        v2.oui = [0, 0x14, 0x06];
+        assert!(key(gsi, v).conflicts(&key(gsi, v)));
+        assert!(!key(gsi, v).conflicts(&key(gsi, v2)));
+        // Vendor range 1 has no OUI: the OUI field does not tell agents apart.
+        let mut r1 = req(0x09, 1, &[1]);
+        let r1b = r1;
+        r1.oui = [1, 2, 3];
+        assert!(key(gsi, r1).conflicts(&key(gsi, r1b)));
+        let s = key(smi, req(0x01, 1, &[1]));
+        assert!(!s.conflicts(&key(gsi, req(0x01, 1, &[1]))));
+    }
+
+    #[test]
+    fn ports_serve_agents_as_c() {
+        // QP0 agents need an SMI port, QP1 agents CM (EPROTONOSUPPORT otherwise); other QP
+        // types go on to check_registration's EINVAL, whatever the port has.
+        assert!(port_serves(QpType::Smi, true, false));
+        assert!(!port_serves(QpType::Smi, false, true));
+        assert!(port_serves(QpType::Gsi, false, true));
+        assert!(!port_serves(QpType::Gsi, true, false));
+        assert!(port_serves(QpType::Ud, false, false));
+        assert_eq!(check_registration(QpType::Ud, None, 0), Err(EINVAL));
+    }
+
+    #[test]
+    fn transaction_id_prefixes_are_allocated_cyclically() {
+        assert_eq!(free_hi_tid(0, |_| false), Some(0));
+        assert_eq!(free_hi_tid(5, |t| t < 7), Some(7));
+        // From the top of the range, wrapping to 0.
+        assert_eq!(free_hi_tid(HI_TID_MAX, |_| false), Some(HI_TID_MAX));
+        assert_eq!(free_hi_tid(HI_TID_MAX, |t| t == HI_TID_MAX), Some(0));
+        assert_eq!(free_hi_tid(HI_TID_MAX + 1, |_| false), Some(0));
+        // Every prefix taken: EBUSY for the caller.
+        assert_eq!(free_hi_tid(3, |_| true), None);
+    }
+
+    #[test]
+    fn kernel_agent_sends_are_checked_as_c_checks_them() {
+        // An RMPP agent sends RMPP classes only (EINVAL), whatever the method.
+        assert_eq!(check_send(1, &mad(0x03, 2, 1)), Ok(()));
+        assert_eq!(check_send(1, &mad(0x30, 1, 1)), Ok(()));
+        assert_eq!(check_send(1, &mad(0x04, 1, 1)), Err(EINVAL));
+        assert_eq!(check_send(1, &mad(0x81, 1, 0x81)), Err(EINVAL));
+        // Without RMPP any class goes (the directed route is checked after).
+        for c in [0x01, 0x04, 0x07, 0x81, 0xff] {
+            assert_eq!(check_send(0, &mad(c, 1, 1)), Ok(()));
+        }
+    }
+
+    #[test]
+    fn received_mads_go_to_the_agent_c_picks() {
+        let (gsi, smi) = (QpType::Gsi, QpType::Smi);
+        let mut vreq = req(0x30, 1, &[1]);
+        vreq.oui = [0, 0x14, 0x05];
+        let agents = [
+            // hi_tid 0: send-only on QP1 (umad's perfquery).
+            AgentKey {
+                qp_type: gsi,
+                hi_tid: 0,
+                reg: None,
+            },
+            AgentKey {
+                qp_type: gsi,
+                hi_tid: 1,
+                reg: Some(req(0x04, 1, &[1, 2])),
+            },
+            AgentKey {
+                qp_type: smi,
+                hi_tid: 2,
+                reg: Some(req(0x81, 1, &[1])),
+            },
+            AgentKey {
+                qp_type: gsi,
+                hi_tid: 3,
+                reg: Some(vreq),
+            },
+        ];
+        let to = |qp, m: &Mad| recipient(agents.iter(), qp, m);
+        // Requests: by QP, class, version, method (the response bit aside).
+        assert_eq!(to(gsi, &mad(0x04, 1, 1)), Some(1));
+        assert_eq!(to(gsi, &mad(0x04, 1, 2)), Some(1));
+        assert_eq!(to(gsi, &mad(0x04, 1, 3)), None);
+        assert_eq!(to(gsi, &mad(0x04, 9, 1)), None);
+        assert_eq!(to(gsi, &mad(0x04, 0xff, 1)), None);
+        assert_eq!(to(gsi, &mad(0x05, 1, 1)), None);
+        assert_eq!(to(smi, &mad(0x04, 1, 1)), None);
+        assert_eq!(to(smi, &mad(0x81, 1, 1)), Some(2));
+        assert_eq!(to(gsi, &mad(0x81, 1, 1)), None);
+        // Vendor range 2: the OUI at bytes 37..40 must match.
+        let mut v = mad(0x30, 1, 1);
+        assert_eq!(to(gsi, &v), None);
+        v[37..40].copy_from_slice(&[0, 0x14, 0x05]);
+        assert_eq!(to(gsi, &v), Some(3));
+        v[39] = 6;
+        assert_eq!(to(gsi, &v), None);
+        // Responses: by the TID's high 32 bits and the QP, whatever the class.
+        let resp = |c, qp_hi: u64| {
+            let mut m = mad(c, 1, method::GET_RESP);
+            crate::mad::types::put64(&mut m, hdr::TID, (qp_hi << 32) | 0x1234);
+            m
+        };
+        assert_eq!(to(gsi, &resp(0x04, 0)), Some(0));
+        assert_eq!(to(gsi, &resp(0x0a, 1)), Some(1));
+        assert_eq!(to(smi, &resp(0x01, 2)), Some(2));
+        assert_eq!(to(smi, &resp(0x01, 0)), None);
+        assert_eq!(to(gsi, &resp(0x04, 2)), None);
+        assert_eq!(to(gsi, &resp(0x04, 0x100_0000)), None);
+        // TrapRepress and a BM response (attribute modifier bit 0) are responses too.
+        let mut tr = mad(0x04, 1, method::TRAP_REPRESS);
+        crate::mad::types::put64(&mut tr, hdr::TID, 1 << 32);
+        assert_eq!(to(gsi, &tr), Some(1));
+        let mut bm = mad(class::BM, 1, 1);
+        crate::mad::types::put32(&mut bm, hdr::ATTR_MOD, 1);
+        assert!(is_response(&bm));
+        assert_eq!(to(gsi, &bm), Some(0));
+    }
+
+    #[test]
+    fn unmatched_gets_and_sets_are_answered_unsupported() {
+        let mut out = [0xeeu8; MAD_SIZE];
+        let mut m = mad(0x04, 9, method::SET);
+        m[100] = 0x42;
+        unmatched_response(&m, &mut out);
+        assert_eq!(out[hdr::METHOD], method::GET_RESP);
+        assert_eq!(get16(&out, hdr::STATUS), 0x000c);
+        assert_eq!((out[hdr::CLASS_VERSION], out[100], out[255]), (9, 0x42, 0));
+        // A directed-route SMP's answer is on its way back: the direction bit.
+        unmatched_response(&mad(0x81, 1, method::GET), &mut out);
+        assert_eq!(get16(&out, hdr::STATUS), 0x800c);
+        assert_eq!(out[hdr::MGMT_CLASS], 0x81);
+    }
+
+    #[test]
     fn responses_and_valid_mads() {
         assert!(is_response(&mad(0x04, 1, 0x81)));
         assert!(is_response(&mad(0x01, 1, method::TRAP_REPRESS)));
@@ -259,5 +516,23 @@ mod tests {
         // CM: only Send, except ClassPortInfo.
         assert!(!valid_for_qp(&mad(0x07, 2, 1), QpType::Gsi));
         assert!(valid_for_qp(&mad(0x07, 2, 3), QpType::Gsi));
+        let mut cpi = mad(0x07, 2, 1);
+        crate::mad::types::put16(&mut cpi, hdr::ATTR_ID, ATTR_CLASS_PORT_INFO);
+        assert!(valid_for_qp(&cpi, QpType::Gsi));
+        // Base versions other than 1 (OPA's 0x80 included: no OPA port here).
+        for b in [0, 2, 0x80, 0xff] {
+            let mut m = mad(0x04, 1, 1);
+            m[hdr::BASE_VERSION] = b;
+            assert!(!valid_for_qp(&m, QpType::Gsi));
+            let mut m = mad(0x01, 1, 1);
+            m[hdr::BASE_VERSION] = b;
+            assert!(!valid_for_qp(&m, QpType::Smi));
+        }
+        // Class 0 and classes past 0x81: not SMPs, so QP1's (the agents find no owner).
+        assert!(valid_for_qp(&mad(0x00, 1, 1), QpType::Gsi));
+        assert!(!valid_for_qp(&mad(0x00, 1, 1), QpType::Smi));
+        assert!(valid_for_qp(&mad(0xff, 1, 1), QpType::Gsi));
+        assert!(valid_for_qp(&mad(0x81, 1, 1), QpType::Smi));
+        assert!(!valid_for_qp(&mad(0x81, 1, 1), QpType::Gsi));
     }
 }

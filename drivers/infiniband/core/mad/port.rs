@@ -26,6 +26,12 @@ pub(crate) const RECV_QUEUE_SIZE: u32 = 512;
 pub(crate) const QP1_QKEY: u32 = 0x8001_0000;
 /// A receive slot: the GRH area, then the MAD.
 pub(crate) const RECV_SLOT: usize = GRH_SIZE + MAD_SIZE;
+/// The bytes of a receive slot a completion of `byte_len` filled (the GRH area included);
+/// the rest of the slot is not read.
+pub(crate) fn recv_len(byte_len: u32) -> usize {
+    (byte_len as usize).min(RECV_SLOT)
+}
+
 /// The P_Key a MAD QP uses if the port has it (`IB_DEFAULT_PKEY_FULL`).
 const DEFAULT_PKEY_FULL: u16 = 0xffff;
 /// Bytes per buffer page of a ring.

@@ -225,6 +225,27 @@ pub fn is_local_returning(m: &Mad) -> bool {
     direction(m) && m[hdr::HOP_PTR] == 0
 }
 
+/// The hop rules for a directed-route SMP that `port` of a channel adapter with `ports` ports
+/// received (C's `handle_ib_smi`); false: drop it.
+pub fn received(m: &mut Mad, port: u32, ports: u32) -> bool {
+    if handle_recv(m, false, port, ports) == SmiAction::Discard {
+        return false;
+    }
+    match check_forward(m) {
+        SmiForward::Local => true,
+        SmiForward::Send => handle_send(m, false, port) == SmiAction::Handle && is_local(m),
+        // Only switches forward; a channel adapter takes it (C).
+        SmiForward::Forward => true,
+    }
+}
+
+/// Whether a directed-route SMP that `port` is to send has a route that cannot start here
+/// (C's `handle_outgoing_dr_smp`: "Invalid directed route", `EINVAL`). Moves the hop pointer
+/// as [`handle_send`] when the LID-routed part at this end is empty.
+pub fn outgoing_refused(m: &mut Mad, port: u32) -> bool {
+    lid_routed_part_empty(m) && handle_send(m, false, port) == SmiAction::Discard
+}
+
 #[kernel::macros::kunit_tests(rdma_rs_ib_mad_smi)]
 mod tests {
     use super::*;
@@ -331,6 +352,50 @@ mod tests {
         let mut m = dr(1, 3, 5, LID_PERMISSIVE);
         put16(&mut m, hdr::STATUS, status::SMP_DIRECTION);
         assert_eq!(handle_recv(&mut m, false, 1, 1), SmiAction::Discard);
+    }
+
+    /// What the MAD layer makes of a received directed-route SMP ([`received`], C's
+    /// `handle_ib_smi` on a channel adapter) and of one an agent sends
+    /// ([`outgoing_refused`]).
+    #[test]
+    fn received_and_sent_routes_as_the_mad_layer_takes_them() {
+        // The `hardening-mad-wire` SMPs: hop counts 200 and 64, pointer 70 past count 3, a
+        // header-only SMP (no permissive DrDLID): dropped.
+        for (ptr, cnt) in [(0, 200), (1, 64), (70, 3)] {
+            let mut m = dr(ptr, cnt, LID_PERMISSIVE, LID_PERMISSIVE);
+            assert!(!received(&mut m, 1, 1));
+        }
+        assert!(!received(&mut dr(0, 0, 0, 0), 1, 1));
+        // The return bit with pointer 0: for the local agent, hop pointer unchanged.
+        let mut m = dr(0, 2, LID_PERMISSIVE, LID_PERMISSIVE);
+        put16(&mut m, hdr::STATUS, status::SMP_DIRECTION);
+        assert!(received(&mut m, 1, 1));
+        assert_eq!(m[hdr::HOP_PTR], 0);
+        // A zero-hop request with permissive LIDs: taken, the pointer moved past the count.
+        let mut m = dr(0, 0, LID_PERMISSIVE, LID_PERMISSIVE);
+        assert!(received(&mut m, 1, 1));
+        assert_eq!(m[hdr::HOP_PTR], 1);
+        // One hop, arrived: taken, and the return path names the port it came in on.
+        let mut m = dr(1, 1, LID_PERMISSIVE, LID_PERMISSIVE);
+        assert!(received(&mut m, 1, 1));
+        assert_eq!((m[hdr::HOP_PTR], m[smp::RETURN_PATH + 1]), (2, 1));
+        // At the path's end with a LID-routed part to go (DrDLID not permissive): dropped.
+        let mut m = dr(1, 1, LID_PERMISSIVE, 7);
+        assert!(!received(&mut m, 1, 1));
+        // Sent: a route that cannot start at port 1 is refused (EINVAL for the sender).
+        let mut m = dr(0, 1, LID_PERMISSIVE, LID_PERMISSIVE);
+        m[smp::INITIAL_PATH + 1] = 2;
+        assert!(outgoing_refused(&mut m, 1));
+        let mut m = dr(0, MAX_PATH_HOPS, LID_PERMISSIVE, LID_PERMISSIVE);
+        assert!(outgoing_refused(&mut m, 1));
+        let mut m = dr(0, 1, LID_PERMISSIVE, LID_PERMISSIVE);
+        m[smp::INITIAL_PATH + 1] = 1;
+        assert!(!outgoing_refused(&mut m, 1));
+        assert_eq!(m[hdr::HOP_PTR], 1);
+        // A LID-routed part first (DrSLID not permissive): not this end's to check.
+        let mut m = dr(0, MAX_PATH_HOPS, 5, LID_PERMISSIVE);
+        assert!(!outgoing_refused(&mut m, 1));
+        assert_eq!(m[hdr::HOP_PTR], 0);
     }
 
     #[test]

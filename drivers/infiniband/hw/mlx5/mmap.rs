@@ -251,6 +251,18 @@ impl Drop for UarObject {
     }
 }
 
+/// UAR_OBJ_ALLOC's type: only non-cached UARs are made (`EOPNOTSUPP` for an unknown type, and
+/// for blue-flame, which needs write-combining, which this driver never has).
+fn uar_type(ty: u64) -> Result {
+    if ty != UAR_TYPE_BF && ty != UAR_TYPE_NC {
+        return Err(EOPNOTSUPP);
+    }
+    if ty == UAR_TYPE_BF {
+        return Err(EOPNOTSUPP);
+    }
+    Ok(())
+}
+
 /// UAR_OBJ_ALLOC (C's handler and `alloc_uar_entry`): the type must be blue-flame or
 /// non-cached (`EINVAL` past `u32`, `EOPNOTSUPP` otherwise), and blue-flame needs
 /// write-combining, which this driver never has (`EOPNOTSUPP`). Answers the page's offset,
@@ -261,13 +273,7 @@ fn uar_alloc(
     table: &Arc<MmapTable>,
     attrs: &dyn MethodAttrs,
 ) -> Result<DriverUObject> {
-    let ty = attrs.get_const(alloc_attr::TYPE, u32::MAX.into())?;
-    if ty != UAR_TYPE_BF && ty != UAR_TYPE_NC {
-        return Err(EOPNOTSUPP);
-    }
-    if ty == UAR_TYPE_BF {
-        return Err(EOPNOTSUPP);
-    }
+    uar_type(attrs.get_const(alloc_attr::TYPE, u32::MAX.into())?)?;
     let pgoff = table.reserve()?;
     let index = match cmds.exec::<AllocUar>(&PlainIn::new()) {
         Ok(out) => out.uar() as u32,
@@ -327,15 +333,25 @@ fn vma_shared(vma: &VmaNew) -> bool {
     vma.flags() & kernel::mm::virt::flags::SHARED != 0
 }
 
-/// Maps what `vma`'s offset names (C's `mlx5_ib_mmap` for a context with dynamic UARs).
-pub(crate) fn mmap(
-    dev: &Mlx5Device,
-    table: &Arc<MmapTable>,
-    vma: &VmaNew,
-    maps: &Arc<UserMaps>,
-) -> Result {
-    let pgoff = kernel::user_mmap::pgoff(vma);
-    let size = vma.end() - vma.start();
+/// What a mapping's offset names.
+#[derive(Debug, PartialEq, Eq)]
+enum Target {
+    /// The free-running clock's page, read-only.
+    CoreClock,
+    /// The table entry of this key ([`table_key`]).
+    Table(u64),
+}
+
+/// C's decoding of `mlx5_ib_mmap`'s offset for a context with dynamic UARs: what a mapping of
+/// `size` bytes at page offset `pgoff` names (`shared`, `writable`, `executable`: the VMA's
+/// flags), or C's errno for it.
+fn target(
+    pgoff: u64,
+    size: usize,
+    shared: bool,
+    writable: bool,
+    executable: bool,
+) -> Result<Target> {
     match (pgoff >> 8) & 0xff {
         cmd::WC_PAGE | cmd::ALLOC_WC => Err(EPERM),
         // Static UAR pages: this context has none (C's `uar_mmap` with `lib_uar_dyn`).
@@ -345,9 +361,41 @@ pub(crate) fn mmap(
             if size != PAGE_SIZE {
                 return Err(EINVAL);
             }
-            if vma.writable() {
+            if writable {
                 return Err(EPERM);
             }
+            Ok(Target::CoreClock)
+        }
+        cmd::CLOCK_INFO => {
+            if size != PAGE_SIZE || !shared {
+                return Err(EINVAL);
+            }
+            // C: only index 0 (`MLX5_IB_CLOCK_INFO_V1`) exists; then write or exec access is
+            // refused; then there is no clock-info page on this device.
+            if pgoff & 0xff != 0 {
+                return Err(EOPNOTSUPP);
+            }
+            if writable || executable {
+                return Err(EPERM);
+            }
+            Err(EOPNOTSUPP)
+        }
+        _ => Ok(Target::Table(table_key(pgoff))),
+    }
+}
+
+/// Maps what `vma`'s offset names (C's `mlx5_ib_mmap` for a context with dynamic UARs).
+pub(crate) fn mmap(
+    dev: &Mlx5Device,
+    table: &Arc<MmapTable>,
+    vma: &VmaNew,
+    maps: &Arc<UserMaps>,
+) -> Result {
+    let pgoff = kernel::user_mmap::pgoff(vma);
+    let size = vma.end() - vma.start();
+    let shared = vma_shared(vma);
+    match target(pgoff, size, shared, vma.writable(), vma.executable())? {
+        Target::CoreClock => {
             vma.try_clear_maywrite()?;
             // The clock is 8 bytes in a 4 KiB page of the BAR: a larger page would map the
             // device's neighbouring registers too (C's `EOPNOTSUPP`, main.c:2773).
@@ -357,22 +405,8 @@ pub(crate) fn mmap(
             let pfn = (dev.clock_page_address()? >> PAGE_SHIFT) as usize;
             maps.map_io(vma, pfn, PAGE_SIZE, Caching::Uncached, None)
         }
-        cmd::CLOCK_INFO => {
-            if size != PAGE_SIZE || !vma_shared(vma) {
-                return Err(EINVAL);
-            }
-            // C: only index 0 (`MLX5_IB_CLOCK_INFO_V1`) exists; then write or exec access is
-            // refused; then there is no clock-info page on this device.
-            if pgoff & 0xff != 0 {
-                return Err(EOPNOTSUPP);
-            }
-            if vma.writable() || vma.executable() {
-                return Err(EPERM);
-            }
-            Err(EOPNOTSUPP)
-        }
-        _ => {
-            let uar = table.lookup(table_key(pgoff)).ok_or(EINVAL)?;
+        Target::Table(key) => {
+            let uar = table.lookup(key).ok_or(EINVAL)?;
             let pfn = (uar.address >> PAGE_SHIFT) as usize;
             maps.map_io(vma, pfn, PAGE_SIZE, Caching::Uncached, Some(uar))
         }
@@ -400,6 +434,60 @@ mod tests {
         );
         // The legacy clock page.
         assert_eq!(table_key(0x500), 5 << 16);
+    }
+
+    /// `uverbs_badinput`'s mmap cases decided by the offset and the VMA's flags (the byte
+    /// offsets it maps at; one page unless said).
+    #[test]
+    fn offsets_decoded_as_c() {
+        let at = |off: u64, pages: usize, shared: bool, w: bool, x: bool| {
+            target(off >> PAGE_SHIFT, pages * PAGE_SIZE, shared, w, x)
+        };
+        // Dynamic UAR entries: the table's key (its lookup decides: 0x902000 has none).
+        assert_eq!(
+            at(0x90_0000, 1, true, true, false),
+            Ok(Target::Table(FIRST_PGOFF.into()))
+        );
+        assert_eq!(
+            at(0x90_2000, 1, true, true, false),
+            Ok(Target::Table(u64::from(FIRST_PGOFF) + 2))
+        );
+        // Static UAR pages (regular, non-cached): EINVAL; write-combined (either): EPERM;
+        // contiguous pages: ENOSYS.
+        assert_eq!(at(0, 1, true, true, false), Err(EINVAL));
+        assert_eq!(at(0x30_0000, 1, true, true, false), Err(EINVAL));
+        assert_eq!(at(0x20_0000, 1, true, true, false), Err(EPERM));
+        assert_eq!(at(0x60_0000, 1, true, true, false), Err(EPERM));
+        assert_eq!(at(0x10_0000, 1, true, false, false), Err(ENOSYS));
+        // The core clock: one page, read-only.
+        assert_eq!(at(0x50_0000, 1, true, false, false), Ok(Target::CoreClock));
+        assert_eq!(at(0x50_0000, 1, false, false, false), Ok(Target::CoreClock));
+        assert_eq!(at(0x50_0000, 1, true, true, false), Err(EPERM));
+        assert_eq!(at(0x50_0000, 2, true, false, false), Err(EINVAL));
+        assert_eq!(at(0x50_0000, 2, true, true, false), Err(EINVAL));
+        // Clock info: size and sharing, then the index (only 0), then write or exec access,
+        // then there is none.
+        assert_eq!(at(0x70_2000, 1, true, false, false), Err(EOPNOTSUPP));
+        assert_eq!(at(0x70_2000, 1, true, true, false), Err(EOPNOTSUPP));
+        assert_eq!(at(0x70_0000, 1, false, false, false), Err(EINVAL));
+        assert_eq!(at(0x70_0000, 2, true, false, false), Err(EINVAL));
+        assert_eq!(at(0x70_0000, 1, true, true, false), Err(EPERM));
+        assert_eq!(at(0x70_0000, 1, true, false, true), Err(EPERM));
+        assert_eq!(at(0x70_0000, 1, true, false, false), Err(EOPNOTSUPP));
+        // Commands 4 and 8 and up: table keys (nothing is there below 9).
+        assert_eq!(
+            at(0x40_0000, 1, true, true, false),
+            Ok(Target::Table(4 << 16))
+        );
+        assert_eq!(
+            at(0xff0_0000, 1, true, true, false),
+            Ok(Target::Table(0xff << 16))
+        );
+        // The UAR object's types: non-cached only.
+        assert_eq!(uar_type(UAR_TYPE_NC), Ok(()));
+        assert_eq!(uar_type(UAR_TYPE_BF), Err(EOPNOTSUPP));
+        assert_eq!(uar_type(2), Err(EOPNOTSUPP));
+        assert_eq!(uar_type(u32::MAX.into()), Err(EOPNOTSUPP));
     }
 
     #[test]

@@ -60,6 +60,15 @@ pub(crate) struct Mlx5UContext {
     pub(crate) mmap: Arc<MmapTable>,
 }
 
+/// C's check of the request's length: the 8-byte version 0, or version 2 up to
+/// `max_cqe_version` at least (`EINVAL`).
+fn check_len(inlen: usize) -> Result {
+    if inlen != REQ_V0_SIZE && inlen < REQ_V2_MIN {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
 /// The fields of the request C checks.
 #[derive(Debug, PartialEq, Eq)]
 struct Request {
@@ -173,9 +182,7 @@ pub(crate) fn alloc(
 ) -> Result<Mlx5UContext> {
     let c = GeneralCaps::from_bytes(&caps.general);
     let inlen = udata.inlen();
-    if inlen != REQ_V0_SIZE && inlen < REQ_V2_MIN {
-        return Err(EINVAL);
-    }
+    check_len(inlen)?;
     let mut raw = AllocUcontextReq(Default::default());
     udata.read_in(&mut raw.as_bytes_mut()[..inlen.min(REQ_V2_SIZE)])?;
     let req = Request::from_abi(&raw);
@@ -266,6 +273,77 @@ mod tests {
         b[0..4].copy_from_slice(&3u32.to_le_bytes());
         b[4..8].copy_from_slice(&4u32.to_le_bytes());
         assert_eq!(parse(&b)?.check(&no_devx), Err(EINVAL));
+        Ok(())
+    }
+
+    /// `uverbs_badinput`'s GET_CONTEXT cases decided by the driver data alone, each field on
+    /// its own and in C's order.
+    #[test]
+    fn request_lengths_fields_and_order() -> Result {
+        // Lengths: 8 (version 0) and 16 on (version 2 from max_cqe_version); 1..15 else EINVAL.
+        for len in 1..16 {
+            let want = if len == 8 { Ok(()) } else { Err(EINVAL) };
+            assert_eq!(check_len(len), want);
+        }
+        assert_eq!(check_len(0), Err(EINVAL));
+        for len in [16, 24, 32, 40, 4096] {
+            assert_eq!(check_len(len), Ok(()));
+        }
+        let caps = GeneralCaps::new();
+        let good = libmlx5_request(0, 3);
+        assert_eq!(parse(&good)?.check(&caps), Ok(()));
+        let with = |at: usize, v: u8| {
+            let mut b = good;
+            b[at] = v;
+            parse(&b)
+        };
+        // Every unknown flag bit: EOPNOTSUPP.
+        for bit in 1..32 {
+            let r = parse(&libmlx5_request(1 << bit, 3))?;
+            assert_eq!(r.check(&caps), Err(EOPNOTSUPP));
+        }
+        // comp_mask (bytes 12..16), reserved0 (17), reserved1 (18..20), reserved2 (20..24):
+        // EOPNOTSUPP.
+        for at in [12, 15, 17, 18, 19, 20, 23] {
+            assert_eq!(with(at, 1)?.check(&caps), Err(EOPNOTSUPP));
+        }
+        // max_cqe_version and lib_caps bits other than dynamic UARs are not checked.
+        assert_eq!(with(16, 0xff)?.check(&caps), Ok(()));
+        assert_eq!(with(31, 0x80)?.check(&caps), Ok(()));
+        // Dynamic UARs missing: EOPNOTSUPP (a version-0 request has no lib_caps).
+        assert_eq!(with(24, 1)?.check(&caps), Err(EOPNOTSUPP));
+        let mut v0 = [0u8; REQ_V2_SIZE];
+        v0[..8].copy_from_slice(&good[..8]);
+        assert_eq!(parse(&v0)?.check(&caps), Err(EOPNOTSUPP));
+        // Low-latency bfregs: at most the total rounded up to 2, less one; a total of 0 (or
+        // one that rounds past u32) wraps, as C's `total - 1`.
+        let bfregs = |total: u32, ll: u32| {
+            let mut b = good;
+            b[0..4].copy_from_slice(&total.to_le_bytes());
+            b[4..8].copy_from_slice(&ll.to_le_bytes());
+            parse(&b)
+        };
+        assert_eq!(bfregs(3, 3)?.check(&caps), Ok(()));
+        assert_eq!(bfregs(3, 4)?.check(&caps), Err(EINVAL));
+        assert_eq!(bfregs(16, 15)?.check(&caps), Ok(()));
+        assert_eq!(bfregs(16, 16)?.check(&caps), Err(EINVAL));
+        assert_eq!(bfregs(0, u32::MAX)?.check(&caps), Ok(()));
+        assert_eq!(bfregs(u32::MAX, u32::MAX)?.check(&caps), Ok(()));
+        // C's order: flags, then comp_mask and reserved, then bfregs, then DEVX, then lib_caps.
+        let mut b = libmlx5_request(UCTX_DEVX | 4, 0);
+        b[0..4].copy_from_slice(&3u32.to_le_bytes());
+        b[4..8].copy_from_slice(&4u32.to_le_bytes());
+        b[12] = 1;
+        assert_eq!(parse(&b)?.check(&caps), Err(EOPNOTSUPP));
+        b[8..12].copy_from_slice(&UCTX_DEVX.to_le_bytes());
+        assert_eq!(parse(&b)?.check(&caps), Err(EOPNOTSUPP));
+        b[12] = 0;
+        let mut devx = GeneralCaps::new();
+        devx.set_log_max_uctx(8)?;
+        assert_eq!(parse(&b)?.check(&devx), Err(EINVAL));
+        b[0..4].copy_from_slice(&5u32.to_le_bytes());
+        assert_eq!(parse(&b)?.check(&devx), Err(EOPNOTSUPP));
+        assert_eq!(parse(&b)?.check(&caps), Err(EINVAL));
         Ok(())
     }
 

@@ -12,6 +12,15 @@ use kernel::{
 };
 use mlx5_core::auxdev::Mlx5Device;
 
+/// The ring's offset in its first 4 KiB page in 64-byte units (C's quantized page offset):
+/// a ring that does not start on a 64-byte boundary is `EINVAL`.
+pub(crate) fn page_offset(addr: u64) -> Result<u64> {
+    if addr % 64 != 0 {
+        return Err(EINVAL);
+    }
+    Ok((addr & 0xfff) / 64)
+}
+
 /// Pinned user memory the device uses: the pages, mapped for it.
 pub(crate) struct UserMemory(DmaMappedPages);
 

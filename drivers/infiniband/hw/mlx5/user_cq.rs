@@ -13,7 +13,7 @@
 use crate::{
     uabi::{CreateCqReq, CreateCqResp, ResizeCqReq},
     ucontext::Mlx5UContext,
-    umem::UserMemory,
+    umem::{page_offset, UserMemory},
 };
 use ib_core::{
     user::udata::Udata,
@@ -92,6 +92,80 @@ impl Request {
         }
         Ok(())
     }
+
+    /// The UAR page the CQ is armed through: this driver serves dynamic UARs only, so the
+    /// request must name one (`EINVAL`).
+    fn uar_page(&self) -> Result<u16> {
+        if self.flags & FLAG_UAR_PAGE_INDEX == 0 {
+            return Err(EINVAL);
+        }
+        Ok(self.uar_page_index)
+    }
+
+    /// C's CQE compression and padding checks: the device's code of the compressed format
+    /// (`None`: no compression) and whether CQEs are padded. `EOPNOTSUPP` for compression or
+    /// padding the device lacks (padding: 128-byte CQEs only), `EINVAL` for an unknown format.
+    fn features(&self, caps: &GeneralCaps) -> Result<(Option<u8>, bool)> {
+        let mut comp = None;
+        if self.cqe_comp_en == 1 {
+            let supported = match self.cqe_size {
+                128 => caps.cqe_compression_128() != 0,
+                _ => caps.cqe_compression() != 0,
+            };
+            if !supported {
+                pr_warn!(
+                    "mlx5_ib: CQE compression is not supported for size {}!\n",
+                    self.cqe_size
+                );
+                return Err(EOPNOTSUPP);
+            }
+            comp = Some(mini_cqe_format(self.cqe_comp_res_format)?);
+        }
+        let pad = self.flags & FLAG_CQE_128B_PAD != 0;
+        if pad && (self.cqe_size != 128 || caps.cqe_128_always() == 0) {
+            pr_warn!(
+                "mlx5_ib: CQE padding is not supported for CQE size of {}B!\n",
+                self.cqe_size
+            );
+            return Err(EOPNOTSUPP);
+        }
+        Ok((comp, pad))
+    }
+}
+
+/// C's checks of a user CQ's size and flags before its request is read: more entries than
+/// `log_max_cq_sz` allows (before and after rounding `cqe + 1` up to a power of two) are
+/// `EINVAL`, creation flags other than overrun-ignore and completion timestamps
+/// `EOPNOTSUPP`. Returns the ring's entries.
+fn entries(cqe: u32, flags: u32, log_max_cq_sz: u64) -> Result<u32> {
+    let max = 1u64 << log_max_cq_sz.min(32);
+    if u64::from(cqe) > max {
+        return Err(EINVAL);
+    }
+    if flags & !(USER_CQ_IGNORE_OVERRUN | USER_CQ_TIMESTAMP_COMPLETION) != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    let entries = cqe
+        .checked_add(1)
+        .and_then(u32::checked_next_power_of_two)
+        .ok_or(EINVAL)?;
+    if u64::from(entries) > max {
+        return Err(EINVAL);
+    }
+    Ok(entries)
+}
+
+/// RESIZE_CQ's request checked as C's `resize_user`: reserved fields `EINVAL`, a ring of
+/// `entries` CQEs whose size overflows `EINVAL`. Returns the ring's address, its CQE size
+/// and its length.
+fn resize_request(raw: &ResizeCqReq, entries: u32) -> Result<(u64, u16, usize)> {
+    if raw.reserved0 != 0 || raw.reserved1 != 0 {
+        return Err(EINVAL);
+    }
+    let len = usize::from(raw.cqe_size)
+        .checked_mul(entries as usize)
+        .ok_or(EINVAL)?;
+    Ok((raw.buf_addr, raw.cqe_size, len))
 }
 
 /// The CQ's events, as `mlx5_core`'s CQ table delivers them.
@@ -166,18 +240,10 @@ impl Mlx5UserCq {
             return Ok(entries - 1);
         }
         let raw = udata.read_in_as::<ResizeCqReq>(RESIZE_REQ_SIZE)?;
-        let (buf_addr, cqe_size) = (raw.buf_addr, raw.cqe_size);
-        if raw.reserved0 != 0 || raw.reserved1 != 0 {
-            return Err(EINVAL);
-        }
-        let len = usize::from(cqe_size)
-            .checked_mul(entries as usize)
-            .ok_or(EINVAL)?;
+        let (buf_addr, cqe_size, len) = resize_request(&raw, entries)?;
         let new = UserMemory::pin(dev, buf_addr, len, true)?;
         // As at creation, the ring must start on a 64-byte boundary.
-        if buf_addr % 64 != 0 {
-            return Err(EINVAL);
-        }
+        let offset = page_offset(buf_addr)?;
         let pas = new.page_list()?;
         let mut input = ModifyCqIn::new();
         input.set_op_mod(CQ_OPMOD_RESIZE.into())?;
@@ -186,7 +252,7 @@ impl Mlx5UserCq {
             cq_resize_select::LOG_SIZE | cq_resize_select::PG_OFFSET | cq_resize_select::PG_SIZE,
         )?;
         input.set_log_page_size(0)?;
-        input.set_page_offset((buf_addr & 0xfff) / 64)?;
+        input.set_page_offset(offset)?;
         input.set_cqe_sz(cqe_sz(cqe_size.into(), self.pad))?;
         input.set_log_cq_size(entries.trailing_zeros().into())?;
         if let Err(e) = dev.exec_var_large::<ModifyCq>(&input, &pas, 0) {
@@ -225,61 +291,23 @@ pub(crate) fn create(
     udata: &Udata,
     notifier: &CqNotifier,
 ) -> Result<(Mlx5UserCq, u32)> {
-    let max = 1u64 << caps.log_max_cq_sz().min(32);
-    if u64::from(init.cqe) > max {
-        return Err(EINVAL);
-    }
-    if init.flags & !(USER_CQ_IGNORE_OVERRUN | USER_CQ_TIMESTAMP_COMPLETION) != 0 {
-        return Err(EOPNOTSUPP);
-    }
-    let entries = init
-        .cqe
-        .checked_add(1)
-        .and_then(u32::checked_next_power_of_two)
-        .ok_or(EINVAL)?;
-    if u64::from(entries) > max {
-        return Err(EINVAL);
-    }
+    let entries = entries(init.cqe, init.flags, caps.log_max_cq_sz())?;
     let req = Request::from_abi(&udata.read_in_as::<CreateCqReq>(REQ_MIN)?);
     req.check()?;
     let ring_len = (entries as usize)
         .checked_mul(req.cqe_size as usize)
         .ok_or(EINVAL)?;
     let ring = UserMemory::pin(dev, req.buf_addr, ring_len, true)?;
-    // The ring's offset in its first page must be a whole number of 64-byte units (C's
-    // quantized page offset).
-    if req.buf_addr % 64 != 0 {
-        return Err(EINVAL);
-    }
+    // The ring's offset in its first page must be a whole number of 64-byte units.
+    let offset = page_offset(req.buf_addr)?;
     let db = UserMemory::pin(dev, req.db_addr, 8, true)?;
     let pas = ring.page_list()?;
-    // Only dynamic UARs are served: the request names the UAR page.
-    if req.flags & FLAG_UAR_PAGE_INDEX == 0 {
-        return Err(EINVAL);
-    }
+    let uar_page = req.uar_page()?;
     let mut input = CreateCqIn::new();
-    if req.cqe_comp_en == 1 {
-        let supported = match req.cqe_size {
-            128 => caps.cqe_compression_128() != 0,
-            _ => caps.cqe_compression() != 0,
-        };
-        if !supported {
-            pr_warn!(
-                "mlx5_ib: CQE compression is not supported for size {}!\n",
-                req.cqe_size
-            );
-            return Err(EOPNOTSUPP);
-        }
+    let (comp, pad) = req.features(caps)?;
+    if let Some(format) = comp {
         input.set_cqe_comp_en(1)?;
-        input.set_mini_cqe_res_format(mini_cqe_format(req.cqe_comp_res_format)?.into())?;
-    }
-    let pad = req.flags & FLAG_CQE_128B_PAD != 0;
-    if pad && (req.cqe_size != 128 || caps.cqe_128_always() == 0) {
-        pr_warn!(
-            "mlx5_ib: CQE padding is not supported for CQE size of {}B!\n",
-            req.cqe_size
-        );
-        return Err(EOPNOTSUPP);
+        input.set_mini_cqe_res_format(format.into())?;
     }
     let eqn = dev.comp_eqn(init.comp_vector)?;
     let events: Arc<dyn CqHandler> = Arc::new(
@@ -290,10 +318,10 @@ pub(crate) fn create(
     )?;
     input.set_cqe_sz(cqe_sz(req.cqe_size, pad))?;
     input.set_log_cq_size(entries.trailing_zeros().into())?;
-    input.set_uar_page(req.uar_page_index.into())?;
+    input.set_uar_page(uar_page.into())?;
     input.set_c_eqn(eqn.into())?;
     input.set_log_page_size(0)?;
-    input.set_page_offset((req.buf_addr & 0xfff) / 64)?;
+    input.set_page_offset(offset)?;
     input.set_dbr_addr(db.first_dma())?;
     if init.flags & USER_CQ_IGNORE_OVERRUN != 0 {
         input.set_oi(1)?;
@@ -381,6 +409,107 @@ mod tests {
         assert_eq!(parse(&req(64, 1 << 3, None))?.check(), Err(EINVAL));
         assert_eq!(parse(&req(64, 0, Some(26)))?.check(), Err(EINVAL));
         assert_eq!(parse(&req(64, 0, Some(31)))?.check(), Err(EINVAL));
+        Ok(())
+    }
+
+    /// `uverbs_badinput`'s CQ_CREATE and RESIZE_CQ cases decided by the request alone.
+    #[test]
+    fn bad_requests_get_cs_errnos() -> Result {
+        // CQE sizes other than 64 and 128: EINVAL.
+        for size in [0, 1, 32, 63, 65, 127, 129, 256, u32::MAX] {
+            assert_eq!(
+                parse(&req(size, FLAG_UAR_PAGE_INDEX, None))?.check(),
+                Err(EINVAL)
+            );
+        }
+        // Each known flag alone passes; every other bit is EINVAL.
+        for f in [FLAG_CQE_128B_PAD, FLAG_UAR_PAGE_INDEX, FLAG_REAL_TIME_TS, 7] {
+            assert_eq!(parse(&req(128, f, None))?.check(), Ok(()));
+        }
+        for bit in 3..16 {
+            assert_eq!(parse(&req(64, 1 << bit, None))?.check(), Err(EINVAL));
+        }
+        // reserved0 (26..28) and reserved1 (28..32), each byte: EINVAL.
+        for at in 26..32 {
+            assert_eq!(
+                parse(&req(64, FLAG_UAR_PAGE_INDEX, Some(at)))?.check(),
+                Err(EINVAL)
+            );
+        }
+        // The flags are checked before the size.
+        assert_eq!(parse(&req(32, 1 << 3, None))?.check(), Err(EINVAL));
+        // No UAR page named (dynamic UARs only): EINVAL; else the page index.
+        assert_eq!(parse(&req(64, 0, None))?.uar_page(), Err(EINVAL));
+        assert_eq!(
+            parse(&req(64, FLAG_UAR_PAGE_INDEX, None))?.uar_page(),
+            Ok(7)
+        );
+        // The ring starts on a 64-byte boundary (8 bytes in: EINVAL).
+        assert_eq!(page_offset(0x7f00_0000_1000), Ok(0));
+        assert_eq!(page_offset(0x7f00_0000_1040), Ok(1));
+        assert_eq!(page_offset(0x7f00_0000_1fc0), Ok(63));
+        assert_eq!(page_offset(0x7f00_0000_1008), Err(EINVAL));
+        assert_eq!(page_offset(0x7f00_0000_1020), Err(EINVAL));
+        Ok(())
+    }
+
+    #[test]
+    fn sizes_flags_and_features_against_the_caps() -> Result {
+        use ib_core::verbs::types::USER_CQ_IGNORE_OVERRUN as OI;
+        // log_max_cq_sz 22: up to 2^22 entries after rounding cqe + 1 up.
+        assert_eq!(entries(0, 0, 22), Ok(1));
+        assert_eq!(entries(1, 0, 22), Ok(2));
+        assert_eq!(entries(60, 0, 22), Ok(64));
+        assert_eq!(entries(63, OI, 22), Ok(64));
+        assert_eq!(entries((1 << 22) - 1, 0, 22), Ok(1 << 22));
+        assert_eq!(entries(1 << 22, 0, 22), Err(EINVAL));
+        assert_eq!(entries(0x7fff_ffff, 0, 22), Err(EINVAL));
+        assert_eq!(entries(u32::MAX, 0, 32), Err(EINVAL));
+        // Unknown creation flags: EOPNOTSUPP, after the size.
+        assert_eq!(entries(60, 1 << 2, 22), Err(EOPNOTSUPP));
+        assert_eq!(entries(1 << 23, 1 << 2, 22), Err(EINVAL));
+        // Compression and padding without the capabilities: EOPNOTSUPP.
+        let none = GeneralCaps::new();
+        let with = |cqe_size, flags, comp: u8, format: u8| -> Result<Request> {
+            let mut b = req(cqe_size, flags, None);
+            b[20] = comp;
+            b[21] = format;
+            parse(&b)
+        };
+        assert_eq!(with(64, 2, 0, 0)?.features(&none), Ok((None, false)));
+        // Compression enabled only by 1 (C's `== 1`).
+        assert_eq!(with(64, 2, 2, 1)?.features(&none), Ok((None, false)));
+        assert_eq!(with(64, 2, 1, 1)?.features(&none), Err(EOPNOTSUPP));
+        assert_eq!(with(128, 3, 0, 0)?.features(&none), Err(EOPNOTSUPP));
+        let mut caps = GeneralCaps::new();
+        caps.set_cqe_compression(1)?;
+        caps.set_cqe_128_always(1)?;
+        assert_eq!(with(64, 2, 1, 1)?.features(&caps), Ok((Some(0), false)));
+        assert_eq!(with(64, 2, 1, 2)?.features(&caps), Ok((Some(1), false)));
+        assert_eq!(with(64, 2, 1, 3)?.features(&caps), Err(EINVAL));
+        assert_eq!(with(64, 2, 1, 4)?.features(&caps), Err(EOPNOTSUPP));
+        // 128-byte CQEs need their own compression capability.
+        assert_eq!(with(128, 2, 1, 1)?.features(&caps), Err(EOPNOTSUPP));
+        // Padding: 128-byte CQEs only, with `cqe_128_always`.
+        assert_eq!(with(128, 3, 0, 0)?.features(&caps), Ok((None, true)));
+        assert_eq!(with(64, 3, 0, 0)?.features(&caps), Err(EOPNOTSUPP));
+        // An unknown format is refused before the padding.
+        assert_eq!(with(64, 3, 1, 3)?.features(&caps), Err(EINVAL));
+        // RESIZE_CQ: reserved fields EINVAL; the ring's length from the CQE size.
+        let resize = |reserved0: u16, reserved1: u32| {
+            let mut r = ResizeCqReq(Default::default());
+            r.buf_addr = 0x7f00_0000_1000;
+            r.cqe_size = 64;
+            r.reserved0 = reserved0;
+            r.reserved1 = reserved1;
+            r
+        };
+        assert_eq!(
+            resize_request(&resize(0, 0), 128),
+            Ok((0x7f00_0000_1000, 64, 8192))
+        );
+        assert_eq!(resize_request(&resize(1, 0), 128), Err(EINVAL));
+        assert_eq!(resize_request(&resize(0, 1 << 31), 128), Err(EINVAL));
         Ok(())
     }
 

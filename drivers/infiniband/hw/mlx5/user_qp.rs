@@ -13,7 +13,7 @@ use crate::{
     qp::{create_ctx, st_of, ModifyCaps, QpEvents, QpFw},
     uabi::{CreateQpReq, CreateQpResp},
     ucontext::Mlx5UContext,
-    umem::UserMemory,
+    umem::{page_offset, UserMemory},
     user_cq::Mlx5UserCq,
     user_srq::Mlx5UserSrq,
     wq_size::{RqSize, SendKind, SqSize},
@@ -134,6 +134,96 @@ fn user_index(cqe_version: u8, inlen: usize, uidx: u32) -> Result<u32> {
     Ok(DEFAULT_UIDX)
 }
 
+/// What a QP's request makes of it.
+#[derive(Debug, PartialEq, Eq)]
+struct Shape {
+    /// The receive queue.
+    rqs: RqSize,
+    /// The sizes user space is answered.
+    cap: QpCap,
+    /// The UAR page it rings.
+    uar_index: u32,
+    /// The length of its rings' buffer (receive ring, then send ring).
+    buf_len: usize,
+}
+
+/// C's checks of the request's rings and UAR, in its order (`set_rq_size`, the send ring's
+/// count, `_create_user_qp`, `set_user_buf_size`), for a QP of `cap` that has a receive queue
+/// (`has_rq`: no SRQ, receives asked for) on a device of `log_max` (`log_max_qp_sz`) and
+/// `max_wqe_sz_sq`; `flags` as [`vendor_flags`] took them. `EINVAL` for a bad shape, a
+/// blue-flame register or a size past C's `int`; `ENOMEM` when no UAR page is named (C
+/// allocates one of the context's static registers: there are none).
+fn shape(
+    req: &Request,
+    flags: u32,
+    cap: QpCap,
+    has_rq: bool,
+    log_max: u32,
+    max_wqe_sz_sq: u32,
+) -> Result<Shape> {
+    // C's `set_rq_size` with the request's receive ring.
+    let mut cap = cap;
+    if cap.max_recv_wr > 1 << log_max {
+        return Err(EINVAL);
+    }
+    let rqs = if has_rq {
+        // A receive WQE holds at least one 16-byte data segment, and the context's stride
+        // field (`log_rq_stride`, the shift less 4) has 3 bits. C takes any shift up to 32 and
+        // masks `shift - 4` into the field, so a shift below 4 tells the device of a ring
+        // larger than the memory pinned for it; refused here.
+        if !(RQ_WQE_SHIFT_MIN..=RQ_WQE_SHIFT_MAX).contains(&req.rq_wqe_shift) {
+            return Err(EINVAL);
+        }
+        let wqe_size = 1u32.checked_shl(req.rq_wqe_shift).ok_or(EINVAL)?;
+        let sig = u32::from(flags & flag::SIGNATURE != 0);
+        let max_gs = (wqe_size / 16).checked_sub(sig).ok_or(EINVAL)?;
+        RqSize {
+            wqe_cnt: req.rq_wqe_count,
+            wqe_shift: req.rq_wqe_shift,
+            max_gs,
+        }
+    } else {
+        cap.max_recv_wr = 0;
+        cap.max_recv_sge = 0;
+        RqSize::default()
+    };
+    if req.rq_wqe_shift != rqs.wqe_shift || req.rq_wqe_count != rqs.wqe_cnt {
+        return Err(EINVAL);
+    }
+    if u64::from(req.sq_wqe_count) > 1u64 << log_max {
+        return Err(EINVAL);
+    }
+    // C's `_create_user_qp`: the UAR page the request names.
+    let uar_index = match flags & (flag::UAR_PAGE_INDEX | flag::BFREG_INDEX) {
+        flag::UAR_PAGE_INDEX => req.bfreg_index,
+        // Blue-flame registers of a context: this context has none (dynamic UARs only).
+        flag::BFREG_INDEX => return Err(EINVAL),
+        // C allocates one of the context's static registers: there are none.
+        0 => return Err(ENOMEM),
+        _ => return Err(EINVAL),
+    };
+    // Sizes in 64 bits, bounded as C's `int` sizes are (`check_shl_overflow` and
+    // `check_add_overflow`, qp.c:465, 682-689): no bit can fall off the top.
+    let rq_bytes = u64::from(rqs.wqe_cnt) << rqs.wqe_shift.min(31);
+    if 64 > max_wqe_sz_sq {
+        return Err(EINVAL);
+    }
+    if req.sq_wqe_count != 0 && !req.sq_wqe_count.is_power_of_two() {
+        return Err(EINVAL);
+    }
+    let sq_bytes = u64::from(req.sq_wqe_count) << SQ_WQE_SHIFT;
+    let buf_len = rq_bytes + sq_bytes;
+    if buf_len > i32::MAX as u64 {
+        return Err(EINVAL);
+    }
+    Ok(Shape {
+        rqs,
+        cap,
+        uar_index,
+        buf_len: buf_len as usize,
+    })
+}
+
 /// A user QP's driver state.
 pub(crate) struct Mlx5UserQp {
     fw: QpFw,
@@ -175,70 +265,19 @@ pub(crate) fn create(
     let req = Request::from_abi(&raw);
     let flags = vendor_flags(req.flags)?;
     let uidx = user_index(ctx.cqe_version, inlen.min(REQ_SIZE), req.uidx)?;
-    // C's `set_rq_size` with the request's receive ring.
     let log_max = caps.log_max_qp_sz().min(31) as u32;
-    let mut cap = init.cap;
-    if cap.max_recv_wr > 1 << log_max {
-        return Err(EINVAL);
-    }
     // C's `qp_has_rq`: no receive queue with an SRQ or without receives.
     let has_rq = init.srq.is_none() && init.cap.max_recv_wr != 0;
-    let rqs = if has_rq {
-        // A receive WQE holds at least one 16-byte data segment, and the context's stride
-        // field (`log_rq_stride`, the shift less 4) has 3 bits. C takes any shift up to 32 and
-        // masks `shift - 4` into the field, so a shift below 4 tells the device of a ring
-        // larger than the memory pinned for it; refused here.
-        if !(RQ_WQE_SHIFT_MIN..=RQ_WQE_SHIFT_MAX).contains(&req.rq_wqe_shift) {
-            return Err(EINVAL);
-        }
-        let wqe_size = 1u32.checked_shl(req.rq_wqe_shift).ok_or(EINVAL)?;
-        let sig = u32::from(flags & flag::SIGNATURE != 0);
-        let max_gs = (wqe_size / 16).checked_sub(sig).ok_or(EINVAL)?;
-        RqSize {
-            wqe_cnt: req.rq_wqe_count,
-            wqe_shift: req.rq_wqe_shift,
-            max_gs,
-        }
-    } else {
-        cap.max_recv_wr = 0;
-        cap.max_recv_sge = 0;
-        RqSize::default()
-    };
-    if req.rq_wqe_shift != rqs.wqe_shift || req.rq_wqe_count != rqs.wqe_cnt {
-        return Err(EINVAL);
-    }
-    if u64::from(req.sq_wqe_count) > 1u64 << log_max {
-        return Err(EINVAL);
-    }
-    // C's `_create_user_qp`: the UAR page the request names.
-    let uar_index = match flags & (flag::UAR_PAGE_INDEX | flag::BFREG_INDEX) {
-        flag::UAR_PAGE_INDEX => req.bfreg_index,
-        // Blue-flame registers of a context: this context has none (dynamic UARs only).
-        flag::BFREG_INDEX => return Err(EINVAL),
-        // C allocates one of the context's static registers: there are none.
-        0 => return Err(ENOMEM),
-        _ => return Err(EINVAL),
-    };
-    // Sizes in 64 bits, bounded as C's `int` sizes are (`check_shl_overflow` and
-    // `check_add_overflow`, qp.c:465, 682-689): no bit can fall off the top.
-    let rq_bytes = u64::from(rqs.wqe_cnt) << rqs.wqe_shift.min(31);
-    if 64 > caps.max_wqe_sz_sq() as u32 {
-        return Err(EINVAL);
-    }
-    if req.sq_wqe_count != 0 && !req.sq_wqe_count.is_power_of_two() {
-        return Err(EINVAL);
-    }
-    let sq_bytes = u64::from(req.sq_wqe_count) << SQ_WQE_SHIFT;
-    let buf_len = rq_bytes + sq_bytes;
-    if buf_len > i32::MAX as u64 {
-        return Err(EINVAL);
-    }
-    let buf_len = buf_len as usize;
+    let max_wqe_sz_sq = caps.max_wqe_sz_sq() as u32;
+    let Shape {
+        rqs,
+        cap,
+        uar_index,
+        buf_len,
+    } = shape(&req, flags, init.cap, has_rq, log_max, max_wqe_sz_sq)?;
     let buf = if buf_len != 0 {
         let b = UserMemory::pin(dev, req.buf_addr, buf_len, false)?;
-        if req.buf_addr % 64 != 0 {
-            return Err(EINVAL);
-        }
+        page_offset(req.buf_addr)?;
         Some(b)
     } else {
         None
@@ -382,6 +421,152 @@ mod tests {
         assert_eq!(vendor_flags(flag::SCATTER_CQE), Ok(0));
         assert_eq!(vendor_flags(flag::TYPE_DCT), Err(EINVAL));
         assert_eq!(vendor_flags(1 << 12), Err(EINVAL));
+    }
+
+    /// `uverbs_badinput`'s `qp_req`: a receive ring of 16 x 32 bytes, 64 send blocks, UAR
+    /// page 5.
+    fn req() -> Request {
+        Request {
+            buf_addr: 0x7f00_0000_0000,
+            db_addr: 0x7f00_0000_4000,
+            sq_wqe_count: 64,
+            rq_wqe_count: 16,
+            rq_wqe_shift: 5,
+            flags: flag::UAR_PAGE_INDEX,
+            uidx: 1,
+            bfreg_index: 5,
+        }
+    }
+
+    /// Its caps: 64 sends of 1 SGE, 16 receives of 1 SGE.
+    fn cap() -> QpCap {
+        QpCap {
+            max_send_wr: 64,
+            max_recv_wr: 16,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 0,
+        }
+    }
+
+    /// [`shape`] on a device of `log_max_qp_sz` 15 and 1 KiB send WQEs.
+    fn shaped(r: &Request, cap: QpCap, has_rq: bool) -> Result<Shape> {
+        let flags = vendor_flags(r.flags)?;
+        shape(r, flags, cap, has_rq, 15, 1024)
+    }
+
+    #[test]
+    fn rings_and_uar_as_c() {
+        // libmlx5's request: its receive ring, its UAR page, 512 + 4096 bytes.
+        let good = Shape {
+            rqs: RqSize {
+                wqe_cnt: 16,
+                wqe_shift: 5,
+                max_gs: 2,
+            },
+            cap: cap(),
+            uar_index: 5,
+            buf_len: 16 * 32 + 64 * 64,
+        };
+        assert_eq!(shaped(&req(), cap(), true), Ok(good));
+        let with = |f: &dyn Fn(&mut Request)| {
+            let mut r = req();
+            f(&mut r);
+            shaped(&r, cap(), true)
+        };
+        // Signature: one segment less per receive WQE.
+        let sig = with(&|r| r.flags |= flag::SIGNATURE);
+        assert_eq!(sig.map(|s| s.rqs.max_gs), Ok(1));
+        // Receive strides of 16 bytes to 2 KiB only.
+        assert_eq!(with(&|r| r.rq_wqe_shift = 4).map(|s| s.rqs.max_gs), Ok(1));
+        assert_eq!(
+            with(&|r| r.rq_wqe_shift = 11).map(|s| s.buf_len),
+            Ok((16 << 11) + 4096)
+        );
+        for shift in [0, 3, 12, 31, 32, u32::MAX] {
+            assert_eq!(with(&|r| r.rq_wqe_shift = shift), Err(EINVAL));
+        }
+        // With signatures a 16-byte stride has room for no segment (C's 0 too).
+        let sig16 = with(&|r| {
+            r.flags |= flag::SIGNATURE;
+            r.rq_wqe_shift = 4;
+        });
+        assert_eq!(sig16.map(|s| s.rqs.max_gs), Ok(0));
+        // More receives than log_max_qp_sz, more send blocks: EINVAL.
+        let many = QpCap {
+            max_recv_wr: (1 << 15) + 1,
+            ..cap()
+        };
+        assert_eq!(shaped(&req(), many, true), Err(EINVAL));
+        assert_eq!(
+            with(&|r| r.sq_wqe_count = 1 << 15).map(|s| s.uar_index),
+            Ok(5)
+        );
+        assert_eq!(with(&|r| r.sq_wqe_count = (1 << 15) + 1), Err(EINVAL));
+        // 48 send blocks (not a power of two): EINVAL; none at all is a QP without sends.
+        assert_eq!(with(&|r| r.sq_wqe_count = 48), Err(EINVAL));
+        assert_eq!(with(&|r| r.sq_wqe_count = 0).map(|s| s.buf_len), Ok(512));
+        // No receive queue (an SRQ, or no receives): the request must describe none.
+        let norq = QpCap {
+            max_recv_wr: 0,
+            max_recv_sge: 0,
+            ..cap()
+        };
+        assert_eq!(shaped(&req(), cap(), false), Err(EINVAL));
+        let mut r = req();
+        (r.rq_wqe_count, r.rq_wqe_shift) = (0, 0);
+        let s = shaped(&r, cap(), false).map(|s| (s.cap, s.rqs, s.buf_len));
+        assert_eq!(s, Ok((norq, RqSize::default(), 4096)));
+        // UAR: a blue-flame register (dynamic UARs only) or both flags: EINVAL; neither:
+        // ENOMEM (no static register to allocate).
+        assert_eq!(with(&|r| r.flags = flag::BFREG_INDEX), Err(EINVAL));
+        let both = flag::BFREG_INDEX | flag::UAR_PAGE_INDEX;
+        assert_eq!(with(&|r| r.flags = both), Err(EINVAL));
+        assert_eq!(with(&|r| r.flags = 0), Err(ENOMEM));
+        // A device whose send WQEs are smaller than a block: EINVAL.
+        assert_eq!(
+            shape(&req(), flag::UAR_PAGE_INDEX, cap(), true, 15, 63),
+            Err(EINVAL)
+        );
+        // Rings past C's int: EINVAL (2^31 - 1 bytes at most).
+        let big = with(&|r| {
+            r.rq_wqe_count = 1 << 20;
+            r.rq_wqe_shift = 11;
+        });
+        assert_eq!(big, Err(EINVAL));
+        // C's order: the receive ring, the send count, the UAR, then the send count's power.
+        let order = with(&|r| {
+            r.flags = 0;
+            r.sq_wqe_count = 48;
+        });
+        assert_eq!(order, Err(ENOMEM));
+        let order = with(&|r| {
+            r.flags = 0;
+            r.sq_wqe_count = 1 << 16;
+        });
+        assert_eq!(order, Err(EINVAL));
+        let order = with(&|r| {
+            r.flags = 0;
+            r.rq_wqe_shift = 3;
+        });
+        assert_eq!(order, Err(EINVAL));
+    }
+
+    #[test]
+    fn vendor_flags_each_bit() {
+        // Signature, the UAR flags, the scatter-to-CQE hints (dropped): taken.
+        let f = flag::SIGNATURE | flag::BFREG_INDEX | flag::UAR_PAGE_INDEX;
+        assert_eq!(vendor_flags(f | flag::ALLOW_SCATTER_CQE), Ok(f));
+        assert_eq!(vendor_flags(0), Ok(0));
+        // DCI, DCT and every bit C does not know (2, 6, 7, 9, 11 on): EINVAL.
+        for bit in [2, 4, 5, 6, 7, 9, 11, 12, 13, 20, 31] {
+            assert_eq!(vendor_flags(1 << bit), Err(EINVAL));
+            assert_eq!(vendor_flags(flag::UAR_PAGE_INDEX | 1 << bit), Err(EINVAL));
+        }
+        // CQE version 0 requests shorter than uidx: the default index.
+        assert_eq!(user_index(0, REQ_UIDX_END - 1, 5), Ok(DEFAULT_UIDX));
+        assert_eq!(user_index(1, REQ_UIDX_END - 1, 5), Err(EINVAL));
+        assert_eq!(user_index(1, REQ_UIDX_END, 0xff_fffe), Ok(0xff_fffe));
     }
 
     #[test]

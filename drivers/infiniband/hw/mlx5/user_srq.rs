@@ -12,7 +12,7 @@
 use crate::{
     srq::{self, RmpMemory, SrqSize},
     uabi::{CreateSrqReq, CreateSrqResp},
-    umem::UserMemory,
+    umem::{page_offset, UserMemory},
 };
 use ib_core::{device::events::EventNotifier, user::udata::Udata, verbs::types::SrqAttr};
 use kernel::prelude::*;
@@ -42,6 +42,14 @@ impl Request {
             db_addr: r.db_addr,
             reserved: r.reserved0 != 0 || r.reserved1 != 0,
         }
+    }
+
+    /// C's check of the request alone: reserved fields set are `EINVAL`.
+    fn check(&self) -> Result {
+        if self.reserved {
+            return Err(EINVAL);
+        }
+        Ok(())
     }
 }
 
@@ -89,9 +97,7 @@ pub(crate) fn create(
     events: &EventNotifier,
 ) -> Result<(Mlx5UserSrq, SrqAttr)> {
     let req = Request::from_abi(&udata.read_in_as::<CreateSrqReq>(REQ_MIN)?);
-    if req.reserved {
-        return Err(EINVAL);
-    }
+    req.check()?;
     // Its `flags` are not read: `MLX5_SRQ_FLAG_SIGNATURE` asks for WQE signatures, which the
     // device is not told of here (libmlx5 sets it only when asked to by its environment); C
     // ignores the other bits.
@@ -100,13 +106,11 @@ pub(crate) fn create(
     let db = UserMemory::pin(dev, req.db_addr, 8, true)?;
     // The ring's offset in its first page must be a whole number of 64-byte units (C's
     // quantized page offset finds no page size otherwise: `EINVAL`).
-    if req.buf_addr % 64 != 0 {
-        return Err(EINVAL);
-    }
+    let offset = page_offset(req.buf_addr)?;
     let pas = buf.page_list()?;
     let mem = RmpMemory {
         pas: &pas,
-        page_offset: (req.buf_addr & 0xfff) / 64,
+        page_offset: offset,
         dbr: db.first_dma(),
     };
     let srqn = match srq::create_rmp(dev, size, pdn, &mem) {
@@ -185,12 +189,23 @@ mod tests {
                 reserved: false,
             }
         );
-        // `uidx` (bytes 24..28) is not reserved; `reserved0` and `reserved1` are.
-        b[20] = 1;
-        assert!(parse(&b)?.reserved);
-        b[20] = 0;
-        b[31] = 1;
-        assert!(parse(&b)?.reserved);
+        assert_eq!(r.check(), Ok(()));
+        // `uidx` (bytes 24..28) and `flags` (16..20) are not checked; `reserved0` (20..24)
+        // and `reserved1` (28..32), each byte: EINVAL (`uverbs_badinput`'s CREATE_SRQ cases).
+        for at in [16, 17, 18, 19, 24, 25, 26, 27] {
+            let mut x = b;
+            x[at] = 0xff;
+            assert_eq!(parse(&x)?.check(), Ok(()));
+        }
+        for at in [20, 21, 22, 23, 28, 29, 30, 31] {
+            let mut x = b;
+            x[at] = 1;
+            assert!(parse(&x)?.reserved);
+            assert_eq!(parse(&x)?.check(), Err(EINVAL));
+        }
+        // A ring 8 bytes into a page: EINVAL; 64-byte units otherwise.
+        assert_eq!(page_offset(0x7f00_0000_3008), Err(EINVAL));
+        assert_eq!(page_offset(0x7f00_0000_3080), Ok(2));
         Ok(())
     }
 }
