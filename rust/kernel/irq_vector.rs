@@ -351,3 +351,16 @@ unsafe extern "C" fn threaded_thread_callback<T: ThreadedHandler>(
     let ret: IrqReturn = T::handle_threaded(&registration.handler);
     bindings::irqreturn_t(ret as c_uint)
 }
+
+#[macros::kunit_tests(rdma_rs_irq_vector)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_slot_waits_for_nothing() {
+        let slot = IrqVectorSlot::new();
+        assert_eq!(slot.get(), None);
+        slot.synchronize();
+        assert_eq!(IrqVectorSlot::default().get(), None);
+    }
+}
