@@ -5,7 +5,9 @@
 //! [`crate::pci::IrqVectorRegistration`] hands out [`IrqRequest`]s that borrow the registration,
 //! so a driver cannot keep both the vectors and the handlers registered on them in its device
 //! data. [`BoundIrqVectors`] ties requests to the device's bound lifetime instead; the price is
-//! a safety contract on drop order, which the driver's data layout keeps.
+//! a safety contract on drop order, which the driver's data layout keeps. The same contract
+//! covers the [`IrqVector`]s it hands out, which carry no lifetime at all, for handlers kept in
+//! shared state that no borrow can describe (see [`crate::irq_vector`]).
 //!
 //! C header: [`include/linux/pci.h`](srctree/include/linux/pci.h)
 
@@ -14,6 +16,7 @@ use crate::{
     device::{self, Bound},
     error::to_result,
     irq::IrqRequest,
+    irq_vector::IrqVector,
     pci,
     prelude::*,
 };
@@ -52,9 +55,11 @@ impl<'a> BoundIrqVectors<'a> {
     ///
     /// # Safety
     ///
-    /// Every IRQ handler registered on a request from [`Self::request`] must be unregistered
-    /// before the returned value is dropped (for example: keep the registrations in fields
-    /// declared before this one in the same structure, so they drop first).
+    /// Every IRQ handler registered on a request from [`Self::request`] or on a vector from
+    /// [`Self::vector`] must be unregistered before the returned value is dropped (for example:
+    /// keep the registrations in fields declared before this one in the same structure, so they
+    /// drop first), and no [`IrqVector`] from [`Self::vector`] (or a copy) may be used after it
+    /// is dropped.
     pub unsafe fn alloc_msix(dev: &'a pci::Device<Bound>, min: u32, max: u32) -> Result<Self> {
         // SAFETY: `raw(dev)` is a valid `struct pci_dev` (type invariant of `pci::Device`);
         // `pci_alloc_irq_vectors` checks the other arguments.
@@ -92,6 +97,28 @@ impl<'a> BoundIrqVectors<'a> {
         // SAFETY: `irq` is an interrupt of `dev`, resolved from its vector allocation. The
         // caller of `alloc_msix` keeps handlers registered on it from outliving the allocation.
         Ok(unsafe { IrqRequest::new(self.dev.as_ref(), irq as u32) })
+    }
+
+    /// Vector `index`, for handlers and waits that no borrow of the device can describe (kept
+    /// in reference-counted state); `EINVAL` when the index is out of range. The contract of
+    /// [`Self::alloc_msix`] says how long it may be used.
+    pub fn vector(&self, index: u32) -> Result<IrqVector> {
+        if index >= self.len {
+            return Err(EINVAL);
+        }
+        // SAFETY: `dev` is a valid bound PCI device with vectors allocated (type invariant).
+        let irq = unsafe { bindings::pci_irq_vector(raw(self.dev), index) };
+        if irq <= 0 {
+            return Err(if irq < 0 {
+                Error::from_errno(irq)
+            } else {
+                EINVAL
+            });
+        }
+        // SAFETY: `irq` is a non-zero interrupt of an allocated vector of `dev`, which is bound
+        // while the allocation exists (it borrows the bound device). The caller of `alloc_msix`
+        // keeps the allocation until no `IrqVector` of it is used any more.
+        Ok(unsafe { IrqVector::new(irq as u32) })
     }
 }
 

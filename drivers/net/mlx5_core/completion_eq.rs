@@ -18,8 +18,9 @@ use crate::eq::{EventQueue, LOG_COMP_ENTRIES, POLL_BUDGET};
 use crate::init_segment::SharedBar;
 use kernel::{
     device::{self, Bound},
-    irq::{self, IrqRequest, IrqReturn},
+    irq::{self, IrqReturn},
     irq_affinity::{self, AffinityHint},
+    irq_vector::{IrqVector, Registration},
     new_mutex, new_spinlock_irq,
     prelude::*,
     str::CString,
@@ -86,22 +87,20 @@ impl irq::Handler for CompIrq {
 }
 
 /// A created completion vector. The fields drop in this order: the affinity hint (cleared
-/// while the interrupt is still requested), the interrupt registration, then its name (the
-/// kernel keeps a pointer to it until the interrupt is freed).
+/// while the interrupt is still requested), then the interrupt registration (which frees the
+/// interrupt, then its name).
 struct CompEq {
     _hint: Option<AffinityHint>,
-    irq: Pin<KBox<irq::Registration<'static, CompIrq>>>,
-    irqn: u32,
+    irq: Pin<KBox<Registration<CompIrq>>>,
     eqn: u8,
-    _name: CString,
 }
 
 /// What the vectors' lock protects.
 struct CompState {
     /// Set at teardown: no vector is created any more.
     closed: bool,
-    /// The interrupts not requested yet, by completion vector.
-    requests: KVec<Option<IrqRequest<'static>>>,
+    /// The MSI-X vectors, by completion vector.
+    vectors: KVec<IrqVector>,
     /// The created vectors.
     eqs: KVec<Option<CompEq>>,
 }
@@ -120,29 +119,23 @@ pub(crate) struct CompEqs {
 }
 
 impl CompEqs {
-    /// The completion vectors of a function whose MSI-X interrupts `requests` (vector 1 and up)
-    /// were allocated; EQs ring `uar_index`'s doorbells and dispatch to `table`.
+    /// The completion vectors of a function on the MSI-X `vectors` (vector 1 and up); EQs ring
+    /// `uar_index`'s doorbells and dispatch to `table`.
     ///
-    /// # Safety
-    ///
-    /// [`Self::tear_down`] must run before the MSI-X vectors the requests come from are freed.
-    pub(crate) unsafe fn new(
+    /// The vectors are used until [`Self::tear_down`], which frees every interrupt requested on
+    /// them: the owner of their allocation runs it before freeing them (the contract of
+    /// `BoundIrqVectors::alloc_msix`).
+    pub(crate) fn new(
         dev: ARef<device::Device>,
         cmd: Arc<CmdQueue>,
         bar: SharedBar,
         uar_index: u32,
         table: Arc<CqTable>,
-        requests: KVec<IrqRequest<'_>>,
+        vectors: KVec<IrqVector>,
     ) -> Result<Arc<Self>> {
-        let count = u32::try_from(requests.len()).map_err(|_| EINVAL)?;
-        let mut reqs = KVec::with_capacity(requests.len(), GFP_KERNEL)?;
-        let mut eqs = KVec::with_capacity(requests.len(), GFP_KERNEL)?;
-        for r in requests {
-            // SAFETY: Only the lifetime changes. Every registration made on these requests is
-            // kept in `CompState::eqs` and dropped by `tear_down`, which the caller runs before
-            // the vectors are freed; after it, no request is used (`closed`).
-            let r = unsafe { core::mem::transmute::<IrqRequest<'_>, IrqRequest<'static>>(r) };
-            reqs.push(Some(r), GFP_KERNEL)?;
+        let count = u32::try_from(vectors.len()).map_err(|_| EINVAL)?;
+        let mut eqs = KVec::with_capacity(vectors.len(), GFP_KERNEL)?;
+        for _ in 0..count {
             eqs.push(None, GFP_KERNEL)?;
         }
         Arc::pin_init(
@@ -155,7 +148,7 @@ impl CompEqs {
                 count,
                 state <- new_mutex!(CompState {
                     closed: false,
-                    requests: reqs,
+                    vectors,
                     eqs,
                 }),
             }),
@@ -183,10 +176,10 @@ impl CompEqs {
         if let Some(Some(eq)) = st.eqs.get(i) {
             return Ok(u32::from(eq.eqn));
         }
-        let request = st.requests.get_mut(i).and_then(Option::take).ok_or(EBUSY)?;
-        let eq = self.create(dev, vector, request)?;
+        let irq_vector = *st.vectors.get(i).ok_or(EINVAL)?;
+        let eq = self.create(dev, vector, irq_vector)?;
         let eqn = eq.eqn;
-        self.table.set_irq(i, eq.irqn);
+        self.table.set_vector(i, irq_vector);
         if let Some(slot) = st.eqs.get_mut(i) {
             *slot = Some(eq);
         }
@@ -199,14 +192,9 @@ impl CompEqs {
         &self,
         dev: &device::Device<Bound>,
         vector: u32,
-        request: IrqRequest<'static>,
+        irq_vector: IrqVector,
     ) -> Result<CompEq> {
-        let irqn = request.irq();
         let name = CString::try_from_fmt(fmt!("mlx5_comp{}@pci:{}", vector, dev.name()))?;
-        // SAFETY: The name's buffer lives in the returned `CompEq`, whose registration field
-        // drops (freeing the interrupt) before the name; moving a `CString` does not move its
-        // buffer.
-        let static_name: &'static CStr = unsafe { &*core::ptr::from_ref::<CStr>(&name) };
         let (bar, table) = (self.bar.clone(), self.table.clone());
         let handler = try_pin_init!(CompIrq {
             eq <- new_spinlock_irq!(None),
@@ -215,17 +203,15 @@ impl CompEqs {
         }? Error);
         let reg = KBox::pin_init(
             // SAFETY: The registration is kept in `CompEq::irq` and dropped, never forgotten.
-            unsafe {
-                irq::Registration::new(request, irq::Flags::TRIGGER_NONE, static_name, handler)
-            },
+            unsafe { Registration::new(irq_vector, irq::Flags::TRIGGER_NONE, name, handler) },
             GFP_KERNEL,
         )?;
         // C's affinity: the single CPU `cpumask_local_spread(vector)`.
         let hint = match irq_affinity::local_spread_cpu(vector) {
-            // SAFETY: `irqn` is requested by `reg`, which outlives the hint: on the error
-            // returns below the hint (declared later) drops first, and in `CompEq` its field
-            // is declared before the registration's.
-            Some(cpu) => Some(unsafe { AffinityHint::new(irqn, cpu, GFP_KERNEL)? }),
+            // SAFETY: The vector's interrupt is requested by `reg`, which outlives the hint: on
+            // the error returns below the hint (declared later) drops first, and in `CompEq` its
+            // field is declared before the registration's.
+            Some(cpu) => Some(unsafe { AffinityHint::new(reg.vector().irq(), cpu, GFP_KERNEL)? }),
             None => None,
         };
         let eq = self.bar.access_with(dev, |bar| {
@@ -252,9 +238,7 @@ impl CompEqs {
         Ok(CompEq {
             _hint: hint,
             irq: reg,
-            irqn,
             eqn,
-            _name: name,
         })
     }
 
@@ -264,7 +248,8 @@ impl CompEqs {
     pub(crate) fn tear_down(&self, dev: &device::Device<Bound>) {
         let mut st = self.state.lock();
         st.closed = true;
-        st.requests.clear();
+        // No vector is used after this (the owner of their allocation may free them next).
+        st.vectors.clear();
         while let Some(slot) = st.eqs.pop() {
             let Some(ceq) = slot else {
                 continue;

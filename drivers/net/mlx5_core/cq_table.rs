@@ -12,14 +12,12 @@
 
 use crate::log_limit::LogLimit;
 use kernel::{
-    device, new_spinlock_irq,
+    device,
+    irq_vector::{IrqVector, IrqVectorSlot},
+    new_spinlock_irq,
     prelude::*,
     rbtree::{RBTree, RBTreeNodeReservation},
-    sync::{
-        aref::ARef,
-        atomic::{Atomic, Relaxed},
-        Arc, SpinLockIrq,
-    },
+    sync::{aref::ARef, Arc, SpinLockIrq},
 };
 
 /// CQ numbers are 24 bits.
@@ -39,9 +37,9 @@ pub trait CqHandler: Send + Sync {
 pub(crate) struct CqTable {
     #[pin]
     tree: SpinLockIrq<RBTree<u32, Arc<dyn CqHandler>>>,
-    /// The interrupts that dispatch (completion vectors as they are created, the control
-    /// vector): 0 for none yet.
-    irqs: KVec<Atomic<u32>>,
+    /// The vectors that dispatch (completion vectors as they are created, the control
+    /// vector); empty slots for none yet.
+    irqs: KVec<IrqVectorSlot>,
     /// For the warnings about unknown CQs.
     dev: Option<ARef<device::Device>>,
     unknown_log: LogLimit,
@@ -52,7 +50,7 @@ impl CqTable {
     pub(crate) fn new(dev: Option<ARef<device::Device>>, vectors: usize) -> Result<Arc<Self>> {
         let mut irqs = KVec::with_capacity(vectors, GFP_KERNEL)?;
         for _ in 0..vectors {
-            irqs.push(Atomic::new(0), GFP_KERNEL)?;
+            irqs.push(IrqVectorSlot::new(), GFP_KERNEL)?;
         }
         Arc::pin_init(
             pin_init!(Self {
@@ -65,10 +63,10 @@ impl CqTable {
         )
     }
 
-    /// Notes that interrupt `irq` dispatches for this table (in slot `slot`).
-    pub(crate) fn set_irq(&self, slot: usize, irq: u32) {
-        if let Some(a) = self.irqs.get(slot) {
-            a.store(irq, Relaxed);
+    /// Notes that `vector` dispatches for this table (in slot `slot`).
+    pub(crate) fn set_vector(&self, slot: usize, vector: IrqVector) {
+        if let Some(s) = self.irqs.get(slot) {
+            s.set(vector);
         }
     }
 
@@ -148,15 +146,11 @@ impl CqTable {
     /// running it.
     fn unregister(&self, cqn: u32) {
         let removed = self.tree.lock().remove(&cqn);
-        for irq in self.irqs.iter() {
-            let irq = irq.load(Relaxed);
-            if irq != 0 {
-                // SAFETY: `irq` is a vector of the function, requested and not yet freed: the
-                // vectors are freed only after the auxiliary device (whose driver owns every
-                // registration) is deleted. `synchronize_irq` sleeps; a registration is dropped
-                // in process context, never from the handler of `irq` itself.
-                unsafe { kernel::bindings::synchronize_irq(irq) };
-            }
+        // The vectors are the function's, allocated until after the auxiliary device (whose
+        // driver owns every registration) is deleted. The wait sleeps; a registration is
+        // dropped in process context, never from a vector's handler itself.
+        for slot in self.irqs.iter() {
+            slot.synchronize();
         }
         // The table's reference goes with no lock held and no dispatch running.
         drop(removed);
@@ -192,6 +186,7 @@ impl Drop for CqRegistration {
 #[kernel::macros::kunit_tests(rdma_rs_mlx5_cq_table)]
 mod tests {
     use super::*;
+    use kernel::sync::atomic::{Atomic, Relaxed};
 
     /// Counts what it gets.
     struct Counter {

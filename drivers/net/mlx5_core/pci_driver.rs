@@ -20,8 +20,8 @@ use core::mem::ManuallyDrop;
 use kernel::{
     device::{self, Core},
     dma::{Device as _, DmaMask},
-    irq::{self, ThreadedRegistration},
-    irq_affinity,
+    irq, irq_affinity,
+    irq_vector::{IrqVector, ThreadedRegistration},
     owned_workqueue::OwnedQueue,
     pci,
     pci_enable::EnabledDevice,
@@ -110,12 +110,10 @@ pub(crate) struct Mlx5Function<'bound> {
     /// The health poll's workqueue (its fatal report), dropped after the timer: that waits for
     /// a report still queued.
     _health_queue: Arc<OwnedQueue>,
-    /// The control vector's handler: event queues.
+    /// The control vector's handler: event queues. Named in `/proc/interrupts` as C's:
+    /// `mlx5_async0@pci:<function>` (the registration owns the name).
     #[pin]
-    irq: ThreadedRegistration<'bound, EventHandler<'bound>>,
-    /// The control vector's name in `/proc/interrupts`, as C's: `mlx5_async0@pci:<function>`
-    /// (dropped after the registration that uses it).
-    _irq_name: CString,
+    irq: ThreadedRegistration<EventHandler<'bound>>,
     /// BAR0 and the HCA, shared with the handler.
     function: Arc<Function<'bound>>,
     /// `mlx5/<function>/` in debugfs.
@@ -205,7 +203,11 @@ impl pci::Driver for Mlx5PciDriver {
                 // `irq`, drops `irq` first, and no completion vector exists before the
                 // auxiliary device is published (the last step, torn down on failure); and
                 // before the initializer, no handler exists (locals drop in reverse order, the
-                // vectors after everything created later).
+                // vectors after everything created later). The `IrqVector`s are used by the
+                // registrations above, by `CompEqs` until its `tear_down`, and by the CQ and
+                // resource tables only when a CQ, QP or SRQ registration drops: those belong to
+                // the auxiliary device's driver, and `Function::tear_down` deletes the device
+                // (unbinding the driver) before the completion vectors, so before the vectors.
                 vectors = Some(unsafe { BoundIrqVectors::alloc_msix(pdev, 1, want)? });
                 Ok(())
             };
@@ -241,15 +243,15 @@ impl pci::Driver for Mlx5PciDriver {
                 completion_eq::max_eqs(c.max_num_eqs(), c.log_max_eq())
             };
             let comp_count = completion_eq::comp_vectors_for(vectors.len(), max_eqs);
-            let prepared = vectors.request(CONTROL_VECTOR.into()).and_then(|request| {
+            let prepared = vectors.vector(CONTROL_VECTOR.into()).and_then(|control| {
                 let parts = completion_side(pdev, &bar, &hca, &vectors, comp_count)?;
-                Ok((request, parts))
+                Ok((control, parts))
             });
-            let (request, (comp, cq_table, resources)) = prepared?;
+            let (control, (comp, cq_table, resources)) = prepared?;
             // The control vector's thread dispatches QP/SRQ events and CQ error events (the
             // CQ table's last slot): registrations wait for it too.
-            resources.set_irq(request.irq());
-            cq_table.set_irq(comp_count as usize, request.irq());
+            resources.set_vector(control);
+            cq_table.set_vector(comp_count as usize, control);
             let uar_index = hca.uar_index().unwrap_or(0);
             let log_bf = GeneralCaps::from_bytes(&hca.caps().general).log_bf_reg_size() as u8;
             let function = Function::new(
@@ -303,11 +305,6 @@ impl pci::Driver for Mlx5PciDriver {
             let debugfs = FunctionDir::new(pdev.as_ref().name(), pages_counter)?;
             let handler: Result<EventHandler<'_>> = Ok(EventHandler::new(function.clone()));
             let irq_name = CString::try_from_fmt(fmt!("mlx5_async0@pci:{}", pdev.as_ref().name()))?;
-            // SAFETY: The name's buffer is owned by the `_irq_name` field, declared after `irq`:
-            // it is dropped after the interrupt is freed, both on removal (declaration order) and
-            // on a failed probe (the field is initialized before `irq`, so it drops after it).
-            // Moving a `CString` into the field does not move its buffer.
-            let static_name: &'static CStr = unsafe { &*core::ptr::from_ref::<CStr>(&irq_name) };
             // Listed in the reverse of the declaration order: a failure drops what was
             // initialized in reverse (the handler first, the vectors and `close` last).
             Ok(try_pin_init!(Mlx5Function {
@@ -316,11 +313,10 @@ impl pci::Driver for Mlx5PciDriver {
                 vectors,
                 _debugfs: debugfs,
                 function: function.clone(),
-                _irq_name: irq_name,
                 // SAFETY: the registration lives in the pinned driver data and is dropped with
                 // it; nothing forgets it.
                 irq <- unsafe {
-                    ThreadedRegistration::new(request, irq::Flags::TRIGGER_NONE, static_name, handler)
+                    ThreadedRegistration::new(control, irq::Flags::TRIGGER_NONE, irq_name, handler)
                 },
                 _health_queue: health_queue,
                 health,
@@ -428,22 +424,20 @@ fn completion_side<'bound>(
     // A slot per completion vector and one for the control vector.
     let cq_table = CqTable::new(Some(pdev.as_ref().into()), count as usize + 1)?;
     let resources = ResourceTable::new()?;
-    let mut requests = KVec::with_capacity(count as usize, GFP_KERNEL)?;
+    let mut comp_vectors = KVec::<IrqVector>::with_capacity(count as usize, GFP_KERNEL)?;
     for i in 0..count {
-        requests.push(vectors.request(i + 1)?, GFP_KERNEL)?;
+        comp_vectors.push(vectors.vector(i + 1)?, GFP_KERNEL)?;
     }
-    // SAFETY: `Function::tear_down` runs `CompEqs::tear_down` before the vectors are freed (see
+    // `Function::tear_down` runs `CompEqs::tear_down` before the vectors are freed (see
     // `alloc_msix` in probe): the `CompEqs` goes to the function, created next.
-    let comp = unsafe {
-        CompEqs::new(
-            pdev.as_ref().into(),
-            hca.command_queue(),
-            bar.clone(),
-            hca.uar_index().ok_or(EINVAL)?,
-            cq_table.clone(),
-            requests,
-        )?
-    };
+    let comp = CompEqs::new(
+        pdev.as_ref().into(),
+        hca.command_queue(),
+        bar.clone(),
+        hca.uar_index().ok_or(EINVAL)?,
+        cq_table.clone(),
+        comp_vectors,
+    )?;
     Ok((comp, cq_table, resources))
 }
 

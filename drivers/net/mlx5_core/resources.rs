@@ -17,13 +17,11 @@
 //! (`synchronize_irq` of the control vector).
 
 use kernel::{
+    irq_vector::{IrqVector, IrqVectorSlot},
     new_spinlock,
     prelude::*,
     rbtree::{RBTree, RBTreeNodeReservation},
-    sync::{
-        atomic::{Atomic, Relaxed},
-        Arc, SpinLock,
-    },
+    sync::{Arc, SpinLock},
 };
 
 /// Async event types that concern a resource (C's `MLX5_EVENT_TYPE_*`).
@@ -137,8 +135,8 @@ pub trait ResourceHandler: Send + Sync {
 pub(crate) struct ResourceTable {
     #[pin]
     tree: SpinLock<RBTree<u64, Arc<dyn ResourceHandler>>>,
-    /// The control vector's interrupt (0 before it is known), waited for at unregistration.
-    irq: Atomic<u32>,
+    /// The control vector (empty before it is known), waited for at unregistration.
+    irq: IrqVectorSlot,
 }
 
 impl ResourceTable {
@@ -147,15 +145,15 @@ impl ResourceTable {
         Arc::pin_init(
             pin_init!(Self {
                 tree <- new_spinlock!(RBTree::new()),
-                irq: Atomic::new(0),
+                irq: IrqVectorSlot::new(),
             }),
             GFP_KERNEL,
         )
     }
 
-    /// Notes the interrupt whose thread dispatches.
-    pub(crate) fn set_irq(&self, irq: u32) {
-        self.irq.store(irq, Relaxed);
+    /// Notes the vector whose interrupt thread dispatches.
+    pub(crate) fn set_vector(&self, vector: IrqVector) {
+        self.irq.set(vector);
     }
 
     /// Registers `handler` for `res` until the registration drops (`EEXIST` if it has one).
@@ -208,13 +206,10 @@ pub struct ResourceRegistration {
 impl Drop for ResourceRegistration {
     fn drop(&mut self) {
         let removed = self.table.tree.lock().remove(&self.key);
-        let irq = self.table.irq.load(Relaxed);
-        if irq != 0 {
-            // SAFETY: `irq` is the function's control vector, registered until the function is
-            // torn down, which deletes the auxiliary device (whose driver owns every
-            // registration) first. Drops run in process context, not in that vector's thread.
-            unsafe { kernel::bindings::synchronize_irq(irq) };
-        }
+        // The control vector is registered until the function is torn down, which deletes the
+        // auxiliary device (whose driver owns every registration) first. Drops run in process
+        // context, not in that vector's thread.
+        self.table.irq.synchronize();
         drop(removed);
     }
 }
@@ -222,6 +217,7 @@ impl Drop for ResourceRegistration {
 #[kernel::macros::kunit_tests(rdma_rs_mlx5_resources)]
 mod tests {
     use super::*;
+    use kernel::sync::atomic::{Atomic, Relaxed};
 
     struct Last(Atomic<u32>);
 
