@@ -13,7 +13,7 @@ use crate::function::{EventHandler, Function};
 use crate::hca::{Hca, HcaCaps, CONTROL_VECTOR};
 use crate::health::{self, HealthPoller};
 use crate::ifc::GeneralCaps;
-use crate::init_segment::{self, FwRevision, SharedBar};
+use crate::init_segment::{self, Bar0, FwRevision, SharedBar};
 use crate::resources::ResourceTable;
 use crate::uar::{BfregPool, Uar};
 use core::mem::ManuallyDrop;
@@ -142,40 +142,7 @@ impl pci::Driver for Mlx5PciDriver {
             // this guard last.
             let close = EnabledDevice::new(pdev)?;
             let bar = pdev.iomap_region_sized::<{ init_segment::SIZE }>(0, c"mlx5_core")?;
-            // Registers other than `initializing` are only meaningful once firmware is up.
-            match init_segment::wait_fw_init(&bar, FW_PRE_INIT_TIMEOUT, FW_INIT_POLL) {
-                Ok(waited) => dev_info!(
-                    pdev,
-                    "firmware ready after {} ms ({:?} function)\n",
-                    waited.as_millis(),
-                    kind
-                ),
-                Err(e) => {
-                    dev_err!(
-                        pdev,
-                        "firmware still initializing after {} ms\n",
-                        FW_PRE_INIT_TIMEOUT.as_millis()
-                    );
-                    return Err(e);
-                }
-            }
-            let fw = FwRevision::read(&bar);
-            dev_info!(
-                pdev,
-                "firmware version: {}.{}.{}\n",
-                fw.major,
-                fw.minor,
-                fw.subminor
-            );
-            if fw.cmdif != init_segment::SUPPORTED_CMDIF_REV {
-                dev_err!(
-                    pdev,
-                    "command interface revision {} is not supported (only {})\n",
-                    fw.cmdif,
-                    init_segment::SUPPORTED_CMDIF_REV
-                );
-                return Err(EINVAL);
-            }
+            let fw = firmware_ready(pdev, &bar, kind)?;
             // SAFETY: probe runs before any DMA allocation or mapping for this device.
             unsafe { pdev.dma_set_mask_and_coherent(DmaMask::new::<64>())? };
             let state = DeviceState::new()?;
@@ -186,15 +153,7 @@ impl pci::Driver for Mlx5PciDriver {
             // The MSI-X vectors, allocated by the bring-up once the capabilities are known.
             let mut vectors = None;
             let mut alloc_vectors = |caps: &HcaCaps| -> Result {
-                let c = GeneralCaps::from_bytes(&caps.general);
-                let max_eqs = completion_eq::max_eqs(c.max_num_eqs(), c.log_max_eq());
-                let msix = BoundIrqVectors::msix_table_size(pdev).unwrap_or(1);
-                let want = completion_eq::vectors_wanted(
-                    c.num_ports() as u32,
-                    irq_affinity::online_cpus(),
-                    max_eqs,
-                    msix,
-                );
+                let want = vectors_wanted(pdev, caps);
                 // SAFETY: the vectors are kept in `Mlx5Function::vectors`. On removal the
                 // control handler's registration (`irq`, declared before them) drops first,
                 // and the completion vectors' registrations are dropped by `CompEqs::tear_down`
@@ -262,27 +221,7 @@ impl pci::Driver for Mlx5PciDriver {
                 resources.clone(),
                 comp.clone(),
             )?;
-            let (ports, ib) = hca.ports();
-            let ports_u8 = u8::try_from(ports).unwrap_or(u8::MAX);
-            dev_info!(
-                pdev,
-                "HCA initialized: board id {}, {} {} port(s), {} firmware pages lent\n",
-                core::str::from_utf8(hca.board_id()).unwrap_or("?"),
-                ports,
-                if ib { "InfiniBand" } else { "Ethernet" },
-                hca.pages_outstanding()
-            );
-            let mut board_id = [0u8; 16];
-            board_id[..hca.board_id().len()].copy_from_slice(hca.board_id());
-            let info = FunctionInfo {
-                fw_major: fw.major,
-                fw_minor: fw.minor,
-                fw_subminor: fw.subminor,
-                vendor_id: pdev.vendor_id().as_raw(),
-                device_id: pdev.device_id(),
-                revision: pdev.revision_id(),
-                board_id,
-            };
+            let (info, ports_u8) = function_info(pdev, &fw, &hca);
             let caps = hca.caps().try_clone();
             let pages_counter = hca.pages_counter();
             let queue = hca.command_queue();
@@ -365,6 +304,91 @@ impl pci::Driver for Mlx5PciDriver {
 /// The completion side of a brought-up function: its completion vectors (`count`, on MSI-X
 /// An HCA brought up and not yet adopted by its [`Function`]: dropped (a probe failing in
 /// between), it is torn down (C's `mlx5_init_one` unwinding to `err_teardown`).
+/// Waits for the firmware to come out of initialization and checks its command interface
+/// revision (C's `wait_fw_init` and `mlx5_cmd_init`'s check), logging both as C does.
+fn firmware_ready(
+    pdev: &pci::Device<Core<'_>>,
+    bar: &Bar0<'_>,
+    kind: FunctionKind,
+) -> Result<FwRevision> {
+    // Registers other than `initializing` are only meaningful once firmware is up.
+    match init_segment::wait_fw_init(bar, FW_PRE_INIT_TIMEOUT, FW_INIT_POLL) {
+        Ok(waited) => dev_info!(
+            pdev,
+            "firmware ready after {} ms ({:?} function)\n",
+            waited.as_millis(),
+            kind
+        ),
+        Err(e) => {
+            dev_err!(
+                pdev,
+                "firmware still initializing after {} ms\n",
+                FW_PRE_INIT_TIMEOUT.as_millis()
+            );
+            return Err(e);
+        }
+    }
+    let fw = FwRevision::read(bar);
+    dev_info!(
+        pdev,
+        "firmware version: {}.{}.{}\n",
+        fw.major,
+        fw.minor,
+        fw.subminor
+    );
+    if fw.cmdif != init_segment::SUPPORTED_CMDIF_REV {
+        dev_err!(
+            pdev,
+            "command interface revision {} is not supported (only {})\n",
+            fw.cmdif,
+            init_segment::SUPPORTED_CMDIF_REV
+        );
+        return Err(EINVAL);
+    }
+    Ok(fw)
+}
+
+/// How many MSI-X vectors to ask for, from the capabilities: the control vector and one
+/// completion vector per online CPU, within the EQs and the MSI-X table.
+fn vectors_wanted(pdev: &pci::Device<Core<'_>>, caps: &HcaCaps) -> u32 {
+    let c = GeneralCaps::from_bytes(&caps.general);
+    let max_eqs = completion_eq::max_eqs(c.max_num_eqs(), c.log_max_eq());
+    let msix = BoundIrqVectors::msix_table_size(pdev).unwrap_or(1);
+    completion_eq::vectors_wanted(
+        c.num_ports() as u32,
+        irq_affinity::online_cpus(),
+        max_eqs,
+        msix,
+    )
+}
+
+/// What the auxiliary device tells its driver about the function, and the port count, logged
+/// as the HCA comes up.
+fn function_info(pdev: &pci::Device<Core<'_>>, fw: &FwRevision, hca: &Hca) -> (FunctionInfo, u8) {
+    let (ports, ib) = hca.ports();
+    dev_info!(
+        pdev,
+        "HCA initialized: board id {}, {} {} port(s), {} firmware pages lent\n",
+        core::str::from_utf8(hca.board_id()).unwrap_or("?"),
+        ports,
+        if ib { "InfiniBand" } else { "Ethernet" },
+        hca.pages_outstanding()
+    );
+    let mut board_id = [0u8; 16];
+    let n = hca.board_id().len().min(board_id.len());
+    board_id[..n].copy_from_slice(&hca.board_id()[..n]);
+    let info = FunctionInfo {
+        fw_major: fw.major,
+        fw_minor: fw.minor,
+        fw_subminor: fw.subminor,
+        vendor_id: pdev.vendor_id().as_raw(),
+        device_id: pdev.device_id(),
+        revision: pdev.revision_id(),
+        board_id,
+    };
+    (info, u8::try_from(ports).unwrap_or(u8::MAX))
+}
+
 struct PendingHca<'a> {
     hca: ManuallyDrop<Hca>,
     bar: &'a SharedBar,
