@@ -476,6 +476,7 @@ impl Cq {
     /// Moves up to `wc.len()` completions into `wc`, oldest first; returns how many (C's
     /// `ib_poll_cq`). A completion event only says that there is something to poll: re-arm with
     /// [`Cq::req_notify`], then poll again, so that nothing completing in between is missed.
+    #[inline]
     pub fn poll(&self, wc: &mut [WorkCompletion]) -> Result<usize> {
         let n = self.drv.poll(wc)?;
         // A driver reporting more than it was given room for is a driver bug.
@@ -671,6 +672,7 @@ impl Qp {
     /// [`PostError::first_bad`] are queued and will complete; the others are not. A work
     /// request whose AH is of another device is refused with `EINVAL` (the driver gets its own
     /// AH state from the others, see [`crate::verbs::wr::UdWr::driver_ah`]).
+    #[inline]
     pub fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         let dev = Arc::as_ptr(self.pd.dev.arc()).addr();
         let bad = wrs
@@ -697,6 +699,7 @@ impl Qp {
 
     /// Queues receive work requests, in order (C's `ib_post_recv`), with the same partial
     /// semantics as [`Qp::post_send`].
+    #[inline]
     pub fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         self.drv.post_recv(wrs)
     }
@@ -814,6 +817,7 @@ impl Srq {
 
     /// Queues receive work requests (C's `ib_post_srq_recv`), with the partial semantics of
     /// [`Qp::post_send`]. May be called in atomic context.
+    #[inline]
     pub fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         self.drv.post_recv(wrs)
     }

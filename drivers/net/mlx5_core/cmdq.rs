@@ -601,6 +601,7 @@ impl CmdQueue {
     }
 
     /// Whether the device is in the internal-error state.
+    #[inline]
     pub(crate) fn device_in_error(&self) -> bool {
         self.state.in_error()
     }

@@ -51,6 +51,28 @@ impl DmaPage {
         Ok(())
     }
 
+    /// Stores `v` big-endian at `off` (4-byte aligned) with one volatile 32-bit store, no copy
+    /// (`EINVAL` past the page's end or unaligned).
+    #[inline]
+    pub(crate) fn write_be32(&self, off: usize, v: u32) -> Result {
+        let end = off.checked_add(4).ok_or(EINVAL)?;
+        io_project!(&self.mem, [try: off..end])
+            .try_cast::<u32>()?
+            .write_val(v.to_be());
+        Ok(())
+    }
+
+    /// The big-endian 32-bit word at `off` (4-byte aligned), one volatile load.
+    #[inline]
+    pub(crate) fn read_be32(&self, off: usize) -> Result<u32> {
+        let end = off.checked_add(4).ok_or(EINVAL)?;
+        Ok(u32::from_be(
+            io_project!(&self.mem, [try: off..end])
+                .try_cast::<u32>()?
+                .read_val(),
+        ))
+    }
+
     /// Reads the layout `L` at `off`.
     pub(crate) fn read_layout<L: Layout>(&self, off: usize) -> Result<L> {
         let mut l = L::zeroed();

@@ -124,6 +124,7 @@ pub struct DoorbellRecord {
 
 impl DoorbellRecord {
     /// Offset of word `i` in the page (`None` unless `i` is 0 or 1).
+    #[inline]
     fn at(&self, i: usize) -> Option<usize> {
         (i < 2).then_some(self.block * RECORD + i * 4)
     }
@@ -133,21 +134,23 @@ impl DoorbellRecord {
         self.page.dma_address() + (self.block * RECORD) as u64
     }
 
-    /// Stores `value` big-endian in word `i` (0 or 1; other indexes are ignored). Never sleeps.
+    /// Stores `value` big-endian in word `i` (0 or 1; other indexes are ignored): one volatile
+    /// 32-bit store, inline in the caller (the rings set a record on every post and poll).
+    /// Never sleeps.
+    #[inline]
     pub fn set(&self, i: usize, value: u32) {
         if let Some(off) = self.at(i) {
-            // In the page by construction (`block < PER_PAGE`).
-            let _ = self.page.write(off, &value.to_be_bytes());
+            // In the page and aligned by construction (`block < PER_PAGE`, words of 4 bytes).
+            let _ = self.page.write_be32(off, value);
         }
     }
 
     /// Word `i` (0 or 1; 0 for other indexes). Never sleeps.
+    #[inline]
     pub fn get(&self, i: usize) -> u32 {
-        let mut b = [0u8; 4];
-        match self.at(i) {
-            Some(off) if self.page.read(off, &mut b).is_ok() => u32::from_be_bytes(b),
-            _ => 0,
-        }
+        self.at(i)
+            .and_then(|off| self.page.read_be32(off).ok())
+            .unwrap_or(0)
     }
 }
 

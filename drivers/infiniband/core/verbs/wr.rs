@@ -82,11 +82,13 @@ impl AhHandle {
     }
 
     /// Whether the AH was made on the device at address `device`.
+    #[inline]
     pub(crate) fn is_of(&self, device: usize) -> bool {
         self.device == device
     }
 
     /// The driver's state.
+    #[inline]
     pub(crate) fn driver(&self) -> &dyn AhObject {
         &*self.drv
     }

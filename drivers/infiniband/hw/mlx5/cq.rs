@@ -18,7 +18,7 @@
 //! polled yet across, C's `copy_resize_cqes`), switches the CQ to the new ring. The old ring
 //! is freed by the resize, in process context, never by a poll.
 
-use crate::cqe::{self, op, CQE_INIT_OP_OWN, CQE_SIZE, OP_OWN};
+use crate::cqe::{self, op, Cqe64, CqeFields, CQE_INIT_OP_OWN, CQE_SIZE, OP_OWN};
 use crate::qp_rings::QpShared;
 use crate::umem::coherent_page_list;
 use ib_core::{
@@ -26,6 +26,8 @@ use ib_core::{
     verbs::wr::{WcStatus, WorkCompletion},
 };
 use kernel::{
+    dma::CoherentView,
+    io::io_read,
     new_mutex, new_spinlock, new_spinlock_irq,
     prelude::*,
     sync::{
@@ -84,6 +86,52 @@ impl Ring {
     fn sw_owned(&self, n: u32) -> bool {
         self.op_own(n)
             .is_ok_and(|o| cqe::sw_owned(o, n, self.entries))
+    }
+}
+
+/// A CQE in the ring, read in place: each field with one volatile load when asked for.
+#[derive(Clone, Copy)]
+struct InPlace<'a>(CoherentView<'a, Cqe64>);
+
+impl CqeFields for InPlace<'_> {
+    #[inline]
+    fn op_own(&self) -> u8 {
+        io_read!(self.0, .op_own)
+    }
+    #[inline]
+    fn sop_drop_qpn(&self) -> u32 {
+        u32::from_be(io_read!(self.0, .sop_drop_qpn))
+    }
+    #[inline]
+    fn wqe_counter(&self) -> u16 {
+        u16::from_be(io_read!(self.0, .wqe_counter))
+    }
+    #[inline]
+    fn byte_cnt(&self) -> u32 {
+        u32::from_be(io_read!(self.0, .byte_cnt))
+    }
+    #[inline]
+    fn imm(&self) -> u32 {
+        u32::from_be(io_read!(self.0, .imm))
+    }
+    #[inline]
+    fn flags_rqpn(&self) -> u32 {
+        u32::from_be(io_read!(self.0, .flags_rqpn))
+    }
+    #[inline]
+    fn slid(&self) -> u16 {
+        u16::from_be(io_read!(self.0, .slid))
+    }
+    #[inline]
+    fn ml_path(&self) -> u8 {
+        io_read!(self.0, .ml_path)
+    }
+    #[inline]
+    fn syndromes(&self) -> (u8, u8) {
+        (
+            io_read!(self.0, .syndrome),
+            io_read!(self.0, .vendor_syndrome),
+        )
     }
 }
 
@@ -435,7 +483,8 @@ impl CqShared {
             if ring.buf.read(ring.offset(prod), &mut raw).is_err() {
                 return;
             }
-            let c = cqe::decode(&raw);
+            let entry: Cqe64 = zerocopy::transmute!(raw);
+            let c = cqe::decode(&entry);
             if c.qpn == qpn {
                 // A dropped receive of an SRQ gives its WQE back (C's `__mlx5_ib_cq_clean`).
                 if let Some(srq) = srq.as_ref().and_then(|q| q.srq()) {
@@ -458,24 +507,29 @@ impl CqShared {
         }
     }
 
-    /// Polls up to `wc.len()` completions.
+    /// Polls up to `wc.len()` completions. Each entry is read in place: its ownership byte,
+    /// then (after the read barrier) only the fields its completion needs.
+    #[inline]
     pub(crate) fn poll(&self, wc: &mut [WorkCompletion]) -> Result<usize> {
-        let mut inner = self.inner.lock();
+        let mut guard = self.inner.lock();
+        // Through a plain reference, so that the entry read in the ring and the consumer index
+        // borrow apart.
+        let inner = &mut *guard;
         let start = inner.cons_index;
         let mut n = 0;
-        let mut raw = [0u8; CQE_SIZE];
         while n < wc.len() {
             let ci = inner.cons_index;
             let ring = &inner.ring;
-            let off = ring.offset(ci);
-            let op_own = ring.buf.read_u8(off + OP_OWN)?;
+            let e = InPlace(ring.buf.view::<Cqe64>(ring.offset(ci))?);
+            let op_own = e.op_own();
             if !cqe::sw_owned(op_own, ci, ring.entries) {
                 break;
             }
             inner.cons_index = ci.wrapping_add(1);
             // Read the entry only after its ownership (C's `rmb`).
             mb(Read);
-            if op_own >> 4 == op::RESIZE_CQ {
+            let opcode = op_own >> 4;
+            if opcode == op::RESIZE_CQ {
                 // The old ring ends here; the device goes on in the new one, at the next index
                 // (C's `mlx5_poll_one`). Without a resize under way the entry is skipped.
                 if let Some(new) = inner.resize.take() {
@@ -484,12 +538,11 @@ impl CqShared {
                 }
                 continue;
             }
-            inner.ring.buf.read(off, &mut raw)?;
-            let c = cqe::decode(&raw);
+            let qpn = e.qpn();
             let Some(qp) = inner
                 .qps
                 .iter()
-                .find(|(q, _, _)| *q == c.qpn)
+                .find(|(q, _, _)| *q == qpn)
                 .map(|(_, qp, _)| qp)
             else {
                 // A QP this CQ does not know (destroyed): skip its CQE.
@@ -497,37 +550,39 @@ impl CqShared {
             };
             let Some(w) = wc.get_mut(n) else { break };
             *w = WorkCompletion {
-                qp_num: c.qpn,
+                qp_num: qpn,
                 ..WorkCompletion::default()
             };
-            match c.opcode {
+            match opcode {
                 op::REQ => {
-                    let (opcode, has_len) = cqe::req_opcode(c.send_opcode);
+                    let (opcode, has_len) = cqe::req_opcode(e.send_opcode());
                     w.opcode = opcode;
                     if has_len {
-                        w.byte_len = c.byte_cnt;
+                        w.byte_len = e.byte_cnt();
                     }
-                    w.wr_id = qp.sq_complete(c.wqe_counter);
+                    w.wr_id = qp.sq_complete(e.wqe_counter());
                 }
                 op::RESP_WR_IMM | op::RESP_SEND | op::RESP_SEND_IMM | op::RESP_SEND_INV => {
-                    let (opcode, imm) = cqe::resp_opcode(c.opcode);
+                    let (opcode, imm) = cqe::resp_opcode(opcode);
+                    let (src_qp, sl, grh) = cqe::split_flags_rqpn(e.flags_rqpn());
                     w.opcode = opcode;
-                    w.imm_data = imm.then_some(c.imm);
-                    w.byte_len = c.byte_cnt;
-                    w.src_qp = c.src_qp;
-                    w.slid = c.slid;
-                    w.sl = c.sl;
-                    w.grh = c.grh;
-                    w.dlid_path_bits = c.ml_path;
-                    w.wr_id = qp.rq_complete(c.wqe_counter);
+                    w.imm_data = imm.then(|| e.imm());
+                    w.byte_len = e.byte_cnt();
+                    w.src_qp = src_qp;
+                    w.slid = e.slid();
+                    w.sl = sl;
+                    w.grh = grh;
+                    w.dlid_path_bits = e.ml_path();
+                    w.wr_id = qp.rq_complete(e.wqe_counter());
                 }
                 op::REQ_ERR | op::RESP_ERR => {
-                    w.status = cqe::error_status(c.syndrome);
-                    w.vendor_err = c.vendor_syndrome.into();
-                    w.wr_id = if c.opcode == op::REQ_ERR {
-                        qp.sq_complete(c.wqe_counter)
+                    let (syndrome, vendor) = e.syndromes();
+                    w.status = cqe::error_status(syndrome);
+                    w.vendor_err = vendor.into();
+                    w.wr_id = if opcode == op::REQ_ERR {
+                        qp.sq_complete(e.wqe_counter())
                     } else {
-                        qp.rq_complete(c.wqe_counter)
+                        qp.rq_complete(e.wqe_counter())
                     };
                 }
                 _ => {

@@ -9,21 +9,30 @@
 //! CQ takes the CQ's lock, then a ring's (never the other way round), so posting and polling
 //! may run in any context. A UD send carries a datagram segment made of its AH's address
 //! vector (`ah.rs`).
+//!
+//! The completion state shared by posting and polling (the per-WQE request ids, the tails) is
+//! in `core` atomics: relaxed loads and stores and acquire/release ones are plain `mov`s on
+//! x86-64, inline, where the kernel's `Atomic` goes through an out-of-line `rust_helper_*`
+//! per access (no `CONFIG_RUST_INLINE_HELPERS`). They pair only with each other, never with C.
 
 use crate::ah::Mlx5Ah;
 use crate::srq::SrqShared;
 use crate::wq_size::{RqSize, SendKind, SqSize};
-use crate::wqe::{self, SendCtx, SEG, SEND_WQE_BB};
+use crate::wqe::{self, DataSeg, Seg, SendCtx, WqeSink, SEG, SEND_WQE_BB, UNITS_PER_BB};
+use core::sync::atomic::{
+    AtomicU32, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 use ib_core::{
     verbs::ops::DeviceOps,
     verbs::types::QpCap,
     verbs::wr::{PostError, RecvWr, SendWr, WcStatus, WorkCompletion},
 };
 use kernel::{
+    io::Io,
     new_spinlock_irq,
     prelude::*,
     sync::{
-        atomic::{Acquire, Atomic, Relaxed, Release},
         barrier::{mb, ordering::Write},
         Arc, SpinLockIrq,
     },
@@ -40,8 +49,6 @@ struct Sq {
     cur_post: u32,
     /// Requests posted.
     head: u32,
-    /// Where each WQE is built before it is copied into the ring.
-    scratch: wqe::SendWqe,
 }
 
 /// The send ring's completion state. As in C, polling (under the CQ's lock) does not take the
@@ -50,16 +57,16 @@ struct Sq {
 /// acquire by the poster before it reuses a slot.
 struct SqDone {
     /// Requests completed (as C: the head value of the last completed request, plus one).
-    tail: Atomic<u32>,
+    tail: AtomicU32,
     /// The basic block of the oldest request not completed (C's `last_poll`): where a software
     /// flush starts.
-    last_poll: Atomic<u32>,
+    last_poll: AtomicU32,
     /// The request id of the WQE starting at each basic block.
-    wrid: KVec<Atomic<u64>>,
+    wrid: KVec<AtomicU64>,
     /// The `head` count at each WQE.
-    wqe_head: KVec<Atomic<u32>>,
+    wqe_head: KVec<AtomicU32>,
     /// The basic block after each WQE (C's `w_list[].next`).
-    w_next: KVec<Atomic<u32>>,
+    w_next: KVec<AtomicU32>,
 }
 
 /// The receive ring's posting state (under the receive lock).
@@ -69,14 +76,14 @@ struct Rq {
 
 /// The receive ring's completion state (see [`SqDone`]).
 struct RqDone {
-    tail: Atomic<u32>,
-    wrid: KVec<Atomic<u64>>,
+    tail: AtomicU32,
+    wrid: KVec<AtomicU64>,
 }
 
 /// What a QP shares with the CQs it completes on.
 #[pin_data]
 pub(crate) struct QpShared {
-    qpn: Atomic<u32>,
+    qpn: AtomicU32,
     buf: CoherentBuf,
     db: DoorbellRecord,
     sqs: SqSize,
@@ -116,24 +123,23 @@ impl QpShared {
             bfreg,
             cur_post: 0,
             head: 0,
-            scratch: wqe::SendWqe::new(),
         };
         let sq_done = SqDone {
-            tail: Atomic::new(0),
-            last_poll: Atomic::new(0),
+            tail: AtomicU32::new(0),
+            last_poll: AtomicU32::new(0),
             wrid: zeroed_u64(sqs.wqe_cnt)?,
             wqe_head: zeroed_u32(sqs.wqe_cnt)?,
             w_next: zeroed_u32(sqs.wqe_cnt)?,
         };
         let rq = Rq { head: 0 };
         let rq_done = RqDone {
-            tail: Atomic::new(0),
+            tail: AtomicU32::new(0),
             wrid: zeroed_u64(rqs.wqe_cnt)?,
         };
         let sig_bits = if sig_all { wqe::CTRL_CQ_UPDATE } else { 0 };
         Arc::pin_init(
             pin_init!(QpShared {
-                qpn: Atomic::new(0),
+                qpn: AtomicU32::new(0),
                 buf,
                 db,
                 sqs,
@@ -301,19 +307,19 @@ fn flushed(qpn: u32, wr_id: u64) -> WorkCompletion {
 }
 
 /// `n` zeroed 64-bit entries.
-fn zeroed_u64(n: u32) -> Result<KVec<Atomic<u64>>> {
+fn zeroed_u64(n: u32) -> Result<KVec<AtomicU64>> {
     let mut k = KVec::with_capacity(n as usize, GFP_KERNEL)?;
     for _ in 0..n {
-        k.push(Atomic::new(0), GFP_KERNEL)?;
+        k.push(AtomicU64::new(0), GFP_KERNEL)?;
     }
     Ok(k)
 }
 
 /// `n` zeroed 32-bit entries.
-fn zeroed_u32(n: u32) -> Result<KVec<Atomic<u32>>> {
+fn zeroed_u32(n: u32) -> Result<KVec<AtomicU32>> {
     let mut k = KVec::with_capacity(n as usize, GFP_KERNEL)?;
     for _ in 0..n {
-        k.push(Atomic::new(0), GFP_KERNEL)?;
+        k.push(AtomicU32::new(0), GFP_KERNEL)?;
     }
     Ok(k)
 }
@@ -324,16 +330,44 @@ pub(crate) fn ring_slot(cur_post: u32, b: usize, cnt: u32) -> usize {
     (cur_post.wrapping_add(b as u32) & cnt.wrapping_sub(1)) as usize
 }
 
+/// The send ring as a [`WqeSink`]: the WQE starting at producer count `cur_post` is written in
+/// place, each 16-byte unit with one volatile store, its basic blocks wrapping at the ring's end
+/// (one mask per slot).
+struct SendRing<'a> {
+    buf: &'a CoherentBuf,
+    /// Byte offset of the send ring in `buf`.
+    sq_offset: usize,
+    /// The WQE's first basic block (a producer count: the slot is its low bits).
+    cur_post: u32,
+    /// Basic blocks in the ring, minus one (a power of two minus one).
+    mask: u32,
+}
+
+impl WqeSink for SendRing<'_> {
+    #[inline]
+    fn put<S: Seg>(&mut self, unit: usize, seg: S) -> Result {
+        let slot = ring_slot(
+            self.cur_post,
+            unit / UNITS_PER_BB,
+            self.mask.wrapping_add(1),
+        );
+        let off = self.sq_offset + slot * SEND_WQE_BB + (unit % UNITS_PER_BB) * SEG;
+        self.buf.view::<S>(off)?.copy_write(seg);
+        Ok(())
+    }
+}
+
 impl QpShared {
-    /// Queues send requests (C's `mlx5_ib_post_send` for RC and UD): each WQE is built on the
-    /// stack and copied into the ring block by block (wrapping at the end, inline data
-    /// included); then the doorbell record, a barrier and the blue-flame doorbell with the
-    /// last WQE's first 8 bytes.
+    /// Queues send requests (C's `mlx5_ib_post_send` for RC and UD): each WQE is written in
+    /// place in the ring, segment by segment (wrapping at the end, inline data included), its
+    /// control segment last; then the doorbell record, a barrier and the blue-flame doorbell
+    /// with the last WQE's first 8 bytes.
     ///
     /// # Safety
     ///
     /// `D` is the driver of the QP's device, as in `D`'s `DeviceOps::post_send`: the AHs of
     /// the UD work requests are then `D`'s (the core checked they are of the QP's device).
+    #[inline]
     pub(crate) unsafe fn post_send<D: DeviceOps<Ah = Mlx5Ah>>(
         &self,
         wrs: &[SendWr<'_>],
@@ -343,10 +377,9 @@ impl QpShared {
         if cnt == 0 {
             return Err(EINVAL.into());
         }
-        let mut guard = s.sq.lock();
-        // Through a plain reference, so that the scratch WQE and the ring state borrow apart.
-        let sq = &mut *guard;
+        let mut sq = s.sq.lock();
         let tail = s.sq_done.tail.load(Acquire);
+        let qpn = s.qpn();
         let mut nreq = 0u32;
         let mut last = [0u8; 8];
         let mut result = Ok(());
@@ -372,15 +405,23 @@ impl QpShared {
                 (SendKind::Rc, _) => None,
             };
             let ctx = SendCtx {
-                qpn: s.qpn(),
+                qpn,
                 sig_bits: s.sig_bits,
                 fence: wqe::fence(wr.send_flags, 0),
                 max_gs: s.sqs.max_gs as usize,
                 max_inline: s.sqs.max_inline as usize,
                 av,
             };
-            let w = match wqe::build_send_into(wr, sq.cur_post as u16, &ctx, &mut sq.scratch) {
-                Ok(()) => &sq.scratch,
+            let mut ring = SendRing {
+                buf: &s.buf,
+                sq_offset: s.sq_offset,
+                cur_post: sq.cur_post,
+                mask: cnt - 1,
+            };
+            // Slots past the producer count: the device reads none of them before the doorbell
+            // record says so, and a request refused is refused before its first store.
+            let w = match wqe::build_send_into(wr, sq.cur_post as u16, &ctx, &mut ring) {
+                Ok(w) => w,
                 Err(err) => {
                     if err == EOPNOTSUPP {
                         pr_warn!("Atomic operations are not supported yet\n");
@@ -390,35 +431,18 @@ impl QpShared {
                 }
             };
             let idx = (sq.cur_post & (cnt - 1)) as usize;
-            for b in 0..w.blocks() {
-                let slot = ring_slot(sq.cur_post, b, cnt);
-                // The WQE's bytes only: the rest of its last block is not read by the device.
-                let src = w
-                    .bytes
-                    .get(b * SEND_WQE_BB..((b + 1) * SEND_WQE_BB).min(w.len))
-                    .ok_or(EINVAL);
-                let written =
-                    src.and_then(|src| s.buf.write(s.sq_offset + slot * SEND_WQE_BB, src));
-                if let Err(err) = written {
-                    result = Err(PostError { first_bad: i, err });
-                    break;
-                }
-            }
-            if result.is_err() {
-                break;
-            }
             let head = sq.head.wrapping_add(nreq);
-            if let Some(x) = s.sq_done.wrid.get(idx) {
-                x.store(wr.wr_id, Relaxed);
-            }
-            if let Some(x) = s.sq_done.wqe_head.get(idx) {
-                x.store(head, Relaxed);
-            }
-            last.copy_from_slice(&w.bytes[..8]);
             let next = sq.cur_post.wrapping_add(w.blocks() as u32);
-            if let Some(x) = s.sq_done.w_next.get(idx) {
-                x.store(next, Relaxed);
+            if let (Some(id), Some(h), Some(n)) = (
+                s.sq_done.wrid.get(idx),
+                s.sq_done.wqe_head.get(idx),
+                s.sq_done.w_next.get(idx),
+            ) {
+                id.store(wr.wr_id, Relaxed);
+                h.store(head, Relaxed);
+                n.store(next, Relaxed);
             }
+            last = w.ctrl.first8();
             sq.cur_post = next;
             nreq += 1;
         }
@@ -439,7 +463,9 @@ impl QpShared {
     }
 
     /// Queues receive requests (C's `mlx5_ib_post_recv`): data segments, a terminating
-    /// segment when the scatter list is shorter than the WQE, then the doorbell record.
+    /// segment when the scatter list is shorter than the WQE, then the doorbell record. The
+    /// segments are stored in place in the ring.
+    #[inline]
     pub(crate) fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         let s = self;
         let cnt = s.rqs.wqe_cnt;
@@ -469,11 +495,19 @@ impl QpShared {
             let base = (ind as usize) << s.rqs.wqe_shift;
             let mut w = Ok(());
             for (k, sge) in wr.sg_list.iter().enumerate() {
-                w = w.and_then(|()| s.buf.write(base + k * SEG, &wqe::data_seg(sge)));
+                w = w.and_then(|()| {
+                    s.buf
+                        .view::<DataSeg>(base + k * SEG)
+                        .map(|v| v.copy_write(wqe::data_seg(sge)))
+                });
             }
             if wr.sg_list.len() < s.rqs.max_gs as usize {
                 let k = wr.sg_list.len();
-                w = w.and_then(|()| s.buf.write(base + k * SEG, &wqe::recv_terminator()));
+                w = w.and_then(|()| {
+                    s.buf
+                        .view::<DataSeg>(base + k * SEG)
+                        .map(|v| v.copy_write(wqe::recv_terminator()))
+                });
             }
             if let Err(err) = w {
                 result = Err(PostError { first_bad: i, err });

@@ -12,13 +12,14 @@
 //! spinlock guards the list: posting and completing may run in any context (a CQ's poll takes
 //! its own lock, then this one).
 
-use crate::wqe::{self, SEG};
+use crate::wqe::{self, DataSeg, SEG};
 use ib_core::{
     device::events::{EventNotifier, EventType},
     verbs::types::SrqAttr,
     verbs::wr::{PostError, RecvWr},
 };
 use kernel::{
+    io::Io,
     new_spinlock_irq,
     prelude::*,
     sync::{
@@ -163,14 +164,16 @@ impl SrqShared {
             for (k, sge) in wr.sg_list.iter().enumerate() {
                 w = w.and_then(|()| {
                     self.buf
-                        .write(base + NEXT_SEG + k * SEG, &wqe::data_seg(sge))
+                        .view::<DataSeg>(base + NEXT_SEG + k * SEG)
+                        .map(|v| v.copy_write(wqe::data_seg(sge)))
                 });
             }
             if wr.sg_list.len() < self.size.max_gs as usize {
                 let k = wr.sg_list.len();
                 w = w.and_then(|()| {
                     self.buf
-                        .write(base + NEXT_SEG + k * SEG, &wqe::recv_terminator())
+                        .view::<DataSeg>(base + NEXT_SEG + k * SEG)
+                        .map(|v| v.copy_write(wqe::recv_terminator()))
                 });
             }
             if let Err(err) = w {

@@ -2,22 +2,30 @@
 
 //! Work queue entries as the device reads them: the send WQE of an RC or UD QP (control
 //! segment, remote-address or datagram segment, data or inline segment) and the receive WQE
-//! (data segments), built as bytes (C's `mlx5_wqe_ctrl_seg`, `mlx5_wqe_raddr_seg`,
-//! `mlx5_wqe_datagram_seg`, `mlx5_wqe_data_seg`, `mlx5_wqe_inline_seg` of
-//! `include/linux/mlx5/qp.h`, filled as `wr.c` fills them).
+//! (data segments), as typed `#[repr(C)]` segments of 16 bytes (C's `mlx5_wqe_ctrl_seg`,
+//! `mlx5_wqe_raddr_seg`, `mlx5_wqe_datagram_seg`, `mlx5_wqe_data_seg`, `mlx5_wqe_inline_seg` of
+//! `include/linux/mlx5/qp.h`, filled as `wr.c` fills them). Their fields hold the big-endian
+//! image the device reads.
 //!
-//! Plain functions over byte arrays: no allocation, usable in atomic context; the KUnit suite
-//! checks their images byte for byte.
+//! A send WQE is written segment by segment into a [`WqeSink`]: the send ring itself (in
+//! place, one volatile store per segment, as C writes its segments straight into the ring), or
+//! a byte image for the KUnit suite, which checks the images byte for byte. No allocation,
+//! usable in atomic context.
 
 use crate::ah::AV_SIZE;
 use ib_core::verbs::wr::{send_flags, SendOpcode, SendWr, Sge};
 use kernel::prelude::*;
+use zerocopy::Immutable;
+use zerocopy_derive::Immutable;
 
 /// Size of a send queue basic block (`MLX5_SEND_WQE_BB`).
 pub(crate) const SEND_WQE_BB: usize = 64;
 
 /// Size of a segment unit (the `ds` count is in 16-byte units).
 pub(crate) const SEG: usize = 16;
+
+/// Segment units per basic block.
+pub(crate) const UNITS_PER_BB: usize = SEND_WQE_BB / SEG;
 
 /// Largest send WQE the driver builds: C caps an RC QP's scatter list so that control,
 /// remote address and data segments fit in 512 bytes (`get_send_sge`).
@@ -52,6 +60,67 @@ pub(crate) const INVALID_LKEY: u32 = 0x100;
 /// The destination QP flag of a datagram segment (`MLX5_EXTENDED_UD_AV`).
 pub(crate) const EXTENDED_UD_AV: u32 = 0x8000_0000;
 
+/// A 16-byte segment of a WQE, stored as one unit with a volatile store: plain old data
+/// whose bytes are its image.
+pub(crate) trait Seg: FromBytes + IntoBytes + Immutable + Copy {}
+
+/// The control segment (`mlx5_wqe_ctrl_seg`); fields big-endian.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable)]
+pub(crate) struct CtrlSeg {
+    opmod_idx_opcode: u32,
+    qpn_ds: u32,
+    signature: u8,
+    rsvd: [u8; 2],
+    fm_ce_se: u8,
+    imm: u32,
+}
+impl Seg for CtrlSeg {}
+
+impl CtrlSeg {
+    /// Its first 8 bytes, what the send doorbell carries (in memory order).
+    pub(crate) fn first8(&self) -> [u8; 8] {
+        let mut b = [0u8; 8];
+        b[..4].copy_from_slice(self.opmod_idx_opcode.as_bytes());
+        b[4..].copy_from_slice(self.qpn_ds.as_bytes());
+        b
+    }
+}
+
+/// The remote-address segment (`mlx5_wqe_raddr_seg`); fields big-endian.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable)]
+pub(crate) struct RaddrSeg {
+    raddr: u64,
+    rkey: u32,
+    rsvd: u32,
+}
+impl Seg for RaddrSeg {}
+
+/// A data segment (`mlx5_wqe_data_seg`); fields big-endian.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable)]
+pub(crate) struct DataSeg {
+    byte_count: u32,
+    lkey: u32,
+    addr: u64,
+}
+impl Seg for DataSeg {}
+
+/// 16 bytes of a segment longer than one unit or of bytes copied as they are: a part of the
+/// datagram segment (the AH's address vector), or of an inline segment.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable)]
+pub(crate) struct Chunk(pub(crate) [u8; SEG]);
+impl Seg for Chunk {}
+
+const _: () = assert!(
+    size_of::<CtrlSeg>() == SEG
+        && size_of::<RaddrSeg>() == SEG
+        && size_of::<DataSeg>() == SEG
+        && size_of::<Chunk>() == SEG
+);
+
 /// The control segment opcode of a send work request (C's `mlx5_ib_opcode`); `EOPNOTSUPP` for
 /// atomics, which C's `mlx5_ib_post_send` refuses on RC QPs ("Atomic operations are not
 /// supported yet").
@@ -68,38 +137,47 @@ pub(crate) fn mlx5_opcode(op: SendOpcode) -> Result<u8> {
 
 /// The control segment: WQE index and opcode, QP number and size in 16-byte units, the
 /// completion/solicited/fence byte and the immediate data (big-endian, as it goes on the wire).
-pub(crate) fn ctrl_seg(idx: u16, opcode: u8, qpn: u32, ds: u8, fm_ce_se: u8, imm: u32) -> [u8; 16] {
-    let mut s = [0u8; 16];
-    s[0..4].copy_from_slice(&((u32::from(idx) << 8) | u32::from(opcode)).to_be_bytes());
-    s[4..8].copy_from_slice(&((qpn << 8) | u32::from(ds)).to_be_bytes());
-    s[11] = fm_ce_se;
-    s[12..16].copy_from_slice(&imm.to_be_bytes());
-    s
+#[inline]
+pub(crate) fn ctrl_seg(idx: u16, opcode: u8, qpn: u32, ds: u8, fm_ce_se: u8, imm: u32) -> CtrlSeg {
+    CtrlSeg {
+        opmod_idx_opcode: ((u32::from(idx) << 8) | u32::from(opcode)).to_be(),
+        qpn_ds: ((qpn << 8) | u32::from(ds)).to_be(),
+        signature: 0,
+        rsvd: [0; 2],
+        fm_ce_se,
+        imm: imm.to_be(),
+    }
 }
 
 /// The remote-address segment of an RDMA request.
-pub(crate) fn raddr_seg(raddr: u64, rkey: u32) -> [u8; 16] {
-    let mut s = [0u8; 16];
-    s[0..8].copy_from_slice(&raddr.to_be_bytes());
-    s[8..12].copy_from_slice(&rkey.to_be_bytes());
-    s
+#[inline]
+pub(crate) fn raddr_seg(raddr: u64, rkey: u32) -> RaddrSeg {
+    RaddrSeg {
+        raddr: raddr.to_be(),
+        rkey: rkey.to_be(),
+        rsvd: 0,
+    }
 }
 
 /// A data segment (C's `set_data_ptr_seg`).
-pub(crate) fn data_seg(sge: &Sge) -> [u8; 16] {
-    let mut s = [0u8; 16];
-    s[0..4].copy_from_slice(&sge.length.to_be_bytes());
-    s[4..8].copy_from_slice(&sge.lkey.to_be_bytes());
-    s[8..16].copy_from_slice(&sge.addr.to_be_bytes());
-    s
+#[inline]
+pub(crate) fn data_seg(sge: &Sge) -> DataSeg {
+    DataSeg {
+        byte_count: sge.length.to_be(),
+        lkey: sge.lkey.to_be(),
+        addr: sge.addr.to_be(),
+    }
 }
 
 /// The data segment ending a receive scatter list shorter than the WQE (zero length, the
 /// invalid key).
-pub(crate) fn recv_terminator() -> [u8; 16] {
-    let mut s = [0u8; 16];
-    s[4..8].copy_from_slice(&INVALID_LKEY.to_be_bytes());
-    s
+#[inline]
+pub(crate) fn recv_terminator() -> DataSeg {
+    DataSeg {
+        byte_count: 0,
+        lkey: INVALID_LKEY.to_be(),
+        addr: 0,
+    }
 }
 
 /// The datagram segment of a UD send (C's `set_datagram_seg`): the AH's address vector with
@@ -131,7 +209,15 @@ pub(crate) fn fence(flags: u32, next_fence: u8) -> u8 {
     }
 }
 
-/// A send WQE built on the stack: its bytes and its size.
+/// Where the 16-byte units of a send WQE go: the send ring, in place (`qp_rings`), or a byte
+/// image ([`SendWqe`], for the KUnit suite).
+pub(crate) trait WqeSink {
+    /// Stores `seg` as unit `unit` (0: the control segment) of the WQE. `EINVAL` if it cannot.
+    fn put<S: Seg>(&mut self, unit: usize, seg: S) -> Result;
+}
+
+/// A send WQE built as bytes, for the KUnit suite: its image and its size.
+#[cfg(CONFIG_KUNIT)]
 pub(crate) struct SendWqe {
     /// The WQE's bytes (only `len` are meaningful).
     pub(crate) bytes: [u8; MAX_SEND_WQE],
@@ -139,17 +225,8 @@ pub(crate) struct SendWqe {
     pub(crate) len: usize,
 }
 
+#[cfg(CONFIG_KUNIT)]
 impl SendWqe {
-    /// An empty WQE buffer. A QP keeps one and builds every WQE in it ([`build_send_into`]):
-    /// only the bytes a WQE uses are written, as C writes its segments straight into the ring,
-    /// instead of zeroing and returning a fresh buffer per request.
-    pub(crate) fn new() -> Self {
-        Self {
-            bytes: [0; MAX_SEND_WQE],
-            len: 0,
-        }
-    }
-
     /// The WQE's size in 16-byte units.
     pub(crate) fn ds(&self) -> u8 {
         (self.len / SEG) as u8
@@ -159,45 +236,15 @@ impl SendWqe {
     pub(crate) fn blocks(&self) -> usize {
         self.len.div_ceil(SEND_WQE_BB)
     }
+}
 
-    fn push(&mut self, seg: &[u8]) -> Result {
-        let end = self.len.checked_add(seg.len()).ok_or(EINVAL)?;
+#[cfg(CONFIG_KUNIT)]
+impl WqeSink for SendWqe {
+    fn put<S: Seg>(&mut self, unit: usize, seg: S) -> Result {
         self.bytes
-            .get_mut(self.len..end)
+            .get_mut(unit * SEG..(unit + 1) * SEG)
             .ok_or(EINVAL)?
-            .copy_from_slice(seg);
-        self.len = end;
-        Ok(())
-    }
-
-    /// Appends an inline segment with `data` (C's `set_data_inl_seg`): the header with the
-    /// byte count, the bytes right after it, padded to 16 bytes. The bytes may run over basic
-    /// blocks: the WQE is copied into the ring block by block, wrapping at its end.
-    /// `ENOMEM` past `max_inline` bytes, as C.
-    fn push_inline(&mut self, data: &[&[u8]], max_inline: usize) -> Result {
-        let mut inl = 0usize;
-        for d in data {
-            inl = inl.checked_add(d.len()).ok_or(ENOMEM)?;
-        }
-        if inl > max_inline {
-            return Err(ENOMEM);
-        }
-        let start = self.len;
-        let total = (inl + 4).next_multiple_of(SEG);
-        let end = start.checked_add(total).ok_or(EINVAL)?;
-        let seg = self.bytes.get_mut(start..end).ok_or(EINVAL)?;
-        // The padding must not carry bytes of an earlier use of the buffer.
-        seg.fill(0);
-        seg.get_mut(..4)
-            .ok_or(EINVAL)?
-            .copy_from_slice(&inline_header(inl as u32));
-        let mut at = 4;
-        for d in data {
-            let next = at + d.len();
-            seg.get_mut(at..next).ok_or(EINVAL)?.copy_from_slice(d);
-            at = next;
-        }
-        self.len = end;
+            .copy_from_slice(seg.as_bytes());
         Ok(())
     }
 }
@@ -219,48 +266,99 @@ pub(crate) struct SendCtx<'a> {
     pub(crate) av: Option<&'a [u8; AV_SIZE]>,
 }
 
-/// Builds the send WQE of work request `wr` at ring index `idx` of the QP `ctx` describes.
-/// Zero-length SGEs are skipped as in C. `EINVAL` for more SGEs than `max_gs`, a UD request
-/// without a destination or a WQE past [`MAX_SEND_WQE`]; `ENOMEM` for more inline bytes than
-/// `max_inline` (C's errno). With `INLINE`, the bytes come from `wr.inline_data` and the
-/// scatter list is ignored (its addresses are device addresses the CPU cannot copy from).
+/// A send WQE written: its size in 16-byte units and its control segment.
+#[derive(Clone, Copy)]
+pub(crate) struct Built {
+    /// Size in 16-byte units (C's `ds`).
+    pub(crate) units: usize,
+    /// The control segment (unit 0).
+    pub(crate) ctrl: CtrlSeg,
+}
+
+impl Built {
+    /// Basic blocks the WQE takes in the ring.
+    #[inline]
+    pub(crate) fn blocks(&self) -> usize {
+        self.units.div_ceil(UNITS_PER_BB)
+    }
+}
+
+/// Builds the send WQE of work request `wr` at ring index `idx` of the QP `ctx` describes as
+/// bytes (the KUnit suite's view of [`build_send_into`]).
 #[cfg(CONFIG_KUNIT)]
 pub(crate) fn build_send(wr: &SendWr<'_>, idx: u16, ctx: &SendCtx<'_>) -> Result<SendWqe> {
-    let mut w = SendWqe::new();
-    build_send_into(wr, idx, ctx, &mut w)?;
+    let mut w = SendWqe {
+        bytes: [0; MAX_SEND_WQE],
+        len: 0,
+    };
+    let b = build_send_into(wr, idx, ctx, &mut w)?;
+    w.len = b.units * SEG;
     Ok(w)
 }
 
-/// [`build_send`] into `w`, which may hold an earlier WQE: its first `len` bytes are the new
-/// WQE's, the rest is stale.
-pub(crate) fn build_send_into(
+/// Writes the send WQE of work request `wr` at ring index `idx` of the QP `ctx` describes into
+/// `sink`, segment by segment, the control segment last. Zero-length SGEs are skipped as in C.
+/// Everything is checked before the first segment is written: `EINVAL` for more SGEs than
+/// `max_gs`, a UD request without a destination or a WQE past [`MAX_SEND_WQE`]; `ENOMEM` for
+/// more inline bytes than `max_inline` (C's errno); `EOPNOTSUPP` for atomics. With `INLINE`,
+/// the bytes come from `wr.inline_data` and the scatter list is ignored (its addresses are
+/// device addresses the CPU cannot copy from).
+#[inline]
+pub(crate) fn build_send_into<W: WqeSink>(
     wr: &SendWr<'_>,
     idx: u16,
     ctx: &SendCtx<'_>,
-    w: &mut SendWqe,
-) -> Result {
+    sink: &mut W,
+) -> Result<Built> {
     let inline = wr.send_flags & send_flags::INLINE != 0;
     if !inline && wr.sg_list.len() > ctx.max_gs {
         return Err(EINVAL);
     }
-    w.len = SEG;
     let op = mlx5_opcode(wr.opcode)?;
-    if let Some(av) = ctx.av {
-        let ud = wr.ud.as_ref().ok_or(EINVAL)?;
-        w.push(&datagram_seg(av, ud.remote_qpn, ud.remote_qkey))?;
+    let raddr = ctx.av.is_none()
+        && matches!(
+            wr.opcode,
+            SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm | SendOpcode::RdmaRead
+        );
+    let ud = match ctx.av {
+        Some(av) => Some((av, wr.ud.as_ref().ok_or(EINVAL)?)),
+        None => None,
+    };
+    // The size first: nothing is written for a request refused.
+    let mut units = 1 + if ud.is_some() { AV_SIZE / SEG } else { 0 } + usize::from(raddr);
+    let mut inl = 0usize;
+    if inline {
+        for d in wr.inline_data {
+            inl = inl.checked_add(d.len()).ok_or(ENOMEM)?;
+        }
+        if inl > ctx.max_inline {
+            return Err(ENOMEM);
+        }
+        units += (inl + 4).div_ceil(SEG);
     } else {
-        match wr.opcode {
-            SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm | SendOpcode::RdmaRead => {
-                w.push(&raddr_seg(wr.remote_addr, wr.rkey))?;
-            }
-            _ => {}
+        units += wr.sg_list.iter().filter(|s| s.length != 0).count();
+    }
+    if units * SEG > MAX_SEND_WQE {
+        return Err(EINVAL);
+    }
+    let mut at = 1;
+    if let Some((av, ud)) = ud {
+        let d = datagram_seg(av, ud.remote_qpn, ud.remote_qkey);
+        for c in d.chunks_exact(SEG) {
+            sink.put(at, Chunk(c.try_into().map_err(|_| EINVAL)?))?;
+            at += 1;
         }
     }
+    if raddr {
+        sink.put(at, raddr_seg(wr.remote_addr, wr.rkey))?;
+        at += 1;
+    }
     if inline {
-        w.push_inline(wr.inline_data, ctx.max_inline)?;
+        put_inline(sink, at, wr.inline_data, inl)?;
     } else {
         for sge in wr.sg_list.iter().filter(|s| s.length != 0) {
-            w.push(&data_seg(sge))?;
+            sink.put(at, data_seg(sge))?;
+            at += 1;
         }
     }
     let imm = match wr.opcode {
@@ -274,8 +372,42 @@ pub(crate) fn build_send_into(
     if wr.send_flags & send_flags::SOLICITED != 0 {
         fm_ce_se |= CTRL_SOLICITED;
     }
-    let ctrl = ctrl_seg(idx, op, ctx.qpn, w.ds(), fm_ce_se, imm);
-    w.bytes[..SEG].copy_from_slice(&ctrl);
+    let ctrl = ctrl_seg(idx, op, ctx.qpn, units as u8, fm_ce_se, imm);
+    sink.put(0, ctrl)?;
+    Ok(Built { units, ctrl })
+}
+
+/// Writes an inline segment of `inl` bytes from `data` at unit `at` (C's `set_data_inl_seg`):
+/// the header with the byte count, the bytes right after it, padded with zeroes to 16 bytes.
+/// The units may run over basic blocks (and wrap at the ring's end, the sink's business).
+fn put_inline<W: WqeSink>(sink: &mut W, mut at: usize, data: &[&[u8]], inl: usize) -> Result {
+    let mut chunk = Chunk::default();
+    chunk.0[..4].copy_from_slice(&inline_header(inl as u32));
+    let mut fill = 4;
+    for d in data {
+        let mut rest: &[u8] = d;
+        while let Some((part, tail)) = rest.split_at_checked(rest.len().min(SEG - fill)) {
+            if part.is_empty() {
+                break;
+            }
+            chunk
+                .0
+                .get_mut(fill..fill + part.len())
+                .ok_or(EINVAL)?
+                .copy_from_slice(part);
+            fill += part.len();
+            rest = tail;
+            if fill == SEG {
+                sink.put(at, chunk)?;
+                at += 1;
+                chunk = Chunk::default();
+                fill = 0;
+            }
+        }
+    }
+    if fill != 0 {
+        sink.put(at, chunk)?;
+    }
     Ok(())
 }
 
@@ -305,7 +437,7 @@ mod tests {
             0x1234,
         );
         assert_eq!(
-            c,
+            c.as_bytes(),
             [0x00, 0x12, 0x34, 0x0b, 0xab, 0xcd, 0xef, 0x03, 0, 0, 0, 0x08, 0, 0, 0x12, 0x34]
         );
     }
@@ -313,7 +445,7 @@ mod tests {
     #[test]
     fn address_and_data_segments() {
         assert_eq!(
-            raddr_seg(0x0102_0304_0506_0708, 0xa0b0c0d0),
+            raddr_seg(0x0102_0304_0506_0708, 0xa0b0c0d0).as_bytes(),
             [1, 2, 3, 4, 5, 6, 7, 8, 0xa0, 0xb0, 0xc0, 0xd0, 0, 0, 0, 0]
         );
         let sge = Sge {
@@ -322,11 +454,11 @@ mod tests {
             lkey: 0x0000_0501,
         };
         assert_eq!(
-            data_seg(&sge),
+            data_seg(&sge).as_bytes(),
             [0, 0, 0x10, 0, 0, 0, 5, 1, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88]
         );
         assert_eq!(
-            recv_terminator(),
+            recv_terminator().as_bytes(),
             [0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]
         );
         assert_eq!(inline_header(20), [0x80, 0, 0, 20]);
@@ -356,8 +488,8 @@ mod tests {
             &w.bytes[..16],
             &[0, 0, 5, 0x08, 0, 0, 0x10, 3, 0, 0, 0, 0x0a, 0, 0, 0, 0]
         );
-        assert_eq!(&w.bytes[16..32], &raddr_seg(0x2000, 0x77));
-        assert_eq!(&w.bytes[32..48], &data_seg(&sg[0]));
+        assert_eq!(&w.bytes[16..32], raddr_seg(0x2000, 0x77).as_bytes());
+        assert_eq!(&w.bytes[32..48], data_seg(&sg[0]).as_bytes());
         // Unsignalled send with immediate on a QP signalling everything, fenced.
         let wr = SendWr {
             opcode: SendOpcode::SendWithImm,
