@@ -18,9 +18,11 @@
 //! polled yet across, C's `copy_resize_cqes`), switches the CQ to the new ring. The old ring
 //! is freed by the resize, in process context, never by a poll.
 
-use crate::cqe::{self, op, Cqe64, CqeFields, CQE_INIT_OP_OWN, CQE_SIZE, OP_OWN};
-use crate::qp_rings::QpShared;
-use crate::umem::coherent_page_list;
+pub(crate) mod cqe;
+
+use crate::cq::cqe::{op, Cqe64, CqeFields, CQE_INIT_OP_OWN, CQE_SIZE, OP_OWN};
+use crate::qp::rings::QpShared;
+use crate::user::umem::coherent_page_list;
 use ib_core::{
     verbs::types::{CqInit, CqNotifier},
     verbs::wr::{WcStatus, WorkCompletion},

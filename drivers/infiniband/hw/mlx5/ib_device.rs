@@ -14,10 +14,7 @@
 
 use crate::caps;
 use crate::mad::{self, attr, NodeInfo, PortInfo};
-use crate::{
-    ah, counters, cq, dma_buf::DmaBuf, mmap, mr, pd, qp, srq, ucontext, user_cq, user_qp, user_srq,
-    wq_size::Limits,
-};
+use crate::{ah, counters, cq, dma_buf::DmaBuf, mr, pd, qp, qp::wq_size::Limits, srq, user};
 use core::ptr::NonNull;
 use ib_core::{
     attrs::{
@@ -206,10 +203,10 @@ impl DeviceOps for Mlx5IbDevice {
     type Mr = mr::Mlx5Mr;
     type Srq = srq::Mlx5Srq;
     type Ah = ah::Mlx5Ah;
-    type UContext = ucontext::Mlx5UContext;
-    type UserCq = user_cq::Mlx5UserCq;
-    type UserQp = user_qp::Mlx5UserQp;
-    type UserSrq = user_srq::Mlx5UserSrq;
+    type UContext = user::ucontext::Mlx5UContext;
+    type UserCq = user::cq::Mlx5UserCq;
+    type UserQp = user::qp::Mlx5UserQp;
+    type UserSrq = user::srq::Mlx5UserSrq;
 
     /// mlx5's user-verbs ABI (`MLX5_IB_UVERBS_ABI_VERSION` 1) and driver id (`RDMA_DRIVER_MLX5`
     /// 1): libmlx5 binds to the device by them.
@@ -250,24 +247,24 @@ impl DeviceOps for Mlx5IbDevice {
         Ok(a)
     }
 
-    fn alloc_ucontext(&self, udata: &Udata) -> Result<ucontext::Mlx5UContext> {
+    fn alloc_ucontext(&self, udata: &Udata) -> Result<user::ucontext::Mlx5UContext> {
         let ports = GeneralCaps::from_bytes(&self.caps.general).num_ports() as u16;
-        ucontext::alloc(&self.cmds, &self.caps, ports, udata)
+        user::ucontext::alloc(&self.cmds, &self.caps, ports, udata)
     }
 
-    fn dealloc_ucontext(&self, ctx: ucontext::Mlx5UContext) {
-        ucontext::dealloc(&self.cmds, ctx)
+    fn dealloc_ucontext(&self, ctx: user::ucontext::Mlx5UContext) {
+        user::ucontext::dealloc(&self.cmds, ctx)
     }
 
     fn create_user_cq(
         &self,
-        ctx: &ucontext::Mlx5UContext,
+        ctx: &user::ucontext::Mlx5UContext,
         init: &UserCqInit,
         udata: &Udata,
         notifier: &CqNotifier,
-    ) -> Result<(user_cq::Mlx5UserCq, u32)> {
+    ) -> Result<(user::cq::Mlx5UserCq, u32)> {
         let caps = GeneralCaps::from_bytes(&self.caps.general);
-        user_cq::create(
+        user::cq::create(
             self.core.get(),
             &self.cmds,
             &caps,
@@ -279,7 +276,7 @@ impl DeviceOps for Mlx5IbDevice {
     }
 
     /// `ENOSYS` without the `cq_resize` capability, as C.
-    fn resize_user_cq(&self, cq: &user_cq::Mlx5UserCq, cqe: u32, udata: &Udata) -> Result<u32> {
+    fn resize_user_cq(&self, cq: &user::cq::Mlx5UserCq, cqe: u32, udata: &Udata) -> Result<u32> {
         if !self.cq_resize {
             pr_info!("Firmware does not support resize CQ\n");
             return Err(ENOSYS);
@@ -287,24 +284,24 @@ impl DeviceOps for Mlx5IbDevice {
         cq.resize(self.core.get(), self.log_max_cq_sz, cqe, udata)
     }
 
-    fn destroy_user_cq(&self, cq: user_cq::Mlx5UserCq) -> Result {
-        user_cq::destroy(&self.cmds, cq)
+    fn destroy_user_cq(&self, cq: user::cq::Mlx5UserCq) -> Result {
+        user::cq::destroy(&self.cmds, cq)
     }
 
     fn create_user_qp(
         &self,
-        ctx: &ucontext::Mlx5UContext,
+        ctx: &user::ucontext::Mlx5UContext,
         pd: &pd::Mlx5Pd,
-        init: &QpInitDriver<'_, user_cq::Mlx5UserCq, user_srq::Mlx5UserSrq>,
+        init: &QpInitDriver<'_, user::cq::Mlx5UserCq, user::srq::Mlx5UserSrq>,
         udata: &Udata,
-    ) -> Result<(NewQp<user_qp::Mlx5UserQp>, QpCap)> {
+    ) -> Result<(NewQp<user::qp::Mlx5UserQp>, QpCap)> {
         let caps = GeneralCaps::from_bytes(&self.caps.general);
-        user_qp::create(self.core.get(), &caps, ctx, pd.pdn, init, udata)
+        user::qp::create(self.core.get(), &caps, ctx, pd.pdn, init, udata)
     }
 
     fn modify_user_qp(
         &self,
-        qp: &user_qp::Mlx5UserQp,
+        qp: &user::qp::Mlx5UserQp,
         attr: &QpAttr,
         mask: QpAttrMask,
         udata: &Udata,
@@ -312,32 +309,32 @@ impl DeviceOps for Mlx5IbDevice {
         qp.modify(&self.cmds, &self.modify_caps, attr, mask, udata)
     }
 
-    fn query_user_qp(&self, qp: &user_qp::Mlx5UserQp) -> Result<(QpAttr, QpCap)> {
+    fn query_user_qp(&self, qp: &user::qp::Mlx5UserQp) -> Result<(QpAttr, QpCap)> {
         qp.query(&self.cmds)
     }
 
-    fn destroy_user_qp(&self, qp: user_qp::Mlx5UserQp) -> Result {
-        user_qp::destroy(&self.cmds, qp)
+    fn destroy_user_qp(&self, qp: user::qp::Mlx5UserQp) -> Result {
+        user::qp::destroy(&self.cmds, qp)
     }
 
     /// C's `mlx5_ib_create_srq` with user data: the sizes checked and rounded as for a kernel
     /// SRQ, then libmlx5's request. Basic SRQs only (the core makes no other kind).
     fn create_user_srq(
         &self,
-        _ctx: &ucontext::Mlx5UContext,
+        _ctx: &user::ucontext::Mlx5UContext,
         pd: &pd::Mlx5Pd,
         attr: &SrqAttr,
         udata: &Udata,
         events: &EventNotifier,
-    ) -> Result<(user_srq::Mlx5UserSrq, SrqAttr)> {
+    ) -> Result<(user::srq::Mlx5UserSrq, SrqAttr)> {
         let gen = GeneralCaps::from_bytes(&self.caps.general);
         let size = srq::srq_size(attr, gen.log_max_srq_sz() as u32, self.limits.max_wqe_sz_rq)?;
-        user_srq::create(self.core.get(), size, pd.pdn, attr, udata, events)
+        user::srq::create(self.core.get(), size, pd.pdn, attr, udata, events)
     }
 
     fn modify_user_srq(
         &self,
-        srq: &user_srq::Mlx5UserSrq,
+        srq: &user::srq::Mlx5UserSrq,
         attr: &SrqAttr,
         mask: SrqAttrMask,
         _udata: &Udata,
@@ -352,28 +349,33 @@ impl DeviceOps for Mlx5IbDevice {
         Ok(())
     }
 
-    fn query_user_srq(&self, srq: &user_srq::Mlx5UserSrq) -> Result<SrqAttr> {
+    fn query_user_srq(&self, srq: &user::srq::Mlx5UserSrq) -> Result<SrqAttr> {
         srq.query(&self.cmds)
     }
 
-    fn destroy_user_srq(&self, srq: user_srq::Mlx5UserSrq) -> Result {
-        user_srq::destroy(&self.cmds, srq)
+    fn destroy_user_srq(&self, srq: user::srq::Mlx5UserSrq) -> Result {
+        user::srq::destroy(&self.cmds, srq)
     }
 
     /// The UAR object (`MLX5_IB_OBJECT_UAR`).
-    const DRIVER_METHODS: &'static [DriverMethod] = &mmap::DRIVER_METHODS;
+    const DRIVER_METHODS: &'static [DriverMethod] = &user::mmap::DRIVER_METHODS;
 
     fn driver_method(
         &self,
-        ctx: &ucontext::Mlx5UContext,
+        ctx: &user::ucontext::Mlx5UContext,
         m: &DriverMethod,
         attrs: &dyn MethodAttrs,
     ) -> Result<Option<DriverUObject>> {
-        mmap::driver_method(self.core.get(), &self.cmds, &ctx.mmap, m, attrs)
+        user::mmap::driver_method(self.core.get(), &self.cmds, &ctx.mmap, m, attrs)
     }
 
-    fn mmap(&self, ctx: &ucontext::Mlx5UContext, vma: &VmaNew, maps: &Arc<UserMaps>) -> Result {
-        mmap::mmap(self.core.get(), &ctx.mmap, vma, maps)
+    fn mmap(
+        &self,
+        ctx: &user::ucontext::Mlx5UContext,
+        vma: &VmaNew,
+        maps: &Arc<UserMaps>,
+    ) -> Result {
+        user::mmap::mmap(self.core.get(), &ctx.mmap, vma, maps)
     }
 
     fn query_port(&self, port: u32) -> Result<PortAttr> {

@@ -7,26 +7,16 @@ mod ah;
 mod caps;
 mod counters;
 mod cq;
-mod cqe;
 mod dma_buf;
 mod ib_device;
 mod ib_module;
 mod mad;
-mod mmap;
 mod mr;
 mod pd;
 mod port_events;
 mod qp;
-mod qp_rings;
 mod srq;
-mod uabi;
-mod ucontext;
-mod umem;
-mod user_cq;
-mod user_qp;
-mod user_srq;
-mod wq_size;
-mod wqe;
+mod user;
 
 kernel::prelude::module! {
     type: ib_module::Mlx5Ib,

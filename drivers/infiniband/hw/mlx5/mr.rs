@@ -7,7 +7,7 @@
 //! `umr_modify_entity_size_disabled`: `reg_create`): the pages pinned and mapped, an MTT mkey
 //! whose translation table lists them, 4 KiB each.
 
-use crate::{pd::Mlx5Pd, umem::page_list};
+use crate::{pd::Mlx5Pd, user::umem::page_list};
 use ib_core::verbs::types::{Access, AccessFlags, UserMrInit};
 use kernel::{
     dma::DataDirection,

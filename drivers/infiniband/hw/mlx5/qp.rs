@@ -4,12 +4,16 @@
 //! `mlx5_ib_query_qp`, `destroy_qp_common`): the firmware object and its state; the rings that
 //! posting fills and the CQs complete are `qp_rings`.
 
+pub(crate) mod rings;
+pub(crate) mod wq_size;
+pub(crate) mod wqe;
+
 use crate::ah::Mlx5Ah;
 use crate::cq::{CqShared, QueueRole};
-use crate::qp_rings::QpShared;
+use crate::qp::rings::QpShared;
+use crate::qp::wq_size::{Limits, RqSize, SendKind, SqSize};
 use crate::srq::Mlx5Srq;
-use crate::umem::coherent_page_list;
-use crate::wq_size::{self, Limits, RqSize, SendKind, SqSize};
+use crate::user::umem::coherent_page_list;
 use ib_core::{
     attrs::Gid,
     device::events::{EventNotifier, EventType},

@@ -12,7 +12,7 @@
 //! spinlock guards the list: posting and completing may run in any context (a CQ's poll takes
 //! its own lock, then this one).
 
-use crate::wqe::{self, DataSeg, SEG};
+use crate::qp::wqe::{self, DataSeg, SEG};
 use ib_core::{
     device::events::{EventNotifier, EventType},
     verbs::types::SrqAttr,
@@ -323,7 +323,7 @@ pub(crate) fn create(
     for _ in 0..size.max {
         wrid.push(0u64, GFP_KERNEL)?;
     }
-    let pas = crate::umem::coherent_page_list(buf.dma(), buf.len())?;
+    let pas = crate::user::umem::coherent_page_list(buf.dma(), buf.len())?;
     let dbr = db.dma();
     let shared = Arc::pin_init(
         pin_init!(SrqShared {

@@ -10,13 +10,13 @@
 //! QP's (`qp::QpFw`); user space posts and polls itself.
 
 use crate::{
+    qp::wq_size::{RqSize, SendKind, SqSize},
     qp::{create_ctx, st_of, ModifyCaps, QpEvents, QpFw},
-    uabi::{CreateQpReq, CreateQpResp},
-    ucontext::Mlx5UContext,
-    umem::{page_offset, UserMemory},
-    user_cq::Mlx5UserCq,
-    user_srq::Mlx5UserSrq,
-    wq_size::{RqSize, SendKind, SqSize},
+    user::cq::Mlx5UserCq,
+    user::srq::Mlx5UserSrq,
+    user::uabi::{CreateQpReq, CreateQpResp},
+    user::ucontext::Mlx5UContext,
+    user::umem::{page_offset, UserMemory},
 };
 use core::mem::offset_of;
 use ib_core::{

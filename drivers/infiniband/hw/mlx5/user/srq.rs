@@ -11,8 +11,8 @@
 
 use crate::{
     srq::{self, RmpMemory, SrqSize},
-    uabi::{CreateSrqReq, CreateSrqResp},
-    umem::{page_offset, UserMemory},
+    user::uabi::{CreateSrqReq, CreateSrqResp},
+    user::umem::{page_offset, UserMemory},
 };
 use ib_core::{device::events::EventNotifier, user::udata::Udata, verbs::types::SrqAttr};
 use kernel::prelude::*;

@@ -4,7 +4,7 @@
 //! `calc_sq_size` compute it: the receive WQE stride and count, the send WQE size in basic
 //! blocks, how many requests, SGEs and inline bytes fit, and the errno past a device cap.
 
-use crate::wqe::{MAX_SEND_WQE, SEG, SEND_WQE_BB};
+use crate::qp::wqe::{MAX_SEND_WQE, SEG, SEND_WQE_BB};
 use ib_core::verbs::types::QpCap;
 use kernel::prelude::*;
 

@@ -11,9 +11,9 @@
 //! contiguous ring; the device sees the same memory either way).
 
 use crate::{
-    uabi::{CreateCqReq, CreateCqResp, ResizeCqReq},
-    ucontext::Mlx5UContext,
-    umem::{page_offset, UserMemory},
+    user::uabi::{CreateCqReq, CreateCqResp, ResizeCqReq},
+    user::ucontext::Mlx5UContext,
+    user::umem::{page_offset, UserMemory},
 };
 use ib_core::{
     user::udata::Udata,

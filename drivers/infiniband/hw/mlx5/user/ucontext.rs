@@ -12,8 +12,8 @@
 //! answer), `EOPNOTSUPP` otherwise; libmlx5 retries without it.
 
 use crate::{
-    mmap::MmapTable,
-    uabi::{AllocUcontextReq, AllocUcontextResp},
+    user::mmap::MmapTable,
+    user::uabi::{AllocUcontextReq, AllocUcontextResp},
 };
 use core::mem::offset_of;
 use ib_core::user::udata::Udata;

@@ -223,7 +223,7 @@ pub(crate) fn sw_owned(op_own: u8, n: u32, entries: u32) -> bool {
 /// The operation a requester CQE completed, whether it carried immediate data, and whether its
 /// byte count is reported (C's `handle_good_req`; reads report their length).
 pub(crate) fn req_opcode(send_opcode: u8) -> (WcOpcode, bool) {
-    use crate::wqe::opcode;
+    use crate::qp::wqe::opcode;
     match send_opcode {
         opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM => (WcOpcode::RdmaWrite, false),
         opcode::RDMA_READ => (WcOpcode::RdmaRead, true),

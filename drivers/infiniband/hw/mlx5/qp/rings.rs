@@ -16,9 +16,9 @@
 //! per access (no `CONFIG_RUST_INLINE_HELPERS`). They pair only with each other, never with C.
 
 use crate::ah::Mlx5Ah;
+use crate::qp::wq_size::{RqSize, SendKind, SqSize};
+use crate::qp::wqe::{self, DataSeg, Seg, SendCtx, WqeSink, SEG, SEND_WQE_BB, UNITS_PER_BB};
 use crate::srq::SrqShared;
-use crate::wq_size::{RqSize, SendKind, SqSize};
-use crate::wqe::{self, DataSeg, Seg, SendCtx, WqeSink, SEG, SEND_WQE_BB, UNITS_PER_BB};
 use core::sync::atomic::{
     AtomicU32, AtomicU64,
     Ordering::{Acquire, Relaxed, Release},

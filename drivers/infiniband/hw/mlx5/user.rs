@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! User verbs in the driver (C's `mlx5_ib` user paths): the driver data of user contexts, CQs,
+//! QPs and SRQs in `rdma/mlx5-abi.h`'s structures ([`uabi`]), their user-memory rings
+//! ([`umem`]) and the UAR and doorbell pages user space maps ([`mmap`]).
+
+pub(crate) mod cq;
+pub(crate) mod mmap;
+pub(crate) mod qp;
+pub(crate) mod srq;
+pub(crate) mod uabi;
+pub(crate) mod ucontext;
+pub(crate) mod umem;
