@@ -385,9 +385,13 @@ def add_python(root: Path) -> set[str]:
     *.py.gz unpacked, with the guest runner `guest/rdma_core_tests.py` beside them. Returns the
     shared libraries the interpreter and the extension modules load (via ldd)."""
     import gzip
-    if not PYVERBS.is_dir() or not RDMA_CORE_TESTS.is_dir():
-        raise HarnessError(f"{PYVERBS} or {RDMA_CORE_TESTS} is missing: python3-pyverbs is not "
-                           f"installed (run make setup)")
+    if not PYVERBS.is_dir():
+        raise HarnessError(f"{PYVERBS} is missing: python3-pyverbs is not installed (run make setup)")
+    if not (RDMA_CORE_TESTS / "run_tests.py").exists():
+        raise HarnessError(f"{RDMA_CORE_TESTS} is missing though python3-pyverbs is installed: "
+                           f"dpkg may leave out /usr/share/doc (a path-exclude in "
+                           f"/etc/dpkg/dpkg.cfg.d/, as slim container images have); remove it and "
+                           f"reinstall python3-pyverbs")
     python = PYTHON.resolve()
     if not python.exists():
         raise HarnessError(f"{PYTHON} is missing (python3-pyverbs brings it; run make setup)")
