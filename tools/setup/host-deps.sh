@@ -13,6 +13,9 @@ pkgs=(
   # guest userland (copied into the initramfs with their libraries)
   busybox-static pciutils rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest iproute2
   infiniband-diags
+  # rdma-core's own test suite in the guest (scenario rdma-core-tests): pyverbs with the tests in
+  # /usr/share/doc/rdma-core/tests, and Debian's python3 it is built for
+  python3-pyverbs
   # guest-side test programs built here (tools/verbs-errors)
   libibverbs-dev
   # dpkg -x of the kernel source package, harness

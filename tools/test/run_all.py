@@ -291,7 +291,7 @@ def harness_selfcheck(tally, harness_args):
     for script in sorted((HARNESS.parent / "scenarios").glob("*.sh")):
         lines = set(harness.header_lines(script))
         keyed = [line for line in script.read_text().splitlines()
-                 if re.match(r"#\s*(stacks|timeout|cx-model|kernel-args|host-trace|host-check|vms|vm-stacks|install-modules|exclusive|make-test|kernel|kunit|cpus)\s*:", line)]
+                 if re.match(r"#\s*(stacks|timeout|cx-model|kernel-args|host-trace|host-check|vms|vm-stacks|install-modules|exclusive|make-test|kernel|kunit|cpus|guest-python)\s*:", line)]
         stray += [f"{script.name}: {line}" for line in keyed if line not in lines]
     for line in stray:
         print(f"  outside the header, ignored: {line}", flush=True)

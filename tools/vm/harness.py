@@ -77,6 +77,24 @@ GUEST_TOOLS = [
 # Programs built from this repository (--guest-tool), put in the guest's /usr/bin with their libraries.
 REPO_TOOLS: list[Path] = []
 # Data files the tools read.
+# `# guest-python: yes` (see `add_python`): Debian's interpreter (python3-pyverbs is built for it;
+# the host's `python3` on PATH may be another one), its standard library without what rdma-core's
+# tests cannot need, pyverbs, and the tests, which Debian installs as documentation with several
+# files gzip-compressed (unpacked into the guest at the same path).
+PYTHON = Path("/usr/bin/python3")
+PYVERBS = Path("/usr/lib/python3/dist-packages/pyverbs")
+RDMA_CORE_TESTS = Path("/usr/share/doc/rdma-core/tests")
+PYTHON_STDLIB_SKIP = {"test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "__pycache__",
+                      "distutils", "pydoc_data", "venv", "site-packages", "dist-packages", "turtle.py",
+                      "sqlite3", "curses", "dbm", "EXTERNALLY-MANAGED", "LICENSE.txt"}
+# Extension modules left out: test modules, and those of databases, terminals, TLS and OpenSSL's
+# hashes (hashlib falls back to the built-in ones), NIS, crypt(3), audio, the CJK codecs: with
+# their libraries (libcrypto, libssl, libdb, libsqlite3, Kerberos, ncurses, ...) about 12 MiB.
+PYTHON_DYNLOAD_SKIP = re.compile(r"^(_test|_ctypes_test|xxlimited|_xxtestfuzz|_xxsubinterpreters|_tkinter"
+                                 r"|_crypt|_curses|_dbm|_gdbm|_hashlib|_sqlite3|_ssl|nis|readline|_codecs_"
+                                 r"|_multibytecodec|audioop|ossaudiodev|_lsprof)")
+# The guest-side runner of the tests (copied next to them).
+PYVERBS_RUNNER = "rdma_core_tests.py"
 GUEST_DATA = ["/usr/share/misc/pci.ids", "/etc/rdma/modules/rdma.conf", "/etc/rdma/modules/infiniband.conf"]
 LIBIBVERBS_PROVIDERS = Path("/usr/lib/x86_64-linux-gnu/libibverbs")
 LIBIBVERBS_DRIVERS = Path("/etc/libibverbs.d")
@@ -316,6 +334,13 @@ def install_modules(root: Path, stack: str, modules: dict[str, Path], release: s
         raise HarnessError(f"depmod of the guest's module tree failed: {p.stderr.strip()}")
 
 
+def scenario_guest_python(path: Path) -> bool:
+    """Whether the guest gets Python, pyverbs and rdma-core's own tests, from a `# guest-python:
+    yes` header line (see `add_python`): only for the scenarios that ask, so that the other
+    scenarios' initramfs do not grow by about 29 MiB."""
+    return any(re.match(r"#\s*guest-python:\s*yes\s*$", line) for line in header_lines(path))
+
+
 def kernel_release(args) -> str:
     """The test kernel's release string (`uname -r` in the guest)."""
     return (Path(args.kernel_tree) / "include/config/kernel.release").read_text().strip()
@@ -351,14 +376,65 @@ def copy_into(root: Path, src: str | Path) -> None:
         shutil.copy2(src.resolve(), dst)
 
 
+def add_python(root: Path) -> set[str]:
+    """Puts Debian's Python 3 in the guest (`# guest-python: yes`): the interpreter as
+    /usr/bin/python3, its standard library (/usr/lib/python3.X, without PYTHON_STDLIB_SKIP: the
+    test suite, IDLE, Tk, ensurepip, lib2to3, distutils, the static library in config-*, the
+    byte-code caches; the interpreter compiles what it imports), pyverbs from python3-pyverbs
+    with its extension modules, and rdma-core's tests from /usr/share/doc/rdma-core/tests, the
+    *.py.gz unpacked, with the guest runner `guest/rdma_core_tests.py` beside them. Returns the
+    shared libraries the interpreter and the extension modules load (via ldd)."""
+    import gzip
+    if not PYVERBS.is_dir():
+        raise HarnessError(f"{PYVERBS} is missing: python3-pyverbs is not installed (run make setup)")
+    if not (RDMA_CORE_TESTS / "run_tests.py").exists():
+        raise HarnessError(f"{RDMA_CORE_TESTS} is missing though python3-pyverbs is installed: "
+                           f"dpkg may leave out /usr/share/doc (a path-exclude in "
+                           f"/etc/dpkg/dpkg.cfg.d/, as slim container images have); remove it and "
+                           f"reinstall python3-pyverbs")
+    python = PYTHON.resolve()
+    if not python.exists():
+        raise HarnessError(f"{PYTHON} is missing (python3-pyverbs brings it; run make setup)")
+    stdlib = Path("/usr/lib") / python.name
+    if not (stdlib / "os.py").exists():
+        raise HarnessError(f"{python}'s standard library is not at {stdlib}")
+    libs = shared_libraries(str(python))
+    (root / "usr/bin").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(python, root / "usr/bin" / python.name)
+    (root / "usr/bin/python3").symlink_to(python.name)
+
+    def ignore(d: str, names: list[str]) -> set[str]:
+        skip = {n for n in names if n in PYTHON_STDLIB_SKIP or n.startswith("config-")}
+        if Path(d).name == "lib-dynload":
+            skip |= {n for n in names if PYTHON_DYNLOAD_SKIP.match(n)}
+        # Links out of the tree (Debian's sitecustomize.py -> /etc/python3.X/) are left out.
+        return skip | {n for n in names if (Path(d) / n).is_symlink()
+                       and not (Path(d) / n).resolve().is_relative_to(stdlib)}
+    shutil.copytree(stdlib, root / str(stdlib).lstrip("/"), ignore=ignore, symlinks=False)
+    shutil.copytree(PYVERBS, root / str(PYVERBS).lstrip("/"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for so in list((root / str(stdlib).lstrip("/") / "lib-dynload").glob("*.so")) + \
+            list((root / str(PYVERBS).lstrip("/")).rglob("*.so")):
+        libs |= shared_libraries(str(so))
+    tests = root / str(RDMA_CORE_TESTS).lstrip("/")
+    tests.mkdir(parents=True)
+    for f in sorted(RDMA_CORE_TESTS.iterdir()):
+        if f.name.endswith(".py.gz"):
+            (tests / f.name[:-3]).write_bytes(gzip.decompress(f.read_bytes()))
+        elif f.is_file():
+            shutil.copy2(f, tests / f.name)
+    shutil.copy2(GUEST / PYVERBS_RUNNER, tests / PYVERBS_RUNNER)
+    return libs
+
+
 def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[str, str],
                     scenario: str | None, net_modules: dict[str, Path] | None = None,
-                    install: tuple[str, Path] | None = None) -> None:
+                    install: tuple[str, Path] | None = None, python: bool = False) -> None:
     """Writes a newc cpio archive for one run (one guest) to `out`; `net_modules` (the NIC driver,
     for two-VM runs) go to /lib/modules/net/ with their load order; with `install` (the kernel's
     release and build tree), the stack's modules are also installed in /lib/modules/<release>/
-    (`install_modules`). Test-only
-    modules missing from `modules` (the in-tree build has none) are left out."""
+    (`install_modules`); with `python`, Python, pyverbs and rdma-core's tests (`add_python`).
+    Test-only modules missing from `modules` (the in-tree build has none) are left out."""
     with tempfile.TemporaryDirectory(prefix="rdma-rs-initramfs-") as tmp:
         root = Path(tmp)
         for d in ["bin", "sbin", "etc", "proc", "sys", "dev", "tmp", "root", "lib/rdma-rs",
@@ -389,6 +465,8 @@ def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[
         for p in list(LIBIBVERBS_PROVIDERS.glob("*.so")):
             copy_into(root, p)
             libs |= shared_libraries(str(p))
+        if python:
+            libs |= add_python(root)
         for p in GUEST_DATA:
             copy_into(root, p)
         for p in LIBIBVERBS_DRIVERS.glob("*.driver"):
@@ -891,7 +969,8 @@ def cmd_run(args) -> int:
             build_initramfs(initrds[-1], stack, module_paths(args, stack), conf, args.scenario,
                             net_module_paths(args) if link is not None else None,
                             (kernel_release(args), Path(args.kernel_tree))
-                            if scenario_installs_modules(path) else None)
+                            if scenario_installs_modules(path) else None,
+                            scenario_guest_python(path))
         for vm in vms:
             vm.cpus = cpus
             vm.kernel_args = scenario_kernel_args(path)
