@@ -40,7 +40,7 @@ use mlx5_core::{
         self, CqHandler, CqRegistration, Event, EventNotifier, Mlx5Device, NotifierRegistration,
         Resource, ResourceHandler, ResourceRegistration,
     },
-    commands::Commands,
+    cmd::commands::Commands,
     ifc::{Nop, PlainIn},
 };
 

@@ -16,21 +16,21 @@
 //! control vector's interrupt thread calls notifiers under a spinlock that is only ever held to
 //! change the list or to call them, never across a probe or a driver's other callbacks.
 
-pub use crate::coherent::CoherentBuf;
-use crate::commands::Commands;
-use crate::completion_eq::CompEqs;
-use crate::cq_table::CqTable;
-pub use crate::cq_table::{CqHandler, CqRegistration};
-use crate::doorbell::DbPool;
-pub use crate::doorbell::DoorbellRecord;
+use crate::cmd::commands::Commands;
+use crate::eq::completion::CompEqs;
+use crate::eq::cq_table::CqTable;
+pub use crate::eq::cq_table::{CqHandler, CqRegistration};
+use crate::eq::notifiers::Notifiers;
+pub use crate::eq::notifiers::{Event, EventNotifier, NotifierRegistration};
+use crate::eq::resources::ResourceTable;
+pub use crate::eq::resources::{Resource, ResourceHandler, ResourceRegistration};
 pub use crate::hca::HcaCaps;
 use crate::ifc::Command;
-use crate::notifiers::Notifiers;
-pub use crate::notifiers::{Event, EventNotifier, NotifierRegistration};
-use crate::resources::ResourceTable;
-pub use crate::resources::{Resource, ResourceHandler, ResourceRegistration};
-use crate::uar::BfregPool;
-pub use crate::uar::{Bfreg, Uar};
+pub use crate::memory::coherent::CoherentBuf;
+use crate::memory::doorbell::DbPool;
+pub use crate::memory::doorbell::DoorbellRecord;
+use crate::memory::uar::BfregPool;
+pub use crate::memory::uar::{Bfreg, Uar};
 use kernel::{
     auxiliary,
     device::{self, Bound},
@@ -142,7 +142,7 @@ impl Mlx5Device {
         if self.bar_start == 0 {
             return Err(ENODEV);
         }
-        let page = crate::uar::UAR_PAGE as u64;
+        let page = crate::memory::uar::UAR_PAGE as u64;
         let off = u64::from(index) * page;
         if off.checked_add(page).is_none_or(|end| end > self.bar_len) {
             return Err(EINVAL);

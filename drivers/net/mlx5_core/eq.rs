@@ -5,12 +5,17 @@
 //! queue through its UAR page so the next event raises the queue's MSI-X vector. The control
 //! EQs take one page (64 entries); completion EQs C's 1024 entries (16 pages, one PAS each).
 
-use crate::cmdq::CmdQueue;
-use crate::dma_page::{DmaPage, PAGE};
+pub(crate) mod completion;
+pub mod cq_table;
+pub(crate) mod notifiers;
+pub mod resources;
+
+use crate::cmd::queue::CmdQueue;
 use crate::ifc::{
     AllocUar, CreateEq, CreateEqIn, DeallocUar, DeallocUarIn, DestroyEq, DestroyEqIn, Eqe, PlainIn,
 };
 use crate::init_segment::Bar0;
+use crate::memory::dma_page::{DmaPage, PAGE};
 use kernel::{device, io::Io, prelude::*};
 
 /// Size of an event queue entry.

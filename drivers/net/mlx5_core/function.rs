@@ -6,15 +6,15 @@
 //! notifiers drivers registered.
 
 use crate::auxdev::{AuxDevice, DeviceParts};
-use crate::cmd_events::CmdEvents;
-use crate::completion_eq::CompEqs;
-use crate::cq_table::CqTable;
+use crate::cmd::events::CmdEvents;
+use crate::eq::completion::CompEqs;
+use crate::eq::cq_table::CqTable;
+use crate::eq::notifiers::{Event, Notifiers};
+use crate::eq::resources::{event as rsc_event, ResourceTable};
 use crate::hca::{Hca, PortEvent};
 use crate::ifc::Eqe;
 use crate::init_segment::SharedBar;
 use crate::log_limit::LogLimit;
-use crate::notifiers::{Event, Notifiers};
-use crate::resources::{event as rsc_event, ResourceTable};
 use kernel::{
     device::Bound,
     irq::{IrqReturn, ThreadedHandler},

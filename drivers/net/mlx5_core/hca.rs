@@ -5,8 +5,8 @@
 //! adapter queries, a UAR and the event queues (async events, page requests); and on removal
 //! the event queues, TEARDOWN_HCA, page reclaim, DISABLE_HCA.
 
-use crate::cmd_events::{CmdEvents, EVENT_CMD};
-use crate::cmdq::CmdQueue;
+use crate::cmd::events::{CmdEvents, EVENT_CMD};
+use crate::cmd::queue::CmdQueue;
 use crate::device_state::DeviceState;
 use crate::eq::{event, EventQueue, Uar};
 use crate::ifc::{
@@ -15,7 +15,7 @@ use crate::ifc::{
     SetHcaCap, SetIssi, SetIssiIn, TeardownHca, TeardownHcaIn,
 };
 use crate::init_segment::Bar0;
-use crate::pages::{FwPages, PageRequest};
+use crate::memory::pages::{FwPages, PageRequest};
 use kernel::{device, prelude::*, sync::Arc};
 
 /// Size of a capability page.
@@ -287,7 +287,7 @@ impl Hca {
             bar,
             uar.index(),
             CONTROL_VECTOR,
-            (1 << event::PORT_CHANGE) | crate::resources::event::mask(),
+            (1 << event::PORT_CHANGE) | crate::eq::resources::event::mask(),
             "async",
         )?);
         self.pages_eq = Some(EventQueue::create(
@@ -347,7 +347,7 @@ impl Hca {
                         dropped += 1;
                     }
                 }
-                ty if ty < 64 && crate::resources::event::mask() & (1u64 << ty) != 0 => {
+                ty if ty < 64 && crate::eq::resources::event::mask() & (1u64 << ty) != 0 => {
                     if resources.push(e.clone(), GFP_KERNEL).is_err() {
                         dropped += 1;
                     }

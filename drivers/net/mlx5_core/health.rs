@@ -11,8 +11,8 @@
 //! function's health workqueue, in process context as C's `mlx5_enter_error_state` tells them.
 
 use crate::device_state::DeviceState;
+use crate::eq::notifiers::{Event, Notifiers};
 use crate::init_segment::{self, Bar0, HealthRegs};
-use crate::notifiers::{Event, Notifiers};
 use kernel::{
     device, impl_has_hr_timer, new_work,
     owned_workqueue::{Flags, OwnedQueue},

@@ -10,7 +10,9 @@
 //! Offsets are those of the interface (`mlx5_ifc.h`); `tools/dev/ifc_layout.py` prints them.
 //! A value too wide for its field is refused with `EINVAL` (never cut to the field's width).
 
-use crate::status::op;
+pub mod verbs;
+
+use crate::cmd::status::op;
 use kernel::prelude::*;
 
 /// Largest layout: layouts are copied onto the kernel stack (16 KiB, shared by the whole call

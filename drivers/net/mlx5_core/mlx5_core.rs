@@ -5,30 +5,18 @@
 //! which protocol drivers (`mlx5_ib`) bind.
 
 pub mod auxdev;
-mod cmd_events;
-mod cmdq;
-pub mod coherent;
-pub mod commands;
-mod completion_eq;
-pub mod cq_table;
+pub mod cmd;
 mod debugfs;
 mod device_state;
-mod dma_page;
-pub mod doorbell;
-mod eq;
+pub mod eq;
 mod function;
 mod hca;
 mod health;
 pub mod ifc;
-pub mod ifc_verbs;
 mod init_segment;
 mod log_limit;
-mod notifiers;
-mod pages;
+pub mod memory;
 mod pci_driver;
-pub mod resources;
-pub mod status;
-pub mod uar;
 
 pub use pci_driver::bound_functions;
 

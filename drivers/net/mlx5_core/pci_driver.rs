@@ -3,19 +3,19 @@
 //! The PCI driver: the ConnectX ID table, probe and remove.
 
 use crate::auxdev::{DeviceParts, FunctionInfo};
-use crate::cmd_events::CmdEvents;
-use crate::commands::Commands;
-use crate::completion_eq::{self, CompEqs};
-use crate::cq_table::CqTable;
+use crate::cmd::commands::Commands;
+use crate::cmd::events::CmdEvents;
 use crate::debugfs::FunctionDir;
 use crate::device_state::DeviceState;
+use crate::eq::cq_table::CqTable;
+use crate::eq::resources::ResourceTable;
+use crate::eq::{self, completion::CompEqs};
 use crate::function::{EventHandler, Function};
 use crate::hca::{Hca, HcaCaps, CONTROL_VECTOR};
 use crate::health::{self, HealthPoller};
 use crate::ifc::GeneralCaps;
 use crate::init_segment::{self, Bar0, FwRevision, SharedBar};
-use crate::resources::ResourceTable;
-use crate::uar::{BfregPool, Uar};
+use crate::memory::uar::{BfregPool, Uar};
 use core::mem::ManuallyDrop;
 use kernel::{
     device::{self, Core},
@@ -199,9 +199,9 @@ impl pci::Driver for Mlx5PciDriver {
             let hca = PendingHca::new(hca, &bar, dev);
             let max_eqs = {
                 let c = GeneralCaps::from_bytes(&hca.caps().general);
-                completion_eq::max_eqs(c.max_num_eqs(), c.log_max_eq())
+                eq::completion::max_eqs(c.max_num_eqs(), c.log_max_eq())
             };
-            let comp_count = completion_eq::comp_vectors_for(vectors.len(), max_eqs);
+            let comp_count = eq::completion::comp_vectors_for(vectors.len(), max_eqs);
             let prepared = vectors.vector(CONTROL_VECTOR.into()).and_then(|control| {
                 let parts = completion_side(pdev, &bar, &hca, &vectors, comp_count)?;
                 Ok((control, parts))
@@ -352,9 +352,9 @@ fn firmware_ready(
 /// completion vector per online CPU, within the EQs and the MSI-X table.
 fn vectors_wanted(pdev: &pci::Device<Core<'_>>, caps: &HcaCaps) -> u32 {
     let c = GeneralCaps::from_bytes(&caps.general);
-    let max_eqs = completion_eq::max_eqs(c.max_num_eqs(), c.log_max_eq());
+    let max_eqs = eq::completion::max_eqs(c.max_num_eqs(), c.log_max_eq());
     let msix = BoundIrqVectors::msix_table_size(pdev).unwrap_or(1);
-    completion_eq::vectors_wanted(
+    eq::completion::vectors_wanted(
         c.num_ports() as u32,
         irq_affinity::online_cpus(),
         max_eqs,

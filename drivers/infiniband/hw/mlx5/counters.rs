@@ -17,12 +17,12 @@
 use ib_core::hw_stats::{HwStatDesc, HwStatsDesc};
 use kernel::prelude::*;
 use mlx5_core::{
-    commands::Commands,
-    ifc::GeneralCaps,
-    ifc_verbs::{
+    cmd::commands::Commands,
+    ifc::verbs::{
         AllocQCounter, AllocQCounterIn, DeallocQCounter, DeallocQCounterIn, QueryQCounter,
         QueryQCounterIn, QueryQCounterOut, SHARED_RESOURCE_UID,
     },
+    ifc::GeneralCaps,
 };
 
 /// A Q counter: its name and the byte offset of its 32-bit value in QUERY_Q_COUNTER's output

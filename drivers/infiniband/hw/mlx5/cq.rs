@@ -40,8 +40,8 @@ use kernel::{
 };
 use mlx5_core::{
     auxdev::{CoherentBuf, CqHandler, CqRegistration, DoorbellRecord, Mlx5Device},
-    commands::Commands,
-    ifc_verbs::{
+    cmd::commands::Commands,
+    ifc::verbs::{
         cq_resize_select, CreateCq, CreateCqIn, DestroyCq, DestroyCqIn, ModifyCq, ModifyCqIn,
         CQ_OPMOD_RESIZE,
     },

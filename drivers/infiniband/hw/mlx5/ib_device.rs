@@ -46,7 +46,7 @@ use kernel::{
 };
 use mlx5_core::{
     auxdev::{FunctionInfo, HcaCaps, Mlx5Device},
-    commands::Commands,
+    cmd::commands::Commands,
     ifc::{get_bits, GeneralCaps, QueryHcaVportContext, QueryHcaVportContextIn},
 };
 

@@ -10,7 +10,7 @@ use ib_core::mad::types::{
 };
 use kernel::prelude::*;
 use mlx5_core::{
-    commands::Commands,
+    cmd::commands::Commands,
     ifc::{AccessRegPcap, AccessRegPcapIn, MadIfc, MadIfcIn},
 };
 

@@ -18,8 +18,8 @@ use kernel::{
 };
 use mlx5_core::{
     auxdev::Mlx5Device,
-    commands::Commands,
-    ifc_verbs::{
+    cmd::commands::Commands,
+    ifc::verbs::{
         CreateMkey, CreateMkeyIn, DestroyMkey, DestroyMkeyIn, MKC_ACCESS_MODE_MTT,
         MKC_ACCESS_MODE_PA,
     },

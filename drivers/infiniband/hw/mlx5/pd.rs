@@ -5,9 +5,9 @@
 
 use kernel::prelude::*;
 use mlx5_core::{
-    commands::Commands,
+    cmd::commands::Commands,
+    ifc::verbs::{AllocPd, DeallocPd, DeallocPdIn},
     ifc::PlainIn,
-    ifc_verbs::{AllocPd, DeallocPd, DeallocPdIn},
 };
 
 /// A protection domain's driver state: its number.

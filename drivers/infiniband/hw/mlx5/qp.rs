@@ -33,8 +33,8 @@ use kernel::{
 };
 use mlx5_core::{
     auxdev::{Mlx5Device, Resource, ResourceHandler, ResourceRegistration},
-    commands::Commands,
-    ifc_verbs::{
+    cmd::commands::Commands,
+    ifc::verbs::{
         optpar, qp_state, CreateQp, DestroyQp, Init2RtrQp, QpCtxIn, QpNumIn, QpToErr, QpToRst,
         QueryQp, Rst2InitQp, Rtr2RtsQp, QP_PM_MIGRATED, QP_ST_QP0, QP_ST_QP1, QP_ST_RC, QP_ST_UD,
         RQ_TYPE_SRQ,

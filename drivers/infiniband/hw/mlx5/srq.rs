@@ -31,8 +31,8 @@ use mlx5_core::{
     auxdev::{
         CoherentBuf, DoorbellRecord, Mlx5Device, Resource, ResourceHandler, ResourceRegistration,
     },
-    commands::Commands,
-    ifc_verbs::{
+    cmd::commands::Commands,
+    ifc::verbs::{
         CreateRmp, CreateRmpIn, DestroyRmp, DestroyRmpIn, ModifyRmp, ModifyRmpIn, QueryRmp,
         RMPC_STATE_RDY,
     },

@@ -29,11 +29,11 @@ use kernel::{
 };
 use mlx5_core::{
     auxdev::{CqHandler, CqRegistration, Mlx5Device},
-    commands::Commands,
-    ifc::GeneralCaps,
-    ifc_verbs::{
+    cmd::commands::Commands,
+    ifc::verbs::{
         cq_resize_select, CreateCq, CreateCqIn, DestroyCq, DestroyCqIn, ModifyCq, ModifyCqIn,
     },
+    ifc::GeneralCaps,
 };
 
 /// `sizeof(struct mlx5_ib_create_cq)`.

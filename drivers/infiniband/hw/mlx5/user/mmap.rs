@@ -29,7 +29,7 @@ use kernel::{
 };
 use mlx5_core::{
     auxdev::Mlx5Device,
-    commands::Commands,
+    cmd::commands::Commands,
     ifc::{AllocUar, DeallocUar, DeallocUarIn, PlainIn},
 };
 

@@ -26,9 +26,9 @@ use ib_core::{
 use kernel::{prelude::*, sync::Arc, transmute::AsBytes, uapi};
 use mlx5_core::{
     auxdev::{Mlx5Device, Resource, ResourceHandler, ResourceRegistration},
-    commands::Commands,
+    cmd::commands::Commands,
+    ifc::verbs::{CreateQp, DestroyQp, QpNumIn, QpToRst},
     ifc::GeneralCaps,
-    ifc_verbs::{CreateQp, DestroyQp, QpNumIn, QpToRst},
 };
 
 /// `sizeof(struct mlx5_ib_create_qp)`.

@@ -18,7 +18,7 @@ use ib_core::{device::events::EventNotifier, user::udata::Udata, verbs::types::S
 use kernel::prelude::*;
 use mlx5_core::{
     auxdev::{Mlx5Device, ResourceRegistration},
-    commands::Commands,
+    cmd::commands::Commands,
 };
 
 /// `sizeof(struct mlx5_ib_create_srq)`.

@@ -20,9 +20,9 @@ use ib_core::user::udata::Udata;
 use kernel::{prelude::*, sync::Arc, transmute::AsBytes, uapi};
 use mlx5_core::{
     auxdev::HcaCaps,
-    commands::Commands,
+    cmd::commands::Commands,
+    ifc::verbs::{AllocTransportDomain, DeallocTransportDomain, DeallocTransportDomainIn},
     ifc::{GeneralCaps, PlainIn},
-    ifc_verbs::{AllocTransportDomain, DeallocTransportDomain, DeallocTransportDomainIn},
 };
 
 /// `sizeof(struct mlx5_ib_alloc_ucontext_req)`, the version-0 request.

@@ -7,7 +7,7 @@
 //! page whose records are all free again is freed (the pool frees what is left when the
 //! function goes, after its auxiliary device is deleted).
 
-use crate::dma_page::{DmaPage, PAGE};
+use crate::memory::dma_page::{DmaPage, PAGE};
 use kernel::{
     device::{self, Bound},
     new_mutex,

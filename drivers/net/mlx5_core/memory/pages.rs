@@ -3,10 +3,10 @@
 //! Firmware pages: host memory the device asks for (QUERY_PAGES) and the driver lends
 //! (MANAGE_PAGES give), then takes back (MANAGE_PAGES take) before the function is disabled.
 
-use crate::cmdq::CmdQueue;
-use crate::dma_page::DmaPage;
+use crate::cmd::queue::CmdQueue;
 use crate::ifc::{ManagePages, ManagePagesIn, ManagePagesOut, QueryPages, QueryPagesIn};
 use crate::init_segment::Bar0;
+use crate::memory::dma_page::DmaPage;
 use kernel::{
     device,
     prelude::*,

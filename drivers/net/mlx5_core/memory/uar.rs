@@ -13,7 +13,7 @@
 //! between (the offset toggles after each ring, as C's `bf->offset ^= bf->buf_size`). The model
 //! advertises no BlueFlame (`bf` = 0): doorbells are plain 64-bit writes, never write-combined.
 
-use crate::commands::Commands;
+use crate::cmd::commands::Commands;
 use crate::ifc::{AllocUar, DeallocUar, DeallocUarIn, PlainIn};
 use crate::init_segment::SharedBar;
 use kernel::{

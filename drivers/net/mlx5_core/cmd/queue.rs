@@ -26,13 +26,13 @@
 //! leaked on purpose (at most the whole pool and the queue page: 17 pages, 68 KiB per function),
 //! and so is the chain of its own of a large command that timed out.
 
+use crate::cmd::status::{delivery_errno, op, opcode_name, Status};
 use crate::device_state::DeviceState;
-use crate::dma_page::{DmaPage, PAGE};
 use crate::ifc::{
     self, CmdEntry, CmdInHeader, CmdMailbox, CmdMailboxTrailer, Command, Layout, OutHeader,
 };
 use crate::init_segment::{self, Bar0};
-use crate::status::{delivery_errno, op, opcode_name, Status};
+use crate::memory::dma_page::{DmaPage, PAGE};
 use core::mem::ManuallyDrop;
 use kernel::{
     device, new_condvar, new_mutex,

@@ -12,8 +12,8 @@
 //! CQ table, and always re-arms the EQ. It takes only the EQ's own spinlock and the CQ table's,
 //! never a mutex or a lock held across a driver's probe.
 
-use crate::cmdq::CmdQueue;
-use crate::cq_table::CqTable;
+use crate::cmd::queue::CmdQueue;
+use crate::eq::cq_table::CqTable;
 use crate::eq::{EventQueue, LOG_COMP_ENTRIES, POLL_BUDGET};
 use crate::init_segment::SharedBar;
 use kernel::{

@@ -16,7 +16,7 @@ use crate::ifc::{layout, Command, OutHeader};
 
 /// Command opcodes: mlx5_core's, and the RMP commands only `mlx5_ib` issues.
 mod op {
-    pub(crate) use crate::status::op::*;
+    pub(crate) use crate::cmd::status::op::*;
     /// `MLX5_CMD_OP_CREATE_RMP`.
     pub(crate) const CREATE_RMP: u16 = 0x90c;
     /// `MLX5_CMD_OP_MODIFY_RMP`.

@@ -10,7 +10,7 @@
 //! ends (at the latest at its timeout). An interruptible sleep would return at once, again and
 //! again, while a signal is pending: a busy loop for up to the whole command timeout.
 
-use crate::cmdq::CompletionSource;
+use crate::cmd::queue::CompletionSource;
 use crate::eq::EventQueue;
 use crate::ifc::Eqe;
 use crate::init_segment::Bar0;

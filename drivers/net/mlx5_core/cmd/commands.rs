@@ -4,7 +4,7 @@
 //! cloneable) to run typed commands ([`crate::ifc::Command`]) on their function, concurrently
 //! with each other and with `mlx5_core`'s own (page commands keep their slot).
 
-use crate::cmdq::{CmdQueue, Doorbell};
+use crate::cmd::queue::{CmdQueue, Doorbell};
 use crate::ifc::Command;
 use crate::init_segment::{self, SharedBar};
 use kernel::{

@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory the function shares with the device: coherent buffers ([`coherent`]) in pages of
+//! their own ([`dma_page`]), doorbell records ([`doorbell`]), the pages lent to the firmware
+//! ([`pages`]) and the UAR pages with their blue-flame registers ([`uar`]).
+
+pub mod coherent;
+pub(crate) mod dma_page;
+pub mod doorbell;
+pub(crate) mod pages;
+pub mod uar;
