@@ -20,8 +20,6 @@
 # timeout: 600
 #
 # Known gaps (KNOWN below; issue 37's second part): tests C passes and Rust does not yet.
-#   test_qp.QPTest.test_create_uc_qp_{no,with}_attr, test_create_uc_qp_ex_{no,with}_attr,
-#     test_query_uc_qp: the Rust stack cannot create UC QPs (the tests skip: "not supported");
 #   test_mlx5_query_port.Mlx5DVQueryPortTestCase.test_dv_query_port: mlx5dv_query_port is not
 #     supported (MLX5_IB_METHOD_QUERY_PORT);
 #   test_shared_pd.SharedPDTestCase.test_imported_rc_ex_rdma_write: ibv_import_device is not
@@ -46,11 +44,6 @@ EXCLUDE=""
 # Tests C passes and Rust does not yet (ids without `tests.`; the reasons in the header above).
 KNOWN="
 test_mlx5_query_port.Mlx5DVQueryPortTestCase.test_dv_query_port
-test_qp.QPTest.test_create_uc_qp_ex_no_attr
-test_qp.QPTest.test_create_uc_qp_ex_with_attr
-test_qp.QPTest.test_create_uc_qp_no_attr
-test_qp.QPTest.test_create_uc_qp_with_attr
-test_qp.QPTest.test_query_uc_qp
 test_shared_pd.SharedPDTestCase.test_imported_rc_ex_rdma_write
 "
 # Per-test limit (a test stuck in a loop is stopped with an error) and the whole suite's (about

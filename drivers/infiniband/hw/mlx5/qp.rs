@@ -36,8 +36,8 @@ use mlx5_core::{
     cmd::commands::Commands,
     ifc::verbs::{
         optpar, qp_state, CreateQp, DestroyQp, Init2RtrQp, QpCtxIn, QpNumIn, QpToErr, QpToRst,
-        QueryQp, Rst2InitQp, Rtr2RtsQp, QP_PM_MIGRATED, QP_ST_QP0, QP_ST_QP1, QP_ST_RC, QP_ST_UD,
-        RQ_TYPE_SRQ,
+        QueryQp, Rst2InitQp, Rtr2RtsQp, QP_PM_MIGRATED, QP_ST_QP0, QP_ST_QP1, QP_ST_RC, QP_ST_UC,
+        QP_ST_UD, RQ_TYPE_SRQ,
     },
 };
 
@@ -188,6 +188,7 @@ pub(crate) fn create_ctx(
 pub(crate) fn st_of(kind: SendKind) -> u64 {
     match kind {
         SendKind::Rc => QP_ST_RC,
+        SendKind::Uc => QP_ST_UC,
         SendKind::Ud => QP_ST_UD,
     }
 }
@@ -447,10 +448,12 @@ impl QpFw {
         let allowed = if self.special.is_some() {
             // C's optional-parameter table has no row for the special QPs.
             0
-        } else if ud {
-            ud_opt_mask(cur, new)
         } else {
-            rc_opt_mask(cur, new)
+            match self.kind {
+                SendKind::Ud => ud_opt_mask(cur, new),
+                SendKind::Uc => uc_opt_mask(cur, new),
+                SendKind::Rc => rc_opt_mask(cur, new),
+            }
         };
         q.set_opt_param_mask((ib_mask_to_opt(mask) & allowed).into())?;
         Ok(q)
@@ -729,6 +732,18 @@ pub(crate) fn rc_opt_mask(cur: QpState, new: QpState) -> u32 {
     }
 }
 
+/// The optional parameters a UC transition accepts (C's `opt_mask` for `MLX5_QP_ST_UC`; the
+/// packet pacing index is never asked for here).
+pub(crate) fn uc_opt_mask(cur: QpState, new: QpState) -> u32 {
+    use optpar::*;
+    match (cur, new) {
+        (QpState::Init, QpState::Init) => RWE | PKEY_INDEX | PRI_PORT | LAG_TX_AFF,
+        (QpState::Init, QpState::Rtr) => ALT_ADDR_PATH | RWE | PKEY_INDEX | LAG_TX_AFF,
+        (QpState::Rtr, QpState::Rts) => ALT_ADDR_PATH | RWE | PM_STATE,
+        _ => 0,
+    }
+}
+
 impl Mlx5Qp {
     fn qpn(&self) -> u32 {
         self.shared.qpn()
@@ -825,6 +840,19 @@ mod tests {
         let o = ib_mask_to_opt(rts) & rc_opt_mask(QpState::Rtr, QpState::Rts);
         assert_eq!(o, optpar::RNR_TIMEOUT);
         assert_eq!(rc_opt_mask(QpState::Reset, QpState::Init), 0);
+        // UC: remote writes only; no atomic, read or RNR parameters pass at any transition.
+        let uc_rtr = F::State | F::Av | F::PathMtu | F::DestQpn | F::RqPsn | F::AccessFlags;
+        let o = ib_mask_to_opt(uc_rtr) & uc_opt_mask(QpState::Init, QpState::Rtr);
+        assert_eq!(o & (optpar::RRE | optpar::RAE), 0);
+        assert_eq!(
+            uc_opt_mask(QpState::Init, QpState::Rtr) & optpar::RWE,
+            optpar::RWE
+        );
+        assert_eq!(
+            uc_opt_mask(QpState::Rtr, QpState::Rts) & (optpar::RNR_TIMEOUT | optpar::RRE),
+            0
+        );
+        assert_eq!(st_of(SendKind::Uc), QP_ST_UC);
         // UD: the Q_Key and P_Key index may change at INIT2RTR, the Q_Key at RTR2RTS.
         let init = F::State | F::PkeyIndex | F::Port | F::Qkey;
         assert_eq!(

@@ -71,6 +71,8 @@ pub const MKC_ACCESS_MODE_MTT: u64 = 1;
 /// `MLX5_QP_ST_RC`: the reliable-connected service type in `qpc.st`.
 pub const QP_ST_RC: u64 = 0;
 
+/// `MLX5_QP_ST_UC`: the unreliable-connected service type in `qpc.st`.
+pub const QP_ST_UC: u64 = 1;
 /// `MLX5_QP_ST_UD`: the unreliable-datagram service type in `qpc.st`.
 pub const QP_ST_UD: u64 = 2;
 /// `MLX5_QP_ST_QP0`: a port's subnet management QP.

@@ -402,7 +402,7 @@ impl QpShared {
                     });
                     break;
                 }
-                (SendKind::Rc, _) => None,
+                (SendKind::Rc | SendKind::Uc, _) => None,
             };
             let ctx = SendCtx {
                 qpn,

@@ -48,6 +48,9 @@ pub(crate) struct SqSize {
 /// Send WQE overhead of an RC QP (C's `sq_overhead`): the control segment and the larger of
 /// atomic + remote address and UMR control + mkey + inline UMR threshold.
 const RC_SQ_OVERHEAD: u32 = 16 + 116;
+/// Send WQE overhead of a UC QP: the control segment and the larger of a remote-address
+/// segment and a UMR's control and mkey segments (C's `sq_overhead`).
+const UC_SQ_OVERHEAD: u32 = 16 + 112;
 /// Send WQE overhead of a UD QP: the control and datagram segments.
 const UD_SQ_OVERHEAD: u32 = 16 + 48;
 
@@ -56,6 +59,8 @@ const UD_SQ_OVERHEAD: u32 = 16 + 48;
 pub(crate) enum SendKind {
     /// Reliable connected.
     Rc,
+    /// Unreliable connected (user QPs only: kernel UC QPs are not made).
+    Uc,
     /// Unreliable datagram.
     Ud,
 }
@@ -65,6 +70,7 @@ impl SendKind {
     pub(crate) fn overhead(self) -> u32 {
         match self {
             SendKind::Rc => RC_SQ_OVERHEAD,
+            SendKind::Uc => UC_SQ_OVERHEAD,
             SendKind::Ud => UD_SQ_OVERHEAD,
         }
     }
@@ -155,7 +161,7 @@ pub(crate) fn sq_size(cap: &QpCap, limits: &Limits, kind: SendKind) -> Result<Sq
     // C's `get_send_sge`, including its operator precedence in the second bound.
     let first = match kind {
         SendKind::Rc => wqe_size.min(512).saturating_sub(16 + 16) / SEG as u32,
-        SendKind::Ud => wqe_size.saturating_sub(overhead) / SEG as u32,
+        SendKind::Uc | SendKind::Ud => wqe_size.saturating_sub(overhead) / SEG as u32,
     };
     let max_gs = first.min(wqe_size.saturating_sub(overhead / SEG as u32));
     if max_gs < cap.max_send_sge {
@@ -188,6 +194,19 @@ mod tests {
             max_recv_sge: recv_sge,
             max_inline_data: inline,
         }
+    }
+
+    #[test]
+    fn uc_send_queues_as_c_sizes_them() -> Result {
+        // C's UC overhead: the control segment and a UMR's control and mkey segments (128).
+        assert_eq!(SendKind::Uc.overhead(), 128);
+        // One SGE: 128 + 16 bytes round to 192; 200 inline bytes: 128 + 4 + 200 to 384.
+        assert_eq!(send_wqe_size(&cap(1, 1, 1, 1, 0), SendKind::Uc)?, 192);
+        assert_eq!(send_wqe_size(&cap(1, 1, 1, 1, 200), SendKind::Uc)?, 384);
+        // The SGEs of a 192-byte WQE: (192 - 128) / 16, as C's `get_send_sge` for UC.
+        let sq = sq_size(&cap(16, 1, 1, 1, 0), &LIMITS, SendKind::Uc)?;
+        assert_eq!((sq.max_gs, sq.wqe_cnt), (4, 64));
+        Ok(())
     }
 
     #[test]

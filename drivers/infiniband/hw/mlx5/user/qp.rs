@@ -248,8 +248,9 @@ pub(crate) fn create(
 ) -> Result<(NewQp<Mlx5UserQp>, QpCap)> {
     let kind = match init.qp_type {
         QpType::Rc => SendKind::Rc,
+        QpType::Uc => SendKind::Uc,
         QpType::Ud => SendKind::Ud,
-        // UC, and the types C makes besides, are not served.
+        // The types C makes besides (XRC, DCT/DCI, raw packet) are not served.
         _ => return Err(EOPNOTSUPP),
     };
     // C's `process_udata_size` and `check_ucmd_data`.
