@@ -6,9 +6,10 @@ Usage: check_arch_diagrams.py DOC CRATE_DIR...
 
 For each crate directory, the section of DOC whose heading names it (``### `name` (`DIR/`)``)
 holds a layer diagram: its first ``` block. A diagram row is a line starting with one space
-and a module name; the module names at the start of the row, one or two spaces apart, are that
-row's modules (three spaces or more start the text that describes them). Every module of the crate (every NAME.rs but the crate root) must
-be drawn exactly once, and every module must be drawn above (on an earlier row than) each
+and a module name (nested ones by their path, `mad::agent`); the module names at the start of
+the row, one or two spaces apart, are that row's modules (three spaces or more start the text
+that describes them). Every module of the crate, as `import_graph.py` lists them, must be drawn
+exactly once, and every module must be drawn above (on an earlier row than) each
 module it imports, as `import_graph.py` finds the imports. Prints what is wrong and exits 1,
 or prints a summary and exits 0.
 """

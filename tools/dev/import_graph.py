@@ -8,10 +8,11 @@ The modules are those the crate root (the file in DIR with `module!`) declares w
 lines, and theirs in turn (`a.rs` declares `a/b.rs`, the module `a::b`), as nova-core nests
 them. An edge A -> B means that A's file names module B: `crate::B::..`, `super::..` or
 `self::..` paths (in `use` items, groups such as `use crate::{B, C::{x, D}}` included, or in
-expressions; a path counts for the longest module it starts with), or a child by its bare name.
+expressions; a path counts for the longest module it starts with), a child by its bare name,
+or a module imported by name (`use crate::a::b;`) through the paths that start with that name.
 KUnit suites (`#[kunit_tests(...)] mod tests { ... }`, compiled only with CONFIG_KUNIT) and the
-modules only they use are left out unless `--tests` is given: they sit above the modules they
-test. Links in doc comments (`[`crate::x::Y`]`) count only with `--docs`. The crate root and
+modules declared under `#[cfg(CONFIG_KUNIT...)]` are left out unless `--tests` is given: they
+sit above the modules they test. Links in doc comments (`[`crate::x::Y`]`) count only with `--docs`. The crate root and
 folder roots made of `mod` lines only are left out.
 
 Output: one line per module, `module -> deps`, then the strongly connected components with more
