@@ -27,18 +27,14 @@ const PCF_IP_BASED_GIDS: u32 = 1 << 26;
 /// `IB_SPEED_NDR`: the legacy response has no room for faster speeds.
 const SPEED_NDR: u16 = 128;
 
-/// A GUID as the ABI's `__be64` holds it: the big-endian bytes C keeps it in.
-fn be64(v: u64) -> u64 {
-    u64::from_ne_bytes(v.to_be_bytes())
-}
-
 /// C's `copy_query_dev_fields`: the base device attributes. The EE, RDD, raw QP and FMR limits
 /// stay 0: the kernel has none of them.
 fn device_resp(ib: &IbDevice, a: &DeviceAttr) -> uapi::ib_uverbs_query_device_resp {
     uapi::ib_uverbs_query_device_resp {
         fw_ver: a.fw_ver,
-        node_guid: be64(ib.node_guid()),
-        sys_image_guid: be64(a.sys_image_guid),
+        // The GUIDs as the ABI's `__be64` holds them: the big-endian bytes C keeps.
+        node_guid: ib.node_guid().to_be(),
+        sys_image_guid: a.sys_image_guid.to_be(),
         max_mr_size: a.max_mr_size,
         page_size_cap: a.page_size_cap,
         vendor_id: a.vendor_id,

@@ -113,11 +113,7 @@ pub(crate) fn query_gid_entry(b: &mut IoctlBundle<'_>) -> Result {
         }
         let mut e = GidEntry(Default::default());
         // The GID's bytes as they are (the ABI's `__u64 gid[2]` carries raw bytes).
-        for (word, bytes) in e.gid.iter_mut().zip(gid.0.chunks_exact(8)) {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(bytes);
-            *word = u64::from_ne_bytes(b);
-        }
+        AsBytes::as_bytes_mut(&mut e.gid).copy_from_slice(&gid.0);
         e.gid_index = index;
         e.port_num = port;
         // gid_type: IB_GID_TYPE_IB 0; netdev_ifindex: none on InfiniBand.
