@@ -44,6 +44,10 @@ v='ib_verbs_client: mlx5_0'
 check "load the stack" load_stack
 wait_for "mlx5_0 is registered" 20 '^mlx5_0$' ls /sys/class/infiniband
 check "the verbs client loads" insmod "$client"
+# ls shows mlx5_0 before its registration ends: the client's add can then run in the probing
+# thread after insmod returns, so the checks below wait for its last line first.
+wait_for "the client's add ran to its end" 60 '^1$' \
+	sh -c "dmesg | grep -c 'ib_verbs_client: mlx5_0: 4 receive(s) left posted on qp'"
 check_output "mlx5_0: PD, CQ, QP at RTS, MR; wrong transitions refused; one of each live" \
 	"$v: qp 0x[0-9a-f]+ in state Rts \\(driver says Rts, dest qp 0x[0-9a-f]+\\), 2 wrong transition\\(s\\) refused, mr lkey 0x[0-9a-f]+; live: pd 1 cq 1 qp 1 mr 1\$" dmesg
 check_output "mlx5_0: 4096-byte SEND with imm 0x1234 lands intact, both completions, one or two events" \

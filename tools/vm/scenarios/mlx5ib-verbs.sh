@@ -49,6 +49,10 @@ mine() {
 check "load the stack" load_stack
 wait_for "mlx5_0 is registered" 30 '^mlx5_0$' ls /sys/class/infiniband
 check "the verbs client loads" insmod "$client"
+# ls shows mlx5_0 before its registration ends: the client's add can then run in the probing
+# thread after insmod returns, so the checks below wait for its last line first.
+wait_for "the client's add ran to its end" 60 '^1$' \
+	sh -c "dmesg | grep -c 'ib_verbs_client: mlx5_0: 4 receive(s) left posted on qp'"
 check_output "phase 1: PD, CQ, QP at RTS (its own dest qp), MR; wrong transitions refused; one of each live" \
 	"$setup" dmesg
 check_output "phase 1: the QP is its own destination" \
