@@ -19,11 +19,10 @@
 # guest-python: yes
 # timeout: 600
 #
-# Known gaps (KNOWN below; issue 37's second part): tests C passes and Rust does not yet.
-#   test_mlx5_query_port.Mlx5DVQueryPortTestCase.test_dv_query_port: mlx5dv_query_port is not
-#     supported (MLX5_IB_METHOD_QUERY_PORT);
-#   test_shared_pd.SharedPDTestCase.test_imported_rc_ex_rdma_write: ibv_import_device is not
-#     supported (UVERBS_METHOD_QUERY_CONTEXT and the import paths).
+# Known gaps (KNOWN below; issue 37's second part): tests C passes and Rust does not yet. None
+# today: the last two closed with mlx5's QUERY_PORT method (test_dv_query_port) and the import
+# paths (QUERY_CONTEXT with mlx5's context response, PD_QUERY, QUERY_MR:
+# test_imported_rc_ex_rdma_write). A new one fails the run until it is fixed or named here.
 # Many tests draw their attributes at random (QP caps, creation flags); the runner seeds Python's
 # random module per test (`--seed`, default "rdma-rs"), so that both stacks and every run make the
 # same draws. Unseeded, test_create_ud_qp_ex_{no,with}_attr came out differently from run to
@@ -42,10 +41,7 @@ RUNNER=$TESTS/rdma_core_tests.py
 # Tests not run (method names, or ids without `tests.`; with the reason in the header above).
 EXCLUDE=""
 # Tests C passes and Rust does not yet (ids without `tests.`; the reasons in the header above).
-KNOWN="
-test_mlx5_query_port.Mlx5DVQueryPortTestCase.test_dv_query_port
-test_shared_pd.SharedPDTestCase.test_imported_rc_ex_rdma_write
-"
+KNOWN=""
 # Per-test limit (a test stuck in a loop is stopped with an error) and the whole suite's (about
 # 50 s alone; three guests at once under make test run each slower).
 TEST_SECS=120

@@ -379,6 +379,18 @@ impl IbDevice {
         self.ops.driver_methods()
     }
 
+    /// Whether the driver can tell a user context's data again (C's `ops.query_ucontext`,
+    /// what QUERY_CONTEXT needs).
+    pub fn has_query_ucontext(&self) -> bool {
+        self.ops.has_query_ucontext()
+    }
+
+    /// The attributes the driver adds to the core's methods (C's
+    /// `ADD_UVERBS_ATTRIBUTES_SIMPLE`).
+    pub fn driver_attrs(&self) -> &'static [crate::user::spec::DriverAttrs] {
+        self.ops.driver_attrs()
+    }
+
     /// The device the RDMA device sits on, if any.
     pub fn parent(&self) -> Option<&Device> {
         self.parent.as_deref()

@@ -172,12 +172,37 @@ pub struct DriverMethod {
     pub attrs: &'static [AttrSpec],
 }
 
+/// Attributes a driver adds to one of the core's methods (C's `ADD_UVERBS_ATTRIBUTES_SIMPLE`:
+/// mlx5's context response on QUERY_CONTEXT). The core's handler hands them to the driver.
+#[derive(Debug)]
+pub struct DriverAttrs {
+    /// The core method's object.
+    pub object: u16,
+    /// The core method's id.
+    pub method: u16,
+    /// The attributes added (ids from `UVERBS_ID_NS_MASK` up).
+    pub attrs: &'static [AttrSpec],
+}
+
 /// What a driver method reads and writes (C's `uverbs_attr_bundle` accessors).
 pub trait MethodAttrs {
     /// The constant `id` (C's `uverbs_get_const`): `ENOENT` when absent, `EINVAL` above `max`.
     fn get_const(&self, id: u16, max: u64) -> Result<u64>;
+    /// Input `id` into `to` (C's `uverbs_copy_from`): `ENOENT` when absent, `EINVAL` when it
+    /// holds more than `to`; `to` is filled from the start, the rest left as it was.
+    fn copy_from(&self, id: u16, to: &mut [u8]) -> Result;
+    /// The length user space gave attribute `id` (C's `uverbs_attr_get_len`): `ENOENT` when
+    /// absent.
+    fn len(&self, id: u16) -> Result<usize>;
     /// Writes `from` to output `id` (C's `uverbs_copy_to`): `ENOENT` when absent.
     fn copy_to(&self, id: u16, from: &[u8]) -> Result;
+    /// Writes `from` to output `id` and zeroes the rest of a longer buffer (C's
+    /// `uverbs_copy_to_struct_or_zero`): `ENOENT` when absent.
+    fn copy_to_struct_or_zero(&self, id: u16, from: &[u8]) -> Result;
+    /// The driver's state of the PD handle `id` names (checked by the core to be a PD of the
+    /// file, C's `uverbs_attr_get_obj`), for `ib_core`'s typed accessor; `EINVAL` when the
+    /// method has no such attribute.
+    fn pd_object(&self, id: u16) -> Result<&dyn core::any::Any>;
 }
 
 /// A driver's object of user space (mlx5: a UAR): the driver frees it when it is dropped.

@@ -160,6 +160,12 @@ impl UContext {
         self.driver.driver_method(m, attrs)
     }
 
+    /// Writes this context's driver data to the attributes the driver added to QUERY_CONTEXT
+    /// (C's `ops.query_ucontext`); `EOPNOTSUPP` for a driver without it.
+    pub fn query(&self, attrs: &dyn MethodAttrs) -> Result {
+        self.driver.query(attrs)
+    }
+
     /// Maps device memory of this context into `vma` (C's `ops.mmap`), tracked by `maps`;
     /// `ENODEV` for a driver without it.
     pub fn mmap(&self, vma: &VmaNew, maps: &Arc<UserMaps>) -> Result {
@@ -215,7 +221,7 @@ impl UContext {
             res.id.store(id, Relaxed);
         }
         Ok(UserPd {
-            _driver: drv,
+            driver: drv,
             res,
             dev: self.dev.clone(),
         })
@@ -223,6 +229,11 @@ impl UContext {
 }
 
 impl UserPd {
+    /// The driver's state, type-erased, for [`MethodAttrs::pd_object`].
+    pub fn driver_object(&self) -> &dyn core::any::Any {
+        self.driver.as_any()
+    }
+
     /// Objects made in the PD: while there are any, it cannot be destroyed (C's `EBUSY`).
     pub fn users(&self) -> u32 {
         self.res.users.load(Relaxed)
@@ -251,7 +262,7 @@ impl UserPd {
             GFP_KERNEL,
         )?;
         let events = crate::device::events::EventNotifier::new(event)?;
-        let (new, cap) = self._driver.create_user_qp(
+        let (new, cap) = self.driver.create_user_qp(
             &*ctx.driver,
             &QpInitDriver {
                 qp_type: init.qp_type,
@@ -316,7 +327,7 @@ impl UserPd {
         )?;
         let events = crate::device::events::EventNotifier::new(event)?;
         let (drv, made) = self
-            ._driver
+            .driver
             .create_user_srq(&*ctx.driver, attr, udata, &events)?;
         self.dev.restrack().add(ResType::Srq);
         if let Some(id) = track(&self.dev, ResType::Srq, &res) {
@@ -347,7 +358,7 @@ impl UserPd {
             },
             GFP_KERNEL,
         )?;
-        let new = self._driver.reg_user_mr(init, udata)?;
+        let new = self.driver.reg_user_mr(init, udata)?;
         let mut res = res;
         res.lkey = new.lkey;
         res.rkey = new.rkey;
@@ -705,7 +716,7 @@ impl Drop for UserSrq {
 pub struct UserPd {
     /// Dropped first (field order, after `Drop::drop` unlists it): the driver frees its state
     /// while the device is held.
-    _driver: KBox<dyn PdObject>,
+    driver: KBox<dyn PdObject>,
     res: KBox<UserPdRes>,
     dev: Arc<IbDevice>,
 }

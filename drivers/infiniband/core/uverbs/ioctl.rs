@@ -17,7 +17,7 @@ pub(crate) mod tree;
 use crate::{
     file::ufile::Ufile,
     file::uobjects::UObject,
-    ioctl::bundle::{IoctlBundle, ATTR_SIZE},
+    ioctl::bundle::{DriverView, IoctlBundle, ATTR_SIZE},
     ioctl::tree::{DriverMethod, Kind, Method, ATTR_UHW_IN, ATTR_UHW_OUT},
     uabi::IoctlHdr,
 };
@@ -86,7 +86,11 @@ fn read_header(driver_id: u32, cmd: u32, arg: usize) -> Result<IoctlHdr> {
 fn run_driver(b: &mut IoctlBundle<'_>, m: &'static DriverMethod) -> Result {
     let ufile = b.ufile;
     ufile.with_context(|c| {
-        let made = c.ucontext.driver_method(m, &*b)?;
+        let view = DriverView {
+            bundle: b,
+            objects: &c.objects,
+        };
+        let made = c.ucontext.driver_method(m, &view)?;
         if let Some(obj) = made {
             let object = m
                 .attrs
@@ -129,7 +133,7 @@ fn process_and_run(b: &mut IoctlBundle<'_>, method: Method, raw: &[u8]) -> Resul
         b.driver = b.udata(ATTR_UHW_IN, ATTR_UHW_OUT);
     }
     let ret = match method {
-        Method::Core(m) => (m.handler)(b),
+        Method::Core(m, _) => (m.handler)(b),
         Method::Driver(m) => run_driver(b, m),
     };
     let ret = match ret {
@@ -202,6 +206,9 @@ mod tests {
     fn the_tree_has_c_ids() {
         assert!(tree::lookup_core(0, 3).is_ok_and(|m| m.has_udata));
         assert!(tree::lookup_core(16, 0).is_ok());
+        // QUERY_CONTEXT and QUERY_MR (what ibv_import_device and ibv_import_mr send).
+        assert!(tree::lookup_core(0, 4).is_ok_and(|m| !m.has_udata));
+        assert!(tree::lookup_core(7, 3).is_ok_and(|m| m.attrs.len() == 5));
         assert_eq!(tree::lookup_core(0, 5).err(), Some(EPROTONOSUPPORT));
         assert_eq!(
             tree::lookup_core(0x1008, 0x1000).err(),
@@ -219,12 +226,12 @@ mod attr_tests {
     use super::*;
     use crate::{
         ioctl::bundle::{
-            check_attr, const_of, decode_attrs, flags32_of, udata_of, Attr, Need, MAX_ATTRS,
+            check_attr, const_of, decode_attrs, flags32_of, udata_of, Attr, Need, Specs, MAX_ATTRS,
         },
         ioctl::device::invoked,
     };
     use ib_core::{
-        user::spec::{attr, struct_in, AttrSpec},
+        user::spec::{attr, struct_in, struct_out, AttrSpec},
         user::udata::Udata,
     };
 
@@ -315,9 +322,9 @@ mod attr_tests {
 
     /// `r` decoded against `specs`. Without a context (`ctx` false) what needs one, a new
     /// object or fd, is `EINVAL`, as before GET_CONTEXT; lookups of handles and fds pass.
-    fn decode(specs: &[AttrSpec], r: &Req, ctx: bool) -> Result {
+    fn decode<'s>(specs: impl Into<Specs<'s>>, r: &Req, ctx: bool) -> Result {
         let mut given = [None; MAX_ATTRS];
-        decode_attrs(specs, r.bytes(), &mut given, |_, need| match need {
+        decode_attrs(specs.into(), r.bytes(), &mut given, |_, need| match need {
             Need::NewFd | Need::NewIdr if !ctx => Err(EINVAL),
             _ => Ok(()),
         })
@@ -399,15 +406,16 @@ mod attr_tests {
     /// given twice: `EINVAL`), then unknown attributes (mandatory after the valid ones: `tail`;
     /// optional: ignored; mandatory first: `EPROTONOSUPPORT`; after a bad length: `EINVAL`).
     /// Returns the number of cases.
-    fn sweep(
+    fn sweep<'s>(
         method: &str,
-        specs: &[AttrSpec],
+        specs: impl Into<Specs<'s>>,
         valid: &Req,
         cs: &[CSpec],
         ctx: bool,
         ok: Result,
         tail: Error,
     ) -> usize {
+        let specs: Specs<'s> = specs.into();
         let mut n = 0;
         let mut expect = |what: &str, arg: u16, got: Result, want: Result| {
             n += 1;
@@ -565,7 +573,39 @@ mod attr_tests {
             Ok(()),
             EPROTONOSUPPORT,
         );
-        assert!(n >= 250);
+        // QUERY_CONTEXT: NUM_COMP_VECTORS (u32 out), CORE_SUPPORT (u64 out), both optional.
+        let v = Req::new()
+            .with(0, 4, MAND, 0, BUF)
+            .with(1, 8, MAND, 0, BUF + 8);
+        let cs = [c(0, 4, 4, false), c(1, 8, 8, false)];
+        n += sweep(
+            "QUERY_CONTEXT",
+            specs_of(0, 4),
+            &v,
+            &cs,
+            false,
+            Ok(()),
+            EPROTONOSUPPORT,
+        );
+        // With an attribute a driver added (as mlx5's context response, mandatory, a
+        // 72-byte struct): it is checked as the core's are, in the same request.
+        static ADDED: [AttrSpec; 1] = [attr(0x1000, struct_out(72, 72), true)];
+        let v = v.with(0x1000, 72, MAND, 0, BUF + 16);
+        let cs = [
+            c(0, 4, 4, false),
+            c(1, 8, 8, false),
+            c(0x1000, 72, -1, true),
+        ];
+        n += sweep(
+            "QUERY_CONTEXT with a driver attribute",
+            Specs::new(specs_of(0, 4), &ADDED),
+            &v,
+            &cs,
+            false,
+            Ok(()),
+            EPROTONOSUPPORT,
+        );
+        assert!(n >= 300);
     }
 
     #[test]
@@ -588,6 +628,30 @@ mod attr_tests {
             specs_of(7, 1),
             &v,
             &cs,
+            true,
+            Ok(()),
+            EPROTONOSUPPORT,
+        );
+        // QUERY_MR as libibverbs' import sends it: the handle, LKEY, RKEY (u32 out), LENGTH
+        // (u64 out), and the optional IOVA (u64 out).
+        let q = Req::new()
+            .with(0, 0, MAND, 0, 2)
+            .with(1, 4, MAND, 0, BUF)
+            .with(2, 4, MAND, 0, BUF + 4)
+            .with(3, 8, MAND, 0, BUF + 8)
+            .with(4, 8, 0, 0, BUF + 16);
+        let qcs = [
+            c(0, 0, 0, true),
+            c(1, 4, 4, true),
+            c(2, 4, 4, true),
+            c(3, 8, 8, true),
+            c(4, 8, 8, false),
+        ];
+        n += sweep(
+            "QUERY_MR",
+            specs_of(7, 3),
+            &q,
+            &qcs,
             true,
             Ok(()),
             EPROTONOSUPPORT,
@@ -867,12 +931,17 @@ mod attr_tests {
         };
         let bad_len_after = Req::new().with(2, 0, 0, 0, 9).then(&r(1, 0));
         assert_eq!(
-            decode_attrs(specs, bad_len_after.bytes(), &mut given, lookup_fails),
+            decode_attrs(
+                specs.into(),
+                bad_len_after.bytes(),
+                &mut given,
+                lookup_fails
+            ),
             Err(ENOENT)
         );
         let lookup_after = r(1, 0).with(2, 0, 0, 0, 9);
         assert_eq!(
-            decode_attrs(specs, lookup_after.bytes(), &mut given, lookup_fails),
+            decode_attrs(specs.into(), lookup_after.bytes(), &mut given, lookup_fails),
             Err(EINVAL)
         );
         // A method with more attributes than a bundle holds: EINVAL.
@@ -883,7 +952,7 @@ mod attr_tests {
         };
         let mut given = [None; MAX_ATTRS];
         assert_eq!(
-            decode_attrs(&MANY, r(4, 0).bytes(), &mut given, |_, _| Ok(())),
+            decode_attrs(MANY[..].into(), r(4, 0).bytes(), &mut given, |_, _| Ok(())),
             Err(EINVAL)
         );
     }

@@ -11,7 +11,7 @@ use crate::{
     device::events::EventNotifier,
     hw_stats::HwStatsDesc,
     mad::types::{Mad, MadWc},
-    user::spec::{DriverMethod, DriverUObject, MethodAttrs},
+    user::spec::{DriverAttrs, DriverMethod, DriverUObject, MethodAttrs},
     user::udata::Udata,
     verbs::types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
@@ -229,6 +229,17 @@ pub trait DeviceOps: Send + Sync + 'static {
     /// The driver's own ioctl methods (C's driver `uapi_definition`s), run by
     /// [`DeviceOps::driver_method`].
     const DRIVER_METHODS: &'static [DriverMethod] = &[];
+
+    /// Attributes the driver adds to the core's methods (C's `ADD_UVERBS_ATTRIBUTES_SIMPLE`);
+    /// today the core hands those of QUERY_CONTEXT to [`DeviceOps::query_ucontext`].
+    const DRIVER_ATTRS: &'static [DriverAttrs] = &[];
+
+    /// Writes user context `ctx`'s driver data to the attributes the driver added to
+    /// QUERY_CONTEXT (C's `ops.query_ucontext`, what `ibv_import_device` reads). Process
+    /// context.
+    fn query_ucontext(&self, _ctx: &Self::UContext, _attrs: &dyn MethodAttrs) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 
     /// Runs driver method `m` (one of [`DeviceOps::DRIVER_METHODS`]) in user context `ctx`,
     /// its attributes checked against its spec; returns the new object of a method that makes
@@ -539,6 +550,8 @@ pub(crate) trait DynOps: Send + Sync {
     fn uverbs(&self) -> Option<UverbsAbi>;
     /// `DeviceOps::DRIVER_METHODS`.
     fn driver_methods(&self) -> &'static [DriverMethod];
+    /// `DeviceOps::DRIVER_ATTRS`.
+    fn driver_attrs(&self) -> &'static [DriverAttrs];
     /// A new PD (`DeviceOps::alloc_pd`).
     fn alloc_pd(&self) -> Result<KBox<dyn PdObject>>;
     /// A new CQ (`DeviceOps::create_cq`).
@@ -565,6 +578,8 @@ pub(crate) trait DynOps: Send + Sync {
     fn modify_node_desc(&self, desc: &NodeDesc) -> Result;
     /// Whether the driver has `DeviceOps::process_mad`.
     fn has_process_mad(&self) -> bool;
+    /// Whether the driver has `DeviceOps::query_ucontext`.
+    fn has_query_ucontext(&self) -> bool;
     /// `DeviceOps::process_mad` ([`crate::mad::types::result::FAILURE`] when absent).
     fn process_mad(
         &self,
@@ -602,6 +617,8 @@ impl<T: DeviceOps> DeviceImpl<T> {
 
 /// A protection domain's driver state, with the driver's type erased once.
 pub(crate) trait PdObject: Send + Sync {
+    /// The object as `Any`, for a driver method to find its PD state ([`method_pd`]).
+    fn as_any(&self) -> &dyn Any;
     /// Creates a QP in this PD with `init`'s CQs, which must be CQs of this PD's device.
     fn create_qp(
         &self,
@@ -706,6 +723,8 @@ pub(crate) trait UContextObject: Send + Sync {
         m: &DriverMethod,
         attrs: &dyn MethodAttrs,
     ) -> Result<Option<DriverUObject>>;
+    /// `DeviceOps::query_ucontext` (`EOPNOTSUPP` without it, C's answer).
+    fn query(&self, attrs: &dyn MethodAttrs) -> Result;
     /// `DeviceOps::mmap` (`ENODEV` without it, as the VFS answers for a file without `mmap`).
     fn mmap(&self, vma: &VmaNew, maps: &Arc<UserMaps>) -> Result;
     /// `DeviceOps::create_user_cq` (`EOPNOTSUPP` without it).
@@ -821,6 +840,12 @@ fn driver_obj<T: DeviceOps, O: Send + Sync + 'static>(any: &dyn Any) -> Result<&
         .ok_or(EINVAL)
 }
 
+/// Driver `T`'s state of the PD attribute `id` of a driver method names (C's
+/// `uverbs_attr_get_obj` and `to_mpd`): `EINVAL` when the method has no such attribute.
+pub fn method_pd<T: DeviceOps>(attrs: &dyn MethodAttrs, id: u16) -> Result<&T::Pd> {
+    driver_obj::<T, T::Pd>(attrs.pd_object(id)?)
+}
+
 impl<T: DeviceOps> Typed<T, T::Pd> {
     /// A new MR of this PD's driver, type-erased (on failure it is given back to the driver).
     fn boxed_mr(&self, new: NewMr<T::Mr>) -> Result<NewMr<KBox<dyn MrObject>>> {
@@ -834,6 +859,10 @@ impl<T: DeviceOps> Typed<T, T::Pd> {
 }
 
 impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
     fn create_qp(
         &self,
         init: &QpInitDriver<'_, dyn CqObject, dyn SrqObject>,
@@ -1095,6 +1124,13 @@ impl<T: DeviceOps> UContextObject for Typed<T, T::UContext> {
         )
     }
 
+    fn query(&self, attrs: &dyn MethodAttrs) -> Result {
+        optional_op!(
+            T::HAS_QUERY_UCONTEXT,
+            T::query_ucontext(&self.ops, &self.obj, attrs)
+        )
+    }
+
     fn mmap(&self, vma: &VmaNew, maps: &Arc<UserMaps>) -> Result {
         if T::HAS_MMAP {
             T::mmap(&self.ops, &self.obj, vma, maps)
@@ -1154,6 +1190,10 @@ impl<T: DeviceOps> DynOps for DeviceImpl<T> {
 
     fn driver_methods(&self) -> &'static [DriverMethod] {
         T::DRIVER_METHODS
+    }
+
+    fn driver_attrs(&self) -> &'static [DriverAttrs] {
+        T::DRIVER_ATTRS
     }
 
     fn alloc_pd(&self) -> Result<KBox<dyn PdObject>> {
@@ -1235,6 +1275,10 @@ impl<T: DeviceOps> DynOps for DeviceImpl<T> {
 
     fn has_process_mad(&self) -> bool {
         T::HAS_PROCESS_MAD
+    }
+
+    fn has_query_ucontext(&self) -> bool {
+        T::HAS_QUERY_UCONTEXT
     }
 
     fn process_mad(

@@ -25,9 +25,9 @@ use ib_core::{
     device::{DeviceInfo, DeviceOps, FwVersion, Registration},
     hw_stats::HwStatsDesc,
     mad::types::{Mad, MadWc},
-    user::spec::{DriverMethod, DriverUObject, MethodAttrs},
+    user::spec::{DriverAttrs, DriverMethod, DriverUObject, MethodAttrs},
     user::udata::Udata,
-    verbs::ops::{DmaMemory, UverbsAbi},
+    verbs::ops::{method_pd, DmaMemory, UverbsAbi},
     verbs::types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
         QpInitDriver, SrqAttr, SrqAttrField, SrqAttrMask, UserCqInit, UserMrInit,
@@ -357,8 +357,11 @@ impl DeviceOps for Mlx5IbDevice {
         user::srq::destroy(&self.cmds, srq)
     }
 
-    /// The UAR object (`MLX5_IB_OBJECT_UAR`).
-    const DRIVER_METHODS: &'static [DriverMethod] = &user::mmap::DRIVER_METHODS;
+    /// The UAR object, QUERY_PORT, GET_DATA_DIRECT_SYSFS_PATH and PD_QUERY.
+    const DRIVER_METHODS: &'static [DriverMethod] = &user::methods::DRIVER_METHODS;
+
+    /// The context response of QUERY_CONTEXT.
+    const DRIVER_ATTRS: &'static [DriverAttrs] = &user::methods::DRIVER_ATTRS;
 
     fn driver_method(
         &self,
@@ -366,7 +369,26 @@ impl DeviceOps for Mlx5IbDevice {
         m: &DriverMethod,
         attrs: &dyn MethodAttrs,
     ) -> Result<Option<DriverUObject>> {
-        user::mmap::driver_method(self.core.get(), &self.cmds, &ctx.mmap, m, attrs)
+        let ports = GeneralCaps::from_bytes(&self.caps.general).num_ports() as u32;
+        let pdn_of = |id| Ok(method_pd::<Self>(attrs, id)?.pdn);
+        user::methods::driver_method(
+            self.core.get(),
+            &self.cmds,
+            &ctx.mmap,
+            ports,
+            &pdn_of,
+            m,
+            attrs,
+        )
+    }
+
+    fn query_ucontext(
+        &self,
+        ctx: &user::ucontext::Mlx5UContext,
+        attrs: &dyn MethodAttrs,
+    ) -> Result {
+        let caps = GeneralCaps::from_bytes(&self.caps.general);
+        user::methods::query_ucontext(&caps, caps.num_ports() as u16, ctx, attrs)
     }
 
     fn mmap(

@@ -2,9 +2,11 @@
 
 //! User verbs in the driver (C's `mlx5_ib` user paths): the driver data of user contexts, CQs,
 //! QPs and SRQs in `rdma/mlx5-abi.h`'s structures ([`uabi`]), their user-memory rings
-//! ([`umem`]) and the UAR and doorbell pages user space maps ([`mmap`]).
+//! ([`umem`]), the UAR and doorbell pages user space maps ([`mmap`]) and mlx5's own ioctl
+//! methods ([`methods`]).
 
 pub(crate) mod cq;
+pub(crate) mod methods;
 pub(crate) mod mmap;
 pub(crate) mod qp;
 pub(crate) mod srq;

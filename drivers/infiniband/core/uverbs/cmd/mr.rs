@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Memory regions of user memory (C's `ib_uverbs_reg_mr`, `ib_uverbs_rereg_mr`,
-//! `ib_uverbs_dereg_mr` and the MR object's DESTROY method): the access rights checked as C's
-//! `ib_check_mr_access`, the PD looked up, the memory pinned and registered by the driver; the
-//! MR's handle and keys answer.
+//! `ib_uverbs_dereg_mr` and the MR object's DESTROY and QUERY methods): the access rights
+//! checked as C's `ib_check_mr_access`, the PD looked up, the memory pinned and registered by
+//! the driver; the MR's handle and keys answer.
 
 use crate::{
     file::objects::UMr,
     file::uobjects::UObject,
     ioctl::bundle::IoctlBundle,
-    ioctl::ids::OBJECT_MR,
+    ioctl::ids::{query_mr as qm, OBJECT_MR},
     uabi::{DeregMr, RegMr, RegMrResp, ReregMr, ReregMrResp},
     write::bundle::Bundle,
 };
@@ -191,6 +191,23 @@ pub(crate) fn destroy_mr(b: &mut IoctlBundle<'_>) -> Result {
     let handle = b.idr_handle(crate::ioctl::ids::mr_destroy::HANDLE)?;
     b.ufile
         .with_objects(|o| o.remove(handle, OBJECT_MR).map(drop))
+}
+
+/// The MR object's QUERY method (C's handler, what `ibv_import_mr` sends): its keys and
+/// length, then its IOVA if asked for.
+pub(crate) fn query_mr(b: &mut IoctlBundle<'_>) -> Result {
+    let handle = b.idr_handle(qm::HANDLE)?;
+    let (lkey, rkey, length, iova) = b.ufile.with_objects(|o| {
+        let m = o.mr_mut(handle)?;
+        Ok((m.mr.lkey(), m.mr.rkey(), m.length, m.iova))
+    })?;
+    b.copy_to(qm::RESP_LKEY, &lkey.to_le_bytes())?;
+    b.copy_to(qm::RESP_RKEY, &rkey.to_le_bytes())?;
+    b.copy_to(qm::RESP_LENGTH, &length.to_le_bytes())?;
+    match b.copy_to(qm::RESP_IOVA, &iova.to_le_bytes()) {
+        Err(e) if e == ENOENT => Ok(()),
+        r => r,
+    }
 }
 
 #[kernel::macros::kunit_tests(rdma_rs_uverbs_mr)]

@@ -8,7 +8,8 @@
 use crate::{
     file::event_file::{EventFile, NewEventFd},
     file::ufile::Ufile,
-    file::uobjects::UObject,
+    file::uobjects::{UObject, UObjects},
+    ioctl::ids::OBJECT_PD,
     uabi::AttrAbi,
 };
 use ib_core::{
@@ -68,12 +69,48 @@ impl Attr {
     }
 }
 
+/// The attributes a method takes: the core's (or a driver method's own), then those the
+/// device's driver added to a core method (C merges both into one method's tree).
+#[derive(Clone, Copy)]
+pub(crate) struct Specs<'s> {
+    first: &'s [AttrSpec],
+    added: &'s [AttrSpec],
+}
+
+impl<'s> Specs<'s> {
+    /// The method's own `first`, then the driver's `added`.
+    pub(crate) fn new(first: &'s [AttrSpec], added: &'s [AttrSpec]) -> Self {
+        Self { first, added }
+    }
+
+    /// How many.
+    fn len(&self) -> usize {
+        self.first.len() + self.added.len()
+    }
+
+    /// All of them, in position order.
+    fn iter(&self) -> impl Iterator<Item = &'s AttrSpec> {
+        Iterator::chain(self.first.iter(), self.added.iter())
+    }
+
+    /// The position of attribute `id`.
+    fn position(&self, id: u16) -> Option<usize> {
+        self.iter().position(|s| s.id == id)
+    }
+}
+
+impl<'s> From<&'s [AttrSpec]> for Specs<'s> {
+    fn from(first: &'s [AttrSpec]) -> Self {
+        Self::new(first, &[])
+    }
+}
+
 /// What a method's handler gets (C's `uverbs_attr_bundle`).
 pub(crate) struct IoctlBundle<'a> {
     /// The file the request came on.
     pub(crate) ufile: &'a Arc<Ufile>,
     /// The attributes the method takes.
-    specs: &'static [AttrSpec],
+    specs: Specs<'static>,
     /// User address of the request's attribute array.
     user_attrs: usize,
     /// The attributes given, by their position in the method's spec.
@@ -96,11 +133,7 @@ pub(crate) const ATTR_SIZE: usize = size_of::<AttrAbi>();
 impl<'a> IoctlBundle<'a> {
     /// A request on `ufile` for a method taking `specs`, whose attribute array is at user
     /// address `user_attrs`; nothing given yet.
-    pub(crate) fn new(
-        ufile: &'a Arc<Ufile>,
-        specs: &'static [AttrSpec],
-        user_attrs: usize,
-    ) -> Self {
+    pub(crate) fn new(ufile: &'a Arc<Ufile>, specs: Specs<'static>, user_attrs: usize) -> Self {
         Self {
             ufile,
             specs,
@@ -151,7 +184,7 @@ impl IoctlBundle<'_> {
     }
 
     fn attr(&self, id: u16) -> Option<&Attr> {
-        let pos = self.specs.iter().position(|a| a.id == id)?;
+        let pos = self.specs.position(id)?;
         self.attrs[pos].as_ref()
     }
 
@@ -261,7 +294,7 @@ impl IoctlBundle<'_> {
             None => None,
         })?;
         let ev = found.ok_or(EBADF)?;
-        let pos = self.specs.iter().position(|s| s.id == a.id).ok_or(EINVAL)?;
+        let pos = self.specs.position(a.id).ok_or(EINVAL)?;
         if let Some(slot) = self.files.get_mut(pos) {
             *slot = Some(ev);
         }
@@ -270,7 +303,7 @@ impl IoctlBundle<'_> {
 
     /// The event file attribute `id` named, if it was given.
     pub(crate) fn event_file(&self, id: u16) -> Option<Arc<EventFile>> {
-        let pos = self.specs.iter().position(|a| a.id == id)?;
+        let pos = self.specs.position(id)?;
         self.files.get(pos)?.clone()
     }
 
@@ -426,7 +459,7 @@ fn fd_of(a: &Attr) -> Result<i32> {
 /// its position in `specs`. A mandatory attribute not given is `EINVAL`, as is a method with
 /// more attributes than a bundle holds.
 pub(crate) fn decode_attrs(
-    specs: &[AttrSpec],
+    specs: Specs<'_>,
     raw: &[u8],
     given: &mut [Option<Attr>; MAX_ATTRS],
     mut act: impl FnMut(&Attr, Need) -> Result,
@@ -436,7 +469,7 @@ pub(crate) fn decode_attrs(
     }
     for (idx, chunk) in raw.chunks_exact(ATTR_SIZE).enumerate() {
         let a = Attr::decode(idx, chunk)?;
-        let Some(pos) = specs.iter().position(|s| s.id == a.id) else {
+        let Some((pos, spec)) = specs.iter().enumerate().find(|(_, s)| s.id == a.id) else {
             if a.flags & F_MANDATORY != 0 {
                 return Err(EPROTONOSUPPORT);
             }
@@ -445,7 +478,7 @@ pub(crate) fn decode_attrs(
         if given[pos].is_some() {
             return Err(EINVAL);
         }
-        let need = check_attr(&a, specs[pos].kind, cleared_after)?;
+        let need = check_attr(&a, spec.kind, cleared_after)?;
         act(&a, need)?;
         given[pos] = Some(a);
     }
@@ -520,12 +553,53 @@ pub(crate) fn udata_of(user_attrs: usize, inp: Option<&Attr>, out: Option<&Attr>
     Udata::new(inbuf, inlen, outbuf, outlen)
 }
 
-impl MethodAttrs for IoctlBundle<'_> {
+/// A request as a driver's code sees it (C's `uverbs_attr_bundle` in a driver's handler): the
+/// bundle, and the file's objects its handles name.
+pub(crate) struct DriverView<'v, 'a> {
+    /// The request.
+    pub(crate) bundle: &'v IoctlBundle<'a>,
+    /// The file's objects (its context is locked while the driver runs).
+    pub(crate) objects: &'v UObjects,
+}
+
+impl MethodAttrs for DriverView<'_, '_> {
     fn get_const(&self, id: u16, max: u64) -> Result<u64> {
-        IoctlBundle::get_const(self, id, max)
+        self.bundle.get_const(id, max)
+    }
+
+    fn copy_from(&self, id: u16, to: &mut [u8]) -> Result {
+        let a = self.bundle.attr(id).ok_or(ENOENT)?;
+        let n = usize::from(a.len);
+        let to = to.get_mut(..n).ok_or(EINVAL)?;
+        if a.is_inline() {
+            to.copy_from_slice(&a.data.to_le_bytes()[..n]);
+            return Ok(());
+        }
+        UserSlice::new(UserPtr::from_addr(a.data as usize), n)
+            .reader()
+            .read_slice(to)
+    }
+
+    fn len(&self, id: u16) -> Result<usize> {
+        Ok(usize::from(self.bundle.attr(id).ok_or(ENOENT)?.len))
     }
 
     fn copy_to(&self, id: u16, from: &[u8]) -> Result {
-        IoctlBundle::copy_to(self, id, from)
+        self.bundle.copy_to(id, from)
+    }
+
+    fn copy_to_struct_or_zero(&self, id: u16, from: &[u8]) -> Result {
+        self.bundle.copy_to_struct_or_zero(id, from)
+    }
+
+    fn pd_object(&self, id: u16) -> Result<&dyn core::any::Any> {
+        let is_pd = |s: &AttrSpec| {
+            s.id == id && matches!(s.kind, Kind::IdrRead { object } if object == OBJECT_PD)
+        };
+        if !self.bundle.specs.iter().any(is_pd) {
+            return Err(EINVAL);
+        }
+        let handle = self.bundle.idr_handle(id)?;
+        Ok(self.objects.pd(handle)?.driver_object())
     }
 }

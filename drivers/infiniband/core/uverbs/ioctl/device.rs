@@ -3,12 +3,15 @@
 //! The ioctl methods of the device and async event objects (C's
 //! `uverbs_std_types_device.c`, `uverbs_std_types_async_fd.c`): INVOKE_WRITE (a write()
 //! command carried in an ioctl, how rdma-core 44 sends every legacy command to a kernel that
-//! has it), GET_CONTEXT, QUERY_PORT, QUERY_GID_ENTRY and ASYNC_EVENT_ALLOC.
+//! has it), GET_CONTEXT, QUERY_CONTEXT, QUERY_PORT, QUERY_GID_ENTRY and ASYNC_EVENT_ALLOC.
 
 use crate::{
     cmd,
-    ioctl::bundle::IoctlBundle,
-    ioctl::ids::{get_context as gc, invoke_write as iw, query_gid_entry as qg, query_port as qp},
+    ioctl::bundle::{DriverView, IoctlBundle},
+    ioctl::ids::{
+        get_context as gc, invoke_write as iw, query_context as qc, query_gid_entry as qg,
+        query_port as qp,
+    },
     uabi::{GidEntry, QueryPortRespEx},
     write,
     write::bundle::{Bundle, Handler},
@@ -77,6 +80,29 @@ pub(crate) fn get_context(b: &mut IoctlBundle<'_>) -> Result {
             return Err(EINVAL);
         }
         UContext::alloc(&ib, &driver)
+    })
+}
+
+/// QUERY_CONTEXT (C's handler, what `ibv_import_device` sends on a dup of the file): the
+/// completion vector count and the core's support bits, then the driver's part (`EOPNOTSUPP`
+/// for a driver without one, before anything is written), in the file's context (`EINVAL`
+/// without one).
+pub(crate) fn query_context(b: &mut IoctlBundle<'_>) -> Result {
+    let ib = b.ufile.device().ib_device().ok_or(EIO)?;
+    b.ufile.with_context(|c| {
+        if !ib.has_query_ucontext() {
+            return Err(EOPNOTSUPP);
+        }
+        optional(b.copy_to(qc::NUM_COMP_VECTORS, &ib.num_comp_vectors().to_le_bytes()))?;
+        optional(b.copy_to(
+            qc::CORE_SUPPORT,
+            &CORE_SUPPORT_OPTIONAL_MR_ACCESS.to_le_bytes(),
+        ))?;
+        let view = DriverView {
+            bundle: b,
+            objects: &c.objects,
+        };
+        c.ucontext.query(&view)
     })
 }
 

@@ -38,6 +38,12 @@ pub(crate) mod get_context {
     pub(crate) const FD_ARR: u16 = 2;
 }
 
+/// `UVERBS_METHOD_QUERY_CONTEXT`'s attributes.
+pub(crate) mod query_context {
+    pub(crate) const NUM_COMP_VECTORS: u16 = 0;
+    pub(crate) const CORE_SUPPORT: u16 = 1;
+}
+
 /// `UVERBS_METHOD_QUERY_PORT`'s attributes.
 pub(crate) mod query_port {
     pub(crate) const PORT_NUM: u16 = 0;
@@ -65,4 +71,13 @@ pub(crate) mod pd_destroy {
 /// `UVERBS_METHOD_MR_DESTROY`'s attribute.
 pub(crate) mod mr_destroy {
     pub(crate) const HANDLE: u16 = 0;
+}
+
+/// `UVERBS_METHOD_QUERY_MR`'s attributes.
+pub(crate) mod query_mr {
+    pub(crate) const HANDLE: u16 = 0;
+    pub(crate) const RESP_LKEY: u16 = 1;
+    pub(crate) const RESP_RKEY: u16 = 2;
+    pub(crate) const RESP_LENGTH: u16 = 3;
+    pub(crate) const RESP_IOVA: u16 = 4;
 }

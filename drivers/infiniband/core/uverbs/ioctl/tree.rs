@@ -12,11 +12,12 @@ use crate::{
     cmd::srq::create_attr as srq,
     file::ufile::Ufile,
     ioctl,
-    ioctl::bundle::IoctlBundle,
+    ioctl::bundle::{IoctlBundle, Specs},
     ioctl::ids::{
-        async_event_alloc, get_context, invoke_write, mr_destroy, pd_destroy, query_gid_entry,
-        query_port, OBJECT_ASYNC_EVENT, OBJECT_COMP_CHANNEL, OBJECT_CQ, OBJECT_DEVICE, OBJECT_MR,
-        OBJECT_PD, OBJECT_QP, OBJECT_RWQ_IND_TBL, OBJECT_SRQ, OBJECT_XRCD,
+        async_event_alloc, get_context, invoke_write, mr_destroy, pd_destroy, query_context,
+        query_gid_entry, query_mr, query_port, OBJECT_ASYNC_EVENT, OBJECT_COMP_CHANNEL, OBJECT_CQ,
+        OBJECT_DEVICE, OBJECT_MR, OBJECT_PD, OBJECT_QP, OBJECT_RWQ_IND_TBL, OBJECT_SRQ,
+        OBJECT_XRCD,
     },
 };
 pub(crate) use ib_core::user::spec::{
@@ -80,6 +81,16 @@ pub(crate) static METHODS: &[MethodSpec] = &[
         ],
         has_udata: true,
         handler: ioctl::device::get_context,
+    },
+    MethodSpec {
+        object: OBJECT_DEVICE,
+        method: 4,
+        attrs: &[
+            attr(query_context::NUM_COMP_VECTORS, type_out(4), false),
+            attr(query_context::CORE_SUPPORT, type_out(8), false),
+        ],
+        has_udata: false,
+        handler: ioctl::device::query_context,
     },
     MethodSpec {
         object: OBJECT_DEVICE,
@@ -292,6 +303,19 @@ pub(crate) static METHODS: &[MethodSpec] = &[
         handler: crate::cmd::mr::destroy_mr,
     },
     MethodSpec {
+        object: OBJECT_MR,
+        method: 3,
+        attrs: &[
+            attr(query_mr::HANDLE, Kind::IdrRead { object: OBJECT_MR }, true),
+            attr(query_mr::RESP_LKEY, type_out(4), true),
+            attr(query_mr::RESP_RKEY, type_out(4), true),
+            attr(query_mr::RESP_LENGTH, type_out(8), true),
+            attr(query_mr::RESP_IOVA, type_out(8), false),
+        ],
+        has_udata: false,
+        handler: crate::cmd::mr::query_mr,
+    },
+    MethodSpec {
         object: OBJECT_ASYNC_EVENT,
         method: 0,
         attrs: &[attr(async_event_alloc::FD_HANDLE, Kind::FdNew, true)],
@@ -303,25 +327,25 @@ pub(crate) static METHODS: &[MethodSpec] = &[
 /// A method of the tree.
 #[derive(Clone, Copy)]
 pub(crate) enum Method {
-    /// One of the core's.
-    Core(&'static MethodSpec),
+    /// One of the core's, with the attributes the device's driver added to it.
+    Core(&'static MethodSpec, &'static [AttrSpec]),
     /// One of the device's driver's, run by the driver in the file's context.
     Driver(&'static DriverMethod),
 }
 
 impl Method {
     /// Its attributes.
-    pub(crate) fn attrs(&self) -> &'static [AttrSpec] {
+    pub(crate) fn attrs(&self) -> Specs<'static> {
         match self {
-            Method::Core(m) => m.attrs,
-            Method::Driver(m) => m.attrs,
+            Method::Core(m, added) => Specs::new(m.attrs, added),
+            Method::Driver(m) => m.attrs.into(),
         }
     }
 
     /// Whether the driver's request and response come as `UHW_IN`/`UHW_OUT`.
     pub(crate) fn has_udata(&self) -> bool {
         match self {
-            Method::Core(m) => m.has_udata,
+            Method::Core(m, _) => m.has_udata,
             Method::Driver(_) => false,
         }
     }
@@ -335,14 +359,23 @@ pub(crate) fn lookup_core(object: u16, method: u16) -> Result<&'static MethodSpe
         .ok_or(EPROTONOSUPPORT)
 }
 
-/// The method (`object`, `method`) of `ufile`'s device: the core's, else its driver's;
-/// `EPROTONOSUPPORT` when there is none. Once the RDMA device has gone, its driver's methods
-/// are `EIO` (C disables their handlers then).
+/// The method (`object`, `method`) of `ufile`'s device: the core's (with the attributes the
+/// driver added to it), else its driver's; `EPROTONOSUPPORT` when there is none. Once the
+/// RDMA device has gone, its driver's methods are `EIO` (C disables their handlers then).
 pub(crate) fn lookup(ufile: &Ufile, object: u16, method: u16) -> Result<Method> {
+    let ib = ufile.device().ib_device();
     if let Ok(m) = lookup_core(object, method) {
-        return Ok(Method::Core(m));
+        let added = ib
+            .as_ref()
+            .and_then(|ib| {
+                ib.driver_attrs()
+                    .iter()
+                    .find(|d| d.object == object && d.method == method)
+            })
+            .map_or(&[][..], |d| d.attrs);
+        return Ok(Method::Core(m, added));
     }
-    let ib = ufile.device().ib_device().ok_or(EIO)?;
+    let ib = ib.ok_or(EIO)?;
     ib.driver_methods()
         .iter()
         .find(|m| m.object == object && m.method == method)

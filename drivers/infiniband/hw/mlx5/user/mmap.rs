@@ -16,9 +16,7 @@
 //! initialization segment maps read-only and uncached, the clock-info page `EOPNOTSUPP`
 //! (there is none).
 
-use ib_core::user::spec::{
-    attr, type_out, AttrSpec, DriverMethod, DriverUObject, Kind, MethodAttrs, CONST_IN,
-};
+use ib_core::user::spec::{attr, type_out, AttrSpec, DriverUObject, Kind, MethodAttrs, CONST_IN};
 use kernel::{
     mm::virt::VmaNew,
     new_mutex,
@@ -36,9 +34,9 @@ use mlx5_core::{
 /// `MLX5_IB_OBJECT_UAR`.
 pub(crate) const OBJECT_UAR: u16 = 0x1008;
 /// `MLX5_IB_METHOD_UAR_OBJ_ALLOC`.
-const METHOD_UAR_ALLOC: u16 = 0x1000;
+pub(crate) const METHOD_UAR_ALLOC: u16 = 0x1000;
 /// `MLX5_IB_METHOD_UAR_OBJ_DESTROY`.
-const METHOD_UAR_DESTROY: u16 = 0x1001;
+pub(crate) const METHOD_UAR_DESTROY: u16 = 0x1001;
 
 /// `MLX5_IB_ATTR_UAR_OBJ_ALLOC_*`.
 mod alloc_attr {
@@ -55,7 +53,7 @@ const DESTROY_HANDLE: u16 = 0x1000;
 const UAR_TYPE_BF: u64 = 0;
 const UAR_TYPE_NC: u64 = 1;
 
-static ALLOC_ATTRS: [AttrSpec; 5] = [
+pub(crate) static ALLOC_ATTRS: [AttrSpec; 5] = [
     attr(
         alloc_attr::HANDLE,
         Kind::IdrNew { object: OBJECT_UAR },
@@ -67,25 +65,11 @@ static ALLOC_ATTRS: [AttrSpec; 5] = [
     attr(alloc_attr::MMAP_OFFSET, type_out(8), true),
 ];
 
-static DESTROY_ATTRS: [AttrSpec; 1] = [attr(
+pub(crate) static DESTROY_ATTRS: [AttrSpec; 1] = [attr(
     DESTROY_HANDLE,
     Kind::IdrDestroy { object: OBJECT_UAR },
     true,
 )];
-
-/// mlx5's own ioctl methods.
-pub(crate) static DRIVER_METHODS: [DriverMethod; 2] = [
-    DriverMethod {
-        object: OBJECT_UAR,
-        method: METHOD_UAR_ALLOC,
-        attrs: &ALLOC_ATTRS,
-    },
-    DriverMethod {
-        object: OBJECT_UAR,
-        method: METHOD_UAR_DESTROY,
-        attrs: &DESTROY_ATTRS,
-    },
-];
 
 /// The legacy mmap commands (`MLX5_IB_MMAP_*`).
 mod cmd {
@@ -267,7 +251,7 @@ fn uar_type(ty: u64) -> Result {
 /// non-cached (`EINVAL` past `u32`, `EOPNOTSUPP` otherwise), and blue-flame needs
 /// write-combining, which this driver never has (`EOPNOTSUPP`). Answers the page's offset,
 /// length and firmware index.
-fn uar_alloc(
+pub(crate) fn uar_alloc(
     dev: &Mlx5Device,
     cmds: &Commands,
     table: &Arc<MmapTable>,
@@ -310,22 +294,6 @@ fn uar_alloc(
     attrs.copy_to(alloc_attr::PAGE_ID, &index.to_le_bytes())?;
     attrs.copy_to(alloc_attr::MMAP_LENGTH, &(PAGE_SIZE as u32).to_le_bytes())?;
     Ok(obj)
-}
-
-/// Runs mlx5 method `m` in a context whose table is `table`.
-pub(crate) fn driver_method(
-    dev: &Mlx5Device,
-    cmds: &Commands,
-    table: &Arc<MmapTable>,
-    m: &DriverMethod,
-    attrs: &dyn MethodAttrs,
-) -> Result<Option<DriverUObject>> {
-    match (m.object, m.method) {
-        (OBJECT_UAR, METHOD_UAR_ALLOC) => uar_alloc(dev, cmds, table, attrs).map(Some),
-        // The core destroys the object once this succeeded (C's handler does nothing).
-        (OBJECT_UAR, METHOD_UAR_DESTROY) => Ok(None),
-        _ => Err(EPROTONOSUPPORT),
-    }
 }
 
 /// Whether `vma` is a shared mapping.

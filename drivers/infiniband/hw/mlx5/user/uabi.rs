@@ -24,4 +24,6 @@ user_abi! {
     AllocUcontextReq = mlx5_ib_alloc_ucontext_req_v2;
     /// GET_CONTEXT's driver response (`struct mlx5_ib_alloc_ucontext_resp`).
     AllocUcontextResp = mlx5_ib_alloc_ucontext_resp;
+    /// QUERY_PORT's response (`struct mlx5_ib_uapi_query_port`).
+    QueryPortResp = mlx5_ib_uapi_query_port;
 }

@@ -60,6 +60,18 @@ pub(crate) struct Mlx5UContext {
     pub(crate) mmap: Arc<MmapTable>,
 }
 
+impl Mlx5UContext {
+    /// A context without a transport domain, of CQE version `cqe_version` (for tests).
+    #[cfg(CONFIG_KUNIT)]
+    pub(crate) fn for_test(cqe_version: u8, mmap: Arc<MmapTable>) -> Self {
+        Self {
+            tdn: None,
+            cqe_version,
+            mmap,
+        }
+    }
+}
+
 /// C's check of the request's length: the 8-byte version 0, or version 2 up to
 /// `max_cqe_version` at least (`EINVAL`).
 fn check_len(inlen: usize) -> Result {
@@ -126,7 +138,7 @@ impl Request {
 
 /// The response (`set_ucontext_resp`) for a context with CQE version `cqe_version`, of a
 /// function with `num_ports` ports, `response_length` = `min(outlen, 72)`.
-fn response(
+pub(crate) fn response(
     caps: &GeneralCaps,
     num_ports: u16,
     cqe_version: u8,
