@@ -34,8 +34,9 @@
 # lines, lqpn/rqpn), memory keys (lkey, rkey, local_dma_lkey), pdn, cqn, mrn (restrack ids).
 # Everything else is literal, as C prints it (sizes the C driver rounds: SRQ 16 -> 31, SQ 8 ->
 # 10, CQ 16 -> 31, CQ 64 -> 127; max_inline_data 120; rust only: CQ 100 -> 127, 10 -> 15,
-# 50 -> 63). rq-psn/sq-psn are 0 because cx-model's
-# QUERY_QP does not report PSNs yet (both stacks query the same model).
+# 50 -> 63). rq-psn/sq-psn are the PSNs the client gave at RTR and RTS (4660): cx-model's
+# QUERY_QP reports what the transitions set and does not advance the PSNs with traffic (both
+# stacks query the same model).
 
 client="$stack_dir/ib_verbs_client.ko"
 qpn='0x[0-9a-f]+'
@@ -106,7 +107,7 @@ check_output "rdma res: one CQ of the client (cqn by regex): 64 asked, 127 made,
 check_output "rdma res: one MR of the client (mrn, keys by regex), a DMA MR" \
 	"^dev mlx5_0 mrn [0-9]+ rkey $key lkey $key mrlen 0 comm \[ib_verbs_client\] ?\$" mine mr dev mlx5_0
 check_output "rdma res: one RC QP of the client at RTS, looped back (lqpn, rqpn by regex)" \
-	'^link mlx5_0/1 lqpn [0-9]+ rqpn [0-9]+ type RC state RTS rq-psn 0 sq-psn 0 path-mig-state MIGRATED comm \[ib_verbs_client\] ?$' mine qp link mlx5_0
+	'^link mlx5_0/1 lqpn [0-9]+ rqpn [0-9]+ type RC state RTS rq-psn 4660 sq-psn 4660 path-mig-state MIGRATED comm \[ib_verbs_client\] ?$' mine qp link mlx5_0
 check_output "rdma res: exactly one object of each type is the client's" '^1 1 1 1$' \
 	sh -c 'for t in pd cq mr; do rdma res show $t dev mlx5_0 | grep -c "comm \[ib_verbs_client\]"; done | tr "\n" " "; rdma res show qp link mlx5_0 | grep -c "comm \[ib_verbs_client\]"'
 

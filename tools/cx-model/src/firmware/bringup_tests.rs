@@ -6,6 +6,7 @@ use crate::device::DeviceConfig;
 use crate::firmware::caps::general;
 use crate::firmware::eq::event;
 use crate::firmware::faults::Rule;
+use crate::firmware::objects::qpc;
 use crate::guest_memory::GuestMemory;
 use crate::ifc::{self, Field};
 use crate::opcodes::op;
@@ -422,7 +423,7 @@ fn make_qp(t: &mut TestDriver, st: u64, pd: u64, uar: u64, cqn: u32) -> (u32, u6
 }
 
 #[test]
-fn query_qp_reports_the_remote_qpn_of_init2rtr() {
+fn query_qp_reports_what_the_transitions_set() {
     let mut t = TestDriver::new(DeviceConfig::default());
     let pages = enable_and_init(&mut t);
     let uar = ifc::get(
@@ -450,15 +451,48 @@ fn query_qp_reports_the_remote_qpn_of_init2rtr() {
     let mut m = input(op::QP_2RST_QP, 0, 0xd8);
     ifc::set(&mut m, Field::new(0x48, 24), u64::from(qpn));
     t.exec(&m, 16).unwrap();
-    for o in [op::RST2INIT_QP, op::INIT2RTR_QP] {
+    // Each transition sets its fields: RST2INIT the access rights, INIT2RTR the remote QP, the
+    // MTU and the receive PSN, RTR2RTS the send PSN and the retry counts; QUERY_QP reports them.
+    let sets: [(u16, &[(Field, u64)]); 3] = [
+        (op::RST2INIT_QP, &[(qpc::RWE, 1), (qpc::RRE, 1)]),
+        (
+            op::INIT2RTR_QP,
+            &[
+                (qpc::REMOTE_QPN, 0x4321),
+                (qpc::MTU, 5),
+                (qpc::NEXT_RCV_PSN, 0x1234),
+            ],
+        ),
+        (
+            op::RTR2RTS_QP,
+            &[
+                (qpc::NEXT_SEND_PSN, 0x5678),
+                (qpc::RETRY_COUNT, 7),
+                (qpc::RNR_RETRY, 6),
+            ],
+        ),
+    ];
+    for (o, fields) in sets {
         let mut m = input(o, 0, 0xd8);
         ifc::set(&mut m, Field::new(0x48, 24), u64::from(qpn));
-        ifc::set(&mut m, Field::new(0x168, 24), 0x4321);
+        for (f, v) in fields {
+            ifc::set(&mut m, *f, *v);
+        }
         t.exec(&m, 16).unwrap();
+        if o == op::INIT2RTR_QP {
+            let out = t.exec(&q, 0x1d0).unwrap();
+            assert_eq!(ifc::get(&out, Field::new(0xc0, 4)), 2); // RTR
+            assert_eq!(ifc::get(&out, qpc::NEXT_SEND_PSN), 0);
+        }
     }
     let out = t.exec(&q, 0x1d0).unwrap();
-    assert_eq!(ifc::get(&out, Field::new(0x168, 24)), 0x4321);
-    assert_eq!(ifc::get(&out, Field::new(0xc0, 4)), 2); // RTR
+    assert_eq!(ifc::get(&out, Field::new(0xc0, 4)), 3); // RTS
+    for (_, fields) in sets {
+        for (f, v) in fields {
+            assert_eq!(ifc::get(&out, *f), *v);
+        }
+    }
+    assert_eq!(ifc::get(&out, qpc::RAE), 0);
     let _ = pages;
 }
 

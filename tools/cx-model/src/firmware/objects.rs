@@ -321,6 +321,27 @@ pub(crate) mod qpc {
         Field::new(0x2a4, 4),
         VHCA_PORT_NUM,
     ];
+    pub const MTU: Field = Field::new(0x100, 3);
+    pub const ACK_TIMEOUT: Field = Field::new(0x1c0, 5);
+    pub const LOG_SRA_MAX: Field = Field::new(0x448, 3);
+    pub const RETRY_COUNT: Field = Field::new(0x44d, 3);
+    pub const RNR_RETRY: Field = Field::new(0x450, 3);
+    pub const NEXT_SEND_PSN: Field = Field::new(0x488, 24);
+    pub const LOG_RRA_MAX: Field = Field::new(0x548, 3);
+    pub const RRE: Field = Field::new(0x550, 1);
+    pub const RWE: Field = Field::new(0x551, 1);
+    pub const RAE: Field = Field::new(0x552, 1);
+    pub const MIN_RNR_NAK: Field = Field::new(0x563, 5);
+    pub const NEXT_RCV_PSN: Field = Field::new(0x568, 24);
+    /// What RST2INIT sets: the primary path's P_Key index and port, the Q_Key and the remote
+    /// access rights.
+    pub const SET_BY_RST2INIT: [Field; 6] = [PKEY_INDEX, VHCA_PORT_NUM, Q_KEY, RRE, RWE, RAE];
+    /// What INIT2RTR sets besides the remote QP and the path: the MTU, the responder's
+    /// RDMA-read depth, the receive PSN and the RNR NAK timer.
+    pub const SET_BY_INIT2RTR: [Field; 4] = [MTU, LOG_RRA_MAX, NEXT_RCV_PSN, MIN_RNR_NAK];
+    /// What RTR2RTS sets: the send PSN, the requester's RDMA-read depth, the retry counts and
+    /// the ACK timeout.
+    pub const SET_BY_RTR2RTS: [Field; 5] = [NEXT_SEND_PSN, LOG_SRA_MAX, RETRY_COUNT, RNR_RETRY, ACK_TIMEOUT];
     pub const RQ_TYPE: Field = Field::new(0x625, 3);
     pub const SRQN_RMPN: Field = Field::new(0x628, 24);
 }
@@ -417,9 +438,10 @@ pub fn modify_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
     Ok(output(16))
 }
 
-/// QUERY_QP: the QP's context as created, with its current state and the remote QP number of
-/// its last INIT2RTR (the C driver reports it as `dest_qp_num`). (Other attributes that modify
-/// commands set are not reflected yet.)
+/// QUERY_QP: the QP's context as created, with its current state and what its last RST2INIT,
+/// INIT2RTR and RTR2RTS set (`qpc::SET_BY_*`, the remote QP and the primary path), as firmware
+/// reports the context those transitions wrote. (The optional fields of INIT2INIT, RTS2RTS and
+/// SQERR2RTS are not reflected yet.)
 pub fn query_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
     const QPC: std::ops::Range<usize> = 0x18..0x100;
     const OUT_LEN: usize = 0x1d0;
@@ -435,19 +457,27 @@ pub fn query_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
     }
     ifc::set(&mut out, STATE, qp.qp_state as u64);
     // The QP context sits at the same offset in the modify inputs and in this output.
-    // RST2INIT sets the primary path's P_Key index and port; INIT2RTR the remote QP and the
-    // primary path (its address vector and port).
     if let Some(init) = qp.modified.get(&crate::opcodes::op::RST2INIT_QP) {
-        for f in [qpc::PKEY_INDEX, qpc::VHCA_PORT_NUM] {
+        for f in qpc::SET_BY_RST2INIT {
             ifc::set(&mut out, f, ifc::get(init, f));
         }
     }
+    // INIT2RTR: the remote QP, the primary path (its address vector and port) when it names a
+    // port, and the receive side's attributes.
     if let Some(rtr) = qp.modified.get(&crate::opcodes::op::INIT2RTR_QP) {
         ifc::set(&mut out, qpc::REMOTE_QPN, ifc::get(rtr, qpc::REMOTE_QPN));
         if ifc::get(rtr, qpc::VHCA_PORT_NUM) != 0 {
             for f in qpc::PATH {
                 ifc::set(&mut out, f, ifc::get(rtr, f));
             }
+        }
+        for f in qpc::SET_BY_INIT2RTR {
+            ifc::set(&mut out, f, ifc::get(rtr, f));
+        }
+    }
+    if let Some(rts) = qp.modified.get(&crate::opcodes::op::RTR2RTS_QP) {
+        for f in qpc::SET_BY_RTR2RTS {
+            ifc::set(&mut out, f, ifc::get(rts, f));
         }
     }
     Ok(out)
