@@ -3,8 +3,9 @@
 #   make run      set up, build, boot a VM with the Rust stack on the emulated ConnectX, show it
 #   make test     set up, build, run every test (host, KUnit, VM scenarios on both stacks)
 #
-#   make bench    Rust vs C on the same model, as ratios: probe-to-ready time of mlx5_core, then
-#                 the data path (post_send, poll_cq, SEND message rate)
+#   make bench    Rust vs C on the same model, as ratios, on a production-like kernel and on the
+#                 test kernel: probe-to-ready time of mlx5_core, the data path (post_send,
+#                 poll_cq, SEND message rate), user verbs
 #   make kasan    a second kernel with KASAN, and the Rust stack's scenarios on it
 #   make vm-test SCENARIO=<name> STACK=rust|c     one VM scenario
 #   make vm-shell STACK=rust|c                    interactive guest
@@ -58,7 +59,7 @@ export DEBIAN_FRONTEND := noninteractive
 RUST_SOURCES = $(shell find drivers rust samples -name '*.rs' 2>/dev/null)
 RUSTFMT_KERNEL = rustfmt --edition 2021 --config-path $(KTREE)/.rustfmt.toml
 
-.PHONY: kasan kasan-run bench help setup qemu kernel build-parts modules intree series verbs-twin cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check layers \
+.PHONY: kasan kasan-run bench bench-run help setup qemu kernel build-parts modules intree series verbs-twin cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check layers \
 	record-c-bringup
 
 help:
@@ -184,9 +185,22 @@ build:
 
 build-parts: kernel modules verbs-twin cx-model verbs-tools intree
 
-bench: build
-	python3 tools/bench/probe.py -- $(HARNESS_ARGS)
-	python3 tools/bench/verbs.py -- $(HARNESS_ARGS)
+## `make bench`: both stacks on the same model, first on a production-like kernel (the test kernel
+## without its debug options: tools/kernel/config-bench.fragment; its own tree, built and cached
+## only here), then on the test kernel. Each kernel gets its own modules (out/bench/).
+BENCH_KTREE := $(CACHE)/build/linux-$(KERNEL_VERSION)-bench
+BENCH_LABEL ?= test kernel: lockdep, kmemleak, list debugging
+bench: setup
+	EXTRA_FRAGMENT=$(REPO)/tools/kernel/config-bench.fragment \
+		tools/kernel/build-kernel.sh $(REPO) "$(PRISTINE)" $(BENCH_KTREE) $(BINDGEN)
+	$(MAKE) --no-print-directory bench-run KTREE=$(BENCH_KTREE) OUT=$(OUT)/bench SKIP_KERNEL=1 \
+		BENCH_LABEL="bench kernel: no debug options"
+	$(MAKE) --no-print-directory bench-run
+
+## One kernel's comparison (KTREE, OUT): only what the bench scenarios use is built.
+bench-run: qemu modules verbs-twin cx-model verbs-tools
+	python3 tools/bench/probe.py --label "$(BENCH_LABEL)" -- $(HARNESS_ARGS)
+	python3 tools/bench/verbs.py --label "$(BENCH_LABEL)" -- $(HARNESS_ARGS)
 
 list-scenarios:
 	@python3 tools/vm/harness.py list

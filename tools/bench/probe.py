@@ -7,7 +7,7 @@ Rust / C. Under TCG the absolute numbers say little about hardware; the ratio co
 drivers' bring-up on equal terms (the C driver issues more commands: it also sets up the command
 EQ, flow steering, health and more; see docs/c-bringup-commands.md).
 
-Usage: probe.py -- <harness arguments>
+Usage: probe.py [--label TEXT] -- <harness arguments> (TEXT names the kernel in the output)
 """
 
 from __future__ import annotations
@@ -39,16 +39,19 @@ def run(stack: str, harness_args: list[str]) -> list[int]:
 
 def main() -> int:
     args = sys.argv[1:]
+    label = ""
+    if args[:1] == ["--label"] and len(args) > 1:
+        label, args = f"[{args[1]}] ", args[2:]
     if args and args[0] == "--":
         args = args[1:]
     medians = {}
     for stack in ("c", "rust"):
         t = run(stack, args)
         medians[stack] = statistics.median(t)
-        print(f"{stack:5} probe-to-ready over {len(t)} loads: median {medians[stack] / 1000:.1f} ms "
+        print(f"{label}{stack:5} probe-to-ready over {len(t)} loads: median {medians[stack] / 1000:.1f} ms "
               f"(min {min(t) / 1000:.1f}, max {max(t) / 1000:.1f})", flush=True)
     ratio = medians["rust"] / medians["c"]
-    print(f"ratio rust/c (median probe-to-ready): {ratio:.2f}", flush=True)
+    print(f"{label}ratio rust/c (median probe-to-ready): {ratio:.2f}", flush=True)
     return 0
 
 

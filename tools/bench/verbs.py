@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """make bench: the data path of the Rust and the C stack on the same cx-model.
 
-Runs the `bench-verbs` scenario on each stack (one VM per stack, same kernel, same model). There
+Runs the `bench-verbs` scenario on each stack (one VM per run, same kernel, same model), in
+ROUNDS rounds that alternate the stacks (c, rust, c, rust, ...), so that a change in the host's
+load falls on both. There
 the test-only module ib_verbs_bench (samples/ib_verbs_bench.rs; on the C stack its twin
 tools/verbs-twin/ib_verbs_bench.c) times, on an RC QP of mlx5_0 connected to itself:
 
@@ -31,7 +33,9 @@ numbers say little about hardware: a doorbell is an MMIO write that leaves the g
 the model, which dominates post_send; the ratio compares the two drivers on the same emulated
 device.
 
-Usage: verbs.py [--only bench-verbs|bench-uverbs] -- <harness arguments>
+Usage: verbs.py [--only bench-verbs|bench-uverbs] [--rounds N] [--label TEXT] -- <harness arguments>
+(N rounds, 3 by default: 9 loads of bench-verbs and 9 rounds of bench-uverbs per stack; TEXT
+names the kernel in the tables' titles.)
 """
 
 from __future__ import annotations
@@ -91,13 +95,18 @@ def run(scenario: str, metrics: list, stack: str, harness_args: list[str]) -> di
     return values
 
 
-def compare(scenario: str, metrics: list, title: str, args: list[str]) -> None:
-    """Runs `scenario` on both stacks and prints its table."""
+def compare(scenario: str, metrics: list, title: str, rounds: int, args: list[str]) -> None:
+    """Runs `scenario` on both stacks, `rounds` times each, alternating, and prints its table."""
     medians: dict[str, dict[str, float]] = {}
     best: dict[str, dict[str, float]] = {}
     loads = {}
+    values: dict[str, dict[str, list[int]]] = {"c": {}, "rust": {}}
+    for _ in range(rounds):
+        for stack in ("c", "rust"):
+            for m, v in run(scenario, metrics, stack, args).items():
+                values[stack].setdefault(m, []).extend(v)
     for stack in ("c", "rust"):
-        v = run(scenario, metrics, stack, args)
+        v = values[stack]
         medians[stack] = {m: statistics.median(v[m]) for m, *_ in metrics}
         best[stack] = {m: (max if lower is False else min)(v[m]) for m, _, _, lower in metrics}
         loads[stack] = min(len(v[m]) for m, *_ in metrics)
@@ -120,14 +129,20 @@ def compare(scenario: str, metrics: list, title: str, args: list[str]) -> None:
 
 def main() -> int:
     args = sys.argv[1:]
-    only = None
-    if args[:1] == ["--only"] and len(args) > 1:
-        only, args = args[1].split(","), args[2:]
+    only, rounds, label = None, 3, ""
+    while args and args[0] in ("--only", "--rounds", "--label") and len(args) > 1:
+        opt, val, args = args[0], args[1], args[2:]
+        if opt == "--only":
+            only = val.split(",")
+        elif opt == "--rounds":
+            rounds = int(val)
+        else:
+            label = val
     if args and args[0] == "--":
         args = args[1:]
     for scenario, metrics, title in BENCHES:
         if only is None or scenario in only:
-            compare(scenario, metrics, title, args)
+            compare(scenario, metrics, (f"[{label}] " if label else "") + title, rounds, args)
     return 0
 
 

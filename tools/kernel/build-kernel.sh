@@ -25,8 +25,14 @@ kmake=(env -u MAKEFLAGS -u MFLAGS make -C "$work" -s LLVM=-19 "BINDGEN=$bindgen"
 
 # EXTRA_FRAGMENT (a path): more options on top, for a second kernel such as `make kasan`'s.
 frag="$here/config.fragment"
+# A later assignment of an option replaces an earlier one (`make bench`'s kernel turns the test
+# kernel's debug options off), so only the last is kept and checked.
 if [ -n "${EXTRA_FRAGMENT:-}" ]; then
-  cat "$frag" "$EXTRA_FRAGMENT" >"$work/.config-fragment-combined"
+  cat "$frag" "$EXTRA_FRAGMENT" | awk -F= '
+    { line[NR] = $0; if ($0 ~ /^CONFIG_/) last[$1] = NR }
+    END { for (i = 1; i <= NR; i++) { split(line[i], kv, "=")
+      if (line[i] !~ /^CONFIG_/ || last[kv[1]] == i) print line[i] } }' \
+    >"$work/.config-fragment-combined"
   frag="$work/.config-fragment-combined"
 fi
 if [ ! -f "$work/.config" ] || ! cmp -s "$frag" "$work/.config-fragment"; then
