@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the host packages the build needs, from the machine's own (bookworm) apt sources.
 # Idempotent: packages already present are not touched. Never adds suites to the system's sources.
+# Arguments: more packages, for a target that needs them (`make bench`: clang-22 and its tools).
 set -euo pipefail
 
 pkgs=(
@@ -20,6 +21,7 @@ pkgs=(
   libibverbs-dev
   # dpkg -x of the kernel source package, harness
   dpkg-dev
+  "$@"
 )
 
 missing=()
