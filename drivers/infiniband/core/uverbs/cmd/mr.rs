@@ -204,10 +204,7 @@ pub(crate) fn query_mr(b: &mut IoctlBundle<'_>) -> Result {
     b.copy_to(qm::RESP_LKEY, &lkey.to_le_bytes())?;
     b.copy_to(qm::RESP_RKEY, &rkey.to_le_bytes())?;
     b.copy_to(qm::RESP_LENGTH, &length.to_le_bytes())?;
-    match b.copy_to(qm::RESP_IOVA, &iova.to_le_bytes()) {
-        Err(e) if e == ENOENT => Ok(()),
-        r => r,
-    }
+    b.copy_to_optional(qm::RESP_IOVA, &iova.to_le_bytes())
 }
 
 #[kernel::macros::kunit_tests(rdma_rs_uverbs_mr)]

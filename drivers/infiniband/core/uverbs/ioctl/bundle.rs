@@ -256,6 +256,15 @@ impl IoctlBundle<'_> {
         self.set_output(&a)
     }
 
+    /// [`IoctlBundle::copy_to`] of an optional output: absent is not an error (C's
+    /// `IS_UVERBS_COPY_ERR`).
+    pub(crate) fn copy_to_optional(&self, id: u16, from: &[u8]) -> Result {
+        match self.copy_to(id, from) {
+            Err(e) if e == ENOENT => Ok(()),
+            r => r,
+        }
+    }
+
     /// Writes `from` to output `id` and zeroes the rest of a longer buffer (C's
     /// `uverbs_copy_to_struct_or_zero`).
     pub(crate) fn copy_to_struct_or_zero(&self, id: u16, from: &[u8]) -> Result {
@@ -568,16 +577,9 @@ impl MethodAttrs for DriverView<'_, '_> {
     }
 
     fn copy_from(&self, id: u16, to: &mut [u8]) -> Result {
-        let a = self.bundle.attr(id).ok_or(ENOENT)?;
-        let n = usize::from(a.len);
-        let to = to.get_mut(..n).ok_or(EINVAL)?;
-        if a.is_inline() {
-            to.copy_from_slice(&a.data.to_le_bytes()[..n]);
-            return Ok(());
-        }
-        UserSlice::new(UserPtr::from_addr(a.data as usize), n)
-            .reader()
-            .read_slice(to)
+        let n = self.len(id)?;
+        self.bundle
+            .copy_from_or_zero(id, to.get_mut(..n).ok_or(EINVAL)?)
     }
 
     fn len(&self, id: u16) -> Result<usize> {

@@ -8,28 +8,30 @@
 use crate::{
     cmd,
     ioctl::bundle::{DriverView, IoctlBundle},
-    ioctl::ids::{
-        get_context as gc, invoke_write as iw, query_context as qc, query_gid_entry as qg,
-        query_port as qp,
-    },
+    ioctl::ids::{get_context as gc, invoke_write as iw, query_gid_entry as qg, query_port as qp},
     uabi::{GidEntry, QueryPortRespEx},
     write,
     write::bundle::{Bundle, Handler},
 };
 use core::cell::Cell;
-use ib_core::user::{ucontext::UContext, udata::Udata};
+use ib_core::{
+    device::ib_device::IbDevice,
+    user::{ucontext::UContext, udata::Udata},
+};
 use kernel::{prelude::*, transmute::AsBytes};
 
 /// `IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS`: what GET_CONTEXT reports of the core (mlx5
 /// does not set `uverbs_robust_udata`).
 const CORE_SUPPORT_OPTIONAL_MR_ACCESS: u64 = 1 << 0;
 
-/// An optional output's copy: `ENOENT` (not given) is not an error (C's `IS_UVERBS_COPY_ERR`).
-fn optional(r: Result) -> Result {
-    match r {
-        Err(e) if e == ENOENT => Ok(()),
-        r => r,
-    }
+/// GET_CONTEXT's and QUERY_CONTEXT's first two outputs (the same ids in both): the completion
+/// vector count of `ib` and the core's support bits, each if asked for.
+fn context_info(b: &IoctlBundle<'_>, ib: &IbDevice) -> Result {
+    b.copy_to_optional(gc::NUM_COMP_VECTORS, &ib.num_comp_vectors().to_le_bytes())?;
+    b.copy_to_optional(
+        gc::CORE_SUPPORT,
+        &CORE_SUPPORT_OPTIONAL_MR_ACCESS.to_le_bytes(),
+    )
 }
 
 /// INVOKE_WRITE (C's handler): the command's sizes against CORE_IN/CORE_OUT (`ENOSPC`), then
@@ -68,11 +70,7 @@ pub(crate) fn invoked(cmd: u32, ucore: &Udata) -> Result<Handler> {
 /// has no such files.
 pub(crate) fn get_context(b: &mut IoctlBundle<'_>) -> Result {
     let ib = b.ufile.device().ib_device().ok_or(EIO)?;
-    optional(b.copy_to(gc::NUM_COMP_VECTORS, &ib.num_comp_vectors().to_le_bytes()))?;
-    optional(b.copy_to(
-        gc::CORE_SUPPORT,
-        &CORE_SUPPORT_OPTIONAL_MR_ACCESS.to_le_bytes(),
-    ))?;
+    context_info(b, &ib)?;
     let caps = b.is_present(gc::FD_ARR);
     let driver = b.driver;
     b.ufile.init_ucontext(None, || {
@@ -93,11 +91,7 @@ pub(crate) fn query_context(b: &mut IoctlBundle<'_>) -> Result {
         if !ib.has_query_ucontext() {
             return Err(EOPNOTSUPP);
         }
-        optional(b.copy_to(qc::NUM_COMP_VECTORS, &ib.num_comp_vectors().to_le_bytes()))?;
-        optional(b.copy_to(
-            qc::CORE_SUPPORT,
-            &CORE_SUPPORT_OPTIONAL_MR_ACCESS.to_le_bytes(),
-        ))?;
+        context_info(b, &ib)?;
         let view = DriverView {
             bundle: b,
             objects: &c.objects,
