@@ -67,7 +67,7 @@ export DEBIAN_FRONTEND := noninteractive
 RUST_SOURCES = $(shell find drivers rust samples -name '*.rs' 2>/dev/null)
 RUSTFMT_KERNEL = rustfmt --edition 2021 --config-path $(KTREE)/.rustfmt.toml
 
-.PHONY: kasan kasan-run bench bench-run help setup qemu kernel build-parts modules intree series verbs-twin cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check layers \
+.PHONY: kasan kasan-run bench bench-run insn-plugin help setup qemu kernel build-parts modules intree series verbs-twin cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check layers \
 	record-c-bringup
 
 help:
@@ -208,9 +208,16 @@ bench: setup
 	$(MAKE) --no-print-directory bench-run
 
 ## One kernel's comparison (KTREE, OUT): only what the bench scenarios use is built.
-bench-run: qemu modules verbs-twin cx-model verbs-tools
+bench-run: qemu modules verbs-twin cx-model verbs-tools insn-plugin
 	python3 tools/bench/probe.py --label "$(BENCH_LABEL)" -- $(HARNESS_ARGS)
-	python3 tools/bench/verbs.py --label "$(BENCH_LABEL)" -- $(HARNESS_ARGS)
+	python3 tools/bench/verbs.py --label "$(BENCH_LABEL)" --plugin $(INSN_PLUGIN) -- $(HARNESS_ARGS)
+
+## The QEMU plugin that counts guest instructions between the bench modules' markers.
+INSN_PLUGIN := $(OUT)/tools/libinsn_marks.so
+insn-plugin: qemu
+	@mkdir -p $(dir $(INSN_PLUGIN))
+	gcc -O2 -Wall -Wextra -Werror -shared -fPIC -fvisibility=hidden $$(pkg-config --cflags glib-2.0) \
+		-I$(dir $(QEMU))../src/include/qemu -o $(INSN_PLUGIN) tools/bench/insn_marks.c
 
 list-scenarios:
 	@python3 tools/vm/harness.py list

@@ -72,6 +72,56 @@ const RATE_RX: usize = 128;
 /// How long to wait for completions before giving up.
 const DRAIN_TIMEOUT_NS: i64 = 5_000_000_000;
 
+/// Instruction-count markers for `make bench` (tools/bench/insn_marks.c, a QEMU plugin): an
+/// 8-byte no-op, `nopl MARK(%rax,%rax,1)` with `MARK = 0x52444d00 | end << 7 | id`; the plugin
+/// counts the guest instructions from an opening marker to the closing one of the same id. The
+/// C twin (tools/verbs-twin/ib_verbs_bench.c) places the same markers around the same code.
+mod mark {
+    /// Around one `post_send` of one WR.
+    pub(crate) const POST1: u32 = 1;
+    /// Around one `post_send` of a list of 16 WRs.
+    pub(crate) const POST16: u32 = 2;
+    /// Around the polls of a round's 32 completions with room for 1 (and the empty poll that
+    /// ends it).
+    pub(crate) const POLL1: u32 = 3;
+    /// The same with room for 16.
+    pub(crate) const POLL16: u32 = 4;
+    /// The marker's code base and the closing bit.
+    pub(crate) const MAGIC: u32 = 0x5244_4d00;
+    pub(crate) const END: u32 = 0x80;
+}
+
+/// Places the marker with code `$code` (a constant) here; as the C twin's `asm volatile` with a
+/// memory clobber, the compiler moves no memory access across it.
+macro_rules! mark {
+    ($code:expr) => {
+        // SAFETY: an 8-byte no-op: it reads and writes no register, flag or memory, and
+        // touches no stack.
+        unsafe {
+            core::arch::asm!(
+                ".byte 0x0f, 0x1f, 0x84, 0x00",
+                ".long {code}",
+                code = const $code,
+                options(nostack, preserves_flags)
+            )
+        }
+    };
+}
+
+/// Opens the instruction-count interval `$id`.
+macro_rules! mark_begin {
+    ($id:expr) => {
+        mark!(mark::MAGIC | $id)
+    };
+}
+
+/// Closes the instruction-count interval `$id`.
+macro_rules! mark_end {
+    ($id:expr) => {
+        mark!(mark::MAGIC | mark::END | $id)
+    };
+}
+
 /// Nanoseconds since `t0`.
 fn since(t0: &Instant<Monotonic>) -> i64 {
     t0.elapsed().as_nanos()
@@ -173,9 +223,11 @@ impl Bench<'_> {
             self.post_recvs(BATCH)?;
             let t0 = Instant::<Monotonic>::now();
             for i in 0..BATCH {
-                self.qp
-                    .post_send(&[Self::send(&sg, i == BATCH - 1)])
-                    .map_err(|e| e.err)?;
+                let wr = [Self::send(&sg, i == BATCH - 1)];
+                mark_begin!(mark::POST1);
+                let r = self.qp.post_send(&wr);
+                mark_end!(mark::POST1);
+                r.map_err(|e| e.err)?;
             }
             let dt = since(&t0);
             self.drain(BATCH + 1)?;
@@ -193,7 +245,10 @@ impl Bench<'_> {
         for _ in 0..rounds {
             self.post_recvs(BATCH)?;
             let t0 = Instant::<Monotonic>::now();
-            self.qp.post_send(&wrs).map_err(|e| e.err)?;
+            mark_begin!(mark::POST16);
+            let r = self.qp.post_send(&wrs);
+            mark_end!(mark::POST16);
+            r.map_err(|e| e.err)?;
             let dt = since(&t0);
             self.drain(BATCH + 1)?;
             samples.push(dt, GFP_KERNEL)?;
@@ -219,15 +274,27 @@ impl Bench<'_> {
             let mut got = 0;
             let mut ok = true;
             let t0 = Instant::<Monotonic>::now();
-            loop {
-                let k = self.cq.poll(&mut wc[..room])?;
-                if k == 0 {
-                    break;
-                }
+            if room == 1 {
+                mark_begin!(mark::POLL1);
+            } else {
+                mark_begin!(mark::POLL16);
+            }
+            let polled = loop {
+                let k = match self.cq.poll(&mut wc[..room]) {
+                    Ok(0) => break Ok(()),
+                    Ok(k) => k,
+                    Err(e) => break Err(e),
+                };
                 ok &= wc[..k].iter().all(|w| w.status == WcStatus::Success);
                 got += k;
+            };
+            if room == 1 {
+                mark_end!(mark::POLL1);
+            } else {
+                mark_end!(mark::POLL16);
             }
             let dt = since(&t0);
+            polled?;
             if !ok {
                 return Err(EIO);
             }

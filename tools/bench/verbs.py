@@ -33,13 +33,27 @@ numbers say little about hardware: a doorbell is an MMIO write that leaves the g
 the model, which dominates post_send; the ratio compares the two drivers on the same emulated
 device.
 
-Usage: verbs.py [--only bench-verbs|bench-uverbs] [--rounds N] [--label TEXT] -- <harness arguments>
+With --plugin (tools/bench/insn_marks.c built as a QEMU TCG plugin), the `bench-insns` scenario
+then runs once per stack under the plugin, and a third table gives the guest instructions executed
+per operation: the median over the intervals between the module's markers (each post_send call;
+each round's polls of 32 completions, divided by 32). Unlike the timings these do not move with
+the host's load; they count the guest's instructions only, not the emulated device's work in
+QEMU and the model.
+
+With --profile ID (and --plugin), only `bench-insns` runs, the plugin counting per guest address
+what the intervals of marker ID execute (1 post1, 2 post16, 3 poll1, 4 poll16), and a table per
+stack gives the instructions per interval by function (the guest's /proc/kallsyms for the
+modules, the kernel tree's System.map for the rest): where the two stacks spend them.
+
+Usage: verbs.py [--only bench-verbs|bench-uverbs|bench-insns] [--rounds N] [--label TEXT]
+                [--plugin PATH [--profile ID]] -- <harness arguments>
 (N rounds, 3 by default: 9 loads of bench-verbs and 9 rounds of bench-uverbs per stack; TEXT
 names the kernel in the tables' titles.)
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 import statistics
 import subprocess
@@ -65,6 +79,13 @@ USER_METRICS = [
     ("mr64m_reg_us", "ibv_reg_mr 64 MiB", "us", True),
     ("mr64m_dereg_us", "ibv_dereg_mr 64 MiB", "us", True),
     ("qp_per_s", "RC QP create+destroy rate", "QP/s", False),
+]
+# marker id (samples/ib_verbs_bench.rs, `mod mark`), what it is, unit, operations per interval
+INSN_METRICS = [
+    (1, "post_send, 1 WR per call", "insns/call", 1),
+    (2, "post_send, 16 WRs per call", "insns/call", 1),
+    (3, "poll_cq, room for 1, per CQE", "insns/CQE", 32),
+    (4, "poll_cq, room for 16, per CQE", "insns/CQE", 32),
 ]
 # scenario, its metrics, what its table shows
 BENCHES = [
@@ -127,22 +148,110 @@ def compare(scenario: str, metrics: list, title: str, rounds: int, args: list[st
               f"{bc:10.0f} {br:10.0f} {bratio:7.2f}", flush=True)
 
 
+def insn_counts(plugin: str, title: str, args: list[str]) -> None:
+    """Runs `bench-insns` once per stack under the insn_marks plugin and prints the medians."""
+    workdir = Path(args[args.index("--workdir") + 1])
+    workdir.mkdir(parents=True, exist_ok=True)
+    medians: dict[str, dict[int, float]] = {}
+    intervals: dict[str, int] = {}
+    for stack in ("c", "rust"):
+        marks = workdir / f"bench-insns-{stack}.marks"
+        marks.unlink(missing_ok=True)
+        run("bench-insns", [], stack, [*args, "--qemu-plugin", f"{plugin},out={marks}"])
+        by_id: dict[int, list[int]] = {}
+        for line in marks.read_text().splitlines():
+            mid, count = line.split()
+            by_id.setdefault(int(mid), []).append(int(count))
+        missing = [what for mid, what, *_ in INSN_METRICS if not by_id.get(mid)]
+        if missing:
+            raise SystemExit(f"no instruction counts for {', '.join(missing)} in {marks}")
+        medians[stack] = {mid: statistics.median(by_id[mid]) / per for mid, _, _, per in INSN_METRICS}
+        intervals[stack] = min(len(by_id[mid]) for mid, *_ in INSN_METRICS)
+    print("\n" + title.format(c=intervals["c"], rust=intervals["rust"]))
+    print(f"{'':32} {'unit':10} {'c':>10} {'rust':>10} {'rust/c':>7}")
+    for mid, what, unit, _ in INSN_METRICS:
+        c, r = medians["c"][mid], medians["rust"][mid]
+        print(f"{what:32} {unit:10} {c:10.0f} {r:10.0f} {r / c if c else float('inf'):7.2f}", flush=True)
+
+
+def symbols(console: str, kernel_tree: Path) -> tuple[list[int], list[str]]:
+    """The guest's functions, sorted by address: the modules' from the `# ksym` lines of the
+    console, the kernel's from System.map moved to where the guest's `_text` is."""
+    syms: dict[int, str] = {}
+    text = None
+    for addr, kind, name, mod in re.findall(r"^# ksym ([0-9a-f]+) (\w) (\S+)(?: \[(\w+)\])?", console, re.M):
+        if name == "_text" and not mod:
+            text = int(addr, 16)
+        elif kind in "tT":
+            syms[int(addr, 16)] = f"{name} [{mod}]"
+    smap = kernel_tree / "System.map"
+    if text is not None and smap.exists():
+        entries = [l.split() for l in smap.read_text().splitlines()]
+        base = next((int(a, 16) for a, _, n in entries if n == "_text"), None)
+        if base is not None:
+            for a, kind, name in entries:
+                if kind in "tT":
+                    syms.setdefault(int(a, 16) - base + text, name)
+    addrs = sorted(syms)
+    return addrs, [syms[a] for a in addrs]
+
+
+def profile(plugin: str, mark: int, args: list[str]) -> None:
+    """Runs `bench-insns` once per stack, profiling marker `mark`'s intervals by function."""
+    workdir = Path(args[args.index("--workdir") + 1])
+    workdir.mkdir(parents=True, exist_ok=True)
+    kernel_tree = Path(args[args.index("--kernel-tree") + 1])
+    for stack in ("c", "rust"):
+        marks = workdir / f"bench-insns-{stack}.profile"
+        marks.unlink(missing_ok=True)
+        run("bench-insns", [], stack, [*args, "--qemu-plugin", f"{plugin},out={marks},profile={mark}"])
+        console = (workdir / f"bench-insns-{stack}" / "console.log").read_text(errors="replace")
+        addrs, names = symbols(console, kernel_tree)
+        intervals = 0
+        per_fn: dict[str, int] = {}
+        for line in marks.read_text().splitlines():
+            f = line.split()
+            if f[0] == "pc":
+                pc, n = int(f[1], 16), int(f[2])
+                i = bisect.bisect_right(addrs, pc) - 1
+                fn = names[i] if i >= 0 else f"{pc:#x}"
+                per_fn[fn] = per_fn.get(fn, 0) + n
+            elif int(f[0]) == mark:
+                intervals += 1
+        total = sum(per_fn.values())
+        print(f"\n[{stack}] marker {mark}: {intervals} intervals, {total / max(intervals, 1):.0f} "
+              "instructions per interval, by function:")
+        for fn, n in sorted(per_fn.items(), key=lambda kv: -kv[1])[:40]:
+            print(f"{n / max(intervals, 1):10.1f}  {fn}")
+
+
 def main() -> int:
     args = sys.argv[1:]
-    only, rounds, label = None, 3, ""
-    while args and args[0] in ("--only", "--rounds", "--label") and len(args) > 1:
+    only, rounds, label, plugin, mark = None, 3, "", None, None
+    while args and args[0] in ("--only", "--rounds", "--label", "--plugin", "--profile") and len(args) > 1:
         opt, val, args = args[0], args[1], args[2:]
-        if opt == "--only":
+        if opt == "--profile":
+            mark = int(val)
+        elif opt == "--only":
             only = val.split(",")
         elif opt == "--rounds":
             rounds = int(val)
+        elif opt == "--plugin":
+            plugin = val
         else:
             label = val
     if args and args[0] == "--":
         args = args[1:]
+    if plugin and mark:
+        profile(plugin, mark, args)
+        return 0
+    prefix = f"[{label}] " if label else ""
     for scenario, metrics, title in BENCHES:
         if only is None or scenario in only:
-            compare(scenario, metrics, (f"[{label}] " if label else "") + title, rounds, args)
+            compare(scenario, metrics, prefix + title, rounds, args)
+    if plugin and (only is None or "bench-insns" in only):
+        insn_counts(plugin, prefix + "guest instructions per operation (QEMU insn_marks plugin), median "
+                    "over at least {c} (c) and {rust} (rust) intervals of one load", args)
     return 0
 
 

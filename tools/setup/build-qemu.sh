@@ -18,7 +18,7 @@ bin="$root/build/qemu-system-x86_64"
 devices="CONFIG_Q35=y CONFIG_HPET=y CONFIG_PXB=y CONFIG_CXL=y CONFIG_CXL_MEM_DEVICE=y CONFIG_PCIE_PORT=y CONFIG_VFIO_PCI=y CONFIG_VFIO_USER=y CONFIG_VIRTIO_PCI=y CONFIG_VIRTIO_NET=y"
 conf=(--target-list=x86_64-softmmu --without-default-features --without-default-devices
       --with-devices-x86_64=rdma-rs --disable-debug-info
-      --disable-download --disable-install-blobs --enable-kvm --enable-pixman)
+      --disable-download --disable-install-blobs --enable-kvm --enable-pixman --enable-plugins)
 # The stamp names the build: a change of the options or the devices rebuilds QEMU.
 stamp="$ver ${conf[*]} $devices"
 if [ -x "$bin" ] && [ "$(cat "$root/.build-done" 2>/dev/null)" = "$stamp" ]; then

@@ -23,6 +23,19 @@
 
 #include "twin_common.h"
 
+/*
+ * Instruction-count markers (tools/bench/insn_marks.c, `make bench`): an 8-byte no-op,
+ * `nopl MARK(%rax,%rax,1)`, with MARK = 0x52444d00 | end << 7 | id. The ids and what each
+ * interval holds are the Rust module's (samples/ib_verbs_bench.rs, `mod mark`).
+ */
+#define MARK_POST1 1
+#define MARK_POST16 2
+#define MARK_POLL1 3
+#define MARK_POLL16 4
+#define MARK(code) asm volatile(".byte 0x0f, 0x1f, 0x84, 0x00\n\t.long %c0" : : "i"(code) : "memory")
+#define MARK_BEGIN(id) MARK(0x52444d00 | (id))
+#define MARK_END(id) MARK(0x52444d80 | (id))
+
 static unsigned int rounds = 64;
 module_param(rounds, uint, 0444);
 MODULE_PARM_DESC(rounds, "Rounds of each per-call measurement (1 to 4096)");
@@ -130,7 +143,9 @@ static int post1(struct bench *b, int n, s64 *samples, s64 *out)
 		t0 = ktime_get();
 		for (i = 0; i < BATCH; i++) {
 			send_wr(&wr, &b->tx64, i == BATCH - 1);
+			MARK_BEGIN(MARK_POST1);
 			err = ib_post_send(b->qp, &wr, NULL);
+			MARK_END(MARK_POST1);
 			if (err)
 				return err;
 		}
@@ -167,7 +182,9 @@ static int post16(struct bench *b, int n, s64 *samples, s64 *out)
 		if (err)
 			return err;
 		t0 = ktime_get();
+		MARK_BEGIN(MARK_POST16);
 		err = ib_post_send(b->qp, wrs, NULL);
+		MARK_END(MARK_POST16);
 		dt = ktime_to_ns(ktime_sub(ktime_get(), t0));
 		if (err)
 			return err;
@@ -204,6 +221,10 @@ static int poll_bench(struct bench *b, int n, int room, s64 *samples, s64 *out, 
 		got = 0;
 		ok = true;
 		t0 = ktime_get();
+		if (room == 1)
+			MARK_BEGIN(MARK_POLL1);
+		else
+			MARK_BEGIN(MARK_POLL16);
 		for (;;) {
 			k = ib_poll_cq(b->cq, room, wc);
 			if (k <= 0)
@@ -212,6 +233,10 @@ static int poll_bench(struct bench *b, int n, int room, s64 *samples, s64 *out, 
 				ok &= wc[i].status == IB_WC_SUCCESS;
 			got += k;
 		}
+		if (room == 1)
+			MARK_END(MARK_POLL1);
+		else
+			MARK_END(MARK_POLL16);
 		dt = ktime_to_ns(ktime_sub(ktime_get(), t0));
 		if (k < 0)
 			return k;

@@ -625,6 +625,8 @@ class Vm:
                 "-device", dev, *self.qemu_extra,
                 "-kernel", args.kernel, "-initrd", str(initrd), "-append", cmdline,
                 "-nodefaults", "-no-reboot", "-display", "none", "-vga", "none"]
+        if args.qemu_plugin:
+            argv += ["-plugin", args.qemu_plugin]
         for d in args.firmware_dirs:
             argv += ["-L", d]
         argv += ["-serial", "stdio"] if interactive else ["-serial", "stdio", "-monitor", "none"]
@@ -904,6 +906,8 @@ def common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rust-modules", required=True, help="directory with our .ko files")
     p.add_argument("--intree-tree", help="the in-tree build's kernel tree (`# kernel: intree`)")
     p.add_argument("--qemu", required=True)
+    p.add_argument("--qemu-plugin", default=None,
+                   help="a TCG plugin and its arguments for QEMU's -plugin (make bench's instruction counts)")
     p.add_argument("--firmware-dirs", nargs="+", default=["/usr/share/qemu", "/usr/share/seabios"])
     p.add_argument("--cx-model", required=True)
     p.add_argument("--fw-version", default=DEFAULT_FW)
