@@ -31,6 +31,7 @@ use crate::memory::doorbell::DbPool;
 pub use crate::memory::doorbell::DoorbellRecord;
 use crate::memory::uar::BfregPool;
 pub use crate::memory::uar::{Bfreg, Uar};
+pub use crate::memory::wq_buf::{RingSpec, RingWriter, WqBuf, WqRing, WqeUnit};
 use kernel::{
     auxiliary,
     device::{self, Bound},
@@ -297,6 +298,8 @@ impl Drop for AdevId {
 pub(crate) struct AuxDevice<'bound> {
     _registration: auxiliary::Registration<'bound, DeviceData>,
     _id: AdevId,
+    /// The device's blue-flame registers, for the teardown to wait for their return.
+    pub(crate) bfregs: Arc<BfregPool>,
 }
 
 /// What `mlx5_core` hands to a function's auxiliary device at creation.
@@ -336,6 +339,7 @@ impl<'bound> AuxDevice<'bound> {
         notifiers: Arc<Notifiers>,
     ) -> Result<Self> {
         let id = AdevId::alloc()?;
+        let bfregs = parts.bfregs.clone();
         let data = Mlx5Device {
             id: id.0,
             name: CString::try_from_fmt(fmt!("{}", parent.name()))?,
@@ -360,6 +364,7 @@ impl<'bound> AuxDevice<'bound> {
         Ok(Self {
             _registration: registration,
             _id: id,
+            bfregs,
         })
     }
 }

@@ -176,8 +176,13 @@ impl<'bound> Function<'bound> {
     /// (once; later calls do nothing).
     pub(crate) fn tear_down(&self) {
         let aux = self.aux.lock().take();
-        // Unbinds the driver (it drops its notifiers) with the lock released.
+        let bfregs = aux.as_ref().map(|a| a.bfregs.clone());
+        // Unbinds the driver (it drops its notifiers and its queues) with the lock released.
         drop(aux);
+        // Every blue-flame register back before BAR0 can go (they are leases on its mapping).
+        if let Some(bfregs) = bfregs {
+            bfregs.wait_returned();
+        }
         // The completion vectors next (their EQs need the HCA), in reverse order.
         self.comp.tear_down(self.pdev.as_ref());
         let hca = self.hca.lock().take();

@@ -622,6 +622,7 @@ pub(crate) fn create(
         Err(e) => {
             // A timed-out CREATE_QP may have created the QP: its memory is never freed then.
             if e == ETIMEDOUT {
+                shared.abandon_doorbell();
                 core::mem::forget(shared);
             }
             return Err(e);
@@ -820,6 +821,7 @@ pub(crate) fn destroy(cmds: &Commands, mut qp: Mlx5Qp) -> Result {
     match cmds.exec::<DestroyQp>(&num) {
         Ok(_) => Ok(()),
         Err(e) => {
+            qp.shared.abandon_doorbell();
             core::mem::forget(qp);
             Err(e)
         }

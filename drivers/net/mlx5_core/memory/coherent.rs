@@ -43,6 +43,12 @@ impl CoherentBuf {
         self.mem.dma_address()
     }
 
+    /// The CPU address of byte 0, for typed stores whose bounds are proven once (`WqBuf`).
+    #[inline(always)]
+    pub(crate) fn as_mut_ptr(&self) -> *mut u8 {
+        self.mem.as_mut_ptr().cast::<u8>()
+    }
+
     /// The size in bytes (a whole number of pages).
     #[inline]
     pub fn len(&self) -> usize {

@@ -12,15 +12,28 @@
 //! are all back. Each register has two buffers of half its size that doorbells alternate
 //! between (the offset toggles after each ring, as C's `bf->offset ^= bf->buf_size`). The model
 //! advertises no BlueFlame (`bf` = 0): doorbells are plain 64-bit writes, never write-combined.
+//!
+//! A blue-flame register is a lease on BAR0's mapping: its address is resolved once, when it is
+//! handed out (through the BAR's `Devres`, which fails once the BAR is gone), and ringing it is a
+//! plain `writeq`, with no per-ring liveness check (C's `mlx5_write64`). The lease is sound
+//! because the BAR outlives every register: the pool counts the registers out, and the function's
+//! teardown, after it deleted the auxiliary device (whose driver returns every register it holds:
+//! `mlx5_ib` destroys every kernel QP before its unbind returns), waits for the count to reach
+//! zero before the BAR is unmapped ([`BfregPool::wait_returned`]). A register left with a queue
+//! leaked after a firmware timeout is given up first ([`Bfreg::abandon`]): it rings nothing
+//! after that.
 
 use crate::cmd::commands::Commands;
 use crate::ifc::{AllocUar, DeallocUar, DeallocUarIn, PlainIn};
 use crate::init_segment::SharedBar;
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use kernel::{
-    io::Io,
+    io::{Io, IoBackend, IoBase, Mmio, MmioBackend, MmioRaw},
     new_mutex,
     prelude::*,
+    ptr::KnownSize,
     sync::{Arc, Mutex},
+    time::{delay::fsleep, Delta},
 };
 
 /// Size of a UAR page.
@@ -123,6 +136,8 @@ pub(crate) struct BfregPool {
     log_bf_reg_size: u8,
     #[pin]
     pages: Mutex<KVec<UarSlot>>,
+    /// Registers handed out and not returned (or abandoned): leases on BAR0's mapping.
+    leased: AtomicUsize,
 }
 
 impl BfregPool {
@@ -149,6 +164,7 @@ impl BfregPool {
                 // Bounded so both buffers of both regular registers stay in the page.
                 log_bf_reg_size: log_bf_reg_size.min(10),
                 pages <- new_mutex!(pages),
+                leased: AtomicUsize::new(0),
             }),
             GFP_KERNEL,
         )
@@ -177,13 +193,44 @@ impl BfregPool {
         };
         let slot = pages.get_mut(i).ok_or(EINVAL)?;
         let dbi = slot.free.trailing_zeros();
+        let at = slot.index as usize * UAR_PAGE + bf_offset(dbi, self.log_bf_reg_size);
+        // Both buffers of the register, 8 bytes each, inside the BAR's mapping.
+        let end = at + (1usize << self.log_bf_reg_size) / 2 + 8;
+        let regs = self
+            .bar
+            .try_access_with(|bar| {
+                let base = MmioBackend::as_ptr(bar.as_view());
+                (end <= KnownSize::size(base)).then(|| base.addr() + at)
+            })
+            .ok_or(ENODEV)?
+            .ok_or(EINVAL)?;
         slot.free &= !(1 << dbi);
+        self.leased.fetch_add(1, Relaxed);
+        // INVARIANT: `regs` and `regs + buf_size` are 8-byte registers in BAR0's mapping, which
+        // lasts until every lease is back (`wait_returned`).
         Ok(Bfreg {
             pool: self.clone(),
             uar_index: slot.index,
             dbi,
             toggle: BfToggle::new(self.log_bf_reg_size),
+            regs,
         })
+    }
+
+    /// Waits (up to 10 s) until every register handed out was returned or abandoned: the
+    /// function's teardown calls it after its auxiliary device is deleted and before BAR0 is
+    /// unmapped. A register still out after that is a driver's bug: it is logged.
+    pub(crate) fn wait_returned(&self) {
+        for _ in 0..10_000 {
+            if self.leased.load(Relaxed) == 0 {
+                return;
+            }
+            fsleep(Delta::from_millis(1));
+        }
+        pr_err!(
+            "mlx5_core: {} blue-flame register(s) still held as BAR0 goes\n",
+            self.leased.load(Relaxed)
+        );
     }
 
     /// DEALLOC_UAR of a page the pool added.
@@ -217,13 +264,20 @@ impl BfregPool {
     }
 }
 
-/// A blue-flame register for a kernel send queue. Dropping it gives it back (process context;
-/// C's `mlx5_free_bfreg`).
+/// A blue-flame register for a kernel send queue: a lease on BAR0's mapping (see the module's
+/// documentation). Dropping it gives it back (process context; C's `mlx5_free_bfreg`).
+///
+/// # Invariants
+///
+/// Unless it is 0 (abandoned), `regs` is the address of the register's first buffer in BAR0's
+/// mapping, and `regs + toggle`'s other offset is its second; both are 8-byte aligned and the
+/// mapping lasts as long as the register is counted in its pool's `leased`.
 pub struct Bfreg {
     pool: Arc<BfregPool>,
     uar_index: u32,
     dbi: u32,
     toggle: BfToggle,
+    regs: usize,
 }
 
 impl Bfreg {
@@ -236,16 +290,34 @@ impl Bfreg {
     /// `mlx5_write64` to the register's current buffer, then the buffer toggle). The caller puts
     /// a write barrier between the WQE and doorbell record it wrote and this (C's second
     /// `wmb()` in `mlx5_ib_post_send`). Never sleeps; `ENODEV` once the BAR is gone.
+    #[inline]
     pub fn ring(&mut self, first8: [u8; 8]) -> Result {
-        let at = self.uar_index as usize * UAR_PAGE
-            + bf_offset(self.dbi, self.pool.log_bf_reg_size)
-            + self.toggle.next();
-        write64(&self.pool.bar, at, first8)
+        if self.regs == 0 {
+            return Err(ENODEV);
+        }
+        let raw = MmioRaw::<u64>::new(self.regs + self.toggle.next());
+        // SAFETY: by the type's invariants, `raw` is one of the register's two 8-byte buffers in
+        // BAR0's mapping, which lasts while the register is leased, as it is until it drops.
+        let reg = unsafe { Mmio::from_raw(raw) };
+        // `writeq` stores the value little-endian: the bytes land in the order given.
+        reg.write_val(u64::from_le_bytes(first8));
+        Ok(())
+    }
+
+    /// Gives the lease up without giving the register back, for a queue leaked after a firmware
+    /// timeout (the device may still use the register): it rings nothing after this, and the
+    /// function's teardown no longer waits for it.
+    pub fn abandon(&mut self) {
+        if self.regs != 0 {
+            self.regs = 0;
+            self.pool.leased.fetch_sub(1, Relaxed);
+        }
     }
 }
 
 impl Drop for Bfreg {
     fn drop(&mut self) {
+        self.abandon();
         self.pool.free(self.uar_index, self.dbi);
     }
 }

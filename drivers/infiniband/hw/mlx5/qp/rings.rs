@@ -4,7 +4,8 @@
 //! (`mlx5_ib_post_send`, `mlx5_ib_post_recv`) and the CQs it completes on share ([`QpShared`]).
 //!
 //! One coherent buffer holds the receive ring (first) and the send ring, sized as C sizes them
-//! (`wq_size`); a doorbell record (word 0: receive head, word 1: send producer) and a
+//! (`wq_size`), their geometry checked once when the QP is made (`WqBuf`): posting stores each
+//! 16-byte unit of a WQE in place with a mask per slot and no bounds check. A doorbell record (word 0: receive head, word 1: send producer) and a
 //! blue-flame register for the send doorbell. Each ring has its IRQ-safe spinlock; polling a
 //! CQ takes the CQ's lock, then a ring's (never the other way round), so posting and polling
 //! may run in any context. A UD send carries a datagram segment made of its AH's address
@@ -17,7 +18,7 @@
 
 use crate::ah::Mlx5Ah;
 use crate::qp::wq_size::{RqSize, SendKind, SqSize};
-use crate::qp::wqe::{self, DataSeg, Seg, SendCtx, WqeSink, SEG, SEND_WQE_BB, UNITS_PER_BB};
+use crate::qp::wqe::{self, Seg, SendCtx, WqeSink};
 use crate::srq::SrqShared;
 use core::sync::atomic::{
     AtomicU32, AtomicU64,
@@ -29,7 +30,6 @@ use ib_core::{
     verbs::wr::{PostError, RecvWr, SendWr, WcStatus, WorkCompletion},
 };
 use kernel::{
-    io::Io,
     new_spinlock_irq,
     prelude::*,
     sync::{
@@ -37,7 +37,7 @@ use kernel::{
         Arc, SpinLockIrq,
     },
 };
-use mlx5_core::auxdev::{Bfreg, CoherentBuf, DoorbellRecord};
+use mlx5_core::auxdev::{Bfreg, CoherentBuf, DoorbellRecord, RingSpec, RingWriter, WqBuf, WqRing};
 
 /// Doorbell record words.
 const RCV_DBR: usize = 0;
@@ -51,6 +51,17 @@ struct Sq {
     head: u32,
 }
 
+/// What the send ring keeps of the WQE starting at a basic block (C's `wrid`, `wqe_head` and
+/// `w_list[].next` entries, together: one lookup per request).
+struct SqEntry {
+    /// The request id.
+    wrid: AtomicU64,
+    /// The `head` count of the request.
+    head: AtomicU32,
+    /// The basic block after the WQE.
+    next: AtomicU32,
+}
+
 /// The send ring's completion state. As in C, polling (under the CQ's lock) does not take the
 /// send lock: per-WQE entries are written by the poster before the doorbell and read by the
 /// poller after the CQE; `tail` is stored with release after those reads and loaded with
@@ -61,12 +72,8 @@ struct SqDone {
     /// The basic block of the oldest request not completed (C's `last_poll`): where a software
     /// flush starts.
     last_poll: AtomicU32,
-    /// The request id of the WQE starting at each basic block.
-    wrid: KVec<AtomicU64>,
-    /// The `head` count at each WQE.
-    wqe_head: KVec<AtomicU32>,
-    /// The basic block after each WQE (C's `w_list[].next`).
-    w_next: KVec<AtomicU32>,
+    /// The WQE starting at each basic block.
+    entries: KVec<SqEntry>,
 }
 
 /// The receive ring's posting state (under the receive lock).
@@ -84,12 +91,10 @@ struct RqDone {
 #[pin_data]
 pub(crate) struct QpShared {
     qpn: AtomicU32,
-    buf: CoherentBuf,
+    wq: WqBuf,
     db: DoorbellRecord,
     sqs: SqSize,
     rqs: RqSize,
-    /// Byte offset of the send ring in `buf`.
-    sq_offset: usize,
     /// `CTRL_CQ_UPDATE` when every request is signalled.
     sig_bits: u8,
     /// The transport (a UD send carries a datagram segment).
@@ -127,10 +132,19 @@ impl QpShared {
         let sq_done = SqDone {
             tail: AtomicU32::new(0),
             last_poll: AtomicU32::new(0),
-            wrid: zeroed_u64(sqs.wqe_cnt)?,
-            wqe_head: zeroed_u32(sqs.wqe_cnt)?,
-            w_next: zeroed_u32(sqs.wqe_cnt)?,
+            entries: sq_entries(sqs.wqe_cnt)?,
         };
+        let recv = RingSpec {
+            offset: 0,
+            log_stride: rqs.wqe_shift,
+            count: rqs.wqe_cnt,
+        };
+        let send = RingSpec {
+            offset: (rqs.wqe_cnt as usize) << rqs.wqe_shift,
+            log_stride: SEND_WQE_BB_LOG,
+            count: sqs.wqe_cnt,
+        };
+        let wq = WqBuf::new(buf, recv, send)?;
         let rq = Rq { head: 0 };
         let rq_done = RqDone {
             tail: AtomicU32::new(0),
@@ -140,11 +154,10 @@ impl QpShared {
         Arc::pin_init(
             pin_init!(QpShared {
                 qpn: AtomicU32::new(0),
-                buf,
+                wq,
                 db,
                 sqs,
                 rqs,
-                sq_offset: (rqs.wqe_cnt << rqs.wqe_shift) as usize,
                 sig_bits,
                 kind,
                 srq,
@@ -193,14 +206,12 @@ impl QpShared {
     pub(crate) fn sq_complete(&self, wqe_counter: u16) -> u64 {
         let d = &self.sq_done;
         let idx = (u32::from(wqe_counter) & self.sqs.wqe_cnt.saturating_sub(1)) as usize;
-        let wr_id = d.wrid.get(idx).map_or(0, |x| x.load(Relaxed));
-        if let Some(next) = d.w_next.get(idx) {
-            d.last_poll.store(next.load(Relaxed), Relaxed);
-        }
-        if let Some(h) = d.wqe_head.get(idx) {
-            d.tail.store(h.load(Relaxed).wrapping_add(1), Release);
-        }
-        wr_id
+        let Some(e) = d.entries.get(idx) else {
+            return 0;
+        };
+        d.last_poll.store(e.next.load(Relaxed), Relaxed);
+        d.tail.store(e.head.load(Relaxed).wrapping_add(1), Release);
+        e.wrid.load(Relaxed)
     }
 
     /// Whether requests are outstanding on the send queue (`send`) or the receive queue
@@ -224,9 +235,10 @@ impl QpShared {
                 break;
             }
             let idx = (d.last_poll.load(Relaxed) & mask) as usize;
-            *w = flushed(self.qpn(), d.wrid.get(idx).map_or(0, |x| x.load(Relaxed)));
+            let e = d.entries.get(idx);
+            *w = flushed(self.qpn(), e.map_or(0, |e| e.wrid.load(Relaxed)));
             d.last_poll
-                .store(d.w_next.get(idx).map_or(0, |x| x.load(Relaxed)), Relaxed);
+                .store(e.map_or(0, |e| e.next.load(Relaxed)), Relaxed);
             d.tail.store(tail.wrapping_add(1), Release);
             n += 1;
         }
@@ -273,6 +285,13 @@ impl QpShared {
         wr_id
     }
 
+    /// Gives the blue-flame register's lease up, before the QP is leaked after a firmware
+    /// timeout: posting rings nothing after that, and the function's teardown does not wait
+    /// for it.
+    pub(crate) fn abandon_doorbell(&self) {
+        self.sq.lock().bfreg.abandon();
+    }
+
     /// Empties both rings (after the QP went to RESET).
     pub(crate) fn reset_rings(&self) {
         {
@@ -315,44 +334,36 @@ fn zeroed_u64(n: u32) -> Result<KVec<AtomicU64>> {
     Ok(k)
 }
 
-/// `n` zeroed 32-bit entries.
-fn zeroed_u32(n: u32) -> Result<KVec<AtomicU32>> {
+/// `n` zeroed send ring entries.
+fn sq_entries(n: u32) -> Result<KVec<SqEntry>> {
     let mut k = KVec::with_capacity(n as usize, GFP_KERNEL)?;
     for _ in 0..n {
-        k.push(AtomicU32::new(0), GFP_KERNEL)?;
+        let e = SqEntry {
+            wrid: AtomicU64::new(0),
+            head: AtomicU32::new(0),
+            next: AtomicU32::new(0),
+        };
+        k.push(e, GFP_KERNEL)?;
     }
     Ok(k)
 }
 
-/// The ring slot of basic block `b` of the WQE starting at producer count `cur_post` in a ring
-/// of `cnt` (a power of two) blocks: a WQE running past the end continues at slot 0.
-pub(crate) fn ring_slot(cur_post: u32, b: usize, cnt: u32) -> usize {
-    (cur_post.wrapping_add(b as u32) & cnt.wrapping_sub(1)) as usize
-}
+/// Log2 of a send basic block (`MLX5_SEND_WQE_BB`, 64 bytes).
+const SEND_WQE_BB_LOG: u32 = 6;
 
 /// The send ring as a [`WqeSink`]: the WQE starting at producer count `cur_post` is written in
 /// place, each 16-byte unit with one volatile store, its basic blocks wrapping at the ring's end
-/// (one mask per slot).
+/// (a mask per slot, no bounds check: `WqBuf` checked the ring once).
 struct SendRing<'a> {
-    buf: &'a CoherentBuf,
-    /// Byte offset of the send ring in `buf`.
-    sq_offset: usize,
+    ring: RingWriter<'a>,
     /// The WQE's first basic block (a producer count: the slot is its low bits).
     cur_post: u32,
-    /// Basic blocks in the ring, minus one (a power of two minus one).
-    mask: u32,
 }
 
 impl WqeSink for SendRing<'_> {
-    #[inline]
+    #[inline(always)]
     fn put<S: Seg>(&mut self, unit: usize, seg: S) -> Result {
-        let slot = ring_slot(
-            self.cur_post,
-            unit / UNITS_PER_BB,
-            self.mask.wrapping_add(1),
-        );
-        let off = self.sq_offset + slot * SEND_WQE_BB + (unit % UNITS_PER_BB) * SEG;
-        self.buf.view::<S>(off)?.copy_write(seg);
+        self.ring.put(self.cur_post, unit as u32, seg);
         Ok(())
     }
 }
@@ -380,6 +391,7 @@ impl QpShared {
         let mut sq = s.sq.lock();
         let tail = s.sq_done.tail.load(Acquire);
         let qpn = s.qpn();
+        let writer = s.wq.writer(WqRing::Send);
         let mut nreq = 0u32;
         let mut last = [0u8; 8];
         let mut result = Ok(());
@@ -413,10 +425,8 @@ impl QpShared {
                 av,
             };
             let mut ring = SendRing {
-                buf: &s.buf,
-                sq_offset: s.sq_offset,
+                ring: writer,
                 cur_post: sq.cur_post,
-                mask: cnt - 1,
             };
             // Slots past the producer count: the device reads none of them before the doorbell
             // record says so, and a request refused is refused before its first store.
@@ -433,14 +443,10 @@ impl QpShared {
             let idx = (sq.cur_post & (cnt - 1)) as usize;
             let head = sq.head.wrapping_add(nreq);
             let next = sq.cur_post.wrapping_add(w.blocks() as u32);
-            if let (Some(id), Some(h), Some(n)) = (
-                s.sq_done.wrid.get(idx),
-                s.sq_done.wqe_head.get(idx),
-                s.sq_done.w_next.get(idx),
-            ) {
-                id.store(wr.wr_id, Relaxed);
-                h.store(head, Relaxed);
-                n.store(next, Relaxed);
+            if let Some(e) = s.sq_done.entries.get(idx) {
+                e.wrid.store(wr.wr_id, Relaxed);
+                e.head.store(head, Relaxed);
+                e.next.store(next, Relaxed);
             }
             last = w.ctrl.first8();
             sq.cur_post = next;
@@ -474,6 +480,7 @@ impl QpShared {
         }
         let mut rq = s.rq.lock();
         let tail = s.rq_done.tail.load(Acquire);
+        let ring = s.wq.writer(WqRing::Recv);
         let mut nreq = 0u32;
         let mut result = Ok(());
         for (i, wr) in wrs.iter().enumerate() {
@@ -492,26 +499,14 @@ impl QpShared {
                 break;
             }
             let ind = rq.head.wrapping_add(nreq) & (cnt - 1);
-            let base = (ind as usize) << s.rqs.wqe_shift;
-            let mut w = Ok(());
-            for (k, sge) in wr.sg_list.iter().enumerate() {
-                w = w.and_then(|()| {
-                    s.buf
-                        .view::<DataSeg>(base + k * SEG)
-                        .map(|v| v.copy_write(wqe::data_seg(sge)))
-                });
+            // At most `max_gs` units: inside the WQE's slot (its stride holds `max_gs`).
+            let mut k = 0;
+            for sge in wr.sg_list {
+                ring.put(ind, k, wqe::data_seg(sge));
+                k += 1;
             }
-            if wr.sg_list.len() < s.rqs.max_gs as usize {
-                let k = wr.sg_list.len();
-                w = w.and_then(|()| {
-                    s.buf
-                        .view::<DataSeg>(base + k * SEG)
-                        .map(|v| v.copy_write(wqe::recv_terminator()))
-                });
-            }
-            if let Err(err) = w {
-                result = Err(PostError { first_bad: i, err });
-                break;
+            if k < s.rqs.max_gs {
+                ring.put(ind, k, wqe::recv_terminator());
             }
             if let Some(x) = s.rq_done.wrid.get(ind as usize) {
                 x.store(wr.wr_id, Relaxed);
@@ -524,25 +519,5 @@ impl QpShared {
             s.db.set(RCV_DBR, rq.head & 0xffff);
         }
         result
-    }
-}
-
-#[kernel::macros::kunit_tests(rdma_rs_mlx5_ib_qp_rings)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn send_wqes_wrap_around_the_ring() {
-        // A three-block WQE at 62 of 64 takes slots 62, 63 and 0; the counter wraps at 2^32.
-        assert_eq!(
-            [
-                ring_slot(62, 0, 64),
-                ring_slot(62, 1, 64),
-                ring_slot(62, 2, 64)
-            ],
-            [62, 63, 0]
-        );
-        assert_eq!(ring_slot(u32::MAX, 1, 64), 0);
-        assert_eq!(ring_slot(130, 0, 64), 2);
     }
 }

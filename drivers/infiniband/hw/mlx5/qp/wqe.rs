@@ -15,7 +15,7 @@
 use crate::ah::AV_SIZE;
 use ib_core::verbs::wr::{send_flags, SendOpcode, SendWr, Sge};
 use kernel::prelude::*;
-use zerocopy::Immutable;
+use mlx5_core::auxdev::WqeUnit;
 use zerocopy_derive::Immutable;
 
 /// Size of a send queue basic block (`MLX5_SEND_WQE_BB`).
@@ -62,7 +62,7 @@ pub(crate) const EXTENDED_UD_AV: u32 = 0x8000_0000;
 
 /// A 16-byte segment of a WQE, stored as one unit with a volatile store: plain old data
 /// whose bytes are its image.
-pub(crate) trait Seg: FromBytes + IntoBytes + Immutable + Copy {}
+pub(crate) trait Seg: WqeUnit + FromBytes {}
 
 /// The control segment (`mlx5_wqe_ctrl_seg`); fields big-endian.
 #[repr(C)]
@@ -76,6 +76,7 @@ pub(crate) struct CtrlSeg {
     imm: u32,
 }
 impl Seg for CtrlSeg {}
+impl WqeUnit for CtrlSeg {}
 
 impl CtrlSeg {
     /// Its first 8 bytes, what the send doorbell carries (in memory order).
@@ -96,6 +97,7 @@ pub(crate) struct RaddrSeg {
     rsvd: u32,
 }
 impl Seg for RaddrSeg {}
+impl WqeUnit for RaddrSeg {}
 
 /// A data segment (`mlx5_wqe_data_seg`); fields big-endian.
 #[repr(C)]
@@ -106,6 +108,7 @@ pub(crate) struct DataSeg {
     addr: u64,
 }
 impl Seg for DataSeg {}
+impl WqeUnit for DataSeg {}
 
 /// 16 bytes of a segment longer than one unit or of bytes copied as they are: a part of the
 /// datagram segment (the AH's address vector), or of an inline segment.
@@ -113,6 +116,7 @@ impl Seg for DataSeg {}
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable)]
 pub(crate) struct Chunk(pub(crate) [u8; SEG]);
 impl Seg for Chunk {}
+impl WqeUnit for Chunk {}
 
 const _: () = assert!(
     size_of::<CtrlSeg>() == SEG
