@@ -8,6 +8,8 @@
 //!   receives posted and the CQ drained outside the timed section (median over rounds of the
 //!   mean of 16 calls);
 //! - `post16_ns`: one `post_send` of a list of 16 SENDs (the last signalled);
+//! - `post16p_ns`: the same 16 SENDs prepared once (`Qp::prepare_send`) and posted with one
+//!   `post_prepared` per call (the C stack has no such verb: compared with its `post16_ns`);
 //! - `poll1_ns`, `poll16_ns`: per completion, polling completions already in the CQ with room
 //!   for 1 or 16 per call;
 //! - `rate64`, `rate4096`: SEND messages per second of 64 and 4096 bytes, posting and polling in
@@ -86,6 +88,8 @@ mod mark {
     pub(crate) const POLL1: u32 = 3;
     /// The same with room for 16.
     pub(crate) const POLL16: u32 = 4;
+    /// Around one `post_prepared` of 16 prepared WRs.
+    pub(crate) const POST16P: u32 = 5;
     /// The marker's code base and the closing bit.
     pub(crate) const MAGIC: u32 = 0x5244_4d00;
     pub(crate) const END: u32 = 0x80;
@@ -248,6 +252,31 @@ impl Bench<'_> {
             mark_begin!(mark::POST16);
             let r = self.qp.post_send(&wrs);
             mark_end!(mark::POST16);
+            r.map_err(|e| e.err)?;
+            let dt = since(&t0);
+            self.drain(BATCH + 1)?;
+            samples.push(dt, GFP_KERNEL)?;
+        }
+        Ok(median(&mut samples))
+    }
+
+    /// `post16p_ns`: the list of `post16` prepared once, posted with `post_prepared`.
+    fn post16p(&self, rounds: usize) -> Result<i64> {
+        let sg = [self.tx64];
+        let mut wrs = KVec::with_capacity(BATCH, GFP_KERNEL)?;
+        for i in 0..BATCH {
+            wrs.push(
+                self.qp.prepare_send(&Self::send(&sg, i == BATCH - 1))?,
+                GFP_KERNEL,
+            )?;
+        }
+        let mut samples = KVec::with_capacity(rounds, GFP_KERNEL)?;
+        for _ in 0..rounds {
+            self.post_recvs(BATCH)?;
+            let t0 = Instant::<Monotonic>::now();
+            mark_begin!(mark::POST16P);
+            let r = self.qp.post_prepared(&wrs);
+            mark_end!(mark::POST16P);
             r.map_err(|e| e.err)?;
             let dt = since(&t0);
             self.drain(BATCH + 1)?;
@@ -470,6 +499,7 @@ fn run(dev: &Arc<IbDevice>, name: &kernel::str::BStr) -> Result {
     );
     let post1 = b.post1(rounds)?;
     let post16 = b.post16(rounds)?;
+    let post16p = b.post16p(rounds)?;
     let (poll1, dropped1) = b.poll(rounds, 1)?;
     let (poll16, dropped16) = b.poll(rounds, BATCH)?;
     let rate64 = b.rate(b.tx64, rate_ms, window)?;
@@ -477,6 +507,7 @@ fn run(dev: &Arc<IbDevice>, name: &kernel::str::BStr) -> Result {
     let lock = lock_cost(rounds)?;
     pr_info!("{name}: # bench post1_ns {post1}\n");
     pr_info!("{name}: # bench post16_ns {post16}\n");
+    pr_info!("{name}: # bench post16p_ns {post16p}\n");
     pr_info!("{name}: # bench poll1_ns {poll1}\n");
     pr_info!("{name}: # bench poll16_ns {poll16}\n");
     pr_info!("{name}: # bench rate64 {rate64}\n");

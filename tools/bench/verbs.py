@@ -13,6 +13,9 @@ tools/verbs-twin/ib_verbs_bench.c) times, on an RC QP of mlx5_0 connected to its
   poll16_ns   ns per CQE, with room for 16 per call
   rate64      SEND messages per second, 64 B, post and poll in a loop, 32 outstanding
   rate4096    the same at 4096 B
+  post16p_ns  (Rust only) the 16 SENDs of post16_ns prepared once (Qp::prepare_send) and posted
+              with one Qp::post_prepared per call: shown against C's post16_ns, with the factor
+              by which it beats C's cost per call and per WR
   lock_ns     for reference: ns per lock+unlock of an uncontended IRQ-safe spinlock (Rust
               SpinLockIrq, C spin_lock_irqsave), what post and poll take; not a target
 
@@ -87,6 +90,8 @@ INSN_METRICS = [
     (3, "poll_cq, room for 1, per CQE", "insns/CQE", 32),
     (4, "poll_cq, room for 16, per CQE", "insns/CQE", 32),
 ]
+# the marker around Rust's post_prepared of 16 WRs (no C counterpart: compared with C's marker 2)
+PREPARED_MARK = 5
 # scenario, its metrics, what its table shows
 BENCHES = [
     ("bench-verbs", KERNEL_METRICS, "data path, median over {c} (c) and {rust} (rust) loads of ib_verbs_bench "
@@ -146,6 +151,16 @@ def compare(scenario: str, metrics: list, title: str, rounds: int, args: list[st
         bratio = br / bc if bc else float("inf")
         print(f"{what:32} {unit:8} {c:10.0f} {r:10.0f} {ratio:7.2f}  {verdict:18} "
               f"{bc:10.0f} {br:10.0f} {bratio:7.2f}", flush=True)
+    if "post16p_ns" in values["rust"] and "post16_ns" in values["c"]:
+        c = statistics.median(values["c"]["post16_ns"])
+        r = statistics.median(values["rust"]["post16p_ns"])
+        bc, br = min(values["c"]["post16_ns"]), min(values["rust"]["post16p_ns"])
+        print(f"\nthe prepared-send API (Rust only: Qp::prepare_send once, Qp::post_prepared per call) "
+              f"against C's ib_post_send of the same 16 SENDs, medians (best loads)")
+        print(f"{'':32} {'unit':8} {'c post16':>10} {'rust prep':>10} {'c/rust':>7}")
+        for what, unit, div in (("post of 16 WRs", "ns/call", 1), ("per WR", "ns/WR", 16)):
+            print(f"{what:32} {unit:8} {c / div:10.0f} {r / div:10.0f} {c / r if r else float('inf'):7.2f}x "
+                  f"({bc / div:.0f} vs {br / div:.0f}: {bc / br if br else float('inf'):.2f}x)", flush=True)
 
 
 def insn_counts(plugin: str, title: str, args: list[str]) -> None:
@@ -166,12 +181,19 @@ def insn_counts(plugin: str, title: str, args: list[str]) -> None:
         if missing:
             raise SystemExit(f"no instruction counts for {', '.join(missing)} in {marks}")
         medians[stack] = {mid: statistics.median(by_id[mid]) / per for mid, _, _, per in INSN_METRICS}
+        if by_id.get(PREPARED_MARK):
+            medians[stack][PREPARED_MARK] = statistics.median(by_id[PREPARED_MARK])
         intervals[stack] = min(len(by_id[mid]) for mid, *_ in INSN_METRICS)
     print("\n" + title.format(c=intervals["c"], rust=intervals["rust"]))
     print(f"{'':32} {'unit':10} {'c':>10} {'rust':>10} {'rust/c':>7}")
     for mid, what, unit, _ in INSN_METRICS:
         c, r = medians["c"][mid], medians["rust"][mid]
         print(f"{what:32} {unit:10} {c:10.0f} {r:10.0f} {r / c if c else float('inf'):7.2f}", flush=True)
+    if PREPARED_MARK in medians["rust"]:
+        c, r = medians["c"][2], medians["rust"][PREPARED_MARK]
+        print(f"{'prepared post of 16 (rust) vs c':32} {'insns/call':10} {c:10.0f} {r:10.0f} "
+              f"{r / c if c else float('inf'):7.2f}  (C's cost {c / r if r else float('inf'):.2f}x the prepared API's)",
+              flush=True)
 
 
 def symbols(console: str, kernel_tree: Path) -> tuple[list[int], list[str]]:

@@ -23,6 +23,7 @@ pub mod controlled_qkey;
 pub mod cq_poll;
 pub mod dma_buffer;
 pub mod ops;
+pub mod prepared;
 pub mod types;
 pub mod wr;
 
@@ -37,6 +38,7 @@ use crate::{
     device::ib_device::{DeviceRef, IbDevice},
     restrack::{ResType, Tracked},
     verbs::ops::{CqObject, MrObject, PdObject, QpObject, SrqObject},
+    verbs::prepared::PreparedSend,
     verbs::wr::{AhHandle, PostError, RecvWr, SendWr, WorkCompletion},
 };
 use core::any::Any;
@@ -683,6 +685,44 @@ impl Qp {
             Some(i) => {
                 if i > 0 {
                     self.drv.post_send(&wrs[..i])?;
+                }
+                Err(PostError {
+                    first_bad: i,
+                    err: EINVAL,
+                })
+            }
+        }
+    }
+
+    /// The QP as a prepared request's owner: its device's address and its number.
+    fn owner(&self) -> (usize, u32) {
+        (Arc::as_ptr(self.pd.dev.arc()).addr(), self.qp_num)
+    }
+
+    /// Checks and encodes `wr` once, for [`Qp::post_prepared`] (see [`prepared`]): the errors
+    /// [`Qp::post_send`] would give it, `EOPNOTSUPP` for a UD request (a prepared request
+    /// carries no AH) or a driver without the prepared path, `EINVAL` for a request whose
+    /// encoding is larger than [`prepared::MAX_PREPARED_UNITS`]. Never sleeps.
+    pub fn prepare_send(&self, wr: &SendWr<'_>) -> Result<PreparedSend> {
+        if wr.ud.is_some() {
+            return Err(EOPNOTSUPP);
+        }
+        let image = self.drv.prepare_send(wr)?;
+        Ok(PreparedSend::new(wr.wr_id, self.owner(), image))
+    }
+
+    /// Queues prepared send requests, in order, with [`Qp::post_send`]'s partial semantics: the
+    /// driver copies each encoding into its ring, under one lock and with one doorbell. A
+    /// request prepared for another QP is refused with `EINVAL` (the ones before it are
+    /// queued).
+    #[inline]
+    pub fn post_prepared(&self, wrs: &[PreparedSend]) -> Result<(), PostError> {
+        let me = self.owner();
+        match wrs.iter().position(|w| w.owner != me) {
+            None => self.drv.post_prepared(wrs),
+            Some(i) => {
+                if i > 0 {
+                    self.drv.post_prepared(&wrs[..i])?;
                 }
                 Err(PostError {
                     first_bad: i,

@@ -13,6 +13,7 @@ use crate::{
     mad::types::{Mad, MadWc},
     user::spec::{DriverAttrs, DriverMethod, DriverUObject, MethodAttrs},
     user::udata::Udata,
+    verbs::prepared::{PreparedImage, PreparedSend},
     verbs::types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
         QpInitDriver, SrqAttr, SrqAttrMask, UserCqInit, UserMrInit,
@@ -425,6 +426,18 @@ pub trait DeviceOps: Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Checks and encodes a send work request (never a UD one) for a QP once, as
+    /// `post_send` would check and write it (`crate::verbs::prepared`). Never sleeps.
+    fn prepare_send(&self, _qp: &Self::Qp, _wr: &SendWr<'_>) -> Result<PreparedImage> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Queues prepared send requests on a QP (each prepared by `prepare_send` for this QP), in
+    /// order; stops at the first it cannot queue.
+    fn post_prepared(&self, _qp: &Self::Qp, _wrs: &[PreparedSend]) -> Result<(), PostError> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Queues receive work requests on a QP, in order; stops at the first it cannot queue.
     fn post_recv(&self, _qp: &Self::Qp, _wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -704,6 +717,10 @@ pub(crate) trait QpObject: Send + Sync {
     fn query(&self) -> Result<QpAttr>;
     /// `DeviceOps::post_send`.
     fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError>;
+    /// `DeviceOps::prepare_send`.
+    fn prepare_send(&self, wr: &SendWr<'_>) -> Result<PreparedImage>;
+    /// `DeviceOps::post_prepared`.
+    fn post_prepared(&self, wrs: &[PreparedSend]) -> Result<(), PostError>;
     /// `DeviceOps::post_recv`.
     fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
     /// `DeviceOps::qp_cap`, `None` when the driver has none.
@@ -1095,6 +1112,20 @@ impl<T: DeviceOps> QpObject for Typed<T, T::Qp> {
 
     fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         optional_op!(T::HAS_POST_SEND, T::post_send(&self.ops, &self.obj, wrs))
+    }
+
+    fn prepare_send(&self, wr: &SendWr<'_>) -> Result<PreparedImage> {
+        optional_op!(
+            T::HAS_PREPARE_SEND,
+            T::prepare_send(&self.ops, &self.obj, wr)
+        )
+    }
+
+    fn post_prepared(&self, wrs: &[PreparedSend]) -> Result<(), PostError> {
+        optional_op!(
+            T::HAS_POST_PREPARED,
+            T::post_prepared(&self.ops, &self.obj, wrs)
+        )
     }
 
     fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {

@@ -28,6 +28,7 @@ use ib_core::{
     user::spec::{DriverAttrs, DriverMethod, DriverUObject, MethodAttrs},
     user::udata::Udata,
     verbs::ops::{method_pd, DmaMemory, UverbsAbi},
+    verbs::prepared::{PreparedImage, PreparedSend},
     verbs::types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
         QpInitDriver, SrqAttr, SrqAttrField, SrqAttrMask, UserCqInit, UserMrInit,
@@ -639,6 +640,22 @@ impl DeviceOps for Mlx5IbDevice {
         }
         // SAFETY: This is the driver's `post_send`, so `Self` is the driver of `qp`'s device.
         unsafe { qp.post_send::<Self>(wrs) }
+    }
+
+    /// `EIO` in the internal-error state, as `post_send`.
+    fn prepare_send(&self, qp: &qp::Mlx5Qp, wr: &SendWr<'_>) -> Result<PreparedImage> {
+        if self.cmds.in_internal_error() {
+            return Err(EIO);
+        }
+        qp.prepare_send(wr)
+    }
+
+    /// `EIO` in the internal-error state, as `post_send`.
+    fn post_prepared(&self, qp: &qp::Mlx5Qp, wrs: &[PreparedSend]) -> Result<(), PostError> {
+        if self.cmds.in_internal_error() {
+            return Err(EIO.into());
+        }
+        qp.post_prepared(wrs)
     }
 
     /// `EIO` in the internal-error state, as C's `mlx5_ib_post_recv`.

@@ -18,6 +18,7 @@ use ib_core::{
     attrs::Gid,
     device::events::{EventNotifier, EventType},
     verbs::ops::DeviceOps,
+    verbs::prepared::{PreparedImage, PreparedSend},
     verbs::types::{
         Access, AccessFlags, GlobalRoute, NewQp, QpAttr, QpAttrField as F, QpAttrMask, QpCap,
         QpInitDriver, QpState, QpType,
@@ -796,6 +797,16 @@ impl Mlx5Qp {
     /// Queues receive requests ([`QpShared::post_recv`]).
     pub(crate) fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         self.shared.post_recv(wrs)
+    }
+
+    /// Encodes a send request once ([`QpShared::prepare_send`]).
+    pub(crate) fn prepare_send(&self, wr: &SendWr<'_>) -> Result<PreparedImage> {
+        self.shared.prepare_send(wr)
+    }
+
+    /// Queues prepared send requests ([`QpShared::post_prepared`]).
+    pub(crate) fn post_prepared(&self, wrs: &[PreparedSend]) -> Result<(), PostError> {
+        self.shared.post_prepared(wrs)
     }
 }
 

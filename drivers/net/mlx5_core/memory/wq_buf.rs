@@ -186,6 +186,12 @@ impl RingWriter<'_> {
         let Ok(words) = <[u64; 2]>::read_from_bytes(value.as_bytes()) else {
             return;
         };
+        self.put_words(counter, unit, words);
+    }
+
+    /// Stores a unit given as two words in memory order (see [`Self::put`]).
+    #[inline(always)]
+    pub fn put_words(&self, counter: u32, unit: u32, words: [u64; 2]) {
         let off = self.g.unit_offset(counter, unit);
         // SAFETY: by `Geometry`'s invariants `off + UNIT` is inside the buffer `base` starts
         // (the type's invariants), which outlives `self`; `off` is a multiple of 16 from a

@@ -26,6 +26,7 @@ use core::sync::atomic::{
 };
 use ib_core::{
     verbs::ops::DeviceOps,
+    verbs::prepared::{PreparedImage, PreparedSend, MAX_PREPARED_UNITS},
     verbs::types::QpCap,
     verbs::wr::{PostError, RecvWr, SendWr, WcStatus, WorkCompletion},
 };
@@ -38,6 +39,7 @@ use kernel::{
     },
 };
 use mlx5_core::auxdev::{Bfreg, CoherentBuf, DoorbellRecord, RingSpec, RingWriter, WqBuf, WqRing};
+use zerocopy::FromBytes;
 
 /// Doorbell record words.
 const RCV_DBR: usize = 0;
@@ -368,7 +370,111 @@ impl WqeSink for SendRing<'_> {
     }
 }
 
+/// A prepared request's encoding as a [`WqeSink`]: its units as words, at most
+/// [`MAX_PREPARED_UNITS`] (`EINVAL` past them).
+struct ImageSink {
+    words: [u64; 2 * MAX_PREPARED_UNITS],
+}
+
+impl WqeSink for ImageSink {
+    fn put<S: Seg>(&mut self, unit: usize, seg: S) -> Result {
+        let w = <[u64; 2]>::read_from_bytes(seg.as_bytes()).map_err(|_| EINVAL)?;
+        self.words
+            .get_mut(2 * unit..2 * unit + 2)
+            .ok_or(EINVAL)?
+            .copy_from_slice(&w);
+        Ok(())
+    }
+}
+
 impl QpShared {
+    /// Encodes `wr` once for [`Self::post_prepared`] (`ib_core::verbs::prepared`): checked as
+    /// `post_send` checks it, its WQE built as `post_send` builds it (at index 0, restamped
+    /// at each post). `EOPNOTSUPP` on a UD QP (a prepared request carries no AH), `EINVAL`
+    /// without a send queue or for a WQE of more than [`MAX_PREPARED_UNITS`] units.
+    pub(crate) fn prepare_send(&self, wr: &SendWr<'_>) -> Result<PreparedImage> {
+        if self.sqs.wqe_cnt == 0 {
+            return Err(EINVAL);
+        }
+        if self.kind == SendKind::Ud {
+            return Err(EOPNOTSUPP);
+        }
+        let ctx = SendCtx {
+            qpn: self.qpn(),
+            sig_bits: self.sig_bits,
+            fence: wqe::fence(wr.send_flags, 0),
+            max_gs: self.sqs.max_gs as usize,
+            max_inline: self.sqs.max_inline as usize,
+            av: None,
+        };
+        let mut sink = ImageSink {
+            words: [0; 2 * MAX_PREPARED_UNITS],
+        };
+        let built = wqe::build_send_into(wr, 0, &ctx, &mut sink)?;
+        PreparedImage::new(sink.words, built.units)
+    }
+
+    /// Queues prepared send requests (see [`Self::prepare_send`]): under the send lock, each
+    /// encoding is copied into the ring (two volatile words per unit), its control segment
+    /// restamped with the WQE's index and the QP number; then the doorbell as `post_send`
+    /// rings it. Nothing is checked or encoded again but the queue's room.
+    #[inline]
+    pub(crate) fn post_prepared(&self, wrs: &[PreparedSend]) -> Result<(), PostError> {
+        let s = self;
+        let cnt = s.sqs.wqe_cnt;
+        if cnt == 0 {
+            return Err(EINVAL.into());
+        }
+        let mut sq = s.sq.lock();
+        let tail = s.sq_done.tail.load(Acquire);
+        let qpn = s.qpn();
+        let ring = s.wq.writer(WqRing::Send);
+        let mut nreq = 0u32;
+        let mut last = 0u64;
+        let mut result = Ok(());
+        for (i, wr) in wrs.iter().enumerate() {
+            if sq.head.wrapping_sub(tail).wrapping_add(nreq) >= s.sqs.max_post {
+                result = Err(PostError {
+                    first_bad: i,
+                    err: ENOMEM,
+                });
+                break;
+            }
+            let img = wr.image();
+            let units = img.units();
+            let at = sq.cur_post;
+            for u in 1..units {
+                ring.put_words(at, u as u32, img.unit(u));
+            }
+            let [w0, w1] = img.unit(0);
+            let w0 = wqe::restamp_ctrl(w0, at as u16, qpn);
+            ring.put_words(at, 0, [w0, w1]);
+            let next = at.wrapping_add(units.div_ceil(wqe::UNITS_PER_BB) as u32);
+            if let Some(e) = s.sq_done.entries.get((at & (cnt - 1)) as usize) {
+                e.wrid.store(wr.wr_id, Relaxed);
+                e.head.store(sq.head.wrapping_add(nreq), Relaxed);
+                e.next.store(next, Relaxed);
+            }
+            last = w0;
+            sq.cur_post = next;
+            nreq += 1;
+        }
+        if nreq != 0 {
+            sq.head = sq.head.wrapping_add(nreq);
+            // Descriptors before the doorbell record, the record before the doorbell.
+            mb(Write);
+            s.db.set(SND_DBR, sq.cur_post & 0xffff);
+            mb(Write);
+            if let Err(err) = sq.bfreg.ring(last.to_le_bytes()) {
+                return Err(PostError {
+                    first_bad: wrs.len(),
+                    err,
+                });
+            }
+        }
+        result
+    }
+
     /// Queues send requests (C's `mlx5_ib_post_send` for RC and UD): each WQE is written in
     /// place in the ring, segment by segment (wrapping at the end, inline data included), its
     /// control segment last; then the doorbell record, a barrier and the blue-flame doorbell
@@ -519,5 +625,72 @@ impl QpShared {
             s.db.set(RCV_DBR, rq.head & 0xffff);
         }
         result
+    }
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_mlx5_ib_qp_rings)]
+mod tests {
+    use super::*;
+    use ib_core::verbs::wr::{send_flags, SendOpcode, Sge};
+
+    #[test]
+    fn a_prepared_wqe_restamped_is_the_wqe_post_send_writes() -> Result {
+        let sg = [Sge {
+            addr: 0x1000,
+            length: 64,
+            lkey: 0x42,
+        }];
+        let wr = SendWr {
+            opcode: SendOpcode::RdmaWriteWithImm,
+            sg_list: &sg,
+            send_flags: send_flags::SIGNALED,
+            imm_data: 0x55,
+            remote_addr: 0x2000,
+            rkey: 0x77,
+            ..SendWr::default()
+        };
+        let ctx = SendCtx {
+            qpn: 0xabcd,
+            sig_bits: 0,
+            fence: 0,
+            max_gs: 2,
+            max_inline: 0,
+            av: None,
+        };
+        let direct = wqe::build_send(&wr, 0x1234, &ctx)?;
+        let mut sink = ImageSink {
+            words: [0; 2 * MAX_PREPARED_UNITS],
+        };
+        let built = wqe::build_send_into(&wr, 0, &ctx, &mut sink)?;
+        let img = PreparedImage::new(sink.words, built.units)?;
+        assert_eq!(img.units() * wqe::SEG, direct.len);
+        let [w0, w1] = img.unit(0);
+        let mut bytes = KVec::new();
+        bytes.extend_from_slice(
+            &wqe::restamp_ctrl(w0, 0x1234, 0xabcd).to_le_bytes(),
+            GFP_KERNEL,
+        )?;
+        bytes.extend_from_slice(&w1.to_le_bytes(), GFP_KERNEL)?;
+        for u in 1..img.units() {
+            for w in img.unit(u) {
+                bytes.extend_from_slice(&w.to_le_bytes(), GFP_KERNEL)?;
+            }
+        }
+        assert_eq!(&bytes[..], &direct.bytes[..direct.len]);
+        // Larger than a prepared request may be: refused.
+        let many = [sg[0]; 8];
+        let big = SendWr {
+            sg_list: &many,
+            ..wr
+        };
+        let ctx8 = SendCtx { max_gs: 8, ..ctx };
+        let mut sink = ImageSink {
+            words: [0; 2 * MAX_PREPARED_UNITS],
+        };
+        assert_eq!(
+            wqe::build_send_into(&big, 0, &ctx8, &mut sink).err(),
+            Some(EINVAL)
+        );
+        Ok(())
     }
 }

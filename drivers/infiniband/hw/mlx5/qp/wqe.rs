@@ -153,6 +153,15 @@ pub(crate) fn ctrl_seg(idx: u16, opcode: u8, qpn: u32, ds: u8, fm_ce_se: u8, imm
     }
 }
 
+/// The first 8 bytes of a prepared WQE's control segment (`w0`, in memory order as a word) for
+/// ring index `idx` of QP `qpn`: the opcode and the size kept, the index and the QP number
+/// written (the rest of the segment does not change from post to post).
+#[inline(always)]
+pub(crate) fn restamp_ctrl(w0: u64, idx: u16, qpn: u32) -> u64 {
+    let b = w0.to_le_bytes();
+    u64::from_le_bytes(ctrl_seg(idx, b[3], qpn, b[7], 0, 0).first8())
+}
+
 /// The remote-address segment of an RDMA request.
 #[inline]
 pub(crate) fn raddr_seg(raddr: u64, rkey: u32) -> RaddrSeg {
