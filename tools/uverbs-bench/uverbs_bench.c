@@ -10,6 +10,11 @@
  *                   in a loop of QP_LOOPS, CQs made once)
  *
  * Prints `# bench <name> <value>` lines (integers); exits non-zero if a verb fails.
+ *
+ * The registration and the deregistration are between instruction-count markers (an 8-byte
+ * no-op, `nopl MARK(%rax,%rax,1)`, MARK = 0x52444d00 | end << 7 | id; ids 6 and 7): under
+ * `make bench`'s QEMU plugin (tools/bench/insn_marks.c) they count the instructions each call
+ * executes on its CPU, the kernel's work included (samples/ib_verbs_bench.rs has the others).
  */
 #include <errno.h>
 #include <infiniband/verbs.h>
@@ -19,6 +24,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+
+#define MARK(code) asm volatile(".byte 0x0f, 0x1f, 0x84, 0x00\n\t.long %c0" : : "i"(code) : "memory")
+#define MARK_REG 6
+#define MARK_DEREG 7
 
 #define MR_LEN (64UL << 20)
 #define ROUNDS 5
@@ -58,17 +67,23 @@ static int bench_mr(struct ibv_pd *pd)
 	memset(mem, 0x5a, MR_LEN);
 	for (int i = 0; i < ROUNDS; i++) {
 		uint64_t t0 = now_ns();
-		struct ibv_mr *mr = ibv_reg_mr(pd, mem, MR_LEN,
-					       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-						       IBV_ACCESS_REMOTE_READ);
-		uint64_t t1 = now_ns();
+		struct ibv_mr *mr;
+		uint64_t t1;
 		int rc;
+
+		MARK(0x52444d00 | MARK_REG);
+		mr = ibv_reg_mr(pd, mem, MR_LEN,
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+		MARK(0x52444d80 | MARK_REG);
+		t1 = now_ns();
 
 		if (!mr) {
 			fprintf(stderr, "uverbs_bench: ibv_reg_mr(64 MiB): %s\n", strerror(errno));
 			return -1;
 		}
+		MARK(0x52444d00 | MARK_DEREG);
 		rc = ibv_dereg_mr(mr);
+		MARK(0x52444d80 | MARK_DEREG);
 		if (rc) {
 			fprintf(stderr, "uverbs_bench: ibv_dereg_mr: %s\n", strerror(rc));
 			return -1;
