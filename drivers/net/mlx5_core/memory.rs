@@ -10,4 +10,5 @@ pub(crate) mod dma_page;
 pub mod doorbell;
 pub(crate) mod pages;
 pub mod uar;
+pub(crate) mod word_copy;
 pub mod wq_buf;

@@ -4,6 +4,7 @@
 //! event queues and the pages lent to firmware.
 
 use crate::ifc::Layout;
+use crate::memory::word_copy::{copy_from_dma, copy_to_dma};
 use kernel::{
     device,
     dma::Coherent,
@@ -18,7 +19,8 @@ pub(crate) const PAGE: usize = 4096;
 ///
 /// The device reads and writes it concurrently with the CPU, so it is only reached through the
 /// kernel's I/O projections of coherent memory (bounds-checked views, copied with volatile
-/// semantics), never through a reference into the page.
+/// semantics) and bounds-checked volatile word copies (`word_copy`), never through a reference
+/// into the page.
 pub(crate) struct DmaPage {
     mem: Coherent<[u8; PAGE]>,
 }
@@ -36,19 +38,31 @@ impl DmaPage {
         self.mem.dma_address()
     }
 
-    /// Copies `buf.len()` bytes at `off` out of the page (`ERANGE` past its end).
+    /// Copies `buf.len()` bytes at `off` out of the page (`ERANGE` past its end), a word at a
+    /// time (`word_copy`).
     pub(crate) fn read(&self, off: usize, buf: &mut [u8]) -> Result {
-        let end = off.checked_add(buf.len()).ok_or(ERANGE)?;
-        // The view is `buf.len()` bytes long, as the copy requires.
-        io_project!(&self.mem, [try: off..end]).copy_to_slice(buf);
+        Self::range(off, buf.len())?;
+        // SAFETY: `off..off + buf.len()` is inside the page (checked above), which lives as long
+        // as `self`; the page is only reached through raw accesses (the type's invariant).
+        unsafe { copy_from_dma(buf, self.mem.as_ptr().cast::<u8>().add(off)) };
         Ok(())
     }
 
-    /// Copies `buf` into the page at `off` (`ERANGE` past its end).
+    /// Copies `buf` into the page at `off` (`ERANGE` past its end), a word at a time
+    /// (`word_copy`).
     pub(crate) fn write(&self, off: usize, buf: &[u8]) -> Result {
-        let end = off.checked_add(buf.len()).ok_or(ERANGE)?;
-        io_project!(&self.mem, [try: off..end]).copy_from_slice(buf);
+        Self::range(off, buf.len())?;
+        // SAFETY: as in `read`.
+        unsafe { copy_to_dma(self.mem.as_mut_ptr().cast::<u8>().add(off), buf) };
         Ok(())
+    }
+
+    /// `ERANGE` unless `len` bytes at `off` are inside the page.
+    fn range(off: usize, len: usize) -> Result {
+        match off.checked_add(len) {
+            Some(end) if end <= PAGE => Ok(()),
+            _ => Err(ERANGE),
+        }
     }
 
     /// Stores `v` big-endian at `off` (4-byte aligned) with one volatile 32-bit store, no copy
