@@ -37,7 +37,6 @@ use kernel::{
     bindings,
     chrdev::DevT,
     net::namespace::Net,
-    new_mutex,
     prelude::*,
     str::CString,
     sync::{global_lock, Arc, Mutex},
@@ -653,6 +652,7 @@ impl<C: Client + 'static> Attached for ClientRegistration<C> {
 mod tests {
     use super::*;
     use crate::kunit_fake::register;
+    use kernel::new_mutex;
     use kernel::{
         owned_workqueue::{Flags, OwnedQueue},
         sync::Arc,

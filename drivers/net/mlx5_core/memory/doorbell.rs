@@ -73,7 +73,8 @@ impl<P: Clone> Slots<P> {
         None
     }
 
-    /// Number of pages.
+    /// Number of pages (the KUnit suite's view).
+    #[cfg(CONFIG_KUNIT)]
     pub(crate) fn pages(&self) -> usize {
         self.pages.len()
     }

@@ -36,7 +36,8 @@ use mlx5_core::{
     ifc::GeneralCaps,
 };
 
-/// `sizeof(struct mlx5_ib_create_cq)`.
+/// `sizeof(struct mlx5_ib_create_cq)` (the KUnit suite builds requests of it).
+#[cfg(CONFIG_KUNIT)]
 const REQ_SIZE: usize = size_of::<CreateCqReq>();
 /// `offsetofend(struct mlx5_ib_create_cq, cqe_comp_res_format)`: the shortest request.
 const REQ_MIN: usize = 22;

@@ -21,7 +21,8 @@ use mlx5_core::{
     cmd::commands::Commands,
 };
 
-/// `sizeof(struct mlx5_ib_create_srq)`.
+/// `sizeof(struct mlx5_ib_create_srq)` (the KUnit suite builds requests of it).
+#[cfg(CONFIG_KUNIT)]
 const REQ_SIZE: usize = size_of::<CreateSrqReq>();
 /// `offsetofend(struct mlx5_ib_create_srq, flags)`: the shortest request.
 const REQ_MIN: usize = 20;
