@@ -34,13 +34,12 @@ QEMU := $(CACHE)/qemu-10.2.2+ds-1/build/qemu-system-x86_64
 CARGO_TARGET := $(CACHE)/cargo-target
 CX_MODEL := $(CARGO_TARGET)/release/cx-model
 RUST_MODULES := $(OUT)/modules
-# The LLVM toolchain the kernel tree was built with (its version suffix): clang-19 for the test
-# kernel, -22 (rustc's LLVM) for `make bench`'s.
-KLLVM ?= -19
+# The LLVM toolchain the kernel trees are built with (its version suffix): clang-22, rustc 1.95's
+# LLVM, so that CONFIG_RUST_INLINE_HELPERS can inline C's helpers into Rust (docs/build.md).
+KLLVM ?= -22
 export KERNEL_LLVM := $(KLLVM)
 # bindgen (in the kernel's builds) loads the newest libclang on the machine unless told: the one
-# of the same LLVM as the compiler (with clang-22 installed for `make bench`, the test kernel's
-# would otherwise pick 22's).
+# of the same LLVM as the compiler.
 export LIBCLANG_PATH := /usr/lib/llvm$(KLLVM)/lib
 KMAKE := $(MAKE) -C $(KTREE) -s LLVM=$(KLLVM) BINDGEN=$(BINDGEN)
 # Our crates build two at a time where their dependencies allow (ib_core beside mlx5_core, ...).
@@ -194,17 +193,16 @@ build:
 build-parts: kernel modules verbs-twin cx-model verbs-tools intree
 
 ## `make bench`: both stacks on the same model, first on a production-like kernel (the test kernel
-## without its debug options, built with clang-22, rustc's LLVM, and CONFIG_RUST_INLINE_HELPERS:
-## tools/kernel/config-bench.fragment; its own tree, built and cached only here), then on the
-## test kernel. Each kernel gets its own modules (out/bench/).
+## without its debug options: tools/kernel/config-bench.fragment; its own tree, built and cached
+## only here), then on the test kernel. Both with clang-22 and CONFIG_RUST_INLINE_HELPERS. Each
+## kernel gets its own modules (out/bench/).
 BENCH_KTREE := $(CACHE)/build/linux-$(KERNEL_VERSION)-bench
-BENCH_LABEL ?= test kernel: clang-19, lockdep, kmemleak, list debugging
+BENCH_LABEL ?= test kernel: lockdep, kmemleak, list debugging
 bench: setup
-	tools/setup/host-deps.sh clang-22 lld-22 llvm-22
-	KERNEL_LLVM=-22 EXTRA_FRAGMENT=$(REPO)/tools/kernel/config-bench.fragment \
+	EXTRA_FRAGMENT=$(REPO)/tools/kernel/config-bench.fragment \
 		tools/kernel/build-kernel.sh $(REPO) "$(PRISTINE)" $(BENCH_KTREE) $(BINDGEN)
 	$(MAKE) --no-print-directory bench-run KTREE=$(BENCH_KTREE) OUT=$(OUT)/bench SKIP_KERNEL=1 \
-		KLLVM=-22 BENCH_LABEL="bench kernel: clang-22, inline helpers, no debug options"
+		BENCH_LABEL="bench kernel: no debug options"
 	$(MAKE) --no-print-directory bench-run
 
 ## One kernel's comparison (KTREE, OUT): only what the bench scenarios use is built.

@@ -12,6 +12,7 @@ Usage: probe.py [--label TEXT] -- <harness arguments> (TEXT names the kernel in 
 
 from __future__ import annotations
 
+import os
 import re
 import statistics
 import subprocess
@@ -23,8 +24,10 @@ HARNESS = REPO / "tools/vm/harness.py"
 
 
 def run(stack: str, harness_args: list[str]) -> list[int]:
+    # The model at `info`, as in verbs.py (its `debug` lines cost the host file writes).
+    env = dict(os.environ, CX_MODEL_LOG=os.environ.get("CX_MODEL_LOG", "info"))
     p = subprocess.run([sys.executable, str(HARNESS), "run", "--scenario", "bench-probe", "--stack", stack,
-                        *harness_args], capture_output=True, text=True)
+                        *harness_args], capture_output=True, text=True, env=env)
     result = [l for l in p.stdout.splitlines() if l.startswith("RESULT")]
     print(result[-1] if result else p.stdout[-2000:] + p.stderr[-2000:], flush=True)
     if p.returncode != 0:

@@ -73,7 +73,7 @@ printf '%s\n' "$now" >"$work/.intree-files"
 echo "build-intree: series applied ($(wc -l <<<"$now") files; $kept unchanged since the last build)"
 
 # 3. The configuration (only when what it is made from changed: olddefconfig rewrites it).
-kmake=(env -u MAKEFLAGS -u MFLAGS make -C "$work" -s LLVM=-19 "BINDGEN=$bindgen" -j"$(nproc)")
+kmake=(env -u MAKEFLAGS -u MFLAGS make -C "$work" -s "LLVM=${KERNEL_LLVM:--22}" "BINDGEN=$bindgen" -j"$(nproc)")
 stamp=$(cat "$main/.config" "$work/drivers/Kconfig.rdma-rs" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$work/.intree-config-stamp" 2>/dev/null)" != "$stamp" ]; then
 	echo "build-intree: configuring (the test kernel's, with INFINIBAND and MLX5_CORE off)"

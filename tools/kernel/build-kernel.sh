@@ -21,11 +21,11 @@ fi
 "$here/overlay.sh" "$repo" "$work"
 
 # Its own -j, not a parent make's job slots (`make build` runs this beside the QEMU build).
-# KERNEL_LLVM: the LLVM toolchain's version suffix (clang-19 for the test kernel; `make bench`'s
-# kernel: -22, rustc's LLVM, for CONFIG_RUST_INLINE_HELPERS).
-kmake=(env -u MAKEFLAGS -u MFLAGS make -C "$work" -s "LLVM=${KERNEL_LLVM:--19}" "BINDGEN=$bindgen" -j"$(nproc)")
+# KERNEL_LLVM: the LLVM toolchain's version suffix: -22, rustc's LLVM, for
+# CONFIG_RUST_INLINE_HELPERS.
+kmake=(env -u MAKEFLAGS -u MFLAGS make -C "$work" -s "LLVM=${KERNEL_LLVM:--22}" "BINDGEN=$bindgen" -j"$(nproc)")
 # bindgen loads the newest libclang it finds unless told: the one of the same LLVM as clang.
-export LIBCLANG_PATH=/usr/lib/llvm${KERNEL_LLVM:--19}/lib
+export LIBCLANG_PATH=/usr/lib/llvm${KERNEL_LLVM:--22}/lib
 
 # EXTRA_FRAGMENT (a path): more options on top, for a second kernel such as `make kasan`'s.
 frag="$here/config.fragment"

@@ -30,8 +30,8 @@ fi
 { cat "$ktree/Kconfig"; echo "source \"$repo/Kconfig\""; } >"$dir/Kconfig"
 { cat "$ktree/.config"; if [ -f "$out" ]; then grep -E '^(# )?CONFIG_RDMA_RS_' "$out" || true; fi
   printf '%s\n' "$@"; } >"$dir/.config"
-LIBCLANG_PATH=/usr/lib/llvm${KERNEL_LLVM:--19}/lib \
-make -C "$ktree" -s "LLVM=${KERNEL_LLVM:--19}" "BINDGEN=$bindgen" KCONFIG_CONFIG="$dir/.config" \
+LIBCLANG_PATH=/usr/lib/llvm${KERNEL_LLVM:--22}/lib \
+make -C "$ktree" -s "LLVM=${KERNEL_LLVM:--22}" "BINDGEN=$bindgen" KCONFIG_CONFIG="$dir/.config" \
 	KBUILD_KCONFIG="$dir/Kconfig" olddefconfig
 
 changed=$(diff <(grep -v 'RDMA_RS' "$ktree/.config" | grep '^CONFIG_' | sort) \

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Install the host packages the build needs, from the machine's own (bookworm) apt sources.
 # Idempotent: packages already present are not touched. Never adds suites to the system's sources.
-# Arguments: more packages, for a target that needs them (`make bench`: clang-22 and its tools).
+# Arguments: more packages, for a target that needs them.
 set -euo pipefail
 
 pkgs=(
   # kernel build
   build-essential flex bison bc kmod cpio rsync libelf-dev libssl-dev dwarves xz-utils zstd
-  clang-19 lld-19 llvm-19 libclang-19-dev
+  clang-22 lld-22 llvm-22 libclang-22-dev
   # QEMU build (meson comes from PyPI into a private venv, see build-qemu.sh)
   ninja-build libglib2.0-dev libpixman-1-dev zlib1g-dev python3-venv pkg-config
   seabios qemu-system-data

@@ -78,7 +78,7 @@ def style_checks(tally, args, during=()):
     shutil.rmtree(mo, ignore_errors=True)
     mo.mkdir(parents=True)
     log = tempfile.TemporaryFile(mode="w+")
-    rebuild = subprocess.Popen(["make", "-C", args.ktree, f"-j{os.cpu_count() or 1}", "LLVM=-19",
+    rebuild = subprocess.Popen(["make", "-C", args.ktree, f"-j{os.cpu_count() or 1}", f"LLVM={os.environ.get('KERNEL_LLVM', '-22')}",
                                 f"BINDGEN={args.bindgen}", f"M={REPO}", f"MO={mo}",
                                 f"RDMA_RS_CONFIG={REPO / 'out/rdma-rs.config'}", "CLIPPY=1", "modules"],
                                stdout=log, stderr=subprocess.STDOUT, text=True)
