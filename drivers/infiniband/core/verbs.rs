@@ -677,21 +677,11 @@ impl Qp {
     #[inline]
     pub fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         let dev = Arc::as_ptr(self.pd.dev.arc()).addr();
-        let bad = wrs
-            .iter()
-            .position(|wr| wr.ud.as_ref().is_some_and(|ud| !ud.ah.is_of(dev)));
-        match bad {
-            None => self.drv.post_send(wrs),
-            Some(i) => {
-                if i > 0 {
-                    self.drv.post_send(&wrs[..i])?;
-                }
-                Err(PostError {
-                    first_bad: i,
-                    err: EINVAL,
-                })
-            }
-        }
+        post_until_refused(
+            wrs,
+            |wr| wr.ud.as_ref().is_some_and(|ud| !ud.ah.is_of(dev)),
+            |w| self.drv.post_send(w),
+        )
     }
 
     /// The QP as a prepared request's owner: its device's address and its number.
@@ -718,18 +708,7 @@ impl Qp {
     #[inline]
     pub fn post_prepared(&self, wrs: &[PreparedSend]) -> Result<(), PostError> {
         let me = self.owner();
-        match wrs.iter().position(|w| w.owner != me) {
-            None => self.drv.post_prepared(wrs),
-            Some(i) => {
-                if i > 0 {
-                    self.drv.post_prepared(&wrs[..i])?;
-                }
-                Err(PostError {
-                    first_bad: i,
-                    err: EINVAL,
-                })
-            }
-        }
+        post_until_refused(wrs, |w| w.owner != me, |w| self.drv.post_prepared(w))
     }
 
     /// The SRQ the QP receives from, if any.
@@ -996,6 +975,28 @@ impl Drop for Mr {
     fn drop(&mut self) {
         untrack(&self.pd.dev, ResType::Mr, self);
         self.pd.usecnt.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Posts `wrs` with `post` up to the first that `refused` (which the core refuses with `EINVAL`
+/// before the driver sees it): the ones before are posted, as C's `bad_wr` semantics have it.
+#[inline(always)]
+fn post_until_refused<T>(
+    wrs: &[T],
+    refused: impl Fn(&T) -> bool,
+    post: impl Fn(&[T]) -> Result<(), PostError>,
+) -> Result<(), PostError> {
+    match wrs.iter().position(refused) {
+        None => post(wrs),
+        Some(i) => {
+            if i > 0 {
+                post(&wrs[..i])?;
+            }
+            Err(PostError {
+                first_bad: i,
+                err: EINVAL,
+            })
+        }
     }
 }
 

@@ -420,59 +420,21 @@ impl QpShared {
     /// rings it. Nothing is checked or encoded again but the queue's room.
     #[inline]
     pub(crate) fn post_prepared(&self, wrs: &[PreparedSend]) -> Result<(), PostError> {
-        let s = self;
-        let cnt = s.sqs.wqe_cnt;
-        if cnt == 0 {
-            return Err(EINVAL.into());
-        }
-        let mut sq = s.sq.lock();
-        let tail = s.sq_done.tail.load(Acquire);
-        let qpn = s.qpn();
-        let ring = s.wq.writer(WqRing::Send);
-        let mut nreq = 0u32;
-        let mut last = 0u64;
-        let mut result = Ok(());
-        for (i, wr) in wrs.iter().enumerate() {
-            if sq.head.wrapping_sub(tail).wrapping_add(nreq) >= s.sqs.max_post {
-                result = Err(PostError {
-                    first_bad: i,
-                    err: ENOMEM,
-                });
-                break;
-            }
-            let img = wr.image();
-            let units = img.units();
-            let at = sq.cur_post;
-            for u in 1..units {
-                ring.put_words(at, u as u32, img.unit(u));
-            }
-            let [w0, w1] = img.unit(0);
-            let w0 = wqe::restamp_ctrl(w0, at as u16, qpn);
-            ring.put_words(at, 0, [w0, w1]);
-            let next = at.wrapping_add(units.div_ceil(wqe::UNITS_PER_BB) as u32);
-            if let Some(e) = s.sq_done.entries.get((at & (cnt - 1)) as usize) {
-                e.wrid.store(wr.wr_id, Relaxed);
-                e.head.store(sq.head.wrapping_add(nreq), Relaxed);
-                e.next.store(next, Relaxed);
-            }
-            last = w0;
-            sq.cur_post = next;
-            nreq += 1;
-        }
-        if nreq != 0 {
-            sq.head = sq.head.wrapping_add(nreq);
-            // Descriptors before the doorbell record, the record before the doorbell.
-            mb(Write);
-            s.db.set(SND_DBR, sq.cur_post & 0xffff);
-            mb(Write);
-            if let Err(err) = sq.bfreg.ring(last.to_le_bytes()) {
-                return Err(PostError {
-                    first_bad: wrs.len(),
-                    err,
-                });
-            }
-        }
-        result
+        self.post_with(
+            wrs,
+            |wr| wr.wr_id,
+            |wr, at, qpn, ring| {
+                let img = wr.image();
+                let units = img.units();
+                for u in 1..units {
+                    ring.put_words(at, u as u32, img.unit(u));
+                }
+                let [w0, w1] = img.unit(0);
+                let w0 = wqe::restamp_ctrl(w0, at as u16, qpn);
+                ring.put_words(at, 0, [w0, w1]);
+                Ok((units.div_ceil(wqe::UNITS_PER_BB) as u32, w0.to_le_bytes()))
+            },
+        )
     }
 
     /// Queues send requests (C's `mlx5_ib_post_send` for RC and UD): each WQE is written in
@@ -490,6 +452,59 @@ impl QpShared {
         wrs: &[SendWr<'_>],
     ) -> Result<(), PostError> {
         let s = self;
+        s.post_with(
+            wrs,
+            |wr| wr.wr_id,
+            |wr, at, qpn, ring| {
+                let av = match (s.kind, wr.ud.as_ref()) {
+                    // SAFETY: `D` is the driver of the QP (the caller's promise), as
+                    // `driver_ah` requires.
+                    (SendKind::Ud, Some(ud)) => Some(&unsafe { ud.driver_ah::<D>() }.av),
+                    (SendKind::Ud, None) => return Err(EINVAL),
+                    (SendKind::Rc | SendKind::Uc, _) => None,
+                };
+                let ctx = SendCtx {
+                    qpn,
+                    sig_bits: s.sig_bits,
+                    fence: wqe::fence(wr.send_flags, 0),
+                    max_gs: s.sqs.max_gs as usize,
+                    max_inline: s.sqs.max_inline as usize,
+                    av,
+                };
+                let mut sink = SendRing {
+                    ring: *ring,
+                    cur_post: at,
+                };
+                // Slots past the producer count: the device reads none of them before the
+                // doorbell record says so, and a request refused is refused before its first
+                // store.
+                match wqe::build_send_into(wr, at as u16, &ctx, &mut sink) {
+                    Ok(w) => Ok((w.blocks() as u32, w.ctrl.first8())),
+                    Err(err) => {
+                        if err == EOPNOTSUPP {
+                            pr_warn!("Atomic operations are not supported yet\n");
+                        }
+                        Err(err)
+                    }
+                }
+            },
+        )
+    }
+
+    /// What posting a list of send requests is, whatever a request is (`post_send`,
+    /// `post_prepared`): under the send lock, for each request in order, the queue's room
+    /// checked (`ENOMEM` when full), `write` storing its WQE at producer count `at` (it returns
+    /// the WQE's basic blocks and first 8 bytes, or why the request is refused), the request's
+    /// completion entry; then the doorbell record, a barrier and the blue-flame doorbell with
+    /// the last WQE's first 8 bytes. The requests before the first refused one are posted.
+    #[inline(always)]
+    fn post_with<T>(
+        &self,
+        wrs: &[T],
+        wr_id: impl Fn(&T) -> u64,
+        mut write: impl FnMut(&T, u32, u32, &RingWriter<'_>) -> Result<(u32, [u8; 8])>,
+    ) -> Result<(), PostError> {
+        let s = self;
         let cnt = s.sqs.wqe_cnt;
         if cnt == 0 {
             return Err(EINVAL.into());
@@ -497,7 +512,7 @@ impl QpShared {
         let mut sq = s.sq.lock();
         let tail = s.sq_done.tail.load(Acquire);
         let qpn = s.qpn();
-        let writer = s.wq.writer(WqRing::Send);
+        let ring = s.wq.writer(WqRing::Send);
         let mut nreq = 0u32;
         let mut last = [0u8; 8];
         let mut result = Ok(());
@@ -509,52 +524,21 @@ impl QpShared {
                 });
                 break;
             }
-            let av = match (s.kind, wr.ud.as_ref()) {
-                // SAFETY: `D` is the driver of the QP (the caller's promise), as `driver_ah`
-                // requires.
-                (SendKind::Ud, Some(ud)) => Some(&unsafe { ud.driver_ah::<D>() }.av),
-                (SendKind::Ud, None) => {
-                    result = Err(PostError {
-                        first_bad: i,
-                        err: EINVAL,
-                    });
-                    break;
-                }
-                (SendKind::Rc | SendKind::Uc, _) => None,
-            };
-            let ctx = SendCtx {
-                qpn,
-                sig_bits: s.sig_bits,
-                fence: wqe::fence(wr.send_flags, 0),
-                max_gs: s.sqs.max_gs as usize,
-                max_inline: s.sqs.max_inline as usize,
-                av,
-            };
-            let mut ring = SendRing {
-                ring: writer,
-                cur_post: sq.cur_post,
-            };
-            // Slots past the producer count: the device reads none of them before the doorbell
-            // record says so, and a request refused is refused before its first store.
-            let w = match wqe::build_send_into(wr, sq.cur_post as u16, &ctx, &mut ring) {
+            let at = sq.cur_post;
+            let (blocks, first8) = match write(wr, at, qpn, &ring) {
                 Ok(w) => w,
                 Err(err) => {
-                    if err == EOPNOTSUPP {
-                        pr_warn!("Atomic operations are not supported yet\n");
-                    }
                     result = Err(PostError { first_bad: i, err });
                     break;
                 }
             };
-            let idx = (sq.cur_post & (cnt - 1)) as usize;
-            let head = sq.head.wrapping_add(nreq);
-            let next = sq.cur_post.wrapping_add(w.blocks() as u32);
-            if let Some(e) = s.sq_done.entries.get(idx) {
-                e.wrid.store(wr.wr_id, Relaxed);
-                e.head.store(head, Relaxed);
+            let next = at.wrapping_add(blocks);
+            if let Some(e) = s.sq_done.entries.get((at & (cnt - 1)) as usize) {
+                e.wrid.store(wr_id(wr), Relaxed);
+                e.head.store(sq.head.wrapping_add(nreq), Relaxed);
                 e.next.store(next, Relaxed);
             }
-            last = w.ctrl.first8();
+            last = first8;
             sq.cur_post = next;
             nreq += 1;
         }
