@@ -12,6 +12,8 @@
 //! The encoding is the driver's (its WQE image, in 16-byte units). A prepared request belongs to
 //! the QP it was prepared for: posting it on another QP is refused with `EINVAL`.
 
+use kernel::prelude::*;
+
 /// The largest encoding, in 16-byte units (128 bytes: a control segment, a remote address and
 /// six data segments in mlx5's format). A driver refuses a request that needs more with
 /// `EINVAL`; it can still be posted with [`crate::verbs::Qp::post_send`].
@@ -28,12 +30,9 @@ pub struct PreparedImage {
 impl PreparedImage {
     /// An encoding of `units` units (`EINVAL` for 0 or more than [`MAX_PREPARED_UNITS`]),
     /// unit `i` being `words[2 * i]` and `words[2 * i + 1]`.
-    pub fn new(
-        words: [u64; 2 * MAX_PREPARED_UNITS],
-        units: usize,
-    ) -> Result<Self, kernel::error::Error> {
+    pub fn new(words: [u64; 2 * MAX_PREPARED_UNITS], units: usize) -> Result<Self> {
         if units == 0 || units > MAX_PREPARED_UNITS {
-            return Err(kernel::error::code::EINVAL);
+            return Err(EINVAL);
         }
         Ok(Self {
             words,
@@ -88,7 +87,6 @@ impl PreparedSend {
 #[kernel::macros::kunit_tests(rdma_rs_ib_core_prepared)]
 mod tests {
     use super::*;
-    use kernel::error::code::EINVAL;
 
     #[test]
     fn images_hold_one_to_eight_units() {

@@ -7,9 +7,8 @@
 //! A ring is `count` slots (a power of two) of `1 << log_stride` bytes (16 at least) at a
 //! 16-byte-aligned offset; a unit past a slot's end continues in the next slot, and the last slot
 //! continues at the first, as the device reads a send WQE that runs over basic blocks and past
-//! the ring's end. What [`WqBuf::put`] writes is a `#[repr(C)]` segment of 16 bytes, stored with
-//! one volatile store (two 64-bit moves on x86-64), as C's `mlx5_ib_post_send` fills its segments
-//! in the ring.
+//! the ring's end. What [`RingWriter::put`] writes is a `#[repr(C)]` segment of 16 bytes, stored
+//! with two volatile 64-bit stores, as C's `mlx5_ib_post_send` fills its segments in the ring.
 
 use crate::memory::coherent::CoherentBuf;
 use core::marker::PhantomData;
@@ -134,11 +133,6 @@ impl WqBuf {
         })
     }
 
-    /// The buffer (its device address and size for the queue's page list).
-    pub fn buf(&self) -> &CoherentBuf {
-        &self.buf
-    }
-
     /// A writer of `ring`'s units (a copy of its geometry and the buffer's address: kept in
     /// registers by the caller's loop).
     #[inline(always)]
@@ -153,13 +147,6 @@ impl WqBuf {
             g,
             _buf: PhantomData,
         }
-    }
-
-    /// Stores `value` as unit `unit` of the WQE at producer count `counter` of `ring` (see
-    /// [`RingWriter::put`]).
-    #[inline(always)]
-    pub fn put<T: WqeUnit>(&self, ring: WqRing, counter: u32, unit: u32, value: T) {
-        self.writer(ring).put(counter, unit, value);
     }
 }
 

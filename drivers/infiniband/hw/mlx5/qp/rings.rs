@@ -5,8 +5,9 @@
 //!
 //! One coherent buffer holds the receive ring (first) and the send ring, sized as C sizes them
 //! (`wq_size`), their geometry checked once when the QP is made (`WqBuf`): posting stores each
-//! 16-byte unit of a WQE in place with a mask per slot and no bounds check. A doorbell record (word 0: receive head, word 1: send producer) and a
-//! blue-flame register for the send doorbell. Each ring has its IRQ-safe spinlock; polling a
+//! 16-byte unit of a WQE in place with a mask per slot and no bounds check. A doorbell record
+//! (word 0: receive head, word 1: send producer) and a blue-flame register for the send
+//! doorbell. Each ring has its IRQ-safe spinlock; polling a
 //! CQ takes the CQ's lock, then a ring's (never the other way round), so posting and polling
 //! may run in any context. A UD send carries a datagram segment made of its AH's address
 //! vector (`ah.rs`).
@@ -16,7 +17,7 @@
 //! x86-64, inline, where the kernel's `Atomic` goes through an out-of-line `rust_helper_*`
 //! per access (no `CONFIG_RUST_INLINE_HELPERS`). They pair only with each other, never with C.
 
-use crate::ah::Mlx5Ah;
+use crate::ah::{Mlx5Ah, AV_SIZE};
 use crate::qp::wq_size::{RqSize, SendKind, SqSize};
 use crate::qp::wqe::{self, Seg, SendCtx, WqeSink};
 use crate::srq::SrqShared;
@@ -354,7 +355,7 @@ fn sq_entries(n: u32) -> Result<KVec<SqEntry>> {
 const SEND_WQE_BB_LOG: u32 = 6;
 
 /// The send ring as a [`WqeSink`]: the WQE starting at producer count `cur_post` is written in
-/// place, each 16-byte unit with one volatile store, its basic blocks wrapping at the ring's end
+/// place, each 16-byte unit with two volatile 64-bit stores, its basic blocks wrapping at the ring's end
 /// (a mask per slot, no bounds check: `WqBuf` checked the ring once).
 struct SendRing<'a> {
     ring: RingWriter<'a>,
@@ -388,6 +389,25 @@ impl WqeSink for ImageSink {
 }
 
 impl QpShared {
+    /// What building `wr`'s WQE needs of this QP (QP number `qpn`, the datagram's address
+    /// vector `av` on a UD QP).
+    #[inline(always)]
+    fn send_ctx<'a>(
+        &self,
+        wr: &SendWr<'_>,
+        qpn: u32,
+        av: Option<&'a [u8; AV_SIZE]>,
+    ) -> SendCtx<'a> {
+        SendCtx {
+            qpn,
+            sig_bits: self.sig_bits,
+            fence: wqe::fence(wr.send_flags, 0),
+            max_gs: self.sqs.max_gs as usize,
+            max_inline: self.sqs.max_inline as usize,
+            av,
+        }
+    }
+
     /// Encodes `wr` once for [`Self::post_prepared`] (`ib_core::verbs::prepared`): checked as
     /// `post_send` checks it, its WQE built as `post_send` builds it (at index 0, restamped
     /// at each post). `EOPNOTSUPP` on a UD QP (a prepared request carries no AH), `EINVAL`
@@ -399,14 +419,7 @@ impl QpShared {
         if self.kind == SendKind::Ud {
             return Err(EOPNOTSUPP);
         }
-        let ctx = SendCtx {
-            qpn: self.qpn(),
-            sig_bits: self.sig_bits,
-            fence: wqe::fence(wr.send_flags, 0),
-            max_gs: self.sqs.max_gs as usize,
-            max_inline: self.sqs.max_inline as usize,
-            av: None,
-        };
+        let ctx = self.send_ctx(wr, self.qpn(), None);
         let mut sink = ImageSink {
             words: [0; 2 * MAX_PREPARED_UNITS],
         };
@@ -463,14 +476,7 @@ impl QpShared {
                     (SendKind::Ud, None) => return Err(EINVAL),
                     (SendKind::Rc | SendKind::Uc, _) => None,
                 };
-                let ctx = SendCtx {
-                    qpn,
-                    sig_bits: s.sig_bits,
-                    fence: wqe::fence(wr.send_flags, 0),
-                    max_gs: s.sqs.max_gs as usize,
-                    max_inline: s.sqs.max_inline as usize,
-                    av,
-                };
+                let ctx = s.send_ctx(wr, qpn, av);
                 let mut sink = SendRing {
                     ring: *ring,
                     cur_post: at,
