@@ -279,6 +279,23 @@ def scenario_cpus(path: Path) -> int:
     return 1
 
 
+def scenario_host_cpus(path: Path) -> set[int] | None:
+    """The host CPUs that QEMU and cx-model run on, from a `# host-cpus: 0 1` header line (every
+    CPU when absent). For the message-rate benchmarks: a doorbell is a handoff from QEMU's vCPU
+    thread to cx-model, and where the host's scheduler places the two threads (one CPU: a context
+    switch per doorbell; two: a cross-CPU wakeup) moved the rates up to five times from load to
+    load; on one CPU they held to a few per cent (docs/testing.md, make bench)."""
+    for line in header_lines(path):
+        m = re.match(r"#\s*host-cpus:\s*([0-9 ]+)$", line)
+        if m:
+            cpus = {int(c) for c in m.group(1).split()}
+            usable = os.sched_getaffinity(0)
+            if not cpus or not cpus <= usable:
+                raise HarnessError(f"{path.name}: `# host-cpus:` names CPUs outside {sorted(usable)}")
+            return cpus
+    return None
+
+
 def scenario_installs_modules(path: Path) -> bool:
     """Whether the stack's modules are installed in the guest's module tree, from an
     `# install-modules: yes` header line (see `install_modules`)."""
@@ -546,6 +563,8 @@ class Vm:
         self.kernel_args: list[str] = []
         # The guest's CPUs (`# cpus:`; the interactive shell has two).
         self.cpus = 2
+        # The host CPUs QEMU and cx-model are kept on (`# host-cpus:`; None: any).
+        self.host_cpus: set[int] | None = None
         self.qemu_ready_path: Path | None = None
         # Console state while the guest runs.
         self.buf = b""
@@ -594,7 +613,12 @@ class Vm:
              "--command-trace", str(self.workdir / "trace.txt"),
              "--control", str(self.control_socket), *(extra or [])],
             stdout=open(self.model_log, "wb"), stderr=subprocess.STDOUT, env=env,
-            start_new_session=True)
+            start_new_session=True, preexec_fn=self.pin_to_host_cpus)
+
+    def pin_to_host_cpus(self) -> None:
+        """In a child before exec: keeps it (and every thread it starts) on `host_cpus`."""
+        if self.host_cpus is not None:
+            os.sched_setaffinity(0, self.host_cpus)
 
     def wait_model(self) -> None:
         wait_for_path(self.socket, self.model, 20, f"{self.tag}cx-model", self.model_log)
@@ -636,7 +660,7 @@ class Vm:
         """Starts QEMU with the console on a pipe (read with `read_console()`)."""
         self.qemu = subprocess.Popen(self.qemu_argv(initrd, False), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=self.pin_to_host_cpus)
         assert self.qemu.stdout is not None
         os.set_blocking(self.qemu.stdout.fileno(), False)
         self.log = open(self.console_log, "wb")
@@ -930,6 +954,7 @@ def cmd_run(args) -> int:
     try:
         nvms = scenario_vms(path)
         cpus = scenario_cpus(path)
+        host_cpus = scenario_host_cpus(path)
         vm_stacks = scenario_vm_stacks(path)
         if args.vm_stacks is not None:
             if vm_stacks is None:
@@ -977,6 +1002,7 @@ def cmd_run(args) -> int:
                             scenario_guest_python(path))
         for vm in vms:
             vm.cpus = cpus
+            vm.host_cpus = host_cpus
             vm.kernel_args = scenario_kernel_args(path)
             if not scenario_runs_kunit(path):
                 vm.kernel_args.append("kunit.enable=0")
