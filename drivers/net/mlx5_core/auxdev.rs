@@ -31,7 +31,9 @@ use crate::memory::doorbell::DbPool;
 pub use crate::memory::doorbell::DoorbellRecord;
 use crate::memory::uar::BfregPool;
 pub use crate::memory::uar::{Bfreg, Uar};
-pub use crate::memory::wq_buf::{RingSpec, RingWriter, WqBuf, WqRing, WqeUnit};
+pub use crate::memory::wq_buf::{
+    RingSpec, RingWriter, SendRingWriter, WqBuf, WqeUnit, SEND_LOG_STRIDE,
+};
 use kernel::{
     auxiliary,
     device::{self, Bound},

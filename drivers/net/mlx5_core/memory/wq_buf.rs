@@ -21,14 +21,10 @@ pub const UNIT: usize = 16;
 /// The largest slot a ring may have, log2 (1 MiB: far more than any WQE).
 const MAX_LOG_STRIDE: u32 = 20;
 
-/// Which ring of a [`WqBuf`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WqRing {
-    /// The receive ring (first in the buffer, as C lays a QP's buffer out).
-    Recv,
-    /// The send ring.
-    Send,
-}
+/// The send ring's slot, log2: C's `MLX5_SEND_WQE_BB`, a 64-byte basic block of four units.
+/// A [`WqBuf`]'s send ring has this stride, so that its writer ([`SendRingWriter`]) computes a
+/// unit's place with constants.
+pub const SEND_LOG_STRIDE: u32 = 6;
 
 /// Where a ring is: `count` slots of `1 << log_stride` bytes at `offset`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,6 +104,21 @@ impl Geometry {
             .wrapping_add((slot as usize).wrapping_shl(self.log_stride))
             .wrapping_add(within)
     }
+
+    /// [`Self::unit_offset`] for a geometry whose `log_stride` is `LOG` (the caller's promise):
+    /// the unit's slot and place in it are then shifts and masks by constants, which fold
+    /// away where `unit` is a constant (each segment of a WQE builder).
+    #[inline(always)]
+    fn unit_offset_fixed<const LOG: u32>(&self, counter: u32, unit: u32) -> usize {
+        // Wrapping operations: no overflow check compiled in (nor in `RingWriter<0>`'s copy of
+        // this function, never called).
+        let units_log = LOG.wrapping_sub(4);
+        let slot = counter.wrapping_add(unit.wrapping_shr(units_log)) & self.mask;
+        let within = ((unit & (1u32.wrapping_shl(units_log).wrapping_sub(1))) as usize) << 4;
+        self.offset
+            .wrapping_add((slot as usize).wrapping_shl(LOG))
+            .wrapping_add(within)
+    }
 }
 
 /// A 16-byte WQE segment: plain old data whose bytes are what the device reads.
@@ -123,9 +134,13 @@ pub struct WqBuf {
 
 impl WqBuf {
     /// The rings `recv` and `send` in `buf`: `EINVAL` unless each fits in it (a slot count that
-    /// is a power of two, slots of 16 bytes or more, a 16-byte-aligned offset).
+    /// is a power of two, slots of 16 bytes or more, a 16-byte-aligned offset) and a send ring
+    /// has slots of [`SEND_LOG_STRIDE`].
     pub fn new(buf: CoherentBuf, recv: RingSpec, send: RingSpec) -> Result<Self> {
         let len = buf.len();
+        if send.count != 0 && send.log_stride != SEND_LOG_STRIDE {
+            return Err(EINVAL);
+        }
         Ok(Self {
             recv: Geometry::new(recv, len)?,
             send: Geometry::new(send, len)?,
@@ -133,36 +148,51 @@ impl WqBuf {
         })
     }
 
-    /// A writer of `ring`'s units (a copy of its geometry and the buffer's address: kept in
-    /// registers by the caller's loop).
+    /// A writer of the receive ring's units (a copy of its geometry and the buffer's address:
+    /// kept in registers by the caller's loop).
     #[inline(always)]
-    pub fn writer(&self, ring: WqRing) -> RingWriter<'_> {
-        let g = match ring {
-            WqRing::Recv => self.recv,
-            WqRing::Send => self.send,
-        };
-        // INVARIANT: `g` is a geometry of `self.buf`, whose start `base` is, borrowed for `'_`.
+    pub fn recv_writer(&self) -> RingWriter<'_> {
+        // INVARIANT: `recv` is a geometry of `self.buf`, whose start `base` is, borrowed for
+        // `'_`; the stride is read from it (`0`).
         RingWriter {
             base: self.buf.as_mut_ptr(),
-            g,
+            g: self.recv,
+            _buf: PhantomData,
+        }
+    }
+
+    /// A writer of the send ring's units, its stride a constant (see [`Self::recv_writer`]).
+    #[inline(always)]
+    pub fn send_writer(&self) -> SendRingWriter<'_> {
+        // INVARIANT: `send` is a geometry of `self.buf`, whose start `base` is, borrowed for
+        // `'_`; `new` refused a send ring of another stride than `SEND_LOG_STRIDE` (an empty
+        // ring's geometry is never written: its users check the count first).
+        RingWriter {
+            base: self.buf.as_mut_ptr(),
+            g: self.send,
             _buf: PhantomData,
         }
     }
 }
 
-/// Stores the units of one ring of a [`WqBuf`] it borrows.
+/// Stores the units of one ring of a [`WqBuf`] it borrows. `LOG_STRIDE` is the ring's slot,
+/// log2, when fixed (the send ring: [`SendRingWriter`]), or `0` when read from the geometry.
 ///
 /// # Invariants
 ///
-/// `base` is the start of the borrowed buffer and `g` a geometry checked against it.
+/// `base` is the start of the borrowed buffer and `g` a geometry checked against it; when
+/// `LOG_STRIDE` is not `0`, `g.log_stride` is `LOG_STRIDE`.
 #[derive(Clone, Copy)]
-pub struct RingWriter<'a> {
+pub struct RingWriter<'a, const LOG_STRIDE: u32 = 0> {
     base: *mut u8,
     g: Geometry,
     _buf: PhantomData<&'a CoherentBuf>,
 }
 
-impl RingWriter<'_> {
+/// The send ring's writer: slots of [`SEND_LOG_STRIDE`].
+pub type SendRingWriter<'a> = RingWriter<'a, SEND_LOG_STRIDE>;
+
+impl<const LOG_STRIDE: u32> RingWriter<'_, LOG_STRIDE> {
     /// Stores `value`, one 16-byte unit, as unit `unit` of the WQE at producer count `counter`
     /// (the unit's slot is `counter` plus the slots before it, modulo the ring's size): two
     /// volatile 64-bit stores in memory order, no check. Never sleeps.
@@ -179,8 +209,13 @@ impl RingWriter<'_> {
     /// Stores a unit given as two words in memory order (see [`Self::put`]).
     #[inline(always)]
     pub fn put_words(&self, counter: u32, unit: u32, words: [u64; 2]) {
-        let off = self.g.unit_offset(counter, unit);
-        // SAFETY: by `Geometry`'s invariants `off + UNIT` is inside the buffer `base` starts
+        let off = if LOG_STRIDE == 0 {
+            self.g.unit_offset(counter, unit)
+        } else {
+            self.g.unit_offset_fixed::<LOG_STRIDE>(counter, unit)
+        };
+        // SAFETY: by `Geometry`'s invariants (for a fixed stride, the same offset: the
+        // geometry's stride is `LOG_STRIDE`) `off + UNIT` is inside the buffer `base` starts
         // (the type's invariants), which outlives `self`; `off` is a multiple of 16 from a
         // page-aligned start, so both 8-byte words are aligned. The memory is shared with the
         // device, hence volatile stores (as `kernel::io`'s `copy_write`); no reference into it
@@ -240,6 +275,11 @@ mod tests {
             for u in [0, 1, 31, 1000, u32::MAX] {
                 assert!(g.unit_offset(c, u) + UNIT <= 4352);
                 assert!(r.unit_offset(c, u) + UNIT <= 256);
+                // The send ring's writer, with the stride a constant, finds the same place.
+                assert_eq!(
+                    g.unit_offset_fixed::<SEND_LOG_STRIDE>(c, u),
+                    g.unit_offset(c, u)
+                );
             }
         }
         Ok(())

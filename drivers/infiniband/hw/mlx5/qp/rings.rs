@@ -39,7 +39,9 @@ use kernel::{
         Arc, SpinLockIrq,
     },
 };
-use mlx5_core::auxdev::{Bfreg, CoherentBuf, DoorbellRecord, RingSpec, RingWriter, WqBuf, WqRing};
+use mlx5_core::auxdev::{
+    Bfreg, CoherentBuf, DoorbellRecord, RingSpec, SendRingWriter, WqBuf, SEND_LOG_STRIDE,
+};
 use zerocopy::FromBytes;
 
 /// Doorbell record words.
@@ -144,7 +146,7 @@ impl QpShared {
         };
         let send = RingSpec {
             offset: (rqs.wqe_cnt as usize) << rqs.wqe_shift,
-            log_stride: SEND_WQE_BB_LOG,
+            log_stride: SEND_LOG_STRIDE,
             count: sqs.wqe_cnt,
         };
         let wq = WqBuf::new(buf, recv, send)?;
@@ -351,14 +353,11 @@ fn sq_entries(n: u32) -> Result<KVec<SqEntry>> {
     Ok(k)
 }
 
-/// Log2 of a send basic block (`MLX5_SEND_WQE_BB`, 64 bytes).
-const SEND_WQE_BB_LOG: u32 = 6;
-
 /// The send ring as a [`WqeSink`]: the WQE starting at producer count `cur_post` is written in
 /// place, each 16-byte unit with two volatile 64-bit stores, its basic blocks wrapping at the ring's end
 /// (a mask per slot, no bounds check: `WqBuf` checked the ring once).
 struct SendRing<'a> {
-    ring: RingWriter<'a>,
+    ring: SendRingWriter<'a>,
     /// The WQE's first basic block (a producer count: the slot is its low bits).
     cur_post: u32,
 }
@@ -508,7 +507,7 @@ impl QpShared {
         &self,
         wrs: &[T],
         wr_id: impl Fn(&T) -> u64,
-        mut write: impl FnMut(&T, u32, u32, &RingWriter<'_>) -> Result<(u32, [u8; 8])>,
+        mut write: impl FnMut(&T, u32, u32, &SendRingWriter<'_>) -> Result<(u32, [u8; 8])>,
     ) -> Result<(), PostError> {
         let s = self;
         let cnt = s.sqs.wqe_cnt;
@@ -518,7 +517,7 @@ impl QpShared {
         let mut sq = s.sq.lock();
         let tail = s.sq_done.tail.load(Acquire);
         let qpn = s.qpn();
-        let ring = s.wq.writer(WqRing::Send);
+        let ring = s.wq.send_writer();
         let mut nreq = 0u32;
         let mut last = [0u8; 8];
         let mut result = Ok(());
@@ -576,7 +575,7 @@ impl QpShared {
         }
         let mut rq = s.rq.lock();
         let tail = s.rq_done.tail.load(Acquire);
-        let ring = s.wq.writer(WqRing::Recv);
+        let ring = s.wq.recv_writer();
         let mut nreq = 0u32;
         let mut result = Ok(());
         for (i, wr) in wrs.iter().enumerate() {
