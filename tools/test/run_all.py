@@ -74,6 +74,21 @@ def style_checks(tally, args, during=()):
     print((p.stdout + p.stderr)[-4000:], flush=True)
     tally.add("style: no import cycle in any crate", int(p.returncode == 0), int(p.returncode != 0))
 
+    # The C ABI's contract (docs/c-abi.md): the list of C ib_core's exports that the C modules
+    # meant to load on the Rust core import must be what this build's C modules import; then how
+    # much of it our modules export (a figure, not a check: the work is under way).
+    header("style: the C ABI's contract is current")
+    abi = [sys.executable, str(REPO / "tools/dev/c_abi_imports.py")]
+    contract = REPO / "drivers/infiniband/core/c_abi/imports.txt"
+    p = subprocess.run([*abi, "check", args.ktree, str(REPO / "out/verbs-twin")], cwd=REPO,
+                       capture_output=True, text=True)
+    cover = subprocess.run([*abi, "cover", str(contract), str(REPO / "out/modules/ib_core.ko"),
+                            str(REPO / "out/modules/ib_uverbs.ko")], cwd=REPO, capture_output=True, text=True)
+    # The figure only (the list of what is missing is long while little is done).
+    figure = cover.stdout.splitlines()[:1] or [cover.stderr.strip()]
+    print((p.stdout + p.stderr)[-4000:] + figure[0], flush=True)
+    tally.add("style: the C ABI's contract is current", int(p.returncode == 0), int(p.returncode != 0))
+
     mo = REPO / "out/clippy"
     shutil.rmtree(mo, ignore_errors=True)
     mo.mkdir(parents=True)
