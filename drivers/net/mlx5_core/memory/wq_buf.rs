@@ -94,15 +94,15 @@ impl Geometry {
     /// The byte offset of unit `unit` of the WQE at producer count `counter`: its slot is
     /// `counter` plus the whole slots `unit` spans, masked. In the buffer, with room for a unit,
     /// whatever the arguments (the type's invariants).
-    /// No arithmetic here can overflow (the invariants bound every term): it is written with
-    /// wrapping operations so that no overflow check is compiled in.
     #[inline(always)]
     fn unit_offset(&self, counter: u32, unit: u32) -> usize {
-        let slot = counter.wrapping_add(unit.wrapping_shr(self.units_log)) & self.mask;
-        let within = ((unit & self.unit_mask) as usize) << 4;
-        self.offset
-            .wrapping_add((slot as usize).wrapping_shl(self.log_stride))
-            .wrapping_add(within)
+        self.place(
+            counter,
+            unit,
+            self.log_stride,
+            self.units_log,
+            self.unit_mask,
+        )
     }
 
     /// [`Self::unit_offset`] for a geometry whose `log_stride` is `LOG` (the caller's promise):
@@ -110,13 +110,29 @@ impl Geometry {
     /// away where `unit` is a constant (each segment of a WQE builder).
     #[inline(always)]
     fn unit_offset_fixed<const LOG: u32>(&self, counter: u32, unit: u32) -> usize {
-        // Wrapping operations: no overflow check compiled in (nor in `RingWriter<0>`'s copy of
-        // this function, never called).
+        // Wrapping: no overflow check compiled in (nor in `RingWriter<0>`'s copy of this
+        // function, never called).
         let units_log = LOG.wrapping_sub(4);
+        let unit_mask = 1u32.wrapping_shl(units_log).wrapping_sub(1);
+        self.place(counter, unit, LOG, units_log, unit_mask)
+    }
+
+    /// The formula of [`Self::unit_offset`], given the stride, log2, the units per slot, log2,
+    /// and their mask. No arithmetic here can overflow (the invariants bound every term): it is
+    /// written with wrapping operations so that no overflow check is compiled in.
+    #[inline(always)]
+    fn place(
+        &self,
+        counter: u32,
+        unit: u32,
+        log_stride: u32,
+        units_log: u32,
+        unit_mask: u32,
+    ) -> usize {
         let slot = counter.wrapping_add(unit.wrapping_shr(units_log)) & self.mask;
-        let within = ((unit & (1u32.wrapping_shl(units_log).wrapping_sub(1))) as usize) << 4;
+        let within = ((unit & unit_mask) as usize) << 4;
         self.offset
-            .wrapping_add((slot as usize).wrapping_shl(LOG))
+            .wrapping_add((slot as usize).wrapping_shl(log_stride))
             .wrapping_add(within)
     }
 }
