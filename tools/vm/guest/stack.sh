@@ -66,6 +66,15 @@ $(cat /tmp/lp-client)
 $(cat /tmp/lp-server)"
 }
 
+# perftest_row TOOL ARGS...: one perftest run looped back through mlx5_0's port, server and client
+# pinned to CPU 0 (the benchmarks'); prints the client's result row (its last line of numbers), or
+# fails when either side did (their output stays in /tmp/lp-client and /tmp/lp-server).
+perftest_row() {
+	loopback_pair 200 180 taskset 1 "$@" -d mlx5_0 -i 1
+	[ $LP_CLIENT_RC = 0 ] && [ $LP_SERVER_RC = 0 ] || return 1
+	grep -E '^ *[0-9]+ +[0-9]+ +[0-9.]+' /tmp/lp-client | tail -n 1
+}
+
 # stack_loaded: lists the stack's modules currently loaded.
 stack_loaded() {
 	while read -r _m; do grep -q "^$_m " /proc/modules && echo "$_m"; done <"$stack_dir/order"

@@ -16,18 +16,11 @@
 
 ROUNDS=3
 
-# perf_value <tool> <args...>: one loopback run; its client's result row on stdout.
-perf_row() {
-	loopback_pair 200 180 taskset 1 "$@" -d mlx5_0 -i 1
-	[ $LP_CLIENT_RC = 0 ] && [ $LP_SERVER_RC = 0 ] || return 1
-	grep -E '^ *[0-9]+ +[0-9]+ +[0-9.]+' /tmp/lp-client | tail -n 1
-}
-
 round() {
-	_bw=$(perf_row ib_write_bw -s 4096 -n 5000) || return 1
+	_bw=$(perftest_row ib_write_bw -s 4096 -n 5000) || return 1
 	# #bytes #iterations BW peak[MB/sec] BW average[MB/sec] MsgRate[Mpps]
 	echo "# bench write_bw_kbps $(echo "$_bw" | awk '{ printf "%d", $4 * 1000 }')"
-	_lat=$(perf_row ib_send_lat -s 2 -n 2000) || return 1
+	_lat=$(perftest_row ib_send_lat -s 2 -n 2000) || return 1
 	# #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9% (usec)
 	case "$_lat" in *inf*) return 1 ;; esac
 	echo "# bench send_lat_ns $(echo "$_lat" | awk '{ printf "%d", $5 * 1000 }')"
