@@ -164,8 +164,8 @@ impl Drop for PinnedPages {
 /// # Invariants
 ///
 /// `sgt` holds a scatter list built from `pinned`'s pages and mapped with
-/// `dma_map_sgtable(dev, sgt, dir)`; it is unmapped and freed only by `drop`, before `pinned`
-/// is unpinned.
+/// `dma_map_sgtable(dev, sgt, dir, MAP_ATTRS)`; it is unmapped and freed only by `drop`, before
+/// `pinned` is unpinned.
 pub struct DmaMappedPages {
     sgt: KBox<Opaque<bindings::sg_table>>,
     dev: ARef<Device>,
@@ -174,6 +174,12 @@ pub struct DmaMappedPages {
     len: usize,
     pinned: PinnedPages,
 }
+
+/// The attributes of every mapping: coherent DMA required (C's `ib_umem_get` maps user memory
+/// with `DMA_ATTR_REQUIRE_COHERENT`). Memory a device reads and writes at any time while it is
+/// registered cannot go through a bounce buffer, whose copies are made only at map and unmap
+/// time: such a mapping fails instead, and unmapping has nothing to copy back.
+const MAP_ATTRS: c_ulong = bindings::DMA_ATTR_REQUIRE_COHERENT as c_ulong;
 
 // SAFETY: The mapping is a property of the device and the memory, not of a thread.
 unsafe impl Send for DmaMappedPages {}
@@ -216,8 +222,9 @@ impl DmaMappedPages {
             )
         })?;
         // SAFETY: `sgt` was just filled; `dev` is bound (caller's promise).
-        let mapped =
-            to_result(unsafe { bindings::dma_map_sgtable(dev.as_raw(), sgt.get(), dir.into(), 0) });
+        let mapped = to_result(unsafe {
+            bindings::dma_map_sgtable(dev.as_raw(), sgt.get(), dir.into(), MAP_ATTRS)
+        });
         if let Err(e) = mapped {
             // SAFETY: The table was allocated above and is not mapped.
             unsafe { bindings::sg_free_table(sgt.get()) };
@@ -289,7 +296,12 @@ impl Drop for DmaMappedPages {
         // caller's promise at `map`); it is unmapped and freed only here. `pinned` is unpinned
         // after this body, when the fields drop.
         unsafe {
-            bindings::dma_unmap_sgtable(self.dev.as_raw(), self.sgt.get(), self.dir.into(), 0);
+            bindings::dma_unmap_sgtable(
+                self.dev.as_raw(),
+                self.sgt.get(),
+                self.dir.into(),
+                MAP_ATTRS,
+            );
             bindings::sg_free_table(self.sgt.get());
         }
     }
