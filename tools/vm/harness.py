@@ -46,10 +46,12 @@ STACK_MODULES = {
 # insmod them). The C stack's ib_verbs_client is the C twin of the Rust sample (tools/verbs-twin,
 # given with --verbs-twin), so that a scenario insmods $stack_dir/ib_verbs_client.ko on both; so
 # is its ib_verbs_bench (the data-path micro-benchmark of `make bench`, next to it).
+# ib_c_clients (tools/verbs-twin too) is one C module for both stacks: C ib_core clients that
+# load on the Rust core through its C ABI.
 STACK_EXTRAS = {
     "rust": ["mlx5_test_interface", "ib_test_provider", "ib_verbs_client", "ib_mad_agent", "ib_verbs_bench",
-             "ib_verbs_peer"],
-    "c": ["ib_verbs_client", "ib_verbs_bench", "ib_verbs_peer"],
+             "ib_verbs_peer", "ib_c_clients"],
+    "c": ["ib_verbs_client", "ib_verbs_bench", "ib_verbs_peer", "ib_c_clients"],
 }
 # Where the C modules sit in the kernel build tree.
 C_MODULE_PATHS = {
@@ -527,9 +529,14 @@ def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[
 def module_paths(args, stack: str) -> dict[str, Path]:
     if stack == "rust" and args.rust_modules is None:  # the in-tree build (`use_intree_build`)
         return {m: Path(args.kernel_tree) / "drivers" / f"{m}.ko" for m in STACK_MODULES["rust"]}
+    # C modules built once against include/rdma/ (tools/verbs-twin) that load on either stack.
+    c_abi = {}
+    if args.verbs_twin:
+        c_abi["ib_c_clients"] = Path(args.verbs_twin).with_name("ib_c_clients.ko")
     if stack == "rust":
-        return {m: Path(args.rust_modules) / f"{m}.ko" for m in STACK_MODULES["rust"] + STACK_EXTRAS["rust"]}
-    paths = {m: Path(args.kernel_tree) / C_MODULE_PATHS[m] for m in STACK_MODULES["c"]}
+        paths = {m: Path(args.rust_modules) / f"{m}.ko" for m in STACK_MODULES["rust"] + STACK_EXTRAS["rust"]}
+        return paths | c_abi
+    paths = {m: Path(args.kernel_tree) / C_MODULE_PATHS[m] for m in STACK_MODULES["c"]} | c_abi
     paths["ib_verbs_client"] = Path(args.verbs_twin or "verbs-twin-not-given/ib_verbs_client.ko")
     paths["ib_verbs_bench"] = paths["ib_verbs_client"].with_name("ib_verbs_bench.ko")
     paths["ib_verbs_peer"] = paths["ib_verbs_client"].with_name("ib_verbs_peer.ko")

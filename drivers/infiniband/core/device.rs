@@ -23,6 +23,7 @@ pub(crate) mod workqueues;
 
 use crate::{
     attrs::{DeviceAttr, PortImmutable},
+    c_abi::face::CFace,
     device::class::class,
     device::events::EventType,
     device::ib_device::{read_ports, Domain},
@@ -117,7 +118,13 @@ impl Registration {
             Some(class) => Some(unsafe { DeviceSysfs::new(class, &dev)? }),
             None => None,
         };
-        registry::enable(reserved, &dev, sysfs)?;
+        // The C structure C clients are handed (the product's devices: C modules see no other).
+        let face = if domain == Domain::Live {
+            Some(CFace::new(&dev)?)
+        } else {
+            None
+        };
+        registry::enable(reserved, &dev, sysfs, face)?;
         if domain == Domain::Live {
             monitor::device_event(&dev, Event::Register);
         }

@@ -12,6 +12,8 @@ pub mod addr;
 pub mod attrs;
 /// Big-endian fields (MADs, SMPs, CQEs).
 pub mod be;
+/// What C modules link to: C's names and structures.
+mod c_abi;
 /// The character-device classes and open-file lists of ib_uverbs and ib_umad.
 pub mod chardev;
 /// The loaded module.

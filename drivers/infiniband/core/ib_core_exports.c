@@ -9,3 +9,5 @@
 #define EXPORT_SYMBOL_RUST_GPL(sym) extern int sym; EXPORT_SYMBOL_GPL(sym)
 
 #include "exports_ib_core_generated.h"
+
+#include "c_abi/exports.h"

@@ -27,6 +27,7 @@
 //! and netlink, lookups and the product's clients never see them.
 
 use crate::{
+    c_abi::face::CFace,
     device::ib_device::{DeviceRef, Domain, IbDevice},
     device::names::{self, Name},
     netlink as rdma_nl,
@@ -88,13 +89,27 @@ pub struct ChardevInfo {
     pub driver_id: Option<u32>,
 }
 
-/// The registry's view of a client registration.
-trait Attached: Sync {
-    fn attach(&self, dev: &Arc<IbDevice>);
-    fn detach(&self, dev: &IbDevice);
-    fn chardev_name(&self) -> Option<&'static CStr>;
+/// The registry's view of a client registration: a Rust one ([`ClientRegistration`]) or a C
+/// module's `struct ib_client` ([`crate::c_abi::clients`]). Called with the registry locked.
+pub(crate) trait Attached: Sync {
+    /// `dev` is available (`face`: its C structure, for the product's devices).
+    fn attach(&self, dev: &Arc<IbDevice>, face: Option<&CFace>);
+    /// `dev` goes away, or the client does.
+    fn detach(&self, dev: &IbDevice, face: Option<&CFace>);
+    /// `face`'s device has a new name (C's `rename` callback).
+    fn renamed(&self, _face: &CFace) {}
+    /// The client's character device name for netlink's `GET_CHARDEV`.
+    fn chardev_name(&self) -> Option<&'static CStr> {
+        None
+    }
     /// `None` when the client is not attached to `dev`.
-    fn chardev_info(&self, dev: &IbDevice, port: Option<u32>) -> Option<Result<ChardevInfo>>;
+    fn chardev_info(&self, _dev: &IbDevice, _port: Option<u32>) -> Option<Result<ChardevInfo>> {
+        None
+    }
+    /// The C module's client structure behind it (null: a Rust client).
+    fn c_client(&self) -> *mut bindings::ib_client {
+        core::ptr::null_mut()
+    }
 }
 
 /// A registered client, by address of its pinned registration.
@@ -120,6 +135,8 @@ struct Entry {
     registered: bool,
     /// The device's sysfs presence, from phase 2 until [`release`].
     sysfs: Option<DeviceSysfs>,
+    /// The device's C structure, from phase 2 until [`release`] (the product's devices).
+    face: Option<CFace>,
 }
 
 /// A network namespace other than the initial one, listed from its `init` to its `exit` (C's
@@ -144,6 +161,9 @@ pub(crate) struct Registry {
     next_index: u32,
     /// The other network namespaces (the product's registry only).
     nets: KVec<OtherNet>,
+    /// The `client_id` the next C client gets (C's `highest_client_id`): ids follow
+    /// registration order, and the newest client's is taken back when it unregisters.
+    next_c_client_id: u32,
 }
 
 impl Registry {
@@ -153,6 +173,7 @@ impl Registry {
             clients: KVec::new(),
             next_index: 0,
             nets: KVec::new(),
+            next_c_client_id: 0,
         }
     }
 
@@ -162,10 +183,15 @@ impl Registry {
 
     /// The registered devices, in index order (entries are kept sorted by index).
     fn registered(&self) -> impl Iterator<Item = &Arc<IbDevice>> {
+        self.registered_with_faces().map(|(d, _)| d)
+    }
+
+    /// The registered devices with their C structures, in index order.
+    fn registered_with_faces(&self) -> impl Iterator<Item = (&Arc<IbDevice>, Option<&CFace>)> {
         self.devices
             .iter()
             .filter(|e| e.registered)
-            .filter_map(|e| e.dev.as_ref())
+            .filter_map(|e| Some((e.dev.as_ref()?, e.face.as_ref())))
     }
 }
 
@@ -293,6 +319,7 @@ fn reserve_in(reg: &mut Registry, domain: Domain, template: &[u8]) -> Result<Res
         dev: None,
         registered: false,
         sysfs: None,
+        face: None,
     };
     reg.devices
         .insert_within_capacity(at, entry)
@@ -306,7 +333,8 @@ fn reserve_in(reg: &mut Registry, domain: Domain, template: &[u8]) -> Result<Res
 
 /// Phase 2: the device becomes visible with its sysfs presence, every client gets `add`, in
 /// registration order, and then sysfs sends the `add` uevent (C's `enable_device_and_get`, then
-/// `ib_device_notify_register`). A device without a class (KUnit's) has no sysfs presence.
+/// `ib_device_notify_register`). A device without a class (KUnit's) has no sysfs presence;
+/// `face` is the device's C structure, which C clients are handed.
 /// First, while devices are shared, its sysfs gets its copy in every other namespace (C's
 /// `add_compat_devs`, which C makes after the clients; here a failure leaves nothing to undo).
 /// On an error the device is not registered and its reservation is released.
@@ -314,6 +342,7 @@ pub(crate) fn enable(
     reserved: Reserved,
     dev: &Arc<IbDevice>,
     mut sysfs: Option<DeviceSysfs>,
+    mut face: Option<CFace>,
 ) -> Result {
     let (domain, index) = (reserved.domain, reserved.index);
     let done = with(domain, |reg| {
@@ -332,8 +361,9 @@ pub(crate) fn enable(
         };
         e.dev = Some(dev.clone());
         e.registered = true;
+        e.face = face.take();
         for c in reg.clients.iter() {
-            c.get().attach(dev);
+            c.get().attach(dev, e.face.as_ref());
         }
         if let Some(sysfs) = sysfs.take() {
             sysfs.announce();
@@ -344,6 +374,7 @@ pub(crate) fn enable(
     if done.is_err() {
         // Outside the lock: removal waits for running callbacks; then the reservation goes.
         drop(sysfs);
+        drop(face);
         drop(reserved);
     } else {
         core::mem::forget(reserved);
@@ -409,26 +440,31 @@ fn take_net(reg: &mut Registry, net: &Net) -> KVec<DeviceTree> {
 /// Hides a device and removes it from every client, latest client first.
 pub(crate) fn disable(dev: &IbDevice) {
     with(dev.domain(), |reg| {
-        match reg.devices.iter_mut().find(|e| e.index == dev.index()) {
-            Some(e) if e.registered => e.registered = false,
-            _ => return,
+        let Some(e) = reg.devices.iter_mut().find(|e| e.index == dev.index()) else {
+            return;
+        };
+        if !e.registered {
+            return;
         }
+        e.registered = false;
+        let face = e.face.as_ref();
         for c in reg.clients.iter().rev() {
-            c.get().detach(dev);
+            c.get().detach(dev, face);
         }
     })
 }
 
 /// Removes a device's sysfs presence (outside the lock: removal waits for running `show` and
-/// `store` callbacks), then frees its name and index.
+/// `store` callbacks) and its C structure, then frees its name and index.
 pub(crate) fn release(domain: Domain, index: u32) {
-    let sysfs = with(domain, |reg| {
-        reg.devices
-            .iter_mut()
-            .find(|e| e.index == index)
-            .and_then(|e| e.sysfs.take())
+    let (sysfs, face) = with(domain, |reg| {
+        match reg.devices.iter_mut().find(|e| e.index == index) {
+            Some(e) => (e.sysfs.take(), e.face.take()),
+            None => (None, None),
+        }
     });
     drop(sysfs);
+    drop(face);
     with(domain, |reg| {
         if let Some(k) = reg.devices.iter().position(|e| e.index == index) {
             let _ = reg.devices.remove(k);
@@ -510,6 +546,15 @@ pub(crate) fn rename(dev: &IbDevice, new: &[u8]) -> Result<bool> {
         }
         reg.devices[k].name = name;
         dev.set_name(name);
+        if let Some(face) = reg.devices[k].face.as_ref() {
+            // C's `ib_device_rename`: the name, then each client's `rename`, newest last.
+            if let Err(e) = face.rename(name.as_bytes()) {
+                pr_warn!("no memory for the C name of a renamed device ({e:?})\n");
+            }
+            for c in reg.clients.iter() {
+                c.get().renamed(face);
+            }
+        }
         Ok(true)
     })
 }
@@ -519,6 +564,54 @@ pub(crate) fn rename(dev: &IbDevice, new: &[u8]) -> Result<bool> {
 pub(crate) fn with_sysfs<R>(index: u32, f: impl FnOnce(Option<&DeviceSysfs>) -> R) -> R {
     with(Domain::Test, |reg| {
         f(reg.entry(index).and_then(|e| e.sysfs.as_ref()))
+    })
+}
+
+/// Lists a C module's client and attaches it to every registered device, in index order (C's
+/// `ib_register_client`): it gets the next C client id first.
+///
+/// # Safety
+///
+/// `client` stays valid and pinned until [`unlist_c_client`] returns it; `raw` is its C
+/// structure, valid as long.
+pub(crate) unsafe fn list_c_client(
+    client: NonNull<dyn Attached>,
+    raw: *mut bindings::ib_client,
+) -> Result {
+    with(Domain::Live, |reg| {
+        reg.clients.reserve(1, GFP_KERNEL)?;
+        // SAFETY: `raw` is valid (contract); the id is written before any callback runs.
+        unsafe { (*raw).client_id = reg.next_c_client_id };
+        reg.next_c_client_id += 1;
+        reg.clients
+            .push_within_capacity(ClientPtr(client))
+            .map_err(|_| ENOMEM)?;
+        // SAFETY: `client` is valid (contract).
+        let c = unsafe { client.as_ref() };
+        for (d, face) in reg.registered_with_faces() {
+            c.attach(d, face);
+        }
+        Ok(())
+    })
+}
+
+/// Unlists the C client whose structure is `raw` after removing it from every registered
+/// device, in index order (C's `ib_unregister_client`); returns what [`list_c_client`] was
+/// given, for the caller to free, or `None` if no such client is listed.
+pub(crate) fn unlist_c_client(raw: *mut bindings::ib_client) -> Option<NonNull<dyn Attached>> {
+    with(Domain::Live, |reg| {
+        let k = reg.clients.iter().position(|c| c.get().c_client() == raw)?;
+        let client = reg.clients.remove(k).ok()?;
+        for (d, face) in reg.registered_with_faces() {
+            client.get().detach(d, face);
+        }
+        // SAFETY: `raw` is the listed client's structure, valid until it is unlisted (the
+        // contract of `list_c_client`).
+        let id = unsafe { (*raw).client_id };
+        if id + 1 == reg.next_c_client_id {
+            reg.next_c_client_id = id;
+        }
+        Some(client.0)
     })
 }
 
@@ -570,8 +663,8 @@ impl<C: Client + 'static> ClientRegistration<C> {
                     reg.clients.push(ClientPtr(ptr), GFP_KERNEL)?;
                     // SAFETY: `this` is fully initialized and pinned.
                     let r = unsafe { ptr.as_ref() };
-                    for d in reg.registered() {
-                        r.attach(d);
+                    for (d, face) in reg.registered_with_faces() {
+                        r.attach(d, face);
                     }
                     Ok(())
                 })?;
@@ -598,15 +691,15 @@ impl<C: Client + 'static> PinnedDrop for ClientRegistration<C> {
             {
                 let _ = reg.clients.remove(k);
             }
-            for d in reg.registered() {
-                this.detach(d);
+            for (d, face) in reg.registered_with_faces() {
+                this.detach(d, face);
             }
         })
     }
 }
 
 impl<C: Client + 'static> Attached for ClientRegistration<C> {
-    fn attach(&self, dev: &Arc<IbDevice>) {
+    fn attach(&self, dev: &Arc<IbDevice>, _face: Option<&CFace>) {
         if C::NEEDS_KVERBS && !dev.kverbs_provider() {
             return;
         }
@@ -624,7 +717,7 @@ impl<C: Client + 'static> Attached for ClientRegistration<C> {
         }
     }
 
-    fn detach(&self, dev: &IbDevice) {
+    fn detach(&self, dev: &IbDevice, _face: Option<&CFace>) {
         let data = {
             let mut d = self.data.lock();
             match d.iter().position(|(i, _)| *i == dev.index()) {

@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! ib_core's C ABI: what C modules built against `include/rdma/*.h` link to (docs/c-abi.md).
+//! The contract is `c_abi/imports.txt`; the functions are exported with C's names by
+//! `c_abi/exports.h`.
+
+/// C modules' clients: registration and client data.
+pub(crate) mod clients;
+/// The C structure of a registered device.
+pub(crate) mod face;
+/// Device and port queries.
+pub(crate) mod queries;

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ib_core's C ABI: the functions of drivers/infiniband/core/c_abi/ (Rust, with C's names and
+ * signatures), exported as C's ib_core exports them (EXPORT_SYMBOL or EXPORT_SYMBOL_GPL, the
+ * same choice per symbol), so that C modules built against include/rdma/ link to this core.
+ * Included by ib_core_exports.c. The contract they come from: c_abi/imports.txt.
+ */
+
+#define EXPORT_C_ABI(sym) extern int sym; EXPORT_SYMBOL(sym)
+
+/* c_abi/clients.rs */
+EXPORT_C_ABI(ib_register_client);
+EXPORT_C_ABI(ib_unregister_client);
+EXPORT_C_ABI(ib_set_client_data);
+
+/* c_abi/queries.rs */
+EXPORT_C_ABI(ib_query_port);

@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The C face of a registered device ([`CFace`]): the `struct ib_device` that C modules are
+//! handed (a client's `add` and `remove`) and read through `include/rdma/*.h`'s inline
+//! functions: its name, node type and GUID, port count and per-port immutable data
+//! (`rdma_cap_*`, `rdma_protocol_*`), attributes, and the client data that
+//! `ib_get_client_data` loads from its `client_data` xarray.
+//!
+//! The core's part sits in front of the C structure in one allocation, where C code never
+//! looks (docs/c-abi.md, decision 1): the device the face stands for. The structure's
+//! `struct device` is initialised, named as the device and given its parent, so that C's
+//! `dev_name(&ibdev->dev)`, `ibdev->dev.parent` and `get_device`/`put_device` work; it is not
+//! yet the class device in `/sys/class/infiniband` (that one is still the core's own: it moves
+//! into this structure with `_ib_alloc_device`, the C drivers' step). The allocation is freed
+//! by the device's release when its last reference goes.
+
+use crate::{
+    attrs::{DeviceAttr, PortImmutable},
+    device::ib_device::IbDevice,
+};
+use core::{
+    ptr::{self, NonNull},
+    sync::atomic::{AtomicPtr, Ordering},
+};
+use kernel::{
+    bindings,
+    device_raw::raw_device,
+    ffi::{c_char, c_int},
+    prelude::*,
+    sync::Arc,
+    types::Opaque,
+};
+
+/// `CLIENT_DATA_REGISTERED` (C's device.c): the `client_data` mark of the clients whose `add`
+/// has completed, so that their `remove` is due.
+pub(crate) const CLIENT_DATA_REGISTERED: bindings::xa_mark_t = 1;
+
+/// The allocation: the core's part first, then the C structure.
+#[repr(C)]
+struct Alloc {
+    /// The device the face stands for, while the [`CFace`] lives (null afterwards).
+    owner: AtomicPtr<IbDevice>,
+    /// The port data `ib.port_data` points to: one entry per port and one before them (C
+    /// indexes it by port number, from 1).
+    ports: KVec<Opaque<bindings::ib_port_data>>,
+    /// What C modules see.
+    ib: Opaque<bindings::ib_device>,
+}
+
+/// The `struct device` inside `ib` (an anonymous union's member in C: `dev`, or `coredev.dev`).
+fn dev_of(ib: *mut bindings::ib_device) -> *mut bindings::device {
+    // SAFETY: Only the field's address is computed; the union's `dev` is at its start.
+    unsafe { (&raw mut (*ib).__bindgen_anon_1).cast() }
+}
+
+/// Frees the allocation when the face's `struct device` loses its last reference.
+///
+/// # Safety
+///
+/// Called by the driver core, once, for the device of a face made by [`CFace::new`].
+unsafe extern "C" fn release(dev: *mut bindings::device) {
+    // SAFETY: `dev` is at the start of the union that is `ib`'s field (`dev_of`), and `ib` is a
+    // field of an `Alloc` made by `KBox::into_raw` (contract).
+    let alloc = unsafe {
+        let ib = dev
+            .cast::<u8>()
+            .sub(core::mem::offset_of!(bindings::ib_device, __bindgen_anon_1))
+            .cast::<Opaque<bindings::ib_device>>();
+        kernel::container_of!(ib, Alloc, ib)
+    };
+    // SAFETY: The last reference is gone: nothing reads the allocation any more; it was made by
+    // `KBox::into_raw` (contract) and is freed once.
+    drop(unsafe { KBox::from_raw(alloc) });
+}
+
+/// The C face of a registered device; dropping it detaches it from the device (the C
+/// structure then outlives it only as long as someone holds a reference to its `dev`).
+///
+/// # Invariants
+///
+/// `alloc` is a live `Alloc` whose `ib.dev` is initialised and holds the reference this face
+/// drops; its `owner` points to `_owner`'s device while the face lives.
+pub(crate) struct CFace {
+    alloc: NonNull<Alloc>,
+    /// Keeps the device the allocation points to alive.
+    _owner: Arc<IbDevice>,
+}
+
+// SAFETY: The C structure is read by any thread; what the core writes after setup (the name,
+// the client data) is written under the registry lock or through the xarray's own lock.
+unsafe impl Send for CFace {}
+// SAFETY: As above.
+unsafe impl Sync for CFace {}
+
+/// A count as C's `int` field holds it (at most `INT_MAX`; the driver's counts fit).
+pub(crate) fn int(v: u32) -> c_int {
+    c_int::try_from(v).unwrap_or(c_int::MAX)
+}
+
+/// Copies `src` into the C string `dst`, truncated to leave room for the NUL.
+fn set_c_string(dst: &mut [c_char], src: &[u8]) {
+    let n = src.len().min(dst.len().saturating_sub(1));
+    for (d, s) in dst.iter_mut().zip(&src[..n]) {
+        *d = *s as c_char;
+    }
+    for d in dst.iter_mut().skip(n) {
+        *d = 0;
+    }
+}
+
+/// C's `struct ib_device_attr` from what the driver reported.
+fn fill_attrs(a: &mut bindings::ib_device_attr, d: &DeviceAttr) {
+    a.fw_ver = d.fw_ver;
+    a.sys_image_guid = d.sys_image_guid.to_be();
+    a.max_mr_size = d.max_mr_size;
+    a.page_size_cap = d.page_size_cap;
+    a.vendor_id = d.vendor_id;
+    a.vendor_part_id = d.vendor_part_id;
+    a.hw_ver = d.hw_ver;
+    a.max_qp = d.max_qp;
+    a.max_qp_wr = d.max_qp_wr;
+    a.device_cap_flags = u64::from(d.device_cap_flags);
+    a.kernel_cap_flags = if d.local_dma_lkey.is_some() {
+        u64::from(bindings::ib_kernel_cap_flags_IBK_LOCAL_DMA_LKEY)
+    } else {
+        0
+    };
+    a.max_send_sge = d.max_send_sge;
+    a.max_recv_sge = d.max_recv_sge;
+    a.max_sge_rd = d.max_sge_rd;
+    a.max_cq = d.max_cq;
+    a.max_cqe = d.max_cqe;
+    a.max_mr = d.max_mr;
+    a.max_pd = d.max_pd;
+    a.max_qp_rd_atom = d.max_qp_rd_atom;
+    a.max_qp_init_rd_atom = d.max_qp_init_rd_atom;
+    a.max_res_rd_atom = d.max_res_rd_atom;
+    a.atomic_cap = u32::from(d.atomic_cap);
+    a.max_mw = d.max_mw;
+    a.max_mcast_grp = d.max_mcast_grp;
+    a.max_mcast_qp_attach = d.max_mcast_qp_attach;
+    a.max_total_mcast_qp_attach = d.max_total_mcast_qp_attach;
+    a.max_ah = d.max_ah;
+    a.max_srq = d.max_srq;
+    a.max_srq_wr = d.max_srq_wr;
+    a.max_srq_sge = d.max_srq_sge;
+    a.max_pkeys = d.max_pkeys;
+    a.local_ca_ack_delay = d.local_ca_ack_delay;
+    a.timestamp_mask = d.timestamp_mask;
+    a.hca_core_clock = d.hca_core_clock;
+    a.raw_packet_caps = d.raw_packet_caps;
+    a.cq_caps.max_cq_moderation_count = d.max_cq_moderation_count;
+    a.cq_caps.max_cq_moderation_period = d.max_cq_moderation_period;
+}
+
+/// C's `struct ib_port_data` of one port: its immutable data, and the back pointer.
+fn fill_port(p: &mut bindings::ib_port_data, ib: *mut bindings::ib_device, i: &PortImmutable) {
+    p.ib_dev = ib;
+    p.immutable.pkey_tbl_len = i.pkey_tbl_len.into();
+    p.immutable.gid_tbl_len = int(i.gid_tbl_len);
+    p.immutable.core_cap_flags = i.core_cap_flags;
+    p.immutable.max_mad_size = i.max_mad_size;
+}
+
+impl CFace {
+    /// The face of `dev`, which is being registered.
+    pub(crate) fn new(dev: &Arc<IbDevice>) -> Result<Self> {
+        let ports = dev.port_count();
+        let mut port_data = KVec::with_capacity(ports as usize + 1, GFP_KERNEL)?;
+        for _ in 0..=ports {
+            port_data.push(Opaque::zeroed(), GFP_KERNEL)?;
+        }
+        let alloc = KBox::new(
+            Alloc {
+                owner: AtomicPtr::new(Arc::as_ptr(dev).cast_mut()),
+                ports: port_data,
+                ib: Opaque::zeroed(),
+            },
+            GFP_KERNEL,
+        )?;
+        let alloc = KBox::into_raw(alloc);
+        // SAFETY: `alloc` is valid and not shared yet; every pointer below is into it.
+        let ib = unsafe { (*alloc).ib.get() };
+        // SAFETY: As above: the structure is zeroed and ours alone until the face is returned.
+        let c = unsafe { &mut *ib };
+        let name = dev.name();
+        set_c_string(&mut c.name, name.as_bytes());
+        set_c_string(&mut c.node_desc, dev.node_desc().as_bytes());
+        c.node_guid = dev.node_guid().to_be();
+        c.node_type = dev.node_type() as u8;
+        c.phys_port_cnt = ports;
+        c.num_comp_vectors = int(dev.num_comp_vectors());
+        c.index = dev.index();
+        c.set_kverbs_provider(dev.kverbs_provider().into());
+        c.set_use_cq_dim(dev.use_cq_dim().into());
+        c.local_dma_lkey = dev.attr().local_dma_lkey.unwrap_or(0);
+        fill_attrs(&mut c.attrs, dev.attr());
+        // SAFETY: `alloc` is valid (above); its port vector is not touched elsewhere.
+        let port_data = unsafe { &mut (*alloc).ports };
+        for port in 1..=ports {
+            if let (Some(i), Some(p)) = (dev.port_immutable(port), port_data.get(port as usize)) {
+                // SAFETY: `p` is a zeroed entry of the vector, ours alone.
+                fill_port(unsafe { &mut *p.get() }, ib, i);
+            }
+        }
+        c.port_data = port_data.as_mut_ptr().cast();
+        // SAFETY: `client_data` is a zeroed xarray; C's `_ib_alloc_device` makes it an
+        // allocating one (a NULL store then reserves the index, as `add_client_context` needs).
+        unsafe { bindings::xa_init_flags(&raw mut c.client_data, bindings::XA_FLAGS_ALLOC) };
+        // SAFETY: Zeroed; C's counts, set as `enable_device_and_get` leaves them for a
+        // registered device (one reference: the registration's).
+        unsafe {
+            bindings::refcount_set(&raw mut c.refcount, 1);
+            bindings::init_completion(&raw mut c.unreg_completion);
+        }
+        let d = dev_of(ib);
+        // SAFETY: `d` is the zeroed `struct device` of the face. From `device_initialize` on the
+        // device owns the allocation: `put_device` frees it through `release`.
+        unsafe {
+            bindings::device_initialize(d);
+            (*d).release = Some(release);
+            if let Some(parent) = dev.parent() {
+                (*d).parent = raw_device(parent);
+                c.dma_device = raw_device(parent);
+            }
+        }
+        // INVARIANT: initialised above; `dev` is kept alive by the face.
+        let face = Self {
+            // SAFETY: `KBox::into_raw` does not return null.
+            alloc: unsafe { NonNull::new_unchecked(alloc) },
+            _owner: dev.clone(),
+        };
+        face.set_dev_name(name.as_bytes())?;
+        Ok(face)
+    }
+
+    /// The C structure.
+    pub(crate) fn raw(&self) -> *mut bindings::ib_device {
+        // SAFETY: `alloc` is live (type invariant).
+        unsafe { (*self.alloc.as_ptr()).ib.get() }
+    }
+
+    /// Names the face's `struct device` (what C's `dev_name` reads).
+    fn set_dev_name(&self, name: &[u8]) -> Result {
+        let mut buf = [0u8; bindings::IB_DEVICE_NAME_MAX as usize];
+        let n = name.len().min(buf.len() - 1);
+        buf[..n].copy_from_slice(&name[..n]);
+        // SAFETY: The device is initialised (type invariant); `buf` is NUL-terminated and the
+        // format takes one string.
+        kernel::error::to_result(unsafe {
+            bindings::dev_set_name(dev_of(self.raw()), c"%s".as_char_ptr(), buf.as_ptr())
+        })
+    }
+
+    /// The device was renamed (C's `ib_device_rename` copies the name into `name` and renames
+    /// `dev`), under the registry lock.
+    pub(crate) fn rename(&self, name: &[u8]) -> Result {
+        self.set_dev_name(name)?;
+        // SAFETY: The structure is live (type invariant); its name is written only here, under
+        // the registry lock, as C writes it under `devices_rwsem`.
+        set_c_string(unsafe { &mut (*self.raw()).name }, name);
+        Ok(())
+    }
+
+    /// The device a C structure handed to C code stands for, if it is still registered.
+    ///
+    /// # Safety
+    ///
+    /// `ib` is the structure of a [`CFace`] (what C code got from a client's `add`), whose
+    /// `dev` is still referenced (C's contract: between `add` and the end of `remove`, or
+    /// under `ib_device_get`).
+    pub(crate) unsafe fn owner<'a>(ib: *mut bindings::ib_device) -> Option<&'a IbDevice> {
+        // SAFETY: `ib` is a field of a live `Alloc` (contract).
+        let alloc =
+            unsafe { kernel::container_of!(ib.cast::<Opaque<bindings::ib_device>>(), Alloc, ib) };
+        // SAFETY: As above.
+        let owner = unsafe { (*alloc).owner.load(Ordering::Acquire) };
+        // SAFETY: A non-null owner is kept alive by the face, which nulls it before it lets the
+        // device go; C code calls in only while the device is registered (contract).
+        unsafe { owner.as_ref() }
+    }
+}
+
+impl Drop for CFace {
+    fn drop(&mut self) {
+        let ib = self.raw();
+        // SAFETY: The allocation is live (type invariant); from here on C code that still holds
+        // the structure finds no device behind it. The client data is empty (every client was
+        // removed before the face is dropped); its xarray's memory goes, then our reference.
+        unsafe {
+            (*self.alloc.as_ptr())
+                .owner
+                .store(ptr::null_mut(), Ordering::Release);
+            bindings::xa_destroy(&raw mut (*ib).client_data);
+            bindings::put_device(dev_of(ib));
+        }
+    }
+}

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Device and port queries with C's names and signatures: `ib_query_port` (C's
+//! `drivers/infiniband/core/device.c`).
+
+use crate::{
+    attrs::{LinkLayer, PortAttr},
+    c_abi::face::{int, CFace},
+};
+use kernel::{bindings, ffi::c_int, prelude::*};
+
+/// C's `struct ib_port_attr` from what the driver reported.
+fn fill_port_attr(c: &mut bindings::ib_port_attr, a: &PortAttr) {
+    c.state = a.state as bindings::ib_port_state;
+    c.max_mtu = a.max_mtu.into();
+    c.active_mtu = a.active_mtu.into();
+    c.gid_tbl_len = int(a.gid_tbl_len);
+    c.port_cap_flags = a.port_cap_flags;
+    c.max_msg_sz = a.max_msg_sz;
+    c.bad_pkey_cntr = a.bad_pkey_cntr;
+    c.qkey_viol_cntr = a.qkey_viol_cntr;
+    c.pkey_tbl_len = a.pkey_tbl_len;
+    c.sm_lid = a.sm_lid;
+    c.lid = a.lid;
+    c.lmc = a.lmc;
+    c.max_vl_num = a.max_vl_num;
+    c.sm_sl = a.sm_sl;
+    c.subnet_timeout = a.subnet_timeout;
+    c.init_type_reply = a.init_type_reply;
+    c.active_width = a.active_width;
+    c.active_speed = a.active_speed;
+    c.phys_state = a.phys_state;
+    c.port_cap_flags2 = a.port_cap_flags2;
+}
+
+/// C's `ib_query_port`: the attributes of `port_num` of `device` into `port_attr` (zeroed
+/// first); on an InfiniBand port the subnet prefix comes from the GID cache, as C's does.
+/// `-EINVAL` for a port the device does not have, `-ENODEV` for a device no longer registered,
+/// else the driver's error.
+///
+/// # Safety
+///
+/// `device` is a device handed to the caller by a client's `add` and not yet removed from it;
+/// `port_attr` points to a writable `struct ib_port_attr`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_query_port(
+    device: *mut bindings::ib_device,
+    port_num: u32,
+    port_attr: *mut bindings::ib_port_attr,
+) -> c_int {
+    // SAFETY: `device` is a face's structure, referenced by the caller (contract).
+    let Some(dev) = (unsafe { CFace::owner(device) }) else {
+        return ENODEV.to_errno();
+    };
+    if !dev.is_valid_port(port_num) {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: `port_attr` is writable (contract); C zeroes it before the driver fills it.
+    let out = unsafe {
+        core::ptr::write_bytes(port_attr, 0, 1);
+        &mut *port_attr
+    };
+    let attr = match dev.query_port(port_num) {
+        Ok(a) => a,
+        Err(e) => return e.to_errno(),
+    };
+    fill_port_attr(out, &attr);
+    if dev.link_layer(port_num) == Some(LinkLayer::Infiniband) {
+        if let Some(gid) = dev.cached_gid(port_num, 0) {
+            let mut prefix = [0u8; 8];
+            prefix.copy_from_slice(&gid.0[..8]);
+            out.subnet_prefix = u64::from_be_bytes(prefix);
+        }
+    }
+    0
+}

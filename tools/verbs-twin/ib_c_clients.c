@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ib_c_clients: a C module of ib_core clients, built once against include/rdma/ib_verbs.h and
+ * loaded unchanged on either stack (scenario c-abi-clients): on C's ib_core it is the oracle,
+ * on the Rust core it exercises the C ABI (docs/c-abi.md, step 2). Test tool.
+ *
+ * Three clients register in this order: "first" and "second" keep per-device data
+ * (ib_set_client_data) and check it in every later callback through C's inline
+ * ib_get_client_data; "refuser" fails its add, so it must never get remove or rename. Each
+ * callback prints one line; what add prints is what C modules read from struct ib_device
+ * inline (name, node type and GUID, ports, per-port immutable data through rdma_cap_* and
+ * rdma_protocol_*, a few attributes, the parent device) and what ib_query_port returns.
+ */
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <rdma/ib_verbs.h>
+
+struct ctx {
+	struct ib_client *client;
+	struct ib_device *device;
+	unsigned int adds;
+};
+
+static struct ib_client first, second, refuser;
+static unsigned int add_count;
+
+/* What the client's data for @device says: ours (set by our add), or what went wrong. */
+static const char *data_check(struct ib_client *client, struct ib_device *device, void *data)
+{
+	struct ctx *c = data;
+
+	if (!c)
+		return "missing";
+	if (c->client != client || c->device != device)
+		return "someone else's";
+	if (ib_get_client_data(device, client) != data)
+		return "not what ib_get_client_data returns";
+	return "ours";
+}
+
+static void print_port(struct ib_device *device, u32 port)
+{
+	struct ib_port_attr attr;
+	int ret = ib_query_port(device, port, &attr);
+
+	pr_info("ib_c_clients: %s port %u: ib %d, cm %d, mad %d, smi %d, cap_flags 0x%x, gids %d, pkeys %d, max_mad %zu\n",
+		dev_name(&device->dev), port, rdma_protocol_ib(device, port),
+		rdma_cap_ib_cm(device, port), rdma_cap_ib_mad(device, port),
+		rdma_cap_ib_smi(device, port), device->port_data[port].immutable.core_cap_flags,
+		device->port_data[port].immutable.gid_tbl_len,
+		device->port_data[port].immutable.pkey_tbl_len,
+		rdma_max_mad_size(device, port));
+	if (ret) {
+		pr_info("ib_c_clients: %s port %u: ib_query_port: %d\n", dev_name(&device->dev),
+			port, ret);
+		return;
+	}
+	pr_info("ib_c_clients: %s port %u: state %d, phys %u, lid 0x%x, sm_lid 0x%x, lmc %u, mtu %d/%d, width %u, speed %u, gids %d, pkeys %u, cap 0x%x, prefix 0x%016llx\n",
+		dev_name(&device->dev), port, attr.state, attr.phys_state, attr.lid, attr.sm_lid,
+		attr.lmc, attr.active_mtu, attr.max_mtu, attr.active_width, attr.active_speed,
+		attr.gid_tbl_len, attr.pkey_tbl_len, attr.port_cap_flags,
+		(unsigned long long)attr.subnet_prefix);
+}
+
+static int add_one(struct ib_client *client, struct ib_device *device)
+{
+	struct ctx *c;
+	u32 port;
+
+	add_count++;
+	pr_info("ib_c_clients: %s: add %s (index order %u): node type %u, guid %016llx, ports %u-%u, parent %s, dma %s, kverbs %u\n",
+		client->name, dev_name(&device->dev), add_count, device->node_type,
+		(unsigned long long)be64_to_cpu(device->node_guid), rdma_start_port(device),
+		rdma_end_port(device), device->dev.parent ? dev_name(device->dev.parent) : "-",
+		device->dma_device ? dev_name(device->dma_device) : "-",
+		device->kverbs_provider);
+	if (strcmp(device->name, dev_name(&device->dev)))
+		pr_info("ib_c_clients: %s: name %s differs from dev_name\n", client->name,
+			device->name);
+	if (client == &first) {
+		pr_info("ib_c_clients: %s attrs: vendor 0x%x part %u hw %u, max_qp %d max_cq %d max_cqe %d max_mr %d max_pd %d max_srq %d max_sge %d/%d, atomic %d, cap 0x%llx, desc \"%s\"\n",
+			dev_name(&device->dev), device->attrs.vendor_id,
+			device->attrs.vendor_part_id, device->attrs.hw_ver, device->attrs.max_qp,
+			device->attrs.max_cq, device->attrs.max_cqe, device->attrs.max_mr,
+			device->attrs.max_pd, device->attrs.max_srq, device->attrs.max_send_sge,
+			device->attrs.max_recv_sge, device->attrs.atomic_cap,
+			(unsigned long long)device->attrs.device_cap_flags, device->node_desc);
+		rdma_for_each_port(device, port)
+			print_port(device, port);
+		pr_info("ib_c_clients: %s: ib_query_port of port %u: %d\n", dev_name(&device->dev),
+			rdma_end_port(device) + 1,
+			ib_query_port(device, rdma_end_port(device) + 1, &(struct ib_port_attr){}));
+	}
+	if (client == &refuser) {
+		pr_info("ib_c_clients: %s: refuses %s\n", client->name, dev_name(&device->dev));
+		return -EOPNOTSUPP;
+	}
+	if (ib_get_client_data(device, client))
+		pr_info("ib_c_clients: %s: data before it was set\n", client->name);
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return -ENOMEM;
+	c->client = client;
+	c->device = device;
+	ib_set_client_data(device, client, c);
+	pr_info("ib_c_clients: %s: data for %s: %s\n", client->name, dev_name(&device->dev),
+		data_check(client, device, c));
+	return 0;
+}
+
+static void remove_one(struct ib_client *client, struct ib_device *device, void *data)
+{
+	pr_info("ib_c_clients: %s: remove %s, data %s\n", client->name, dev_name(&device->dev),
+		data_check(client, device, data));
+	kfree(data);
+}
+
+static void rename_one(struct ib_client *client, struct ib_device *device, void *data)
+{
+	pr_info("ib_c_clients: %s: renamed to %s (name %s), data %s\n", client->name,
+		dev_name(&device->dev), device->name, data_check(client, device, data));
+}
+
+static int first_add(struct ib_device *d) { return add_one(&first, d); }
+static int second_add(struct ib_device *d) { return add_one(&second, d); }
+static int refuser_add(struct ib_device *d) { return add_one(&refuser, d); }
+static void first_remove(struct ib_device *d, void *p) { remove_one(&first, d, p); }
+static void second_remove(struct ib_device *d, void *p) { remove_one(&second, d, p); }
+static void refuser_remove(struct ib_device *d, void *p) { remove_one(&refuser, d, p); }
+static void first_rename(struct ib_device *d, void *p) { rename_one(&first, d, p); }
+static void second_rename(struct ib_device *d, void *p) { rename_one(&second, d, p); }
+static void refuser_rename(struct ib_device *d, void *p) { rename_one(&refuser, d, p); }
+
+static struct ib_client first = {
+	.name = "first", .add = first_add, .remove = first_remove, .rename = first_rename,
+};
+static struct ib_client second = {
+	.name = "second", .add = second_add, .remove = second_remove, .rename = second_rename,
+};
+static struct ib_client refuser = {
+	.name = "refuser", .add = refuser_add, .remove = refuser_remove,
+	.rename = refuser_rename,
+};
+
+static int __init ib_c_clients_init(void)
+{
+	int ret;
+
+	ret = ib_register_client(&first);
+	if (ret)
+		return ret;
+	ret = ib_register_client(&second);
+	if (ret)
+		goto out_first;
+	ret = ib_register_client(&refuser);
+	if (ret)
+		goto out_second;
+	pr_info("ib_c_clients: registered (ids in order: %d)\n",
+		first.client_id < second.client_id && second.client_id < refuser.client_id);
+	return 0;
+
+out_second:
+	ib_unregister_client(&second);
+out_first:
+	ib_unregister_client(&first);
+	return ret;
+}
+
+static void __exit ib_c_clients_exit(void)
+{
+	ib_unregister_client(&refuser);
+	ib_unregister_client(&second);
+	ib_unregister_client(&first);
+	pr_info("ib_c_clients: unregistered\n");
+}
+
+module_init(ib_c_clients_init);
+module_exit(ib_c_clients_exit);
+MODULE_DESCRIPTION("C ib_core clients loaded on either stack (test tool)");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,111 @@
+# c-abi-clients: a C module's ib_core clients on either stack (issue "ib_core's C ABI", step 2:
+# docs/c-abi.md). tools/verbs-twin/ib_c_clients.ko is built once against the kernel tree's
+# include/rdma/ib_verbs.h and loaded unchanged on both stacks: on C's ib_core it is the oracle,
+# on the Rust core it links to the C ABI's exports (ib_register_client, ib_unregister_client,
+# ib_set_client_data, ib_query_port) and reads the core's struct ib_device through C's inline
+# functions. Three clients ("first", "second", and "refuser", whose add fails) print a line per
+# callback; each step's lines must be the text below, the same on both stacks:
+#   - insmod: add for mlx5_0 in registration order, what C reads of the device (name, node type
+#     and GUID, ports, parent and DMA device, rdma_cap_*/rdma_protocol_* of port 1, immutable
+#     data, attributes, ib_query_port's answer and its EINVAL for a port past the last), the
+#     client data set and read back through C's inline ib_get_client_data;
+#   - rename (`rdma dev set ... name`): rename to the two clients whose add succeeded, with the
+#     new name in dev_name and ib_device.name, and their data; none to "refuser";
+#   - rmmod mlx5_ib: remove in reverse registration order, each with its own data; modprobe
+#     again: add again, in order;
+#   - rmmod ib_c_clients: remove from mlx5_0 as each client unregisters, none for "refuser";
+# then the stack unloads; kmemleak (rust: the device's C structure and the clients' records
+# freed), dmesg.
+# stacks: rust c
+
+# The C stack's lines (the oracle; recorded from it on the emulated ConnectX-5).
+ADD_LINES=$(cat <<'EOF'
+ib_c_clients: first: add mlx5_0 (index order 1): node type 1, guid 0002c90300000100, ports 1-1, parent 0000:01:00.0, dma 0000:01:00.0, kverbs 1
+ib_c_clients: mlx5_0 attrs: vendor 0x2c9 part 4119 hw 0, max_qp 262144 max_cq 16777216 max_cqe 4194303 max_mr 16777216 max_pd 16777216 max_srq 8388608 max_sge 30/32, atomic 1, cap 0x101c20, desc "MT4119 ConnectX5   Mellanox Technologies"
+ib_c_clients: mlx5_0 port 1: ib 1, cm 1, mad 1, smi 1, cap_flags 0x101017, gids 8, pkeys 128, max_mad 256
+ib_c_clients: mlx5_0 port 1: state 4, phys 5, lid 0x6, sm_lid 0x1, lmc 0, mtu 5/5, width 2, speed 32, gids 8, pkeys 128, cap 0x2651e848, prefix 0xfe80000000000000
+ib_c_clients: mlx5_0: ib_query_port of port 2: -22
+ib_c_clients: first: data for mlx5_0: ours
+ib_c_clients: second: add mlx5_0 (index order 2): node type 1, guid 0002c90300000100, ports 1-1, parent 0000:01:00.0, dma 0000:01:00.0, kverbs 1
+ib_c_clients: second: data for mlx5_0: ours
+ib_c_clients: refuser: add mlx5_0 (index order 3): node type 1, guid 0002c90300000100, ports 1-1, parent 0000:01:00.0, dma 0000:01:00.0, kverbs 1
+ib_c_clients: refuser: refuses mlx5_0
+ib_c_clients: registered (ids in order: 1)
+EOF
+)
+RENAME_LINES=$(cat <<'EOF'
+ib_c_clients: first: renamed to cabi0 (name cabi0), data ours
+ib_c_clients: second: renamed to cabi0 (name cabi0), data ours
+EOF
+)
+REMOVE_LINES=$(cat <<'EOF'
+ib_c_clients: second: remove mlx5_0, data ours
+ib_c_clients: first: remove mlx5_0, data ours
+EOF
+)
+READD_LINES=$(cat <<'EOF'
+ib_c_clients: first: add mlx5_0 (index order 4): node type 1, guid 0002c90300000100, ports 1-1, parent 0000:01:00.0, dma 0000:01:00.0, kverbs 1
+ib_c_clients: mlx5_0 attrs: vendor 0x2c9 part 4119 hw 0, max_qp 262144 max_cq 16777216 max_cqe 4194303 max_mr 16777216 max_pd 16777216 max_srq 8388608 max_sge 30/32, atomic 1, cap 0x101c20, desc "MT4119 ConnectX5   Mellanox Technologies"
+ib_c_clients: mlx5_0 port 1: ib 1, cm 1, mad 1, smi 1, cap_flags 0x101017, gids 8, pkeys 128, max_mad 256
+ib_c_clients: mlx5_0 port 1: state 4, phys 5, lid 0x6, sm_lid 0x1, lmc 0, mtu 5/5, width 2, speed 32, gids 8, pkeys 128, cap 0x2651e848, prefix 0xfe80000000000000
+ib_c_clients: mlx5_0: ib_query_port of port 2: -22
+ib_c_clients: first: data for mlx5_0: ours
+ib_c_clients: second: add mlx5_0 (index order 5): node type 1, guid 0002c90300000100, ports 1-1, parent 0000:01:00.0, dma 0000:01:00.0, kverbs 1
+ib_c_clients: second: data for mlx5_0: ours
+ib_c_clients: refuser: add mlx5_0 (index order 6): node type 1, guid 0002c90300000100, ports 1-1, parent 0000:01:00.0, dma 0000:01:00.0, kverbs 1
+ib_c_clients: refuser: refuses mlx5_0
+EOF
+)
+UNREGISTER_LINES=$(cat <<'EOF'
+ib_c_clients: second: remove mlx5_0, data ours
+ib_c_clients: first: remove mlx5_0, data ours
+ib_c_clients: unregistered
+EOF
+)
+
+# The module's lines (the kernel's taint notice for the first out-of-tree module left out: on
+# the Rust stack ib_core is the first).
+lines() { dmesg | sed -n 's/^\[[ 0-9.]*\] //; /taints kernel/d; /^ib_c_clients: /p'; }
+mark() { lines | wc -l; }
+# since <mark>: the module's lines after the first <mark> of them.
+since() { lines | tail -n +$(($1 + 1)); }
+# expect <name> <mark> <text>: the module's lines since <mark> are exactly <text>.
+expect() {
+	_got=$(since "$2")
+	if [ "$_got" = "$3" ]; then
+		ktap_result 0 "$1"
+	else
+		ktap_result 1 "$1" "expected:
+$3
+got:
+$_got"
+	fi
+}
+
+check "load the $STACK stack" load_stack
+wait_for "mlx5_0 port 1 is ACTIVE" 60 'state ACTIVE' rdma link show mlx5_0/1
+
+m=$(mark)
+check "insmod ib_c_clients.ko (one C module for both stacks)" insmod $stack_dir/ib_c_clients.ko
+expect "the clients' add lines: what C reads of mlx5_0, in registration order" $m "$ADD_LINES"
+
+m=$(mark)
+check "rename mlx5_0 to cabi0" rdma dev set mlx5_0 name cabi0
+expect "rename reaches first and second with the new name, not refuser" $m "$RENAME_LINES"
+check "rename it back" rdma dev set cabi0 name mlx5_0
+
+m=$(mark)
+check "rmmod mlx5_ib" rmmod mlx5_ib
+expect "remove in reverse registration order, each with its own data" $m "$REMOVE_LINES"
+m=$(mark)
+check "insmod mlx5_ib again" insmod $stack_dir/mlx5_ib.ko
+wait_for "mlx5_0 port 1 is ACTIVE again" 60 'state ACTIVE' rdma link show mlx5_0/1
+expect "add again, in registration order" $m "$READD_LINES"
+
+m=$(mark)
+check "rmmod ib_c_clients" rmmod ib_c_clients
+expect "remove as each client unregisters, none for refuser" $m "$UNREGISTER_LINES"
+
+check "unload the stack" unload_stack
+[ "$STACK" = rust ] && kmemleak_clean "kmemleak finds no leak"
+dmesg_clean "dmesg has no warnings, oopses or lockdep reports"
