@@ -9,16 +9,21 @@
  * ib_get_client_data; "refuser" fails its add, so it must never get remove or rename. Each
  * callback prints one line; what add prints is what C modules read from struct ib_device
  * inline (name, node type and GUID, ports, per-port immutable data through rdma_cap_* and
- * rdma_protocol_*, a few attributes, the parent device) and what ib_query_port returns.
+ * rdma_protocol_*, a few attributes, the parent device), what ib_query_port returns and
+ * what the core's caches hold (ib_get_cached_pkey, ib_find_cached_pkey,
+ * ib_get_cached_port_state); "first" also registers an event handler (ib_register_event_handler)
+ * that prints each event of the device with the cached port state it sees.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 
 struct ctx {
 	struct ib_client *client;
 	struct ib_device *device;
-	unsigned int adds;
+	struct ib_event_handler handler;
+	bool has_handler;
 };
 
 static struct ib_client first, second, refuser;
@@ -36,6 +41,34 @@ static const char *data_check(struct ib_client *client, struct ib_device *device
 	if (ib_get_client_data(device, client) != data)
 		return "not what ib_get_client_data returns";
 	return "ours";
+}
+
+/* The device's events, with the port state the cache holds when the handler runs. */
+static void on_event(struct ib_event_handler *handler, struct ib_event *event)
+{
+	enum ib_port_state state = IB_PORT_NOP;
+	int ret = ib_get_cached_port_state(event->device, event->element.port_num, &state);
+
+	pr_info("ib_c_clients: %s: event %d port %u (cached state %d, %d)\n",
+		dev_name(&event->device->dev), event->event, event->element.port_num, state, ret);
+}
+
+/* What the core's caches say of @port. */
+static void print_caches(struct ib_device *device, u32 port)
+{
+	u16 pkey = 0, full = 0, limited = 0, absent = 0;
+	enum ib_port_state state = IB_PORT_NOP;
+	int r0 = ib_get_cached_pkey(device, port, 0, &pkey);
+	int r1 = ib_find_cached_pkey(device, port, 0xffff, &full);
+	int r2 = ib_find_cached_pkey(device, port, 0x7fff, &limited);
+	int r3 = ib_find_cached_pkey(device, port, 0x1234, &absent);
+	int r4 = ib_get_cached_pkey(device, port, 1 << 16, &pkey);
+	int r5 = ib_get_cached_port_state(device, port, &state);
+	int r6 = ib_get_cached_port_state(device, port + 1, &state);
+
+	pr_info("ib_c_clients: %s port %u caches: pkey[0] 0x%x (%d), find 0xffff %u (%d), 0x7fff %u (%d), 0x1234 0x%x (%d), pkey[65536] %d, state %d (%d), port %u: %d\n",
+		dev_name(&device->dev), port, pkey, r0, full, r1, limited, r2, absent, r3, r4,
+		state, r5, port + 1, r6);
 }
 
 static void print_port(struct ib_device *device, u32 port)
@@ -85,8 +118,10 @@ static int add_one(struct ib_client *client, struct ib_device *device)
 			device->attrs.max_pd, device->attrs.max_srq, device->attrs.max_send_sge,
 			device->attrs.max_recv_sge, device->attrs.atomic_cap,
 			(unsigned long long)device->attrs.device_cap_flags, device->node_desc);
-		rdma_for_each_port(device, port)
+		rdma_for_each_port(device, port) {
 			print_port(device, port);
+			print_caches(device, port);
+		}
 		pr_info("ib_c_clients: %s: ib_query_port of port %u: %d\n", dev_name(&device->dev),
 			rdma_end_port(device) + 1,
 			ib_query_port(device, rdma_end_port(device) + 1, &(struct ib_port_attr){}));
@@ -102,6 +137,11 @@ static int add_one(struct ib_client *client, struct ib_device *device)
 		return -ENOMEM;
 	c->client = client;
 	c->device = device;
+	if (client == &first) {
+		INIT_IB_EVENT_HANDLER(&c->handler, device, on_event);
+		ib_register_event_handler(&c->handler);
+		c->has_handler = true;
+	}
 	ib_set_client_data(device, client, c);
 	pr_info("ib_c_clients: %s: data for %s: %s\n", client->name, dev_name(&device->dev),
 		data_check(client, device, c));
@@ -110,8 +150,12 @@ static int add_one(struct ib_client *client, struct ib_device *device)
 
 static void remove_one(struct ib_client *client, struct ib_device *device, void *data)
 {
+	struct ctx *c = data;
+
 	pr_info("ib_c_clients: %s: remove %s, data %s\n", client->name, dev_name(&device->dev),
 		data_check(client, device, data));
+	if (c && c->has_handler)
+		ib_unregister_event_handler(&c->handler);
 	kfree(data);
 }
 

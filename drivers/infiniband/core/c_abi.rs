@@ -4,8 +4,12 @@
 //! The contract is `c_abi/imports.txt`; the functions are exported with C's names by
 //! `c_abi/exports.h`.
 
+/// The core's caches: P_Keys, port states.
+pub(crate) mod cache;
 /// C modules' clients: registration and client data.
 pub(crate) mod clients;
+/// C modules' device event handlers.
+pub(crate) mod events;
 /// The C structure of a registered device.
 pub(crate) mod face;
 /// Device and port queries.

@@ -8,7 +8,10 @@
 #   - insmod: add for mlx5_0 in registration order, what C reads of the device (name, node type
 #     and GUID, ports, parent and DMA device, rdma_cap_*/rdma_protocol_* of port 1, immutable
 #     data, attributes, ib_query_port's answer and its EINVAL for a port past the last), the
-#     client data set and read back through C's inline ib_get_client_data;
+#     client data set and read back through C's inline ib_get_client_data, what the core's
+#     caches say (ib_get_cached_pkey, ib_find_cached_pkey, ib_get_cached_port_state);
+#   - the port going down and up (the model's control socket): "first"'s event handler
+#     (ib_register_event_handler) gets each event with the port state the core's cache holds;
 #   - rename (`rdma dev set ... name`): rename to the two clients whose add succeeded, with the
 #     new name in dev_name and ib_device.name, and their data; none to "refuser";
 #   - rmmod mlx5_ib: remove in reverse registration order, each with its own data; modprobe
@@ -24,6 +27,7 @@ ib_c_clients: first: add mlx5_0 (index order 1): node type 1, guid 0002c90300000
 ib_c_clients: mlx5_0 attrs: vendor 0x2c9 part 4119 hw 0, max_qp 262144 max_cq 16777216 max_cqe 4194303 max_mr 16777216 max_pd 16777216 max_srq 8388608 max_sge 30/32, atomic 1, cap 0x101c20, desc "MT4119 ConnectX5   Mellanox Technologies"
 ib_c_clients: mlx5_0 port 1: ib 1, cm 1, mad 1, smi 1, cap_flags 0x101017, gids 8, pkeys 128, max_mad 256
 ib_c_clients: mlx5_0 port 1: state 4, phys 5, lid 0x6, sm_lid 0x1, lmc 0, mtu 5/5, width 2, speed 32, gids 8, pkeys 128, cap 0x2651e848, prefix 0xfe80000000000000
+ib_c_clients: mlx5_0 port 1 caches: pkey[0] 0xffff (0), find 0xffff 0 (0), 0x7fff 0 (0), 0x1234 0xffff (-2), pkey[65536] -22, state 4 (0), port 2: -22
 ib_c_clients: mlx5_0: ib_query_port of port 2: -22
 ib_c_clients: first: data for mlx5_0: ours
 ib_c_clients: second: add mlx5_0 (index order 2): node type 1, guid 0002c90300000100, ports 1-1, parent 0000:01:00.0, dma 0000:01:00.0, kverbs 1
@@ -31,6 +35,13 @@ ib_c_clients: second: data for mlx5_0: ours
 ib_c_clients: refuser: add mlx5_0 (index order 3): node type 1, guid 0002c90300000100, ports 1-1, parent 0000:01:00.0, dma 0000:01:00.0, kverbs 1
 ib_c_clients: refuser: refuses mlx5_0
 ib_c_clients: registered (ids in order: 1)
+EOF
+)
+EVENT_LINES=$(cat <<'EOF'
+ib_c_clients: mlx5_0: event 20 port 0 (cached state 0, -22)
+ib_c_clients: mlx5_0: event 10 port 1 (cached state 1, 0)
+ib_c_clients: mlx5_0: event 20 port 0 (cached state 0, -22)
+ib_c_clients: mlx5_0: event 9 port 1 (cached state 4, 0)
 EOF
 )
 RENAME_LINES=$(cat <<'EOF'
@@ -48,6 +59,7 @@ ib_c_clients: first: add mlx5_0 (index order 4): node type 1, guid 0002c90300000
 ib_c_clients: mlx5_0 attrs: vendor 0x2c9 part 4119 hw 0, max_qp 262144 max_cq 16777216 max_cqe 4194303 max_mr 16777216 max_pd 16777216 max_srq 8388608 max_sge 30/32, atomic 1, cap 0x101c20, desc "MT4119 ConnectX5   Mellanox Technologies"
 ib_c_clients: mlx5_0 port 1: ib 1, cm 1, mad 1, smi 1, cap_flags 0x101017, gids 8, pkeys 128, max_mad 256
 ib_c_clients: mlx5_0 port 1: state 4, phys 5, lid 0x6, sm_lid 0x1, lmc 0, mtu 5/5, width 2, speed 32, gids 8, pkeys 128, cap 0x2651e848, prefix 0xfe80000000000000
+ib_c_clients: mlx5_0 port 1 caches: pkey[0] 0xffff (0), find 0xffff 0 (0), 0x7fff 0 (0), 0x1234 0xffff (-2), pkey[65536] -22, state 4 (0), port 2: -22
 ib_c_clients: mlx5_0: ib_query_port of port 2: -22
 ib_c_clients: first: data for mlx5_0: ours
 ib_c_clients: second: add mlx5_0 (index order 5): node type 1, guid 0002c90300000100, ports 1-1, parent 0000:01:00.0, dma 0000:01:00.0, kverbs 1
@@ -88,6 +100,14 @@ wait_for "mlx5_0 port 1 is ACTIVE" 60 'state ACTIVE' rdma link show mlx5_0/1
 m=$(mark)
 check "insmod ib_c_clients.ko (one C module for both stacks)" insmod $stack_dir/ib_c_clients.ko
 expect "the clients' add lines: what C reads of mlx5_0, in registration order" $m "$ADD_LINES"
+
+m=$(mark)
+check_output "model: port 1 down" '^ok port 1 down$' model_ctl port 1 down
+wait_for "first's event handler sees the port go down" 30 'event 10 port 1' since $m
+check_output "model: port 1 up" '^ok port 1 up$' model_ctl port 1 up
+wait_for "mlx5_0 port 1 is ACTIVE again" 60 'state ACTIVE' rdma link show mlx5_0/1
+wait_for "first's event handler sees it come back" 30 'event 9 port 1' since $m
+expect "the events first's handler got, with the cached port state it saw" $m "$EVENT_LINES"
 
 m=$(mark)
 check "rename mlx5_0 to cabi0" rdma dev set mlx5_0 name cabi0

@@ -15,3 +15,12 @@ EXPORT_C_ABI(ib_set_client_data);
 
 /* c_abi/queries.rs */
 EXPORT_C_ABI(ib_query_port);
+
+/* c_abi/events.rs */
+EXPORT_C_ABI(ib_register_event_handler);
+EXPORT_C_ABI(ib_unregister_event_handler);
+
+/* c_abi/cache.rs */
+EXPORT_C_ABI(ib_get_cached_pkey);
+EXPORT_C_ABI(ib_find_cached_pkey);
+EXPORT_C_ABI(ib_get_cached_port_state);

@@ -16,7 +16,7 @@
 
 use crate::{
     attrs::{DeviceAttr, PortImmutable},
-    device::ib_device::IbDevice,
+    device::ib_device::{DeviceEventRegistration, IbDevice},
 };
 use core::{
     ptr::{self, NonNull},
@@ -26,8 +26,9 @@ use kernel::{
     bindings,
     device_raw::raw_device,
     ffi::{c_char, c_int},
+    new_mutex,
     prelude::*,
-    sync::Arc,
+    sync::{Arc, ArcBorrow, Mutex},
     types::Opaque,
 };
 
@@ -35,11 +36,20 @@ use kernel::{
 /// has completed, so that their `remove` is due.
 pub(crate) const CLIENT_DATA_REGISTERED: bindings::xa_mark_t = 1;
 
+/// A C module's event handler (`struct ib_event_handler`, by address) and the registration
+/// that calls it.
+pub(crate) type CHandlers = KVec<(usize, DeviceEventRegistration)>;
+
 /// The allocation: the core's part first, then the C structure.
 #[repr(C)]
+#[pin_data]
 struct Alloc {
     /// The device the face stands for, while the [`CFace`] lives (null afterwards).
     owner: AtomicPtr<IbDevice>,
+    /// The C event handlers registered on the device (C's `event_handler_list`); emptied when
+    /// the face is dropped, so that none outlives the registration.
+    #[pin]
+    handlers: Mutex<CHandlers>,
     /// The port data `ib.port_data` points to: one entry per port and one before them (C
     /// indexes it by port number, from 1).
     ports: KVec<Opaque<bindings::ib_port_data>>,
@@ -69,8 +79,8 @@ unsafe extern "C" fn release(dev: *mut bindings::device) {
         kernel::container_of!(ib, Alloc, ib)
     };
     // SAFETY: The last reference is gone: nothing reads the allocation any more; it was made by
-    // `KBox::into_raw` (contract) and is freed once.
-    drop(unsafe { KBox::from_raw(alloc) });
+    // `KBox::into_raw` of a pinned box (contract), is freed once, and was never moved.
+    drop(unsafe { Pin::new_unchecked(KBox::from_raw(alloc)) });
 }
 
 /// The C face of a registered device; dropping it detaches it from the device (the C
@@ -162,6 +172,12 @@ fn fill_port(p: &mut bindings::ib_port_data, ib: *mut bindings::ib_device, i: &P
     p.immutable.max_mad_size = i.max_mad_size;
 }
 
+/// An empty handler list. Not generic nor inlined: one lock class for every face.
+#[inline(never)]
+fn new_handlers() -> impl PinInit<Mutex<CHandlers>> {
+    new_mutex!(KVec::new(), "ib_core::c_abi::face::Alloc::handlers")
+}
+
 impl CFace {
     /// The face of `dev`, which is being registered.
     pub(crate) fn new(dev: &Arc<IbDevice>) -> Result<Self> {
@@ -170,15 +186,17 @@ impl CFace {
         for _ in 0..=ports {
             port_data.push(Opaque::zeroed(), GFP_KERNEL)?;
         }
-        let alloc = KBox::new(
-            Alloc {
+        let alloc = KBox::pin_init(
+            pin_init!(Alloc {
                 owner: AtomicPtr::new(Arc::as_ptr(dev).cast_mut()),
+                handlers <- new_handlers(),
                 ports: port_data,
                 ib: Opaque::zeroed(),
-            },
+            }),
             GFP_KERNEL,
         )?;
-        let alloc = KBox::into_raw(alloc);
+        // SAFETY: The allocation is never moved: `release` frees it in place.
+        let alloc = KBox::into_raw(unsafe { Pin::into_inner_unchecked(alloc) });
         // SAFETY: `alloc` is valid and not shared yet; every pointer below is into it.
         let ib = unsafe { (*alloc).ib.get() };
         // SAFETY: As above: the structure is zeroed and ours alone until the face is returned.
@@ -262,6 +280,30 @@ impl CFace {
         Ok(())
     }
 
+    /// The device behind `ib` (as [`CFace::owner`]), referenced, and the face's C event handler
+    /// list.
+    ///
+    /// # Safety
+    ///
+    /// As for [`CFace::owner`].
+    pub(crate) unsafe fn owner_and_handlers<'a>(
+        ib: *mut bindings::ib_device,
+    ) -> Option<(Arc<IbDevice>, &'a Mutex<CHandlers>)> {
+        // SAFETY: `ib` is a field of a live `Alloc` (contract).
+        let alloc =
+            unsafe { kernel::container_of!(ib.cast::<Opaque<bindings::ib_device>>(), Alloc, ib) };
+        // SAFETY: As above.
+        let owner = unsafe { (*alloc).owner.load(Ordering::Acquire) };
+        if owner.is_null() {
+            return None;
+        }
+        // SAFETY: A non-null owner is the pointer of an `Arc` the face holds (`_owner`), alive
+        // while the face is (contract); the borrow ends at once, in the new reference.
+        let dev: Arc<IbDevice> = unsafe { ArcBorrow::from_raw(owner) }.into();
+        // SAFETY: As above; the allocation outlives the call (contract).
+        Some((dev, unsafe { &(*alloc).handlers }))
+    }
+
     /// The device a C structure handed to C code stands for, if it is still registered.
     ///
     /// # Safety
@@ -284,13 +326,17 @@ impl CFace {
 impl Drop for CFace {
     fn drop(&mut self) {
         let ib = self.raw();
+        // SAFETY: The allocation is live (type invariant).
+        let alloc = unsafe { &*self.alloc.as_ptr() };
+        // Handlers a C module left registered go (C would call them no more either): none keeps
+        // the device.
+        let left = core::mem::take(&mut *alloc.handlers.lock());
+        drop(left);
         // SAFETY: The allocation is live (type invariant); from here on C code that still holds
         // the structure finds no device behind it. The client data is empty (every client was
         // removed before the face is dropped); its xarray's memory goes, then our reference.
         unsafe {
-            (*self.alloc.as_ptr())
-                .owner
-                .store(ptr::null_mut(), Ordering::Release);
+            alloc.owner.store(ptr::null_mut(), Ordering::Release);
             bindings::xa_destroy(&raw mut (*ib).client_data);
             bindings::put_device(dev_of(ib));
         }

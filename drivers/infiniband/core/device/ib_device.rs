@@ -323,6 +323,18 @@ impl IbDevice {
             .copied()
     }
 
+    /// The state of `port` last read (C's `port_data[].cache.port_state`): at registration and
+    /// at each port event.
+    pub fn cached_port_state(&self, port: u32) -> Option<PortState> {
+        let v = self.port(port)?.state.load(Relaxed);
+        Some(PortState::from_raw(u8::try_from(v).unwrap_or(0)))
+    }
+
+    /// The P_Key table length of `port`'s cache.
+    pub fn cached_pkey_count(&self, port: u32) -> Option<usize> {
+        Some(self.port(port)?.pkeys.len())
+    }
+
     /// `port`'s hardware counters, if the driver has them (C's `ib_get_hw_stats_port`).
     pub(crate) fn hw_stats(&self, port: u32) -> Option<&HwStats> {
         self.port(port)?.hw_stats.as_deref()
