@@ -15,6 +15,7 @@
 #include <net/netlink.h>
 #include <net/netns/generic.h>
 #include <net/sock.h>
+#include <rdma/ib.h>
 #include <rdma/ib_verbs.h>
 #include <uapi/rdma/rdma_netlink.h>
 

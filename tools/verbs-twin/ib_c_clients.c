@@ -11,13 +11,23 @@
  * inline (name, node type and GUID, ports, per-port immutable data through rdma_cap_* and
  * rdma_protocol_*, a few attributes, the parent device), what ib_query_port returns and
  * what the core's caches hold (ib_get_cached_pkey, ib_find_cached_pkey,
- * ib_get_cached_port_state); "first" also registers an event handler (ib_register_event_handler)
+ * ib_get_cached_port_state); at load it prints the core's texts and sizes (ib_event_msg,
+ * ib_wc_status_msg, the GID type names both ways, rdma_addr_size and its bounded forms);
+ "first" also registers an event handler (ib_register_event_handler)
  * that prints each event of the device with the cached port state it sees.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <rdma/ib.h>
+#include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
+
+/* Exported by ib_core and declared in its private core_priv.h (which rdma_cm includes). */
+const char *ib_cache_gid_type_str(enum ib_gid_type gid_type);
+int ib_cache_gid_parse_type_str(const char *buf);
 
 struct ctx {
 	struct ib_client *client;
@@ -186,9 +196,49 @@ static struct ib_client refuser = {
 	.rename = refuser_rename,
 };
 
+/* The texts and sizes the core gives C modules, one line per table. */
+static void print_tables(void)
+{
+	static const char * const gid_texts[] = { "IB/RoCE v1", "RoCE v2\n", "RoCE v2", "", "\n",
+						  "RoCE v3", "ib/roce v1" };
+	struct __kernel_sockaddr_storage ss = {};
+	char line[1024];
+	int i, n;
+
+	n = 0;
+	for (i = 0; i <= IB_EVENT_DEVICE_SPEED_CHANGE + 1; i++)
+		n += scnprintf(line + n, sizeof(line) - n, "%s%s", i ? "|" : "", ib_event_msg(i));
+	pr_info("ib_c_clients: events: %s\n", line);
+	n = 0;
+	for (i = 0; i <= IB_WC_GENERAL_ERR + 1; i++)
+		n += scnprintf(line + n, sizeof(line) - n, "%s%s", i ? "|" : "", ib_wc_status_msg(i));
+	pr_info("ib_c_clients: wc statuses: %s\n", line);
+	n = 0;
+	for (i = 0; i <= IB_GID_TYPE_SIZE; i++)
+		n += scnprintf(line + n, sizeof(line) - n, "%s%s", i ? "|" : "",
+			       ib_cache_gid_type_str(i));
+	for (i = 0; i < ARRAY_SIZE(gid_texts); i++)
+		n += scnprintf(line + n, sizeof(line) - n, " %d",
+			       ib_cache_gid_parse_type_str(gid_texts[i]));
+	pr_info("ib_c_clients: gid types: %s\n", line);
+	n = 0;
+	for (i = 0; i < 4; i++) {
+		static const sa_family_t families[] = { AF_INET, AF_INET6, AF_IB, AF_UNIX };
+
+		ss.ss_family = families[i];
+		n += scnprintf(line + n, sizeof(line) - n, " %u:%d/%d/%d", families[i],
+			       rdma_addr_size((struct sockaddr *)&ss),
+			       rdma_addr_size_in6((struct sockaddr_in6 *)&ss),
+			       rdma_addr_size_kss(&ss));
+	}
+	pr_info("ib_c_clients: address sizes:%s\n", line);
+}
+
 static int __init ib_c_clients_init(void)
 {
 	int ret;
+
+	print_tables();
 
 	ret = ib_register_client(&first);
 	if (ret)

@@ -5,7 +5,9 @@
 # ib_set_client_data, ib_query_port) and reads the core's struct ib_device through C's inline
 # functions. Three clients ("first", "second", and "refuser", whose add fails) print a line per
 # callback; each step's lines must be the text below, the same on both stacks:
-#   - insmod: add for mlx5_0 in registration order, what C reads of the device (name, node type
+#   - insmod: the core's texts (ib_event_msg, ib_wc_status_msg, the GID type names both ways)
+#     for every value and one past, and rdma_addr_size* per family; then add for mlx5_0 in
+#     registration order, what C reads of the device (name, node type
 #     and GUID, ports, parent and DMA device, rdma_cap_*/rdma_protocol_* of port 1, immutable
 #     data, attributes, ib_query_port's answer and its EINVAL for a port past the last), the
 #     client data set and read back through C's inline ib_get_client_data, what the core's
@@ -23,6 +25,10 @@
 
 # The C stack's lines (the oracle; recorded from it on the emulated ConnectX-5).
 ADD_LINES=$(cat <<'EOF'
+ib_c_clients: events: CQ error|QP fatal error|QP request error|QP access error|communication established|send queue drained|path migration successful|path migration error|device fatal error|port active|port error|LID change|P_key change|SM change|SRQ error|SRQ limit reached|last WQE reached|client reregister|GID changed|unrecognized event|device speed change|unrecognized event
+ib_c_clients: wc statuses: success|local length error|local QP operation error|local EE context operation error|local protection error|WR flushed|memory bind operation error|bad response error|local access error|remote invalid request error|remote access error|remote operation error|transport retry counter exceeded|RNR retry counter exceeded|local RDD violation error|remote invalid RD request|operation aborted|invalid EE context number|invalid EE context state|fatal error|response timeout error|general error|unrecognized status
+ib_c_clients: gid types: IB/RoCE v1|IB/RoCE v1|RoCE v2|Invalid GID type 0 2 2 -22 -22 -22 -22
+ib_c_clients: address sizes: 2:16/16/16 10:28/28/28 27:48/0/48 1:0/0/0
 ib_c_clients: first: add mlx5_0 (index order 1): node type 1, guid 0002c90300000100, ports 1-1, parent 0000:01:00.0, dma 0000:01:00.0, kverbs 1
 ib_c_clients: mlx5_0 attrs: vendor 0x2c9 part 4119 hw 0, max_qp 262144 max_cq 16777216 max_cqe 4194303 max_mr 16777216 max_pd 16777216 max_srq 8388608 max_sge 30/32, atomic 1, cap 0x101c20, desc "MT4119 ConnectX5   Mellanox Technologies"
 ib_c_clients: mlx5_0 port 1: ib 1, cm 1, mad 1, smi 1, cap_flags 0x101017, gids 8, pkeys 128, max_mad 256

@@ -24,3 +24,14 @@ EXPORT_C_ABI(ib_unregister_event_handler);
 EXPORT_C_ABI(ib_get_cached_pkey);
 EXPORT_C_ABI(ib_find_cached_pkey);
 EXPORT_C_ABI(ib_get_cached_port_state);
+
+/* c_abi/messages.rs */
+EXPORT_C_ABI(ib_event_msg);
+EXPORT_C_ABI(ib_wc_status_msg);
+EXPORT_C_ABI(ib_cache_gid_type_str);
+EXPORT_C_ABI(ib_cache_gid_parse_type_str);
+
+/* c_abi/addr_size.rs */
+EXPORT_C_ABI(rdma_addr_size);
+EXPORT_C_ABI(rdma_addr_size_in6);
+EXPORT_C_ABI(rdma_addr_size_kss);
