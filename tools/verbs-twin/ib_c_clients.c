@@ -132,6 +132,10 @@ static int add_one(struct ib_client *client, struct ib_device *device)
 			print_port(device, port);
 			print_caches(device, port);
 		}
+		pr_info("ib_c_clients: %s: rdma_net is init_net %d, rdma_dev_access_netns(init_net) %d, owner is the device %d\n",
+			dev_name(&device->dev),
+			net_eq(read_pnet(&device->coredev.rdma_net), &init_net),
+			rdma_dev_access_netns(device, &init_net), device->coredev.owner == device);
 		pr_info("ib_c_clients: %s: ib_query_port of port %u: %d\n", dev_name(&device->dev),
 			rdma_end_port(device) + 1,
 			ib_query_port(device, rdma_end_port(device) + 1, &(struct ib_port_attr){}));

@@ -34,6 +34,7 @@ ib_c_clients: mlx5_0 attrs: vendor 0x2c9 part 4119 hw 0, max_qp 262144 max_cq 16
 ib_c_clients: mlx5_0 port 1: ib 1, cm 1, mad 1, smi 1, cap_flags 0x101017, gids 8, pkeys 128, max_mad 256
 ib_c_clients: mlx5_0 port 1: state 4, phys 5, lid 0x6, sm_lid 0x1, lmc 0, mtu 5/5, width 2, speed 32, gids 8, pkeys 128, cap 0x2651e848, prefix 0xfe80000000000000
 ib_c_clients: mlx5_0 port 1 caches: pkey[0] 0xffff (0), find 0xffff 0 (0), 0x7fff 0 (0), 0x1234 0xffff (-2), pkey[65536] -22, state 4 (0), port 2: -22
+ib_c_clients: mlx5_0: rdma_net is init_net 1, rdma_dev_access_netns(init_net) 1, owner is the device 1
 ib_c_clients: mlx5_0: ib_query_port of port 2: -22
 ib_c_clients: first: data for mlx5_0: ours
 ib_c_clients: second: add mlx5_0 (index order 2): node type 1, guid 0002c90300000100, ports 1-1, parent 0000:01:00.0, dma 0000:01:00.0, kverbs 1
@@ -66,6 +67,7 @@ ib_c_clients: mlx5_0 attrs: vendor 0x2c9 part 4119 hw 0, max_qp 262144 max_cq 16
 ib_c_clients: mlx5_0 port 1: ib 1, cm 1, mad 1, smi 1, cap_flags 0x101017, gids 8, pkeys 128, max_mad 256
 ib_c_clients: mlx5_0 port 1: state 4, phys 5, lid 0x6, sm_lid 0x1, lmc 0, mtu 5/5, width 2, speed 32, gids 8, pkeys 128, cap 0x2651e848, prefix 0xfe80000000000000
 ib_c_clients: mlx5_0 port 1 caches: pkey[0] 0xffff (0), find 0xffff 0 (0), 0x7fff 0 (0), 0x1234 0xffff (-2), pkey[65536] -22, state 4 (0), port 2: -22
+ib_c_clients: mlx5_0: rdma_net is init_net 1, rdma_dev_access_netns(init_net) 1, owner is the device 1
 ib_c_clients: mlx5_0: ib_query_port of port 2: -22
 ib_c_clients: first: data for mlx5_0: ours
 ib_c_clients: second: add mlx5_0 (index order 5): node type 1, guid 0002c90300000100, ports 1-1, parent 0000:01:00.0, dma 0000:01:00.0, kverbs 1

@@ -15,6 +15,7 @@ EXPORT_C_ABI(ib_set_client_data);
 
 /* c_abi/queries.rs */
 EXPORT_C_ABI(ib_query_port);
+EXPORT_C_ABI(rdma_dev_access_netns);
 
 /* c_abi/events.rs */
 EXPORT_C_ABI(ib_register_event_handler);

@@ -26,6 +26,7 @@ use kernel::{
     bindings,
     device_raw::raw_device,
     ffi::{c_char, c_int},
+    net::namespace::Net,
     new_mutex,
     prelude::*,
     sync::{Arc, ArcBorrow, Mutex},
@@ -222,6 +223,10 @@ impl CFace {
             }
         }
         c.port_data = port_data.as_mut_ptr().cast();
+        // Every device lives in the initial network namespace here (C's `coredev.rdma_net`,
+        // which `rdma_dev_access_netns` and C's inline readers of it see).
+        c.__bindgen_anon_1.coredev.rdma_net.net = Net::init_net().as_raw();
+        c.__bindgen_anon_1.coredev.owner = ib;
         // SAFETY: `client_data` is a zeroed xarray; C's `_ib_alloc_device` makes it an
         // allocating one (a NULL store then reserves the index, as `add_client_context` needs).
         unsafe { bindings::xa_init_flags(&raw mut c.client_data, bindings::XA_FLAGS_ALLOC) };

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Device and port queries with C's names and signatures: `ib_query_port` (C's
-//! `drivers/infiniband/core/device.c`).
+//! Device and port queries with C's names and signatures (C's
+//! `drivers/infiniband/core/device.c`): `ib_query_port`, `rdma_dev_access_netns`.
 
+use crate::netlink;
 use crate::{
     attrs::{LinkLayer, PortAttr},
     c_abi::face::{int, CFace},
 };
-use kernel::{bindings, ffi::c_int, prelude::*};
+use kernel::{bindings, ffi::c_int, net::namespace::Net, prelude::*};
 
 /// C's `struct ib_port_attr` from what the driver reported.
 fn fill_port_attr(c: &mut bindings::ib_port_attr, a: &PortAttr) {
@@ -73,4 +74,19 @@ pub(crate) unsafe extern "C" fn ib_query_port(
         }
     }
     0
+}
+
+/// C's `rdma_dev_access_netns`: whether a request from `net` may use `dev` (devices shared by
+/// all namespaces, or `net` is the device's: every device lives in the initial namespace here).
+///
+/// # Safety
+///
+/// `net` points to a live network namespace (`dev` is not read: where it lives is known).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_dev_access_netns(
+    _dev: *const bindings::ib_device,
+    net: *const bindings::net,
+) -> bool {
+    // SAFETY: `net` is live (contract).
+    netlink::net_sees_devices(unsafe { Net::from_raw(net.cast_mut()) })
 }
