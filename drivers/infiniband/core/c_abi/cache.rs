@@ -5,27 +5,8 @@
 //! `ib_get_cached_port_state`. Each answers from the caches the core filled at registration
 //! and refreshes at port events, as C's do; `-EINVAL` for a port the device does not have.
 
-use crate::{c_abi::face::CFace, device::ib_device::IbDevice};
+use crate::c_abi::face::CFace;
 use kernel::{bindings, ffi::c_int, prelude::*};
-
-/// The device behind `device` with `port` checked (C's `rdma_is_port_valid` first).
-///
-/// # Safety
-///
-/// As for the exports below: `device` is a device handed to the caller by a client's `add`
-/// and not yet removed from it.
-unsafe fn device_and_port<'a>(
-    device: *mut bindings::ib_device,
-    port: u32,
-) -> core::result::Result<&'a IbDevice, c_int> {
-    // SAFETY: The caller's contract.
-    let dev = unsafe { CFace::owner(device) }.ok_or(ENODEV.to_errno())?;
-    if dev.is_valid_port(port) {
-        Ok(dev)
-    } else {
-        Err(EINVAL.to_errno())
-    }
-}
 
 /// C's `ib_get_cached_pkey`: P_Key `index` of `port_num` into `pkey`; `-EINVAL` for an index
 /// outside the table.
@@ -42,7 +23,7 @@ pub(crate) unsafe extern "C" fn ib_get_cached_pkey(
     pkey: *mut u16,
 ) -> c_int {
     // SAFETY: The caller's contract.
-    let dev = match unsafe { device_and_port(device, port_num) } {
+    let dev = match unsafe { CFace::owner_on_port(device, port_num) } {
         Ok(d) => d,
         Err(e) => return e,
     };
@@ -75,7 +56,7 @@ pub(crate) unsafe extern "C" fn ib_find_cached_pkey(
     index: *mut u16,
 ) -> c_int {
     // SAFETY: The caller's contract.
-    let dev = match unsafe { device_and_port(device, port_num) } {
+    let dev = match unsafe { CFace::owner_on_port(device, port_num) } {
         Ok(d) => d,
         Err(e) => return e,
     };
@@ -121,7 +102,7 @@ pub(crate) unsafe extern "C" fn ib_get_cached_port_state(
     port_state: *mut bindings::ib_port_state,
 ) -> c_int {
     // SAFETY: The caller's contract.
-    let dev = match unsafe { device_and_port(device, port_num) } {
+    let dev = match unsafe { CFace::owner_on_port(device, port_num) } {
         Ok(d) => d,
         Err(e) => return e,
     };

@@ -46,6 +46,19 @@ impl CClient {
     }
 }
 
+/// The data of the client with id `id` on `face`'s device, if its `add` completed (the entry
+/// is marked `CLIENT_DATA_REGISTERED`).
+fn registered_data(face: &CFace, id: usize) -> Option<*mut c_void> {
+    let ib = face.raw();
+    // SAFETY: `ib` is the face's live structure; the xarray takes its own lock.
+    unsafe {
+        if !bindings::xa_get_mark(&raw mut (*ib).client_data, id, CLIENT_DATA_REGISTERED) {
+            return None;
+        }
+        Some(bindings::xa_load(&raw mut (*ib).client_data, id))
+    }
+}
+
 impl Attached for CClient {
     fn attach(&self, dev: &Arc<IbDevice>, face: Option<&CFace>) {
         let Some(face) = face else {
@@ -95,15 +108,11 @@ impl Attached for CClient {
         let ib = face.raw();
         let id = client.client_id as usize;
         // C's `remove_client_context`: only a client whose `add` completed gets `remove`.
-        // SAFETY: `ib` is the face's live structure.
-        if !unsafe { bindings::xa_get_mark(&raw mut (*ib).client_data, id, CLIENT_DATA_REGISTERED) }
-        {
+        let Some(data) = registered_data(face, id) else {
             return;
-        }
-        // SAFETY: As above.
+        };
+        // SAFETY: `ib` is the face's live structure.
         unsafe { bindings::xa_clear_mark(&raw mut (*ib).client_data, id, CLIENT_DATA_REGISTERED) };
-        // SAFETY: As above.
-        let data = unsafe { bindings::xa_load(&raw mut (*ib).client_data, id) };
         if let Some(remove) = client.remove {
             // SAFETY: The module's callback, with the structure and the data it set.
             unsafe { remove(ib, data) };
@@ -117,17 +126,11 @@ impl Attached for CClient {
         let Some(rename) = client.rename else {
             return;
         };
-        let ib = face.raw();
-        let id = client.client_id as usize;
-        // SAFETY: `ib` is the face's live structure.
-        if !unsafe { bindings::xa_get_mark(&raw mut (*ib).client_data, id, CLIENT_DATA_REGISTERED) }
-        {
+        let Some(data) = registered_data(face, client.client_id as usize) else {
             return;
-        }
-        // SAFETY: As above.
-        let data = unsafe { bindings::xa_load(&raw mut (*ib).client_data, id) };
+        };
         // SAFETY: The module's callback, with the structure and the data it set.
-        unsafe { rename(ib, data) };
+        unsafe { rename(face.raw(), data) };
     }
 
     fn c_client(&self) -> *mut bindings::ib_client {

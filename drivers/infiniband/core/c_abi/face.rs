@@ -64,6 +64,17 @@ fn dev_of(ib: *mut bindings::ib_device) -> *mut bindings::device {
     unsafe { (&raw mut (*ib).__bindgen_anon_1).cast() }
 }
 
+/// The allocation whose C structure is `ib`.
+///
+/// # Safety
+///
+/// `ib` is the structure of a face's allocation (what C code got from the core); only the
+/// address is computed here.
+unsafe fn alloc_of(ib: *mut bindings::ib_device) -> *mut Alloc {
+    // SAFETY: `ib` is the `ib` field of an `Alloc` (contract).
+    unsafe { kernel::container_of!(ib.cast::<Opaque<bindings::ib_device>>(), Alloc, ib) }
+}
+
 /// Frees the allocation when the face's `struct device` loses its last reference.
 ///
 /// # Safety
@@ -73,11 +84,11 @@ unsafe extern "C" fn release(dev: *mut bindings::device) {
     // SAFETY: `dev` is at the start of the union that is `ib`'s field (`dev_of`), and `ib` is a
     // field of an `Alloc` made by `KBox::into_raw` (contract).
     let alloc = unsafe {
-        let ib = dev
-            .cast::<u8>()
-            .sub(core::mem::offset_of!(bindings::ib_device, __bindgen_anon_1))
-            .cast::<Opaque<bindings::ib_device>>();
-        kernel::container_of!(ib, Alloc, ib)
+        alloc_of(
+            dev.cast::<u8>()
+                .sub(core::mem::offset_of!(bindings::ib_device, __bindgen_anon_1))
+                .cast(),
+        )
     };
     // SAFETY: The last reference is gone: nothing reads the allocation any more; it was made by
     // `KBox::into_raw` of a pinned box (contract), is freed once, and was never moved.
@@ -294,10 +305,9 @@ impl CFace {
     pub(crate) unsafe fn owner_and_handlers<'a>(
         ib: *mut bindings::ib_device,
     ) -> Option<(Arc<IbDevice>, &'a Mutex<CHandlers>)> {
-        // SAFETY: `ib` is a field of a live `Alloc` (contract).
-        let alloc =
-            unsafe { kernel::container_of!(ib.cast::<Opaque<bindings::ib_device>>(), Alloc, ib) };
-        // SAFETY: As above.
+        // SAFETY: The caller's contract.
+        let alloc = unsafe { alloc_of(ib) };
+        // SAFETY: `alloc` is live (contract).
         let owner = unsafe { (*alloc).owner.load(Ordering::Acquire) };
         if owner.is_null() {
             return None;
@@ -317,14 +327,33 @@ impl CFace {
     /// `dev` is still referenced (C's contract: between `add` and the end of `remove`, or
     /// under `ib_device_get`).
     pub(crate) unsafe fn owner<'a>(ib: *mut bindings::ib_device) -> Option<&'a IbDevice> {
-        // SAFETY: `ib` is a field of a live `Alloc` (contract).
-        let alloc =
-            unsafe { kernel::container_of!(ib.cast::<Opaque<bindings::ib_device>>(), Alloc, ib) };
-        // SAFETY: As above.
+        // SAFETY: The caller's contract.
+        let alloc = unsafe { alloc_of(ib) };
+        // SAFETY: `alloc` is live (contract).
         let owner = unsafe { (*alloc).owner.load(Ordering::Acquire) };
         // SAFETY: A non-null owner is kept alive by the face, which nulls it before it lets the
         // device go; C code calls in only while the device is registered (contract).
         unsafe { owner.as_ref() }
+    }
+
+    /// [`CFace::owner`] with `port` checked as C checks it first (`rdma_is_port_valid`): the
+    /// C errno to return otherwise, `-ENODEV` for a device no longer registered, `-EINVAL` for
+    /// a port it does not have.
+    ///
+    /// # Safety
+    ///
+    /// As for [`CFace::owner`].
+    pub(crate) unsafe fn owner_on_port<'a>(
+        ib: *mut bindings::ib_device,
+        port: u32,
+    ) -> core::result::Result<&'a IbDevice, c_int> {
+        // SAFETY: The caller's contract.
+        let dev = unsafe { Self::owner(ib) }.ok_or(ENODEV.to_errno())?;
+        if dev.is_valid_port(port) {
+            Ok(dev)
+        } else {
+            Err(EINVAL.to_errno())
+        }
     }
 }
 

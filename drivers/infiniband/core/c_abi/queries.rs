@@ -8,7 +8,7 @@ use crate::{
     attrs::{LinkLayer, PortAttr},
     c_abi::face::{int, CFace},
 };
-use kernel::{bindings, ffi::c_int, net::namespace::Net, prelude::*};
+use kernel::{bindings, ffi::c_int, net::namespace::Net};
 
 /// C's `struct ib_port_attr` from what the driver reported.
 fn fill_port_attr(c: &mut bindings::ib_port_attr, a: &PortAttr) {
@@ -50,12 +50,10 @@ pub(crate) unsafe extern "C" fn ib_query_port(
     port_attr: *mut bindings::ib_port_attr,
 ) -> c_int {
     // SAFETY: `device` is a face's structure, referenced by the caller (contract).
-    let Some(dev) = (unsafe { CFace::owner(device) }) else {
-        return ENODEV.to_errno();
+    let dev = match unsafe { CFace::owner_on_port(device, port_num) } {
+        Ok(d) => d,
+        Err(e) => return e,
     };
-    if !dev.is_valid_port(port_num) {
-        return EINVAL.to_errno();
-    }
     // SAFETY: `port_attr` is writable (contract); C zeroes it before the driver fills it.
     let out = unsafe {
         core::ptr::write_bytes(port_attr, 0, 1);
