@@ -46,12 +46,12 @@ STACK_MODULES = {
 # insmod them). The C stack's ib_verbs_client is the C twin of the Rust sample (tools/verbs-twin,
 # given with --verbs-twin), so that a scenario insmods $stack_dir/ib_verbs_client.ko on both; so
 # is its ib_verbs_bench (the data-path micro-benchmark of `make bench`, next to it).
-# ib_c_clients (tools/verbs-twin too) is one C module for both stacks: C ib_core clients that
-# load on the Rust core through its C ABI.
+# ib_c_clients and ib_c_verbs (tools/verbs-twin too) are C modules for both stacks: C ib_core
+# clients and a C kernel verbs consumer that load on the Rust core through its C ABI.
 STACK_EXTRAS = {
     "rust": ["mlx5_test_interface", "ib_test_provider", "ib_verbs_client", "ib_mad_agent", "ib_verbs_bench",
-             "ib_verbs_peer", "ib_c_clients"],
-    "c": ["ib_verbs_client", "ib_verbs_bench", "ib_verbs_peer", "ib_c_clients"],
+             "ib_verbs_peer", "ib_c_clients", "ib_c_verbs"],
+    "c": ["ib_verbs_client", "ib_verbs_bench", "ib_verbs_peer", "ib_c_clients", "ib_c_verbs"],
 }
 # Where the C modules sit in the kernel build tree.
 C_MODULE_PATHS = {
@@ -532,7 +532,8 @@ def module_paths(args, stack: str) -> dict[str, Path]:
     # C modules built once against include/rdma/ (tools/verbs-twin) that load on either stack.
     c_abi = {}
     if args.verbs_twin:
-        c_abi["ib_c_clients"] = Path(args.verbs_twin).with_name("ib_c_clients.ko")
+        for name in ("ib_c_clients", "ib_c_verbs"):
+            c_abi[name] = Path(args.verbs_twin).with_name(f"{name}.ko")
     if stack == "rust":
         paths = {m: Path(args.rust_modules) / f"{m}.ko" for m in STACK_MODULES["rust"] + STACK_EXTRAS["rust"]}
         return paths | c_abi

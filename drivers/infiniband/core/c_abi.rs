@@ -6,15 +6,27 @@
 
 /// Socket address sizes by family.
 pub(crate) mod addr_size;
+/// Address handles, and C's address attributes.
+pub(crate) mod ah;
 /// The core's caches: P_Keys, port states.
 pub(crate) mod cache;
 /// C modules' clients: registration and client data.
 pub(crate) mod clients;
+/// Completion queues.
+pub(crate) mod cq;
+/// The data path: the ops table's post, poll and arm entries.
+pub(crate) mod data_path;
 /// C modules' device event handlers.
 pub(crate) mod events;
 /// The C structure of a registered device.
 pub(crate) mod face;
 /// The texts of events, completion statuses and GID types.
 pub(crate) mod messages;
+/// Objects as C holds them: the core's part, then the C structure.
+pub(crate) mod object;
+/// Protection domains.
+pub(crate) mod pd;
+/// Queue pairs.
+pub(crate) mod qp;
 /// Device and port queries.
 pub(crate) mod queries;

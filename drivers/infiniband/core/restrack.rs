@@ -102,9 +102,32 @@ impl KernName {
         Self(M::NAME)
     }
 
+    /// The name a C module passed as its `caller` (`KBUILD_MODNAME`, through C's
+    /// `ib_alloc_pd`, `ib_create_cq`, `ib_create_qp` macros); the empty name for none (C keeps
+    /// a NULL name, which netlink leaves out).
+    ///
+    /// # Safety
+    ///
+    /// `name` is null or a NUL-terminated string that outlives every object named by it (C's
+    /// contract: a module's name is in its memory until it is unloaded, after it destroyed its
+    /// objects).
+    pub(crate) unsafe fn from_c(name: *const kernel::ffi::c_char) -> Self {
+        if name.is_null() {
+            return Self(c"");
+        }
+        // SAFETY: `name` is a NUL-terminated string living as long as the objects it names
+        // (contract), which is as long as the name is used.
+        Self(unsafe { CStr::from_char_ptr(name) })
+    }
+
     /// The name, without its NUL.
     pub fn as_bytes(&self) -> &'static [u8] {
         self.0.to_bytes()
+    }
+
+    /// The name with its NUL (what C's `%s` reads).
+    pub fn as_bytes_with_nul(&self) -> &'static [u8] {
+        self.0.to_bytes_with_nul()
     }
 }
 

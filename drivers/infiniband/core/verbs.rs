@@ -262,10 +262,16 @@ impl Pd {
             access |= Access::LocalWrite;
         }
         if unsafe_global_rkey {
-            pr_warn!(
-                "{}: enabling unsafe global rkey\n",
-                kernel::str::BStr::from_bytes(kern_name.as_bytes())
-            );
+            // C's warning is the caller's (`"%s: enabling unsafe global rkey"` with the
+            // caller's name), not ib_core's.
+            // SAFETY: The format string is one of `format_strings`; the name is NUL-terminated.
+            unsafe {
+                kernel::print::call_printk(
+                    &kernel::print::format_strings::WARNING,
+                    kern_name.as_bytes_with_nul(),
+                    format_args!("enabling unsafe global rkey\n"),
+                )
+            };
             access |= Access::RemoteRead | Access::RemoteWrite;
         }
         // C's `__internal_mr`: not tracked, released with the PD. On failure `drv` is dropped,

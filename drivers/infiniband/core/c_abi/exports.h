@@ -36,3 +36,21 @@ EXPORT_C_ABI(ib_cache_gid_parse_type_str);
 EXPORT_C_ABI(rdma_addr_size);
 EXPORT_C_ABI(rdma_addr_size_in6);
 EXPORT_C_ABI(rdma_addr_size_kss);
+
+/* c_abi/pd.rs */
+EXPORT_C_ABI(__ib_alloc_pd);
+EXPORT_C_ABI(ib_dealloc_pd_user);
+
+/* c_abi/cq.rs */
+EXPORT_C_ABI(__ib_create_cq);
+EXPORT_C_ABI(ib_destroy_cq_user);
+
+/* c_abi/qp.rs */
+EXPORT_C_ABI(ib_create_qp_kernel);
+EXPORT_C_ABI(ib_modify_qp);
+EXPORT_C_ABI(ib_query_qp);
+EXPORT_C_ABI(ib_destroy_qp_user);
+
+/* c_abi/ah.rs */
+EXPORT_C_ABI(rdma_create_ah);
+EXPORT_C_ABI(rdma_destroy_ah_user);

@@ -222,6 +222,10 @@ impl CFace {
         c.num_comp_vectors = int(dev.num_comp_vectors());
         c.index = dev.index();
         c.set_kverbs_provider(dev.kverbs_provider().into());
+        if dev.kverbs_provider() {
+            // What C's inline post, poll and arm functions call (`c_abi/data_path.rs`).
+            crate::c_abi::data_path::fill_ops(&mut c.ops);
+        }
         c.set_use_cq_dim(dev.use_cq_dim().into());
         c.local_dma_lkey = dev.attr().local_dma_lkey.unwrap_or(0);
         fill_attrs(&mut c.attrs, dev.attr());
@@ -317,6 +321,17 @@ impl CFace {
         let dev: Arc<IbDevice> = unsafe { ArcBorrow::from_raw(owner) }.into();
         // SAFETY: As above; the allocation outlives the call (contract).
         Some((dev, unsafe { &(*alloc).handlers }))
+    }
+
+    /// The device behind `ib` (as [`CFace::owner`]), referenced: what the core's objects made
+    /// for C modules hold.
+    ///
+    /// # Safety
+    ///
+    /// As for [`CFace::owner`].
+    pub(crate) unsafe fn owner_arc(ib: *mut bindings::ib_device) -> Option<Arc<IbDevice>> {
+        // SAFETY: The caller's contract.
+        unsafe { Self::owner_and_handlers(ib) }.map(|(dev, _)| dev)
     }
 
     /// The device a C structure handed to C code stands for, if it is still registered.

@@ -318,6 +318,15 @@ kernel::impl_flags!(
     }
 );
 
+impl QpAttrMask {
+    /// The fields `IB_QP_*` bits (C's values) name; `None` when they name a field this core
+    /// does not carry to drivers (alternate paths, path migration, SQD notification,
+    /// capabilities, rate limits).
+    pub fn from_ib_bits(bits: u32) -> Option<Self> {
+        (bits & !Self::all_bits() == 0).then_some(Self(bits))
+    }
+}
+
 kernel::impl_flags!(
     /// Local and remote access rights of a memory region or a QP (`enum ib_access_flags`).
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

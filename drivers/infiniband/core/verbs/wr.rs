@@ -7,8 +7,10 @@
 use crate::verbs::types::AhAttr;
 use kernel::prelude::*;
 
-/// One piece of local memory a work request reads or writes (`ib_sge`).
+/// One piece of local memory a work request reads or writes (`ib_sge`, in its layout: a C
+/// module's scatter list is read as a slice of these).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct Sge {
     /// Device address (what `DmaBuffer::dma_addr` gives, plus an offset).
     pub addr: u64,

@@ -300,52 +300,6 @@ const STANDARD_BITS: u32 = (1 << 21) - 1;
 const RATE_LIMIT: u32 = 1 << 25;
 /// `IB_QP_CUR_STATE`.
 const CUR_STATE: u32 = 1 << 1;
-/// The bits [`QpAttrMask`] carries.
-const SERVED: u32 = F::State as u32
-    | F::AccessFlags as u32
-    | F::PkeyIndex as u32
-    | F::Port as u32
-    | F::Qkey as u32
-    | F::Av as u32
-    | F::PathMtu as u32
-    | F::Timeout as u32
-    | F::RetryCnt as u32
-    | F::RnrRetry as u32
-    | F::RqPsn as u32
-    | F::MaxQpRdAtomic as u32
-    | F::MinRnrTimer as u32
-    | F::SqPsn as u32
-    | F::MaxDestRdAtomic as u32
-    | F::DestQpn as u32;
-/// The fields a mask names.
-fn mask_of(bits: u32) -> QpAttrMask {
-    let mut m = QpAttrMask::empty();
-    for f in [
-        F::State,
-        F::CurState,
-        F::AccessFlags,
-        F::PkeyIndex,
-        F::Port,
-        F::Qkey,
-        F::Av,
-        F::PathMtu,
-        F::Timeout,
-        F::RetryCnt,
-        F::RnrRetry,
-        F::RqPsn,
-        F::MaxQpRdAtomic,
-        F::MinRnrTimer,
-        F::SqPsn,
-        F::MaxDestRdAtomic,
-        F::DestQpn,
-    ] {
-        if bits & f as u32 != 0 {
-            m |= f;
-        }
-    }
-    m
-}
-
 /// `IB_QP_SET_QKEY`: a privileged Q_Key.
 const SET_QKEY: u32 = 0x8000_0000;
 
@@ -439,10 +393,7 @@ fn modify(b: &Bundle<'_>, req: &uapi::ib_uverbs_modify_qp) -> Result {
         };
         // What this core cannot carry to the driver (alternate paths, path migration, SQD
         // notification, capabilities, rate limits) is refused.
-        if mask & !(SERVED | CUR_STATE) != 0 {
-            return Err(EOPNOTSUPP);
-        }
-        let m = mask_of(mask & (SERVED | CUR_STATE));
+        let m = QpAttrMask::from_ib_bits(mask).ok_or(EOPNOTSUPP)?;
         qp.modify(&attr, m, &b.driver)
     })
 }

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A verbs object as C modules hold it ([`Faced`]): the core's part first, then the C structure
+//! (`struct ib_pd`, `ib_cq`, `ib_qp`, `ib_ah`) in one allocation, as docs/c-abi.md's decision 1
+//! lays objects out. C code gets the structure's address and reads its fields through
+//! `include/rdma/*.h`'s inline functions; the core finds its part from that address.
+
+use core::ptr::NonNull;
+use kernel::{prelude::*, types::Opaque};
+
+/// The core's part `K` of an object and the C structure `C` handed to C code.
+#[repr(C)]
+#[pin_data]
+pub(crate) struct Faced<K, C> {
+    #[pin]
+    core: K,
+    c: Opaque<C>,
+}
+
+impl<K, C> Faced<K, C> {
+    /// Allocates the object with `core` and a zeroed C structure, and returns the structure's
+    /// address: the caller fills it before C code sees it, and gives it back with
+    /// [`Faced::free`] once C code is done with it.
+    pub(crate) fn alloc(core: impl PinInit<K, Error>) -> Result<NonNull<C>> {
+        let b = KBox::pin_init(
+            try_pin_init!(Self {
+                core <- core,
+                c: Opaque::zeroed(),
+            }),
+            GFP_KERNEL,
+        )?;
+        // SAFETY: The allocation is never moved: `free` drops it in place.
+        let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(b) });
+        // SAFETY: `raw` is valid; only a field's address is taken.
+        let c = unsafe { (*raw).c.get() };
+        // SAFETY: A field of a live allocation is not null.
+        Ok(unsafe { NonNull::new_unchecked(c) })
+    }
+
+    /// The allocation whose C structure is `c`.
+    ///
+    /// # Safety
+    ///
+    /// `c` was returned by [`Faced::alloc`] of this `K` and `C` (only the address is computed).
+    unsafe fn of(c: *mut C) -> *mut Self {
+        // SAFETY: `c` is the `c` field of a `Faced<K, C>` (contract).
+        unsafe { kernel::container_of!(c.cast::<Opaque<C>>(), Self, c) }
+    }
+
+    /// The core's part of the object whose C structure is `c`.
+    ///
+    /// # Safety
+    ///
+    /// `c` was returned by [`Faced::alloc`] of this `K` and `C` and is not freed before the
+    /// returned reference goes (C's contract: a C module uses an object until it destroys it).
+    pub(crate) unsafe fn core<'a>(c: *mut C) -> &'a K {
+        // SAFETY: The caller's contract: the allocation is live for `'a`.
+        unsafe { &(*Self::of(c)).core }
+    }
+
+    /// Frees the object whose C structure is `c`, dropping the core's part.
+    ///
+    /// # Safety
+    ///
+    /// `c` was returned by [`Faced::alloc`] of this `K` and `C`, is freed once, and no reference
+    /// from [`Faced::core`] outlives this call.
+    pub(crate) unsafe fn free(c: *mut C) {
+        // SAFETY: The allocation was made by `KBox::into_raw` of a pinned box and is freed once,
+        // in place (contract).
+        drop(unsafe { Pin::new_unchecked(KBox::from_raw(Self::of(c))) });
+    }
+}
+
+/// C's `ERR_PTR(err)`: the pointer a C function returns for an error.
+pub(crate) fn err_ptr<T>(err: Error) -> *mut T {
+    // The errno (negative, at least -MAX_ERRNO) as an address, as C encodes it.
+    core::ptr::without_provenance_mut(err.to_errno() as isize as usize)
+}
+
+/// The C pointer of `r`, or C's `ERR_PTR` of its error.
+pub(crate) fn ptr_or_err<T>(r: Result<NonNull<T>>) -> *mut T {
+    match r {
+        Ok(p) => p.as_ptr(),
+        Err(e) => err_ptr(e),
+    }
+}

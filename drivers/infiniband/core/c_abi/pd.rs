@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Protection domains for C modules: `__ib_alloc_pd` (what C's `ib_alloc_pd` macro calls with
+//! the caller's `KBUILD_MODNAME`) and `ib_dealloc_pd_user` (C's `ib_dealloc_pd`), with C's
+//! names and signatures (C's `drivers/infiniband/core/verbs.c`). The `struct ib_pd` C code
+//! reads (`device`, `local_dma_lkey`, `unsafe_global_rkey`, `flags`, `usecnt`) stands for a
+//! [`Pd`] of the core, which does the work: the driver's PD, the internal DMA MR C makes for
+//! `IB_PD_UNSAFE_GLOBAL_RKEY` or a device without a local DMA lkey, resource tracking under
+//! the caller's name.
+
+use crate::{
+    c_abi::{
+        face::CFace,
+        object::{ptr_or_err, Faced},
+    },
+    restrack::KernName,
+    verbs::Pd,
+};
+use core::ptr::NonNull;
+use kernel::{
+    bindings,
+    ffi::{c_char, c_int, c_uint},
+    prelude::*,
+    sync::Arc,
+};
+
+/// The core's part of a PD made for a C module.
+#[pin_data]
+pub(crate) struct CPd {
+    /// The PD.
+    pub(crate) pd: Arc<Pd>,
+}
+
+/// A PD as C holds it.
+pub(crate) type PdObject = Faced<CPd, bindings::ib_pd>;
+
+/// The core's PD behind `pd`.
+///
+/// # Safety
+///
+/// `pd` was returned by [`__ib_alloc_pd`] and not deallocated.
+pub(crate) unsafe fn pd_of<'a>(pd: *mut bindings::ib_pd) -> &'a Arc<Pd> {
+    // SAFETY: The caller's contract.
+    unsafe { &PdObject::core(pd).pd }
+}
+
+/// Makes the PD and its C structure.
+///
+/// # Safety
+///
+/// As for [`__ib_alloc_pd`].
+unsafe fn alloc(
+    device: *mut bindings::ib_device,
+    flags: c_uint,
+    caller: *const c_char,
+) -> Result<NonNull<bindings::ib_pd>> {
+    // SAFETY: `device` is a face handed to the caller (contract).
+    let dev = unsafe { CFace::owner_arc(device) }.ok_or(ENODEV)?;
+    // SAFETY: `caller` is the module's name (contract).
+    let name = unsafe { KernName::from_c(caller) };
+    let pd = if flags & bindings::ib_pd_flags_IB_PD_UNSAFE_GLOBAL_RKEY != 0 {
+        Pd::alloc_unsafe_global_rkey(&dev, name)?
+    } else {
+        Pd::alloc(&dev, name)?
+    };
+    let (lkey, rkey) = (pd.local_dma_lkey(), pd.unsafe_global_rkey().unwrap_or(0));
+    let c = PdObject::alloc(try_pin_init!(CPd { pd }))?;
+    // SAFETY: `c` is the zeroed structure just allocated, not yet handed out.
+    let p = unsafe { &mut *c.as_ptr() };
+    p.device = device;
+    p.flags = flags;
+    p.local_dma_lkey = lkey;
+    p.unsafe_global_rkey = rkey;
+    Ok(c)
+}
+
+/// C's `__ib_alloc_pd`: a PD on `device` for the module `caller` names; `ERR_PTR(-ENODEV)` for
+/// a device no longer registered, `-EOPNOTSUPP` for one without kernel verbs, the driver's
+/// errno otherwise. `flags` may hold `IB_PD_UNSAFE_GLOBAL_RKEY` (then `unsafe_global_rkey` is
+/// the rkey of a DMA MR any peer may use, and the core warns as C does).
+///
+/// # Safety
+///
+/// `device` was handed to the caller by a client's `add` and not yet removed; `caller` is null
+/// or a NUL-terminated string that outlives the PD (the module's name).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn __ib_alloc_pd(
+    device: *mut bindings::ib_device,
+    flags: c_uint,
+    caller: *const c_char,
+) -> *mut bindings::ib_pd {
+    // SAFETY: The caller's contract.
+    ptr_or_err(unsafe { alloc(device, flags, caller) })
+}
+
+/// C's `ib_dealloc_pd_user` (C's `ib_dealloc_pd` passes no `udata`): frees the PD; 0. A PD
+/// still used by the caller's QPs, AHs or MRs is a bug of the caller in C; here those objects
+/// keep the core's PD until they go, and the C structure is freed now, as C frees it.
+/// `-EINVAL` for user data (only kernel PDs are made here).
+///
+/// # Safety
+///
+/// `pd` was returned by [`__ib_alloc_pd`] and is not used after this call.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_dealloc_pd_user(
+    pd: *mut bindings::ib_pd,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    if !udata.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: `pd` is a live PD of ours, freed once (contract).
+    unsafe { PdObject::free(pd) };
+    0
+}
