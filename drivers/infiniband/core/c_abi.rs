@@ -12,7 +12,7 @@ pub(crate) mod ah;
 pub(crate) mod cache;
 /// C modules' clients: registration and client data.
 pub(crate) mod clients;
-/// Completion queues.
+/// Completion queues, and those the core polls.
 pub(crate) mod cq;
 /// The data path: the ops table's post, poll and arm entries.
 pub(crate) mod data_path;
@@ -22,11 +22,17 @@ pub(crate) mod events;
 pub(crate) mod face;
 /// The texts of events, completion statuses and GID types.
 pub(crate) mod messages;
+/// Memory regions.
+pub(crate) mod mr;
 /// Objects as C holds them: the core's part, then the C structure.
 pub(crate) mod object;
 /// Protection domains.
 pub(crate) mod pd;
-/// Queue pairs.
+/// Queue pairs, and their draining.
 pub(crate) mod qp;
 /// Device and port queries.
 pub(crate) mod queries;
+/// Resource tracking as C sees it.
+pub(crate) mod restrack;
+/// Shared receive queues.
+pub(crate) mod srq;

@@ -11,12 +11,19 @@
 
 use crate::{
     c_abi::{
+        data_path::wc_to_c,
         face::CFace,
         object::{ptr_or_err, Faced},
+        restrack::{track, untrack},
     },
     device::events::{EventHandler, EventType},
     restrack::KernName,
-    verbs::{types::CqInit, CompletionHandler, Cq},
+    verbs::{
+        cq_poll::{CqDone, PollCtx, PolledCq},
+        types::CqInit,
+        wr::WorkCompletion,
+        CompletionHandler, Cq,
+    },
 };
 use core::{
     ptr::{self, NonNull},
@@ -30,17 +37,28 @@ use kernel::{
     sync::{Arc, SpinLockIrq},
 };
 
+/// The C modules' QPs completing on a CQ (number, `struct ib_qp` address): what a work
+/// completion's `qp` names.
+type Qps = SpinLockIrq<KVec<(u32, usize)>>;
+
+/// The C QP numbered `qpn` in `qps`, null for one not made through the C API.
+fn find(qps: &[(u32, usize)], qpn: u32) -> *mut bindings::ib_qp {
+    qps.iter()
+        .find(|(n, _)| *n == qpn)
+        .map_or(ptr::null_mut(), |(_, p)| *p as *mut bindings::ib_qp)
+}
+
 /// The core's part of a CQ made for a C module.
 #[pin_data]
 pub(crate) struct CCq {
     /// The CQ.
     pub(crate) cq: Arc<Cq>,
+    /// The core's poller, for a CQ from `__ib_alloc_cq`.
+    polled: Option<PolledCq>,
     /// The C structure, for the handlers (null once it is being freed).
     this: Arc<AtomicPtr<bindings::ib_cq>>,
-    /// The C modules' QPs completing on the CQ (number, `struct ib_qp` address): what a work
-    /// completion's `qp` names.
-    #[pin]
-    qps: SpinLockIrq<KVec<(u32, usize)>>,
+    /// The QPs completing on the CQ.
+    qps: Arc<Qps>,
 }
 
 impl CCq {
@@ -65,12 +83,7 @@ impl CCq {
         f: impl FnOnce(&dyn Fn(u32) -> *mut bindings::ib_qp) -> R,
     ) -> R {
         let qps = self.qps.lock();
-        let find = |qpn: u32| {
-            qps.iter()
-                .find(|(n, _)| *n == qpn)
-                .map_or(ptr::null_mut(), |(_, p)| *p as *mut bindings::ib_qp)
-        };
-        f(&find)
+        f(&|qpn| find(&qps, qpn))
     }
 }
 
@@ -142,6 +155,15 @@ fn event_handler(this: &Arc<AtomicPtr<bindings::ib_cq>>) -> Result<EventHandler>
     )?)
 }
 
+/// An empty list of QPs. Not generic nor inlined: one lock class for every CQ.
+#[inline(never)]
+fn new_qps() -> Result<Arc<Qps>> {
+    Arc::pin_init(
+        new_spinlock_irq!(KVec::new(), "ib_core::c_abi::cq::CCq::qps"),
+        GFP_KERNEL,
+    )
+}
+
 /// Makes the CQ and its C structure.
 ///
 /// # Safety
@@ -182,10 +204,12 @@ unsafe fn create(
     )?;
     let cqe = cq.cqe();
     let handle = this.clone();
+    let qps = new_qps()?;
     let c = CqObject::alloc(try_pin_init!(CCq {
         cq,
+        polled: None,
         this: handle,
-        qps <- new_spinlock_irq!(KVec::new(), "ib_core::c_abi::cq::CCq::qps"),
+        qps,
     }))?;
     // SAFETY: `c` is the zeroed structure just allocated, not yet handed out.
     let p = unsafe { &mut *c.as_ptr() };
@@ -195,6 +219,14 @@ unsafe fn create(
     p.cq_context = cq_context;
     p.cqe = c_int::try_from(cqe).unwrap_or(c_int::MAX);
     p.comp_vector = attr.comp_vector;
+    // SAFETY: The entry is the new CQ's; its device is live (contract).
+    unsafe {
+        track(
+            &raw mut p.res,
+            bindings::rdma_restrack_type_RDMA_RESTRACK_CQ,
+            caller,
+        )
+    };
     // Filled: the handlers may call C code from now on.
     this.store(c.as_ptr(), Ordering::Release);
     Ok(c)
@@ -253,11 +285,174 @@ pub(crate) unsafe extern "C" fn ib_destroy_cq_user(
         return EBUSY.to_errno();
     }
     // SAFETY: As above.
-    unsafe { cq_of(cq) }
-        .this
-        .store(ptr::null_mut(), Ordering::Release);
+    unsafe {
+        untrack(&raw mut (*cq).res);
+        cq_of(cq).this.store(ptr::null_mut(), Ordering::Release);
+    }
     // SAFETY: Freed once (contract); dropping the core's CQ destroys the driver's, after which
     // its handlers are not called.
     unsafe { CqObject::free(cq) };
     0
+}
+
+/// The completion callback of a polled CQ: each completion, as C's `ib_wc`, to the `done` of
+/// the `ib_cqe` its work request named (`wr_cqe`), as C's `__ib_process_cq` hands it.
+fn done_handler(this: &Arc<AtomicPtr<bindings::ib_cq>>, qps: &Arc<Qps>) -> Result<CqDone> {
+    let (this, qps) = (this.clone(), qps.clone());
+    Ok(KBox::new(
+        move |w: &WorkCompletion| {
+            let c = this.load(Ordering::Acquire);
+            if c.is_null() {
+                return;
+            }
+            let qp = find(&qps.lock(), w.qp_num);
+            // SAFETY: `ib_wc` is a plain structure; every field is written below.
+            let mut wc: bindings::ib_wc = unsafe { core::mem::zeroed() };
+            wc_to_c(w, qp, &mut wc);
+            // SAFETY: The work request's identifier is its `ib_cqe` (C's contract for CQs from
+            // `ib_alloc_cq`), live until its completion is handed over; a non-null `this` is
+            // the live C structure (the polling stops before it is freed).
+            unsafe {
+                let cqe = wc.__bindgen_anon_1.wr_cqe;
+                if let Some(done) = cqe.as_ref().and_then(|e| e.done) {
+                    done(c, &mut wc);
+                }
+            }
+        },
+        GFP_KERNEL,
+    )?)
+}
+
+/// Makes the polled CQ and its C structure.
+///
+/// # Safety
+///
+/// As for [`__ib_alloc_cq`].
+unsafe fn alloc_polled(
+    dev: *mut bindings::ib_device,
+    private: *mut c_void,
+    nr_cqe: c_int,
+    comp_vector: c_int,
+    poll_ctx: bindings::ib_poll_context,
+    caller: *const c_char,
+) -> Result<NonNull<bindings::ib_cq>> {
+    let ctx = match poll_ctx {
+        bindings::ib_poll_context_IB_POLL_SOFTIRQ => PollCtx::Softirq,
+        bindings::ib_poll_context_IB_POLL_WORKQUEUE => PollCtx::Workqueue,
+        bindings::ib_poll_context_IB_POLL_UNBOUND_WORKQUEUE => PollCtx::UnboundWorkqueue,
+        bindings::ib_poll_context_IB_POLL_DIRECT => PollCtx::Direct,
+        _ => return Err(EINVAL),
+    };
+    let nr_cqe = u32::try_from(nr_cqe).map_err(|_| EINVAL)?;
+    let comp_vector = u32::try_from(comp_vector).map_err(|_| EINVAL)?;
+    // SAFETY: `dev` is a face handed to the caller (contract).
+    let owner = unsafe { CFace::owner_arc(dev) }.ok_or(ENODEV)?;
+    // SAFETY: `caller` is the module's name (contract).
+    let name = unsafe { KernName::from_c(caller) };
+    let this = Arc::new(AtomicPtr::new(ptr::null_mut()), GFP_KERNEL)?;
+    let qps = new_qps()?;
+    let polled = PolledCq::alloc(
+        &owner,
+        nr_cqe,
+        comp_vector,
+        ctx,
+        done_handler(&this, &qps)?,
+        name,
+    )?;
+    let cq = polled.cq().clone();
+    let cqe = cq.cqe();
+    let handle = this.clone();
+    let c = CqObject::alloc(try_pin_init!(CCq {
+        cq,
+        polled: Some(polled),
+        this: handle,
+        qps,
+    }))?;
+    // SAFETY: `c` is the zeroed structure just allocated, not yet handed out.
+    let p = unsafe { &mut *c.as_ptr() };
+    p.device = dev;
+    p.cq_context = private;
+    p.poll_ctx = poll_ctx;
+    p.cqe = c_int::try_from(cqe).unwrap_or(c_int::MAX);
+    p.comp_vector = comp_vector;
+    // SAFETY: The entry is the new CQ's; its device is live (contract).
+    unsafe {
+        track(
+            &raw mut p.res,
+            bindings::rdma_restrack_type_RDMA_RESTRACK_CQ,
+            caller,
+        )
+    };
+    this.store(c.as_ptr(), Ordering::Release);
+    Ok(c)
+}
+
+/// C's `__ib_alloc_cq` (what C's `ib_alloc_cq` macro calls with the caller's `KBUILD_MODNAME`):
+/// a CQ of `nr_cqe` entries on `dev` that the core polls as `poll_ctx` says (from a work item
+/// for `IB_POLL_SOFTIRQ`, `IB_POLL_WORKQUEUE` and `IB_POLL_UNBOUND_WORKQUEUE`; for
+/// `IB_POLL_DIRECT` only in `ib_process_cq_direct`), handing each completion to the `done` of
+/// the `ib_cqe` its work request names; `cq_context` is `private`. `ERR_PTR(-EINVAL)` for a
+/// size or context C refuses, `-ENODEV` for a device no longer registered, the driver's errno
+/// otherwise.
+///
+/// # Safety
+///
+/// `dev` was handed to the caller by a client's `add` and not yet removed; `caller` is null or
+/// the module's name; every work request on the CQ's QPs names a live `ib_cqe`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn __ib_alloc_cq(
+    dev: *mut bindings::ib_device,
+    private: *mut c_void,
+    nr_cqe: c_int,
+    comp_vector: c_int,
+    poll_ctx: bindings::ib_poll_context,
+    caller: *const c_char,
+) -> *mut bindings::ib_cq {
+    // SAFETY: The caller's contract.
+    ptr_or_err(unsafe { alloc_polled(dev, private, nr_cqe, comp_vector, poll_ctx, caller) })
+}
+
+/// C's `ib_free_cq`: stops the polling (no `done` runs once it returns) and destroys the CQ. A
+/// CQ still used by a QP is a bug of the caller (C warns, then frees it); it is logged and
+/// freed here too, the core's CQ then living on with the QP.
+///
+/// # Safety
+///
+/// `cq` was returned by [`__ib_alloc_cq`]; it is not used again.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_free_cq(cq: *mut bindings::ib_cq) {
+    // SAFETY: `cq` is live (contract).
+    if unsafe { atomic(&raw mut (*cq).usecnt) }.load(Ordering::Relaxed) != 0 {
+        pr_warn!("ib_free_cq of a CQ still in use\n");
+    }
+    // SAFETY: As above; freed once.
+    unsafe {
+        untrack(&raw mut (*cq).res);
+        let core = cq_of(cq);
+        if let Some(p) = &core.polled {
+            p.stop();
+        }
+        core.this.store(ptr::null_mut(), Ordering::Release);
+        CqObject::free(cq);
+    }
+}
+
+/// C's `ib_process_cq_direct`: polls up to `budget` completions (all there are for a negative
+/// budget) of an `IB_POLL_DIRECT` CQ, handing each to its `done`; how many. 0 for a CQ the core
+/// does not poll.
+///
+/// # Safety
+///
+/// `cq` was returned by [`__ib_alloc_cq`] and not freed; process context.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_process_cq_direct(
+    cq: *mut bindings::ib_cq,
+    budget: c_int,
+) -> c_int {
+    // SAFETY: `cq` is live (contract).
+    let Some(p) = (unsafe { &cq_of(cq).polled }) else {
+        return 0;
+    };
+    let n = p.process_direct(usize::try_from(budget).ok());
+    c_int::try_from(n).unwrap_or(c_int::MAX)
 }

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The data path of C modules: the device's ops table entries that C's inline `ib_post_send`,
-//! `ib_post_recv`, `ib_poll_cq` and `ib_req_notify_cq` call (`qp->device->ops.post_send`, ...)
-//! for the QPs and CQs made through `c_abi/qp.rs` and `c_abi/cq.rs`. Each reads C's structures
-//! in place and calls the core's [`Qp`]/[`Cq`] verbs, which reach the driver: a chain of work
-//! requests is posted in runs of up to [`RUN`] per driver call (one lock and one doorbell per
+//! `ib_post_recv`, `ib_post_srq_recv`, `ib_poll_cq` and `ib_req_notify_cq` call
+//! (`qp->device->ops.post_send`, ...) for the QPs, SRQs and CQs made through `c_abi/`. Each
+//! reads C's structures in place and calls the core's [`Qp`]/[`Cq`] verbs, which reach the
+//! driver: a chain of work requests is posted in runs of up to [`RUN`] per driver call (one lock and one doorbell per
 //! run), its scatter lists read where C keeps them (the core's [`Sge`] has `ib_sge`'s layout),
 //! the rest of each request described for the driver on the stack, nothing allocated: these
 //! may be called in any context, as C's. A request the core cannot express (an opcode other
@@ -233,19 +233,17 @@ pub(crate) unsafe extern "C" fn post_send(
     0
 }
 
-/// The ops table's `post_recv` for QPs made for C modules (C's `ib_post_recv`).
+/// Posts the C chain of receive work requests `wr` in runs through `post` (a QP's or an SRQ's
+/// receive queue); 0, or the errno with `*bad_wr` at the first request not posted.
 ///
 /// # Safety
 ///
-/// C's contract: `qp` was made by `ib_create_qp_kernel` and is live, `wr` is a chain of
-/// well-formed receive work requests, `bad_wr` is writable.
-pub(crate) unsafe extern "C" fn post_recv(
-    qp: *mut bindings::ib_qp,
+/// C's contract: `wr` is a chain of well-formed receive work requests, `bad_wr` is writable.
+pub(crate) unsafe fn recv_chain(
     wr: *const bindings::ib_recv_wr,
     bad_wr: *mut *const bindings::ib_recv_wr,
+    post: impl Fn(&[RecvWr<'_>]) -> Result<(), PostError>,
 ) -> c_int {
-    // SAFETY: `qp` is live (contract).
-    let core = unsafe { qp_of(qp) };
     let fail = |at: *const bindings::ib_recv_wr, e: Error| {
         // SAFETY: `bad_wr` is writable (contract).
         unsafe { *bad_wr = at };
@@ -279,7 +277,7 @@ pub(crate) unsafe extern "C" fn post_recv(
             }
         }
         if n > 0 {
-            if let Err(PostError { first_bad, err }) = core.post_recv(&run[..n]) {
+            if let Err(PostError { first_bad, err }) = post(&run[..n]) {
                 return fail(at[first_bad.min(n - 1)], err);
             }
         }
@@ -290,8 +288,25 @@ pub(crate) unsafe extern "C" fn post_recv(
     0
 }
 
+/// The ops table's `post_recv` for QPs made for C modules (C's `ib_post_recv`).
+///
+/// # Safety
+///
+/// C's contract: `qp` was made by `ib_create_qp_kernel` and is live, `wr` is a chain of
+/// well-formed receive work requests, `bad_wr` is writable.
+pub(crate) unsafe extern "C" fn post_recv(
+    qp: *mut bindings::ib_qp,
+    wr: *const bindings::ib_recv_wr,
+    bad_wr: *mut *const bindings::ib_recv_wr,
+) -> c_int {
+    // SAFETY: `qp` is live (contract).
+    let core = unsafe { qp_of(qp) };
+    // SAFETY: As this function's contract.
+    unsafe { recv_chain(wr, bad_wr, |run| core.post_recv(run)) }
+}
+
 /// Writes the core's completion `w` as C's `ib_wc`, naming the C QP `qp`.
-fn wc_to_c(w: &WorkCompletion, qp: *mut bindings::ib_qp, out: &mut bindings::ib_wc) {
+pub(crate) fn wc_to_c(w: &WorkCompletion, qp: *mut bindings::ib_qp, out: &mut bindings::ib_wc) {
     out.__bindgen_anon_1.wr_id = w.wr_id;
     out.status = w.status as u32;
     out.opcode = w.opcode as u32;
@@ -383,10 +398,17 @@ pub(crate) unsafe extern "C" fn req_notify_cq(
     }
 }
 
-/// Fills the data path's entries of a device's ops table (for a device with kernel verbs).
-pub(crate) fn fill_ops(ops: &mut bindings::ib_device_ops) {
+/// Fills the entries of a device's ops table that C modules call directly (for a device with
+/// kernel verbs): the data path, and `get_dma_mr`; and `create_srq` for a device with SRQs,
+/// which C's inline `ib_create_srq` checks.
+pub(crate) fn fill_ops(ops: &mut bindings::ib_device_ops, has_srq: bool) {
     ops.post_send = Some(post_send);
     ops.post_recv = Some(post_recv);
     ops.poll_cq = Some(poll_cq);
     ops.req_notify_cq = Some(req_notify_cq);
+    ops.post_srq_recv = Some(crate::c_abi::srq::post_srq_recv);
+    ops.get_dma_mr = Some(crate::c_abi::mr::get_dma_mr);
+    if has_srq {
+        ops.create_srq = Some(crate::c_abi::srq::create_srq);
+    }
 }

@@ -44,13 +44,30 @@ EXPORT_C_ABI(ib_dealloc_pd_user);
 /* c_abi/cq.rs */
 EXPORT_C_ABI(__ib_create_cq);
 EXPORT_C_ABI(ib_destroy_cq_user);
+EXPORT_C_ABI(__ib_alloc_cq);
+EXPORT_C_ABI(ib_free_cq);
+EXPORT_C_ABI(ib_process_cq_direct);
 
 /* c_abi/qp.rs */
 EXPORT_C_ABI(ib_create_qp_kernel);
 EXPORT_C_ABI(ib_modify_qp);
 EXPORT_C_ABI(ib_query_qp);
 EXPORT_C_ABI(ib_destroy_qp_user);
+EXPORT_C_ABI(ib_drain_qp);
 
 /* c_abi/ah.rs */
 EXPORT_C_ABI(rdma_create_ah);
 EXPORT_C_ABI(rdma_destroy_ah_user);
+
+/* c_abi/mr.rs */
+EXPORT_C_ABI(ib_dereg_mr_user);
+
+/* c_abi/restrack.rs */
+EXPORT_C_ABI(rdma_restrack_new);
+EXPORT_C_ABI(rdma_restrack_parent_name);
+EXPORT_C_ABI(rdma_restrack_add);
+
+/* c_abi/srq.rs */
+EXPORT_C_ABI(ib_create_srq_user);
+EXPORT_C_ABI(ib_modify_srq);
+EXPORT_C_ABI(ib_destroy_srq_user);

@@ -54,6 +54,8 @@ struct Alloc {
     /// The port data `ib.port_data` points to: one entry per port and one before them (C
     /// indexes it by port number, from 1).
     ports: KVec<Opaque<bindings::ib_port_data>>,
+    /// The resource tracking roots `ib.res` points to (`c_abi/restrack.rs`).
+    res: KVec<Opaque<crate::c_abi::restrack::Root>>,
     /// What C modules see.
     ib: Opaque<bindings::ib_device>,
 }
@@ -198,11 +200,13 @@ impl CFace {
         for _ in 0..=ports {
             port_data.push(Opaque::zeroed(), GFP_KERNEL)?;
         }
+        let res = crate::c_abi::restrack::new_roots()?;
         let alloc = KBox::pin_init(
             pin_init!(Alloc {
                 owner: AtomicPtr::new(Arc::as_ptr(dev).cast_mut()),
                 handlers <- new_handlers(),
                 ports: port_data,
+                res,
                 ib: Opaque::zeroed(),
             }),
             GFP_KERNEL,
@@ -224,7 +228,7 @@ impl CFace {
         c.set_kverbs_provider(dev.kverbs_provider().into());
         if dev.kverbs_provider() {
             // What C's inline post, poll and arm functions call (`c_abi/data_path.rs`).
-            crate::c_abi::data_path::fill_ops(&mut c.ops);
+            crate::c_abi::data_path::fill_ops(&mut c.ops, dev.attr().max_srq > 0);
         }
         c.set_use_cq_dim(dev.use_cq_dim().into());
         c.local_dma_lkey = dev.attr().local_dma_lkey.unwrap_or(0);
@@ -238,6 +242,8 @@ impl CFace {
             }
         }
         c.port_data = port_data.as_mut_ptr().cast();
+        // SAFETY: `alloc` is valid; its roots are not touched elsewhere until C code gets `ib`.
+        c.res = unsafe { (*alloc).res.as_mut_ptr() }.cast();
         // Every device lives in the initial network namespace here (C's `coredev.rdma_net`,
         // which `rdma_dev_access_netns` and C's inline readers of it see).
         c.__bindgen_anon_1.coredev.rdma_net.net = Net::init_net().as_raw();
@@ -387,6 +393,8 @@ impl Drop for CFace {
         unsafe {
             alloc.owner.store(ptr::null_mut(), Ordering::Release);
             bindings::xa_destroy(&raw mut (*ib).client_data);
+            // Every object made for C modules is gone with their clients.
+            crate::c_abi::restrack::destroy_roots(&alloc.res);
             bindings::put_device(dev_of(ib));
         }
     }

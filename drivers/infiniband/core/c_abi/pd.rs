@@ -12,6 +12,7 @@ use crate::{
     c_abi::{
         face::CFace,
         object::{ptr_or_err, Faced},
+        restrack::{track, untrack},
     },
     restrack::KernName,
     verbs::Pd,
@@ -71,6 +72,14 @@ unsafe fn alloc(
     p.flags = flags;
     p.local_dma_lkey = lkey;
     p.unsafe_global_rkey = rkey;
+    // SAFETY: The entry is the new PD's; its device is live (contract).
+    unsafe {
+        track(
+            &raw mut p.res,
+            bindings::rdma_restrack_type_RDMA_RESTRACK_PD,
+            caller,
+        )
+    };
     Ok(c)
 }
 
@@ -110,6 +119,9 @@ pub(crate) unsafe extern "C" fn ib_dealloc_pd_user(
         return EINVAL.to_errno();
     }
     // SAFETY: `pd` is a live PD of ours, freed once (contract).
-    unsafe { PdObject::free(pd) };
+    unsafe {
+        untrack(&raw mut (*pd).res);
+        PdObject::free(pd);
+    }
     0
 }

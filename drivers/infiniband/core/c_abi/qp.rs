@@ -15,6 +15,8 @@ use crate::{
         cq::{atomic, cq_of},
         object::{ptr_or_err, Faced},
         pd::pd_of,
+        restrack::{track, untrack},
+        srq::srq_of,
     },
     device::events::{EventHandler, EventType},
     restrack::KernName,
@@ -130,10 +132,9 @@ unsafe fn create(
     // SAFETY: `init` is readable and writable (contract).
     let a = unsafe { &mut *init };
     let qp_type = qp_type_from_c(a.qp_type)?;
-    // What this core does not make for C modules yet: QPs on an SRQ or an XRC domain, creation
-    // flags, RSS tables, and the RDMA read/write API's contexts (C's `rdma_rw`).
-    if !a.srq.is_null()
-        || !a.xrcd.is_null()
+    // What this core does not make for C modules yet: QPs of an XRC domain, creation flags, RSS
+    // tables, and the RDMA read/write API's contexts (C's `rdma_rw`).
+    if !a.xrcd.is_null()
         || !a.rwq_ind_tbl.is_null()
         || a.create_flags != 0
         || a.cap.max_rdma_ctxs != 0
@@ -147,6 +148,8 @@ unsafe fn create(
     let (send_cq, recv_cq, core_pd) = unsafe { (cq_of(a.send_cq), cq_of(a.recv_cq), pd_of(pd)) };
     // SAFETY: `caller` is the module's name (contract).
     let name = unsafe { KernName::from_c(caller) };
+    // SAFETY: An SRQ, if any, is a live SRQ of ours (contract).
+    let srq = (!a.srq.is_null()).then(|| unsafe { srq_of(a.srq) }.clone());
     let this = Arc::new(AtomicPtr::new(ptr::null_mut()), GFP_KERNEL)?;
     let sq_sig_all = a.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR;
     let qp = Qp::create(
@@ -164,7 +167,7 @@ unsafe fn create(
             },
             sq_sig_all,
             kern_name: name,
-            srq: None,
+            srq,
             event_handler: Some(event_handler(&this)?),
             port_num: a.port_num,
         },
@@ -195,6 +198,7 @@ unsafe fn create(
         p.pd = pd;
         p.send_cq = a.send_cq;
         p.recv_cq = a.recv_cq;
+        p.srq = a.srq;
         p.real_qp = q;
         p.qp_type = a.qp_type;
         p.qp_num = qpn;
@@ -212,6 +216,15 @@ unsafe fn create(
         atomic(&raw mut (*pd).usecnt).fetch_add(1, Ordering::Relaxed);
         atomic(&raw mut (*a.send_cq).usecnt).fetch_add(1, Ordering::Relaxed);
         atomic(&raw mut (*a.recv_cq).usecnt).fetch_add(1, Ordering::Relaxed);
+        if !a.srq.is_null() {
+            atomic(&raw mut (*a.srq).usecnt).fetch_add(1, Ordering::Relaxed);
+        }
+        // Listed under its number, once that is set.
+        track(
+            &raw mut p.res,
+            bindings::rdma_restrack_type_RDMA_RESTRACK_QP,
+            caller,
+        );
     }
     // C's `ib_create_qp` reports the sizes the driver made.
     a.cap = cap_to_c(&cap);
@@ -221,9 +234,9 @@ unsafe fn create(
 
 /// C's `ib_create_qp_kernel`: a QP in `pd` as `qp_init_attr` asks, for the module `caller`
 /// names; `qp_init_attr->cap` then holds the sizes the driver made. `ERR_PTR(-EOPNOTSUPP)` for
-/// what is not made for C modules yet (an SRQ, XRC, RSS, creation flags, `max_rdma_ctxs`, raw
+/// what is not made for C modules yet (XRC, RSS, creation flags, `max_rdma_ctxs`, raw
 /// QP types), `-EINVAL` for sizes past the device's or a missing CQ, the driver's errno
-/// otherwise.
+/// otherwise. A QP on an SRQ (`srq`) receives from it.
 ///
 /// # Safety
 ///
@@ -411,6 +424,7 @@ pub(crate) unsafe extern "C" fn ib_destroy_qp_user(
     // SAFETY: `qp` is live (contract), and so are its PD and CQs, which it keeps in use.
     unsafe {
         let core = QpObject::core(qp);
+        untrack(&raw mut (*qp).res);
         core.this.store(ptr::null_mut(), Ordering::Release);
         let q = &*qp;
         cq_of(q.send_cq).remove_qp(q.qp_num);
@@ -418,10 +432,30 @@ pub(crate) unsafe extern "C" fn ib_destroy_qp_user(
         atomic(&raw mut (*q.send_cq).usecnt).fetch_sub(1, Ordering::Relaxed);
         atomic(&raw mut (*q.recv_cq).usecnt).fetch_sub(1, Ordering::Relaxed);
         atomic(&raw mut (*q.pd).usecnt).fetch_sub(1, Ordering::Relaxed);
+        if !q.srq.is_null() {
+            atomic(&raw mut (*q.srq).usecnt).fetch_sub(1, Ordering::Relaxed);
+        }
         // The QP's counters (always empty here): the xarray's memory.
         bindings::xa_destroy(&raw mut (*qp).comp_cntrs);
     }
     // SAFETY: Freed once (contract); dropping the core's QP destroys the driver's.
     unsafe { QpObject::free(qp) };
     0
+}
+
+/// C's `ib_drain_qp`: moves the QP to the error state and returns once every work request
+/// posted before has completed and been handed to its `ib_cqe`'s `done` (both CQs must come
+/// from `ib_alloc_cq`, as in C); for a QP on an SRQ, once the driver raised
+/// `IB_EVENT_QP_LAST_WQE_REACHED` and the receive CQ was polled. What goes wrong is logged, as
+/// C warns.
+///
+/// # Safety
+///
+/// `qp` was returned by [`ib_create_qp_kernel`] and not destroyed; process context.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_drain_qp(qp: *mut bindings::ib_qp) {
+    // SAFETY: `qp` is live (contract).
+    if let Err(e) = unsafe { qp_of(qp) }.drain_qp() {
+        pr_warn!("failed to drain QP: {e:?}\n");
+    }
 }

@@ -236,6 +236,15 @@ impl PolledCq {
     pub fn process_direct(&self, budget: Option<usize>) -> usize {
         self.poller.process(&self.cq, budget.unwrap_or(usize::MAX))
     }
+
+    /// Stops the polling and waits for a pass in progress: once this returns, `done` is not
+    /// called again (C's `ib_free_cq`, which cancels its work item synchronously). For a
+    /// consumer whose `done` reaches memory it frees next (a C module's `ib_cqe`).
+    pub(crate) fn stop(&self) {
+        self.poller.cq.lock().take();
+        // A pass holds this lock while it calls `done`; later passes find no CQ.
+        drop(self.poller.polling.lock());
+    }
 }
 
 impl Drop for PolledCq {
