@@ -36,3 +36,5 @@ pub(crate) mod queries;
 pub(crate) mod restrack;
 /// Shared receive queues.
 pub(crate) mod srq;
+/// C's work requests and completions as the core's.
+pub(crate) mod wr;

@@ -120,7 +120,7 @@ impl Registration {
         };
         // The C structure C clients are handed (the product's devices: C modules see no other).
         let face = if domain == Domain::Live {
-            Some(CFace::new(&dev)?)
+            Some(CFace::new(&dev, crate::c_abi::data_path::fill_ops)?)
         } else {
             None
         };

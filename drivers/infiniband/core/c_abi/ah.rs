@@ -9,8 +9,7 @@
 use crate::{
     attrs::Gid,
     c_abi::{
-        cq::atomic,
-        object::{ptr_or_err, Faced},
+        object::{atomic, ptr_or_err, Faced},
         pd::pd_of,
     },
     verbs::{

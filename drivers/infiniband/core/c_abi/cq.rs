@@ -11,10 +11,10 @@
 
 use crate::{
     c_abi::{
-        data_path::wc_to_c,
         face::CFace,
-        object::{ptr_or_err, Faced},
+        object::{atomic, ptr_or_err, Faced},
         restrack::{track, untrack},
+        wr::wc_to_c,
     },
     device::events::{EventHandler, EventType},
     restrack::KernName,
@@ -27,7 +27,7 @@ use crate::{
 };
 use core::{
     ptr::{self, NonNull},
-    sync::atomic::{AtomicI32, AtomicPtr, Ordering},
+    sync::atomic::{AtomicPtr, Ordering},
 };
 use kernel::{
     bindings,
@@ -98,16 +98,6 @@ pub(crate) type CqObject = Faced<CCq, bindings::ib_cq>;
 pub(crate) unsafe fn cq_of<'a>(cq: *mut bindings::ib_cq) -> &'a CCq {
     // SAFETY: The caller's contract.
     unsafe { CqObject::core(cq) }
-}
-
-/// C's `atomic_t` as an atomic.
-///
-/// # Safety
-///
-/// `a` points to a live `atomic_t` that C code only reaches with atomic operations.
-pub(crate) unsafe fn atomic<'a>(a: *mut bindings::atomic_t) -> &'a AtomicI32 {
-    // SAFETY: `atomic_t` is an `int` accessed atomically (contract); the field is aligned.
-    unsafe { AtomicI32::from_ptr((&raw mut (*a).counter).cast()) }
 }
 
 /// The completion handler of the core's CQ: the C `comp_handler(cq, cq_context)`.

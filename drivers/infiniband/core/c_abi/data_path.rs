@@ -3,158 +3,29 @@
 //! The data path of C modules: the device's ops table entries that C's inline `ib_post_send`,
 //! `ib_post_recv`, `ib_post_srq_recv`, `ib_poll_cq` and `ib_req_notify_cq` call
 //! (`qp->device->ops.post_send`, ...) for the QPs, SRQs and CQs made through `c_abi/`. Each
-//! reads C's structures in place and calls the core's [`Qp`]/[`Cq`] verbs, which reach the
-//! driver: a chain of work requests is posted in runs of up to [`RUN`] per driver call (one lock and one doorbell per
-//! run), its scatter lists read where C keeps them (the core's [`Sge`] has `ib_sge`'s layout),
-//! the rest of each request described for the driver on the stack, nothing allocated: these
-//! may be called in any context, as C's. A request the core cannot express (an opcode other
-//! than SEND, RDMA WRITE/READ and the two atomics, with or without immediate data) stops the
-//! post with `-EINVAL` and `*bad_wr` at it, as a driver refusing it would.
+//! reads C's structures in place (`c_abi/wr.rs`) and calls the core's [`Qp`], [`Srq`] or
+//! [`Cq`] verbs, which reach the driver: a chain is posted in runs of up to [`RUN`] per
+//! driver call (one lock and one doorbell per run). These may be called in any context, as
+//! C's.
 //!
 //! [`Qp`]: crate::verbs::Qp
+//! [`Srq`]: crate::verbs::Srq
 //! [`Cq`]: crate::verbs::Cq
 
 use crate::{
-    c_abi::{ah::ah_of, cq::cq_of, qp::qp_of},
-    verbs::wr::{send_flags, PostError, RecvWr, SendOpcode, SendWr, Sge, UdWr, WorkCompletion},
+    c_abi::{
+        cq::cq_of,
+        qp::qp_of,
+        srq::srq_of,
+        wr::{inline_bytes, recv_chain, send_wr_from_c, wc_to_c, MAX_INLINE_SGE, RUN},
+    },
+    verbs::wr::{send_flags, PostError, SendWr, WorkCompletion},
 };
-use core::{mem::offset_of, ptr, slice};
+use core::{ptr, slice};
 use kernel::{bindings, ffi::c_int, prelude::*};
 
-/// Work requests posted per call of the core's verbs.
-pub(crate) const RUN: usize = 8;
 /// Work completions polled per call of the core's `poll`.
 const POLL_RUN: usize = 16;
-/// Scatter entries of one inline send (the devices' `max_send_sge` is smaller).
-const MAX_INLINE_SGE: usize = 32;
-
-// The core's `Sge` is read in place of C's `ib_sge`.
-const _: () = {
-    assert!(size_of::<Sge>() == size_of::<bindings::ib_sge>());
-    assert!(offset_of!(Sge, addr) == offset_of!(bindings::ib_sge, addr));
-    assert!(offset_of!(Sge, length) == offset_of!(bindings::ib_sge, length));
-    assert!(offset_of!(Sge, lkey) == offset_of!(bindings::ib_sge, lkey));
-};
-
-/// The scatter list of a C work request, in place.
-///
-/// # Safety
-///
-/// `list` points to `num` readable entries (or `num` is 0) that outlive `'a`.
-unsafe fn sges<'a>(list: *mut bindings::ib_sge, num: c_int) -> Result<&'a [Sge]> {
-    let n = usize::try_from(num).map_err(|_| EINVAL)?;
-    if n == 0 || list.is_null() {
-        return if n == 0 { Ok(&[]) } else { Err(EINVAL) };
-    }
-    // SAFETY: `n` entries of `ib_sge`'s layout, which `Sge` has (checked above), live for `'a`
-    // (contract).
-    Ok(unsafe { slice::from_raw_parts(list.cast::<Sge>(), n) })
-}
-
-/// The opcode of a C send work request the core can express.
-fn opcode_from_c(op: bindings::ib_wr_opcode) -> Result<SendOpcode> {
-    Ok(match op {
-        bindings::ib_wr_opcode_IB_WR_RDMA_WRITE => SendOpcode::RdmaWrite,
-        bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM => SendOpcode::RdmaWriteWithImm,
-        bindings::ib_wr_opcode_IB_WR_SEND => SendOpcode::Send,
-        bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM => SendOpcode::SendWithImm,
-        bindings::ib_wr_opcode_IB_WR_RDMA_READ => SendOpcode::RdmaRead,
-        bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP => SendOpcode::AtomicCmpAndSwp,
-        bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => SendOpcode::AtomicFetchAndAdd,
-        _ => return Err(EINVAL),
-    })
-}
-
-/// The core's description of the C send work request `w` on a QP of type `qp_type` (for an
-/// inline one, without its bytes: [`inline_bytes`]).
-///
-/// # Safety
-///
-/// `w` is a send work request as C's contract has it: its container (`ib_rdma_wr`,
-/// `ib_atomic_wr`, `ib_ud_wr`) is the one its opcode and the QP's type say, its scatter list is
-/// readable for `'a`, and a UD request's AH is live.
-unsafe fn send_wr_from_c<'a>(
-    w: &'a bindings::ib_send_wr,
-    qp_type: bindings::ib_qp_type,
-) -> Result<SendWr<'a>> {
-    let opcode = opcode_from_c(w.opcode)?;
-    let flags = w.send_flags as u32;
-    // SAFETY: The scatter list is readable for `'a` (contract).
-    let sg_list = unsafe { sges(w.sg_list, w.num_sge) }?;
-    let p: *const bindings::ib_send_wr = w;
-    let mut wr = SendWr {
-        // SAFETY: Both members of the union are 64 bits; the identifier is returned as given.
-        wr_id: unsafe { w.__bindgen_anon_1.wr_id },
-        opcode,
-        sg_list,
-        send_flags: flags,
-        ..Default::default()
-    };
-    if matches!(
-        opcode,
-        SendOpcode::RdmaWriteWithImm | SendOpcode::SendWithImm
-    ) {
-        // SAFETY: With-immediate opcodes carry `imm_data` (big endian, as on the wire).
-        wr.imm_data = u32::from_be(unsafe { w.ex.imm_data });
-    }
-    match opcode {
-        SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm | SendOpcode::RdmaRead => {
-            // SAFETY: An RDMA request is the `wr` of an `ib_rdma_wr` (contract).
-            let r = unsafe { &*kernel::container_of!(p, bindings::ib_rdma_wr, wr) };
-            wr.remote_addr = r.remote_addr;
-            wr.rkey = r.rkey;
-        }
-        SendOpcode::AtomicCmpAndSwp | SendOpcode::AtomicFetchAndAdd => {
-            // SAFETY: An atomic request is the `wr` of an `ib_atomic_wr` (contract).
-            let a = unsafe { &*kernel::container_of!(p, bindings::ib_atomic_wr, wr) };
-            wr.remote_addr = a.remote_addr;
-            wr.rkey = a.rkey;
-            wr.compare_add = a.compare_add;
-            wr.swap = a.swap;
-        }
-        SendOpcode::Send | SendOpcode::SendWithImm => {}
-    }
-    if matches!(
-        qp_type,
-        bindings::ib_qp_type_IB_QPT_UD
-            | bindings::ib_qp_type_IB_QPT_GSI
-            | bindings::ib_qp_type_IB_QPT_SMI
-    ) {
-        // SAFETY: A datagram QP's request is the `wr` of an `ib_ud_wr` (contract).
-        let u = unsafe { &*kernel::container_of!(p, bindings::ib_ud_wr, wr) };
-        if u.ah.is_null() {
-            return Err(EINVAL);
-        }
-        wr.ud = Some(UdWr {
-            // SAFETY: The AH is live (contract).
-            ah: unsafe { ah_of(u.ah) },
-            remote_qpn: u.remote_qpn,
-            remote_qkey: u.remote_qkey,
-        });
-    }
-    Ok(wr)
-}
-
-/// The bytes of an inline request's scatter list `sg_list` (C passes kernel virtual
-/// addresses), as slices in `out`; how many.
-///
-/// # Safety
-///
-/// Every entry names readable bytes that outlive `'a` (C's contract for inline sends).
-unsafe fn inline_bytes<'a>(sg_list: &[Sge], out: &mut [&'a [u8]; MAX_INLINE_SGE]) -> Result<usize> {
-    if sg_list.len() > MAX_INLINE_SGE {
-        return Err(EINVAL);
-    }
-    for (slot, s) in out.iter_mut().zip(sg_list) {
-        *slot = if s.length == 0 {
-            &[]
-        } else {
-            // SAFETY: Readable bytes live for `'a` (contract).
-            unsafe { slice::from_raw_parts(s.addr as usize as *const u8, s.length as usize) }
-        };
-    }
-    Ok(sg_list.len())
-}
 
 /// The ops table's `post_send` for QPs made for C modules (C's `ib_post_send`).
 ///
@@ -233,61 +104,6 @@ pub(crate) unsafe extern "C" fn post_send(
     0
 }
 
-/// Posts the C chain of receive work requests `wr` in runs through `post` (a QP's or an SRQ's
-/// receive queue); 0, or the errno with `*bad_wr` at the first request not posted.
-///
-/// # Safety
-///
-/// C's contract: `wr` is a chain of well-formed receive work requests, `bad_wr` is writable.
-pub(crate) unsafe fn recv_chain(
-    wr: *const bindings::ib_recv_wr,
-    bad_wr: *mut *const bindings::ib_recv_wr,
-    post: impl Fn(&[RecvWr<'_>]) -> Result<(), PostError>,
-) -> c_int {
-    let fail = |at: *const bindings::ib_recv_wr, e: Error| {
-        // SAFETY: `bad_wr` is writable (contract).
-        unsafe { *bad_wr = at };
-        e.to_errno()
-    };
-    let mut next = wr;
-    while !next.is_null() {
-        let mut run = [RecvWr::default(); RUN];
-        let mut at = [ptr::null::<bindings::ib_recv_wr>(); RUN];
-        let mut n = 0;
-        let mut stop = None;
-        while n < RUN && !next.is_null() {
-            // SAFETY: `next` is a request of the chain; its scatter list is readable (contract).
-            let w = unsafe { &*next };
-            // SAFETY: As above.
-            match unsafe { sges(w.sg_list, w.num_sge) } {
-                Ok(sg_list) => {
-                    run[n] = RecvWr {
-                        // SAFETY: Both members of the union are 64 bits.
-                        wr_id: unsafe { w.__bindgen_anon_1.wr_id },
-                        sg_list,
-                    };
-                    at[n] = next;
-                    n += 1;
-                    next = w.next;
-                }
-                Err(e) => {
-                    stop = Some((next, e));
-                    break;
-                }
-            }
-        }
-        if n > 0 {
-            if let Err(PostError { first_bad, err }) = post(&run[..n]) {
-                return fail(at[first_bad.min(n - 1)], err);
-            }
-        }
-        if let Some((at, e)) = stop {
-            return fail(at, e);
-        }
-    }
-    0
-}
-
 /// The ops table's `post_recv` for QPs made for C modules (C's `ib_post_recv`).
 ///
 /// # Safety
@@ -305,35 +121,21 @@ pub(crate) unsafe extern "C" fn post_recv(
     unsafe { recv_chain(wr, bad_wr, |run| core.post_recv(run)) }
 }
 
-/// Writes the core's completion `w` as C's `ib_wc`, naming the C QP `qp`.
-pub(crate) fn wc_to_c(w: &WorkCompletion, qp: *mut bindings::ib_qp, out: &mut bindings::ib_wc) {
-    out.__bindgen_anon_1.wr_id = w.wr_id;
-    out.status = w.status as u32;
-    out.opcode = w.opcode as u32;
-    out.vendor_err = w.vendor_err;
-    out.byte_len = w.byte_len;
-    out.qp = qp;
-    let mut flags = 0;
-    out.ex.imm_data = match w.imm_data {
-        Some(imm) => {
-            flags |= bindings::ib_wc_flags_IB_WC_WITH_IMM;
-            imm.to_be()
-        }
-        None => 0,
-    };
-    if w.grh {
-        flags |= bindings::ib_wc_flags_IB_WC_GRH;
-    }
-    out.src_qp = w.src_qp;
-    out.slid = w.slid.into();
-    out.wc_flags = flags as c_int;
-    out.pkey_index = w.pkey_index;
-    out.sl = w.sl;
-    out.dlid_path_bits = w.dlid_path_bits;
-    out.port_num = w.port_num.into();
-    out.smac = [0; 6];
-    out.vlan_id = 0;
-    out.network_hdr_type = 0;
+/// The ops table's `post_srq_recv` (C's `ib_post_srq_recv`).
+///
+/// # Safety
+///
+/// C's contract: `srq` was made by [`ib_create_srq_user`] and is live, `wr` is a chain of
+/// well-formed receive work requests, `bad_wr` is writable.
+pub(crate) unsafe extern "C" fn post_srq_recv(
+    srq: *mut bindings::ib_srq,
+    wr: *const bindings::ib_recv_wr,
+    bad_wr: *mut *const bindings::ib_recv_wr,
+) -> c_int {
+    // SAFETY: `srq` is live (contract).
+    let core = unsafe { srq_of(srq) };
+    // SAFETY: As this function's contract.
+    unsafe { recv_chain(wr, bad_wr, |run| core.post_recv(run)) }
 }
 
 /// The ops table's `poll_cq` for CQs made for C modules (C's `ib_poll_cq`): up to
@@ -406,7 +208,7 @@ pub(crate) fn fill_ops(ops: &mut bindings::ib_device_ops, has_srq: bool) {
     ops.post_recv = Some(post_recv);
     ops.poll_cq = Some(poll_cq);
     ops.req_notify_cq = Some(req_notify_cq);
-    ops.post_srq_recv = Some(crate::c_abi::srq::post_srq_recv);
+    ops.post_srq_recv = Some(post_srq_recv);
     ops.get_dma_mr = Some(crate::c_abi::mr::get_dma_mr);
     if has_srq {
         ops.create_srq = Some(crate::c_abi::srq::create_srq);

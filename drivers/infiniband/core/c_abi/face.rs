@@ -193,8 +193,12 @@ fn new_handlers() -> impl PinInit<Mutex<CHandlers>> {
 }
 
 impl CFace {
-    /// The face of `dev`, which is being registered.
-    pub(crate) fn new(dev: &Arc<IbDevice>) -> Result<Self> {
+    /// The face of `dev`, which is being registered; `fill_ops` fills the ops table entries C
+    /// code calls directly, for a device with kernel verbs (given whether it has SRQs).
+    pub(crate) fn new(
+        dev: &Arc<IbDevice>,
+        fill_ops: impl FnOnce(&mut bindings::ib_device_ops, bool),
+    ) -> Result<Self> {
         let ports = dev.port_count();
         let mut port_data = KVec::with_capacity(ports as usize + 1, GFP_KERNEL)?;
         for _ in 0..=ports {
@@ -228,7 +232,7 @@ impl CFace {
         c.set_kverbs_provider(dev.kverbs_provider().into());
         if dev.kverbs_provider() {
             // What C's inline post, poll and arm functions call (`c_abi/data_path.rs`).
-            crate::c_abi::data_path::fill_ops(&mut c.ops, dev.attr().max_srq > 0);
+            fill_ops(&mut c.ops, dev.attr().max_srq > 0);
         }
         c.set_use_cq_dim(dev.use_cq_dim().into());
         c.local_dma_lkey = dev.attr().local_dma_lkey.unwrap_or(0);

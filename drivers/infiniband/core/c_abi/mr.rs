@@ -8,8 +8,7 @@
 
 use crate::{
     c_abi::{
-        cq::atomic,
-        object::{ptr_or_err, Faced},
+        object::{atomic, ptr_or_err, Faced},
         pd::pd_of,
         restrack::untrack,
     },

@@ -5,8 +5,8 @@
 //! lays objects out. C code gets the structure's address and reads its fields through
 //! `include/rdma/*.h`'s inline functions; the core finds its part from that address.
 
-use core::ptr::NonNull;
-use kernel::{prelude::*, types::Opaque};
+use core::{ptr::NonNull, sync::atomic::AtomicI32};
+use kernel::{bindings, prelude::*, types::Opaque};
 
 /// The core's part `K` of an object and the C structure `C` handed to C code.
 #[repr(C)]
@@ -83,4 +83,14 @@ pub(crate) fn ptr_or_err<T>(r: Result<NonNull<T>>) -> *mut T {
         Ok(p) => p.as_ptr(),
         Err(e) => err_ptr(e),
     }
+}
+
+/// C's `atomic_t` as an atomic.
+///
+/// # Safety
+///
+/// `a` points to a live `atomic_t` that C code only reaches with atomic operations.
+pub(crate) unsafe fn atomic<'a>(a: *mut bindings::atomic_t) -> &'a AtomicI32 {
+    // SAFETY: `atomic_t` is an `int` accessed atomically (contract); the field is aligned.
+    unsafe { AtomicI32::from_ptr((&raw mut (*a).counter).cast()) }
 }

@@ -12,8 +12,8 @@
 use crate::{
     c_abi::{
         ah::{ah_attr_from_c, ah_attr_to_c},
-        cq::{atomic, cq_of},
-        object::{ptr_or_err, Faced},
+        cq::cq_of,
+        object::{atomic, ptr_or_err, Faced},
         pd::pd_of,
         restrack::{track, untrack},
         srq::srq_of,

@@ -9,9 +9,7 @@
 
 use crate::{
     c_abi::{
-        cq::atomic,
-        data_path::recv_chain,
-        object::{ptr_or_err, Faced},
+        object::{atomic, ptr_or_err, Faced},
         pd::pd_of,
         restrack::{rdma_restrack_add, rdma_restrack_new, rdma_restrack_parent_name, untrack},
     },
@@ -209,23 +207,6 @@ pub(crate) unsafe extern "C" fn ib_destroy_srq_user(
         SrqObject::free(srq);
     }
     0
-}
-
-/// The ops table's `post_srq_recv` (C's `ib_post_srq_recv`).
-///
-/// # Safety
-///
-/// C's contract: `srq` was made by [`ib_create_srq_user`] and is live, `wr` is a chain of
-/// well-formed receive work requests, `bad_wr` is writable.
-pub(crate) unsafe extern "C" fn post_srq_recv(
-    srq: *mut bindings::ib_srq,
-    wr: *const bindings::ib_recv_wr,
-    bad_wr: *mut *const bindings::ib_recv_wr,
-) -> c_int {
-    // SAFETY: `srq` is live (contract).
-    let core = unsafe { srq_of(srq) };
-    // SAFETY: As this function's contract.
-    unsafe { recv_chain(wr, bad_wr, |run| core.post_recv(run)) }
 }
 
 /// The ops table's `create_srq`, there for what C's inline `ib_create_srq` reads of it: that the
