@@ -103,3 +103,29 @@ wait_for() {
 	ktap_result 1 "$_name" "after ${_secs}s, expected /$_pat/ in:
 $_out"
 }
+
+# module_lines <module>: the kernel log lines a module printed ("<module>: ..."), without their
+# timestamps or the kernel's taint notice for the first out-of-tree module.
+module_lines() {
+	dmesg | sed -n "s/^\[[ 0-9.]*\] //; /taints kernel/d; /^$1: /p"
+}
+
+# module_lines_since <module> <mark>: its lines after the first <mark> of them (a mark is
+# `module_lines <module> | wc -l` taken before a step).
+module_lines_since() {
+	module_lines "$1" | tail -n +$(($2 + 1))
+}
+
+# expect_lines <name> <module> <mark> <text>: passes when the module's lines since <mark> are
+# exactly <text> (a step's output compared with the lines recorded from the C stack).
+expect_lines() {
+	_got=$(module_lines_since "$2" "$3")
+	if [ "$_got" = "$4" ]; then
+		ktap_result 0 "$1"
+	else
+		ktap_result 1 "$1" "expected:
+$4
+got:
+$_got"
+	fi
+}

@@ -76,24 +76,11 @@ ib_c_clients: unregistered
 EOF
 )
 
-# The module's lines (the kernel's taint notice for the first out-of-tree module left out: on
-# the Rust stack ib_core is the first).
-lines() { dmesg | sed -n 's/^\[[ 0-9.]*\] //; /taints kernel/d; /^ib_c_clients: /p'; }
-mark() { lines | wc -l; }
-# since <mark>: the module's lines after the first <mark> of them.
-since() { lines | tail -n +$(($1 + 1)); }
-# expect <name> <mark> <text>: the module's lines since <mark> are exactly <text>.
-expect() {
-	_got=$(since "$2")
-	if [ "$_got" = "$3" ]; then
-		ktap_result 0 "$1"
-	else
-		ktap_result 1 "$1" "expected:
-$3
-got:
-$_got"
-	fi
-}
+# The module's lines (ktap.sh's module_lines: without the kernel's taint notice for the first
+# out-of-tree module, which on the Rust stack is ib_core).
+mark() { module_lines ib_c_clients | wc -l; }
+since() { module_lines_since ib_c_clients "$1"; }
+expect() { expect_lines "$1" ib_c_clients "$2" "$3"; }
 
 check "load the $STACK stack" load_stack
 wait_for "mlx5_0 port 1 is ACTIVE" 60 'state ACTIVE' rdma link show mlx5_0/1

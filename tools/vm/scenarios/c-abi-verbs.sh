@@ -40,21 +40,8 @@ ib_c_verbs: mlx5_0: released: qp 0 cq 0
 EOF2
 )
 
-lines() { dmesg | sed -n 's/^\[[ 0-9.]*\] //; /taints kernel/d; /^ib_c_verbs: /p'; }
-mark() { lines | wc -l; }
-since() { lines | tail -n +$(($1 + 1)); }
-# expect <name> <mark> <text>: the module's lines since <mark> are exactly <text>.
-expect() {
-	_got=$(since "$2")
-	if [ "$_got" = "$3" ]; then
-		ktap_result 0 "$1"
-	else
-		ktap_result 1 "$1" "expected:
-$3
-got:
-$_got"
-	fi
-}
+mark() { module_lines ib_c_verbs | wc -l; }
+expect() { expect_lines "$1" ib_c_verbs "$2" "$3"; }
 
 check "load the $STACK stack" load_stack
 wait_for "mlx5_0 port 1 is ACTIVE" 60 'state ACTIVE' rdma link show mlx5_0/1

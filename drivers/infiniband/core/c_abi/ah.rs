@@ -26,7 +26,6 @@ use kernel::{
 };
 
 /// The core's part of an AH made for a C module.
-#[pin_data]
 pub(crate) struct CAh {
     /// The AH.
     pub(crate) ah: Arc<Ah>,
@@ -112,7 +111,7 @@ unsafe fn create(
     let attr = ah_attr_from_c(unsafe { &*ah_attr })?;
     // SAFETY: `pd` is a live PD of ours (contract).
     let ah = Ah::create(unsafe { pd_of(pd) }, &attr)?;
-    let c = AhObject::alloc(try_pin_init!(CAh { ah }))?;
+    let c = AhObject::alloc(CAh { ah })?;
     // SAFETY: `c` is the zeroed structure just allocated, not yet handed out; `pd` is live.
     unsafe {
         let p = &mut *c.as_ptr();

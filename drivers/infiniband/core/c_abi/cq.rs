@@ -12,11 +12,11 @@
 use crate::{
     c_abi::{
         face::CFace,
-        object::{atomic, ptr_or_err, Faced},
+        object::{atomic, new_event, ptr_or_err, relay_events, Faced},
         restrack::{track, untrack},
         wr::wc_to_c,
     },
-    device::events::{EventHandler, EventType},
+    device::events::EventType,
     restrack::KernName,
     verbs::{
         cq_poll::{CqDone, PollCtx, PolledCq},
@@ -49,7 +49,6 @@ fn find(qps: &[(u32, usize)], qpn: u32) -> *mut bindings::ib_qp {
 }
 
 /// The core's part of a CQ made for a C module.
-#[pin_data]
 pub(crate) struct CCq {
     /// The CQ.
     pub(crate) cq: Arc<Cq>,
@@ -121,28 +120,20 @@ fn completion_handler(this: &Arc<AtomicPtr<bindings::ib_cq>>) -> Result<Completi
     )?)
 }
 
-/// The event handler of the core's CQ: the C `event_handler(event, cq_context)`.
-fn event_handler(this: &Arc<AtomicPtr<bindings::ib_cq>>) -> Result<EventHandler> {
-    let this = this.clone();
-    Ok(KBox::new(
-        move |e: EventType| {
-            let c = this.load(Ordering::Acquire);
-            if c.is_null() {
-                return;
-            }
-            // SAFETY: As in `completion_handler`; the event is a plain structure.
-            unsafe {
-                if let Some(f) = (*c).event_handler {
-                    let mut ev: bindings::ib_event = core::mem::zeroed();
-                    ev.device = (*c).device;
-                    ev.element.cq = c;
-                    ev.event = e as bindings::ib_event_type;
-                    f(&mut ev, (*c).cq_context);
-                }
-            }
-        },
-        GFP_KERNEL,
-    )?)
+/// Raises `e` on the CQ `c`: the C `event_handler(event, cq_context)`.
+///
+/// # Safety
+///
+/// `c` is a live CQ made here.
+unsafe fn raise(c: *mut bindings::ib_cq, e: EventType) {
+    // SAFETY: `c` is live (contract).
+    unsafe {
+        if let Some(f) = (*c).event_handler {
+            let mut ev = new_event((*c).device, e);
+            ev.element.cq = c;
+            f(&mut ev, (*c).cq_context);
+        }
+    }
 }
 
 /// An empty list of QPs. Not generic nor inlined: one lock class for every CQ.
@@ -189,26 +180,49 @@ unsafe fn create(
         &dev,
         &init,
         Some(completion_handler(&this)?),
-        Some(event_handler(&this)?),
+        Some(relay_events(&this, raise)?),
         name,
     )?;
-    let cqe = cq.cqe();
-    let handle = this.clone();
-    let qps = new_qps()?;
-    let c = CqObject::alloc(try_pin_init!(CCq {
-        cq,
-        polled: None,
-        this: handle,
-        qps,
-    }))?;
+    // SAFETY: `device` and `caller` as the caller's contract says.
+    unsafe {
+        finish(
+            CCq {
+                cq,
+                polled: None,
+                this,
+                qps: new_qps()?,
+            },
+            device,
+            caller,
+            |p| {
+                p.comp_handler = comp_handler;
+                p.event_handler = event;
+                p.cq_context = cq_context;
+                p.comp_vector = attr.comp_vector;
+            },
+        )
+    }
+}
+
+/// Allocates the CQ `core` made, fills its C structure (the device, the driver's size, what
+/// `fill` sets), lists it under `caller`'s name and lets its handlers reach C code.
+///
+/// # Safety
+///
+/// `device` is the live face `core`'s CQ is on; `caller` is null or outlives the CQ.
+unsafe fn finish(
+    core: CCq,
+    device: *mut bindings::ib_device,
+    caller: *const c_char,
+    fill: impl FnOnce(&mut bindings::ib_cq),
+) -> Result<NonNull<bindings::ib_cq>> {
+    let (cqe, this) = (core.cq.cqe(), core.this.clone());
+    let c = CqObject::alloc(core)?;
     // SAFETY: `c` is the zeroed structure just allocated, not yet handed out.
     let p = unsafe { &mut *c.as_ptr() };
     p.device = device;
-    p.comp_handler = comp_handler;
-    p.event_handler = event;
-    p.cq_context = cq_context;
     p.cqe = c_int::try_from(cqe).unwrap_or(c_int::MAX);
-    p.comp_vector = attr.comp_vector;
+    fill(p);
     // SAFETY: The entry is the new CQ's; its device is live (contract).
     unsafe {
         track(
@@ -350,31 +364,24 @@ unsafe fn alloc_polled(
         name,
     )?;
     let cq = polled.cq().clone();
-    let cqe = cq.cqe();
-    let handle = this.clone();
-    let c = CqObject::alloc(try_pin_init!(CCq {
-        cq,
-        polled: Some(polled),
-        this: handle,
-        qps,
-    }))?;
-    // SAFETY: `c` is the zeroed structure just allocated, not yet handed out.
-    let p = unsafe { &mut *c.as_ptr() };
-    p.device = dev;
-    p.cq_context = private;
-    p.poll_ctx = poll_ctx;
-    p.cqe = c_int::try_from(cqe).unwrap_or(c_int::MAX);
-    p.comp_vector = comp_vector;
-    // SAFETY: The entry is the new CQ's; its device is live (contract).
+    // SAFETY: `dev` and `caller` as the caller's contract says.
     unsafe {
-        track(
-            &raw mut p.res,
-            bindings::rdma_restrack_type_RDMA_RESTRACK_CQ,
+        finish(
+            CCq {
+                cq,
+                polled: Some(polled),
+                this,
+                qps,
+            },
+            dev,
             caller,
+            |p| {
+                p.cq_context = private;
+                p.poll_ctx = poll_ctx;
+                p.comp_vector = comp_vector;
+            },
         )
-    };
-    this.store(c.as_ptr(), Ordering::Release);
-    Ok(c)
+    }
 }
 
 /// C's `__ib_alloc_cq` (what C's `ib_alloc_cq` macro calls with the caller's `KBUILD_MODNAME`):

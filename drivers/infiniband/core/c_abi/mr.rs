@@ -18,10 +18,9 @@ use core::{ptr::NonNull, sync::atomic::Ordering};
 use kernel::{bindings, ffi::c_int, prelude::*, sync::Arc};
 
 /// The core's part of an MR made for a C module.
-#[pin_data]
 pub(crate) struct CMr {
-    /// The MR.
-    mr: Arc<Mr>,
+    /// The MR, kept while C holds the structure.
+    _mr: Arc<Mr>,
 }
 
 /// An MR as C holds it.
@@ -39,7 +38,7 @@ unsafe fn dma_mr(pd: *mut bindings::ib_pd, access: c_int) -> Result<NonNull<bind
         AccessFlags::from_ib_bits(access as u32),
     )?;
     let (lkey, rkey, length) = (mr.lkey(), mr.rkey(), mr.length());
-    let c = MrObject::alloc(try_pin_init!(CMr { mr }))?;
+    let c = MrObject::alloc(CMr { _mr: mr })?;
     // SAFETY: `c` is the zeroed structure just allocated, not yet handed out.
     let m = unsafe { &mut *c.as_ptr() };
     m.lkey = lkey;

@@ -5,14 +5,16 @@
 //! lays objects out. C code gets the structure's address and reads its fields through
 //! `include/rdma/*.h`'s inline functions; the core finds its part from that address.
 
-use core::{ptr::NonNull, sync::atomic::AtomicI32};
-use kernel::{bindings, prelude::*, types::Opaque};
+use crate::device::events::{EventHandler, EventType};
+use core::{
+    ptr::NonNull,
+    sync::atomic::{AtomicI32, AtomicPtr, Ordering},
+};
+use kernel::{bindings, prelude::*, sync::Arc, types::Opaque};
 
 /// The core's part `K` of an object and the C structure `C` handed to C code.
 #[repr(C)]
-#[pin_data]
 pub(crate) struct Faced<K, C> {
-    #[pin]
     core: K,
     c: Opaque<C>,
 }
@@ -21,16 +23,15 @@ impl<K, C> Faced<K, C> {
     /// Allocates the object with `core` and a zeroed C structure, and returns the structure's
     /// address: the caller fills it before C code sees it, and gives it back with
     /// [`Faced::free`] once C code is done with it.
-    pub(crate) fn alloc(core: impl PinInit<K, Error>) -> Result<NonNull<C>> {
-        let b = KBox::pin_init(
-            try_pin_init!(Self {
-                core <- core,
+    pub(crate) fn alloc(core: K) -> Result<NonNull<C>> {
+        let b = KBox::new(
+            Self {
+                core,
                 c: Opaque::zeroed(),
-            }),
+            },
             GFP_KERNEL,
         )?;
-        // SAFETY: The allocation is never moved: `free` drops it in place.
-        let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(b) });
+        let raw = KBox::into_raw(b);
         // SAFETY: `raw` is valid; only a field's address is taken.
         let c = unsafe { (*raw).c.get() };
         // SAFETY: A field of a live allocation is not null.
@@ -65,9 +66,9 @@ impl<K, C> Faced<K, C> {
     /// `c` was returned by [`Faced::alloc`] of this `K` and `C`, is freed once, and no reference
     /// from [`Faced::core`] outlives this call.
     pub(crate) unsafe fn free(c: *mut C) {
-        // SAFETY: The allocation was made by `KBox::into_raw` of a pinned box and is freed once,
-        // in place (contract).
-        drop(unsafe { Pin::new_unchecked(KBox::from_raw(Self::of(c))) });
+        // SAFETY: The allocation was made by `KBox::into_raw` and is freed once (contract); it
+        // never moved, so the address C code held was its own to the end.
+        drop(unsafe { KBox::from_raw(Self::of(c)) });
     }
 }
 
@@ -93,4 +94,35 @@ pub(crate) fn ptr_or_err<T>(r: Result<NonNull<T>>) -> *mut T {
 pub(crate) unsafe fn atomic<'a>(a: *mut bindings::atomic_t) -> &'a AtomicI32 {
     // SAFETY: `atomic_t` is an `int` accessed atomically (contract); the field is aligned.
     unsafe { AtomicI32::from_ptr((&raw mut (*a).counter).cast()) }
+}
+
+/// The `struct ib_event` of `event` on `device`, for a C handler (the caller names the object).
+pub(crate) fn new_event(device: *mut bindings::ib_device, event: EventType) -> bindings::ib_event {
+    // SAFETY: `ib_event` is a plain structure: all zeroes is valid.
+    let mut ev: bindings::ib_event = unsafe { core::mem::zeroed() };
+    ev.device = device;
+    ev.event = event as bindings::ib_event_type;
+    ev
+}
+
+/// The handler of a core object's asynchronous events that raises them on the object's C
+/// structure, `raise(c, event)`, while `this` names it (it is cleared before the structure is
+/// freed; the handler then does nothing).
+pub(crate) fn relay_events<C: 'static>(
+    this: &Arc<AtomicPtr<C>>,
+    raise: unsafe fn(*mut C, EventType),
+) -> Result<EventHandler> {
+    let this = this.clone();
+    Ok(KBox::new(
+        move |e: EventType| {
+            let c = this.load(Ordering::Acquire);
+            if !c.is_null() {
+                // SAFETY: A non-null `this` is the live C structure: it is cleared before the
+                // structure is freed, and the core's object (whose events call this) is
+                // destroyed first.
+                unsafe { raise(c, e) };
+            }
+        },
+        GFP_KERNEL,
+    )?)
 }

@@ -26,7 +26,6 @@ use kernel::{
 };
 
 /// The core's part of a PD made for a C module.
-#[pin_data]
 pub(crate) struct CPd {
     /// The PD.
     pub(crate) pd: Arc<Pd>,
@@ -65,7 +64,7 @@ unsafe fn alloc(
         Pd::alloc(&dev, name)?
     };
     let (lkey, rkey) = (pd.local_dma_lkey(), pd.unsafe_global_rkey().unwrap_or(0));
-    let c = PdObject::alloc(try_pin_init!(CPd { pd }))?;
+    let c = PdObject::alloc(CPd { pd })?;
     // SAFETY: `c` is the zeroed structure just allocated, not yet handed out.
     let p = unsafe { &mut *c.as_ptr() };
     p.device = device;

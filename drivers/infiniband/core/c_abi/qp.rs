@@ -13,12 +13,12 @@ use crate::{
     c_abi::{
         ah::{ah_attr_from_c, ah_attr_to_c},
         cq::cq_of,
-        object::{atomic, ptr_or_err, Faced},
+        object::{atomic, new_event, ptr_or_err, relay_events, Faced},
         pd::pd_of,
         restrack::{track, untrack},
         srq::srq_of,
     },
-    device::events::{EventHandler, EventType},
+    device::events::EventType,
     restrack::KernName,
     verbs::{
         qp_transition_ok,
@@ -38,7 +38,6 @@ use kernel::{
 };
 
 /// The core's part of a QP made for a C module.
-#[pin_data]
 pub(crate) struct CQp {
     /// The QP.
     pub(crate) qp: Arc<Qp>,
@@ -85,31 +84,21 @@ fn cap_to_c(cap: &QpCap) -> bindings::ib_qp_cap {
     }
 }
 
-/// The event handler of the core's QP: the consumer's `event_handler(event, qp_context)`
-/// (C's `registered_event_handler`), with the event's `element.qp`.
-fn event_handler(this: &Arc<AtomicPtr<bindings::ib_qp>>) -> Result<EventHandler> {
-    let this = this.clone();
-    Ok(KBox::new(
-        move |e: EventType| {
-            let q = this.load(Ordering::Acquire);
-            if q.is_null() {
-                return;
-            }
-            // SAFETY: A non-null `this` is the live C structure: it is nulled before the
-            // structure is freed, and the core's QP (whose events call this) is destroyed
-            // first. The event is a plain structure.
-            unsafe {
-                if let Some(f) = (*q).registered_event_handler {
-                    let mut ev: bindings::ib_event = core::mem::zeroed();
-                    ev.device = (*q).device;
-                    ev.element.qp = q;
-                    ev.event = e as bindings::ib_event_type;
-                    f(&mut ev, (*q).qp_context);
-                }
-            }
-        },
-        GFP_KERNEL,
-    )?)
+/// Raises `e` on the QP `q`: the consumer's `event_handler(event, qp_context)` (C's
+/// `registered_event_handler`), as C's `__ib_qp_event_handler` passes it on.
+///
+/// # Safety
+///
+/// `q` is a live QP made here.
+unsafe fn raise(q: *mut bindings::ib_qp, e: EventType) {
+    // SAFETY: `q` is live (contract).
+    unsafe {
+        if let Some(f) = (*q).registered_event_handler {
+            let mut ev = new_event((*q).device, e);
+            ev.element.qp = q;
+            f(&mut ev, (*q).qp_context);
+        }
+    }
 }
 
 /// `struct list_head` made empty, as C's `INIT_LIST_HEAD`.
@@ -168,17 +157,17 @@ unsafe fn create(
             sq_sig_all,
             kern_name: name,
             srq,
-            event_handler: Some(event_handler(&this)?),
+            event_handler: Some(relay_events(&this, raise)?),
             port_num: a.port_num,
         },
     )?;
     let (qpn, cap) = (qp.qp_num(), qp.cap());
     let handle = this.clone();
-    let c = QpObject::alloc(try_pin_init!(CQp {
+    let c = QpObject::alloc(CQp {
         qp,
         this: handle,
         sq_sig_all,
-    }))?;
+    })?;
     let q = c.as_ptr();
     // On failure from here, `undo` frees what was made.
     let undo = |e: Error| {

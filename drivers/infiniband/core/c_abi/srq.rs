@@ -9,11 +9,11 @@
 
 use crate::{
     c_abi::{
-        object::{atomic, ptr_or_err, Faced},
+        object::{atomic, new_event, ptr_or_err, relay_events, Faced},
         pd::pd_of,
         restrack::{rdma_restrack_add, rdma_restrack_new, rdma_restrack_parent_name, untrack},
     },
-    device::events::{EventHandler, EventType},
+    device::events::EventType,
     verbs::{
         types::{SrqAttr, SrqAttrField, SrqAttrMask},
         Srq,
@@ -26,7 +26,6 @@ use core::{
 use kernel::{bindings, ffi::c_int, prelude::*, sync::Arc};
 
 /// The core's part of an SRQ made for a C module.
-#[pin_data]
 pub(crate) struct CSrq {
     /// The SRQ.
     pub(crate) srq: Arc<Srq>,
@@ -47,30 +46,20 @@ pub(crate) unsafe fn srq_of<'a>(srq: *mut bindings::ib_srq) -> &'a Arc<Srq> {
     unsafe { &SrqObject::core(srq).srq }
 }
 
-/// The event handler of the core's SRQ: the consumer's `event_handler(event, srq_context)`.
-fn event_handler(this: &Arc<AtomicPtr<bindings::ib_srq>>) -> Result<EventHandler> {
-    let this = this.clone();
-    Ok(KBox::new(
-        move |e: EventType| {
-            let s = this.load(Ordering::Acquire);
-            if s.is_null() {
-                return;
-            }
-            // SAFETY: A non-null `this` is the live C structure: it is nulled before the
-            // structure is freed, and the core's SRQ (whose events call this) is destroyed
-            // first. The event is a plain structure.
-            unsafe {
-                if let Some(f) = (*s).event_handler {
-                    let mut ev: bindings::ib_event = core::mem::zeroed();
-                    ev.device = (*s).device;
-                    ev.element.srq = s;
-                    ev.event = e as bindings::ib_event_type;
-                    f(&mut ev, (*s).srq_context);
-                }
-            }
-        },
-        GFP_KERNEL,
-    )?)
+/// Raises `e` on the SRQ `s`: the consumer's `event_handler(event, srq_context)`.
+///
+/// # Safety
+///
+/// `s` is a live SRQ made here.
+unsafe fn raise(s: *mut bindings::ib_srq, e: EventType) {
+    // SAFETY: `s` is live (contract).
+    unsafe {
+        if let Some(f) = (*s).event_handler {
+            let mut ev = new_event((*s).device, e);
+            ev.element.srq = s;
+            f(&mut ev, (*s).srq_context);
+        }
+    }
 }
 
 /// Makes the SRQ and its C structure.
@@ -95,11 +84,15 @@ unsafe fn create(
         srq_limit: a.attr.srq_limit,
     };
     // SAFETY: `pd` is a live PD of ours (contract).
-    let srq = Srq::create(unsafe { pd_of(pd) }, &attr, Some(event_handler(&this)?))?;
+    let srq = Srq::create(
+        unsafe { pd_of(pd) },
+        &attr,
+        Some(relay_events(&this, raise)?),
+    )?;
     // C's driver reports the sizes it made.
     let made = srq.query().unwrap_or(attr);
     let handle = this.clone();
-    let c = SrqObject::alloc(try_pin_init!(CSrq { srq, this: handle }))?;
+    let c = SrqObject::alloc(CSrq { srq, this: handle })?;
     let s = c.as_ptr();
     // SAFETY: `s` is the zeroed structure just allocated, not yet handed out; `pd` is live.
     unsafe {
