@@ -48,11 +48,13 @@ STACK_MODULES = {
 # is its ib_verbs_bench (the data-path micro-benchmark of `make bench`, next to it).
 # ib_c_clients and ib_c_verbs (tools/verbs-twin too) are C modules for both stacks: C ib_core
 # clients and a C kernel verbs consumer that load on the Rust core through its C ABI. On the Rust
-# stack, ib_verbs_client_c.ko is the C twin itself (the module is still named ib_verbs_client),
-# for the twin on the Rust core (scenario c-abi-twin).
+# stack, ib_verbs_client_c.ko and ib_verbs_peer_c.ko are the C twins themselves (the modules are
+# still named ib_verbs_client and ib_verbs_peer), for the twins on the Rust core (scenarios
+# c-abi-twin, c-abi-peer-2vm).
 STACK_EXTRAS = {
     "rust": ["mlx5_test_interface", "ib_test_provider", "ib_verbs_client", "ib_mad_agent", "ib_verbs_bench",
-             "ib_verbs_peer", "ib_c_clients", "ib_c_verbs", "ib_verbs_client_c"],
+             "ib_verbs_peer", "ib_c_clients", "ib_c_verbs", "ib_verbs_client_c",
+             "ib_verbs_peer_c"],
     "c": ["ib_verbs_client", "ib_verbs_bench", "ib_verbs_peer", "ib_c_clients", "ib_c_verbs"],
 }
 # Where the C modules sit in the kernel build tree.
@@ -538,10 +540,11 @@ def module_paths(args, stack: str) -> dict[str, Path]:
             c_abi[name] = Path(args.verbs_twin).with_name(f"{name}.ko")
     if stack == "rust":
         paths = {m: Path(args.rust_modules) / f"{m}.ko" for m in STACK_MODULES["rust"] + STACK_EXTRAS["rust"]}
-        if args.verbs_twin:
-            c_abi["ib_verbs_client_c"] = Path(args.verbs_twin)
-        else:
-            paths.pop("ib_verbs_client_c")
+        for name in ("ib_verbs_client", "ib_verbs_peer"):
+            if args.verbs_twin:
+                c_abi[f"{name}_c"] = Path(args.verbs_twin).with_name(f"{name}.ko")
+            else:
+                paths.pop(f"{name}_c")
         return paths | c_abi
     paths = {m: Path(args.kernel_tree) / C_MODULE_PATHS[m] for m in STACK_MODULES["c"]} | c_abi
     paths["ib_verbs_client"] = Path(args.verbs_twin or "verbs-twin-not-given/ib_verbs_client.ko")

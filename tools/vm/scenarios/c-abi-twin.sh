@@ -13,4 +13,7 @@
 
 C_TWIN=1
 client="$stack_dir/ib_verbs_client_c.ko"
+# A Rust module's symbol table is full of mangled Rust names (_RNv...); the C twin has none.
+check "the client module is the C twin (no Rust symbol in it)" sh -c "! grep -q _RNv $client"
+check "the Rust sample is (the check above can tell)" grep -q _RNv "$stack_dir/ib_verbs_client.ko"
 . /scenarios/mlx5ib-verbs.sh

@@ -42,7 +42,8 @@ ctl_write() {
 check "load the stack ($STACK)" load_stack
 wait_for "mlx5_0 port 1 ACTIVE with LID $lid" 60 "lid $lid sm_lid 1 lmc 0 state ACTIVE physical_state LINK_UP" \
 	sh -c "rdma link show mlx5_0/1"
-check "ib_verbs_peer loads" insmod "$stack_dir/ib_verbs_peer.ko"
+# c-abi-peer-2vm runs this scenario with the C twin on the Rust core too (peer_ko set on VM 0).
+check "ib_verbs_peer loads" insmod "${peer_ko:-$stack_dir/ib_verbs_peer.ko}"
 check_output "it is ready on mlx5_0 with its debugfs file" \
 	'ib_verbs_peer: mlx5_0: ready: debugfs ib_verbs_peer/mlx5_0/ctl$' dmesg
 check_output "ctl gives this side's LID, QP numbers, rkey and buffer address" \
