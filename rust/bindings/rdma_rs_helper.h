@@ -16,6 +16,7 @@
 #include <net/netns/generic.h>
 #include <net/sock.h>
 #include <rdma/ib.h>
+#include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>
 #include <uapi/rdma/rdma_netlink.h>
 

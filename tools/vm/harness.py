@@ -46,16 +46,17 @@ STACK_MODULES = {
 # insmod them). The C stack's ib_verbs_client is the C twin of the Rust sample (tools/verbs-twin,
 # given with --verbs-twin), so that a scenario insmods $stack_dir/ib_verbs_client.ko on both; so
 # is its ib_verbs_bench (the data-path micro-benchmark of `make bench`, next to it).
-# ib_c_clients and ib_c_verbs (tools/verbs-twin too) are C modules for both stacks: C ib_core
-# clients and a C kernel verbs consumer that load on the Rust core through its C ABI. On the Rust
+# ib_c_clients, ib_c_verbs and ib_c_mad (tools/verbs-twin too) are C modules for both stacks: C
+# ib_core clients, a C kernel verbs consumer and a MAD agent API user that load on the Rust core
+# through its C ABI. On the Rust
 # stack, ib_verbs_client_c.ko and ib_verbs_peer_c.ko are the C twins themselves (the modules are
 # still named ib_verbs_client and ib_verbs_peer), for the twins on the Rust core (scenarios
 # c-abi-twin, c-abi-peer-2vm).
 STACK_EXTRAS = {
     "rust": ["mlx5_test_interface", "ib_test_provider", "ib_verbs_client", "ib_mad_agent", "ib_verbs_bench",
-             "ib_verbs_peer", "ib_c_clients", "ib_c_verbs", "ib_verbs_client_c",
+             "ib_verbs_peer", "ib_c_clients", "ib_c_verbs", "ib_c_mad", "ib_verbs_client_c",
              "ib_verbs_peer_c"],
-    "c": ["ib_verbs_client", "ib_verbs_bench", "ib_verbs_peer", "ib_c_clients", "ib_c_verbs"],
+    "c": ["ib_verbs_client", "ib_verbs_bench", "ib_verbs_peer", "ib_c_clients", "ib_c_verbs", "ib_c_mad"],
 }
 # Where the C modules sit in the kernel build tree.
 C_MODULE_PATHS = {
@@ -536,7 +537,7 @@ def module_paths(args, stack: str) -> dict[str, Path]:
     # C modules built once against include/rdma/ (tools/verbs-twin) that load on either stack.
     c_abi = {}
     if args.verbs_twin:
-        for name in ("ib_c_clients", "ib_c_verbs"):
+        for name in ("ib_c_clients", "ib_c_verbs", "ib_c_mad"):
             c_abi[name] = Path(args.verbs_twin).with_name(f"{name}.ko")
     if stack == "rust":
         paths = {m: Path(args.rust_modules) / f"{m}.ko" for m in STACK_MODULES["rust"] + STACK_EXTRAS["rust"]}

@@ -70,6 +70,9 @@ pub struct ReceivedMad {
     pub wc: MadWc,
     /// The GRH it came with, if any.
     pub grh: Option<[u8; GRH_SIZE]>,
+    /// For a response to one of the agent's sends: that send's context ([`MadSend::context`];
+    /// C hands the request's `ib_mad_send_buf` with the response).
+    pub request: Option<u64>,
 }
 
 /// How a send ended, as its agent hears it.
@@ -763,6 +766,7 @@ impl MadPort {
         };
         let Ok(mut r) = KBox::new(
             ReceivedMad {
+                request: None,
                 mad: [0; MAD_SIZE],
                 wc: MadWc {
                     slid: wc.slid,
@@ -818,7 +822,7 @@ impl MadPort {
 
     /// Gives `r` to `agent`: a request as it is, a response only if it answers one of the
     /// agent's sends, which then completes (C's `ib_mad_complete_recv`).
-    fn agent_received(&self, agent: Arc<MadAgent>, r: KBox<ReceivedMad>) {
+    fn agent_received(&self, agent: Arc<MadAgent>, mut r: KBox<ReceivedMad>) {
         if !agent::is_response(&r.mad) {
             agent.call(|h, a| h.recv(a, r));
             return;
@@ -839,6 +843,7 @@ impl MadPort {
                 // An answer to nothing of this agent's: dropped.
                 return;
             };
+            r.request = Some(s.context);
             if matches!(s.state, SendState::Posted(_)) {
                 // Early: the send completes when its completion comes.
                 s.answered = true;
@@ -939,6 +944,7 @@ impl MadPort {
             r if r == result::SUCCESS | result::REPLY => {
                 let recv = KBox::new(
                     ReceivedMad {
+                        request: None,
                         mad: *out,
                         wc: local_wc,
                         grh: None,
@@ -954,6 +960,7 @@ impl MadPort {
                 };
                 let recv = KBox::new(
                     ReceivedMad {
+                        request: None,
                         mad: *m,
                         wc: local_wc,
                         grh: None,

@@ -71,3 +71,11 @@ EXPORT_C_ABI(rdma_restrack_add);
 EXPORT_C_ABI(ib_create_srq_user);
 EXPORT_C_ABI(ib_modify_srq);
 EXPORT_C_ABI(ib_destroy_srq_user);
+
+/* c_abi/mad_agent.rs */
+EXPORT_C_ABI(ib_register_mad_agent);
+EXPORT_C_ABI(ib_unregister_mad_agent);
+EXPORT_C_ABI(ib_create_send_mad);
+EXPORT_C_ABI(ib_free_send_mad);
+EXPORT_C_ABI(ib_post_send_mad);
+EXPORT_C_ABI(ib_free_recv_mad);
