@@ -11,8 +11,11 @@
  * answered by the 0x0b agent (its receive as the responder sees it, the response as the
  * sender sees it with its request's send buffer, the send completions); a SET of a method no
  * agent registered, answered by the MAD layer itself; a GET to the 0x0c agent, which never
- * answers, sent with one retry (two receives, then a response timeout); a send still waiting
- * when its agent unregisters (flushed); sends the API refuses. The AHs are made in the agent's
+ * answers, sent with one retry (two receives, then a response timeout); a waiting send's
+ * timeout shortened (ib_modify_mad), one cancelled; GIDs (rdma_query_gid, rdma_find_gid) and
+ * the port's CM capability bit set and cleared (ib_modify_port); a send still waiting when
+ * its agent unregisters (flushed); sends the API refuses. The responder's AH comes from
+ * ib_create_ah_from_wc, as ib_cm makes it. The AHs are made in the agent's
  * `qp->pd`, as ib_cm makes them. Everything is unregistered and freed in the add.
  *
  * The receive's P_Key index is not printed: C's mlx5 looks the P_Key of a QP1 completion up in
@@ -23,6 +26,7 @@
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/wait.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>
 
@@ -92,7 +96,9 @@ static void a_recv(struct ib_mad_agent *agent, struct ib_mad_send_buf *send_buf,
 	record_recv(&seen_a, send_buf, wc);
 	resp = ib_create_send_mad(agent, wc->wc->src_qp, wc->wc->pkey_index, 0, IB_MGMT_MAD_HDR,
 				  IB_MGMT_MAD_DATA, GFP_KERNEL, IB_MGMT_BASE_VERSION);
-	ah = IS_ERR(resp) ? NULL : ah_to(agent, wc->wc->slid);
+	/* The AH that answers the request, as ib_cm makes it. */
+	ah = IS_ERR(resp) ? NULL : ib_create_ah_from_wc(agent->qp->pd, wc->wc, wc->recv_buf.grh,
+							 agent->port_num);
 	if (!IS_ERR_OR_NULL(ah)) {
 		memcpy(resp->mad, wc->recv_buf.mad, sizeof(struct ib_mad));
 		((struct ib_mad_hdr *)resp->mad)->method = IB_MGMT_METHOD_GET_RESP;
@@ -162,9 +168,12 @@ static struct ib_mad_agent *reg(struct ib_device *dev, u32 port, enum ib_qp_type
 	return ib_register_mad_agent(dev, port, qpt, &req, 0, sh, rh, NULL, 0);
 }
 
-/* Sends a request of `cls`/`method` from `s` to the port's own QP1; 0 or the error. */
-static int request(struct ib_mad_agent *s, u8 cls, u8 method, u32 tid_low, int timeout_ms,
-		   int retries)
+/*
+ * Sends a request of `cls`/`method` from `s` to the port's own QP1; 0 or the error. `posted`,
+ * when not NULL, gets the send buffer (the sender's until its send_handler runs).
+ */
+static int request_buf(struct ib_mad_agent *s, u8 cls, u8 method, u32 tid_low, int timeout_ms,
+		       int retries, struct ib_mad_send_buf **posted)
 {
 	struct ib_mad_send_buf *buf;
 	struct ib_mad_hdr *h;
@@ -190,12 +199,20 @@ static int request(struct ib_mad_agent *s, u8 cls, u8 method, u32 tid_low, int t
 	buf->ah = ah;
 	buf->timeout_ms = timeout_ms;
 	buf->retries = retries;
+	if (posted)
+		*posted = buf;
 	err = ib_post_send_mad(buf, NULL);
 	if (err) {
 		rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
 		ib_free_send_mad(buf);
 	}
 	return err;
+}
+
+static int request(struct ib_mad_agent *s, u8 cls, u8 method, u32 tid_low, int timeout_ms,
+		   int retries)
+{
+	return request_buf(s, cls, method, tid_low, timeout_ms, retries, NULL);
 }
 
 static bool wait_count(struct seen *s, atomic_t *c, int n)
@@ -272,6 +289,66 @@ static int add(struct ib_device *dev)
 	pr_info("ib_c_mad: unanswered get with one retry: post %d; B got it %d time(s); send ended %d, %d response(s)\n",
 		err, atomic_read(&seen_b.recvs), seen_s.wc_status, atomic_read(&seen_s.recvs));
 
+	/* A send's timeout shortened, then one cancelled, while they wait for a response. */
+	{
+		struct ib_mad_send_buf *sb = NULL;
+		int shortened, cancelled;
+
+		reset(&seen_s);
+		err = request_buf(s, CLASS_B, IB_MGMT_METHOD_GET, TID_LOW + 4, 20000, 0, &sb);
+		wait_count(&seen_b, &seen_b.recvs, 3);
+		shortened = err ? err : ib_modify_mad(sb, 100);
+		wait_count(&seen_s, &seen_s.sends, 1);
+		pr_info("ib_c_mad: timeout shortened to 100 ms: post %d, modify %d; send ended %d\n",
+			err, shortened, seen_s.wc_status);
+		reset(&seen_s);
+		err = request_buf(s, CLASS_B, IB_MGMT_METHOD_GET, TID_LOW + 5, 20000, 0, &sb);
+		wait_count(&seen_b, &seen_b.recvs, 4);
+		cancelled = err ? err : ib_modify_mad(sb, 0);
+		wait_count(&seen_s, &seen_s.sends, 1);
+		pr_info("ib_c_mad: cancelled: post %d, cancel %d; send ended %d\n", err, cancelled,
+			seen_s.wc_status);
+	}
+
+	/* GIDs and the port's capability bits. */
+	{
+		union ib_gid g0 = {}, g1 = {}, gx = {};
+		const struct ib_gid_attr *attr;
+		struct ib_port_attr before = {}, set = {}, after = {};
+		struct ib_port_modify pm = { .set_port_cap_mask = IB_PORT_CM_SUP };
+		int q0, q1, qx, m1, m2;
+
+		q0 = rdma_query_gid(dev, 1, 0, &g0);
+		q1 = rdma_query_gid(dev, 1, 1, &g1);
+		qx = rdma_query_gid(dev, 1, pa.gid_tbl_len, &gx);
+		attr = rdma_find_gid(dev, &g0, IB_GID_TYPE_IB, NULL);
+		pr_info("ib_c_mad: gids: index 0 %d (prefix 0x%llx), index 1 %d, index %d %d; found at port %u index %u type %d device ours %d (%d)\n",
+			q0, be64_to_cpu(g0.global.subnet_prefix), q1, pa.gid_tbl_len, qx,
+			IS_ERR(attr) ? 0 : attr->port_num, IS_ERR(attr) ? 0 : attr->index,
+			IS_ERR(attr) ? -1 : attr->gid_type, !IS_ERR(attr) && attr->device == dev,
+			PTR_ERR_OR_ZERO(attr));
+		if (!IS_ERR(attr))
+			rdma_put_gid_attr(attr);
+		/* Port 1's first GID with its last byte changed: no port has it. */
+		gx = g0;
+		gx.raw[15] ^= 0xff;
+		attr = rdma_find_gid(dev, &gx, IB_GID_TYPE_IB, NULL);
+		pr_info("ib_c_mad: gids: a GID no port has: %d\n", PTR_ERR_OR_ZERO(attr));
+		if (!IS_ERR(attr))
+			rdma_put_gid_attr(attr);
+		ib_query_port(dev, 1, &before);
+		m1 = ib_modify_port(dev, 1, 0, &pm);
+		ib_query_port(dev, 1, &set);
+		pm.set_port_cap_mask = 0;
+		pm.clr_port_cap_mask = IB_PORT_CM_SUP;
+		m2 = ib_modify_port(dev, 1, 0, &pm);
+		ib_query_port(dev, 1, &after);
+		pr_info("ib_c_mad: port caps: cm_sup %d; set %d -> %d; cleared %d -> %d; port 2 %d\n",
+			!!(before.port_cap_flags & IB_PORT_CM_SUP), m1,
+			!!(set.port_cap_flags & IB_PORT_CM_SUP), m2,
+			!!(after.port_cap_flags & IB_PORT_CM_SUP), ib_modify_port(dev, 2, 0, &pm));
+	}
+
 	/* What the API refuses. */
 	{
 		struct ib_mad_send_buf *big, *rmpp;
@@ -291,7 +368,7 @@ static int add(struct ib_device *dev)
 	/* A send still waiting for its response when its agent unregisters. */
 	reset(&seen_s);
 	err = request(s, CLASS_B, IB_MGMT_METHOD_GET, TID_LOW + 3, 10000, 0);
-	wait_count(&seen_b, &seen_b.recvs, 3);
+	wait_count(&seen_b, &seen_b.recvs, 5);
 	ib_unregister_mad_agent(s);
 	s = NULL;
 	pr_info("ib_c_mad: unregistered with a send waiting: post %d; it ended %d (%d send completion(s))\n",

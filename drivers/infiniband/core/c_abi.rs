@@ -20,6 +20,8 @@ pub(crate) mod data_path;
 pub(crate) mod events;
 /// The C structure of a registered device.
 pub(crate) mod face;
+/// GIDs and address attributes.
+pub(crate) mod gid;
 /// The MAD agent API.
 pub(crate) mod mad_agent;
 /// The texts of events, completion statuses and GID types.

@@ -142,6 +142,9 @@ struct SendRec {
     answered: bool,
     /// Its agent unregistered while it was on the send queue: drop it when it completes.
     cancelled: bool,
+    /// Its sender cancelled it ([`MadAgent::modify_send`] with no timeout) while it was on the
+    /// send queue: it ends with [`WcStatus::WrFlushErr`] when it completes.
+    flushed: bool,
 }
 
 /// A port's mutable state.
@@ -377,6 +380,50 @@ impl MadAgent {
         *self.live.lock() = false;
     }
 
+    /// Changes how long the agent's send whose context is `context` waits for its response,
+    /// from now if it is waiting already, from its send completion otherwise (C's
+    /// `ib_modify_mad`); with `timeout_ms` 0 the send is cancelled: it ends with
+    /// [`WcStatus::WrFlushErr`] at once, or when its send completes if it is on the send queue
+    /// (C's `ib_cancel_mad`). `EINVAL` when the agent has no such send still going.
+    pub fn modify_send(self: &Arc<Self>, context: u64, timeout_ms: u32) -> Result {
+        let mut notices = KVec::new();
+        {
+            let mut st = self.port.state.lock();
+            let found = st.sends.iter().position(|r| {
+                r.context == context
+                    && !r.cancelled
+                    && !r.flushed
+                    && r.agent
+                        .as_ref()
+                        .is_some_and(|a| core::ptr::eq(&**a, &**self))
+            });
+            let Some(i) = found else {
+                return Err(EINVAL);
+            };
+            let Some(r) = st.sends.get_mut(i) else {
+                return Err(EINVAL);
+            };
+            r.timeout_ms = timeout_ms;
+            let state = r.state;
+            match (timeout_ms, state) {
+                (0, SendState::Posted(_)) => r.flushed = true,
+                (0, _) => {
+                    if let Ok(r) = st.sends.remove(i) {
+                        finish(r, WcStatus::WrFlushErr, &mut notices);
+                    }
+                }
+                (t, SendState::Waiting(_)) => {
+                    let deadline = self.port.now_ns() + Delta::from_millis(i64::from(t)).as_nanos();
+                    r.state = SendState::Waiting(deadline);
+                    self.port.arm(&mut st, deadline);
+                }
+                _ => {}
+            }
+        }
+        deliver(notices);
+        Ok(())
+    }
+
     /// Sends a MAD (C's `ib_post_send_mad`). `EINVAL` for a class the agent cannot send (a
     /// class without RMPP on an RMPP agent), a directed route that does not start here, or a
     /// local SMP the driver cannot answer; `ENODEV` once the agent or the port is gone.
@@ -412,6 +459,7 @@ impl MadAgent {
             state: SendState::Queued,
             answered: false,
             cancelled: false,
+            flushed: false,
         };
         self.port.submit(rec)
     }
@@ -668,7 +716,12 @@ impl MadPort {
                     self.arm(&mut st, deadline);
                 } else if let Ok(r) = st.sends.remove(i) {
                     if !r.cancelled {
-                        finish(r, wc.status, &mut notices);
+                        let status = if r.flushed && wc.status == WcStatus::Success {
+                            WcStatus::WrFlushErr
+                        } else {
+                            wc.status
+                        };
+                        finish(r, status, &mut notices);
                     }
                 }
             }
@@ -907,6 +960,7 @@ impl MadPort {
             state: SendState::Queued,
             answered: false,
             cancelled: false,
+            flushed: false,
         };
         let _ = self.submit(rec);
     }

@@ -22,6 +22,11 @@ ib_c_mad: get: post 0; A got class 0xb method 0x1 tid ours 1 from lid ours 1 qp 
 ib_c_mad: get: the sender got method 0x81 status 0x0 tid ours 1 with its request's send_buf 1; its send ended 0
 ib_c_mad: set nobody registered: post 0; answered with method 0x81 status 0xc; send ended 0
 ib_c_mad: unanswered get with one retry: post 0; B got it 2 time(s); send ended 20, 0 response(s)
+ib_c_mad: timeout shortened to 100 ms: post 0, modify 0; send ended 20
+ib_c_mad: cancelled: post 0, cancel 0; send ended 5
+ib_c_mad: gids: index 0 0 (prefix 0xfe80000000000000), index 1 0, index 8 -22; found at port 1 index 0 type 0 device ours 1 (0)
+ib_c_mad: gids: a GID no port has: -2
+ib_c_mad: port caps: cm_sup 1; set 0 -> 1; cleared 0 -> 0; port 2 -22
 ib_c_mad: refused sends: 257 bytes -22, rmpp on an agent without it -22
 ib_c_mad: unregistered with a send waiting: post 0; it ended 5 (1 send completion(s))
 ib_c_mad: mlx5_0: done

@@ -10,7 +10,7 @@ use crate::{
     attrs::Gid,
     c_abi::{
         object::{atomic, ptr_or_err, Faced},
-        pd::pd_of,
+        pd::{hold, pd_of, release},
     },
     verbs::{
         types::{AhAttr, GlobalRoute},
@@ -119,6 +119,8 @@ unsafe fn create(
         p.pd = pd;
         p.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB;
         atomic(&raw mut (*pd).usecnt).fetch_add(1, Ordering::Relaxed);
+        // `rdma_destroy_ah` reads the PD: it lives until then.
+        hold(pd);
     }
     Ok(c)
 }
@@ -157,9 +159,12 @@ pub(crate) unsafe extern "C" fn rdma_destroy_ah_user(
     if !udata.is_null() {
         return EINVAL.to_errno();
     }
-    // SAFETY: `ah` is live (contract); so is its PD, which it keeps in use.
-    unsafe { atomic(&raw mut (*(*ah).pd).usecnt).fetch_sub(1, Ordering::Relaxed) };
-    // SAFETY: Freed once (contract).
-    unsafe { AhObject::free(ah) };
+    // SAFETY: `ah` is live (contract); so is its PD, which it holds.
+    unsafe {
+        let pd = (*ah).pd;
+        atomic(&raw mut (*pd).usecnt).fetch_sub(1, Ordering::Relaxed);
+        AhObject::free(ah);
+        release(pd);
+    }
     0
 }

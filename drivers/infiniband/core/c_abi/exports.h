@@ -16,6 +16,7 @@ EXPORT_C_ABI(ib_set_client_data);
 /* c_abi/queries.rs */
 EXPORT_C_ABI(ib_query_port);
 EXPORT_C_ABI(rdma_dev_access_netns);
+EXPORT_C_ABI(ib_modify_port);
 
 /* c_abi/events.rs */
 EXPORT_C_ABI(ib_register_event_handler);
@@ -78,4 +79,14 @@ EXPORT_C_ABI(ib_unregister_mad_agent);
 EXPORT_C_ABI(ib_create_send_mad);
 EXPORT_C_ABI(ib_free_send_mad);
 EXPORT_C_ABI(ib_post_send_mad);
+EXPORT_C_ABI(ib_modify_mad);
 EXPORT_C_ABI(ib_free_recv_mad);
+
+/* c_abi/gid.rs */
+EXPORT_C_ABI(rdma_query_gid);
+EXPORT_C_ABI(rdma_find_gid);
+EXPORT_C_ABI(rdma_put_gid_attr);
+EXPORT_C_ABI(rdma_destroy_ah_attr);
+EXPORT_C_ABI(rdma_move_ah_attr);
+EXPORT_C_ABI(ib_init_ah_attr_from_wc);
+EXPORT_C_ABI(ib_create_ah_from_wc);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The MAD agent API for C modules (ib_cm, the SA client): `ib_register_mad_agent`,
-//! `ib_unregister_mad_agent`, `ib_create_send_mad`, `ib_free_send_mad`, `ib_post_send_mad`
-//! and `ib_free_recv_mad` with C's names and signatures (C's `drivers/infiniband/core/mad.c`),
+//! `ib_unregister_mad_agent`, `ib_create_send_mad`, `ib_free_send_mad`, `ib_post_send_mad`,
+//! `ib_modify_mad` and `ib_free_recv_mad` with C's names and signatures (C's `drivers/infiniband/core/mad.c`),
 //! over the core's MAD layer ([`MadAgent`]), which does the work: registration rules,
 //! transaction ids, sends on QP0/QP1 with their response timeouts and retries, receives
 //! dispatched by class and method.
@@ -21,7 +21,7 @@ use crate::{
         ah::ah_of,
         face::CFace,
         object::{err_ptr, ptr_or_err, Faced},
-        pd::{CPd, PdObject},
+        pd::{release, CPd, PdObject},
     },
     mad::{
         agent::MadRegReq,
@@ -42,7 +42,8 @@ use kernel::{
     types::Opaque,
 };
 
-/// The core's part of an agent registered by a C module.
+/// The core's part of an agent registered by a C module. Its PD view stays while AHs made in
+/// it do (a C module may destroy an AH after its agent unregistered).
 pub(crate) struct CAgent {
     /// The agent.
     agent: Arc<MadAgent>,
@@ -236,9 +237,7 @@ unsafe fn register(
     let handler = Arc::new(CHandler { this: this.clone() }, GFP_KERNEL)?;
     let agent = MadAgent::register(&dev, port_num, qp_type, reg.as_ref(), rmpp_version, handler)?;
     let made = (|| {
-        let pd = PdObject::alloc(CPd {
-            pd: agent.pd().clone(),
-        })?;
+        let pd = PdObject::alloc(CPd::new(agent.pd().clone()))?;
         let qp = KBox::new(Opaque::<bindings::ib_qp>::zeroed(), GFP_KERNEL).inspect_err(|_| {
             // SAFETY: `pd` was allocated above and not handed out.
             unsafe { PdObject::free(pd.as_ptr()) }
@@ -348,9 +347,10 @@ pub(crate) unsafe extern "C" fn ib_unregister_mad_agent(mad_agent: *mut bindings
     let core = unsafe { AgentObject::core(mad_agent) };
     core.agent.unregister();
     core.this.store(ptr::null_mut(), Ordering::Release);
-    // SAFETY: The PD view is ours, freed once; the agent is freed once (contract).
+    // SAFETY: The agent's hold of its PD view goes once (AHs made in it hold it until they
+    // go); the agent is freed once (contract).
     unsafe {
-        PdObject::free(core.pd.as_ptr());
+        release(core.pd.as_ptr());
         AgentObject::free(mad_agent);
     }
 }
@@ -517,4 +517,31 @@ pub(crate) unsafe extern "C" fn ib_post_send_mad(
 pub(crate) unsafe extern "C" fn ib_free_recv_mad(mad_recv_wc: *mut bindings::ib_mad_recv_wc) {
     // SAFETY: Freed once (contract).
     unsafe { RecvObject::free(mad_recv_wc) };
+}
+
+/// C's `ib_modify_mad`: the posted send `send_buf` waits `timeout_ms` for its response (from
+/// now if its send completed, from its completion otherwise); 0 cancels it (C's inline
+/// `ib_cancel_mad`): its `send_handler` gets `IB_WC_WR_FLUSH_ERR`. 0, or `-EINVAL` for a send
+/// that is not going any more.
+///
+/// # Safety
+///
+/// `send_buf` is null or was made by [`ib_create_send_mad`] of a live agent.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_modify_mad(
+    send_buf: *mut bindings::ib_mad_send_buf,
+    timeout_ms: u32,
+) -> c_int {
+    if send_buf.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: `send_buf` and its agent are live (contract).
+    let agent = unsafe { AgentObject::core((*send_buf).mad_agent) };
+    match agent
+        .agent
+        .modify_send(send_buf as usize as u64, timeout_ms)
+    {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
 }

@@ -17,7 +17,10 @@ use crate::{
     restrack::KernName,
     verbs::Pd,
 };
-use core::ptr::NonNull;
+use core::{
+    ptr::NonNull,
+    sync::atomic::{AtomicU32, Ordering},
+};
 use kernel::{
     bindings,
     ffi::{c_char, c_int, c_uint},
@@ -29,6 +32,49 @@ use kernel::{
 pub(crate) struct CPd {
     /// The PD.
     pub(crate) pd: Arc<Pd>,
+    /// Who holds the C structure: its maker (until `ib_dealloc_pd`, or for the view of a MAD
+    /// port's PD, until its agent goes) and each AH made in it (until `rdma_destroy_ah`, which
+    /// reads it); the last [`release`] frees it.
+    holds: AtomicU32,
+}
+
+impl CPd {
+    /// The core's part of a PD C code gets for `pd`, held by its maker.
+    pub(crate) fn new(pd: Arc<Pd>) -> Self {
+        Self {
+            pd,
+            holds: AtomicU32::new(1),
+        }
+    }
+}
+
+/// Holds the PD `pd` (an AH made in it).
+///
+/// # Safety
+///
+/// `pd` is a live PD object of this core's.
+pub(crate) unsafe fn hold(pd: *mut bindings::ib_pd) {
+    // SAFETY: The caller's contract.
+    unsafe { PdObject::core(pd) }
+        .holds
+        .fetch_add(1, Ordering::Relaxed);
+}
+
+/// Drops a hold of the PD `pd`; the last one frees it.
+///
+/// # Safety
+///
+/// `pd` is a live PD object of this core's held by the caller, whose hold is not used again.
+pub(crate) unsafe fn release(pd: *mut bindings::ib_pd) {
+    // SAFETY: The caller's contract.
+    let last = unsafe { PdObject::core(pd) }
+        .holds
+        .fetch_sub(1, Ordering::AcqRel)
+        == 1;
+    if last {
+        // SAFETY: The last hold went: no one reads the structure any more; freed once.
+        unsafe { PdObject::free(pd) };
+    }
 }
 
 /// A PD as C holds it.
@@ -64,7 +110,7 @@ unsafe fn alloc(
         Pd::alloc(&dev, name)?
     };
     let (lkey, rkey) = (pd.local_dma_lkey(), pd.unsafe_global_rkey().unwrap_or(0));
-    let c = PdObject::alloc(CPd { pd })?;
+    let c = PdObject::alloc(CPd::new(pd))?;
     // SAFETY: `c` is the zeroed structure just allocated, not yet handed out.
     let p = unsafe { &mut *c.as_ptr() };
     p.device = device;
@@ -103,7 +149,7 @@ pub(crate) unsafe extern "C" fn __ib_alloc_pd(
 
 /// C's `ib_dealloc_pd_user` (C's `ib_dealloc_pd` passes no `udata`): frees the PD; 0. A PD
 /// still used by the caller's QPs, AHs or MRs is a bug of the caller in C; here those objects
-/// keep the core's PD until they go, and the C structure is freed now, as C frees it.
+/// keep the core's PD until they go, and the C structure goes with the last AH made in it.
 /// `-EINVAL` for user data (only kernel PDs are made here).
 ///
 /// # Safety
@@ -117,10 +163,10 @@ pub(crate) unsafe extern "C" fn ib_dealloc_pd_user(
     if !udata.is_null() {
         return EINVAL.to_errno();
     }
-    // SAFETY: `pd` is a live PD of ours, freed once (contract).
+    // SAFETY: `pd` is a live PD of ours; the maker's hold goes once (contract).
     unsafe {
         untrack(&raw mut (*pd).res);
-        PdObject::free(pd);
+        release(pd);
     }
     0
 }

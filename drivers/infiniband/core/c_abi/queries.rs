@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Device and port queries with C's names and signatures (C's
-//! `drivers/infiniband/core/device.c`): `ib_query_port`, `rdma_dev_access_netns`.
+//! `drivers/infiniband/core/device.c`): `ib_query_port`, `rdma_dev_access_netns`, and
+//! `ib_modify_port`.
 
 use crate::netlink;
 use crate::{
@@ -87,4 +88,33 @@ pub(crate) unsafe extern "C" fn rdma_dev_access_netns(
 ) -> bool {
     // SAFETY: `net` is live (contract).
     netlink::net_sees_devices(unsafe { Net::from_raw(net.cast_mut()) })
+}
+
+/// C's `ib_modify_port`: sets `port_modify->set_port_cap_mask` and clears
+/// `clr_port_cap_mask` in `port_num`'s capability bits through the driver (what ib_cm does
+/// with `IB_PORT_CM_SUP`); `port_modify_mask` is not used, as C's mlx5 does not. 0,
+/// `-EINVAL` for a port the device does not have, `-ENODEV` for a device no longer registered,
+/// `-EOPNOTSUPP` when the driver cannot, or its error.
+///
+/// # Safety
+///
+/// `device` was handed to the caller and not yet removed; `port_modify` is readable.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_modify_port(
+    device: *mut bindings::ib_device,
+    port_num: u32,
+    _port_modify_mask: c_int,
+    port_modify: *mut bindings::ib_port_modify,
+) -> c_int {
+    // SAFETY: The caller's contract.
+    let dev = match unsafe { CFace::owner_on_port(device, port_num) } {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    // SAFETY: `port_modify` is readable (contract).
+    let m = unsafe { &*port_modify };
+    match dev.modify_port_caps(port_num, m.set_port_cap_mask, m.clr_port_cap_mask) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
 }

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! GIDs and address attributes for C modules: `rdma_query_gid`, `rdma_find_gid`,
+//! `rdma_put_gid_attr`, `rdma_destroy_ah_attr`, `rdma_move_ah_attr`,
+//! `ib_init_ah_attr_from_wc` and `ib_create_ah_from_wc`, with C's names and signatures (C's
+//! `drivers/infiniband/core/cache.c` and `verbs.c`). The GIDs are the core's GID cache's (an
+//! InfiniBand port's table as the driver reported it; C leaves zero GIDs out of its table, so
+//! they are not entries here either). A `struct ib_gid_attr` C code holds is counted: the core
+//! makes one per `rdma_find_gid` (or per address a completion's GRH names) and frees it at the
+//! last `rdma_put_gid_attr`, as C's table entry is held and put. RoCE ports (an Ethernet link
+//! layer) are not served: this core's devices have none yet.
+
+use crate::{
+    attrs::Gid,
+    c_abi::{
+        ah::rdma_create_ah,
+        face::CFace,
+        object::{err_ptr, Faced},
+    },
+    device::ib_device::IbDevice,
+};
+use core::{
+    ptr::NonNull,
+    sync::atomic::{AtomicU32, Ordering},
+};
+use kernel::{
+    bindings,
+    ffi::{c_int, c_uint},
+    prelude::*,
+};
+
+/// The count of a GID attribute C code holds.
+pub(crate) struct CGid {
+    refs: AtomicU32,
+}
+
+/// A GID attribute as C holds it.
+type GidObject = Faced<CGid, bindings::ib_gid_attr>;
+
+/// The entry `index` of `port`'s GID table, if it holds a GID (C leaves zero GIDs out).
+fn entry(dev: &IbDevice, port: u32, index: u32) -> Option<Gid> {
+    dev.cached_gid(port, index).filter(|g| g.0 != [0; 16])
+}
+
+/// The index of `gid` in `port`'s table.
+fn index_of(dev: &IbDevice, port: u32, gid: &Gid) -> Option<u32> {
+    let len = dev.port_immutable(port)?.gid_tbl_len;
+    (0..len).find(|&i| entry(dev, port, i).as_ref() == Some(gid))
+}
+
+/// A held GID attribute for entry `index` of `port` of the face `device`.
+fn new_attr(
+    device: *mut bindings::ib_device,
+    port: u32,
+    index: u32,
+    gid: &Gid,
+) -> Result<NonNull<bindings::ib_gid_attr>> {
+    let c = GidObject::alloc(CGid {
+        refs: AtomicU32::new(1),
+    })?;
+    // SAFETY: `c` is the zeroed structure just allocated, not yet handed out.
+    let a = unsafe { &mut *c.as_ptr() };
+    a.device = device;
+    a.gid.raw = gid.0;
+    a.gid_type = bindings::ib_gid_type_IB_GID_TYPE_IB;
+    a.index = u16::try_from(index).map_err(|_| EINVAL)?;
+    a.port_num = port;
+    Ok(c)
+}
+
+/// C's `rdma_query_gid`: copies entry `index` of `port_num`'s GID table into `gid`; 0,
+/// `-EINVAL` for a port the device does not have or an index past the table, `-ENOENT` for an
+/// entry without a GID.
+///
+/// # Safety
+///
+/// `device` is a face handed to the caller and not yet removed; `gid` is writable.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_query_gid(
+    device: *mut bindings::ib_device,
+    port_num: u32,
+    index: c_int,
+    gid: *mut bindings::ib_gid,
+) -> c_int {
+    // SAFETY: The caller's contract.
+    let dev = match unsafe { CFace::owner_on_port(device, port_num) } {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    let len = dev.port_immutable(port_num).map_or(0, |i| i.gid_tbl_len);
+    let Some(index) = u32::try_from(index).ok().filter(|&i| i < len) else {
+        return EINVAL.to_errno();
+    };
+    match entry(dev, port_num, index) {
+        Some(g) => {
+            // SAFETY: `gid` is writable (contract).
+            unsafe { (*gid).raw = g.0 };
+            0
+        }
+        None => ENOENT.to_errno(),
+    }
+}
+
+/// C's `rdma_find_gid`: the attribute of the first entry, port by port, holding `gid` (an
+/// InfiniBand GID: `gid_type` `IB_GID_TYPE_IB`, no `ndev`), held for the caller until its
+/// `rdma_put_gid_attr`; `ERR_PTR(-ENOENT)` when no port has it.
+///
+/// # Safety
+///
+/// `device` is a face handed to the caller and not yet removed; `gid` is readable.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_find_gid(
+    device: *mut bindings::ib_device,
+    gid: *const bindings::ib_gid,
+    gid_type: bindings::ib_gid_type,
+    ndev: *mut bindings::net_device,
+) -> *const bindings::ib_gid_attr {
+    // SAFETY: The caller's contract.
+    let Some(dev) = (unsafe { CFace::owner(device) }) else {
+        return err_ptr(ENODEV);
+    };
+    if gid_type != bindings::ib_gid_type_IB_GID_TYPE_IB || !ndev.is_null() {
+        return err_ptr(ENOENT);
+    }
+    // SAFETY: `gid` is readable (contract); every bit pattern is its raw bytes.
+    let want = Gid(unsafe { (*gid).raw });
+    for port in 1..=dev.port_count() {
+        if let Some(i) = index_of(dev, port, &want) {
+            return match new_attr(device, port, i, &want) {
+                Ok(a) => a.as_ptr(),
+                Err(e) => err_ptr(e),
+            };
+        }
+    }
+    err_ptr(ENOENT)
+}
+
+/// C's `rdma_put_gid_attr`: drops the caller's hold of `attr` (made by this core); the last
+/// one frees it.
+///
+/// # Safety
+///
+/// `attr` came from [`rdma_find_gid`] or an address attribute this core filled, and the
+/// caller's hold is not used again.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_put_gid_attr(attr: *const bindings::ib_gid_attr) {
+    let a = attr.cast_mut();
+    // SAFETY: `attr` is live and held (contract).
+    let last = unsafe { GidObject::core(a) }
+        .refs
+        .fetch_sub(1, Ordering::AcqRel)
+        == 1;
+    if last {
+        // SAFETY: The last hold went: nothing uses it any more; freed once.
+        unsafe { GidObject::free(a) };
+    }
+}
+
+/// C's `rdma_destroy_ah_attr`: drops the source GID attribute `ah_attr` holds, if any (safe to
+/// call again, or on a zeroed attribute).
+///
+/// # Safety
+///
+/// `ah_attr` is writable; its `grh.sgid_attr` is null or held.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_destroy_ah_attr(ah_attr: *mut bindings::rdma_ah_attr) {
+    // SAFETY: The caller's contract.
+    unsafe {
+        let s = (*ah_attr).grh.sgid_attr;
+        if !s.is_null() {
+            rdma_put_gid_attr(s);
+            (*ah_attr).grh.sgid_attr = core::ptr::null();
+        }
+    }
+}
+
+/// C's `rdma_move_ah_attr`: `dest` (its hold dropped first) becomes `src`, which loses its
+/// hold to it.
+///
+/// # Safety
+///
+/// Both are writable, valid address attributes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_move_ah_attr(
+    dest: *mut bindings::rdma_ah_attr,
+    src: *mut bindings::rdma_ah_attr,
+) {
+    // SAFETY: The caller's contract.
+    unsafe {
+        rdma_destroy_ah_attr(dest);
+        *dest = *src;
+        (*src).grh.sgid_attr = core::ptr::null();
+    }
+}
+
+/// `IB_SA_WELL_KNOWN_GUID`: a GRH to it is answered from GID index 0.
+const SA_WELL_KNOWN_GUID: u64 = (1 << 57) | 2;
+
+/// C's `ib_init_ah_attr_from_wc`: the address that answers a completion `wc` received on
+/// `port_num` (its sender's LID, SL and path bits; with a GRH, the sender's GID as
+/// destination and, as source, the entry of this port holding the GID the packet went to,
+/// held in `grh.sgid_attr`); 0, or `-ENOENT` when no entry holds that GID, `-EINVAL` for a
+/// port the device does not have.
+///
+/// # Safety
+///
+/// `device` is a face handed to the caller and not yet removed; `wc` is readable, `grh` too
+/// when the completion says it has one; `ah_attr` is writable.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_init_ah_attr_from_wc(
+    device: *mut bindings::ib_device,
+    port_num: u32,
+    wc: *const bindings::ib_wc,
+    grh: *const bindings::ib_grh,
+    ah_attr: *mut bindings::rdma_ah_attr,
+) -> c_int {
+    // SAFETY: The caller's contract.
+    let dev = match unsafe { CFace::owner_on_port(device, port_num) } {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    // SAFETY: The caller's contract.
+    let (w, out) = unsafe { (&*wc, &mut *ah_attr) };
+    // SAFETY: `rdma_ah_attr` is a plain structure: all zeroes is valid (C's memset).
+    *out = unsafe { core::mem::zeroed() };
+    out.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB;
+    out.sl = w.sl;
+    out.port_num = port_num;
+    out.__bindgen_anon_1.ib = bindings::ib_ah_attr {
+        dlid: w.slid as u16,
+        src_path_bits: w.dlid_path_bits,
+    };
+    if w.wc_flags as u32 & bindings::ib_wc_flags_IB_WC_GRH == 0 {
+        return 0;
+    }
+    // SAFETY: A completion with a GRH comes with it (contract).
+    let g = unsafe { &*grh };
+    // SAFETY: Every bit pattern of the GID unions is their raw bytes.
+    let (sgid, dgid) = unsafe { (Gid(g.sgid.raw), Gid(g.dgid.raw)) };
+    let interface_id = u64::from_be_bytes([
+        dgid.0[8], dgid.0[9], dgid.0[10], dgid.0[11], dgid.0[12], dgid.0[13], dgid.0[14],
+        dgid.0[15],
+    ]);
+    let found = if interface_id != SA_WELL_KNOWN_GUID {
+        index_of(dev, port_num, &dgid).map(|i| (i, dgid))
+    } else {
+        entry(dev, port_num, 0).map(|g| (0, g))
+    };
+    let Some((index, own)) = found else {
+        return ENOENT.to_errno();
+    };
+    let attr = match new_attr(device, port_num, index, &own) {
+        Ok(a) => a,
+        Err(e) => return e.to_errno(),
+    };
+    let flow_class = u32::from_be(g.version_tclass_flow);
+    out.ah_flags = bindings::ib_ah_flags_IB_AH_GRH as u8;
+    out.grh.dgid.raw = sgid.0;
+    out.grh.flow_label = flow_class & 0xf_ffff;
+    out.grh.sgid_index = index as u8;
+    out.grh.hop_limit = 0xff;
+    out.grh.traffic_class = ((flow_class >> 20) & 0xff) as u8;
+    out.grh.sgid_attr = attr.as_ptr();
+    0
+}
+
+/// C's `ib_create_ah_from_wc`: an AH in `pd` that answers the completion `wc` received on
+/// `port_num` ([`ib_init_ah_attr_from_wc`], then `rdma_create_ah`); `ERR_PTR` of the first
+/// error.
+///
+/// # Safety
+///
+/// `pd` was returned by `__ib_alloc_pd` and not deallocated; `wc` and `grh` as for
+/// [`ib_init_ah_attr_from_wc`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_create_ah_from_wc(
+    pd: *mut bindings::ib_pd,
+    wc: *const bindings::ib_wc,
+    grh: *const bindings::ib_grh,
+    port_num: u32,
+) -> *mut bindings::ib_ah {
+    // SAFETY: `rdma_ah_attr` is a plain structure: all zeroes is valid.
+    let mut attr: bindings::rdma_ah_attr = unsafe { core::mem::zeroed() };
+    // SAFETY: `pd` is live, its device a face (contract); `attr` is ours.
+    let ret = unsafe { ib_init_ah_attr_from_wc((*pd).device, port_num, wc, grh, &mut attr) };
+    if ret != 0 {
+        return err_ptr(Error::from_errno(ret));
+    }
+    // SAFETY: As above.
+    let ah = unsafe {
+        rdma_create_ah(
+            pd,
+            &mut attr,
+            bindings::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE as c_uint,
+        )
+    };
+    // SAFETY: `attr` holds its source GID attribute, if any.
+    unsafe { rdma_destroy_ah_attr(&mut attr) };
+    ah
+}
