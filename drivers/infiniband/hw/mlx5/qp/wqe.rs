@@ -125,36 +125,18 @@ const _: () = assert!(
         && size_of::<Chunk>() == SEG
 );
 
-/// The control segment opcode of a send work request (C's `mlx5_ib_opcode`) and what else the
-/// opcode decides ([`OpShape`]); `EOPNOTSUPP` for
+/// The control segment opcode of a send work request (C's `mlx5_ib_opcode`); `EOPNOTSUPP` for
 /// atomics, which C's `mlx5_ib_post_send` refuses on RC QPs ("Atomic operations are not
 /// supported yet").
-pub(crate) fn mlx5_opcode(op: SendOpcode) -> Result<OpShape> {
-    let (opcode, remote, imm) = match op {
-        SendOpcode::RdmaWrite => (opcode::RDMA_WRITE, true, false),
-        SendOpcode::RdmaWriteWithImm => (opcode::RDMA_WRITE_IMM, true, true),
-        SendOpcode::Send => (opcode::SEND, false, false),
-        SendOpcode::SendWithImm => (opcode::SEND_IMM, false, true),
-        SendOpcode::RdmaRead => (opcode::RDMA_READ, true, false),
+pub(crate) fn mlx5_opcode(op: SendOpcode) -> Result<u8> {
+    Ok(match op {
+        SendOpcode::RdmaWrite => opcode::RDMA_WRITE,
+        SendOpcode::RdmaWriteWithImm => opcode::RDMA_WRITE_IMM,
+        SendOpcode::Send => opcode::SEND,
+        SendOpcode::SendWithImm => opcode::SEND_IMM,
+        SendOpcode::RdmaRead => opcode::RDMA_READ,
         SendOpcode::AtomicCmpAndSwp | SendOpcode::AtomicFetchAndAdd => return Err(EOPNOTSUPP),
-    };
-    Ok(OpShape {
-        opcode,
-        remote,
-        imm,
     })
-}
-
-/// What a send opcode makes of a WQE (one decision per request).
-#[derive(Clone, Copy)]
-pub(crate) struct OpShape {
-    /// mlx5's opcode.
-    pub(crate) opcode: u8,
-    /// An RDMA operation: a remote-address segment follows the control segment on a
-    /// connected QP.
-    pub(crate) remote: bool,
-    /// It carries immediate data.
-    pub(crate) imm: bool,
 }
 
 /// The control segment: WQE index and opcode, QP number and size in 16-byte units, the
@@ -345,32 +327,31 @@ pub(crate) fn build_send_into<W: WqeSink>(
     if !inline && wr.sg_list.len() > ctx.max_gs {
         return Err(EINVAL);
     }
-    let shape = mlx5_opcode(wr.opcode)?;
-    let raddr = ctx.av.is_none() && shape.remote;
+    let op = mlx5_opcode(wr.opcode)?;
+    let raddr = ctx.av.is_none()
+        && matches!(
+            wr.opcode,
+            SendOpcode::RdmaWrite | SendOpcode::RdmaWriteWithImm | SendOpcode::RdmaRead
+        );
     let ud = match ctx.av {
         Some(av) => Some((av, wr.ud.as_ref().ok_or(EINVAL)?)),
         None => None,
     };
-    // The size first: nothing is written for a request refused. Without inline data the bound
-    // is the scatter list's length, which bounds the data segments written (zero-length entries
-    // are skipped), so they are counted as they are written, in one pass; only a list longer
-    // than a WQE holds has its non-empty entries counted first (what the WQE's size is).
-    let header = 1 + if ud.is_some() { AV_SIZE / SEG } else { 0 } + usize::from(raddr);
+    // The size first: nothing is written for a request refused.
+    let mut units = 1 + if ud.is_some() { AV_SIZE / SEG } else { 0 } + usize::from(raddr);
     let mut inl = 0usize;
-    let bound = if inline {
+    if inline {
         for d in wr.inline_data {
             inl = inl.checked_add(d.len()).ok_or(ENOMEM)?;
         }
         if inl > ctx.max_inline {
             return Err(ENOMEM);
         }
-        header + (inl + 4).div_ceil(SEG)
-    } else if (header + wr.sg_list.len()) * SEG <= MAX_SEND_WQE {
-        header + wr.sg_list.len()
+        units += (inl + 4).div_ceil(SEG);
     } else {
-        header + wr.sg_list.iter().filter(|s| s.length != 0).count()
-    };
-    if bound * SEG > MAX_SEND_WQE {
+        units += wr.sg_list.iter().filter(|s| s.length != 0).count();
+    }
+    if units * SEG > MAX_SEND_WQE {
         return Err(EINVAL);
     }
     let mut at = 1;
@@ -385,17 +366,18 @@ pub(crate) fn build_send_into<W: WqeSink>(
         sink.put(at, raddr_seg(wr.remote_addr, wr.rkey))?;
         at += 1;
     }
-    let units = if inline {
+    if inline {
         put_inline(sink, at, wr.inline_data, inl)?;
-        bound
     } else {
         for sge in wr.sg_list.iter().filter(|s| s.length != 0) {
             sink.put(at, data_seg(sge))?;
             at += 1;
         }
-        at
+    }
+    let imm = match wr.opcode {
+        SendOpcode::SendWithImm | SendOpcode::RdmaWriteWithImm => wr.imm_data,
+        _ => 0,
     };
-    let imm = if shape.imm { wr.imm_data } else { 0 };
     let mut fm_ce_se = ctx.sig_bits | ctx.fence;
     if wr.send_flags & send_flags::SIGNALED != 0 {
         fm_ce_se |= CTRL_CQ_UPDATE;
@@ -403,7 +385,7 @@ pub(crate) fn build_send_into<W: WqeSink>(
     if wr.send_flags & send_flags::SOLICITED != 0 {
         fm_ce_se |= CTRL_SOLICITED;
     }
-    let ctrl = ctrl_seg(idx, shape.opcode, ctx.qpn, units as u8, fm_ce_se, imm);
+    let ctrl = ctrl_seg(idx, op, ctx.qpn, units as u8, fm_ce_se, imm);
     sink.put(0, ctrl)?;
     Ok(Built { units, ctrl })
 }
