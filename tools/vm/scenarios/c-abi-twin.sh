@@ -8,6 +8,7 @@
 # kernel verbs (PD, CQs made and polled by the core, QPs, SRQs, AHs, the DMA MR through the ops
 # table's get_dma_mr, ib_drain_qp, restrack's C view which it walks to count its objects) and
 # the data path through the ops table.
+# Rust only: on the C stack the same module with the same checks is mlx5ib-verbs itself.
 # stacks: rust
 # timeout: 600
 

@@ -20,7 +20,7 @@ use crate::{
     c_abi::{
         ah::ah_of,
         face::CFace,
-        object::{err_ptr, ptr_or_err, Faced},
+        object::{err_ptr, init_list, ptr_or_err, Faced},
         pd::{release, CPd, PdObject},
     },
     mad::{
@@ -93,15 +93,6 @@ struct CHandler {
     this: Arc<AtomicPtr<bindings::ib_mad_agent>>,
 }
 
-/// `struct list_head` made empty, as C's `INIT_LIST_HEAD`.
-fn init_list(l: *mut bindings::list_head) {
-    // SAFETY: `l` points to a list head of an object being made, ours alone.
-    unsafe {
-        (*l).next = l;
-        (*l).prev = l;
-    }
-}
-
 /// C's `ib_mad_recv_wc` for `r`, received by the agent `a` (a C structure of ours).
 fn recv_wc(
     a: *mut bindings::ib_mad_agent,
@@ -141,8 +132,8 @@ fn recv_wc(
         p.wc = wc;
         p.recv_buf.grh = grh.cast();
         p.recv_buf.__bindgen_anon_1.mad = mad.cast_mut().cast();
-        init_list(&raw mut p.recv_buf.list);
-        init_list(&raw mut p.rmpp_list);
+        init_list(&mut p.recv_buf.list);
+        init_list(&mut p.rmpp_list);
         p.mad_len = MAD_SIZE as c_int;
         p.mad_seg_size = MAD_SIZE;
     }
@@ -288,7 +279,7 @@ unsafe fn register(
     p.hi_tid = hi_tid;
     p.port_num = port_num as u8;
     p.rmpp_version = rmpp_version;
-    init_list(&raw mut p.mad_agent_sec_list);
+    init_list(&mut p.mad_agent_sec_list);
     // The handlers may reach C code from now on.
     this.store(c.as_ptr(), Ordering::Release);
     Ok(c)

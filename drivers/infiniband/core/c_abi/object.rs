@@ -126,3 +126,10 @@ pub(crate) fn relay_events<C: 'static>(
         GFP_KERNEL,
     )?)
 }
+
+/// `l` made an empty list, as C's `INIT_LIST_HEAD` (list heads of C structures the core fills).
+pub(crate) fn init_list(l: &mut bindings::list_head) {
+    let p: *mut bindings::list_head = l;
+    l.next = p;
+    l.prev = p;
+}

@@ -13,7 +13,7 @@ use crate::{
     c_abi::{
         ah::{ah_attr_from_c, ah_attr_to_c},
         cq::cq_of,
-        object::{atomic, new_event, ptr_or_err, relay_events, Faced},
+        object::{atomic, init_list, new_event, ptr_or_err, relay_events, Faced},
         pd::pd_of,
         restrack::{track, untrack},
         srq::srq_of,
@@ -99,13 +99,6 @@ unsafe fn raise(q: *mut bindings::ib_qp, e: EventType) {
             f(&mut ev, (*q).qp_context);
         }
     }
-}
-
-/// `struct list_head` made empty, as C's `INIT_LIST_HEAD`.
-fn init_list(l: &mut bindings::list_head) {
-    let p: *mut bindings::list_head = l;
-    l.next = p;
-    l.prev = p;
 }
 
 /// Makes the QP and its C structure.
