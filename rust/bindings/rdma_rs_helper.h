@@ -17,8 +17,11 @@
 #include <net/sock.h>
 #include <rdma/ib.h>
 #include <rdma/ib_mad.h>
+#include <rdma/ib_sa.h>
+#include <rdma/ib_sysfs.h>
 #include <rdma/ib_verbs.h>
 #include <uapi/rdma/rdma_netlink.h>
 
+const gfp_t RUST_CONST_HELPER___GFP_DIRECT_RECLAIM = __GFP_DIRECT_RECLAIM;
 const size_t RUST_CONST_HELPER_NLMSG_DEFAULT_SIZE = NLMSG_DEFAULT_SIZE;
 const size_t RUST_CONST_HELPER_NLMSG_GOODSIZE = NLMSG_GOODSIZE;

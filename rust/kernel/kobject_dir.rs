@@ -38,6 +38,66 @@ pub unsafe trait SysfsDir: Send + Sync {
     fn kobject(&self) -> *mut bindings::kobject;
 }
 
+/// Attribute files C code adds to a directory it does not own (`sysfs_create_groups` on its
+/// kobject, as C's `ib_port_register_client_groups` does for a client's counters): their
+/// `struct attribute`s are C's, not built by [`AttributeGroups`], so the directory's data
+/// dispatches them.
+pub trait ForeignAttrs: Send + Sync {
+    /// `show` of the foreign attribute `attr` into the page `buf`: the length written or a
+    /// negative errno.
+    ///
+    /// # Safety
+    ///
+    /// `attr` belongs to a group added with [`KObjectDir::add_foreign_groups`] and not removed
+    /// yet; `buf` is a writable `PAGE_SIZE` buffer.
+    unsafe fn show_foreign(&self, attr: *mut bindings::attribute, buf: *mut c_char) -> isize;
+
+    /// `store` of the foreign attribute `attr` with `count` bytes at `buf`: `count` or a
+    /// negative errno.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ForeignAttrs::show_foreign`], except that `buf` is readable for `count` bytes.
+    unsafe fn store_foreign(
+        &self,
+        attr: *mut bindings::attribute,
+        buf: *const c_char,
+        count: usize,
+    ) -> isize;
+}
+
+/// The [`ForeignAttrs`] entry points of a directory's `T`, with `T` erased.
+#[derive(Clone, Copy)]
+struct ForeignCalls {
+    show: unsafe fn(*const c_void, *mut bindings::attribute, *mut c_char) -> isize,
+    store: unsafe fn(*const c_void, *mut bindings::attribute, *const c_char, usize) -> isize,
+}
+
+/// # Safety
+///
+/// `data` points to a live `T`; the rest as for [`ForeignAttrs::show_foreign`].
+unsafe fn foreign_show<T: ForeignAttrs>(
+    data: *const c_void,
+    attr: *mut bindings::attribute,
+    buf: *mut c_char,
+) -> isize {
+    // SAFETY: The function's contract.
+    unsafe { (*data.cast::<T>()).show_foreign(attr, buf) }
+}
+
+/// # Safety
+///
+/// `data` points to a live `T`; the rest as for [`ForeignAttrs::store_foreign`].
+unsafe fn foreign_store<T: ForeignAttrs>(
+    data: *const c_void,
+    attr: *mut bindings::attribute,
+    buf: *const c_char,
+    count: usize,
+) -> isize {
+    // SAFETY: The function's contract.
+    unsafe { (*data.cast::<T>()).store_foreign(attr, buf, count) }
+}
+
 /// The part of the allocation the `kobj_type` callbacks know about.
 #[repr(C)]
 struct Header {
@@ -46,6 +106,8 @@ struct Header {
     groups: RawGroups,
     /// The `T` of the enclosing `Inner<T>`.
     data: *const c_void,
+    /// How the `T` shows and stores the attributes C code added, if it can.
+    foreign: Option<ForeignCalls>,
 }
 
 #[repr(C)]
@@ -78,9 +140,18 @@ unsafe extern "C" fn show(
     buf: *mut c_char,
 ) -> isize {
     let header = kobj.cast::<Header>();
-    // SAFETY: The kobject is a live `Header` whose attributes are in its groups and whose `data`
-    // is valid while its files exist (type invariant of `KObjectDir`); sysfs gives a page.
-    unsafe { sysfs_attrs::show(attr, (*header).data, buf) }
+    // SAFETY: The kobject is a live `Header` whose `data` is valid while its files exist (type
+    // invariant of `KObjectDir`); an attribute not in its own groups was added by C code
+    // through `add_foreign_groups`, which only a directory with foreign calls accepts.
+    unsafe {
+        if (*header).groups.contains(attr) {
+            sysfs_attrs::show(attr, (*header).data, buf)
+        } else if let Some(f) = (*header).foreign {
+            (f.show)((*header).data, attr, buf)
+        } else {
+            EIO.to_errno() as isize
+        }
+    }
 }
 
 /// # Safety
@@ -94,7 +165,15 @@ unsafe extern "C" fn store(
 ) -> isize {
     let header = kobj.cast::<Header>();
     // SAFETY: As in `show`; sysfs gives `count` bytes.
-    unsafe { sysfs_attrs::store(attr, (*header).data, buf, count) }
+    unsafe {
+        if (*header).groups.contains(attr) {
+            sysfs_attrs::store(attr, (*header).data, buf, count)
+        } else if let Some(f) = (*header).foreign {
+            (f.store)((*header).data, attr, buf, count)
+        } else {
+            EIO.to_errno() as isize
+        }
+    }
 }
 
 /// A `kobj_type` or `sysfs_ops` in a `static`.
@@ -151,6 +230,34 @@ impl<T: Send + Sync> KObjectDir<T> {
         groups: AttributeGroups<T>,
         data: T,
     ) -> Result<Arc<Self>> {
+        Self::create(parent, name, groups, data, None)
+    }
+
+    /// As [`KObjectDir::new`], for a directory C code may add attribute groups to
+    /// ([`KObjectDir::add_foreign_groups`]), which `data` shows and stores.
+    pub fn new_with_foreign(
+        parent: Arc<dyn SysfsDir>,
+        name: &CStr,
+        groups: AttributeGroups<T>,
+        data: T,
+    ) -> Result<Arc<Self>>
+    where
+        T: ForeignAttrs,
+    {
+        let calls = ForeignCalls {
+            show: foreign_show::<T>,
+            store: foreign_store::<T>,
+        };
+        Self::create(parent, name, groups, data, Some(calls))
+    }
+
+    fn create(
+        parent: Arc<dyn SysfsDir>,
+        name: &CStr,
+        groups: AttributeGroups<T>,
+        data: T,
+        foreign: Option<ForeignCalls>,
+    ) -> Result<Arc<Self>> {
         let holder = UniqueArc::<Self>::new_uninit(GFP_KERNEL)?;
         // Allocated before `data` and `groups` are given up to `ManuallyDrop` and a raw pointer,
         // so that a failed allocation drops them (else they leak).
@@ -162,6 +269,7 @@ impl<T: Send + Sync> KObjectDir<T> {
                     kobj: Opaque::zeroed(),
                     groups: groups.into_raw(),
                     data: core::ptr::null(),
+                    foreign,
                 },
                 data: ManuallyDrop::new(data),
             },
@@ -222,6 +330,38 @@ impl<T: Send + Sync> KObjectDir<T> {
     fn raw(&self) -> *mut bindings::kobject {
         // SAFETY: `inner` is live (type invariant).
         unsafe { (*self.inner.as_ptr()).header.kobj.get() }
+    }
+
+    /// Adds C's attribute groups `groups` (a NULL-terminated list) to the directory, as C's
+    /// `sysfs_create_groups` on its kobject; their files are shown and stored by the data's
+    /// [`ForeignAttrs`]. `EINVAL` for a directory made without it.
+    ///
+    /// # Safety
+    ///
+    /// `groups` and everything it points to stay valid until [`KObjectDir::remove_foreign_groups`]
+    /// removes them or the directory is dropped; their attributes are ones the data's
+    /// [`ForeignAttrs`] understands.
+    pub unsafe fn add_foreign_groups(
+        &self,
+        groups: *const *const bindings::attribute_group,
+    ) -> Result {
+        // SAFETY: `inner` is live (type invariant).
+        if unsafe { (*self.inner.as_ptr()).header.foreign.is_none() } {
+            return Err(EINVAL);
+        }
+        // SAFETY: The kobject is in sysfs (type invariant); `groups` is valid (contract).
+        to_result(unsafe { bindings::sysfs_create_groups(self.raw(), groups.cast_mut()) })
+    }
+
+    /// Removes groups added by [`KObjectDir::add_foreign_groups`] (waiting for their callbacks
+    /// running), as C's `sysfs_remove_groups`.
+    ///
+    /// # Safety
+    ///
+    /// `groups` is valid; it was added with [`KObjectDir::add_foreign_groups`].
+    pub unsafe fn remove_foreign_groups(&self, groups: *const *const bindings::attribute_group) {
+        // SAFETY: The kobject is in sysfs (type invariant); `groups` is valid (contract).
+        unsafe { bindings::sysfs_remove_groups(self.raw(), groups.cast_mut()) }
     }
 }
 
@@ -382,6 +522,117 @@ mod tests {
         assert_eq!(drops.load(Relaxed), 0);
         // The last child goes: the whole tree goes, the data is dropped once.
         drop(p2);
+        assert_eq!(drops.load(Relaxed), 1);
+        drop(class);
+        Ok(())
+    }
+
+    impl ForeignAttrs for Port {
+        unsafe fn show_foreign(&self, attr: *mut bindings::attribute, buf: *mut c_char) -> isize {
+            // SAFETY: `attr` is the test's foreign attribute, whose name is a C string; `buf`
+            // is a page (contract).
+            let n = unsafe { CStr::from_char_ptr((*attr).name) }
+                .to_bytes()
+                .len();
+            let text = [b'f'; 8];
+            let n = n.min(text.len());
+            // SAFETY: `buf` is a page (contract); `n` is at most 8.
+            unsafe { core::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), n) };
+            n as isize
+        }
+
+        unsafe fn store_foreign(
+            &self,
+            _: *mut bindings::attribute,
+            _: *const c_char,
+            count: usize,
+        ) -> isize {
+            count as isize + self.num as isize
+        }
+    }
+
+    /// A C attribute group, as C modules declare them (`static`, never moved).
+    struct CGroup {
+        attr: Opaque<bindings::attribute>,
+        attrs: Opaque<[*mut bindings::attribute; 2]>,
+        group: Opaque<bindings::attribute_group>,
+        list: Opaque<[*const bindings::attribute_group; 2]>,
+    }
+
+    // SAFETY: Written once by the test before use, then only read (by sysfs).
+    unsafe impl Sync for CGroup {}
+
+    static C_GROUP: CGroup = CGroup {
+        attr: Opaque::zeroed(),
+        attrs: Opaque::zeroed(),
+        group: Opaque::zeroed(),
+        list: Opaque::zeroed(),
+    };
+
+    #[test]
+    fn foreign_groups() -> Result {
+        let class = KBox::pin_init(class::Registration::new(c"rdma_rs_kunit_kf"), GFP_KERNEL)?;
+        let drops = Arc::new(Atomic::new(0u32), GFP_KERNEL)?;
+        // SAFETY: As in `tree_below_a_class_device`.
+        let dev: Arc<dyn SysfsDir> = unsafe {
+            ClassDevice::new(
+                &class,
+                None,
+                c"kunit_kf0",
+                AttributeGroups::empty()?,
+                (),
+                AddUevent::Now,
+                None,
+            )?
+        };
+        let mut b = AttributeGroups::builder();
+        b.group(None, &[Attribute::ro(c"num", show_num)])?;
+        let port = Port {
+            num: 3,
+            drops: drops.clone(),
+        };
+        let p3 = KObjectDir::new_with_foreign(dev.clone(), c"3", b.build()?, port)?;
+        let plain = KObjectDir::new(dev.clone(), c"plain", AttributeGroups::empty()?, ())?;
+        let g = &C_GROUP;
+        // SAFETY: Only this test uses the static; sysfs reads it after it is written.
+        let list = unsafe {
+            let a = &mut *g.attr.get();
+            a.name = c"foreign".as_char_ptr();
+            a.mode = 0o644;
+            *g.attrs.get() = [g.attr.get(), core::ptr::null_mut()];
+            let gr = &mut *g.group.get();
+            gr.name = c"cm_rx_msgs".as_char_ptr();
+            gr.__bindgen_anon_2.attrs = g.attrs.get().cast();
+            *g.list.get() = [g.group.get().cast_const(), core::ptr::null()];
+            g.list.get().cast::<*const bindings::attribute_group>()
+        };
+        // SAFETY: The groups are static and removed below.
+        assert_eq!(unsafe { plain.add_foreign_groups(list) }, Err(EINVAL));
+        // SAFETY: As above; `Port` shows any attribute.
+        unsafe { p3.add_foreign_groups(list)? };
+        assert!(exists(dir_of(&*p3), c"cm_rx_msgs"));
+        // The own attribute still reads the data; the foreign one goes to `ForeignAttrs`.
+        assert_eq!(&call(&p3, 0, 0, None).1[..], b"port 3\n");
+        let kobj = p3.raw();
+        let mut page = KVec::from_elem(0u8, PAGE_SIZE, GFP_KERNEL)?;
+        // SAFETY: The kobject is in sysfs with the foreign group; the page is a page.
+        let (n, w) = unsafe {
+            let ops = (*(*kobj).ktype).sysfs_ops;
+            let n = ((*ops).show.unwrap_or(show))(kobj, g.attr.get(), page.as_mut_ptr().cast());
+            let w = ((*ops).store.unwrap_or(store))(kobj, g.attr.get(), page.as_ptr().cast(), 2);
+            (n, w)
+        };
+        assert_eq!(n, 7);
+        assert_eq!(&page[..7], b"fffffff");
+        assert_eq!(w, 5);
+        // SAFETY: Added above.
+        unsafe { p3.remove_foreign_groups(list) };
+        assert!(!exists(dir_of(&*p3), c"cm_rx_msgs"));
+        // SAFETY: As above: left in place, it goes with the directory.
+        unsafe { p3.add_foreign_groups(list)? };
+        drop(plain);
+        drop(p3);
+        drop(dev);
         assert_eq!(drops.load(Relaxed), 1);
         drop(class);
         Ok(())

@@ -306,6 +306,14 @@ unsafe impl Send for RawGroups {}
 unsafe impl Sync for RawGroups {}
 
 impl RawGroups {
+    /// Whether `attr` is one of these groups' attributes (C code may add attributes of its own
+    /// to the same object: `kobject_dir`'s foreign groups).
+    pub(crate) fn contains(&self, attr: *const bindings::attribute) -> bool {
+        let start = self.attrs.as_ptr() as usize;
+        let end = start + self.attrs.len() * core::mem::size_of::<RawAttr>();
+        (start..end).contains(&(attr as usize))
+    }
+
     /// The NULL-terminated group list (`struct attribute_group **`, as `device::groups` and
     /// `sysfs_create_groups` take it), valid while `self` lives.
     pub(crate) fn as_list(&self) -> *mut *const bindings::attribute_group {

@@ -32,12 +32,16 @@ pub(crate) mod mr;
 pub(crate) mod object;
 /// Protection domains.
 pub(crate) mod pd;
+/// C clients' files in the ports' sysfs directories.
+pub(crate) mod port_groups;
 /// Queue pairs, and their draining.
 pub(crate) mod qp;
 /// Device and port queries.
 pub(crate) mod queries;
 /// Resource tracking as C sees it.
 pub(crate) mod restrack;
+/// Address attributes from SA path records.
+pub(crate) mod sa_path;
 /// Shared receive queues.
 pub(crate) mod srq;
 /// C's work requests and completions as the core's.

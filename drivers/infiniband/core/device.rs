@@ -110,20 +110,24 @@ impl Registration {
             #[cfg(CONFIG_KUNIT = "y")]
             Domain::Test => crate::device::class::test_class(),
         };
-        let sysfs = match class {
-            // SAFETY: The `infiniband` class stays registered until `ib_core` unloads, which is
-            // after every device has unregistered, and a KUnit class until every device
-            // registered in it has unregistered (`set_test_class`); unregistration drops the
-            // device's sysfs (in `registry::release`).
-            Some(class) => Some(unsafe { DeviceSysfs::new(class, &dev)? }),
-            None => None,
-        };
         // The C structure C clients are handed (the product's devices: C modules see no other).
         let face = if domain == Domain::Live {
             Some(CFace::new(&dev, crate::c_abi::data_path::fill_ops)?)
         } else {
             None
         };
+        let sysfs = match class {
+            // SAFETY: The `infiniband` class stays registered until `ib_core` unloads, which is
+            // after every device has unregistered, and a KUnit class until every device
+            // registered in it has unregistered (`set_test_class`); unregistration drops the
+            // device's sysfs (in `registry::release`).
+            Some(class) => Some(unsafe { DeviceSysfs::new(class, &dev, face.as_ref())? }),
+            None => None,
+        };
+        // C clients add files to the ports' directories through the C structure.
+        if let (Some(f), Some(s)) = (face.as_ref(), sysfs.as_ref()) {
+            f.set_port_dirs(s.port_dirs()?);
+        }
         registry::enable(reserved, &dev, sysfs, face)?;
         if domain == Domain::Live {
             monitor::device_event(&dev, Event::Register);

@@ -84,6 +84,9 @@ pub struct SendDone {
     pub status: WcStatus,
     /// The MAD as it was sent (its transaction id as it went).
     pub mad: KBox<Mad>,
+    /// How many times it was sent again for want of a response (C's `send_buf->retries` at
+    /// the end).
+    pub retried: u32,
 }
 
 /// What an agent does with what the MAD layer hands it. Called in process context, with no
@@ -136,6 +139,8 @@ struct SendRec {
     mgmt_class: u8,
     timeout_ms: u32,
     retries_left: u32,
+    /// How many times it was sent again.
+    retried: u32,
     context: u64,
     state: SendState,
     /// Its response came before its send completion (C's early response).
@@ -361,6 +366,7 @@ impl MadAgent {
                             context: r.context,
                             status: WcStatus::WrFlushErr,
                             mad,
+                            retried: r.retried,
                         };
                         let _ = notices.push(Notice::Done(self.clone(), d), GFP_KERNEL);
                     }
@@ -370,6 +376,7 @@ impl MadAgent {
                         context: r.context,
                         status: WcStatus::WrFlushErr,
                         mad: r.mad,
+                        retried: r.retried,
                     };
                     let _ = notices.push(Notice::Done(self.clone(), d), GFP_KERNEL);
                 }
@@ -455,6 +462,7 @@ impl MadAgent {
             remote_qpn: s.remote_qpn,
             timeout_ms: s.timeout_ms,
             retries_left: s.retries,
+            retried: 0,
             context: s.context,
             state: SendState::Queued,
             answered: false,
@@ -773,6 +781,7 @@ impl MadPort {
                 }
                 if r.retries_left > 0 {
                     r.retries_left -= 1;
+                    r.retried += 1;
                     r.state = SendState::Queued;
                     if self.post(&mut st, i).is_err() {
                         if let Ok(r) = st.sends.remove(i) {
@@ -956,6 +965,7 @@ impl MadPort {
             remote_qpn: r.wc.src_qp,
             timeout_ms: 0,
             retries_left: 0,
+            retried: 0,
             context: 0,
             state: SendState::Queued,
             answered: false,
@@ -1050,6 +1060,7 @@ impl MadPort {
             context,
             status: WcStatus::Success,
             mad,
+            retried: 0,
         };
         notices.push(Notice::Done(agent.clone(), done), GFP_KERNEL)?;
         let w = KBox::pin_init(
@@ -1137,6 +1148,7 @@ fn finish(r: SendRec, status: WcStatus, notices: &mut KVec<Notice>) {
             context: r.context,
             status,
             mad: r.mad,
+            retried: r.retried,
         };
         let _ = notices.push(Notice::Done(a, d), GFP_KERNEL);
     }

@@ -24,6 +24,9 @@
 //! `ports/<N>/counters/` (when the driver processes MADs) reads the PerfMgmt counters, one
 //! `process_mad` per read (`pma.rs`).
 //!
+//! C clients add their own groups to `ports/<N>` of the device's own tree
+//! (`ib_port_register_client_groups`: ib_cm's counters), read through their C callbacks.
+//!
 //! Not yet: the RoCE side of `gid_attrs` (every GID is an IB GID, `ndevs/<i>` reads `EINVAL` as
 //! for an IB port in C) and the driver's `ops.port_groups`.
 //!
@@ -36,15 +39,20 @@ pub(crate) mod pma;
 
 use crate::{
     attrs::{LinkLayer, NodeType, NODE_DESC_MAX},
+    c_abi::{
+        face::{CDeviceRef, CFace},
+        port_groups,
+    },
     device::ib_device::IbDevice,
     device::names::Name,
     sysfs::hw_counters::HwCountersPort,
     sysfs::pma::PmaCounter,
 };
 use kernel::{
-    class,
+    bindings, class,
     class_device::{AddUevent, ClassDevice},
-    kobject_dir::{KObjectDir, SysfsDir},
+    ffi::c_char,
+    kobject_dir::{ForeignAttrs, KObjectDir, SysfsDir},
     net::namespace::Net,
     prelude::*,
     str::CString,
@@ -52,11 +60,41 @@ use kernel::{
     sysfs_attrs::{Attribute, AttributeGroups, ShowBuffer, StoreFn},
 };
 
-/// What a port's directories read: the device, the port number and its PMA counter table.
-struct SysfsPort {
+/// What a port's directories read: the device, the port number and its PMA counter table; in
+/// the device's own tree, its C structure, for the files C clients add
+/// (`c_abi/port_groups.rs`).
+pub(crate) struct SysfsPort {
     dev: Arc<IbDevice>,
     port: u32,
     pma: &'static [PmaCounter],
+    c_dev: Option<CDeviceRef>,
+}
+
+/// A port's directory, `ports/<N>`.
+pub(crate) type SysfsPortDir = KObjectDir<SysfsPort>;
+
+impl ForeignAttrs for SysfsPort {
+    unsafe fn show_foreign(&self, attr: *mut bindings::attribute, buf: *mut c_char) -> isize {
+        match &self.c_dev {
+            // SAFETY: A foreign attribute of a port directory was added by
+            // `ib_port_register_client_groups` (the caller's contract); the structure is held.
+            Some(c) => unsafe { port_groups::show(c.raw(), self.port, attr, buf) },
+            None => EIO.to_errno() as isize,
+        }
+    }
+
+    unsafe fn store_foreign(
+        &self,
+        attr: *mut bindings::attribute,
+        buf: *const c_char,
+        count: usize,
+    ) -> isize {
+        match &self.c_dev {
+            // SAFETY: As in `show_foreign`.
+            Some(c) => unsafe { port_groups::store(c.raw(), self.port, attr, buf, count) },
+            None => EIO.to_errno() as isize,
+        }
+    }
 }
 
 impl HwCountersPort for SysfsPort {
@@ -72,9 +110,9 @@ impl HwCountersPort for SysfsPort {
 /// A port's directories.
 struct PortDirs {
     /// `ports/<N>/gid_attrs` (dropped first: it lives in the port's directory).
-    _gid_attrs: Arc<KObjectDir<SysfsPort>>,
+    _gid_attrs: Arc<SysfsPortDir>,
     /// `ports/<N>`.
-    _port: Arc<KObjectDir<SysfsPort>>,
+    port: Arc<SysfsPortDir>,
 }
 
 /// One directory tree of a device in the class: its own (in the initial network namespace), or
@@ -82,7 +120,7 @@ struct PortDirs {
 ///
 /// The fields drop in order, children before their parents (which they also keep alive).
 pub(crate) struct DeviceTree {
-    _ports: KVec<PortDirs>,
+    ports: KVec<PortDirs>,
     _ports_dir: Arc<KObjectDir<()>>,
     dev: Arc<ClassDevice<Arc<IbDevice>>>,
 }
@@ -331,12 +369,14 @@ fn pma_show(p: &SysfsPort, i: u32, buf: &mut ShowBuffer<'_>) -> Result {
 
 /// `ports/<port>` and its `gid_attrs`, sized by a `query_port` as C's `setup_port` does; with
 /// `counters/` when the driver processes MADs and `hw_counters` when it has port statistics,
-/// both in the device's own tree (`full`), not in its copies (C's `is_full_dev`).
+/// both in the device's own tree (`full`), not in its copies (C's `is_full_dev`). With the
+/// device's C structure `face`, C clients can add files to `ports/<port>`.
 fn port_dirs(
     ports_dir: &Arc<KObjectDir<()>>,
     dev: &Arc<IbDevice>,
     port: u32,
     full: bool,
+    face: Option<&CFace>,
 ) -> Result<PortDirs> {
     let attr = dev.query_port(port)?;
     let mut b = AttributeGroups::builder();
@@ -370,7 +410,7 @@ fn port_dirs(
     }
     let name = CString::try_from_fmt(fmt!("{}", port))?;
     let parent: Arc<dyn SysfsDir> = ports_dir.clone();
-    let port_dir = KObjectDir::new(
+    let port_dir = KObjectDir::new_with_foreign(
         parent,
         &name,
         b.build()?,
@@ -378,6 +418,7 @@ fn port_dirs(
             dev: dev.clone(),
             port,
             pma,
+            c_dev: face.map(CFace::device_ref),
         },
     )?;
 
@@ -393,17 +434,19 @@ fn port_dirs(
             dev: dev.clone(),
             port,
             pma: &[],
+            c_dev: None,
         },
     )?;
     Ok(PortDirs {
         _gid_attrs: gid_attrs,
-        _port: port_dir,
+        port: port_dir,
     })
 }
 
 impl DeviceTree {
     /// The tree of `dev` in `class`: in the initial namespace, its `add` uevent held back until
-    /// [`DeviceSysfs::announce`], or in `net`, announced at once.
+    /// [`DeviceSysfs::announce`], or in `net`, announced at once. `face` (the device's own
+    /// tree) is its C structure, for C clients' port files.
     ///
     /// # Safety
     ///
@@ -412,6 +455,7 @@ impl DeviceTree {
         class: &class::Registration,
         dev: &Arc<IbDevice>,
         net: Option<&Net>,
+        face: Option<&CFace>,
     ) -> Result<Self> {
         let mut b = AttributeGroups::builder();
         b.group(None, &DEVICE_ATTRS)?;
@@ -451,10 +495,13 @@ impl DeviceTree {
         let ports_dir = KObjectDir::new(parent, c"ports", AttributeGroups::empty()?, ())?;
         let mut ports = KVec::with_capacity(dev.port_count() as usize, GFP_KERNEL)?;
         for port in 1..=dev.port_count() {
-            ports.push(port_dirs(&ports_dir, dev, port, net.is_none())?, GFP_KERNEL)?;
+            ports.push(
+                port_dirs(&ports_dir, dev, port, net.is_none(), face)?,
+                GFP_KERNEL,
+            )?;
         }
         Ok(Self {
-            _ports: ports,
+            ports,
             _ports_dir: ports_dir,
             dev: class_dev,
         })
@@ -469,12 +516,26 @@ impl DeviceSysfs {
     /// # Safety
     ///
     /// `class` stays registered until the returned value is dropped.
-    pub(crate) unsafe fn new(class: &class::Registration, dev: &Arc<IbDevice>) -> Result<Self> {
+    pub(crate) unsafe fn new(
+        class: &class::Registration,
+        dev: &Arc<IbDevice>,
+        face: Option<&CFace>,
+    ) -> Result<Self> {
         Ok(Self {
             compat: KVec::new(),
             // SAFETY: The caller's contract.
-            main: unsafe { DeviceTree::new(class, dev, None)? },
+            main: unsafe { DeviceTree::new(class, dev, None, face)? },
         })
+    }
+
+    /// The port directories of the device's own tree, by port number from 1 (for its C
+    /// structure: [`CFace::set_port_dirs`]).
+    pub(crate) fn port_dirs(&self) -> Result<KVec<Arc<SysfsPortDir>>> {
+        let mut v = KVec::with_capacity(self.main.ports.len(), GFP_KERNEL)?;
+        for p in self.main.ports.iter() {
+            v.push(p.port.clone(), GFP_KERNEL)?;
+        }
+        Ok(v)
     }
 
     /// Adds the device's copy in `net` (C's `add_one_compat_dev`). The registry asks once per
@@ -489,7 +550,7 @@ impl DeviceSysfs {
         let key = net.as_raw() as usize;
         self.compat.reserve(1, GFP_KERNEL)?;
         // SAFETY: The caller's contract.
-        let tree = unsafe { DeviceTree::new(class, self.main.dev.data(), Some(net))? };
+        let tree = unsafe { DeviceTree::new(class, self.main.dev.data(), Some(net), None)? };
         self.compat.push((key, tree), GFP_KERNEL)?;
         Ok(())
     }
@@ -721,11 +782,13 @@ mod tests {
             dev: dev.clone(),
             port: 1,
             pma: &[],
+            c_dev: None,
         };
         let p2 = SysfsPort {
             dev: dev.clone(),
             port: 2,
             pma: &[],
+            c_dev: None,
         };
         assert_eq!(&text(|b| state_show(&p1, 0, b))?[..], b"4: ACTIVE\n");
         assert_eq!(&text(|b| phys_state_show(&p1, 0, b))?[..], b"5: LinkUp\n");
@@ -753,6 +816,7 @@ mod tests {
             dev: dev.clone(),
             port: 3,
             pma: &[],
+            c_dev: None,
         };
         assert_eq!(text(|b| state_show(&bad, 0, b)).err(), Some(EINVAL));
         drop((p1, p2, bad));

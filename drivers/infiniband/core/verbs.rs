@@ -43,6 +43,7 @@ use crate::{
 };
 use core::any::Any;
 use kernel::{
+    alloc::Flags,
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
@@ -886,17 +887,23 @@ impl Ah {
     /// Creates an AH in `pd` for `attr` (C's `rdma_create_ah`; `EINVAL` for a port the device
     /// does not have).
     pub fn create(pd: &Arc<Pd>, attr: &AhAttr) -> Result<Arc<Self>> {
+        Self::create_with(pd, attr, GFP_KERNEL)
+    }
+
+    /// As [`Ah::create`], with memory allocated with `flags`: with `GFP_ATOMIC` nothing sleeps
+    /// (C's `rdma_create_ah` without `RDMA_CREATE_AH_SLEEPABLE`, under a spinlock).
+    pub fn create_with(pd: &Arc<Pd>, attr: &AhAttr, flags: Flags) -> Result<Arc<Self>> {
         if !pd.dev.is_valid_port(attr.port_num.into()) {
             return Err(EINVAL);
         }
-        let drv = pd.drv.create_ah(attr)?;
+        let drv = pd.drv.create_ah(attr, flags)?;
         let device = Arc::as_ptr(pd.dev.arc()).addr();
         let ah = Arc::new(
             Self {
                 handle: AhHandle::new(drv, device, *attr),
                 pd: pd.clone(),
             },
-            GFP_KERNEL,
+            flags,
         )?;
         pd.usecnt.fetch_add(1, Relaxed);
         Ok(ah)

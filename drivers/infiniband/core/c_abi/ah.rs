@@ -19,6 +19,7 @@ use crate::{
 };
 use core::{ptr::NonNull, sync::atomic::Ordering};
 use kernel::{
+    alloc::Flags,
     bindings,
     ffi::{c_int, c_uint},
     prelude::*,
@@ -106,12 +107,13 @@ pub(crate) fn ah_attr_to_c(attr: &AhAttr, out: &mut bindings::rdma_ah_attr) {
 unsafe fn create(
     pd: *mut bindings::ib_pd,
     ah_attr: *const bindings::rdma_ah_attr,
+    flags: Flags,
 ) -> Result<NonNull<bindings::ib_ah>> {
     // SAFETY: `ah_attr` is readable (contract).
     let attr = ah_attr_from_c(unsafe { &*ah_attr })?;
     // SAFETY: `pd` is a live PD of ours (contract).
-    let ah = Ah::create(unsafe { pd_of(pd) }, &attr)?;
-    let c = AhObject::alloc(CAh { ah })?;
+    let ah = Ah::create_with(unsafe { pd_of(pd) }, &attr, flags)?;
+    let c = AhObject::alloc_with(CAh { ah }, flags)?;
     // SAFETY: `c` is the zeroed structure just allocated, not yet handed out; `pd` is live.
     unsafe {
         let p = &mut *c.as_ptr();
@@ -127,8 +129,9 @@ unsafe fn create(
 
 /// C's `rdma_create_ah`: an AH in `pd` for `ah_attr`; `ERR_PTR(-EINVAL)` for an address that is
 /// not InfiniBand or names a port the device does not have, the driver's errno otherwise.
-/// `flags` (`RDMA_CREATE_AH_SLEEPABLE`) says whether the caller may sleep; this core always
-/// may (C modules call it in process context).
+/// `flags` says whether the caller may sleep (`RDMA_CREATE_AH_SLEEPABLE`): without it (ib_cm
+/// makes the AH of each MAD under a spinlock) nothing here sleeps and memory comes from
+/// `GFP_ATOMIC`, as in C.
 ///
 /// # Safety
 ///
@@ -137,10 +140,15 @@ unsafe fn create(
 pub(crate) unsafe extern "C" fn rdma_create_ah(
     pd: *mut bindings::ib_pd,
     ah_attr: *mut bindings::rdma_ah_attr,
-    _flags: c_uint,
+    flags: c_uint,
 ) -> *mut bindings::ib_ah {
+    let gfp = if flags & bindings::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0 {
+        GFP_KERNEL
+    } else {
+        GFP_ATOMIC
+    };
     // SAFETY: The caller's contract.
-    ptr_or_err(unsafe { create(pd, ah_attr) })
+    ptr_or_err(unsafe { create(pd, ah_attr, gfp) })
 }
 
 /// C's `rdma_destroy_ah_user` (C's `rdma_destroy_ah` passes no `udata`): destroys the AH; 0,

@@ -85,8 +85,16 @@ EXPORT_C_ABI(ib_free_recv_mad);
 /* c_abi/gid.rs */
 EXPORT_C_ABI(rdma_query_gid);
 EXPORT_C_ABI(rdma_find_gid);
+EXPORT_C_ABI(rdma_find_gid_by_port);
 EXPORT_C_ABI(rdma_put_gid_attr);
 EXPORT_C_ABI(rdma_destroy_ah_attr);
 EXPORT_C_ABI(rdma_move_ah_attr);
 EXPORT_C_ABI(ib_init_ah_attr_from_wc);
 EXPORT_C_ABI(ib_create_ah_from_wc);
+
+/* c_abi/sa_path.rs */
+EXPORT_C_ABI(ib_init_ah_attr_from_path);
+
+/* c_abi/port_groups.rs */
+EXPORT_C_ABI(ib_port_register_client_groups);
+EXPORT_C_ABI(ib_port_unregister_client_groups);

@@ -17,6 +17,7 @@
 use crate::{
     attrs::{DeviceAttr, PortImmutable},
     device::ib_device::{DeviceEventRegistration, IbDevice},
+    sysfs::SysfsPortDir,
 };
 use core::{
     ptr::{self, NonNull},
@@ -56,6 +57,11 @@ struct Alloc {
     ports: KVec<Opaque<bindings::ib_port_data>>,
     /// The resource tracking roots `ib.res` points to (`c_abi/restrack.rs`).
     res: KVec<Opaque<crate::c_abi::restrack::Root>>,
+    /// The port directories of the device's own sysfs tree, by port number from 1 (what C's
+    /// `port_data[].sysfs` is to `ib_port_register_client_groups`); emptied when the face is
+    /// dropped (the directories hold the structure: [`CDeviceRef`]).
+    #[pin]
+    port_dirs: Mutex<KVec<Arc<SysfsPortDir>>>,
     /// What C modules see.
     ib: Opaque<bindings::ib_device>,
 }
@@ -192,6 +198,38 @@ fn new_handlers() -> impl PinInit<Mutex<CHandlers>> {
     new_mutex!(KVec::new(), "ib_core::c_abi::face::Alloc::handlers")
 }
 
+#[inline(never)]
+fn new_port_dirs() -> impl PinInit<Mutex<KVec<Arc<SysfsPortDir>>>> {
+    new_mutex!(KVec::new(), "ib_core::c_abi::face::Alloc::port_dirs")
+}
+
+/// A counted reference to a face's C structure (to its `struct device`), for what may outlive
+/// the face: the port directories whose C files are called with the structure.
+///
+/// # Invariants
+///
+/// `0` is the structure of a face's allocation, whose device this value holds a reference to.
+pub(crate) struct CDeviceRef(NonNull<bindings::ib_device>);
+
+// SAFETY: The reference may be dropped on any thread (`put_device`); the pointer is only read.
+unsafe impl Send for CDeviceRef {}
+// SAFETY: As above.
+unsafe impl Sync for CDeviceRef {}
+
+impl CDeviceRef {
+    /// The C structure, valid while `self` lives.
+    pub(crate) fn raw(&self) -> *mut bindings::ib_device {
+        self.0.as_ptr()
+    }
+}
+
+impl Drop for CDeviceRef {
+    fn drop(&mut self) {
+        // SAFETY: The reference is ours (type invariant); the last one frees the allocation.
+        unsafe { bindings::put_device(dev_of(self.0.as_ptr())) };
+    }
+}
+
 impl CFace {
     /// The face of `dev`, which is being registered; `fill_ops` fills the ops table entries C
     /// code calls directly, for a device with kernel verbs (given whether it has SRQs).
@@ -211,6 +249,7 @@ impl CFace {
                 handlers <- new_handlers(),
                 ports: port_data,
                 res,
+                port_dirs <- new_port_dirs(),
                 ib: Opaque::zeroed(),
             }),
             GFP_KERNEL,
@@ -298,6 +337,39 @@ impl CFace {
         kernel::error::to_result(unsafe {
             bindings::dev_set_name(dev_of(self.raw()), c"%s".as_char_ptr(), buf.as_ptr())
         })
+    }
+
+    /// A counted reference to the C structure.
+    pub(crate) fn device_ref(&self) -> CDeviceRef {
+        let ib = self.raw();
+        // SAFETY: The device is initialised (type invariant); the reference taken is the new
+        // value's.
+        unsafe { bindings::get_device(dev_of(ib)) };
+        // INVARIANT: referenced above. SAFETY: `raw` is never null.
+        CDeviceRef(unsafe { NonNull::new_unchecked(ib) })
+    }
+
+    /// Hands the face the port directories of the device's own sysfs tree (by port number from
+    /// 1), before C clients see it.
+    pub(crate) fn set_port_dirs(&self, dirs: KVec<Arc<SysfsPortDir>>) {
+        // SAFETY: The allocation is live (type invariant).
+        *unsafe { &(*self.alloc.as_ptr()).port_dirs }.lock() = dirs;
+    }
+
+    /// The sysfs directory of `port` of the face `ib`, if the device has one.
+    ///
+    /// # Safety
+    ///
+    /// As for [`CFace::owner`].
+    pub(crate) unsafe fn port_dir(
+        ib: *mut bindings::ib_device,
+        port: u32,
+    ) -> Option<Arc<SysfsPortDir>> {
+        // SAFETY: The caller's contract.
+        let alloc = unsafe { &*alloc_of(ib) };
+        let dirs = alloc.port_dirs.lock();
+        dirs.get(usize::try_from(port).ok()?.checked_sub(1)?)
+            .cloned()
     }
 
     /// The device was renamed (C's `ib_device_rename` copies the name into `name` and renames
@@ -391,6 +463,9 @@ impl Drop for CFace {
         // the device.
         let left = core::mem::take(&mut *alloc.handlers.lock());
         drop(left);
+        // The port directories hold the structure: let them go with the device's sysfs.
+        let dirs = core::mem::take(&mut *alloc.port_dirs.lock());
+        drop(dirs);
         // SAFETY: The allocation is live (type invariant); from here on C code that still holds
         // the structure finds no device behind it. The client data is empty (every client was
         // removed before the face is dropped); its xarray's memory goes, then our reference.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! GIDs and address attributes for C modules: `rdma_query_gid`, `rdma_find_gid`,
-//! `rdma_put_gid_attr`, `rdma_destroy_ah_attr`, `rdma_move_ah_attr`,
+//! `rdma_find_gid_by_port`, `rdma_put_gid_attr`, `rdma_destroy_ah_attr`, `rdma_move_ah_attr`,
 //! `ib_init_ah_attr_from_wc` and `ib_create_ah_from_wc`, with C's names and signatures (C's
 //! `drivers/infiniband/core/cache.c` and `verbs.c`). The GIDs are the core's GID cache's (an
 //! InfiniBand port's table as the driver reported it; C leaves zero GIDs out of its table, so
@@ -55,9 +55,14 @@ fn new_attr(
     index: u32,
     gid: &Gid,
 ) -> Result<NonNull<bindings::ib_gid_attr>> {
-    let c = GidObject::alloc(CGid {
-        refs: AtomicU32::new(1),
-    })?;
+    // Atomic: C looks GIDs up under its own spinlocks (ib_cm's `rdma_find_gid` under its
+    // device list's lock), where C's cache only takes a reference.
+    let c = GidObject::alloc_with(
+        CGid {
+            refs: AtomicU32::new(1),
+        },
+        GFP_ATOMIC,
+    )?;
     // SAFETY: `c` is the zeroed structure just allocated, not yet handed out.
     let a = unsafe { &mut *c.as_ptr() };
     a.device = device;
@@ -133,6 +138,63 @@ pub(crate) unsafe extern "C" fn rdma_find_gid(
         }
     }
     err_ptr(ENOENT)
+}
+
+/// C's `rdma_find_gid_by_port`: the attribute of the entry of `port` holding `gid` of
+/// `gid_type` (with `ndev`, one on that net device: an InfiniBand entry has none), held for the
+/// caller until its `rdma_put_gid_attr`; `ERR_PTR(-ENOENT)` when the port has none or the
+/// device has no such port.
+///
+/// # Safety
+///
+/// `ib_dev` is a face handed to the caller and not yet removed; `gid` is readable.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_find_gid_by_port(
+    ib_dev: *mut bindings::ib_device,
+    gid: *const bindings::ib_gid,
+    gid_type: bindings::ib_gid_type,
+    port: u32,
+    ndev: *mut bindings::net_device,
+) -> *const bindings::ib_gid_attr {
+    // SAFETY: The caller's contract.
+    let dev = match unsafe { CFace::owner_on_port(ib_dev, port) } {
+        Ok(d) => d,
+        Err(e) if e == ENODEV.to_errno() => return err_ptr(ENODEV),
+        Err(_) => return err_ptr(ENOENT),
+    };
+    if gid_type != bindings::ib_gid_type_IB_GID_TYPE_IB || !ndev.is_null() {
+        return err_ptr(ENOENT);
+    }
+    // SAFETY: `gid` is readable (contract); every bit pattern is its raw bytes.
+    let want = Gid(unsafe { (*gid).raw });
+    match find_on_port(ib_dev, dev, port, &want) {
+        Ok(a) => a.as_ptr(),
+        Err(e) => err_ptr(e),
+    }
+}
+
+/// The held attribute of the entry of `port` of `dev` (whose face is `device`) holding the
+/// InfiniBand GID `gid`; `ENOENT` when none does.
+pub(crate) fn find_on_port(
+    device: *mut bindings::ib_device,
+    dev: &IbDevice,
+    port: u32,
+    gid: &Gid,
+) -> Result<NonNull<bindings::ib_gid_attr>> {
+    let i = index_of(dev, port, gid).ok_or(ENOENT)?;
+    new_attr(device, port, i, gid)
+}
+
+/// C's `rdma_hold_gid_attr`: one more hold of `attr` (made by this core).
+///
+/// # Safety
+///
+/// `attr` came from [`rdma_find_gid`] or an address attribute this core filled, and is held.
+pub(crate) unsafe fn hold_gid_attr(attr: *const bindings::ib_gid_attr) {
+    // SAFETY: `attr` is live and held (contract).
+    unsafe { GidObject::core(attr.cast_mut()) }
+        .refs
+        .fetch_add(1, Ordering::Relaxed);
 }
 
 /// C's `rdma_put_gid_attr`: drops the caller's hold of `attr` (made by this core); the last

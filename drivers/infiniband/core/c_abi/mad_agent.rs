@@ -15,6 +15,10 @@
 //! and for a response the request's `ib_mad_send_buf`), freed by `ib_free_recv_mad`; a send's
 //! end reaches the C `send_handler` as C's `ib_mad_send_wc`. RMPP is not in the core's MAD
 //! layer yet: RMPP sends are refused (`-EINVAL`), as an agent registered without RMPP.
+//!
+//! C modules send, cancel and re-time under spinlocks (ib_cm does all three under a
+//! connection's lock): `ib_create_send_mad` honours its `gfp_mask`, and posts and changes are
+//! queued for the MAD layer without sleeping ([`Deferred`]).
 
 use crate::{
     c_abi::{
@@ -35,11 +39,14 @@ use core::{
     sync::atomic::{AtomicPtr, Ordering},
 };
 use kernel::{
+    alloc::Flags,
     bindings,
     ffi::{c_int, c_void},
+    new_mutex, new_spinlock_irq, new_work,
     prelude::*,
-    sync::Arc,
+    sync::{Arc, Mutex, SpinLockIrq},
     types::Opaque,
+    workqueue::{Work, WorkItem},
 };
 
 /// The core's part of an agent registered by a C module. Its PD view stays while AHs made in
@@ -49,6 +56,8 @@ pub(crate) struct CAgent {
     agent: Arc<MadAgent>,
     /// The C structure, for the handlers (null once unregistered).
     this: Arc<AtomicPtr<bindings::ib_mad_agent>>,
+    /// The sends and changes of sends waiting for process context.
+    deferred: Arc<Deferred>,
     /// The C view of the port's MAD QP that `qp` points to (kept for it).
     _qp: KBox<Opaque<bindings::ib_qp>>,
     /// The C view of the port's PD that the QP view names (freed with the agent).
@@ -178,10 +187,167 @@ impl MadHandler for CHandler {
         };
         // SAFETY: As in `recv`; the send buffer is the caller's until this returns.
         unsafe {
+            // As C leaves it: how many times it went again (ib_cm counts them).
+            (*wc.send_buf).retries = c_int::try_from(done.retried).unwrap_or(c_int::MAX);
             if let Some(f) = (*a).send_handler {
                 f(a, &mut wc);
             }
         }
+    }
+}
+
+/// What a C module asked of its agent, for the MAD layer.
+enum Op {
+    /// `ib_post_send_mad` of one buffer.
+    Post(MadSend),
+    /// `ib_modify_mad` (0: `ib_cancel_mad`) of the send with this context.
+    Modify { context: u64, timeout_ms: u32 },
+}
+
+/// The queued operations, and whether the agent is going.
+struct Queue {
+    ops: KVec<Op>,
+    closed: bool,
+}
+
+/// Sends and changes of sends a C module asked for, done in order in process context.
+///
+/// C modules post, cancel and re-time their sends under spinlocks (ib_cm holds a connection's
+/// lock around each, with interrupts off), where the core's MAD layer cannot be called: it
+/// allocates with `GFP_KERNEL` and takes its port's mutex. So the calls check what C checks at
+/// once, queue the operation (memory from `GFP_ATOMIC`), and the agent's work item hands them to
+/// the MAD layer in the order they came. A send the MAD layer then refuses ends at once
+/// through the agent's `send_handler` with `IB_WC_GENERAL_ERR` (C would have returned the errno
+/// from `ib_post_send_mad`; its callers free the buffer in either case).
+#[pin_data]
+struct Deferred {
+    agent: Arc<MadAgent>,
+    this: Arc<AtomicPtr<bindings::ib_mad_agent>>,
+    #[pin]
+    queue: SpinLockIrq<Queue>,
+    /// Held while operations are handed over, so that unregistration waits for it.
+    #[pin]
+    runner: Mutex<()>,
+    #[pin]
+    work: Work<Deferred>,
+}
+
+kernel::impl_has_work! {
+    impl HasWork<Self> for Deferred { self.work }
+}
+
+impl Deferred {
+    fn new(
+        agent: Arc<MadAgent>,
+        this: Arc<AtomicPtr<bindings::ib_mad_agent>>,
+    ) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                agent,
+                this,
+                queue <- new_spinlock_irq!(
+                    Queue { ops: KVec::new(), closed: false },
+                    "ib_core::c_abi::mad_agent::Deferred::queue"
+                ),
+                runner <- new_mutex!((), "ib_core::c_abi::mad_agent::Deferred::runner"),
+                work <- new_work!("ib_core::c_abi::mad_agent::Deferred::work"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Queues `op` and the work that hands it over; `ENOMEM`, or `ENODEV` once the agent is
+    /// going. Never sleeps.
+    fn push(self: &Arc<Self>, op: Op) -> Result {
+        {
+            let mut q = self.queue.lock();
+            if q.closed {
+                return Err(ENODEV);
+            }
+            q.ops.push(op, GFP_ATOMIC)?;
+        }
+        let q = crate::device::workqueues::queues().ok_or(ENODEV)?;
+        // Already queued: that run takes this operation too.
+        let _ = q.general.enqueue(self.clone());
+        Ok(())
+    }
+
+    /// Ends the send with `context` (its `ib_mad_send_buf`), which never reached the MAD
+    /// layer, through the agent's `send_handler`.
+    fn end_unsent(&self, context: u64, status: u32) {
+        let a = self.this.load(Ordering::Acquire);
+        if a.is_null() {
+            return;
+        }
+        let mut wc = bindings::ib_mad_send_wc {
+            send_buf: context as usize as *mut bindings::ib_mad_send_buf,
+            status,
+            vendor_err: 0,
+        };
+        // SAFETY: A non-null `this` is the live C agent (cleared once unregistration has ended
+        // every send); the send buffer is the caller's until this returns.
+        unsafe {
+            if let Some(f) = (*a).send_handler {
+                f(a, &mut wc);
+            }
+        }
+    }
+
+    /// Hands the queued operations to the MAD layer, in order, until none is left.
+    fn run_queued(&self) {
+        let _running = self.runner.lock();
+        loop {
+            let ops = {
+                let mut q = self.queue.lock();
+                if q.closed {
+                    return;
+                }
+                core::mem::replace(&mut q.ops, KVec::new())
+            };
+            if ops.is_empty() {
+                return;
+            }
+            for op in ops {
+                match op {
+                    Op::Post(send) => {
+                        let context = send.context;
+                        if self.agent.send(send).is_err() {
+                            self.end_unsent(context, bindings::ib_wc_status_IB_WC_GENERAL_ERR);
+                        }
+                    }
+                    Op::Modify {
+                        context,
+                        timeout_ms,
+                    } => {
+                        let _ = self.agent.modify_send(context, timeout_ms);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stops taking operations and waits for a hand-over running; the posts still queued end
+    /// with `IB_WC_WR_FLUSH_ERR`, as sends flushed by the unregistration.
+    fn close(&self) {
+        let left = {
+            let mut q = self.queue.lock();
+            q.closed = true;
+            core::mem::replace(&mut q.ops, KVec::new())
+        };
+        drop(self.runner.lock());
+        for op in left.iter() {
+            if let Op::Post(send) = op {
+                self.end_unsent(send.context, bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR);
+            }
+        }
+    }
+}
+
+impl WorkItem for Deferred {
+    type Pointer = Arc<Deferred>;
+
+    fn run(this: Arc<Deferred>) {
+        this.run_queued();
     }
 }
 
@@ -256,16 +422,29 @@ unsafe fn register(
         q.real_qp = qp.get();
     }
     let (hi_tid, qp_ptr) = (agent.hi_tid(), qp.get());
+    let deferred = match Deferred::new(agent.clone(), this.clone()) {
+        Ok(d) => d,
+        Err(e) => {
+            agent.unregister();
+            // SAFETY: `pd` was allocated above and not handed out.
+            unsafe { PdObject::free(pd.as_ptr()) };
+            return Err(e);
+        }
+    };
     let core = CAgent {
         agent: agent.clone(),
         this: this.clone(),
+        deferred,
         _qp: qp,
         pd,
     };
+    let pd_raw = pd.as_ptr();
     let c = match AgentObject::alloc(core) {
         Ok(c) => c,
         Err(e) => {
             agent.unregister();
+            // SAFETY: The PD view was allocated above and never handed out.
+            unsafe { PdObject::free(pd_raw) };
             return Err(e);
         }
     };
@@ -336,6 +515,8 @@ pub(crate) unsafe extern "C" fn ib_register_mad_agent(
 pub(crate) unsafe extern "C" fn ib_unregister_mad_agent(mad_agent: *mut bindings::ib_mad_agent) {
     // SAFETY: `mad_agent` is live (contract).
     let core = unsafe { AgentObject::core(mad_agent) };
+    // Sends still queued for the MAD layer end first, flushed, as those it has.
+    core.deferred.close();
     core.agent.unregister();
     core.this.store(ptr::null_mut(), Ordering::Release);
     // SAFETY: The agent's hold of its PD view goes once (AHs made in it hold it until they
@@ -351,6 +532,7 @@ pub(crate) unsafe extern "C" fn ib_unregister_mad_agent(mad_agent: *mut bindings
 /// # Safety
 ///
 /// As for [`ib_create_send_mad`].
+#[allow(clippy::too_many_arguments)]
 unsafe fn create_send(
     mad_agent: *mut bindings::ib_mad_agent,
     remote_qpn: u32,
@@ -359,6 +541,7 @@ unsafe fn create_send(
     hdr_len: c_int,
     data_len: c_int,
     base_version: u8,
+    flags: Flags,
 ) -> Result<NonNull<bindings::ib_mad_send_buf>> {
     // Only InfiniBand MADs of one segment: no OPA MADs, no RMPP in the core's MAD layer yet.
     if base_version != 1 || rmpp_active != 0 {
@@ -369,13 +552,16 @@ unsafe fn create_send(
     if hdr.checked_add(data).is_none_or(|n| n > MAD_SIZE) {
         return Err(EINVAL);
     }
-    let mad = KBox::new(Opaque::<Mad>::zeroed(), GFP_KERNEL)?;
+    let mad = KBox::new(Opaque::<Mad>::zeroed(), flags)?;
     let buf = mad.get();
-    let c = SendObject::alloc(CSend {
-        mad,
-        remote_qpn,
-        pkey_index,
-    })?;
+    let c = SendObject::alloc_with(
+        CSend {
+            mad,
+            remote_qpn,
+            pkey_index,
+        },
+        flags,
+    )?;
     // SAFETY: `c` is the zeroed structure just allocated, not yet handed out.
     let p = unsafe { &mut *c.as_ptr() };
     p.mad = buf.cast();
@@ -404,12 +590,18 @@ pub(crate) unsafe extern "C" fn ib_create_send_mad(
     rmpp_active: c_int,
     hdr_len: c_int,
     data_len: c_int,
-    _gfp_mask: bindings::gfp_t,
+    gfp_mask: bindings::gfp_t,
     base_version: u8,
 ) -> *mut bindings::ib_mad_send_buf {
     if mad_agent.is_null() {
         return err_ptr(EINVAL);
     }
+    // A caller that cannot sleep says so (ib_cm's `GFP_ATOMIC`, under its spinlocks).
+    let flags = if gfp_mask & bindings::__GFP_DIRECT_RECLAIM != 0 {
+        GFP_KERNEL
+    } else {
+        GFP_ATOMIC
+    };
     // SAFETY: The caller's contract.
     ptr_or_err(unsafe {
         create_send(
@@ -420,6 +612,7 @@ pub(crate) unsafe extern "C" fn ib_create_send_mad(
             hdr_len,
             data_len,
             base_version,
+            flags,
         )
     })
 }
@@ -446,8 +639,9 @@ unsafe fn post_one(b: *mut bindings::ib_mad_send_buf) -> Result {
         unsafe { (&*b, SendObject::core(b), AgentObject::core((*b).mad_agent)) };
     // SAFETY: As above: the agent's C structure is live.
     let a = unsafe { &*buf.mad_agent };
-    // C's checks: a send needs a send handler, one awaiting a response a receive handler.
-    if a.send_handler.is_none() || (buf.timeout_ms != 0 && a.recv_handler.is_none()) {
+    // C's check: a send needs a send handler. One awaiting an answer needs no receive handler
+    // (ib_cm sends its REPs, answered by an RTU to another agent, from an agent without one).
+    if a.send_handler.is_none() {
         return Err(EINVAL);
     }
     if buf.ah.is_null() {
@@ -456,8 +650,8 @@ unsafe fn post_one(b: *mut bindings::ib_mad_send_buf) -> Result {
     // SAFETY: The AH is live (contract).
     let ah = *unsafe { ah_of(buf.ah) }.attr();
     // SAFETY: The MAD buffer is the caller's, filled before the post.
-    let mad = KBox::new(unsafe { *core.mad.get() }, GFP_KERNEL)?;
-    agent.agent.send(MadSend {
+    let mad = KBox::new(unsafe { *core.mad.get() }, GFP_ATOMIC)?;
+    let send = MadSend {
         mad,
         ah,
         remote_qpn: core.remote_qpn,
@@ -465,12 +659,18 @@ unsafe fn post_one(b: *mut bindings::ib_mad_send_buf) -> Result {
         timeout_ms: u32::try_from(buf.timeout_ms).unwrap_or(0),
         retries: u32::try_from(buf.retries).unwrap_or(0),
         context: b as usize as u64,
-    })
+    };
+    agent.deferred.push(Op::Post(send))?;
+    // As C: from the post on, `retries` counts the sends again ([`CHandler::send_done`]).
+    // SAFETY: The buffer is the caller's (contract).
+    unsafe { (*b).retries = 0 };
+    Ok(())
 }
 
 /// C's `ib_post_send_mad`: posts the chain of send buffers (`next`); 0, or the errno of the
 /// first that could not be posted, with `*bad_send_buf` at it. Each posted buffer's end
-/// reaches its agent's `send_handler`.
+/// reaches its agent's `send_handler`. It never sleeps (C modules post under spinlocks): the
+/// sends reach the MAD layer from process context, in order ([`Deferred`]).
 ///
 /// # Safety
 ///
@@ -512,8 +712,10 @@ pub(crate) unsafe extern "C" fn ib_free_recv_mad(mad_recv_wc: *mut bindings::ib_
 
 /// C's `ib_modify_mad`: the posted send `send_buf` waits `timeout_ms` for its response (from
 /// now if its send completed, from its completion otherwise); 0 cancels it (C's inline
-/// `ib_cancel_mad`): its `send_handler` gets `IB_WC_WR_FLUSH_ERR`. 0, or `-EINVAL` for a send
-/// that is not going any more.
+/// `ib_cancel_mad`): its `send_handler` gets `IB_WC_WR_FLUSH_ERR`. 0, or `-EINVAL` for a null
+/// buffer. It never sleeps (ib_cm cancels under spinlocks): the change reaches the MAD layer
+/// after the posts before it ([`Deferred`]); a send no longer going is left as it is (where C
+/// returns `-EINVAL`, which its callers do not act on but for an MRA's new timeout).
 ///
 /// # Safety
 ///
@@ -528,10 +730,11 @@ pub(crate) unsafe extern "C" fn ib_modify_mad(
     }
     // SAFETY: `send_buf` and its agent are live (contract).
     let agent = unsafe { AgentObject::core((*send_buf).mad_agent) };
-    match agent
-        .agent
-        .modify_send(send_buf as usize as u64, timeout_ms)
-    {
+    let op = Op::Modify {
+        context: send_buf as usize as u64,
+        timeout_ms,
+    };
+    match agent.deferred.push(op) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }

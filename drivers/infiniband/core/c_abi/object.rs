@@ -10,7 +10,7 @@ use core::{
     ptr::NonNull,
     sync::atomic::{AtomicI32, AtomicPtr, Ordering},
 };
-use kernel::{bindings, prelude::*, sync::Arc, types::Opaque};
+use kernel::{alloc::Flags, bindings, prelude::*, sync::Arc, types::Opaque};
 
 /// The core's part `K` of an object and the C structure `C` handed to C code.
 #[repr(C)]
@@ -24,12 +24,18 @@ impl<K, C> Faced<K, C> {
     /// address: the caller fills it before C code sees it, and gives it back with
     /// [`Faced::free`] once C code is done with it.
     pub(crate) fn alloc(core: K) -> Result<NonNull<C>> {
+        Self::alloc_with(core, GFP_KERNEL)
+    }
+
+    /// As [`Faced::alloc`], with the memory allocated with `flags` (`GFP_ATOMIC` for a caller
+    /// that cannot sleep).
+    pub(crate) fn alloc_with(core: K, flags: Flags) -> Result<NonNull<C>> {
         let b = KBox::new(
             Self {
                 core,
                 c: Opaque::zeroed(),
             },
-            GFP_KERNEL,
+            flags,
         )?;
         let raw = KBox::into_raw(b);
         // SAFETY: `raw` is valid; only a field's address is taken.

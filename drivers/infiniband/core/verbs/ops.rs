@@ -22,6 +22,7 @@ use crate::{
 };
 use core::{any::Any, mem::ManuallyDrop};
 use kernel::{
+    alloc::Flags,
     error::VTABLE_DEFAULT_ERROR,
     mm::virt::VmaNew,
     prelude::*,
@@ -480,7 +481,9 @@ pub trait DeviceOps: Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Creates an address handle in `pd` (its port checked by the core).
+    /// Creates an address handle in `pd` (its port checked by the core). It must not sleep:
+    /// C callers create AHs under spinlocks (C's `rdma_create_ah` without
+    /// `RDMA_CREATE_AH_SLEEPABLE`; ib_cm does so for each MAD it sends).
     fn create_ah(&self, _pd: &Self::Pd, _attr: &AhAttr) -> Result<Self::Ah> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
@@ -643,8 +646,9 @@ pub(crate) trait PdObject: Send + Sync {
     fn reg_user_mr(&self, init: &UserMrInit, udata: &Udata) -> Result<NewMr<KBox<dyn MrObject>>>;
     /// A new SRQ in this PD.
     fn create_srq(&self, attr: &SrqAttr, events: &EventNotifier) -> Result<KBox<dyn SrqObject>>;
-    /// A new AH in this PD.
-    fn create_ah(&self, attr: &AhAttr) -> Result<KBox<dyn AhObject>>;
+    /// A new AH in this PD, its memory allocated with `flags` (`GFP_ATOMIC` for a caller that
+    /// cannot sleep).
+    fn create_ah(&self, attr: &AhAttr, flags: Flags) -> Result<KBox<dyn AhObject>>;
     /// A user QP in this PD (`DeviceOps::create_user_qp`): `ctx` and the CQs must be of this
     /// PD's driver.
     fn create_user_qp(
@@ -932,10 +936,10 @@ impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
         Ok(KBox::new(srq, GFP_KERNEL)?)
     }
 
-    fn create_ah(&self, attr: &AhAttr) -> Result<KBox<dyn AhObject>> {
+    fn create_ah(&self, attr: &AhAttr, flags: Flags) -> Result<KBox<dyn AhObject>> {
         let ah = optional_op!(T::HAS_CREATE_AH, T::create_ah(&self.ops, &self.obj, attr))?;
         let ah = Typed::new(self.ops.clone(), ah, destroy_ah::<T>, "destroy_ah");
-        Ok(KBox::new(ah, GFP_KERNEL)?)
+        Ok(KBox::new(ah, flags)?)
     }
 
     fn create_user_qp(

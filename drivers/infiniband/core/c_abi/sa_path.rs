@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Address attributes from SA path records: `ib_init_ah_attr_from_path`, with C's name and
+//! signature (C's `sa_query.c`), which ib_cm and rdma_cm use for a connection's primary and
+//! alternate paths. InfiniBand and OPA records on this core's InfiniBand ports; a RoCE record
+//! (its route resolved from the net device) is refused with `-EINVAL`: this core's devices have
+//! no RoCE port yet.
+
+use crate::{
+    attrs::{Gid, LinkLayer},
+    c_abi::{
+        face::CFace,
+        gid::{find_on_port, hold_gid_attr},
+    },
+};
+use kernel::{bindings, ffi::c_int, prelude::*};
+
+/// The source path bits a path's source LID keeps: C's SA client takes them from the port's
+/// LMC when it makes its SM address handle (`update_sm_ah`), 0x7f before it has one.
+fn src_path_mask(lmc: Option<u8>) -> u8 {
+    match lmc {
+        Some(l) if l < 8 => ((1u16 << l) - 1) as u8,
+        _ => 0x7f,
+    }
+}
+
+/// C's `ib_init_ah_attr_from_path`: `ah_attr` (zeroed first) addresses the path `rec` from
+/// `port_num`: its SL, static rate, destination LID and source path bits, and, when the
+/// record has a hop limit, a GRH to its destination GID whose source is `gid_attr` (held once
+/// more) or the entry of the port holding the record's source GID (held); the caller drops the
+/// hold with `rdma_destroy_ah_attr`. 0; `-EINVAL` for a port the device does not have or a
+/// RoCE record; `-ENODEV` for a device no longer registered; `-ENOENT` when no entry of the
+/// port holds the source GID.
+///
+/// # Safety
+///
+/// `device` was handed to the caller and not yet removed; `rec` is readable; `ah_attr` is
+/// writable; `gid_attr` is null or held by the caller.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_init_ah_attr_from_path(
+    device: *mut bindings::ib_device,
+    port_num: u32,
+    rec: *mut bindings::sa_path_rec,
+    ah_attr: *mut bindings::rdma_ah_attr,
+    gid_attr: *const bindings::ib_gid_attr,
+) -> c_int {
+    // SAFETY: The caller's contract.
+    let dev = match unsafe { CFace::owner_on_port(device, port_num) } {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    // SAFETY: The caller's contract.
+    let (r, out) = unsafe { (&*rec, &mut *ah_attr) };
+    // SAFETY: `rdma_ah_attr` is a plain structure: all zeroes is valid (C's memset).
+    *out = unsafe { core::mem::zeroed() };
+    if dev.link_layer(port_num) != Some(LinkLayer::Infiniband) {
+        return EINVAL.to_errno();
+    }
+    out.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB;
+    out.sl = r.sl;
+    out.port_num = port_num;
+    out.static_rate = r.rate;
+    // SAFETY: The union member read is the one `rec_type` names.
+    let (dlid, slid) = unsafe {
+        match r.rec_type {
+            bindings::sa_path_rec_type_SA_PATH_REC_TYPE_IB => (
+                u32::from(u16::from_be(r.__bindgen_anon_1.ib.dlid)),
+                u32::from(u16::from_be(r.__bindgen_anon_1.ib.slid)),
+            ),
+            bindings::sa_path_rec_type_SA_PATH_REC_TYPE_OPA => (
+                u32::from_be(r.__bindgen_anon_1.opa.dlid),
+                u32::from_be(r.__bindgen_anon_1.opa.slid),
+            ),
+            _ => return EINVAL.to_errno(),
+        }
+    };
+    let lmc = dev.query_port(port_num).ok().map(|a| a.lmc);
+    // C's setters for an InfiniBand address keep the low 16 bits of the LID (an OPA record's
+    // permissive LID only matters to an OPA address).
+    out.__bindgen_anon_1.ib = bindings::ib_ah_attr {
+        dlid: dlid as u16,
+        src_path_bits: (slid as u8) & src_path_mask(lmc),
+    };
+    if r.hop_limit == 0 {
+        return 0;
+    }
+    let sgid = if gid_attr.is_null() {
+        // SAFETY: Every bit pattern of the GID union is its raw bytes.
+        let want = Gid(unsafe { r.sgid.raw });
+        match find_on_port(device, dev, port_num, &want) {
+            Ok(a) => a.as_ptr().cast_const(),
+            Err(e) => return e.to_errno(),
+        }
+    } else {
+        // SAFETY: Held by the caller (contract); the new hold is the address attribute's.
+        unsafe { hold_gid_attr(gid_attr) };
+        gid_attr
+    };
+    out.ah_flags = bindings::ib_ah_flags_IB_AH_GRH as u8;
+    out.grh.dgid = r.dgid;
+    out.grh.flow_label = u32::from_be(r.flow_label);
+    // SAFETY: `sgid` is held (above).
+    out.grh.sgid_index = unsafe { (*sgid).index } as u8;
+    out.grh.hop_limit = r.hop_limit;
+    out.grh.traffic_class = r.traffic_class;
+    out.grh.sgid_attr = sgid;
+    0
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_ib_c_sa_path)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_bits_follow_the_lmc() {
+        assert_eq!(src_path_mask(Some(0)), 0);
+        assert_eq!(src_path_mask(Some(2)), 3);
+        assert_eq!(src_path_mask(Some(7)), 0x7f);
+        assert_eq!(src_path_mask(None), 0x7f);
+    }
+}
