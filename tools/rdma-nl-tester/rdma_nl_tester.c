@@ -24,6 +24,8 @@
  *   rdma_nl_tester monitor SECONDS      print the RDMA_NL_GROUP_NOTIFY events for SECONDS
  *   rdma_nl_tester chardev INDEX TYPE   ask GET_CHARDEV of device INDEX for client TYPE as
  *                                       libibverbs does (no NLM_F_ACK) and print the answer
+ *   rdma_nl_tester iwpm                 send the iWARP port mapper's requests (RDMA_NL_IWCM:
+ *                                       hello, mapping info, ...) and print what comes back
  *
  * Output: `ok N - name` or `not ok N - name: expected X, got Y` per case, then
  * `rdma_nl_tester: P passed, F failed`. Exit status 0 only if every case passed.
@@ -2040,6 +2042,117 @@ static int run_one(struct tcase *c, char *got, size_t gn)
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* iwpm: the iWARP port mapper's side of RDMA_NL_IWCM (iw_cm's table: iwcm.c, iwpm_msg.c) */
+
+/* What comes back for one message: each message's type, its u16/u32 attributes, the DONE or
+ * ERROR errno, until DONE or ERROR or SILENCE_MS of silence; printed on one line.
+ */
+static void iwpm_answers(int fd, char *out, size_t n)
+{
+	char buf[8192];
+	size_t used = 0;
+
+	out[0] = 0;
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t r;
+		int end = 0;
+
+		if (poll(&p, 1, SILENCE_MS) <= 0) {
+			used += snprintf(out + used, n - used, "%snothing more", used ? ", " : "");
+			return;
+		}
+		r = recv(fd, buf, sizeof(buf), 0);
+		if (r <= 0)
+			return;
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)r);
+		     h = NLMSG_NEXT(h, r)) {
+			if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
+				int e;
+
+				memcpy(&e, NLMSG_DATA(h), sizeof(e));
+				used += snprintf(out + used, n - used, "%s%s %d", used ? ", " : "",
+						 h->nlmsg_type == NLMSG_DONE ? "done" : "error", e);
+				end = 1;
+				continue;
+			}
+			used += snprintf(out + used, n - used, "%smsg client %u op %u from %u",
+					 used ? ", " : "", h->nlmsg_type >> 10, h->nlmsg_type & 0x3ff,
+					 h->nlmsg_pid);
+			for (struct nlattr *a = (struct nlattr *)NLMSG_DATA(h);
+			     (char *)a + NLA_HDRLEN <= (char *)h + h->nlmsg_len && a->nla_len >= NLA_HDRLEN;
+			     a = (struct nlattr *)((char *)a + NLA_ALIGN(a->nla_len))) {
+				uint32_t v = 0;
+
+				if (a->nla_len - NLA_HDRLEN <= 4)
+					memcpy(&v, (char *)a + NLA_HDRLEN, a->nla_len - NLA_HDRLEN);
+				used += snprintf(out + used, n - used, " [%u]=%u", a->nla_type, v);
+			}
+		}
+		if (end)
+			return;
+	}
+}
+
+/* Sends one IWCM request (op, the sender's port id in nlmsg_pid as iwpmd sets it) and prints
+ * `iwpm <name>: <answers>`.
+ */
+static void iwpm_case(const char *name, struct msg *m)
+{
+	char got[512];
+	uint32_t pid;
+	int fd = nl_open(&pid, 0);
+
+	if (fd < 0) {
+		printf("iwpm %s: no socket (%s)\n", name, strerror(errno));
+		return;
+	}
+	M_SET(m, nlmsg_pid, pid);
+	M_SET(m, nlmsg_seq, next_seq++);
+	if (nl_send(fd, m->b, m->len)) {
+		printf("iwpm %s: send failed: %s\n", name, strerror(errno));
+		close(fd);
+		return;
+	}
+	iwpm_answers(fd, got, sizeof(got));
+	/* The kernel's message comes from port 0 and goes to ours: say so, not the numbers. */
+	printf("iwpm %s: %s\n", name, got);
+	close(fd);
+}
+
+static int iwpm(void)
+{
+	enum { REG_PID = 0, REMOVE_MAPPING = 3, MAPINFO = 6, HELLO = 8 };
+	uint16_t v4 = 4, v3 = 3;
+	struct msg m;
+
+	m = req(NL_TYPE(RDMA_NL_IWCM, HELLO), NLM_F_REQUEST);
+	m_attr(&m, 1, &v4, 2);
+	iwpm_case("hello abi 4", &m);
+	m = req(NL_TYPE(RDMA_NL_IWCM, HELLO), NLM_F_REQUEST);
+	m_attr(&m, 1, &v3, 2);
+	iwpm_case("hello abi 3", &m);
+	m = req(NL_TYPE(RDMA_NL_IWCM, HELLO), NLM_F_REQUEST);
+	iwpm_case("hello without its attribute", &m);
+	m = req(NL_TYPE(RDMA_NL_IWCM, HELLO), NLM_F_REQUEST | NLM_F_ACK);
+	m_attr(&m, 1, &v4, 1);
+	iwpm_case("hello with a 1-byte version", &m);
+	m = req(NL_TYPE(RDMA_NL_IWCM, MAPINFO), NLM_F_REQUEST);
+	m_str(&m, 1, "iWarpPortMapperUser");
+	m_attr(&m, 2, &v4, 2);
+	iwpm_case("mapinfo from iwpmd, no mapping", &m);
+	m = req(NL_TYPE(RDMA_NL_IWCM, MAPINFO), NLM_F_REQUEST);
+	m_str(&m, 1, "someone else");
+	m_attr(&m, 2, &v4, 2);
+	iwpm_case("mapinfo from another name", &m);
+	m = req(NL_TYPE(RDMA_NL_IWCM, REMOVE_MAPPING), NLM_F_REQUEST | NLM_F_ACK);
+	iwpm_case("remove mapping (no callback)", &m);
+	m = req(NL_TYPE(RDMA_NL_IWCM, REG_PID), NLM_F_REQUEST | NLM_F_ACK);
+	iwpm_case("reg pid answer without attributes", &m);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* monitor SECONDS: RDMA_NL_GROUP_NOTIFY events (nldev.c: rdma_nl_notify_event) */
 
 static int monitor(int seconds)
@@ -2202,7 +2315,8 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: rdma_nl_tester [--list] [--only SUBSTRING]\n"
 			"       rdma_nl_tester monitor SECONDS\n"
-			"       rdma_nl_tester chardev INDEX TYPE\n");
+			"       rdma_nl_tester chardev INDEX TYPE\n"
+			"       rdma_nl_tester iwpm\n");
 	exit(2);
 }
 
@@ -2222,6 +2336,8 @@ int main(int argc, char **argv)
 			return monitor(atoi(argv[i + 1]));
 		else if (!strcmp(argv[i], "chardev") && i + 2 < argc)
 			return chardev(strtoul(argv[i + 1], NULL, 0), argv[i + 2]);
+		else if (!strcmp(argv[i], "iwpm"))
+			return setvbuf(stdout, NULL, _IOLBF, 0), iwpm();
 		else
 			usage();
 	}

@@ -16,6 +16,11 @@
  * taken to RTS the same way (the attributes ib_cm computed) and an RTU, the passive side's RTU
  * event and its QP to RTS; a SEND over the connection and its data; a DREQ, the DREP, both
  * sides' time-wait ends; everything destroyed. The lines must be the C stack's (scenario).
+ *
+ * With peer_lid= and peer_guid= (the other host's port) it is one end of a connection to the
+ * ib_c_cm of another host, its role= "passive" (listen, answer the REQ, take the SEND, answer
+ * the DREQ) or "active" (REQ to the peer, RTU, a SEND, DREQ), a line per step (scenario
+ * c-abi-cm-2vm: a Rust-core host against a C host, both ways).
  */
 #include <linux/delay.h>
 #include <linux/module.h>
@@ -41,12 +46,24 @@ struct end {
 	int last_event;
 	int rej_reason;
 	int err[3];
+	/* The other end's QP number, as the REQ or the REP gave it. */
+	u32 remote_qpn;
 	/* What the handler saw and did, printed by init: per event (REQ or REP, RTU, DREQ) and
 	 * per QP transition (INIT, RTR, RTS), each written once.
 	 */
 	char ev[3][320];
 	char st[3][320];
 };
+
+static ushort peer_lid;
+module_param(peer_lid, ushort, 0444);
+MODULE_PARM_DESC(peer_lid, "the LID of another host's port to connect with (0: both ends here)");
+static ullong peer_guid;
+module_param(peer_guid, ullong, 0444);
+MODULE_PARM_DESC(peer_guid, "that port's GUID (its GID is fe80::<guid>)");
+static char *role = "active";
+module_param(role, charp, 0444);
+MODULE_PARM_DESC(role, "with a peer: \"active\" (sends the REQ) or \"passive\" (listens)");
 
 static struct end active = { .name = "active", .psn = 0x111 };
 static struct end passive = { .name = "passive", .psn = 0x222 };
@@ -55,7 +72,7 @@ static struct ib_device *dev;
 static struct ib_pd *pd;
 static struct ib_cq *cq;
 static struct ib_client client;
-static u16 lid;
+static u16 lid, peer;
 static u8 *buf;
 static dma_addr_t dma;
 
@@ -69,6 +86,14 @@ static void saw(struct end *e, int event)
 static bool has_seen(struct end *e, int event)
 {
 	return wait_event_timeout(wake, test_bit(event, &e->seen), WAIT) > 0;
+}
+
+/* The QP number `e`'s QP must be connected to: the other end's here, the peer's given by ib_cm. */
+static u32 other_qpn(struct end *e)
+{
+	struct end *o = e == &active ? &passive : &active;
+
+	return peer_lid ? e->remote_qpn : o->qp->qp_num;
 }
 
 /* Takes `e`'s QP to `state` with what ib_cm computes; describes it in `out`. */
@@ -88,11 +113,10 @@ static int to_state(struct end *e, enum ib_qp_state state, char *out, size_t len
 		break;
 	case IB_QPS_RTR:
 		snprintf(out, len,
-			 "rtr: %d, mask 0x%x, mtu %d, dest qp the other end's %d, rq_psn 0x%x, rd_atomic %u, min_rnr %u, ah type %d dlid the port's %d sl %u path_bits %u rate %u grh %d port %u",
-			 err, mask, a.path_mtu,
-			 a.dest_qp_num == (e == &active ? passive.qp : active.qp)->qp_num,
+			 "rtr: %d, mask 0x%x, mtu %d, dest qp the other end's %d, rq_psn 0x%x, rd_atomic %u, min_rnr %u, ah type %d dlid the peer's %d sl %u path_bits %u rate %u grh %d port %u",
+			 err, mask, a.path_mtu, a.dest_qp_num == other_qpn(e),
 			 a.rq_psn, a.max_dest_rd_atomic, a.min_rnr_timer, a.ah_attr.type,
-			 rdma_ah_get_dlid(&a.ah_attr) == lid, rdma_ah_get_sl(&a.ah_attr),
+			 rdma_ah_get_dlid(&a.ah_attr) == peer, rdma_ah_get_sl(&a.ah_attr),
 			 rdma_ah_get_path_bits(&a.ah_attr), rdma_ah_get_static_rate(&a.ah_attr),
 			 !!(rdma_ah_get_ah_flags(&a.ah_attr) & IB_AH_GRH), rdma_ah_get_port_num(&a.ah_attr));
 		break;
@@ -122,15 +146,17 @@ static int passive_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 	switch (ev->event) {
 	case IB_CM_REQ_RECEIVED:
 		passive.id = id;
+		passive.remote_qpn = r->remote_qpn;
 		p = r->primary_path;
 		snprintf(passive.ev[0], sizeof(passive.ev[0]),
-			 "req: listen id ours %d, port %u, remote qpn the active QP's %d, qp type %d, psn 0x%x, resp %u init %u, timeouts %u/%u, retry %u rnr %u, srq %u, private \"%s\"; path type %d dlid/slid the port's %d/%d, pkey 0x%x, mtu %u, sl %u, rate %u, life %u, hop %u, sgid index 0 %d, alternate %d",
+			 "req: listen id ours %d, port %u, remote qpn the active QP's %d, qp type %d, psn 0x%x, resp %u init %u, timeouts %u/%u, retry %u rnr %u, srq %u, private \"%s\"; path type %d dlid the peer's %d slid the port's %d, pkey 0x%x, mtu %u, sl %u, rate %u, life %u, hop %u, sgid index 0 %d, alternate %d",
 			 r->listen_id == id->context, r->port,
-			 r->remote_qpn == active.qp->qp_num, r->qp_type, r->starting_psn,
+			 peer_lid ? r->remote_qpn != 0 : r->remote_qpn == active.qp->qp_num,
+			 r->qp_type, r->starting_psn,
 			 r->responder_resources, r->initiator_depth, r->local_cm_response_timeout,
 			 r->remote_cm_response_timeout, r->retry_count, r->rnr_retry_count, r->srq,
 			 (char *)ev->private_data, p->rec_type,
-			 be32_to_cpu(sa_path_get_dlid(p)) == lid, be32_to_cpu(sa_path_get_slid(p)) == lid,
+			 be32_to_cpu(sa_path_get_dlid(p)) == peer, be32_to_cpu(sa_path_get_slid(p)) == lid,
 			 be16_to_cpu(p->pkey), p->mtu, p->sl, p->rate, p->packet_life_time,
 			 p->hop_limit, r->ppath_sgid_attr ? r->ppath_sgid_attr->index == 0 : -1,
 			 r->alternate_path != NULL);
@@ -175,9 +201,11 @@ static int active_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 
 	switch (ev->event) {
 	case IB_CM_REP_RECEIVED:
+		active.remote_qpn = r->remote_qpn;
 		snprintf(active.ev[0], sizeof(active.ev[0]),
 			 "rep: remote qpn the passive QP's %d, psn 0x%x, resp %u init %u, failover %u, flow %u, rnr %u, srq %u, private \"%s\"",
-			 r->remote_qpn == passive.qp->qp_num, r->starting_psn,
+			 peer_lid ? r->remote_qpn != 0 : r->remote_qpn == passive.qp->qp_num,
+			 r->starting_psn,
 			 r->responder_resources, r->initiator_depth, r->failover_accepted,
 			 r->flow_control, r->rnr_retry_count, r->srq, (char *)ev->private_data);
 		err = to_state(&active, IB_QPS_INIT, active.st[0], sizeof(active.st[0]));
@@ -199,14 +227,18 @@ static int active_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 	return 0;
 }
 
-/* The path from the port to itself, as an SA would give it (no SA here: made by hand). */
+/* The path from the port to the peer (itself here), as an SA would give it (no SA here: made by
+ * hand).
+ */
 static void own_path(struct sa_path_rec *p, union ib_gid *gid)
 {
 	memset(p, 0, sizeof(*p));
 	p->rec_type = SA_PATH_REC_TYPE_IB;
 	p->dgid = *gid;
+	if (peer_lid)
+		p->dgid.global.interface_id = cpu_to_be64(peer_guid);
 	p->sgid = *gid;
-	p->ib.dlid = cpu_to_be16(lid);
+	p->ib.dlid = cpu_to_be16(peer);
 	p->ib.slid = cpu_to_be16(lid);
 	p->reversible = 1;
 	p->numb_path = 1;
@@ -292,37 +324,18 @@ static void traffic(void)
 		wc[1].byte_len, ok ? "intact" : "CORRUPT");
 }
 
-static void run(void)
+/* Both ends on this port: a listen, a rejected REQ, then the whole connection. */
+static void run_loop(union ib_gid *gid)
 {
-	struct ib_port_attr attr;
 	struct ib_cm_id *listen, *other, *nobody;
 	struct sa_path_rec path;
-	union ib_gid gid;
 	int err;
-
-	if (ib_query_port(dev, 1, &attr) || rdma_query_gid(dev, 1, 0, &gid)) {
-		pr_info("ib_c_cm: %s: no port 1\n", dev_name(&dev->dev));
-		return;
-	}
-	lid = attr.lid;
-	pr_info("ib_c_cm: %s: port 1: cm supported %d (ib_cm set it)\n", dev_name(&dev->dev),
-		!!(attr.port_cap_flags & IB_PORT_CM_SUP));
-	pd = ib_alloc_pd(dev, 0);
-	cq = IS_ERR(pd) ? ERR_PTR(-ENODEV) : ib_create_cq(dev, NULL, NULL, NULL,
-							   &(struct ib_cq_init_attr){ .cqe = 16 });
-	active.qp = IS_ERR(cq) ? ERR_PTR(-ENODEV) : rc_qp();
-	passive.qp = IS_ERR(active.qp) ? ERR_PTR(-ENODEV) : rc_qp();
-	buf = dma_alloc_coherent(dev->dma_device, 2 * MSG, &dma, GFP_KERNEL);
-	if (IS_ERR(passive.qp) || !buf) {
-		pr_info("ib_c_cm: verbs objects failed\n");
-		goto out;
-	}
 
 	listen = ib_create_cm_id(dev, passive_handler, NULL);
 	other = ib_create_cm_id(dev, passive_handler, NULL);
 	if (IS_ERR(listen) || IS_ERR(other)) {
 		pr_info("ib_c_cm: cm ids failed\n");
-		goto out;
+		return;
 	}
 	listen->context = listen;
 	err = ib_cm_listen(listen, cpu_to_be64(SERVICE_ID));
@@ -330,7 +343,7 @@ static void run(void)
 		ib_cm_listen(other, cpu_to_be64(SERVICE_ID)));
 	ib_destroy_cm_id(other);
 
-	own_path(&path, &gid);
+	own_path(&path, gid);
 	nobody = ib_create_cm_id(dev, active_handler, NULL);
 	if (IS_ERR(nobody))
 		goto out_listen;
@@ -388,6 +401,129 @@ out_listen:
 	if (passive.id)
 		ib_destroy_cm_id(passive.id);
 	ib_destroy_cm_id(listen);
+}
+
+/* The passive end of a connection with another host: listen, answer, take its SEND. */
+static void run_passive(void)
+{
+	struct ib_cm_id *listen = ib_create_cm_id(dev, passive_handler, NULL);
+	struct ib_wc wc = {};
+	int i, n, ok = 1;
+
+	if (IS_ERR(listen)) {
+		pr_info("ib_c_cm: cm id failed\n");
+		return;
+	}
+	listen->context = listen;
+	pr_info("ib_c_cm: passive: listening: %d\n", ib_cm_listen(listen, cpu_to_be64(SERVICE_ID)));
+	if (!wait_event_timeout(wake, test_bit(IB_CM_REQ_RECEIVED, &passive.seen), 90 * HZ)) {
+		pr_info("ib_c_cm: no req arrived\n");
+		goto out;
+	}
+	pr_info("ib_c_cm: passive %s\n", passive.ev[0]);
+	pr_info("ib_c_cm: passive %s\n", passive.st[0]);
+	pr_info("ib_c_cm: passive %s\n", passive.st[1]);
+	pr_info("ib_c_cm: passive sent the rep: %d\n", passive.err[0]);
+	if (!has_seen(&passive, IB_CM_RTU_RECEIVED)) {
+		pr_info("ib_c_cm: no rtu arrived\n");
+		goto out;
+	}
+	pr_info("ib_c_cm: passive %s; %s; state %d\n", passive.ev[1], passive.st[2],
+		passive.id->state);
+	n = poll_n(&wc, 1);
+	for (i = 0; i < MSG; i++)
+		if (buf[MSG + i] != (u8)(i * 7 + 3))
+			ok = 0;
+	pr_info("ib_c_cm: the peer's send: %d completion(s): status %d, opcode %d, %u bytes, on the passive QP %d; data %s\n",
+		n, wc.status, wc.opcode, wc.byte_len, n == 1 && wc.qp == passive.qp,
+		ok ? "intact" : "CORRUPT");
+	if (!wait_event_timeout(wake, test_bit(IB_CM_DREQ_RECEIVED, &passive.seen), 30 * HZ)) {
+		pr_info("ib_c_cm: no dreq arrived\n");
+		goto out;
+	}
+	pr_info("ib_c_cm: passive got the dreq: %s; drep sent %d\n", passive.ev[2], passive.err[2]);
+	pr_info("ib_c_cm: passive time-wait ended %d; state %d\n",
+		has_seen(&passive, IB_CM_TIMEWAIT_EXIT), passive.id->state);
+out:
+	if (passive.id)
+		ib_destroy_cm_id(passive.id);
+	ib_destroy_cm_id(listen);
+}
+
+/* The active end of a connection with another host: REQ, RTU, a SEND, DREQ. */
+static void run_active(union ib_gid *gid)
+{
+	struct ib_sge sge = { .addr = dma, .length = MSG, .lkey = pd->local_dma_lkey };
+	struct ib_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+				 .opcode = IB_WR_SEND, .send_flags = IB_SEND_SIGNALED };
+	struct sa_path_rec path;
+	struct ib_wc wc = {};
+	int i, err, n;
+
+	active.id = ib_create_cm_id(dev, active_handler, NULL);
+	if (IS_ERR(active.id)) {
+		active.id = NULL;
+		pr_info("ib_c_cm: cm id failed\n");
+		return;
+	}
+	own_path(&path, gid);
+	err = send_req(active.id, &path, SERVICE_ID);
+	pr_info("ib_c_cm: req to the peer: %d, state %d\n", err, active.id->state);
+	if (!has_seen(&active, IB_CM_REP_RECEIVED)) {
+		pr_info("ib_c_cm: no rep arrived\n");
+		goto out;
+	}
+	pr_info("ib_c_cm: active %s\n", active.ev[0]);
+	pr_info("ib_c_cm: active %s\n", active.st[0]);
+	pr_info("ib_c_cm: active %s\n", active.st[1]);
+	pr_info("ib_c_cm: active %s\n", active.st[2]);
+	pr_info("ib_c_cm: active sent the rtu: %d, state %d\n", active.err[0], active.id->state);
+	for (i = 0; i < MSG; i++)
+		buf[i] = (u8)(i * 7 + 3);
+	err = ib_post_send(active.qp, &wr, NULL);
+	n = err ? 0 : poll_n(&wc, 1);
+	pr_info("ib_c_cm: send to the peer: post %d; %d completion(s): status %d, opcode %d\n",
+		err, n, wc.status, wc.opcode);
+	err = ib_send_cm_dreq(active.id, "ib_c_cm dreq", 13);
+	pr_info("ib_c_cm: dreq: %d, state %d\n", err, active.id->state);
+	pr_info("ib_c_cm: active got the drep %d; time-wait ended %d; state %d\n",
+		has_seen(&active, IB_CM_DREP_RECEIVED), has_seen(&active, IB_CM_TIMEWAIT_EXIT),
+		active.id->state);
+out:
+	ib_destroy_cm_id(active.id);
+	active.id = NULL;
+}
+
+static void run(void)
+{
+	struct ib_port_attr attr;
+	union ib_gid gid;
+
+	if (ib_query_port(dev, 1, &attr) || rdma_query_gid(dev, 1, 0, &gid)) {
+		pr_info("ib_c_cm: %s: no port 1\n", dev_name(&dev->dev));
+		return;
+	}
+	lid = attr.lid;
+	peer = peer_lid ? peer_lid : lid;
+	pr_info("ib_c_cm: %s: port 1: cm supported %d (ib_cm set it)\n", dev_name(&dev->dev),
+		!!(attr.port_cap_flags & IB_PORT_CM_SUP));
+	pd = ib_alloc_pd(dev, 0);
+	cq = IS_ERR(pd) ? ERR_PTR(-ENODEV) : ib_create_cq(dev, NULL, NULL, NULL,
+							   &(struct ib_cq_init_attr){ .cqe = 16 });
+	active.qp = IS_ERR(cq) ? ERR_PTR(-ENODEV) : rc_qp();
+	passive.qp = IS_ERR(active.qp) ? ERR_PTR(-ENODEV) : rc_qp();
+	buf = dma_alloc_coherent(dev->dma_device, 2 * MSG, &dma, GFP_KERNEL);
+	if (IS_ERR(passive.qp) || !buf) {
+		pr_info("ib_c_cm: verbs objects failed\n");
+		goto out;
+	}
+
+	if (!peer_lid)
+		run_loop(&gid);
+	else if (!strcmp(role, "passive"))
+		run_passive();
+	else
+		run_active(&gid);
 out:
 	if (buf)
 		dma_free_coherent(dev->dma_device, 2 * MSG, buf, dma);

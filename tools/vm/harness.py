@@ -48,17 +48,17 @@ STACK_MODULES = {
 # is its ib_verbs_bench (the data-path micro-benchmark of `make bench`, next to it).
 # ib_c_clients, ib_c_verbs, ib_c_mad and ib_c_cm (tools/verbs-twin too) are C modules for both
 # stacks: C ib_core clients, a C kernel verbs consumer, a MAD agent API user and a user of ib_cm
-# that load on the Rust core through its C ABI; ib_cm is C's connection manager from the kernel
-# tree, the same file on both stacks. On the Rust
+# that load on the Rust core through its C ABI; ib_cm and iw_cm are C's connection managers from
+# the kernel tree, the same files on both stacks. On the Rust
 # stack, ib_verbs_client_c.ko and ib_verbs_peer_c.ko are the C twins themselves (the modules are
 # still named ib_verbs_client and ib_verbs_peer), for the twins on the Rust core (scenarios
 # c-abi-twin, c-abi-peer-2vm).
 STACK_EXTRAS = {
     "rust": ["mlx5_test_interface", "ib_test_provider", "ib_verbs_client", "ib_mad_agent", "ib_verbs_bench",
              "ib_verbs_peer", "ib_c_clients", "ib_c_verbs", "ib_c_mad", "ib_c_cm", "ib_cm",
-             "ib_verbs_client_c", "ib_verbs_peer_c"],
+             "iw_cm", "ib_verbs_client_c", "ib_verbs_peer_c"],
     "c": ["ib_verbs_client", "ib_verbs_bench", "ib_verbs_peer", "ib_c_clients", "ib_c_verbs", "ib_c_mad",
-          "ib_c_cm", "ib_cm"],
+          "ib_c_cm", "ib_cm", "iw_cm"],
 }
 # Where the C modules sit in the kernel build tree.
 C_MODULE_PATHS = {
@@ -543,7 +543,8 @@ def module_paths(args, stack: str) -> dict[str, Path]:
             c_abi[name] = Path(args.verbs_twin).with_name(f"{name}.ko")
     # C's own modules above ib_core, from the kernel tree: the same file on both stacks.
     if args.kernel_tree:
-        c_abi["ib_cm"] = Path(args.kernel_tree) / "drivers/infiniband/core/ib_cm.ko"
+        for name in ("ib_cm", "iw_cm"):
+            c_abi[name] = Path(args.kernel_tree) / f"drivers/infiniband/core/{name}.ko"
     if stack == "rust":
         paths = {m: Path(args.rust_modules) / f"{m}.ko" for m in STACK_MODULES["rust"] + STACK_EXTRAS["rust"]}
         for name in ("ib_verbs_client", "ib_verbs_peer"):

@@ -38,6 +38,8 @@ pub(crate) mod port_groups;
 pub(crate) mod qp;
 /// Device and port queries.
 pub(crate) mod queries;
+/// RDMA netlink for C modules' clients.
+pub(crate) mod rdma_nl;
 /// Resource tracking as C sees it.
 pub(crate) mod restrack;
 /// Address attributes from SA path records.

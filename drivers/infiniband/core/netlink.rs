@@ -11,9 +11,13 @@
 //!   any other its `doit`; errors and requested acknowledgements are acknowledged after the
 //!   reply.
 //!
+//! C modules register their own tables (`rdma_nl_register`, `c_abi/rdma_nl.rs`: iw_cm's iWARP
+//! port mapper ops): their `doit` and `dump` are C's callbacks, called as C's dispatcher calls
+//! them (an IWCM op always through a dump), and unregistration waits for a callback running.
+//!
 //! Unlike C, a client that is not registered is not looked for with
-//! `request_module("rdma-netlink-subsys-N")`: no module of this stack provides one (C's iWARP
-//! port mapper and SA local services do not exist here), so the answer is C's answer when that
+//! `request_module("rdma-netlink-subsys-N")` (the guests load modules by hand, and a module
+//! that provides one is loaded before it is used), so the answer is C's answer when that
 //! lookup fails, `EINVAL`.
 
 pub(crate) mod ls;
@@ -21,6 +25,7 @@ pub(crate) mod nldev;
 pub mod uapi;
 
 use crate::netlink::uapi::client;
+use core::ptr::NonNull;
 use kernel::{
     bindings, global_lock,
     net::namespace::{self as net_namespace, Net, PernetId},
@@ -64,14 +69,35 @@ pub(crate) fn start_dump<D: netlink::Dump>(req: &mut Request<'_>) -> Result {
     req.start_dump::<D>(&THIS_MODULE)
 }
 
+/// A C module's op table (`struct rdma_nl_cbs[]`, one entry per op of its client).
+#[derive(Clone, Copy)]
+pub(crate) struct CTable(NonNull<bindings::rdma_nl_cbs>);
+
+// SAFETY: The table is C's constant data, read only; it stays until its module unregisters it.
+unsafe impl Send for CTable {}
+
+/// The ops of a client: the core's own, or a C module's.
+#[derive(Clone, Copy)]
+enum Table {
+    Rust(&'static [Op]),
+    C(CTable),
+}
+
 /// The registered op tables, by client.
 struct Clients {
-    tables: [Option<&'static [Op]>; client::NUM as usize],
+    tables: [Option<Table>; client::NUM as usize],
 }
 
 global_lock! {
     // SAFETY: Initialised by `init`, before the sockets exist.
     unsafe(uninit) static CLIENTS: Mutex<Clients> = Clients { tables: [None; client::NUM as usize] };
+}
+
+global_lock! {
+    // SAFETY: Initialised by `init`, before the sockets exist.
+    /// Held while a C table's callback runs, and by its unregistration after the table is
+    /// gone (C's per-client rwsem, as a mutex: C modules' requests are rare).
+    unsafe(uninit) static C_CALLS: Mutex<()> = ();
 }
 
 /// Number of ops of `client`, 0 for an unknown client (C's `is_nl_msg_valid`).
@@ -84,27 +110,86 @@ fn num_ops(c: u32) -> u32 {
     }
 }
 
-/// Registers `client`'s ops (C's `rdma_nl_register`).
-pub(crate) fn register(c: u32, ops: &'static [Op]) {
+/// Registers `client`'s table; `false` for a client that does not exist or has one.
+fn register_table(c: u32, table: Table) -> bool {
     let mut clients = CLIENTS.lock();
     match clients.tables.get_mut(c as usize) {
-        Some(slot @ None) if num_ops(c) > 0 => *slot = Some(ops),
-        _ => pr_warn!("RDMA netlink client {c} cannot be registered\n"),
+        Some(slot @ None) if num_ops(c) > 0 => {
+            *slot = Some(table);
+            true
+        }
+        _ => false,
     }
 }
 
-/// Unregisters `client`'s ops (C's `rdma_nl_unregister`).
+/// Registers `client`'s ops (C's `rdma_nl_register`).
+pub(crate) fn register(c: u32, ops: &'static [Op]) {
+    if !register_table(c, Table::Rust(ops)) {
+        pr_warn!("RDMA netlink client {c} cannot be registered\n");
+    }
+}
+
+/// Registers a C module's table for `client` (C's `rdma_nl_register`): `table` has
+/// [`num_ops`] entries and stays until [`unregister`]. `false` for a client that does not
+/// exist or has a table.
 ///
-/// The tables are `'static` data of this module, which cannot be unloaded while a request is
-/// handled: the netlink core pins the protocol's module for every open user socket.
+/// # Safety
+///
+/// `table` points to `num_ops(c)` valid entries whose callbacks stay callable until
+/// [`unregister`] returns.
+pub(crate) unsafe fn register_c(c: u32, table: NonNull<bindings::rdma_nl_cbs>) -> bool {
+    register_table(c, Table::C(CTable(table)))
+}
+
+/// Unregisters `client`'s ops (C's `rdma_nl_unregister`); once it returns, no callback of a C
+/// table runs.
+///
+/// The core's tables are `'static` data of this module, which cannot be unloaded while a
+/// request is handled: the netlink core pins the protocol's module for every open user socket.
 pub(crate) fn unregister(c: u32) {
-    if let Some(slot) = CLIENTS.lock().tables.get_mut(c as usize) {
-        *slot = None;
+    let was = CLIENTS
+        .lock()
+        .tables
+        .get_mut(c as usize)
+        .and_then(|slot| slot.take());
+    if let Some(Table::C(_)) = was {
+        // A callback that found the table before it went ends first.
+        drop(C_CALLS.lock());
     }
 }
 
-fn ops_of(c: u32) -> Option<&'static [Op]> {
+fn table_of(c: u32) -> Option<Table> {
     *CLIENTS.lock().tables.get(c as usize)?
+}
+
+/// Answers `req` (client `c`, op `op`) with a C module's table, as C's `rdma_nl_rcv_msg`.
+fn handle_c(req: &mut Request<'_>, c: u32, op: u32) -> Result {
+    let _calls = C_CALLS.lock();
+    // Looked up again under the lock: once unregistration has taken it, it is not used.
+    let Some(Table::C(t)) = table_of(c) else {
+        return Err(EINVAL);
+    };
+    // SAFETY: A registered C table has `num_ops(c)` entries and `op` is below that (checked
+    // by the caller).
+    let cbs = unsafe { *t.0.as_ptr().add(op as usize) };
+    if cbs.doit.is_none() && cbs.dump.is_none() {
+        return Err(EINVAL);
+    }
+    if u32::from(cbs.flags) & bindings::rdma_nl_flags_RDMA_NL_ADMIN_PERM != 0
+        && !req.capable(bindings::CAP_NET_ADMIN)
+    {
+        return Err(EPERM);
+    }
+    // As C: local-services answers never start a dump; iWARP port mapper ops always do.
+    let dump = c != client::LS && (req.msg().flags() & flags::DUMP != 0 || c == client::IWCM);
+    // SAFETY: The callbacks are the registered module's, callable while its table is
+    // registered, which `C_CALLS` keeps it during the call; a dump's later rounds run while the
+    // module is loaded (as in C, whose dumps pin only the core).
+    match (dump, cbs.dump, cbs.doit) {
+        (true, Some(d), _) => unsafe { req.start_c_dump(d, &THIS_MODULE) },
+        (false, _, Some(f)) => unsafe { req.call_c_doit(f) },
+        _ => Err(EINVAL),
+    }
 }
 
 /// The protocol's request handler (C's `rdma_nl_rcv_msg` under `rdma_nl_rcv_skb`).
@@ -128,10 +213,11 @@ impl Handler for RdmaNetlink {
         if !req.net().is_init_net() && c != client::NLDEV {
             return Err(EINVAL);
         }
-        let entry = ops_of(c)
-            .and_then(|ops| ops.get(op as usize))
-            .copied()
-            .unwrap_or(Op::NONE);
+        let entry = match table_of(c) {
+            Some(Table::C(_)) => return handle_c(req, c, op),
+            Some(Table::Rust(ops)) => ops.get(op as usize).copied().unwrap_or(Op::NONE),
+            None => Op::NONE,
+        };
         if entry.doit.is_none() && entry.dump.is_none() {
             return Err(EINVAL);
         }
@@ -246,6 +332,7 @@ pub(crate) unsafe fn init(watch: NamespaceWatch) {
     // SAFETY: The caller guarantees this is the only call, before any use.
     unsafe {
         CLIENTS.init();
+        C_CALLS.init();
         NET_STATE.init();
     }
     NET_STATE.lock().watch = watch;
@@ -290,6 +377,23 @@ pub(crate) fn multicast(msg: Message, group: u32) -> Result {
     // lives, and the registration ran `init` for the initial namespace, which never exits.
     let sk = unsafe { net_namespace::Registration::<RdmaNet>::data(Net::init_net()) };
     sk.multicast(msg, group, GFP_KERNEL)
+}
+
+/// The kernel socket of `net` (C's `rdma_net_to_dev_net(net)->nl_sock`), for C modules'
+/// messages; `None` while the sockets are not up (before the core's init ends, after its exit
+/// begins).
+///
+/// # Safety
+///
+/// `net` is alive for `'a`, and the caller is code of a module that depends on this one (so
+/// this module stays loaded, with its sockets, for `'a`).
+pub(crate) unsafe fn socket_of<'a>(net: &'a Net) -> Option<&'a KernelSocket> {
+    if !NET_STATE.lock().sockets_up {
+        return None;
+    }
+    // SAFETY: The sockets are up, and stay so while this module is loaded (contract); every
+    // live namespace has had its `init`.
+    Some(unsafe { net_namespace::Registration::<RdmaNet>::data(net) })
 }
 
 /// Whether devices are shared by all namespaces (C's `ib_devices_shared_netns`).

@@ -615,7 +615,86 @@ impl Message {
     fn into_raw(self) -> *mut bindings::sk_buff {
         ManuallyDrop::new(self).skb.as_ptr()
     }
+
+    /// Takes ownership of a buffer C code filled (a C module's `rdma_nl_unicast`).
+    ///
+    /// # Safety
+    ///
+    /// `skb` is a valid netlink buffer the caller owns and gives up.
+    pub unsafe fn from_raw(skb: NonNull<bindings::sk_buff>) -> Self {
+        // INVARIANT: owned, by the function's contract.
+        Self { skb }
+    }
 }
+
+/// Messages C code builds in a buffer it owns (a C module's netlink messages, which the Rust
+/// side of its protocol sends): C's `nlmsg_put`, `nlmsg_data` and `nla_put` with the message
+/// cancelled when the attribute does not fit.
+pub mod c_buffer {
+    use super::*;
+
+    /// Starts a message in `skb` (`nlmsg_put` from port 0): its header, or `None` when a
+    /// header and `payload` bytes do not fit (or `payload` is negative).
+    ///
+    /// # Safety
+    ///
+    /// `skb` is a valid netlink buffer the caller owns.
+    pub unsafe fn put_msg(
+        skb: *mut bindings::sk_buff,
+        seq: u32,
+        msg_type: u16,
+        payload: c_int,
+        flags: u16,
+    ) -> Option<NonNull<bindings::nlmsghdr>> {
+        if payload < 0 {
+            return None;
+        }
+        // SAFETY: `skb` is valid and owned (contract); `nlmsg_put` checks the room left.
+        NonNull::new(unsafe {
+            bindings::nlmsg_put(skb, 0, seq, msg_type.into(), payload, flags.into())
+        })
+    }
+
+    /// The payload of message `nlh` (`nlmsg_data`): right after its aligned header.
+    pub fn payload(nlh: NonNull<bindings::nlmsghdr>) -> *mut u8 {
+        nlh.as_ptr().cast::<u8>().wrapping_add(NLMSG_HDRLEN)
+    }
+
+    /// Appends attribute `attr` holding `data` to message `nlh`, the last of `skb`
+    /// (`nla_put`); `EMSGSIZE`, with the message removed (`nlmsg_cancel`), when it does not
+    /// fit.
+    ///
+    /// # Safety
+    ///
+    /// `skb` is a valid netlink buffer the caller owns and `nlh` its last message.
+    pub unsafe fn put_attr_or_cancel(
+        skb: *mut bindings::sk_buff,
+        nlh: *mut bindings::nlmsghdr,
+        attr: u16,
+        data: &[u8],
+    ) -> Result {
+        let len = c_int::try_from(data.len()).map_err(|_| EMSGSIZE)?;
+        // SAFETY: `skb` is valid and owned (contract); `data` is readable for `len` bytes.
+        let ret = unsafe { bindings::nla_put(skb, attr.into(), len, data.as_ptr().cast()) };
+        if ret != 0 {
+            // SAFETY: `nlh` is the last message of `skb` (contract): trimming back to it
+            // removes it.
+            unsafe { bindings::nlmsg_cancel(skb, nlh) };
+            return Err(EMSGSIZE);
+        }
+        Ok(())
+    }
+}
+
+/// A C `doit` callback of a netlink client (`struct rdma_nl_cbs`'s, for instance).
+pub type CDoit = unsafe extern "C" fn(
+    *mut bindings::sk_buff,
+    *mut bindings::nlmsghdr,
+    *mut bindings::netlink_ext_ack,
+) -> c_int;
+
+/// A C `dump` callback (`netlink_dump_control::dump`).
+pub type CDump = unsafe extern "C" fn(*mut bindings::sk_buff, *mut bindings::netlink_callback) -> c_int;
 
 impl Drop for Message {
     fn drop(&mut self) {
@@ -757,6 +836,49 @@ impl<'a> Request<'a> {
         };
         if ret == EINTR.to_errno() {
             // The dump started; the netlink core asks not to acknowledge.
+            self.dump_started = true;
+            return Ok(());
+        }
+        to_result(ret)
+    }
+}
+
+impl Request<'_> {
+    /// Hands the request to a C module's `doit` (`skb`, the message, the extended
+    /// acknowledgement), as a C protocol's dispatcher does; its errno.
+    ///
+    /// # Safety
+    ///
+    /// `doit` is a C netlink `doit` callback that may be called now and keeps no pointer to the
+    /// request past its return.
+    pub unsafe fn call_c_doit(&self, doit: CDoit) -> Result {
+        // SAFETY: `skb`, `msg` and `extack` are valid for the duration of the handler (type
+        // invariants); the callback's contract is the caller's.
+        to_result(unsafe { doit(self.skb.as_ptr(), self.msg.0.get(), self.extack) })
+    }
+
+    /// Answers the request with a dump whose rounds are a C module's `dump`
+    /// (`netlink_dump_start` with it, no `done`), as a C protocol's dispatcher does; `module`
+    /// (the protocol's) is pinned while the dump runs. The request is then not acknowledged.
+    ///
+    /// # Safety
+    ///
+    /// `dump` is a C netlink dump callback that stays callable until the dump ends.
+    pub unsafe fn start_c_dump(&mut self, dump: CDump, module: &'static ThisModule) -> Result {
+        // SAFETY: An all-zero dump control is valid (no callbacks); the fields used are set.
+        let mut control: bindings::netlink_dump_control = unsafe { core::mem::zeroed() };
+        control.dump = Some(dump);
+        control.module = module.as_ptr();
+        // SAFETY: As in `start_dump`; the callback's contract is the caller's.
+        let ret = unsafe {
+            bindings::__netlink_dump_start(
+                self.sock(),
+                self.skb.as_ptr(),
+                self.msg.0.get(),
+                &mut control,
+            )
+        };
+        if ret == EINTR.to_errno() {
             self.dump_started = true;
             return Ok(());
         }
@@ -974,6 +1096,15 @@ impl KernelSocket {
                 bindings::MSG_DONTWAIT as c_int,
             )
         };
+        to_result(ret.min(0))
+    }
+
+    /// Sends `msg` to port `portid`, waiting for room in its receive queue (up to the socket's
+    /// send timeout; `netlink_unicast` without `MSG_DONTWAIT`).
+    pub fn unicast_wait(&self, msg: Message, portid: u32) -> Result {
+        // SAFETY: `sk` is a valid kernel socket (type invariants); the buffer is consumed.
+        let ret =
+            unsafe { bindings::netlink_unicast(self.sk.as_ptr(), msg.into_raw(), portid, 0) };
         to_result(ret.min(0))
     }
 

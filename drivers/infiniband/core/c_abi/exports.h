@@ -98,3 +98,12 @@ EXPORT_C_ABI(ib_init_ah_attr_from_path);
 /* c_abi/port_groups.rs */
 EXPORT_C_ABI(ib_port_register_client_groups);
 EXPORT_C_ABI(ib_port_unregister_client_groups);
+
+/* c_abi/rdma_nl.rs */
+EXPORT_C_ABI(rdma_nl_register);
+EXPORT_C_ABI(rdma_nl_unregister);
+EXPORT_C_ABI(ibnl_put_msg);
+EXPORT_C_ABI(ibnl_put_attr);
+EXPORT_C_ABI(rdma_nl_unicast);
+EXPORT_C_ABI(rdma_nl_unicast_wait);
+EXPORT_C_ABI(rdma_nl_multicast);
