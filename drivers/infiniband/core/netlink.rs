@@ -182,11 +182,12 @@ fn handle_c(req: &mut Request<'_>, c: u32, op: u32) -> Result {
     }
     // As C: local-services answers never start a dump; iWARP port mapper ops always do.
     let dump = c != client::LS && (req.msg().flags() & flags::DUMP != 0 || c == client::IWCM);
-    // SAFETY: The callbacks are the registered module's, callable while its table is
-    // registered, which `C_CALLS` keeps it during the call; a dump's later rounds run while the
-    // module is loaded (as in C, whose dumps pin only the core).
     match (dump, cbs.dump, cbs.doit) {
+        // SAFETY: The callbacks are the registered module's, callable while its table is
+        // registered, which `C_CALLS` keeps it during the call; a dump's later rounds run while
+        // the module is loaded (as in C, whose dumps pin only the core).
         (true, Some(d), _) => unsafe { req.start_c_dump(d, &THIS_MODULE) },
+        // SAFETY: As above.
         (false, _, Some(f)) => unsafe { req.call_c_doit(f) },
         _ => Err(EINVAL),
     }

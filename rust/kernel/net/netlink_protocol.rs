@@ -694,7 +694,8 @@ pub type CDoit = unsafe extern "C" fn(
 ) -> c_int;
 
 /// A C `dump` callback (`netlink_dump_control::dump`).
-pub type CDump = unsafe extern "C" fn(*mut bindings::sk_buff, *mut bindings::netlink_callback) -> c_int;
+pub type CDump =
+    unsafe extern "C" fn(*mut bindings::sk_buff, *mut bindings::netlink_callback) -> c_int;
 
 impl Drop for Message {
     fn drop(&mut self) {
@@ -1103,8 +1104,7 @@ impl KernelSocket {
     /// send timeout; `netlink_unicast` without `MSG_DONTWAIT`).
     pub fn unicast_wait(&self, msg: Message, portid: u32) -> Result {
         // SAFETY: `sk` is a valid kernel socket (type invariants); the buffer is consumed.
-        let ret =
-            unsafe { bindings::netlink_unicast(self.sk.as_ptr(), msg.into_raw(), portid, 0) };
+        let ret = unsafe { bindings::netlink_unicast(self.sk.as_ptr(), msg.into_raw(), portid, 0) };
         to_result(ret.min(0))
     }
 

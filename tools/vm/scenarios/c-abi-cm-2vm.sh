@@ -14,13 +14,36 @@
 
 # The lines of each end (the oracle: recorded with both VMs on the C stack).
 PASSIVE_LINES=$(cat <<'EOF2'
+ib_c_cm: mlx5_0: port 1: cm supported 1 (ib_cm set it)
+ib_c_cm: passive: listening: 0
+ib_c_cm: passive req: listen id ours 1, port 1, remote qpn the active QP's 1, qp type 2, psn 0x111, resp 1 init 1, timeouts 20/20, retry 7 rnr 7, srq 0, private "ib_c_cm req"; path type 0 dlid the peer's 1 slid the port's 1, pkey 0xffff, mtu 3, sl 0, rate 0, life 14, hop 0, sgid index 0 -1, alternate 0
+ib_c_cm: passive init: 0, mask 0x39, access 0xe, pkey index 0, port 1
+ib_c_cm: passive rtr: 0, mask 0x129181, mtu 3, dest qp the other end's 1, rq_psn 0x0, rd_atomic 1, min_rnr 0, ah type 1 dlid the peer's 1 sl 0 path_bits 0 rate 0 grh 0 port 1
+ib_c_cm: passive sent the rep: 0
+ib_c_cm: passive rtu: private "ib_c_cm rtu"; rts: 0, mask 0x12e01, sq_psn 0x111, timeout 15, retry 7, rnr_retry 7, rd_atomic 1; state 10
+ib_c_cm: the peer's send: 1 completion(s): status 0, opcode 128, 64 bytes, on the passive QP 1; data intact
+ib_c_cm: passive got the dreq: dreq: private "ib_c_cm dreq"; drep sent 0
+ib_c_cm: passive time-wait ended 1; state 0
+ib_c_cm: mlx5_0: done
 EOF2
 )
 ACTIVE_LINES=$(cat <<'EOF2'
+ib_c_cm: mlx5_0: port 1: cm supported 1 (ib_cm set it)
+ib_c_cm: req to the peer: 0, state 2
+ib_c_cm: active rep: remote qpn the passive QP's 1, psn 0x222, resp 1 init 1, failover 0, flow 0, rnr 7, srq 0, private "ib_c_cm rep"
+ib_c_cm: active init: 0, mask 0x39, access 0xe, pkey index 0, port 1
+ib_c_cm: active rtr: 0, mask 0x129181, mtu 3, dest qp the other end's 1, rq_psn 0x111, rd_atomic 1, min_rnr 0, ah type 1 dlid the peer's 1 sl 0 path_bits 0 rate 0 grh 0 port 1
+ib_c_cm: active rts: 0, mask 0x12e01, sq_psn 0x222, timeout 15, retry 7, rnr_retry 7, rd_atomic 1
+ib_c_cm: active sent the rtu: 0, state 10
+ib_c_cm: send to the peer: post 0; 1 completion(s): status 0, opcode 0
+ib_c_cm: dreq: 0, state 11
+ib_c_cm: active got the drep 1; time-wait ended 1; state 0
+ib_c_cm: mlx5_0: done
 EOF2
 )
 # ib_cm's counters after both rounds (`grep . cm_*/*`), the same on both hosts.
 COUNTERS=$(cat <<'EOF2'
+cm_rx_duplicates/apr:0 cm_rx_duplicates/drep:0 cm_rx_duplicates/dreq:0 cm_rx_duplicates/lap:0 cm_rx_duplicates/mra:0 cm_rx_duplicates/rej:0 cm_rx_duplicates/rep:0 cm_rx_duplicates/req:0 cm_rx_duplicates/rtu:0 cm_rx_duplicates/sidr_rep:0 cm_rx_duplicates/sidr_req:0 cm_rx_msgs/apr:0 cm_rx_msgs/drep:1 cm_rx_msgs/dreq:1 cm_rx_msgs/lap:0 cm_rx_msgs/mra:0 cm_rx_msgs/rej:0 cm_rx_msgs/rep:1 cm_rx_msgs/req:1 cm_rx_msgs/rtu:1 cm_rx_msgs/sidr_rep:0 cm_rx_msgs/sidr_req:0 cm_tx_msgs/apr:0 cm_tx_msgs/drep:1 cm_tx_msgs/dreq:1 cm_tx_msgs/lap:0 cm_tx_msgs/mra:0 cm_tx_msgs/rej:0 cm_tx_msgs/rep:1 cm_tx_msgs/req:1 cm_tx_msgs/rtu:1 cm_tx_msgs/sidr_rep:0 cm_tx_msgs/sidr_req:0 cm_tx_retries/apr:0 cm_tx_retries/drep:0 cm_tx_retries/dreq:0 cm_tx_retries/lap:0 cm_tx_retries/mra:0 cm_tx_retries/rej:0 cm_tx_retries/rep:0 cm_tx_retries/req:0 cm_tx_retries/rtu:0 cm_tx_retries/sidr_rep:0 cm_tx_retries/sidr_req:0 
 EOF2
 )
 
@@ -43,7 +66,8 @@ peer_guid=$(smpquery nodeinfo $peer_lid | sed -n 's/^PortGuid:\.*\(0x[0-9a-f]*\)
 check_output "the peer's port GUID, asked across the wire" '^0x[0-9a-f]{16}$' echo "$peer_guid"
 
 for round in 1 2; do
-	if [ "$round" = 1 ] && [ "$VM_INDEX" = 0 ] || [ "$round" = 2 ] && [ "$VM_INDEX" = 1 ]; then
+	# Round 1: VM 0 listens; round 2: VM 1.
+	if [ "$round$VM_INDEX" = 10 ] || [ "$round$VM_INDEX" = 21 ]; then
 		role=passive
 		want=$PASSIVE_LINES
 	else

@@ -18,13 +18,13 @@ ib_c_cm: mlx5_0: port 1: cm supported 1 (ib_cm set it)
 ib_c_cm: listen: 0, state 1; the same service again: -16
 ib_c_cm: req to a service nobody listens on: 0, state 2; rejected 1, reason 8, state 0
 ib_c_cm: req: 0, state 2
-ib_c_cm: passive req: listen id ours 1, port 1, remote qpn the active QP's 1, qp type 2, psn 0x111, resp 1 init 1, timeouts 20/20, retry 7 rnr 7, srq 0, private "ib_c_cm req"; path type 0 dlid/slid the port's 1/1, pkey 0xffff, mtu 3, sl 0, rate 0, life 14, hop 0, sgid index 0 -1, alternate 0
+ib_c_cm: passive req: listen id ours 1, port 1, remote qpn the active QP's 1, qp type 2, psn 0x111, resp 1 init 1, timeouts 20/20, retry 7 rnr 7, srq 0, private "ib_c_cm req"; path type 0 dlid the peer's 1 slid the port's 1, pkey 0xffff, mtu 3, sl 0, rate 0, life 14, hop 0, sgid index 0 -1, alternate 0
 ib_c_cm: passive init: 0, mask 0x39, access 0xe, pkey index 0, port 1
-ib_c_cm: passive rtr: 0, mask 0x129181, mtu 3, dest qp the other end's 1, rq_psn 0x0, rd_atomic 1, min_rnr 0, ah type 1 dlid the port's 1 sl 0 path_bits 0 rate 0 grh 0 port 1
+ib_c_cm: passive rtr: 0, mask 0x129181, mtu 3, dest qp the other end's 1, rq_psn 0x0, rd_atomic 1, min_rnr 0, ah type 1 dlid the peer's 1 sl 0 path_bits 0 rate 0 grh 0 port 1
 ib_c_cm: passive sent the rep: 0
 ib_c_cm: active rep: remote qpn the passive QP's 1, psn 0x222, resp 1 init 1, failover 0, flow 0, rnr 7, srq 0, private "ib_c_cm rep"
 ib_c_cm: active init: 0, mask 0x39, access 0xe, pkey index 0, port 1
-ib_c_cm: active rtr: 0, mask 0x129181, mtu 3, dest qp the other end's 1, rq_psn 0x111, rd_atomic 1, min_rnr 0, ah type 1 dlid the port's 1 sl 0 path_bits 0 rate 0 grh 0 port 1
+ib_c_cm: active rtr: 0, mask 0x129181, mtu 3, dest qp the other end's 1, rq_psn 0x111, rd_atomic 1, min_rnr 0, ah type 1 dlid the peer's 1 sl 0 path_bits 0 rate 0 grh 0 port 1
 ib_c_cm: active rts: 0, mask 0x12e01, sq_psn 0x222, timeout 15, retry 7, rnr_retry 7, rd_atomic 1
 ib_c_cm: active sent the rtu: 0, state 10
 ib_c_cm: passive rtu: private "ib_c_cm rtu"; rts: 0, mask 0x12e01, sq_psn 0x111, timeout 15, retry 7, rnr_retry 7, rd_atomic 1; state 10

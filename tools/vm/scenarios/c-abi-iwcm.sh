@@ -11,6 +11,14 @@
 
 # The C stack's lines with iw_cm loaded (the oracle; recorded from it).
 IWPM_LINES=$(cat <<'EOF2'
+iwpm hello abi 4: msg client 2 op 8 from 0 [1]=4, done 0
+iwpm hello abi 3: msg client 2 op 8 from 0 [1]=3, done 0
+iwpm hello without its attribute: done -22
+iwpm hello with a 1-byte version: done -22
+iwpm mapinfo from iwpmd, no mapping: done 0
+iwpm mapinfo from another name: done -22
+iwpm remove mapping (no callback): error -22
+iwpm reg pid answer without attributes: done -22
 EOF2
 )
 # Without a table: every request gets EINVAL.

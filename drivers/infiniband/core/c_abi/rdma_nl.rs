@@ -109,7 +109,12 @@ pub(crate) unsafe extern "C" fn ibnl_put_attr(
 /// # Safety
 ///
 /// `net` is alive; `skb` is a netlink buffer the caller owns and gives up.
-unsafe fn unicast(net: *mut bindings::net, skb: *mut bindings::sk_buff, pid: u32, wait: bool) -> c_int {
+unsafe fn unicast(
+    net: *mut bindings::net,
+    skb: *mut bindings::sk_buff,
+    pid: u32,
+    wait: bool,
+) -> c_int {
     let Some(skb) = NonNull::new(skb) else {
         return EINVAL.to_errno();
     };
