@@ -40,7 +40,7 @@ pub(crate) mod pma;
 use crate::{
     attrs::{LinkLayer, NodeType, NODE_DESC_MAX},
     c_abi::{
-        face::{CDeviceRef, CFace},
+        face::{CDeviceRef, CFace, PortDir},
         port_groups,
     },
     device::ib_device::IbDevice,
@@ -72,6 +72,18 @@ pub(crate) struct SysfsPort {
 
 /// A port's directory, `ports/<N>`.
 pub(crate) type SysfsPortDir = KObjectDir<SysfsPort>;
+
+impl PortDir for SysfsPortDir {
+    unsafe fn add_groups(&self, groups: *const *const bindings::attribute_group) -> Result {
+        // SAFETY: The caller's contract; `SysfsPort` hands the files to their C callbacks.
+        unsafe { self.add_foreign_groups(groups) }
+    }
+
+    unsafe fn remove_groups(&self, groups: *const *const bindings::attribute_group) {
+        // SAFETY: The caller's contract.
+        unsafe { self.remove_foreign_groups(groups) }
+    }
+}
 
 impl ForeignAttrs for SysfsPort {
     unsafe fn show_foreign(&self, attr: *mut bindings::attribute, buf: *mut c_char) -> isize {
@@ -530,10 +542,11 @@ impl DeviceSysfs {
 
     /// The port directories of the device's own tree, by port number from 1 (for its C
     /// structure: [`CFace::set_port_dirs`]).
-    pub(crate) fn port_dirs(&self) -> Result<KVec<Arc<SysfsPortDir>>> {
+    pub(crate) fn port_dirs(&self) -> Result<KVec<Arc<dyn PortDir>>> {
         let mut v = KVec::with_capacity(self.main.ports.len(), GFP_KERNEL)?;
         for p in self.main.ports.iter() {
-            v.push(p.port.clone(), GFP_KERNEL)?;
+            let dir: Arc<dyn PortDir> = p.port.clone();
+            v.push(dir, GFP_KERNEL)?;
         }
         Ok(v)
     }

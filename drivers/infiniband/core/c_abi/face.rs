@@ -17,7 +17,6 @@
 use crate::{
     attrs::{DeviceAttr, PortImmutable},
     device::ib_device::{DeviceEventRegistration, IbDevice},
-    sysfs::SysfsPortDir,
 };
 use core::{
     ptr::{self, NonNull},
@@ -61,7 +60,7 @@ struct Alloc {
     /// `port_data[].sysfs` is to `ib_port_register_client_groups`); emptied when the face is
     /// dropped (the directories hold the structure: [`CDeviceRef`]).
     #[pin]
-    port_dirs: Mutex<KVec<Arc<SysfsPortDir>>>,
+    port_dirs: Mutex<KVec<Arc<dyn PortDir>>>,
     /// What C modules see.
     ib: Opaque<bindings::ib_device>,
 }
@@ -199,8 +198,27 @@ fn new_handlers() -> impl PinInit<Mutex<CHandlers>> {
 }
 
 #[inline(never)]
-fn new_port_dirs() -> impl PinInit<Mutex<KVec<Arc<SysfsPortDir>>>> {
+fn new_port_dirs() -> impl PinInit<Mutex<KVec<Arc<dyn PortDir>>>> {
     new_mutex!(KVec::new(), "ib_core::c_abi::face::Alloc::port_dirs")
+}
+
+/// A port's sysfs directory (the core's `ports/<N>`), as C clients' attribute groups need it
+/// (`c_abi/port_groups.rs`); the core's sysfs implements it.
+pub(crate) trait PortDir: Send + Sync {
+    /// Adds C's NULL-terminated group list `groups` to the directory.
+    ///
+    /// # Safety
+    ///
+    /// `groups` stays valid until [`PortDir::remove_groups`] or the directory's end; its
+    /// attributes are `struct ib_port_attribute`s.
+    unsafe fn add_groups(&self, groups: *const *const bindings::attribute_group) -> Result;
+
+    /// Removes groups added by [`PortDir::add_groups`].
+    ///
+    /// # Safety
+    ///
+    /// `groups` was added to this directory.
+    unsafe fn remove_groups(&self, groups: *const *const bindings::attribute_group);
 }
 
 /// A counted reference to a face's C structure (to its `struct device`), for what may outlive
@@ -351,7 +369,7 @@ impl CFace {
 
     /// Hands the face the port directories of the device's own sysfs tree (by port number from
     /// 1), before C clients see it.
-    pub(crate) fn set_port_dirs(&self, dirs: KVec<Arc<SysfsPortDir>>) {
+    pub(crate) fn set_port_dirs(&self, dirs: KVec<Arc<dyn PortDir>>) {
         // SAFETY: The allocation is live (type invariant).
         *unsafe { &(*self.alloc.as_ptr()).port_dirs }.lock() = dirs;
     }
@@ -364,7 +382,7 @@ impl CFace {
     pub(crate) unsafe fn port_dir(
         ib: *mut bindings::ib_device,
         port: u32,
-    ) -> Option<Arc<SysfsPortDir>> {
+    ) -> Option<Arc<dyn PortDir>> {
         // SAFETY: The caller's contract.
         let alloc = unsafe { &*alloc_of(ib) };
         let dirs = alloc.port_dirs.lock();

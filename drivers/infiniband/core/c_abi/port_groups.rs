@@ -8,7 +8,7 @@
 //! `struct attribute` is inside C's `struct ib_port_attribute`, whose `show` and `store` get the
 //! device's C structure and the port number, as C's `port_attr_show` calls them.
 
-use crate::{c_abi::face::CFace, sysfs::SysfsPortDir};
+use crate::c_abi::face::{CFace, PortDir};
 use kernel::{
     bindings,
     ffi::{c_char, c_int},
@@ -21,7 +21,7 @@ use kernel::{
 /// # Safety
 ///
 /// `ib` is a face handed to the caller and not yet removed.
-unsafe fn port_dir(ib: *mut bindings::ib_device, port: u32) -> Result<Arc<SysfsPortDir>> {
+unsafe fn port_dir(ib: *mut bindings::ib_device, port: u32) -> Result<Arc<dyn PortDir>> {
     // SAFETY: The caller's contract.
     unsafe { CFace::owner_on_port(ib, port) }.map_err(Error::from_errno)?;
     // SAFETY: As above.
@@ -51,7 +51,7 @@ pub(crate) unsafe extern "C" fn ib_port_register_client_groups(
     };
     // SAFETY: The groups live until they are removed (contract); the directory's files call
     // back into [`show`] and [`store`], which read them as `ib_port_attribute`s.
-    match unsafe { dir.add_foreign_groups(groups) } {
+    match unsafe { dir.add_groups(groups) } {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
@@ -72,7 +72,7 @@ pub(crate) unsafe extern "C" fn ib_port_unregister_client_groups(
     // SAFETY: The caller's contract.
     if let Ok(dir) = unsafe { port_dir(ibdev, port_num) } {
         // SAFETY: Added to this directory (contract).
-        unsafe { dir.remove_foreign_groups(groups) };
+        unsafe { dir.remove_groups(groups) };
     }
 }
 
