@@ -819,14 +819,32 @@ impl<'a> Request<'a> {
                     && core::mem::align_of::<D::State>() <= core::mem::align_of::<u64>()
             )
         };
+        // SAFETY: `dump_callback::<D>` and `done_callback::<D>` are this abstraction's, callable
+        // while `module` is pinned by the dump.
+        unsafe { self.start_dump_with(Some(dump_callback::<D>), Some(done_callback::<D>), module) }
+    }
+
+    /// `netlink_dump_start` with `dump` and `done`, `module` pinned while the dump runs; a
+    /// started dump is not acknowledged.
+    ///
+    /// # Safety
+    ///
+    /// The callbacks stay callable until the dump ends.
+    unsafe fn start_dump_with(
+        &mut self,
+        dump: Option<CDump>,
+        done: Option<unsafe extern "C" fn(*mut bindings::netlink_callback) -> c_int>,
+        module: &'static ThisModule,
+    ) -> Result {
         // SAFETY: An all-zero dump control is valid (no callbacks); the fields used are set.
         let mut control: bindings::netlink_dump_control = unsafe { core::mem::zeroed() };
-        control.dump = Some(dump_callback::<D>);
-        control.done = Some(done_callback::<D>);
+        control.dump = dump;
+        control.done = done;
         control.module = module.as_ptr();
         // SAFETY: `skb` and its kernel socket are valid and `msg` is its message (type
         // invariants); the netlink core copies what it needs from `control`, takes its own
-        // reference on `skb`, and zeroes the callback's context (the dump's `State`).
+        // reference on `skb`, and zeroes the callback's context (the dump's state); the
+        // callbacks' contract is the caller's.
         let ret = unsafe {
             bindings::__netlink_dump_start(
                 self.sock(),
@@ -866,24 +884,8 @@ impl Request<'_> {
     ///
     /// `dump` is a C netlink dump callback that stays callable until the dump ends.
     pub unsafe fn start_c_dump(&mut self, dump: CDump, module: &'static ThisModule) -> Result {
-        // SAFETY: An all-zero dump control is valid (no callbacks); the fields used are set.
-        let mut control: bindings::netlink_dump_control = unsafe { core::mem::zeroed() };
-        control.dump = Some(dump);
-        control.module = module.as_ptr();
-        // SAFETY: As in `start_dump`; the callback's contract is the caller's.
-        let ret = unsafe {
-            bindings::__netlink_dump_start(
-                self.sock(),
-                self.skb.as_ptr(),
-                self.msg.0.get(),
-                &mut control,
-            )
-        };
-        if ret == EINTR.to_errno() {
-            self.dump_started = true;
-            return Ok(());
-        }
-        to_result(ret)
+        // SAFETY: The caller's contract.
+        unsafe { self.start_dump_with(Some(dump), None, module) }
     }
 }
 

@@ -24,7 +24,7 @@ use crate::{
     c_abi::{
         ah::ah_of,
         face::CFace,
-        object::{err_ptr, init_list, ptr_or_err, Faced},
+        object::{alloc_flags, err_ptr, init_list, ptr_or_err, Faced},
         pd::{release, CPd, PdObject},
     },
     mad::{
@@ -596,12 +596,7 @@ pub(crate) unsafe extern "C" fn ib_create_send_mad(
     if mad_agent.is_null() {
         return err_ptr(EINVAL);
     }
-    // A caller that cannot sleep says so (ib_cm's `GFP_ATOMIC`, under its spinlocks).
-    let flags = if gfp_mask & bindings::__GFP_DIRECT_RECLAIM != 0 {
-        GFP_KERNEL
-    } else {
-        GFP_ATOMIC
-    };
+    let flags = alloc_flags(gfp_mask);
     // SAFETY: The caller's contract.
     ptr_or_err(unsafe {
         create_send(

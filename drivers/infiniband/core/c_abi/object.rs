@@ -78,6 +78,16 @@ impl<K, C> Faced<K, C> {
     }
 }
 
+/// The allocation flags for a C caller's `gfp_t`: `GFP_KERNEL` when it may sleep
+/// (`__GFP_DIRECT_RECLAIM`), `GFP_ATOMIC` otherwise (ib_cm's `GFP_ATOMIC` under its spinlocks).
+pub(crate) fn alloc_flags(gfp: bindings::gfp_t) -> Flags {
+    if gfp & bindings::__GFP_DIRECT_RECLAIM != 0 {
+        GFP_KERNEL
+    } else {
+        GFP_ATOMIC
+    }
+}
+
 /// C's `ERR_PTR(err)`: the pointer a C function returns for an error.
 pub(crate) fn err_ptr<T>(err: Error) -> *mut T {
     // The errno (negative, at least -MAX_ERRNO) as an address, as C encodes it.

@@ -6,9 +6,13 @@
 //! mapper client uses. A C table is served by the core's dispatcher (`netlink.rs`) as C serves
 //! it; messages C builds go out through the core's kernel socket of their namespace.
 
-use crate::netlink::{self, uapi};
+use crate::{
+    c_abi::object::alloc_flags,
+    netlink::{self, uapi},
+};
 use core::ptr::NonNull;
 use kernel::{
+    alloc::Flags,
     bindings,
     ffi::{c_int, c_uint, c_void},
     net::{
@@ -104,17 +108,23 @@ pub(crate) unsafe extern "C" fn ibnl_put_attr(
     }
 }
 
-/// Sends C's buffer `skb` to port `pid` of `net` through the core's socket there.
+/// Where a buffer C built goes.
+enum Dest {
+    /// Port `pid`, without blocking.
+    Unicast(u32),
+    /// Port `pid`, waiting for room in its queue.
+    UnicastWait(u32),
+    /// Multicast group `group`, allocating with the flags.
+    Multicast(u32, Flags),
+}
+
+/// Sends C's buffer `skb` to `dest` in `net` through the core's socket there; 0 or the errno.
+/// The buffer is consumed in every case.
 ///
 /// # Safety
 ///
 /// `net` is alive; `skb` is a netlink buffer the caller owns and gives up.
-unsafe fn unicast(
-    net: *mut bindings::net,
-    skb: *mut bindings::sk_buff,
-    pid: u32,
-    wait: bool,
-) -> c_int {
+unsafe fn send(net: *mut bindings::net, skb: *mut bindings::sk_buff, dest: Dest) -> c_int {
     let Some(skb) = NonNull::new(skb) else {
         return EINVAL.to_errno();
     };
@@ -124,10 +134,10 @@ unsafe fn unicast(
     let Some(sk) = (unsafe { netlink::socket_of(Net::from_raw(net)) }) else {
         return ENODEV.to_errno();
     };
-    let sent = if wait {
-        sk.unicast_wait(msg, pid)
-    } else {
-        sk.unicast(msg, pid)
+    let sent = match dest {
+        Dest::Unicast(pid) => sk.unicast(msg, pid),
+        Dest::UnicastWait(pid) => sk.unicast_wait(msg, pid),
+        Dest::Multicast(group, flags) => sk.multicast(msg, group, flags),
     };
     match sent {
         Ok(()) => 0,
@@ -148,7 +158,7 @@ pub(crate) unsafe extern "C" fn rdma_nl_unicast(
     pid: u32,
 ) -> c_int {
     // SAFETY: The caller's contract.
-    unsafe { unicast(net, skb, pid, false) }
+    unsafe { send(net, skb, Dest::Unicast(pid)) }
 }
 
 /// C's `rdma_nl_unicast_wait`: as [`rdma_nl_unicast`], waiting for room in the receiver's
@@ -164,7 +174,7 @@ pub(crate) unsafe extern "C" fn rdma_nl_unicast_wait(
     pid: u32,
 ) -> c_int {
     // SAFETY: The caller's contract.
-    unsafe { unicast(net, skb, pid, true) }
+    unsafe { send(net, skb, Dest::UnicastWait(pid)) }
 }
 
 /// C's `rdma_nl_multicast`: sends `skb` to multicast `group` of `net`; 0, or `-ESRCH` when
@@ -181,22 +191,6 @@ pub(crate) unsafe extern "C" fn rdma_nl_multicast(
     group: c_uint,
     flags: bindings::gfp_t,
 ) -> c_int {
-    let Some(skb) = NonNull::new(skb) else {
-        return EINVAL.to_errno();
-    };
-    // SAFETY: The buffer is the caller's to give (contract).
-    let msg = unsafe { Message::from_raw(skb) };
-    // SAFETY: `net` is alive (contract); the caller is a C module that depends on the core.
-    let Some(sk) = (unsafe { netlink::socket_of(Net::from_raw(net)) }) else {
-        return ENODEV.to_errno();
-    };
-    let gfp = if flags & bindings::__GFP_DIRECT_RECLAIM != 0 {
-        GFP_KERNEL
-    } else {
-        GFP_ATOMIC
-    };
-    match sk.multicast(msg, group, gfp) {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
+    // SAFETY: The caller's contract.
+    unsafe { send(net, skb, Dest::Multicast(group, alloc_flags(flags))) }
 }
