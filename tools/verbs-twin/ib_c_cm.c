@@ -45,6 +45,8 @@ struct end {
 	unsigned long seen;
 	int last_event;
 	int rej_reason;
+	/* The cm_id's state as the RTU's handler saw it (later reads may see a DREQ's effect). */
+	int rtu_state;
 	int err[3];
 	/* The other end's QP number, as the REQ or the REP gave it. */
 	u32 remote_qpn;
@@ -86,6 +88,16 @@ static void saw(struct end *e, int event)
 static bool has_seen(struct end *e, int event)
 {
 	return wait_event_timeout(wake, test_bit(event, &e->seen), WAIT) > 0;
+}
+
+/*
+ * Whether a cm_id just given a DREQ is where ib_cm leaves it: DREQ_SENT, or already past it when
+ * the DREP came back before the caller looked (TIMEWAIT, then IDLE once time-wait ends). Which of
+ * the three it reads depends on the timing of the DREP, on either stack.
+ */
+static bool dreq_sent_or_past(struct ib_cm_id *id)
+{
+	return id->state == IB_CM_DREQ_SENT || id->state == IB_CM_TIMEWAIT || id->state == IB_CM_IDLE;
 }
 
 /* The QP number `e`'s QP must be connected to: the other end's here, the peer's given by ib_cm. */
@@ -181,6 +193,7 @@ static int passive_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 		passive.err[1] = to_state(&passive, IB_QPS_RTS, passive.st[2], sizeof(passive.st[2]));
 		snprintf(passive.ev[1], sizeof(passive.ev[1]), "rtu: private \"%s\"",
 			 (char *)ev->private_data);
+		passive.rtu_state = id->state;
 		break;
 	case IB_CM_DREQ_RECEIVED:
 		snprintf(passive.ev[2], sizeof(passive.ev[2]), "dreq: private \"%s\"",
@@ -383,12 +396,13 @@ static void run_loop(union ib_gid *gid)
 		goto out_listen;
 	}
 	pr_info("ib_c_cm: passive %s; %s; state %d\n", passive.ev[1], passive.st[2],
-		passive.id->state);
+		passive.rtu_state);
 
 	traffic();
 
 	err = ib_send_cm_dreq(active.id, "ib_c_cm dreq", 13);
-	pr_info("ib_c_cm: dreq: %d, state %d\n", err, active.id->state);
+	pr_info("ib_c_cm: dreq: %d, state dreq sent or past it %d\n", err,
+		dreq_sent_or_past(active.id));
 	pr_info("ib_c_cm: passive got it %d: %s; drep sent %d\n",
 		has_seen(&passive, IB_CM_DREQ_RECEIVED), passive.ev[2], passive.err[2]);
 	pr_info("ib_c_cm: active got the drep %d; time-wait ended: active %d, passive %d; states %d/%d\n",
@@ -429,7 +443,7 @@ static void run_passive(void)
 		goto out;
 	}
 	pr_info("ib_c_cm: passive %s; %s; state %d\n", passive.ev[1], passive.st[2],
-		passive.id->state);
+		passive.rtu_state);
 	n = poll_n(&wc, 1);
 	for (i = 0; i < MSG; i++)
 		if (buf[MSG + i] != (u8)(i * 7 + 3))
@@ -485,7 +499,8 @@ static void run_active(union ib_gid *gid)
 	pr_info("ib_c_cm: send to the peer: post %d; %d completion(s): status %d, opcode %d\n",
 		err, n, wc.status, wc.opcode);
 	err = ib_send_cm_dreq(active.id, "ib_c_cm dreq", 13);
-	pr_info("ib_c_cm: dreq: %d, state %d\n", err, active.id->state);
+	pr_info("ib_c_cm: dreq: %d, state dreq sent or past it %d\n", err,
+		dreq_sent_or_past(active.id));
 	pr_info("ib_c_cm: active got the drep %d; time-wait ended %d; state %d\n",
 		has_seen(&active, IB_CM_DREP_RECEIVED), has_seen(&active, IB_CM_TIMEWAIT_EXIT),
 		active.id->state);

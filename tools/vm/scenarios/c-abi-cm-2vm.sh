@@ -36,7 +36,7 @@ ib_c_cm: active rtr: 0, mask 0x129181, mtu 3, dest qp the other end's 1, rq_psn 
 ib_c_cm: active rts: 0, mask 0x12e01, sq_psn 0x222, timeout 15, retry 7, rnr_retry 7, rd_atomic 1
 ib_c_cm: active sent the rtu: 0, state 10
 ib_c_cm: send to the peer: post 0; 1 completion(s): status 0, opcode 0
-ib_c_cm: dreq: 0, state 11
+ib_c_cm: dreq: 0, state dreq sent or past it 1
 ib_c_cm: active got the drep 1; time-wait ended 1; state 0
 ib_c_cm: mlx5_0: done
 EOF2

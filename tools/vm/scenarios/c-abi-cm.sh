@@ -29,7 +29,7 @@ ib_c_cm: active rts: 0, mask 0x12e01, sq_psn 0x222, timeout 15, retry 7, rnr_ret
 ib_c_cm: active sent the rtu: 0, state 10
 ib_c_cm: passive rtu: private "ib_c_cm rtu"; rts: 0, mask 0x12e01, sq_psn 0x111, timeout 15, retry 7, rnr_retry 7, rd_atomic 1; state 10
 ib_c_cm: send over the connection: post 0; 2 completion(s): 0/0, recv on the passive QP 1, 64 bytes; data intact
-ib_c_cm: dreq: 0, state 11
+ib_c_cm: dreq: 0, state dreq sent or past it 1
 ib_c_cm: passive got it 1: dreq: private "ib_c_cm dreq"; drep sent 0
 ib_c_cm: active got the drep 1; time-wait ended: active 1, passive 1; states 0/0
 ib_c_cm: mlx5_0: done
