@@ -11,7 +11,10 @@
 //! dropped, whatever the process does with its mapping meanwhile; pages pinned writable are
 //! marked dirty when they are unpinned. A [`DmaMappedPages`] owns its pinned pages: it unmaps
 //! them from the device, then unpins them, when it is dropped. The caller must drop it while the
-//! device is still bound, and only once the device can no longer access the memory.
+//! device is still bound, and only once the device can no longer access the memory. Once mapped,
+//! the pages are known by the scatter table alone (the page list is freed, as C's `ib_umem_get`
+//! frees its own), and they are unpinned a contiguous range at a time, as C's
+//! `__ib_umem_release` unpins them.
 //!
 //! C headers: [`include/linux/mm.h`](srctree/include/linux/mm.h),
 //! [`include/linux/scatterlist.h`](srctree/include/linux/scatterlist.h)
@@ -35,8 +38,26 @@ const PIN_BATCH: usize = PAGE_SIZE / core::mem::size_of::<*mut bindings::page>()
 pub struct PinnedPages {
     pages: KVVec<*mut bindings::page>,
     writable: bool,
-    /// The process charged for the pages (`pinned_vm`, grabbed) and how many were charged.
-    charged: Option<(NonNull<bindings::mm_struct>, usize)>,
+    charged: Charge,
+}
+
+/// The process charged for pinned pages (`pinned_vm`, its mm grabbed) and how many pages were
+/// charged; given back when dropped.
+struct Charge(Option<(NonNull<bindings::mm_struct>, usize)>);
+
+// SAFETY: The charge is an mm reference and a count, given back from any thread.
+unsafe impl Send for Charge {}
+// SAFETY: `&Charge` gives nothing access.
+unsafe impl Sync for Charge {}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        if let Some((mm, count)) = self.0.take() {
+            // SAFETY: `mm` was grabbed with `count` pages charged by `PinnedPages::pin`; both
+            // are given back once, here.
+            unsafe { bindings::rdma_rs_pinned_vm_uncharge(mm.as_ptr(), count as _) };
+        }
+    }
 }
 
 // SAFETY: The pages are pinned, not tied to the pinning thread; unpinning may happen on any
@@ -74,14 +95,14 @@ impl PinnedPages {
         let mut this = Self {
             pages: KVVec::new(),
             writable,
-            charged: None,
+            charged: Charge(None),
         };
         let mut err: c_int = 0;
         // SAFETY: Called in task context; on success the helper returns the calling process's
         // mm, grabbed, with `count` pages charged, which `drop` gives back.
         let mm = unsafe { bindings::rdma_rs_pinned_vm_charge(count as _, &mut err) };
         match NonNull::new(mm) {
-            Some(mm) => this.charged = Some((mm, count)),
+            Some(mm) => this.charged = Charge(Some((mm, count))),
             None => return Err(Error::from_errno(err)),
         }
         // The list grows with what is pinned (C pins in batches too): a range larger than the
@@ -132,6 +153,20 @@ impl PinnedPages {
         self.pages.len()
     }
 
+    /// Gives up the page list (its memory freed) but not the pins, nor the charge, which the
+    /// caller takes.
+    ///
+    /// # Safety
+    ///
+    /// The caller unpins every page of the list exactly once (dirty if [`Self::writable`]).
+    unsafe fn into_pins(mut self) -> Charge {
+        let charge = core::mem::replace(&mut self.charged, Charge(None));
+        // The list goes; the pages stay pinned (the caller's contract): `drop` then has no page
+        // to unpin and no charge to give back.
+        self.pages = KVVec::new();
+        charge
+    }
+
     /// Whether the pages were pinned for writing.
     pub fn writable(&self) -> bool {
         self.writable
@@ -151,11 +186,6 @@ impl Drop for PinnedPages {
                 )
             };
         }
-        if let Some((mm, count)) = self.charged.take() {
-            // SAFETY: `mm` was grabbed with `count` pages charged by `pin`; both are given back
-            // once, here.
-            unsafe { bindings::rdma_rs_pinned_vm_uncharge(mm.as_ptr(), count as _) };
-        }
     }
 }
 
@@ -163,16 +193,50 @@ impl Drop for PinnedPages {
 ///
 /// # Invariants
 ///
-/// `sgt` holds a scatter list built from `pinned`'s pages and mapped with
-/// `dma_map_sgtable(dev, sgt, dir, MAP_ATTRS)`; it is unmapped and freed only by `drop`, before
-/// `pinned` is unpinned.
+/// `sgt` holds a scatter list built from `page_count` pinned pages (pinned for writing when
+/// `writable`) and mapped with `dma_map_sgtable(dev, sgt, dir, MAP_ATTRS)`; its entries
+/// (`orig_nents`) cover each of those pages once ([`pages_of`]). The table is unmapped, its
+/// pages unpinned and the table freed only by `drop`; `_charge` is the process's charge for them.
 pub struct DmaMappedPages {
     sgt: KBox<Opaque<bindings::sg_table>>,
     dev: ARef<Device>,
     dir: DataDirection,
     offset: usize,
     len: usize,
-    pinned: PinnedPages,
+    page_count: usize,
+    writable: bool,
+    /// The process's charge for the pages, given back when the mapping drops, after `drop`.
+    _charge: Charge,
+}
+
+/// How many pages scatter list entry `sg` spans: from its first page, its offset and length.
+///
+/// # Safety
+///
+/// `sg` is an entry of a live table.
+unsafe fn pages_of(sg: *mut bindings::scatterlist) -> usize {
+    // SAFETY: The caller's contract.
+    let (offset, length) = unsafe { ((*sg).offset as usize, (*sg).length as usize) };
+    (offset + length).div_ceil(PAGE_SIZE)
+}
+
+/// The entries of `sgt` as built (`orig_nents`), with `f` called on each.
+///
+/// # Safety
+///
+/// `sgt` is a live table.
+unsafe fn for_each_entry(
+    sgt: *mut bindings::sg_table,
+    mut f: impl FnMut(*mut bindings::scatterlist),
+) {
+    // SAFETY: The caller's contract.
+    let (mut sg, mut left) = unsafe { ((*sgt).sgl, (*sgt).orig_nents) };
+    while left > 0 && !sg.is_null() {
+        f(sg);
+        // SAFETY: `sg` is an entry of the table; `sg_next` gives the next one or NULL.
+        sg = unsafe { bindings::sg_next(sg) };
+        left -= 1;
+    }
 }
 
 /// The attributes of every mapping: coherent DMA required (C's `ib_umem_get` maps user memory
@@ -209,7 +273,7 @@ impl DmaMappedPages {
         let page_count = c_uint::try_from(pinned.page_count()).map_err(|_| EINVAL)?;
         let sgt = KBox::new(Opaque::<bindings::sg_table>::zeroed(), GFP_KERNEL)?;
         // SAFETY: `sgt` is a zeroed table; `pages` holds `page_count` valid page pointers,
-        // which stay pinned while the table exists (it is freed before `pinned` in `drop`).
+        // which stay pinned while the table exists (`drop` unpins them, then frees it).
         to_result(unsafe {
             bindings::sg_alloc_table_from_pages_segment(
                 sgt.get(),
@@ -221,24 +285,44 @@ impl DmaMappedPages {
                 GFP_KERNEL.as_raw(),
             )
         })?;
-        // SAFETY: `sgt` was just filled; `dev` is bound (caller's promise).
-        let mapped = to_result(unsafe {
-            bindings::dma_map_sgtable(dev.as_raw(), sgt.get(), dir.into(), MAP_ATTRS)
-        });
+        // The entries must cover each pinned page once: they are what is unpinned at the end.
+        let mut covered = 0;
+        // SAFETY: `sgt` was just filled.
+        unsafe { for_each_entry(sgt.get(), |sg| covered += pages_of(sg)) };
+        let mapped = if covered == pinned.page_count() {
+            // SAFETY: `sgt` was just filled; `dev` is bound (caller's promise).
+            to_result(unsafe {
+                bindings::dma_map_sgtable(dev.as_raw(), sgt.get(), dir.into(), MAP_ATTRS)
+            })
+        } else {
+            Err(EINVAL)
+        };
         if let Err(e) = mapped {
-            // SAFETY: The table was allocated above and is not mapped.
+            // SAFETY: The table was allocated above and is not mapped; `pinned` unpins its pages
+            // when it drops.
             unsafe { bindings::sg_free_table(sgt.get()) };
             return Err(e);
         }
-        // INVARIANT: mapped above; `pinned` is kept until `drop`.
+        let (page_count, writable) = (pinned.page_count(), pinned.writable());
+        // SAFETY: `drop` unpins each page of the table's entries once, which are the pinned
+        // pages (checked above), dirty if they were pinned writable.
+        let charge = unsafe { pinned.into_pins() };
+        // INVARIANT: mapped above; the table's entries cover the `page_count` pinned pages.
         Ok(Self {
             sgt,
             dev: dev.into(),
             dir,
             offset,
             len,
-            pinned,
+            page_count,
+            writable,
+            _charge: charge,
         })
+    }
+
+    /// How many pages are pinned for the mapping.
+    pub fn page_count(&self) -> usize {
+        self.page_count
     }
 
     /// The offset of the mapped range in its first page.
@@ -283,27 +367,30 @@ impl DmaMappedPages {
             left -= 1;
         }
     }
-
-    /// The pinned pages.
-    pub fn pinned(&self) -> &PinnedPages {
-        &self.pinned
-    }
 }
 
 impl Drop for DmaMappedPages {
     fn drop(&mut self) {
+        let sgt = self.sgt.get();
         // SAFETY: The table is mapped for `dev` (type invariant), which is still bound (the
-        // caller's promise at `map`); it is unmapped and freed only here. `pinned` is unpinned
-        // after this body, when the fields drop.
+        // caller's promise at `map`); it is unmapped here, once.
+        unsafe { bindings::dma_unmap_sgtable(self.dev.as_raw(), sgt, self.dir.into(), MAP_ATTRS) };
+        let dirty = self.writable;
+        // SAFETY: The table is live; its entries cover the pinned pages, each once (type
+        // invariant): a range is unpinned per entry, dirty when written (C's
+        // `__ib_umem_release`), and only here.
         unsafe {
-            bindings::dma_unmap_sgtable(
-                self.dev.as_raw(),
-                self.sgt.get(),
-                self.dir.into(),
-                MAP_ATTRS,
-            );
-            bindings::sg_free_table(self.sgt.get());
-        }
+            for_each_entry(sgt, |sg| {
+                bindings::unpin_user_page_range_dirty_lock(
+                    bindings::rdma_rs_sg_page(sg),
+                    pages_of(sg) as _,
+                    dirty,
+                )
+            })
+        };
+        // SAFETY: The table is no longer mapped and its pages are unpinned; freed once, here.
+        // The charge goes when the fields drop.
+        unsafe { bindings::sg_free_table(sgt) };
     }
 }
 

@@ -60,7 +60,7 @@ impl UserMemory {
 
     /// The page list CREATE_CQ takes: one big-endian entry per 4 KiB page.
     pub(crate) fn page_list(&self) -> Result<KVVec<u8>> {
-        page_list(&self.0, 0, self.0.pinned().page_count())
+        page_list(&self.0, 0, self.0.page_count())
     }
 }
 
