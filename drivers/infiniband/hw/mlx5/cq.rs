@@ -30,12 +30,13 @@ use ib_core::{
 use kernel::{
     dma::CoherentView,
     io::io_read,
-    new_mutex, new_spinlock, new_spinlock_irq,
+    new_mutex, new_spinlock, new_spinlock_irqsave,
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
         barrier::{mb, ordering::Read, ordering::Write},
-        Arc, Mutex, SpinLock, SpinLockIrq,
+        spinlock_irqsave::SpinLockIrqSave,
+        Arc, Mutex, SpinLock,
     },
 };
 use mlx5_core::{
@@ -217,7 +218,7 @@ pub(crate) struct CqShared {
     db: DoorbellRecord,
     events: Arc<Events>,
     #[pin]
-    inner: SpinLockIrq<CqInner>,
+    inner: SpinLockIrqSave<CqInner>,
     /// One resize at a time (C's `resize_mutex`); taken before `inner`.
     #[pin]
     resizing: Mutex<()>,
@@ -323,7 +324,7 @@ pub(crate) fn create(
             entries: Atomic::new(entries),
             db,
             events,
-            inner <- new_spinlock_irq!(CqInner {
+            inner <- new_spinlock_irqsave!(CqInner {
                 cons_index: 0,
                 ring,
                 resize: None,

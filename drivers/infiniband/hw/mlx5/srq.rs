@@ -20,11 +20,12 @@ use ib_core::{
 };
 use kernel::{
     io::Io,
-    new_spinlock_irq,
+    new_spinlock_irqsave,
     prelude::*,
     sync::{
         barrier::{mb, ordering::Write},
-        Arc, SpinLockIrq,
+        spinlock_irqsave::SpinLockIrqSave,
+        Arc,
     },
 };
 use mlx5_core::{
@@ -105,7 +106,7 @@ pub(crate) struct SrqShared {
     db: DoorbellRecord,
     size: SrqSize,
     #[pin]
-    ring: SpinLockIrq<Ring>,
+    ring: SpinLockIrqSave<Ring>,
 }
 
 impl SrqShared {
@@ -330,7 +331,7 @@ pub(crate) fn create(
             buf,
             db,
             size,
-            ring <- new_spinlock_irq!(Ring {
+            ring <- new_spinlock_irqsave!(Ring {
                 head: 0,
                 tail: size.max - 1,
                 wqe_ctr: 0,

@@ -32,11 +32,12 @@ use ib_core::{
     verbs::wr::{PostError, RecvWr, SendWr, WcStatus, WorkCompletion},
 };
 use kernel::{
-    new_spinlock_irq,
+    new_spinlock_irqsave,
     prelude::*,
     sync::{
         barrier::{mb, ordering::Write},
-        Arc, SpinLockIrq,
+        spinlock_irqsave::SpinLockIrqSave,
+        Arc,
     },
 };
 use mlx5_core::auxdev::{
@@ -107,10 +108,10 @@ pub(crate) struct QpShared {
     /// The SRQ it receives from (it has no receive queue then).
     srq: Option<Arc<SrqShared>>,
     #[pin]
-    sq: SpinLockIrq<Sq>,
+    sq: SpinLockIrqSave<Sq>,
     sq_done: SqDone,
     #[pin]
-    rq: SpinLockIrq<Rq>,
+    rq: SpinLockIrqSave<Rq>,
     rq_done: RqDone,
 }
 
@@ -166,9 +167,9 @@ impl QpShared {
                 sig_bits,
                 kind,
                 srq,
-                sq <- new_spinlock_irq!(sq),
+                sq <- new_spinlock_irqsave!(sq),
                 sq_done,
-                rq <- new_spinlock_irq!(rq),
+                rq <- new_spinlock_irqsave!(rq),
                 rq_done,
             }),
             GFP_KERNEL,
@@ -208,6 +209,7 @@ impl QpShared {
 
     /// A send completion at WQE `wqe_counter`: its request id; the requests up to it are done.
     /// Called with the CQ's lock held (no send lock: see [`SqDone`]).
+    #[inline]
     pub(crate) fn sq_complete(&self, wqe_counter: u16) -> u64 {
         let d = &self.sq_done;
         let idx = (u32::from(wqe_counter) & self.sqs.wqe_cnt.saturating_sub(1)) as usize;
@@ -277,6 +279,7 @@ impl QpShared {
 
     /// A receive completion at WQE `wqe_counter`: from an SRQ, the request id of that WQE
     /// (freed, as C's `mlx5_ib_free_srq_wqe`); else of the oldest posted receive.
+    #[inline]
     pub(crate) fn rq_complete(&self, wqe_counter: u16) -> u64 {
         if let Some(srq) = &self.srq {
             return srq.complete(wqe_counter);
