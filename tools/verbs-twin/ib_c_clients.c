@@ -12,14 +12,18 @@
  * rdma_protocol_*, a few attributes, the parent device), what ib_query_port returns and
  * what the core's caches hold (ib_get_cached_pkey, ib_find_cached_pkey,
  * ib_get_cached_port_state); at load it prints the core's texts and sizes (ib_event_msg,
- * ib_wc_status_msg, the GID type names both ways, rdma_addr_size and its bounded forms);
- "first" also registers an event handler (ib_register_event_handler)
- * that prints each event of the device with the cached port state it sees.
+ * ib_wc_status_msg, the GID type names both ways, rdma_addr_size and its bounded forms,
+ * rdma_node_get_transport, and ib_modify_qp_is_ok's answers over its table). "first" also
+ * registers an event handler (ib_register_event_handler) that prints each event of the device
+ * with the cached port state it sees, then dispatches two events as a C driver does
+ * (ib_dispatch_event) and writes a message about the device through ibdev_err.
  */
+#include <linux/atomic.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <linux/wait.h>
 #include <rdma/ib.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
@@ -38,6 +42,9 @@ struct ctx {
 
 static struct ib_client first, second, refuser;
 static unsigned int add_count;
+/* Events "first"'s handler got, and where dispatch_events waits for the next. */
+static atomic_t events_seen = ATOMIC_INIT(0);
+static DECLARE_WAIT_QUEUE_HEAD(events_wait);
 
 /* What the client's data for @device says: ours (set by our add), or what went wrong. */
 static const char *data_check(struct ib_client *client, struct ib_device *device, void *data)
@@ -61,6 +68,32 @@ static void on_event(struct ib_event_handler *handler, struct ib_event *event)
 
 	pr_info("ib_c_clients: %s: event %d port %u (cached state %d, %d)\n",
 		dev_name(&event->device->dev), event->event, event->element.port_num, state, ret);
+	atomic_inc(&events_seen);
+	wake_up_all(&events_wait);
+}
+
+/*
+ * A driver's own events, as a C driver dispatches them (ib_dispatch_event, which hands them to
+ * the handlers later, from the core's workqueue): one at a time, each waited for, so that the
+ * handler's lines come in this order on either stack. SM change goes straight to the handlers;
+ * LID change first refreshes the port's cached state. Then a message about the device through
+ * ibdev_err, which names it as the core names it.
+ */
+static void dispatch_events(struct ib_device *device)
+{
+	static const enum ib_event_type types[] = { IB_EVENT_SM_CHANGE, IB_EVENT_LID_CHANGE };
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(types); i++) {
+		struct ib_event ev = { .device = device, .event = types[i], .element.port_num = 1 };
+		int before = atomic_read(&events_seen);
+
+		ib_dispatch_event(&ev);
+		if (!wait_event_timeout(events_wait, atomic_read(&events_seen) != before, 10 * HZ))
+			pr_info("ib_c_clients: %s: dispatched event %d never came\n",
+				dev_name(&device->dev), types[i]);
+	}
+	ibdev_err(device, "ibdev_err from ib_c_clients: %s %d\n", "value", 42);
 }
 
 /* What the core's caches say of @port. */
@@ -155,6 +188,7 @@ static int add_one(struct ib_client *client, struct ib_device *device)
 		INIT_IB_EVENT_HANDLER(&c->handler, device, on_event);
 		ib_register_event_handler(&c->handler);
 		c->has_handler = true;
+		dispatch_events(device);
 	}
 	ib_set_client_data(device, client, c);
 	pr_info("ib_c_clients: %s: data for %s: %s\n", client->name, dev_name(&device->dev),
@@ -200,6 +234,55 @@ static struct ib_client refuser = {
 	.rename = refuser_rename,
 };
 
+/*
+ * ib_modify_qp_is_ok over every state pair and QP type below IB_QPT_MAX, one line per current
+ * state: how many of the probe masks it allows and a hash of every answer in order. The probes
+ * are the masks consumers use to reach INIT, RTR and RTS (and none), each alone, with each
+ * attribute bit added and with each removed: around every set a transition requires, so that a
+ * required or an allowed bit either stack has and the other has not changes the answers.
+ */
+static void print_qp_transitions(void)
+{
+	static const u32 typical[] = {
+		0,
+		IB_QP_STATE,
+		IB_QP_STATE | IB_QP_PORT,
+		IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_QKEY,
+		IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_QKEY,
+		IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_ACCESS_FLAGS,
+		IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN | IB_QP_RQ_PSN,
+		IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN | IB_QP_RQ_PSN |
+			IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER,
+		IB_QP_STATE | IB_QP_SQ_PSN,
+		IB_QP_STATE | IB_QP_TIMEOUT | IB_QP_SQ_PSN,
+		IB_QP_STATE | IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_SQ_PSN |
+			IB_QP_MAX_QP_RD_ATOMIC,
+	};
+	enum ib_qp_state cur, next;
+	u32 type, t, bit;
+
+	for (cur = IB_QPS_RESET; cur <= IB_QPS_ERR; cur++) {
+		u32 hash = 2166136261u, allowed = 0, probes = 0;
+
+		for (next = IB_QPS_RESET; next <= IB_QPS_ERR; next++)
+			for (type = 0; type < IB_QPT_MAX; type++)
+				for (t = 0; t < ARRAY_SIZE(typical); t++)
+					for (bit = 0; bit <= 26; bit++) {
+						/* bit 26: the probe alone; then with the bit
+						 * flipped (added or removed). */
+						u32 mask = bit == 26 ? typical[t] :
+								       typical[t] ^ BIT(bit);
+						bool ok = ib_modify_qp_is_ok(cur, next, type, mask);
+
+						hash = (hash ^ ok) * 16777619u;
+						allowed += ok;
+						probes++;
+					}
+		pr_info("ib_c_clients: qp transitions from state %d: %u of %u probes allowed, hash 0x%08x\n",
+			cur, allowed, probes, hash);
+	}
+}
+
 /* The texts and sizes the core gives C modules, one line per table. */
 static void print_tables(void)
 {
@@ -236,6 +319,11 @@ static void print_tables(void)
 			       rdma_addr_size_kss(&ss));
 	}
 	pr_info("ib_c_clients: address sizes:%s\n", line);
+	n = 0;
+	for (i = 0; i <= RDMA_NODE_UNSPECIFIED + 1; i++)
+		n += scnprintf(line + n, sizeof(line) - n, " %d:%d", i, rdma_node_get_transport(i));
+	pr_info("ib_c_clients: transports:%s\n", line);
+	print_qp_transitions();
 }
 
 static int __init ib_c_clients_init(void)

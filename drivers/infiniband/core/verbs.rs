@@ -24,6 +24,7 @@ pub mod cq_poll;
 pub mod dma_buffer;
 pub mod ops;
 pub mod prepared;
+pub mod qp_transitions;
 pub mod types;
 pub mod wr;
 
@@ -72,109 +73,12 @@ pub(crate) fn check_path_sgid(
         .ok_or(EINVAL)
 }
 
-/// The attributes moving a `t` QP from `cur` to `next` requires, and those it may carry
-/// besides (C's `qp_state_table`, verbs.c:1464-1763, for the fields this core carries: the
-/// alternate path, path migration, SQD notification and rate limits are refused before);
-/// `None` when there is no such transition.
-fn transition_attrs(cur: QpState, next: QpState, t: QpType) -> Option<(QpAttrMask, QpAttrMask)> {
-    use QpAttrField as F;
-    use QpState::*;
-    use QpType::*;
-    let none = QpAttrMask::empty();
-    // What INIT takes, as RESET to INIT requires it and INIT to INIT allows it.
-    let init = match t {
-        Ud => F::PkeyIndex | F::Port | F::Qkey,
-        Uc | Rc => F::PkeyIndex | F::Port | F::AccessFlags,
-        Smi | Gsi => F::PkeyIndex | F::Qkey,
-    };
-    // What a move to RTS may carry besides (from RTR, RTS and SQD).
-    let to_rts = match t {
-        Ud | Smi | Gsi => F::CurState | F::Qkey,
-        Uc => F::CurState | F::AccessFlags,
-        Rc => F::CurState | F::AccessFlags | F::MinRnrTimer,
-    };
-    Some(match (cur, next) {
-        (_, Reset) => (none, none),
-        (Reset, Init) => (init, none),
-        // From RESET only INIT (and RESET): not even ERR.
-        (Reset, _) => return None,
-        (_, Err) => (none, none),
-        (Init, Init) => (none, init),
-        (Init, Rtr) => (
-            match t {
-                Uc => F::Av | F::PathMtu | F::DestQpn | F::RqPsn,
-                Rc => {
-                    F::Av | F::PathMtu | F::DestQpn | F::RqPsn | F::MaxDestRdAtomic | F::MinRnrTimer
-                }
-                Ud | Smi | Gsi => none,
-            },
-            match t {
-                Ud | Smi | Gsi => F::PkeyIndex | F::Qkey,
-                Uc | Rc => F::AccessFlags | F::PkeyIndex,
-            },
-        ),
-        (Rtr, Rts) => (
-            match t {
-                Rc => F::Timeout | F::RetryCnt | F::RnrRetry | F::SqPsn | F::MaxQpRdAtomic,
-                Ud | Uc | Smi | Gsi => F::SqPsn.into(),
-            },
-            to_rts,
-        ),
-        (Rts, Rts) | (Sqd, Rts) => (none, to_rts),
-        (Rts, Sqd) => (none, none),
-        (Sqd, Sqd) => (
-            none,
-            match t {
-                Ud | Smi | Gsi => F::PkeyIndex | F::Qkey,
-                Uc => F::Av | F::AccessFlags | F::PkeyIndex,
-                Rc => {
-                    F::Port
-                        | F::Av
-                        | F::Timeout
-                        | F::RetryCnt
-                        | F::RnrRetry
-                        | F::MaxQpRdAtomic
-                        | F::MaxDestRdAtomic
-                        | F::AccessFlags
-                        | F::PkeyIndex
-                        | F::MinRnrTimer
-                }
-            },
-        ),
-        (Sqe, Rts) => (
-            none,
-            match t {
-                Ud | Smi | Gsi => F::CurState | F::Qkey,
-                Uc => F::CurState | F::AccessFlags,
-                Rc => none,
-            },
-        ),
-        _ => return None,
-    })
-}
-
-/// Whether moving a `qp_type` QP from `cur` to `next` with `mask` is allowed (C's
-/// `ib_modify_qp_is_ok`): the transition exists, `mask` names every attribute it requires and
-/// nothing it does not take; naming the current state is only allowed from RTR, RTS, SQD and
-/// SQE. A modify without the state bit stays in `cur` (`next` must be `cur` then).
+/// Whether moving a `qp_type` QP from `cur` to `next` with `mask` is allowed: C's
+/// `ib_modify_qp_is_ok` ([`qp_transitions::modify_qp_is_ok`], the one table), and a modify
+/// without the state bit stays in `cur` (`next` must be `cur` then).
 pub fn qp_transition_ok(cur: QpState, next: QpState, qp_type: QpType, mask: QpAttrMask) -> bool {
-    use QpAttrField as F;
-    if cur != next && !mask.contains(F::State) {
-        return false;
-    }
-    if mask.contains(F::CurState)
-        && !matches!(
-            cur,
-            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
-        )
-    {
-        return false;
-    }
-    let Some((required, optional)) = transition_attrs(cur, next, qp_type) else {
-        return false;
-    };
-    let allowed = required | optional | F::State;
-    mask.contains_all(required) && (mask & !allowed) == QpAttrMask::empty()
+    (cur == next || mask.contains(QpAttrField::State))
+        && qp_transitions::modify_qp_is_ok(cur as u32, next as u32, qp_type as u32, mask.into())
 }
 
 /// A live object counted in its device's resource tracking; dropping it uncounts it. Objects

@@ -6,12 +6,17 @@
 # functions. Three clients ("first", "second", and "refuser", whose add fails) print a line per
 # callback; each step's lines must be the text below, the same on both stacks:
 #   - insmod: the core's texts (ib_event_msg, ib_wc_status_msg, the GID type names both ways)
-#     for every value and one past, and rdma_addr_size* per family; then add for mlx5_0 in
+#     for every value and one past, rdma_addr_size* per family, rdma_node_get_transport per
+#     node type, ib_modify_qp_is_ok's answers to probes around every set of attributes a
+#     transition requires (a count and a hash per current state); then add for mlx5_0 in
 #     registration order, what C reads of the device (name, node type
 #     and GUID, ports, parent and DMA device, rdma_cap_*/rdma_protocol_* of port 1, immutable
 #     data, attributes, ib_query_port's answer and its EINVAL for a port past the last), the
 #     client data set and read back through C's inline ib_get_client_data, what the core's
-#     caches say (ib_get_cached_pkey, ib_find_cached_pkey, ib_get_cached_port_state);
+#     caches say (ib_get_cached_pkey, ib_find_cached_pkey, ib_get_cached_port_state); "first"
+#     dispatches an SM change and a LID change on port 1 as a C driver would
+#     (ib_dispatch_event) and its handler prints each, and it writes a message about mlx5_0
+#     with ibdev_err, which must name the device as C's core does;
 #   - the port going down and up (the model's control socket): "first"'s event handler
 #     (ib_register_event_handler) gets each event with the port state the core's cache holds;
 #   - rename (`rdma dev set ... name`): rename to the two clients whose add succeeded, with the
@@ -29,6 +34,14 @@ ib_c_clients: events: CQ error|QP fatal error|QP request error|QP access error|c
 ib_c_clients: wc statuses: success|local length error|local QP operation error|local EE context operation error|local protection error|WR flushed|memory bind operation error|bad response error|local access error|remote invalid request error|remote access error|remote operation error|transport retry counter exceeded|RNR retry counter exceeded|local RDD violation error|remote invalid RD request|operation aborted|invalid EE context number|invalid EE context state|fatal error|response timeout error|general error|unrecognized status
 ib_c_clients: gid types: IB/RoCE v1|IB/RoCE v1|RoCE v2|Invalid GID type 0 2 2 -22 -22 -22 -22
 ib_c_clients: address sizes: 2:16/16/16 10:28/28/28 27:48/0/48 1:0/0/0
+ib_c_clients: transports: 0:0 1:0 2:0 3:0 4:1 5:2 6:3 7:4 8:0
+ib_c_clients: qp transitions from state 0: 141 of 22869 probes allowed, hash 0x3e8c5f08
+ib_c_clients: qp transitions from state 1: 494 of 22869 probes allowed, hash 0x08c45c0d
+ib_c_clients: qp transitions from state 2: 266 of 22869 probes allowed, hash 0xea87d777
+ib_c_clients: qp transitions from state 3: 417 of 22869 probes allowed, hash 0x69afaf3c
+ib_c_clients: qp transitions from state 4: 595 of 22869 probes allowed, hash 0x8c5f9a12
+ib_c_clients: qp transitions from state 5: 283 of 22869 probes allowed, hash 0x86503186
+ib_c_clients: qp transitions from state 6: 176 of 22869 probes allowed, hash 0xb18fe1f7
 ib_c_clients: first: add mlx5_0 (index order 1): node type 1, guid 0002c90300000100, ports 1-1, parent 0000:01:00.0, dma 0000:01:00.0, kverbs 1
 ib_c_clients: mlx5_0 attrs: vendor 0x2c9 part 4119 hw 0, max_qp 262144 max_cq 16777216 max_cqe 4194303 max_mr 16777216 max_pd 16777216 max_srq 8388608 max_sge 30/32, atomic 1, cap 0x101c20, desc "MT4119 ConnectX5   Mellanox Technologies"
 ib_c_clients: mlx5_0 port 1: ib 1, cm 1, mad 1, smi 1, cap_flags 0x101017, gids 8, pkeys 128, max_mad 256
@@ -36,6 +49,8 @@ ib_c_clients: mlx5_0 port 1: state 4, phys 5, lid 0x6, sm_lid 0x1, lmc 0, mtu 5/
 ib_c_clients: mlx5_0 port 1 caches: pkey[0] 0xffff (0), find 0xffff 0 (0), 0x7fff 0 (0), 0x1234 0xffff (-2), pkey[65536] -22, state 4 (0), port 2: -22
 ib_c_clients: mlx5_0: rdma_net is init_net 1, rdma_dev_access_netns(init_net) 1, owner is the device 1
 ib_c_clients: mlx5_0: ib_query_port of port 2: -22
+ib_c_clients: mlx5_0: event 13 port 1 (cached state 4, 0)
+ib_c_clients: mlx5_0: event 11 port 1 (cached state 4, 0)
 ib_c_clients: first: data for mlx5_0: ours
 ib_c_clients: second: add mlx5_0 (index order 2): node type 1, guid 0002c90300000100, ports 1-1, parent 0000:01:00.0, dma 0000:01:00.0, kverbs 1
 ib_c_clients: second: data for mlx5_0: ours
@@ -63,7 +78,7 @@ EOF
 )
 # Adding again prints the device's lines of the first add, the clients' adds numbered on.
 READD_LINES=$(echo "$ADD_LINES" | awk '
-	/: (events|wc statuses|gid types|address sizes):|: registered / { next }
+	/: (events|wc statuses|gid types|address sizes|transports):|: registered |: qp transitions from / { next }
 	match($0, /index order [0-9]+/) {
 		n = substr($0, RSTART + 12, RLENGTH - 12) + 3
 		$0 = substr($0, 1, RSTART + 11) n substr($0, RSTART + RLENGTH)
@@ -75,6 +90,11 @@ ib_c_clients: first: remove mlx5_0, data ours
 ib_c_clients: unregistered
 EOF
 )
+
+# The message ib_c_clients writes with ibdev_err, as C's core prints it (the parent's driver and
+# PCI name, then the RDMA device's).
+IBDEV_ERR_LINE='mlx5_core 0000:01:00.0 mlx5_0: ibdev_err from ib_c_clients: value 42'
+ibdev_err_line() { dmesg | sed -n 's/^\[[ 0-9.]*\] //; /ibdev_err from ib_c_clients/p' | head -n 1; }
 
 # The module's lines (ktap.sh's module_lines: without the kernel's taint notice for the first
 # out-of-tree module, which on the Rust stack is ib_core).
@@ -88,6 +108,7 @@ wait_for "mlx5_0 port 1 is ACTIVE" 60 'state ACTIVE' rdma link show mlx5_0/1
 m=$(mark)
 check "insmod ib_c_clients.ko (one C module for both stacks)" insmod $stack_dir/ib_c_clients.ko
 expect "the clients' add lines: what C reads of mlx5_0, in registration order" $m "$ADD_LINES"
+check_output "ibdev_err names the device as C's core names it" "^$IBDEV_ERR_LINE\$" ibdev_err_line
 
 m=$(mark)
 check_output "model: port 1 down" '^ok port 1 down$' model_ctl port 1 down

@@ -5,7 +5,8 @@
 //! `drivers/infiniband/core/device.c`). A C handler joins the device's handlers after those
 //! already registered, Rust or C (C's `event_handler_list` order), and is called with a
 //! `struct ib_event` (the device's C structure, the port, C's event number) for every event the
-//! device's driver dispatches, in process context, as C calls it from its work item.
+//! device's driver dispatches, in process context, as C calls it from its work item. C drivers
+//! dispatch their device's events with `ib_dispatch_event` (any context).
 
 use crate::{
     c_abi::face::CFace, device::events::EventType, device::ib_device::DeviceEventRegistration,
@@ -101,4 +102,47 @@ pub(crate) unsafe extern "C" fn ib_unregister_event_handler(
     // Dropping the registration removes it from the device's handlers (waiting for a dispatch
     // in progress), outside the list's lock.
     drop(gone);
+}
+
+/// C's `ib_dispatch_event`: tells the device's event handlers, Rust and C, about a device or
+/// port event, later, from the core's workqueue (C's `ib_wq`), as the core's own drivers'
+/// events reach them ([`crate::device::ib_device::IbDevice::dispatch_event`]: the port's cached state refreshed first for
+/// the events that change it). Callable in any context. Dropped: an event of a CQ, QP, SRQ or
+/// WQ (their own handlers get those), an unknown event or port, a device being unregistered,
+/// no memory (C drops the last too).
+///
+/// # Safety
+///
+/// `event` points to a `struct ib_event` whose `device` is registered (C's contract: a driver
+/// dispatches events of its own registered device).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_dispatch_event(event: *const bindings::ib_event) {
+    // SAFETY: `event` is valid (contract); for a device or port event `element` is the port.
+    let (ib, number, port) =
+        unsafe { ((*event).device, (*event).event, (*event).element.port_num) };
+    let Some(kind) = EventType::from_number(number).filter(|e| e.is_device_event()) else {
+        return;
+    };
+    // SAFETY: `ib` is a registered device's (contract).
+    let Some(dev) = (unsafe { CFace::owner_arc(ib) }) else {
+        return;
+    };
+    // A device event concerns no port (0, as the core's drivers dispatch it).
+    let port = if kind == EventType::DeviceFatal {
+        0
+    } else {
+        port
+    };
+    if kind != EventType::DeviceFatal && (port == 0 || port > dev.port_count()) {
+        return;
+    }
+    let Some(queues) = crate::device::workqueues::queues() else {
+        return;
+    };
+    let _ = queues.general.try_spawn(GFP_ATOMIC, move || {
+        // Not once unregistration began: its handlers are going (C flushes its queue then).
+        if let Some(held) = dev.try_get() {
+            held.dispatch_event(kind, port);
+        }
+    });
 }

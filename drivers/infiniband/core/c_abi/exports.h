@@ -17,10 +17,12 @@ EXPORT_C_ABI(ib_set_client_data);
 EXPORT_C_ABI(ib_query_port);
 EXPORT_C_ABI(rdma_dev_access_netns);
 EXPORT_C_ABI(ib_modify_port);
+EXPORT_C_ABI(rdma_node_get_transport);
 
 /* c_abi/events.rs */
 EXPORT_C_ABI(ib_register_event_handler);
 EXPORT_C_ABI(ib_unregister_event_handler);
+EXPORT_C_ABI(ib_dispatch_event);
 
 /* c_abi/cache.rs */
 EXPORT_C_ABI(ib_get_cached_pkey);
@@ -55,6 +57,7 @@ EXPORT_C_ABI(ib_modify_qp);
 EXPORT_C_ABI(ib_query_qp);
 EXPORT_C_ABI(ib_destroy_qp_user);
 EXPORT_C_ABI(ib_drain_qp);
+EXPORT_C_ABI(ib_modify_qp_is_ok);
 
 /* c_abi/ah.rs */
 EXPORT_C_ABI(rdma_create_ah);

@@ -441,3 +441,34 @@ pub(crate) unsafe extern "C" fn ib_drain_qp(qp: *mut bindings::ib_qp) {
         pr_warn!("failed to drain QP: {e:?}\n");
     }
 }
+
+// The table's numbers are C's (checked here, where the bindings are).
+const _: () = {
+    use crate::verbs::qp_transitions::{attr, qp_type, state};
+    assert!(state::RESET == bindings::ib_qp_state_IB_QPS_RESET);
+    assert!(state::SQE == bindings::ib_qp_state_IB_QPS_SQE);
+    assert!(state::ERR == bindings::ib_qp_state_IB_QPS_ERR);
+    assert!(qp_type::RAW_PACKET == bindings::ib_qp_type_IB_QPT_RAW_PACKET);
+    assert!(qp_type::XRC_INI == bindings::ib_qp_type_IB_QPT_XRC_INI);
+    assert!(qp_type::XRC_TGT == bindings::ib_qp_type_IB_QPT_XRC_TGT);
+    assert!(qp_type::MAX == bindings::ib_qp_type_IB_QPT_MAX);
+    assert!(attr::EN_SQD_ASYNC_NOTIFY == bindings::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY);
+    assert!(attr::ALT_PATH == bindings::ib_qp_attr_mask_IB_QP_ALT_PATH);
+    assert!(attr::PATH_MIG_STATE == bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE);
+    assert!(attr::DEST_QPN == bindings::ib_qp_attr_mask_IB_QP_DEST_QPN);
+    assert!(attr::RATE_LIMIT == bindings::ib_qp_attr_mask_IB_QP_RATE_LIMIT);
+};
+
+/// C's `ib_modify_qp_is_ok`: whether a `type_` QP may move from `cur_state` to `next_state`
+/// with the attributes `mask` names (the core's one table, `verbs::qp_transitions`; drivers
+/// call it from their `modify_qp`). A state or type out of C's ranges is refused (C indexes
+/// its table with them unchecked).
+#[no_mangle]
+pub(crate) extern "C" fn ib_modify_qp_is_ok(
+    cur_state: bindings::ib_qp_state,
+    next_state: bindings::ib_qp_state,
+    type_: bindings::ib_qp_type,
+    mask: bindings::ib_qp_attr_mask,
+) -> bool {
+    crate::verbs::qp_transitions::modify_qp_is_ok(cur_state, next_state, type_, mask)
+}

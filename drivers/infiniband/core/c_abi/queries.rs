@@ -2,7 +2,7 @@
 
 //! Device and port queries with C's names and signatures (C's
 //! `drivers/infiniband/core/device.c`): `ib_query_port`, `rdma_dev_access_netns`, and
-//! `ib_modify_port`.
+//! `ib_modify_port`; and `rdma_node_get_transport` (`verbs.c`).
 
 use crate::netlink;
 use crate::{
@@ -116,5 +116,21 @@ pub(crate) unsafe extern "C" fn ib_modify_port(
     match dev.modify_port_caps(port_num, m.set_port_cap_mask, m.clr_port_cap_mask) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
+    }
+}
+
+/// C's `rdma_node_get_transport`: the transport of a node type (`RDMA_NODE_*`): iWARP for an
+/// RNIC, the usNIC transports for usNIC nodes, unspecified for an unspecified node, InfiniBand
+/// for every other number (CA, switch, router and unknown ones alike, as C answers).
+#[no_mangle]
+pub(crate) extern "C" fn rdma_node_get_transport(
+    node_type: kernel::ffi::c_uint,
+) -> bindings::rdma_transport_type {
+    match node_type {
+        bindings::RDMA_NODE_USNIC => bindings::rdma_transport_type_RDMA_TRANSPORT_USNIC,
+        bindings::RDMA_NODE_USNIC_UDP => bindings::rdma_transport_type_RDMA_TRANSPORT_USNIC_UDP,
+        bindings::RDMA_NODE_RNIC => bindings::rdma_transport_type_RDMA_TRANSPORT_IWARP,
+        bindings::RDMA_NODE_UNSPECIFIED => bindings::rdma_transport_type_RDMA_TRANSPORT_UNSPECIFIED,
+        _ => bindings::rdma_transport_type_RDMA_TRANSPORT_IB,
     }
 }

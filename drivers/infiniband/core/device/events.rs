@@ -67,6 +67,55 @@ pub enum EventType {
     DeviceSpeedChange = 20,
 }
 
+impl EventType {
+    /// The event with C's number `n` (`enum ib_event_type`), if there is one.
+    pub fn from_number(n: u32) -> Option<Self> {
+        use EventType::*;
+        Some(match n {
+            0 => CqErr,
+            1 => QpFatal,
+            2 => QpReqErr,
+            3 => QpAccessErr,
+            4 => CommEst,
+            5 => SqDrained,
+            6 => PathMig,
+            7 => PathMigErr,
+            8 => DeviceFatal,
+            9 => PortActive,
+            10 => PortErr,
+            11 => LidChange,
+            12 => PkeyChange,
+            13 => SmChange,
+            14 => SrqErr,
+            15 => SrqLimitReached,
+            16 => QpLastWqeReached,
+            17 => ClientReregister,
+            18 => GidChange,
+            19 => WqFatal,
+            20 => DeviceSpeedChange,
+            _ => return None,
+        })
+    }
+
+    /// Whether the event concerns a whole device or one of its ports (what a device's event
+    /// handlers get), rather than a CQ, QP, SRQ or WQ (what the object's own handler gets).
+    pub fn is_device_event(self) -> bool {
+        use EventType::*;
+        matches!(
+            self,
+            DeviceFatal
+                | PortActive
+                | PortErr
+                | LidChange
+                | PkeyChange
+                | SmChange
+                | ClientReregister
+                | GidChange
+                | DeviceSpeedChange
+        )
+    }
+}
+
 /// A consumer's handler of an object's asynchronous events. Drivers may raise events in atomic
 /// context (from their event queue's interrupt), so the handler must not sleep.
 pub type EventHandler = KBox<dyn Fn(EventType) + Send + Sync>;
