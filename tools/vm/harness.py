@@ -305,10 +305,16 @@ def scenario_host_cpus(path: Path) -> set[int] | None:
     return None
 
 
-def scenario_installs_modules(path: Path) -> bool:
+def scenario_installs_modules(path: Path) -> list[str] | None:
     """Whether the stack's modules are installed in the guest's module tree, from an
-    `# install-modules: yes` header line (see `install_modules`)."""
-    return any(re.match(r"#\s*install-modules:\s*yes\s*$", line) for line in header_lines(path))
+    `# install-modules: yes [NAME ...]` header line (see `install_modules`): None when not,
+    else the names of the other modules to install with them (C's modules above the core,
+    such as iw_cm, which a host's module tree has too)."""
+    for line in header_lines(path):
+        m = re.match(r"#\s*install-modules:\s*yes((?:\s+[\w-]+)*)\s*$", line)
+        if m:
+            return m.group(1).split()
+    return None
 
 
 def scenario_kernel(path: Path) -> str:
@@ -339,14 +345,16 @@ def use_intree_build(args) -> None:
 
 
 def install_modules(root: Path, stack: str, modules: dict[str, Path], release: str,
-                    kernel_tree: Path) -> None:
+                    kernel_tree: Path, also: list[str]) -> None:
     """Installs the stack's modules (not the test-only ones) in the guest's module tree
     `/lib/modules/<release>/` as `make modules_install` and an out-of-tree install would (a
     module built in the kernel tree under `kernel/` at its path there, an external one under
     `extra/`) and runs `depmod` on it, so that `modprobe` resolves names, aliases and
-    dependencies in the guest."""
+    dependencies in the guest. `also` names more of `modules` to install the same way."""
     base = root / "lib/modules" / release
-    for name in STACK_MODULES[stack]:
+    for name in STACK_MODULES[stack] + also:
+        if name not in modules:
+            raise HarnessError(f"`# install-modules:` names {name}, which this run does not have")
         src = modules[name].resolve()
         if src.is_relative_to(kernel_tree.resolve()):
             rel = Path("kernel") / src.relative_to(kernel_tree.resolve())
@@ -455,7 +463,8 @@ def add_python(root: Path) -> set[str]:
 
 def build_initramfs(out: Path, stack: str, modules: dict[str, Path], conf: dict[str, str],
                     scenario: str | None, net_modules: dict[str, Path] | None = None,
-                    install: tuple[str, Path] | None = None, python: bool = False) -> None:
+                    install: tuple[str, Path, list[str]] | None = None,
+                    python: bool = False) -> None:
     """Writes a newc cpio archive for one run (one guest) to `out`; `net_modules` (the NIC driver,
     for two-VM runs) go to /lib/modules/net/ with their load order; with `install` (the kernel's
     release and build tree), the stack's modules are also installed in /lib/modules/<release>/
@@ -1021,8 +1030,8 @@ def cmd_run(args) -> int:
             initrds.append(vm.workdir / "initramfs.cpio")
             build_initramfs(initrds[-1], stack, module_paths(args, stack), conf, args.scenario,
                             net_module_paths(args) if link is not None else None,
-                            (kernel_release(args), Path(args.kernel_tree))
-                            if scenario_installs_modules(path) else None,
+                            (kernel_release(args), Path(args.kernel_tree), installs)
+                            if (installs := scenario_installs_modules(path)) is not None else None,
                             scenario_guest_python(path))
         for vm in vms:
             vm.cpus = cpus

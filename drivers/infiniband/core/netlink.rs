@@ -15,10 +15,9 @@
 //! port mapper ops): their `doit` and `dump` are C's callbacks, called as C's dispatcher calls
 //! them (an IWCM op always through a dump), and unregistration waits for a callback running.
 //!
-//! Unlike C, a client that is not registered is not looked for with
-//! `request_module("rdma-netlink-subsys-N")` (the guests load modules by hand, and a module
-//! that provides one is loaded before it is used), so the answer is C's answer when that
-//! lookup fails, `EINVAL`.
+//! A client that is not registered is looked for once, as C's `get_cb_table` does: the module
+//! aliased `rdma-netlink-subsys-N` is loaded (iw_cm for the port mapper's client) and the table
+//! looked up again; still none: `EINVAL`.
 
 pub(crate) mod ls;
 pub(crate) mod nldev;
@@ -33,6 +32,7 @@ use kernel::{
         self as netlink, flags, Config, Handler, KernelSocket, Message, Request,
     },
     prelude::*,
+    str::CString,
     ThisModule,
 };
 
@@ -193,6 +193,16 @@ fn handle_c(req: &mut Request<'_>, c: u32, op: u32) -> Result {
     }
 }
 
+/// Loads the module that provides client `c`'s table (aliased `rdma-netlink-subsys-<c>`, C's
+/// `MODULE_ALIAS_RDMA_NETLINK`) and looks the table up again. In the sender's context, with no
+/// lock held: modprobe may take long, and the module registers its table from its init.
+fn load_table(c: u32) -> Option<Table> {
+    let alias = CString::try_from_fmt(fmt!("rdma-netlink-subsys-{c}")).ok()?;
+    // Whether modprobe found anything shows in the second look.
+    let _ = kernel::kmod::request_module(&alias);
+    table_of(c)
+}
+
 /// The protocol's request handler (C's `rdma_nl_rcv_msg` under `rdma_nl_rcv_skb`).
 struct RdmaNetlink;
 
@@ -214,7 +224,7 @@ impl Handler for RdmaNetlink {
         if !req.net().is_init_net() && c != client::NLDEV {
             return Err(EINVAL);
         }
-        let entry = match table_of(c) {
+        let entry = match table_of(c).or_else(|| load_table(c)) {
             Some(Table::C(_)) => return handle_c(req, c, op),
             Some(Table::Rust(ops)) => ops.get(op as usize).copied().unwrap_or(Op::NONE),
             None => Op::NONE,
