@@ -13,13 +13,15 @@
  * what the core's caches hold (ib_get_cached_pkey, ib_find_cached_pkey,
  * ib_get_cached_port_state); at load it prints the core's texts and sizes (ib_event_msg,
  * ib_wc_status_msg, the GID type names both ways, rdma_addr_size and its bounded forms,
- * rdma_node_get_transport, and ib_modify_qp_is_ok's answers over its table). "first" also
+ * rdma_node_get_transport, ib_modify_qp_is_ok's answers over its table, ib_sg_to_pages on
+ * made-up scatter lists). "first" also
  * registers an event handler (ib_register_event_handler) that prints each event of the device
  * with the cached port state it sees, then dispatches two events as a C driver does
  * (ib_dispatch_event) and writes a message about the device through ibdev_err.
  */
 #include <linux/atomic.h>
 #include <linux/module.h>
+#include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <linux/in.h>
 #include <linux/in6.h>
@@ -283,6 +285,72 @@ static void print_qp_transitions(void)
 	}
 }
 
+/* ib_sg_to_pages' set_page: records each page, refuses once the list holds sg_limit. */
+static u64 sg_pages[64];
+static int sg_npages, sg_limit;
+
+static int record_page(struct ib_mr *mr, u64 addr)
+{
+	if (sg_npages >= sg_limit)
+		return -ENOMEM;
+	sg_pages[sg_npages++] = addr;
+	return 0;
+}
+
+/*
+ * ib_sg_to_pages as a driver's map_mr_sg calls it, on scatter lists made up here (DMA addresses
+ * and lengths written directly, nothing mapped): one line per case with what it returns, the
+ * offset it gives back, the MR's iova and length, and the pages set_page got.
+ */
+static void print_sg_to_pages(void)
+{
+	static const struct {
+		const char *name;
+		u32 page_size;
+		int nents, limit;
+		unsigned int offset;
+		u64 addr[4];
+		u32 len[4];
+	} cases[] = {
+		{ "aligned", 4096, 3, 64, 0, { 0x10000, 0x11000, 0x30000 }, { 4096, 4096, 8192 } },
+		{ "first offset", 4096, 2, 64, 100, { 0x10000, 0x12000 }, { 8192, 4096 } },
+		{ "gap", 4096, 3, 64, 0, { 0x10000, 0x20000, 0x21800 }, { 4096, 2048, 4096 } },
+		{ "joined mid-page", 4096, 3, 64, 0, { 0x10000, 0x10800, 0x11000 }, { 2048, 2048, 4096 } },
+		{ "joined across pages", 4096, 2, 64, 0, { 0x10400, 0x11c00 }, { 6144, 9216 } },
+		{ "list full", 4096, 2, 3, 0, { 0x10000, 0x20000 }, { 8192, 8192 } },
+		{ "list full at once", 4096, 1, 0, 0, { 0x10000 }, { 4096 } },
+		{ "list full, offset", 4096, 1, 0, 512, { 0x10000 }, { 4096 } },
+		{ "64k pages", 65536, 2, 64, 0, { 0x100000, 0x110000 }, { 65536, 100000 } },
+		{ "offset past the first", 4096, 1, 64, 5000, { 0x10000 }, { 4096 } },
+		{ "no entries", 4096, 0, 64, 0, { 0x10000 }, { 4096 } },
+	};
+	/* Static: the module's init runs once, and an ib_mr is large for its stack. */
+	static struct scatterlist sgl[4];
+	static struct ib_mr mr;
+	static char line[512];
+	int c, i, n, ret;
+
+	for (c = 0; c < ARRAY_SIZE(cases); c++) {
+		unsigned int offset = cases[c].offset;
+
+		sg_init_table(sgl, ARRAY_SIZE(sgl));
+		for (i = 0; i < ARRAY_SIZE(sgl); i++) {
+			sg_dma_address(&sgl[i]) = cases[c].addr[i];
+			sg_dma_len(&sgl[i]) = cases[c].len[i];
+		}
+		memset(&mr, 0, sizeof(mr));
+		mr.page_size = cases[c].page_size;
+		sg_npages = 0;
+		sg_limit = cases[c].limit;
+		ret = ib_sg_to_pages(&mr, sgl, cases[c].nents, &offset, record_page);
+		n = 0;
+		for (i = 0; i < sg_npages; i++)
+			n += scnprintf(line + n, sizeof(line) - n, " 0x%llx", sg_pages[i]);
+		pr_info("ib_c_clients: sg to pages, %s: %d, offset %u, iova 0x%llx length %llu, pages%s\n",
+			cases[c].name, ret, offset, mr.iova, mr.length, n ? line : " none");
+	}
+}
+
 /* The texts and sizes the core gives C modules, one line per table. */
 static void print_tables(void)
 {
@@ -324,6 +392,7 @@ static void print_tables(void)
 		n += scnprintf(line + n, sizeof(line) - n, " %d:%d", i, rdma_node_get_transport(i));
 	pr_info("ib_c_clients: transports:%s\n", line);
 	print_qp_transitions();
+	print_sg_to_pages();
 }
 
 static int __init ib_c_clients_init(void)

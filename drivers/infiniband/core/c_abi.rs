@@ -44,6 +44,8 @@ pub(crate) mod rdma_nl;
 pub(crate) mod restrack;
 /// Address attributes from SA path records.
 pub(crate) mod sa_path;
+/// Scatter lists to a fast-registration MR's pages (`ib_sg_to_pages`).
+pub(crate) mod sg_to_pages;
 /// Shared receive queues.
 pub(crate) mod srq;
 /// C's work requests and completions as the core's.

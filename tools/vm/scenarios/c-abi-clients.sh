@@ -8,7 +8,8 @@
 #   - insmod: the core's texts (ib_event_msg, ib_wc_status_msg, the GID type names both ways)
 #     for every value and one past, rdma_addr_size* per family, rdma_node_get_transport per
 #     node type, ib_modify_qp_is_ok's answers to probes around every set of attributes a
-#     transition requires (a count and a hash per current state); then add for mlx5_0 in
+#     transition requires (a count and a hash per current state), ib_sg_to_pages on made-up
+#     scatter lists (aligned, offset, gap, joined mid-page, list full); then add for mlx5_0 in
 #     registration order, what C reads of the device (name, node type
 #     and GUID, ports, parent and DMA device, rdma_cap_*/rdma_protocol_* of port 1, immutable
 #     data, attributes, ib_query_port's answer and its EINVAL for a port past the last), the
@@ -42,6 +43,17 @@ ib_c_clients: qp transitions from state 3: 417 of 22869 probes allowed, hash 0x6
 ib_c_clients: qp transitions from state 4: 595 of 22869 probes allowed, hash 0x8c5f9a12
 ib_c_clients: qp transitions from state 5: 283 of 22869 probes allowed, hash 0x86503186
 ib_c_clients: qp transitions from state 6: 176 of 22869 probes allowed, hash 0xb18fe1f7
+ib_c_clients: sg to pages, aligned: 3, offset 0, iova 0x10000 length 16384, pages 0x10000 0x11000 0x30000 0x31000
+ib_c_clients: sg to pages, first offset: 2, offset 0, iova 0x10064 length 12188, pages 0x10000 0x11000 0x12000
+ib_c_clients: sg to pages, gap: 2, offset 0, iova 0x10000 length 6144, pages 0x10000 0x20000
+ib_c_clients: sg to pages, joined mid-page: 3, offset 0, iova 0x10000 length 8192, pages 0x10000 0x11000
+ib_c_clients: sg to pages, joined across pages: 2, offset 0, iova 0x10400 length 15360, pages 0x10000 0x11000 0x12000 0x13000
+ib_c_clients: sg to pages, list full: 1, offset 0, iova 0x10000 length 8192, pages 0x10000 0x11000 0x20000
+ib_c_clients: sg to pages, list full at once: -12, offset 0, iova 0x10000 length 0, pages none
+ib_c_clients: sg to pages, list full, offset: 0, offset 512, iova 0x10200 length 0, pages none
+ib_c_clients: sg to pages, 64k pages: 2, offset 0, iova 0x100000 length 165536, pages 0x100000 0x110000 0x120000
+ib_c_clients: sg to pages, offset past the first: -22, offset 5000, iova 0x0 length 0, pages none
+ib_c_clients: sg to pages, no entries: -22, offset 0, iova 0x0 length 0, pages none
 ib_c_clients: first: add mlx5_0 (index order 1): node type 1, guid 0002c90300000100, ports 1-1, parent 0000:01:00.0, dma 0000:01:00.0, kverbs 1
 ib_c_clients: mlx5_0 attrs: vendor 0x2c9 part 4119 hw 0, max_qp 262144 max_cq 16777216 max_cqe 4194303 max_mr 16777216 max_pd 16777216 max_srq 8388608 max_sge 30/32, atomic 1, cap 0x101c20, desc "MT4119 ConnectX5   Mellanox Technologies"
 ib_c_clients: mlx5_0 port 1: ib 1, cm 1, mad 1, smi 1, cap_flags 0x101017, gids 8, pkeys 128, max_mad 256
@@ -78,7 +90,7 @@ EOF
 )
 # Adding again prints the device's lines of the first add, the clients' adds numbered on.
 READD_LINES=$(echo "$ADD_LINES" | awk '
-	/: (events|wc statuses|gid types|address sizes|transports):|: registered |: qp transitions from / { next }
+	/: (events|wc statuses|gid types|address sizes|transports):|: registered |: qp transitions from |: sg to pages, / { next }
 	match($0, /index order [0-9]+/) {
 		n = substr($0, RSTART + 12, RLENGTH - 12) + 3
 		$0 = substr($0, 1, RSTART + 11) n substr($0, RSTART + RLENGTH)

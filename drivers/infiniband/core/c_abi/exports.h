@@ -66,6 +66,9 @@ EXPORT_C_ABI(rdma_destroy_ah_user);
 /* c_abi/mr.rs */
 EXPORT_C_ABI(ib_dereg_mr_user);
 
+/* c_abi/sg_to_pages.rs */
+EXPORT_C_ABI(ib_sg_to_pages);
+
 /* c_abi/restrack.rs */
 EXPORT_C_ABI(rdma_restrack_new);
 EXPORT_C_ABI(rdma_restrack_parent_name);
