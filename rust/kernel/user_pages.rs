@@ -220,17 +220,17 @@ unsafe fn pages_of(sg: *mut bindings::scatterlist) -> usize {
     (offset + length).div_ceil(PAGE_SIZE)
 }
 
-/// The entries of `sgt` as built (`orig_nents`), with `f` called on each.
+/// Calls `f` on the first `left` entries of a scatter list from `sg` on (a table's `orig_nents`
+/// for the entries as built, `nents` for the DMA-mapped ones).
 ///
 /// # Safety
 ///
-/// `sgt` is a live table.
+/// `sg` is the first entry of a live table with at least `left` entries.
 unsafe fn for_each_entry(
-    sgt: *mut bindings::sg_table,
+    mut sg: *mut bindings::scatterlist,
+    mut left: c_uint,
     mut f: impl FnMut(*mut bindings::scatterlist),
 ) {
-    // SAFETY: The caller's contract.
-    let (mut sg, mut left) = unsafe { ((*sgt).sgl, (*sgt).orig_nents) };
     while left > 0 && !sg.is_null() {
         f(sg);
         // SAFETY: `sg` is an entry of the table; `sg_next` gives the next one or NULL.
@@ -288,7 +288,10 @@ impl DmaMappedPages {
         // The entries must cover each pinned page once: they are what is unpinned at the end.
         let mut covered = 0;
         // SAFETY: `sgt` was just filled.
-        unsafe { for_each_entry(sgt.get(), |sg| covered += pages_of(sg)) };
+        unsafe {
+            let t = sgt.get();
+            for_each_entry((*t).sgl, (*t).orig_nents, |sg| covered += pages_of(sg));
+        }
         let mapped = if covered == pinned.page_count() {
             // SAFETY: `sgt` was just filled; `dev` is bound (caller's promise).
             to_result(unsafe {
@@ -344,27 +347,22 @@ impl DmaMappedPages {
     /// in order (what a device's translation table lists: C's `rdma_umem_for_each_dma_block`
     /// with `PAGE_SIZE` blocks).
     pub fn for_each_dma_page(&self, mut f: impl FnMut(u64)) {
-        // SAFETY: The table is mapped (type invariant); its DMA entries are read only.
-        let mut sg = unsafe { (*self.sgt.get()).sgl };
-        // SAFETY: As above.
-        let mut left = unsafe { (*self.sgt.get()).nents };
-        while left > 0 && !sg.is_null() {
-            // SAFETY: `sg` is one of the table's mapped entries.
-            let (addr, len) = unsafe {
-                (
+        let t = self.sgt.get();
+        // SAFETY: The table is mapped (type invariant): its first `nents` entries are the DMA
+        // ones, read only here.
+        unsafe {
+            for_each_entry((*t).sgl, (*t).nents, |sg| {
+                let (addr, len) = (
                     bindings::sg_dma_address(sg),
                     u64::from(bindings::sg_dma_len(sg)),
-                )
-            };
-            let page = PAGE_SIZE as u64;
-            let mut a = addr & !(page - 1);
-            while a < addr + len {
-                f(a);
-                a += page;
-            }
-            // SAFETY: `sg` is an entry of the table; `sg_next` gives the next one or NULL.
-            sg = unsafe { bindings::sg_next(sg) };
-            left -= 1;
+                );
+                let page = PAGE_SIZE as u64;
+                let mut a = addr & !(page - 1);
+                while a < addr + len {
+                    f(a);
+                    a += page;
+                }
+            })
         }
     }
 }
@@ -380,7 +378,7 @@ impl Drop for DmaMappedPages {
         // invariant): a range is unpinned per entry, dirty when written (C's
         // `__ib_umem_release`), and only here.
         unsafe {
-            for_each_entry(sgt, |sg| {
+            for_each_entry((*sgt).sgl, (*sgt).orig_nents, |sg| {
                 bindings::unpin_user_page_range_dirty_lock(
                     bindings::rdma_rs_sg_page(sg),
                     pages_of(sg) as _,

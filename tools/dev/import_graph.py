@@ -69,6 +69,10 @@ def parse_paths(src, i):
                     if i >= len(src) or src[i] == "}":
                         return i + 1
                     i = tree(i, prefix)
+            if i < len(src) and src[i] == "*":
+                # A glob (`a::*`, also inside a group): the prefix, and past the star.
+                out.append(prefix)
+                return i + 1
             m = re.compile(r"\w+").match(src, i)
             if not m:
                 out.append(prefix)

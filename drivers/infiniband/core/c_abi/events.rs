@@ -106,10 +106,10 @@ pub(crate) unsafe extern "C" fn ib_unregister_event_handler(
 
 /// C's `ib_dispatch_event`: tells the device's event handlers, Rust and C, about a device or
 /// port event, later, from the core's workqueue (C's `ib_wq`), as the core's own drivers'
-/// events reach them ([`crate::device::ib_device::IbDevice::dispatch_event`]: the port's cached state refreshed first for
-/// the events that change it). Callable in any context. Dropped: an event of a CQ, QP, SRQ or
-/// WQ (their own handlers get those), an unknown event or port, a device being unregistered,
-/// no memory (C drops the last too).
+/// events reach them ([`crate::device::ib_device::IbDevice::dispatch_event`]: the port's
+/// cached state refreshed first for the events that change it). Callable in any context.
+/// Dropped: an event of a CQ, QP, SRQ or WQ (their own handlers get those), an unknown event
+/// or port, a device being unregistered, no memory (C drops the last too).
 ///
 /// # Safety
 ///
@@ -130,12 +130,11 @@ pub(crate) unsafe extern "C" fn ib_dispatch_event(event: *const bindings::ib_eve
     // A device event concerns no port (0, as the core's drivers dispatch it).
     let port = if kind == EventType::DeviceFatal {
         0
-    } else {
+    } else if (1..=dev.port_count()).contains(&port) {
         port
-    };
-    if kind != EventType::DeviceFatal && (port == 0 || port > dev.port_count()) {
+    } else {
         return;
-    }
+    };
     let Some(queues) = crate::device::workqueues::queues() else {
         return;
     };

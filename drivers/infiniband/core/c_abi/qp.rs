@@ -444,19 +444,58 @@ pub(crate) unsafe extern "C" fn ib_drain_qp(qp: *mut bindings::ib_qp) {
 
 // The table's numbers are C's (checked here, where the bindings are).
 const _: () = {
-    use crate::verbs::qp_transitions::{attr, qp_type, state};
-    assert!(state::RESET == bindings::ib_qp_state_IB_QPS_RESET);
-    assert!(state::SQE == bindings::ib_qp_state_IB_QPS_SQE);
-    assert!(state::ERR == bindings::ib_qp_state_IB_QPS_ERR);
-    assert!(qp_type::RAW_PACKET == bindings::ib_qp_type_IB_QPT_RAW_PACKET);
-    assert!(qp_type::XRC_INI == bindings::ib_qp_type_IB_QPT_XRC_INI);
-    assert!(qp_type::XRC_TGT == bindings::ib_qp_type_IB_QPT_XRC_TGT);
-    assert!(qp_type::MAX == bindings::ib_qp_type_IB_QPT_MAX);
-    assert!(attr::EN_SQD_ASYNC_NOTIFY == bindings::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY);
-    assert!(attr::ALT_PATH == bindings::ib_qp_attr_mask_IB_QP_ALT_PATH);
-    assert!(attr::PATH_MIG_STATE == bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE);
-    assert!(attr::DEST_QPN == bindings::ib_qp_attr_mask_IB_QP_DEST_QPN);
-    assert!(attr::RATE_LIMIT == bindings::ib_qp_attr_mask_IB_QP_RATE_LIMIT);
+    use crate::verbs::qp_transitions::{attr::*, qp_type::*, state::*};
+    use bindings as b;
+    let same = [
+        (RESET, b::ib_qp_state_IB_QPS_RESET),
+        (INIT, b::ib_qp_state_IB_QPS_INIT),
+        (RTR, b::ib_qp_state_IB_QPS_RTR),
+        (RTS, b::ib_qp_state_IB_QPS_RTS),
+        (SQD, b::ib_qp_state_IB_QPS_SQD),
+        (SQE, b::ib_qp_state_IB_QPS_SQE),
+        (ERR, b::ib_qp_state_IB_QPS_ERR),
+        (SMI, b::ib_qp_type_IB_QPT_SMI),
+        (GSI, b::ib_qp_type_IB_QPT_GSI),
+        (RC, b::ib_qp_type_IB_QPT_RC),
+        (UC, b::ib_qp_type_IB_QPT_UC),
+        (UD, b::ib_qp_type_IB_QPT_UD),
+        (RAW_PACKET, b::ib_qp_type_IB_QPT_RAW_PACKET),
+        (XRC_INI, b::ib_qp_type_IB_QPT_XRC_INI),
+        (XRC_TGT, b::ib_qp_type_IB_QPT_XRC_TGT),
+        (MAX, b::ib_qp_type_IB_QPT_MAX),
+        (STATE, b::ib_qp_attr_mask_IB_QP_STATE),
+        (CUR_STATE, b::ib_qp_attr_mask_IB_QP_CUR_STATE),
+        (
+            EN_SQD_ASYNC_NOTIFY,
+            b::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY,
+        ),
+        (ACCESS_FLAGS, b::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS),
+        (PKEY_INDEX, b::ib_qp_attr_mask_IB_QP_PKEY_INDEX),
+        (PORT, b::ib_qp_attr_mask_IB_QP_PORT),
+        (QKEY, b::ib_qp_attr_mask_IB_QP_QKEY),
+        (AV, b::ib_qp_attr_mask_IB_QP_AV),
+        (PATH_MTU, b::ib_qp_attr_mask_IB_QP_PATH_MTU),
+        (TIMEOUT, b::ib_qp_attr_mask_IB_QP_TIMEOUT),
+        (RETRY_CNT, b::ib_qp_attr_mask_IB_QP_RETRY_CNT),
+        (RNR_RETRY, b::ib_qp_attr_mask_IB_QP_RNR_RETRY),
+        (RQ_PSN, b::ib_qp_attr_mask_IB_QP_RQ_PSN),
+        (MAX_QP_RD_ATOMIC, b::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC),
+        (ALT_PATH, b::ib_qp_attr_mask_IB_QP_ALT_PATH),
+        (MIN_RNR_TIMER, b::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER),
+        (SQ_PSN, b::ib_qp_attr_mask_IB_QP_SQ_PSN),
+        (
+            MAX_DEST_RD_ATOMIC,
+            b::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC,
+        ),
+        (PATH_MIG_STATE, b::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE),
+        (DEST_QPN, b::ib_qp_attr_mask_IB_QP_DEST_QPN),
+        (RATE_LIMIT, b::ib_qp_attr_mask_IB_QP_RATE_LIMIT),
+    ];
+    let mut i = 0;
+    while i < same.len() {
+        assert!(same[i].0 == same[i].1);
+        i += 1;
+    }
 };
 
 /// C's `ib_modify_qp_is_ok`: whether a `type_` QP may move from `cur_state` to `next_state`

@@ -7,39 +7,43 @@
 //! C drivers and consumers call it as `ib_modify_qp_is_ok` (`c_abi/qp.rs`).
 //!
 //! States, QP types and attribute bits are C's numbers (`enum ib_qp_state`, `enum ib_qp_type`,
-//! `enum ib_qp_attr_mask`), so that C callers' values need no translation; the C ABI checks at
-//! compile time that they are the kernel headers' values.
+//! `enum ib_qp_attr_mask`), so that C callers' values need no translation: the core's own
+//! [`QpState`](crate::verbs::types::QpState), [`QpType`](crate::verbs::types::QpType) and
+//! [`QpAttrField`](crate::verbs::types::QpAttrField) where it has them (they carry C's values), the
+//! rest here; the C ABI checks at compile time that all are the kernel headers' values.
 
 /// `IB_QPS_*`.
 pub mod state {
+    use crate::verbs::types::QpState as S;
     /// `IB_QPS_RESET`.
-    pub const RESET: u32 = 0;
+    pub const RESET: u32 = S::Reset as u32;
     /// `IB_QPS_INIT`.
-    pub const INIT: u32 = 1;
+    pub const INIT: u32 = S::Init as u32;
     /// `IB_QPS_RTR`.
-    pub const RTR: u32 = 2;
+    pub const RTR: u32 = S::Rtr as u32;
     /// `IB_QPS_RTS`.
-    pub const RTS: u32 = 3;
+    pub const RTS: u32 = S::Rts as u32;
     /// `IB_QPS_SQD`.
-    pub const SQD: u32 = 4;
+    pub const SQD: u32 = S::Sqd as u32;
     /// `IB_QPS_SQE`.
-    pub const SQE: u32 = 5;
+    pub const SQE: u32 = S::Sqe as u32;
     /// `IB_QPS_ERR`.
-    pub const ERR: u32 = 6;
+    pub const ERR: u32 = S::Err as u32;
 }
 
 /// `IB_QPT_*` (the types below `IB_QPT_MAX`).
 pub mod qp_type {
+    use crate::verbs::types::QpType as T;
     /// `IB_QPT_SMI`.
-    pub const SMI: u32 = 0;
+    pub const SMI: u32 = T::Smi as u32;
     /// `IB_QPT_GSI`.
-    pub const GSI: u32 = 1;
+    pub const GSI: u32 = T::Gsi as u32;
     /// `IB_QPT_RC`.
-    pub const RC: u32 = 2;
+    pub const RC: u32 = T::Rc as u32;
     /// `IB_QPT_UC`.
-    pub const UC: u32 = 3;
+    pub const UC: u32 = T::Uc as u32;
     /// `IB_QPT_UD`.
-    pub const UD: u32 = 4;
+    pub const UD: u32 = T::Ud as u32;
     /// `IB_QPT_RAW_PACKET`.
     pub const RAW_PACKET: u32 = 8;
     /// `IB_QPT_XRC_INI`.
@@ -52,47 +56,48 @@ pub mod qp_type {
 
 /// `IB_QP_*` attribute bits.
 pub mod attr {
+    use crate::verbs::types::QpAttrField as F;
     /// `IB_QP_STATE`.
-    pub const STATE: u32 = 1;
+    pub const STATE: u32 = F::State as u32;
     /// `IB_QP_CUR_STATE`.
-    pub const CUR_STATE: u32 = 1 << 1;
-    /// `IB_QP_EN_SQD_ASYNC_NOTIFY`.
+    pub const CUR_STATE: u32 = F::CurState as u32;
+    /// `IB_QP_EN_SQD_ASYNC_NOTIFY` (the core carries no SQD notification).
     pub const EN_SQD_ASYNC_NOTIFY: u32 = 1 << 2;
     /// `IB_QP_ACCESS_FLAGS`.
-    pub const ACCESS_FLAGS: u32 = 1 << 3;
+    pub const ACCESS_FLAGS: u32 = F::AccessFlags as u32;
     /// `IB_QP_PKEY_INDEX`.
-    pub const PKEY_INDEX: u32 = 1 << 4;
+    pub const PKEY_INDEX: u32 = F::PkeyIndex as u32;
     /// `IB_QP_PORT`.
-    pub const PORT: u32 = 1 << 5;
+    pub const PORT: u32 = F::Port as u32;
     /// `IB_QP_QKEY`.
-    pub const QKEY: u32 = 1 << 6;
+    pub const QKEY: u32 = F::Qkey as u32;
     /// `IB_QP_AV`.
-    pub const AV: u32 = 1 << 7;
+    pub const AV: u32 = F::Av as u32;
     /// `IB_QP_PATH_MTU`.
-    pub const PATH_MTU: u32 = 1 << 8;
+    pub const PATH_MTU: u32 = F::PathMtu as u32;
     /// `IB_QP_TIMEOUT`.
-    pub const TIMEOUT: u32 = 1 << 9;
+    pub const TIMEOUT: u32 = F::Timeout as u32;
     /// `IB_QP_RETRY_CNT`.
-    pub const RETRY_CNT: u32 = 1 << 10;
+    pub const RETRY_CNT: u32 = F::RetryCnt as u32;
     /// `IB_QP_RNR_RETRY`.
-    pub const RNR_RETRY: u32 = 1 << 11;
+    pub const RNR_RETRY: u32 = F::RnrRetry as u32;
     /// `IB_QP_RQ_PSN`.
-    pub const RQ_PSN: u32 = 1 << 12;
+    pub const RQ_PSN: u32 = F::RqPsn as u32;
     /// `IB_QP_MAX_QP_RD_ATOMIC`.
-    pub const MAX_QP_RD_ATOMIC: u32 = 1 << 13;
-    /// `IB_QP_ALT_PATH`.
+    pub const MAX_QP_RD_ATOMIC: u32 = F::MaxQpRdAtomic as u32;
+    /// `IB_QP_ALT_PATH` (the core carries no alternate path).
     pub const ALT_PATH: u32 = 1 << 14;
     /// `IB_QP_MIN_RNR_TIMER`.
-    pub const MIN_RNR_TIMER: u32 = 1 << 15;
+    pub const MIN_RNR_TIMER: u32 = F::MinRnrTimer as u32;
     /// `IB_QP_SQ_PSN`.
-    pub const SQ_PSN: u32 = 1 << 16;
+    pub const SQ_PSN: u32 = F::SqPsn as u32;
     /// `IB_QP_MAX_DEST_RD_ATOMIC`.
-    pub const MAX_DEST_RD_ATOMIC: u32 = 1 << 17;
-    /// `IB_QP_PATH_MIG_STATE`.
+    pub const MAX_DEST_RD_ATOMIC: u32 = F::MaxDestRdAtomic as u32;
+    /// `IB_QP_PATH_MIG_STATE` (nor path migration).
     pub const PATH_MIG_STATE: u32 = 1 << 18;
     /// `IB_QP_DEST_QPN`.
-    pub const DEST_QPN: u32 = 1 << 20;
-    /// `IB_QP_RATE_LIMIT`: allowed on every transition.
+    pub const DEST_QPN: u32 = F::DestQpn as u32;
+    /// `IB_QP_RATE_LIMIT` (nor rate limits): allowed on every transition.
     pub const RATE_LIMIT: u32 = 1 << 25;
 }
 
