@@ -14,6 +14,8 @@ pkgs=(
   # guest userland (copied into the initramfs with their libraries)
   busybox-static pciutils rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest iproute2
   infiniband-diags
+  # a subnet manager for the managed fabric (scenario fabric-sm-2vm; its service is never started here)
+  opensm
   # rdma-core's own test suite in the guest (scenario rdma-core-tests): pyverbs with the tests in
   # /usr/share/doc/rdma-core/tests, and Debian's python3 it is built for
   python3-pyverbs

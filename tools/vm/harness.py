@@ -82,6 +82,10 @@ GUEST_TOOLS = [
     "/usr/bin/ib_atomic_bw",
     "/usr/bin/lspci",
     "/usr/sbin/ibstat", "/usr/sbin/ibstatus", "/usr/sbin/perfquery", "/usr/sbin/smpquery",
+    # the managed fabric (fabric-*.sh): a subnet manager, its test client and the SA/SM diagnostics
+    "/usr/sbin/opensm", "/usr/sbin/osmtest", "/usr/sbin/sminfo", "/usr/sbin/saquery",
+    "/usr/sbin/ibnetdiscover", "/usr/sbin/ibroute", "/usr/sbin/ibaddr", "/usr/sbin/ibportstate",
+    "/usr/sbin/smpdump",
 ]
 # Programs built from this repository (--guest-tool), put in the guest's /usr/bin with their libraries.
 REPO_TOOLS: list[Path] = []

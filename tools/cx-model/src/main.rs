@@ -12,7 +12,7 @@ use std::time::Duration;
 const USAGE: &str = "usage: cx-model --socket PATH [--fw-version X.Y.Z] [--ports N] [--guid-seed N]
                 [--psid TEXT] [--init-delay-ms N] [--fault SPEC]... [--command-log FILE]
                 [--command-trace FILE] [--control PATH]
-                [--wire-listen PATH | --wire-connect PATH]
+                [--wire-listen PATH | --wire-connect PATH] [--fabric managed|self]
   --fault hang:<OPCODE>[:<count>]                        the command never completes
   --fault delay:<OPCODE>:<ms>[:<count>]                  the command completes only after ms milliseconds
   --fault status:<OPCODE>:<status>[:<syndrome>[:<count>]] the command fails with that status
@@ -21,7 +21,10 @@ const USAGE: &str = "usage: cx-model --socket PATH [--fw-version X.Y.Z] [--ports
                   health-clear, remove, fault <spec>, status
   --wire-listen PATH / --wire-connect PATH: link this model's ports to a peer model's over a unix
                   socket (one side listens, the other connects); packets for LIDs that are not
-                  on this device go to the peer";
+                  on this device go to the peer
+  --fabric managed: ports come up INIT with LID 0 and wait for a subnet manager's Sets (PortInfo,
+                  P_KeyTable, GUIDInfo, SL-to-VL, VL arbitration); --fabric self (the default):
+                  each port configures itself ACTIVE with a LID derived from the GUID seed";
 
 struct Args {
     socket: PathBuf,
@@ -67,6 +70,13 @@ fn parse_args() -> Result<Args, String> {
                     .ok_or("--ports is 1 or 2")?;
             }
             "--guid-seed" => config.firmware.guid_seed = number(&value()?)?,
+            "--fabric" => {
+                config.firmware.managed = match value()?.as_str() {
+                    "managed" => true,
+                    "self" => false,
+                    v => return Err(format!("--fabric {v:?}: managed or self")),
+                }
+            }
             "--psid" => config.firmware.psid = value()?,
             "--init-delay-ms" => config.init_delay = Duration::from_millis(number(&value()?)?),
             "--fault" => faults.push(Rule::parse(&value()?)?),

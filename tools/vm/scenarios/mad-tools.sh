@@ -161,9 +161,9 @@ CapMask:.........................0x2651e848
 				IsMcastPkeyTrapSuppressionSupported
 DiagCode:........................0x0000
 MkeyLeasePeriod:.................0
-LocalPort:.......................2
-LinkWidthEnabled:................1X or 4X
-LinkWidthSupported:..............4X (IBA extension)
+LocalPort:.......................1
+LinkWidthEnabled:................4X
+LinkWidthSupported:..............1X or 4X
 LinkWidthActive:.................4X
 LinkSpeedSupported:..............2.5 Gbps or 5.0 Gbps or 10.0 Gbps
 LinkState:.......................Active
@@ -203,7 +203,7 @@ MaxCreditHint:...................0
 RoundTrip:.......................0
 CapabilityMask2:.................0x0
 LinkSpeedExtActive:..............25.78125 Gbps
-LinkSpeedExtSupported:...........0
+LinkSpeedExtSupported:...........14.0625 Gbps or 25.78125 Gbps
 LinkSpeedExtEnabled:.............25.78125 Gbps
 EOF
 }

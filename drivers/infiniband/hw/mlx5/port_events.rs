@@ -40,11 +40,11 @@ use mlx5_core::auxdev::{Event, EventNotifier};
 const PENDING_MAX: usize = 64;
 
 /// PORT_CHANGE sub-types (C's `MLX5_PORT_CHANGE_SUBTYPE_*`).
-const SUBTYPE_INITIALIZED: u8 = 2;
-const SUBTYPE_LID: u8 = 5;
-const SUBTYPE_PKEY: u8 = 6;
-const SUBTYPE_GUID: u8 = 7;
-const SUBTYPE_CLIENT_REREG: u8 = 8;
+const SUBTYPE_INITIALIZED: u8 = 5;
+const SUBTYPE_LID: u8 = 6;
+const SUBTYPE_PKEY: u8 = 7;
+const SUBTYPE_GUID: u8 = 8;
+const SUBTYPE_CLIENT_REREG: u8 = 9;
 
 /// What the notifier recorded: a port and what changed on it.
 #[derive(Clone, Copy)]

@@ -18,6 +18,7 @@ pub mod port;
 pub mod q_counters;
 pub mod registers;
 pub mod resources;
+pub mod sma;
 
 use crate::command::{CommandLog, Status};
 use crate::guest_memory::GuestMemory;
@@ -40,6 +41,9 @@ pub struct FirmwareConfig {
     pub psid: String,
     /// MSI-X vectors of the function.
     pub msix_vectors: u16,
+    /// A managed fabric: ports come up INIT without a LID and wait for a subnet manager (else
+    /// each port configures itself ACTIVE with a LID derived from the seed).
+    pub managed: bool,
 }
 
 impl Default for FirmwareConfig {
@@ -54,6 +58,7 @@ impl Default for FirmwareConfig {
             guid_seed: 0x1,
             psid: "MT_0000000008".into(),
             msix_vectors: crate::pci_config::MSIX_VECTORS,
+            managed: false,
         }
     }
 }
@@ -414,7 +419,7 @@ fn handler(op: u16) -> Option<Handler> {
         op::DEALLOC_TRANSPORT_DOMAIN => |fw, _, i| resources::dealloc_transport_domain(fw, i),
         op::CREATE_EQ => |fw, _, i| eq::create_eq(fw, i),
         op::DESTROY_EQ => |fw, _, i| eq::destroy_eq(fw, i),
-        op::MAD_IFC => |fw, _, i| port::mad_ifc(fw, i),
+        op::MAD_IFC => |fw, m, i| port::mad_ifc(fw, m, i),
         op::QUERY_HCA_VPORT_CONTEXT => |fw, _, i| port::query_hca_vport_context(fw, i),
         op::QUERY_VPORT_STATE => |fw, _, i| port::query_vport_state(fw, i),
         op::ALLOC_XRCD => |fw, _, i| objects::alloc_xrcd(fw, i),

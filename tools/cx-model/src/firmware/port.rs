@@ -2,11 +2,13 @@
 //! them: MAD_IFC (the subnet management attributes a port answers: NodeInfo, NodeDescription,
 //! PortInfo, GUIDInfo, P_KeyTable), QUERY_HCA_VPORT_CONTEXT and QUERY_VPORT_STATE.
 //!
-//! There is no subnet manager on the model's wire; each port presents itself as a configured,
-//! ACTIVE port with a LID, the way it would after an SM swept it.
+//! A self-activating port (the default) presents itself as a configured, ACTIVE port with a LID,
+//! the way it would after an SM swept it. A managed port (`--fabric managed`) comes up INIT without
+//! a LID and takes its LID, state and tables from a subnet manager's Sets (see [`super::sma`]).
 
 use super::{output, CmdError, CmdResult, Firmware, FirmwareConfig, Input};
 use crate::command::Status;
+use crate::guest_memory::GuestMemory;
 use crate::ifc::{self, Field};
 use log::debug;
 
@@ -17,7 +19,7 @@ const MAD_OFFSET: usize = 0x10;
 const MAD_IFC_PORT: Field = Field::new(0x58, 8);
 
 /// Offsets inside a MAD / SMP.
-mod mad {
+pub(super) mod mad {
     pub const MGMT_CLASS: usize = 1;
     pub const METHOD: usize = 3;
     pub const STATUS: usize = 4;
@@ -33,31 +35,57 @@ const METHOD_GET: u8 = 0x01;
 const METHOD_SET: u8 = 0x02;
 const METHOD_GET_RESP: u8 = 0x81;
 /// MAD status: the method/attribute combination is not supported.
-const MAD_STATUS_UNSUPPORTED_ATTR: u16 = 0x000c;
+pub const MAD_STATUS_UNSUPPORTED_ATTR: u16 = 0x000c;
+/// MAD status: a field of the attribute or modifier is invalid.
+pub const MAD_STATUS_INVALID_FIELD: u16 = 0x001c;
 /// MAD status: the method is not supported.
 const MAD_STATUS_UNSUPPORTED_METHOD: u16 = 0x0008;
 
 /// Subnet management attributes.
-mod attr {
+pub(super) mod attr {
     pub const NODE_DESCRIPTION: u16 = 0x0010;
     pub const NODE_INFO: u16 = 0x0011;
     pub const GUID_INFO: u16 = 0x0014;
     pub const PORT_INFO: u16 = 0x0015;
     pub const PKEY_TABLE: u16 = 0x0016;
+    pub const SL_TO_VL_TABLE: u16 = 0x0017;
+    pub const VL_ARB_TABLE: u16 = 0x0018;
 }
 
 /// P_Key table length reported in NodeInfo.PartitionCap.
 pub const PKEY_TABLE_LEN: u16 = 128;
 /// GUID table length reported in PortInfo.GUIDCap.
 pub const GUID_TABLE_LEN: u8 = 8;
+/// Port state DOWN.
+pub const STATE_DOWN: u8 = 1;
+/// Port state INIT: the link is up, no SM has armed the port yet.
+pub const STATE_INIT: u8 = 2;
+/// Port state ARMED.
+pub const STATE_ARMED: u8 = 3;
 /// Port state ACTIVE.
 pub const STATE_ACTIVE: u8 = 4;
+/// Entries of a P_Key table block (`P_KeyTable`, 32 per attribute modifier).
+pub const PKEYS_PER_BLOCK: usize = 32;
+/// Entries of a GUIDInfo block.
+pub const GUIDS_PER_BLOCK: usize = 8;
 /// Physical port state LinkUp.
 pub const PHYS_LINK_UP: u8 = 5;
 /// PortInfo.CapabilityMask: SM-configured features a ConnectX port reports (trap, automatic path
 /// migration, SL mapping, LED info, system image GUID, extended speeds, CapabilityMask2, vendor
 /// class, capability-mask notice, client reregistration, ...).
 pub const CAPABILITY_MASK: u32 = 0x2651_e848;
+/// PortInfo.LinkWidthSupported: 1X, 4X.
+pub const LINK_WIDTH_SUPPORTED: u8 = 0x03;
+/// PortInfo.LinkSpeedSupported: SDR, DDR, QDR.
+pub const LINK_SPEED_SUPPORTED: u8 = 0x7;
+/// PortInfo.LinkSpeedExtSupported: FDR, EDR.
+pub const LINK_SPEED_EXT_SUPPORTED: u8 = 0x3;
+/// PortInfo.VLCap: VL0-7.
+pub const VL_CAP: u8 = 4;
+/// PortInfo.MTUCap: 4096 bytes.
+pub const MTU_CAP: u8 = 5;
+/// The permissive LID.
+pub const LID_PERMISSIVE: u16 = 0xffff;
 /// NodeDescription firmware reports before the host sets one.
 pub const NODE_DESCRIPTION: &str = "MT4119 ConnectX5   Mellanox Technologies";
 
@@ -79,6 +107,64 @@ pub struct Port {
     /// PortInfo.CapabilityMask: [`CAPABILITY_MASK`] until the host writes the PCAP register
     /// (IsSM while a subnet manager holds `issmN`).
     pub cap_mask: u32,
+    /// The PortInfo attribute as an SM last set it: the writable fields (M_Key, GID prefix,
+    /// enabled widths and speeds, LMC, MTU, VLs, timers, ...) at their offsets; the fields kept
+    /// above and the read-only ones are filled in when it is read.
+    pub info: [u8; 64],
+    /// The P_Key table ([`PKEY_TABLE_LEN`] entries; the default full-member key first).
+    pub pkeys: Vec<u16>,
+    /// The GUID table ([`GUID_TABLE_LEN`] entries; the port GUID first, alias GUIDs after).
+    pub guids: Vec<u64>,
+    /// SLtoVLMappingTable: 16 four-bit entries.
+    pub sl2vl: [u8; 8],
+    /// VLArbitrationTable blocks (low priority 0-31, 32-63, high priority 0-31, 32-63).
+    pub vl_arb: [[u8; 64]; 4],
+}
+
+impl Port {
+    /// A port of the node, configured (`managed` false: ACTIVE with `lid`) or waiting for an SM
+    /// (INIT, LID 0).
+    fn new(num: u8, guid: u64, lid: u16, managed: bool) -> Self {
+        let mut info = [0u8; 64];
+        info[8..16].copy_from_slice(&0xfe80_0000_0000_0000u64.to_be_bytes()); // GidPrefix
+        info[29] = 0x02; // LinkWidthEnabled: 4X
+        info[33] = 0x2; // LinkDownDefaultState: Polling
+        info[35] = 0x7; // LinkSpeedEnabled: SDR, DDR, QDR
+        info[36] = 5 << 4; // NeighborMTU 4096, MasterSMSL 0
+        info[38] = 0x10; // VLHighLimit
+        info[43] = 4 << 4; // OperationalVLs: VL0-7
+        info[51] = 18; // SubnetTimeOut
+        info[63] = 0x2; // LinkSpeedExtEnabled: EDR
+        let mut pkeys = vec![0u16; usize::from(PKEY_TABLE_LEN)];
+        pkeys[0] = 0xffff;
+        let mut guids = vec![0u64; usize::from(GUID_TABLE_LEN)];
+        guids[0] = guid;
+        Self {
+            num,
+            guid,
+            lid: if managed { 0 } else { lid },
+            sm_lid: if managed { 0 } else { 1 },
+            state: if managed { STATE_INIT } else { STATE_ACTIVE },
+            phys_state: PHYS_LINK_UP,
+            cap_mask: CAPABILITY_MASK,
+            info,
+            pkeys,
+            guids,
+            // SL n on VL n for the eight data VLs, as firmware leaves it.
+            sl2vl: [0x01, 0x23, 0x45, 0x67, 0x01, 0x23, 0x45, 0x67],
+            vl_arb: [[0; 64]; 4],
+        }
+    }
+
+    /// The LMC (LID mask control) the SM set.
+    pub fn lmc(&self) -> u8 {
+        self.info[34] & 0x7
+    }
+
+    /// Whether `lid` addresses this port: its base LID and the 2^LMC LIDs from it.
+    pub fn has_lid(&self, lid: u16) -> bool {
+        self.lid != 0 && lid >> self.lmc() == self.lid >> self.lmc()
+    }
 }
 
 /// The node: identity shared by its ports.
@@ -104,14 +190,13 @@ impl Node {
         // Unicast LIDs are 1..0xbfff; the SM sits at LID 1, the ports follow.
         let lid0 = 2 + (config.guid_seed % 0x1000) as u16 * 4;
         let ports = (1..=config.ports)
-            .map(|num| Port {
-                num,
-                guid: base + u64::from(num),
-                lid: lid0 + u16::from(num) - 1,
-                sm_lid: 1,
-                state: STATE_ACTIVE,
-                phys_state: PHYS_LINK_UP,
-                cap_mask: CAPABILITY_MASK,
+            .map(|num| {
+                Port::new(
+                    num,
+                    base + u64::from(num),
+                    lid0 + u16::from(num) - 1,
+                    config.managed,
+                )
             })
             .collect();
         Self {
@@ -128,6 +213,20 @@ impl Node {
         self.ports.get(usize::from(num).checked_sub(1)?)
     }
 
+    /// Port `num` (1-based), to change.
+    pub fn port_mut(&mut self, num: u8) -> Option<&mut Port> {
+        self.ports.get_mut(usize::from(num).checked_sub(1)?)
+    }
+
+    /// The port a packet for `dlid` arrives at: the one with that LID, or for the permissive LID
+    /// (a directed-route SMP) the port the wire is attached to, port 1.
+    pub fn port_for_dlid(&self, dlid: u16) -> Option<u8> {
+        if dlid == LID_PERMISSIVE {
+            return self.ports.first().map(|p| p.num);
+        }
+        self.ports.iter().find(|p| p.has_lid(dlid)).map(|p| p.num)
+    }
+
     fn node_info(&self, port: &Port, d: &mut [u8]) {
         d[0] = 1; // BaseVersion
         d[1] = 1; // ClassVersion
@@ -142,38 +241,34 @@ impl Node {
         d[37..40].copy_from_slice(&super::hca::MELLANOX_OUI.to_be_bytes()[5..8]);
     }
 
-    fn port_info(port: &Port, d: &mut [u8]) {
-        d[0..8].copy_from_slice(&0u64.to_be_bytes()); // M_Key
-        d[8..16].copy_from_slice(&0xfe80_0000_0000_0000u64.to_be_bytes()); // GidPrefix
+    /// PortInfo: what the SM set ([`Port::info`]) with the port's own fields filled in.
+    pub(super) fn port_info(port: &Port, d: &mut [u8]) {
+        d[..64].copy_from_slice(&port.info);
         d[16..18].copy_from_slice(&port.lid.to_be_bytes());
         d[18..20].copy_from_slice(&port.sm_lid.to_be_bytes());
         d[20..24].copy_from_slice(&port.cap_mask.to_be_bytes());
-        d[28] = 0x02; // LinkWidthEnabled: 4X
-        d[29] = 0x03; // LinkWidthSupported: 1X, 4X
-        d[30] = 0x02; // LinkWidthActive: 4X
-        d[31] = 0x02;
-        d[32] = (0x7 << 4) | port.state; // LinkSpeedSupported SDR/DDR/QDR, PortState
-        d[33] = (port.phys_state << 4) | 0x2; // PortPhysicalState, LinkDownDefaultState: Polling
-        d[34] = 0; // M_KeyProtectBits, LMC 0
-        d[35] = (0x1 << 4) | 0x7; // LinkSpeedActive SDR (extended speed below), LinkSpeedEnabled
-        d[36] = 5 << 4; // NeighborMTU 4096, MasterSMSL 0
-        d[37] = 4 << 4; // VLCap: VL0-7
-        d[38] = 0x10; // VLHighLimit
+        d[24..26].fill(0); // DiagCode
+        d[28] = port.num; // LocalPortNum
+        d[30] = LINK_WIDTH_SUPPORTED;
+        d[31] = 0x02; // LinkWidthActive: 4X
+        d[32] = (LINK_SPEED_SUPPORTED << 4) | port.state;
+        d[33] = (port.phys_state << 4) | (d[33] & 0xf);
+        d[35] = (0x1 << 4) | (d[35] & 0xf); // LinkSpeedActive SDR (extended speed below)
+        d[37] = VL_CAP << 4; // VLCap, InitType 0
         d[39] = 0; // VLArbitrationHighCap
-        d[40] = 0;
-        d[41] = 5; // InitTypeReply 0, MTUCap 4096
-        d[42] = 0; // VLStallCount, HOQLife
-        d[43] = 4 << 4; // OperationalVLs: VL0-7
+        d[40] = 0; // VLArbitrationLowCap
+        d[41] = MTU_CAP; // InitTypeReply 0, MTUCap
         d[50] = GUID_TABLE_LEN;
-        d[51] = 18; // SubnetTimeOut
+        d[51] &= 0x1f; // ClientReregister reads 0
+        d[52] = 0; // RespTimeValue
+        d[54..60].fill(0);
         d[60..62].copy_from_slice(&0u16.to_be_bytes()); // CapabilityMask2
-        d[62] = 2 << 4; // LinkSpeedExtActive: EDR (25.78 Gb/s per lane)
-        d[63] = 0x2; // LinkSpeedExtEnabled
+        d[62] = (2 << 4) | LINK_SPEED_EXT_SUPPORTED; // LinkSpeedExtActive: EDR (25.78 Gb/s per lane)
     }
 
     /// Answers the SMP in `m` in place, then applies the pokes of its attribute; returns the
     /// MAD status.
-    fn answer_smp(&self, port: &Port, m: &mut [u8; MAD_SIZE]) -> u16 {
+    pub(super) fn answer_smp(&self, port: &Port, m: &mut [u8; MAD_SIZE]) -> u16 {
         let status = self.answer_smp_plain(port, m);
         let attr_id = u16::from_be_bytes([m[mad::ATTR_ID], m[mad::ATTR_ID + 1]]);
         let d = &mut m[mad::SMP_DATA..mad::SMP_DATA + 64];
@@ -212,30 +307,42 @@ impl Node {
                     None => return MAD_STATUS_UNSUPPORTED_ATTR,
                 }
             }
-            attr::GUID_INFO => {
-                if attr_mod * 8 >= u32::from(GUID_TABLE_LEN) {
-                    return MAD_STATUS_UNSUPPORTED_ATTR;
+            attr::GUID_INFO => match block(&port.guids, GUIDS_PER_BLOCK, attr_mod) {
+                Some(guids) => {
+                    for (i, g) in guids.iter().enumerate() {
+                        d[i * 8..i * 8 + 8].copy_from_slice(&g.to_be_bytes());
+                    }
                 }
-                if attr_mod == 0 {
-                    d[0..8].copy_from_slice(&port.guid.to_be_bytes());
+                None => return MAD_STATUS_UNSUPPORTED_ATTR,
+            },
+            attr::PKEY_TABLE => match block(&port.pkeys, PKEYS_PER_BLOCK, attr_mod) {
+                Some(pkeys) => {
+                    for (i, k) in pkeys.iter().enumerate() {
+                        d[i * 2..i * 2 + 2].copy_from_slice(&k.to_be_bytes());
+                    }
                 }
-            }
-            attr::PKEY_TABLE => {
-                if attr_mod * 32 >= u32::from(PKEY_TABLE_LEN) {
-                    return MAD_STATUS_UNSUPPORTED_ATTR;
-                }
-                if attr_mod == 0 {
-                    d[0..2].copy_from_slice(&0xffffu16.to_be_bytes()); // default full-member P_Key
-                }
-            }
+                None => return MAD_STATUS_UNSUPPORTED_ATTR,
+            },
+            // A channel adapter has one table: the modifier's port fields are ignored.
+            attr::SL_TO_VL_TABLE => d[..8].copy_from_slice(&port.sl2vl),
+            attr::VL_ARB_TABLE => match attr_mod >> 16 {
+                b @ 1..=4 => d.copy_from_slice(&port.vl_arb[b as usize - 1]),
+                _ => return MAD_STATUS_INVALID_FIELD,
+            },
             _ => return MAD_STATUS_UNSUPPORTED_ATTR,
         }
         0
     }
 }
 
+/// Block `attr_mod` of `table` (`per` entries a block), if the table has it.
+pub(super) fn block<T>(table: &[T], per: usize, attr_mod: u32) -> Option<&[T]> {
+    let start = usize::try_from(attr_mod).ok()?.checked_mul(per)?;
+    table.get(start..start.checked_add(per)?)
+}
+
 /// MAD_IFC: the port's management agent answers a MAD.
-pub fn mad_ifc(fw: &mut Firmware, input: &Input) -> CmdResult {
+pub fn mad_ifc(fw: &mut Firmware, mem: &mut dyn GuestMemory, input: &Input) -> CmdResult {
     if input.len() < MAD_OFFSET + MAD_SIZE {
         return Err(CmdError::new(Status::BadInputLength, 0x3ad_0001));
     }
@@ -251,7 +358,10 @@ pub fn mad_ifc(fw: &mut Firmware, input: &Input) -> CmdResult {
     let method = m[mad::METHOD];
     let status = match (class, method) {
         (CLASS_SMP_LID_ROUTED | CLASS_SMP_DIRECTED, METHOD_GET) => fw.node.answer_smp(&port, &mut m),
-        // Sets from an SM are answered with the current values: the model's ports are configured.
+        // A managed port applies an SM's Sets; a self-configured one answers with what it has.
+        (CLASS_SMP_LID_ROUTED | CLASS_SMP_DIRECTED, METHOD_SET) if fw.config.managed => {
+            super::sma::set(fw, mem, num, &mut m)
+        }
         (CLASS_SMP_LID_ROUTED | CLASS_SMP_DIRECTED, METHOD_SET) => fw.node.answer_smp(&port, &mut m),
         (CLASS_SMP_LID_ROUTED | CLASS_SMP_DIRECTED, _) => MAD_STATUS_UNSUPPORTED_METHOD,
         (super::pma::CLASS_PERF_MGMT, METHOD_GET) => {

@@ -12,6 +12,10 @@
 //! is closed when its object is destroyed (its file's context goes): readers then get `EIO`.
 
 use crate::uabi::AsyncEventDesc;
+use ib_core::device::{
+    events::{DeviceEventHandler, EventType},
+    ib_device::{DeviceEventRegistration, IbDevice},
+};
 use kernel::{
     anon_file::{self, AnonFileOps},
     fs::{file::FileDescriptorReservation, File},
@@ -304,6 +308,21 @@ impl EventFile {
     /// and `ib_uverbs_release_uevent`: a destroyed object's unread events go).
     pub(crate) fn forget(&self, counts: &Arc<EventCounts>) {
         self.queue.lock().forget(counts);
+    }
+
+    /// Queues the events of `dev` and its ports from now until the returned registration is
+    /// dropped (C's `ib_uverbs_init_async_event_file` registers `ib_uverbs_event_handler`): the
+    /// port number is the event's element, as C reports it.
+    pub(crate) fn watch_device(
+        this: &Arc<Self>,
+        dev: &Arc<IbDevice>,
+    ) -> Result<DeviceEventRegistration> {
+        let file = this.clone();
+        let handler: DeviceEventHandler = KBox::new(
+            move |event: EventType, port: u32| file.push(u64::from(port), event as u32),
+            GFP_KERNEL,
+        )?;
+        DeviceEventRegistration::new(dev, handler)
     }
 
     /// No more events are queued (C unregisters the file's event handler): readers still get

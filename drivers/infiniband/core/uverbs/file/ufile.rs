@@ -17,6 +17,7 @@ use crate::{
     file::uobjects::UObjects,
 };
 use ib_core::chardev::open_files::OpenFile;
+use ib_core::device::ib_device::DeviceEventRegistration;
 use ib_core::user::ucontext::UContext;
 use kernel::{
     mm::virt::VmaNew,
@@ -35,6 +36,8 @@ pub(crate) struct Context {
     /// The async event files: the one the write() GET_CONTEXT made, and those
     /// ASYNC_EVENT_ALLOC made (the ioctl GET_CONTEXT makes none).
     events: KVec<Arc<EventFile>>,
+    /// Each async event file's registration for the device's and ports' events.
+    watches: KVec<DeviceEventRegistration>,
     /// The completion channels whose files are open.
     pub(crate) channels: KVec<Arc<EventFile>>,
 }
@@ -166,8 +169,11 @@ impl Ufile {
         if guard.is_some() {
             return Err(EINVAL);
         }
+        let ib = self.dev.ib_device().ok_or(EIO)?;
         let mut files = KVec::new();
+        let mut watches = KVec::new();
         if let Some(e) = events {
+            watches.push(EventFile::watch_device(&e, &ib)?, GFP_KERNEL)?;
             files.push(e, GFP_KERNEL)?;
         }
         let ucontext = Arc::new(make()?, GFP_KERNEL)?;
@@ -176,6 +182,7 @@ impl Ufile {
             objects: UObjects::default(),
             ucontext,
             events: files,
+            watches,
             channels: KVec::new(),
         });
         Ok(())
@@ -188,7 +195,11 @@ impl Ufile {
         if self.dev.ib_device().is_none() {
             return Err(EIO);
         }
+        let ib = self.dev.ib_device().ok_or(EIO)?;
         let c = (*guard).as_mut().ok_or(EINVAL)?;
+        c.events.reserve(1, GFP_KERNEL)?;
+        c.watches
+            .push(EventFile::watch_device(&events, &ib)?, GFP_KERNEL)?;
         c.events.push(events, GFP_KERNEL)?;
         Ok(())
     }
@@ -215,6 +226,9 @@ impl Ufile {
         }
         let old = self.context.lock().take();
         if let Some(mut c) = old {
+            // The device's events stop coming first (C unregisters the handlers as the async
+            // event files' objects go).
+            c.watches.clear();
             c.objects.destroy_all();
             for events in c.events.iter() {
                 if device_gone {

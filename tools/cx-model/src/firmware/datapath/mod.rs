@@ -172,7 +172,21 @@ impl Firmware {
 
     /// Sends a packet from this device (see [`DataPath::send`]).
     fn transmit(&mut self, p: Packet) {
-        let local = self.node.ports.iter().any(|port| port.lid == p.dlid);
+        // A managed port that is not ACTIVE sends subnet management packets only.
+        let from = self
+            .node
+            .ports
+            .iter()
+            .find(|port| port.has_lid(p.slid))
+            .or(self.node.ports.first());
+        if self.config.managed
+            && p.sqpn != 0
+            && from.is_some_and(|port| port.state != super::port::STATE_ACTIVE)
+        {
+            debug!("packet from QP {:#x}: the port is not ACTIVE; not sent", p.sqpn);
+            return;
+        }
+        let local = self.node.ports.iter().any(|port| port.has_lid(p.dlid));
         self.datapath.send(local, p);
     }
 }
@@ -182,6 +196,11 @@ fn pump(fw: &mut Firmware, mem: &mut dyn GuestMemory, now: Instant) {
     while let Some(p) = fw.datapath.local.pop_front() {
         fw.datapath.counters.rcv_packets += 1;
         fw.datapath.counters.rcv_bytes += p.body.payload_len() as u64;
+        let port = fw.node.port_for_dlid(p.dlid).unwrap_or(1);
+        if !super::sma::link_admits(fw, mem, port, p.dqpn, true) {
+            debug!("packet for QP {:#x}: port {port} is not up; dropped", p.dqpn);
+            continue;
+        }
         if p.body.is_request() {
             responder::on_request(fw, mem, p, now);
         } else {

@@ -8,6 +8,7 @@ use super::packet::{Body, Nak, Packet};
 use super::queue_pair::{self, QpInfo};
 use super::wqe::{self, Data, Op, SendWqe};
 use crate::firmware::objects::QpState;
+use crate::firmware::port::LID_PERMISSIVE;
 use crate::firmware::q_counters::{self, counter};
 use crate::firmware::Firmware;
 use crate::guest_memory::GuestMemory;
@@ -197,7 +198,13 @@ fn execute(fw: &mut Firmware, mem: &mut dyn GuestMemory, qp: &QpInfo, w: SendWqe
             if let Some(to) = to {
                 let gids = to.dgid.map(|d| (port_gid(fw, qp.port), d));
                 let p = Packet {
-                    slid: qp.slid(fw),
+                    // A packet for the permissive LID (a directed-route SMP) carries the
+                    // permissive LID as its source too, as the HCA builds its header.
+                    slid: if to.dlid == LID_PERMISSIVE {
+                        LID_PERMISSIVE
+                    } else {
+                        qp.slid(fw)
+                    },
                     dlid: to.dlid,
                     sqpn: wqe::wire_qpn(qp.st, qp.qpn),
                     dqpn: to.dqpn,

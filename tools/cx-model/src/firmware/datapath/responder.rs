@@ -142,7 +142,7 @@ fn destination(fw: &Firmware, p: &Packet) -> Option<QpInfo> {
         GSI_QPN => wqe::service::QP1,
         n => return QpInfo::load(fw, n),
     };
-    let port = fw.node.ports.iter().position(|x| x.lid == p.dlid)? as u8 + 1;
+    let port = fw.node.port_for_dlid(p.dlid)?;
     fw.objects
         .numbers(Kind::Qp)
         .filter_map(|n| QpInfo::load(fw, n))
