@@ -102,6 +102,7 @@ impl MadHandler for Responder {
             timeout_ms: 0,
             retries: 0,
             context: 0,
+            rmpp_data: KVec::new(),
         };
         let n = name(agent.device());
         match agent.send(reply) {
@@ -218,6 +219,7 @@ impl Sample {
             timeout_ms,
             retries,
             context: ctx,
+            rmpp_data: KVec::new(),
         })
     }
 }
@@ -240,6 +242,7 @@ impl Client for Sample {
             QpType::Gsi,
             Some(&reg),
             0,
+            0,
             Arc::new(Responder, GFP_KERNEL)?,
         )?;
         let requester = match MadAgent::register(
@@ -247,6 +250,7 @@ impl Client for Sample {
             1,
             QpType::Gsi,
             None,
+            0,
             0,
             Arc::new(Requester, GFP_KERNEL)?,
         ) {

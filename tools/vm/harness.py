@@ -108,7 +108,9 @@ PYTHON_DYNLOAD_SKIP = re.compile(r"^(_test|_ctypes_test|xxlimited|_xxtestfuzz|_x
                                  r"|_multibytecodec|audioop|ossaudiodev|_lsprof)")
 # The guest-side runner of the tests (copied next to them).
 PYVERBS_RUNNER = "rdma_core_tests.py"
-GUEST_DATA = ["/usr/share/misc/pci.ids", "/etc/rdma/modules/rdma.conf", "/etc/rdma/modules/infiniband.conf"]
+GUEST_DATA = ["/usr/share/misc/pci.ids",
+              # glibc loads it when a thread is cancelled (osmtest and opensm cancel theirs)
+              "/lib/x86_64-linux-gnu/libgcc_s.so.1", "/etc/rdma/modules/rdma.conf", "/etc/rdma/modules/infiniband.conf"]
 LIBIBVERBS_PROVIDERS = Path("/usr/lib/x86_64-linux-gnu/libibverbs")
 LIBIBVERBS_DRIVERS = Path("/etc/libibverbs.d")
 DEFAULT_FW = "16.35.2000"

@@ -22,6 +22,7 @@
 
 pub mod agent;
 pub(crate) mod port;
+pub mod rmpp;
 pub mod smi;
 pub mod types;
 
@@ -30,7 +31,8 @@ use crate::{
     device::registry::Client,
     mad::agent::{AgentKey, MadRegReq},
     mad::port::{MadQp, RECV_SLOT},
-    mad::types::{class, get32, hdr, method, result, Mad, MadWc, GRH_SIZE, MAD_SIZE},
+    mad::rmpp::{flag, kind, rhdr, status, AckEffect, AfterAck, Reassembly, Segmenter, Step},
+    mad::types::{class, get32, get64, hdr, method, result, Mad, MadWc, GRH_SIZE, MAD_SIZE},
     verbs::cq_poll::{PollCtx, PolledCq},
     verbs::types::{AhAttr, GlobalRoute, QpType},
     verbs::wr::{send_flags, SendOpcode, SendWr, UdWr, WcOpcode, WcStatus, WorkCompletion},
@@ -73,6 +75,26 @@ pub struct ReceivedMad {
     /// For a response to one of the agent's sends: that send's context ([`MadSend::context`];
     /// C hands the request's `ib_mad_send_buf` with the response).
     pub request: Option<u64>,
+    /// An RMPP message put back together: the data of its segments after the first (each
+    /// segment's data, in order), which `mad` holds; empty for a single MAD.
+    pub rmpp_data: KVec<u8>,
+    /// The message's length from the start of `mad` (C's `mad_len`): [`MAD_SIZE`] for a single
+    /// MAD, the header and all the data for an RMPP message.
+    pub mad_len: usize,
+}
+
+impl ReceivedMad {
+    /// A single MAD as it came.
+    fn single(mad: Mad, wc: MadWc, grh: Option<[u8; GRH_SIZE]>) -> Self {
+        Self {
+            mad,
+            wc,
+            grh,
+            request: None,
+            rmpp_data: KVec::new(),
+            mad_len: MAD_SIZE,
+        }
+    }
 }
 
 /// How a send ended, as its agent hears it.
@@ -114,6 +136,10 @@ pub struct MadSend {
     pub retries: u32,
     /// The sender's context, given back in [`SendDone`].
     pub context: u64,
+    /// For an RMPP message (an agent registered for RMPP, the MAD's RMPP header active, type
+    /// DATA): its data after the class's header, sent in segments that each repeat `mad` up to
+    /// there; empty otherwise (C's `ib_create_send_mad` with `rmpp_active`).
+    pub rmpp_data: KVec<u8>,
 }
 
 /// Where a send is.
@@ -150,6 +176,11 @@ struct SendRec {
     /// Its sender cancelled it ([`MadAgent::modify_send`] with no timeout) while it was on the
     /// send queue: it ends with [`WcStatus::WrFlushErr`] when it completes.
     flushed: bool,
+    /// The receiver aborted the RMPP transfer while a segment was on the send queue: it ends
+    /// with [`WcStatus::RemAbortErr`] when it completes.
+    aborted: bool,
+    /// An RMPP message: its segments and window.
+    rmpp: Option<KBox<rmpp::Sender>>,
 }
 
 /// A port's mutable state.
@@ -167,6 +198,9 @@ struct PortState {
     timer_obj: Option<Arc<MadTimer>>,
     /// The CQ's polling (taken at close, after the QPs).
     cq: Option<PolledCq>,
+    /// RMPP messages being received, and those received lately (C's `rmpp_list` of each
+    /// agent).
+    rmpp_recvs: KVec<RmppRecv>,
 }
 
 /// The MAD services of one port (C's `ib_mad_port_private`).
@@ -186,6 +220,8 @@ pub struct MadAgent {
     port: Arc<MadPort>,
     key: AgentKey,
     rmpp_version: u8,
+    /// The MAD layer does RMPP for it (registered for RMPP, and not [`agent::USER_RMPP`]).
+    kernel_rmpp: bool,
     handler: Arc<dyn MadHandler>,
     /// Held while a handler runs; false once unregistered (no handler call after).
     live: Pin<KBox<Mutex<bool>>>,
@@ -242,13 +278,16 @@ impl MadAgent {
     /// `reg` (`None`: it only sends, and gets the responses to its requests), with C's checks
     /// and errnos: `EINVAL` for a bad registration or a method another agent owns,
     /// `EPROTONOSUPPORT` for a QP the port does not have, `ENODEV` without MAD services on
-    /// the port, `EBUSY` when every transaction id prefix is taken.
+    /// the port, `EBUSY` when every transaction id prefix is taken. With `rmpp_version` 1 the
+    /// MAD layer sends and receives the agent's RMPP messages, unless `flags` has
+    /// [`agent::USER_RMPP`] (its user does RMPP itself).
     pub fn register(
         dev: &IbDevice,
         port: u32,
         qp_type: QpType,
         reg: Option<&MadRegReq>,
         rmpp_version: u8,
+        flags: u32,
         handler: Arc<dyn MadHandler>,
     ) -> Result<Arc<MadAgent>> {
         let imm = dev.port_immutable(port).ok_or(ENODEV)?;
@@ -285,6 +324,7 @@ impl MadAgent {
                 port: mp.clone(),
                 key,
                 rmpp_version,
+                kernel_rmpp: rmpp_version != 0 && flags & agent::USER_RMPP == 0,
                 handler,
                 live,
                 registered: Atomic::new(true),
@@ -446,6 +486,9 @@ impl MadAgent {
                 return self.port.complete_local(self, s.context, mad, local);
             }
         }
+        let rmpp =
+            self.port
+                .rmpp_send(self, &mad, s.rmpp_data, s.ah.dlid, s.retries, s.timeout_ms)?;
         let ah = Ah::create(&self.port.pd, &s.ah)?;
         let qpi = if self.key.qp_type == QpType::Smi {
             QP0
@@ -468,6 +511,8 @@ impl MadAgent {
             answered: false,
             cancelled: false,
             flushed: false,
+            aborted: false,
+            rmpp,
         };
         self.port.submit(rec)
     }
@@ -509,6 +554,7 @@ impl MadPort {
                     timer: None,
                     timer_obj: None,
                     cq: None,
+                    rmpp_recvs: KVec::new(),
                 }, "ib_core::mad::MadPort::state"),
             }),
             GFP_KERNEL,
@@ -601,6 +647,7 @@ impl MadPort {
         drop(cq);
         let mut st = self.state.lock();
         st.sends.clear();
+        st.rmpp_recvs.clear();
     }
 
     /// Queues `rec` and posts it if the QP has room (C's `ib_send_mad`).
@@ -631,8 +678,16 @@ impl MadPort {
             rec.state = SendState::Queued;
             return Ok(());
         };
+        let mut seg = [0u8; MAD_SIZE];
+        let bytes: &[u8] = match &rec.rmpp {
+            Some(r) => {
+                r.write_segment(&rec.mad, &mut seg);
+                &seg
+            }
+            None => &rec.mad[..],
+        };
         let posted = (|| -> Result {
-            q.send.write(slot, &rec.mad[..])?;
+            q.send.write(slot, bytes)?;
             let sge = [q.send.sge(slot, lkey)?];
             let wr = SendWr {
                 wr_id: port::wr_id(false, rec.qpi, slot),
@@ -712,7 +767,25 @@ impl MadPort {
                 .sends
                 .iter()
                 .position(|r| r.qpi == qpi && r.state == SendState::Posted(slot));
-            if let Some((i, r)) = found.and_then(|i| Some((i, st.sends.get_mut(i)?))) {
+            let next = found.and_then(|i| {
+                let r = st.sends.get_mut(i)?;
+                let ok = wc.status == WcStatus::Success;
+                let live = !r.answered && !r.cancelled && !r.flushed && !r.aborted;
+                Some((i, r.rmpp.as_mut()?.segment_sent(ok && live)?))
+            });
+            if let Some((i, next)) = next {
+                // An RMPP segment went: the next one, or the wait for the receiver's ACK.
+                match next {
+                    rmpp::Next::Post => self.post_or_fail(&mut st, i, &mut notices),
+                    rmpp::Next::WaitAck(ms) => {
+                        let deadline = self.now_ns() + Delta::from_millis(i64::from(ms)).as_nanos();
+                        if let Some(r) = st.sends.get_mut(i) {
+                            r.state = SendState::Waiting(deadline);
+                        }
+                        self.arm(&mut st, deadline);
+                    }
+                }
+            } else if let Some((i, r)) = found.and_then(|i| Some((i, st.sends.get_mut(i)?))) {
                 let wait = wc.status == WcStatus::Success
                     && r.timeout_ms != 0
                     && !r.answered
@@ -724,10 +797,10 @@ impl MadPort {
                     self.arm(&mut st, deadline);
                 } else if let Ok(r) = st.sends.remove(i) {
                     if !r.cancelled {
-                        let status = if r.flushed && wc.status == WcStatus::Success {
-                            WcStatus::WrFlushErr
-                        } else {
-                            wc.status
+                        let status = match wc.status {
+                            WcStatus::Success if r.flushed => WcStatus::WrFlushErr,
+                            WcStatus::Success if r.aborted => WcStatus::RemAbortErr,
+                            s => s,
                         };
                         finish(r, status, &mut notices);
                     }
@@ -779,7 +852,9 @@ impl MadPort {
                     i += 1;
                     continue;
                 }
-                if r.retries_left > 0 {
+                // An RMPP message all acknowledged waited for its response: it is not sent again.
+                let resend = r.rmpp.as_mut().is_none_or(|m| m.rewind());
+                if r.retries_left > 0 && resend {
                     r.retries_left -= 1;
                     r.retried += 1;
                     r.state = SendState::Queued;
@@ -794,8 +869,17 @@ impl MadPort {
                     finish(r, WcStatus::RespTimeoutErr, &mut notices);
                 }
             }
+            let now_recvs = self.expire_rmpp_recvs(&mut st, now);
+            let next = match (next, now_recvs.next) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             if let Some(n) = next {
                 self.arm(&mut st, n);
+            }
+            drop(st);
+            for (reply, abort) in now_recvs.aborts {
+                self.send_response(QP1, abort, &reply);
             }
         }
         deliver(notices);
@@ -826,21 +910,15 @@ impl MadPort {
             let _ = q.post_recv(qpi, slot, self.pd.local_dma_lkey());
             q.qp_type
         };
-        let Ok(mut r) = KBox::new(
-            ReceivedMad {
-                request: None,
-                mad: [0; MAD_SIZE],
-                wc: MadWc {
-                    slid: wc.slid,
-                    src_qp: wc.src_qp,
-                    sl: wc.sl,
-                    pkey_index: wc.pkey_index,
-                    dlid_path_bits: wc.dlid_path_bits,
-                },
-                grh: None,
-            },
-            GFP_KERNEL,
-        ) else {
+        let mad_wc = MadWc {
+            slid: wc.slid,
+            src_qp: wc.src_qp,
+            sl: wc.sl,
+            pkey_index: wc.pkey_index,
+            dlid_path_bits: wc.dlid_path_bits,
+        };
+        let Ok(mut r) = KBox::new(ReceivedMad::single([0; MAD_SIZE], mad_wc, None), GFP_KERNEL)
+        else {
             return;
         };
         r.mad.copy_from_slice(&buf[GRH_SIZE..]);
@@ -884,7 +962,15 @@ impl MadPort {
 
     /// Gives `r` to `agent`: a request as it is, a response only if it answers one of the
     /// agent's sends, which then completes (C's `ib_mad_complete_recv`).
-    fn agent_received(&self, agent: Arc<MadAgent>, mut r: KBox<ReceivedMad>) {
+    fn agent_received(self: &Arc<Self>, agent: Arc<MadAgent>, r: KBox<ReceivedMad>) {
+        let mut r = if agent.kernel_rmpp {
+            match self.rmpp_received(&agent, r) {
+                Some(r) => r,
+                None => return,
+            }
+        } else {
+            r
+        };
         if !agent::is_response(&r.mad) {
             agent.call(|h, a| h.recv(a, r));
             return;
@@ -902,7 +988,16 @@ impl MadPort {
                     && awaits_response(s.timeout_ms, s.answered, s.cancelled, s.state)
             });
             let Some((i, s)) = found.and_then(|i| Some((i, st.sends.get_mut(i)?))) else {
-                // An answer to nothing of this agent's: dropped.
+                // An answer to nothing of this agent's: dropped, unless the agent's user does
+                // RMPP itself and this is one of its segments (C hands those on).
+                let user_rmpp = agent.rmpp_version != 0
+                    && !agent.kernel_rmpp
+                    && agent::is_rmpp_class(c)
+                    && rmpp::is_active(&r.mad);
+                drop(st);
+                if user_rmpp {
+                    agent.call(|h, a| h.recv(a, r));
+                }
                 return;
             };
             r.request = Some(s.context);
@@ -971,6 +1066,8 @@ impl MadPort {
             answered: false,
             cancelled: false,
             flushed: false,
+            aborted: false,
+            rmpp: None,
         };
         let _ = self.submit(rec);
     }
@@ -1006,15 +1103,7 @@ impl MadPort {
         };
         match ret {
             r if r == result::SUCCESS | result::REPLY => {
-                let recv = KBox::new(
-                    ReceivedMad {
-                        request: None,
-                        mad: *out,
-                        wc: local_wc,
-                        grh: None,
-                    },
-                    GFP_KERNEL,
-                )?;
+                let recv = KBox::new(ReceivedMad::single(*out, local_wc, None), GFP_KERNEL)?;
                 Ok(Some(Local::Reply(recv)))
             }
             r if r == result::SUCCESS | result::CONSUMED => Ok(Some(Local::Consumed)),
@@ -1022,15 +1111,7 @@ impl MadPort {
                 let Some(agent) = self.find_agent(QpType::Smi, m) else {
                     return Ok(Some(Local::Consumed));
                 };
-                let recv = KBox::new(
-                    ReceivedMad {
-                        request: None,
-                        mad: *m,
-                        wc: local_wc,
-                        grh: None,
-                    },
-                    GFP_KERNEL,
-                )?;
+                let recv = KBox::new(ReceivedMad::single(*m, local_wc, None), GFP_KERNEL)?;
                 Ok(Some(Local::ForAgent(agent, recv)))
             }
             _ => Err(EINVAL),
@@ -1274,6 +1355,477 @@ impl Client for MadClient {
                 }
             }
             mp.close();
+        }
+    }
+}
+
+// RMPP in the MAD layer's flow (C's `mad_rmpp.c` around `ib_send_rmpp_mad`,
+// `ib_process_rmpp_send_wc`, `ib_retry_rmpp` and `ib_process_rmpp_recv_wc`), for agents
+// registered for RMPP whose user does not do it itself; the protocol's arithmetic and decisions
+// are in [`rmpp`]:
+//
+// - Sending a DATA message: segment 1 goes first; each segment's send completion posts the
+//   next while the receiver's window allows, else the send waits for an ACK (2 s, or the send's
+//   timeout if shorter). An ACK moves the window (the retries start again); once every segment
+//   is acknowledged the send waits for its response (its timeout) or, without one, completes.
+//   Unacknowledged, the segments from the last ACK are sent again (the send's retries), then
+//   the send fails with a response timeout. A STOP or ABORT from the receiver ends it with
+//   `RemAbortErr`.
+// - Receiving a DATA message: segment 1 starts a reassembly (a duplicate continues it), each
+//   window of segments in order is acknowledged, the last one completes it and the agent gets
+//   the whole message; 40 s after it started an incomplete one is aborted (T2L), and a complete
+//   one is kept 10 s more to acknowledge repeated segments. Bad segments are refused with an
+//   ABORT carrying C's status.
+//
+// The sends this makes on its own (ACKs, ABORTs) go out as the port's replies, never seen by
+// the agent's handler, as C's internal RMPP sends.
+
+/// How long a reassembly may take (C's 40 s "until we can find the packet lifetimes").
+const RMPP_RECV_TIMEOUT_MS: i64 = 40_000;
+/// How long a complete message is remembered, to acknowledge its repeated segments.
+const RMPP_RECV_CLEANUP_MS: i64 = 10_000;
+
+/// Segments a receiver acknowledges at a time: an eighth of the receive queue (C's
+/// `window_size`).
+fn rmpp_window() -> u32 {
+    (port::RECV_QUEUE_SIZE >> 3).max(1)
+}
+
+/// An RMPP message being received, or received lately (C's `mad_rmpp_recv`).
+struct RmppRecv {
+    agent: Arc<MadAgent>,
+    tid: u64,
+    src_qp: u32,
+    slid: u16,
+    mgmt_class: u8,
+    class_version: u8,
+    method: u8,
+    /// The first segment, its completion and GRH (the ACKs go back the way it came).
+    first: KBox<ReceivedMad>,
+    asm: Reassembly,
+    /// When it is aborted (under way) or forgotten (complete), in ns since the port opened.
+    deadline: i64,
+}
+
+impl RmppRecv {
+    /// Whether `r`, for `agent`, is a segment of this message (C's `find_rmpp_recv`).
+    fn is_for(&self, agent: &MadAgent, r: &ReceivedMad) -> bool {
+        core::ptr::eq(&*self.agent, agent)
+            && self.tid == get64(&r.mad, hdr::TID)
+            && self.src_qp == r.wc.src_qp
+            && self.slid == r.wc.slid
+            && self.mgmt_class == r.mad[hdr::MGMT_CLASS]
+            && self.class_version == r.mad[hdr::CLASS_VERSION]
+            && self.method == r.mad[hdr::METHOD]
+    }
+}
+
+/// What an ACK asks of the receiver's side once the port's lock is dropped.
+enum AckThen {
+    /// Nothing.
+    Nothing,
+    /// Acknowledge the ACK of the whole message (C's `ack_ds_ack`).
+    DsAck,
+    /// Refuse it: it acknowledges segments not sent (S2B).
+    TooBig,
+}
+
+/// What expiring the reassemblies left to do once the port's lock is dropped.
+struct Expired {
+    /// The earliest deadline still ahead.
+    next: Option<i64>,
+    /// ABORTs (T2L) to send, each with the first segment it answers.
+    aborts: KVec<(KBox<ReceivedMad>, KBox<Mad>)>,
+}
+
+impl MadPort {
+    /// The RMPP state of a send by `agent` of `mad` with `data` to `dlid` (C's
+    /// `ib_send_rmpp_mad` and `init_newwin`): `None` unless the MAD layer does RMPP for the agent
+    /// and the MAD is an active DATA segment; data without one is `EINVAL`.
+    fn rmpp_send(
+        &self,
+        agent: &MadAgent,
+        mad: &Mad,
+        data: KVec<u8>,
+        dlid: u16,
+        retries: u32,
+        timeout_ms: u32,
+    ) -> Result<Option<KBox<rmpp::Sender>>> {
+        let active = agent.kernel_rmpp && rmpp::is_active(mad) && mad[rhdr::TYPE] == kind::DATA;
+        if !active {
+            return if data.is_empty() {
+                Ok(None)
+            } else {
+                Err(EINVAL)
+            };
+        }
+        let seg = Segmenter::new(mad[hdr::MGMT_CLASS], data)?;
+        // A response starts with the window its requester announced, if it sent one.
+        let mut newwin = 1;
+        if mad[hdr::METHOD] & method::RESP != 0 {
+            let st = self.state.lock();
+            let tid = get64(mad, hdr::TID);
+            if let Some(r) = st.rmpp_recvs.iter().find(|r| {
+                core::ptr::eq(&*r.agent, agent)
+                    && r.tid == tid
+                    && r.mgmt_class == mad[hdr::MGMT_CLASS]
+                    && r.class_version == mad[hdr::CLASS_VERSION]
+                    && r.method & method::RESP == 0
+                    && r.slid == dlid
+            }) {
+                newwin = r.asm.repwin;
+            }
+        }
+        Ok(Some(KBox::new(
+            rmpp::Sender::new(seg, newwin, retries, timeout_ms),
+            GFP_KERNEL,
+        )?))
+    }
+
+    /// Posts send `i`; a send that cannot be posted ends with a general error.
+    fn post_or_fail(&self, st: &mut PortState, i: usize, notices: &mut KVec<Notice>) {
+        if let Some(r) = st.sends.get_mut(i) {
+            r.state = SendState::Queued;
+        }
+        if self.post(st, i).is_err() {
+            if let Ok(r) = st.sends.remove(i) {
+                finish(r, WcStatus::GeneralErr, notices);
+            }
+        }
+    }
+
+    /// A MAD for `agent`, which the MAD layer does RMPP for (C's `ib_process_rmpp_recv_wc`):
+    /// `r` back when it is not an RMPP segment or completes a message (then the whole
+    /// message), `None` when RMPP took it.
+    fn rmpp_received(
+        self: &Arc<Self>,
+        agent: &Arc<MadAgent>,
+        r: KBox<ReceivedMad>,
+    ) -> Option<KBox<ReceivedMad>> {
+        if !rmpp::is_active(&r.mad) {
+            return Some(r);
+        }
+        let st = r.mad[rhdr::STATUS];
+        if r.mad[rhdr::VERSION] != rmpp::VERSION {
+            self.refuse(agent, &r, status::UNV);
+            return None;
+        }
+        match r.mad[rhdr::TYPE] {
+            kind::DATA => return self.rmpp_data(agent, r),
+            kind::ACK => self.rmpp_ack(agent, &r),
+            kind::STOP if st == status::RESX => self.abort_send(agent, &r.mad),
+            kind::ABORT if (status::ABORT_MIN..=status::ABORT_MAX).contains(&st) => {
+                self.abort_send(agent, &r.mad)
+            }
+            kind::STOP | kind::ABORT => self.refuse(agent, &r, status::BAD_STATUS),
+            _ => self.refuse(agent, &r, status::BADT),
+        }
+        None
+    }
+
+    /// Ends the agent's transfer that `r` is about and answers `r` with an ABORT of `st` (C's
+    /// `abort_send` then `nack_recv`).
+    fn refuse(self: &Arc<Self>, agent: &Arc<MadAgent>, r: &ReceivedMad, st: u8) {
+        self.abort_send(agent, &r.mad);
+        self.nack(r, st);
+    }
+
+    /// Answers `r` with an ABORT of `st` (C's `nack_recv`).
+    fn nack(self: &Arc<Self>, r: &ReceivedMad, st: u8) {
+        if let Ok(out) = KBox::new(rmpp::abort(&r.mad, st), GFP_KERNEL) {
+            self.send_response(QP1, out, r);
+        }
+    }
+
+    /// Sends `m` back to where `r` came from.
+    fn answer(self: &Arc<Self>, r: &ReceivedMad, m: Mad) {
+        if let Ok(out) = KBox::new(m, GFP_KERNEL) {
+            self.send_response(QP1, out, r);
+        }
+    }
+
+    /// The receiver stopped or aborted the agent's RMPP transfer that `m` answers (C's
+    /// `abort_send`): it ends with [`WcStatus::RemAbortErr`], unless it is over already.
+    fn abort_send(&self, agent: &Arc<MadAgent>, m: &Mad) {
+        let mut notices = KVec::new();
+        {
+            let mut st = self.state.lock();
+            let tid = agent::tid(m);
+            let found = st.sends.iter().position(|s| {
+                s.agent.as_ref().is_some_and(|a| Arc::ptr_eq(a, agent))
+                    && s.tid == tid
+                    && s.mgmt_class == m[hdr::MGMT_CLASS]
+                    && !s.cancelled
+                    && !s.flushed
+                    && s.rmpp.as_ref().is_some_and(|x| !x.acknowledged())
+            });
+            let Some(i) = found else {
+                return;
+            };
+            match st.sends.get_mut(i) {
+                Some(s) if matches!(s.state, SendState::Posted(_)) => s.aborted = true,
+                Some(_) => {
+                    if let Ok(s) = st.sends.remove(i) {
+                        finish(s, WcStatus::RemAbortErr, &mut notices);
+                    }
+                }
+                None => {}
+            }
+        }
+        deliver(notices);
+    }
+
+    /// An ACK for the agent (C's `process_rmpp_ack`).
+    fn rmpp_ack(self: &Arc<Self>, agent: &Arc<MadAgent>, r: &ReceivedMad) {
+        if r.mad[rhdr::STATUS] != 0 {
+            return self.refuse(agent, r, status::BAD_STATUS);
+        }
+        let seg = rmpp::seg_num(&r.mad);
+        let newwin = rmpp::paylen_newwin(&r.mad);
+        if newwin < seg {
+            return self.refuse(agent, r, status::W2S);
+        }
+        let mut notices = KVec::new();
+        let then = {
+            let mut st = self.state.lock();
+            let tid = agent::tid(&r.mad);
+            let found = st.sends.iter().position(|s| {
+                s.agent.as_ref().is_some_and(|a| Arc::ptr_eq(a, agent))
+                    && s.tid == tid
+                    && s.mgmt_class == r.mad[hdr::MGMT_CLASS]
+                    && s.rmpp.is_some()
+            });
+            match found {
+                None => {
+                    // Unmatched, or the requester's ACK of our whole answer: its window.
+                    if seg == 0 {
+                        if let Some(x) = st
+                            .rmpp_recvs
+                            .iter_mut()
+                            .find(|x| x.asm.is_complete() && x.is_for(agent, r))
+                        {
+                            x.asm.repwin = newwin;
+                        }
+                    }
+                    AckThen::Nothing
+                }
+                Some(i) => self.ack_send(&mut st, i, seg, newwin, &mut notices),
+            }
+        };
+        deliver(notices);
+        match then {
+            AckThen::Nothing => {}
+            AckThen::DsAck => self.answer(r, rmpp::ds_ack(&r.mad)),
+            AckThen::TooBig => self.refuse(agent, r, status::S2B),
+        }
+    }
+
+    /// Applies an ACK of segments up to `seg`, window `newwin`, to send `i`.
+    fn ack_send(
+        &self,
+        st: &mut PortState,
+        i: usize,
+        seg: u32,
+        newwin: u32,
+        notices: &mut KVec<Notice>,
+    ) -> AckThen {
+        let Some(s) = st.sends.get_mut(i) else {
+            return AckThen::Nothing;
+        };
+        let waiting = matches!(s.state, SendState::Waiting(_));
+        let live = !s.cancelled && !s.flushed && !s.aborted;
+        let timeout_ms = s.timeout_ms;
+        let Some(m) = s.rmpp.as_mut() else {
+            return AckThen::Nothing;
+        };
+        let (retries_reset, then) = match m.on_ack(seg, newwin, live, waiting) {
+            AckEffect::Ignore => return AckThen::Nothing,
+            AckEffect::DsAck => return AckThen::DsAck,
+            AckEffect::TooBig => return AckThen::TooBig,
+            AckEffect::Moved {
+                retries_reset,
+                then,
+            } => (retries_reset, then),
+        };
+        if retries_reset {
+            s.retries_left = m.max_retries;
+        }
+        match then {
+            AfterAck::Wait => AckThen::Nothing,
+            AfterAck::Post => {
+                self.post_or_fail(st, i, notices);
+                AckThen::Nothing
+            }
+            AfterAck::Done => {
+                // Nothing to wait for: the ACK completes the send (at its send completion if a
+                // segment is still on the queue).
+                if waiting {
+                    if let Ok(s) = st.sends.remove(i) {
+                        finish(s, WcStatus::Success, notices);
+                    }
+                }
+                AckThen::Nothing
+            }
+            AfterAck::AwaitResponse => {
+                if waiting {
+                    let deadline =
+                        self.now_ns() + Delta::from_millis(i64::from(timeout_ms)).as_nanos();
+                    s.state = SendState::Waiting(deadline);
+                    self.arm(st, deadline);
+                }
+                AckThen::DsAck
+            }
+        }
+    }
+
+    /// A DATA segment for the agent (C's `process_rmpp_data`, `start_rmpp`, `continue_rmpp`).
+    fn rmpp_data(
+        self: &Arc<Self>,
+        agent: &Arc<MadAgent>,
+        r: KBox<ReceivedMad>,
+    ) -> Option<KBox<ReceivedMad>> {
+        if r.mad[rhdr::STATUS] != 0 {
+            self.nack(&r, status::BAD_STATUS);
+            return None;
+        }
+        if agent::is_response(&r.mad) && !self.awaits(agent, &r.mad) {
+            // A response to nothing the agent asked (C's `is_kernel_rmpp_data_response`).
+            return None;
+        }
+        let first = rmpp::flags(&r.mad) & flag::FIRST != 0;
+        if (rmpp::seg_num(&r.mad) == 1) != first {
+            self.nack(&r, status::BAD_SEG);
+            return None;
+        }
+        let now = self.now_ns();
+        let (ack, done) = {
+            let mut st = self.state.lock();
+            let at = st.rmpp_recvs.iter().position(|x| x.is_for(agent, &r));
+            let out = match at {
+                // A duplicate first segment continues the message.
+                Some(i) if first => match st.rmpp_recvs.get_mut(i) {
+                    Some(x) => continue_with(x, &r, now),
+                    None => (None, None),
+                },
+                Some(i) => match st.rmpp_recvs.get_mut(i) {
+                    Some(x) => continue_with(x, &r, now),
+                    None => (None, None),
+                },
+                None if first => {
+                    let (asm, step) = Reassembly::start(&r.mad, rmpp_window());
+                    let copy = ReceivedMad::single(r.mad, r.wc, r.grh);
+                    match KBox::new(copy, GFP_KERNEL) {
+                        Ok(first_seg) => {
+                            let mut x = RmppRecv {
+                                agent: agent.clone(),
+                                tid: get64(&r.mad, hdr::TID),
+                                src_qp: r.wc.src_qp,
+                                slid: r.wc.slid,
+                                mgmt_class: r.mad[hdr::MGMT_CLASS],
+                                class_version: r.mad[hdr::CLASS_VERSION],
+                                method: r.mad[hdr::METHOD],
+                                first: first_seg,
+                                asm,
+                                deadline: now + ms_ns(RMPP_RECV_TIMEOUT_MS),
+                            };
+                            let out = after(&mut x, &r, step, now);
+                            let deadline = x.deadline;
+                            if st.rmpp_recvs.push(x, GFP_KERNEL).is_ok() {
+                                self.arm(&mut st, deadline);
+                                out
+                            } else {
+                                (None, None)
+                            }
+                        }
+                        Err(_) => (None, None),
+                    }
+                }
+                None => (None, None),
+            };
+            if out.1.is_some() {
+                // Kept a while to acknowledge repeated segments.
+                self.arm(&mut st, now + ms_ns(RMPP_RECV_CLEANUP_MS));
+            }
+            out
+        };
+        if let Some(a) = ack {
+            self.answer(&r, a);
+        }
+        done
+    }
+
+    /// Whether one of `agent`'s sends waits for `m` as its response (C's `ib_find_send_mad`).
+    fn awaits(&self, agent: &Arc<MadAgent>, m: &Mad) -> bool {
+        let tid = agent::tid(m);
+        self.state.lock().sends.iter().any(|s| {
+            s.agent.as_ref().is_some_and(|a| Arc::ptr_eq(a, agent))
+                && s.tid == tid
+                && s.mgmt_class == m[hdr::MGMT_CLASS]
+                && awaits_response(s.timeout_ms, s.answered, s.cancelled, s.state)
+        })
+    }
+
+    /// Drops the reassemblies past their deadline at `now` (C's `recv_timeout_handler` and
+    /// `recv_cleanup_handler`): an incomplete one is answered with an ABORT (T2L).
+    fn expire_rmpp_recvs(&self, st: &mut PortState, now: i64) -> Expired {
+        let mut out = Expired {
+            next: None,
+            aborts: KVec::new(),
+        };
+        let mut i = 0;
+        while let Some(x) = st.rmpp_recvs.get(i) {
+            if x.deadline > now {
+                out.next = Some(out.next.map_or(x.deadline, |n: i64| n.min(x.deadline)));
+                i += 1;
+                continue;
+            }
+            if let Ok(x) = st.rmpp_recvs.remove(i) {
+                if !x.asm.is_complete() {
+                    if let Ok(a) = KBox::new(rmpp::abort(&x.first.mad, status::T2L), GFP_KERNEL) {
+                        let _ = out.aborts.push((x.first, a), GFP_KERNEL);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Milliseconds in nanoseconds.
+fn ms_ns(n: i64) -> i64 {
+    Delta::from_millis(n).as_nanos()
+}
+
+/// Takes segment `r` into the message `x`: the ACK to send and the whole message, if any.
+fn continue_with(
+    x: &mut RmppRecv,
+    r: &ReceivedMad,
+    now: i64,
+) -> (Option<Mad>, Option<KBox<ReceivedMad>>) {
+    match x.asm.segment(&r.mad, rmpp_window()) {
+        Ok(step) => after(x, r, step, now),
+        Err(_) => (None, None),
+    }
+}
+
+/// What `step` means for the message `x` whose segment `r` came: an ACK, and at the end the
+/// whole message for the agent (then `x` is kept a while to acknowledge repeats).
+fn after(
+    x: &mut RmppRecv,
+    r: &ReceivedMad,
+    step: Step,
+    now: i64,
+) -> (Option<Mad>, Option<KBox<ReceivedMad>>) {
+    match step {
+        Step::Drop => (None, None),
+        Step::Ack => (Some(x.asm.ack(&r.mad)), None),
+        Step::Complete => {
+            let ack = x.asm.ack(&r.mad);
+            x.deadline = now + ms_ns(RMPP_RECV_CLEANUP_MS);
+            let mut whole = ReceivedMad::single(x.first.mad, x.first.wc, x.first.grh);
+            whole.rmpp_data = x.asm.take_more();
+            whole.mad_len = x.asm.mad_len();
+            (Some(ack), KBox::new(whole, GFP_KERNEL).ok())
         }
     }
 }

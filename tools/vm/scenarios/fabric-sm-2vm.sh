@@ -9,8 +9,12 @@
 #     firmware raised;
 #   - sminfo on both VMs names the SM's port; smpquery LID-routed to the peer, ibnetdiscover,
 #     ibroute (what a channel adapter answers);
+#   - saquery on both VMs (NodeRecords, PathRecords, MCMemberRecords: the SA's GetTable answers
+#     in RMPP segments, sent by the SM's MAD layer and put back together by the querier's),
+#     osmtest -f c then -f a in VM 1;
 #   - a second opensm in VM 1 with priority 15 takes over (SMInfo handover): sminfo then names
-#     VM 1's port as the master, VM 0's SM goes STANDBY, both ports keep their LIDs;
+#     VM 1's port as the master, VM 0's SM goes STANDBY, both ports keep their LIDs; saquery on
+#     both VMs and osmtest in VM 0 against the new master's SA;
 #   - the SMs stop; the ports keep their LIDs; the stacks unload cleanly.
 # vms: 2
 # vm-stacks: rust c
@@ -22,6 +26,13 @@ meet() {
 }
 
 port=/sys/class/infiniband/mlx5_0/ports/1
+
+# records FILE PATTERN: how many lines of FILE match PATTERN; the file's end too when none do.
+records() {
+	_n=$(grep -c "$2" "$1")
+	echo "$_n"
+	[ "$_n" != 0 ] || tail -n 20 "$1"
+}
 
 check "load the stack ($STACK)" load_stack
 wait_for "umad0 serves mlx5_0" 30 '^mlx5_0$' cat /sys/class/infiniband_mad/umad0/ibdev
@@ -55,6 +66,16 @@ ibnetdiscover >/tmp/ibnet 2>&1
 peer_lid=$(sed -n 's/.*lid \([0-9]*\) .*/\1/p' /tmp/ibnet | grep -vx "$lid" | head -n 1)
 check_output "smpquery portinfo LID-routed to the peer ($peer_lid): its LID" "^Lid:\\.+$peer_lid\$" smpquery portinfo "$peer_lid"
 check_output "smpquery nodeinfo of the peer: a channel adapter" '^NodeType:\.+Channel Adapter$' smpquery nodeinfo "$peer_lid"
+saquery >/tmp/sa-nodes 2>&1
+check_output "saquery: the SA's NodeRecords name both nodes (an RMPP answer)" '^2$' records /tmp/sa-nodes '^NodeRecord dump'
+saquery -p >/tmp/sa-paths 2>&1
+check_output "saquery -p: PathRecords between the LIDs" '^[1-9][0-9]*$' records /tmp/sa-paths '^PathRecord dump'
+saquery -g >/tmp/sa-mcast 2>&1
+check_output "saquery -g: the SA's multicast groups" '^[1-9][0-9]*$' records /tmp/sa-mcast '^MCMemberRecord group dump'
+if [ "$VM_INDEX" = 1 ]; then
+	check_output "osmtest -f c: the inventory from the SA" 'OSMTEST: TEST "Create Inventory" PASS' osmtest -f c -i /tmp/osmtest.dat
+	check_output "osmtest -f a: every validation of the inventory" 'OSMTEST: TEST "All Validations" PASS' osmtest -f a -i /tmp/osmtest.dat
+fi
 meet discovered
 
 if [ "$VM_INDEX" = 1 ]; then
@@ -66,6 +87,12 @@ if [ "$VM_INDEX" = 0 ]; then
 	check_output "the first SM is STANDBY" 'priority 1 state 2 SMINFO_STANDBY$' sminfo -s "$sm_lid" "$sm_lid"
 fi
 check_output "the port kept its LID $lid" "^$(printf '0x%x' "$lid")\$" cat $port/lid
+saquery >/tmp/sa-nodes 2>&1
+check_output "saquery from the new master's SA (VM 1's): both NodeRecords, two segments" '^2$' records /tmp/sa-nodes '^NodeRecord dump'
+if [ "$VM_INDEX" = 0 ]; then
+	check_output "osmtest -f c against VM 1's SA" 'OSMTEST: TEST "Create Inventory" PASS' osmtest -f c -i /tmp/osmtest.dat
+	check_output "osmtest -f a against VM 1's SA" 'OSMTEST: TEST "All Validations" PASS' osmtest -f a -i /tmp/osmtest.dat
+fi
 meet handed-over
 
 [ -n "$sm" ] && kill "$sm" && wait "$sm" 2>/dev/null

@@ -159,6 +159,14 @@ impl MadHandler for CHandler {
         let send_buf = mad
             .request
             .map_or(ptr::null_mut(), |c| c as usize as *mut _);
+        if mad.mad_len > MAD_SIZE {
+            // The C view of a message in several segments (`rmpp_list`) is not built yet.
+            pr_err!(
+                "an RMPP message of {} bytes for a C agent: dropped\n",
+                mad.mad_len
+            );
+            return;
+        }
         let Ok(wc) = recv_wc(a, mad) else {
             pr_err!("no memory for a received MAD: dropped\n");
             return;
@@ -380,6 +388,7 @@ unsafe fn register(
     send_handler: bindings::ib_mad_send_handler,
     recv_handler: bindings::ib_mad_recv_handler,
     context: *mut c_void,
+    flags: u32,
 ) -> Result<NonNull<bindings::ib_mad_agent>> {
     let qp_type = match qp_type {
         bindings::ib_qp_type_IB_QPT_SMI => QpType::Smi,
@@ -392,7 +401,15 @@ unsafe fn register(
     let reg = (!mad_reg_req.is_null()).then(|| reg_from_c(unsafe { &*mad_reg_req }));
     let this = Arc::new(AtomicPtr::new(ptr::null_mut()), GFP_KERNEL)?;
     let handler = Arc::new(CHandler { this: this.clone() }, GFP_KERNEL)?;
-    let agent = MadAgent::register(&dev, port_num, qp_type, reg.as_ref(), rmpp_version, handler)?;
+    let agent = MadAgent::register(
+        &dev,
+        port_num,
+        qp_type,
+        reg.as_ref(),
+        rmpp_version,
+        flags,
+        handler,
+    )?;
     let made = (|| {
         let pd = PdObject::alloc(CPd::new(agent.pd().clone()))?;
         let qp = KBox::new(Opaque::<bindings::ib_qp>::zeroed(), GFP_KERNEL).inspect_err(|_| {
@@ -469,8 +486,8 @@ unsafe fn register(
 /// requests), its handlers called with `context`; C's checks and errnos through the core's
 /// MAD layer (`ERR_PTR(-EINVAL)` for a bad registration or a method another agent owns,
 /// `-EPROTONOSUPPORT` for a QP the port lacks, `-ENODEV` without MAD services, `-EBUSY` when
-/// every transaction id prefix is taken). `registration_flags` are not used (C's are for
-/// snooping, which is gone).
+/// every transaction id prefix is taken). Of `registration_flags` only `IB_MAD_USER_RMPP`
+/// counts (the rest were C's snooping, which is gone).
 ///
 /// # Safety
 ///
@@ -488,7 +505,7 @@ pub(crate) unsafe extern "C" fn ib_register_mad_agent(
     send_handler: bindings::ib_mad_send_handler,
     recv_handler: bindings::ib_mad_recv_handler,
     context: *mut c_void,
-    _registration_flags: u32,
+    registration_flags: u32,
 ) -> *mut bindings::ib_mad_agent {
     // SAFETY: The caller's contract.
     ptr_or_err(unsafe {
@@ -501,6 +518,7 @@ pub(crate) unsafe extern "C" fn ib_register_mad_agent(
             send_handler,
             recv_handler,
             context,
+            registration_flags & crate::mad::agent::USER_RMPP,
         )
     })
 }
@@ -654,6 +672,7 @@ unsafe fn post_one(b: *mut bindings::ib_mad_send_buf) -> Result {
         timeout_ms: u32::try_from(buf.timeout_ms).unwrap_or(0),
         retries: u32::try_from(buf.retries).unwrap_or(0),
         context: b as usize as u64,
+        rmpp_data: KVec::new(),
     };
     agent.deferred.push(Op::Post(send))?;
     // As C: from the post on, `retries` counts the sends again ([`CHandler::send_done`]).

@@ -54,6 +54,10 @@ pub fn is_vendor_oui_class(c: u8) -> bool {
     (class::VENDOR_RANGE2_START..=class::VENDOR_RANGE2_END).contains(&c)
 }
 
+/// Registration flag: the agent's user does RMPP itself (`IB_MAD_USER_RMPP`); the MAD layer
+/// passes its segments as they are.
+pub const USER_RMPP: u32 = 1 << 0;
+
 /// Whether `c` is a class that may use RMPP (C's `ib_is_mad_class_rmpp`).
 pub fn is_rmpp_class(c: u8) -> bool {
     matches!(

@@ -14,7 +14,8 @@ use crate::{
 use ib_core::{
     attrs::Gid,
     chardev::open_files::OpenFile,
-    mad::agent::{self, MadRegReq},
+    mad::agent::{self, MadRegReq, USER_RMPP},
+    mad::rmpp,
     mad::types::{get32, hdr as mh, Mad, MAD_HDR_SIZE, MAD_SIZE},
     mad::{MadAgent, MadHandler, MadSend, ReceivedMad, SendDone},
     verbs::types::{AhAttr, GlobalRoute, QpType},
@@ -40,8 +41,6 @@ const MAX_RECV_LIST: usize = 200_000;
 const STATUS_ETIMEDOUT: u32 = 110;
 /// `IsSM` in the port capability mask (`IB_PORT_SM`).
 const PORT_SM: u32 = 1 << 1;
-/// `IB_USER_MAD_USER_RMPP`: the only flag of `REGISTER_AGENT2`.
-const USER_RMPP: u32 = 1;
 
 /// The ioctls (`IB_USER_MAD_*`, magic 0x1b).
 mod ioc {
@@ -58,8 +57,13 @@ mod ioc {
 /// Something read() returns (always boxed, so the variants' sizes do not matter).
 #[expect(clippy::large_enum_variant, reason = "packets are boxed one by one")]
 enum Packet {
-    /// A received MAD.
-    Recv { hdr: UmadHdr, mad: Mad },
+    /// A received MAD, or an RMPP message: its first segment, and the data of the others
+    /// (the header's length says how much of it there is).
+    Recv {
+        hdr: UmadHdr,
+        mad: Mad,
+        more: KVec<u8>,
+    },
     /// A send that got no response: its header and the MAD's common header.
     Timeout {
         hdr: UmadHdr,
@@ -211,7 +215,7 @@ impl MadHandler for AgentHandler {
     fn recv(&self, agent: &Arc<MadAgent>, r: KBox<ReceivedMad>) {
         let hdr_size = self.file.inner.lock().hdr_size();
         let mut h = UmadHdr {
-            length: (hdr_size + MAD_SIZE) as u32,
+            length: (hdr_size + r.mad_len) as u32,
             qpn: r.wc.src_qp,
             lid: r.wc.slid,
             sl: r.wc.sl,
@@ -229,7 +233,9 @@ impl MadHandler for AgentHandler {
             h.traffic_class = ((flow >> 20) & 0xff) as u8;
             h.hop_limit = 0xff;
         }
-        if let Ok(p) = KBox::new(Packet::Recv { hdr: h, mad: r.mad }, GFP_KERNEL) {
+        let r = KBox::into_inner(r);
+        let (mad, more) = (r.mad, r.rmpp_data);
+        if let Ok(p) = KBox::new(Packet::Recv { hdr: h, mad, more }, GFP_KERNEL) {
             self.file.queue(agent, p, true);
         }
     }
@@ -329,6 +335,7 @@ impl UmadFile {
             req.qp_type(),
             reg.as_ref(),
             req.rmpp_version,
+            req.flags & USER_RMPP,
             handler,
         )?;
         let id_at = arg;
@@ -398,8 +405,24 @@ impl UmadFile {
         };
         let flags = inner.agent_flags.get(slot).copied().unwrap_or(0);
         let written = count.checked_sub(hdr_size).ok_or(EINVAL)?;
-        let len = mad_len(&mad, written, agent.rmpp_version(), flags)?;
+        let (len, rmpp_len) = mad_len(&mad, written, agent.rmpp_version(), flags)?;
         reader.read_slice(&mut mad[hdr::RMPP_HDR..len])?;
+        let rmpp_data = match rmpp_len {
+            Some(n) => {
+                // The RMPP header is the kernel's, not the user's (C's `ib_create_send_mad`
+                // writes it, then only the common and class headers are copied in): the
+                // agent's version, a DATA segment, active; the segments get their numbers
+                // and lengths as they go.
+                mad[rmpp::rhdr::VERSION..rmpp::RMPP_HDR].fill(0);
+                mad[rmpp::rhdr::VERSION] = agent.rmpp_version();
+                mad[rmpp::rhdr::TYPE] = rmpp::kind::DATA;
+                mad[rmpp::rhdr::RTIME_FLAGS] = rmpp::flag::ACTIVE;
+                let mut data = KVec::from_elem(0u8, n, GFP_KERNEL)?;
+                reader.read_slice(&mut data)?;
+                data
+            }
+            None => KVec::new(),
+        };
         stamp_tid(&mut mad, agent.hi_tid());
         let mut head = [0u8; MAD_HDR_SIZE];
         head.copy_from_slice(&mad[..MAD_HDR_SIZE]);
@@ -422,6 +445,7 @@ impl UmadFile {
             timeout_ms: h.timeout_ms,
             retries: h.retries,
             context,
+            rmpp_data,
         };
         if let Err(e) = agent.send(s) {
             if let Some(i) = inner.sends.iter().position(|x| x.context == context) {
@@ -566,22 +590,23 @@ fn agent_slot(h: &UmadHdr) -> Result<usize> {
     Ok(id)
 }
 
-/// How many bytes of the MAD written after the header (`len` bytes, its first
-/// [`hdr::RMPP_HDR`] in `mad`) are sent, through an agent of `rmpp_version` with `flags`: its
-/// class's header and data. `EINVAL` when shorter than that header, longer than one MAD, or
-/// an active RMPP segment the kernel would have to segment (not implemented).
-fn mad_len(mad: &Mad, len: usize, rmpp_version: u8, flags: u32) -> Result<usize> {
+/// How the `len` bytes written after the header (its first [`hdr::RMPP_HDR`] in `mad`) are
+/// sent, through an agent of `rmpp_version` with `flags` (C's `ib_umad_write`): how many of them
+/// fill the MAD, and for an active RMPP message the kernel segments (an RMPP agent without
+/// `USER_RMPP`), how many bytes of data follow the class's header. `EINVAL` when shorter than
+/// that header, or longer than one MAD without RMPP.
+fn mad_len(mad: &Mad, len: usize, rmpp_version: u8, flags: u32) -> Result<(usize, Option<usize>)> {
     let class = mad[mh::MGMT_CLASS];
-    let hdr_len = hdr::data_offset(class);
+    let hdr_len = rmpp::data_offset(class);
     let data_len = len.checked_sub(hdr_len).ok_or(EINVAL)?;
     let kernel_rmpp = rmpp_version != 0 && flags & USER_RMPP == 0;
-    let rmpp_active = agent::is_rmpp_class(class)
-        && kernel_rmpp
-        && mad[hdr::RMPP_FLAGS] & hdr::RMPP_FLAG_ACTIVE != 0;
-    if rmpp_active || hdr_len + data_len > MAD_SIZE {
+    if agent::is_rmpp_class(class) && kernel_rmpp && rmpp::is_active(mad) {
+        return Ok((hdr_len, Some(data_len)));
+    }
+    if hdr_len + data_len > MAD_SIZE {
         return Err(EINVAL);
     }
-    Ok(hdr_len + data_len)
+    Ok((hdr_len + data_len, None))
 }
 
 /// A request's transaction id gets the agent's prefix `hi_tid` in its high 32 bits (C's
@@ -661,9 +686,15 @@ impl FileOperations for UmadFile {
             return Err(EIO);
         }
         let p = inner.recv.remove(0)?;
-        let (h, body): (&UmadHdr, &[u8]) = match &*p {
-            Packet::Recv { hdr, mad } => (hdr, &mad[..]),
-            Packet::Timeout { hdr, head } => (hdr, &head[..]),
+        let (h, body, more): (&UmadHdr, &[u8], &[u8]) = match &*p {
+            Packet::Recv { hdr, mad, more } => {
+                // C's `copy_recv_mad`: the first segment, then the others' data up to the
+                // message's length.
+                let total = (hdr.length as usize).saturating_sub(hdr_size);
+                let rest = total.saturating_sub(MAD_SIZE).min(more.len());
+                (hdr, &mad[..total.min(MAD_SIZE)], &more[..rest])
+            }
+            Packet::Timeout { hdr, head } => (hdr, &head[..], &[]),
         };
         let size = hdr_size + body.len();
         let copied = if let Err(e) = room(len, size) {
@@ -672,13 +703,24 @@ impl FileOperations for UmadFile {
             let raw = h.encode();
             buf.write_slice(&raw[..hdr_size])
                 .and_then(|()| buf.write_slice(body))
+                .and_then(|()| {
+                    // A buffer that holds the first segment but not the message: ENOSPC, with
+                    // the header (and its length) read, the message kept for a bigger read.
+                    if more.is_empty() {
+                        Ok(())
+                    } else if len < size + more.len() {
+                        Err(ENOSPC)
+                    } else {
+                        buf.write_slice(more)
+                    }
+                })
         };
         if let Err(e) = copied {
             // Put back first, as C does.
             let _ = inner.recv.insert_within_capacity(0, p);
             return Err(e);
         }
-        Ok(size)
+        Ok(size + more.len())
     }
 
     /// C's `ib_umad_write`.
@@ -976,31 +1018,34 @@ mod write_tests {
     fn mad_lengths_by_class_and_rmpp() {
         let perf = mad(class::PERF_MGMT, method::GET, 1);
         // A whole MAD, its header alone; longer than a MAD: EINVAL.
-        assert_eq!(mad_len(&perf, MAD_SIZE, 0, 0), Ok(MAD_SIZE));
-        assert_eq!(mad_len(&perf, MAD_HDR_SIZE + 12, 0, 0), Ok(36));
+        assert_eq!(mad_len(&perf, MAD_SIZE, 0, 0), Ok((MAD_SIZE, None)));
+        assert_eq!(mad_len(&perf, MAD_HDR_SIZE + 12, 0, 0), Ok((36, None)));
         assert_eq!(mad_len(&perf, MAD_SIZE + 1, 0, 0), Err(EINVAL));
         // SA's header is 56 bytes, device management's 64, a vendor OUI class's 40: shorter
         // is EINVAL.
         let sa = mad(class::SUBN_ADM, method::GET, 1);
         assert_eq!(mad_len(&sa, 55, 0, 0), Err(EINVAL));
-        assert_eq!(mad_len(&sa, 56, 0, 0), Ok(56));
+        assert_eq!(mad_len(&sa, 56, 0, 0), Ok((56, None)));
         let dm = mad(class::DEVICE_MGMT, method::GET, 1);
         assert_eq!(mad_len(&dm, 63, 0, 0), Err(EINVAL));
         let vendor = mad(0x30, method::GET, 1);
         assert_eq!(mad_len(&vendor, 39, 0, 0), Err(EINVAL));
-        assert_eq!(mad_len(&vendor, 40, 0, 0), Ok(40));
-        // An active RMPP segment the kernel would have to send (an RMPP agent without
-        // USER_RMPP): EINVAL; user-space RMPP, an agent without RMPP, or a class without it
-        // send it as it is.
+        assert_eq!(mad_len(&vendor, 40, 0, 0), Ok((40, None)));
+        // An active RMPP message the kernel segments (an RMPP agent without USER_RMPP): the
+        // class's header, then data of any length; user-space RMPP, an agent without RMPP, or a
+        // class without it send one MAD as it is.
         let mut seg = sa;
-        seg[hdr::RMPP_FLAGS] = hdr::RMPP_FLAG_ACTIVE;
-        assert_eq!(mad_len(&seg, MAD_SIZE, 1, 0), Err(EINVAL));
-        assert_eq!(mad_len(&seg, MAD_SIZE, 1, USER_RMPP), Ok(MAD_SIZE));
-        assert_eq!(mad_len(&seg, MAD_SIZE, 0, 0), Ok(MAD_SIZE));
-        assert_eq!(mad_len(&sa, MAD_SIZE, 1, 0), Ok(MAD_SIZE));
+        seg[rmpp::rhdr::RTIME_FLAGS] = rmpp::flag::ACTIVE;
+        assert_eq!(mad_len(&seg, MAD_SIZE, 1, 0), Ok((56, Some(200))));
+        assert_eq!(mad_len(&seg, 1000, 1, 0), Ok((56, Some(944))));
+        assert_eq!(mad_len(&seg, 55, 1, 0), Err(EINVAL));
+        assert_eq!(mad_len(&seg, MAD_SIZE, 1, USER_RMPP), Ok((MAD_SIZE, None)));
+        assert_eq!(mad_len(&seg, MAD_SIZE + 1, 1, USER_RMPP), Err(EINVAL));
+        assert_eq!(mad_len(&seg, MAD_SIZE, 0, 0), Ok((MAD_SIZE, None)));
+        assert_eq!(mad_len(&sa, MAD_SIZE, 1, 0), Ok((MAD_SIZE, None)));
         let mut pseg = perf;
-        pseg[hdr::RMPP_FLAGS] = hdr::RMPP_FLAG_ACTIVE;
-        assert_eq!(mad_len(&pseg, MAD_SIZE, 1, 0), Ok(MAD_SIZE));
+        pseg[rmpp::rhdr::RTIME_FLAGS] = rmpp::flag::ACTIVE;
+        assert_eq!(mad_len(&pseg, MAD_SIZE, 1, 0), Ok((MAD_SIZE, None)));
     }
 
     #[test]

@@ -2,9 +2,9 @@
 
 //! The header user space puts before every MAD it writes and finds before every MAD it reads
 //! (`struct ib_user_mad_hdr`, 64 bytes, or `ib_user_mad_hdr_old`, 56 bytes, without the P_Key
-//! index), and the MAD rules write() applies (C's `ib_get_mad_data_offset`).
+//! index).
 
-use ib_core::{be::get32, mad::types::class};
+use ib_core::be::get32;
 
 /// The old header's size (before `IB_USER_MAD_ENABLE_PKEY`).
 pub(crate) const HDR_OLD: usize = 56;
@@ -12,10 +12,6 @@ pub(crate) const HDR_OLD: usize = 56;
 pub(crate) const HDR_NEW: usize = 64;
 /// The common MAD header and the RMPP header (`IB_MGMT_RMPP_HDR`): what write() needs at least.
 pub(crate) const RMPP_HDR: usize = 36;
-/// The RMPP header's flags byte and its "active" bit.
-pub(crate) const RMPP_FLAGS: usize = 26;
-/// See [`RMPP_FLAGS`].
-pub(crate) const RMPP_FLAG_ACTIVE: u8 = 1;
 
 /// The user header's fields (host-endian integers where the ABI has host order, network
 /// order ones converted).
@@ -99,17 +95,6 @@ impl UmadHdr {
     }
 }
 
-/// Where a class's data starts in a MAD (C's `ib_get_mad_data_offset`): after the SA header,
-/// the device management header, the vendor header, or the common header.
-pub(crate) fn data_offset(mgmt_class: u8) -> usize {
-    match mgmt_class {
-        class::SUBN_ADM => 56,
-        class::DEVICE_MGMT | class::DEVICE_ADM | class::BIS => 64,
-        c if (class::VENDOR_RANGE2_START..=class::VENDOR_RANGE2_END).contains(&c) => 40,
-        _ => 24,
-    }
-}
-
 #[kernel::macros::kunit_tests(rdma_rs_ib_umad_hdr)]
 mod tests {
     use super::*;
@@ -141,14 +126,5 @@ mod tests {
         assert_eq!(UmadHdr::decode(&b, true), h);
         let old = UmadHdr::decode(&b, false);
         assert_eq!(old.pkey_index, 0);
-    }
-
-    #[test]
-    fn data_offsets_by_class() {
-        assert_eq!(data_offset(class::SUBN_ADM), 56);
-        assert_eq!(data_offset(class::PERF_MGMT), 24);
-        assert_eq!(data_offset(class::DEVICE_MGMT), 64);
-        assert_eq!(data_offset(0x30), 40);
-        assert_eq!(data_offset(class::SUBN_LID_ROUTED), 24);
     }
 }

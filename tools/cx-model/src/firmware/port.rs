@@ -296,11 +296,11 @@ impl Node {
                 d[..n].copy_from_slice(&b[..n]);
             }
             attr::PORT_INFO => {
-                // attr_mod selects the port; 0 means the port the SMP arrived on.
-                let p = if attr_mod == 0 {
-                    Some(port)
-                } else {
-                    u8::try_from(attr_mod).ok().and_then(|n| self.port(n))
+                // The modifier's low byte selects the port, 0 the one the SMP arrived on (bit 31
+                // says the SM knows the extended speeds; the other bits are reserved).
+                let p = match port_in_modifier(attr_mod) {
+                    0 => Some(port),
+                    n => self.port(n),
                 };
                 match p {
                     Some(p) => Self::port_info(p, d),
@@ -333,6 +333,11 @@ impl Node {
         }
         0
     }
+}
+
+/// The port a PortInfo modifier names (its low byte).
+pub(super) fn port_in_modifier(attr_mod: u32) -> u8 {
+    (attr_mod & 0xff) as u8
 }
 
 /// Block `attr_mod` of `table` (`per` entries a block), if the table has it.

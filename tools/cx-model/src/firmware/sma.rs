@@ -7,9 +7,10 @@
 //! going ACTIVE, and DOWN when the SM takes the link down.
 
 use super::port::{
-    attr, block, mad, Node, Port, GUIDS_PER_BLOCK, LINK_SPEED_EXT_SUPPORTED, LINK_SPEED_SUPPORTED,
-    LINK_WIDTH_SUPPORTED, MAD_SIZE, MAD_STATUS_INVALID_FIELD, MAD_STATUS_UNSUPPORTED_ATTR, MTU_CAP,
-    PHYS_LINK_UP, PKEYS_PER_BLOCK, STATE_ACTIVE, STATE_ARMED, STATE_DOWN, STATE_INIT, VL_CAP,
+    attr, block, mad, port_in_modifier, Node, Port, GUIDS_PER_BLOCK, LINK_SPEED_EXT_SUPPORTED,
+    LINK_SPEED_SUPPORTED, LINK_WIDTH_SUPPORTED, MAD_SIZE, MAD_STATUS_INVALID_FIELD,
+    MAD_STATUS_UNSUPPORTED_ATTR, MTU_CAP, PHYS_LINK_UP, PKEYS_PER_BLOCK, STATE_ACTIVE, STATE_ARMED,
+    STATE_DOWN, STATE_INIT, VL_CAP,
 };
 use super::{eq::event, Firmware};
 use crate::guest_memory::GuestMemory;
@@ -244,11 +245,11 @@ fn vl_table(old: &Port, attr_id: u16, attr_mod: u32, d: &[u8]) -> Result<(Port, 
 
 /// The port a PortInfo Set names: the modifier's port, 0 for the one the SMP arrived on.
 fn target(node: &Node, arrived: u8, attr_id: u16, attr_mod: u32) -> Option<u8> {
-    if attr_id != attr::PORT_INFO || attr_mod == 0 {
-        return Some(arrived);
+    match port_in_modifier(attr_mod) {
+        _ if attr_id != attr::PORT_INFO => Some(arrived),
+        0 => Some(arrived),
+        n => node.port(n).map(|p| p.num),
     }
-    let n = u8::try_from(attr_mod).ok()?;
-    node.port(n).map(|p| p.num)
 }
 
 /// A Set the SMA of port `arrived` received (`m`, a subnet management MAD): applies it if every
