@@ -1,7 +1,9 @@
 # fabric-sm-2vm: an InfiniBand fabric run by a subnet manager (issue 36). Two VMs, VM 0 on the Rust
 # stack and VM 1 on the C stack, their cx-models linked by the wire in managed mode: each port
 # comes up INIT without a LID and goes ACTIVE only when an SM says so.
-#   - before any SM: both ports INIT, LID 0 (rdma link, sysfs);
+#   - before any SM: both ports INIT, LID 0 (rdma link, sysfs); an SM's Sets a port cannot take
+#     (INIT -> ACTIVE, more VLs than it has), sent with ibportstate as directed-route SMPs to the
+#     local port, are refused by its SMA (status 0x1c) and change nothing;
 #   - Debian's opensm, unmodified, in VM 0 (priority 1) sweeps the fabric with directed-route SMPs
 #     (through each stack's SMI and the peer's SMA), assigns LIDs and arms and activates both
 #     ports; each stack reports the port ACTIVE with the LID and SM LID the SM gave it, and
@@ -20,6 +22,22 @@
 # vm-stacks: rust c
 # cx-model: --fabric managed
 # timeout: 600
+
+# topology OWN PEER OWN_LID PEER_LID: what ibnetdiscover prints from node OWN (GUID digits after
+# 0002c903000) to its peer, as the C stack prints it (recorded from a run with both VMs on C),
+# without its date line.
+topology() {
+	node() {
+		printf 'vendid=0x2c9\ndevid=0x1017\nsysimgguid=0x2c903000%s00\ncaguid=0x2c903000%s00\n' "$1" "$1"
+		printf 'Ca\t1 "H-0002c903000%s00"\t\t# "MT4119 ConnectX5   Mellanox Technologies"\n' "$1"
+		printf '[1](2c903000%s01) \t"H-0002c903000%s00"[1] (2c903000%s01) \t\t' "$1" "$2" "$2"
+		printf '# lid %s lmc 0 "MT4119 ConnectX5   Mellanox Technologies" lid %s 4xEDR\n' "$3" "$4"
+	}
+	printf '#\n#\n# Initiated from node 0002c903000%s00 port 0002c903000%s01\n\n' "$1" "$1"
+	node "$2" "$1" "$4" "$3"
+	echo
+	node "$1" "$2" "$3" "$4"
+}
 
 meet() {
 	_answer=$(barrier "$1") || ktap_result 1 "barrier $1: meet the other VM" "$_answer"
@@ -41,6 +59,13 @@ check_output "before any SM: LID 0, SM LID 0" '^0x0 0x0$' sh -c "echo \$(cat $po
 check_output "rdma link: INIT, LINK_UP, no LID" 'state INIT physical_state LINK_UP' rdma link show mlx5_0/1
 ibv_asyncwatch -d mlx5_0 >/tmp/asyncwatch 2>&1 &
 watcher=$!
+# An SM that sets what a port cannot take: the port's SMA refuses it (status 0x1c) and stays as
+# it was. Through the stack's SMI as directed-route SMPs to the local port (hop count 0).
+check_output "ibportstate -D 0 1 active (INIT -> ACTIVE skips ARMED): the SMA refuses the Set" \
+	'smp set portinfo failed' sh -c 'ibportstate -D 0 1 active 2>&1; echo "rc $?"'
+check_output "ibportstate -D 0 1 vls 5 (VL0-14; the port has VL0-7): refused" \
+	'smp set portinfo failed' sh -c 'ibportstate -D 0 1 vls 5 2>&1; echo "rc $?"'
+check_output "after both: still INIT, LID 0" '^2: INIT 0x0$' sh -c "echo \$(cat $port/state) \$(cat $port/lid)"
 meet loaded
 
 mkdir -p /var/cache/opensm /var/log
@@ -64,6 +89,16 @@ check_output "sminfo: the master SM, at the SM LID" "^sminfo: sm lid $sm_lid sm 
 wait_for "ibnetdiscover: two channel adapters" 30 '^2$' sh -c "ibnetdiscover 2>/dev/null | grep -c '^Ca'"
 ibnetdiscover >/tmp/ibnet 2>&1
 peer_lid=$(sed -n 's/.*lid \([0-9]*\) .*/\1/p' /tmp/ibnet | grep -vx "$lid" | head -n 1)
+if [ "$VM_INDEX" = 0 ]; then
+	topology 001 002 "$lid" "$peer_lid" >/tmp/ibnet.expected
+else
+	topology 002 001 "$lid" "$peer_lid" >/tmp/ibnet.expected
+fi
+check_output "ibnetdiscover: the topology as C prints it (both ports, the link, LIDs $lid and $peer_lid)" '^same$' \
+	sh -c "grep -v '^# Topology file' /tmp/ibnet | tr -d '\r' | diff -u /tmp/ibnet.expected - && echo same"
+check_output "ibroute to the peer: C's answer for a channel adapter (exit 255)" \
+	'^ibroute: iberror: failed: dump tables: not a switch exit 255$' \
+	sh -c "out=\$(ibroute $peer_lid 2>&1); echo \$out exit \$?"
 check_output "smpquery portinfo LID-routed to the peer ($peer_lid): its LID" "^Lid:\\.+$peer_lid\$" smpquery portinfo "$peer_lid"
 check_output "smpquery nodeinfo of the peer: a channel adapter" '^NodeType:\.+Channel Adapter$' smpquery nodeinfo "$peer_lid"
 saquery >/tmp/sa-nodes 2>&1

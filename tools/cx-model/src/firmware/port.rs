@@ -50,6 +50,8 @@ pub(super) mod attr {
     pub const PKEY_TABLE: u16 = 0x0016;
     pub const SL_TO_VL_TABLE: u16 = 0x0017;
     pub const VL_ARB_TABLE: u16 = 0x0018;
+    /// Mellanox's ExtendedPortInfo (FDR10 speeds), which infiniband-diags reads of ConnectX ports.
+    pub const MLNX_EXT_PORT_INFO: u16 = 0xff90;
 }
 
 /// P_Key table length reported in NodeInfo.PartitionCap.
@@ -323,6 +325,8 @@ impl Node {
                 }
                 None => return MAD_STATUS_UNSUPPORTED_ATTR,
             },
+            // No FDR10: its supported, enabled and active speeds are all 0.
+            attr::MLNX_EXT_PORT_INFO => {}
             // A channel adapter has one table: the modifier's port fields are ignored.
             attr::SL_TO_VL_TABLE => d[..8].copy_from_slice(&port.sl2vl),
             attr::VL_ARB_TABLE => match attr_mod >> 16 {
@@ -523,7 +527,7 @@ mod tests {
         let mut m = smp(attr::GUID_INFO, 0);
         assert_eq!(n.answer_smp(&p, &mut m), 0);
         assert_eq!(u64::from_be_bytes(m[64..72].try_into().unwrap()), p.guid);
-        let mut m = smp(0xff90, 1);
+        let mut m = smp(0xff91, 1);
         assert_eq!(n.answer_smp(&p, &mut m), MAD_STATUS_UNSUPPORTED_ATTR);
     }
 }

@@ -270,6 +270,8 @@ pub fn set(fw: &mut Firmware, mem: &mut dyn GuestMemory, arrived: u8, m: &mut [u
         attr::PKEY_TABLE => pkey_table(&old, attr_mod, &d),
         attr::GUID_INFO => guid_info(&old, attr_mod, &d),
         attr::SL_TO_VL_TABLE | attr::VL_ARB_TABLE => vl_table(&old, attr_id, attr_mod, &d),
+        // Nothing of it can be enabled without FDR10: answered as it is.
+        attr::MLNX_EXT_PORT_INFO => Ok((old.clone(), Changes::default())),
         _ => Err(MAD_STATUS_UNSUPPORTED_ATTR),
     };
     let status = match applied {
