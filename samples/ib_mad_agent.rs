@@ -17,6 +17,9 @@
 //!
 //! and logs what comes back (`ib_mad_agent: mlx5_0: ...`). Both agents are unregistered when the
 //! device or the client goes.
+//!
+//! With `sa_path_to=LID`, it also asks the subnet administrator (ib_core's SA client, as
+//! rdma_cm or IPoIB would) for the path from port 1 to that LID and logs the record.
 
 use ib_core::{
     device::registry::{Client, ClientRegistration},
@@ -24,6 +27,7 @@ use ib_core::{
     mad::agent::MadRegReq,
     mad::types::{get16, get64, hdr, method, put16, put64, Mad, MAD_SIZE},
     mad::{MadAgent, MadHandler, MadSend, ReceivedMad, SendDone},
+    sa,
     verbs::types::{AhAttr, QpType},
     verbs::wr::WcStatus,
 };
@@ -35,6 +39,12 @@ module! {
     authors: ["rdma-rs developers"],
     description: "Sample MAD agent: a vendor-class responder and a requester on every port 1",
     license: "GPL",
+    params: {
+        sa_path_to: u32 {
+            default: 0,
+            description: "A LID to ask the SA the path to from port 1 (0: none)",
+        },
+    },
 }
 
 /// The vendor class of the OUI range the responder serves, its OUI and version.
@@ -222,6 +232,55 @@ impl Sample {
             rmpp_data: KVec::new(),
         })
     }
+
+    /// Asks the SA for the path from `slid` (port 1) to `dlid`; the answer is logged.
+    fn ask_path(dev: &IbDevice, slid: u16, dlid: u16) -> Result {
+        let rec = sa::PathRecord {
+            slid,
+            dlid,
+            ..Default::default()
+        };
+        let n = name(dev);
+        let done: sa::PathCallback = KBox::new(
+            move |r: Result<sa::PathRecord>| {
+                match r {
+                Ok(p) => pr_info!(
+                    "{}: SA path {} -> {}: sl {} mtu {} rate {} pkey {:#06x} packet_life_time {} reversible {} hop_limit {}\n",
+                    BStr::from_bytes(&n),
+                    p.slid,
+                    p.dlid,
+                    p.sl,
+                    p.mtu,
+                    p.rate,
+                    p.pkey,
+                    p.packet_life_time,
+                    u8::from(p.reversible),
+                    p.hop_limit
+                ),
+                Err(e) => pr_info!(
+                    "{}: SA path {} -> {}: error {}\n",
+                    BStr::from_bytes(&n),
+                    slid,
+                    dlid,
+                    e.to_errno()
+                ),
+            }
+            },
+            GFP_KERNEL,
+        )?;
+        let comp = sa::path_record::comp::SLID | sa::path_record::comp::DLID;
+        if let Err(e) = sa::path_rec_get(dev, 1, &rec, comp, 1000, done) {
+            let n = name(dev);
+            pr_info!(
+                "{}: SA path {} -> {}: not asked, error {}\n",
+                BStr::from_bytes(&n),
+                slid,
+                dlid,
+                e.to_errno()
+            );
+        }
+        Ok(())
+    }
 }
 
 impl Client for Sample {
@@ -309,6 +368,9 @@ impl Client for Sample {
             200,
             CTX_MISROUTED,
         )?;
+        if let Ok(to @ 1..0xc000) = u16::try_from(module_parameters::sa_path_to.value()) {
+            Self::ask_path(dev, lid, to)?;
+        }
         Ok(data)
     }
 

@@ -11,7 +11,10 @@ use kernel::{class, prelude::*};
 /// them (the reverse of `ib_core_init`, which the initializer follows).
 #[pin_data(PinnedDrop)]
 pub(crate) struct IbCore {
-    /// The MAD layer, a client of every device (C's `ib_mad_init`, last of `ib_core_init`).
+    /// The SA client, on the MAD layer (C's `ib_sa_init`, right after `ib_mad_init`).
+    #[pin]
+    sa: crate::device::registry::ClientRegistration<crate::sa::SaClient>,
+    /// The MAD layer, a client of every device (C's `ib_mad_init`).
     #[pin]
     mad: crate::device::registry::ClientRegistration<crate::mad::MadClient>,
     /// RDMA netlink local services (C's `rdma_nl_register(RDMA_NL_LS, ...)`).
@@ -42,6 +45,7 @@ impl kernel::InPlaceModule for IbCore {
                 removed: crate::device::registry::net_removed,
             });
             crate::mad::init();
+            crate::sa::init();
         }
         try_pin_init!(Self {
             workqueues: CoreWorkqueues::new()?,
@@ -51,6 +55,7 @@ impl kernel::InPlaceModule for IbCore {
             nldev: crate::netlink::nldev::Registration::new(),
             ls: crate::netlink::ls::Registration::new(),
             mad <- crate::device::registry::ClientRegistration::new(crate::mad::MadClient),
+            sa <- crate::device::registry::ClientRegistration::new(crate::sa::SaClient),
         })
         .pin_chain(|this| {
             // SAFETY: The class is in the module's pinned data; it is removed at unload before
@@ -74,6 +79,7 @@ impl PinnedDrop for IbCore {
             crate::device::workqueues::install(None);
         }
         crate::device::registry::clear();
+        crate::sa::clear();
         crate::mad::clear();
         pr_info!("unloading\n");
     }

@@ -31,6 +31,8 @@ pub mod mad;
 pub mod netlink;
 /// Resource tracking.
 pub mod restrack;
+/// The subnet administration client.
+pub mod sa;
 /// `/sys/class/infiniband`.
 mod sysfs;
 /// User verbs support for ib_uverbs.

@@ -17,6 +17,8 @@
 #   - a second opensm in VM 1 with priority 15 takes over (SMInfo handover): sminfo then names
 #     VM 1's port as the master, VM 0's SM goes STANDBY, both ports keep their LIDs; saquery on
 #     both VMs and osmtest in VM 0 against the new master's SA;
+#   - ib_core's SA client (Rust VM): a kernel consumer (ib_mad_agent sa_path_to=LID) asking for a
+#     path gets EAGAIN before any SM, then, from VM 1's SA, the record saquery gets;
 #   - the SMs stop; the ports keep their LIDs; the stacks unload cleanly.
 # vms: 2
 # vm-stacks: rust c
@@ -57,6 +59,12 @@ wait_for "umad0 serves mlx5_0" 30 '^mlx5_0$' cat /sys/class/infiniband_mad/umad0
 check_output "before any SM: the port is INIT" '^2: INIT$' cat $port/state
 check_output "before any SM: LID 0, SM LID 0" '^0x0 0x0$' sh -c "echo \$(cat $port/lid $port/sm_lid)"
 check_output "rdma link: INIT, LINK_UP, no LID" 'state INIT physical_state LINK_UP' rdma link show mlx5_0/1
+if [ "$STACK" = rust ]; then
+	check "before any SM: ib_mad_agent asks ib_core's SA client for a path" \
+		insmod "$stack_dir/ib_mad_agent.ko" sa_path_to=2
+	wait_for "the SA client has no SM to ask: EAGAIN, as C" 10 'SA path 0 -> 2: not asked, error -11' dmesg
+	check "rmmod ib_mad_agent" rmmod ib_mad_agent
+fi
 ibv_asyncwatch -d mlx5_0 >/tmp/asyncwatch 2>&1 &
 watcher=$!
 # An SM that sets what a port cannot take: the port's SMA refuses it (status 0x1c) and stays as
@@ -127,6 +135,21 @@ check_output "saquery from the new master's SA (VM 1's): both NodeRecords, two s
 if [ "$VM_INDEX" = 0 ]; then
 	check_output "osmtest -f c against VM 1's SA" 'OSMTEST: TEST "Create Inventory" PASS' osmtest -f c -i /tmp/osmtest.dat
 	check_output "osmtest -f a against VM 1's SA" 'OSMTEST: TEST "All Validations" PASS' osmtest -f a -i /tmp/osmtest.dat
+fi
+if [ "$VM_INDEX" = 0 ] && [ "$STACK" = rust ]; then
+	# ib_core's SA client, as a kernel consumer uses it: the path to the peer from VM 1's SA.
+	# What saquery (user space, through umad) gets for the same path: the kernel consumer must
+	# get the same record.
+	saquery -p --src-to-dst "$lid:$peer_lid" >/tmp/sa-path 2>&1
+	field() { sed -n "s/^[[:space:]]*$1\.\.*\(.*\)\$/\1/p" /tmp/sa-path | head -n 1; }
+	expected="SA path $lid -> $peer_lid: sl $(($(field sl))) mtu $(($(field mtu) & 0x3f))"
+	expected="$expected rate $(($(field rate) & 0x3f)) pkey $(printf '%#06x' $(($(field pkey))))"
+	expected="$expected packet_life_time $(($(field pkt_life) & 0x3f))"
+	expected="$expected reversible $((($(field num_path_revers) >> 7) & 1)) hop_limit $(($(field hop_flow_raw) & 0xff))"
+	check "ib_mad_agent asks ib_core's SA client for the path to LID $peer_lid" \
+		insmod "$stack_dir/ib_mad_agent.ko" sa_path_to="$peer_lid"
+	wait_for "the kernel consumer gets the path saquery gets ($expected)" 30 "$expected\$" dmesg
+	check "rmmod ib_mad_agent" rmmod ib_mad_agent
 fi
 meet handed-over
 
