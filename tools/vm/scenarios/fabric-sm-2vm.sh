@@ -17,6 +17,7 @@
 #   - a second opensm in VM 1 with priority 15 takes over (SMInfo handover): sminfo then names
 #     VM 1's port as the master, VM 0's SM goes STANDBY, both ports keep their LIDs; saquery on
 #     both VMs and osmtest in VM 0 against the new master's SA;
+#   - a hostile node's RMPP (below) leaves the SA answering;
 #   - ib_core's SA client (Rust VM): a kernel consumer (ib_mad_agent sa_path_to=LID) asking for a
 #     path gets EAGAIN before any SM, then, from VM 1's SA, the record saquery gets;
 #   - the SMs stop; the ports keep their LIDs; the stacks unload cleanly.
@@ -119,6 +120,42 @@ if [ "$VM_INDEX" = 1 ]; then
 	check_output "osmtest -f c: the inventory from the SA" 'OSMTEST: TEST "Create Inventory" PASS' osmtest -f c -i /tmp/osmtest.dat
 	check_output "osmtest -f a: every validation of the inventory" 'OSMTEST: TEST "All Validations" PASS' osmtest -f a -i /tmp/osmtest.dat
 fi
+# A hostile node sends RMPP to the SA class (cx-model's `mad-inject`, from LID 0x999): headers
+# C's RMPP code refuses (version 2: UNV; type 9: BADT; a first segment without FIRST and a
+# FIRST on segment 2: BAD_SEG; a DATA with a status: BAD_STATUS; an ACK whose window is below
+# its segment: W2S; STOP and ABORT with statuses they cannot carry), 50 messages started and
+# never finished, repeated first segments, and segments of no message. In VM 0 opensm's SA
+# agent (kernel RMPP) takes them, in VM 1 nobody does; afterwards the SA still answers both VMs.
+# rmpp_mad <tid> <version> <type> <flags> <status> <seg> <newwin>: the hex of an SA GetTable
+# (NodeRecord) MAD with that RMPP header.
+rmpp_mad() {
+	printf '01030212000000000000%012x0011000000000000%02x%02x%02x%02x%08x%08x%0440d' "$1" "$2" "$3" \
+		"$4" "$5" "$6" "$7" 0
+}
+rmpp_inject() {
+	model_ctl mad-inject 1 7 0x0999 0x80010000 "$2" "$3" | grep -q ' injected '
+	ktap_result $? "hostile RMPP: $1"
+}
+rmpp_inject "version 2" 1 "$(rmpp_mad 1 2 1 7 0 1 0)"
+rmpp_inject "type 9" 1 "$(rmpp_mad 2 1 9 7 0 1 0)"
+rmpp_inject "segment 1 without FIRST" 1 "$(rmpp_mad 3 1 1 1 0 1 0)"
+rmpp_inject "FIRST on segment 2" 1 "$(rmpp_mad 4 1 1 3 0 2 0)"
+rmpp_inject "a DATA with status 5" 1 "$(rmpp_mad 5 1 1 7 5 1 0)"
+rmpp_inject "an ACK of segment 5 with window 2" 1 "$(rmpp_mad 6 1 2 1 0 5 2)"
+rmpp_inject "a STOP with status 7" 1 "$(rmpp_mad 7 1 3 1 7 0 0)"
+rmpp_inject "an ABORT with status 3" 1 "$(rmpp_mad 8 1 4 1 3 0 0)"
+rmpp_inject "an ABORT with status 120, for no send" 1 "$(rmpp_mad 9 1 4 1 120 0 0)"
+rmpp_inject "the first segment of a message, 20 times" 20 "$(rmpp_mad 10 1 1 3 0 1 0)"
+rmpp_inject "segment 2 of no message, 5 times" 5 "$(rmpp_mad 11 1 1 1 0 2 0)"
+rmpp_inject "segment 0xffffffff of a message under way" 5 "$(rmpp_mad 10 1 1 1 0 4294967295 0)"
+n=0
+while [ $n -lt 50 ]; do
+	model_ctl mad-inject 1 7 0x0999 0x80010000 1 "$(rmpp_mad $((100 + n)) 1 1 3 0 1 0)" >/dev/null
+	n=$((n + 1))
+done
+rmpp_inject "a message started and left" 1 "$(rmpp_mad 99 1 1 3 0 1 0)"
+saquery >/tmp/sa-nodes 2>&1
+check_output "after the hostile RMPP: the SA still answers (both NodeRecords)" '^2$' records /tmp/sa-nodes '^NodeRecord dump'
 meet discovered
 
 if [ "$VM_INDEX" = 1 ]; then
