@@ -1582,7 +1582,8 @@ impl MadPort {
         }
         let seg = rmpp::seg_num(&r.mad);
         let newwin = rmpp::paylen_newwin(&r.mad);
-        if newwin < seg {
+        // As C's `int`s (see `Reassembly::segment`).
+        if (newwin as i32) < seg as i32 {
             return self.refuse(agent, r, status::W2S);
         }
         let mut notices = KVec::new();

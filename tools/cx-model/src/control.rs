@@ -24,7 +24,11 @@
 //!                                 up to 256 bytes, a malformed MAD or none at all) arrive from
 //!                                 the wire for QP <dqpn> (0 and 1: port 1's SMI and GSI QPs)
 //!                                 from QP <sqpn> at LID <slid> with Q_Key <qkey>, each through
-//!                                 the fabric's checks (VL15 only between QP0s, the Q_Key)
+//!                                 the fabric's checks (VL15 only between QP0s, the Q_Key);
+//!                                 what the device sends back to <slid> is kept, not sent
+//! mad-replies                     what the device sent to the last injection's <slid> since
+//!                                 it: `replies N` and each MAD as class.method.status.
+//!                                 rmpp-type.rmpp-status in hex
 //! fault <spec>                    adds a fault rule (see --fault)
 //! cq-resizes                      how many CQ resizes were done, and the most CQEs one of them
 //!                                 found not consumed yet
@@ -185,6 +189,24 @@ pub fn execute(dev: &mut Device, mem: &mut dyn GuestMemory, line: &str) -> Resul
             info!("control: EQE type {ty:#x} sub-type {sub:#x} to {role} EQ(s) {eqns:?}");
             Ok(format!("eqe {ty:#x} posted to {} EQ(s)", eqns.len()))
         }
+        ["mad-replies"] => {
+            // Each MAD as class.method.status.rmpp-type.rmpp-status (hex).
+            let r = &dev.firmware.datapath.replies;
+            let mut line = format!("replies {}", r.len());
+            for d in r {
+                let b = |i: usize| d.get(i).copied().unwrap_or(0);
+                line += &format!(
+                    " {:02x}.{:02x}.{:02x}{:02x}.{:02x}.{:02x}",
+                    b(1),
+                    b(3),
+                    b(4),
+                    b(5),
+                    b(25),
+                    b(27)
+                );
+            }
+            Ok(line)
+        }
         ["mad-inject", dqpn, sqpn, slid, qkey, count, hex] => {
             let data = hex_bytes(hex)?;
             if data.len() > 256 {
@@ -209,6 +231,8 @@ pub fn execute(dev: &mut Device, mem: &mut dyn GuestMemory, line: &str) -> Resul
                     gids: None,
                 },
             };
+            fw.datapath.hostile = Some(packet.slid);
+            fw.datapath.replies.clear();
             for _ in 0..count {
                 datapath::receive(fw, mem, packet.clone());
             }

@@ -132,28 +132,48 @@ rmpp_mad() {
 	printf '01030212000000000000%012x0011000000000000%02x%02x%02x%02x%08x%08x%0440d' "$1" "$2" "$3" \
 		"$4" "$5" "$6" "$7" 0
 }
+# rmpp_inject <what> <count> <hex> <answer>: the datagrams arrive; in VM 0, where opensm's SA agent
+# takes them, the device sends back <answer> (cx-model's `mad-replies`: `replies N` and each
+# MAD as class.method.status.rmpp-type.rmpp-status), as it does under C.
 rmpp_inject() {
 	model_ctl mad-inject 1 7 0x0999 0x80010000 "$2" "$3" | grep -q ' injected '
-	ktap_result $? "hostile RMPP: $1"
+	ktap_result $? "hostile RMPP: $1: sent"
+	if [ "$VM_INDEX" != 0 ]; then
+		return
+	fi
+	if [ "$4" = "replies 0" ]; then
+		sleep 1
+		check_output "hostile RMPP: $1: no answer, as C" "^ok $4\$" model_ctl mad-replies
+	else
+		wait_for "hostile RMPP: $1: answered as C ($4)" 10 "^ok $4\$" model_ctl mad-replies
+	fi
 }
-rmpp_inject "version 2" 1 "$(rmpp_mad 1 2 1 7 0 1 0)"
-rmpp_inject "type 9" 1 "$(rmpp_mad 2 1 9 7 0 1 0)"
-rmpp_inject "segment 1 without FIRST" 1 "$(rmpp_mad 3 1 1 1 0 1 0)"
-rmpp_inject "FIRST on segment 2" 1 "$(rmpp_mad 4 1 1 3 0 2 0)"
-rmpp_inject "a DATA with status 5" 1 "$(rmpp_mad 5 1 1 7 5 1 0)"
-rmpp_inject "an ACK of segment 5 with window 2" 1 "$(rmpp_mad 6 1 2 1 0 5 2)"
-rmpp_inject "a STOP with status 7" 1 "$(rmpp_mad 7 1 3 1 7 0 0)"
-rmpp_inject "an ABORT with status 3" 1 "$(rmpp_mad 8 1 4 1 3 0 0)"
-rmpp_inject "an ABORT with status 120, for no send" 1 "$(rmpp_mad 9 1 4 1 120 0 0)"
-rmpp_inject "the first segment of a message, 20 times" 20 "$(rmpp_mad 10 1 1 3 0 1 0)"
-rmpp_inject "segment 2 of no message, 5 times" 5 "$(rmpp_mad 11 1 1 1 0 2 0)"
-rmpp_inject "segment 0xffffffff of a message under way" 5 "$(rmpp_mad 10 1 1 1 0 4294967295 0)"
+# An ABORT with <status> (hex) answering a GetTable.
+abort() { echo "replies 1 03.92.0000.04.$1"; }
+rmpp_inject "version 2" 1 "$(rmpp_mad 1 2 1 7 0 1 0)" "$(abort 7d)"
+rmpp_inject "type 9" 1 "$(rmpp_mad 2 1 9 7 0 1 0)" "$(abort 79)"
+rmpp_inject "segment 1 without FIRST" 1 "$(rmpp_mad 3 1 1 1 0 1 0)" "$(abort 78)"
+rmpp_inject "FIRST on segment 2" 1 "$(rmpp_mad 4 1 1 3 0 2 0)" "$(abort 78)"
+rmpp_inject "a DATA with status 5" 1 "$(rmpp_mad 5 1 1 7 5 1 0)" "$(abort 7c)"
+rmpp_inject "an ACK of segment 5 with window 2" 1 "$(rmpp_mad 6 1 2 1 0 5 2)" "$(abort 7a)"
+rmpp_inject "a STOP with status 7" 1 "$(rmpp_mad 7 1 3 1 7 0 0)" "$(abort 7c)"
+rmpp_inject "an ABORT with status 3" 1 "$(rmpp_mad 8 1 4 1 3 0 0)" "$(abort 7c)"
+rmpp_inject "an ABORT with status 120, for no send" 1 "$(rmpp_mad 9 1 4 1 120 0 0)" "replies 0"
+acks="replies 3"
+for _ in 1 2 3; do acks="$acks 03.92.0000.02.00"; done
+rmpp_inject "the first segment of a message, 3 times: an ACK each" 3 "$(rmpp_mad 10 1 1 3 0 1 0)" "$acks"
+rmpp_inject "segment 2 of no message, 5 times" 5 "$(rmpp_mad 11 1 1 1 0 2 0)" "replies 0"
+# C compares segment numbers as ints: 0xffffffff is -1, below the last ACK: it is acknowledged.
+acks="replies 5"
+for _ in 1 2 3 4 5; do acks="$acks 03.92.0000.02.00"; done
+rmpp_inject "segment 0xffffffff of a message under way, 5 times: an ACK each" 5 \
+	"$(rmpp_mad 10 1 1 1 0 4294967295 0)" "$acks"
 n=0
 while [ $n -lt 50 ]; do
 	model_ctl mad-inject 1 7 0x0999 0x80010000 1 "$(rmpp_mad $((100 + n)) 1 1 3 0 1 0)" >/dev/null
 	n=$((n + 1))
 done
-rmpp_inject "a message started and left" 1 "$(rmpp_mad 99 1 1 3 0 1 0)"
+rmpp_inject "a message started and left" 1 "$(rmpp_mad 99 1 1 3 0 1 0)" "replies 1 03.92.0000.02.00"
 saquery >/tmp/sa-nodes 2>&1
 check_output "after the hostile RMPP: the SA still answers (both NodeRecords)" '^2$' records /tmp/sa-nodes '^NodeRecord dump'
 meet discovered

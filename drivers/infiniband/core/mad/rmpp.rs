@@ -335,6 +335,8 @@ impl Sender {
     /// cancelled or aborted), `waiting` (no segment on the send queue), expecting a response
     /// when `timeout_ms` is not 0.
     pub fn on_ack(&mut self, seg: u32, newwin: u32, live: bool, waiting: bool) -> AckEffect {
+        // As C's `int`s (see [`Reassembly::segment`]).
+        let (seg, newwin) = (seg as i32, newwin as i32);
         if self.acknowledged() {
             return if self.timeout_ms != 0 && live {
                 AckEffect::DsAck
@@ -345,15 +347,16 @@ impl Sender {
         if !live {
             return AckEffect::Ignore;
         }
-        if seg > self.seg.seg_count() || seg > self.newwin {
+        if seg > self.seg.seg_count() as i32 || seg > self.newwin as i32 {
             return AckEffect::TooBig;
         }
-        if newwin < self.newwin || seg < self.last_ack {
+        if newwin < self.newwin as i32 || seg < self.last_ack as i32 {
             return AckEffect::Ignore;
         }
-        let retries_reset = seg > self.last_ack;
-        self.last_ack = seg;
-        self.newwin = newwin;
+        let retries_reset = seg > self.last_ack as i32;
+        // Both are at least `last_ack` and `newwin`, so not negative.
+        self.last_ack = seg as u32;
+        self.newwin = newwin as u32;
         let then = if self.acknowledged() {
             if self.timeout_ms == 0 {
                 AfterAck::Done
@@ -431,11 +434,13 @@ impl Reassembly {
     /// Takes data segment `m` (number 2 or more) of the message (C's `continue_rmpp`). `ENOMEM`
     /// when it cannot be kept.
     pub fn segment(&mut self, m: &Mad, window: u32) -> Result<Step> {
+        // Segment numbers compare as C's `int`s: one of 2^31 or more is below every window and
+        // is answered with an ACK, as C answers it.
         let n = seg_num(m);
-        if n > self.newwin {
+        if (n as i32) > self.newwin as i32 {
             return Ok(Step::Drop);
         }
-        if n <= self.last_ack || self.complete {
+        if (n as i32) <= self.last_ack as i32 || self.complete {
             return Ok(Step::Ack);
         }
         if n <= self.seg_num || self.early.iter().any(|(e, _)| *e == n) {
@@ -603,6 +608,12 @@ mod tests {
         let more = r.take_more();
         assert_eq!(more.len(), 400);
         assert_eq!((more[0], more[249]), (200u8, 193u8));
+        // A segment number of 2^31 or more counts as acknowledged (C's ints).
+        let mut big = seg(2);
+        put32(&mut big, rhdr::SEG_NUM, 0xffff_ffff);
+        let (mut r2, _) = Reassembly::start(&seg(1), 64);
+        let _ = r2.ack(&seg(1));
+        assert_eq!(r2.segment(&big, 64).unwrap(), Step::Ack);
         // After the end, segments are acknowledged again.
         assert_eq!(r.segment(&seg(3), 64).unwrap(), Step::Ack);
     }

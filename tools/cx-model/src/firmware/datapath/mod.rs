@@ -76,7 +76,15 @@ pub struct DataPath {
     errored: BTreeSet<u32>,
     /// When [`tick`] next looks at the receive queues of `errored`.
     errored_scan: Option<Instant>,
+    /// The LID the control channel's injected datagrams come from (a hostile node): what the
+    /// device sends to it is kept in `replies` instead of going to the wire.
+    pub hostile: Option<u16>,
+    /// The datagrams sent to `hostile` since the last injection (at most [`MAX_REPLIES`]).
+    pub replies: VecDeque<Vec<u8>>,
 }
+
+/// How many datagrams to the hostile node are kept.
+pub const MAX_REPLIES: usize = 256;
 
 impl DataPath {
     /// The earliest retry or timeout deadline of any QP, if a timer runs.
@@ -150,6 +158,14 @@ impl DataPath {
     fn send(&mut self, local: bool, p: Packet) {
         self.counters.xmit_packets += 1;
         self.counters.xmit_bytes += p.body.payload_len() as u64;
+        if !local && self.hostile == Some(p.dlid) {
+            if let packet::Body::Send { data, .. } = &p.body {
+                if self.replies.len() < MAX_REPLIES {
+                    self.replies.push_back(data.clone());
+                }
+            }
+            return;
+        }
         if local {
             self.local.push_back(p);
         } else if self.wire {
