@@ -47,16 +47,10 @@ use crate::firmware::datapath::{
 use crate::firmware::eq::event;
 use crate::firmware::faults::Rule;
 use crate::firmware::objects::Kind as ObjKind;
-use crate::firmware::port::{PHYS_LINK_UP, STATE_ACTIVE};
+use crate::firmware::port::{PHYS_DISABLED, PHYS_LINK_UP, STATE_ACTIVE, STATE_DOWN};
+use crate::firmware::sma::subtype;
 use crate::guest_memory::GuestMemory;
 use log::info;
-
-/// PORT_CHANGE sub-types.
-const PORT_DOWN: u8 = 1;
-const PORT_ACTIVE: u8 = 4;
-/// Logical state DOWN and physical state Disabled.
-const STATE_DOWN: u8 = 1;
-const PHYS_DISABLED: u8 = 3;
 
 fn number(s: &str) -> Result<u64, String> {
     match s.strip_prefix("0x") {
@@ -102,7 +96,7 @@ pub fn execute(dev: &mut Device, mem: &mut dyn GuestMemory, line: &str) -> Resul
             fw.post_event(
                 mem,
                 event::PORT_CHANGE,
-                if up { PORT_ACTIVE } else { PORT_DOWN },
+                if up { subtype::ACTIVE } else { subtype::DOWN },
                 &data,
             );
             info!("control: port {num} {dir}");

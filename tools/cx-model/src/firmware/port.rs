@@ -70,6 +70,10 @@ pub const STATE_ACTIVE: u8 = 4;
 pub const PKEYS_PER_BLOCK: usize = 32;
 /// Entries of a GUIDInfo block.
 pub const GUIDS_PER_BLOCK: usize = 8;
+/// Physical port state Polling (training the link).
+pub const PHYS_POLLING: u8 = 2;
+/// Physical port state Disabled.
+pub const PHYS_DISABLED: u8 = 3;
 /// Physical port state LinkUp.
 pub const PHYS_LINK_UP: u8 = 5;
 /// PortInfo.CapabilityMask: SM-configured features a ConnectX port reports (trap, automatic path

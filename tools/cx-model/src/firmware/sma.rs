@@ -9,27 +9,31 @@
 use super::port::{
     attr, block, mad, port_in_modifier, Node, Port, GUIDS_PER_BLOCK, LINK_SPEED_EXT_SUPPORTED,
     LINK_SPEED_SUPPORTED, LINK_WIDTH_SUPPORTED, MAD_SIZE, MAD_STATUS_INVALID_FIELD,
-    MAD_STATUS_UNSUPPORTED_ATTR, MTU_CAP, PHYS_LINK_UP, PKEYS_PER_BLOCK, STATE_ACTIVE, STATE_ARMED,
-    STATE_DOWN, STATE_INIT, VL_CAP,
+    MAD_STATUS_UNSUPPORTED_ATTR, MTU_CAP, PHYS_DISABLED, PHYS_LINK_UP, PHYS_POLLING, PKEYS_PER_BLOCK,
+    STATE_ACTIVE, STATE_ARMED, STATE_DOWN, STATE_INIT, VL_CAP,
 };
 use super::{eq::event, Firmware};
 use crate::guest_memory::GuestMemory;
 use log::{debug, info};
 
 /// PORT_CHANGE sub-types (the driver's `MLX5_PORT_CHANGE_SUBTYPE_*`).
-mod subtype {
+pub mod subtype {
+    /// The link went down.
     pub const DOWN: u8 = 1;
+    /// The port became ACTIVE.
     pub const ACTIVE: u8 = 4;
+    /// The LID, LMC, SM LID or SM SL changed.
     pub const LID: u8 = 6;
+    /// The P_Key table changed.
     pub const PKEY: u8 = 7;
+    /// A GUID or the GID prefix changed.
     pub const GUID: u8 = 8;
+    /// The SM asks the port's clients to register again.
     pub const CLIENT_REREG: u8 = 9;
 }
 
-/// Physical port states an SM may set.
+/// A Set that leaves the physical port state as it is.
 const PHYS_NO_CHANGE: u8 = 0;
-const PHYS_POLLING: u8 = 2;
-const PHYS_DISABLED: u8 = 3;
 
 /// PortInfo bytes an SM writes as they come, with the bits of each that are writable: M_Key, the
 /// GID prefix, the M_Key lease period, M_KeyProtectBits and LMC, MasterSMSL, VLHighLimit,
