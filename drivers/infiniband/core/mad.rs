@@ -388,6 +388,8 @@ impl MadAgent {
             if let Some(i) = st.agents.iter().position(|a| core::ptr::eq(&**a, &**self)) {
                 let _ = st.agents.remove(i);
             }
+            // Its RMPP messages being received go (C's `ib_cancel_rmpp_recvs`).
+            st.rmpp_recvs.retain(|x| !core::ptr::eq(&*x.agent, &**self));
             let mut i = 0;
             while let Some(r) = st.sends.get_mut(i) {
                 let mine = r
