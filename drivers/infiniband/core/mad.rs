@@ -1703,17 +1703,9 @@ impl MadPort {
         let now = self.now_ns();
         let (ack, done) = {
             let mut st = self.state.lock();
-            let at = st.rmpp_recvs.iter().position(|x| x.is_for(agent, &r));
-            let out = match at {
-                // A duplicate first segment continues the message.
-                Some(i) if first => match st.rmpp_recvs.get_mut(i) {
-                    Some(x) => continue_with(x, &r, now),
-                    None => (None, None),
-                },
-                Some(i) => match st.rmpp_recvs.get_mut(i) {
-                    Some(x) => continue_with(x, &r, now),
-                    None => (None, None),
-                },
+            let out = match st.rmpp_recvs.iter_mut().find(|x| x.is_for(agent, &r)) {
+                // A repeated first segment continues the message.
+                Some(x) => continue_with(x, &r, now),
                 None if first => {
                     let (asm, step) = Reassembly::start(&r.mad, rmpp_window());
                     let copy = ReceivedMad::single(r.mad, r.wc, r.grh);

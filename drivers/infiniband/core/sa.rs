@@ -219,22 +219,13 @@ pub fn path_rec_get(
 /// Cancels query `id` (C's `ib_sa_cancel_query`): its callback gets `EINTR`, unless it has
 /// ended already.
 pub fn cancel(id: u32) {
-    let ports: KVec<Arc<SaPort>> = {
-        let list = PORTS.lock();
-        let mut v = KVec::new();
-        for p in list.iter() {
-            if v.push(p.clone(), GFP_KERNEL).is_err() {
-                break;
-            }
-        }
-        v
-    };
-    for p in ports.iter() {
-        let waiting = p.queries.list.lock().iter().any(|q| q.id == id);
-        if waiting {
-            let _ = p.agent.modify_send(u64::from(id), 0);
-            return;
-        }
+    let port = PORTS
+        .lock()
+        .iter()
+        .find(|p| p.queries.list.lock().iter().any(|q| q.id == id))
+        .cloned();
+    if let Some(p) = port {
+        let _ = p.agent.modify_send(u64::from(id), 0);
     }
 }
 
