@@ -242,9 +242,9 @@ impl Sample {
         };
         let n = name(dev);
         let done: sa::PathCallback = KBox::new(
-            move |r: Result<sa::PathRecord>| {
-                match r {
-                Ok(p) => pr_info!(
+            move |status: Result, path: Option<sa::PathRecord>| {
+                match (status, path) {
+                (Ok(()), Some(p)) => pr_info!(
                     "{}: SA path {} -> {}: sl {} mtu {} rate {} pkey {:#06x} packet_life_time {} reversible {} hop_limit {}\n",
                     BStr::from_bytes(&n),
                     p.slid,
@@ -257,12 +257,12 @@ impl Sample {
                     u8::from(p.reversible),
                     p.hop_limit
                 ),
-                Err(e) => pr_info!(
+                (status, _) => pr_info!(
                     "{}: SA path {} -> {}: error {}\n",
                     BStr::from_bytes(&n),
                     slid,
                     dlid,
-                    e.to_errno()
+                    status.err().unwrap_or(EIO).to_errno()
                 ),
             }
             },

@@ -46,8 +46,9 @@ STACK_MODULES = {
 # insmod them). The C stack's ib_verbs_client is the C twin of the Rust sample (tools/verbs-twin,
 # given with --verbs-twin), so that a scenario insmods $stack_dir/ib_verbs_client.ko on both; so
 # is its ib_verbs_bench (the data-path micro-benchmark of `make bench`, next to it).
-# ib_c_clients, ib_c_verbs, ib_c_mad and ib_c_cm (tools/verbs-twin too) are C modules for both
-# stacks: C ib_core clients, a C kernel verbs consumer, a MAD agent API user and a user of ib_cm
+# ib_c_clients, ib_c_verbs, ib_c_mad, ib_c_cm and ib_c_sa (tools/verbs-twin too) are C modules for both
+# stacks: C ib_core clients, a C kernel verbs consumer, a MAD agent API user, a user of ib_cm
+# and a user of the SA client
 # that load on the Rust core through its C ABI; ib_cm and iw_cm are C's connection managers from
 # the kernel tree, the same files on both stacks. On the Rust
 # stack, ib_verbs_client_c.ko and ib_verbs_peer_c.ko are the C twins themselves (the modules are
@@ -554,7 +555,7 @@ def module_paths(args, stack: str) -> dict[str, Path]:
     # C modules built once against include/rdma/ (tools/verbs-twin) that load on either stack.
     c_abi = {}
     if args.verbs_twin:
-        for name in ("ib_c_clients", "ib_c_verbs", "ib_c_mad", "ib_c_cm"):
+        for name in ("ib_c_clients", "ib_c_verbs", "ib_c_mad", "ib_c_cm", "ib_c_sa"):
             c_abi[name] = Path(args.verbs_twin).with_name(f"{name}.ko")
     # C's own modules above ib_core, from the kernel tree: the same file on both stacks.
     if args.kernel_tree:

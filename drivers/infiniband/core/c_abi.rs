@@ -42,6 +42,10 @@ pub(crate) mod queries;
 pub(crate) mod rdma_nl;
 /// Resource tracking as C sees it.
 pub(crate) mod restrack;
+/// The SA client's C API: clients, path queries, path records packed and unpacked.
+pub(crate) mod sa_client;
+/// Multicast joins' C API.
+pub(crate) mod sa_multicast;
 /// Address attributes from SA path records.
 pub(crate) mod sa_path;
 /// Scatter lists to a fast-registration MR's pages (`ib_sg_to_pages`).

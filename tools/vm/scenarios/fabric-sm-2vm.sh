@@ -42,6 +42,14 @@ topology() {
 	node "$1" "$2" "$3" "$4"
 }
 
+# ib_c_sa_expected: what ib_c_sa prints on the C stack (a run with both VMs on C), LIDs and GIDs
+# named.
+ib_c_sa_expected() {
+	cat <<'EOF'
+TO BE RECORDED
+EOF
+}
+
 meet() {
 	_answer=$(barrier "$1") || ktap_result 1 "barrier $1: meet the other VM" "$_answer"
 }
@@ -176,6 +184,41 @@ done
 rmpp_inject "a message started and left" 1 "$(rmpp_mad 99 1 1 3 0 1 0)" "replies 1 03.92.0000.02.00"
 saquery >/tmp/sa-nodes 2>&1
 check_output "after the hostile RMPP: the SA still answers (both NodeRecords)" '^2$' records /tmp/sa-nodes '^NodeRecord dump'
+
+# ib_c_sa (tools/verbs-twin): a C module built against include/rdma/ib_sa.h, the same file on both
+# stacks, uses the SA client's C API: path queries (the peer's path, a LID nobody has, refusals,
+# a record packed and unpacked), multicast joins (the group ff12:601b:ffff::1:5a created by the
+# first of the VMs, joined by the other; joins the core answers itself; a create the SA refuses).
+# Its lines, with the LIDs and GIDs named, are what the C stack prints (recorded from a run with
+# both VMs on C). Then the SA lists both ports as members; when the modules go, the SA forgets
+# the group (each stack sent its leave).
+own_gid=$(cat $port/gids/0)
+case "$own_gid" in
+*0101) peer_gid=${own_gid%0101}0201 ;;
+*) peer_gid=${own_gid%0201}0101 ;;
+esac
+own_hex=$(echo "$own_gid" | tr -d :)
+peer_hex=$(echo "$peer_gid" | tr -d :)
+meet sa-client
+check "insmod ib_c_sa peer_lid=$peer_lid (the SA client's C API)" insmod "$stack_dir/ib_c_sa.ko" peer_lid="$peer_lid"
+wait_for "ib_c_sa: done" 90 'ib_c_sa: mlx5_0: done' dmesg
+sm_name=PEER
+[ "$sm_lid" = "$lid" ] && sm_name=OWN
+dmesg | sed -n 's/^\[[^]]*\] ib_c_sa: //p' | sed -e "s/own LID $lid,/own LID OWN,/" -e "s/SM LID $sm_lid\$/SM LID $sm_name/" \
+	-e "s/dlid $peer_lid slid $lid /dlid PEER slid OWN /" -e "s/$own_gid/OWN_GID/g" -e "s/$peer_gid/PEER_GID/g" \
+	-e "s/$own_hex/OWN_GID/g" -e "s/$peer_hex/PEER_GID/g" \
+	-e "s/| $(printf '%04x%04x' "$peer_lid" "$lid") |/| PEER_LID OWN_LID |/" >/tmp/ib_c_sa.out
+sed 's/^/# ib_c_sa: /' /tmp/ib_c_sa.out
+ib_c_sa_expected >/tmp/ib_c_sa.expected
+check_output "ib_c_sa prints what it prints on the C stack" '^same$' \
+	sh -c 'diff -u /tmp/ib_c_sa.expected /tmp/ib_c_sa.out && echo same'
+meet sa-joined
+saquery -m >/tmp/sa-members 2>&1
+check_output "saquery -m: both ports are members of ff12:601b:ffff::1:5a" '^2$' records /tmp/sa-members 'MGID.*ff12:601b:ffff::1:5a$'
+check "rmmod ib_c_sa (the membership freed: a leave)" rmmod ib_c_sa
+check_output "ib_c_sa freed its membership" 'the kept membership freed \(1 callback\(s\) in all\)' dmesg
+meet sa-left
+wait_for "the SA forgot the group once both ports left" 30 '^0$' sh -c "saquery -g 2>&1 | grep -c 'ff12:601b:ffff::1:5a'"
 meet discovered
 
 if [ "$VM_INDEX" = 1 ]; then

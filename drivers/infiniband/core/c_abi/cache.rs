@@ -41,7 +41,7 @@ pub(crate) unsafe extern "C" fn ib_get_cached_pkey(
 }
 
 /// C's `ib_find_cached_pkey`: the index of `pkey` in `port_num`'s table into `index`, matching
-/// the low 15 bits; a full member's entry is preferred, else the first limited one. `-ENOENT`
+/// the low 15 bits; a full member's entry is preferred, else the last limited one. `-ENOENT`
 /// when there is none (`index` is then `0xffff`, as C leaves it).
 ///
 /// # Safety
@@ -60,28 +60,8 @@ pub(crate) unsafe extern "C" fn ib_find_cached_pkey(
         Ok(d) => d,
         Err(e) => return e,
     };
-    let count = dev.cached_pkey_count(port_num).unwrap_or(0);
-    let mut partial = None;
-    let mut found = None;
-    for i in 0..count {
-        let Some(entry) = u32::try_from(i)
-            .ok()
-            .and_then(|i| dev.cached_pkey(port_num, i))
-        else {
-            break;
-        };
-        if entry & 0x7fff != pkey & 0x7fff {
-            continue;
-        }
-        if entry & 0x8000 != 0 {
-            found = Some(i);
-            break;
-        }
-        // C keeps the last limited entry it saw.
-        partial = Some(i);
-    }
-    let (rc, at) = match found.or(partial) {
-        Some(i) => (0, u16::try_from(i).unwrap_or(u16::MAX)),
+    let (rc, at) = match dev.find_cached_pkey(port_num, pkey) {
+        Some(i) => (0, i),
         None => (ENOENT.to_errno(), u16::MAX),
     };
     // SAFETY: `index` is writable (contract).

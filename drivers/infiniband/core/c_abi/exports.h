@@ -101,6 +101,21 @@ EXPORT_C_ABI(ib_create_ah_from_wc);
 /* c_abi/sa_path.rs */
 EXPORT_C_ABI(ib_init_ah_attr_from_path);
 
+/* c_abi/sa_client.rs */
+EXPORT_C_ABI(ib_sa_register_client);
+EXPORT_C_ABI(ib_sa_unregister_client);
+EXPORT_C_ABI(ib_sa_path_rec_get);
+EXPORT_C_ABI(ib_sa_service_rec_get);
+EXPORT_C_ABI(ib_sa_cancel_query);
+EXPORT_C_ABI(ib_sa_pack_path);
+EXPORT_C_ABI(ib_sa_unpack_path);
+
+/* c_abi/sa_multicast.rs */
+EXPORT_C_ABI(ib_sa_join_multicast);
+EXPORT_C_ABI(ib_sa_free_multicast);
+EXPORT_C_ABI(ib_sa_get_mcmember_rec);
+EXPORT_C_ABI(ib_init_ah_from_mcmember);
+
 /* c_abi/port_groups.rs */
 EXPORT_C_ABI(ib_port_register_client_groups);
 EXPORT_C_ABI(ib_port_unregister_client_groups);

@@ -330,6 +330,24 @@ impl IbDevice {
         Some(PortState::from_raw(u8::try_from(v).unwrap_or(0)))
     }
 
+    /// The index of `pkey` in `port`'s cached table (C's `ib_find_cached_pkey`): the first
+    /// full-member entry with its 15 key bits, else the last limited one.
+    pub fn find_cached_pkey(&self, port: u32, pkey: u16) -> Option<u16> {
+        let pkeys = &self.port(port)?.pkeys;
+        let mut partial = None;
+        for (i, &entry) in pkeys.iter().enumerate() {
+            if entry & 0x7fff != pkey & 0x7fff {
+                continue;
+            }
+            let i = u16::try_from(i).ok()?;
+            if entry & 0x8000 != 0 {
+                return Some(i);
+            }
+            partial = Some(i);
+        }
+        partial
+    }
+
     /// The P_Key table length of `port`'s cache.
     pub fn cached_pkey_count(&self, port: u32) -> Option<usize> {
         Some(self.port(port)?.pkeys.len())

@@ -63,6 +63,8 @@ pub mod method {
     pub const RESP: u8 = 0x80;
     /// GetResp.
     pub const GET_RESP: u8 = 0x81;
+    /// The SA's GetTable (`IB_MGMT_METHOD_GET_TABLE`).
+    pub const GET_TABLE: u8 = 0x12;
 }
 
 /// MAD statuses (`IB_MGMT_MAD_STATUS_*`).
