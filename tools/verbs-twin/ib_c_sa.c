@@ -245,7 +245,7 @@ static void joins(struct ib_device *dev, union ib_gid *own_gid)
 	int ret;
 
 	/* The group: created by the first of the two VMs to ask, joined by the other. */
-	member_rec(&rec, own_gid, 0x1b1b);
+	member_rec(&rec, own_gid, 0x0b1b);
 	kept = join(dev, &rec, CREATE_MASK, &kept_wait);
 	if (IS_ERR(kept)) {
 		pr_info("ib_c_sa: join: %ld\n", PTR_ERR(kept));
@@ -296,7 +296,7 @@ static void joins(struct ib_device *dev, union ib_gid *own_gid)
 	/* A callback that returns non-zero: the core frees the membership. */
 	memset(&w, 0, sizeof(w));
 	w.free_me = 1;
-	member_rec(&rec, own_gid, 0x1b1b);
+	member_rec(&rec, own_gid, 0x0b1b);
 	mc = join(dev, &rec, CREATE_MASK, &w);
 	pr_info("ib_c_sa: join freed by its callback: status %d, %d callback(s)\n", w.status, w.calls);
 

@@ -56,10 +56,10 @@ STACK_MODULES = {
 # c-abi-twin, c-abi-peer-2vm).
 STACK_EXTRAS = {
     "rust": ["mlx5_test_interface", "ib_test_provider", "ib_verbs_client", "ib_mad_agent", "ib_verbs_bench",
-             "ib_verbs_peer", "ib_c_clients", "ib_c_verbs", "ib_c_mad", "ib_c_cm", "ib_cm",
+             "ib_verbs_peer", "ib_c_clients", "ib_c_verbs", "ib_c_mad", "ib_c_cm", "ib_c_sa", "ib_cm",
              "iw_cm", "ib_verbs_client_c", "ib_verbs_peer_c"],
     "c": ["ib_verbs_client", "ib_verbs_bench", "ib_verbs_peer", "ib_c_clients", "ib_c_verbs", "ib_c_mad",
-          "ib_c_cm", "ib_cm", "iw_cm"],
+          "ib_c_cm", "ib_c_sa", "ib_cm", "iw_cm"],
 }
 # Where the C modules sit in the kernel build tree.
 C_MODULE_PATHS = {
