@@ -66,7 +66,7 @@ export DEBIAN_FRONTEND := noninteractive
 RUST_SOURCES = $(shell find drivers rust samples -name '*.rs' 2>/dev/null)
 RUSTFMT_KERNEL = rustfmt --edition 2021 --config-path $(KTREE)/.rustfmt.toml
 
-.PHONY: kasan kasan-run bench bench-run insn-plugin help setup qemu kernel build-parts modules intree series verbs-twin cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check layers \
+.PHONY: kasan kasan-run bench bench-run insn-plugin help setup qemu kernel build-parts build-test test-parts modules intree series verbs-twin cx-model verbs-tools build test run vm-test vm-shell list-scenarios clean fmt fmt-check layers \
 	record-c-bringup
 
 help:
@@ -192,6 +192,14 @@ build:
 
 build-parts: kernel modules verbs-twin cx-model verbs-tools intree
 
+## What `make test` builds before its runs: all but the in-tree kernel, which it builds niced
+## beside the VM runs (run_all.py --deferred-build; the `intree` scenario waits for it), in the
+## CPU time the guests leave idle.
+build-test:
+	+$(MAKE) --no-print-directory -j2 qemu test-parts
+
+test-parts: kernel modules verbs-twin cx-model verbs-tools
+
 ## `make bench`: both stacks on the same model, first on a production-like kernel (the test kernel
 ## without its debug options: tools/kernel/config-bench.fragment; its own tree, built and cached
 ## only here), then on the test kernel. Both with clang-22 and CONFIG_RUST_INLINE_HELPERS. Each
@@ -229,8 +237,9 @@ vm-shell: build
 	python3 tools/vm/harness.py shell --stack $(STACK) $(HARNESS_ARGS)
 
 ## Every test; ends with "N passed, N failed".
-test: build
+test: build-test
 	python3 tools/test/run_all.py --cargo-target $(CARGO_TARGET) --ktree $(KTREE) --bindgen $(BINDGEN) \
+		--deferred-build 'tools/kernel/build-intree.sh $(REPO) "$(PRISTINE)" $(KTREE) $(INTREE_TREE) $(BINDGEN)' \
 		-- $(HARNESS_ARGS)
 
 ## `make kasan`: a second kernel, the test kernel with the generic KASAN (its own tree), and the

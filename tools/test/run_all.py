@@ -172,6 +172,8 @@ class VmRun:
     weight: int
     # Guests the run boots (`# vms:`): each takes one of the `jobs` places.
     guests: int = 1
+    # Boots the in-tree build (`# kernel: intree`), which `--deferred-build` may still be making.
+    needs_deferred: bool = False
     # When it started (time.monotonic()), for the section header.
     started: float = 0.0
     # CPU seconds (user + system) the run used: the harness and every process it waited for
@@ -195,8 +197,9 @@ def scenarios():
         exclusive = header_value(name, "exclusive") == "yes"
         weight = int(header_value(name, "timeout") or 300)
         guests = int(header_value(name, "vms") or 1)
+        deferred = header_value(name, "kernel") == "intree"
         for stack in stacks.split():
-            yield VmRun(name, stack, exclusive, weight, guests)
+            yield VmRun(name, stack, exclusive, weight, guests, deferred)
 
 
 # When the run began: section headers say how far into it they are, so a slow run shows where
@@ -250,16 +253,63 @@ def cpu_times():
     return sum(ticks) - idle, sum(ticks)
 
 
-def vm_scenarios(tally, runs, harness_args, jobs):
+class DeferredBuild:
+    """A build the VM runs do not wait for (the in-tree kernel, `--deferred-build`): started
+    niced once the exclusive runs are done, it takes the CPU time the guests leave idle (they
+    wait on timers and each other); the runs that boot what it makes wait for it."""
+
+    def __init__(self, command):
+        self.command = command
+        self.proc = None
+        self.out = None
+        self.started = 0.0
+        self.ok = None  # None while not started or running; then whether it succeeded
+
+    def start(self):
+        if self.command and self.proc is None:
+            self.out = tempfile.TemporaryFile(mode="w+")
+            self.started = time.monotonic()
+            self.proc = subprocess.Popen(["nice", "-n", "19", "sh", "-c", self.command], stdout=self.out,
+                                         stderr=subprocess.STDOUT, text=True)
+
+    def done(self):
+        """Whether runs that need it may start (it ended, or there is none)."""
+        if not self.command:
+            return True
+        if self.proc is None or self.proc.poll() is None:
+            return False
+        if self.ok is None:
+            self.ok = self.proc.returncode == 0
+            self.out.seek(0)
+            self.log = self.out.read()
+            self.out.close()
+            header(f"deferred build, started at {self.started - T0:.0f} s, "
+                   f"{time.monotonic() - self.started:.0f} s: {self.command}")
+            print(self.log[-4000:], flush=True)
+        return True
+
+
+def vm_scenarios(tally, runs, harness_args, jobs, deferred=None):
     """Runs the VM scenarios, up to `jobs` guests at once (each run has its own work directory,
     sockets and cx-model, so runs do not share anything; a two-VM run counts two). Exclusive
     runs go first, one at a time, then the rest longest first (the longest that fits beside the
-    ones running). Each run's output is printed when it ends."""
+    ones running). Each run's output is printed when it ends. A `deferred` build starts after
+    the exclusive runs; the runs that need it start once it has ended (failed: they fail)."""
+    deferred = deferred or DeferredBuild(None)
     pending = sorted(runs, key=lambda r: (not r.exclusive, -r.weight))
     running = []  # (run, Popen, output file)
     busy0, total0 = cpu_times()
     cpu_runs = 0.0
     while pending or running:
+        if not any(r.exclusive for r in pending) and not any(r.exclusive for r, _, _ in running):
+            deferred.start()
+        built = deferred.done()
+        if built and deferred.ok is False:
+            for r in [r for r in pending if r.needs_deferred]:
+                pending.remove(r)
+                tally.add(f"vm: {r.name} ({r.stack})", 0, 1)
+                tally.why.append([f"vm: {r.name} ({r.stack}): the deferred build failed: {deferred.command}",
+                                  *deferred.log.splitlines()[-20:]])
         while pending and not any(r.exclusive for r, _, _ in running):
             busy = sum(r.guests for r, _, _ in running)
             nxt = None
@@ -268,6 +318,8 @@ def vm_scenarios(tally, runs, harness_args, jobs):
                     # Exclusive runs come first, alone: nothing starts while one waits.
                     nxt = None if running else r
                     break
+                if r.needs_deferred and not built:
+                    continue
                 if not running or busy + r.guests <= jobs:
                     nxt = r  # the longest run that fits beside the ones running
                     break
@@ -292,6 +344,12 @@ def vm_scenarios(tally, runs, harness_args, jobs):
             vm_tally(tally, run, proc.returncode, out.read())
             out.close()
             cpu_runs += run.cpu
+    if deferred.proc is not None:
+        # Nothing needed it (or it ended already): it still finishes before the summary.
+        deferred.proc.wait()
+        deferred.done()
+        if deferred.ok is False:
+            tally.add("deferred build", 0, 1)
     busy1, total1 = cpu_times()
     if total1 > total0:
         print(f"vm runs: the host's CPUs were busy {100 * (busy1 - busy0) / (total1 - total0):.0f}% of the time; "
@@ -361,6 +419,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=int(os.environ.get("TEST_JOBS", "3")),
                     help="VM scenarios run at once (TEST_JOBS; default 3)")
     ap.add_argument("--only", help="VM scenarios only: these (comma-separated), on --stack")
+    ap.add_argument("--deferred-build", help="a shell command making what `# kernel: intree` runs boot, "
+                    "run niced beside the VM runs (after the exclusive ones); those runs wait for it")
     ap.add_argument("--stack", default="rust", help="the stack --only runs them on")
     ap.add_argument("harness_args", nargs=argparse.REMAINDER)
     args = ap.parse_args()
@@ -369,9 +429,10 @@ def main():
     tally = Tally()
     if args.only:
         runs = [VmRun(n, args.stack, header_value(n, "exclusive") == "yes",
-                      int(header_value(n, "timeout") or 300), int(header_value(n, "vms") or 1))
+                      int(header_value(n, "timeout") or 300), int(header_value(n, "vms") or 1),
+                      header_value(n, "kernel") == "intree")
                 for n in args.only.split(",") if n]
-        vm_scenarios(tally, runs, harness_args, args.jobs)
+        vm_scenarios(tally, runs, harness_args, args.jobs, DeferredBuild(args.deferred_build))
     else:
         # cx-model's tests (cargo only) while the modules rebuild; the Kconfig check runs make
         # in the kernel tree, so after it.
@@ -379,7 +440,7 @@ def main():
             lambda t: cargo_tests(t, REPO / "tools/cx-model", args.cargo_target),
         ))
         kconfig_checks(tally, args)
-        vm_scenarios(tally, list(scenarios()), harness_args, args.jobs)
+        vm_scenarios(tally, list(scenarios()), harness_args, args.jobs, DeferredBuild(args.deferred_build))
         harness_selfcheck(tally, harness_args)
     print("\n== summary", flush=True)
     for line in tally.lines:

@@ -15,7 +15,9 @@
  * joins the core answers itself (a second member; a Q_Key the group does not have; one whose
  * callback asks the core to free it); a create the SA refuses. The first membership is kept
  * until the module goes (its leave is the SA's business then); every other one is freed in the
- * add. LIDs and GIDs are printed as they are: the scenario names its own and the peer's.
+ * add. LIDs and GIDs are printed as they are: the scenario names its own and the peer's. With
+ * just_join=1 it only joins the group and keeps the membership; later callbacks (a port event's
+ * -ENETRESET) are printed.
  */
 #include <linux/delay.h>
 #include <linux/module.h>
@@ -27,6 +29,10 @@
 static int peer_lid;
 module_param(peer_lid, int, 0444);
 MODULE_PARM_DESC(peer_lid, "the LID of the peer port, asked for a path");
+
+static bool just_join;
+module_param(just_join, bool, 0444);
+MODULE_PARM_DESC(just_join, "only join the group and keep the membership (no other step)");
 
 static struct ib_sa_client sa_client;
 static struct ib_client client;
@@ -86,6 +92,8 @@ static int join_done(int status, struct ib_sa_multicast *mc)
 
 	w->status = status;
 	w->rec = mc->rec;
+	if (w->calls)
+		pr_info("ib_c_sa: callback %d of a membership: status %d\n", w->calls + 1, status);
 	WRITE_ONCE(w->calls, w->calls + 1);
 	wake_up_all(&wake);
 	return w->free_me;
@@ -253,6 +261,8 @@ static void joins(struct ib_device *dev, union ib_gid *own_gid)
 		return;
 	}
 	pr_info("ib_c_sa: join: status %d, %d callback(s)\n", kept_wait.status, kept_wait.calls);
+	if (just_join)
+		return;
 	print_mcmember("joined", &kept_wait.rec);
 	pr_info("ib_c_sa: the membership's record is the callback's: %s\n",
 		memcmp(&kept->rec, &kept_wait.rec, sizeof(rec)) ? "no" : "yes");
@@ -328,8 +338,10 @@ static int add(struct ib_device *dev)
 	}
 	pr_info("ib_c_sa: %s: port 1 %s, own LID %u, SM LID %u\n", dev_name(&dev->dev),
 		attr.state == IB_PORT_ACTIVE ? "ACTIVE" : "not ACTIVE", attr.lid, attr.sm_lid);
-	paths(dev, attr.lid);
-	services(dev);
+	if (!just_join) {
+		paths(dev, attr.lid);
+		services(dev);
+	}
 	joins(dev, &gid);
 	pr_info("ib_c_sa: %s: done\n", dev_name(&dev->dev));
 	return 0;
@@ -340,8 +352,8 @@ static void remove(struct ib_device *dev, void *data)
 	if (kept) {
 		ib_sa_free_multicast(kept);
 		kept = NULL;
-		pr_info("ib_c_sa: %s: the kept membership freed (%d callback(s) in all)\n",
-			dev_name(&dev->dev), kept_wait.calls);
+		pr_info("ib_c_sa: %s: the kept membership freed (%d callback(s) in all, the last with status %d)\n",
+			dev_name(&dev->dev), kept_wait.calls, kept_wait.status);
 	}
 }
 
