@@ -17,6 +17,7 @@ use crate::{
         face::CFace,
         object::{alloc_flags, atomic},
     },
+    device::ib_device::IbDevice,
     sa::{self, PathRecord},
 };
 use core::sync::atomic::Ordering;
@@ -241,12 +242,10 @@ pub(crate) unsafe extern "C" fn ib_sa_path_rec_get(
     sa_query: *mut *mut bindings::ib_sa_query,
 ) -> c_int {
     // SAFETY: The caller's contract.
-    let Some(dev) = (unsafe { CFace::owner(device) }) else {
-        return ENODEV.to_errno();
+    let dev = match unsafe { sa_device(device, port_num) } {
+        Ok(d) => d,
+        Err(e) => return e,
     };
-    if sa::mcast_port(dev, port_num).is_none() {
-        return ENODEV.to_errno();
-    }
     // SAFETY: The caller's contract.
     let r = unsafe { &*rec };
     if r.rec_type != bindings::sa_path_rec_type_SA_PATH_REC_TYPE_IB {
@@ -254,40 +253,81 @@ pub(crate) unsafe extern "C" fn ib_sa_path_rec_get(
     }
     // SAFETY: The record is InfiniBand (checked above).
     let path = unsafe { from_c(r) };
-    let flags = alloc_flags(gfp_mask);
-    let query = match KBox::new(
-        CPathQuery {
+    let query = CPathQuery {
+        client,
+        callback,
+        context,
+    };
+    let timeout = u32::try_from(timeout_ms).unwrap_or(u32::MAX);
+    // SAFETY: The caller's contract.
+    unsafe {
+        send_c_query(
             client,
-            callback,
-            context,
-        },
-        flags,
-    ) {
-        Ok(q) => q,
-        Err(_) => return ENOMEM.to_errno(),
+            sa_query,
+            alloc_flags(gfp_mask),
+            query,
+            |q, flags| {
+                let done: sa::PathCallback = KBox::new(
+                    move |status: Result, p: Option<PathRecord>| q.end(status, p),
+                    flags,
+                )?;
+                sa::path_rec_get(dev, port_num, &path, u64::from_be(comp_mask), timeout, done)
+            },
+        )
+    }
+}
+
+/// The device behind `device` if `port` has SA services (C's `ib_get_client_data` of the SA
+/// client); `-ENODEV` otherwise.
+///
+/// # Safety
+///
+/// `device` was handed to the caller and not yet removed.
+unsafe fn sa_device<'a>(
+    device: *mut bindings::ib_device,
+    port: u32,
+) -> core::result::Result<&'a IbDevice, c_int> {
+    // SAFETY: The caller's contract.
+    let dev = unsafe { CFace::owner(device) }.ok_or(ENODEV.to_errno())?;
+    if sa::mcast_port(dev, port).is_none() {
+        return Err(ENODEV.to_errno());
+    }
+    Ok(dev)
+}
+
+/// What C's query functions share once their arguments are checked: `state` (what the query's
+/// end needs) goes into its own allocation, whose address is the token `*sa_query` gets; the
+/// client is counted and the token written before `send` sends the query (its callback, which
+/// `send` makes of the state, may run before this returns, as in C); when the query cannot be
+/// sent, the count goes, `*sa_query` is null and C's errno is returned. Otherwise the query's
+/// id.
+///
+/// # Safety
+///
+/// `client` is registered; `sa_query` is writable.
+unsafe fn send_c_query<Q>(
+    client: *mut bindings::ib_sa_client,
+    sa_query: *mut *mut bindings::ib_sa_query,
+    flags: kernel::alloc::Flags,
+    state: Q,
+    send: impl FnOnce(KBox<Q>, kernel::alloc::Flags) -> Result<u32>,
+) -> c_int {
+    let Ok(state) = KBox::new(state, flags) else {
+        return ENOMEM.to_errno();
     };
     // The token handed back: the query's own allocation, which lives until it ends.
-    let token = core::ptr::from_ref(&*query)
+    let token = core::ptr::from_ref(&*state)
         .cast_mut()
         .cast::<bindings::ib_sa_query>();
-    let done: sa::PathCallback = match KBox::new(
-        move |status: Result, p: Option<PathRecord>| query.end(status, p),
-        flags,
-    ) {
-        Ok(d) => d,
-        Err(_) => return ENOMEM.to_errno(),
-    };
-    // SAFETY: The caller's contract: registered client, writable `sa_query`. Both are set
-    // before the query is sent, as C sets them: its callback may run before this returns.
+    // SAFETY: The caller's contract: registered client, writable `sa_query`.
     unsafe {
         client_get(client);
         sa_query.write(token);
     }
-    let timeout = u32::try_from(timeout_ms).unwrap_or(u32::MAX);
-    match sa::path_rec_get(dev, port_num, &path, u64::from_be(comp_mask), timeout, done) {
+    match send(state, flags) {
         Ok(id) => c_int::try_from(id).unwrap_or(c_int::MAX),
         Err(e) => {
-            // Never sent: the callback (which held the client's count) is gone unrun.
+            // Never sent: the state (which held the client's count) is gone unused.
             // SAFETY: The count taken above; `sa_query` is writable (contract).
             unsafe {
                 client_put(client);
@@ -388,58 +428,41 @@ pub(crate) unsafe extern "C" fn ib_sa_service_rec_get(
     sa_query: *mut *mut bindings::ib_sa_query,
 ) -> c_int {
     // SAFETY: The caller's contract.
-    let Some(dev) = (unsafe { CFace::owner(device) }) else {
-        return ENODEV.to_errno();
+    let dev = match unsafe { sa_device(device, port_num) } {
+        Ok(d) => d,
+        Err(e) => return e,
     };
-    if sa::mcast_port(dev, port_num).is_none() {
-        return ENODEV.to_errno();
-    }
     // SAFETY: The caller's contract; the structure is 176 plain bytes (checked above).
     let wanted = sa::ServiceRecord(unsafe {
         core::mem::transmute::<bindings::sa_service_rec, [u8; sa::service_record::SIZE]>(*rec)
     });
-    let flags = alloc_flags(gfp_mask);
-    let Ok(query) = KBox::new(
-        CServiceQuery {
-            client,
-            callback,
-            context,
-        },
-        flags,
-    ) else {
-        return ENOMEM.to_errno();
+    let query = CServiceQuery {
+        client,
+        callback,
+        context,
     };
-    let token = core::ptr::from_ref(&*query)
-        .cast_mut()
-        .cast::<bindings::ib_sa_query>();
-    let Ok(done) = KBox::new(
-        move |status: Result, recs: Option<&[sa::ServiceRecord]>| query.end(status, recs),
-        flags,
-    ) else {
-        return ENOMEM.to_errno();
-    };
-    // SAFETY: As in `ib_sa_path_rec_get`: set before the query is sent.
-    unsafe {
-        client_get(client);
-        sa_query.write(token);
-    }
     let timeout = u32::try_from(timeout_ms).unwrap_or(u32::MAX);
-    match sa::service_rec_get(
-        dev,
-        port_num,
-        &wanted,
-        u64::from_be(comp_mask),
-        timeout,
-        done,
-    ) {
-        Ok(id) => c_int::try_from(id).unwrap_or(c_int::MAX),
-        Err(e) => {
-            // SAFETY: As in `ib_sa_path_rec_get`.
-            unsafe {
-                client_put(client);
-                sa_query.write(core::ptr::null_mut());
-            }
-            e.to_errno()
-        }
+    // SAFETY: The caller's contract.
+    unsafe {
+        send_c_query(
+            client,
+            sa_query,
+            alloc_flags(gfp_mask),
+            query,
+            |q, flags| {
+                let done: sa::ServiceCallback = KBox::new(
+                    move |status: Result, recs: Option<&[sa::ServiceRecord]>| q.end(status, recs),
+                    flags,
+                )?;
+                sa::service_rec_get(
+                    dev,
+                    port_num,
+                    &wanted,
+                    u64::from_be(comp_mask),
+                    timeout,
+                    done,
+                )
+            },
+        )
     }
 }
