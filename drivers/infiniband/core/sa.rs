@@ -86,8 +86,7 @@ pub fn path_rec_get(
     let on_answer: QueryCallback = KBox::new(
         move |status: Result, answer: Option<&[u8]>| {
             let path = answer
-                .and_then(|a| a.get(..path_record::SIZE))
-                .and_then(|a| <&[u8; path_record::SIZE]>::try_from(a).ok())
+                .and_then(|a| a.first_chunk::<{ path_record::SIZE }>())
                 .map(PathRecord::decode);
             (*done)(status, path);
         },

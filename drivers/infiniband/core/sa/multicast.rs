@@ -442,8 +442,7 @@ impl Group {
     /// C's `join_handler`: the SA's answer to a join.
     fn join_answered(self: &Arc<Self>, status: Result, answer: Option<&[u8]>) {
         let rec = answer
-            .and_then(|a| a.get(..mcmember_record::SIZE))
-            .and_then(|a| <&[u8; mcmember_record::SIZE]>::try_from(a).ok())
+            .and_then(|a| a.first_chunk::<{ mcmember_record::SIZE }>())
             .map(McMemberRecord::decode);
         match (status, rec) {
             (Ok(()), Some(rec)) => {
