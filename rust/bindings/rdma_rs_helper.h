@@ -9,6 +9,7 @@
 #include <linux/cdev.h>
 #include <linux/kmod.h>
 #include <linux/netlink.h>
+#include <net/addrconf.h>
 #include <net/neighbour.h>
 #include <net/net_namespace.h>
 #include <net/netevent.h>
@@ -16,9 +17,12 @@
 #include <net/netns/generic.h>
 #include <net/sock.h>
 #include <rdma/ib.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_marshall.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_sa.h>
 #include <rdma/ib_sysfs.h>
+#include <rdma/ib_user_sa.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>
 #include <uapi/rdma/rdma_netlink.h>

@@ -25,6 +25,9 @@ impl Flags {
     pub const SYSFS: Self = Self(bindings::wq_flags_WQ_SYSFS);
     /// Work items run on the CPU that queued them (`WQ_PERCPU`).
     pub const PERCPU: Self = Self(bindings::wq_flags_WQ_PERCPU);
+    /// One work item at a time, in the order queued (`alloc_ordered_workqueue`: with
+    /// [`Flags::UNBOUND`] and a `max_active` of 1).
+    pub const ORDERED: Self = Self(bindings::wq_flags___WQ_ORDERED);
 }
 
 impl BitOr for Flags {

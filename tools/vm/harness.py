@@ -46,20 +46,20 @@ STACK_MODULES = {
 # insmod them). The C stack's ib_verbs_client is the C twin of the Rust sample (tools/verbs-twin,
 # given with --verbs-twin), so that a scenario insmods $stack_dir/ib_verbs_client.ko on both; so
 # is its ib_verbs_bench (the data-path micro-benchmark of `make bench`, next to it).
-# ib_c_clients, ib_c_verbs, ib_c_mad, ib_c_cm and ib_c_sa (tools/verbs-twin too) are C modules for both
-# stacks: C ib_core clients, a C kernel verbs consumer, a MAD agent API user, a user of ib_cm
-# and a user of the SA client
-# that load on the Rust core through its C ABI; ib_cm and iw_cm are C's connection managers from
-# the kernel tree, the same files on both stacks. On the Rust
+# ib_c_clients, ib_c_verbs, ib_c_mad, ib_c_cm, ib_c_sa and ib_c_rdmacm (tools/verbs-twin too) are C
+# modules for both stacks: C ib_core clients, a C kernel verbs consumer, a MAD agent API user, a
+# user of ib_cm, a user of the SA client and a user of rdma_cm, that load on the Rust core through
+# its C ABI; ib_cm, iw_cm, rdma_cm and rdma_ucm are C's connection managers from the kernel tree
+# (configfs, which rdma_cm needs, with them), the same files on both stacks. On the Rust
 # stack, ib_verbs_client_c.ko and ib_verbs_peer_c.ko are the C twins themselves (the modules are
 # still named ib_verbs_client and ib_verbs_peer), for the twins on the Rust core (scenarios
 # c-abi-twin, c-abi-peer-2vm).
 STACK_EXTRAS = {
     "rust": ["mlx5_test_interface", "ib_test_provider", "ib_verbs_client", "ib_mad_agent", "ib_verbs_bench",
-             "ib_verbs_peer", "ib_c_clients", "ib_c_verbs", "ib_c_mad", "ib_c_cm", "ib_c_sa", "ib_cm",
-             "iw_cm", "ib_verbs_client_c", "ib_verbs_peer_c"],
+             "ib_verbs_peer", "ib_c_clients", "ib_c_verbs", "ib_c_mad", "ib_c_cm", "ib_c_sa", "ib_c_rdmacm",
+             "ib_cm", "iw_cm", "configfs", "rdma_cm", "rdma_ucm", "ib_verbs_client_c", "ib_verbs_peer_c"],
     "c": ["ib_verbs_client", "ib_verbs_bench", "ib_verbs_peer", "ib_c_clients", "ib_c_verbs", "ib_c_mad",
-          "ib_c_cm", "ib_c_sa", "ib_cm", "iw_cm"],
+          "ib_c_cm", "ib_c_sa", "ib_c_rdmacm", "ib_cm", "iw_cm", "configfs", "rdma_cm", "rdma_ucm"],
 }
 # Where the C modules sit in the kernel build tree.
 C_MODULE_PATHS = {
@@ -555,12 +555,14 @@ def module_paths(args, stack: str) -> dict[str, Path]:
     # C modules built once against include/rdma/ (tools/verbs-twin) that load on either stack.
     c_abi = {}
     if args.verbs_twin:
-        for name in ("ib_c_clients", "ib_c_verbs", "ib_c_mad", "ib_c_cm", "ib_c_sa"):
+        for name in ("ib_c_clients", "ib_c_verbs", "ib_c_mad", "ib_c_cm", "ib_c_sa", "ib_c_rdmacm"):
             c_abi[name] = Path(args.verbs_twin).with_name(f"{name}.ko")
     # C's own modules above ib_core, from the kernel tree: the same file on both stacks.
     if args.kernel_tree:
-        for name in ("ib_cm", "iw_cm"):
+        for name in ("ib_cm", "iw_cm", "rdma_cm", "rdma_ucm"):
             c_abi[name] = Path(args.kernel_tree) / f"drivers/infiniband/core/{name}.ko"
+        # rdma_cm's configuration directory needs configfs (a module in the test kernel).
+        c_abi["configfs"] = Path(args.kernel_tree) / "fs/configfs/configfs.ko"
     if stack == "rust":
         paths = {m: Path(args.rust_modules) / f"{m}.ko" for m in STACK_MODULES["rust"] + STACK_EXTRAS["rust"]}
         for name in ("ib_verbs_client", "ib_verbs_peer"):

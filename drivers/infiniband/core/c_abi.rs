@@ -4,6 +4,8 @@
 //! The contract is `c_abi/imports.txt`; the functions are exported with C's names by
 //! `c_abi/exports.h`.
 
+/// IP addresses to device addresses (C's `addr.c`).
+pub(crate) mod addr;
 /// Socket address sizes by family.
 pub(crate) mod addr_size;
 /// Address handles, and C's address attributes.

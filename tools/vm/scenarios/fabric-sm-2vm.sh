@@ -75,6 +75,33 @@ mlx5_0: done
 EOF
 }
 
+# ib_c_rdmacm_expected ROLE: what ib_c_rdmacm prints on the C stack in ROLE (a run with both VMs
+# on C), GIDs and LIDs named.
+ib_c_rdmacm_expected() {
+	case "$1" in
+	passive) cat <<'EOF'
+bind to the service (any GID): 0, sid 0x1061d2f
+listening: 0
+connect request 0, status 0; request: mlx5_0 port 1, private "0000 ib_c_rdmacm connect", resources 1 depth 1 rnr 7; src OWN_GID sid 0x1061d2f, dst PEER_GID sid 0x0; path dlid PEER slid OWN pkey 0xffff mtu 5; qp 0, recv 0, accept 0
+established 0, status 0
+the peer's send: 1 completion(s): status 0, opcode 128, 64 bytes; data intact
+disconnected 0, on the connection's id 1
+done
+EOF
+		;;
+	active) cat <<'EOF'
+address resolved 0, status 0: mlx5_0 port 1, src OWN_GID family 27 pkey 0xffff
+route resolved 0, 1 path(s): dgid PEER_GID sgid OWN_GID dlid PEER slid OWN sid 0x0 pkey 0xffff sl 0 mtu 2/5 rate 2/16 life 2/18 reversible 1 hop 0 tclass 0 numb 0 pref 0 type 0
+qp 0
+established 0, status 0, accept's private "0000 ib_c_rdmacm accept"
+send: post 0; 1 completion(s): status 0, opcode 0
+disconnected 0
+done
+EOF
+		;;
+	esac
+}
+
 meet() {
 	_answer=$(barrier "$1") || ktap_result 1 "barrier $1: meet the other VM" "$_answer"
 }
@@ -261,6 +288,52 @@ check_output "the port kept its LID $lid" "^$(printf '0x%x' "$lid")\$" cat $port
 check "rmmod ib_c_sa (the membership ended by the event: no leave)" rmmod ib_c_sa
 check_output "ib_c_sa freed it after the event" 'the kept membership freed \(2 callback\(s\) in all, the last with status -102\)' dmesg
 meet sa-reset
+
+# rdma_cm with AF_IB addresses (GIDs and a service ID: no IP, so no IPoIB): C's rdma_cm.ko (the
+# same file on both stacks, with ib_cm and iw_cm below it) and tools/verbs-twin/ib_c_rdmacm.ko.
+# Round 1: VM 0 listens (passive) and VM 1 connects (active); round 2 the other way. The active
+# end resolves the peer's GID to its own device and port, the route (a PathRecord from the SA),
+# connects (ib_cm's REQ, REP, RTU), sends 64 bytes the passive end checks, and disconnects. Each
+# end's lines, GIDs and LIDs named, are what it prints on the C stack (recorded from two C VMs).
+# rdma_ucm (user space's rdma_cm) loads on it and makes /dev/infiniband/rdma_cm.
+check "insmod ib_cm, iw_cm, rdma_cm (C's; configfs first)" sh -c "{ [ -d /sys/module/configfs ] || insmod $stack_dir/configfs.ko; } && insmod $stack_dir/ib_cm.ko && insmod $stack_dir/iw_cm.ko && insmod $stack_dir/rdma_cm.ko"
+check "insmod rdma_ucm (C's)" insmod "$stack_dir/rdma_ucm.ko"
+check_output "rdma_ucm's device /dev/infiniband/rdma_cm" 'rdma_cm' ls /dev/infiniband
+# rdmacm_lines ROLE FROM: ib_c_rdmacm's lines in ROLE after dmesg line FROM, GIDs and LIDs named.
+rdmacm_lines() {
+	dmesg | tail -n "+$(($2 + 1))" | sed -n "s/^\[[^]]*\] ib_c_rdmacm: $1: //p" | \
+		sed -e "s/$own_gid/OWN_GID/g" -e "s/$peer_gid/PEER_GID/g" \
+		-e "s/dlid $lid /dlid OWN /" -e "s/dlid $peer_lid /dlid PEER /" \
+		-e "s/slid $lid /slid OWN /" -e "s/slid $peer_lid /slid PEER /"
+}
+# rdmacm_round N PASSIVE_VM: one connection, VM PASSIVE_VM listening.
+rdmacm_round() {
+	meet "rdmacm-$1"
+	_from=$(dmesg | wc -l)
+	if [ "$VM_INDEX" = "$2" ]; then
+		insmod "$stack_dir/ib_c_rdmacm.ko" role=passive &
+		_pid=$!
+		wait_for "round $1: ib_c_rdmacm listens" 30 'ib_c_rdmacm: passive: listening: 0' dmesg
+		meet "rdmacm-listening-$1"
+		wait "$_pid"
+		_role=passive
+	else
+		meet "rdmacm-listening-$1"
+		check "round $1: insmod ib_c_rdmacm role=active peer_gid=PEER" \
+			insmod "$stack_dir/ib_c_rdmacm.ko" role=active peer_gid="$peer_gid"
+		_role=active
+	fi
+	rdmacm_lines $_role "$_from" >/tmp/rdmacm.out
+	ib_c_rdmacm_expected $_role >/tmp/rdmacm.expected
+	sed "s/^/# ib_c_rdmacm round $1: $_role: /" /tmp/rdmacm.out
+	check_output "round $1 ($_role): ib_c_rdmacm prints what it prints on the C stack" '^same$' \
+		sh -c 'diff -u /tmp/rdmacm.expected /tmp/rdmacm.out && echo same'
+	check "round $1: rmmod ib_c_rdmacm" rmmod ib_c_rdmacm
+	meet "rdmacm-done-$1"
+}
+rdmacm_round 1 0
+rdmacm_round 2 1
+check "rmmod rdma_ucm, rdma_cm, iw_cm, ib_cm" rmmod rdma_ucm rdma_cm iw_cm ib_cm
 meet discovered
 
 if [ "$VM_INDEX" = 1 ]; then

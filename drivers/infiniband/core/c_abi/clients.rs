@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! C modules' clients: `ib_register_client`, `ib_unregister_client` and `ib_set_client_data`
-//! with C's names, signatures and semantics (C's `drivers/infiniband/core/device.c`), so that a
+//! C modules' clients: `ib_register_client`, `ib_unregister_client`, `ib_set_client_data` and
+//! `ib_get_net_dev_by_params` with C's names, signatures and semantics (C's `drivers/infiniband/core/device.c`), so that a
 //! module built against `include/rdma/ib_verbs.h` registers its `struct ib_client` with this
 //! core. A C client sits in the same list as the Rust ones ([`registry::Attached`]): it gets
 //! `add` for every registered device in index order, devices that register later are added to
@@ -11,6 +11,7 @@
 //! that C's inline `ib_get_client_data` finds it.
 
 use crate::{
+    attrs::CORE_CAP_PROT_IB,
     c_abi::face::{CFace, CLIENT_DATA_REGISTERED},
     device::ib_device::IbDevice,
     device::registry::{self, Attached},
@@ -87,17 +88,27 @@ impl Attached for CClient {
             pr_warn!("no memory to add a C client to device {}\n", dev.index());
             return;
         }
+        // `add` runs with the client data's semaphore read (C's `add_client_context`, which
+        // holds it from the store on): the mark is set before another reader can look.
+        // SAFETY: `ib` is the face's live structure, its semaphore initialised.
+        unsafe { bindings::down_read(&raw mut (*ib).client_data_rwsem) };
         if let Some(add) = client.add {
             // SAFETY: The module's callback with the structure it expects, valid for the call.
             if unsafe { add(ib) } != 0 {
                 // Its error is ignored and no more of its callbacks run for this device (C).
                 // SAFETY: As above.
-                unsafe { bindings::xa_erase(&raw mut (*ib).client_data, id) };
+                unsafe {
+                    bindings::xa_erase(&raw mut (*ib).client_data, id);
+                    bindings::up_read(&raw mut (*ib).client_data_rwsem);
+                }
                 return;
             }
         }
         // SAFETY: As above: the entry exists (reserved or set by the client).
-        unsafe { bindings::xa_set_mark(&raw mut (*ib).client_data, id, CLIENT_DATA_REGISTERED) };
+        unsafe {
+            bindings::xa_set_mark(&raw mut (*ib).client_data, id, CLIENT_DATA_REGISTERED);
+            bindings::up_read(&raw mut (*ib).client_data_rwsem);
+        }
     }
 
     fn detach(&self, _dev: &IbDevice, face: Option<&CFace>) {
@@ -111,8 +122,14 @@ impl Attached for CClient {
         let Some(data) = registered_data(face, id) else {
             return;
         };
-        // SAFETY: `ib` is the face's live structure.
-        unsafe { bindings::xa_clear_mark(&raw mut (*ib).client_data, id, CLIENT_DATA_REGISTERED) };
+        // The mark goes under the semaphore written (C's `remove_client_context`): once it is
+        // clear, no `ib_get_net_dev_by_params` is in the client's callback for this device.
+        // SAFETY: `ib` is the face's live structure, its semaphore initialised.
+        unsafe {
+            bindings::down_write(&raw mut (*ib).client_data_rwsem);
+            bindings::xa_clear_mark(&raw mut (*ib).client_data, id, CLIENT_DATA_REGISTERED);
+            bindings::up_write(&raw mut (*ib).client_data_rwsem);
+        }
         if let Some(remove) = client.remove {
             // SAFETY: The module's callback, with the structure and the data it set.
             unsafe { remove(ib, data) };
@@ -182,9 +199,95 @@ pub(crate) unsafe extern "C" fn ib_register_client(client: *mut bindings::ib_cli
 #[no_mangle]
 pub(crate) unsafe extern "C" fn ib_unregister_client(client: *mut bindings::ib_client) {
     if let Some(listed) = registry::unlist_c_client(client) {
+        // The registration's use, then a wait for those `ib_get_net_dev_by_params` took (C).
+        // SAFETY: `client` stays valid until this returns (contract).
+        unsafe {
+            client_put(client);
+            bindings::wait_for_completion(&raw mut (*client).uses_zero);
+        }
         // SAFETY: Made by `KBox::leak` in `ib_register_client` and unlisted now: ours again.
         drop(unsafe { KBox::from_raw(listed.cast::<CClient>().as_ptr()) });
     }
+}
+
+/// Drops a use of the C client `client` (C's `ib_client_put`): the last completes
+/// `uses_zero`.
+///
+/// # Safety
+///
+/// `client` is registered or unregistering, and the caller holds the use it drops.
+unsafe fn client_put(client: *mut bindings::ib_client) {
+    // SAFETY: The caller's contract.
+    unsafe {
+        if bindings::refcount_dec_and_test(&raw mut (*client).uses) {
+            bindings::complete(&raw mut (*client).uses_zero);
+        }
+    }
+}
+
+/// C's `ib_get_net_dev_by_params`: the net device a C client (IPoIB's) says serves the
+/// connection request with `pkey`, `gid` and IP address `addr` on `port` of `dev`, held for
+/// the caller (`dev_put`); null when none does, or on a port without InfiniBand. Asks each
+/// client whose `add` completed on the device, in client id order, under the client data's
+/// semaphore read, so that no client's `remove` for the device runs meanwhile. Sleeps.
+///
+/// # Safety
+///
+/// `dev` is a face handed to the caller and not yet removed; `gid` is null or readable, and
+/// `addr` readable, for the clients' callbacks.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_get_net_dev_by_params(
+    dev: *mut bindings::ib_device,
+    port: u32,
+    pkey: u16,
+    gid: *const bindings::ib_gid,
+    addr: *const bindings::sockaddr,
+) -> *mut bindings::net_device {
+    // SAFETY: The caller's contract.
+    let Some(owner) = (unsafe { CFace::owner(dev) }) else {
+        return core::ptr::null_mut();
+    };
+    let ib = owner
+        .port_immutable(port)
+        .is_some_and(|i| i.core_cap_flags & CORE_CAP_PROT_IB != 0);
+    if !ib {
+        return core::ptr::null_mut();
+    }
+    // Each client with the callback, in use until it has been asked (the registry's lock is
+    // not held across the callbacks: client removal takes it).
+    let Ok(clients) = registry::c_clients_in_use(|c| c.get_net_dev_by_params.is_some()) else {
+        return core::ptr::null_mut();
+    };
+    let mut found: *mut bindings::net_device = core::ptr::null_mut();
+    // SAFETY: `dev` is live (contract), its semaphore initialised.
+    unsafe { bindings::down_read(&raw mut (*dev).client_data_rwsem) };
+    for c in &clients {
+        if !found.is_null() {
+            break;
+        }
+        // SAFETY: In use (taken above): valid until its use is dropped below.
+        let client = unsafe { c.as_ref() };
+        let id = client.client_id as usize;
+        // SAFETY: `dev` is live; the xarray takes its own lock.
+        let data = unsafe {
+            if !bindings::xa_get_mark(&raw mut (*dev).client_data, id, CLIENT_DATA_REGISTERED) {
+                continue;
+            }
+            bindings::xa_load(&raw mut (*dev).client_data, id)
+        };
+        if let Some(cb) = client.get_net_dev_by_params {
+            // SAFETY: The client's callback, its `add` done on `dev` and its `remove` held
+            // off by the semaphore; the arguments are the caller's (contract).
+            found = unsafe { cb(dev, port, pkey, gid, addr, data) };
+        }
+    }
+    // SAFETY: As above.
+    unsafe { bindings::up_read(&raw mut (*dev).client_data_rwsem) };
+    for c in clients {
+        // SAFETY: The use taken by `c_clients_in_use`.
+        unsafe { client_put(c.as_ptr()) };
+    }
+    found
 }
 
 /// C's `ib_set_client_data`: sets `client`'s data for `device` (read back by C's inline

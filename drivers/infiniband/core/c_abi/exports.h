@@ -12,6 +12,7 @@
 EXPORT_C_ABI(ib_register_client);
 EXPORT_C_ABI(ib_unregister_client);
 EXPORT_C_ABI(ib_set_client_data);
+EXPORT_C_ABI(ib_get_net_dev_by_params);
 
 /* c_abi/queries.rs */
 EXPORT_C_ABI(ib_query_port);
@@ -73,6 +74,8 @@ EXPORT_C_ABI(ib_sg_to_pages);
 EXPORT_C_ABI(rdma_restrack_new);
 EXPORT_C_ABI(rdma_restrack_parent_name);
 EXPORT_C_ABI(rdma_restrack_add);
+EXPORT_C_ABI(rdma_restrack_set_name);
+EXPORT_C_ABI(rdma_restrack_del);
 
 /* c_abi/srq.rs */
 EXPORT_C_ABI(ib_create_srq_user);
@@ -90,6 +93,9 @@ EXPORT_C_ABI(ib_free_recv_mad);
 
 /* c_abi/gid.rs */
 EXPORT_C_ABI(rdma_query_gid);
+EXPORT_C_ABI(rdma_get_gid_attr);
+EXPORT_C_ABI(rdma_read_gid_attr_ndev_rcu);
+EXPORT_C_ABI(roce_gid_type_mask_support);
 EXPORT_C_ABI(rdma_find_gid);
 EXPORT_C_ABI(rdma_find_gid_by_port);
 EXPORT_C_ABI(rdma_put_gid_attr);
@@ -128,3 +134,9 @@ EXPORT_C_ABI(ibnl_put_attr);
 EXPORT_C_ABI(rdma_nl_unicast);
 EXPORT_C_ABI(rdma_nl_unicast_wait);
 EXPORT_C_ABI(rdma_nl_multicast);
+
+/* c_abi/addr.rs */
+EXPORT_C_ABI(rdma_copy_src_l2_addr);
+EXPORT_C_ABI(rdma_translate_ip);
+EXPORT_C_ABI(rdma_resolve_ip);
+EXPORT_C_ABI(rdma_addr_cancel);

@@ -312,6 +312,15 @@ impl CFace {
         // SAFETY: `client_data` is a zeroed xarray; C's `_ib_alloc_device` makes it an
         // allocating one (a NULL store then reserves the index, as `add_client_context` needs).
         unsafe { bindings::xa_init_flags(&raw mut c.client_data, bindings::XA_FLAGS_ALLOC) };
+        // SAFETY: A zeroed semaphore of the face, initialised once before any user, with a
+        // static class (C's `init_rwsem` in `_ib_alloc_device`).
+        unsafe {
+            bindings::__init_rwsem(
+                &raw mut c.client_data_rwsem,
+                c"&device->client_data_rwsem".as_char_ptr(),
+                kernel::static_lock_class!().as_ptr(),
+            )
+        };
         // SAFETY: Zeroed; C's counts, set as `enable_device_and_get` leaves them for a
         // registered device (one reference: the registration's).
         unsafe {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! GIDs and address attributes for C modules: `rdma_query_gid`, `rdma_find_gid`,
+//! GIDs and address attributes for C modules: `rdma_query_gid`, `rdma_get_gid_attr`,
+//! `rdma_read_gid_attr_ndev_rcu`, `roce_gid_type_mask_support`, `rdma_find_gid`,
 //! `rdma_find_gid_by_port`, `rdma_put_gid_attr`, `rdma_destroy_ah_attr`, `rdma_move_ah_attr`,
 //! `ib_init_ah_attr_from_wc` and `ib_create_ah_from_wc`, with C's names and signatures (C's
 //! `drivers/infiniband/core/cache.c` and `verbs.c`). The GIDs are the core's GID cache's (an
@@ -11,7 +12,7 @@
 //! layer) are not served: this core's devices have none yet.
 
 use crate::{
-    attrs::Gid,
+    attrs::{Gid, CORE_CAP_PROT_ROCE, CORE_CAP_PROT_ROCE_UDP_ENCAP},
     c_abi::{
         ah::rdma_create_ah,
         face::CFace,
@@ -104,6 +105,90 @@ pub(crate) unsafe extern "C" fn rdma_query_gid(
         }
         None => ENOENT.to_errno(),
     }
+}
+
+/// C's `rdma_get_gid_attr`: the attribute of entry `index` of `port_num`'s GID table, held
+/// for the caller until its `rdma_put_gid_attr`; `ERR_PTR(-EINVAL)` for a port the device
+/// does not have or an index outside the table, `ERR_PTR(-ENODATA)` for an entry without a
+/// GID. Does not sleep.
+///
+/// # Safety
+///
+/// `device` is a face handed to the caller and not yet removed.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_get_gid_attr(
+    device: *mut bindings::ib_device,
+    port_num: u32,
+    index: c_int,
+) -> *const bindings::ib_gid_attr {
+    // SAFETY: The caller's contract.
+    let dev = match unsafe { CFace::owner_on_port(device, port_num) } {
+        Ok(d) => d,
+        Err(_) => return err_ptr(EINVAL),
+    };
+    let len = dev.port_immutable(port_num).map_or(0, |i| i.gid_tbl_len);
+    let Some(index) = u32::try_from(index).ok().filter(|&i| i < len) else {
+        return err_ptr(EINVAL);
+    };
+    let Some(gid) = entry(dev, port_num, index) else {
+        return err_ptr(ENODATA);
+    };
+    match new_attr(device, port_num, index, &gid) {
+        Ok(a) => a.as_ptr(),
+        Err(e) => err_ptr(e),
+    }
+}
+
+/// C's `rdma_read_gid_attr_ndev_rcu`: the net device of the held attribute `attr`, valid in
+/// the caller's RCU read section. This core's entries are InfiniBand ones, which have none:
+/// `ERR_PTR(-ENODEV)`, as C answers for them.
+///
+/// # Safety
+///
+/// `attr` is held (made by this core); the caller is in an RCU read section.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_read_gid_attr_ndev_rcu(
+    attr: *const bindings::ib_gid_attr,
+) -> *mut bindings::net_device {
+    // SAFETY: `attr` is live (contract).
+    let ndev = unsafe { (*attr).ndev };
+    if ndev.is_null() {
+        err_ptr(ENODEV)
+    } else {
+        ndev
+    }
+}
+
+/// C's `roce_gid_type_mask_support`: the GID types `port` supports, as bits of
+/// `1 << ib_gid_type`: `IB_GID_TYPE_IB` on a port without RoCE; on a RoCE port RoCE v1 and
+/// v2 by its capabilities. (C does not check the port; neither does this, beyond answering
+/// `IB_GID_TYPE_IB` for one the device lacks.)
+///
+/// # Safety
+///
+/// `ib_dev` is a face handed to the caller and not yet removed.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn roce_gid_type_mask_support(
+    ib_dev: *mut bindings::ib_device,
+    port: u32,
+) -> core::ffi::c_ulong {
+    let ib_only = 1 << bindings::ib_gid_type_IB_GID_TYPE_IB;
+    // SAFETY: The caller's contract.
+    let Some(dev) = (unsafe { CFace::owner(ib_dev) }) else {
+        return ib_only;
+    };
+    let caps = dev.port_immutable(port).map_or(0, |i| i.core_cap_flags);
+    if caps & (CORE_CAP_PROT_ROCE | CORE_CAP_PROT_ROCE_UDP_ENCAP) == 0 {
+        return ib_only;
+    }
+    let mut mask = 0;
+    if caps & CORE_CAP_PROT_ROCE != 0 {
+        mask |= 1 << bindings::ib_gid_type_IB_GID_TYPE_ROCE;
+    }
+    if caps & CORE_CAP_PROT_ROCE_UDP_ENCAP != 0 {
+        mask |= 1 << bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP;
+    }
+    mask
 }
 
 /// C's `rdma_find_gid`: the attribute of the first entry, port by port, holding `gid` (an

@@ -130,6 +130,75 @@ pub(crate) unsafe extern "C" fn rdma_restrack_parent_name(
     }
 }
 
+/// C's `rdma_restrack_set_name`: the entry `res` is a kernel object made by the module named
+/// `caller` (a static string, kept), or, with no name, a user object of the current task
+/// (held until [`rdma_restrack_del`]).
+///
+/// # Safety
+///
+/// `res` is a writable entry prepared by [`rdma_restrack_new`]; `caller` is null or outlives
+/// the entry.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_restrack_set_name(
+    res: *mut bindings::rdma_restrack_entry,
+    caller: *const c_char,
+) {
+    if !caller.is_null() {
+        // SAFETY: `res` is writable (contract).
+        unsafe { (*res).kern_name = caller };
+        return;
+    }
+    // SAFETY: `current` is this task, alive for the call; the hold taken here is the entry's,
+    // dropped by `put_task`. `res` is writable (contract).
+    unsafe {
+        let task = bindings::get_current();
+        bindings::get_task_struct(task);
+        put_task(res);
+        (*res).task = task;
+        (*res).user = true;
+    }
+}
+
+/// Drops the entry's hold of its task, if it has one.
+///
+/// # Safety
+///
+/// `res` is a writable entry whose `task`, if not null, is held by it.
+unsafe fn put_task(res: *mut bindings::rdma_restrack_entry) {
+    // SAFETY: The caller's contract.
+    unsafe {
+        let task = (*res).task;
+        if !task.is_null() {
+            bindings::put_task_struct(task);
+            (*res).task = core::ptr::null_mut();
+        }
+    }
+}
+
+/// C's `rdma_restrack_del`: unlists the object whose entry is `res` (an entry never listed
+/// only drops its task), waits until no reader holds it (C's `rdma_restrack_get` users), and
+/// drops its task. Sleeps.
+///
+/// # Safety
+///
+/// `res` is the entry of a live object, prepared by [`rdma_restrack_new`]; if listed, its
+/// device is live.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rdma_restrack_del(res: *mut bindings::rdma_restrack_entry) {
+    // SAFETY: The caller's contract.
+    unsafe {
+        if (*res).valid {
+            untrack(res);
+            // The hold of `rdma_restrack_new`: the last one completes `comp`.
+            if bindings::refcount_dec_and_test(&raw mut (*res).kref.refcount) {
+                bindings::complete(&raw mut (*res).comp);
+            }
+            bindings::wait_for_completion(&raw mut (*res).comp);
+        }
+        put_task(res);
+    }
+}
+
 /// C's `rdma_restrack_add`: lists the object whose entry is `res` in its device's root (a QP
 /// under its number, as C, the others under the next free id) and marks the entry valid; an
 /// entry of a device that is not this core's, or that could not be listed, stays invalid.

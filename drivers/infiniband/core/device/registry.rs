@@ -615,6 +615,40 @@ pub(crate) fn unlist_c_client(raw: *mut bindings::ib_client) -> Option<NonNull<d
     })
 }
 
+/// The listed C clients for which `wanted` holds, in client id order, each with a use taken
+/// (C's `ib_client_get`; the caller drops it, and `ib_unregister_client` waits for it).
+pub(crate) fn c_clients_in_use(
+    wanted: impl Fn(&bindings::ib_client) -> bool,
+) -> Result<KVec<NonNull<bindings::ib_client>>> {
+    with(Domain::Live, |reg| {
+        let mut out = KVec::with_capacity(reg.clients.len(), GFP_KERNEL)?;
+        for c in &reg.clients {
+            let Some(raw) = NonNull::new(c.get().c_client()) else {
+                continue;
+            };
+            // SAFETY: A listed C client's structure is valid while it is listed (the contract
+            // of `list_c_client`), and it is listed while the lock is held.
+            let client = unsafe { raw.as_ref() };
+            // SAFETY: As above; the count was set at registration, so a client whose last use
+            // went (it is unregistering) is skipped.
+            let in_use = || unsafe {
+                bindings::rdma_rs_refcount_inc_not_zero(&raw mut (*raw.as_ptr()).uses)
+            };
+            if wanted(client) && in_use() {
+                // The capacity is the list's length: the push cannot fail.
+                if out.push_within_capacity(raw).is_err() {
+                    // SAFETY: The use just taken, dropped unused (never the last: the
+                    // registration holds one while the client is listed).
+                    unsafe { bindings::refcount_dec(&raw mut (*raw.as_ptr()).uses) };
+                }
+            }
+        }
+        // Listing order is id order: ids follow registration, and only the newest client's
+        // id is given again (to a client listed after every other).
+        Ok(out)
+    })
+}
+
 /// A client's registration: attached to every registered device while it lives.
 #[pin_data(PinnedDrop)]
 pub struct ClientRegistration<C: Client + 'static> {

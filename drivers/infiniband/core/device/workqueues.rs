@@ -47,8 +47,7 @@ pub(crate) struct CoreWorkqueues {
     pub(crate) completion: OwnedQueue,
     /// Completion processing not bound to a CPU (`ib-comp-unb-wq`).
     pub(crate) completion_unbound: OwnedQueue,
-    /// Multicast groups' joins and leaves (`ib_mcast`; C's is ordered, this one runs one work
-    /// at a time, which is what the groups need: each group's work is serialised by its state).
+    /// Multicast groups' joins and leaves (`ib_mcast`, ordered as C's).
     pub(crate) multicast: OwnedQueue,
 }
 
@@ -69,7 +68,11 @@ impl CoreWorkqueues {
                 reclaim_hi | Flags::UNBOUND,
                 OwnedQueue::UNBOUND_MAX_ACTIVE,
             )?,
-            multicast: OwnedQueue::new(c"ib_mcast", Flags::UNBOUND | Flags::MEM_RECLAIM, 1)?,
+            multicast: OwnedQueue::new(
+                c"ib_mcast",
+                Flags::UNBOUND | Flags::ORDERED | Flags::MEM_RECLAIM,
+                1,
+            )?,
         })
     }
 }

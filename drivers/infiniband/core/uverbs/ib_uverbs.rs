@@ -8,13 +8,14 @@
 
 // The client and its devices (`client`, `device`, `chardevs`); the files user space opens
 // (`file/`); write() (`write/`) and the ioctl (`ioctl/`) reaching the commands (`cmd/`); the
-// ABI's structures (`uabi`).
+// ABI's structures (`uabi`); the kernel's attributes in that ABI for C modules (`marshall`).
 mod chardevs;
 mod client;
 mod cmd;
 mod device;
 mod file;
 mod ioctl;
+mod marshall;
 mod uabi;
 mod uverbs_module;
 mod write;

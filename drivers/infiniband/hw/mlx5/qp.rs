@@ -36,9 +36,9 @@ use mlx5_core::{
     auxdev::{Mlx5Device, Resource, ResourceHandler, ResourceRegistration},
     cmd::commands::Commands,
     ifc::verbs::{
-        optpar, qp_state, CreateQp, DestroyQp, Init2RtrQp, QpCtxIn, QpNumIn, QpToErr, QpToRst,
-        QueryQp, Rst2InitQp, Rtr2RtsQp, QP_PM_MIGRATED, QP_ST_QP0, QP_ST_QP1, QP_ST_RC, QP_ST_UC,
-        QP_ST_UD, RQ_TYPE_SRQ,
+        optpar, qp_state, CreateQp, DestroyQp, Init2InitQp, Init2RtrQp, QpCtxIn, QpNumIn, QpToErr,
+        QpToRst, QueryQp, Rst2InitQp, Rtr2RtsQp, QP_PM_MIGRATED, QP_ST_QP0, QP_ST_QP1, QP_ST_RC,
+        QP_ST_UC, QP_ST_UD, RQ_TYPE_SRQ,
     },
 };
 
@@ -488,6 +488,10 @@ impl QpFw {
                 let ctx = self.modify_ctx(caps, cur, new, attr, mask)?;
                 cmds.exec::<Rst2InitQp>(&ctx)?;
             }
+            (QpState::Init, QpState::Init) => {
+                let ctx = self.modify_ctx(caps, cur, new, attr, mask)?;
+                cmds.exec::<Init2InitQp>(&ctx)?;
+            }
             (QpState::Init, QpState::Rtr) => {
                 let ctx = self.modify_ctx(caps, cur, new, attr, mask)?;
                 cmds.exec::<Init2RtrQp>(&ctx)?;
@@ -496,7 +500,7 @@ impl QpFw {
                 let ctx = self.modify_ctx(caps, cur, new, attr, mask)?;
                 cmds.exec::<Rtr2RtsQp>(&ctx)?;
             }
-            // INIT2INIT, RTS2RTS, SQD and SQE transitions are not implemented yet.
+            // RTS2RTS, SQD and SQE transitions are not implemented yet.
             _ => return Err(EOPNOTSUPP),
         }
         self.state.store(new as u32, Relaxed);

@@ -209,6 +209,8 @@ pub mod op {
     pub const RTR2RTS_QP: u16 = 0x504;
     /// `MLX5_CMD_OP_2ERR_QP`.
     pub const QP_2ERR: u16 = 0x507;
+    /// `MLX5_CMD_OP_INIT2INIT_QP`.
+    pub const INIT2INIT_QP: u16 = 0x50e;
     /// `MLX5_CMD_OP_2RST_QP`.
     pub const QP_2RST: u16 = 0x50a;
     /// `MLX5_CMD_OP_QUERY_QP`.
@@ -253,6 +255,7 @@ pub(crate) fn opcode_name(opcode: u16) -> &'static str {
         op::INIT2RTR_QP => "INIT2RTR_QP",
         op::RTR2RTS_QP => "RTR2RTS_QP",
         op::QP_2ERR => "2ERR_QP",
+        op::INIT2INIT_QP => "INIT2INIT_QP",
         op::QP_2RST => "2RST_QP",
         op::QUERY_QP => "QUERY_QP",
         op::ALLOC_PD => "ALLOC_PD",

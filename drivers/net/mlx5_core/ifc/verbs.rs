@@ -250,7 +250,7 @@ layout! {
         log_page_size: 0x143, 5;
     }
     /// The input of CREATE_QP and of the modify commands that carry a QP context
-    /// (RST2INIT_QP, INIT2RTR_QP, RTR2RTS_QP): the same positions in all of them (`qpn` is
+    /// (RST2INIT_QP, INIT2INIT_QP, INIT2RTR_QP, RTR2RTS_QP): the same positions in all of them (`qpn` is
     /// reserved in CREATE_QP). The context is at byte 0x18; CREATE_QP's page list follows.
     pub context QpCtxIn[0x110] {
         qpn: 0x48, 24;
@@ -417,6 +417,8 @@ crate::ifc::commands! {
     CreateQp: CREATE_QP, QpCtxIn => CreateQpOut;
     /// RST2INIT_QP.
     Rst2InitQp: RST2INIT_QP, QpCtxIn => OutHeader;
+    /// INIT2INIT_QP.
+    Init2InitQp: INIT2INIT_QP, QpCtxIn => OutHeader;
     /// INIT2RTR_QP.
     Init2RtrQp: INIT2RTR_QP, QpCtxIn => OutHeader;
     /// RTR2RTS_QP.
