@@ -2,7 +2,7 @@
 """The C ABI's contract: which of C ib_core's (and ib_uverbs') exports the C modules that must
 load on the Rust core import (issue "ib_core's C ABI", docs/c-abi.md).
 
-The C modules (MODULES below: the connection managers, the software RDMA drivers, the NVMe-oF
+The C modules (MODULES below: the connection managers, IPoIB, the software RDMA drivers, the NVMe-oF
 ULPs, the project's C twin consumers) are built by the test kernel; each one's undefined symbols
 that C's ib_core.ko or ib_uverbs.ko export (the kernel tree's Module.symvers) are the functions
 and data our Rust ib_core must export with C's names, signatures and semantics for it to load.
@@ -31,6 +31,7 @@ MODULES = [
     "drivers/infiniband/core/iw_cm.ko",
     "drivers/infiniband/core/rdma_cm.ko",
     "drivers/infiniband/core/rdma_ucm.ko",
+    "drivers/infiniband/ulp/ipoib/ib_ipoib.ko",
     "drivers/infiniband/sw/rxe/rdma_rxe.ko",
     "drivers/infiniband/sw/siw/siw.ko",
     "drivers/nvme/host/nvme-rdma.ko",

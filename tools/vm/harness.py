@@ -50,16 +50,19 @@ STACK_MODULES = {
 # modules for both stacks: C ib_core clients, a C kernel verbs consumer, a MAD agent API user, a
 # user of ib_cm, a user of the SA client and a user of rdma_cm, that load on the Rust core through
 # its C ABI; ib_cm, iw_cm, rdma_cm and rdma_ucm are C's connection managers from the kernel tree
-# (configfs, which rdma_cm needs, with them), the same files on both stacks. On the Rust
+# (configfs, which rdma_cm needs, with them), and ib_ipoib C's IPoIB, the same files on both
+# stacks. On the Rust
 # stack, ib_verbs_client_c.ko and ib_verbs_peer_c.ko are the C twins themselves (the modules are
 # still named ib_verbs_client and ib_verbs_peer), for the twins on the Rust core (scenarios
 # c-abi-twin, c-abi-peer-2vm).
 STACK_EXTRAS = {
     "rust": ["mlx5_test_interface", "ib_test_provider", "ib_verbs_client", "ib_mad_agent", "ib_verbs_bench",
              "ib_verbs_peer", "ib_c_clients", "ib_c_verbs", "ib_c_mad", "ib_c_cm", "ib_c_sa", "ib_c_rdmacm",
-             "ib_cm", "iw_cm", "configfs", "rdma_cm", "rdma_ucm", "ib_verbs_client_c", "ib_verbs_peer_c"],
+             "ib_cm", "iw_cm", "configfs", "rdma_cm", "rdma_ucm", "ib_ipoib", "ib_verbs_client_c",
+             "ib_verbs_peer_c"],
     "c": ["ib_verbs_client", "ib_verbs_bench", "ib_verbs_peer", "ib_c_clients", "ib_c_verbs", "ib_c_mad",
-          "ib_c_cm", "ib_c_sa", "ib_c_rdmacm", "ib_cm", "iw_cm", "configfs", "rdma_cm", "rdma_ucm"],
+          "ib_c_cm", "ib_c_sa", "ib_c_rdmacm", "ib_cm", "iw_cm", "configfs", "rdma_cm", "rdma_ucm",
+          "ib_ipoib"],
 }
 # Where the C modules sit in the kernel build tree.
 C_MODULE_PATHS = {
@@ -561,6 +564,7 @@ def module_paths(args, stack: str) -> dict[str, Path]:
     if args.kernel_tree:
         for name in ("ib_cm", "iw_cm", "rdma_cm", "rdma_ucm"):
             c_abi[name] = Path(args.kernel_tree) / f"drivers/infiniband/core/{name}.ko"
+        c_abi["ib_ipoib"] = Path(args.kernel_tree) / "drivers/infiniband/ulp/ipoib/ib_ipoib.ko"
         # rdma_cm's configuration directory needs configfs (a module in the test kernel).
         c_abi["configfs"] = Path(args.kernel_tree) / "fs/configfs/configfs.ko"
     if stack == "rust":

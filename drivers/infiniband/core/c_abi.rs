@@ -4,6 +4,8 @@
 //! The contract is `c_abi/imports.txt`; the functions are exported with C's names by
 //! `c_abi/exports.h`.
 
+/// Exports passing a call to a driver op no Rust driver has yet.
+pub(crate) mod absent_ops;
 /// IP addresses to device addresses (C's `addr.c`).
 pub(crate) mod addr;
 /// Socket address sizes by family.
@@ -40,6 +42,8 @@ pub(crate) mod port_groups;
 pub(crate) mod qp;
 /// Device and port queries.
 pub(crate) mod queries;
+/// Static rates in Mb/s.
+pub(crate) mod rates;
 /// RDMA netlink for C modules' clients.
 pub(crate) mod rdma_nl;
 /// Resource tracking as C sees it.

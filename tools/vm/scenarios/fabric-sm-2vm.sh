@@ -20,6 +20,8 @@
 #   - a hostile node's RMPP (below) leaves the SA answering;
 #   - ib_core's SA client (Rust VM): a kernel consumer (ib_mad_agent sa_path_to=LID) asking for a
 #     path gets EAGAIN before any SM, then, from VM 1's SA, the record saquery gets;
+#   - rdma_cm with AF_IB addresses between the VMs, both ways (ib_c_rdmacm); rdma_ucm loads;
+#     IPoIB (ib_ipoib) makes ib0 with its 20-byte address;
 #   - the SMs stop; the ports keep their LIDs; the stacks unload cleanly.
 # vms: 2
 # vm-stacks: rust c
@@ -334,6 +336,21 @@ rdmacm_round() {
 rdmacm_round 1 0
 rdmacm_round 2 1
 check "rmmod rdma_ucm, rdma_cm, iw_cm, ib_cm" rmmod rdma_ucm rdma_cm iw_cm ib_cm
+
+# IPoIB (C's ib_ipoib.ko, the same file on both stacks): loaded on the port, it makes ib0, an
+# InfiniBand net device in datagram mode (the only one built; the model offers no enhanced IPoIB,
+# so both stacks use the verbs), whose 20-byte address is the UD QP's number and the port's GID,
+# its broadcast address the P_Key's broadcast group's. (Not yet brought up: the multicast attach and the path
+# queries it makes from atomic context come next.)
+check "insmod ib_ipoib (C's)" insmod "$stack_dir/ib_ipoib.ko"
+wait_for "ib_ipoib made ib0" 10 '^ib0$' ls /sys/class/net
+gid_bytes=$(echo "$own_hex" | sed 's/../&:/g; s/:$//')
+check_output "ib0's address: a QP number, then the port's GID; its broadcast the P_Key's group" \
+	"link/infiniband 00:[0-9a-f][0-9a-f]:[0-9a-f][0-9a-f]:[0-9a-f][0-9a-f]:$gid_bytes brd 00:ff:ff:ff:ff:12:40:1b:ff:ff:00:00:00:00:00:00:ff:ff:ff:ff\$" \
+	sh -c "ip link show ib0 | sed -n 's/^ *//p'"
+check_output "ib0: P_Key 0xffff, MTU 4092 (the port's 4096 less the 4-byte IPoIB header)" '^0xffff 4092$' \
+	sh -c 'echo $(cat /sys/class/net/ib0/pkey /sys/class/net/ib0/mtu)'
+check "rmmod ib_ipoib" rmmod ib_ipoib
 meet discovered
 
 if [ "$VM_INDEX" = 1 ]; then

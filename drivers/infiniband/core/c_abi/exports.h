@@ -19,6 +19,10 @@ EXPORT_C_ABI(ib_query_port);
 EXPORT_C_ABI(rdma_dev_access_netns);
 EXPORT_C_ABI(ib_modify_port);
 EXPORT_C_ABI(rdma_node_get_transport);
+EXPORT_C_ABI(ib_query_pkey);
+EXPORT_C_ABI(ib_find_pkey);
+EXPORT_C_ABI(ib_find_gid);
+EXPORT_C_ABI(ib_get_device_fw_str);
 
 /* c_abi/events.rs */
 EXPORT_C_ABI(ib_register_event_handler);
@@ -140,3 +144,18 @@ EXPORT_C_ABI(rdma_copy_src_l2_addr);
 EXPORT_C_ABI(rdma_translate_ip);
 EXPORT_C_ABI(rdma_resolve_ip);
 EXPORT_C_ABI(rdma_addr_cancel);
+
+/* c_abi/rates.rs */
+EXPORT_C_ABI(ib_rate_to_mbps);
+
+/* c_abi/absent_ops.rs */
+EXPORT_C_ABI(ib_get_vf_config);
+EXPORT_C_ABI(ib_get_vf_stats);
+EXPORT_C_ABI(ib_set_vf_guid);
+EXPORT_C_ABI(ib_get_vf_guid);
+EXPORT_C_ABI(ib_set_vf_link_state);
+EXPORT_C_ABI(rdma_set_cq_moderation);
+EXPORT_C_ABI(rdma_alloc_netdev);
+EXPORT_C_ABI(rdma_init_netdev);
+EXPORT_C_ABI(ib_attach_mcast);
+EXPORT_C_ABI(ib_detach_mcast);

@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Device and port queries with C's names and signatures (C's
-//! `drivers/infiniband/core/device.c`): `ib_query_port`, `rdma_dev_access_netns`, and
-//! `ib_modify_port`; and `rdma_node_get_transport` (`verbs.c`).
+//! `drivers/infiniband/core/device.c`): `ib_query_port`, `ib_query_pkey`, `ib_find_pkey`,
+//! `ib_find_gid`, `ib_get_device_fw_str`, `rdma_dev_access_netns`, and `ib_modify_port`; and
+//! `rdma_node_get_transport` (`verbs.c`).
 
 use crate::netlink;
 use crate::{
-    attrs::{LinkLayer, PortAttr},
+    attrs::{LinkLayer, PortAttr, CORE_CAP_PROT_IB},
     c_abi::face::{int, CFace},
 };
-use kernel::{bindings, ffi::c_int, net::namespace::Net};
+use kernel::{bindings, ffi::c_int, net::namespace::Net, prelude::*};
 
 /// C's `struct ib_port_attr` from what the driver reported.
 fn fill_port_attr(c: &mut bindings::ib_port_attr, a: &PortAttr) {
@@ -132,5 +133,151 @@ pub(crate) extern "C" fn rdma_node_get_transport(
         bindings::RDMA_NODE_RNIC => bindings::rdma_transport_type_RDMA_TRANSPORT_IWARP,
         bindings::RDMA_NODE_UNSPECIFIED => bindings::rdma_transport_type_RDMA_TRANSPORT_UNSPECIFIED,
         _ => bindings::rdma_transport_type_RDMA_TRANSPORT_IB,
+    }
+}
+
+/// C's `ib_query_pkey`: P_Key `index` of `port_num` as the driver reads it (not the cache)
+/// into `pkey`; `-EINVAL` for a port the device does not have, `-EOPNOTSUPP` for a driver
+/// without P_Keys, the driver's errno otherwise. Sleeps.
+///
+/// # Safety
+///
+/// `device` is a face handed to the caller and not yet removed; `pkey` is writable.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_query_pkey(
+    device: *mut bindings::ib_device,
+    port_num: u32,
+    index: u16,
+    pkey: *mut u16,
+) -> c_int {
+    // SAFETY: The caller's contract.
+    let dev = match unsafe { CFace::owner_on_port(device, port_num) } {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    match dev.ops().query_pkey(port_num, index) {
+        Ok(p) => {
+            // SAFETY: `pkey` is writable (contract).
+            unsafe { *pkey = p };
+            0
+        }
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// C's `ib_find_pkey`: the index of `pkey` in `port_num`'s table as the driver reads it,
+/// matching the low 15 bits, into `index`: a full member's entry first, else the first limited
+/// one; `-ENOENT` for none, the first query's error. Sleeps.
+///
+/// # Safety
+///
+/// `device` is a face handed to the caller and not yet removed; `index` is writable.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_find_pkey(
+    device: *mut bindings::ib_device,
+    port_num: u32,
+    pkey: u16,
+    index: *mut u16,
+) -> c_int {
+    // SAFETY: The caller's contract.
+    let dev = match unsafe { CFace::owner_on_port(device, port_num) } {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    let len = dev.port_immutable(port_num).map_or(0, |i| i.pkey_tbl_len);
+    let mut partial = None;
+    for i in 0..len {
+        let p = match dev.ops().query_pkey(port_num, i) {
+            Ok(p) => p,
+            Err(e) => return e.to_errno(),
+        };
+        if p & 0x7fff != pkey & 0x7fff {
+            continue;
+        }
+        if p & 0x8000 != 0 {
+            // SAFETY: `index` is writable (contract).
+            unsafe { *index = i };
+            return 0;
+        }
+        partial.get_or_insert(i);
+    }
+    match partial {
+        Some(i) => {
+            // SAFETY: As above.
+            unsafe { *index = i };
+            0
+        }
+        None => ENOENT.to_errno(),
+    }
+}
+
+/// C's `ib_find_gid`: the port (InfiniBand ports only) and table index where `gid` is, into
+/// `port_num` and `index` (which may be null); `-ENOENT` when no port has it.
+///
+/// # Safety
+///
+/// `device` is a face handed to the caller and not yet removed; `gid` is readable,
+/// `port_num` writable, `index` null or writable.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_find_gid(
+    device: *mut bindings::ib_device,
+    gid: *const bindings::ib_gid,
+    port_num: *mut u32,
+    index: *mut u16,
+) -> c_int {
+    // SAFETY: The caller's contract.
+    let Some(dev) = (unsafe { CFace::owner(device) }) else {
+        return ENODEV.to_errno();
+    };
+    // SAFETY: `gid` is readable (contract); every bit pattern is its raw bytes.
+    let want = unsafe { (*gid).raw };
+    for port in 1..=dev.port_count() {
+        let Some(imm) = dev.port_immutable(port) else {
+            continue;
+        };
+        if imm.core_cap_flags & CORE_CAP_PROT_IB == 0 {
+            continue;
+        }
+        // C leaves zero GIDs out of its table: they are not found.
+        let found = (0..imm.gid_tbl_len).find(|&i| {
+            dev.cached_gid(port, i)
+                .is_some_and(|g| g.0 == want && g.0 != [0; 16])
+        });
+        if let Some(i) = found {
+            // SAFETY: The caller's contract.
+            unsafe {
+                *port_num = port;
+                if !index.is_null() {
+                    *index = i as u16;
+                }
+            }
+            return 0;
+        }
+    }
+    ENOENT.to_errno()
+}
+
+/// C's `ib_get_device_fw_str`: the firmware version, as sysfs's `fw_ver` shows it, into
+/// `str` (empty for a driver that has none).
+///
+/// # Safety
+///
+/// `dev` is a face handed to the caller and not yet removed; `str` holds
+/// `IB_FW_VERSION_NAME_MAX` bytes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_get_device_fw_str(
+    dev: *mut bindings::ib_device,
+    str: *mut core::ffi::c_char,
+) {
+    // SAFETY: The caller's contract.
+    let text = unsafe { CFace::owner(dev) }.map(|d| d.fw_version());
+    let bytes = text.as_ref().map_or(&[][..], |t| t.as_bytes());
+    let n = bytes
+        .len()
+        .min(bindings::IB_FW_VERSION_NAME_MAX as usize - 1);
+    // SAFETY: `str` holds `IB_FW_VERSION_NAME_MAX` bytes (contract); `n` is below that.
+    unsafe {
+        core::ptr::copy_nonoverlapping(bytes.as_ptr(), str.cast::<u8>(), n);
+        *str.add(n) = 0;
     }
 }
