@@ -432,6 +432,8 @@ fn handler(op: u16) -> Option<Handler> {
         op::CREATE_QP => |fw, _, i| objects::create_qp(fw, i),
         op::DESTROY_QP => |fw, _, i| objects::destroy_qp(fw, i),
         op::QUERY_QP => |fw, _, i| objects::query_qp(fw, i),
+        op::ATTACH_TO_MCG => |fw, _, i| datapath::attach_to_mcg(fw, i),
+        op::DETACH_FROM_MCG => |fw, _, i| datapath::detach_from_mcg(fw, i),
         op::CREATE_XRC_SRQ => |fw, _, i| objects::create_srq(fw, objects::Kind::XrcSrq, i),
         op::DESTROY_XRC_SRQ => |fw, _, i| objects::destroy_kind(fw, objects::Kind::XrcSrq, i),
         op::CREATE_SRQ => |fw, _, i| objects::create_srq(fw, objects::Kind::Srq, i),

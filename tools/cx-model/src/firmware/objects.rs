@@ -218,7 +218,10 @@ fn destroy(fw: &mut Firmware, kind: Kind, input: &Input) -> CmdResult {
     fw.objects.remove(kind, n)?;
     match kind {
         Kind::Cq => fw.datapath.forget_cq(n),
-        Kind::Qp => fw.datapath.forget_qp(n),
+        Kind::Qp => {
+            fw.datapath.forget_qp(n);
+            fw.datapath.detach_all(n);
+        }
         Kind::Rmp => fw.datapath.forget_srq(n),
         _ => {}
     }
@@ -300,6 +303,10 @@ pub(crate) mod qpc {
     pub const CQN_SND: Field = Field::new(0x4a8, 24);
     pub const CQN_RCV: Field = Field::new(0x5a8, 24);
     pub const Q_KEY: Field = Field::new(0x600, 32);
+    /// The optional parameters a modify sets (`opt_param_mask`), and the Q_Key's bit.
+    pub const OPT_PARAM_MASK: Field = Field::new(0x80, 32);
+    /// See `OPT_PARAM_MASK`.
+    pub const OPTPAR_Q_KEY: u64 = 1 << 5;
     pub const REMOTE_QPN: Field = Field::new(0x168, 24);
     pub const RLID: Field = Field::new(0x1b0, 16);
     pub const VHCA_PORT_NUM: Field = Field::new(0x2a8, 8);
@@ -435,6 +442,13 @@ pub fn modify_qp(fw: &mut Firmware, input: &Input) -> CmdResult {
     debug!("QP {n:#x}: {:?} -> {to:?}", qp.qp_state);
     qp.qp_state = to;
     qp.modified.insert(op, input.bytes().to_vec());
+    // A later transition may set the Q_Key again, as an optional parameter (IPoIB sets the
+    // broadcast group's on its RTS QP): it replaces the one RST2INIT set.
+    if op != crate::opcodes::op::RST2INIT_QP && input.get(qpc::OPT_PARAM_MASK) & qpc::OPTPAR_Q_KEY != 0 {
+        if let Some(init) = qp.modified.get_mut(&crate::opcodes::op::RST2INIT_QP) {
+            ifc::set(init, qpc::Q_KEY, input.get(qpc::Q_KEY));
+        }
+    }
     Ok(output(16))
 }
 

@@ -18,6 +18,7 @@
 mod buffer;
 mod completion;
 mod keys;
+mod multicast;
 pub mod packet;
 mod queue_pair;
 mod requester;
@@ -36,6 +37,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Instant;
 
 pub use completion::{arm_cq, modify_cq, opcode as cqe_opcode, Syndrome};
+pub use multicast::{attach_to_mcg, detach_from_mcg};
 
 /// Traffic counters of the device, as the port counters (PMA) report them. Events of QPs are
 /// counted on their queue counter sets (`crate::firmware::q_counters`).
@@ -81,6 +83,8 @@ pub struct DataPath {
     pub hostile: Option<u16>,
     /// The datagrams sent to `hostile` since the last injection (at most [`MAX_REPLIES`]).
     pub replies: VecDeque<Vec<u8>>,
+    /// Multicast groups: the QPs attached to each multicast GID.
+    pub(super) groups: BTreeMap<[u8; 16], BTreeSet<u32>>,
 }
 
 /// How many datagrams to the hostile node are kept.
@@ -119,6 +123,14 @@ impl DataPath {
         if self.errored.is_empty() {
             self.errored_scan = None;
         }
+    }
+
+    /// Detaches a destroyed QP from every multicast group.
+    pub fn detach_all(&mut self, qpn: u32) {
+        self.groups.retain(|_, members| {
+            members.remove(&qpn);
+            !members.is_empty()
+        });
     }
 
     /// Forgets the state of a destroyed CQ.
@@ -202,6 +214,12 @@ impl Firmware {
             debug!("packet from QP {:#x}: the port is not ACTIVE; not sent", p.sqpn);
             return;
         }
+        if multicast::is_multicast(p.dlid) {
+            // To the attached QPs here, and to the other node's.
+            self.datapath.local.push_back(p.clone());
+            self.datapath.send(false, p);
+            return;
+        }
         let local = self.node.ports.iter().any(|port| port.has_lid(p.dlid));
         self.datapath.send(local, p);
     }
@@ -210,18 +228,30 @@ impl Firmware {
 /// Delivers every packet queued for this device, including those the deliveries produce.
 fn pump(fw: &mut Firmware, mem: &mut dyn GuestMemory, now: Instant) {
     while let Some(p) = fw.datapath.local.pop_front() {
-        fw.datapath.counters.rcv_packets += 1;
-        fw.datapath.counters.rcv_bytes += p.body.payload_len() as u64;
-        let port = fw.node.port_for_dlid(p.dlid).unwrap_or(1);
-        if !super::sma::link_admits(fw, mem, port, p.dqpn, true) {
-            debug!("packet for QP {:#x}: port {port} is not up; dropped", p.dqpn);
-            continue;
-        }
-        if p.body.is_request() {
-            responder::on_request(fw, mem, p, now);
+        if multicast::is_multicast(p.dlid) {
+            // A copy for each attached QP, each delivered as a packet of its own.
+            for c in multicast::copies(fw, &p) {
+                deliver(fw, mem, c, now);
+            }
         } else {
-            requester::on_response(fw, mem, p, now);
+            deliver(fw, mem, p, now);
         }
+    }
+}
+
+/// Delivers packet `p` to its destination QP on this device.
+fn deliver(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet, now: Instant) {
+    fw.datapath.counters.rcv_packets += 1;
+    fw.datapath.counters.rcv_bytes += p.body.payload_len() as u64;
+    let port = fw.node.port_for_dlid(p.dlid).unwrap_or(1);
+    if !super::sma::link_admits(fw, mem, port, p.dqpn, true) {
+        debug!("packet for QP {:#x}: port {port} is not up; dropped", p.dqpn);
+        return;
+    }
+    if p.body.is_request() {
+        responder::on_request(fw, mem, p, now);
+    } else {
+        requester::on_response(fw, mem, p, now);
     }
 }
 

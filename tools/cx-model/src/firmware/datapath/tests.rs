@@ -1066,3 +1066,62 @@ fn a_shared_receive_queue_follows_its_free_list_around_the_ring() {
     assert_eq!(e[64 + 1], 0, "only one event per entry into the error state");
     r.finish();
 }
+
+#[test]
+fn a_ud_qp_attaches_to_a_multicast_gid_and_a_destroyed_one_leaves_the_group() {
+    use crate::test_driver::Failure;
+    let status = |r: Result<Vec<u8>, Failure>| match r {
+        Err(Failure::Status(s, _)) => Some(s),
+        _ => None,
+    };
+    let mcg = |o: u16, qpn: u32, gid: [u8; 16]| {
+        let mut m = input(o, 0, 0x20);
+        ifc::set(&mut m, NUMBER, u64::from(qpn));
+        m[0x10..0x20].copy_from_slice(&gid);
+        m
+    };
+    let mut r = Rig::new();
+    let cq = r.cq(4, false);
+    let ud = r.qp(0x2, &cq, 3, 3);
+    let rc = r.qp(RC, &cq, 3, 3);
+    let group = [
+        0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
+    ];
+    let mut unicast = group;
+    unicast[0] = 0xfe;
+    // Only a UD QP, only a multicast GID (bad parameter, 0x3).
+    assert_eq!(
+        status(r.t.exec(&mcg(op::ATTACH_TO_MCG, rc.n, group), 16)),
+        Some(0x3)
+    );
+    assert_eq!(
+        status(r.t.exec(&mcg(op::ATTACH_TO_MCG, ud.n, unicast), 16)),
+        Some(0x3)
+    );
+    // Detaching what is not attached is refused; attached, it detaches once.
+    assert_eq!(
+        status(r.t.exec(&mcg(op::DETACH_FROM_MCG, ud.n, group), 16)),
+        Some(0x3)
+    );
+    r.t.exec(&mcg(op::ATTACH_TO_MCG, ud.n, group), 16).unwrap();
+    r.t.exec(&mcg(op::DETACH_FROM_MCG, ud.n, group), 16).unwrap();
+    assert_eq!(
+        status(r.t.exec(&mcg(op::DETACH_FROM_MCG, ud.n, group), 16)),
+        Some(0x3)
+    );
+    // Attached again, then destroyed: the group forgets it.
+    r.t.exec(&mcg(op::ATTACH_TO_MCG, ud.n, group), 16).unwrap();
+    assert!(r.t.dev.firmware.datapath.groups.contains_key(&group));
+    for qp in [&ud, &rc] {
+        let mut d = input(op::DESTROY_QP, 0, 16);
+        ifc::set(&mut d, NUMBER, u64::from(qp.n));
+        r.t.exec(&d, 16).unwrap();
+    }
+    assert!(r.t.dev.firmware.datapath.groups.is_empty());
+    assert!(super::multicast::is_multicast(0xc001) && super::multicast::is_multicast(0xfffe));
+    assert!(!super::multicast::is_multicast(0xbfff) && !super::multicast::is_multicast(0xffff));
+    let mut d = input(op::DESTROY_CQ, 0, 16);
+    ifc::set(&mut d, NUMBER, u64::from(cq.n));
+    r.t.exec(&d, 16).unwrap();
+    r.finish();
+}
