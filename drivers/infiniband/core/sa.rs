@@ -5,8 +5,10 @@
 //! queries ([`query`]) and the port's multicast groups ([`multicast`]), and the typed requests
 //! consumers make: path records ([`path_rec_get`], C's `ib_sa_path_rec_get`), service records
 //! ([`service_rec_get`]), multicast joins ([`join_multicast`], [`get_mcmember_rec`]);
-//! [`cancel`] is C's `ib_sa_cancel_query`.
+//! [`cancel`] is C's `ib_sa_cancel_query`. Path queries from tasks that cannot sleep
+//! ([`path_rec_get_atomic`]) are sent from a work item ([`deferred`]).
 
+pub mod deferred;
 pub mod mcmember_record;
 pub mod multicast;
 pub mod path_record;
@@ -15,7 +17,7 @@ pub mod service_record;
 
 pub use mcmember_record::McMemberRecord;
 pub use path_record::PathRecord;
-pub use query::{cancel, query, QueryCallback, Request};
+pub use query::{query, QueryCallback, Request};
 pub use service_record::ServiceRecord;
 
 use crate::{
@@ -48,6 +50,7 @@ pub(crate) unsafe fn init() {
     // SAFETY: As this function's contract.
     unsafe {
         query::init();
+        deferred::init();
         MCAST.init();
     }
 }
@@ -55,6 +58,7 @@ pub(crate) unsafe fn init() {
 /// Frees the tables' memory at unload (every port is gone by then).
 pub(crate) fn clear() {
     query::clear();
+    deferred::clear();
     *MCAST.lock() = KVec::new();
 }
 
@@ -69,6 +73,55 @@ pub(crate) struct SaDevice {
     events: Option<DeviceEventRegistration>,
 }
 
+/// Cancels query `id` (C's `ib_sa_cancel_query`): its callback gets `EINTR`, unless it has
+/// ended already.
+pub fn cancel(id: u32) {
+    if !deferred::cancel(id) {
+        query::cancel(id);
+    }
+}
+
+/// The callback of a path query's answer, made with `flags`: the path is the answer's first
+/// record.
+fn path_answer(mut done: PathCallback, flags: kernel::alloc::Flags) -> Result<QueryCallback> {
+    Ok(KBox::new(
+        move |status: Result, answer: Option<&[u8]>| {
+            let path = answer
+                .and_then(|a| a.first_chunk::<{ path_record::SIZE }>())
+                .map(PathRecord::decode);
+            (*done)(status, path);
+        },
+        flags,
+    )?)
+}
+
+/// [`path_rec_get`] from a task that cannot sleep (C's `GFP_ATOMIC` callers): sent from a work
+/// item ([`deferred::query`]); errors other than `ENOMEM` reach `done`.
+pub fn path_rec_get_atomic(
+    dev: Arc<IbDevice>,
+    port: u32,
+    rec: &PathRecord,
+    comp_mask: u64,
+    timeout_ms: u32,
+    done: PathCallback,
+) -> Result<u32> {
+    let mut data = [0u8; path_record::SIZE];
+    rec.encode(&mut data);
+    let request = Request {
+        method: method::GET,
+        attr_id: path_record::ATTR_ID,
+        comp_mask,
+        data: &data,
+    };
+    deferred::query(
+        dev,
+        port,
+        request,
+        timeout_ms,
+        path_answer(done, GFP_ATOMIC)?,
+    )
+}
+
 /// Asks the SA of `port` of `dev` for the path `rec` describes in the fields `comp_mask` names
 /// ([`path_record::comp`]), waiting `timeout_ms` in all (C's `ib_sa_path_rec_get`). Returns the
 /// query's id for [`cancel`]; `done` gets the status and the path the answer carries (with
@@ -79,19 +132,11 @@ pub fn path_rec_get(
     rec: &PathRecord,
     comp_mask: u64,
     timeout_ms: u32,
-    mut done: PathCallback,
+    done: PathCallback,
 ) -> Result<u32> {
     let mut data = [0u8; path_record::SIZE];
     rec.encode(&mut data);
-    let on_answer: QueryCallback = KBox::new(
-        move |status: Result, answer: Option<&[u8]>| {
-            let path = answer
-                .and_then(|a| a.first_chunk::<{ path_record::SIZE }>())
-                .map(PathRecord::decode);
-            (*done)(status, path);
-        },
-        GFP_KERNEL,
-    )?;
+    let on_answer = path_answer(done, GFP_KERNEL)?;
     let request = Request {
         method: method::GET,
         attr_id: path_record::ATTR_ID,

@@ -36,6 +36,7 @@ pub use crate::verbs::types::{
     SrqAttrMask,
 };
 use crate::{
+    attrs::{Gid, LinkLayer},
     device::ib_device::{DeviceRef, IbDevice},
     restrack::{ResType, Tracked},
     verbs::ops::{CqObject, MrObject, PdObject, QpObject, SrqObject},
@@ -678,6 +679,38 @@ impl Qp {
     /// The QP's attributes, from the driver.
     pub fn query(&self) -> Result<QpAttr> {
         self.drv.query()
+    }
+
+    /// Attaches this UD QP to the multicast group `gid`, LID `lid` (C's `ib_attach_mcast`):
+    /// `EOPNOTSUPP` for a driver without multicast, `EINVAL` for a GID that is not multicast,
+    /// a QP that is not UD, or (the device's ports all InfiniBand) a LID outside the multicast
+    /// range.
+    pub fn attach_mcast(&self, gid: &Gid, lid: u16) -> Result {
+        self.check_mcast(gid, lid)?;
+        self.drv.attach_mcast(gid, lid)
+    }
+
+    /// Detaches this QP from the multicast group `gid` (C's `ib_detach_mcast`; checks as
+    /// [`Qp::attach_mcast`]).
+    pub fn detach_mcast(&self, gid: &Gid, lid: u16) -> Result {
+        self.check_mcast(gid, lid)?;
+        self.drv.detach_mcast(gid, lid)
+    }
+
+    /// C's checks of a multicast attach or detach (the driver's op is asked first: a driver
+    /// without it answers `EOPNOTSUPP` whatever the arguments, as C).
+    fn check_mcast(&self, gid: &Gid, lid: u16) -> Result {
+        if !self.drv.has_mcast() {
+            return Err(EOPNOTSUPP);
+        }
+        let dev = &self.pd.dev;
+        let all_ib =
+            (1..=dev.port_count()).all(|p| dev.link_layer(p) == Some(LinkLayer::Infiniband));
+        let lid_ok = !all_ib || (lid >= 0xc000 && lid != 0xffff);
+        if gid.0[0] != 0xff || self.qp_type != QpType::Ud || !lid_ok {
+            return Err(EINVAL);
+        }
+        Ok(())
     }
 }
 

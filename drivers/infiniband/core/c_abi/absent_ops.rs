@@ -8,12 +8,10 @@
 //!   `ib_set_vf_link_state`: `-EOPNOTSUPP`;
 //! - `rdma_set_cq_moderation` (the driver's `modify_cq`): `-EOPNOTSUPP`;
 //! - offloaded ULP net devices, `rdma_alloc_netdev` / `rdma_init_netdev` (the driver's
-//!   `rdma_netdev_get_params`): `-EOPNOTSUPP`, which IPoIB takes as "use the verbs";
-//! - multicast attachment, `ib_attach_mcast` / `ib_detach_mcast`: `-EOPNOTSUPP`.
+//!   `rdma_netdev_get_params`): `-EOPNOTSUPP`, which IPoIB takes as "use the verbs".
 //!
 //! Not as C's mlx5_ib, which has all of these ops (the VF ones for a physical function with
-//! virtual functions; CQ moderation; enhanced IPoIB where the firmware offers it; multicast
-//! attachment through ATTACH_TO_MCG).
+//! virtual functions; CQ moderation; enhanced IPoIB where the firmware offers it).
 
 use kernel::{
     bindings,
@@ -116,27 +114,6 @@ pub(crate) extern "C" fn rdma_init_netdev(
     _name_assign_type: c_uchar,
     _setup: NetdevSetup,
     _netdev: *mut bindings::net_device,
-) -> c_int {
-    EOPNOTSUPP.to_errno()
-}
-
-/// C's `ib_attach_mcast`: `-EOPNOTSUPP` (no driver here attaches QPs to multicast groups
-/// yet; C checks the op before the arguments).
-#[no_mangle]
-pub(crate) extern "C" fn ib_attach_mcast(
-    _qp: *mut bindings::ib_qp,
-    _gid: *mut bindings::ib_gid,
-    _lid: u16,
-) -> c_int {
-    EOPNOTSUPP.to_errno()
-}
-
-/// C's `ib_detach_mcast`: `-EOPNOTSUPP`, as [`ib_attach_mcast`].
-#[no_mangle]
-pub(crate) extern "C" fn ib_detach_mcast(
-    _qp: *mut bindings::ib_qp,
-    _gid: *mut bindings::ib_gid,
-    _lid: u16,
 ) -> c_int {
     EOPNOTSUPP.to_errno()
 }

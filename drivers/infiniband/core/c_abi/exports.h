@@ -63,6 +63,8 @@ EXPORT_C_ABI(ib_query_qp);
 EXPORT_C_ABI(ib_destroy_qp_user);
 EXPORT_C_ABI(ib_drain_qp);
 EXPORT_C_ABI(ib_modify_qp_is_ok);
+EXPORT_C_ABI(ib_attach_mcast);
+EXPORT_C_ABI(ib_detach_mcast);
 
 /* c_abi/ah.rs */
 EXPORT_C_ABI(rdma_create_ah);
@@ -157,5 +159,3 @@ EXPORT_C_ABI(ib_set_vf_link_state);
 EXPORT_C_ABI(rdma_set_cq_moderation);
 EXPORT_C_ABI(rdma_alloc_netdev);
 EXPORT_C_ABI(rdma_init_netdev);
-EXPORT_C_ABI(ib_attach_mcast);
-EXPORT_C_ABI(ib_detach_mcast);

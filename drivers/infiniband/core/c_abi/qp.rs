@@ -10,6 +10,7 @@
 //! on. Posting goes through the device's ops table (`c_abi/data_path.rs`).
 
 use crate::{
+    attrs::Gid,
     c_abi::{
         ah::{ah_attr_from_c, ah_attr_to_c},
         cq::cq_of,
@@ -403,6 +404,11 @@ pub(crate) unsafe extern "C" fn ib_destroy_qp_user(
     if !udata.is_null() {
         return EINVAL.to_errno();
     }
+    // C refuses while the QP is attached to a multicast group (its use count).
+    // SAFETY: `qp` is live (contract).
+    if unsafe { atomic(&raw mut (*qp).usecnt) }.load(Ordering::Relaxed) != 0 {
+        return EBUSY.to_errno();
+    }
     // SAFETY: `qp` is live (contract), and so are its PD and CQs, which it keeps in use.
     unsafe {
         let core = QpObject::core(qp);
@@ -510,4 +516,54 @@ pub(crate) extern "C" fn ib_modify_qp_is_ok(
     mask: bindings::ib_qp_attr_mask,
 ) -> bool {
     crate::verbs::qp_transitions::modify_qp_is_ok(cur_state, next_state, type_, mask)
+}
+
+/// C's `ib_attach_mcast`: attaches the UD QP `qp` to the multicast group `gid` with LID `lid`
+/// (the QP then counts one more use, and cannot be destroyed until detached); `-EOPNOTSUPP`
+/// for a driver without multicast, `-EINVAL` for a GID that is not multicast, a QP that is not
+/// UD or a LID outside the multicast range, the driver's errno otherwise.
+///
+/// # Safety
+///
+/// `qp` was returned by [`ib_create_qp_kernel`] and not destroyed; `gid` is readable.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_attach_mcast(
+    qp: *mut bindings::ib_qp,
+    gid: *mut bindings::ib_gid,
+    lid: u16,
+) -> c_int {
+    // SAFETY: `qp` is live, `gid` readable (contract); every bit pattern is a GID's raw bytes.
+    let (core, g) = unsafe { (qp_of(qp), Gid((*gid).raw)) };
+    match core.attach_mcast(&g, lid) {
+        Ok(()) => {
+            // SAFETY: `qp` is live (contract).
+            unsafe { atomic(&raw mut (*qp).usecnt) }.fetch_add(1, Ordering::Relaxed);
+            0
+        }
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// C's `ib_detach_mcast`: detaches `qp` from the multicast group `gid` (one use less); errors
+/// as [`ib_attach_mcast`].
+///
+/// # Safety
+///
+/// As for [`ib_attach_mcast`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_detach_mcast(
+    qp: *mut bindings::ib_qp,
+    gid: *mut bindings::ib_gid,
+    lid: u16,
+) -> c_int {
+    // SAFETY: As in `ib_attach_mcast`.
+    let (core, g) = unsafe { (qp_of(qp), Gid((*gid).raw)) };
+    match core.detach_mcast(&g, lid) {
+        Ok(()) => {
+            // SAFETY: `qp` is live (contract).
+            unsafe { atomic(&raw mut (*qp).usecnt) }.fetch_sub(1, Ordering::Relaxed);
+            0
+        }
+        Err(e) => e.to_errno(),
+    }
 }

@@ -221,7 +221,9 @@ impl CPathQuery {
 /// gets the status and the record (once; with `-EINVAL` and the record when the SA answered an
 /// error status). Returns the query's id (for `ib_sa_cancel_query`, with `*sa_query`), or
 /// `-ENODEV` (no SA on the port), `-EINVAL` (not an InfiniBand record), `-EAGAIN` (no SM
-/// yet), `-ENOMEM`; the callback is not called then and `*sa_query` is null.
+/// yet), `-ENOMEM`; the callback is not called then and `*sa_query` is null. With a `gfp_mask`
+/// that cannot sleep (`GFP_ATOMIC`) the query is sent from a work item (`sa::deferred`):
+/// `-ENODEV` and `-EAGAIN` then reach the callback instead.
 ///
 /// # Safety
 ///
@@ -241,10 +243,16 @@ pub(crate) unsafe extern "C" fn ib_sa_path_rec_get(
     context: *mut c_void,
     sa_query: *mut *mut bindings::ib_sa_query,
 ) -> c_int {
-    // SAFETY: The caller's contract.
-    let dev = match unsafe { sa_device(device, port_num) } {
-        Ok(d) => d,
-        Err(e) => return e,
+    let flags = alloc_flags(gfp_mask);
+    // The port's checks first, as C (a caller that cannot sleep: from the work item, below).
+    let checked = if flags == GFP_ATOMIC {
+        None
+    } else {
+        // SAFETY: The caller's contract.
+        match unsafe { sa_device(device, port_num) } {
+            Ok(d) => Some(d),
+            Err(e) => return e,
+        }
     };
     // SAFETY: The caller's contract.
     let r = unsafe { &*rec };
@@ -259,21 +267,34 @@ pub(crate) unsafe extern "C" fn ib_sa_path_rec_get(
         context,
     };
     let timeout = u32::try_from(timeout_ms).unwrap_or(u32::MAX);
-    // SAFETY: The caller's contract.
-    unsafe {
-        send_c_query(
-            client,
-            sa_query,
-            alloc_flags(gfp_mask),
-            query,
-            |q, flags| {
+    let comp_mask = u64::from_be(comp_mask);
+    let Some(dev) = checked else {
+        // A caller that cannot sleep (IPoIB, under its lock): the query is sent from a work
+        // item, and the port's checks are made there (their errors reach the callback).
+        // SAFETY: The caller's contract.
+        let Some(dev) = (unsafe { CFace::owner_arc(device) }) else {
+            return ENODEV.to_errno();
+        };
+        // SAFETY: The caller's contract.
+        return unsafe {
+            send_c_query(client, sa_query, flags, query, |q, flags| {
                 let done: sa::PathCallback = KBox::new(
                     move |status: Result, p: Option<PathRecord>| q.end(status, p),
                     flags,
                 )?;
-                sa::path_rec_get(dev, port_num, &path, u64::from_be(comp_mask), timeout, done)
-            },
-        )
+                sa::path_rec_get_atomic(dev, port_num, &path, comp_mask, timeout, done)
+            })
+        };
+    };
+    // SAFETY: The caller's contract.
+    unsafe {
+        send_c_query(client, sa_query, flags, query, |q, flags| {
+            let done: sa::PathCallback = KBox::new(
+                move |status: Result, p: Option<PathRecord>| q.end(status, p),
+                flags,
+            )?;
+            sa::path_rec_get(dev, port_num, &path, comp_mask, timeout, done)
+        })
     }
 }
 

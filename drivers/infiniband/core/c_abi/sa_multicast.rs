@@ -5,6 +5,8 @@
 //! ([`crate::sa::multicast`]), with C's names, signatures and errnos. The `struct
 //! ib_sa_multicast` a C consumer gets is the first field of an allocation that also holds the
 //! core's member; its `rec` is written before each callback, as C's `join_group` writes it.
+//! A join from a caller that cannot sleep (`GFP_ATOMIC`) begins from a work item
+//! ([`DeferredJoin`]).
 
 use crate::{
     attrs::{Gid, LinkLayer},
@@ -14,13 +16,20 @@ use crate::{
         object::{alloc_flags, err_ptr},
         sa_client::{client_get, client_put},
     },
+    device::ib_device::IbDevice,
     sa::{
         self,
         multicast::{self, JoinHandler, Member},
         McMemberRecord,
     },
 };
-use kernel::{bindings, ffi::c_int, prelude::*, sync::Arc};
+use kernel::{
+    bindings,
+    ffi::c_int,
+    prelude::*,
+    sync::{atomic::Atomic, Arc, Completion},
+    workqueue::{Work, WorkItem},
+};
 
 /// A C consumer's membership: the structure it holds, then the core's member.
 #[repr(C)]
@@ -28,6 +37,102 @@ struct CMember {
     multicast: bindings::ib_sa_multicast,
     member: Option<Arc<Member>>,
     client: *mut bindings::ib_sa_client,
+    /// A join asked for by a caller that cannot sleep, begun from a work item.
+    deferred: Option<Arc<DeferredJoin>>,
+}
+
+/// Where a deferred join stands ([`DeferredJoin::state`]).
+const WAITING: u32 = 0;
+const BEGINNING: u32 = 1;
+const CANCELLED: u32 = 2;
+
+/// A join asked for by a caller that cannot sleep (C's `GFP_ATOMIC` callers: IPoIB joins under
+/// its device lock): the core's join takes mutexes, so it begins from the `infiniband`
+/// workqueue. An error C returns at once (no SA on the port) reaches the callback instead.
+#[pin_data]
+struct DeferredJoin {
+    #[pin]
+    work: Work<DeferredJoin>,
+    dev: Arc<IbDevice>,
+    port: u32,
+    /// The membership (used by the work only once it moved the state from `WAITING` to
+    /// `BEGINNING`; freed by the consumer only after `begun`, unless it cancelled first).
+    c: *mut CMember,
+    state: Atomic<u32>,
+    /// Completed when the work has begun the join (or failed to).
+    #[pin]
+    begun: Completion,
+}
+
+// SAFETY: `c` is used under the state protocol above, from one task at a time; the rest is
+// shared safely.
+unsafe impl Send for DeferredJoin {}
+// SAFETY: As above.
+unsafe impl Sync for DeferredJoin {}
+
+kernel::impl_has_work! {
+    impl HasWork<Self> for DeferredJoin { self.work }
+}
+
+impl WorkItem for DeferredJoin {
+    type Pointer = Arc<DeferredJoin>;
+
+    fn run(this: Arc<DeferredJoin>) {
+        if this
+            .state
+            .cmpxchg(WAITING, BEGINNING, kernel::sync::atomic::Full)
+            .is_err()
+        {
+            // Freed before it began: the consumer released the membership.
+            return;
+        }
+        let c = this.c;
+        // SAFETY: The state moved to `BEGINNING`: the consumer frees `c` only after `begun`.
+        let result = unsafe { begin(&this.dev, this.port, c) };
+        if let Err(e) = result {
+            // What C would have returned from the join comes through the callback; a free
+            // under way waits for it (`begun`, below).
+            // SAFETY: `c` is live: the consumer frees it only after `begun`.
+            let free_it = unsafe {
+                (*c).multicast
+                    .callback
+                    .is_some_and(|cb| cb(e.to_errno(), &raw mut (*c).multicast) != 0)
+            };
+            if free_it {
+                // The callback asks the core to free the membership (C's semantics): the
+                // consumer does not free it then.
+                this.begun.complete_all();
+                // SAFETY: As above; nothing uses `c` any more.
+                unsafe { release(c) };
+                return;
+            }
+        }
+        this.begun.complete_all();
+    }
+}
+
+/// Begins the join of the C membership `c` on `port` of `dev`: its core member made, stored
+/// and started. On an error nothing is left in `c.member`.
+///
+/// # Safety
+///
+/// `c` came from [`ib_sa_join_multicast`] and is not used by another task meanwhile.
+unsafe fn begin(dev: &IbDevice, port: u32, c: *mut CMember) -> Result {
+    let mcast = sa::mcast_port(dev, port).ok_or(ENODEV)?;
+    // SAFETY: The caller's contract.
+    let (r, comp_mask) = unsafe { ((*c).multicast.rec, (*c).multicast.comp_mask) };
+    let handler: KBox<dyn JoinHandler> = KBox::new(CJoinHandler { c }, GFP_KERNEL)?;
+    let member = multicast::prepare(&mcast, &from_c(&r), u64::from_be(comp_mask), handler)?;
+    // SAFETY: The member is stored before its join starts (its callback may free the
+    // membership before this returns).
+    unsafe { (*c).member = Some(member.clone()) };
+    if let Err(e) = multicast::start(&member) {
+        // SAFETY: As above: the join never started.
+        unsafe { (*c).member = None };
+        multicast::free(&member);
+        return Err(e);
+    }
+    Ok(())
 }
 
 /// The core's view of a C record.
@@ -152,13 +257,15 @@ pub(crate) unsafe extern "C" fn ib_sa_join_multicast(
     >,
     context: *mut core::ffi::c_void,
 ) -> *mut bindings::ib_sa_multicast {
+    let flags = alloc_flags(gfp_mask);
     // SAFETY: The caller's contract.
-    let Some(dev) = (unsafe { CFace::owner(device) }) else {
+    let Some(dev) = (unsafe { CFace::owner_arc(device) }) else {
         return err_ptr(ENODEV);
     };
-    let Some(mcast) = sa::mcast_port(dev, port_num) else {
+    // The port's check first, as C (a caller that cannot sleep: from the work item).
+    if flags != GFP_ATOMIC && sa::mcast_port(&dev, port_num).is_none() {
         return err_ptr(ENODEV);
-    };
+    }
     // SAFETY: The caller's contract.
     let r = unsafe { *rec };
     let c = match KBox::new(
@@ -171,31 +278,45 @@ pub(crate) unsafe extern "C" fn ib_sa_join_multicast(
             },
             member: None,
             client,
+            deferred: None,
         },
-        alloc_flags(gfp_mask),
+        flags,
     ) {
         Ok(c) => KBox::into_raw(c),
         Err(_) => return err_ptr(ENOMEM),
     };
     // SAFETY: The client is registered (contract); the membership holds a count until freed.
     unsafe { client_get(client) };
-    let handler = KBox::new(CJoinHandler { c }, GFP_KERNEL)
-        .map(|h| -> KBox<dyn JoinHandler> { h })
-        .map_err(Error::from)
-        .and_then(|h| multicast::prepare(&mcast, &from_c(&r), u64::from_be(comp_mask), h));
-    let member = match handler {
-        Ok(m) => m,
-        Err(e) => {
-            // SAFETY: Nothing else has seen `c`.
-            unsafe { release(c) };
-            return err_ptr(e);
-        }
-    };
-    // SAFETY: `c` is live and not yet handed out: the member is stored before its join starts
-    // (its callback may free the membership before this returns).
-    unsafe { (*c).member = Some(member.clone()) };
-    if let Err(e) = multicast::start(&member) {
-        multicast::free(&member);
+    if flags == GFP_ATOMIC {
+        let queued = crate::device::workqueues::queues().ok_or(ENODEV).and_then(|q| {
+            let d = Arc::pin_init(
+                pin_init!(DeferredJoin {
+                    work <- kernel::new_work!("ib_core::c_abi::sa_multicast::DeferredJoin::work"),
+                    dev,
+                    port: port_num,
+                    c,
+                    state: Atomic::new(WAITING),
+                    begun <- Completion::new(),
+                }),
+                GFP_ATOMIC,
+            )?;
+            // SAFETY: Nothing else has seen `c` yet.
+            unsafe { (*c).deferred = Some(d.clone()) };
+            let _ = q.general.enqueue(d);
+            Ok(())
+        });
+        return match queued {
+            // SAFETY: `c` is live until the consumer frees it.
+            Ok(()) => unsafe { &raw mut (*c).multicast },
+            Err(e) => {
+                // SAFETY: Nothing else has seen `c`.
+                unsafe { release(c) };
+                err_ptr(e)
+            }
+        };
+    }
+    // SAFETY: `c` is live and not yet handed out.
+    if let Err(e) = unsafe { begin(&dev, port_num, c) } {
         // SAFETY: The join never started: nothing else uses `c`.
         unsafe { release(c) };
         return err_ptr(e);
@@ -215,7 +336,18 @@ pub(crate) unsafe extern "C" fn ib_sa_join_multicast(
 pub(crate) unsafe extern "C" fn ib_sa_free_multicast(multicast: *mut bindings::ib_sa_multicast) {
     // `multicast` is the first field of its `CMember` (`repr(C)`).
     let c = multicast.cast::<CMember>();
+    // A deferred join: cancelled if it has not begun, else waited for.
     // SAFETY: The caller's contract: the structure is live and the caller's to free.
+    if let Some(d) = unsafe { (*c).deferred.take() } {
+        let began = d
+            .state
+            .cmpxchg(WAITING, CANCELLED, kernel::sync::atomic::Full)
+            .is_err();
+        if began {
+            d.begun.wait_for_completion();
+        }
+    }
+    // SAFETY: As above; the join, if deferred, has begun (or never will).
     if let Some(member) = unsafe { (*c).member.take() } {
         multicast::free(&member);
     }

@@ -181,16 +181,42 @@ pub fn query(
     timeout_ms: u32,
     done: QueryCallback,
 ) -> Result<u32> {
-    let sa = find_port(dev, port).ok_or(ENODEV)?;
-    let attr = dev.query_port(port)?;
-    let sm_lid = u16::try_from(attr.sm_lid).map_err(|_| EAGAIN)?;
-    if attr.state != PortState::Active || sm_lid == 0 {
-        return Err(EAGAIN);
-    }
+    send(dev, port, request, timeout_ms, done, new_id()).map_err(|(e, _)| e)
+}
+
+/// A new query id.
+pub(crate) fn new_id() -> u32 {
+    NEXT_ID.fetch_add(1, Relaxed)
+}
+
+/// [`query`] with the id `id` (from [`new_id`]); when it is not sent, the error and `done`
+/// (not called) come back.
+pub(crate) fn send(
+    dev: &IbDevice,
+    port: u32,
+    request: Request<'_>,
+    timeout_ms: u32,
+    done: QueryCallback,
+    id: u32,
+) -> core::result::Result<u32, (Error, QueryCallback)> {
+    let Some(sa) = find_port(dev, port) else {
+        return Err((ENODEV, done));
+    };
+    let attr = match dev.query_port(port) {
+        Ok(a) => a,
+        Err(e) => return Err((e, done)),
+    };
+    let sm_lid = match u16::try_from(attr.sm_lid) {
+        Ok(l) if l != 0 && attr.state == PortState::Active => l,
+        _ => return Err((EAGAIN, done)),
+    };
     if request.data.len() > MAD_SIZE - DATA {
-        return Err(EINVAL);
+        return Err((EINVAL, done));
     }
-    let mut mad: KBox<Mad> = KBox::new([0u8; MAD_SIZE], GFP_KERNEL)?;
+    let mut mad: KBox<Mad> = match KBox::new([0u8; MAD_SIZE], GFP_KERNEL) {
+        Ok(m) => m,
+        Err(e) => return Err((e.into(), done)),
+    };
     mad[hdr::BASE_VERSION] = 1;
     mad[hdr::MGMT_CLASS] = class::SUBN_ADM;
     mad[hdr::CLASS_VERSION] = CLASS_VERSION;
@@ -207,12 +233,19 @@ pub fn query(
     let pkey_index = (0..dev.cached_pkey_count(port).unwrap_or(0) as u32)
         .find(|&i| dev.cached_pkey(port, i) == Some(DEFAULT_PKEY))
         .unwrap_or(0);
-    let id = NEXT_ID.fetch_add(1, Relaxed);
-    sa.queries
+    if let Err(e) = sa.queries.list.lock().reserve(1, GFP_KERNEL) {
+        return Err((e.into(), done));
+    }
+    if let Err(q) = sa
+        .queries
         .list
         .lock()
-        .push(Query { id, done }, GFP_KERNEL)?;
-    let send = MadSend {
+        .push_within_capacity(Query { id, done })
+    {
+        // Reserved above, but another query may have taken the room meanwhile.
+        return Err((ENOMEM, q.0.done));
+    }
+    let mad_send = MadSend {
         mad,
         ah: AhAttr {
             dlid: sm_lid,
@@ -227,10 +260,13 @@ pub fn query(
         context: u64::from(id),
         rmpp_data: KVec::new(),
     };
-    if let Err(e) = sa.agent.send(send) {
+    if let Err(e) = sa.agent.send(mad_send) {
         // Never sent: the callback is not called (C returns the error alone).
-        drop(sa.queries.take(u64::from(id)));
-        return Err(e);
+        return match sa.queries.take(u64::from(id)) {
+            Some(q) => Err((e, q.done)),
+            // Taken by a cancel meanwhile, which ended it.
+            None => Ok(id),
+        };
     }
     Ok(id)
 }

@@ -401,6 +401,17 @@ pub trait DeviceOps: Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// Attaches the UD QP `qp` to the multicast group `gid` (LID `lid`, checked by the core): it
+    /// receives the datagrams sent to the group (C's `attach_mcast`).
+    fn attach_mcast(&self, _qp: &Self::Qp, _gid: &Gid, _lid: u16) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Detaches `qp` from the multicast group `gid` (C's `detach_mcast`).
+    fn detach_mcast(&self, _qp: &Self::Qp, _gid: &Gid, _lid: u16) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// The DMA memory region of `pd` with `access` rights.
     fn get_dma_mr(&self, _pd: &Self::Pd, _access: AccessFlags) -> Result<NewMr<Self::Mr>> {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -729,6 +740,12 @@ pub(crate) trait QpObject: Send + Sync {
     fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
     /// `DeviceOps::qp_cap`, `None` when the driver has none.
     fn cap(&self) -> Option<QpCap>;
+    /// Whether the driver has `DeviceOps::attach_mcast`.
+    fn has_mcast(&self) -> bool;
+    /// `DeviceOps::attach_mcast`.
+    fn attach_mcast(&self, gid: &Gid, lid: u16) -> Result;
+    /// `DeviceOps::detach_mcast`.
+    fn detach_mcast(&self, gid: &Gid, lid: u16) -> Result;
 }
 
 /// A memory region's driver state, with the driver's type erased once (it is only dropped).
@@ -1103,6 +1120,24 @@ impl<T: DeviceOps> CqObject for Typed<T, T::Cq> {
 }
 
 impl<T: DeviceOps> QpObject for Typed<T, T::Qp> {
+    fn has_mcast(&self) -> bool {
+        T::HAS_ATTACH_MCAST
+    }
+
+    fn attach_mcast(&self, gid: &Gid, lid: u16) -> Result {
+        optional_op!(
+            T::HAS_ATTACH_MCAST,
+            T::attach_mcast(&self.ops, &self.obj, gid, lid)
+        )
+    }
+
+    fn detach_mcast(&self, gid: &Gid, lid: u16) -> Result {
+        optional_op!(
+            T::HAS_DETACH_MCAST,
+            T::detach_mcast(&self.ops, &self.obj, gid, lid)
+        )
+    }
+
     fn modify(&self, attr: &QpAttr, mask: QpAttrMask) -> Result {
         optional_op!(
             T::HAS_MODIFY_QP,

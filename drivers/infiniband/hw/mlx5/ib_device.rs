@@ -633,6 +633,14 @@ impl DeviceOps for Mlx5IbDevice {
         qp::destroy(&self.cmds, qp)
     }
 
+    fn attach_mcast(&self, qp: &qp::Mlx5Qp, gid: &Gid, _lid: u16) -> Result {
+        qp.attach_mcast(&self.cmds, gid)
+    }
+
+    fn detach_mcast(&self, qp: &qp::Mlx5Qp, gid: &Gid, _lid: u16) -> Result {
+        qp.detach_mcast(&self.cmds, gid)
+    }
+
     /// `EIO` in the internal-error state, as C's `mlx5_ib_post_send`.
     fn post_send(&self, qp: &qp::Mlx5Qp, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         if self.cmds.in_internal_error() {

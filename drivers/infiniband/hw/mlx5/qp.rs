@@ -36,9 +36,9 @@ use mlx5_core::{
     auxdev::{Mlx5Device, Resource, ResourceHandler, ResourceRegistration},
     cmd::commands::Commands,
     ifc::verbs::{
-        optpar, qp_state, CreateQp, DestroyQp, Init2InitQp, Init2RtrQp, QpCtxIn, QpNumIn, QpToErr,
-        QpToRst, QueryQp, Rst2InitQp, Rtr2RtsQp, QP_PM_MIGRATED, QP_ST_QP0, QP_ST_QP1, QP_ST_RC,
-        QP_ST_UC, QP_ST_UD, RQ_TYPE_SRQ,
+        optpar, qp_state, AttachToMcg, CreateQp, DestroyQp, DetachFromMcg, Init2InitQp, Init2RtrQp,
+        McgIn, QpCtxIn, QpNumIn, QpToErr, QpToRst, QueryQp, Rst2InitQp, Rtr2RtsQp, Rts2RtsQp,
+        QP_PM_MIGRATED, QP_ST_QP0, QP_ST_QP1, QP_ST_RC, QP_ST_UC, QP_ST_UD, RQ_TYPE_SRQ,
     },
 };
 
@@ -500,7 +500,11 @@ impl QpFw {
                 let ctx = self.modify_ctx(caps, cur, new, attr, mask)?;
                 cmds.exec::<Rtr2RtsQp>(&ctx)?;
             }
-            // RTS2RTS, SQD and SQE transitions are not implemented yet.
+            (QpState::Rts, QpState::Rts) => {
+                let ctx = self.modify_ctx(caps, cur, new, attr, mask)?;
+                cmds.exec::<Rts2RtsQp>(&ctx)?;
+            }
+            // SQD and SQE transitions are not implemented yet.
             _ => return Err(EOPNOTSUPP),
         }
         self.state.store(new as u32, Relaxed);
@@ -722,7 +726,7 @@ pub(crate) fn ud_opt_mask(cur: QpState, new: QpState) -> u32 {
     match (cur, new) {
         (QpState::Init, QpState::Init) => PKEY_INDEX | Q_KEY | PRI_PORT,
         (QpState::Init, QpState::Rtr) => PKEY_INDEX | Q_KEY,
-        (QpState::Rtr, QpState::Rts) => Q_KEY,
+        (QpState::Rtr, QpState::Rts) | (QpState::Rts, QpState::Rts) => Q_KEY,
         _ => 0,
     }
 }
@@ -733,7 +737,9 @@ pub(crate) fn rc_opt_mask(cur: QpState, new: QpState) -> u32 {
     match (cur, new) {
         (QpState::Init, QpState::Init) => RRE | RAE | RWE | PKEY_INDEX | PRI_PORT | LAG_TX_AFF,
         (QpState::Init, QpState::Rtr) => ALT_ADDR_PATH | RRE | RAE | RWE | PKEY_INDEX | LAG_TX_AFF,
-        (QpState::Rtr, QpState::Rts) => ALT_ADDR_PATH | RRE | RAE | RWE | PM_STATE | RNR_TIMEOUT,
+        (QpState::Rtr, QpState::Rts) | (QpState::Rts, QpState::Rts) => {
+            ALT_ADDR_PATH | RRE | RAE | RWE | PM_STATE | RNR_TIMEOUT
+        }
         _ => 0,
     }
 }
@@ -745,7 +751,9 @@ pub(crate) fn uc_opt_mask(cur: QpState, new: QpState) -> u32 {
     match (cur, new) {
         (QpState::Init, QpState::Init) => RWE | PKEY_INDEX | PRI_PORT | LAG_TX_AFF,
         (QpState::Init, QpState::Rtr) => ALT_ADDR_PATH | RWE | PKEY_INDEX | LAG_TX_AFF,
-        (QpState::Rtr, QpState::Rts) => ALT_ADDR_PATH | RWE | PM_STATE,
+        (QpState::Rtr, QpState::Rts) | (QpState::Rts, QpState::Rts) => {
+            ALT_ADDR_PATH | RWE | PM_STATE
+        }
         _ => 0,
     }
 }
@@ -753,6 +761,29 @@ pub(crate) fn uc_opt_mask(cur: QpState, new: QpState) -> u32 {
 impl Mlx5Qp {
     fn qpn(&self) -> u32 {
         self.shared.qpn()
+    }
+
+    /// The ATTACH_TO_MCG or DETACH_FROM_MCG input for this QP and the group `gid`.
+    fn mcg_input(&self, gid: &Gid) -> Result<McgIn> {
+        let (hi, lo) = gid.0.split_at(8);
+        let word = |b: &[u8]| b.iter().fold(0u64, |w, &x| (w << 8) | u64::from(x));
+        McgIn::new()
+            .qpn(self.qpn().into())?
+            .gid_hi(word(hi))?
+            .gid_lo(word(lo))
+    }
+
+    /// ATTACH_TO_MCG: the QP receives the datagrams sent to the group `gid` (C's
+    /// `mlx5_ib_mcg_attach`).
+    pub(crate) fn attach_mcast(&self, cmds: &Commands, gid: &Gid) -> Result {
+        cmds.exec::<AttachToMcg>(&self.mcg_input(gid)?)?;
+        Ok(())
+    }
+
+    /// DETACH_FROM_MCG (C's `mlx5_ib_mcg_detach`).
+    pub(crate) fn detach_mcast(&self, cmds: &Commands, gid: &Gid) -> Result {
+        cmds.exec::<DetachFromMcg>(&self.mcg_input(gid)?)?;
+        Ok(())
     }
 
     /// The queue sizes as made (what C's `mlx5_ib_query_qp` reports for a kernel QP).

@@ -207,6 +207,8 @@ pub mod op {
     pub const INIT2RTR_QP: u16 = 0x503;
     /// `MLX5_CMD_OP_RTR2RTS_QP`.
     pub const RTR2RTS_QP: u16 = 0x504;
+    /// `MLX5_CMD_OP_RTS2RTS_QP`.
+    pub const RTS2RTS_QP: u16 = 0x505;
     /// `MLX5_CMD_OP_2ERR_QP`.
     pub const QP_2ERR: u16 = 0x507;
     /// `MLX5_CMD_OP_INIT2INIT_QP`.
@@ -215,6 +217,10 @@ pub mod op {
     pub const QP_2RST: u16 = 0x50a;
     /// `MLX5_CMD_OP_QUERY_QP`.
     pub const QUERY_QP: u16 = 0x50b;
+    /// `MLX5_CMD_OP_ATTACH_TO_MCG`.
+    pub const ATTACH_TO_MCG: u16 = 0x806;
+    /// `MLX5_CMD_OP_DETACH_FROM_MCG`.
+    pub const DETACH_FROM_MCG: u16 = 0x807;
     /// `MLX5_CMD_OP_ALLOC_PD`.
     pub const ALLOC_PD: u16 = 0x800;
     /// `MLX5_CMD_OP_DEALLOC_PD`.
@@ -254,10 +260,13 @@ pub(crate) fn opcode_name(opcode: u16) -> &'static str {
         op::RST2INIT_QP => "RST2INIT_QP",
         op::INIT2RTR_QP => "INIT2RTR_QP",
         op::RTR2RTS_QP => "RTR2RTS_QP",
+        op::RTS2RTS_QP => "RTS2RTS_QP",
         op::QP_2ERR => "2ERR_QP",
         op::INIT2INIT_QP => "INIT2INIT_QP",
         op::QP_2RST => "2RST_QP",
         op::QUERY_QP => "QUERY_QP",
+        op::ATTACH_TO_MCG => "ATTACH_TO_MCG",
+        op::DETACH_FROM_MCG => "DETACH_FROM_MCG",
         op::ALLOC_PD => "ALLOC_PD",
         op::DEALLOC_PD => "DEALLOC_PD",
         _ => "unknown command opcode",

@@ -250,7 +250,7 @@ layout! {
         log_page_size: 0x143, 5;
     }
     /// The input of CREATE_QP and of the modify commands that carry a QP context
-    /// (RST2INIT_QP, INIT2INIT_QP, INIT2RTR_QP, RTR2RTS_QP): the same positions in all of them (`qpn` is
+    /// (RST2INIT_QP, INIT2INIT_QP, INIT2RTR_QP, RTR2RTS_QP, RTS2RTS_QP): the same positions in all of them (`qpn` is
     /// reserved in CREATE_QP). The context is at byte 0x18; CREATE_QP's page list follows.
     pub context QpCtxIn[0x110] {
         qpn: 0x48, 24;
@@ -353,6 +353,12 @@ layout! {
     pub input QpNumIn[16] {
         qpn: 0x48, 24;
     }
+    /// The input of ATTACH_TO_MCG and DETACH_FROM_MCG: a UD QP and a multicast GID.
+    pub input McgIn[32] {
+        qpn: 0x48, 24;
+        gid_hi: 0x80, 64;
+        gid_lo: 0xc0, 64;
+    }
     /// QUERY_QP's output, as far as the driver reads the QP context (at byte 0x18).
     pub output QueryQpOut[0x110] {
         state: 0xc0, 4;
@@ -423,6 +429,8 @@ crate::ifc::commands! {
     Init2RtrQp: INIT2RTR_QP, QpCtxIn => OutHeader;
     /// RTR2RTS_QP.
     Rtr2RtsQp: RTR2RTS_QP, QpCtxIn => OutHeader;
+    /// RTS2RTS_QP.
+    Rts2RtsQp: RTS2RTS_QP, QpCtxIn => OutHeader;
     /// 2ERR_QP.
     QpToErr: QP_2ERR, QpNumIn => OutHeader;
     /// 2RST_QP.
@@ -431,6 +439,10 @@ crate::ifc::commands! {
     QueryQp: QUERY_QP, QpNumIn => QueryQpOut, out_len = 0x1d0;
     /// DESTROY_QP.
     DestroyQp: DESTROY_QP, QpNumIn => OutHeader;
+    /// ATTACH_TO_MCG.
+    AttachToMcg: ATTACH_TO_MCG, McgIn => OutHeader;
+    /// DETACH_FROM_MCG.
+    DetachFromMcg: DETACH_FROM_MCG, McgIn => OutHeader;
     /// CREATE_RMP (the page list is the variable part).
     CreateRmp: CREATE_RMP, CreateRmpIn => CreateRmpOut;
     /// MODIFY_RMP.
