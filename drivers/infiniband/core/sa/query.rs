@@ -233,17 +233,15 @@ pub(crate) fn send(
     let pkey_index = (0..dev.cached_pkey_count(port).unwrap_or(0) as u32)
         .find(|&i| dev.cached_pkey(port, i) == Some(DEFAULT_PKEY))
         .unwrap_or(0);
-    if let Err(e) = sa.queries.list.lock().reserve(1, GFP_KERNEL) {
-        return Err((e.into(), done));
-    }
-    if let Err(q) = sa
-        .queries
-        .list
-        .lock()
-        .push_within_capacity(Query { id, done })
     {
-        // Reserved above, but another query may have taken the room meanwhile.
-        return Err((ENOMEM, q.0.done));
+        let mut list = sa.queries.list.lock();
+        if let Err(e) = list.reserve(1, GFP_KERNEL) {
+            return Err((e.into(), done));
+        }
+        if let Err(q) = list.push_within_capacity(Query { id, done }) {
+            // Reserved above, under the same lock: not reached.
+            return Err((ENOMEM, q.0.done));
+        }
     }
     let mad_send = MadSend {
         mad,
