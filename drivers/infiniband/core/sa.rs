@@ -105,21 +105,27 @@ pub fn path_rec_get_atomic(
     timeout_ms: u32,
     done: PathCallback,
 ) -> Result<u32> {
+    let on_answer = path_answer(done, GFP_ATOMIC)?;
+    with_path_request(rec, comp_mask, |request| {
+        deferred::query(dev, port, request, timeout_ms, on_answer)
+    })
+}
+
+/// Calls `send` with the SA request for the path `rec` describes in the fields `comp_mask`
+/// names (a `Get` of a PathRecord).
+fn with_path_request<R>(
+    rec: &PathRecord,
+    comp_mask: u64,
+    send: impl FnOnce(Request<'_>) -> R,
+) -> R {
     let mut data = [0u8; path_record::SIZE];
     rec.encode(&mut data);
-    let request = Request {
+    send(Request {
         method: method::GET,
         attr_id: path_record::ATTR_ID,
         comp_mask,
         data: &data,
-    };
-    deferred::query(
-        dev,
-        port,
-        request,
-        timeout_ms,
-        path_answer(done, GFP_ATOMIC)?,
-    )
+    })
 }
 
 /// Asks the SA of `port` of `dev` for the path `rec` describes in the fields `comp_mask` names
@@ -134,16 +140,10 @@ pub fn path_rec_get(
     timeout_ms: u32,
     done: PathCallback,
 ) -> Result<u32> {
-    let mut data = [0u8; path_record::SIZE];
-    rec.encode(&mut data);
     let on_answer = path_answer(done, GFP_KERNEL)?;
-    let request = Request {
-        method: method::GET,
-        attr_id: path_record::ATTR_ID,
-        comp_mask,
-        data: &data,
-    };
-    query(dev, port, request, timeout_ms, on_answer)
+    with_path_request(rec, comp_mask, |request| {
+        query(dev, port, request, timeout_ms, on_answer)
+    })
 }
 
 /// What a service query ends with (called once): its status and, when an answer came, the
