@@ -532,16 +532,8 @@ pub(crate) unsafe extern "C" fn ib_attach_mcast(
     gid: *mut bindings::ib_gid,
     lid: u16,
 ) -> c_int {
-    // SAFETY: `qp` is live, `gid` readable (contract); every bit pattern is a GID's raw bytes.
-    let (core, g) = unsafe { (qp_of(qp), Gid((*gid).raw)) };
-    match core.attach_mcast(&g, lid) {
-        Ok(()) => {
-            // SAFETY: `qp` is live (contract).
-            unsafe { atomic(&raw mut (*qp).usecnt) }.fetch_add(1, Ordering::Relaxed);
-            0
-        }
-        Err(e) => e.to_errno(),
-    }
+    // SAFETY: The caller's contract.
+    unsafe { mcast(qp, gid, lid, Qp::attach_mcast, 1) }
 }
 
 /// C's `ib_detach_mcast`: detaches `qp` from the multicast group `gid` (one use less); errors
@@ -556,12 +548,29 @@ pub(crate) unsafe extern "C" fn ib_detach_mcast(
     gid: *mut bindings::ib_gid,
     lid: u16,
 ) -> c_int {
-    // SAFETY: As in `ib_attach_mcast`.
+    // SAFETY: The caller's contract.
+    unsafe { mcast(qp, gid, lid, Qp::detach_mcast, -1) }
+}
+
+/// An attach or detach (`op`) of `qp` to the group `gid`; on success the QP's use count moves
+/// by `uses`.
+///
+/// # Safety
+///
+/// As for [`ib_attach_mcast`].
+unsafe fn mcast(
+    qp: *mut bindings::ib_qp,
+    gid: *mut bindings::ib_gid,
+    lid: u16,
+    op: fn(&Qp, &Gid, u16) -> Result,
+    uses: i32,
+) -> c_int {
+    // SAFETY: `qp` is live, `gid` readable (contract); every bit pattern is a GID's raw bytes.
     let (core, g) = unsafe { (qp_of(qp), Gid((*gid).raw)) };
-    match core.detach_mcast(&g, lid) {
+    match op(core, &g, lid) {
         Ok(()) => {
             // SAFETY: `qp` is live (contract).
-            unsafe { atomic(&raw mut (*qp).usecnt) }.fetch_sub(1, Ordering::Relaxed);
+            unsafe { atomic(&raw mut (*qp).usecnt) }.fetch_add(uses, Ordering::Relaxed);
             0
         }
         Err(e) => e.to_errno(),
