@@ -21,7 +21,7 @@
 #   - ib_core's SA client (Rust VM): a kernel consumer (ib_mad_agent sa_path_to=LID) asking for a
 #     path gets EAGAIN before any SM, then, from VM 1's SA, the record saquery gets;
 #   - rdma_cm with AF_IB addresses between the VMs, both ways (ib_c_rdmacm); rdma_ucm loads;
-#     IPoIB (ib_ipoib) makes ib0 with its 20-byte address, and the VMs ping each other on it;
+#     IPoIB (ib_ipoib) makes ib0 with its 20-byte address; ping and 64 MiB over TCP each way;
 #   - the SMs stop; the ports keep their LIDs; the stacks unload cleanly.
 # vms: 2
 # vm-stacks: rust c
@@ -343,8 +343,8 @@ check "rmmod rdma_ucm, rdma_cm, iw_cm, ib_cm" rmmod rdma_ucm rdma_cm iw_cm ib_cm
 # its broadcast address the P_Key's broadcast group's. Up, it joins the broadcast group through
 # the SA (from its lock: the Rust core begins such joins and path queries from a work item),
 # attaches its QP to it (ATTACH_TO_MCG), and the VMs ping each other over ib0 (ARP on the
-# group, the path to the peer from the SA). (Not yet: a TCP stream over ib0 stalls after some
-# 100 KiB on both stacks alike, C's too: a defect of the model's data path, still open.)
+# group, the path to the peer from the SA); then 64 MiB of random data go over TCP each way and
+# the receiver's SHA-256 must be the sender's.
 check "insmod ib_ipoib (C's)" insmod "$stack_dir/ib_ipoib.ko"
 wait_for "ib_ipoib made ib0" 10 '^ib0$' ls /sys/class/net
 gid_bytes=$(echo "$own_hex" | sed 's/../&:/g; s/:$//')
@@ -360,6 +360,45 @@ wait_for "ib0 joined the broadcast group (its carrier is on)" 30 '^1$' cat /sys/
 meet ipoib-up
 wait_for "ping $ipoib_peer over ib0" 30 ' 0% packet loss' ping -c 3 -W 2 "$ipoib_peer"
 meet ipoib-pinged
+# listen PORT FILE: nc listens on PORT in the background, writing what it receives to FILE, its
+# pid in $_pid; its standard input (fd 9's FIFO) stays open until listened_out. Busybox nc ends
+# as soon as the peer half-closes, and shuts its own sending half when its input ends: a listener
+# reading /dev/null would end the sender's nc before its data were out.
+listen() {
+	rm -f /tmp/hold && mkfifo /tmp/hold
+	timeout 300 nc -l -p "$1" </tmp/hold >"$2" &
+	_pid=$!
+	exec 9>/tmp/hold
+}
+listened_out() {
+	wait "$_pid"
+	exec 9>&-
+}
+# ipoib_tcp SENDER_VM: 64 MiB over TCP from VM SENDER_VM to the other; the receiver sends its
+# SHA-256 back, which the sender compares with its own.
+ipoib_tcp() {
+	if [ "$VM_INDEX" = "$1" ]; then
+		dd if=/dev/urandom of=/tmp/ipoib-tx bs=1M count=64 2>/dev/null
+		sent=$(sha256sum /tmp/ipoib-tx | cut -d' ' -f1)
+		listen 5101 /tmp/ipoib-sum
+		meet "ipoib-tcp-$1"
+		check "64 MiB to $ipoib_peer over TCP on ib0" timeout 300 nc "$ipoib_peer" 5100 </tmp/ipoib-tx
+		listened_out
+		check_output "the receiver's SHA-256 is the sender's" "^$sent\$" cat /tmp/ipoib-sum
+		rm -f /tmp/ipoib-tx
+	else
+		listen 5100 /tmp/ipoib-rx
+		meet "ipoib-tcp-$1"
+		listened_out
+		check_output "64 MiB received over TCP on ib0" '^67108864$' sh -c 'wc -c </tmp/ipoib-rx'
+		sha256sum /tmp/ipoib-rx | cut -d' ' -f1 >/tmp/ipoib-rx.sum
+		check "the SHA-256 sent back" timeout 30 nc "$ipoib_peer" 5101 </tmp/ipoib-rx.sum
+		rm -f /tmp/ipoib-rx
+	fi
+	meet "ipoib-tcp-done-$1"
+}
+ipoib_tcp 1
+ipoib_tcp 0
 ip link set ib0 down
 check "rmmod ib_ipoib" rmmod ib_ipoib
 meet discovered
