@@ -25,9 +25,10 @@ pub(crate) struct IbCore {
     /// `register_pernet_device(&rdma_dev_net_ops)`).
     #[pin]
     sockets: crate::netlink::Sockets,
-    /// The neighbour watch of address resolution (`NETEVENT_NEIGH_UPDATE`).
+    /// The neighbour watch of address resolution (`NETEVENT_NEIGH_UPDATE`): resolutions waiting
+    /// for a next hop try again.
     #[pin]
-    neighbours: crate::addr::Registration,
+    neighbours: crate::addr::requests::Registration,
     /// `/sys/class/infiniband`.
     #[pin]
     class: class::Registration,
@@ -46,11 +47,12 @@ impl kernel::InPlaceModule for IbCore {
             });
             crate::mad::init();
             crate::sa::init();
+            crate::addr::requests::init();
         }
         try_pin_init!(Self {
             workqueues: CoreWorkqueues::new()?,
             class <- class::Registration::new_net_with_name_uevent(c"infiniband"),
-            neighbours <- crate::addr::register(),
+            neighbours <- crate::addr::requests::register(),
             sockets <- crate::netlink::Sockets::new(),
             nldev: crate::netlink::nldev::Registration::new(),
             ls: crate::netlink::ls::Registration::new(),
@@ -80,6 +82,7 @@ impl PinnedDrop for IbCore {
         }
         crate::device::registry::clear();
         crate::sa::clear();
+        crate::addr::requests::clear();
         crate::mad::clear();
         pr_info!("unloading\n");
     }

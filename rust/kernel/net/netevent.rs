@@ -9,7 +9,7 @@ use crate::{bindings, error::to_result, prelude::*, types::Opaque};
 use core::ffi::{c_int, c_void};
 
 /// `NUD_VALID`: the neighbour states in which its link-layer address may be used.
-const NUD_VALID: u8 = (bindings::NUD_PERMANENT
+pub(crate) const NUD_VALID: u8 = (bindings::NUD_PERMANENT
     | bindings::NUD_NOARP
     | bindings::NUD_REACHABLE
     | bindings::NUD_PROBE

@@ -335,7 +335,6 @@ rdmacm_round() {
 }
 rdmacm_round 1 0
 rdmacm_round 2 1
-check "rmmod rdma_ucm, rdma_cm, iw_cm, ib_cm" rmmod rdma_ucm rdma_cm iw_cm ib_cm
 
 # IPoIB (C's ib_ipoib.ko, the same file on both stacks): loaded on the port, it makes ib0, an
 # InfiniBand net device in datagram mode (the only one built; the model offers no enhanced IPoIB,
@@ -399,8 +398,37 @@ ipoib_tcp() {
 }
 ipoib_tcp 1
 ipoib_tcp 0
+# IP addresses through rdma_cm (rdma_ucm for user space): each end's ib0 address resolves, with
+# the route and ARP over IPoIB, to mlx5_0 port 1 and the peer's GID; the route's path comes from
+# the SA; then ib_cm connects. cm_pair N SERVER_VM WHAT PATTERN SERVER CLIENT: SERVER runs in VM
+# SERVER_VM, CLIENT (tried until it connects) in the other; both outputs must match PATTERN.
+cm_pair() {
+	if [ "$VM_INDEX" = "$2" ]; then
+		timeout 120 sh -c "$5" >/tmp/cm-server 2>&1 &
+		_pid=$!
+		meet "cm-$1"
+		wait "$_pid"
+		_rc=$?
+		check_output "$3: the server on $ipoib_own (exit $_rc)" "$4" sh -c "cat /tmp/cm-server; [ $_rc = 0 ]"
+	else
+		meet "cm-$1"
+		wait_for "$3: the client to $ipoib_peer" 60 "$4" timeout 60 sh -c "$6"
+	fi
+	meet "cm-done-$1"
+}
+rping_args="-p 7174 -C 10 -S 64 -v"
+cm_pair rping-0 0 "rping over IPoIB, server on VM 0" 'rdma-ping-9: ' \
+	"rping -s -a $ipoib_own $rping_args" "rping -c -a $ipoib_peer $rping_args"
+cm_pair rping-1 1 "rping over IPoIB, server on VM 1" 'rdma-ping-9: ' \
+	"rping -s -a $ipoib_own $rping_args" "rping -c -a $ipoib_peer $rping_args"
+bw_args="-R -d mlx5_0 -i 1 -p 18600 -s 65536 -n 1000"
+cm_pair write-bw-0 0 "ib_write_bw -R over IPoIB, server on VM 0" '^ *65536 +1000 ' \
+	"ib_write_bw $bw_args" "ib_write_bw $bw_args $ipoib_peer"
+cm_pair write-bw-1 1 "ib_write_bw -R over IPoIB, server on VM 1" '^ *65536 +1000 ' \
+	"ib_write_bw $bw_args" "ib_write_bw $bw_args $ipoib_peer"
 ip link set ib0 down
 check "rmmod ib_ipoib" rmmod ib_ipoib
+check "rmmod rdma_ucm, rdma_cm, iw_cm, ib_cm" rmmod rdma_ucm rdma_cm iw_cm ib_cm
 meet discovered
 
 if [ "$VM_INDEX" = 1 ]; then

@@ -2,25 +2,17 @@
 
 //! IP addresses to RDMA device addresses, as C modules ask for them (C's
 //! `drivers/infiniband/core/addr.c`): `rdma_copy_src_l2_addr`, `rdma_translate_ip` (the local
-//! net device of an address), `rdma_resolve_ip` and `rdma_addr_cancel`, with C's names and
-//! signatures. rdma_cm calls them for IP-addressed connections; its AF_IB connections need
-//! none but the cancel (docs/rdma-cm-c-facts.md).
-//!
-//! Not as C: `rdma_resolve_ip` (the route, the neighbour and the asynchronous answer) is not
-//! done by this core yet. It refuses every request at once with `-EADDRNOTAVAIL` and never
-//! calls the callback, which C's callers take as a failed resolution (rdma_cm's
-//! `rdma_resolve_addr` returns the error); so no request is ever pending, and
-//! `rdma_addr_cancel` finds none, as C's does for an address without one.
+//! net device of an address), `rdma_resolve_ip` (a destination's route, source device and next
+//! hop, answered through a callback) and `rdma_addr_cancel`, with C's names and signatures,
+//! over [`crate::addr`]. rdma_cm calls them for IP-addressed connections (over IPoIB here);
+//! its AF_IB connections need none but the cancel (docs/rdma-cm-c-facts.md).
 
+use crate::addr::{self, requests};
 use core::ffi::c_void;
 use kernel::{
     bindings,
     ffi::{c_int, c_ulong},
-    prelude::*,
 };
-
-/// `MAX_ADDR_LEN`: the size of a net device's hardware and broadcast addresses.
-const MAX_ADDR_LEN: usize = 32;
 
 /// C's `rdma_copy_src_l2_addr`: `dev_addr` takes the type, hardware address, broadcast
 /// address and index of the net device `dev`.
@@ -33,62 +25,8 @@ pub(crate) unsafe extern "C" fn rdma_copy_src_l2_addr(
     dev_addr: *mut bindings::rdma_dev_addr,
     dev: *const bindings::net_device,
 ) {
-    // SAFETY: The caller's contract; a net device's `dev_addr` points to `MAX_ADDR_LEN` bytes
-    // (C copies as many).
-    unsafe {
-        let a = &mut *dev_addr;
-        a.dev_type = (*dev).type_;
-        core::ptr::copy_nonoverlapping((*dev).dev_addr, a.src_dev_addr.as_mut_ptr(), MAX_ADDR_LEN);
-        a.broadcast = (*dev).broadcast;
-        a.bound_dev_if = (*dev).ifindex;
-    }
-}
-
-/// The first net device of `net`, in the namespace's device list order, that has the local
-/// address `addr` (an IPv4 or IPv6 socket address); `EADDRNOTAVAIL` for none, or for another
-/// family.
-///
-/// # Safety
-///
-/// The caller is in an RCU read section; `net` is live; `addr` holds a socket address of its
-/// family's size.
-unsafe fn local_device_rcu(
-    net: *mut bindings::net,
-    addr: *const bindings::sockaddr,
-) -> Result<*mut bindings::net_device> {
-    // SAFETY: `addr` is readable (contract).
-    let family = u32::from(unsafe { (*addr).sa_family });
-    if family == bindings::AF_INET {
-        // SAFETY: An AF_INET address is a `sockaddr_in` (contract); `net` is live.
-        let dev = unsafe {
-            let ip = (*addr.cast::<bindings::sockaddr_in>()).sin_addr.s_addr;
-            bindings::__ip_dev_find(net, ip, false)
-        };
-        return if dev.is_null() {
-            Err(EADDRNOTAVAIL)
-        } else {
-            Ok(dev)
-        };
-    }
-    if family == bindings::AF_INET6 {
-        // SAFETY: An AF_INET6 address is a `sockaddr_in6` (contract).
-        let ip = unsafe { &raw const (*addr.cast::<bindings::sockaddr_in6>()).sin6_addr };
-        // SAFETY: `net` is live and its device list is walked under RCU (contract), reading
-        // each link once, as `for_each_netdev_rcu`; every listed device is live in the
-        // section.
-        unsafe {
-            let head = &raw mut (*net).dev_base_head;
-            let mut link = core::ptr::read_volatile(&raw const (*head).next);
-            while link != head {
-                let dev = kernel::container_of!(link, bindings::net_device, dev_list);
-                if bindings::ipv6_chk_addr(net, ip, dev, 1) != 0 {
-                    return Ok(dev);
-                }
-                link = core::ptr::read_volatile(&raw const (*link).next);
-            }
-        }
-    }
-    Err(EADDRNOTAVAIL)
+    // SAFETY: The caller's contract.
+    unsafe { addr::copy_src_l2_addr(dev_addr, dev) }
 }
 
 /// C's `rdma_translate_ip`: `dev_addr` takes the layer-2 address of the net device it is
@@ -105,61 +43,50 @@ pub(crate) unsafe extern "C" fn rdma_translate_ip(
     dev_addr: *mut bindings::rdma_dev_addr,
 ) -> c_int {
     // SAFETY: The caller's contract.
-    let (net, bound) = unsafe { ((*dev_addr).net, (*dev_addr).bound_dev_if) };
-    if bound != 0 {
-        // SAFETY: `net` is live (contract); the device found is held until `dev_put`.
-        unsafe {
-            let dev = bindings::dev_get_by_index(net, bound);
-            if dev.is_null() {
-                return ENODEV.to_errno();
-            }
-            rdma_copy_src_l2_addr(dev_addr, dev);
-            bindings::dev_put(dev);
-        }
-        return 0;
-    }
-    // SAFETY: The read section covers the walk and the copy from the device found.
-    unsafe {
-        bindings::rcu_read_lock();
-        let found = local_device_rcu(net, addr);
-        if let Ok(dev) = found {
-            rdma_copy_src_l2_addr(dev_addr, dev);
-        }
-        bindings::rcu_read_unlock();
-        match found {
-            Ok(_) => 0,
-            Err(e) => e.to_errno(),
-        }
+    match unsafe { addr::translate_ip(addr, dev_addr) } {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
     }
 }
 
-/// C's `rdma_resolve_ip` callback.
-type ResolveCallback = Option<
-    unsafe extern "C" fn(
-        status: c_int,
-        src_addr: *mut bindings::sockaddr,
-        addr: *mut bindings::rdma_dev_addr,
-        context: *mut c_void,
-    ),
->;
-
-/// C's `rdma_resolve_ip`: not done by this core yet (see the module's note): `-EADDRNOTAVAIL`
-/// at once, the callback never called, `addr` untouched.
+/// C's `rdma_resolve_ip`: 0 when the resolution is under way (the callback then reports it,
+/// from the `ib_addr` workqueue), else the errno, without a callback.
+///
+/// # Safety
+///
+/// As [`requests::resolve_ip`].
 #[no_mangle]
-pub(crate) extern "C" fn rdma_resolve_ip(
-    _src_addr: *mut bindings::sockaddr,
-    _dst_addr: *const bindings::sockaddr,
-    _addr: *mut bindings::rdma_dev_addr,
-    _timeout_ms: c_ulong,
-    _callback: ResolveCallback,
-    _resolve_by_gid_attr: bool,
-    _context: *mut c_void,
+pub(crate) unsafe extern "C" fn rdma_resolve_ip(
+    src_addr: *mut bindings::sockaddr,
+    dst_addr: *const bindings::sockaddr,
+    addr: *mut bindings::rdma_dev_addr,
+    timeout_ms: c_ulong,
+    callback: Option<requests::Callback>,
+    resolve_by_gid_attr: bool,
+    context: *mut c_void,
 ) -> c_int {
-    EADDRNOTAVAIL.to_errno()
+    let timeout = u32::try_from(timeout_ms).unwrap_or(u32::MAX);
+    // SAFETY: The caller's contract.
+    let r = unsafe {
+        requests::resolve_ip(
+            src_addr,
+            dst_addr,
+            addr,
+            timeout,
+            callback,
+            resolve_by_gid_attr,
+            context,
+        )
+    };
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
 }
 
-/// C's `rdma_addr_cancel`: cancels the pending resolution for `addr`; none is ever pending
-/// here (`rdma_resolve_ip` queues nothing), so it returns at once, as C's does for an address
-/// without one.
+/// C's `rdma_addr_cancel`: cancels the resolution under way for `addr`, if any; afterwards its
+/// callback has run or never will. Sleeps.
 #[no_mangle]
-pub(crate) extern "C" fn rdma_addr_cancel(_addr: *mut bindings::rdma_dev_addr) {}
+pub(crate) extern "C" fn rdma_addr_cancel(addr: *mut bindings::rdma_dev_addr) {
+    requests::cancel(addr);
+}

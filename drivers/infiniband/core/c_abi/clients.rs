@@ -253,8 +253,9 @@ pub(crate) unsafe extern "C" fn ib_get_net_dev_by_params(
     if !ib {
         return core::ptr::null_mut();
     }
-    // Each client with the callback, in use until it has been asked (the registry's lock is
-    // not held across the callbacks: client removal takes it).
+    // Each client with the callback, in use until it has been asked (no lock of the registry
+    // is held across the callbacks, nor taken that a client's removal holds: this runs from
+    // ib_cm's work, which ib_cm's removal flushes).
     let Ok(clients) = registry::c_clients_in_use(|c| c.get_net_dev_by_params.is_some()) else {
         return core::ptr::null_mut();
     };

@@ -200,6 +200,23 @@ global_lock! {
     pub(crate) unsafe(uninit) static REGISTRY: Mutex<Registry> = Registry::new();
 }
 
+/// A listed C client's structure.
+struct CClientRaw(NonNull<bindings::ib_client>);
+
+// SAFETY: The structure of a listed C client is valid, for any task, while it is listed (the
+// contract of `list_c_client`).
+unsafe impl Send for CClientRaw {}
+
+global_lock! {
+    // SAFETY: Initialized by the module initializer before any registration.
+    //
+    // The listed C clients' structures, in id order, under a lock of their own (C's `clients`
+    // xarray beside its `devices`): `ib_get_net_dev_by_params` looks them up from tasks that a
+    // client's `remove` may wait for (ib_cm's work, which its removal flushes), so not under
+    // `REGISTRY`, held while clients are removed. Taken inside `REGISTRY`, never the reverse.
+    unsafe(uninit) static C_CLIENTS: Mutex<KVec<CClientRaw>> = KVec::new();
+}
+
 #[cfg(CONFIG_KUNIT = "y")]
 global_lock! {
     // SAFETY: Initialized by the module initializer before any registration.
@@ -213,7 +230,10 @@ global_lock! {
 /// Called once, at module load, before any device or client registers.
 pub(crate) unsafe fn init() {
     // SAFETY: As this function's contract.
-    unsafe { REGISTRY.init() };
+    unsafe {
+        REGISTRY.init();
+        C_CLIENTS.init();
+    }
     #[cfg(CONFIG_KUNIT = "y")]
     // SAFETY: As this function's contract.
     unsafe {
@@ -262,6 +282,7 @@ pub(crate) fn clear() {
     with(Domain::Live, clear_one);
     #[cfg(CONFIG_KUNIT = "y")]
     with(Domain::Test, clear_one);
+    *C_CLIENTS.lock() = KVec::new();
 }
 
 /// A name and index taken for a device being set up; released on drop unless enabled.
@@ -578,14 +599,21 @@ pub(crate) unsafe fn list_c_client(
     client: NonNull<dyn Attached>,
     raw: *mut bindings::ib_client,
 ) -> Result {
+    let raw_ptr = NonNull::new(raw).ok_or(EINVAL)?;
     with(Domain::Live, |reg| {
         reg.clients.reserve(1, GFP_KERNEL)?;
+        let mut c_clients = C_CLIENTS.lock();
+        c_clients.reserve(1, GFP_KERNEL)?;
         // SAFETY: `raw` is valid (contract); the id is written before any callback runs.
         unsafe { (*raw).client_id = reg.next_c_client_id };
         reg.next_c_client_id += 1;
         reg.clients
             .push_within_capacity(ClientPtr(client))
             .map_err(|_| ENOMEM)?;
+        c_clients
+            .push_within_capacity(CClientRaw(raw_ptr))
+            .map_err(|_| ENOMEM)?;
+        drop(c_clients);
         // SAFETY: `client` is valid (contract).
         let c = unsafe { client.as_ref() };
         for (d, face) in reg.registered_with_faces() {
@@ -602,6 +630,12 @@ pub(crate) fn unlist_c_client(raw: *mut bindings::ib_client) -> Option<NonNull<d
     with(Domain::Live, |reg| {
         let k = reg.clients.iter().position(|c| c.get().c_client() == raw)?;
         let client = reg.clients.remove(k).ok()?;
+        {
+            let mut c_clients = C_CLIENTS.lock();
+            if let Some(i) = c_clients.iter().position(|c| c.0.as_ptr() == raw) {
+                let _ = c_clients.remove(i);
+            }
+        }
         for (d, face) in reg.registered_with_faces() {
             client.get().detach(d, face);
         }
@@ -620,33 +654,29 @@ pub(crate) fn unlist_c_client(raw: *mut bindings::ib_client) -> Option<NonNull<d
 pub(crate) fn c_clients_in_use(
     wanted: impl Fn(&bindings::ib_client) -> bool,
 ) -> Result<KVec<NonNull<bindings::ib_client>>> {
-    with(Domain::Live, |reg| {
-        let mut out = KVec::with_capacity(reg.clients.len(), GFP_KERNEL)?;
-        for c in &reg.clients {
-            let Some(raw) = NonNull::new(c.get().c_client()) else {
-                continue;
-            };
-            // SAFETY: A listed C client's structure is valid while it is listed (the contract
-            // of `list_c_client`), and it is listed while the lock is held.
-            let client = unsafe { raw.as_ref() };
-            // SAFETY: As above; the count was set at registration, so a client whose last use
-            // went (it is unregistering) is skipped.
-            let in_use = || unsafe {
-                bindings::rdma_rs_refcount_inc_not_zero(&raw mut (*raw.as_ptr()).uses)
-            };
-            if wanted(client) && in_use() {
-                // The capacity is the list's length: the push cannot fail.
-                if out.push_within_capacity(raw).is_err() {
-                    // SAFETY: The use just taken, dropped unused (never the last: the
-                    // registration holds one while the client is listed).
-                    unsafe { bindings::refcount_dec(&raw mut (*raw.as_ptr()).uses) };
-                }
+    let c_clients = C_CLIENTS.lock();
+    let mut out = KVec::with_capacity(c_clients.len(), GFP_KERNEL)?;
+    for c in c_clients.iter() {
+        let raw = c.0;
+        // SAFETY: A listed C client's structure is valid while it is listed (the contract
+        // of `list_c_client`), and it is listed while the lock is held.
+        let client = unsafe { raw.as_ref() };
+        // SAFETY: As above; the count was set at registration, so a client whose last use
+        // went (it is unregistering) is skipped.
+        let in_use =
+            || unsafe { bindings::rdma_rs_refcount_inc_not_zero(&raw mut (*raw.as_ptr()).uses) };
+        if wanted(client) && in_use() {
+            // The capacity is the list's length: the push cannot fail.
+            if out.push_within_capacity(raw).is_err() {
+                // SAFETY: The use just taken, dropped unused (never the last: the
+                // registration holds one while the client is listed).
+                unsafe { bindings::refcount_dec(&raw mut (*raw.as_ptr()).uses) };
             }
         }
-        // Listing order is id order: ids follow registration, and only the newest client's
-        // id is given again (to a client listed after every other).
-        Ok(out)
-    })
+    }
+    // Listing order is id order: ids follow registration, and only the newest client's
+    // id is given again (to a client listed after every other).
+    Ok(out)
 }
 
 /// A client's registration: attached to every registered device while it lives.

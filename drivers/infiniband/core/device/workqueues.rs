@@ -49,10 +49,12 @@ pub(crate) struct CoreWorkqueues {
     pub(crate) completion_unbound: OwnedQueue,
     /// Multicast groups' joins and leaves (`ib_mcast`, ordered as C's).
     pub(crate) multicast: OwnedQueue,
+    /// Address resolutions and their callbacks (`ib_addr`).
+    pub(crate) addr: OwnedQueue,
 }
 
 impl CoreWorkqueues {
-    /// Allocates all four; on failure the ones already made are destroyed.
+    /// Allocates them all; on failure the ones already made are destroyed.
     pub(crate) fn new() -> Result<Self> {
         let reclaim_hi = Flags::HIGHPRI | Flags::MEM_RECLAIM | Flags::SYSFS;
         Ok(Self {
@@ -73,6 +75,7 @@ impl CoreWorkqueues {
                 Flags::UNBOUND | Flags::ORDERED | Flags::MEM_RECLAIM,
                 1,
             )?,
+            addr: OwnedQueue::new(c"ib_addr", Flags::UNBOUND, 0)?,
         })
     }
 }

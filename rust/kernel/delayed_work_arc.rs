@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Re-timing and cancelling a delayed work item owned through an [`Arc`]: C's
+//! `mod_delayed_work` and `cancel_delayed_work[_sync]`, which [`crate::workqueue`] lacks.
+//!
+//! A queued [`Arc`] work item holds one reference, taken by `Arc::into_raw` when it was queued
+//! and given back to its `run`. These functions keep that count right: re-timing a pending item
+//! queues no second reference, and cancelling a pending one takes its reference back.
+//!
+//! C header: [`include/linux/workqueue.h`](srctree/include/linux/workqueue.h)
+
+use crate::{
+    bindings,
+    sync::Arc,
+    time::Jiffies,
+    workqueue::{HasDelayedWork, Queue, Work, WorkItem},
+};
+
+/// The `struct delayed_work` of the item at `ptr`.
+///
+/// # Safety
+///
+/// `ptr` points to a live `T`.
+unsafe fn raw_delayed_work<T, const ID: u64>(ptr: *const T) -> *mut bindings::delayed_work
+where
+    T: HasDelayedWork<T, ID>,
+{
+    // SAFETY: `ptr` points to a live `T` (contract); `HasDelayedWork` promises that its work
+    // field is the `work` of a `delayed_work`.
+    unsafe {
+        let work = Work::raw_get(T::raw_get_work(ptr.cast_mut()));
+        crate::container_of!(work, bindings::delayed_work, work)
+    }
+}
+
+/// Makes `this` run on `queue` `delay` jiffies from now: queues it if it is idle (or running),
+/// or moves the timer of its pending instance (C's `mod_delayed_work`). Callable from any
+/// context, interrupts included.
+pub fn mod_delayed<T, const ID: u64>(queue: &Queue, this: &Arc<T>, delay: Jiffies)
+where
+    T: WorkItem<ID, Pointer = Arc<T>> + HasDelayedWork<T, ID> + Send + Sync + 'static,
+{
+    // The reference the queue holds if this call queues the item.
+    let ptr = Arc::into_raw(this.clone());
+    // SAFETY: `ptr` is live (we hold a reference); `Queue` is a transparent wrapper of a live
+    // `workqueue_struct`; the work's function is `T`'s `run`, which takes back the reference
+    // given to the queue.
+    let was_pending = unsafe {
+        bindings::mod_delayed_work_on(
+            bindings::wq_misc_consts_WORK_CPU_UNBOUND as i32,
+            core::ptr::from_ref(queue).cast_mut().cast(),
+            raw_delayed_work::<T, ID>(ptr),
+            delay,
+        )
+    };
+    if was_pending {
+        // SAFETY: The pending instance already holds the queue's reference; ours, from
+        // `into_raw` above, was not given to the queue.
+        drop(unsafe { Arc::from_raw(ptr) });
+    }
+}
+
+/// Cancels the pending instance of `this`, if any, and waits for a running one to finish
+/// (C's `cancel_delayed_work_sync`); whether one was pending. May sleep.
+pub fn cancel_delayed_sync<T, const ID: u64>(this: &Arc<T>) -> bool
+where
+    T: WorkItem<ID, Pointer = Arc<T>> + HasDelayedWork<T, ID>,
+{
+    let ptr = Arc::as_ptr(this);
+    // SAFETY: `ptr` is live (we hold a reference).
+    let was_pending = unsafe { bindings::cancel_delayed_work_sync(raw_delayed_work::<T, ID>(ptr)) };
+    if was_pending {
+        // SAFETY: The cancelled instance held the reference the queue took when it was queued
+        // (`into_raw`); its `run` will not give it back now.
+        drop(unsafe { Arc::from_raw(ptr) });
+    }
+    was_pending
+}
+
+/// Cancels the pending instance of `this`, if any, without waiting for a running one (C's
+/// `cancel_delayed_work`); whether one was pending. Callable from atomic context.
+pub fn cancel_delayed<T, const ID: u64>(this: &Arc<T>) -> bool
+where
+    T: WorkItem<ID, Pointer = Arc<T>> + HasDelayedWork<T, ID>,
+{
+    let ptr = Arc::as_ptr(this);
+    // SAFETY: `ptr` is live (we hold a reference).
+    let was_pending = unsafe { bindings::cancel_delayed_work(raw_delayed_work::<T, ID>(ptr)) };
+    if was_pending {
+        // SAFETY: As in `cancel_delayed_sync`.
+        drop(unsafe { Arc::from_raw(ptr) });
+    }
+    was_pending
+}
