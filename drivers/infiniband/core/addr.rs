@@ -346,9 +346,12 @@ unsafe fn resolve_rcu(
             pr_warn!("addr_resolve: missing gid_attr\n");
             return Err(EINVAL);
         }
-        // SAFETY: `attr` is held (contract); in the read section.
-        let ndev = unsafe { crate::c_abi::gid::rdma_read_gid_attr_ndev_rcu(attr) };
-        kernel::error::from_err_ptr(ndev)?;
+        // SAFETY: `attr` is held (contract): its net device, if any, is live in the read
+        // section (C's `rdma_read_gid_attr_ndev_rcu`; none on InfiniBand: `ENODEV`).
+        let ndev = unsafe { (*attr).ndev };
+        if ndev.is_null() {
+            return Err(ENODEV);
+        }
         // SAFETY: The GID entry's device is live in the read section; its namespace and index
         // are stable there (a namespace change synchronises RCU first); `a` is writable.
         unsafe {
