@@ -22,6 +22,7 @@
 #     path gets EAGAIN before any SM, then, from VM 1's SA, the record saquery gets;
 #   - rdma_cm with AF_IB addresses between the VMs, both ways (ib_c_rdmacm); rdma_ucm loads;
 #     IPoIB (ib_ipoib) makes ib0 with its 20-byte address; ping and 64 MiB over TCP each way;
+#     rping and ib_write_bw -R (librdmacm through rdma_ucm) between the ib0 addresses, each way;
 #   - the SMs stop; the ports keep their LIDs; the stacks unload cleanly.
 # vms: 2
 # vm-stacks: rust c
