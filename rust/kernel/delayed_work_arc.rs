@@ -92,3 +92,77 @@ where
     }
     was_pending
 }
+
+#[macros::kunit_tests(rdma_rs_delayed_work_arc)]
+mod tests {
+    use super::*;
+    use crate::{
+        owned_workqueue::{Flags, OwnedQueue},
+        prelude::*,
+        sync::atomic::{Atomic, Relaxed},
+        workqueue::{impl_has_delayed_work, new_delayed_work, DelayedWork},
+    };
+
+    #[pin_data]
+    struct Item {
+        #[pin]
+        work: DelayedWork<Item>,
+        runs: Atomic<u32>,
+    }
+
+    impl_has_delayed_work! {
+        impl HasDelayedWork<Self> for Item { self.work }
+    }
+
+    impl WorkItem for Item {
+        type Pointer = Arc<Item>;
+        fn run(this: Arc<Item>) {
+            this.runs.add(1, Relaxed);
+        }
+    }
+
+    fn item() -> Result<Arc<Item>> {
+        Arc::pin_init(
+            pin_init!(Item {
+                work <- new_delayed_work!("rdma_rs_delayed_work_arc::Item::work"),
+                runs: Atomic::new(0),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// An hour, in jiffies: never reached by a test.
+    fn hour() -> Jiffies {
+        crate::time::msecs_to_jiffies(3_600_000)
+    }
+
+    #[test]
+    fn a_pending_item_moved_to_now_runs_once_and_gives_its_reference_back() -> Result {
+        let queue = OwnedQueue::new(c"rdma-rs-kunit-dw", Flags::UNBOUND, 0)?;
+        let it = item()?;
+        mod_delayed(&queue, &it, hour());
+        // Pending: moved, not queued twice.
+        mod_delayed(&queue, &it, 0);
+        drop(queue);
+        assert_eq!(it.runs.load(Relaxed), 1);
+        // Every reference the queue took was given back.
+        assert!(Arc::into_unique_or_drop(it).is_some());
+        Ok(())
+    }
+
+    #[test]
+    fn cancelling_a_pending_item_takes_its_reference_back() -> Result {
+        let queue = OwnedQueue::new(c"rdma-rs-kunit-dw", Flags::UNBOUND, 0)?;
+        let it = item()?;
+        mod_delayed(&queue, &it, hour());
+        assert!(cancel_delayed_sync(&it));
+        assert!(!cancel_delayed_sync(&it));
+        mod_delayed(&queue, &it, hour());
+        assert!(cancel_delayed(&it));
+        assert!(!cancel_delayed(&it));
+        drop(queue);
+        assert_eq!(it.runs.load(Relaxed), 0);
+        assert!(Arc::into_unique_or_drop(it).is_some());
+        Ok(())
+    }
+}
