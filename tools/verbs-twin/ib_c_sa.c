@@ -242,6 +242,80 @@ static void services(struct ib_device *dev)
 		w.resp_given ? "given" : "none");
 }
 
+/* A GUIDInfo query's end. */
+struct guid_wait {
+	int done, status, given;
+	struct ib_sa_guidinfo_rec rec;
+};
+
+static void guid_done(int status, struct ib_sa_guidinfo_rec *resp, void *context)
+{
+	struct guid_wait *w = context;
+
+	w->status = status;
+	w->given = resp != NULL;
+	if (resp)
+		w->rec = *resp;
+	WRITE_ONCE(w->done, 1);
+	wake_up_all(&wake);
+}
+
+/* GUIDInfo record `block` of `lid` (a Get), its answer printed, LIDs and GUIDs named. */
+static void guid_get(struct ib_device *dev, const char *what, u16 lid, u8 block, u8 method,
+		     u16 own_lid, union ib_gid *own_gid)
+{
+	struct ib_sa_guidinfo_rec rec = { .lid = cpu_to_be16(lid), .block_num = block };
+	struct ib_sa_query *query = NULL;
+	struct guid_wait w = {};
+	int id;
+
+	id = ib_sa_guid_info_rec_query(&sa_client, dev, 1, &rec,
+				       IB_SA_GUIDINFO_REC_LID | IB_SA_GUIDINFO_REC_BLOCK_NUM,
+				       method, 2000, GFP_KERNEL, guid_done, &w, &query);
+	if (id < 0) {
+		pr_info("ib_c_sa: %s: %d, query %s\n", what, id, query ? "set" : "null");
+		return;
+	}
+	if (!wait_event_timeout(wake, READ_ONCE(w.done), 30 * HZ)) {
+		pr_info("ib_c_sa: %s: no answer\n", what);
+		return;
+	}
+	pr_info("ib_c_sa: %s: status %d, record %s\n", what, w.status, w.given ? "given" : "none");
+	if (w.given && !w.status)
+		pr_info("ib_c_sa: %s: lid %s block %u, GUID 0 %s, GUIDs 1-7 %s\n", what,
+			be16_to_cpu(w.rec.lid) == own_lid ? "OWN" : "other", w.rec.block_num,
+			memcmp(w.rec.guid_info_list, own_gid->raw + 8, 8) ? "another" :
+									     "the port GUID",
+			memchr_inv(w.rec.guid_info_list + 8, 0, 56) ? "set" : "zero");
+}
+
+/* A service record packed and unpacked again (C's ib_pack/ib_unpack tables). */
+static void service_packing(void)
+{
+	struct sa_service_rec rec = {}, back;
+	u8 wire[176];
+	int i;
+
+	rec.id = cpu_to_be64(0x1122334455667788ULL);
+	for (i = 0; i < 16; i++)
+		rec.gid[i] = 0xf0 + i;
+	rec.pkey = cpu_to_be16(0xffff);
+	rec.reserved[0] = rec.reserved[1] = 0x5a;
+	rec.lease = cpu_to_be32(0xffffffff);
+	memcpy(rec.name, "ib_c_sa", 7);
+	rec.data_16[7] = cpu_to_be16(0x0102);
+	rec.data_64[1] = cpu_to_be64(0x0a0b0c0d0e0f1011ULL);
+	memset(wire, 0xee, sizeof(wire));
+	ib_sa_pack_service(&rec, wire);
+	pr_info("ib_c_sa: service packed: %*phN | %*phN | %*phN | %*phN\n", 24, wire, 8, wire + 24,
+		16, wire + 48, 16, wire + 160);
+	memset(&back, 0xaa, sizeof(back));
+	ib_sa_unpack_service(wire, &back);
+	pr_info("ib_c_sa: service unpacked: reserved %*phN, the rest %s\n", 2, back.reserved,
+		memcmp(&back.lease, &rec.lease, sizeof(rec) - offsetof(struct sa_service_rec, lease)) ||
+		memcmp(&back, &rec, offsetof(struct sa_service_rec, reserved)) ? "differs" : "the same");
+}
+
 static void joins(struct ib_device *dev, union ib_gid *own_gid)
 {
 	static union ib_gid nobody_mgid = { .raw = { 0xff, 0x12, 0x60, 0x1b, 0xff, 0xff, 0, 0,
@@ -341,6 +415,12 @@ static int add(struct ib_device *dev)
 	if (!just_join) {
 		paths(dev, attr.lid);
 		services(dev);
+		guid_get(dev, "GUIDInfo of the own port, block 0", attr.lid, 0, IB_MGMT_METHOD_GET,
+			 attr.lid, &gid);
+		guid_get(dev, "GUIDInfo of LID 0x77", 0x77, 0, IB_MGMT_METHOD_GET, attr.lid, &gid);
+		guid_get(dev, "GUIDInfo with GetTable", attr.lid, 0, IB_MGMT_METHOD_GET_TABLE,
+			 attr.lid, &gid);
+		service_packing();
 	}
 	joins(dev, &gid);
 	pr_info("ib_c_sa: %s: done\n", dev_name(&dev->dev));

@@ -4,17 +4,19 @@
 //! in C): an `ib_core` client that opens, on each port with SA services, an agent for SA
 //! queries ([`query`]) and the port's multicast groups ([`multicast`]), and the typed requests
 //! consumers make: path records ([`path_rec_get`], C's `ib_sa_path_rec_get`), service records
-//! ([`service_rec_get`]), multicast joins ([`join_multicast`], [`get_mcmember_rec`]);
+//! ([`service_rec_get`]), a port's GUID blocks ([`guid_info_rec_query`]), multicast joins ([`join_multicast`], [`get_mcmember_rec`]);
 //! [`cancel`] is C's `ib_sa_cancel_query`. Path queries from tasks that cannot sleep
 //! ([`path_rec_get_atomic`]) are sent from a work item ([`deferred`]).
 
 pub mod deferred;
+pub mod guid_info_record;
 pub mod mcmember_record;
 pub mod multicast;
 pub mod path_record;
 pub mod query;
 pub mod service_record;
 
+pub use guid_info_record::GuidInfoRecord;
 pub use mcmember_record::McMemberRecord;
 pub use path_record::PathRecord;
 pub use query::{query, QueryCallback, Request};
@@ -193,6 +195,58 @@ pub fn service_rec_get(
         data: &data,
     };
     query(dev, port, request, timeout_ms, on_answer)
+}
+
+/// What a GUIDInfo query ends with (called once): its status and, when an answer came, the
+/// record it carries.
+pub type GuidInfoCallback = KBox<dyn FnMut(Result, Option<&GuidInfoRecord>) + Send>;
+
+/// Sends `rec` to the SA of `port` of `dev` with `method` (`Get`, `Set` or `Delete`; `EINVAL`
+/// for another), the components `comp_mask` names counting (C's `ib_sa_guid_info_rec_query`:
+/// a port's GUID block, or alias GUIDs assigned or removed). `done` gets the status and the
+/// record the answer carries (with `EINVAL` when the SA answered with an error status, as C).
+/// With `atomic` the query is sent from a work item ([`deferred::query`]). Errors as [`query`].
+#[expect(
+    clippy::too_many_arguments,
+    reason = "C's function's arguments, one for one"
+)]
+pub fn guid_info_rec_query(
+    dev: Arc<IbDevice>,
+    port: u32,
+    rec: &GuidInfoRecord,
+    comp_mask: u64,
+    method: u8,
+    timeout_ms: u32,
+    atomic: bool,
+    mut done: GuidInfoCallback,
+) -> Result<u32> {
+    if !matches!(
+        method,
+        method::GET | method::SET | guid_info_record::METHOD_DELETE
+    ) {
+        return Err(EINVAL);
+    }
+    let flags = if atomic { GFP_ATOMIC } else { GFP_KERNEL };
+    let on_answer: QueryCallback = KBox::new(
+        move |status: Result, answer: Option<&[u8]>| {
+            let rec = answer
+                .and_then(|a| a.first_chunk::<{ guid_info_record::SIZE }>())
+                .map(|r| GuidInfoRecord(*r));
+            (*done)(status, rec.as_ref());
+        },
+        flags,
+    )?;
+    let request = Request {
+        method,
+        attr_id: guid_info_record::ATTR_ID,
+        comp_mask,
+        data: &rec.0,
+    };
+    if atomic {
+        deferred::query(dev, port, request, timeout_ms, on_answer)
+    } else {
+        query(&dev, port, request, timeout_ms, on_answer)
+    }
 }
 
 /// The multicast groups of `port` of `dev`, if it has SA services (C's `mcast_client` data).

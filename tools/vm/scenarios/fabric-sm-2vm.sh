@@ -61,6 +61,12 @@ unpacked again: the same record
 cancel of an ended query: no callback
 path to LID 0x77: status -22, 1 record(s), dlid 119
 services: status -61, 0 record(s), records none
+GUIDInfo of the own port, block 0: status 0, record given
+GUIDInfo of the own port, block 0: lid OWN block 0, GUID 0 the port GUID, GUIDs 1-7 zero
+GUIDInfo of LID 0x77: status -22, record given
+GUIDInfo with GetTable: -22, query null
+service packed: 1122334455667788f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff | ffff0000ffffffff | 69625f635f7361000000000000000000 | 00000000000000000a0b0c0d0e0f1011
+service unpacked: reserved aaaa, the rest the same
 join: status 0, 1 callback(s)
 joined: mgid ff12:601b:ffff:0000:0000:0000:0001:005a port_gid OWN_GID qkey 0xb1b mlid 0xc001
 joined: mtu 2/5 tclass 0 pkey 0xffff rate 2/16 packet_life_time 2/0 sl 0 flow_label 0x0 hop_limit 0 scope 0 join_state 1 proxy 0
@@ -242,7 +248,8 @@ check_output "after the hostile RMPP: the SA still answers (both NodeRecords)" '
 
 # ib_c_sa (tools/verbs-twin): a C module built against include/rdma/ib_sa.h, the same file on both
 # stacks, uses the SA client's C API: path queries (the peer's path, a LID nobody has, refusals,
-# a record packed and unpacked), multicast joins (the group ff12:601b:ffff::1:5a created by the
+# a record packed and unpacked), GUIDInfo records (the own port's block 0, a LID nobody has, a
+# method the query refuses), a service record packed and unpacked, multicast joins (the group ff12:601b:ffff::1:5a created by the
 # first of the VMs, joined by the other; joins the core answers itself; a create the SA refuses).
 # Its lines, with the LIDs and GIDs named, are what the C stack prints (recorded from a run with
 # both VMs on C). Then the SA lists both ports as members; when the modules go, the SA forgets

@@ -121,6 +121,9 @@ EXPORT_C_ABI(ib_sa_service_rec_get);
 EXPORT_C_ABI(ib_sa_cancel_query);
 EXPORT_C_ABI(ib_sa_pack_path);
 EXPORT_C_ABI(ib_sa_unpack_path);
+EXPORT_C_ABI(ib_sa_pack_service);
+EXPORT_C_ABI(ib_sa_unpack_service);
+EXPORT_C_ABI(ib_sa_guid_info_rec_query);
 
 /* c_abi/sa_multicast.rs */
 EXPORT_C_ABI(ib_sa_join_multicast);

@@ -252,7 +252,13 @@ fn attr_from_c(a: &bindings::ib_qp_attr, mask: QpAttrMask) -> Result<QpAttr> {
         },
         qp_access_flags: AccessFlags::from_ib_bits(a.qp_access_flags as u32),
         pkey_index: a.pkey_index,
-        port_num: u8::try_from(a.port_num).map_err(|_| EINVAL)?,
+        // Read only when named: C callers leave the other fields as they were (IPoIB sets its
+        // Q_Key with a `kmalloc`ed attribute whose port is whatever the memory held).
+        port_num: if mask.contains(QpAttrField::Port) {
+            u8::try_from(a.port_num).map_err(|_| EINVAL)?
+        } else {
+            0
+        },
         qkey: a.qkey,
         dlid: path.map_or(0, |p| p.dlid),
         sl: path.map_or(0, |p| p.sl),
@@ -574,5 +580,44 @@ unsafe fn mcast(
             0
         }
         Err(e) => e.to_errno(),
+    }
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_ib_c_qp_attr)]
+mod tests {
+    use super::*;
+
+    /// An attribute as a `kmalloc` that reused freed memory leaves it: every byte the slab's
+    /// free poison.
+    fn poisoned() -> bindings::ib_qp_attr {
+        let mut a = core::mem::MaybeUninit::<bindings::ib_qp_attr>::uninit();
+        // SAFETY: Every field of the C structure is an integer, an enum read as an integer, or
+        // a union of such: any bit pattern is valid.
+        unsafe {
+            core::ptr::write_bytes(a.as_mut_ptr(), 0x6b, 1);
+            a.assume_init()
+        }
+    }
+
+    #[test]
+    fn only_the_named_fields_are_read() {
+        let mut a = poisoned();
+        a.qkey = 0x1234_5678;
+        let mask = QpAttrMask::from_ib_bits(bindings::ib_qp_attr_mask_IB_QP_QKEY);
+        assert!(mask.is_some());
+        let Some(mask) = mask else { return };
+        let r = attr_from_c(&a, mask);
+        assert!(r.is_ok());
+        assert_eq!(r.map(|r| r.qkey).unwrap_or(0), 0x1234_5678);
+    }
+
+    #[test]
+    fn a_named_port_out_of_range_is_refused() {
+        let mut a = poisoned();
+        a.port_num = 0x6b6b;
+        let mask = QpAttrMask::from_ib_bits(bindings::ib_qp_attr_mask_IB_QP_PORT);
+        assert!(mask.is_some());
+        let Some(mask) = mask else { return };
+        assert!(attr_from_c(&a, mask).is_err());
     }
 }

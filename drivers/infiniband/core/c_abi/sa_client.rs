@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The SA client's C API (C's `sa_query.c`): `ib_sa_register_client` and its counted users,
-//! `ib_sa_path_rec_get`, `ib_sa_service_rec_get`, `ib_sa_cancel_query`, `ib_sa_pack_path` and
-//! `ib_sa_unpack_path`, over
+//! `ib_sa_path_rec_get`, `ib_sa_service_rec_get`, `ib_sa_guid_info_rec_query`,
+//! `ib_sa_cancel_query`, `ib_sa_pack_path`, `ib_sa_unpack_path`, `ib_sa_pack_service` and
+//! `ib_sa_unpack_service`, over
 //! the core's SA client ([`crate::sa`]), with C's names, signatures and errnos.
 //!
 //! Not as C: a query is never answered through the local service (ibacm's netlink, used by C
@@ -485,5 +486,152 @@ pub(crate) unsafe extern "C" fn ib_sa_service_rec_get(
                 )
             },
         )
+    }
+}
+
+/// C's `ib_sa_pack_service`: `rec` as the 176 bytes of a ServiceRecord at `attribute`, its
+/// reserved bytes zero.
+///
+/// # Safety
+///
+/// `rec` is a readable service record; `attribute` has 176 writable bytes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_sa_pack_service(
+    rec: *mut bindings::sa_service_rec,
+    attribute: *mut c_void,
+) {
+    // SAFETY: The caller's contract; the structure is 176 plain bytes (checked above).
+    let r = sa::ServiceRecord(unsafe {
+        core::mem::transmute::<bindings::sa_service_rec, [u8; sa::service_record::SIZE]>(*rec)
+    });
+    // SAFETY: The caller's contract: 176 writable bytes, any alignment.
+    r.encode(unsafe { &mut *attribute.cast::<[u8; sa::service_record::SIZE]>() });
+}
+
+/// C's `ib_sa_unpack_service`: the ServiceRecord at `attribute` into `rec`'s fields (its
+/// reserved bytes left as they were, as C's unpacking skips them).
+///
+/// # Safety
+///
+/// `attribute` has 176 readable bytes; `rec` is writable.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_sa_unpack_service(
+    attribute: *mut c_void,
+    rec: *mut bindings::sa_service_rec,
+) {
+    // SAFETY: The caller's contract: 176 readable bytes, any alignment.
+    let wire = unsafe { &*attribute.cast::<[u8; sa::service_record::SIZE]>() };
+    let fields = sa::ServiceRecord::decode(wire);
+    // SAFETY: `rec` is writable (contract) and 176 plain bytes (checked above).
+    let out = unsafe { &mut *rec.cast::<[u8; sa::service_record::SIZE]>() };
+    let reserved = sa::service_record::RESERVED;
+    let kept = [out[reserved.start], out[reserved.start + 1]];
+    *out = fields.0;
+    out[reserved].copy_from_slice(&kept);
+}
+
+// C's structure is the wire record, byte for byte.
+const _: () =
+    assert!(core::mem::size_of::<bindings::ib_sa_guidinfo_rec>() == sa::guid_info_record::SIZE);
+
+/// A C GUIDInfo query's callback.
+type CGuidInfoCallback =
+    unsafe extern "C" fn(c_int, *mut bindings::ib_sa_guidinfo_rec, *mut c_void);
+
+/// What a C GUIDInfo query's end needs (as [`CPathQuery`]).
+struct CGuidInfoQuery {
+    client: *mut bindings::ib_sa_client,
+    callback: Option<CGuidInfoCallback>,
+    context: *mut c_void,
+}
+
+// SAFETY: As for `CPathQuery`.
+unsafe impl Send for CGuidInfoQuery {}
+
+impl CGuidInfoQuery {
+    /// The query ended: the caller's callback with the record, or null when no answer came
+    /// (C's `ib_sa_guidinfo_rec_callback`), then the client's count goes.
+    fn end(&self, status: Result, rec: Option<&sa::GuidInfoRecord>) {
+        if let Some(cb) = self.callback {
+            // SAFETY: `ib_sa_guidinfo_rec` is 72 plain bytes (checked above): any bit pattern
+            // is valid.
+            let mut c =
+                rec.map(|r| unsafe {
+                    core::mem::transmute::<
+                        [u8; sa::guid_info_record::SIZE],
+                        bindings::ib_sa_guidinfo_rec,
+                    >(r.0)
+                });
+            let ptr = c
+                .as_mut()
+                .map_or(core::ptr::null_mut(), core::ptr::from_mut);
+            let status = status.err().map_or(0, |e| e.to_errno());
+            // SAFETY: The caller of `ib_sa_guid_info_rec_query` gave this callback and context;
+            // the record lives across the call.
+            unsafe { cb(status, ptr, self.context) };
+        }
+        // SAFETY: The query held one count of its client.
+        unsafe { client_put(self.client) };
+    }
+}
+
+/// C's `ib_sa_guid_info_rec_query`: sends the GUIDInfo record `rec` to the SA of `port_num`
+/// with `method` (`Get`, `Set`, `Delete`; `-EINVAL` for another), the components `comp_mask`
+/// names counting; `callback`, if given, gets the status and the record of the answer (null
+/// when none came). Returns the query's id, or `-ENODEV`, `-EINVAL`, `-EAGAIN`, `-ENOMEM` as
+/// [`ib_sa_path_rec_get`]. A caller that cannot sleep (`GFP_ATOMIC`) has its query sent from a
+/// work item, the port's checks made there.
+///
+/// # Safety
+///
+/// As for [`ib_sa_path_rec_get`], with `rec` a readable GUIDInfo record.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_sa_guid_info_rec_query(
+    client: *mut bindings::ib_sa_client,
+    device: *mut bindings::ib_device,
+    port_num: u32,
+    rec: *mut bindings::ib_sa_guidinfo_rec,
+    comp_mask: bindings::ib_sa_comp_mask,
+    method: u8,
+    timeout_ms: c_ulong,
+    gfp_mask: bindings::gfp_t,
+    callback: Option<CGuidInfoCallback>,
+    context: *mut c_void,
+    sa_query: *mut *mut bindings::ib_sa_query,
+) -> c_int {
+    let flags = alloc_flags(gfp_mask);
+    let atomic = flags == GFP_ATOMIC;
+    if !atomic {
+        // SAFETY: The caller's contract.
+        if let Err(e) = unsafe { sa_device(device, port_num) } {
+            return e;
+        }
+    }
+    // SAFETY: The caller's contract.
+    let Some(dev) = (unsafe { CFace::owner_arc(device) }) else {
+        return ENODEV.to_errno();
+    };
+    // SAFETY: The caller's contract; the structure is 72 plain bytes (checked above).
+    let wanted = sa::GuidInfoRecord(unsafe {
+        core::mem::transmute::<bindings::ib_sa_guidinfo_rec, [u8; sa::guid_info_record::SIZE]>(*rec)
+    });
+    let query = CGuidInfoQuery {
+        client,
+        callback,
+        context,
+    };
+    let timeout = u32::try_from(timeout_ms).unwrap_or(u32::MAX);
+    let comp_mask = u64::from_be(comp_mask);
+    // SAFETY: The caller's contract.
+    unsafe {
+        send_c_query(client, sa_query, flags, query, |q, flags| {
+            let done: sa::GuidInfoCallback = KBox::new(
+                move |status: Result, r: Option<&sa::GuidInfoRecord>| q.end(status, r),
+                flags,
+            )?;
+            sa::guid_info_rec_query(
+                dev, port_num, &wanted, comp_mask, method, timeout, atomic, done,
+            )
+        })
     }
 }

@@ -9,7 +9,7 @@ pub const ATTR_ID: u16 = 0x0031;
 /// The attribute's size on the wire (`IB_SERVICE_REC_SZ`).
 pub const SIZE: usize = 176;
 /// Where the reserved bytes after the P_Key sit.
-const RESERVED: core::ops::Range<usize> = 26..28;
+pub const RESERVED: core::ops::Range<usize> = 26..28;
 
 /// A service record as it travels (C's `struct sa_service_rec`, byte for byte).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
