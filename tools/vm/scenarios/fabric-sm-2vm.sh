@@ -10,7 +10,9 @@
 #     ibv_asyncwatch sees the LID change, client reregistration and PORT_ACTIVE events the
 #     firmware raised;
 #   - sminfo on both VMs names the SM's port; smpquery LID-routed to the peer, ibnetdiscover,
-#     ibroute (what a channel adapter answers);
+#     ibroute (what a channel adapter answers); the SMs set an M_Key (protection 1): a Get
+#     without it reads it as 0, a Set without it goes unanswered, is counted and trapped (opensm
+#     logs Trap 256 from each port);
 #   - saquery on both VMs (NodeRecords, PathRecords, MCMemberRecords: the SA's GetTable answers
 #     in RMPP segments, sent by the SM's MAD layer and put back together by the querier's),
 #     osmtest -f c then -f a in VM 1;
@@ -147,8 +149,12 @@ check_output "after both: still INIT, LID 0" '^2: INIT 0x0$' sh -c "echo \$(cat 
 meet loaded
 
 mkdir -p /var/cache/opensm /var/log
+# Both SMs protect the ports with an M_Key (protection 1: a Get without it reads the M_Key as 0,
+# a Set without it is dropped, counted and trapped).
+mkey=0x00000000cafe0001
+printf 'm_key %s\nm_key_protection_level 1\nm_key_lease_period 0\nm_key_lookup FALSE\n' "$mkey" >/tmp/opensm.conf
 if [ "$VM_INDEX" = 0 ]; then
-	opensm -p 1 -s 2 -f /tmp/opensm.log >/tmp/opensm.out 2>&1 &
+	opensm -F /tmp/opensm.conf -p 1 -s 2 -f /tmp/opensm.log >/tmp/opensm.out 2>&1 &
 	sm=$!
 fi
 wait_for "the SM made the port ACTIVE" 90 '^4: ACTIVE$' cat $port/state
@@ -179,6 +185,27 @@ check_output "ibroute to the peer: C's answer for a channel adapter (exit 255)" 
 	sh -c "out=\$(ibroute $peer_lid 2>&1); echo \$out exit \$?"
 check_output "smpquery portinfo LID-routed to the peer ($peer_lid): its LID" "^Lid:\\.+$peer_lid\$" smpquery portinfo "$peer_lid"
 check_output "smpquery nodeinfo of the peer: a channel adapter" '^NodeType:\.+Channel Adapter$' smpquery nodeinfo "$peer_lid"
+# M_Key protection, by each port's SMA in firmware (cx-model; the SMPs cross both stacks' QP0):
+# a Get without the key answers with the M_Key read as 0, one with it (-y) shows it; a Set
+# without it (ibportstate: OperationalVLs as they are) is not answered, the port counts the
+# violation and sends Trap 256 (Bad M_Key) to the SM, whose opensm (VM 0) logs it.
+check_output "M_Key: smpquery portinfo of the peer without the key reads it as 0" '^Mkey:\.+0x0000000000000000$' \
+	smpquery -K portinfo "$peer_lid"
+check_output "M_Key: with the key (-y $mkey) the peer's PortInfo shows it" "^Mkey:\\.+$mkey\$" \
+	smpquery -K -y "$mkey" portinfo "$peer_lid"
+meet mkey-read
+check_output "M_Key: a Set to the peer without the key gets no answer" 'smp set portinfo failed' \
+	sh -c "ibportstate $peer_lid 1 vls 4 2>&1; echo rc \$?"
+meet mkey-set
+check_output "M_Key: the port counted the peer's Set as a violation" '^MkeyViolations:\.+[1-9][0-9]*$' \
+	smpquery -K -y "$mkey" portinfo "$lid"
+if [ "$VM_INDEX" = 0 ]; then
+	wait_for "M_Key: opensm got Trap 256 from the peer's port (LID $peer_lid, over the wire)" 20 \
+		"num:256 .*from LID:$peer_lid " cat /tmp/opensm.log
+	wait_for "M_Key: opensm got Trap 256 from its own port (LID $lid)" 20 \
+		"num:256 .*from LID:$lid " cat /tmp/opensm.log
+	grep 'num:256 ' /tmp/opensm.log | head -n 2 | sed 's/^/# opensm: /'
+fi
 saquery >/tmp/sa-nodes 2>&1
 check_output "saquery: the SA's NodeRecords name both nodes (an RMPP answer)" '^2$' records /tmp/sa-nodes '^NodeRecord dump'
 saquery -p >/tmp/sa-paths 2>&1
@@ -440,7 +467,7 @@ check "rmmod rdma_ucm, rdma_cm, iw_cm, ib_cm" rmmod rdma_ucm rdma_cm iw_cm ib_cm
 meet discovered
 
 if [ "$VM_INDEX" = 1 ]; then
-	opensm -p 15 -s 2 -f /tmp/opensm.log >/tmp/opensm.out 2>&1 &
+	opensm -F /tmp/opensm.conf -p 15 -s 2 -f /tmp/opensm.log >/tmp/opensm.out 2>&1 &
 	sm=$!
 fi
 wait_for "handover: sminfo names the priority-15 SM as master" 90 'priority 15 state 3 SMINFO_MASTER$' sminfo

@@ -11,6 +11,7 @@ pub mod datapath;
 pub mod eq;
 pub mod faults;
 pub mod hca;
+pub mod mkey;
 pub mod objects;
 pub mod pages;
 pub mod pma;
@@ -197,6 +198,8 @@ pub struct Firmware {
     /// driver may free what the device pointed to (C frees its queues with faked destroy
     /// commands then). A reset starts it again.
     pub halted: bool,
+    /// The transaction id of the last trap the port agents sent.
+    pub trap_tid: u32,
 }
 
 impl Firmware {
@@ -223,6 +226,7 @@ impl Firmware {
             log: CommandLog::default(),
             irqs: Vec::new(),
             halted: false,
+            trap_tid: 0,
         }
     }
 

@@ -34,6 +34,9 @@ const CLASS_SMP_DIRECTED: u8 = 0x81;
 const METHOD_GET: u8 = 0x01;
 const METHOD_SET: u8 = 0x02;
 const METHOD_GET_RESP: u8 = 0x81;
+const METHOD_TRAP_REPRESS: u8 = 0x07;
+/// MAD_IFC `op_mod` bit: the M_Key is not checked (the host's own MADs).
+const OP_MOD_IGNORE_MKEY: u16 = 0x1;
 /// MAD status: the method/attribute combination is not supported.
 pub const MAD_STATUS_UNSUPPORTED_ATTR: u16 = 0x000c;
 /// MAD status: a field of the attribute or modifier is invalid.
@@ -369,6 +372,20 @@ pub fn mad_ifc(fw: &mut Firmware, mem: &mut dyn GuestMemory, input: &Input) -> C
     m.copy_from_slice(&input.bytes()[MAD_OFFSET..MAD_OFFSET + MAD_SIZE]);
     let class = m[mad::MGMT_CLASS];
     let method = m[mad::METHOD];
+    // An SMP from the fabric must carry the port's M_Key (see `mkey`); the driver's own are not
+    // checked.
+    let smp = matches!(class, CLASS_SMP_LID_ROUTED | CLASS_SMP_DIRECTED);
+    let mut hidden = false;
+    if smp && input.op_mod() & OP_MOD_IGNORE_MKEY == 0 {
+        match super::mkey::check(&port, &m) {
+            super::mkey::Check::Fail => {
+                super::mkey::violation(fw, mem, num, &m);
+                return Err(CmdError::new(Status::BadParameter, 0x3ad_0003));
+            }
+            super::mkey::Check::PassHidden => hidden = true,
+            super::mkey::Check::Pass => {}
+        }
+    }
     let status = match (class, method) {
         (CLASS_SMP_LID_ROUTED | CLASS_SMP_DIRECTED, METHOD_GET) => fw.node.answer_smp(&port, &mut m),
         // A managed port applies an SM's Sets; a self-configured one answers with what it has.
@@ -376,6 +393,8 @@ pub fn mad_ifc(fw: &mut Firmware, mem: &mut dyn GuestMemory, input: &Input) -> C
             super::sma::set(fw, mem, num, &mut m)
         }
         (CLASS_SMP_LID_ROUTED | CLASS_SMP_DIRECTED, METHOD_SET) => fw.node.answer_smp(&port, &mut m),
+        // A trap's answer: the agent sends each trap once, so nothing is left to stop.
+        (CLASS_SMP_LID_ROUTED | CLASS_SMP_DIRECTED, METHOD_TRAP_REPRESS) => 0,
         (CLASS_SMP_LID_ROUTED | CLASS_SMP_DIRECTED, _) => MAD_STATUS_UNSUPPORTED_METHOD,
         (super::pma::CLASS_PERF_MGMT, METHOD_GET) => {
             let attr = u16::from_be_bytes([m[mad::ATTR_ID], m[mad::ATTR_ID + 1]]);
@@ -387,6 +406,9 @@ pub fn mad_ifc(fw: &mut Firmware, mem: &mut dyn GuestMemory, input: &Input) -> C
         "MAD_IFC port {num}: class {class:#x} method {method:#x} attr {:#06x} -> status {status:#x}",
         u16::from_be_bytes([m[mad::ATTR_ID], m[mad::ATTR_ID + 1]])
     );
+    if hidden {
+        super::mkey::hide(&mut m);
+    }
     m[mad::METHOD] = METHOD_GET_RESP;
     m[mad::STATUS..mad::STATUS + 2].copy_from_slice(&status.to_be_bytes());
     let mut out = output(MAD_OFFSET + MAD_SIZE);

@@ -273,6 +273,13 @@ pub fn receive(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet) {
     pump(fw, mem, now);
 }
 
+/// Sends a MAD of the device's own port agent (a trap to the SM, from QP0): over the wire, or to
+/// this device's QP0 when the SM is here.
+pub fn agent_send(fw: &mut Firmware, mem: &mut dyn GuestMemory, p: Packet) {
+    fw.transmit(p);
+    pump(fw, mem, Instant::now());
+}
+
 /// Runs the retry and timeout timers due at `now`.
 pub fn tick(fw: &mut Firmware, mem: &mut dyn GuestMemory, now: Instant) {
     if fw.halted {
