@@ -103,7 +103,11 @@ pub fn violation(fw: &mut Firmware, mem: &mut dyn GuestMemory, num: u8, m: &[u8;
     let p = p.clone();
     info!(
         "SMA port {num}: bad M_Key in {} of attribute {:#06x}; violation {count}",
-        if m[off::METHOD] == METHOD_SET { "a Set" } else { "a Get" },
+        if m[off::METHOD] == METHOD_SET {
+            "a Set"
+        } else {
+            "a Get"
+        },
         u16::from_be_bytes([m[off::ATTR_ID], m[off::ATTR_ID + 1]])
     );
     if p.sm_lid == 0 || p.lid == 0 {
@@ -147,8 +151,8 @@ fn bad_m_key_trap(p: &Port, m: &[u8; MAD_SIZE], tid: u32) -> [u8; MAD_SIZE] {
     n[1..4].copy_from_slice(&1u32.to_be_bytes()[1..4]); // ProducerType: channel adapter
     n[4..6].copy_from_slice(&TRAP_BAD_M_KEY.to_be_bytes());
     n[6..8].copy_from_slice(&p.lid.to_be_bytes()); // IssuerLID
-    // DataDetails (from byte 10): the requester's LID, its DrSLID, the method, the attribute and
-    // modifier, the M_Key it carried, the directed route's hop count.
+                                                   // DataDetails (from byte 10): the requester's LID, its DrSLID, the method, the attribute and
+                                                   // modifier, the M_Key it carried, the directed route's hop count.
     let directed = m[off::MGMT_CLASS] == CLASS_SMP_DIRECTED;
     let dr_slid = if directed {
         [m[off::DR_SLID], m[off::DR_SLID + 1]]
