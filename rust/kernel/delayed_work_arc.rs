@@ -66,15 +66,7 @@ pub fn cancel_delayed_sync<T, const ID: u64>(this: &Arc<T>) -> bool
 where
     T: WorkItem<ID, Pointer = Arc<T>> + HasDelayedWork<T, ID>,
 {
-    let ptr = Arc::as_ptr(this);
-    // SAFETY: `ptr` is live (we hold a reference).
-    let was_pending = unsafe { bindings::cancel_delayed_work_sync(raw_delayed_work::<T, ID>(ptr)) };
-    if was_pending {
-        // SAFETY: The cancelled instance held the reference the queue took when it was queued
-        // (`into_raw`); its `run` will not give it back now.
-        drop(unsafe { Arc::from_raw(ptr) });
-    }
-    was_pending
+    cancel_with(this, bindings::cancel_delayed_work_sync)
 }
 
 /// Cancels the pending instance of `this`, if any, without waiting for a running one (C's
@@ -83,11 +75,25 @@ pub fn cancel_delayed<T, const ID: u64>(this: &Arc<T>) -> bool
 where
     T: WorkItem<ID, Pointer = Arc<T>> + HasDelayedWork<T, ID>,
 {
+    cancel_with(this, bindings::cancel_delayed_work)
+}
+
+/// Cancels `this` with C's `cancel` (one of the two above); when an instance was pending, takes
+/// back the reference the queue held for it.
+fn cancel_with<T, const ID: u64>(
+    this: &Arc<T>,
+    cancel: unsafe extern "C" fn(*mut bindings::delayed_work) -> bool,
+) -> bool
+where
+    T: WorkItem<ID, Pointer = Arc<T>> + HasDelayedWork<T, ID>,
+{
     let ptr = Arc::as_ptr(this);
-    // SAFETY: `ptr` is live (we hold a reference).
-    let was_pending = unsafe { bindings::cancel_delayed_work(raw_delayed_work::<T, ID>(ptr)) };
+    // SAFETY: `ptr` is live (we hold a reference); `cancel` is one of C's cancels, which take a
+    // `delayed_work`.
+    let was_pending = unsafe { cancel(raw_delayed_work::<T, ID>(ptr)) };
     if was_pending {
-        // SAFETY: As in `cancel_delayed_sync`.
+        // SAFETY: The cancelled instance held the reference the queue took when it was queued
+        // (`into_raw`); its `run` will not give it back now.
         drop(unsafe { Arc::from_raw(ptr) });
     }
     was_pending

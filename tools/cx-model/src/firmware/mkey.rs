@@ -15,37 +15,14 @@
 //! SMPs (their DrSLID); a LID-routed one is reported with LID 0.
 
 use super::datapath::{self, packet::Body, Packet};
-use super::port::{Port, MAD_SIZE};
+use super::port::{attr, mad as off, Port, CLASS_SMP_DIRECTED, CLASS_SMP_LID_ROUTED, MAD_SIZE, METHOD_SET};
 use super::Firmware;
 use crate::guest_memory::GuestMemory;
 use log::info;
 
-/// Offsets in a MAD and an SMP.
-mod off {
-    pub const BASE_VERSION: usize = 0;
-    pub const MGMT_CLASS: usize = 1;
-    pub const CLASS_VERSION: usize = 2;
-    pub const METHOD: usize = 3;
-    pub const TID: usize = 8;
-    pub const ATTR_ID: usize = 16;
-    pub const ATTR_MOD: usize = 20;
-    /// The SMP's M_Key.
-    pub const M_KEY: usize = 24;
-    /// Directed route: the requester's LID.
-    pub const DR_SLID: usize = 32;
-    /// The SMP's data (the Notice of a trap).
-    pub const DATA: usize = 64;
-}
-
-/// The class of LID-routed and directed-route SMPs.
-const CLASS_SMP_LID_ROUTED: u8 = 0x01;
-const CLASS_SMP_DIRECTED: u8 = 0x81;
-const METHOD_SET: u8 = 0x02;
 const METHOD_TRAP: u8 = 0x05;
 /// The Notice attribute a trap carries.
 const ATTR_NOTICE: u16 = 0x0002;
-/// PortInfo's attribute id.
-const ATTR_PORT_INFO: u16 = 0x0015;
 /// Trap 256: Bad M_Key.
 pub const TRAP_BAD_M_KEY: u16 = 256;
 
@@ -87,8 +64,8 @@ pub fn check(p: &Port, m: &[u8; MAD_SIZE]) -> Check {
 
 /// Hides the M_Key in a PortInfo answer `m` (protection 1).
 pub fn hide(m: &mut [u8; MAD_SIZE]) {
-    if u16::from_be_bytes([m[off::ATTR_ID], m[off::ATTR_ID + 1]]) == ATTR_PORT_INFO {
-        m[off::DATA..off::DATA + 8].fill(0);
+    if u16::from_be_bytes([m[off::ATTR_ID], m[off::ATTR_ID + 1]]) == attr::PORT_INFO {
+        m[off::SMP_DATA..off::SMP_DATA + 8].fill(0);
     }
 }
 
@@ -146,7 +123,7 @@ fn bad_m_key_trap(p: &Port, m: &[u8; MAD_SIZE], tid: u32) -> [u8; MAD_SIZE] {
     t[off::TID..off::TID + 8].copy_from_slice(&(0xcafe_0000_0000_0000 | u64::from(tid)).to_be_bytes());
     t[off::ATTR_ID..off::ATTR_ID + 2].copy_from_slice(&ATTR_NOTICE.to_be_bytes());
     t[off::M_KEY..off::M_KEY + 8].copy_from_slice(&port_m_key(p).to_be_bytes());
-    let n = &mut t[off::DATA..off::DATA + 64];
+    let n = &mut t[off::SMP_DATA..off::SMP_DATA + 64];
     n[0] = 0x80 | 2; // IsGeneric, Type: security
     n[1..4].copy_from_slice(&1u32.to_be_bytes()[1..4]); // ProducerType: channel adapter
     n[4..6].copy_from_slice(&TRAP_BAD_M_KEY.to_be_bytes());
@@ -166,7 +143,7 @@ fn bad_m_key_trap(p: &Port, m: &[u8; MAD_SIZE], tid: u32) -> [u8; MAD_SIZE] {
     n[20..24].copy_from_slice(&m[off::ATTR_MOD..off::ATTR_MOD + 4]);
     n[24..32].copy_from_slice(&m[off::M_KEY..off::M_KEY + 8]);
     if directed {
-        n[32] = m[7] & 0x3f; // DRHopCount (the SMP's hop count)
+        n[32] = m[off::HOP_COUNT] & 0x3f; // DRHopCount
     }
     t
 }
@@ -191,7 +168,7 @@ mod tests {
         let mut m = [0u8; MAD_SIZE];
         m[off::MGMT_CLASS] = CLASS_SMP_LID_ROUTED;
         m[off::METHOD] = method;
-        m[off::ATTR_ID..off::ATTR_ID + 2].copy_from_slice(&ATTR_PORT_INFO.to_be_bytes());
+        m[off::ATTR_ID..off::ATTR_ID + 2].copy_from_slice(&attr::PORT_INFO.to_be_bytes());
         m[off::M_KEY..off::M_KEY + 8].copy_from_slice(&key.to_be_bytes());
         m
     }
@@ -219,12 +196,12 @@ mod tests {
         assert_eq!(t[off::METHOD], METHOD_TRAP);
         assert_eq!(&t[off::ATTR_ID..off::ATTR_ID + 2], &ATTR_NOTICE.to_be_bytes());
         assert_eq!(&t[off::M_KEY..off::M_KEY + 8], &0x1122u64.to_be_bytes());
-        let n = &t[off::DATA..];
+        let n = &t[off::SMP_DATA..];
         assert_eq!(n[0], 0x82);
         assert_eq!(&n[4..6], &256u16.to_be_bytes());
         assert_eq!(&n[6..8], &5u16.to_be_bytes());
         assert_eq!(n[16], METHOD_SET);
-        assert_eq!(&n[18..20], &ATTR_PORT_INFO.to_be_bytes());
+        assert_eq!(&n[18..20], &attr::PORT_INFO.to_be_bytes());
         assert_eq!(&n[20..24], &3u32.to_be_bytes());
         assert_eq!(&n[24..32], &0x77u64.to_be_bytes());
     }

@@ -20,19 +20,28 @@ const MAD_IFC_PORT: Field = Field::new(0x58, 8);
 
 /// Offsets inside a MAD / SMP.
 pub(super) mod mad {
+    pub const BASE_VERSION: usize = 0;
     pub const MGMT_CLASS: usize = 1;
+    pub const CLASS_VERSION: usize = 2;
     pub const METHOD: usize = 3;
     pub const STATUS: usize = 4;
+    /// Directed route: the hop count.
+    pub const HOP_COUNT: usize = 7;
+    pub const TID: usize = 8;
     pub const ATTR_ID: usize = 16;
     pub const ATTR_MOD: usize = 20;
+    /// The SMP's M_Key.
+    pub const M_KEY: usize = 24;
+    /// Directed route: the requester's LID.
+    pub const DR_SLID: usize = 32;
     pub const SMP_DATA: usize = 64;
 }
 
 /// Management classes the model answers.
-const CLASS_SMP_LID_ROUTED: u8 = 0x01;
-const CLASS_SMP_DIRECTED: u8 = 0x81;
-const METHOD_GET: u8 = 0x01;
-const METHOD_SET: u8 = 0x02;
+pub(super) const CLASS_SMP_LID_ROUTED: u8 = 0x01;
+pub(super) const CLASS_SMP_DIRECTED: u8 = 0x81;
+pub(super) const METHOD_GET: u8 = 0x01;
+pub(super) const METHOD_SET: u8 = 0x02;
 const METHOD_GET_RESP: u8 = 0x81;
 const METHOD_TRAP_REPRESS: u8 = 0x07;
 /// MAD_IFC `op_mod` bit: the M_Key is not checked (the host's own MADs).
