@@ -89,10 +89,20 @@ pub(crate) unsafe fn init() {
     unsafe { LISTED.init() };
 }
 
-/// Frees the list's memory at unload (empty by then: every caller is a module that depends on
-/// this one, and cancels or is called back before it goes).
+/// Frees the list's memory at unload. It is empty by then (every caller is a module that
+/// depends on this one, and cancels or is called back before it goes); a request still listed
+/// is reported and cancelled, so that no timer of it outlives the module (C only warns).
 pub(crate) fn clear() {
-    *LISTED.lock() = KVec::new();
+    let left = core::mem::replace(&mut *LISTED.lock(), KVec::new());
+    if !left.is_empty() {
+        pr_warn!(
+            "{} address resolution(s) left at unload: cancelled\n",
+            left.len()
+        );
+    }
+    for req in &left {
+        cancel_delayed_sync(req);
+    }
 }
 
 /// The current time in jiffies.
