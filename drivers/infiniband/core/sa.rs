@@ -4,7 +4,8 @@
 //! in C): an `ib_core` client that opens, on each port with SA services, an agent for SA
 //! queries ([`query`]) and the port's multicast groups ([`multicast`]), and the typed requests
 //! consumers make: path records ([`path_rec_get`], C's `ib_sa_path_rec_get`), service records
-//! ([`service_rec_get`]), a port's GUID blocks ([`guid_info_rec_query`]), multicast joins ([`join_multicast`], [`get_mcmember_rec`]);
+//! ([`service_rec_get`]), a port's GUID blocks ([`guid_info_rec_query`]), multicast joins
+//! ([`join_multicast`], [`get_mcmember_rec`]);
 //! [`cancel`] is C's `ib_sa_cancel_query`. Path queries from tasks that cannot sleep
 //! ([`path_rec_get_atomic`]) are sent from a work item ([`deferred`]).
 

@@ -50,8 +50,8 @@ unsafe impl Sync for Target {}
 struct Progress {
     /// The source address (the route's source is written back).
     src: SockAddr,
-    /// The last try's errno, 0 when resolved.
-    status: c_int,
+    /// The last try's outcome (`ENODATA` while the next hop is being found).
+    status: Result,
     /// Whether the callback was called.
     reported: bool,
 }
@@ -126,13 +126,6 @@ fn passed(deadline: Jiffies) -> bool {
     (now().wrapping_sub(deadline) as isize) >= 0
 }
 
-fn errno(r: Result) -> c_int {
-    match r {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
-}
-
 /// The `ib_addr` workqueue, while the core is loaded.
 fn queue() -> Option<&'static kernel::workqueue::Queue> {
     crate::device::workqueues::queues().map(|q| &*q.addr)
@@ -157,10 +150,11 @@ impl WorkItem for Request {
         if p.reported {
             return;
         }
-        if p.status == ENODATA.to_errno() {
+        if p.status == Err(ENODATA) {
+            let p = &mut *p;
             // SAFETY: The target lives until the callback or a cancel (caller's contract);
             // the work item does not run after a cancel returned.
-            p.status = errno(unsafe {
+            p.status = unsafe {
                 resolve(
                     &mut p.src,
                     &this.dst,
@@ -168,10 +162,10 @@ impl WorkItem for Request {
                     true,
                     this.by_gid_attr,
                 )
-            });
-            if p.status != 0 && passed(this.deadline) {
-                p.status = ETIMEDOUT.to_errno();
-            } else if p.status == ENODATA.to_errno() {
+            };
+            if p.status.is_err() && passed(this.deadline) {
+                p.status = Err(ETIMEDOUT);
+            } else if p.status == Err(ENODATA) {
                 // Again at the deadline (or at the next neighbour update), if still listed.
                 let list = LISTED.lock();
                 if listed(&list, &this).is_some() {
@@ -183,9 +177,10 @@ impl WorkItem for Request {
         p.reported = true;
         if let Some(cb) = this.target.callback {
             let src = core::ptr::from_mut(&mut p.src).cast::<bindings::sockaddr>();
+            let status = p.status.err().map_or(0, |e| e.to_errno());
             // SAFETY: C's callback contract: the caller's function, with its device address
             // and context (valid until now), and the request's source address.
-            unsafe { cb(p.status, src, this.target.addr, this.target.context) };
+            unsafe { cb(status, src, this.target.addr, this.target.context) };
         }
         drop(p);
         let mut list = LISTED.lock();
@@ -246,13 +241,11 @@ pub(crate) unsafe fn resolve_ip(
     }
     copy(dst, &mut dst_in);
     // SAFETY: `addr` is writable, its namespace and GID entry as `resolve` needs (contract).
-    let first = errno(unsafe { resolve(&mut src_in, &dst_in, addr, true, by_gid_attr) });
-    let deadline = if first == 0 {
-        now()
-    } else if first == ENODATA.to_errno() {
-        now().wrapping_add(msecs_to_jiffies(timeout_ms))
-    } else {
-        return Err(Error::from_errno(first));
+    let first = unsafe { resolve(&mut src_in, &dst_in, addr, true, by_gid_attr) };
+    let deadline = match first {
+        Ok(()) => now(),
+        Err(e) if e == ENODATA => now().wrapping_add(msecs_to_jiffies(timeout_ms)),
+        Err(e) => return Err(e),
     };
     let req = Arc::pin_init(
         pin_init!(Request {

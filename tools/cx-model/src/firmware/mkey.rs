@@ -15,14 +15,13 @@
 //! SMPs (their DrSLID); a LID-routed one is reported with LID 0.
 
 use super::datapath::{self, packet::Body, Packet};
-use super::port::{attr, mad as off, Port, CLASS_SMP_DIRECTED, CLASS_SMP_LID_ROUTED, MAD_SIZE, METHOD_SET};
+use super::port::{
+    attr, mad as off, Port, CLASS_SMP_DIRECTED, CLASS_SMP_LID_ROUTED, MAD_SIZE, METHOD_SET, METHOD_TRAP,
+};
 use super::Firmware;
 use crate::guest_memory::GuestMemory;
 use log::info;
 
-const METHOD_TRAP: u8 = 0x05;
-/// The Notice attribute a trap carries.
-const ATTR_NOTICE: u16 = 0x0002;
 /// Trap 256: Bad M_Key.
 pub const TRAP_BAD_M_KEY: u16 = 256;
 
@@ -121,7 +120,7 @@ fn bad_m_key_trap(p: &Port, m: &[u8; MAD_SIZE], tid: u32) -> [u8; MAD_SIZE] {
     t[off::METHOD] = METHOD_TRAP;
     // The agent's own transaction ids (the high half marks the firmware as the sender).
     t[off::TID..off::TID + 8].copy_from_slice(&(0xcafe_0000_0000_0000 | u64::from(tid)).to_be_bytes());
-    t[off::ATTR_ID..off::ATTR_ID + 2].copy_from_slice(&ATTR_NOTICE.to_be_bytes());
+    t[off::ATTR_ID..off::ATTR_ID + 2].copy_from_slice(&attr::NOTICE.to_be_bytes());
     t[off::M_KEY..off::M_KEY + 8].copy_from_slice(&port_m_key(p).to_be_bytes());
     let n = &mut t[off::SMP_DATA..off::SMP_DATA + 64];
     n[0] = 0x80 | 2; // IsGeneric, Type: security
@@ -194,7 +193,7 @@ mod tests {
         m[off::ATTR_MOD..off::ATTR_MOD + 4].copy_from_slice(&3u32.to_be_bytes());
         let t = bad_m_key_trap(&p, &m, 1);
         assert_eq!(t[off::METHOD], METHOD_TRAP);
-        assert_eq!(&t[off::ATTR_ID..off::ATTR_ID + 2], &ATTR_NOTICE.to_be_bytes());
+        assert_eq!(&t[off::ATTR_ID..off::ATTR_ID + 2], &attr::NOTICE.to_be_bytes());
         assert_eq!(&t[off::M_KEY..off::M_KEY + 8], &0x1122u64.to_be_bytes());
         let n = &t[off::SMP_DATA..];
         assert_eq!(n[0], 0x82);

@@ -43,6 +43,7 @@ pub(super) const CLASS_SMP_DIRECTED: u8 = 0x81;
 pub(super) const METHOD_GET: u8 = 0x01;
 pub(super) const METHOD_SET: u8 = 0x02;
 const METHOD_GET_RESP: u8 = 0x81;
+pub(super) const METHOD_TRAP: u8 = 0x05;
 const METHOD_TRAP_REPRESS: u8 = 0x07;
 /// MAD_IFC `op_mod` bit: the M_Key is not checked (the host's own MADs).
 const OP_MOD_IGNORE_MKEY: u16 = 0x1;
@@ -55,6 +56,8 @@ const MAD_STATUS_UNSUPPORTED_METHOD: u16 = 0x0008;
 
 /// Subnet management attributes.
 pub(super) mod attr {
+    /// The Notice a trap carries.
+    pub const NOTICE: u16 = 0x0002;
     pub const NODE_DESCRIPTION: u16 = 0x0010;
     pub const NODE_INFO: u16 = 0x0011;
     pub const GUID_INFO: u16 = 0x0014;
