@@ -27,6 +27,7 @@
 #include <rdma/ib_mad.h>
 #include <rdma/ib_sa.h>
 #include <rdma/ib_sysfs.h>
+#include <rdma/ib_umem.h>
 #include <rdma/ib_user_sa.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>

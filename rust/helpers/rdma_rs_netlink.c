@@ -98,4 +98,15 @@ __rust_helper void rust_helper_dev_put(struct net_device *dev)
 	dev_put(dev);
 }
 
+__rust_helper void rust_helper_dev_hold(struct net_device *dev)
+{
+	dev_hold(dev);
+}
+
+/* Whether the device is up with its carrier on (C's `ib_get_curr_port_state` asks this). */
+__rust_helper bool rust_helper_rdma_rs_netif_running_with_carrier(const struct net_device *dev)
+{
+	return netif_running(dev) && netif_carrier_ok(dev);
+}
+
 #endif

@@ -59,10 +59,10 @@ STACK_EXTRAS = {
     "rust": ["mlx5_test_interface", "ib_test_provider", "ib_verbs_client", "ib_mad_agent", "ib_verbs_bench",
              "ib_verbs_peer", "ib_c_clients", "ib_c_verbs", "ib_c_mad", "ib_c_cm", "ib_c_sa", "ib_c_rdmacm",
              "ib_cm", "iw_cm", "configfs", "rdma_cm", "rdma_ucm", "ib_ipoib", "ib_verbs_client_c",
-             "ib_verbs_peer_c"],
+             "ib_verbs_peer_c", "udp_tunnel", "ip6_udp_tunnel", "rdma_rxe", "siw"],
     "c": ["ib_verbs_client", "ib_verbs_bench", "ib_verbs_peer", "ib_c_clients", "ib_c_verbs", "ib_c_mad",
           "ib_c_cm", "ib_c_sa", "ib_c_rdmacm", "ib_cm", "iw_cm", "configfs", "rdma_cm", "rdma_ucm",
-          "ib_ipoib"],
+          "ib_ipoib", "udp_tunnel", "ip6_udp_tunnel", "rdma_rxe", "siw"],
 }
 # Where the C modules sit in the kernel build tree.
 C_MODULE_PATHS = {
@@ -567,6 +567,11 @@ def module_paths(args, stack: str) -> dict[str, Path]:
         c_abi["ib_ipoib"] = Path(args.kernel_tree) / "drivers/infiniband/ulp/ipoib/ib_ipoib.ko"
         # rdma_cm's configuration directory needs configfs (a module in the test kernel).
         c_abi["configfs"] = Path(args.kernel_tree) / "fs/configfs/configfs.ko"
+        # The software drivers (C's, on both stacks) and the UDP tunnels rxe sends RoCE v2 with.
+        c_abi["udp_tunnel"] = Path(args.kernel_tree) / "net/ipv4/udp_tunnel.ko"
+        c_abi["ip6_udp_tunnel"] = Path(args.kernel_tree) / "net/ipv6/ip6_udp_tunnel.ko"
+        c_abi["rdma_rxe"] = Path(args.kernel_tree) / "drivers/infiniband/sw/rxe/rdma_rxe.ko"
+        c_abi["siw"] = Path(args.kernel_tree) / "drivers/infiniband/sw/siw/siw.ko"
     if stack == "rust":
         paths = {m: Path(args.rust_modules) / f"{m}.ko" for m in STACK_MODULES["rust"] + STACK_EXTRAS["rust"]}
         for name in ("ib_verbs_client", "ib_verbs_peer"):

@@ -252,6 +252,14 @@ kernel::impl_flags!(
     }
 );
 
+impl DeviceCapFlags {
+    /// The flags of a C driver's `device_cap_flags`, every bit kept (C's core passes them on
+    /// as they are).
+    pub(crate) fn from_c(bits: u64) -> Self {
+        Self(bits)
+    }
+}
+
 /// A device's attributes (`ib_device_attr`), as `query_device` returns them; cached at
 /// registration as C does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

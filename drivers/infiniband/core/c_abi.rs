@@ -20,6 +20,8 @@ pub(crate) mod clients;
 pub(crate) mod cq;
 /// The data path: the ops table's post, poll and arm entries.
 pub(crate) mod data_path;
+/// C drivers' devices on the core.
+pub(crate) mod driver;
 /// C modules' device event handlers.
 pub(crate) mod events;
 /// The C structure of a registered device.

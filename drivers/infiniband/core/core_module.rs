@@ -48,6 +48,9 @@ impl kernel::InPlaceModule for IbCore {
             crate::mad::init();
             crate::sa::init();
             crate::addr::requests::init();
+            crate::c_abi::driver::registration::init();
+            crate::c_abi::driver::netdev::init();
+            crate::c_abi::driver::link::init();
         }
         try_pin_init!(Self {
             workqueues: CoreWorkqueues::new()?,
@@ -81,6 +84,9 @@ impl PinnedDrop for IbCore {
             crate::device::workqueues::install(None);
         }
         crate::device::registry::clear();
+        crate::c_abi::driver::registration::clear();
+        crate::c_abi::driver::netdev::clear();
+        crate::c_abi::driver::link::clear();
         crate::sa::clear();
         crate::addr::requests::clear();
         crate::mad::clear();

@@ -78,6 +78,31 @@ impl Registration {
             &immutables,
             ops,
             is_kverbs_provider::<T>(),
+            &mut |_| Ok(()),
+        )
+    }
+
+    /// Registers a C driver's device (`ib_register_device`, `c_abi/driver/registration.rs`):
+    /// what the driver reported, its operations, and `enable`, called once the core's device
+    /// exists and before any client sees it (C's `enable_driver`; an error fails the
+    /// registration).
+    pub(crate) fn new_c(
+        info: DeviceInfo<'_>,
+        attr: DeviceAttr,
+        immutables: &[PortImmutable],
+        ops: KBox<dyn DynOps>,
+        kverbs_provider: bool,
+        enable: &mut dyn FnMut(&Arc<IbDevice>) -> Result,
+    ) -> Result<Self> {
+        let reserved = registry::reserve(Domain::Live, info.name)?;
+        Self::finish(
+            info,
+            reserved,
+            attr,
+            immutables,
+            ops,
+            kverbs_provider,
+            enable,
         )
     }
 
@@ -89,6 +114,7 @@ impl Registration {
         immutables: &[PortImmutable],
         ops: KBox<dyn DynOps>,
         kverbs_provider: bool,
+        enable: &mut dyn FnMut(&Arc<IbDevice>) -> Result,
     ) -> Result<Self> {
         let ports = read_ports(&*ops, immutables)?;
         let fw_version = ops.fw_version();
@@ -128,6 +154,7 @@ impl Registration {
         if let (Some(f), Some(s)) = (face.as_ref(), sysfs.as_ref()) {
             f.set_port_dirs(s.port_dirs()?);
         }
+        enable(&dev)?;
         registry::enable(reserved, &dev, sysfs, face)?;
         if domain == Domain::Live {
             monitor::device_event(&dev, Event::Register);

@@ -8,7 +8,9 @@
 use crate::{
     bindings,
     error::{from_err_ptr, to_result},
+    net::route::NetDevice,
     prelude::*,
+    sync::aref::ARef,
     types::Opaque,
 };
 use core::{marker::PhantomData, ptr::NonNull};
@@ -56,14 +58,16 @@ impl Net {
 
     /// Whether a network device called `name` exists in this namespace (`dev_get_by_name`).
     pub fn has_netdev(&self, name: &CStr) -> bool {
+        self.netdev_by_name(name).is_some()
+    }
+
+    /// The network device called `name` in this namespace, held (`dev_get_by_name`).
+    pub fn netdev_by_name(&self, name: &CStr) -> Option<ARef<NetDevice>> {
         // SAFETY: The namespace is alive (type invariants) and `name` is NUL-terminated.
         let dev = unsafe { bindings::dev_get_by_name(self.as_raw(), name.as_char_ptr()) };
-        if dev.is_null() {
-            return false;
-        }
-        // SAFETY: `dev_get_by_name` returned a referenced device; the reference is given back.
-        unsafe { bindings::dev_put(dev) };
-        true
+        // SAFETY: `dev_get_by_name` returned a referenced device or null; the reference becomes
+        // the `ARef`'s.
+        NonNull::new(dev).map(|d| unsafe { ARef::from_raw(d.cast()) })
     }
 
     /// Whether this is the initial network namespace.

@@ -239,4 +239,63 @@ impl NetDevice {
         // SAFETY: A live device's namespace outlives it.
         unsafe { Net::from_raw(bindings::rdma_rs_dev_net(self.as_raw())) }
     }
+
+    /// The device's name (`IFNAMSIZ` bytes at most, without the NUL), as read now: a rename
+    /// under RTNL may change it afterwards.
+    pub fn name(&self) -> &[u8] {
+        // SAFETY: The device is alive; its name buffer is always NUL-terminated.
+        let name = unsafe { &(*self.as_raw()).name };
+        // SAFETY: `c_char` and `u8` have one layout.
+        let bytes: &[u8] = unsafe { &*(core::ptr::from_ref(name) as *const [u8; 16]) };
+        let n = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        &bytes[..n]
+    }
+
+    /// The device's interface index (`ifindex`).
+    pub fn ifindex(&self) -> i32 {
+        // SAFETY: The device is alive; the index does not change while it is registered.
+        unsafe { (*self.as_raw()).ifindex }
+    }
+
+    /// The device's hardware address (`dev_addr`, `addr_len` bytes).
+    pub fn hw_addr(&self) -> &[u8] {
+        // SAFETY: The device is alive; `dev_addr` holds at least `addr_len` bytes.
+        unsafe {
+            let d = self.as_raw();
+            let len = usize::from((*d).addr_len).min(MAX_ADDR_LEN);
+            core::slice::from_raw_parts((*d).dev_addr, len)
+        }
+    }
+
+    /// Whether the device is up with its carrier on (C's `ib_get_curr_port_state` reads an
+    /// active port from it).
+    pub fn is_running_with_carrier(&self) -> bool {
+        // SAFETY: The device is alive.
+        unsafe { bindings::rdma_rs_netif_running_with_carrier(self.as_raw()) }
+    }
+
+    /// The device's MTU.
+    pub fn mtu(&self) -> u32 {
+        // SAFETY: The device is alive; a racing MTU change gives the old or the new value.
+        unsafe { (*self.as_raw()).mtu }
+    }
 }
+
+// SAFETY: `dev_hold` and `dev_put` keep a net device alive; any thread may take or drop a
+// reference.
+unsafe impl crate::sync::aref::AlwaysRefCounted for NetDevice {
+    fn inc_ref(&self) {
+        // SAFETY: The device is alive (a reference exists).
+        unsafe { bindings::dev_hold(self.as_raw()) };
+    }
+
+    unsafe fn dec_ref(obj: NonNull<Self>) {
+        // SAFETY: The caller gives back a reference it held.
+        unsafe { bindings::dev_put(obj.cast::<bindings::net_device>().as_ptr()) };
+    }
+}
+
+// SAFETY: A net device is not tied to a thread; its fields read here are read by any CPU.
+unsafe impl Send for NetDevice {}
+// SAFETY: As above.
+unsafe impl Sync for NetDevice {}

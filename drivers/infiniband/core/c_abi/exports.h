@@ -162,3 +162,36 @@ EXPORT_C_ABI(ib_set_vf_link_state);
 EXPORT_C_ABI(rdma_set_cq_moderation);
 EXPORT_C_ABI(rdma_alloc_netdev);
 EXPORT_C_ABI(rdma_init_netdev);
+
+/* c_abi/driver/alloc.rs */
+EXPORT_C_ABI(_ib_alloc_device);
+EXPORT_C_ABI(ib_dealloc_device);
+EXPORT_C_ABI(ib_set_device_ops);
+EXPORT_C_ABI(ib_device_put);
+
+/* c_abi/driver/registration.rs */
+EXPORT_C_ABI(ib_register_device);
+EXPORT_C_ABI(ib_unregister_device_queued);
+EXPORT_C_ABI(ib_unregister_driver);
+
+/* c_abi/driver/netdev.rs */
+EXPORT_C_ABI(ib_device_set_netdev);
+EXPORT_C_ABI(ib_device_get_netdev);
+EXPORT_C_ABI(ib_device_get_by_netdev);
+EXPORT_C_ABI(ib_get_eth_speed);
+
+/* c_abi/driver/link.rs */
+EXPORT_C_ABI(rdma_link_register);
+EXPORT_C_ABI(rdma_link_unregister);
+
+/* c_abi/driver/udata.rs */
+EXPORT_C_ABI(_ib_copy_validate_udata_in);
+EXPORT_C_ABI(_ib_respond_udata);
+
+/* c_abi/driver/umem.rs */
+EXPORT_C_ABI(ib_umem_get_attr_or_va);
+EXPORT_C_ABI(ib_umem_release);
+EXPORT_C_ABI(ib_umem_check_rereg);
+
+/* c_abi/driver/hw_stats.rs */
+EXPORT_C_ABI(rdma_alloc_hw_stats_struct);

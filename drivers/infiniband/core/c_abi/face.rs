@@ -19,10 +19,12 @@ use crate::{
     device::ib_device::{DeviceEventRegistration, IbDevice},
 };
 use core::{
+    alloc::Layout,
     ptr::{self, NonNull},
     sync::atomic::{AtomicPtr, Ordering},
 };
 use kernel::{
+    alloc::{allocator::Kmalloc, flags::__GFP_ZERO, Allocator, NumaNode},
     bindings,
     device_raw::raw_device,
     ffi::{c_char, c_int},
@@ -61,8 +63,41 @@ struct Alloc {
     /// dropped (the directories hold the structure: [`CDeviceRef`]).
     #[pin]
     port_dirs: Mutex<KVec<Arc<dyn PortDir>>>,
+    /// The bytes allocated after `ib` (a C driver's own part of its device structure, from
+    /// `_ib_alloc_device`; 0 for a face).
+    extra: usize,
+    /// Whether `ib` is a C driver's device structure (`_ib_alloc_device`), not a face.
+    driver: bool,
     /// What C modules see.
     ib: Opaque<bindings::ib_device>,
+}
+
+impl Alloc {
+    /// The memory of an allocation with `extra` bytes after `ib`.
+    fn layout(extra: usize) -> Result<Layout> {
+        let size = size_of::<Alloc>().checked_add(extra).ok_or(ENOMEM)?;
+        Layout::from_size_align(size, align_of::<Alloc>()).map_err(|_| ENOMEM)
+    }
+
+    /// Allocates zeroed memory for an `Alloc` with `extra` bytes after it and initialises it
+    /// with `init` (whose `extra` must be the same); freed by `release`.
+    fn new_raw(extra: usize, init: impl PinInit<Alloc, Error>) -> Result<NonNull<Alloc>> {
+        let mem = Kmalloc::alloc(
+            Self::layout(extra)?,
+            GFP_KERNEL | __GFP_ZERO,
+            NumaNode::NO_NODE,
+        )?;
+        let a = mem.cast::<Alloc>();
+        // SAFETY: `a` is fresh memory of the right size and alignment for an `Alloc`, which is
+        // never moved: `release` frees it in place.
+        if let Err(e) = unsafe { pin_init::raw_try_init(a.as_ptr(), init) } {
+            // SAFETY: Allocated above with this layout; `init` failed, so nothing in it needs
+            // dropping.
+            unsafe { Kmalloc::free(a.cast(), Self::layout(extra)?) };
+            return Err(e);
+        }
+        Ok(a)
+    }
 }
 
 /// The `struct device` inside `ib` (an anonymous union's member in C: `dev`, or `coredev.dev`).
@@ -98,8 +133,246 @@ unsafe extern "C" fn release(dev: *mut bindings::device) {
         )
     };
     // SAFETY: The last reference is gone: nothing reads the allocation any more; it was made by
-    // `KBox::into_raw` of a pinned box (contract), is freed once, and was never moved.
-    drop(unsafe { Pin::new_unchecked(KBox::from_raw(alloc)) });
+    // `Alloc::new_raw` (contract), is dropped and freed once, and was never moved.
+    unsafe {
+        let extra = (*alloc).extra;
+        ptr::drop_in_place(alloc);
+        if let Ok(layout) = Alloc::layout(extra) {
+            Kmalloc::free(NonNull::new_unchecked(alloc).cast(), layout);
+        }
+    }
+}
+
+/// C's `_ib_alloc_device`: a zeroed device structure of `size` bytes (a C driver's structure
+/// with `struct ib_device` first) with the core's part in front, set up as C sets it up: the
+/// `struct device` initialised (freed through `release` by the last `put_device`, which
+/// `ib_dealloc_device` drops), the client data, restrack's roots, the reference count and its
+/// completion, the user verbs C enables by default, the initial network namespace. The port
+/// data comes later ([`ensure_port_data`]): the driver sets the port count after this.
+pub(crate) fn alloc_driver_device(size: usize) -> Result<NonNull<bindings::ib_device>> {
+    let extra = size
+        .checked_sub(size_of::<bindings::ib_device>())
+        .ok_or(EINVAL)?;
+    let res = crate::c_abi::restrack::new_roots()?;
+    let alloc = Alloc::new_raw(
+        extra,
+        try_pin_init!(Alloc {
+            owner: AtomicPtr::new(ptr::null_mut()),
+            handlers <- new_handlers(),
+            ports: KVec::new(),
+            res,
+            port_dirs <- new_port_dirs(),
+            extra,
+            driver: true,
+            ib: Opaque::zeroed(),
+        }? Error),
+    )?
+    .as_ptr();
+    // SAFETY: `alloc` is valid and not shared yet.
+    let ib = unsafe { (*alloc).ib.get() };
+    // SAFETY: As above: the structure is zeroed and ours alone until it is returned.
+    let c = unsafe { &mut *ib };
+    // SAFETY: `alloc` is valid; its roots are not touched elsewhere yet.
+    c.res = unsafe { (*alloc).res.as_mut_ptr() }.cast();
+    c.__bindgen_anon_1.coredev.rdma_net.net = Net::init_net().as_raw();
+    c.__bindgen_anon_1.coredev.owner = ib;
+    c.uverbs_cmd_mask = DEFAULT_UVERBS_CMDS
+        .iter()
+        .fold(0u64, |m, &cmd| m | (1u64 << cmd));
+    // SAFETY: Zeroed fields of the structure, initialised once before any user, as C's
+    // `_ib_alloc_device` does.
+    unsafe {
+        bindings::xa_init_flags(&raw mut c.client_data, bindings::XA_FLAGS_ALLOC);
+        bindings::__init_rwsem(
+            &raw mut c.client_data_rwsem,
+            c"&device->client_data_rwsem".as_char_ptr(),
+            kernel::static_lock_class!().as_ptr(),
+        );
+        bindings::init_completion(&raw mut c.unreg_completion);
+    }
+    let d = dev_of(ib);
+    // SAFETY: `d` is the zeroed `struct device` of the structure; from here on `put_device`
+    // frees the allocation through `release`. The class only names the device in the kernel's
+    // log, as C's (`infiniband rxe0: ...`; the device is never added: the core's class device
+    // is): the structure is freed before ib_core, on which its driver depends, unloads.
+    unsafe {
+        bindings::device_initialize(d);
+        (*d).release = Some(release);
+        if let Some(class) = crate::device::class::class() {
+            (*d).class = class.as_raw();
+        }
+    }
+    // SAFETY: A field of a live allocation is not null.
+    Ok(unsafe { NonNull::new_unchecked(ib) })
+}
+
+/// The user verbs commands C's `_ib_alloc_device` enables for every device
+/// (`IB_USER_VERBS_CMD_*`).
+const DEFAULT_UVERBS_CMDS: [u32; 30] = [
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_ALLOC_MW,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_ALLOC_PD,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_ATTACH_MCAST,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_CLOSE_XRCD,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_CREATE_AH,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_CREATE_CQ,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_CREATE_QP,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_CREATE_SRQ,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_CREATE_XSRQ,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_DEALLOC_MW,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_DEALLOC_PD,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_DEREG_MR,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_DESTROY_AH,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_DESTROY_CQ,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_DESTROY_QP,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_DESTROY_SRQ,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_DETACH_MCAST,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_GET_CONTEXT,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_MODIFY_QP,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_MODIFY_SRQ,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_OPEN_QP,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_OPEN_XRCD,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_QUERY_DEVICE,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_QUERY_PORT,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_QUERY_QP,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_QUERY_SRQ,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REG_MR,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REREG_MR,
+    bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_RESIZE_CQ,
+];
+
+/// Whether `ib` is a C driver's device structure ([`alloc_driver_device`]) rather than a face.
+///
+/// # Safety
+///
+/// `ib` is the structure of a face or of [`alloc_driver_device`], still allocated.
+pub(crate) unsafe fn is_driver_device(ib: *mut bindings::ib_device) -> bool {
+    // SAFETY: The caller's contract.
+    unsafe { (*alloc_of(ib)).driver }
+}
+
+/// C's `alloc_port_data`: the port data `ib.port_data` points to, one entry per port from 1
+/// (and one before), each naming its device, made once (later calls keep it).
+///
+/// # Safety
+///
+/// `ib` is a structure of [`alloc_driver_device`]; its driver does not call this concurrently
+/// (C's registration path is serialised by the driver, as here).
+pub(crate) unsafe fn ensure_port_data(ib: *mut bindings::ib_device) -> Result {
+    // SAFETY: The caller's contract: the allocation is live, its port vector ours for now.
+    let (alloc, c) = unsafe { (&mut *alloc_of(ib), &mut *ib) };
+    if !alloc.ports.is_empty() {
+        return Ok(());
+    }
+    let ports = c.phys_port_cnt as usize;
+    let mut port_data = KVec::with_capacity(ports + 1, GFP_KERNEL)?;
+    for _ in 0..=ports {
+        let p: Opaque<bindings::ib_port_data> = Opaque::zeroed();
+        // SAFETY: A zeroed entry, ours alone.
+        unsafe { (*p.get()).ib_dev = ib };
+        port_data.push(p, GFP_KERNEL)?;
+    }
+    alloc.ports = port_data;
+    c.port_data = alloc.ports.as_mut_ptr().cast();
+    Ok(())
+}
+
+/// Fills the registered driver structure `ib` with what the core read at registration (C's
+/// `setup_device` and `assign_name` write them into the driver's own structure): the name, the
+/// index, the attributes, each port's immutable data; and makes `dev` the device behind it.
+///
+/// # Safety
+///
+/// `ib` is a structure of [`alloc_driver_device`] whose port data exists
+/// ([`ensure_port_data`]); `dev` outlives the link (the caller clears it with
+/// [`clear_driver_owner`] before the device goes).
+pub(crate) unsafe fn set_driver_owner(
+    ib: *mut bindings::ib_device,
+    dev: &Arc<IbDevice>,
+    c_attrs: &bindings::ib_device_attr,
+) -> Result {
+    // SAFETY: The caller's contract.
+    let alloc = unsafe { &*alloc_of(ib) };
+    {
+        // SAFETY: As above; the driver does not write these while it registers.
+        let c = unsafe { &mut *ib };
+        let name = dev.name();
+        set_c_string(&mut c.name, name.as_bytes());
+        c.index = dev.index();
+        c.attrs = *c_attrs;
+        for port in 1..=dev.port_count() {
+            if let (Some(i), Some(p)) = (dev.port_immutable(port), alloc.ports.get(port as usize)) {
+                // SAFETY: An entry of the port vector; C code reads it only after registration.
+                fill_port(unsafe { &mut *p.get() }, ib, i);
+            }
+        }
+        let mut buf = [0u8; bindings::IB_DEVICE_NAME_MAX as usize];
+        let n = name.as_bytes().len().min(buf.len() - 1);
+        buf[..n].copy_from_slice(&name.as_bytes()[..n]);
+        // SAFETY: The device is initialised (`alloc_driver_device`); `buf` is NUL-terminated and
+        // the format takes one string.
+        kernel::error::to_result(unsafe {
+            bindings::dev_set_name(dev_of(ib), c"%s".as_char_ptr(), buf.as_ptr())
+        })?;
+        // SAFETY: Zeroed until now; one reference, the registration's (C's count once
+        // `ib_register_device` returns).
+        unsafe { bindings::refcount_set(&raw mut c.refcount, 1) };
+    }
+    alloc
+        .owner
+        .store(Arc::as_ptr(dev).cast_mut(), Ordering::Release);
+    Ok(())
+}
+
+/// Unlinks the driver structure `ib` from its device (the registration is going).
+///
+/// # Safety
+///
+/// `ib` is a structure of [`alloc_driver_device`].
+pub(crate) unsafe fn clear_driver_owner(ib: *mut bindings::ib_device) {
+    // SAFETY: The caller's contract.
+    unsafe { (*alloc_of(ib)).owner.store(ptr::null_mut(), Ordering::Release) };
+}
+
+/// Drops the reference `device_initialize` gave a structure of [`alloc_driver_device`] (C's
+/// `put_device` at the end of `ib_dealloc_device`): the last one frees it.
+///
+/// # Safety
+///
+/// `ib` is a structure of [`alloc_driver_device`] whose initial reference was not dropped yet.
+pub(crate) unsafe fn put_driver_device(ib: *mut bindings::ib_device) {
+    // SAFETY: The caller's contract; `client_data` holds nothing (no client sees this
+    // structure: clients get the face).
+    unsafe {
+        bindings::xa_destroy(&raw mut (*ib).client_data);
+        bindings::put_device(dev_of(ib));
+    }
+}
+
+/// The `struct device` of `ib` (what C's `&ibdev->dev` is), for a C driver's attribute
+/// callbacks.
+pub(crate) fn c_device_of(ib: *mut bindings::ib_device) -> *mut bindings::device {
+    dev_of(ib)
+}
+
+/// Takes a reference on the `struct device` of `ib` (C's `get_device(&ibdev->dev)`).
+///
+/// # Safety
+///
+/// `ib` is a face's structure or one of [`alloc_driver_device`], referenced by the caller.
+pub(crate) unsafe fn get_c_device(ib: *mut bindings::ib_device) {
+    // SAFETY: The caller's contract.
+    unsafe { bindings::get_device(dev_of(ib)) };
+}
+
+/// Drops a reference taken by [`get_c_device`].
+///
+/// # Safety
+///
+/// The caller holds a reference of [`get_c_device`] on `ib`.
+pub(crate) unsafe fn put_c_device(ib: *mut bindings::ib_device) {
+    // SAFETY: The caller's contract.
+    unsafe { bindings::put_device(dev_of(ib)) };
 }
 
 /// The C face of a registered device; dropping it detaches it from the device (the C
@@ -261,19 +534,20 @@ impl CFace {
             port_data.push(Opaque::zeroed(), GFP_KERNEL)?;
         }
         let res = crate::c_abi::restrack::new_roots()?;
-        let alloc = KBox::pin_init(
-            pin_init!(Alloc {
+        let alloc = Alloc::new_raw(
+            0,
+            try_pin_init!(Alloc {
                 owner: AtomicPtr::new(Arc::as_ptr(dev).cast_mut()),
                 handlers <- new_handlers(),
                 ports: port_data,
                 res,
                 port_dirs <- new_port_dirs(),
+                extra: 0,
+                driver: false,
                 ib: Opaque::zeroed(),
-            }),
-            GFP_KERNEL,
-        )?;
-        // SAFETY: The allocation is never moved: `release` frees it in place.
-        let alloc = KBox::into_raw(unsafe { Pin::into_inner_unchecked(alloc) });
+            }? Error),
+        )?
+        .as_ptr();
         // SAFETY: `alloc` is valid and not shared yet; every pointer below is into it.
         let ib = unsafe { (*alloc).ib.get() };
         // SAFETY: As above: the structure is zeroed and ours alone until the face is returned.

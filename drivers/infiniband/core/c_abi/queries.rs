@@ -51,6 +51,13 @@ pub(crate) unsafe extern "C" fn ib_query_port(
     port_num: u32,
     port_attr: *mut bindings::ib_port_attr,
 ) -> c_int {
+    // SAFETY: `device` is a face's or a C driver's structure (contract).
+    if unsafe { crate::c_abi::face::is_driver_device(device) } {
+        // A C driver asks about its own device, maybe while registering it (rxe's
+        // `get_port_immutable` does): its op answers, as in C.
+        // SAFETY: The caller's contract.
+        return unsafe { driver_query_port(device, port_num, port_attr) };
+    }
     // SAFETY: `device` is a face's structure, referenced by the caller (contract).
     let dev = match unsafe { CFace::owner_on_port(device, port_num) } {
         Ok(d) => d,
@@ -71,6 +78,50 @@ pub(crate) unsafe extern "C" fn ib_query_port(
             let mut prefix = [0u8; 8];
             prefix.copy_from_slice(&gid.0[..8]);
             out.subnet_prefix = u64::from_be_bytes(prefix);
+        }
+    }
+    0
+}
+
+/// [`ib_query_port`] on a C driver's own structure: its `query_port` into the zeroed
+/// `port_attr` (C's `__ib_query_port`; an InfiniBand port's subnet prefix from the core's
+/// cache once the device is registered, when the driver left it 0).
+///
+/// # Safety
+///
+/// `device` is a C driver's structure; `port_attr` is writable.
+unsafe fn driver_query_port(
+    device: *mut bindings::ib_device,
+    port_num: u32,
+    port_attr: *mut bindings::ib_port_attr,
+) -> c_int {
+    // SAFETY: The caller's contract.
+    let c = unsafe { &*device };
+    let start = u32::from(c.node_type == bindings::RDMA_NODE_IB_SWITCH as u8);
+    if !(start..=c.phys_port_cnt).contains(&port_num) {
+        return EINVAL.to_errno();
+    }
+    let Some(query) = c.ops.query_port else {
+        return EOPNOTSUPP.to_errno();
+    };
+    // SAFETY: `port_attr` is writable (contract); the driver's op on its own structure.
+    let r = unsafe {
+        core::ptr::write_bytes(port_attr, 0, 1);
+        query(device, port_num, port_attr)
+    };
+    // SAFETY: As above.
+    let out = unsafe { &mut *port_attr };
+    if r != 0 || out.subnet_prefix != 0 {
+        return r;
+    }
+    // SAFETY: The caller's contract: the structure is alive.
+    if let Some(dev) = unsafe { CFace::owner(device) } {
+        if dev.link_layer(port_num) == Some(LinkLayer::Infiniband) {
+            if let Some(gid) = dev.cached_gid(port_num, 0) {
+                let mut prefix = [0u8; 8];
+                prefix.copy_from_slice(&gid.0[..8]);
+                out.subnet_prefix = u64::from_be_bytes(prefix);
+            }
         }
     }
     0

@@ -307,6 +307,13 @@ impl IbDevice {
         self.port(port).map(|p| p.link_layer)
     }
 
+    /// The network device of `port`, held (C's `ib_device_get_netdev`): what a C driver
+    /// associated with it; none for a port without one.
+    pub fn port_netdev(&self, port: u32) -> Option<ARef<kernel::net::route::NetDevice>> {
+        self.port(port)?;
+        self.ops.netdev(port)
+    }
+
     /// GID `index` of `port`, from the cache filled at registration.
     pub fn cached_gid(&self, port: u32, index: u32) -> Option<Gid> {
         self.port(port)?

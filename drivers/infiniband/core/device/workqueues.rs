@@ -34,10 +34,6 @@ pub(crate) fn queues() -> Option<&'static CoreWorkqueues> {
 }
 
 /// Workqueues `ib_core` allocates at load and destroys at unload.
-#[expect(
-    dead_code,
-    reason = "held so they exist while the core is loaded; device code will queue work on them"
-)]
 pub(crate) struct CoreWorkqueues {
     /// General work (`infiniband`).
     pub(crate) general: OwnedQueue,

@@ -312,7 +312,7 @@ fn subnet_prefix(dev: &IbDevice, port: u32) -> u64 {
 }
 
 /// What `PORT_GET` tells about a port (C's `fill_port_info`).
-fn fill_port_info(w: &mut MsgWriter<'_>, dev: &IbDevice, port: u32) -> Result {
+fn fill_port_info(w: &mut MsgWriter<'_>, net: &Net, dev: &IbDevice, port: u32) -> Result {
     fill_handle(w, dev)?;
     w.put_u32(attr::ATTR_PORT_INDEX, port)?;
     let a = dev.query_port(port)?;
@@ -330,7 +330,11 @@ fn fill_port_info(w: &mut MsgWriter<'_>, dev: &IbDevice, port: u32) -> Result {
     }
     w.put_u8(attr::ATTR_PORT_STATE, a.state as u8)?;
     w.put_u8(attr::ATTR_PORT_PHYS_STATE, a.phys_state)?;
-    // `NDEV_INDEX`/`NDEV_NAME`: no network device is attached to a port in this stack.
+    // The port's net device (a C driver's: rxe, siw), when the request's namespace sees it.
+    if let Some(ndev) = dev.port_netdev(port).filter(|n| n.net() == net) {
+        w.put_u32(attr::ATTR_NDEV_INDEX, ndev.ifindex() as u32)?;
+        w.put_string(attr::ATTR_NDEV_NAME, ndev.name())?;
+    }
     Ok(())
 }
 
@@ -513,7 +517,8 @@ fn port_get_doit(req: &mut Request<'_>) -> Result {
     if !dev.is_valid_port(port) {
         return Err(EINVAL);
     }
-    answer(req, cmd::CMD_GET, |w| fill_port_info(w, &dev, port))
+    let net = req.net();
+    answer(req, cmd::CMD_GET, |w| fill_port_info(w, net, &dev, port))
 }
 
 /// `PORT_GET` dump: the ports of the device the request names.
@@ -532,6 +537,9 @@ impl Dump for PortGetDump {
         };
         let dev = device_by_index(buf.net(), index).ok_or(EINVAL)?;
         let (portid, seq) = (buf.portid(), buf.seq());
+        let net_raw = buf.net().as_raw();
+        // SAFETY: The requesting socket's namespace outlives its dump.
+        let net = unsafe { Net::from_raw(net_raw) };
         let mut idx = 0;
         for port in 1..=dev.port_count() {
             if idx < *start {
@@ -542,7 +550,7 @@ impl Dump for PortGetDump {
             else {
                 break;
             };
-            if fill_port_info(&mut w, &dev, port).is_err() {
+            if fill_port_info(&mut w, net, &dev, port).is_err() {
                 w.cancel();
                 break;
             }
@@ -1173,27 +1181,32 @@ fn newlink(req: &mut Request<'_>) -> Result {
     if ibdev.contains(&b'%') || ibdev.is_empty() {
         return Err(EINVAL);
     }
-    let _kind = strscpy(kind, usize::from(IFNAMSIZ));
+    let kind = strscpy(kind, usize::from(IFNAMSIZ));
     let ndev = strscpy(ndev, usize::from(IFNAMSIZ));
     let mut name = [0u8; IFNAMSIZ as usize];
     name.get_mut(..ndev.len())
         .ok_or(EINVAL)?
         .copy_from_slice(ndev);
     let name = CStr::from_bytes_until_nul(&name).map_err(|_| EINVAL)?;
-    if !req.net().has_netdev(name) {
-        return Err(ENODEV);
-    }
-    // No link type is registered: the software drivers (rxe, siw) are not part of this stack.
-    Err(EINVAL)
+    let ndev = req.net().netdev_by_name(name).ok_or(ENODEV)?;
+    // The link type's C driver (rxe, siw) makes the device.
+    crate::c_abi::driver::link::newlink(kind, ibdev, &ndev)
 }
 
 /// `DELLINK` doit: removes a software device (`rdma link delete`).
 fn dellink(req: &mut Request<'_>) -> Result {
     let attrs = req.parse(&POLICY, Validation::Strict).map_err(|_| EINVAL)?;
-    let _dev = requested_device(req.net(), &attrs)?;
-    // Only devices that allow it may be unregistered by users (`IBK_ALLOW_USER_UNREG`, set by
-    // software drivers); none here does.
-    Err(EINVAL)
+    if !attrs.has(attr::ATTR_DEV_INDEX) {
+        return Err(EINVAL);
+    }
+    // The device must be one the request's namespace sees; the reference goes before the
+    // unregistration, which waits for every reference.
+    let index = requested_device(req.net(), &attrs)
+        .map_err(|_| EINVAL)?
+        .index();
+    // Only C drivers' devices that allow it may be unregistered by users
+    // (`IBK_ALLOW_USER_UNREG`, set by software drivers).
+    crate::c_abi::driver::registration::dellink(index)
 }
 
 /// `STAT_SET` doit: counter mode, QP binding, optional counters (`rdma stat set`).

@@ -25,8 +25,9 @@ use kernel::{
     alloc::Flags,
     error::VTABLE_DEFAULT_ERROR,
     mm::virt::VmaNew,
+    net::route::NetDevice,
     prelude::*,
-    sync::Arc,
+    sync::{aref::ARef, Arc},
     sysfs_attrs::{Attribute, ShowBuffer},
     user_mmap::UserMaps,
 };
@@ -630,6 +631,11 @@ pub(crate) trait DynOps: Send + Sync {
     fn alloc_hw_port_stats(&self, port: u32) -> Result<HwStatsDesc>;
     /// `DeviceOps::get_hw_stats`.
     fn get_hw_stats(&self, port: u32, values: &mut [u64], index: usize) -> Result<usize>;
+    /// The network device of `port` (C's `ib_device_get_netdev`), held: a C driver's, set with
+    /// `ib_device_set_netdev`; none for the core's drivers.
+    fn netdev(&self, _port: u32) -> Option<ARef<NetDevice>> {
+        None
+    }
 }
 
 /// A driver's operations as the core keeps them: shared with every object the device makes.

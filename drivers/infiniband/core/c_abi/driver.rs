@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! C drivers on the core (docs/c-abi.md, step 4): the device structure a C driver allocates,
+//! fills and registers (rxe, siw), the ops table the core drives it through, its ports' net
+//! devices, the link types of `rdma link add`, and the helpers its verbs call.
+
+/// The driver's device structure: allocation, ops, references.
+pub(crate) mod alloc;
+/// Counter sets of C drivers.
+pub(crate) mod hw_stats;
+/// Link types (`rdma link add`).
+pub(crate) mod link;
+/// Ports' net devices.
+pub(crate) mod netdev;
+/// The driver's ops table as the core's operations.
+pub(crate) mod ops;
+/// Registration and unregistration.
+pub(crate) mod registration;
+/// User-verbs buffers.
+pub(crate) mod udata;
+/// User memory of memory regions.
+pub(crate) mod umem;

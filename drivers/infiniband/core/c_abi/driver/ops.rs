@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A C driver's `struct ib_device_ops` as the core calls a driver ([`CDriverOps`]): the core's
+//! type-erased operations (`DynOps`) implemented by calling the C function pointers with the
+//! driver's own device structure, converting C's structures to the core's types.
+//!
+//! What a C driver's device does through it so far: its attributes, ports, P_Keys, link layer,
+//! firmware version, node description and port capability bits; the kernel verbs objects, the
+//! user context, MAD processing and the hardware counters of C drivers come later (the device
+//! registers without kernel verbs, so the core's MAD layer and the clients that need kernel
+//! verbs leave it alone).
+
+use crate::{
+    attrs::{DeviceAttr, DeviceCapFlags, FwVersion, Gid, LinkLayer, NodeDesc, PortAttr, PortState},
+    hw_stats::HwStatsDesc,
+    mad::types::{result, Mad, MadWc},
+    user::spec::{DriverAttrs, DriverMethod},
+    user::udata::Udata,
+    verbs::ops::{CqObject, DmaMemory, DynOps, PdObject, UContextObject, UverbsAbi},
+    verbs::types::CqInit,
+    verbs::types::CqNotifier,
+};
+use core::ptr::NonNull;
+use kernel::{
+    bindings,
+    ffi::c_int,
+    page::PAGE_SIZE,
+    net::route::NetDevice,
+    prelude::*,
+    sync::aref::ARef,
+    sysfs_attrs::ShowBuffer,
+};
+
+/// A registered C driver's operations: its device structure, whose `ops` the driver filled
+/// with `ib_set_device_ops`.
+///
+/// # Invariants
+///
+/// `ib` is a C driver's device structure (`_ib_alloc_device`), alive while this value is (the
+/// registration holds it: `c_abi/driver/registration.rs`); its `ops` do not change after
+/// registration.
+pub(crate) struct CDriverOps {
+    ib: NonNull<bindings::ib_device>,
+}
+
+// SAFETY: The structure is read by any thread (C drivers' ops are called from any context the
+// core calls them in); the core writes it only while registering, before this value is shared.
+unsafe impl Send for CDriverOps {}
+// SAFETY: As above.
+unsafe impl Sync for CDriverOps {}
+
+impl CDriverOps {
+    /// The operations of the C driver whose device structure is `ib`.
+    ///
+    /// # Safety
+    ///
+    /// `ib` is a C driver's device structure that outlives the returned value, with its ops set.
+    pub(crate) unsafe fn new(ib: NonNull<bindings::ib_device>) -> Self {
+        // INVARIANT: The caller's contract.
+        Self { ib }
+    }
+
+    /// The driver's device structure.
+    fn raw(&self) -> *mut bindings::ib_device {
+        self.ib.as_ptr()
+    }
+
+    /// The driver's ops table.
+    fn ops(&self) -> &bindings::ib_device_ops {
+        // SAFETY: The structure is alive and its ops fixed (type invariant).
+        unsafe { &(*self.raw()).ops }
+    }
+
+    /// The device's attributes as the driver reports them (C's `query_device` with an empty
+    /// `udata`, as `setup_device` calls it).
+    pub(crate) fn query_device_c(&self) -> Result<bindings::ib_device_attr> {
+        let query = self.ops().query_device.ok_or(EOPNOTSUPP)?;
+        // SAFETY: Plain C structures: all zeroes is valid.
+        let mut attr: bindings::ib_device_attr = unsafe { core::mem::zeroed() };
+        // SAFETY: As above.
+        let mut udata: bindings::ib_udata = unsafe { core::mem::zeroed() };
+        // SAFETY: The structure is alive (type invariant); both out-parameters are ours.
+        kernel::error::to_result(unsafe { query(self.raw(), &mut attr, &mut udata) })?;
+        Ok(attr)
+    }
+
+    /// Attribute `i` of the driver's `device_group` (C's `device_attribute`s, which C puts in the
+    /// device's sysfs directory), null-terminated list, if there is one at `i`.
+    fn c_attr(&self, i: usize) -> Option<*mut bindings::device_attribute> {
+        let group = self.ops().device_group;
+        if group.is_null() {
+            return None;
+        }
+        // SAFETY: The driver's static group and its null-terminated list: every entry up to the
+        // null is read only after the ones before it were not null.
+        unsafe {
+            let attrs = (*group).__bindgen_anon_2.attrs;
+            if attrs.is_null() {
+                return None;
+            }
+            for k in 0..i {
+                if (*attrs.add(k)).is_null() {
+                    return None;
+                }
+            }
+            let a = *attrs.add(i);
+            // The group's attributes are `struct device_attribute`s (C's `DEVICE_ATTR_*`).
+            (!a.is_null())
+                .then(|| kernel::container_of!(a, bindings::device_attribute, attr))
+        }
+    }
+
+    /// C's `get_port_immutable` of `port`.
+    pub(crate) fn port_immutable(&self, port: u32) -> Result<crate::attrs::PortImmutable> {
+        let get = self.ops().get_port_immutable.ok_or(EINVAL)?;
+        // SAFETY: A plain C structure: all zeroes is valid.
+        let mut imm: bindings::ib_port_immutable = unsafe { core::mem::zeroed() };
+        // SAFETY: The structure is alive (type invariant); `imm` is ours.
+        kernel::error::to_result(unsafe { get(self.raw(), port, &mut imm) })?;
+        Ok(crate::attrs::PortImmutable {
+            core_cap_flags: imm.core_cap_flags,
+            gid_tbl_len: u32::try_from(imm.gid_tbl_len).map_err(|_| EINVAL)?,
+            pkey_tbl_len: u16::try_from(imm.pkey_tbl_len).map_err(|_| EINVAL)?,
+            max_mad_size: imm.max_mad_size,
+        })
+    }
+}
+
+/// The core's view of C's `struct ib_device_attr`, with the device's `local_dma_lkey` when the
+/// driver says every PD may use it.
+pub(crate) fn device_attr_from_c(a: &bindings::ib_device_attr, local_dma_lkey: u32) -> DeviceAttr {
+    let has_lkey =
+        a.kernel_cap_flags & u64::from(bindings::ib_kernel_cap_flags_IBK_LOCAL_DMA_LKEY) != 0;
+    DeviceAttr {
+        fw_ver: a.fw_ver,
+        sys_image_guid: u64::from_be(a.sys_image_guid),
+        max_mr_size: a.max_mr_size,
+        page_size_cap: a.page_size_cap,
+        vendor_id: a.vendor_id,
+        vendor_part_id: a.vendor_part_id,
+        hw_ver: a.hw_ver,
+        max_qp: a.max_qp,
+        max_qp_wr: a.max_qp_wr,
+        device_cap_flags: DeviceCapFlags::from_c(a.device_cap_flags),
+        max_send_sge: a.max_send_sge,
+        max_recv_sge: a.max_recv_sge,
+        max_sge_rd: a.max_sge_rd,
+        max_cq: a.max_cq,
+        max_cqe: a.max_cqe,
+        max_mr: a.max_mr,
+        max_pd: a.max_pd,
+        max_qp_rd_atom: a.max_qp_rd_atom,
+        max_qp_init_rd_atom: a.max_qp_init_rd_atom,
+        max_res_rd_atom: a.max_res_rd_atom,
+        atomic_cap: u8::try_from(a.atomic_cap).unwrap_or(0),
+        max_mw: a.max_mw,
+        max_mcast_grp: a.max_mcast_grp,
+        max_mcast_qp_attach: a.max_mcast_qp_attach,
+        max_total_mcast_qp_attach: a.max_total_mcast_qp_attach,
+        max_ah: a.max_ah,
+        max_srq: a.max_srq,
+        max_srq_wr: a.max_srq_wr,
+        max_srq_sge: a.max_srq_sge,
+        max_pkeys: a.max_pkeys,
+        local_ca_ack_delay: a.local_ca_ack_delay,
+        timestamp_mask: a.timestamp_mask,
+        hca_core_clock: a.hca_core_clock,
+        raw_packet_caps: a.raw_packet_caps,
+        max_cq_moderation_count: a.cq_caps.max_cq_moderation_count,
+        max_cq_moderation_period: a.cq_caps.max_cq_moderation_period,
+        local_dma_lkey: has_lkey.then_some(local_dma_lkey),
+    }
+}
+
+/// The core's view of C's `struct ib_port_attr`.
+fn port_attr_from_c(c: &bindings::ib_port_attr) -> PortAttr {
+    PortAttr {
+        state: PortState::from_raw(u8::try_from(c.state).unwrap_or(0)),
+        phys_state: c.phys_state,
+        max_mtu: u8::try_from(c.max_mtu).unwrap_or(0),
+        active_mtu: u8::try_from(c.active_mtu).unwrap_or(0),
+        gid_tbl_len: u32::try_from(c.gid_tbl_len).unwrap_or(0),
+        port_cap_flags: c.port_cap_flags,
+        max_msg_sz: c.max_msg_sz,
+        bad_pkey_cntr: c.bad_pkey_cntr,
+        qkey_viol_cntr: c.qkey_viol_cntr,
+        pkey_tbl_len: c.pkey_tbl_len,
+        lid: c.lid,
+        sm_lid: c.sm_lid,
+        lmc: c.lmc,
+        max_vl_num: c.max_vl_num,
+        sm_sl: c.sm_sl,
+        subnet_timeout: c.subnet_timeout,
+        init_type_reply: c.init_type_reply,
+        active_width: c.active_width,
+        active_speed: c.active_speed,
+        port_cap_flags2: c.port_cap_flags2,
+    }
+}
+
+impl DynOps for CDriverOps {
+    fn uverbs(&self) -> Option<UverbsAbi> {
+        // User verbs of C drivers are not served yet: no uverbs device is made for them.
+        None
+    }
+
+    fn driver_methods(&self) -> &'static [DriverMethod] {
+        &[]
+    }
+
+    fn driver_attrs(&self) -> &'static [DriverAttrs] {
+        &[]
+    }
+
+    fn alloc_pd(&self) -> Result<KBox<dyn PdObject>> {
+        Err(EOPNOTSUPP)
+    }
+
+    fn create_cq(&self, _init: &CqInit, _notifier: &CqNotifier) -> Result<KBox<dyn CqObject>> {
+        Err(EOPNOTSUPP)
+    }
+
+    fn alloc_dma_buffer(&self, _len: usize) -> Result<KBox<dyn DmaMemory>> {
+        Err(EOPNOTSUPP)
+    }
+
+    fn alloc_ucontext(&self, _udata: &Udata) -> Result<KBox<dyn UContextObject>> {
+        Err(EOPNOTSUPP)
+    }
+
+    fn alloc_user_pd(&self, _udata: &Udata) -> Result<KBox<dyn PdObject>> {
+        Err(EOPNOTSUPP)
+    }
+
+    fn query_device_udata(&self, _udata: &Udata) -> Result<DeviceAttr> {
+        let attr = self.query_device_c()?;
+        // SAFETY: The structure is alive (type invariant).
+        let lkey = unsafe { (*self.raw()).local_dma_lkey };
+        Ok(device_attr_from_c(&attr, lkey))
+    }
+
+    fn query_port(&self, port: u32) -> Result<PortAttr> {
+        let query = self.ops().query_port.ok_or(EOPNOTSUPP)?;
+        // SAFETY: A plain C structure: all zeroes is valid (C zeroes it before the driver).
+        let mut attr: bindings::ib_port_attr = unsafe { core::mem::zeroed() };
+        // SAFETY: The structure is alive (type invariant); `attr` is ours.
+        kernel::error::to_result(unsafe { query(self.raw(), port, &mut attr) })?;
+        Ok(port_attr_from_c(&attr))
+    }
+
+    fn query_gid(&self, port: u32, index: u32) -> Option<Result<Gid>> {
+        // A RoCE or iWARP port's GIDs are the core's to make (C's `roce_gid_mgmt`); an
+        // InfiniBand port's come from the driver.
+        if self.link_layer(port) != LinkLayer::Infiniband {
+            return None;
+        }
+        let query = self.ops().query_gid?;
+        // SAFETY: A plain C union: all zeroes is valid.
+        let mut gid: bindings::ib_gid = unsafe { core::mem::zeroed() };
+        let index = kernel::ffi::c_int::try_from(index).ok()?;
+        // SAFETY: The structure is alive (type invariant); `gid` is ours.
+        let r = kernel::error::to_result(unsafe { query(self.raw(), port, index, &mut gid) });
+        // SAFETY: The raw bytes of the union.
+        Some(r.map(|()| Gid(unsafe { gid.raw })))
+    }
+
+    fn query_pkey(&self, port: u32, index: u16) -> Result<u16> {
+        let query = self.ops().query_pkey.ok_or(EOPNOTSUPP)?;
+        let mut pkey = 0u16;
+        // SAFETY: The structure is alive (type invariant); `pkey` is ours.
+        kernel::error::to_result(unsafe { query(self.raw(), port, index, &mut pkey) })?;
+        Ok(pkey)
+    }
+
+    fn fw_version(&self) -> FwVersion {
+        let Some(get) = self.ops().get_dev_fw_str else {
+            return FwVersion::default();
+        };
+        let mut buf = [0u8; crate::attrs::FW_VERSION_MAX];
+        // SAFETY: The structure is alive (type invariant); C's callers hand a buffer of
+        // `IB_FW_VERSION_NAME_MAX` bytes, as this one.
+        unsafe { get(self.raw(), buf.as_mut_ptr().cast()) };
+        let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        FwVersion::from_bytes(&buf[..n])
+    }
+
+    fn link_layer(&self, port: u32) -> LinkLayer {
+        let ll = match self.ops().get_link_layer {
+            // SAFETY: The structure is alive (type invariant).
+            Some(get) => unsafe { get(self.raw(), port) },
+            // C's `rdma_port_get_link_layer` without the op: InfiniBand for an InfiniBand
+            // transport, else Ethernet.
+            None => {
+                // SAFETY: As above.
+                let node_type = unsafe { (*self.raw()).node_type };
+                if crate::c_abi::queries::rdma_node_get_transport(node_type.into())
+                    == bindings::rdma_transport_type_RDMA_TRANSPORT_IB
+                {
+                    bindings::rdma_link_layer_IB_LINK_LAYER_INFINIBAND
+                } else {
+                    bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET
+                }
+            }
+        };
+        match ll {
+            bindings::rdma_link_layer_IB_LINK_LAYER_INFINIBAND => LinkLayer::Infiniband,
+            bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET => LinkLayer::Ethernet,
+            _ => LinkLayer::Unspecified,
+        }
+    }
+
+    fn modify_node_desc(&self, desc: &NodeDesc) -> Result {
+        let modify = self.ops().modify_device.ok_or(EOPNOTSUPP)?;
+        // SAFETY: A plain C structure: all zeroes is valid.
+        let mut m: bindings::ib_device_modify = unsafe { core::mem::zeroed() };
+        for (d, s) in m.node_desc.iter_mut().zip(desc.as_bytes()) {
+            *d = *s as kernel::ffi::c_char;
+        }
+        // SAFETY: The structure is alive (type invariant); `m` is ours.
+        kernel::error::to_result(unsafe {
+            modify(
+                self.raw(),
+                bindings::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC as c_int,
+                &mut m,
+            )
+        })
+    }
+
+    fn has_process_mad(&self) -> bool {
+        // C drivers' MAD processing is not called yet (their devices have no kernel verbs
+        // here, so the MAD layer does not open their ports).
+        false
+    }
+
+    fn has_query_ucontext(&self) -> bool {
+        false
+    }
+
+    fn process_mad(
+        &self,
+        _flags: u32,
+        _port: u32,
+        _wc: Option<&MadWc>,
+        _inp: &Mad,
+        _out: &mut Mad,
+    ) -> u32 {
+        result::FAILURE
+    }
+
+    fn modify_port_caps(&self, port: u32, set: u32, clear: u32) -> Result {
+        let modify = self.ops().modify_port.ok_or(EOPNOTSUPP)?;
+        // SAFETY: A plain C structure: all zeroes is valid.
+        let mut m: bindings::ib_port_modify = unsafe { core::mem::zeroed() };
+        m.set_port_cap_mask = set;
+        m.clr_port_cap_mask = clear;
+        // SAFETY: The structure is alive (type invariant); `m` is ours.
+        kernel::error::to_result(unsafe { modify(self.raw(), port, 0, &mut m) })
+    }
+
+    fn device_attr(&self, i: usize) -> Option<(&'static CStr, u16, bool)> {
+        let a = self.c_attr(i)?;
+        // SAFETY: A listed attribute of the driver's group (`c_attr`); its name is the driver
+        // module's static data, which outlives the device's sysfs files (the driver cannot go
+        // while its device is registered).
+        let (name, mode) = unsafe { ((*a).attr.name, (*a).attr.mode) };
+        if name.is_null() {
+            return None;
+        }
+        // SAFETY: As above: a NUL-terminated static name.
+        let name = unsafe { CStr::from_char_ptr(name) };
+        // SAFETY: As above.
+        let store = unsafe { (*a).__bindgen_anon_2.store.is_some() };
+        Some((name, mode, store))
+    }
+
+    fn device_attr_show(&self, i: u32, buf: &mut ShowBuffer<'_>) -> Result {
+        let a = self.c_attr(i as usize).ok_or(EINVAL)?;
+        // SAFETY: A listed attribute (`c_attr`).
+        let show = unsafe { (*a).__bindgen_anon_1.show }.ok_or(EIO)?;
+        // C's `show` writes a page with `sysfs_emit`, which wants a page-aligned buffer: a
+        // page-sized allocation is one.
+        let mut page = KVec::<u8>::with_capacity(PAGE_SIZE, GFP_KERNEL)?;
+        page.resize(PAGE_SIZE, 0, GFP_KERNEL)?;
+        let dev = crate::c_abi::face::c_device_of(self.raw());
+        // SAFETY: The driver's callback with its own structure's device and attribute, and a
+        // writable page.
+        let n = unsafe { show(dev, a, page.as_mut_ptr().cast()) };
+        let n = usize::try_from(n).map_err(|_| Error::from_errno(n as c_int))?;
+        buf.write_bytes(page.get(..n.min(PAGE_SIZE)).unwrap_or(&[]));
+        Ok(())
+    }
+
+    fn device_attr_store(&self, i: u32, data: &[u8]) -> Result {
+        let a = self.c_attr(i as usize).ok_or(EINVAL)?;
+        // SAFETY: A listed attribute (`c_attr`).
+        let store = unsafe { (*a).__bindgen_anon_2.store }.ok_or(EIO)?;
+        let mut page = KVec::<u8>::with_capacity(data.len() + 1, GFP_KERNEL)?;
+        page.extend_from_slice(data, GFP_KERNEL)?;
+        page.push(0, GFP_KERNEL)?;
+        let dev = crate::c_abi::face::c_device_of(self.raw());
+        // SAFETY: The driver's callback with its own structure's device and attribute, and the
+        // written bytes, NUL-terminated as sysfs hands them.
+        let n = unsafe { store(dev, a, page.as_ptr().cast(), data.len()) };
+        if n < 0 {
+            return Err(Error::from_errno(n as c_int));
+        }
+        Ok(())
+    }
+
+    fn has_hw_stats(&self) -> bool {
+        false
+    }
+
+    fn alloc_hw_port_stats(&self, _port: u32) -> Result<HwStatsDesc> {
+        Err(EOPNOTSUPP)
+    }
+
+    fn get_hw_stats(&self, _port: u32, _values: &mut [u64], _index: usize) -> Result<usize> {
+        Err(EOPNOTSUPP)
+    }
+
+    fn netdev(&self, port: u32) -> Option<ARef<NetDevice>> {
+        crate::c_abi::driver::netdev::port_netdev(self.raw(), port)
+    }
+}
