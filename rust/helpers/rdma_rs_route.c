@@ -4,7 +4,9 @@
  * `net::route` abstraction.
  */
 
+#include <linux/inetdevice.h>
 #include <linux/netdevice.h>
+#include <net/addrconf.h>
 #include <net/dst.h>
 #include <net/neighbour.h>
 #include <net/route.h>
@@ -53,5 +55,56 @@ __rust_helper struct net *rust_helper_rdma_rs_dev_net(const struct net_device *d
 {
 	return dev_net(dev);
 }
+
+/*
+ * The device's IPv4 addresses (`ifa_address`, network order), in its list's order, into `out`
+ * (at most `max`); returns how many the device has.
+ */
+__rust_helper int rust_helper_rdma_rs_netdev_ipv4_addrs(struct net_device *dev, __be32 *out,
+							 int max)
+{
+	const struct in_ifaddr *ifa;
+	struct in_device *in_dev;
+	int n = 0;
+
+	rcu_read_lock();
+	in_dev = __in_dev_get_rcu(dev);
+	if (in_dev) {
+		in_dev_for_each_ifa_rcu(ifa, in_dev) {
+			if (n < max)
+				out[n] = ifa->ifa_address;
+			n++;
+		}
+	}
+	rcu_read_unlock();
+	return n;
+}
+
+#if IS_ENABLED(CONFIG_IPV6)
+/*
+ * The device's IPv6 addresses, in its list's order, into `out` (at most `max`); returns how
+ * many the device has.
+ */
+__rust_helper int rust_helper_rdma_rs_netdev_ipv6_addrs(struct net_device *dev,
+							 struct in6_addr *out, int max)
+{
+	struct inet6_ifaddr *ifp;
+	struct inet6_dev *in6_dev;
+	int n = 0;
+
+	in6_dev = in6_dev_get(dev);
+	if (!in6_dev)
+		return 0;
+	read_lock_bh(&in6_dev->lock);
+	list_for_each_entry(ifp, &in6_dev->addr_list, if_list) {
+		if (n < max)
+			out[n] = ifp->addr;
+		n++;
+	}
+	read_unlock_bh(&in6_dev->lock);
+	in6_dev_put(in6_dev);
+	return n;
+}
+#endif
 
 #endif

@@ -85,6 +85,34 @@ impl PortState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Gid(pub [u8; 16]);
 
+/// The type of a GID table entry (`enum ib_gid_type`, C's numbers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum GidType {
+    /// An InfiniBand GID (`IB_GID_TYPE_IB`).
+    #[default]
+    Ib = 0,
+    /// RoCE v1 (`IB_GID_TYPE_ROCE`).
+    RoceV1 = 1,
+    /// RoCE v2 (`IB_GID_TYPE_ROCE_UDP_ENCAP`).
+    RoceV2 = 2,
+}
+
+impl GidType {
+    /// The GID types of a port with `core_cap_flags` (C's `roce_gid_type_mask_support`), in
+    /// C's order: InfiniBand alone on a port without RoCE, else RoCE v1 and v2 by its
+    /// capabilities.
+    pub fn of_port(core_cap_flags: u32) -> impl Iterator<Item = GidType> {
+        let roce = core_cap_flags & (CORE_CAP_PROT_ROCE | CORE_CAP_PROT_ROCE_UDP_ENCAP) != 0;
+        [
+            (!roce).then_some(GidType::Ib),
+            (core_cap_flags & CORE_CAP_PROT_ROCE != 0).then_some(GidType::RoceV1),
+            (core_cap_flags & CORE_CAP_PROT_ROCE_UDP_ENCAP != 0).then_some(GidType::RoceV2),
+        ]
+        .into_iter()
+        .flatten()
+    }
+}
+
 impl Gid {
     /// The GID made of a subnet prefix and an interface id (both as numbers).
     pub fn from_parts(subnet_prefix: u64, interface_id: u64) -> Self {

@@ -15,6 +15,7 @@
 
 pub(crate) mod class;
 pub mod events;
+pub mod gid_table;
 pub mod ib_device;
 pub mod monitor;
 pub mod names;

@@ -27,8 +27,8 @@
 //! C clients add their own groups to `ports/<N>` of the device's own tree
 //! (`ib_port_register_client_groups`: ib_cm's counters), read through their C callbacks.
 //!
-//! Not yet: the RoCE side of `gid_attrs` (every GID is an IB GID, `ndevs/<i>` reads `EINVAL` as
-//! for an IB port in C) and the driver's `ops.port_groups`.
+//! `gid_attrs` name each entry's type and, on a RoCE port, its net device (`ndevs/<i>` reads
+//! `EINVAL` for an InfiniBand GID, as in C). Not yet: a C driver's `ops.port_groups`.
 //!
 //! Network namespaces as C's class has them: the device belongs to the initial namespace, and
 //! while devices are shared (the default mode) every other namespace gets a copy of its tree
@@ -38,7 +38,7 @@ pub(crate) mod hw_counters;
 pub(crate) mod pma;
 
 use crate::{
-    attrs::{LinkLayer, NodeType, NODE_DESC_MAX},
+    attrs::{GidType, LinkLayer, NodeType, NODE_DESC_MAX},
     c_abi::{
         face::{CDeviceRef, CFace, PortDir},
         port_groups,
@@ -361,16 +361,34 @@ fn pkey_show(p: &SysfsPort, i: u32, buf: &mut ShowBuffer<'_>) -> Result {
     buf.emit(fmt!("0x{:04x}\n", pkey))
 }
 
-/// `gid_attrs/types/<i>`: every cached GID is an IB one; `EINVAL` for an empty entry.
+/// `gid_attrs/types/<i>`: the entry's type as C names it (`IB/RoCE v1` for an InfiniBand or
+/// RoCE v1 GID, `RoCE v2`); `EINVAL` for an empty entry.
 fn gid_type_show(p: &SysfsPort, i: u32, buf: &mut ShowBuffer<'_>) -> Result {
-    valid_gid(p, i).ok_or(EINVAL)?;
-    buf.write_bytes(b"IB/RoCE v1\n");
+    let e = p
+        .dev
+        .gid_entry(p.port, i)
+        .filter(|e| !e.is_empty())
+        .ok_or(EINVAL)?;
+    buf.write_bytes(if e.kind == GidType::RoceV2 {
+        b"RoCE v2\n"
+    } else {
+        b"IB/RoCE v1\n"
+    });
     Ok(())
 }
 
-/// `gid_attrs/ndevs/<i>`: no GID has a net device yet (IB ports), which C reports as `EINVAL`.
-fn gid_ndev_show(_: &SysfsPort, _: u32, _: &mut ShowBuffer<'_>) -> Result {
-    Err(EINVAL)
+/// `gid_attrs/ndevs/<i>`: the name of the entry's net device (RoCE entries); `EINVAL` for an
+/// entry without one (InfiniBand GIDs) or an empty one, as C.
+fn gid_ndev_show(p: &SysfsPort, i: u32, buf: &mut ShowBuffer<'_>) -> Result {
+    let e = p
+        .dev
+        .gid_entry(p.port, i)
+        .filter(|e| !e.is_empty())
+        .ok_or(EINVAL)?;
+    let ndev = e.ndev.ok_or(EINVAL)?;
+    buf.write_bytes(ndev.name());
+    buf.write_bytes(b"\n");
+    Ok(())
 }
 
 /// `counters/<name>`: counter `i` of the port's table, one PerfMgmt query each.

@@ -274,6 +274,37 @@ impl NetDevice {
         unsafe { bindings::rdma_rs_netif_running_with_carrier(self.as_raw()) }
     }
 
+    /// The device's IPv4 addresses (network order), in its list's order, as many as fit in
+    /// `out`; returns how many it has (more than `out` holds when it has more).
+    pub fn ipv4_addrs(&self, out: &mut [[u8; 4]]) -> usize {
+        let max = i32::try_from(out.len()).unwrap_or(i32::MAX);
+        // SAFETY: The device is alive; `out` holds `max` addresses of 4 bytes (`__be32`).
+        let n = unsafe {
+            bindings::rdma_rs_netdev_ipv4_addrs(self.as_raw(), out.as_mut_ptr().cast(), max)
+        };
+        usize::try_from(n).unwrap_or(0)
+    }
+
+    /// The device's IPv6 addresses, in its list's order, as many as fit in `out`; returns how
+    /// many it has.
+    #[cfg(CONFIG_IPV6)]
+    pub fn ipv6_addrs(&self, out: &mut [[u8; 16]]) -> usize {
+        let max = i32::try_from(out.len()).unwrap_or(i32::MAX);
+        // SAFETY: The device is alive; `out` holds `max` addresses of 16 bytes (`in6_addr`).
+        let n = unsafe {
+            bindings::rdma_rs_netdev_ipv6_addrs(self.as_raw(), out.as_mut_ptr().cast(), max)
+        };
+        usize::try_from(n).unwrap_or(0)
+    }
+
+    /// Whether the device is being unregistered or gone (`reg_state` past registered).
+    pub fn is_unregistering(&self) -> bool {
+        // SAFETY: The device is alive; a racing change gives the old or the new state.
+        unsafe {
+            (*self.as_raw()).reg_state >= bindings::netdev_reg_state_NETREG_UNREGISTERING as u8
+        }
+    }
+
     /// The device's MTU.
     pub fn mtu(&self) -> u32 {
         // SAFETY: The device is alive; a racing MTU change gives the old or the new value.

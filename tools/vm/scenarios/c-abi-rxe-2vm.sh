@@ -5,38 +5,104 @@
 # rxe0: a C driver's device allocated with `_ib_alloc_device`, its ops set with
 # `ib_set_device_ops`, its port's net device set with `ib_device_set_netdev` and registered with
 # `ib_register_device`, which the Rust core drives through the driver's ops table. What `rdma
-# link`, `rdma dev` and sysfs show of it is compared with the C VM's (the lines both print, with
-# the NIC's name, MAC and addresses replaced); then `rdma link delete`, a second device
-# removed by `rmmod rdma_rxe` (C's `ib_unregister_driver`), and the stack unloads clean.
+# link`, `rdma dev` and sysfs show of it must be what the C stack shows (lines recorded from
+# two C VMs; the node GUID, default GID and IPv4 GID follow each VM's MAC and address): the
+# port's net device, its attributes and state, the driver's own `parent` file, the RoCE GID
+# table the core makes from the NIC (the default GID and the IPv4-mapped one, RoCE v2, on the
+# NIC). Then `rdma link delete` (the driver's dellink, the device unregistered and freed by its
+# dealloc_driver), a second device, and the stack unloads clean.
+# Not compared yet (printed): the port's `counters` and `hw_counters` directories and `rdma
+# res` (C's MAD layer opens QP1 on rxe0 with kernel verbs, which the Rust core does not drive
+# on C drivers yet), and so whether rdma_rxe can be removed with a device registered (on C the
+# QP's socket holds the module: refused); on the Rust core `rmmod rdma_rxe` with rxe1
+# registered runs C's `ib_unregister_driver`.
 # vms: 2
 # vm-stacks: rust c
 # timeout: 600
 # install-modules: yes udp_tunnel ip6_udp_tunnel rdma_rxe
 
+N=$((VM_INDEX + 1))
+SYS=/sys/class/infiniband/rxe0
+
 check "load the stack" load_stack
 meet net-up
 NIC=$(net_ifname "$NET_MAC")
-check "the NIC is $NIC" sh -c "[ -n '$NIC' ]"
-check "rdma link add rxe0 type rxe netdev $NIC" rdma link add rxe0 type rxe netdev "$NIC"
+check "the NIC is eth0" sh -c "[ '$NIC' = eth0 ]"
+check "rdma link add rxe0 type rxe netdev eth0" rdma link add rxe0 type rxe netdev eth0
 check "rdma_rxe was loaded through its alias" grep -q '^rdma_rxe ' /proc/modules
-echo "# rdma link show rxe0/1:"; rdma link show rxe0/1 | sed 's/^/#   /'
-echo "# rdma -d link show rxe0/1:"; rdma -d link show rxe0/1 | sed 's/^/#   /'
-echo "# rdma dev show rxe0:"; rdma dev show rxe0 | sed 's/^/#   /'
-echo "# rdma -d dev show rxe0:"; rdma -d dev show rxe0 | sed 's/^/#   /'
-echo "# sysfs:"
-for f in node_type node_guid sys_image_guid node_desc fw_ver hw_rev hca_type parent ports/1/state ports/1/phys_state ports/1/link_layer ports/1/rate ports/1/lid ports/1/cap_mask ports/1/gids/0 ports/1/gids/1 ports/1/gid_attrs/types/0 ports/1/gid_attrs/ndevs/0; do
-	printf '#   %s: %s\n' "$f" "$(cat /sys/class/infiniband/rxe0/$f 2>&1)"
-done
-ls /sys/class/infiniband/rxe0 | sed 's/^/#   ls: /'
-readlink -f /sys/class/infiniband/rxe0 | sed 's/^/#   path: /'
-dmesg | grep -i rxe | sed 's/^/#   dmesg: /'
-echo "# refcnt with rxe0: $(cat /sys/module/rdma_rxe/refcnt) holders: $(ls /sys/module/rdma_rxe/holders | tr '\n' ' ')"
+check_output "rdma link show: ACTIVE, LINK_UP, on eth0" \
+	'^link rxe0/1 state ACTIVE physical_state LINK_UP netdev eth0 $' rdma link show rxe0/1
+check_output "rdma -d link show: eth0's index" \
+	'^link rxe0/1 state ACTIVE physical_state LINK_UP netdev eth0 netdev_index 2 $' rdma -d link show rxe0/1
+check_output "rdma dev show: CA, GUIDs from the MAC" \
+	"^[0-9]+: rxe0: node_type ca node_guid 5054:00ff:fe23:000$N sys_image_guid 5054:00ff:fe23:000$N \$" \
+	rdma dev show rxe0
+check_output "rdma -d dev show: the driver's capabilities" \
+	'caps: <BAD_PKEY_CNTR, BAD_QKEY_CNTR, AUTO_PATH_MIG, CHANGE_PHY_PORT, UD_AV_PORT_ENFORCE_PORT_ENFORCE, PORT_ACTIVE_EVENT, SYS_IMAGE_GUID, RC_RNR_NAK_GEN, SRQ_RESIZE, MEM_WINDOW, MEM_MGT_EXTENSIONS, MEM_WINDOW_TYPE_2B, UNKNOWN, UNKNOWN, UNKNOWN>' \
+	rdma -d dev show rxe0
+
+# <file>=<value> as C shows them.
+SYSFS_EXPECTED="node_type=1: CA
+node_guid=5054:00ff:fe23:000$N
+sys_image_guid=5054:00ff:fe23:000$N
+node_desc=rxe
+fw_ver=
+parent=eth0
+ports/1/state=4: ACTIVE
+ports/1/phys_state=5: LinkUp
+ports/1/link_layer=Ethernet
+ports/1/rate=2.5 Gb/sec (1X SDR)
+ports/1/lid=0x0
+ports/1/cap_mask=0x00010000
+ports/1/gids/0=fe80:0000:0000:0000:5054:00ff:fe23:000$N
+ports/1/gid_attrs/types/0=RoCE v2
+ports/1/gid_attrs/ndevs/0=eth0
+ports/1/gids/1=0000:0000:0000:0000:0000:ffff:0a17:000$N
+ports/1/gid_attrs/types/1=RoCE v2
+ports/1/gid_attrs/ndevs/1=eth0
+ports/1/gids/2=0000:0000:0000:0000:0000:0000:0000:0000
+ports/1/gid_attrs/types/2=
+ports/1/gid_attrs/ndevs/2="
+# same <name> <expected> <got>: passes when the texts are equal.
+same() {
+	if [ "$3" = "$2" ]; then
+		ktap_result 0 "$1"
+	else
+		ktap_result 1 "$1" "expected:
+$2
+got:
+$3"
+	fi
+}
+seen=$(printf '%s\n' "$SYSFS_EXPECTED" | while IFS='=' read -r f _; do
+	printf '%s=%s\n' "$f" "$(cat "$SYS/$f" 2>/dev/null)"
+done)
+same "sysfs: rxe0's attributes, port and GID table (default and IPv4 GIDs, RoCE v2 on eth0)" \
+	"$SYSFS_EXPECTED" "$seen"
+same "sysfs: rxe0's files" "fw_ver node_desc node_guid node_type parent ports subsystem sys_image_guid uevent" \
+	"$(ls $SYS | tr '\n' ' ' | sed 's/ $//')"
+same "sysfs: a virtual device" /sys/devices/virtual/infiniband/rxe0 "$(readlink -f $SYS)"
+same "sysfs: 1024 GID entries" 1024 "$(ls $SYS/ports/1/gids | wc -l)"
+check_output "the driver's log lines name the device as C's" 'infiniband rxe0: added eth0' dmesg
+echo "# not compared yet:"
+ls $SYS/ports/1/ | tr '\n' ' ' | sed 's/^/#   ports\/1: /; s/$/\n/'
+rdma res show rxe0 | sed 's/^/#   /'
+echo "#   rdma_rxe's references with rxe0: $(cat /sys/module/rdma_rxe/refcnt)"
+
 check "rdma link delete rxe0" rdma link delete rxe0
-echo "# refcnt without: $(cat /sys/module/rdma_rxe/refcnt)"
-check "rxe0 is gone" sh -c '! rdma dev show rxe0'
-check "rdma link add rxe1 type rxe netdev $NIC" rdma link add rxe1 type rxe netdev "$NIC"
-check "rmmod rdma_rxe with rxe1 registered" rmmod rdma_rxe
-check "rxe1 is gone" sh -c '! rdma dev show rxe1'
+check "rxe0 is gone" sh -c '! rdma dev show rxe0 2>/dev/null'
+check "rdma link delete of an InfiniBand device: refused" sh -c '! rdma link delete mlx5_0 2>/dev/null'
+check "rdma link add with an unknown type: refused" sh -c '! rdma link add foo0 type nosuch netdev eth0 2>/dev/null'
+check "rdma link add on a missing net device: refused" sh -c '! rdma link add rxe9 type rxe netdev nosuch0 2>/dev/null'
+check "rdma link add rxe1 type rxe netdev eth0" rdma link add rxe1 type rxe netdev eth0
+check "a second rxe on eth0: refused (the driver's EEXIST)" sh -c '! rdma link add rxe2 type rxe netdev eth0 2>/dev/null'
+if [ "$STACK" = rust ]; then
+	check "rmmod rdma_rxe with rxe1 registered (ib_unregister_driver)" rmmod rdma_rxe
+else
+	check "rdma link delete rxe1" rdma link delete rxe1
+	check "rmmod rdma_rxe" rmmod rdma_rxe
+fi
+check "rxe1 is gone" sh -c '! rdma dev show rxe1 2>/dev/null'
 meet done
 check "unload the stack" unload_stack
 dmesg_clean "dmesg has no warnings, oopses or lockdep reports"

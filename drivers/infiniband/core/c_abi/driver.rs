@@ -6,6 +6,8 @@
 
 /// The driver's device structure: allocation, ops, references.
 pub(crate) mod alloc;
+/// The speed of Ethernet ports.
+pub(crate) mod eth_speed;
 /// Counter sets of C drivers.
 pub(crate) mod hw_stats;
 /// Link types (`rdma link add`).

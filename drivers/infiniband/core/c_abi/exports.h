@@ -165,16 +165,16 @@ EXPORT_C_ABI(rdma_init_netdev);
 
 /* c_abi/driver/alloc.rs */
 EXPORT_C_ABI(_ib_alloc_device);
-EXPORT_C_ABI(ib_dealloc_device);
 EXPORT_C_ABI(ib_set_device_ops);
 EXPORT_C_ABI(ib_device_put);
 
 /* c_abi/driver/registration.rs */
+EXPORT_C_ABI(ib_dealloc_device);
 EXPORT_C_ABI(ib_register_device);
 EXPORT_C_ABI(ib_unregister_device_queued);
 EXPORT_C_ABI(ib_unregister_driver);
 
-/* c_abi/driver/netdev.rs */
+/* c_abi/driver/netdev.rs, eth_speed.rs */
 EXPORT_C_ABI(ib_device_set_netdev);
 EXPORT_C_ABI(ib_device_get_netdev);
 EXPORT_C_ABI(ib_device_get_by_netdev);

@@ -331,7 +331,11 @@ pub(crate) unsafe fn set_driver_owner(
 /// `ib` is a structure of [`alloc_driver_device`].
 pub(crate) unsafe fn clear_driver_owner(ib: *mut bindings::ib_device) {
     // SAFETY: The caller's contract.
-    unsafe { (*alloc_of(ib)).owner.store(ptr::null_mut(), Ordering::Release) };
+    unsafe {
+        (*alloc_of(ib))
+            .owner
+            .store(ptr::null_mut(), Ordering::Release)
+    };
 }
 
 /// Drops the reference `device_initialize` gave a structure of [`alloc_driver_device`] (C's

@@ -12,12 +12,13 @@
 //! layer) are not served: this core's devices have none yet.
 
 use crate::{
-    attrs::{Gid, CORE_CAP_PROT_ROCE, CORE_CAP_PROT_ROCE_UDP_ENCAP},
+    attrs::{Gid, GidType, CORE_CAP_PROT_ROCE, CORE_CAP_PROT_ROCE_UDP_ENCAP},
     c_abi::{
         ah::rdma_create_ah,
         face::CFace,
         object::{err_ptr, Faced},
     },
+    device::gid_table::GidEntry,
     device::ib_device::IbDevice,
 };
 use core::{
@@ -27,48 +28,81 @@ use core::{
 use kernel::{
     bindings,
     ffi::{c_int, c_uint},
+    net::route::NetDevice,
     prelude::*,
+    sync::aref::ARef,
 };
 
-/// The count of a GID attribute C code holds.
+/// The count of a GID attribute C code holds, and the net device its entry names (held while
+/// the attribute is).
 pub(crate) struct CGid {
     refs: AtomicU32,
+    _ndev: Option<ARef<NetDevice>>,
 }
 
 /// A GID attribute as C holds it.
 type GidObject = Faced<CGid, bindings::ib_gid_attr>;
 
 /// The entry `index` of `port`'s GID table, if it holds a GID (C leaves zero GIDs out).
-fn entry(dev: &IbDevice, port: u32, index: u32) -> Option<Gid> {
-    dev.cached_gid(port, index).filter(|g| g.0 != [0; 16])
+fn entry(dev: &IbDevice, port: u32, index: u32) -> Option<GidEntry> {
+    dev.gid_entry(port, index).filter(|e| !e.is_empty())
 }
 
-/// The index of `gid` in `port`'s table.
-fn index_of(dev: &IbDevice, port: u32, gid: &Gid) -> Option<u32> {
+/// The index of the first entry of `port`'s table holding `gid` of type `kind` (and, when
+/// given, on the net device `ndev`), as C's `find_gid` with its masks.
+fn index_of(
+    dev: &IbDevice,
+    port: u32,
+    gid: &Gid,
+    kind: GidType,
+    ndev: *mut bindings::net_device,
+) -> Option<u32> {
     let len = dev.port_immutable(port)?.gid_tbl_len;
-    (0..len).find(|&i| entry(dev, port, i).as_ref() == Some(gid))
+    (0..len).find(|&i| {
+        entry(dev, port, i).is_some_and(|e| {
+            e.gid == *gid
+                && e.kind == kind
+                && (ndev.is_null() || e.ndev.as_ref().map(|n| n.as_raw()) == Some(ndev))
+        })
+    })
 }
 
-/// A held GID attribute for entry `index` of `port` of the face `device`.
+/// The GID type C names `t`, if it is one.
+fn gid_type_from_c(t: bindings::ib_gid_type) -> Option<GidType> {
+    match t {
+        bindings::ib_gid_type_IB_GID_TYPE_IB => Some(GidType::Ib),
+        bindings::ib_gid_type_IB_GID_TYPE_ROCE => Some(GidType::RoceV1),
+        bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP => Some(GidType::RoceV2),
+        _ => None,
+    }
+}
+
+/// A held GID attribute for entry `index` of `port` of the device structure `device`.
 fn new_attr(
     device: *mut bindings::ib_device,
     port: u32,
     index: u32,
-    gid: &Gid,
+    e: GidEntry,
 ) -> Result<NonNull<bindings::ib_gid_attr>> {
+    let ndev = e
+        .ndev
+        .as_ref()
+        .map_or(core::ptr::null_mut(), |n| n.as_raw());
     // Atomic: C looks GIDs up under its own spinlocks (ib_cm's `rdma_find_gid` under its
     // device list's lock), where C's cache only takes a reference.
     let c = GidObject::alloc_with(
         CGid {
             refs: AtomicU32::new(1),
+            _ndev: e.ndev,
         },
         GFP_ATOMIC,
     )?;
     // SAFETY: `c` is the zeroed structure just allocated, not yet handed out.
     let a = unsafe { &mut *c.as_ptr() };
     a.device = device;
-    a.gid.raw = gid.0;
-    a.gid_type = bindings::ib_gid_type_IB_GID_TYPE_IB;
+    a.gid.raw = e.gid.0;
+    a.gid_type = e.kind as bindings::ib_gid_type;
+    a.ndev = ndev;
     a.index = u16::try_from(index).map_err(|_| EINVAL)?;
     a.port_num = port;
     Ok(c)
@@ -98,9 +132,9 @@ pub(crate) unsafe extern "C" fn rdma_query_gid(
         return EINVAL.to_errno();
     };
     match entry(dev, port_num, index) {
-        Some(g) => {
+        Some(e) => {
             // SAFETY: `gid` is writable (contract).
-            unsafe { (*gid).raw = g.0 };
+            unsafe { (*gid).raw = e.gid.0 };
             0
         }
         None => ENOENT.to_errno(),
@@ -130,10 +164,10 @@ pub(crate) unsafe extern "C" fn rdma_get_gid_attr(
     let Some(index) = u32::try_from(index).ok().filter(|&i| i < len) else {
         return err_ptr(EINVAL);
     };
-    let Some(gid) = entry(dev, port_num, index) else {
+    let Some(e) = entry(dev, port_num, index) else {
         return err_ptr(ENODATA);
     };
-    match new_attr(device, port_num, index, &gid) {
+    match new_attr(device, port_num, index, e) {
         Ok(a) => a.as_ptr(),
         Err(e) => err_ptr(e),
     }
@@ -209,14 +243,17 @@ pub(crate) unsafe extern "C" fn rdma_find_gid(
     let Some(dev) = (unsafe { CFace::owner(device) }) else {
         return err_ptr(ENODEV);
     };
-    if gid_type != bindings::ib_gid_type_IB_GID_TYPE_IB || !ndev.is_null() {
+    let Some(kind) = gid_type_from_c(gid_type) else {
         return err_ptr(ENOENT);
-    }
+    };
     // SAFETY: `gid` is readable (contract); every bit pattern is its raw bytes.
     let want = Gid(unsafe { (*gid).raw });
     for port in 1..=dev.port_count() {
-        if let Some(i) = index_of(dev, port, &want) {
-            return match new_attr(device, port, i, &want) {
+        if let Some(i) = index_of(dev, port, &want, kind, ndev) {
+            let Some(e) = entry(dev, port, i) else {
+                continue;
+            };
+            return match new_attr(device, port, i, e) {
                 Ok(a) => a.as_ptr(),
                 Err(e) => err_ptr(e),
             };
@@ -247,27 +284,30 @@ pub(crate) unsafe extern "C" fn rdma_find_gid_by_port(
         Err(e) if e == ENODEV.to_errno() => return err_ptr(ENODEV),
         Err(_) => return err_ptr(ENOENT),
     };
-    if gid_type != bindings::ib_gid_type_IB_GID_TYPE_IB || !ndev.is_null() {
+    let Some(kind) = gid_type_from_c(gid_type) else {
         return err_ptr(ENOENT);
-    }
+    };
     // SAFETY: `gid` is readable (contract); every bit pattern is its raw bytes.
     let want = Gid(unsafe { (*gid).raw });
-    match find_on_port(ib_dev, dev, port, &want) {
+    match find_on_port(ib_dev, dev, port, &want, kind, ndev) {
         Ok(a) => a.as_ptr(),
         Err(e) => err_ptr(e),
     }
 }
 
-/// The held attribute of the entry of `port` of `dev` (whose face is `device`) holding the
-/// InfiniBand GID `gid`; `ENOENT` when none does.
+/// The held attribute of the entry of `port` of `dev` (whose face is `device`) holding `gid`
+/// of type `kind` (on `ndev` when not null); `ENOENT` when none does.
 pub(crate) fn find_on_port(
     device: *mut bindings::ib_device,
     dev: &IbDevice,
     port: u32,
     gid: &Gid,
+    kind: GidType,
+    ndev: *mut bindings::net_device,
 ) -> Result<NonNull<bindings::ib_gid_attr>> {
-    let i = index_of(dev, port, gid).ok_or(ENOENT)?;
-    new_attr(device, port, i, gid)
+    let i = index_of(dev, port, gid, kind, ndev).ok_or(ENOENT)?;
+    let e = entry(dev, port, i).ok_or(ENOENT)?;
+    new_attr(device, port, i, e)
 }
 
 /// C's `rdma_hold_gid_attr`: one more hold of `attr` (made by this core).
@@ -389,14 +429,15 @@ pub(crate) unsafe extern "C" fn ib_init_ah_attr_from_wc(
         dgid.0[15],
     ]);
     let found = if interface_id != SA_WELL_KNOWN_GUID {
-        index_of(dev, port_num, &dgid).map(|i| (i, dgid))
+        index_of(dev, port_num, &dgid, GidType::Ib, core::ptr::null_mut())
+            .and_then(|i| Some((i, entry(dev, port_num, i)?)))
     } else {
-        entry(dev, port_num, 0).map(|g| (0, g))
+        entry(dev, port_num, 0).map(|e| (0, e))
     };
     let Some((index, own)) = found else {
         return ENOENT.to_errno();
     };
-    let attr = match new_attr(device, port_num, index, &own) {
+    let attr = match new_attr(device, port_num, index, own) {
         Ok(a) => a,
         Err(e) => return e.to_errno(),
     };

@@ -424,7 +424,14 @@ pub(crate) unsafe extern "C" fn ib_init_ah_from_mcmember(
     }
     // SAFETY: Every bit pattern of the union is its raw bytes.
     let want = Gid(unsafe { r.port_gid.raw });
-    let sgid = match find_on_port(device, dev, port_num, &want) {
+    let sgid = match find_on_port(
+        device,
+        dev,
+        port_num,
+        &want,
+        crate::attrs::GidType::Ib,
+        core::ptr::null_mut(),
+    ) {
         Ok(a) => a.as_ptr().cast_const(),
         Err(e) => return e.to_errno(),
     };

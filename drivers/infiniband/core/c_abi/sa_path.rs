@@ -87,7 +87,14 @@ pub(crate) unsafe extern "C" fn ib_init_ah_attr_from_path(
     let sgid = if gid_attr.is_null() {
         // SAFETY: Every bit pattern of the GID union is its raw bytes.
         let want = Gid(unsafe { r.sgid.raw });
-        match find_on_port(device, dev, port_num, &want) {
+        match find_on_port(
+            device,
+            dev,
+            port_num,
+            &want,
+            crate::attrs::GidType::Ib,
+            core::ptr::null_mut(),
+        ) {
             Ok(a) => a.as_ptr().cast_const(),
             Err(e) => return e.to_errno(),
         }

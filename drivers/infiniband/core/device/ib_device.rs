@@ -11,6 +11,7 @@ use crate::{
         PortState,
     },
     device::events::{DeviceEventHandler, DeviceEvents, EventType},
+    device::gid_table::{self, GidEntry},
     device::names::Name,
     hw_stats::HwStats,
     restrack::Restrack,
@@ -56,8 +57,9 @@ pub struct DeviceInfo<'a> {
 pub struct PortData {
     immutable: PortImmutable,
     link_layer: LinkLayer,
-    /// The GID cache (its size is the driver's: kvmalloc'ed).
-    gids: KVVec<Gid>,
+    /// The GID table (its size is the driver's: kvmalloc'ed): the driver's GIDs on an
+    /// InfiniBand port, the core's on a RoCE port (`device/gid_table.rs`).
+    gids: KVVec<GidEntry>,
     /// The P_Key cache: as many entries as the driver's `pkey_tbl_len` (a `u16`, so at most
     /// 65535, as C's), kvmalloc'ed, since a device picks the size.
     pkeys: KVVec<u16>,
@@ -319,7 +321,15 @@ impl IbDevice {
         self.port(port)?
             .gids
             .get(usize::try_from(index).ok()?)
-            .copied()
+            .map(|e| e.gid)
+    }
+
+    /// Entry `index` of `port`'s GID table: its GID, type and net device.
+    pub fn gid_entry(&self, port: u32, index: u32) -> Option<GidEntry> {
+        self.port(port)?
+            .gids
+            .get(usize::try_from(index).ok()?)
+            .cloned()
     }
 
     /// P_Key `index` of `port`, from the cache filled at registration.
@@ -529,10 +539,12 @@ pub(crate) fn read_ports(ops: &dyn DynOps, immutables: &[PortImmutable]) -> Resu
         if link_layer != LinkLayer::Ethernet {
             for index in 0..imm.gid_tbl_len {
                 match ops.query_gid(port, index) {
-                    Some(g) => gids.push(g?, GFP_KERNEL)?,
+                    Some(g) => gids.push(GidEntry::ib(g?), GFP_KERNEL)?,
                     None => break,
                 }
             }
+        } else if let Some(ndev) = ops.netdev(port) {
+            gids = gid_table::roce_table(&ndev, imm.gid_tbl_len, imm.core_cap_flags)?;
         }
         // One query per P_Key, as C's `ib_cache_update` (mlx5 answers each with the MAD of its
         // block of 32, as C's `mlx5_query_mad_ifc_pkey`).

@@ -1,12 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A C driver's device structure (C's `device.c`): `_ib_alloc_device`, `ib_dealloc_device`,
-//! `ib_set_device_ops` and `ib_device_put`.
+//! A C driver's device structure (C's `device.c`): `_ib_alloc_device`, `ib_set_device_ops` and
+//! `ib_device_put` (`ib_dealloc_device` is with the registrations it ends).
 
-use crate::c_abi::{
-    driver::{netdev, registration},
-    face,
-};
+use crate::c_abi::face;
 use core::{mem::offset_of, ptr};
 use kernel::{bindings, prelude::*};
 
@@ -35,31 +32,6 @@ pub(crate) unsafe extern "C" fn _ib_alloc_device(
             ptr::null_mut()
         }
     }
-}
-
-/// C's `ib_dealloc_device`: the driver's `dealloc_driver` (which frees its own part), then the
-/// structure taken off the core's lists, its net devices dropped, and its reference put (the
-/// last frees it). A driver calls it after `ib_register_device` failed or for a structure it
-/// never registered; the core calls it at the end of an unregistration.
-///
-/// # Safety
-///
-/// `device` is a structure of `_ib_alloc_device`, not registered, deallocated once.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn ib_dealloc_device(device: *mut bindings::ib_device) {
-    // SAFETY: The caller's contract.
-    if let Some(dealloc) = unsafe { (*device).ops.dealloc_driver } {
-        // SAFETY: The driver's op, on its own structure.
-        unsafe { dealloc(device) };
-    }
-    registration::unlist(device);
-    netdev::free_netdevs(device);
-    // SAFETY: The caller's contract: a registration leaves the count at 0.
-    if unsafe { bindings::rdma_rs_refcount_read(&raw const (*device).refcount) } != 0 {
-        pr_warn!("ib_dealloc_device: a device still referenced is freed\n");
-    }
-    // SAFETY: The caller's contract: the reference of `_ib_alloc_device`, dropped once.
-    unsafe { face::put_driver_device(device) };
 }
 
 /// C's `ib_device_put`: drops a reference of `ib_device_get_by_netdev` (or C's inline
@@ -105,7 +77,11 @@ pub(crate) unsafe extern "C" fn ib_set_device_ops(
     if o.driver_id != bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN {
         if d.driver_id != bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN && d.driver_id != o.driver_id
         {
-            pr_warn!("ib_set_device_ops: driver id {} over {}\n", o.driver_id, d.driver_id);
+            pr_warn!(
+                "ib_set_device_ops: driver id {} over {}\n",
+                o.driver_id,
+                d.driver_id
+            );
         }
         d.driver_id = o.driver_id;
     }

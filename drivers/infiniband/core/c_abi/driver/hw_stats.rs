@@ -13,7 +13,8 @@ use kernel::{
 
 /// The memory of a counter set of `n` counters (C's `struct_size(stats, value, n)`).
 fn layout(n: usize) -> Option<Layout> {
-    let size = size_of::<bindings::rdma_hw_stats>().checked_add(n.checked_mul(size_of::<u64>())?)?;
+    let size =
+        size_of::<bindings::rdma_hw_stats>().checked_add(n.checked_mul(size_of::<u64>())?)?;
     Layout::from_size_align(size, align_of::<bindings::rdma_hw_stats>()).ok()
 }
 
@@ -57,7 +58,8 @@ pub(crate) unsafe extern "C" fn rdma_alloc_hw_stats_struct(
         (*stats).is_disabled = bits.cast::<c_ulong>().as_ptr();
         (*stats).descs = descs;
         (*stats).num_counters = num_counters;
-        (*stats).lifespan = bindings::__msecs_to_jiffies(u32::try_from(lifespan).unwrap_or(u32::MAX));
+        (*stats).lifespan =
+            bindings::__msecs_to_jiffies(u32::try_from(lifespan).unwrap_or(u32::MAX));
         bindings::__mutex_init(
             &raw mut (*stats).lock,
             c"&stats->lock".as_char_ptr(),
@@ -72,7 +74,10 @@ pub(crate) unsafe extern "C" fn rdma_alloc_hw_stats_struct(
 /// # Safety
 ///
 /// `stats` is null or was returned by [`rdma_alloc_hw_stats_struct`], and is freed once.
-#[expect(dead_code, reason = "C drivers' counters are read once the core calls their ops")]
+#[expect(
+    dead_code,
+    reason = "C drivers' counters are read once the core calls their ops"
+)]
 pub(crate) unsafe fn free_hw_stats(stats: *mut bindings::rdma_hw_stats) {
     if stats.is_null() {
         return;

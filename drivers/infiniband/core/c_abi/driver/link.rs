@@ -109,20 +109,16 @@ pub(crate) unsafe extern "C" fn rdma_link_unregister(ops: *mut bindings::rdma_li
 pub(crate) fn newlink(kind: &[u8], ibdev_name: &[u8], ndev: &NetDevice) -> Result {
     let name = CString::try_from_fmt(fmt!("{}", kernel::str::BStr::from_bytes(ibdev_name)))?;
     let find = |list: &KVec<LinkOps>| {
-        list.iter()
-            .find(|o| o.kind() == kind)
-            .and_then(|o| {
-                // SAFETY: A registered table (the lock is held by the caller of `find`).
-                unsafe { (*o.0).newlink }
-            })
+        list.iter().find(|o| o.kind() == kind).and_then(|o| {
+            // SAFETY: A registered table (the lock is held by the caller of `find`).
+            unsafe { (*o.0).newlink }
+        })
     };
     let mut list = LINK_OPS.lock();
     if !list.iter().any(|o| o.kind() == kind) {
         drop(list);
-        let alias = CString::try_from_fmt(fmt!(
-            "rdma-link-{}",
-            kernel::str::BStr::from_bytes(kind)
-        ))?;
+        let alias =
+            CString::try_from_fmt(fmt!("rdma-link-{}", kernel::str::BStr::from_bytes(kind)))?;
         let _ = kernel::kmod::request_module(&alias);
         list = LINK_OPS.lock();
     }

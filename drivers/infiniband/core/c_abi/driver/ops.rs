@@ -22,12 +22,7 @@ use crate::{
 };
 use core::ptr::NonNull;
 use kernel::{
-    bindings,
-    ffi::c_int,
-    page::PAGE_SIZE,
-    net::route::NetDevice,
-    prelude::*,
-    sync::aref::ARef,
+    bindings, ffi::c_int, net::route::NetDevice, page::PAGE_SIZE, prelude::*, sync::aref::ARef,
     sysfs_attrs::ShowBuffer,
 };
 
@@ -105,8 +100,7 @@ impl CDriverOps {
             }
             let a = *attrs.add(i);
             // The group's attributes are `struct device_attribute`s (C's `DEVICE_ATTR_*`).
-            (!a.is_null())
-                .then(|| kernel::container_of!(a, bindings::device_attribute, attr))
+            (!a.is_null()).then(|| kernel::container_of!(a, bindings::device_attribute, attr))
         }
     }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! C drivers' devices registered on the core (C's `device.c`): `ib_register_device`,
-//! `ib_unregister_device_queued`, `ib_unregister_driver`, and the unregistration `rdma link
+//! `ib_unregister_device_queued`, `ib_unregister_driver`, `ib_dealloc_device`, and the unregistration `rdma link
 //! delete` asks for (C's `ib_unregister_device_and_put`).
 //!
 //! A registered C driver's device is a [`Registration`] of the core, whose operations call the
@@ -89,11 +89,7 @@ pub(crate) fn clear() {
 
 /// The listed device of structure `ib`.
 fn find(ib: *mut bindings::ib_device) -> Option<Arc<DriverDevice>> {
-    DEVICES
-        .lock()
-        .iter()
-        .find(|d| d.ib.as_ptr() == ib)
-        .cloned()
+    DEVICES.lock().iter().find(|d| d.ib.as_ptr() == ib).cloned()
 }
 
 /// Takes `ib` off the list (C's `xa_erase` in `ib_dealloc_device`).
@@ -284,7 +280,7 @@ fn unregister_locked(d: &Arc<DriverDevice>, dealloc: bool) {
     let has_dealloc = unsafe { (*raw).ops.dealloc_driver.is_some() };
     if dealloc && has_dealloc {
         // SAFETY: The structure is unregistered; the driver gave it to the core to free.
-        unsafe { super::alloc::ib_dealloc_device(raw) };
+        unsafe { ib_dealloc_device(raw) };
     }
 }
 
@@ -366,8 +362,7 @@ pub(crate) fn dellink(dev_index: u32) -> Result {
     let raw = d.ib.as_ptr();
     // SAFETY: Listed, so alive.
     let c = unsafe { &*raw };
-    if c.attrs.kernel_cap_flags & u64::from(bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG)
-        == 0
+    if c.attrs.kernel_cap_flags & u64::from(bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG) == 0
     {
         return Err(EINVAL);
     }
@@ -385,4 +380,29 @@ pub(crate) fn dellink(dev_index: u32) -> Result {
     // SAFETY: Taken above.
     unsafe { face::put_c_device(raw) };
     Ok(())
+}
+
+/// C's `ib_dealloc_device`: the driver's `dealloc_driver` (which frees its own part), then the
+/// structure taken off the core's lists, its net devices dropped, and its reference put (the
+/// last frees it). A driver calls it after `ib_register_device` failed or for a structure it
+/// never registered; the core calls it at the end of an unregistration.
+///
+/// # Safety
+///
+/// `device` is a structure of `_ib_alloc_device`, not registered, deallocated once.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn ib_dealloc_device(device: *mut bindings::ib_device) {
+    // SAFETY: The caller's contract.
+    if let Some(dealloc) = unsafe { (*device).ops.dealloc_driver } {
+        // SAFETY: The driver's op, on its own structure.
+        unsafe { dealloc(device) };
+    }
+    unlist(device);
+    netdev::free_netdevs(device);
+    // SAFETY: The caller's contract: a registration leaves the count at 0.
+    if unsafe { bindings::rdma_rs_refcount_read(&raw const (*device).refcount) } != 0 {
+        pr_warn!("ib_dealloc_device: a device still referenced is freed\n");
+    }
+    // SAFETY: The caller's contract: the reference of `_ib_alloc_device`, dropped once.
+    unsafe { face::put_driver_device(device) };
 }

@@ -18,12 +18,7 @@ use kernel::{
 unsafe fn udata_of(udata: *const bindings::ib_udata) -> Udata {
     // SAFETY: The caller's contract.
     let u = unsafe { &*udata };
-    Udata::new(
-        u.inbuf as usize,
-        u.inlen,
-        u.outbuf as usize,
-        u.outlen,
-    )
+    Udata::new(u.inbuf as usize, u.inlen, u.outbuf as usize, u.outlen)
 }
 
 /// C's `_ib_copy_validate_udata_in`: the driver's request into `req` (`kernel_size` bytes):
