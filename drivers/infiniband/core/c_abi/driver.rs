@@ -22,3 +22,5 @@ pub(crate) mod registration;
 pub(crate) mod udata;
 /// User memory of memory regions.
 pub(crate) mod umem;
+/// User contexts' mmap entries.
+pub(crate) mod user_mmap;

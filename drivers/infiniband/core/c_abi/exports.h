@@ -193,5 +193,11 @@ EXPORT_C_ABI(ib_umem_get_attr_or_va);
 EXPORT_C_ABI(ib_umem_release);
 EXPORT_C_ABI(ib_umem_check_rereg);
 
+/* c_abi/driver/user_mmap.rs */
+EXPORT_C_ABI(rdma_user_mmap_entry_insert);
+EXPORT_C_ABI(rdma_user_mmap_entry_get);
+EXPORT_C_ABI(rdma_user_mmap_entry_put);
+EXPORT_C_ABI(rdma_user_mmap_entry_remove);
+
 /* c_abi/driver/hw_stats.rs */
 EXPORT_C_ABI(rdma_alloc_hw_stats_struct);

@@ -8,7 +8,7 @@
 use crate::{
     attrs::{
         DeviceAttr, FwVersion, Gid, LinkLayer, NodeDesc, NodeType, PortAttr, PortImmutable,
-        PortState,
+        PortState, CORE_CAP_PROT_IWARP, CORE_CAP_PROT_ROCE, CORE_CAP_PROT_ROCE_UDP_ENCAP,
     },
     device::events::{DeviceEventHandler, DeviceEvents, EventType},
     device::gid_table::{self, GidEntry},
@@ -536,15 +536,31 @@ pub(crate) fn read_ports(ops: &dyn DynOps, immutables: &[PortImmutable]) -> Resu
         // The cache update starts with a port query, as C's `ib_cache_update`.
         let attr = ops.query_port(port)?;
         let mut gids = KVVec::new();
-        if link_layer != LinkLayer::Ethernet {
+        let roce = imm.core_cap_flags & (CORE_CAP_PROT_ROCE | CORE_CAP_PROT_ROCE_UDP_ENCAP) != 0;
+        if roce {
+            // The core's own, from the port's net device (C's `roce_gid_mgmt`).
+            if let Some(ndev) = ops.netdev(port) {
+                gids = gid_table::roce_table(&ndev, imm.gid_tbl_len, imm.core_cap_flags)?;
+            }
+        } else if link_layer != LinkLayer::Ethernet || imm.core_cap_flags & CORE_CAP_PROT_IWARP != 0
+        {
+            // The driver's (C's `config_non_roce_gid_cache`); an iWARP port's entries name its
+            // net device.
+            let ndev = if imm.core_cap_flags & CORE_CAP_PROT_IWARP != 0 {
+                ops.netdev(port)
+            } else {
+                None
+            };
             for index in 0..imm.gid_tbl_len {
                 match ops.query_gid(port, index) {
-                    Some(g) => gids.push(GidEntry::ib(g?), GFP_KERNEL)?,
+                    Some(g) => {
+                        let mut e = GidEntry::ib(g?);
+                        e.ndev = ndev.clone();
+                        gids.push(e, GFP_KERNEL)?
+                    }
                     None => break,
                 }
             }
-        } else if let Some(ndev) = ops.netdev(port) {
-            gids = gid_table::roce_table(&ndev, imm.gid_tbl_len, imm.core_cap_flags)?;
         }
         // One query per P_Key, as C's `ib_cache_update` (mlx5 answers each with the MAD of its
         // block of 32, as C's `mlx5_query_mad_ifc_pkey`).

@@ -71,7 +71,10 @@ pub(crate) unsafe extern "C" fn ib_get_eth_speed(
     width: *mut u8,
 ) -> c_int {
     // SAFETY: The caller's contract: a live structure with its ops.
-    let ops = unsafe { CDriverOps::new(NonNull::new_unchecked(dev)) };
+    let ops = match unsafe { CDriverOps::new(NonNull::new_unchecked(dev)) } {
+        Ok(o) => o,
+        Err(e) => return e.to_errno(),
+    };
     if ops.link_layer(port_num) != LinkLayer::Ethernet {
         return EINVAL.to_errno();
     }

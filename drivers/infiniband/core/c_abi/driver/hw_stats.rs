@@ -74,10 +74,6 @@ pub(crate) unsafe extern "C" fn rdma_alloc_hw_stats_struct(
 /// # Safety
 ///
 /// `stats` is null or was returned by [`rdma_alloc_hw_stats_struct`], and is freed once.
-#[expect(
-    dead_code,
-    reason = "C drivers' counters are read once the core calls their ops"
-)]
 pub(crate) unsafe fn free_hw_stats(stats: *mut bindings::rdma_hw_stats) {
     if stats.is_null() {
         return;

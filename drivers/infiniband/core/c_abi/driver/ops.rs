@@ -12,7 +12,7 @@
 
 use crate::{
     attrs::{DeviceAttr, DeviceCapFlags, FwVersion, Gid, LinkLayer, NodeDesc, PortAttr, PortState},
-    hw_stats::HwStatsDesc,
+    hw_stats::{HwStatDesc, HwStatsDesc},
     mad::types::{result, Mad, MadWc},
     user::spec::{DriverAttrs, DriverMethod},
     user::udata::Udata,
@@ -22,7 +22,13 @@ use crate::{
 };
 use core::ptr::NonNull;
 use kernel::{
-    bindings, ffi::c_int, net::route::NetDevice, page::PAGE_SIZE, prelude::*, sync::aref::ARef,
+    bindings,
+    ffi::{c_int, c_ulong},
+    net::route::NetDevice,
+    new_mutex,
+    page::PAGE_SIZE,
+    prelude::*,
+    sync::{aref::ARef, Mutex},
     sysfs_attrs::ShowBuffer,
 };
 
@@ -36,6 +42,25 @@ use kernel::{
 /// registration.
 pub(crate) struct CDriverOps {
     ib: NonNull<bindings::ib_device>,
+    /// The counter sets the driver made, per port (freed with the operations).
+    stats: Pin<KBox<Mutex<PortStatsList>>>,
+}
+
+/// The counter sets of a device's ports, by port number.
+type PortStatsList = KVec<(u32, PortStats)>;
+
+/// A port's counter set, made by the driver's `alloc_hw_port_stats`; freed when dropped.
+struct PortStats(NonNull<bindings::rdma_hw_stats>);
+
+// SAFETY: The set is read and written under its owner's lock only.
+unsafe impl Send for PortStats {}
+
+impl Drop for PortStats {
+    fn drop(&mut self) {
+        // SAFETY: A set of `rdma_alloc_hw_stats_struct` (the driver's `alloc_hw_port_stats`
+        // makes its sets with it), freed once.
+        unsafe { crate::c_abi::driver::hw_stats::free_hw_stats(self.0.as_ptr()) };
+    }
 }
 
 // SAFETY: The structure is read by any thread (C drivers' ops are called from any context the
@@ -50,9 +75,15 @@ impl CDriverOps {
     /// # Safety
     ///
     /// `ib` is a C driver's device structure that outlives the returned value, with its ops set.
-    pub(crate) unsafe fn new(ib: NonNull<bindings::ib_device>) -> Self {
+    pub(crate) unsafe fn new(ib: NonNull<bindings::ib_device>) -> Result<Self> {
         // INVARIANT: The caller's contract.
-        Self { ib }
+        Ok(Self {
+            ib,
+            stats: KBox::pin_init(
+                new_mutex!(KVec::new(), "ib_core::c_abi::driver::CDriverOps::stats"),
+                GFP_KERNEL,
+            )?,
+        })
     }
 
     /// The driver's device structure.
@@ -243,11 +274,8 @@ impl DynOps for CDriverOps {
     }
 
     fn query_gid(&self, port: u32, index: u32) -> Option<Result<Gid>> {
-        // A RoCE or iWARP port's GIDs are the core's to make (C's `roce_gid_mgmt`); an
-        // InfiniBand port's come from the driver.
-        if self.link_layer(port) != LinkLayer::Infiniband {
-            return None;
-        }
+        // A RoCE port's GIDs are the core's to make (C's `roce_gid_mgmt`); an InfiniBand or
+        // iWARP port's come from the driver (the core asks only for those).
         let query = self.ops().query_gid?;
         // SAFETY: A plain C union: all zeroes is valid.
         let mut gid: bindings::ib_gid = unsafe { core::mem::zeroed() };
@@ -402,15 +430,84 @@ impl DynOps for CDriverOps {
     }
 
     fn has_hw_stats(&self) -> bool {
-        false
+        self.ops().alloc_hw_port_stats.is_some() && self.ops().get_hw_stats.is_some()
     }
 
-    fn alloc_hw_port_stats(&self, _port: u32) -> Result<HwStatsDesc> {
-        Err(EOPNOTSUPP)
+    fn alloc_hw_port_stats(&self, port: u32) -> Result<HwStatsDesc> {
+        let alloc = self.ops().alloc_hw_port_stats.ok_or(EOPNOTSUPP)?;
+        // SAFETY: The structure is alive (type invariant).
+        let stats = NonNull::new(unsafe { alloc(self.raw(), port) }).ok_or(ENOMEM)?;
+        let kept = PortStats(stats);
+        // SAFETY: A counter set the driver made with `rdma_alloc_hw_stats_struct`: its
+        // descriptions (the driver's static table) hold `num_counters` entries.
+        let (descs, n, lifespan, disabled) = unsafe {
+            let s = stats.as_ptr();
+            (
+                (*s).descs,
+                usize::try_from((*s).num_counters).unwrap_or(0),
+                (*s).lifespan,
+                (*s).is_disabled,
+            )
+        };
+        let mut out = KVec::with_capacity(n, GFP_KERNEL)?;
+        for i in 0..n {
+            // SAFETY: As above; the names are the driver module's static strings, which
+            // outlive the device.
+            let (name, flags) = unsafe { ((*descs.add(i)).name, (*descs.add(i)).flags) };
+            if name.is_null() {
+                return Err(EINVAL);
+            }
+            let bits = c_ulong::BITS as usize;
+            // SAFETY: The bitmap holds a bit per counter (`rdma_alloc_hw_stats_struct`).
+            let off = unsafe { *disabled.add(i / bits) } & (1 << (i % bits)) != 0;
+            out.push(
+                HwStatDesc {
+                    // SAFETY: As above.
+                    name: unsafe { CStr::from_char_ptr(name) },
+                    optional: flags & bindings::ib_stat_flag_IB_STAT_FLAG_OPTIONAL != 0,
+                    disabled: off,
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        self.stats.lock().push((port, kept), GFP_KERNEL)?;
+        Ok(HwStatsDesc {
+            descs: out,
+            // C keeps jiffies; the core counts milliseconds (C's `jiffies_to_msecs`).
+            lifespan_ms: u32::try_from(
+                lifespan.saturating_mul(1000) / bindings::CONFIG_HZ as usize,
+            )
+            .unwrap_or(u32::MAX),
+        })
     }
 
-    fn get_hw_stats(&self, _port: u32, _values: &mut [u64], _index: usize) -> Result<usize> {
-        Err(EOPNOTSUPP)
+    fn get_hw_stats(&self, port: u32, values: &mut [u64], index: usize) -> Result<usize> {
+        let get = self.ops().get_hw_stats.ok_or(EOPNOTSUPP)?;
+        let stats = self.stats.lock();
+        let s = stats
+            .iter()
+            .find(|(p, _)| *p == port)
+            .map(|(_, s)| s.0)
+            .ok_or(EINVAL)?;
+        let index = c_int::try_from(index).map_err(|_| EINVAL)?;
+        // SAFETY: The driver's op on its own structure and the set it made for `port`; the
+        // lock keeps the set (and its values) for this call.
+        let n = unsafe { get(self.raw(), s.as_ptr(), port, index) };
+        if n < 0 {
+            return Err(Error::from_errno(n));
+        }
+        // SAFETY: The set's values, `num_counters` of them.
+        let vals = unsafe {
+            let p = s.as_ptr();
+            core::slice::from_raw_parts(
+                (&raw const (*p).value).cast::<u64>(),
+                usize::try_from((*p).num_counters).unwrap_or(0),
+            )
+        };
+        for (d, v) in values.iter_mut().zip(vals) {
+            *d = *v;
+        }
+        Ok(n as usize)
     }
 
     fn netdev(&self, port: u32) -> Option<ARef<NetDevice>> {

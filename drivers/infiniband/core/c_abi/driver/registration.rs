@@ -145,7 +145,7 @@ unsafe fn register(ib: NonNull<bindings::ib_device>, name: *const c_char) -> Res
     // SAFETY: As above: the driver filled these before registering.
     let c = unsafe { &*raw };
     // SAFETY: The caller's contract; the ops outlive the registration.
-    let ops = unsafe { CDriverOps::new(ib) };
+    let ops = unsafe { CDriverOps::new(ib)? };
     let ports = c.phys_port_cnt;
     let mut immutables = KVec::with_capacity(ports as usize, GFP_KERNEL)?;
     for port in 1..=ports {

@@ -1,5 +1,6 @@
-# c-abi-rxe-2vm: C's soft-RoCE driver (rdma_rxe.ko, the same file on both stacks) on the Rust
-# core (issue "ib_core's C ABI", step 4: C drivers; docs/c-abi.md). VM 0 runs the Rust stack,
+# c-abi-sw-drivers-2vm: C's software drivers, soft-RoCE (rdma_rxe.ko) and soft-iWARP (siw.ko),
+# the same files on both stacks, on the Rust core (issue "ib_core's C ABI", step 4: C drivers;
+# docs/c-abi.md). VM 0 runs the Rust stack,
 # VM 1 the C stack, joined by their virtio-net link. On each, `rdma link add rxe0 type rxe
 # netdev <the NIC>` loads rdma_rxe through the link type's alias (`rdma-link-rxe`) and registers
 # rxe0: a C driver's device allocated with `_ib_alloc_device`, its ops set with
@@ -9,8 +10,11 @@
 # two C VMs; the node GUID, default GID and IPv4 GID follow each VM's MAC and address): the
 # port's net device, its attributes and state, the driver's own `parent` file, the RoCE GID
 # table the core makes from the NIC (the default GID and the IPv4-mapped one, RoCE v2, on the
-# NIC). Then `rdma link delete` (the driver's dellink, the device unregistered and freed by its
-# dealloc_driver), a second device, and the stack unloads clean.
+# NIC), its hardware counters (the driver's `alloc_hw_port_stats`/`get_hw_stats`: sysfs
+# `hw_counters` and `rdma stat`). Then `rdma link delete` (the driver's dellink, the device
+# unregistered and freed by its dealloc_driver), a second device, refused links. Then siw0 on
+# the same NIC: an RNIC whose one GID the driver reports (its MAC), on eth0, no counters. The
+# stack unloads clean.
 # Not compared yet (printed): the port's `counters` and `hw_counters` directories and `rdma
 # res` (C's MAD layer opens QP1 on rxe0 with kernel verbs, which the Rust core does not drive
 # on C drivers yet), and so whether rdma_rxe can be removed with a device registered (on C the
@@ -19,7 +23,7 @@
 # vms: 2
 # vm-stacks: rust c
 # timeout: 600
-# install-modules: yes udp_tunnel ip6_udp_tunnel rdma_rxe
+# install-modules: yes udp_tunnel ip6_udp_tunnel rdma_rxe siw
 
 N=$((VM_INDEX + 1))
 SYS=/sys/class/infiniband/rxe0
@@ -84,6 +88,12 @@ same "sysfs: rxe0's files" "fw_ver node_desc node_guid node_type parent ports su
 same "sysfs: a virtual device" /sys/devices/virtual/infiniband/rxe0 "$(readlink -f $SYS)"
 same "sysfs: 1024 GID entries" 1024 "$(ls $SYS/ports/1/gids | wc -l)"
 check_output "the driver's log lines name the device as C's" 'infiniband rxe0: added eth0' dmesg
+RXE_COUNTERS="ack_deferred completer_retry_err duplicate_request lifespan link_downed out_of_seq_request rcvd_bytes rcvd_pkts rcvd_rnr_err rcvd_seq_err rdma_recvs rdma_sends retry_exceeded_err retry_rnr_exceeded_err send_err send_rnr_err sent_bytes sent_pkts"
+same "sysfs: the driver's hardware counters" "$RXE_COUNTERS" "$(ls $SYS/ports/1/hw_counters | tr '\n' ' ' | sed 's/ $//')"
+same "sysfs: their lifespan (10 ms in jiffies, as C shows it)" 12 "$(cat $SYS/ports/1/hw_counters/lifespan)"
+same "rdma stat show link rxe0/1: every counter, none counted yet" \
+	"link rxe0/1 sent_pkts 0 rcvd_pkts 0 duplicate_request 0 out_of_seq_request 0 rcvd_rnr_err 0 send_rnr_err 0 rcvd_seq_err 0 ack_deferred 0 retry_exceeded_err 0 retry_rnr_exceeded_err 0 completer_retry_err 0 send_err 0 link_downed 0 rdma_sends 0 rdma_recvs 0 sent_bytes 0 rcvd_bytes 0 " \
+	"$(rdma stat show link rxe0/1)"
 echo "# not compared yet:"
 ls $SYS/ports/1/ | tr '\n' ' ' | sed 's/^/#   ports\/1: /; s/$/\n/'
 rdma res show rxe0 | sed 's/^/#   /'
@@ -103,6 +113,39 @@ else
 	check "rmmod rdma_rxe" rmmod rdma_rxe
 fi
 check "rxe1 is gone" sh -c '! rdma dev show rxe1 2>/dev/null'
+
+# soft-iWARP: the driver's own GID, the port's state from the NIC.
+check "rdma link add siw0 type siw netdev eth0" rdma link add siw0 type siw netdev eth0
+check_output "rdma link show siw0/1" \
+	'^link siw0/1 state ACTIVE physical_state LINK_UP netdev eth0 $' rdma link show siw0/1
+same "rdma -d dev show siw0: an RNIC, GUIDs from the MAC" \
+	"1: siw0: node_type rnic node_guid 5054:00ff:fe23:000$N sys_image_guid 5054:00ff:fe23:000$N adaptive-moderation off 
+    caps: <MEM_MGT_EXTENSIONS>" "$(rdma -d dev show siw0 | sed 's/^[0-9]*:/1:/')"
+SYS=/sys/class/infiniband/siw0
+SIW_EXPECTED="node_type=4: RNIC
+node_guid=5054:00ff:fe23:000$N
+sys_image_guid=5054:00ff:fe23:000$N
+node_desc=Software iWARP stack
+fw_ver=
+ports/1/state=4: ACTIVE
+ports/1/phys_state=5: LinkUp
+ports/1/link_layer=Ethernet
+ports/1/rate=2.5 Gb/sec (1X SDR)
+ports/1/lid=0x0
+ports/1/cap_mask=0x00090000
+ports/1/gids/0=5254:0023:000$N:0000:0000:0000:0000:0000
+ports/1/gid_attrs/types/0=IB/RoCE v1
+ports/1/gid_attrs/ndevs/0=eth0"
+seen=$(printf '%s\n' "$SIW_EXPECTED" | while IFS='=' read -r f _; do
+	printf '%s=%s\n' "$f" "$(cat "$SYS/$f" 2>/dev/null)"
+done)
+same "sysfs: siw0's attributes, port and its one GID (the MAC, on eth0)" "$SIW_EXPECTED" "$seen"
+same "sysfs: siw0's port files (no counters)" \
+	"cap_mask gid_attrs gids lid lid_mask_count link_layer phys_state rate sm_lid sm_sl state" \
+	"$(ls $SYS/ports/1 | tr '\n' ' ' | sed 's/ $//')"
+check "rdma stat show link siw0/1: refused (no counters)" sh -c '! rdma stat show link siw0/1 2>/dev/null'
+check "rdma link delete siw0" rdma link delete siw0
+check "rmmod siw" rmmod siw
 meet done
 check "unload the stack" unload_stack
 dmesg_clean "dmesg has no warnings, oopses or lockdep reports"
