@@ -15,11 +15,10 @@
 # unregistered and freed by its dealloc_driver), a second device, refused links. Then siw0 on
 # the same NIC: an RNIC whose one GID the driver reports (its MAC), on eth0, no counters. The
 # stack unloads clean.
-# Not compared yet (printed): the port's `counters` and `hw_counters` directories and `rdma
-# res` (C's MAD layer opens QP1 on rxe0 with kernel verbs, which the Rust core does not drive
-# on C drivers yet), and so whether rdma_rxe can be removed with a device registered (on C the
-# QP's socket holds the module: refused); on the Rust core `rmmod rdma_rxe` with rxe1
-# registered runs C's `ib_unregister_driver`.
+# The MAD layer opens QP1 on rxe0's RoCE port through the driver's kernel verbs (a PD, a CQ,
+# the GSI QP, receives posted): `rdma res` counts them as on C, and the QP's socket holds
+# rdma_rxe, which `rmmod` then refuses, as on C. Not compared yet (printed): the port's
+# `counters` directory (C reads the PerfMgmt counters through the driver's process_mad).
 # vms: 2
 # vm-stacks: rust c
 # timeout: 600
@@ -94,10 +93,11 @@ same "sysfs: their lifespan (10 ms in jiffies, as C shows it)" 12 "$(cat $SYS/po
 same "rdma stat show link rxe0/1: every counter, none counted yet" \
 	"link rxe0/1 sent_pkts 0 rcvd_pkts 0 duplicate_request 0 out_of_seq_request 0 rcvd_rnr_err 0 send_rnr_err 0 rcvd_seq_err 0 ack_deferred 0 retry_exceeded_err 0 retry_rnr_exceeded_err 0 completer_retry_err 0 send_err 0 link_downed 0 rdma_sends 0 rdma_recvs 0 sent_bytes 0 rcvd_bytes 0 " \
 	"$(rdma stat show link rxe0/1)"
+same "rdma res show rxe0: the MAD layer's PD, CQ and QP1 on the RoCE port" \
+	"1: rxe0: pd 1 cq 1 qp 1 cm_id 0 mr 0 ctx 0 srq 0 comp_cntr 0 " "$(rdma res show rxe0)"
+same "rdma_rxe is held once (its QP1's socket)" 1 "$(cat /sys/module/rdma_rxe/refcnt)"
 echo "# not compared yet:"
 ls $SYS/ports/1/ | tr '\n' ' ' | sed 's/^/#   ports\/1: /; s/$/\n/'
-rdma res show rxe0 | sed 's/^/#   /'
-echo "#   rdma_rxe's references with rxe0: $(cat /sys/module/rdma_rxe/refcnt)"
 
 check "rdma link delete rxe0" rdma link delete rxe0
 check "rxe0 is gone" sh -c '! rdma dev show rxe0 2>/dev/null'
@@ -106,12 +106,10 @@ check "rdma link add with an unknown type: refused" sh -c '! rdma link add foo0 
 check "rdma link add on a missing net device: refused" sh -c '! rdma link add rxe9 type rxe netdev nosuch0 2>/dev/null'
 check "rdma link add rxe1 type rxe netdev eth0" rdma link add rxe1 type rxe netdev eth0
 check "a second rxe on eth0: refused (the driver's EEXIST)" sh -c '! rdma link add rxe2 type rxe netdev eth0 2>/dev/null'
-if [ "$STACK" = rust ]; then
-	check "rmmod rdma_rxe with rxe1 registered (ib_unregister_driver)" rmmod rdma_rxe
-else
-	check "rdma link delete rxe1" rdma link delete rxe1
-	check "rmmod rdma_rxe" rmmod rdma_rxe
-fi
+check "rmmod rdma_rxe with rxe1 registered: refused (its QP1's socket holds the module)" \
+	sh -c '! rmmod rdma_rxe 2>/dev/null'
+check "rdma link delete rxe1" rdma link delete rxe1
+check "rmmod rdma_rxe (ib_unregister_driver, no device left)" rmmod rdma_rxe
 check "rxe1 is gone" sh -c '! rdma dev show rxe1 2>/dev/null'
 
 # soft-iWARP: the driver's own GID, the port's state from the NIC.

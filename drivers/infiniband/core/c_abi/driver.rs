@@ -6,6 +6,10 @@
 
 /// The driver's device structure: allocation, ops, references.
 pub(crate) mod alloc;
+/// Completion queues.
+pub(crate) mod cq;
+/// Memory for consumers of software devices.
+pub(crate) mod dma;
 /// The speed of Ethernet ports.
 pub(crate) mod eth_speed;
 /// Counter sets of C drivers.
@@ -14,8 +18,14 @@ pub(crate) mod hw_stats;
 pub(crate) mod link;
 /// Ports' net devices.
 pub(crate) mod netdev;
+/// The memory of the driver's verbs objects.
+pub(crate) mod object;
 /// The driver's ops table as the core's operations.
 pub(crate) mod ops;
+/// Protection domains, and the MRs and AHs in them.
+pub(crate) mod pd;
+/// Queue pairs and their work requests.
+pub(crate) mod qp;
 /// Registration and unregistration.
 pub(crate) mod registration;
 /// User-verbs buffers.

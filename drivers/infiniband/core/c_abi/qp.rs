@@ -74,7 +74,7 @@ fn qp_type_from_c(t: bindings::ib_qp_type) -> Result<QpType> {
 }
 
 /// C's `struct ib_qp_cap` of `cap` (no RDMA contexts).
-fn cap_to_c(cap: &QpCap) -> bindings::ib_qp_cap {
+pub(crate) fn cap_to_c(cap: &QpCap) -> bindings::ib_qp_cap {
     bindings::ib_qp_cap {
         max_send_wr: cap.max_send_wr,
         max_recv_wr: cap.max_recv_wr,
@@ -237,7 +237,7 @@ pub(crate) unsafe extern "C" fn ib_create_qp_kernel(
 }
 
 /// The core's attributes of C's `attr` for the fields `mask` names.
-fn attr_from_c(a: &bindings::ib_qp_attr, mask: QpAttrMask) -> Result<QpAttr> {
+pub(crate) fn attr_from_c(a: &bindings::ib_qp_attr, mask: QpAttrMask) -> Result<QpAttr> {
     let path = if mask.contains(QpAttrField::Av) {
         Some(ah_attr_from_c(&a.ah_attr)?)
     } else {
@@ -277,6 +277,37 @@ fn attr_from_c(a: &bindings::ib_qp_attr, mask: QpAttrMask) -> Result<QpAttr> {
         max_dest_rd_atomic: a.max_dest_rd_atomic,
         dest_qp_num: a.dest_qp_num,
     })
+}
+
+/// C's `struct ib_qp_attr` of the core's attributes `a` (the capabilities left as they are).
+pub(crate) fn attr_to_c(a: &QpAttr, out: &mut bindings::ib_qp_attr) {
+    out.qp_state = a.qp_state as u32;
+    out.cur_qp_state = a.qp_state as u32;
+    out.path_mtu = a.path_mtu.into();
+    out.qkey = a.qkey;
+    out.rq_psn = a.rq_psn;
+    out.sq_psn = a.sq_psn;
+    out.dest_qp_num = a.dest_qp_num;
+    out.qp_access_flags = u32::from(a.qp_access_flags) as c_int;
+    ah_attr_to_c(
+        &crate::verbs::types::AhAttr {
+            dlid: a.dlid,
+            sl: a.sl,
+            src_path_bits: a.src_path_bits,
+            static_rate: a.static_rate,
+            port_num: a.port_num,
+            grh: a.grh,
+        },
+        &mut out.ah_attr,
+    );
+    out.pkey_index = a.pkey_index;
+    out.max_rd_atomic = a.max_rd_atomic;
+    out.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    out.min_rnr_timer = a.min_rnr_timer;
+    out.port_num = a.port_num.into();
+    out.timeout = a.timeout;
+    out.retry_cnt = a.retry_cnt;
+    out.rnr_retry = a.rnr_retry;
 }
 
 /// C's `ib_modify_qp`: applies the attributes `qp_attr_mask` names; 0, `-EINVAL` for a
@@ -352,34 +383,8 @@ pub(crate) unsafe extern "C" fn ib_query_qp(
     let cap = cap_to_c(&core.qp.cap());
     // SAFETY: The outputs are writable and `qp` is live (contract).
     let (out, init, q) = unsafe { (&mut *qp_attr, &mut *qp_init_attr, &*qp) };
-    out.qp_state = a.qp_state as u32;
-    out.cur_qp_state = a.qp_state as u32;
-    out.path_mtu = a.path_mtu.into();
-    out.qkey = a.qkey;
-    out.rq_psn = a.rq_psn;
-    out.sq_psn = a.sq_psn;
-    out.dest_qp_num = a.dest_qp_num;
-    out.qp_access_flags = u32::from(a.qp_access_flags) as c_int;
+    attr_to_c(&a, out);
     out.cap = cap;
-    ah_attr_to_c(
-        &crate::verbs::types::AhAttr {
-            dlid: a.dlid,
-            sl: a.sl,
-            src_path_bits: a.src_path_bits,
-            static_rate: a.static_rate,
-            port_num: a.port_num,
-            grh: a.grh,
-        },
-        &mut out.ah_attr,
-    );
-    out.pkey_index = a.pkey_index;
-    out.max_rd_atomic = a.max_rd_atomic;
-    out.max_dest_rd_atomic = a.max_dest_rd_atomic;
-    out.min_rnr_timer = a.min_rnr_timer;
-    out.port_num = a.port_num.into();
-    out.timeout = a.timeout;
-    out.retry_cnt = a.retry_cnt;
-    out.rnr_retry = a.rnr_retry;
     init.qp_type = q.qp_type;
     init.send_cq = q.send_cq;
     init.recv_cq = q.recv_cq;

@@ -4,14 +4,15 @@
 //! type-erased operations (`DynOps`) implemented by calling the C function pointers with the
 //! driver's own device structure, converting C's structures to the core's types.
 //!
-//! What a C driver's device does through it so far: its attributes, ports, P_Keys, link layer,
-//! firmware version, node description and port capability bits; the kernel verbs objects, the
-//! user context, MAD processing and the hardware counters of C drivers come later (the device
-//! registers without kernel verbs, so the core's MAD layer and the clients that need kernel
-//! verbs leave it alone).
+//! What a C driver's device does through it: its attributes, ports, P_Keys, GIDs, link layer,
+//! firmware version, node description, port capability bits, device attributes and hardware
+//! counters; kernel verbs (PDs, CQs, QPs, the DMA MR, AHs on InfiniBand ports: `pd.rs`,
+//! `cq.rs`, `qp.rs`) for a software device, whose consumers' memory is kernel memory. Not
+//! yet: user contexts and objects, SRQs, MAD processing.
 
 use crate::{
     attrs::{DeviceAttr, DeviceCapFlags, FwVersion, Gid, LinkLayer, NodeDesc, PortAttr, PortState},
+    c_abi::driver::{cq::DriverCq, dma::VirtBuffer, pd::DriverPd},
     hw_stats::{HwStatDesc, HwStatsDesc},
     mad::types::{result, Mad, MadWc},
     user::spec::{DriverAttrs, DriverMethod},
@@ -135,6 +136,28 @@ impl CDriverOps {
         }
     }
 
+    /// Whether the driver has every op C requires of a kernel verbs provider (C's
+    /// `ib_device_check_mandatory`, as the core's `is_kverbs_provider`), and the core can give
+    /// its consumers memory (a software device: no DMA device).
+    pub(crate) fn is_kverbs_provider(&self) -> bool {
+        let o = self.ops();
+        o.alloc_pd.is_some()
+            && o.dealloc_pd.is_some()
+            && o.create_qp.is_some()
+            && o.modify_qp.is_some()
+            && o.destroy_qp.is_some()
+            && o.post_send.is_some()
+            && o.post_recv.is_some()
+            && o.create_cq.is_some()
+            && o.destroy_cq.is_some()
+            && o.poll_cq.is_some()
+            && o.req_notify_cq.is_some()
+            && o.get_dma_mr.is_some()
+            && o.dereg_mr.is_some()
+            // SAFETY: The structure is alive (type invariant).
+            && unsafe { (*self.raw()).dma_device }.is_null()
+    }
+
     /// C's `get_port_immutable` of `port`.
     pub(crate) fn port_immutable(&self, port: u32) -> Result<crate::attrs::PortImmutable> {
         let get = self.ops().get_port_immutable.ok_or(EINVAL)?;
@@ -238,15 +261,27 @@ impl DynOps for CDriverOps {
     }
 
     fn alloc_pd(&self) -> Result<KBox<dyn PdObject>> {
-        Err(EOPNOTSUPP)
+        // SAFETY: The structure outlives the device's objects (type invariant).
+        Ok(KBox::new(unsafe { DriverPd::alloc(self.ib)? }, GFP_KERNEL)?)
     }
 
-    fn create_cq(&self, _init: &CqInit, _notifier: &CqNotifier) -> Result<KBox<dyn CqObject>> {
-        Err(EOPNOTSUPP)
+    fn create_cq(&self, init: &CqInit, notifier: &CqNotifier) -> Result<KBox<dyn CqObject>> {
+        // SAFETY: As above.
+        Ok(KBox::new(
+            unsafe { DriverCq::create(self.ib, init, notifier)? },
+            GFP_KERNEL,
+        )?)
     }
 
-    fn alloc_dma_buffer(&self, _len: usize) -> Result<KBox<dyn DmaMemory>> {
-        Err(EOPNOTSUPP)
+    fn alloc_dma_buffer(&self, len: usize) -> Result<KBox<dyn DmaMemory>> {
+        // A software device addresses kernel memory by its virtual address (C's
+        // `ib_uses_virt_dma`); a C driver of hardware would need its DMA device's mappings: not
+        // yet.
+        // SAFETY: The structure is alive (type invariant).
+        if !unsafe { (*self.raw()).dma_device }.is_null() {
+            return Err(EOPNOTSUPP);
+        }
+        Ok(KBox::new(VirtBuffer::new(len)?, GFP_KERNEL)?)
     }
 
     fn alloc_ucontext(&self, _udata: &Udata) -> Result<KBox<dyn UContextObject>> {

@@ -187,8 +187,9 @@ unsafe fn register(ib: NonNull<bindings::ib_device>, name: *const c_char) -> Res
         }
         Ok(())
     };
+    let kverbs = ops.is_kverbs_provider();
     let ops = KBox::new(ops, GFP_KERNEL)?;
-    let registration = Registration::new_c(info, attr, &immutables, ops, false, &mut enable);
+    let registration = Registration::new_c(info, attr, &immutables, ops, kverbs, &mut enable);
     let registration = match registration {
         Ok(r) => r,
         Err(e) => {

@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A C driver's protection domain as the core's PD object ([`DriverPd`]), and what is made in
+//! it: QPs ([`DriverQp`]), the DMA memory region ([`DriverMr`], C's `get_dma_mr`) and address
+//! handles ([`DriverAh`], C's `rdma_create_ah` for an InfiniBand port).
+//!
+//! Not yet: SRQs, user objects, and AHs on a RoCE port (C resolves the destination's MAC
+//! address with the IP stack for them).
+
+use crate::{
+    attrs::CORE_CAP_PROT_IB,
+    c_abi::{
+        ah::ah_attr_to_c,
+        driver::{cq::DriverCq, object::DriverObject, qp::DriverQp},
+    },
+    device::events::EventNotifier,
+    user::udata::Udata,
+    verbs::ops::{
+        CqObject, MrObject, PdObject, QpObject, SrqObject, UContextObject, UserCqObject,
+        UserQpObject, UserSrqObject,
+    },
+    verbs::types::{AccessFlags, AhAttr, NewMr, NewQp, QpCap, QpInitDriver, SrqAttr, UserMrInit},
+    verbs::wr::AhObject,
+};
+use core::{any::Any, ptr::NonNull};
+use kernel::{alloc::Flags, bindings, ffi::c_int, prelude::*, sync::Arc};
+
+/// A C driver's PD.
+///
+/// # Invariants
+///
+/// `pd` was made by the driver's `alloc_pd` on the structure `ib`, which outlives it.
+pub(crate) struct DriverPd {
+    ib: NonNull<bindings::ib_device>,
+    pd: DriverObject<bindings::ib_pd>,
+}
+
+// SAFETY: C drivers' objects are used from any thread; the structure pointer is only read.
+unsafe impl Send for DriverPd {}
+// SAFETY: As above.
+unsafe impl Sync for DriverPd {}
+
+impl DriverPd {
+    /// A PD of the C driver's structure `ib` (C's `__ib_alloc_pd` up to the driver's op; the
+    /// core then gives it its local DMA lkey).
+    ///
+    /// # Safety
+    ///
+    /// `ib` is a registered C driver's structure that outlives the PD.
+    pub(crate) unsafe fn alloc(ib: NonNull<bindings::ib_device>) -> Result<Self> {
+        // SAFETY: The caller's contract.
+        let ops = unsafe { &(*ib.as_ptr()).ops };
+        let alloc = ops.alloc_pd.ok_or(EOPNOTSUPP)?;
+        let pd = DriverObject::<bindings::ib_pd>::alloc(ops.size_ib_pd, GFP_KERNEL)?;
+        // SAFETY: The zeroed structure just allocated, ours until the driver gets it.
+        unsafe { (*pd.raw()).device = ib.as_ptr() };
+        // SAFETY: The driver's op with its own structure's new PD.
+        kernel::error::to_result(unsafe { alloc(pd.raw(), core::ptr::null_mut()) })?;
+        // INVARIANT: Made above.
+        Ok(Self { ib, pd })
+    }
+
+    fn ops(&self) -> &bindings::ib_device_ops {
+        // SAFETY: The structure outlives the PD (type invariant).
+        unsafe { &(*self.ib.as_ptr()).ops }
+    }
+}
+
+impl Drop for DriverPd {
+    fn drop(&mut self) {
+        if let Some(dealloc) = self.ops().dealloc_pd {
+            // SAFETY: Made by the driver, freed once, after every object in it.
+            let r = unsafe { dealloc(self.pd.raw(), core::ptr::null_mut()) };
+            if r != 0 {
+                pr_warn!("dealloc_pd of a C driver failed: {}\n", r);
+            }
+        }
+    }
+}
+
+/// A C driver's memory region (the driver allocates it: `get_dma_mr`).
+///
+/// # Invariants
+///
+/// `mr` was returned by the driver's op on the structure `ib`, which outlives it.
+pub(crate) struct DriverMr {
+    ib: NonNull<bindings::ib_device>,
+    mr: NonNull<bindings::ib_mr>,
+}
+
+// SAFETY: As for `DriverPd`.
+unsafe impl Send for DriverMr {}
+// SAFETY: As above.
+unsafe impl Sync for DriverMr {}
+
+impl MrObject for DriverMr {}
+
+impl Drop for DriverMr {
+    fn drop(&mut self) {
+        // SAFETY: The structure outlives the MR (type invariant).
+        if let Some(dereg) = unsafe { (*self.ib.as_ptr()).ops.dereg_mr } {
+            // SAFETY: Made by the driver, deregistered once (the driver frees it).
+            let r = unsafe { dereg(self.mr.as_ptr(), core::ptr::null_mut()) };
+            if r != 0 {
+                pr_warn!("dereg_mr of a C driver failed: {}\n", r);
+            }
+        }
+    }
+}
+
+/// A C driver's address handle.
+///
+/// # Invariants
+///
+/// `ah` was made by the driver's `create_ah` on the structure `ib`, which outlives it.
+pub(crate) struct DriverAh {
+    ib: NonNull<bindings::ib_device>,
+    ah: DriverObject<bindings::ib_ah>,
+}
+
+// SAFETY: As for `DriverPd`.
+unsafe impl Send for DriverAh {}
+// SAFETY: As above.
+unsafe impl Sync for DriverAh {}
+
+impl AhObject for DriverAh {
+    /// The AH's C structure, which a UD work request names (`DriverQp`'s posts).
+    fn state(&self) -> *const () {
+        self.ah.raw().cast_const().cast()
+    }
+}
+
+impl Drop for DriverAh {
+    fn drop(&mut self) {
+        // SAFETY: The structure outlives the AH (type invariant).
+        if let Some(destroy) = unsafe { (*self.ib.as_ptr()).ops.destroy_ah } {
+            // SAFETY: Made by the driver, destroyed once; a sleeping caller (the core destroys
+            // AHs in process context).
+            unsafe {
+                destroy(
+                    self.ah.raw(),
+                    bindings::rdma_destroy_ah_flags_RDMA_DESTROY_AH_SLEEPABLE,
+                )
+            };
+        }
+    }
+}
+
+/// Whether the C pointer `p` is one of C's `ERR_PTR`s.
+fn is_err<T>(p: *mut T) -> bool {
+    (p as usize) >= (-(bindings::MAX_ERRNO as isize)) as usize
+}
+
+impl PdObject for DriverPd {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn create_qp(
+        &self,
+        init: &QpInitDriver<'_, dyn CqObject, dyn SrqObject>,
+    ) -> Result<NewQp<KBox<dyn QpObject>>> {
+        if init.srq.is_some() {
+            return Err(EOPNOTSUPP);
+        }
+        fn cq_of(c: &dyn CqObject) -> Result<&DriverCq> {
+            c.as_any().downcast_ref::<DriverCq>().ok_or(EINVAL)
+        }
+        let (send_cq, recv_cq) = (cq_of(init.send_cq)?, cq_of(init.recv_cq)?);
+        // SAFETY: The structure outlives its PDs (type invariant); the PD is live.
+        let qp = unsafe { DriverQp::create(self.ib, self.pd.raw(), init, send_cq, recv_cq)? };
+        let qp_num = qp.qp_num();
+        Ok(NewQp {
+            qp: KBox::new(qp, GFP_KERNEL)?,
+            qp_num,
+        })
+    }
+
+    fn get_dma_mr(&self, access: AccessFlags) -> Result<NewMr<KBox<dyn MrObject>>> {
+        let get = self.ops().get_dma_mr.ok_or(EOPNOTSUPP)?;
+        // SAFETY: The driver's op on its live PD.
+        let mr = unsafe { get(self.pd.raw(), u32::from(access) as c_int) };
+        if mr.is_null() {
+            return Err(ENOMEM);
+        }
+        if is_err(mr) {
+            return Err(Error::from_errno(mr as isize as c_int));
+        }
+        // SAFETY: The driver's new MR; C's `ib_get_dma_mr` fills these after the op.
+        let (lkey, rkey) = unsafe {
+            (*mr).device = self.ib.as_ptr();
+            (*mr).pd = self.pd.raw();
+            (*mr).type_ = bindings::ib_mr_type_IB_MR_TYPE_DMA;
+            ((*mr).lkey, (*mr).rkey)
+        };
+        // INVARIANT: Returned by the driver's op; the structure outlives it.
+        let mr = DriverMr {
+            ib: self.ib,
+            // SAFETY: Checked not null above.
+            mr: unsafe { NonNull::new_unchecked(mr) },
+        };
+        Ok(NewMr {
+            mr: KBox::new(mr, GFP_KERNEL)?,
+            lkey,
+            rkey,
+        })
+    }
+
+    fn reg_user_mr(&self, _init: &UserMrInit, _udata: &Udata) -> Result<NewMr<KBox<dyn MrObject>>> {
+        Err(EOPNOTSUPP)
+    }
+
+    fn create_srq(&self, _attr: &SrqAttr, _events: &EventNotifier) -> Result<KBox<dyn SrqObject>> {
+        Err(EOPNOTSUPP)
+    }
+
+    fn create_ah(&self, attr: &AhAttr, flags: Flags) -> Result<KBox<dyn AhObject>> {
+        let create = self.ops().create_ah.ok_or(EOPNOTSUPP)?;
+        // SAFETY: The structure outlives its PDs; its port data exists once registered.
+        let caps = unsafe {
+            let ib = &*self.ib.as_ptr();
+            if ib.port_data.is_null() || u32::from(attr.port_num) > ib.phys_port_cnt {
+                return Err(EINVAL);
+            }
+            (*ib.port_data.add(attr.port_num.into()))
+                .immutable
+                .core_cap_flags
+        };
+        if caps & CORE_CAP_PROT_IB == 0 {
+            // A RoCE or iWARP port: not yet (see the module's documentation).
+            return Err(EOPNOTSUPP);
+        }
+        let ah = DriverObject::<bindings::ib_ah>::alloc(self.ops().size_ib_ah, flags)?;
+        // SAFETY: A plain C structure: all zeroes is valid.
+        let mut c_attr: bindings::rdma_ah_attr = unsafe { core::mem::zeroed() };
+        ah_attr_to_c(attr, &mut c_attr);
+        // SAFETY: The zeroed structure just allocated, ours until the driver gets it.
+        unsafe {
+            let a = &mut *ah.raw();
+            a.device = self.ib.as_ptr();
+            a.pd = self.pd.raw();
+            a.type_ = c_attr.type_;
+        }
+        let mut init = bindings::rdma_ah_init_attr {
+            ah_attr: &mut c_attr,
+            flags: if flags == GFP_KERNEL {
+                bindings::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE
+            } else {
+                0
+            },
+            xmit_slave: core::ptr::null_mut(),
+        };
+        // SAFETY: The driver's op with its own structure's new AH.
+        kernel::error::to_result(unsafe { create(ah.raw(), &mut init, core::ptr::null_mut()) })?;
+        // INVARIANT: Made above.
+        Ok(KBox::new(DriverAh { ib: self.ib, ah }, flags)?)
+    }
+
+    fn create_user_qp(
+        &self,
+        _ctx: &dyn UContextObject,
+        _init: &QpInitDriver<'_, dyn UserCqObject, dyn UserSrqObject>,
+        _udata: &Udata,
+    ) -> Result<(NewQp<Arc<dyn UserQpObject>>, QpCap)> {
+        Err(EOPNOTSUPP)
+    }
+
+    fn create_user_srq(
+        &self,
+        _ctx: &dyn UContextObject,
+        _attr: &SrqAttr,
+        _udata: &Udata,
+        _events: &EventNotifier,
+    ) -> Result<(KBox<dyn UserSrqObject>, SrqAttr)> {
+        Err(EOPNOTSUPP)
+    }
+}
