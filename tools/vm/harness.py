@@ -59,10 +59,10 @@ STACK_EXTRAS = {
     "rust": ["mlx5_test_interface", "ib_test_provider", "ib_verbs_client", "ib_mad_agent", "ib_verbs_bench",
              "ib_verbs_peer", "ib_c_clients", "ib_c_verbs", "ib_c_mad", "ib_c_cm", "ib_c_sa", "ib_c_rdmacm",
              "ib_cm", "iw_cm", "configfs", "rdma_cm", "rdma_ucm", "ib_ipoib", "ib_verbs_client_c",
-             "ib_verbs_peer_c", "udp_tunnel", "ip6_udp_tunnel", "rdma_rxe", "siw"],
+             "ib_verbs_peer_c", "udp_tunnel", "ip6_udp_tunnel", "rdma_rxe", "siw", "ib_c_roce"],
     "c": ["ib_verbs_client", "ib_verbs_bench", "ib_verbs_peer", "ib_c_clients", "ib_c_verbs", "ib_c_mad",
           "ib_c_cm", "ib_c_sa", "ib_c_rdmacm", "ib_cm", "iw_cm", "configfs", "rdma_cm", "rdma_ucm",
-          "ib_ipoib", "udp_tunnel", "ip6_udp_tunnel", "rdma_rxe", "siw"],
+          "ib_ipoib", "udp_tunnel", "ip6_udp_tunnel", "rdma_rxe", "siw", "ib_c_roce"],
 }
 # Where the C modules sit in the kernel build tree.
 C_MODULE_PATHS = {
@@ -558,7 +558,7 @@ def module_paths(args, stack: str) -> dict[str, Path]:
     # C modules built once against include/rdma/ (tools/verbs-twin) that load on either stack.
     c_abi = {}
     if args.verbs_twin:
-        for name in ("ib_c_clients", "ib_c_verbs", "ib_c_mad", "ib_c_cm", "ib_c_sa", "ib_c_rdmacm"):
+        for name in ("ib_c_clients", "ib_c_verbs", "ib_c_mad", "ib_c_cm", "ib_c_sa", "ib_c_rdmacm", "ib_c_roce"):
             c_abi[name] = Path(args.verbs_twin).with_name(f"{name}.ko")
     # C's own modules above ib_core, from the kernel tree: the same file on both stacks.
     if args.kernel_tree:

@@ -1038,6 +1038,7 @@ impl MadPort {
                     sgid_index: 0,
                     hop_limit: 0xff,
                     traffic_class: ((flow >> 20) & 0xff) as u8,
+                    roce_dmac: None,
                 }
             }),
         };

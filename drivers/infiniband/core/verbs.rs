@@ -69,9 +69,24 @@ pub(crate) fn check_path_sgid(
     } else {
         qp_port
     };
+    if !av_type_ok(dev, port, Some(g)) {
+        return Err(EINVAL);
+    }
     dev.cached_gid(port, g.sgid_index.into())
         .map(|_| ())
         .ok_or(EINVAL)
+}
+
+/// Whether an address with global route `grh` is of the type `port` needs (C's
+/// `rdma_ah_find_type`): a RoCE port's addresses have a GRH and the next hop's MAC, an
+/// InfiniBand port's none.
+pub(crate) fn av_type_ok(dev: &IbDevice, port: u32, grh: Option<&GlobalRoute>) -> bool {
+    let roce = dev.port_immutable(port).is_some_and(|i| {
+        i.core_cap_flags
+            & (crate::attrs::CORE_CAP_PROT_ROCE | crate::attrs::CORE_CAP_PROT_ROCE_UDP_ENCAP)
+            != 0
+    });
+    roce == grh.is_some_and(|g| g.roce_dmac.is_some())
 }
 
 /// Whether moving a `qp_type` QP from `cur` to `next` with `mask` is allowed: C's
@@ -830,7 +845,9 @@ impl Ah {
     /// As [`Ah::create`], with memory allocated with `flags`: with `GFP_ATOMIC` nothing sleeps
     /// (C's `rdma_create_ah` without `RDMA_CREATE_AH_SLEEPABLE`, under a spinlock).
     pub fn create_with(pd: &Arc<Pd>, attr: &AhAttr, flags: Flags) -> Result<Arc<Self>> {
-        if !pd.dev.is_valid_port(attr.port_num.into()) {
+        if !pd.dev.is_valid_port(attr.port_num.into())
+            || !av_type_ok(&pd.dev, attr.port_num.into(), attr.grh.as_ref())
+        {
             return Err(EINVAL);
         }
         let drv = pd.drv.create_ah(attr, flags)?;

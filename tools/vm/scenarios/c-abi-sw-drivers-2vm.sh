@@ -17,7 +17,10 @@
 # stack unloads clean.
 # The MAD layer opens QP1 on rxe0's RoCE port through the driver's kernel verbs (a PD, a CQ,
 # the GSI QP, receives posted): `rdma res` counts them as on C, and the QP's socket holds
-# rdma_rxe, which `rmmod` then refuses, as on C. Not compared yet (printed): the port's
+# rdma_rxe, which `rmmod` then refuses, as on C. A C kernel verbs consumer
+# (tools/verbs-twin/ib_c_roce.c) runs RC and UD traffic on rxe0 (RoCE v2 addresses to itself)
+# and prints C's lines: C's inline data path through the core's ops table, the core's objects,
+# the driver's through its ops table. Not compared yet (printed): the port's
 # `counters` directory (C reads the PerfMgmt counters through the driver's process_mad).
 # vms: 2
 # vm-stacks: rust c
@@ -96,9 +99,33 @@ same "rdma stat show link rxe0/1: every counter, none counted yet" \
 same "rdma res show rxe0: the MAD layer's PD, CQ and QP1 on the RoCE port" \
 	"1: rxe0: pd 1 cq 1 qp 1 cm_id 0 mr 0 ctx 0 srq 0 comp_cntr 0 " "$(rdma res show rxe0)"
 same "rdma_rxe is held once (its QP1's socket)" 1 "$(cat /sys/module/rdma_rxe/refcnt)"
+# ib_c_roce on rxe0 (the C stack's lines; the IPv4 GID is the VM's address).
+ROCE_LINES="ib_c_roce: add rxe0, port 1 RoCE 1
+ib_c_roce: gid 1: 0000:0000:0000:0000:0000:ffff:0a17:000$N type 2, on the port's net device 1
+ib_c_roce: enabling unsafe global rkey
+ib_c_roce: rc qps to RTS: 0 0
+ib_c_roce: send: posted 0 0, completions 2
+ib_c_roce:   wr 2 status 0 opcode 128 len 512 imm 17185
+ib_c_roce:   wr 1 status 0 opcode 0 len 0 imm 0
+ib_c_roce: send: bytes arrived 1
+ib_c_roce: write: posted 0, completion 1 status 0 opcode 1, bytes 1
+ib_c_roce: read: posted 0, completion 1 status 0 opcode 2 len 512, bytes 1
+ib_c_roce: query: 0, state 3, dest is b 1, path type 2 grh 1 sgid 1 hop 64, dmac the port's 0
+ib_c_roce: ud qp to RTS 0, ah 0
+ib_c_roce: ud: posted 0 0, completions 2
+ib_c_roce:   wr 6 status 0 opcode 0 len 0 grh 0
+ib_c_roce:   wr 5 status 0 opcode 128 len 296 grh 1
+ib_c_roce: ud: bytes arrived 1"
+mark=$(module_lines ib_c_roce | wc -l)
+check "insmod ib_c_roce (a C kernel verbs consumer of rxe0's RoCE port)" insmod "$stack_dir/ib_c_roce.ko"
+expect_lines "ib_c_roce: RC SEND with immediate data, RDMA WRITE and READ, the QP's RoCE path, a UD datagram through a RoCE AH, as on C" \
+	ib_c_roce "$mark" "$ROCE_LINES"
 echo "# not compared yet:"
 ls $SYS/ports/1/ | tr '\n' ' ' | sed 's/^/#   ports\/1: /; s/$/\n/'
 
+mark=$(module_lines ib_c_roce | wc -l)
+check "rmmod ib_c_roce" rmmod ib_c_roce
+expect_lines "ib_c_roce: every destroy succeeded" ib_c_roce "$mark" "ib_c_roce: remove rxe0: destroys 0 0 0 0 0"
 check "rdma link delete rxe0" rdma link delete rxe0
 check "rxe0 is gone" sh -c '! rdma dev show rxe0 2>/dev/null'
 check "rdma link delete of an InfiniBand device: refused" sh -c '! rdma link delete mlx5_0 2>/dev/null'

@@ -45,14 +45,22 @@ pub(crate) unsafe fn ah_of<'a>(ah: *mut bindings::ib_ah) -> &'a Arc<Ah> {
     unsafe { &AhObject::core(ah).ah }
 }
 
-/// The address an InfiniBand `rdma_ah_attr` holds (`EINVAL` for another type: every port of
-/// this core's devices is InfiniBand, and C refuses an address whose type is not its port's).
+/// The address an InfiniBand or RoCE `rdma_ah_attr` holds (`EINVAL` for another type, or a
+/// RoCE address without its global route, which RoCE needs).
 pub(crate) fn ah_attr_from_c(a: &bindings::rdma_ah_attr) -> Result<AhAttr> {
-    if a.type_ != bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB {
-        return Err(EINVAL);
-    }
-    // SAFETY: The union's `ib` member is the one an InfiniBand address fills.
-    let ib = unsafe { a.__bindgen_anon_1.ib };
+    let roce = match a.type_ {
+        bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB => false,
+        bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE => true,
+        _ => return Err(EINVAL),
+    };
+    let ib = if roce {
+        bindings::ib_ah_attr::default()
+    } else {
+        // SAFETY: The union's `ib` member is the one an InfiniBand address fills.
+        unsafe { a.__bindgen_anon_1.ib }
+    };
+    // SAFETY: The union's `roce` member is the one a RoCE address fills.
+    let dmac = roce.then_some(unsafe { a.__bindgen_anon_1.roce.dmac });
     let grh = if u32::from(a.ah_flags) & bindings::ib_ah_flags_IB_AH_GRH != 0 {
         Some(GlobalRoute {
             // SAFETY: Every bit pattern of the GID union is its raw bytes.
@@ -61,7 +69,10 @@ pub(crate) fn ah_attr_from_c(a: &bindings::rdma_ah_attr) -> Result<AhAttr> {
             sgid_index: a.grh.sgid_index,
             hop_limit: a.grh.hop_limit,
             traffic_class: a.grh.traffic_class,
+            roce_dmac: dmac,
         })
+    } else if roce {
+        return Err(EINVAL);
     } else {
         None
     };
@@ -75,16 +86,25 @@ pub(crate) fn ah_attr_from_c(a: &bindings::rdma_ah_attr) -> Result<AhAttr> {
     })
 }
 
-/// Writes `attr` into `out` as C's InfiniBand `rdma_ah_attr` (no source GID attribute).
+/// Writes `attr` into `out` as C's `rdma_ah_attr`: a RoCE address when its global route names
+/// a next hop's MAC, else an InfiniBand one (no source GID attribute).
 pub(crate) fn ah_attr_to_c(attr: &AhAttr, out: &mut bindings::rdma_ah_attr) {
-    out.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB;
     out.sl = attr.sl;
     out.static_rate = attr.static_rate;
     out.port_num = attr.port_num.into();
-    out.__bindgen_anon_1.ib = bindings::ib_ah_attr {
-        dlid: attr.dlid,
-        src_path_bits: attr.src_path_bits,
-    };
+    match attr.grh.and_then(|g| g.roce_dmac) {
+        Some(dmac) => {
+            out.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+            out.__bindgen_anon_1.roce = bindings::roce_ah_attr { dmac };
+        }
+        None => {
+            out.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB;
+            out.__bindgen_anon_1.ib = bindings::ib_ah_attr {
+                dlid: attr.dlid,
+                src_path_bits: attr.src_path_bits,
+            };
+        }
+    }
     out.grh.sgid_attr = core::ptr::null();
     match &attr.grh {
         Some(g) => {

@@ -28,6 +28,8 @@ pub(crate) mod pd;
 pub(crate) mod qp;
 /// Registration and unregistration.
 pub(crate) mod registration;
+/// The source GID attributes of addresses.
+pub(crate) mod sgid;
 /// User-verbs buffers.
 pub(crate) mod udata;
 /// User memory of memory regions.

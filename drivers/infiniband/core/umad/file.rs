@@ -401,6 +401,7 @@ impl UmadFile {
                 sgid_index: h.gid_index,
                 hop_limit: h.hop_limit,
                 traffic_class: h.traffic_class,
+                roce_dmac: None,
             }),
         };
         let flags = inner.agent_flags.get(slot).copied().unwrap_or(0);

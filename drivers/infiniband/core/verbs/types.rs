@@ -163,6 +163,10 @@ pub struct GlobalRoute {
     pub hop_limit: u8,
     /// Traffic class.
     pub traffic_class: u8,
+    /// On a RoCE port, the Ethernet address of the next hop (C's `rdma_ah_attr.roce.dmac`,
+    /// an address of type `RDMA_AH_ATTR_TYPE_ROCE`), resolved by the caller; none on an
+    /// InfiniBand port.
+    pub roce_dmac: Option<[u8; 6]>,
 }
 
 /// An address handle's address (`rdma_ah_attr` of an InfiniBand port).

@@ -145,6 +145,7 @@ mod tests {
                 sgid_index: 3,
                 hop_limit: 64,
                 traffic_class: 0x20,
+                roce_dmac: None,
             }),
             ..AhAttr::default()
         };

@@ -554,6 +554,7 @@ impl QpFw {
                     sgid_index: o.src_addr_index() as u8,
                     hop_limit: o.hop_limit() as u8,
                     traffic_class: o.tclass() as u8,
+                    roce_dmac: None,
                 })
             } else {
                 None

@@ -2,16 +2,16 @@
 
 //! A C driver's protection domain as the core's PD object ([`DriverPd`]), and what is made in
 //! it: QPs ([`DriverQp`]), the DMA memory region ([`DriverMr`], C's `get_dma_mr`) and address
-//! handles ([`DriverAh`], C's `rdma_create_ah` for an InfiniBand port).
+//! handles ([`DriverAh`], C's `rdma_create_ah`: on a RoCE port with the next hop's MAC the
+//! caller resolved, as C's kernel callers do, and the source GID entry held).
 //!
-//! Not yet: SRQs, user objects, and AHs on a RoCE port (C resolves the destination's MAC
-//! address with the IP stack for them).
+//! Not yet: SRQs, user objects.
 
 use crate::{
-    attrs::CORE_CAP_PROT_IB,
+    attrs::{CORE_CAP_PROT_IB, CORE_CAP_PROT_ROCE, CORE_CAP_PROT_ROCE_UDP_ENCAP},
     c_abi::{
         ah::ah_attr_to_c,
-        driver::{cq::DriverCq, object::DriverObject, qp::DriverQp},
+        driver::{cq::DriverCq, object::DriverObject, qp::DriverQp, sgid::SgidHold},
     },
     device::events::EventNotifier,
     user::udata::Udata,
@@ -116,6 +116,8 @@ impl Drop for DriverMr {
 pub(crate) struct DriverAh {
     ib: NonNull<bindings::ib_device>,
     ah: DriverObject<bindings::ib_ah>,
+    /// The source GID entry, held while the AH is (dropped after the driver destroyed it).
+    _sgid: Option<SgidHold>,
 }
 
 // SAFETY: As for `DriverPd`.
@@ -226,20 +228,30 @@ impl PdObject for DriverPd {
                 .immutable
                 .core_cap_flags
         };
-        if caps & CORE_CAP_PROT_IB == 0 {
-            // A RoCE or iWARP port: not yet (see the module's documentation).
+        if caps & (CORE_CAP_PROT_IB | CORE_CAP_PROT_ROCE | CORE_CAP_PROT_ROCE_UDP_ENCAP) == 0 {
+            // An iWARP port has no address handles.
             return Err(EOPNOTSUPP);
         }
         let ah = DriverObject::<bindings::ib_ah>::alloc(self.ops().size_ib_ah, flags)?;
         // SAFETY: A plain C structure: all zeroes is valid.
         let mut c_attr: bindings::rdma_ah_attr = unsafe { core::mem::zeroed() };
         ah_attr_to_c(attr, &mut c_attr);
+        // C's `rdma_fill_sgid_attr`: the source GID entry, held while the AH is.
+        let sgid = match &attr.grh {
+            // SAFETY: The structure is registered (type invariant of the PD's device).
+            Some(g) => Some(unsafe {
+                SgidHold::get(self.ib.as_ptr(), attr.port_num.into(), g.sgid_index)?
+            }),
+            None => None,
+        };
+        c_attr.grh.sgid_attr = sgid.as_ref().map_or(core::ptr::null(), |s| s.raw());
         // SAFETY: The zeroed structure just allocated, ours until the driver gets it.
         unsafe {
             let a = &mut *ah.raw();
             a.device = self.ib.as_ptr();
             a.pd = self.pd.raw();
             a.type_ = c_attr.type_;
+            a.sgid_attr = c_attr.grh.sgid_attr;
         }
         let mut init = bindings::rdma_ah_init_attr {
             ah_attr: &mut c_attr,
@@ -253,7 +265,14 @@ impl PdObject for DriverPd {
         // SAFETY: The driver's op with its own structure's new AH.
         kernel::error::to_result(unsafe { create(ah.raw(), &mut init, core::ptr::null_mut()) })?;
         // INVARIANT: Made above.
-        Ok(KBox::new(DriverAh { ib: self.ib, ah }, flags)?)
+        Ok(KBox::new(
+            DriverAh {
+                ib: self.ib,
+                ah,
+                _sgid: sgid,
+            },
+            flags,
+        )?)
     }
 
     fn create_user_qp(

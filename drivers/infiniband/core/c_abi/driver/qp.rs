@@ -8,18 +8,18 @@
 
 use crate::{
     c_abi::{
-        driver::{cq::DriverCq, object::DriverObject},
+        driver::{cq::DriverCq, object::DriverObject, sgid::SgidHold},
         object::init_list,
         qp::{attr_from_c, attr_to_c},
     },
     device::events::{EventNotifier, EventType},
     verbs::ops::{CqObject, QpObject, SrqObject},
     verbs::prepared::{PreparedImage, PreparedSend},
-    verbs::types::{QpAttr, QpAttrMask, QpCap, QpInitDriver},
+    verbs::types::{QpAttr, QpAttrField, QpAttrMask, QpCap, QpInitDriver},
     verbs::wr::{PostError, RecvWr, SendOpcode, SendWr, Sge},
 };
 use core::{ffi::c_void, ptr::NonNull};
-use kernel::{bindings, ffi::c_int, prelude::*};
+use kernel::{bindings, ffi::c_int, new_mutex, prelude::*, sync::Mutex};
 
 /// A C driver's QP.
 ///
@@ -32,6 +32,8 @@ pub(crate) struct DriverQp {
     _events: KBox<EventNotifier>,
     qp: DriverObject<bindings::ib_qp>,
     cap: QpCap,
+    /// The source GID entry of the QP's path, held while it is the QP's.
+    av_sgid: Pin<KBox<Mutex<Option<SgidHold>>>>,
 }
 
 // SAFETY: C drivers' objects are used from any thread (their ops are called in any context the
@@ -206,6 +208,10 @@ impl DriverQp {
             _events: events,
             qp,
             cap,
+            av_sgid: KBox::pin_init(
+                new_mutex!(None, "ib_core::c_abi::driver::DriverQp::av_sgid"),
+                GFP_KERNEL,
+            )?,
         })
     }
 
@@ -278,6 +284,22 @@ impl QpObject for DriverQp {
         // SAFETY: A plain C structure: all zeroes is valid.
         let mut a: bindings::ib_qp_attr = unsafe { core::mem::zeroed() };
         attr_to_c(attr, &mut a);
+        // C's `rdma_fill_sgid_attr` for a path: its source GID entry, held while the path is
+        // the QP's.
+        let sgid = match (&attr.grh, mask.contains(QpAttrField::Av)) {
+            (Some(g), true) => {
+                let port = if mask.contains(QpAttrField::Port) {
+                    attr.port_num.into()
+                } else {
+                    // SAFETY: The QP is live.
+                    unsafe { (*self.qp.raw()).port }
+                };
+                // SAFETY: The structure is registered while its QPs live (type invariant).
+                Some(unsafe { SgidHold::get(self.ib.as_ptr(), port, g.sgid_index)? })
+            }
+            _ => None,
+        };
+        a.ah_attr.grh.sgid_attr = sgid.as_ref().map_or(core::ptr::null(), |s| s.raw());
         // SAFETY: The driver's op on its live QP.
         kernel::error::to_result(unsafe {
             modify(
@@ -287,9 +309,13 @@ impl QpObject for DriverQp {
                 core::ptr::null_mut(),
             )
         })?;
-        if mask.contains(crate::verbs::types::QpAttrField::Port) {
+        if mask.contains(QpAttrField::Port) {
             // SAFETY: The QP is live; C's `qp->port` follows a modify that sets it.
             unsafe { (*self.qp.raw()).port = attr.port_num.into() };
+        }
+        if sgid.is_some() {
+            // The new path's entry replaces the old one's (C's `qp->av_sgid_attr`).
+            *self.av_sgid.lock() = sgid;
         }
         Ok(())
     }

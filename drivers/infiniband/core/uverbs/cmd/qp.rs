@@ -386,6 +386,7 @@ fn modify(b: &Bundle<'_>, req: &uapi::ib_uverbs_modify_qp) -> Result {
                     sgid_index: dest.sgid_index,
                     hop_limit: dest.hop_limit,
                     traffic_class: dest.traffic_class,
+                    roce_dmac: None,
                 })
             } else {
                 None
