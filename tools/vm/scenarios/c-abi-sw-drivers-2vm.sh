@@ -17,11 +17,12 @@
 # stack unloads clean.
 # The MAD layer opens QP1 on rxe0's RoCE port through the driver's kernel verbs (a PD, a CQ,
 # the GSI QP, receives posted): `rdma res` counts them as on C, and the QP's socket holds
-# rdma_rxe, which `rmmod` then refuses, as on C. A C kernel verbs consumer
+# rdma_rxe, which `rmmod` then refuses, as on C; the port's PerfMgmt counters are read through
+# the driver's process_mad (sysfs `counters`). A C kernel verbs consumer
 # (tools/verbs-twin/ib_c_roce.c) runs RC and UD traffic on rxe0 (RoCE v2 addresses to itself)
 # and prints C's lines: C's inline data path through the core's ops table, the core's objects,
-# the driver's through its ops table. Not compared yet (printed): the port's
-# `counters` directory (C reads the PerfMgmt counters through the driver's process_mad).
+# the driver's through its ops table; then rxe0 is deleted under it (its remove destroys what
+# it holds). The counters' values are printed, not compared (the peer's traffic moves them).
 # vms: 2
 # vm-stacks: rust c
 # timeout: 600
@@ -120,13 +121,20 @@ mark=$(module_lines ib_c_roce | wc -l)
 check "insmod ib_c_roce (a C kernel verbs consumer of rxe0's RoCE port)" insmod "$stack_dir/ib_c_roce.ko"
 expect_lines "ib_c_roce: RC SEND with immediate data, RDMA WRITE and READ, the QP's RoCE path, a UD datagram through a RoCE AH, as on C" \
 	ib_c_roce "$mark" "$ROCE_LINES"
-echo "# not compared yet:"
-ls $SYS/ports/1/ | tr '\n' ' ' | sed 's/^/#   ports\/1: /; s/$/\n/'
+same "sysfs: rxe0's port files" \
+	"cap_mask counters gid_attrs gids hw_counters lid lid_mask_count link_layer phys_state pkeys rate sm_lid sm_sl state" \
+	"$(ls $SYS/ports/1 | tr '\n' ' ' | sed 's/ $//')"
+same "sysfs: rxe0's PerfMgmt counters (the driver's process_mad)" \
+	"VL15_dropped excessive_buffer_overrun_errors link_downed link_error_recovery local_link_integrity_errors multicast_rcv_packets multicast_xmit_packets port_rcv_constraint_errors port_rcv_data port_rcv_errors port_rcv_packets port_rcv_remote_physical_errors port_rcv_switch_relay_errors port_xmit_constraint_errors port_xmit_data port_xmit_discards port_xmit_packets port_xmit_wait symbol_error unicast_rcv_packets unicast_xmit_packets" \
+	"$(ls $SYS/ports/1/counters | tr '\n' ' ' | sed 's/ $//')"
+check "sysfs: every PerfMgmt counter reads" sh -c "cat $SYS/ports/1/counters/* >/dev/null"
+for f in $SYS/ports/1/counters/*; do printf '#   %s=%s\n' "${f##*/}" "$(cat $f 2>&1)"; done
 
+# rxe0 goes while ib_c_roce holds its objects: the consumer's remove destroys them first.
 mark=$(module_lines ib_c_roce | wc -l)
+check "rdma link delete rxe0 under ib_c_roce" rdma link delete rxe0
+expect_lines "ib_c_roce: removed, every destroy succeeded" ib_c_roce "$mark" "ib_c_roce: remove rxe0: destroys 0 0 0 0 0"
 check "rmmod ib_c_roce" rmmod ib_c_roce
-expect_lines "ib_c_roce: every destroy succeeded" ib_c_roce "$mark" "ib_c_roce: remove rxe0: destroys 0 0 0 0 0"
-check "rdma link delete rxe0" rdma link delete rxe0
 check "rxe0 is gone" sh -c '! rdma dev show rxe0 2>/dev/null'
 check "rdma link delete of an InfiniBand device: refused" sh -c '! rdma link delete mlx5_0 2>/dev/null'
 check "rdma link add with an unknown type: refused" sh -c '! rdma link add foo0 type nosuch netdev eth0 2>/dev/null'

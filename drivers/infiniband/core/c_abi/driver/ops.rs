@@ -6,9 +6,9 @@
 //!
 //! What a C driver's device does through it: its attributes, ports, P_Keys, GIDs, link layer,
 //! firmware version, node description, port capability bits, device attributes and hardware
-//! counters; kernel verbs (PDs, CQs, QPs, the DMA MR, AHs on InfiniBand ports: `pd.rs`,
-//! `cq.rs`, `qp.rs`) for a software device, whose consumers' memory is kernel memory. Not
-//! yet: user contexts and objects, SRQs, MAD processing.
+//! counters, MAD processing (PerfMgmt counters in sysfs); kernel verbs (PDs, CQs, QPs, the
+//! DMA MR, AHs: `pd.rs`, `cq.rs`, `qp.rs`) for a software device, whose consumers' memory is
+//! kernel memory. Not yet: user contexts and objects, SRQs.
 
 use crate::{
     attrs::{DeviceAttr, DeviceCapFlags, FwVersion, Gid, LinkLayer, NodeDesc, PortAttr, PortState},
@@ -384,9 +384,7 @@ impl DynOps for CDriverOps {
     }
 
     fn has_process_mad(&self) -> bool {
-        // C drivers' MAD processing is not called yet (their devices have no kernel verbs
-        // here, so the MAD layer does not open their ports).
-        false
+        self.ops().process_mad.is_some()
     }
 
     fn has_query_ucontext(&self) -> bool {
@@ -395,13 +393,50 @@ impl DynOps for CDriverOps {
 
     fn process_mad(
         &self,
-        _flags: u32,
-        _port: u32,
-        _wc: Option<&MadWc>,
-        _inp: &Mad,
-        _out: &mut Mad,
+        flags: u32,
+        port: u32,
+        wc: Option<&MadWc>,
+        inp: &Mad,
+        out: &mut Mad,
     ) -> u32 {
-        result::FAILURE
+        let Some(process) = self.ops().process_mad else {
+            return result::FAILURE;
+        };
+        // SAFETY: A plain C structure: all zeroes is valid.
+        let mut c_wc: bindings::ib_wc = unsafe { core::mem::zeroed() };
+        if let Some(w) = wc {
+            c_wc.slid = w.slid.into();
+            c_wc.src_qp = w.src_qp;
+            c_wc.sl = w.sl;
+            c_wc.pkey_index = w.pkey_index;
+            c_wc.dlid_path_bits = w.dlid_path_bits;
+            c_wc.port_num = port;
+        }
+        const _: () = assert!(size_of::<Mad>() == size_of::<bindings::ib_mad>());
+        let mut out_size = size_of::<Mad>();
+        let mut out_pkey_index = 0u16;
+        // SAFETY: The driver's op on its own structure, with MADs of `struct ib_mad`'s size
+        // (checked above) and the completion when there is one; no GRH is passed, as the
+        // core's MAD layer passes none for a local MAD.
+        let r = unsafe {
+            process(
+                self.raw(),
+                flags as c_int,
+                port,
+                if wc.is_some() {
+                    &c_wc
+                } else {
+                    core::ptr::null()
+                },
+                core::ptr::null(),
+                inp.as_ptr().cast(),
+                out.as_mut_ptr().cast(),
+                &mut out_size,
+                &mut out_pkey_index,
+            )
+        };
+        // C's `IB_MAD_RESULT_*` bits are the core's.
+        u32::try_from(r).unwrap_or(result::FAILURE)
     }
 
     fn modify_port_caps(&self, port: u32, set: u32, clear: u32) -> Result {
