@@ -100,6 +100,113 @@ same "rdma stat show link rxe0/1: every counter, none counted yet" \
 same "rdma res show rxe0: the MAD layer's PD, CQ and QP1 on the RoCE port" \
 	"1: rxe0: pd 1 cq 1 qp 1 cm_id 0 mr 0 ctx 0 srq 0 comp_cntr 0 " "$(rdma res show rxe0)"
 same "rdma_rxe is held once (its QP1's socket)" 1 "$(cat /sys/module/rdma_rxe/refcnt)"
+# What `ibv_devinfo -v` prints of rxe0 on C (rdma-core's librxe on the device's uverbs file:
+# the context, the extended device query, the port, the GID table with types).
+DEVINFO_EXPECTED="hca_id:	rxe0
+	transport:			InfiniBand (0)
+	fw_ver:				0.0.0
+	node_guid:			5054:00ff:fe23:000$N
+	sys_image_guid:			5054:00ff:fe23:000$N
+	vendor_id:			0xffffff
+	vendor_part_id:			0
+	hw_ver:				0x0
+	phys_port_cnt:			1
+	max_mr_size:			0xffffffffffffffff
+	page_size_cap:			0xfffff000
+	max_qp:				1048560
+	max_qp_wr:			1048576
+	device_cap_flags:		0x01223c76
+					BAD_PKEY_CNTR
+					BAD_QKEY_CNTR
+					AUTO_PATH_MIG
+					CHANGE_PHY_PORT
+					UD_AV_PORT_ENFORCE
+					PORT_ACTIVE_EVENT
+					SYS_IMAGE_GUID
+					RC_RNR_NAK_GEN
+					SRQ_RESIZE
+					MEM_WINDOW
+					MEM_MGT_EXTENSIONS
+					MEM_WINDOW_TYPE_2B
+	max_sge:			32
+	max_sge_rd:			32
+	max_cq:				1048576
+	max_cqe:			32767
+	max_mr:				524287
+	max_pd:				1048576
+	max_qp_rd_atom:			128
+	max_ee_rd_atom:			0
+	max_res_rd_atom:		258048
+	max_qp_init_rd_atom:		128
+	max_ee_init_rd_atom:		0
+	atomic_cap:			ATOMIC_HCA (1)
+	max_ee:				0
+	max_rdd:			0
+	max_mw:				524287
+	max_raw_ipv6_qp:		0
+	max_raw_ethy_qp:		0
+	max_mcast_grp:			8192
+	max_mcast_qp_attach:		56
+	max_total_mcast_qp_attach:	458752
+	max_ah:				32767
+	max_fmr:			0
+	max_srq:			917503
+	max_srq_wr:			1048576
+	max_srq_sge:			27
+	max_pkeys:			64
+	local_ca_ack_delay:		15
+	general_odp_caps:
+	rc_odp_caps:
+					NO SUPPORT
+	uc_odp_caps:
+					NO SUPPORT
+	ud_odp_caps:
+					NO SUPPORT
+	xrc_odp_caps:
+					NO SUPPORT
+	completion_timestamp_mask not supported
+	core clock not supported
+	device_cap_flags_ex:		0x1C001223C76
+					Unknown flags: 0x1C000000000
+	tso_caps:
+		max_tso:			0
+	rss_caps:
+		max_rwq_indirection_tables:			0
+		max_rwq_indirection_table_size:			0
+		rx_hash_function:				0x0
+		rx_hash_fields_mask:				0x0
+	max_wq_type_rq:			0
+	packet_pacing_caps:
+		qp_rate_limit_min:	0kbps
+		qp_rate_limit_max:	0kbps
+	tag matching not supported
+	num_comp_vectors:		1
+		port:	1
+			state:			PORT_ACTIVE (4)
+			max_mtu:		4096 (5)
+			active_mtu:		1024 (3)
+			sm_lid:			0
+			port_lid:		0
+			port_lmc:		0x00
+			link_layer:		Ethernet
+			max_msg_sz:		0x80000000
+			port_cap_flags:		0x00010000
+			port_cap_flags2:	0x0000
+			max_vl_num:		1 (1)
+			bad_pkey_cntr:		0x0
+			qkey_viol_cntr:		0x0
+			sm_sl:			0
+			pkey_tbl_len:		1
+			gid_tbl_len:		1024
+			subnet_timeout:		0
+			init_type_reply:	0
+			active_width:		1X (1)
+			active_speed:		2.5 Gbps (1)
+			phys_state:		LINK_UP (5)
+			GID[  0]:		fe80::5054:ff:fe23:$N, RoCE v2
+			GID[  1]:		::ffff:10.23.0.$N, RoCE v2"
+check_output "ibv_devices lists rxe0 with its node GUID" "^ +rxe0[[:space:]]+505400fffe23000$N\$" ibv_devices
+same "ibv_devinfo -v -d rxe0: what C prints" "$DEVINFO_EXPECTED" "$(ibv_devinfo -v -d rxe0 2>&1)"
 # ib_c_roce on rxe0 (the C stack's lines; the IPv4 GID is the VM's address).
 ROCE_LINES="ib_c_roce: add rxe0, port 1 RoCE 1
 ib_c_roce: gid 1: 0000:0000:0000:0000:0000:ffff:0a17:000$N type 2, on the port's net device 1

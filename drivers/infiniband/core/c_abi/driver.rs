@@ -30,6 +30,8 @@ pub(crate) mod qp;
 pub(crate) mod registration;
 /// The source GID attributes of addresses.
 pub(crate) mod sgid;
+/// User contexts.
+pub(crate) mod ucontext;
 /// User-verbs buffers.
 pub(crate) mod udata;
 /// User memory of memory regions.

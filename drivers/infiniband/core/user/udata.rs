@@ -72,6 +72,12 @@ impl Udata {
         }
     }
 
+    /// The user addresses and lengths: request, its length, response, its length (what a C
+    /// driver's `struct ib_udata` holds).
+    pub(crate) fn parts(&self) -> (usize, usize, usize, usize) {
+        (self.inbuf, self.inlen, self.outbuf, self.outlen)
+    }
+
     /// Length of the request.
     pub fn inlen(&self) -> usize {
         self.inlen

@@ -12,7 +12,12 @@
 
 use crate::{
     attrs::{DeviceAttr, DeviceCapFlags, FwVersion, Gid, LinkLayer, NodeDesc, PortAttr, PortState},
-    c_abi::driver::{cq::DriverCq, dma::VirtBuffer, pd::DriverPd},
+    c_abi::driver::{
+        cq::DriverCq,
+        dma::VirtBuffer,
+        pd::DriverPd,
+        ucontext::{c_udata, DriverUContext},
+    },
     hw_stats::{HwStatDesc, HwStatsDesc},
     mad::types::{result, Mad, MadWc},
     user::spec::{DriverAttrs, DriverMethod},
@@ -98,14 +103,13 @@ impl CDriverOps {
         unsafe { &(*self.raw()).ops }
     }
 
-    /// The device's attributes as the driver reports them (C's `query_device` with an empty
-    /// `udata`, as `setup_device` calls it).
-    pub(crate) fn query_device_c(&self) -> Result<bindings::ib_device_attr> {
+    /// The device's attributes as the driver reports them (C's `query_device`, with an empty
+    /// `udata` as `setup_device` calls it, or a command's).
+    pub(crate) fn query_device_c(&self, udata: Option<&Udata>) -> Result<bindings::ib_device_attr> {
         let query = self.ops().query_device.ok_or(EOPNOTSUPP)?;
-        // SAFETY: Plain C structures: all zeroes is valid.
+        // SAFETY: A plain C structure: all zeroes is valid.
         let mut attr: bindings::ib_device_attr = unsafe { core::mem::zeroed() };
-        // SAFETY: As above.
-        let mut udata: bindings::ib_udata = unsafe { core::mem::zeroed() };
+        let mut udata = c_udata(udata.unwrap_or(&Udata::empty()));
         // SAFETY: The structure is alive (type invariant); both out-parameters are ours.
         kernel::error::to_result(unsafe { query(self.raw(), &mut attr, &mut udata) })?;
         Ok(attr)
@@ -248,8 +252,13 @@ fn port_attr_from_c(c: &bindings::ib_port_attr) -> PortAttr {
 
 impl DynOps for CDriverOps {
     fn uverbs(&self) -> Option<UverbsAbi> {
-        // User verbs of C drivers are not served yet: no uverbs device is made for them.
-        None
+        // C's `ib_uverbs_add_one` skips a device whose driver has no `alloc_ucontext`.
+        let o = self.ops();
+        o.alloc_ucontext?;
+        Some(UverbsAbi {
+            version: o.uverbs_abi_ver,
+            driver_id: o.driver_id,
+        })
     }
 
     fn driver_methods(&self) -> &'static [DriverMethod] {
@@ -284,16 +293,20 @@ impl DynOps for CDriverOps {
         Ok(KBox::new(VirtBuffer::new(len)?, GFP_KERNEL)?)
     }
 
-    fn alloc_ucontext(&self, _udata: &Udata) -> Result<KBox<dyn UContextObject>> {
-        Err(EOPNOTSUPP)
+    fn alloc_ucontext(&self, udata: &Udata) -> Result<KBox<dyn UContextObject>> {
+        // SAFETY: The structure outlives the device's contexts (type invariant).
+        Ok(KBox::new(
+            unsafe { DriverUContext::alloc(self.ib, udata)? },
+            GFP_KERNEL,
+        )?)
     }
 
     fn alloc_user_pd(&self, _udata: &Udata) -> Result<KBox<dyn PdObject>> {
         Err(EOPNOTSUPP)
     }
 
-    fn query_device_udata(&self, _udata: &Udata) -> Result<DeviceAttr> {
-        let attr = self.query_device_c()?;
+    fn query_device_udata(&self, udata: &Udata) -> Result<DeviceAttr> {
+        let attr = self.query_device_c(Some(udata))?;
         // SAFETY: The structure is alive (type invariant).
         let lkey = unsafe { (*self.raw()).local_dma_lkey };
         Ok(device_attr_from_c(&attr, lkey))

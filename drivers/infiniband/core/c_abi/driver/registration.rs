@@ -151,7 +151,7 @@ unsafe fn register(ib: NonNull<bindings::ib_device>, name: *const c_char) -> Res
     for port in 1..=ports {
         immutables.push(ops.port_immutable(port)?, GFP_KERNEL)?;
     }
-    let c_attrs = ops.query_device_c()?;
+    let c_attrs = ops.query_device_c(None)?;
     let attr = device_attr_from_c(&c_attrs, c.local_dma_lkey);
     // SAFETY: `name` is NUL-terminated (contract).
     let name = unsafe { c_bytes(name, bindings::IB_DEVICE_NAME_MAX as usize) };

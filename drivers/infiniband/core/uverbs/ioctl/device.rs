@@ -127,16 +127,18 @@ pub(crate) fn query_gid_entry(b: &mut IoctlBundle<'_>) -> Result {
         if !ib.is_valid_port(port) {
             return Err(EINVAL);
         }
-        let gid = ib.cached_gid(port, index).ok_or(EINVAL)?;
-        if gid.0 == [0; 16] {
+        let entry = ib.gid_entry(port, index).ok_or(EINVAL)?;
+        if entry.is_empty() {
             return Err(ENODATA);
         }
         let mut e = GidEntry(Default::default());
         // The GID's bytes as they are (the ABI's `__u64 gid[2]` carries raw bytes).
-        AsBytes::as_bytes_mut(&mut e.gid).copy_from_slice(&gid.0);
+        AsBytes::as_bytes_mut(&mut e.gid).copy_from_slice(&entry.gid.0);
         e.gid_index = index;
         e.port_num = port;
-        // gid_type: IB_GID_TYPE_IB 0; netdev_ifindex: none on InfiniBand.
+        // The entry's type (`IB_GID_TYPE_*`) and, on a RoCE or iWARP port, its net device.
+        e.gid_type = entry.kind as u32;
+        e.netdev_ifindex = entry.ndev.map_or(0, |n| n.ifindex() as u32);
         b.copy_to_struct_or_zero(qg::RESP_ENTRY, e.as_bytes())
     })
 }
