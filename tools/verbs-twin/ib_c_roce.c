@@ -282,6 +282,235 @@ out:
 	rdma_put_gid_attr(g);
 }
 
+
+/*
+ * The peer exchange of a two-VM run: a UD QP and an RC QP whose numbers this module prints
+ * ("peer: ud N rc M"); the scenario hands them to the module on the other VM through the
+ * `peer` parameter ("<ud qpn> <rc qpn> <IPv4 address> <MAC>"), which then sends a datagram to
+ * the peer's UD QP through a RoCE AH and connects its RC QP to the peer's and sends on it, and
+ * waits for the peer's datagram and message: RoCE v2 traffic between the two VMs' rxe0.
+ */
+/* The peer buffer: the UD receive (GRH and message) at 0, the sends' bytes at 2 * MSG, the RC
+ * receive at 4 * MSG. */
+struct peer {
+	struct ib_device *d;
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct ib_qp *ud, *rc;
+	struct ib_ah *ah;
+	u8 *buf;
+	u64 base;
+	u8 seed;
+};
+
+static struct peer peer;
+static DEFINE_MUTEX(peer_lock);
+
+static void fill(u8 *p, u8 seed)
+{
+	int i;
+
+	for (i = 0; i < MSG; i++)
+		p[i] = (u8)(i * 13 + seed);
+}
+
+static int check(const u8 *p, u8 seed)
+{
+	int i;
+
+	for (i = 0; i < MSG; i++)
+		if (p[i] != (u8)(i * 13 + seed))
+			return 0;
+	return 1;
+}
+
+/* Makes the peer objects on `d` with the PD `pd`: receives posted on both QPs. */
+static void peer_setup(struct ib_device *d, struct ib_pd *pd, u8 seed)
+{
+	struct ib_qp_init_attr ia = {};
+	struct ib_qp_attr qa = {};
+	struct ib_recv_wr rwr = {};
+	const struct ib_recv_wr *bad;
+	struct ib_sge sge;
+	int r;
+
+	peer.d = d;
+	peer.pd = pd;
+	peer.seed = seed;
+	peer.cq = ib_create_cq(d, NULL, NULL, NULL, &(struct ib_cq_init_attr){ .cqe = 16 });
+	if (IS_ERR(peer.cq)) {
+		pr_info("ib_c_roce: peer: cq %ld\n", PTR_ERR(peer.cq));
+		peer.cq = NULL;
+		return;
+	}
+	ia.send_cq = peer.cq;
+	ia.recv_cq = peer.cq;
+	ia.cap.max_send_wr = 4;
+	ia.cap.max_recv_wr = 4;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.sq_sig_type = IB_SIGNAL_ALL_WR;
+	ia.qp_type = IB_QPT_UD;
+	peer.ud = ib_create_qp(pd, &ia);
+	ia.qp_type = IB_QPT_RC;
+	peer.rc = IS_ERR(peer.ud) ? ERR_PTR(-EINVAL) : ib_create_qp(pd, &ia);
+	if (IS_ERR(peer.ud) || IS_ERR(peer.rc)) {
+		pr_info("ib_c_roce: peer: qps %d %d\n", PTR_ERR_OR_ZERO(peer.ud), PTR_ERR_OR_ZERO(peer.rc));
+		if (IS_ERR(peer.ud))
+			peer.ud = NULL;
+		if (IS_ERR(peer.rc))
+			peer.rc = NULL;
+		return;
+	}
+	qa.qp_state = IB_QPS_INIT;
+	qa.port_num = 1;
+	qa.qkey = QKEY;
+	r = ib_modify_qp(peer.ud, &qa, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_QKEY);
+	qa.qp_state = IB_QPS_RTR;
+	r = r ?: ib_modify_qp(peer.ud, &qa, IB_QP_STATE);
+	qa.qp_state = IB_QPS_RTS;
+	r = r ?: ib_modify_qp(peer.ud, &qa, IB_QP_STATE | IB_QP_SQ_PSN);
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_state = IB_QPS_INIT;
+	qa.port_num = 1;
+	qa.qp_access_flags = IB_ACCESS_REMOTE_WRITE;
+	r = r ?: ib_modify_qp(peer.rc, &qa, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
+						IB_QP_ACCESS_FLAGS);
+	peer.buf = kzalloc(6 * MSG, GFP_KERNEL);
+	if (r || !peer.buf) {
+		pr_info("ib_c_roce: peer: setup %d\n", r ?: -ENOMEM);
+		return;
+	}
+	peer.base = ib_dma_map_single(d, peer.buf, 6 * MSG, DMA_BIDIRECTIONAL);
+	rwr.sg_list = &sge;
+	rwr.num_sge = 1;
+	sge = (struct ib_sge){ .addr = peer.base, .length = GRH + MSG, .lkey = pd->local_dma_lkey };
+	rwr.wr_id = 11;
+	r = ib_post_recv(peer.ud, &rwr, &bad);
+	sge = (struct ib_sge){ .addr = peer.base + 4 * MSG, .length = MSG, .lkey = pd->local_dma_lkey };
+	rwr.wr_id = 12;
+	r = r ?: ib_post_recv(peer.rc, &rwr, &bad);
+	pr_info("ib_c_roce: peer: ud %u rc %u, receives posted %d\n", peer.ud->qp_num,
+		peer.rc->qp_num, r);
+}
+
+static void peer_free(void)
+{
+	if (peer.ah)
+		rdma_destroy_ah_user(peer.ah, RDMA_DESTROY_AH_SLEEPABLE, NULL);
+	if (peer.ud)
+		ib_destroy_qp(peer.ud);
+	if (peer.rc)
+		ib_destroy_qp(peer.rc);
+	if (peer.cq)
+		ib_destroy_cq_user(peer.cq, NULL);
+	if (peer.buf) {
+		if (peer.base)
+			ib_dma_unmap_single(peer.d, peer.base, 6 * MSG, DMA_BIDIRECTIONAL);
+		kfree(peer.buf);
+	}
+	memset(&peer, 0, sizeof(peer));
+}
+
+static int peer_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int ud_qpn, rc_qpn;
+	u8 ip[4], mac[ETH_ALEN];
+	struct rdma_ah_attr av = {};
+	union ib_gid dgid = {};
+	struct ib_sge sge;
+	struct ib_ud_wr ud = {};
+	struct ib_send_wr swr = {};
+	const struct ib_send_wr *bad;
+	struct ib_wc wc[4];
+	int r, n, i, got[4] = {}, len[4] = {}, status[4] = { -1, -1, -1, -1 };
+
+	if (sscanf(val, "%u %u %hhu.%hhu.%hhu.%hhu %hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &ud_qpn,
+		   &rc_qpn, &ip[0], &ip[1], &ip[2], &ip[3], &mac[0], &mac[1], &mac[2], &mac[3],
+		   &mac[4], &mac[5]) != 12)
+		return -EINVAL;
+	mutex_lock(&peer_lock);
+	if (!peer.buf || peer.ah) {
+		mutex_unlock(&peer_lock);
+		return -EBUSY;
+	}
+	dgid.raw[10] = 0xff;
+	dgid.raw[11] = 0xff;
+	memcpy(&dgid.raw[12], ip, 4);
+	av.type = rdma_ah_find_type(peer.d, 1);
+	rdma_ah_set_port_num(&av, 1);
+	rdma_ah_set_grh(&av, &dgid, 0, sgid, 64, 0);
+	memcpy(av.roce.dmac, mac, ETH_ALEN);
+	peer.ah = rdma_create_ah(peer.pd, &av, RDMA_CREATE_AH_SLEEPABLE);
+	if (IS_ERR(peer.ah)) {
+		r = PTR_ERR(peer.ah);
+		peer.ah = NULL;
+		mutex_unlock(&peer_lock);
+		pr_info("ib_c_roce: peer: ah %d\n", r);
+		return 0;
+	}
+	fill(peer.buf + 2 * MSG, peer.seed);
+	sge = (struct ib_sge){ .addr = peer.base + 2 * MSG, .length = MSG, .lkey = peer.pd->local_dma_lkey };
+	ud.wr.wr_id = 13;
+	ud.wr.sg_list = &sge;
+	ud.wr.num_sge = 1;
+	ud.wr.opcode = IB_WR_SEND;
+	ud.ah = peer.ah;
+	ud.remote_qpn = ud_qpn;
+	ud.remote_qkey = QKEY;
+	r = ib_post_send(peer.ud, &ud.wr, &bad);
+	n = to_rts(peer.rc, rc_qpn, &av);
+	swr.wr_id = 14;
+	swr.sg_list = &sge;
+	swr.num_sge = 1;
+	swr.opcode = IB_WR_SEND;
+	n = n ?: ib_post_send(peer.rc, &swr, &bad);
+	pr_info("ib_c_roce: peer: ud send posted %d, rc connected and send posted %d\n", r, n);
+	/* Both sends and both receives (the peer's datagram and message). */
+	n = poll_n(peer.cq, wc, 4);
+	for (i = 0; i < n; i++) {
+		unsigned int k = wc[i].wr_id - 11;
+
+		if (k < 4) {
+			got[k] = 1;
+			status[k] = wc[i].status;
+			len[k] = wc[i].byte_len;
+		}
+	}
+	pr_info("ib_c_roce: peer: ud send %d status %d, rc send %d status %d\n", got[2],
+		status[2], got[3], status[3]);
+	pr_info("ib_c_roce: peer: ud receive %d status %d len %d, the peer's bytes %d\n", got[0],
+		status[0], got[0] ? len[0] : 0, got[0] && check(peer.buf + GRH, mac[5]));
+	pr_info("ib_c_roce: peer: rc receive %d status %d len %d, the peer's bytes %d\n", got[1],
+		status[1], got[1] ? len[1] : 0, got[1] && check(peer.buf + 4 * MSG, mac[5]));
+	mutex_unlock(&peer_lock);
+	return 0;
+}
+
+static const struct kernel_param_ops peer_ops = {
+	.set = peer_set,
+};
+module_param_cb(peer, &peer_ops, NULL, 0200);
+MODULE_PARM_DESC(peer, "the other VM's UD and RC QP numbers, IPv4 address and MAC: starts the exchange");
+
+/* This side's pattern seed: the last byte of the port's MAC (the peer checks with it). */
+static u8 own_seed(struct ib_device *d)
+{
+	const struct ib_gid_attr *g = rdma_get_gid_attr(d, 1, sgid);
+	struct net_device *ndev;
+	u8 seed = 0;
+
+	if (IS_ERR(g))
+		return 0;
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(g);
+	if (!IS_ERR(ndev))
+		seed = ndev->dev_addr[ETH_ALEN - 1];
+	rcu_read_unlock();
+	rdma_put_gid_attr(g);
+	return seed;
+}
+
 static int roce_add(struct ib_device *d)
 {
 	struct kept *k;
@@ -293,8 +522,11 @@ static int roce_add(struct ib_device *d)
 		return -ENOMEM;
 	pr_info("ib_c_roce: add %s, port 1 RoCE %d\n", dev_name(&d->dev), rdma_protocol_roce(d, 1));
 	ib_set_client_data(d, &client, k);
-	if (rdma_protocol_roce(d, 1))
+	if (rdma_protocol_roce(d, 1)) {
 		run(d, k);
+		if (k->pd && !peer.d)
+			peer_setup(d, k->pd, own_seed(d));
+	}
 	return 0;
 }
 
@@ -303,6 +535,10 @@ static void roce_remove(struct ib_device *d, void *data)
 	struct kept *k = data;
 	int ah = 0, ud = 0, a = 0, b = 0, cq = 0;
 
+	mutex_lock(&peer_lock);
+	if (peer.d == d)
+		peer_free();
+	mutex_unlock(&peer_lock);
 	if (k->ah)
 		ah = rdma_destroy_ah_user(k->ah, RDMA_DESTROY_AH_SLEEPABLE, NULL);
 	if (k->ud)

@@ -226,8 +226,46 @@ ib_c_roce:   wr 5 status 0 opcode 128 len 296 grh 1
 ib_c_roce: ud: bytes arrived 1"
 mark=$(module_lines ib_c_roce | wc -l)
 check "insmod ib_c_roce (a C kernel verbs consumer of rxe0's RoCE port)" insmod "$stack_dir/ib_c_roce.ko"
-expect_lines "ib_c_roce: RC SEND with immediate data, RDMA WRITE and READ, the QP's RoCE path, a UD datagram through a RoCE AH, as on C" \
-	ib_c_roce "$mark" "$ROCE_LINES"
+same "ib_c_roce: RC SEND with immediate data, RDMA WRITE and READ, the QP's RoCE path, a UD datagram through a RoCE AH, as on C" \
+	"$ROCE_LINES
+ib_c_roce: peer: ud N rc N, receives posted 0" \
+	"$(module_lines_since ib_c_roce "$mark" | sed -E 's/peer: ud [0-9]+ rc [0-9]+,/peer: ud N rc N,/')"
+
+# Then with the other VM's module: each side's UD and RC QP numbers go to the other over TCP,
+# and each sends a datagram and an RC message to the other's: RoCE v2 between the Rust core's
+# rxe0 and C's, both ways.
+own=$(module_lines ib_c_roce | sed -n 's/^ib_c_roce: peer: ud \([0-9]*\) rc \([0-9]*\), receives posted 0$/\1 \2/p' | tail -n 1)
+if [ "$VM_INDEX" = 0 ]; then
+	timeout 60 nc -l -p 5010 </dev/null >/tmp/roce-peer 2>&1 &
+	nc_pid=$!
+	wait_listening 5010 10
+	meet roce-line-1
+	wait $nc_pid
+	meet roce-line-2
+	check "TCP: this side's QP numbers to $PEER_IP port 5011" \
+		sh -c "echo '$own' | timeout 20 nc -w 10 $PEER_IP 5011"
+else
+	timeout 60 nc -l -p 5011 </dev/null >/tmp/roce-peer 2>&1 &
+	nc_pid=$!
+	meet roce-line-1
+	check "TCP: this side's QP numbers to $PEER_IP port 5010" \
+		sh -c "echo '$own' | timeout 20 nc -w 10 $PEER_IP 5010"
+	wait_listening 5011 10
+	meet roce-line-2
+	wait $nc_pid
+fi
+check_output "the peer's QP numbers arrived" '^[0-9]+ [0-9]+$' cat /tmp/roce-peer
+peer_mac=52:54:00:23:00:0$((2 - VM_INDEX))
+meet roce-go
+mark=$(module_lines ib_c_roce | wc -l)
+check "ib_c_roce: exchange with the other VM" \
+	sh -c "echo \"$(cat /tmp/roce-peer) $PEER_IP $peer_mac\" > /sys/module/ib_c_roce/parameters/peer"
+expect_lines "ib_c_roce: a UD datagram and an RC message each way between the two VMs' rxe0, as on C" \
+	ib_c_roce "$mark" "ib_c_roce: peer: ud send posted 0, rc connected and send posted 0
+ib_c_roce: peer: ud send 1 status 0, rc send 1 status 0
+ib_c_roce: peer: ud receive 1 status 0 len 552, the peer's bytes 1
+ib_c_roce: peer: rc receive 1 status 0 len 512, the peer's bytes 1"
+meet roce-done
 same "sysfs: rxe0's port files" \
 	"cap_mask counters gid_attrs gids hw_counters lid lid_mask_count link_layer phys_state pkeys rate sm_lid sm_sl state" \
 	"$(ls $SYS/ports/1 | tr '\n' ' ' | sed 's/ $//')"
