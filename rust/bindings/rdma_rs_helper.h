@@ -10,7 +10,9 @@
 #include <linux/kmod.h>
 #include <linux/ipv6_route.h>
 #include <linux/netlink.h>
+#include <linux/inetdevice.h>
 #include <net/addrconf.h>
+#include <net/if_inet6.h>
 #include <net/dst.h>
 #include <net/ip6_fib.h>
 #include <net/ip6_route.h>

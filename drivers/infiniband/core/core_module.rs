@@ -29,6 +29,9 @@ pub(crate) struct IbCore {
     /// for a next hop try again.
     #[pin]
     neighbours: crate::addr::requests::Registration,
+    /// The IP address watch of RoCE GID tables (C's inetaddr and inet6addr notifiers).
+    #[pin]
+    addresses: crate::device::gid_events::Registration,
     /// `/sys/class/infiniband`.
     #[pin]
     class: class::Registration,
@@ -56,6 +59,7 @@ impl kernel::InPlaceModule for IbCore {
             workqueues: CoreWorkqueues::new()?,
             class <- class::Registration::new_net_with_name_uevent(c"infiniband"),
             neighbours <- crate::addr::requests::register(),
+            addresses <- crate::device::gid_events::register(),
             sockets <- crate::netlink::Sockets::new(),
             nldev: crate::netlink::nldev::Registration::new(),
             ls: crate::netlink::ls::Registration::new(),

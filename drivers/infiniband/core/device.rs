@@ -15,6 +15,7 @@
 
 pub(crate) mod class;
 pub mod events;
+pub(crate) mod gid_events;
 pub mod gid_table;
 pub mod ib_device;
 pub mod monitor;

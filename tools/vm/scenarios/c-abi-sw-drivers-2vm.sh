@@ -207,6 +207,35 @@ DEVINFO_EXPECTED="hca_id:	rxe0
 			GID[  1]:		::ffff:10.23.0.$N, RoCE v2"
 check_output "ibv_devices lists rxe0 with its node GUID" "^ +rxe0[[:space:]]+505400fffe23000$N\$" ibv_devices
 same "ibv_devinfo -v -d rxe0: what C prints" "$DEVINFO_EXPECTED" "$(ibv_devinfo -v -d rxe0 2>&1)"
+# The GID table follows eth0's addresses: an IPv4 and an IPv6 address added (each in the first
+# free entry), the IPv4 one removed (its entry freed, the others keep their indices), another
+# IPv4 address added (it takes the freed entry).
+gids() {
+	for i in 0 1 2 3 4; do
+		printf '%s %s\n' "$(cat $SYS/ports/1/gids/$i)" "$(cat $SYS/ports/1/gid_attrs/types/$i 2>/dev/null)"
+	done
+}
+ip addr add 10.99.0.$N/24 dev eth0
+wait_for "an IPv4 address added: its GID in entry 2" 20 "0000:0000:0000:0000:0000:ffff:0a63:000$N" \
+	cat $SYS/ports/1/gids/2
+ip -6 addr add fd00::$N/64 dev eth0 || echo "# ip -6 addr add failed"
+wait_for "an IPv6 address added: its GID in entry 3" 20 "^fd00:0000:0000:0000:0000:0000:0000:000$N" \
+	cat $SYS/ports/1/gids/3
+ip addr del 10.99.0.$N/24 dev eth0
+wait_for "the IPv4 address removed: entry 2 freed" 20 "^0000:0000:0000:0000:0000:0000:0000:0000" \
+	cat $SYS/ports/1/gids/2
+ip addr add 10.98.0.$N/24 dev eth0
+wait_for "another IPv4 address: entry 2 again" 20 "0000:0000:0000:0000:0000:ffff:0a62:000$N" \
+	cat $SYS/ports/1/gids/2
+same "the GID table after the changes, as on C" "fe80:0000:0000:0000:5054:00ff:fe23:000$N RoCE v2
+0000:0000:0000:0000:0000:ffff:0a17:000$N RoCE v2
+0000:0000:0000:0000:0000:ffff:0a62:000$N RoCE v2
+fd00:0000:0000:0000:0000:0000:0000:000$N RoCE v2
+0000:0000:0000:0000:0000:0000:0000:0000 " "$(gids)"
+ip addr del 10.98.0.$N/24 dev eth0
+ip -6 addr del fd00::$N/64 dev eth0
+wait_for "both removed" 20 "^0000:0000:0000:0000:0000:0000:0000:0000" cat $SYS/ports/1/gids/3
+
 # ib_c_roce on rxe0 (the C stack's lines; the IPv4 GID is the VM's address).
 ROCE_LINES="ib_c_roce: add rxe0, port 1 RoCE 1
 ib_c_roce: gid 1: 0000:0000:0000:0000:0000:ffff:0a17:000$N type 2, on the port's net device 1

@@ -8,11 +8,18 @@
 //! type, in the first free entries, an address already in the table (the link-local one is the
 //! default GID) added no second time.
 //!
-//! Not yet: the table follows the net device's address changes (C's inetaddr, inet6addr and
-//! netdevice notifiers); it is made once, at registration.
+//! Then the table follows the device's addresses (C's inetaddr and inet6addr notifiers,
+//! `device/gid_events.rs`): an added address takes the first free entries, a removed one frees
+//! its entries (other entries keep their indices). Not yet: C's netdevice events (a device
+//! going down or changing its MAC address, bonding and VLAN uppers).
 
 use crate::attrs::{Gid, GidType};
-use kernel::{net::route::NetDevice, prelude::*, sync::aref::ARef};
+use kernel::{
+    net::route::NetDevice,
+    new_spinlock_irq,
+    prelude::*,
+    sync::{aref::ARef, SpinLockIrq},
+};
 
 /// One entry of a port's GID table.
 #[derive(Clone, Default)]
@@ -73,69 +80,141 @@ fn addresses<const N: usize>(read: impl Fn(&mut [[u8; N]]) -> usize) -> Result<K
     Ok(out)
 }
 
-/// A RoCE port's table of `len` entries made from its net device `ndev`, for the GID types
-/// of `core_cap_flags` (see the module's documentation).
-pub(crate) fn roce_table(
-    ndev: &ARef<NetDevice>,
-    len: u32,
-    core_cap_flags: u32,
-) -> Result<KVVec<GidEntry>> {
-    let mut table = KVVec::with_capacity(len as usize, GFP_KERNEL)?;
-    for _ in 0..len {
-        table.push(GidEntry::default(), GFP_KERNEL)?;
+/// A port's GID table, under its lock (C's `ib_gid_table` and its lock): read in any context.
+pub struct GidTable {
+    entries: Pin<KBox<SpinLockIrq<KVVec<GidEntry>>>>,
+    /// On a RoCE port, the GID types its entries have (C's `roce_gid_type_mask_support`, in
+    /// order): the first entries are reserved for its default GIDs, one per type. Empty on
+    /// other ports, whose table is the driver's.
+    types: KVec<GidType>,
+}
+
+/// The IPv4-mapped GID of an IPv4 address (C's `rdma_ip2gid`).
+pub(crate) fn ipv4_gid(a: &[u8; 4]) -> Gid {
+    let mut g = [0u8; 16];
+    g[10] = 0xff;
+    g[11] = 0xff;
+    g[12..].copy_from_slice(a);
+    Gid(g)
+}
+
+/// Adds `gid` on `ndev` to `table` once per type of `types`, each in the first free entry past
+/// the `types.len()` reserved ones (C's `ib_cache_gid_add`: an entry with the same GID, type and
+/// net device is not added again; a full table takes no more, C's `-ENOSPC`).
+fn add_to(table: &mut [GidEntry], types: &[GidType], ndev: &ARef<NetDevice>, gid: Gid) {
+    if gid.0 == [0; 16] {
+        return;
     }
-    let mut types: KVec<GidType> = KVec::new();
-    for t in GidType::of_port(core_cap_flags) {
-        types.push(t, GFP_KERNEL)?;
-    }
-    // The default GIDs' entries are reserved for them, as C's `gid_table_reserve_default`.
-    let reserved = types.len();
-    if let Some(gid) = default_gid(ndev) {
-        for (entry, t) in table.iter_mut().zip(types.iter()) {
-            *entry = GidEntry {
+    for t in types {
+        let known = table.iter().any(|e| {
+            e.gid == gid
+                && e.kind == *t
+                && e.ndev.as_ref().map(|n| n.as_raw()) == Some(ndev.as_raw())
+        });
+        if known {
+            continue;
+        }
+        if let Some(e) = table.iter_mut().skip(types.len()).find(|e| e.is_empty()) {
+            *e = GidEntry {
                 gid,
                 kind: *t,
                 ndev: Some(ndev.clone()),
             };
         }
     }
-    let mut add = |gid: Gid| {
-        if gid.0 == [0; 16] {
-            return;
+}
+
+impl GidTable {
+    fn new(entries: KVVec<GidEntry>, types: KVec<GidType>) -> Result<Self> {
+        Ok(Self {
+            entries: KBox::pin_init(
+                new_spinlock_irq!(entries, "ib_core::device::gid_table::GidTable::entries"),
+                GFP_KERNEL,
+            )?,
+            types,
+        })
+    }
+
+    /// An InfiniBand or iWARP port's table: the driver's GIDs.
+    pub(crate) fn of_driver(entries: KVVec<GidEntry>) -> Result<Self> {
+        Self::new(entries, KVec::new())
+    }
+
+    /// A RoCE port's table of `len` entries made from its net device `ndev`, for the GID types
+    /// of `core_cap_flags` (see the module's documentation).
+    pub(crate) fn roce(ndev: &ARef<NetDevice>, len: u32, core_cap_flags: u32) -> Result<Self> {
+        let mut table = KVVec::with_capacity(len as usize, GFP_KERNEL)?;
+        for _ in 0..len {
+            table.push(GidEntry::default(), GFP_KERNEL)?;
         }
-        for t in types.iter() {
-            let known = table.iter().any(|e| {
-                e.gid == gid
-                    && e.kind == *t
-                    && e.ndev.as_ref().map(|n| n.as_raw()) == Some(ndev.as_raw())
-            });
-            if known {
-                continue;
-            }
-            // The first free entry past the reserved ones; a full table takes no more (C:
-            // `-ENOSPC`).
-            if let Some(e) = table.iter_mut().skip(reserved).find(|e| e.is_empty()) {
-                *e = GidEntry {
+        let mut types: KVec<GidType> = KVec::new();
+        for t in GidType::of_port(core_cap_flags) {
+            types.push(t, GFP_KERNEL)?;
+        }
+        // The default GIDs' entries are reserved for them, as C's `gid_table_reserve_default`.
+        if let Some(gid) = default_gid(ndev) {
+            for (entry, t) in table.iter_mut().zip(types.iter()) {
+                *entry = GidEntry {
                     gid,
                     kind: *t,
                     ndev: Some(ndev.clone()),
                 };
             }
         }
-    };
-    if !ndev.is_unregistering() {
-        for a in addresses(|out| ndev.ipv4_addrs(out))?.iter() {
-            // C's `rdma_ip2gid` of an IPv4 address: its IPv4-mapped IPv6 address.
-            let mut g = [0u8; 16];
-            g[10] = 0xff;
-            g[11] = 0xff;
-            g[12..].copy_from_slice(a);
-            add(Gid(g));
+        if !ndev.is_unregistering() {
+            for a in addresses(|out| ndev.ipv4_addrs(out))?.iter() {
+                add_to(&mut table, &types, ndev, ipv4_gid(a));
+            }
+            #[cfg(CONFIG_IPV6)]
+            for a in addresses(|out| ndev.ipv6_addrs(out))?.iter() {
+                add_to(&mut table, &types, ndev, Gid(*a));
+            }
         }
-        #[cfg(CONFIG_IPV6)]
-        for a in addresses(|out| ndev.ipv6_addrs(out))?.iter() {
-            add(Gid(*a));
-        }
+        Self::new(table, types)
     }
-    Ok(table)
+
+    /// An empty table (a RoCE port without a net device yet).
+    pub(crate) fn empty() -> Result<Self> {
+        Self::new(KVVec::new(), KVec::new())
+    }
+
+    /// Entry `index`.
+    pub fn get(&self, index: u32) -> Option<GidEntry> {
+        self.entries
+            .lock()
+            .get(usize::try_from(index).ok()?)
+            .cloned()
+    }
+
+    /// The GID of entry `index`.
+    pub fn gid(&self, index: u32) -> Option<Gid> {
+        self.entries
+            .lock()
+            .get(usize::try_from(index).ok()?)
+            .map(|e| e.gid)
+    }
+
+    /// On a RoCE port, `gid` was added to (`up`) or removed from its net device `ndev`: its
+    /// entries are added, or freed (C's `update_gid` with `GID_ADD`/`GID_DEL`). Nothing on
+    /// another port.
+    pub(crate) fn address_changed(&self, ndev: &ARef<NetDevice>, gid: Gid, up: bool) {
+        if self.types.is_empty() {
+            return;
+        }
+        let mut gone = KVec::new();
+        {
+            let mut table = self.entries.lock();
+            if up {
+                add_to(&mut table, &self.types, ndev, gid);
+            } else {
+                for e in table.iter_mut().skip(self.types.len()) {
+                    if e.gid == gid && e.ndev.as_ref().map(|n| n.as_raw()) == Some(ndev.as_raw()) {
+                        // The reference goes after the lock (a failed push drops it here).
+                        let _ = gone.push(core::mem::take(e), GFP_ATOMIC);
+                    }
+                }
+            }
+        }
+        drop(gone);
+    }
 }

@@ -11,7 +11,7 @@ use crate::{
         PortState, CORE_CAP_PROT_IWARP, CORE_CAP_PROT_ROCE, CORE_CAP_PROT_ROCE_UDP_ENCAP,
     },
     device::events::{DeviceEventHandler, DeviceEvents, EventType},
-    device::gid_table::{self, GidEntry},
+    device::gid_table::{GidEntry, GidTable},
     device::names::Name,
     hw_stats::HwStats,
     restrack::Restrack,
@@ -21,6 +21,7 @@ use crate::{
 use kernel::{
     dev_print_below::{print_below, Level},
     device::Device,
+    net::route::NetDevice,
     new_condvar, new_mutex,
     prelude::*,
     str::{BStr, CString},
@@ -58,8 +59,8 @@ pub struct PortData {
     immutable: PortImmutable,
     link_layer: LinkLayer,
     /// The GID table (its size is the driver's: kvmalloc'ed): the driver's GIDs on an
-    /// InfiniBand port, the core's on a RoCE port (`device/gid_table.rs`).
-    gids: KVVec<GidEntry>,
+    /// InfiniBand or iWARP port, the core's on a RoCE port (`device/gid_table.rs`).
+    gids: GidTable,
     /// The P_Key cache: as many entries as the driver's `pkey_tbl_len` (a `u16`, so at most
     /// 65535, as C's), kvmalloc'ed, since a device picks the size.
     pkeys: KVVec<u16>,
@@ -311,25 +312,35 @@ impl IbDevice {
 
     /// The network device of `port`, held (C's `ib_device_get_netdev`): what a C driver
     /// associated with it; none for a port without one.
-    pub fn port_netdev(&self, port: u32) -> Option<ARef<kernel::net::route::NetDevice>> {
+    pub fn port_netdev(&self, port: u32) -> Option<ARef<NetDevice>> {
         self.port(port)?;
         self.ops.netdev(port)
     }
 
-    /// GID `index` of `port`, from the cache filled at registration.
+    /// GID `index` of `port`, from the cache (filled at registration; a RoCE port's follows
+    /// its net device's addresses).
     pub fn cached_gid(&self, port: u32, index: u32) -> Option<Gid> {
-        self.port(port)?
-            .gids
-            .get(usize::try_from(index).ok()?)
-            .map(|e| e.gid)
+        self.port(port)?.gids.gid(index)
     }
 
     /// Entry `index` of `port`'s GID table: its GID, type and net device.
     pub fn gid_entry(&self, port: u32, index: u32) -> Option<GidEntry> {
-        self.port(port)?
-            .gids
-            .get(usize::try_from(index).ok()?)
-            .cloned()
+        self.port(port)?.gids.get(index)
+    }
+
+    /// `addr` was added to (`up`) or removed from the net device `ndev`: the RoCE ports on it
+    /// update their GID tables (`device/gid_events.rs`).
+    pub(crate) fn address_changed(&self, ndev: &ARef<NetDevice>, gid: Gid, up: bool) {
+        for port in 1..=self.port_count() {
+            if self
+                .port_netdev(port)
+                .is_some_and(|n| n.as_raw() == ndev.as_raw())
+            {
+                if let Some(p) = self.port(port) {
+                    p.gids.address_changed(ndev, gid, up);
+                }
+            }
+        }
     }
 
     /// P_Key `index` of `port`, from the cache filled at registration.
@@ -535,33 +546,36 @@ pub(crate) fn read_ports(ops: &dyn DynOps, immutables: &[PortImmutable]) -> Resu
         let link_layer = ops.link_layer(port);
         // The cache update starts with a port query, as C's `ib_cache_update`.
         let attr = ops.query_port(port)?;
-        let mut gids = KVVec::new();
         let roce = imm.core_cap_flags & (CORE_CAP_PROT_ROCE | CORE_CAP_PROT_ROCE_UDP_ENCAP) != 0;
-        if roce {
+        let gids = if roce {
             // The core's own, from the port's net device (C's `roce_gid_mgmt`).
-            if let Some(ndev) = ops.netdev(port) {
-                gids = gid_table::roce_table(&ndev, imm.gid_tbl_len, imm.core_cap_flags)?;
+            match ops.netdev(port) {
+                Some(ndev) => GidTable::roce(&ndev, imm.gid_tbl_len, imm.core_cap_flags)?,
+                None => GidTable::empty()?,
             }
-        } else if link_layer != LinkLayer::Ethernet || imm.core_cap_flags & CORE_CAP_PROT_IWARP != 0
-        {
-            // The driver's (C's `config_non_roce_gid_cache`); an iWARP port's entries name its
-            // net device.
-            let ndev = if imm.core_cap_flags & CORE_CAP_PROT_IWARP != 0 {
-                ops.netdev(port)
-            } else {
-                None
-            };
-            for index in 0..imm.gid_tbl_len {
-                match ops.query_gid(port, index) {
-                    Some(g) => {
-                        let mut e = GidEntry::ib(g?);
-                        e.ndev = ndev.clone();
-                        gids.push(e, GFP_KERNEL)?
+        } else {
+            let mut gids = KVVec::new();
+            if link_layer != LinkLayer::Ethernet || imm.core_cap_flags & CORE_CAP_PROT_IWARP != 0 {
+                // The driver's (C's `config_non_roce_gid_cache`); an iWARP port's entries name
+                // its net device.
+                let ndev = if imm.core_cap_flags & CORE_CAP_PROT_IWARP != 0 {
+                    ops.netdev(port)
+                } else {
+                    None
+                };
+                for index in 0..imm.gid_tbl_len {
+                    match ops.query_gid(port, index) {
+                        Some(g) => {
+                            let mut e = GidEntry::ib(g?);
+                            e.ndev = ndev.clone();
+                            gids.push(e, GFP_KERNEL)?
+                        }
+                        None => break,
                     }
-                    None => break,
                 }
             }
-        }
+            GidTable::of_driver(gids)?
+        };
         // One query per P_Key, as C's `ib_cache_update` (mlx5 answers each with the MAD of its
         // block of 32, as C's `mlx5_query_mad_ifc_pkey`).
         let mut pkeys = KVVec::with_capacity(usize::from(imm.pkey_tbl_len), GFP_KERNEL)?;
