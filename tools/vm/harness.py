@@ -51,7 +51,8 @@ STACK_MODULES = {
 # user of ib_cm, a user of the SA client and a user of rdma_cm, that load on the Rust core through
 # its C ABI; ib_cm, iw_cm, rdma_cm and rdma_ucm are C's connection managers from the kernel tree
 # (configfs, which rdma_cm needs, with them), and ib_ipoib C's IPoIB, the same files on both
-# stacks. On the Rust
+# stacks; so are C's software drivers rdma_rxe and siw (and the UDP tunnels rxe needs), and
+# ib_c_roce (tools/verbs-twin) uses rxe. On the Rust
 # stack, ib_verbs_client_c.ko and ib_verbs_peer_c.ko are the C twins themselves (the modules are
 # still named ib_verbs_client and ib_verbs_peer), for the twins on the Rust core (scenarios
 # c-abi-twin, c-abi-peer-2vm).
