@@ -54,6 +54,7 @@ impl kernel::InPlaceModule for IbCore {
             crate::c_abi::driver::registration::init();
             crate::c_abi::driver::netdev::init();
             crate::c_abi::driver::link::init();
+            crate::device::gid_events::init();
         }
         try_pin_init!(Self {
             workqueues: CoreWorkqueues::new()?,
@@ -91,6 +92,7 @@ impl PinnedDrop for IbCore {
         crate::c_abi::driver::registration::clear();
         crate::c_abi::driver::netdev::clear();
         crate::c_abi::driver::link::clear();
+        crate::device::gid_events::clear();
         crate::sa::clear();
         crate::addr::requests::clear();
         crate::mad::clear();

@@ -14,7 +14,7 @@
 # `hw_counters` and `rdma stat`). Then `rdma link delete` (the driver's dellink, the device
 # unregistered and freed by its dealloc_driver), a second device, refused links. Then siw0 on
 # the same NIC: an RNIC whose one GID the driver reports (its MAC), on eth0, no counters. The
-# stack unloads clean.
+# stack unloads clean; kmemleak (rust), dmesg.
 # The MAD layer opens QP1 on rxe0's RoCE port through the driver's kernel verbs (a PD, a CQ,
 # the GSI QP, receives posted): `rdma res` counts them as on C, and the QP's socket holds
 # rdma_rxe, which `rmmod` then refuses, as on C; the port's PerfMgmt counters are read through
@@ -355,4 +355,5 @@ check "rdma link delete siw0" rdma link delete siw0
 check "rmmod siw" rmmod siw
 meet done
 check "unload the stack" unload_stack
+[ "$STACK" = rust ] && kmemleak_clean "kmemleak finds no leak"
 dmesg_clean "dmesg has no warnings, oopses or lockdep reports"

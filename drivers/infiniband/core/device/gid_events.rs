@@ -2,12 +2,17 @@
 
 //! RoCE GID tables following their net devices' IP addresses (C's `roce_gid_mgmt.c` address
 //! notifiers): an address added to or removed from a net device becomes a GID added to or
-//! freed from the table of every RoCE port on that device, from the core's ordered GID cache
-//! workqueue (C's `gid-cache-wq`: changes apply in the order they happened).
+//! freed from the table of every RoCE port on that device.
+//!
+//! The tables of RoCE ports are listed here with their net device ([`Listed`], made with each
+//! table), so that a notification reaches them without the registry's lock: a client's removal
+//! runs under that lock and may unregister a net device (IPoIB's `ib0`), whose address
+//! notifications then come in the middle. A table update does not sleep, so it is made in the
+//! notifier itself (C queues it on its `gid-cache-wq`; the chains keep the order here).
 
 use crate::{
     attrs::Gid,
-    device::{gid_table::ipv4_gid, registry},
+    device::gid_table::{ipv4_gid, GidTable},
 };
 use kernel::{
     net::{
@@ -15,8 +20,65 @@ use kernel::{
         route::NetDevice,
     },
     prelude::*,
-    sync::aref::ARef,
+    sync::{aref::ARef, global_lock, Arc},
 };
+
+/// A RoCE port's table and the net device it follows (by address: only compared).
+struct Entry {
+    ndev: usize,
+    table: Arc<GidTable>,
+}
+
+global_lock! {
+    // SAFETY: Initialized by the module initializer before any device registers.
+    unsafe(uninit) static TABLES: SpinLockIrq<KVec<Entry>> = KVec::new();
+}
+
+/// Initializes the list.
+///
+/// # Safety
+///
+/// Called once, at module load, before any device registers.
+pub(crate) unsafe fn init() {
+    // SAFETY: As this function's contract.
+    unsafe { TABLES.init() };
+}
+
+/// Frees the list's memory at unload (every device, and so every table, is gone).
+pub(crate) fn clear() {
+    let left = core::mem::replace(&mut *TABLES.lock(), KVec::new());
+    drop(left);
+}
+
+/// A RoCE port's table listed for its net device's address changes; unlisted when dropped.
+pub(crate) struct Listed(Arc<GidTable>);
+
+impl Listed {
+    /// Lists `table`, the table of a RoCE port on `ndev`.
+    pub(crate) fn new(table: Arc<GidTable>, ndev: &NetDevice) -> Result<Self> {
+        // Under the IRQ-safe lock: no sleeping allocation.
+        TABLES.lock().push(
+            Entry {
+                ndev: ndev.as_raw().addr(),
+                table: table.clone(),
+            },
+            GFP_ATOMIC,
+        )?;
+        Ok(Self(table))
+    }
+}
+
+impl Drop for Listed {
+    fn drop(&mut self) {
+        let gone = {
+            let mut list = TABLES.lock();
+            list.iter()
+                .position(|e| Arc::ptr_eq(&e.table, &self.0))
+                .and_then(|i| list.remove(i).ok())
+        };
+        drop(gone);
+    }
+}
 
 /// The address watch ib_core keeps registered while it is loaded.
 pub(crate) struct AddrWatch;
@@ -36,17 +98,10 @@ impl AddrHandler for AddrWatch {
             IpAddress::V4(a) => ipv4_gid(&a),
             IpAddress::V6(a) => Gid(a),
         };
-        let Some(queues) = crate::device::workqueues::queues() else {
-            return;
-        };
-        // Held until the work has run (IPv6 notifications come in atomic context).
-        let ndev: ARef<NetDevice> = ndev.into();
-        let _ = queues.gid_cache.try_spawn(GFP_ATOMIC, move || {
-            if let Ok(devices) = registry::devices() {
-                for d in devices.iter() {
-                    d.address_changed(&ndev, gid, up);
-                }
-            }
-        });
+        let held: ARef<NetDevice> = ndev.into();
+        let list = TABLES.lock();
+        for e in list.iter().filter(|e| e.ndev == ndev.as_raw().addr()) {
+            e.table.address_changed(&held, gid, up);
+        }
     }
 }

@@ -11,6 +11,7 @@ use crate::{
         PortState, CORE_CAP_PROT_IWARP, CORE_CAP_PROT_ROCE, CORE_CAP_PROT_ROCE_UDP_ENCAP,
     },
     device::events::{DeviceEventHandler, DeviceEvents, EventType},
+    device::gid_events,
     device::gid_table::{GidEntry, GidTable},
     device::names::Name,
     hw_stats::HwStats,
@@ -60,7 +61,10 @@ pub struct PortData {
     link_layer: LinkLayer,
     /// The GID table (its size is the driver's: kvmalloc'ed): the driver's GIDs on an
     /// InfiniBand or iWARP port, the core's on a RoCE port (`device/gid_table.rs`).
-    gids: GidTable,
+    gids: Arc<GidTable>,
+    /// A RoCE port's table listed for its net device's address changes
+    /// (`device/gid_events.rs`), until the port goes.
+    _listed: Option<gid_events::Listed>,
     /// The P_Key cache: as many entries as the driver's `pkey_tbl_len` (a `u16`, so at most
     /// 65535, as C's), kvmalloc'ed, since a device picks the size.
     pkeys: KVVec<u16>,
@@ -328,21 +332,6 @@ impl IbDevice {
         self.port(port)?.gids.get(index)
     }
 
-    /// `addr` was added to (`up`) or removed from the net device `ndev`: the RoCE ports on it
-    /// update their GID tables (`device/gid_events.rs`).
-    pub(crate) fn address_changed(&self, ndev: &ARef<NetDevice>, gid: Gid, up: bool) {
-        for port in 1..=self.port_count() {
-            if self
-                .port_netdev(port)
-                .is_some_and(|n| n.as_raw() == ndev.as_raw())
-            {
-                if let Some(p) = self.port(port) {
-                    p.gids.address_changed(ndev, gid, up);
-                }
-            }
-        }
-    }
-
     /// P_Key `index` of `port`, from the cache filled at registration.
     pub fn cached_pkey(&self, port: u32, index: u32) -> Option<u16> {
         self.port(port)?
@@ -547,11 +536,20 @@ pub(crate) fn read_ports(ops: &dyn DynOps, immutables: &[PortImmutable]) -> Resu
         // The cache update starts with a port query, as C's `ib_cache_update`.
         let attr = ops.query_port(port)?;
         let roce = imm.core_cap_flags & (CORE_CAP_PROT_ROCE | CORE_CAP_PROT_ROCE_UDP_ENCAP) != 0;
+        let mut listed = None;
         let gids = if roce {
-            // The core's own, from the port's net device (C's `roce_gid_mgmt`).
+            // The core's own, from the port's net device (C's `roce_gid_mgmt`), following its
+            // addresses.
             match ops.netdev(port) {
-                Some(ndev) => GidTable::roce(&ndev, imm.gid_tbl_len, imm.core_cap_flags)?,
-                None => GidTable::empty()?,
+                Some(ndev) => {
+                    let t = Arc::new(
+                        GidTable::roce(&ndev, imm.gid_tbl_len, imm.core_cap_flags)?,
+                        GFP_KERNEL,
+                    )?;
+                    listed = Some(gid_events::Listed::new(t.clone(), &ndev)?);
+                    t
+                }
+                None => Arc::new(GidTable::empty()?, GFP_KERNEL)?,
             }
         } else {
             let mut gids = KVVec::new();
@@ -574,7 +572,7 @@ pub(crate) fn read_ports(ops: &dyn DynOps, immutables: &[PortImmutable]) -> Resu
                     }
                 }
             }
-            GidTable::of_driver(gids)?
+            Arc::new(GidTable::of_driver(gids)?, GFP_KERNEL)?
         };
         // One query per P_Key, as C's `ib_cache_update` (mlx5 answers each with the MAD of its
         // block of 32, as C's `mlx5_query_mad_ifc_pkey`).
@@ -587,6 +585,7 @@ pub(crate) fn read_ports(ops: &dyn DynOps, immutables: &[PortImmutable]) -> Resu
                 immutable: *imm,
                 link_layer,
                 gids,
+                _listed: listed,
                 pkeys,
                 state: Atomic::new(u32::from(attr.state as u8)),
                 hw_stats: None,

@@ -47,8 +47,6 @@ pub(crate) struct CoreWorkqueues {
     pub(crate) multicast: OwnedQueue,
     /// Address resolutions and their callbacks (`ib_addr`).
     pub(crate) addr: OwnedQueue,
-    /// RoCE GID table updates, in order (`gid-cache-wq`).
-    pub(crate) gid_cache: OwnedQueue,
 }
 
 impl CoreWorkqueues {
@@ -74,7 +72,6 @@ impl CoreWorkqueues {
                 1,
             )?,
             addr: OwnedQueue::new(c"ib_addr", Flags::UNBOUND, 0)?,
-            gid_cache: OwnedQueue::new(c"gid-cache-wq", Flags::UNBOUND | Flags::ORDERED, 1)?,
         })
     }
 }

@@ -263,6 +263,11 @@ fn unregister_locked(d: &Arc<DriverDevice>, dealloc: bool) {
     let Some(registration) = held.take() else {
         return;
     };
+    // The driver's structure stops naming the device before the device may go (what the
+    // driver calls with it from here on finds no device, as an event of a device being
+    // unregistered is dropped).
+    // SAFETY: The driver's structure, alive until it is put below.
+    unsafe { face::clear_driver_owner(raw) };
     // Clients removed, users waited for, sysfs gone, the device dropped.
     drop(registration);
     // SAFETY: The structure is alive until it is put below; its count and completion were set
@@ -273,7 +278,6 @@ fn unregister_locked(d: &Arc<DriverDevice>, dealloc: bool) {
             bindings::complete(&raw mut (*raw).unreg_completion);
         }
         bindings::wait_for_completion(&raw mut (*raw).unreg_completion);
-        face::clear_driver_owner(raw);
     }
     netdev::free_netdevs(raw);
     drop(held);
