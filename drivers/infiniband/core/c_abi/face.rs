@@ -241,6 +241,19 @@ const DEFAULT_UVERBS_CMDS: [u32; 30] = [
     bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_RESIZE_CQ,
 ];
 
+/// Whether `port` is a port of the C structure `ib` (C's `rdma_is_port_valid`: from 1, or 0
+/// for a switch, to the port count).
+///
+/// # Safety
+///
+/// `ib` is a live device structure.
+pub(crate) unsafe fn port_valid(ib: *mut bindings::ib_device, port: u32) -> bool {
+    // SAFETY: The caller's contract.
+    let c = unsafe { &*ib };
+    let start = u32::from(c.node_type == bindings::RDMA_NODE_IB_SWITCH as u8);
+    (start..=c.phys_port_cnt).contains(&port)
+}
+
 /// Whether `ib` is a C driver's device structure ([`alloc_driver_device`]) rather than a face.
 ///
 /// # Safety

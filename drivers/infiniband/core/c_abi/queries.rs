@@ -96,11 +96,11 @@ unsafe fn driver_query_port(
     port_attr: *mut bindings::ib_port_attr,
 ) -> c_int {
     // SAFETY: The caller's contract.
-    let c = unsafe { &*device };
-    let start = u32::from(c.node_type == bindings::RDMA_NODE_IB_SWITCH as u8);
-    if !(start..=c.phys_port_cnt).contains(&port_num) {
+    if !unsafe { crate::c_abi::face::port_valid(device, port_num) } {
         return EINVAL.to_errno();
     }
+    // SAFETY: As above.
+    let c = unsafe { &*device };
     let Some(query) = c.ops.query_port else {
         return EOPNOTSUPP.to_errno();
     };

@@ -5,8 +5,7 @@
 
 use crate::{
     attrs::LinkLayer,
-    c_abi::driver::{netdev::ib_device_get_netdev, ops::CDriverOps},
-    verbs::ops::DynOps,
+    c_abi::driver::{netdev::ib_device_get_netdev, ops::link_layer_of},
 };
 use core::ptr::NonNull;
 use kernel::{bindings, ffi::c_int, net::route::NetDevice, prelude::*, sync::aref::ARef};
@@ -71,11 +70,7 @@ pub(crate) unsafe extern "C" fn ib_get_eth_speed(
     width: *mut u8,
 ) -> c_int {
     // SAFETY: The caller's contract: a live structure with its ops.
-    let ops = match unsafe { CDriverOps::new(NonNull::new_unchecked(dev)) } {
-        Ok(o) => o,
-        Err(e) => return e.to_errno(),
-    };
-    if ops.link_layer(port_num) != LinkLayer::Ethernet {
+    if unsafe { link_layer_of(dev, port_num) } != LinkLayer::Ethernet {
         return EINVAL.to_errno();
     }
     // SAFETY: As above.

@@ -52,19 +52,6 @@ pub(crate) fn clear() {
     drop(left);
 }
 
-/// Whether `port` is a port of the C structure `ib` (C's `rdma_is_port_valid`: from 1, or 0
-/// for a switch, to the port count).
-///
-/// # Safety
-///
-/// `ib` is a live device structure.
-unsafe fn port_valid(ib: *mut bindings::ib_device, port: u32) -> bool {
-    // SAFETY: The caller's contract.
-    let c = unsafe { &*ib };
-    let start = u32::from(c.node_type == bindings::RDMA_NODE_IB_SWITCH as u8);
-    (start..=c.phys_port_cnt).contains(&port)
-}
-
 /// The net device associated with `port` of the C driver's structure `ib`, held.
 pub(crate) fn port_netdev(ib: *mut bindings::ib_device, port: u32) -> Option<ARef<NetDevice>> {
     NETDEVS
@@ -110,7 +97,7 @@ pub(crate) unsafe extern "C" fn ib_device_set_netdev(
     port: u32,
 ) -> c_int {
     // SAFETY: The caller's contract.
-    if !unsafe { port_valid(ib_dev, port) } {
+    if !unsafe { face::port_valid(ib_dev, port) } {
         return EINVAL.to_errno();
     }
     // SAFETY: The caller's contract: a driver's structure, set up by its own (serialised)
@@ -173,7 +160,7 @@ pub(crate) unsafe extern "C" fn ib_device_get_netdev(
     port: u32,
 ) -> *mut bindings::net_device {
     // SAFETY: The caller's contract.
-    if !unsafe { port_valid(ib_dev, port) } {
+    if !unsafe { face::port_valid(ib_dev, port) } {
         return ptr::null_mut();
     }
     // SAFETY: As above.

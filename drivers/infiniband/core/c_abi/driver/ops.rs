@@ -224,6 +224,36 @@ pub(crate) fn device_attr_from_c(a: &bindings::ib_device_attr, local_dma_lkey: u
     }
 }
 
+/// The link layer of `port` of the C driver's structure `ib` (C's `rdma_port_get_link_layer`:
+/// the driver's answer, or without the op InfiniBand for an InfiniBand transport, else
+/// Ethernet).
+///
+/// # Safety
+///
+/// `ib` is a C driver's live structure with its ops set.
+pub(crate) unsafe fn link_layer_of(ib: *mut bindings::ib_device, port: u32) -> LinkLayer {
+    // SAFETY: The caller's contract.
+    let c = unsafe { &*ib };
+    let ll = match c.ops.get_link_layer {
+        // SAFETY: The driver's op on its own structure.
+        Some(get) => unsafe { get(ib, port) },
+        None => {
+            if crate::c_abi::queries::rdma_node_get_transport(c.node_type.into())
+                == bindings::rdma_transport_type_RDMA_TRANSPORT_IB
+            {
+                bindings::rdma_link_layer_IB_LINK_LAYER_INFINIBAND
+            } else {
+                bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET
+            }
+        }
+    };
+    match ll {
+        bindings::rdma_link_layer_IB_LINK_LAYER_INFINIBAND => LinkLayer::Infiniband,
+        bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET => LinkLayer::Ethernet,
+        _ => LinkLayer::Unspecified,
+    }
+}
+
 /// The core's view of C's `struct ib_port_attr`.
 fn port_attr_from_c(c: &bindings::ib_port_attr) -> PortAttr {
     PortAttr {
@@ -355,28 +385,8 @@ impl DynOps for CDriverOps {
     }
 
     fn link_layer(&self, port: u32) -> LinkLayer {
-        let ll = match self.ops().get_link_layer {
-            // SAFETY: The structure is alive (type invariant).
-            Some(get) => unsafe { get(self.raw(), port) },
-            // C's `rdma_port_get_link_layer` without the op: InfiniBand for an InfiniBand
-            // transport, else Ethernet.
-            None => {
-                // SAFETY: As above.
-                let node_type = unsafe { (*self.raw()).node_type };
-                if crate::c_abi::queries::rdma_node_get_transport(node_type.into())
-                    == bindings::rdma_transport_type_RDMA_TRANSPORT_IB
-                {
-                    bindings::rdma_link_layer_IB_LINK_LAYER_INFINIBAND
-                } else {
-                    bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET
-                }
-            }
-        };
-        match ll {
-            bindings::rdma_link_layer_IB_LINK_LAYER_INFINIBAND => LinkLayer::Infiniband,
-            bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET => LinkLayer::Ethernet,
-            _ => LinkLayer::Unspecified,
-        }
+        // SAFETY: The structure is alive with its ops (type invariant).
+        unsafe { link_layer_of(self.raw(), port) }
     }
 
     fn modify_node_desc(&self, desc: &NodeDesc) -> Result {

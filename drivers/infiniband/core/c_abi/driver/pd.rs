@@ -148,11 +148,6 @@ impl Drop for DriverAh {
     }
 }
 
-/// Whether the C pointer `p` is one of C's `ERR_PTR`s.
-fn is_err<T>(p: *mut T) -> bool {
-    (p as usize) >= (-(bindings::MAX_ERRNO as isize)) as usize
-}
-
 impl PdObject for DriverPd {
     fn as_any(&self) -> &dyn Any {
         self
@@ -185,9 +180,7 @@ impl PdObject for DriverPd {
         if mr.is_null() {
             return Err(ENOMEM);
         }
-        if is_err(mr) {
-            return Err(Error::from_errno(mr as isize as c_int));
-        }
+        let mr = kernel::error::from_err_ptr(mr)?;
         // SAFETY: The driver's new MR; C's `ib_get_dma_mr` fills these after the op.
         let (lkey, rkey) = unsafe {
             (*mr).device = self.ib.as_ptr();
