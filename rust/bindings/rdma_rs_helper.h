@@ -33,6 +33,7 @@
 #include <rdma/ib_user_sa.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>
+#include <rdma/uverbs_ioctl.h>
 #include <uapi/rdma/rdma_netlink.h>
 
 const gfp_t RUST_CONST_HELPER___GFP_DIRECT_RECLAIM = __GFP_DIRECT_RECLAIM;

@@ -43,7 +43,14 @@ pub struct PinnedPages {
 
 /// The process charged for pinned pages (`pinned_vm`, its mm grabbed) and how many pages were
 /// charged; given back when dropped.
-struct Charge(Option<(NonNull<bindings::mm_struct>, usize)>);
+pub struct Charge(Option<(NonNull<bindings::mm_struct>, usize)>);
+
+impl Charge {
+    /// The charged process's memory (grabbed while the charge lives), null for no charge.
+    pub fn mm(&self) -> *mut bindings::mm_struct {
+        self.0.map_or(core::ptr::null_mut(), |(mm, _)| mm.as_ptr())
+    }
+}
 
 // SAFETY: The charge is an mm reference and a count, given back from any thread.
 unsafe impl Send for Charge {}
@@ -91,6 +98,12 @@ impl PinnedPages {
         // SAFETY: Reads the calling task's own `mm` pointer; always valid in task context.
         if !unsafe { bindings::rdma_rs_current_has_mm() } {
             return Err(EFAULT);
+        }
+        // C's `ib_umem_get`: no memory locking at all for this task (a zero `RLIMIT_MEMLOCK`
+        // without `CAP_IPC_LOCK`) is `EPERM`.
+        // SAFETY: Reads the calling task's limits and capabilities.
+        if !unsafe { bindings::can_do_mlock() } {
+            return Err(EPERM);
         }
         let mut this = Self {
             pages: KVVec::new(),
@@ -153,13 +166,18 @@ impl PinnedPages {
         self.pages.len()
     }
 
+    /// The pinned pages, in address order.
+    pub fn pages(&self) -> &[*mut bindings::page] {
+        &self.pages
+    }
+
     /// Gives up the page list (its memory freed) but not the pins, nor the charge, which the
-    /// caller takes.
+    /// caller takes (the charge is given back when it is dropped: after the pages are unpinned).
     ///
     /// # Safety
     ///
     /// The caller unpins every page of the list exactly once (dirty if [`Self::writable`]).
-    unsafe fn into_pins(mut self) -> Charge {
+    pub unsafe fn into_pins(mut self) -> Charge {
         let charge = core::mem::replace(&mut self.charged, Charge(None));
         // The list goes; the pages stay pinned (the caller's contract): `drop` then has no page
         // to unpin and no charge to give back.

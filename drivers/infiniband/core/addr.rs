@@ -9,6 +9,7 @@
 //! C asks user space for (ibacm, through the `RDMA_NL_LS` netlink group), is refused with
 //! `-EADDRNOTAVAIL`, which is C's answer when no ibacm listens.
 
+pub(crate) mod l2_eth;
 pub(crate) mod requests;
 
 use kernel::{

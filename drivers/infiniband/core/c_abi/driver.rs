@@ -6,6 +6,8 @@
 
 /// The driver's device structure: allocation, ops, references.
 pub(crate) mod alloc;
+/// User data inside a bundle header, as C drivers' ops expect it.
+pub(crate) mod bundle;
 /// Completion queues.
 pub(crate) mod cq;
 /// Memory for consumers of software devices.

@@ -5,6 +5,8 @@
 //! driver's state of one is freed when it is dropped.
 
 use crate::{
+    addr::l2_eth::resolve_eth_dmac,
+    attrs::{CORE_CAP_PROT_ROCE, CORE_CAP_PROT_ROCE_UDP_ENCAP},
     device::events::EventHandler,
     device::ib_device::IbDevice,
     restrack::{ResType, Tracked},
@@ -15,6 +17,7 @@ use crate::{
         CompletionHandler, CqNotifier, QpAttr, QpAttrField, QpAttrMask, QpCap, QpInitDriver,
         QpState, QpType, SrqAttr, SrqAttrMask, UserCqInit, UserMrInit,
     },
+    verbs::wr::{PostError, SendWr},
     verbs::{check_path_sgid, qp_transition_ok},
 };
 use kernel::{
@@ -215,7 +218,7 @@ impl UContext {
             },
             GFP_KERNEL,
         )?;
-        let drv = self.dev.ops().alloc_user_pd(udata)?;
+        let drv = self.dev.ops().alloc_user_pd(&*self.driver, udata)?;
         self.dev.restrack().add(ResType::Pd);
         if let Some(id) = track(&self.dev, ResType::Pd, &res) {
             res.id.store(id, Relaxed);
@@ -495,6 +498,12 @@ impl UserCq {
         Ok(made)
     }
 
+    /// Arms its completion event from the kernel (REQ_NOTIFY_CQ, for a driver that serves it:
+    /// [`crate::verbs::ops::UverbsAbi::data_path_cmds`]).
+    pub fn req_notify(&self, solicited: bool) -> Result {
+        self.driver.req_notify(solicited)
+    }
+
     /// The QPs using it: while there are any, it cannot be destroyed (C's `EBUSY`).
     pub fn users(&self) -> u32 {
         self.res.users.load(Relaxed)
@@ -625,6 +634,8 @@ impl UserQp {
         if mask.contains(QpAttrField::Port) && !self.dev.is_valid_port(attr.port_num.into()) {
             return Err(EINVAL);
         }
+        let resolved = self.resolve_roce_path(attr, mask)?;
+        let attr = resolved.as_ref().unwrap_or(attr);
         check_path_sgid(&self.dev, attr, mask, self.res.port())?;
         self.driver.modify(attr, mask, udata)?;
         *state = next;
@@ -634,9 +645,53 @@ impl UserQp {
         Ok(())
     }
 
+    /// A new path user space gives a connected QP on a RoCE port, with the next hop's MAC and
+    /// the route's hop limit filled in (C's `ib_resolve_eth_dmac` in `_ib_modify_qp` with
+    /// `udata`: user space knows only GIDs); `None` when there is nothing to resolve. A source
+    /// GID entry that does not exist is left to the path check (`EINVAL`).
+    fn resolve_roce_path(&self, attr: &QpAttr, mask: QpAttrMask) -> Result<Option<QpAttr>> {
+        let Some(g) = attr.grh.as_ref().filter(|_| mask.contains(QpAttrField::Av)) else {
+            return Ok(None);
+        };
+        if !matches!(self.res.qp_type, QpType::Rc | QpType::Uc) {
+            return Ok(None);
+        }
+        let port = if mask.contains(QpAttrField::Port) {
+            attr.port_num.into()
+        } else {
+            self.res.port()
+        };
+        let roce = self.dev.port_immutable(port).is_some_and(|i| {
+            i.core_cap_flags & (CORE_CAP_PROT_ROCE | CORE_CAP_PROT_ROCE_UDP_ENCAP) != 0
+        });
+        let Some(sgid) = self
+            .dev
+            .gid_entry(port, g.sgid_index.into())
+            .filter(|_| roce)
+        else {
+            return Ok(None);
+        };
+        let (dmac, hop_limit) = resolve_eth_dmac(&sgid, &g.dgid.0)?;
+        let mut path = *attr;
+        if let Some(pg) = path.grh.as_mut() {
+            pg.roce_dmac = Some(dmac);
+            if let Some(h) = hop_limit {
+                pg.hop_limit = h;
+            }
+        }
+        Ok(Some(path))
+    }
+
     /// The QP's attributes and queue sizes, from the driver.
     pub fn query(&self) -> Result<(QpAttr, QpCap)> {
         self.driver.query()
+    }
+
+    /// Starts the driver's send work with `wrs` (POST_SEND, for a driver that serves it:
+    /// [`crate::verbs::ops::UverbsAbi::data_path_cmds`]; its library has usually written the
+    /// requests to the queue already, and `wrs` is empty).
+    pub fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        self.driver.post_send(wrs)
     }
 }
 

@@ -99,6 +99,23 @@ impl Udata {
             .read_slice(req)
     }
 
+    /// Copies `out.len()` bytes of the request from `offset` into `out` (C's reads through a
+    /// `uverbs_req_iter`): `EINVAL` past the request's end, `EFAULT` when unreadable.
+    pub fn read_in_at(&self, offset: usize, out: &mut [u8]) -> Result {
+        if offset
+            .checked_add(out.len())
+            .is_none_or(|end| end > self.inlen)
+        {
+            return Err(EINVAL);
+        }
+        UserSlice::new(
+            UserPtr::from_addr(self.inbuf.wrapping_add(offset)),
+            out.len(),
+        )
+        .reader()
+        .read_slice(out)
+    }
+
     /// The request into `req` with C's `ib_copy_validate_udata_in` rules: shorter than
     /// `min_len` is `EINVAL`; a shorter request leaves the rest of `req` zero; a longer one must
     /// be zero past `req`, or the answer is `EOPNOTSUPP`.

@@ -5,6 +5,7 @@
 
 pub(crate) mod channel;
 pub(crate) mod cq;
+pub(crate) mod data_path;
 pub(crate) mod device;
 pub(crate) mod mr;
 pub(crate) mod pd;

@@ -999,16 +999,16 @@ mod attr_tests {
         assert_eq!(udata_of(arr, None, None), Udata::empty());
         // INVOKE_WRITE's command: C's write table, then its sizes against CORE_IN/CORE_OUT.
         let io = |inlen: usize, outlen: usize| Udata::new(b, inlen, b, outlen);
-        assert_eq!(invoked(0x100, &io(8, 176)).err(), Some(EINVAL));
-        assert_eq!(invoked(41, &io(8, 176)).err(), Some(EOPNOTSUPP));
-        assert_eq!(invoked(7, &io(8, 176)).err(), Some(EOPNOTSUPP));
-        assert_eq!(invoked(1, &io(0, 0)).err(), Some(ENOSPC));
-        assert_eq!(invoked(1, &io(8, 175)).err(), Some(ENOSPC));
-        assert_eq!(invoked(1, &io(4, 176)).err(), Some(ENOSPC));
-        assert!(invoked(1, &io(8, 176)).is_ok());
+        assert_eq!(invoked(0x100, 0, &io(8, 176)).err(), Some(EINVAL));
+        assert_eq!(invoked(41, 0, &io(8, 176)).err(), Some(EOPNOTSUPP));
+        assert_eq!(invoked(7, 0, &io(8, 176)).err(), Some(EOPNOTSUPP));
+        assert_eq!(invoked(1, 0, &io(0, 0)).err(), Some(ENOSPC));
+        assert_eq!(invoked(1, 0, &io(8, 175)).err(), Some(ENOSPC));
+        assert_eq!(invoked(1, 0, &io(4, 176)).err(), Some(ENOSPC));
+        assert!(invoked(1, 0, &io(8, 176)).is_ok());
         // Extended commands record no sizes; one without a handler is EOPNOTSUPP.
-        assert!(invoked(0x8000_0001, &io(0, 0)).is_ok());
-        assert_eq!(invoked(0x8000_0018, &io(0, 0)).err(), Some(EOPNOTSUPP));
+        assert!(invoked(0x8000_0001, 0, &io(0, 0)).is_ok());
+        assert_eq!(invoked(0x8000_0018, 0, &io(0, 0)).err(), Some(EOPNOTSUPP));
         Ok(())
     }
 }

@@ -42,6 +42,10 @@ user_abi! {
     DestroyCq = ib_uverbs_destroy_cq;
     /// DESTROY_CQ's response and the CQ DESTROY method's (`struct ib_uverbs_destroy_cq_resp`).
     DestroyCqResp = ib_uverbs_destroy_cq_resp;
+    /// REQ_NOTIFY_CQ's request (`struct ib_uverbs_req_notify_cq`).
+    ReqNotifyCq = ib_uverbs_req_notify_cq;
+    /// POST_SEND's response (`struct ib_uverbs_post_send_resp`).
+    PostSendResp = ib_uverbs_post_send_resp;
     /// RESIZE_CQ's request (`struct ib_uverbs_resize_cq`).
     ResizeCq = ib_uverbs_resize_cq;
     /// RESIZE_CQ's response (`struct ib_uverbs_resize_cq_resp`).

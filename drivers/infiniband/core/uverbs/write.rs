@@ -18,7 +18,10 @@ use crate::{
     write::bundle::{Bundle, Handler},
 };
 use core::cell::Cell;
-use ib_core::user::udata::Udata;
+use ib_core::{
+    user::udata::Udata,
+    verbs::ops::{CMD_POST_SEND, CMD_REQ_NOTIFY_CQ},
+};
 use kernel::{
     prelude::*,
     sync::Arc,
@@ -138,6 +141,19 @@ static NOTSUPP: WriteMethod = WriteMethod {
     handler: None,
 };
 
+/// The data-path commands a driver may ask for ([`ib_core::verbs::ops::UverbsAbi::data_path_cmds`]), holes in
+/// [`WRITE`] for the others.
+static DATA_PATH: [(u32, Option<WriteMethod>); 2] = [
+    (
+        CMD_REQ_NOTIFY_CQ,
+        WriteMethod::i_with(8, cmd::data_path::req_notify_cq),
+    ),
+    (
+        CMD_POST_SEND,
+        WriteMethod::io(24, 4, Some(cmd::data_path::post_send)),
+    ),
+];
+
 /// The commands (`IB_USER_VERBS_CMD_*`), sizes from `include/uapi/rdma/ib_user_verbs.h`.
 static WRITE: [Option<WriteMethod>; 41] = [
     /* 0 GET_CONTEXT */ WriteMethod::udata_io(8, 8, Some(cmd::device::get_context)),
@@ -205,13 +221,19 @@ static WRITE_EX: [Option<WriteMethod>; 58] = {
     t
 };
 
-/// The command numbered `command` (C's `uapi_get_method`): bits outside the number and the
-/// extended flag are `EINVAL`; a number past the table `EOPNOTSUPP`; a hole C's stub.
-pub(crate) fn lookup(command: u32) -> Result<&'static WriteMethod> {
+/// The command numbered `command` (C's `uapi_get_method`) on a device whose driver serves the
+/// data-path commands `data_path` ([`ib_core::verbs::ops::UverbsAbi::data_path_cmds`]): bits outside the number and
+/// the extended flag are `EINVAL`; a number past the table `EOPNOTSUPP`; a hole C's stub.
+pub(crate) fn lookup(command: u32, data_path: u64) -> Result<&'static WriteMethod> {
     if command & !(CMD_FLAG_EXTENDED | CMD_COMMAND_MASK) != 0 {
         return Err(EINVAL);
     }
     let idx = (command & CMD_COMMAND_MASK) as usize;
+    if command & CMD_FLAG_EXTENDED == 0 && idx < 64 && data_path & (1 << idx) != 0 {
+        if let Some((_, Some(m))) = DATA_PATH.iter().find(|(c, _)| *c as usize == idx) {
+            return Ok(m);
+        }
+    }
     let table: &'static [Option<WriteMethod>] = if command & CMD_FLAG_EXTENDED != 0 {
         &WRITE_EX
     } else {
@@ -287,6 +309,7 @@ fn verify(hdr: &Header, ex: &ExHeader, count: usize, m: &WriteMethod) -> Result<
 /// word count to use.
 fn check_header(
     count: usize,
+    data_path: u64,
     read_hdr: impl FnOnce() -> Result<Header>,
     read_ex: impl FnOnce() -> Result<ExHeader>,
 ) -> Result<(&'static WriteMethod, Header, ExHeader, u16)> {
@@ -294,7 +317,7 @@ fn check_header(
         return Err(EINVAL);
     }
     let hdr = read_hdr()?;
-    let m = lookup(hdr.command)?;
+    let m = lookup(hdr.command, data_path)?;
     let mut ex = ExHeader::default();
     if m.is_ex {
         if count < HDR_SIZE + EX_HDR_SIZE {
@@ -315,6 +338,7 @@ const USER_SPACE_END: u64 = (1 << 47) - 4096;
 pub(crate) fn write(ufile: &Arc<Ufile>, buf: usize, count: usize) -> Result<usize> {
     let (m, hdr, ex, in_words) = check_header(
         count,
+        ufile.device().abi().data_path_cmds,
         || {
             let h: CmdHdr = UserSlice::new(UserPtr::from_addr(buf), HDR_SIZE)
                 .reader()
@@ -446,31 +470,45 @@ mod tests {
 
     #[test]
     fn command_numbers_as_c_looks_them_up() {
-        assert!(lookup(0).is_ok_and(|m| m.req_size == 8 && m.handler.is_some()));
-        assert!(lookup(CMD_FLAG_EXTENDED | 1).is_ok_and(|m| m.is_ex));
+        assert!(lookup(0, 0).is_ok_and(|m| m.req_size == 8 && m.handler.is_some()));
+        assert!(lookup(CMD_FLAG_EXTENDED | 1, 0).is_ok_and(|m| m.is_ex));
         // Bits outside the number and the flag; past the tables.
-        assert_eq!(lookup(0x100).err(), Some(EINVAL));
-        assert_eq!(lookup(41).err(), Some(EOPNOTSUPP));
-        assert_eq!(lookup(CMD_FLAG_EXTENDED | 58).err(), Some(EOPNOTSUPP));
+        assert_eq!(lookup(0x100, 0).err(), Some(EINVAL));
+        assert_eq!(lookup(41, 0).err(), Some(EOPNOTSUPP));
+        assert_eq!(lookup(CMD_FLAG_EXTENDED | 58, 0).err(), Some(EOPNOTSUPP));
         // A hole is C's stub: not extended, no sizes, no handler.
-        assert!(lookup(6).is_ok_and(|m| !m.is_ex && m.req_size == 0 && m.handler.is_none()));
-        assert!(lookup(CMD_FLAG_EXTENDED | 2).is_ok_and(|m| !m.is_ex));
+        assert!(lookup(6, 0).is_ok_and(|m| !m.is_ex && m.req_size == 0 && m.handler.is_none()));
+        assert!(lookup(CMD_FLAG_EXTENDED | 2, 0).is_ok_and(|m| !m.is_ex));
+    }
+
+    #[test]
+    fn data_path_commands_follow_the_driver() {
+        // Holes unless the driver asks for them (C's `uverbs_cmd_mask`).
+        assert!(lookup(CMD_POST_SEND, 0).is_ok_and(|m| m.handler.is_none() && m.req_size == 0));
+        let both = (1 << CMD_POST_SEND) | (1 << CMD_REQ_NOTIFY_CQ);
+        assert!(lookup(CMD_POST_SEND, both)
+            .is_ok_and(|m| m.req_size == 24 && m.resp_size == 4 && m.handler.is_some()));
+        assert!(lookup(CMD_REQ_NOTIFY_CQ, both)
+            .is_ok_and(|m| m.req_size == 8 && m.resp_size == 0 && m.handler.is_some()));
+        // Only on the legacy table; a bit for a command without such a handler changes nothing.
+        assert!(lookup(CMD_FLAG_EXTENDED | CMD_POST_SEND, both).is_ok_and(|m| m.handler.is_none()));
+        assert!(lookup(21, 1 << 21).is_ok_and(|m| m.handler.is_none()));
     }
 
     #[test]
     fn headers_are_checked_in_c_order() -> Result {
         let none = ExHeader::default();
-        let qp = lookup(2)?;
+        let qp = lookup(2, 0)?;
         // QUERY_PORT as libibverbs writes it: 24 bytes, 6 words in, 10 out.
         assert_eq!(verify(&hdr(2, 6, 10), &none, 24, qp), Ok(6));
         assert_eq!(verify(&hdr(2, 5, 10), &none, 24, qp), Err(EINVAL));
         assert_eq!(verify(&hdr(2, 4, 10), &none, 16, qp), Err(ENOSPC));
         assert_eq!(verify(&hdr(2, 6, 9), &none, 24, qp), Err(ENOSPC));
         // The short DESTROY_CQ of old rdma-core.
-        let dcq = lookup(20)?;
+        let dcq = lookup(20, 0)?;
         assert_eq!(verify(&hdr(20, 4, 2), &none, 16, dcq), Ok(6));
         // EX_QUERY_DEVICE as libibverbs writes it: 32 bytes, 1 word in, 38 + 13 out.
-        let exq = lookup(CMD_FLAG_EXTENDED | 1)?;
+        let exq = lookup(CMD_FLAG_EXTENDED | 1, 0)?;
         let ex = ExHeader {
             response: 0x10000,
             provider_in_words: 0,
@@ -510,14 +548,14 @@ mod tests {
     /// A write of `count` bytes with header `h` (and extended header `ex`, if the write holds
     /// one) taken up to its handler, as [`write`] does; the response address is [`RESP`].
     fn run(count: usize, h: Header, ex: Option<ExHeader>) -> Result<(Udata, Udata)> {
-        let (m, h, exh, in_words) = check_header(count, || Ok(h), || ex.ok_or(EFAULT))?;
+        let (m, h, exh, in_words) = check_header(count, 0, || Ok(h), || ex.ok_or(EFAULT))?;
         let (_, ucore, driver) = decode(m, &h, &exh, in_words, BUF + HDR_SIZE, || Ok(RESP))?;
         Ok((ucore, driver))
     }
 
     /// The input word count the header checks give such a write.
     fn checked(count: usize, h: Header, ex: Option<ExHeader>) -> Result<u16> {
-        check_header(count, || Ok(h), || ex.ok_or(EFAULT)).map(|(.., in_words)| in_words)
+        check_header(count, 0, || Ok(h), || ex.ok_or(EFAULT)).map(|(.., in_words)| in_words)
     }
 
     /// The extended header's fields, as the C program's `send_ex` writes them.
@@ -575,13 +613,13 @@ mod tests {
         // Shorter than the header: EINVAL, before anything is read (a read would be EFAULT).
         for k in 0..HDR_SIZE {
             assert_eq!(
-                check_header(k, || Err(EFAULT), || Err(EFAULT)).err(),
+                check_header(k, 0, || Err(EFAULT), || Err(EFAULT)).err(),
                 Some(EINVAL)
             );
         }
         // A header that cannot be read: EFAULT.
         assert_eq!(
-            check_header(8, || Err(EFAULT), || Err(EFAULT)).err(),
+            check_header(8, 0, || Err(EFAULT), || Err(EFAULT)).err(),
             Some(EFAULT)
         );
         // Bits outside the number and the extended flag: EINVAL.
@@ -604,7 +642,7 @@ mod tests {
     fn every_command_word_counts_as_c() {
         for (i, &(req, resp)) in C_SIZES.iter().enumerate() {
             let c = i as u32;
-            let m = lookup(c);
+            let m = lookup(c, 0);
             assert!(m.is_ok_and(|m| !m.is_ex && m.req_size == req && m.resp_size == resp));
             let w = |n: usize| (n / 4) as u16;
             // in_words * 4 is not the length: EINVAL.
@@ -656,7 +694,7 @@ mod tests {
         }
         for &c in EX_CMDS.iter() {
             let x = EX | c;
-            assert!(lookup(x).is_ok_and(|m| m.is_ex));
+            assert!(lookup(x, 0).is_ok_and(|m| m.is_ex));
             // No room for the extended header: EINVAL, without reading it.
             assert_eq!(run(16, hdr(x, 2, 0), None).err(), Some(EINVAL));
             // An extended header that cannot be read: EFAULT.
@@ -706,14 +744,14 @@ mod tests {
             (Udata::new(p, 8, r, 4), Udata::empty())
         );
         // A response pointer that cannot be read: EFAULT.
-        let m = lookup(3)?;
+        let m = lookup(3, 0)?;
         let h = hdr(3, 4, 1);
         assert_eq!(
             decode(m, &h, &ExHeader::default(), 4, p, || Err(EFAULT)).err(),
             Some(EFAULT)
         );
         // DEALLOC_PD has no response: its pointer is never read.
-        let m = lookup(4)?;
+        let m = lookup(4, 0)?;
         let h = hdr(4, 3, 0);
         let (_, ucore, driver) = decode(m, &h, &ExHeader::default(), 3, p, || Err(EFAULT))?;
         assert_eq!((ucore, driver), (Udata::new(p, 4, 0, 0), Udata::empty()));

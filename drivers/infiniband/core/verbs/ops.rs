@@ -569,7 +569,16 @@ pub struct UverbsAbi {
     /// The driver id user space matches its provider with (`RDMA_DRIVER_*`; mlx5: 1), sent as
     /// netlink's `UVERBS_DRIVER_ID`.
     pub driver_id: u32,
+    /// The data-path write() commands the driver serves, as bits of their numbers (C's
+    /// `uverbs_cmd_mask` beyond its default: [`CMD_REQ_NOTIFY_CQ`], [`CMD_POST_SEND`]); 0 for a
+    /// driver whose library posts and polls alone (mlx5).
+    pub data_path_cmds: u64,
 }
+
+/// `IB_USER_VERBS_CMD_REQ_NOTIFY_CQ`: arm a user CQ's completion event in the kernel.
+pub const CMD_REQ_NOTIFY_CQ: u32 = 23;
+/// `IB_USER_VERBS_CMD_POST_SEND`: start a user QP's send work in the kernel.
+pub const CMD_POST_SEND: u32 = 28;
 
 /// The operations the core calls on a registered device, with the driver's type erased once
 /// per device.
@@ -588,8 +597,9 @@ pub(crate) trait DynOps: Send + Sync {
     fn alloc_dma_buffer(&self, len: usize) -> Result<KBox<dyn DmaMemory>>;
     /// A new user context (`DeviceOps::alloc_ucontext`).
     fn alloc_ucontext(&self, udata: &Udata) -> Result<KBox<dyn UContextObject>>;
-    /// A new PD for user space (`DeviceOps::alloc_user_pd`, or `alloc_pd`).
-    fn alloc_user_pd(&self, udata: &Udata) -> Result<KBox<dyn PdObject>>;
+    /// A new PD for user space in the context `ctx` (`DeviceOps::alloc_user_pd`, or
+    /// `alloc_pd`).
+    fn alloc_user_pd(&self, ctx: &dyn UContextObject, udata: &Udata) -> Result<KBox<dyn PdObject>>;
     /// `DeviceOps::query_device_udata`, or `query_device` without driver data.
     fn query_device_udata(&self, udata: &Udata) -> Result<DeviceAttr>;
     /// `DeviceOps::query_port`.
@@ -701,6 +711,12 @@ pub(crate) trait UserQpObject: Send + Sync {
     fn modify(&self, attr: &QpAttr, mask: QpAttrMask, udata: &Udata) -> Result;
     /// `DeviceOps::query_user_qp`.
     fn query(&self) -> Result<(QpAttr, QpCap)>;
+    /// Starts the send queue's work (the POST_SEND command, which only drivers that ask for it
+    /// get: C drivers of software devices, whose libraries write the queue and then call this
+    /// with no request); `EOPNOTSUPP` by default.
+    fn post_send(&self, _wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        Err(EOPNOTSUPP.into())
+    }
 }
 
 /// A shared receive queue's driver state, with the driver's type erased once.
@@ -786,6 +802,11 @@ pub(crate) trait UserCqObject: Send + Sync {
     fn as_any(&self) -> &dyn Any;
     /// `DeviceOps::resize_user_cq` (`EOPNOTSUPP` without it).
     fn resize(&self, cqe: u32, udata: &Udata) -> Result<u32>;
+    /// Arms the CQ's completion event from the kernel (the REQ_NOTIFY_CQ command, which only
+    /// drivers that ask for it get: C drivers of software devices); `EOPNOTSUPP` by default.
+    fn req_notify(&self, _solicited: bool) -> Result {
+        Err(EOPNOTSUPP)
+    }
 }
 
 /// One verbs object of driver `T`: the driver's state `O` and the driver's operations. Dropping
@@ -1299,7 +1320,11 @@ impl<T: DeviceOps> DynOps for DeviceImpl<T> {
         Ok(KBox::new(ctx, GFP_KERNEL)?)
     }
 
-    fn alloc_user_pd(&self, udata: &Udata) -> Result<KBox<dyn PdObject>> {
+    fn alloc_user_pd(
+        &self,
+        _ctx: &dyn UContextObject,
+        udata: &Udata,
+    ) -> Result<KBox<dyn PdObject>> {
         let pd = if T::HAS_ALLOC_USER_PD {
             T::alloc_user_pd(&self.0, udata)?
         } else {

@@ -210,10 +210,12 @@ impl DeviceOps for Mlx5IbDevice {
     type UserSrq = user::srq::Mlx5UserSrq;
 
     /// mlx5's user-verbs ABI (`MLX5_IB_UVERBS_ABI_VERSION` 1) and driver id (`RDMA_DRIVER_MLX5`
-    /// 1): libmlx5 binds to the device by them.
+    /// 1): libmlx5 binds to the device by them. It posts and polls in user space alone: no
+    /// data-path command.
     const UVERBS: Option<UverbsAbi> = Some(UverbsAbi {
         version: 1,
         driver_id: 1,
+        data_path_cmds: 0,
     });
 
     const DEVICE_ATTRS: &'static [Attribute<Self>] = &[

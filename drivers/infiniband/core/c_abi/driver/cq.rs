@@ -3,17 +3,30 @@
 //! A C driver's completion queue as the core's CQ object ([`DriverCq`]): the `struct ib_cq` of
 //! the driver's size, its `create_cq`, `poll_cq`, `req_notify_cq` and `destroy_cq`, the
 //! driver's completion and error callbacks passed on to the consumer (C's `__ib_create_cq`
-//! fields), and the completions it writes read as the core's.
+//! fields), and the completions it writes read as the core's. A user CQ (made in a user
+//! context, its ring mapped by the driver into the process) is the same object with the
+//! context's user data passed to the driver's ops.
 
 use crate::{
-    c_abi::driver::object::DriverObject,
+    c_abi::driver::{
+        bundle::{self, DriverUdata},
+        object::DriverObject,
+    },
     device::events::EventType,
-    verbs::ops::CqObject,
-    verbs::types::{CqInit, CqNotifier},
+    user::udata::Udata,
+    verbs::ops::{CqObject, UserCqObject},
+    verbs::types::{CqInit, CqNotifier, UserCqInit},
     verbs::wr::{WcOpcode, WcStatus, WorkCompletion},
 };
 use core::{any::Any, ffi::c_void, ptr::NonNull};
 use kernel::{bindings, ffi::c_int, prelude::*};
+
+/// A driver's CQ-creating op (`create_cq`, `create_user_cq`).
+type CreateCq = unsafe extern "C" fn(
+    *mut bindings::ib_cq,
+    *const bindings::ib_cq_init_attr,
+    *mut bindings::uverbs_attr_bundle,
+) -> c_int;
 
 /// A C driver's CQ.
 ///
@@ -21,9 +34,11 @@ use kernel::{bindings, ffi::c_int, prelude::*};
 ///
 /// `cq` was made by the driver's `create_cq` on the structure `ib` (alive while the device is
 /// registered, which outlives its CQs); its `cq_context` points to `_notifier`, which does not
-/// move (boxed) and lives as long as the CQ.
+/// move (boxed) and lives as long as the CQ. `uctx` is null for a kernel CQ, or the driver's
+/// user context the CQ was made in, which outlives it.
 pub(crate) struct DriverCq {
     ib: NonNull<bindings::ib_device>,
+    uctx: *mut bindings::ib_ucontext,
     _notifier: KBox<CqNotifier>,
     cq: DriverObject<bindings::ib_cq>,
 }
@@ -70,9 +85,62 @@ impl DriverCq {
         init: &CqInit,
         notifier: &CqNotifier,
     ) -> Result<Self> {
+        let attr = bindings::ib_cq_init_attr {
+            cqe: init.cqe,
+            comp_vector: init.comp_vector,
+            flags: 0,
+        };
+        // SAFETY: The caller's contract.
+        let create = unsafe { (*ib.as_ptr()).ops.create_cq }.ok_or(EOPNOTSUPP)?;
+        // SAFETY: The caller's contract; a kernel CQ has no context.
+        unsafe { Self::make(ib, core::ptr::null_mut(), create, &attr, None, notifier) }
+    }
+
+    /// A user CQ of the C driver's structure `ib` in its user context `uctx`, as `init` asks
+    /// with the driver's request and response in `udata` (C's `UVERBS_METHOD_CQ_CREATE`).
+    ///
+    /// # Safety
+    ///
+    /// `ib` is a registered C driver's structure that outlives the CQ; `uctx` a live context of
+    /// it that outlives the CQ.
+    pub(crate) unsafe fn create_user(
+        ib: NonNull<bindings::ib_device>,
+        uctx: *mut bindings::ib_ucontext,
+        init: &UserCqInit,
+        udata: &Udata,
+        notifier: &CqNotifier,
+    ) -> Result<Self> {
+        let attr = bindings::ib_cq_init_attr {
+            cqe: init.cqe,
+            comp_vector: init.comp_vector,
+            flags: init.flags,
+        };
         // SAFETY: The caller's contract.
         let ops = unsafe { &(*ib.as_ptr()).ops };
-        let create = ops.create_cq.ok_or(EOPNOTSUPP)?;
+        // C's CQ method: the driver's user op if it has one, and only with a destroying op.
+        ops.destroy_cq.ok_or(EOPNOTSUPP)?;
+        let create = ops.create_user_cq.or(ops.create_cq).ok_or(EOPNOTSUPP)?;
+        let mut u = DriverUdata::new(udata, uctx);
+        // SAFETY: The caller's contract.
+        unsafe { Self::make(ib, uctx, create, &attr, Some(&mut u), notifier) }
+    }
+
+    /// The driver's CQ-creating op `create` with `attr`, and `u`'s bundle for a user CQ (null
+    /// for a kernel one, as C's kernel callers pass).
+    ///
+    /// # Safety
+    ///
+    /// As [`Self::create_user`] (`uctx` null for a kernel CQ); `create` is an op of `ib`'s.
+    unsafe fn make(
+        ib: NonNull<bindings::ib_device>,
+        uctx: *mut bindings::ib_ucontext,
+        create: CreateCq,
+        attr: &bindings::ib_cq_init_attr,
+        u: Option<&mut DriverUdata>,
+        notifier: &CqNotifier,
+    ) -> Result<Self> {
+        // SAFETY: The caller's contract.
+        let ops = unsafe { &(*ib.as_ptr()).ops };
         let cq = DriverObject::<bindings::ib_cq>::alloc(ops.size_ib_cq, GFP_KERNEL)?;
         let notifier = KBox::new(notifier.clone(), GFP_KERNEL)?;
         let c = cq.raw();
@@ -85,19 +153,24 @@ impl DriverCq {
                 .cast_mut()
                 .cast();
         }
-        let attr = bindings::ib_cq_init_attr {
-            cqe: init.cqe,
-            comp_vector: init.comp_vector,
-            flags: 0,
-        };
-        // SAFETY: The driver's op with its own structure's new CQ (C's `__ib_create_cq`).
-        kernel::error::to_result(unsafe { create(c, &attr, core::ptr::null_mut()) })?;
-        // INVARIANT: Made above; the context is the boxed notifier kept with it.
+        let bundle = u.map_or(core::ptr::null_mut(), |u| u.bundle());
+        // SAFETY: The driver's op with its own structure's new CQ (C's `__ib_create_cq`, or
+        // the CQ method's handler with its bundle).
+        kernel::error::to_result(unsafe { create(c, attr, bundle) })?;
+        // INVARIANT: Made above; the context is the boxed notifier kept with it; `uctx` as the
+        // caller promised.
         Ok(Self {
             ib,
+            uctx,
             _notifier: notifier,
             cq,
         })
+    }
+
+    /// The entries the driver made room for.
+    pub(crate) fn cqe(&self) -> u32 {
+        // SAFETY: The CQ is live; the driver set its size.
+        u32::try_from(unsafe { (*self.raw()).cqe }).unwrap_or(0)
     }
 
     /// The C structure.
@@ -114,9 +187,10 @@ impl DriverCq {
 impl Drop for DriverCq {
     fn drop(&mut self) {
         if let Some(destroy) = self.ops().destroy_cq {
+            let mut u = bundle::for_destroy(self.uctx);
             // SAFETY: The CQ was made by the driver and is destroyed once; nothing uses it
             // any more (the core destroys a CQ after its QPs).
-            let r = unsafe { destroy(self.cq.raw(), core::ptr::null_mut()) };
+            let r = unsafe { destroy(self.cq.raw(), bundle::udata_ptr(&mut u)) };
             if r != 0 {
                 pr_warn!("destroy_cq of a C driver failed: {}\n", r);
             }
@@ -257,5 +331,23 @@ impl CqObject for DriverCq {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+impl UserCqObject for DriverCq {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn resize(&self, cqe: u32, udata: &Udata) -> Result<u32> {
+        let resize = self.ops().resize_user_cq.ok_or(EOPNOTSUPP)?;
+        let mut u = DriverUdata::new(udata, self.uctx);
+        // SAFETY: The driver's op on its live CQ with the command's buffers.
+        kernel::error::to_result(unsafe { resize(self.raw(), cqe, u.udata()) })?;
+        Ok(self.cqe())
+    }
+
+    fn req_notify(&self, solicited: bool) -> Result {
+        CqObject::req_notify(self, solicited)
     }
 }

@@ -13,16 +13,16 @@
 use crate::{
     attrs::{DeviceAttr, DeviceCapFlags, FwVersion, Gid, LinkLayer, NodeDesc, PortAttr, PortState},
     c_abi::driver::{
-        cq::DriverCq,
-        dma::VirtBuffer,
-        pd::DriverPd,
-        ucontext::{c_udata, DriverUContext},
+        bundle::DriverUdata, cq::DriverCq, dma::VirtBuffer, pd::DriverPd, ucontext::DriverUContext,
     },
     hw_stats::{HwStatDesc, HwStatsDesc},
     mad::types::{result, Mad, MadWc},
     user::spec::{DriverAttrs, DriverMethod},
     user::udata::Udata,
-    verbs::ops::{CqObject, DmaMemory, DynOps, PdObject, UContextObject, UverbsAbi},
+    verbs::ops::{
+        CqObject, DmaMemory, DynOps, PdObject, UContextObject, UverbsAbi, CMD_POST_SEND,
+        CMD_REQ_NOTIFY_CQ,
+    },
     verbs::types::CqInit,
     verbs::types::CqNotifier,
 };
@@ -109,9 +109,10 @@ impl CDriverOps {
         let query = self.ops().query_device.ok_or(EOPNOTSUPP)?;
         // SAFETY: A plain C structure: all zeroes is valid.
         let mut attr: bindings::ib_device_attr = unsafe { core::mem::zeroed() };
-        let mut udata = c_udata(udata.unwrap_or(&Udata::empty()));
+        // No context: a device query needs none (C's `setup_device` passes a bare `udata`).
+        let mut udata = DriverUdata::new(udata.unwrap_or(&Udata::empty()), core::ptr::null_mut());
         // SAFETY: The structure is alive (type invariant); both out-parameters are ours.
-        kernel::error::to_result(unsafe { query(self.raw(), &mut attr, &mut udata) })?;
+        kernel::error::to_result(unsafe { query(self.raw(), &mut attr, udata.udata()) })?;
         Ok(attr)
     }
 
@@ -285,9 +286,20 @@ impl DynOps for CDriverOps {
         // C's `ib_uverbs_add_one` skips a device whose driver has no `alloc_ucontext`.
         let o = self.ops();
         o.alloc_ucontext?;
+        // SAFETY: The structure is alive (type invariant); the mask is set before registration.
+        let mask = unsafe { (*self.raw()).uverbs_cmd_mask };
+        let served = |cmd: u32, has_op: bool| {
+            if has_op && mask & (1 << cmd) != 0 {
+                1u64 << cmd
+            } else {
+                0
+            }
+        };
         Some(UverbsAbi {
             version: o.uverbs_abi_ver,
             driver_id: o.driver_id,
+            data_path_cmds: served(CMD_REQ_NOTIFY_CQ, o.req_notify_cq.is_some())
+                | served(CMD_POST_SEND, o.post_send.is_some()),
         })
     }
 
@@ -331,8 +343,14 @@ impl DynOps for CDriverOps {
         )?)
     }
 
-    fn alloc_user_pd(&self, _udata: &Udata) -> Result<KBox<dyn PdObject>> {
-        Err(EOPNOTSUPP)
+    fn alloc_user_pd(&self, ctx: &dyn UContextObject, udata: &Udata) -> Result<KBox<dyn PdObject>> {
+        let uctx = DriverUContext::of(ctx)?.raw();
+        // SAFETY: The structure outlives the device's objects (type invariant); the context is
+        // the driver's, and outlives its PDs (the core destroys a context's objects first).
+        Ok(KBox::new(
+            unsafe { DriverPd::alloc_user(self.ib, uctx, udata)? },
+            GFP_KERNEL,
+        )?)
     }
 
     fn query_device_udata(&self, udata: &Udata) -> Result<DeviceAttr> {

@@ -3,15 +3,24 @@
 //! A C driver's protection domain as the core's PD object ([`DriverPd`]), and what is made in
 //! it: QPs ([`DriverQp`]), the DMA memory region ([`DriverMr`], C's `get_dma_mr`) and address
 //! handles ([`DriverAh`], C's `rdma_create_ah`: on a RoCE port with the next hop's MAC the
-//! caller resolved, as C's kernel callers do, and the source GID entry held).
+//! caller resolved, as C's kernel callers do, and the source GID entry held). A user PD (made
+//! in a user context) makes user QPs and memory regions of user memory (`reg_user_mr`), the
+//! context's user data passed to the driver's ops.
 //!
-//! Not yet: SRQs, user objects.
+//! Not yet: SRQs.
 
 use crate::{
     attrs::{CORE_CAP_PROT_IB, CORE_CAP_PROT_ROCE, CORE_CAP_PROT_ROCE_UDP_ENCAP},
     c_abi::{
         ah::ah_attr_to_c,
-        driver::{cq::DriverCq, object::DriverObject, qp::DriverQp, sgid::SgidHold},
+        driver::{
+            bundle::{self, DriverUdata},
+            cq::DriverCq,
+            object::DriverObject,
+            qp::DriverQp,
+            sgid::SgidHold,
+            ucontext::DriverUContext,
+        },
     },
     device::events::EventNotifier,
     user::udata::Udata,
@@ -29,9 +38,11 @@ use kernel::{alloc::Flags, bindings, ffi::c_int, prelude::*, sync::Arc};
 ///
 /// # Invariants
 ///
-/// `pd` was made by the driver's `alloc_pd` on the structure `ib`, which outlives it.
+/// `pd` was made by the driver's `alloc_pd` on the structure `ib`, which outlives it. `uctx` is
+/// null for a kernel PD, or the driver's user context the PD was made in, which outlives it.
 pub(crate) struct DriverPd {
     ib: NonNull<bindings::ib_device>,
+    uctx: *mut bindings::ib_ucontext,
     pd: DriverObject<bindings::ib_pd>,
 }
 
@@ -48,16 +59,48 @@ impl DriverPd {
     ///
     /// `ib` is a registered C driver's structure that outlives the PD.
     pub(crate) unsafe fn alloc(ib: NonNull<bindings::ib_device>) -> Result<Self> {
+        // SAFETY: The caller's contract; a kernel PD has no context.
+        unsafe { Self::make(ib, core::ptr::null_mut(), None) }
+    }
+
+    /// A PD of the C driver's structure `ib` in its user context `uctx`, the driver answering
+    /// `udata` (C's `ib_uverbs_alloc_pd`).
+    ///
+    /// # Safety
+    ///
+    /// `ib` is a registered C driver's structure that outlives the PD; `uctx` a live context of
+    /// it that outlives the PD.
+    pub(crate) unsafe fn alloc_user(
+        ib: NonNull<bindings::ib_device>,
+        uctx: *mut bindings::ib_ucontext,
+        udata: &Udata,
+    ) -> Result<Self> {
+        let mut u = DriverUdata::new(udata, uctx);
+        // SAFETY: The caller's contract.
+        unsafe { Self::make(ib, uctx, Some(&mut u)) }
+    }
+
+    /// The driver's `alloc_pd`, with `u` for a user PD.
+    ///
+    /// # Safety
+    ///
+    /// As [`Self::alloc_user`] (`uctx` null for a kernel PD).
+    unsafe fn make(
+        ib: NonNull<bindings::ib_device>,
+        uctx: *mut bindings::ib_ucontext,
+        u: Option<&mut DriverUdata>,
+    ) -> Result<Self> {
         // SAFETY: The caller's contract.
         let ops = unsafe { &(*ib.as_ptr()).ops };
         let alloc = ops.alloc_pd.ok_or(EOPNOTSUPP)?;
         let pd = DriverObject::<bindings::ib_pd>::alloc(ops.size_ib_pd, GFP_KERNEL)?;
         // SAFETY: The zeroed structure just allocated, ours until the driver gets it.
         unsafe { (*pd.raw()).device = ib.as_ptr() };
+        let udata = u.map_or(core::ptr::null_mut(), |u| u.udata());
         // SAFETY: The driver's op with its own structure's new PD.
-        kernel::error::to_result(unsafe { alloc(pd.raw(), core::ptr::null_mut()) })?;
-        // INVARIANT: Made above.
-        Ok(Self { ib, pd })
+        kernel::error::to_result(unsafe { alloc(pd.raw(), udata) })?;
+        // INVARIANT: Made above; `uctx` as the caller promised.
+        Ok(Self { ib, uctx, pd })
     }
 
     fn ops(&self) -> &bindings::ib_device_ops {
@@ -69,8 +112,9 @@ impl DriverPd {
 impl Drop for DriverPd {
     fn drop(&mut self) {
         if let Some(dealloc) = self.ops().dealloc_pd {
+            let mut u = bundle::for_destroy(self.uctx);
             // SAFETY: Made by the driver, freed once, after every object in it.
-            let r = unsafe { dealloc(self.pd.raw(), core::ptr::null_mut()) };
+            let r = unsafe { dealloc(self.pd.raw(), bundle::udata_ptr(&mut u)) };
             if r != 0 {
                 pr_warn!("dealloc_pd of a C driver failed: {}\n", r);
             }
@@ -82,9 +126,11 @@ impl Drop for DriverPd {
 ///
 /// # Invariants
 ///
-/// `mr` was returned by the driver's op on the structure `ib`, which outlives it.
+/// `mr` was returned by the driver's op on the structure `ib`, which outlives it; `uctx` is
+/// null, or the user context of its PD, which outlives it.
 pub(crate) struct DriverMr {
     ib: NonNull<bindings::ib_device>,
+    uctx: *mut bindings::ib_ucontext,
     mr: NonNull<bindings::ib_mr>,
 }
 
@@ -99,8 +145,9 @@ impl Drop for DriverMr {
     fn drop(&mut self) {
         // SAFETY: The structure outlives the MR (type invariant).
         if let Some(dereg) = unsafe { (*self.ib.as_ptr()).ops.dereg_mr } {
+            let mut u = bundle::for_destroy(self.uctx);
             // SAFETY: Made by the driver, deregistered once (the driver frees it).
-            let r = unsafe { dereg(self.mr.as_ptr(), core::ptr::null_mut()) };
+            let r = unsafe { dereg(self.mr.as_ptr(), bundle::udata_ptr(&mut u)) };
             if r != 0 {
                 pr_warn!("dereg_mr of a C driver failed: {}\n", r);
             }
@@ -191,6 +238,7 @@ impl PdObject for DriverPd {
         // INVARIANT: Returned by the driver's op; the structure outlives it.
         let mr = DriverMr {
             ib: self.ib,
+            uctx: core::ptr::null_mut(),
             // SAFETY: Checked not null above.
             mr: unsafe { NonNull::new_unchecked(mr) },
         };
@@ -201,8 +249,47 @@ impl PdObject for DriverPd {
         })
     }
 
-    fn reg_user_mr(&self, _init: &UserMrInit, _udata: &Udata) -> Result<NewMr<KBox<dyn MrObject>>> {
-        Err(EOPNOTSUPP)
+    fn reg_user_mr(&self, init: &UserMrInit, udata: &Udata) -> Result<NewMr<KBox<dyn MrObject>>> {
+        let reg = self.ops().reg_user_mr.ok_or(EOPNOTSUPP)?;
+        let mut u = DriverUdata::new(udata, self.uctx);
+        // SAFETY: The driver's op on its live PD, with the command's range, access and
+        // buffers (C's `ib_uverbs_reg_mr`; no DMA handle).
+        let mr = unsafe {
+            reg(
+                self.pd.raw(),
+                init.start,
+                init.length,
+                init.iova,
+                u32::from(init.access) as c_int,
+                core::ptr::null_mut(),
+                u.udata(),
+            )
+        };
+        if mr.is_null() {
+            return Err(ENOMEM);
+        }
+        let mr = kernel::error::from_err_ptr(mr)?;
+        // SAFETY: The driver's new MR; C's `ib_uverbs_reg_mr` fills these after the op.
+        let (lkey, rkey) = unsafe {
+            (*mr).device = self.ib.as_ptr();
+            (*mr).pd = self.pd.raw();
+            (*mr).type_ = bindings::ib_mr_type_IB_MR_TYPE_USER;
+            (*mr).iova = init.iova;
+            (*mr).length = init.length;
+            ((*mr).lkey, (*mr).rkey)
+        };
+        // INVARIANT: Returned by the driver's op; the structure and the context outlive it.
+        let mr = DriverMr {
+            ib: self.ib,
+            uctx: self.uctx,
+            // SAFETY: Checked not null above.
+            mr: unsafe { NonNull::new_unchecked(mr) },
+        };
+        Ok(NewMr {
+            mr: KBox::new(mr, GFP_KERNEL)?,
+            lkey,
+            rkey,
+        })
     }
 
     fn create_srq(&self, _attr: &SrqAttr, _events: &EventNotifier) -> Result<KBox<dyn SrqObject>> {
@@ -270,11 +357,44 @@ impl PdObject for DriverPd {
 
     fn create_user_qp(
         &self,
-        _ctx: &dyn UContextObject,
-        _init: &QpInitDriver<'_, dyn UserCqObject, dyn UserSrqObject>,
-        _udata: &Udata,
+        ctx: &dyn UContextObject,
+        init: &QpInitDriver<'_, dyn UserCqObject, dyn UserSrqObject>,
+        udata: &Udata,
     ) -> Result<(NewQp<Arc<dyn UserQpObject>>, QpCap)> {
-        Err(EOPNOTSUPP)
+        if init.srq.is_some() {
+            return Err(EOPNOTSUPP);
+        }
+        let uctx = DriverUContext::of(ctx)?.raw();
+        fn cq_of(c: &dyn UserCqObject) -> Result<&DriverCq> {
+            c.as_any().downcast_ref::<DriverCq>().ok_or(EINVAL)
+        }
+        let (send_cq, recv_cq) = (cq_of(init.send_cq)?, cq_of(init.recv_cq)?);
+        let kernel_init = QpInitDriver {
+            qp_type: init.qp_type,
+            port: init.port,
+            send_cq: send_cq as &dyn CqObject,
+            recv_cq: recv_cq as &dyn CqObject,
+            cap: init.cap,
+            sq_sig_all: init.sq_sig_all,
+            srq: None,
+            events: init.events,
+        };
+        // SAFETY: The structure outlives its PDs (type invariant); the PD is live; the context
+        // is the driver's and outlives the QP (the core destroys a context's objects first).
+        let qp = unsafe {
+            DriverQp::create_user(
+                self.ib,
+                self.pd.raw(),
+                uctx,
+                &kernel_init,
+                send_cq,
+                recv_cq,
+                udata,
+            )?
+        };
+        let (qp_num, cap) = (qp.qp_num(), qp.made_cap());
+        let qp: Arc<dyn UserQpObject> = Arc::new(qp, GFP_KERNEL)?;
+        Ok((NewQp { qp, qp_num }, cap))
     }
 
     fn create_user_srq(

@@ -5,15 +5,25 @@
 //! `query_qp`, `destroy_qp`, and the core's work requests posted as C's chains of
 //! `ib_send_wr` (with their RDMA, atomic and UD containers) and `ib_recv_wr`, in runs, from the
 //! stack: nothing is allocated on the data path.
+//!
+//! A user QP (made in a user context; the driver maps its queues into the process) is the same
+//! object with the context's user data passed to the driver's ops; a POST_SEND without
+//! requests starts the driver's send queue (C's `ib_uverbs_post_send`).
 
 use crate::{
     c_abi::{
-        driver::{cq::DriverCq, object::DriverObject, sgid::SgidHold},
+        driver::{
+            bundle::{self, DriverUdata},
+            cq::DriverCq,
+            object::DriverObject,
+            sgid::SgidHold,
+        },
         object::init_list,
         qp::{attr_from_c, attr_to_c},
     },
     device::events::{EventNotifier, EventType},
-    verbs::ops::{CqObject, QpObject, SrqObject},
+    user::udata::Udata,
+    verbs::ops::{CqObject, QpObject, SrqObject, UserQpObject},
     verbs::prepared::{PreparedImage, PreparedSend},
     verbs::types::{QpAttr, QpAttrField, QpAttrMask, QpCap, QpInitDriver},
     verbs::wr::{PostError, RecvWr, SendOpcode, SendWr, Sge},
@@ -26,9 +36,11 @@ use kernel::{bindings, ffi::c_int, new_mutex, prelude::*, sync::Mutex};
 /// # Invariants
 ///
 /// `qp` was made by the driver's `create_qp` on the structure `ib`, which outlives it; its
-/// `qp_context` points to `events`, boxed, which lives as long as the QP.
+/// `qp_context` points to `events`, boxed, which lives as long as the QP. `uctx` is null for a
+/// kernel QP, or the driver's user context the QP was made in, which outlives it.
 pub(crate) struct DriverQp {
     ib: NonNull<bindings::ib_device>,
+    uctx: *mut bindings::ib_ucontext,
     _events: KBox<EventNotifier>,
     qp: DriverObject<bindings::ib_qp>,
     cap: QpCap,
@@ -143,6 +155,44 @@ impl DriverQp {
         send_cq: &DriverCq,
         recv_cq: &DriverCq,
     ) -> Result<Self> {
+        // SAFETY: The caller's contract; a kernel QP has no context.
+        unsafe { Self::make(ib, pd, core::ptr::null_mut(), init, send_cq, recv_cq, None) }
+    }
+
+    /// A user QP of the C driver's structure `ib` in the PD `pd` of its user context `uctx`, as
+    /// `init` asks, the driver answering `udata` (C's `ib_create_qp_user`).
+    ///
+    /// # Safety
+    ///
+    /// As [`Self::create`]; `uctx` is a live context of `ib` that outlives the QP.
+    pub(crate) unsafe fn create_user(
+        ib: NonNull<bindings::ib_device>,
+        pd: *mut bindings::ib_pd,
+        uctx: *mut bindings::ib_ucontext,
+        init: &QpInitDriver<'_, dyn CqObject, dyn SrqObject>,
+        send_cq: &DriverCq,
+        recv_cq: &DriverCq,
+        udata: &Udata,
+    ) -> Result<Self> {
+        let mut u = DriverUdata::new(udata, uctx);
+        // SAFETY: The caller's contract.
+        unsafe { Self::make(ib, pd, uctx, init, send_cq, recv_cq, Some(&mut u)) }
+    }
+
+    /// The driver's `create_qp`, with `u` for a user QP.
+    ///
+    /// # Safety
+    ///
+    /// As [`Self::create_user`] (`uctx` null for a kernel QP).
+    unsafe fn make(
+        ib: NonNull<bindings::ib_device>,
+        pd: *mut bindings::ib_pd,
+        uctx: *mut bindings::ib_ucontext,
+        init: &QpInitDriver<'_, dyn CqObject, dyn SrqObject>,
+        send_cq: &DriverCq,
+        recv_cq: &DriverCq,
+        u: Option<&mut DriverUdata>,
+    ) -> Result<Self> {
         let (qp_type, port, cap, sq_sig_all, events) = (
             init.qp_type,
             init.port,
@@ -193,8 +243,9 @@ impl DriverQp {
         };
         c_init.qp_type = qp_type as bindings::ib_qp_type;
         c_init.port_num = port;
+        let udata = u.map_or(core::ptr::null_mut(), |u| u.udata());
         // SAFETY: The driver's op with its own structure's new QP (C's `create_qp`).
-        kernel::error::to_result(unsafe { create(q, &mut c_init, core::ptr::null_mut()) })?;
+        kernel::error::to_result(unsafe { create(q, &mut c_init, udata) })?;
         let cap = QpCap {
             max_send_wr: c_init.cap.max_send_wr,
             max_recv_wr: c_init.cap.max_recv_wr,
@@ -205,6 +256,7 @@ impl DriverQp {
         // INVARIANT: Made above; the context is the boxed notifier kept with it.
         Ok(Self {
             ib,
+            uctx,
             _events: events,
             qp,
             cap,
@@ -221,9 +273,74 @@ impl DriverQp {
         unsafe { (*self.qp.raw()).qp_num }
     }
 
+    /// The queue sizes the driver made.
+    pub(crate) fn made_cap(&self) -> QpCap {
+        self.cap
+    }
+
     fn ops(&self) -> &bindings::ib_device_ops {
         // SAFETY: The structure outlives the QP (type invariant).
         unsafe { &(*self.ib.as_ptr()).ops }
+    }
+
+    /// The driver's `modify_qp` with `attr` and `mask`, and `u` for a user QP.
+    fn modify_with(&self, attr: &QpAttr, mask: QpAttrMask, u: Option<&mut DriverUdata>) -> Result {
+        let modify = self.ops().modify_qp.ok_or(EOPNOTSUPP)?;
+        // SAFETY: A plain C structure: all zeroes is valid.
+        let mut a: bindings::ib_qp_attr = unsafe { core::mem::zeroed() };
+        attr_to_c(attr, &mut a);
+        let port = if mask.contains(QpAttrField::Port) {
+            attr.port_num.into()
+        } else {
+            // SAFETY: The QP is live.
+            unsafe { (*self.qp.raw()).port }
+        };
+        // C's `rdma_fill_sgid_attr` for a path: its source GID entry, held while the path is
+        // the QP's.
+        let sgid = match (&attr.grh, mask.contains(QpAttrField::Av)) {
+            // SAFETY: The structure is registered while its QPs live (type invariant).
+            (Some(g), true) => {
+                Some(unsafe { SgidHold::get(self.ib.as_ptr(), port, g.sgid_index)? })
+            }
+            _ => None,
+        };
+        a.ah_attr.grh.sgid_attr = sgid.as_ref().map_or(core::ptr::null(), |s| s.raw());
+        let udata = u.map_or(core::ptr::null_mut(), |u| u.udata());
+        // SAFETY: The driver's op on its live QP.
+        kernel::error::to_result(unsafe {
+            modify(self.qp.raw(), &mut a, u32::from(mask) as c_int, udata)
+        })?;
+        if mask.contains(QpAttrField::Port) {
+            // SAFETY: The QP is live; C's `qp->port` follows a modify that sets it.
+            unsafe { (*self.qp.raw()).port = attr.port_num.into() };
+        }
+        if sgid.is_some() {
+            // The new path's entry replaces the old one's (C's `qp->av_sgid_attr`).
+            *self.av_sgid.lock() = sgid;
+        }
+        Ok(())
+    }
+
+    /// The driver's `query_qp`: every attribute, and the queue sizes.
+    fn query_all(&self) -> Result<(QpAttr, QpCap)> {
+        let query = self.ops().query_qp.ok_or(EOPNOTSUPP)?;
+        // SAFETY: Plain C structures: all zeroes is valid.
+        let (mut a, mut init): (bindings::ib_qp_attr, bindings::ib_qp_init_attr) =
+            unsafe { (core::mem::zeroed(), core::mem::zeroed()) };
+        let all = QpAttrMask::from_ib_bits(QpAttrMask::all_bits()).unwrap_or_default();
+        // SAFETY: The driver's op on its live QP.
+        kernel::error::to_result(unsafe {
+            query(self.qp.raw(), &mut a, u32::from(all) as c_int, &mut init)
+        })?;
+        let c = init.cap;
+        let cap = QpCap {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        };
+        Ok((attr_from_c(&a, all)?, cap))
     }
 
     /// Posts `slots[..n]` linked as one chain; the index of the first one not posted on error.
@@ -266,8 +383,9 @@ impl DriverQp {
 impl Drop for DriverQp {
     fn drop(&mut self) {
         if let Some(destroy) = self.ops().destroy_qp {
+            let mut u = bundle::for_destroy(self.uctx);
             // SAFETY: The QP was made by the driver and is destroyed once, after its last use.
-            let r = unsafe { destroy(self.qp.raw(), core::ptr::null_mut()) };
+            let r = unsafe { destroy(self.qp.raw(), bundle::udata_ptr(&mut u)) };
             if r != 0 {
                 pr_warn!("destroy_qp of a C driver failed: {}\n", r);
             }
@@ -280,57 +398,11 @@ const MAX_INLINE_SGE: usize = 16;
 
 impl QpObject for DriverQp {
     fn modify(&self, attr: &QpAttr, mask: QpAttrMask) -> Result {
-        let modify = self.ops().modify_qp.ok_or(EOPNOTSUPP)?;
-        // SAFETY: A plain C structure: all zeroes is valid.
-        let mut a: bindings::ib_qp_attr = unsafe { core::mem::zeroed() };
-        attr_to_c(attr, &mut a);
-        // C's `rdma_fill_sgid_attr` for a path: its source GID entry, held while the path is
-        // the QP's.
-        let sgid = match (&attr.grh, mask.contains(QpAttrField::Av)) {
-            (Some(g), true) => {
-                let port = if mask.contains(QpAttrField::Port) {
-                    attr.port_num.into()
-                } else {
-                    // SAFETY: The QP is live.
-                    unsafe { (*self.qp.raw()).port }
-                };
-                // SAFETY: The structure is registered while its QPs live (type invariant).
-                Some(unsafe { SgidHold::get(self.ib.as_ptr(), port, g.sgid_index)? })
-            }
-            _ => None,
-        };
-        a.ah_attr.grh.sgid_attr = sgid.as_ref().map_or(core::ptr::null(), |s| s.raw());
-        // SAFETY: The driver's op on its live QP.
-        kernel::error::to_result(unsafe {
-            modify(
-                self.qp.raw(),
-                &mut a,
-                u32::from(mask) as c_int,
-                core::ptr::null_mut(),
-            )
-        })?;
-        if mask.contains(QpAttrField::Port) {
-            // SAFETY: The QP is live; C's `qp->port` follows a modify that sets it.
-            unsafe { (*self.qp.raw()).port = attr.port_num.into() };
-        }
-        if sgid.is_some() {
-            // The new path's entry replaces the old one's (C's `qp->av_sgid_attr`).
-            *self.av_sgid.lock() = sgid;
-        }
-        Ok(())
+        self.modify_with(attr, mask, None)
     }
 
     fn query(&self) -> Result<QpAttr> {
-        let query = self.ops().query_qp.ok_or(EOPNOTSUPP)?;
-        // SAFETY: Plain C structures: all zeroes is valid.
-        let (mut a, mut init): (bindings::ib_qp_attr, bindings::ib_qp_init_attr) =
-            unsafe { (core::mem::zeroed(), core::mem::zeroed()) };
-        let all = QpAttrMask::from_ib_bits(QpAttrMask::all_bits()).unwrap_or_default();
-        // SAFETY: The driver's op on its live QP.
-        kernel::error::to_result(unsafe {
-            query(self.qp.raw(), &mut a, u32::from(all) as c_int, &mut init)
-        })?;
-        attr_from_c(&a, all)
+        Ok(self.query_all()?.0)
     }
 
     fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
@@ -434,5 +506,34 @@ impl QpObject for DriverQp {
 
     fn detach_mcast(&self, _gid: &crate::attrs::Gid, _lid: u16) -> Result {
         Err(EOPNOTSUPP)
+    }
+}
+
+impl UserQpObject for DriverQp {
+    fn modify(&self, attr: &QpAttr, mask: QpAttrMask, udata: &Udata) -> Result {
+        let mut u = DriverUdata::new(udata, self.uctx);
+        self.modify_with(attr, mask, Some(&mut u))
+    }
+
+    fn query(&self) -> Result<(QpAttr, QpCap)> {
+        self.query_all()
+    }
+
+    fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        if !wrs.is_empty() {
+            return QpObject::post_send(self, wrs);
+        }
+        let post = self.ops().post_send.ok_or(PostError::from(EOPNOTSUPP))?;
+        let mut bad: *const bindings::ib_send_wr = core::ptr::null();
+        // SAFETY: The driver's op on its live QP with an empty list: a user QP's driver reads
+        // the requests from the queue its library wrote (C's POST_SEND with no request).
+        let r = unsafe { post(self.qp.raw(), core::ptr::null(), &mut bad) };
+        if r != 0 {
+            return Err(PostError {
+                first_bad: 0,
+                err: Error::from_errno(r),
+            });
+        }
+        Ok(())
     }
 }

@@ -2,13 +2,13 @@
 
 //! A C driver's user context ([`DriverUContext`]): the `struct ib_ucontext` of the driver's size
 //! a process gets when it opens the device's uverbs file (C's `ib_alloc_ucontext` and the
-//! driver's `alloc_ucontext`, `dealloc_ucontext`), and the core's `udata` as C's `struct
-//! ib_udata` for the driver's ops ([`c_udata`]).
+//! driver's `alloc_ucontext`, `dealloc_ucontext`), its `mmap` (the driver's own, as C's
+//! `ib_uverbs_mmap` calls it) and the CQs made in it.
 //!
-//! Not yet: the objects a context makes (CQs, QPs, SRQs, MRs through user memory) and `mmap`.
+//! Not yet: the context's `rdma_user_mmap` entries (siw's queues), driver methods.
 
 use crate::{
-    c_abi::driver::object::DriverObject,
+    c_abi::driver::{bundle::DriverUdata, cq::DriverCq, object::DriverObject},
     user::spec::{DriverMethod, DriverUObject, MethodAttrs},
     user::udata::Udata,
     verbs::ops::{UContextObject, UserCqObject},
@@ -16,17 +16,6 @@ use crate::{
 };
 use core::{any::Any, ptr::NonNull};
 use kernel::{bindings, mm::virt::VmaNew, prelude::*, sync::Arc, user_mmap::UserMaps};
-
-/// C's `struct ib_udata` of the core's `udata`.
-pub(crate) fn c_udata(udata: &Udata) -> bindings::ib_udata {
-    let (inbuf, inlen, outbuf, outlen) = udata.parts();
-    bindings::ib_udata {
-        inbuf: inbuf as *const core::ffi::c_void,
-        outbuf: outbuf as *mut core::ffi::c_void,
-        inlen,
-        outlen,
-    }
-}
 
 /// A C driver's user context.
 ///
@@ -61,12 +50,24 @@ impl DriverUContext {
             u.device = ib.as_ptr();
             bindings::xa_init_flags(&raw mut u.mmap_xa, bindings::XA_FLAGS_ALLOC);
         }
-        let mut c = c_udata(udata);
+        // C's `ib_alloc_ucontext` names the new context in the command's bundle.
+        let mut c = DriverUdata::new(udata, uctx.raw());
         // SAFETY: The driver's op with its own structure's new context and the command's
         // buffers.
-        kernel::error::to_result(unsafe { alloc(uctx.raw(), &mut c) })?;
+        kernel::error::to_result(unsafe { alloc(uctx.raw(), c.udata()) })?;
         // INVARIANT: Made above.
         Ok(Self { ib, uctx })
+    }
+
+    /// The C driver's context behind `ctx` (the core passes only contexts of the device the
+    /// call is for: `EINVAL` if it broke that rule).
+    pub(crate) fn of(ctx: &dyn UContextObject) -> Result<&Self> {
+        ctx.as_any().downcast_ref::<Self>().ok_or(EINVAL)
+    }
+
+    /// The C structure.
+    pub(crate) fn raw(&self) -> *mut bindings::ib_ucontext {
+        self.uctx.raw()
     }
 }
 
@@ -99,16 +100,25 @@ impl UContextObject for DriverUContext {
         Err(EOPNOTSUPP)
     }
 
-    fn mmap(&self, _vma: &VmaNew, _maps: &Arc<UserMaps>) -> Result {
-        Err(ENODEV)
+    fn mmap(&self, vma: &VmaNew, _maps: &Arc<UserMaps>) -> Result {
+        // SAFETY: The structure outlives the context (type invariant).
+        let mmap = unsafe { (*self.ib.as_ptr()).ops.mmap }.ok_or(ENODEV)?;
+        // SAFETY: The driver's op on its context with the area being set up (C's
+        // `ib_uverbs_mmap`). What it maps (rxe: its queues' vmalloc memory) it keeps alive for
+        // the mapping's life itself, so the core has nothing to take away on disassociation.
+        kernel::error::to_result(unsafe { mmap(self.uctx.raw(), vma.as_ptr()) })
     }
 
     fn create_cq(
         &self,
-        _init: &UserCqInit,
-        _udata: &Udata,
-        _notifier: &CqNotifier,
+        init: &UserCqInit,
+        udata: &Udata,
+        notifier: &CqNotifier,
     ) -> Result<(KBox<dyn UserCqObject>, u32)> {
-        Err(EOPNOTSUPP)
+        // SAFETY: The structure outlives the context and its CQs; the context is live and
+        // outlives its CQs (the core destroys a context's objects before it).
+        let cq = unsafe { DriverCq::create_user(self.ib, self.uctx.raw(), init, udata, notifier)? };
+        let cqe = cq.cqe();
+        Ok((KBox::new(cq, GFP_KERNEL)?, cqe))
     }
 }

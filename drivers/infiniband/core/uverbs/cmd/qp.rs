@@ -82,7 +82,7 @@ mod create_flag {
 }
 
 impl UQp {
-    fn qp(&self) -> Result<&UserQp> {
+    pub(crate) fn qp(&self) -> Result<&UserQp> {
         self.qp.as_ref().ok_or(EINVAL)
     }
 }

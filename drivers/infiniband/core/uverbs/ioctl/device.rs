@@ -39,7 +39,7 @@ fn context_info(b: &IoctlBundle<'_>, ib: &IbDevice) -> Result {
 pub(crate) fn invoke_write(b: &mut IoctlBundle<'_>) -> Result {
     let cmd = b.get_const(iw::WRITE_CMD, u32::MAX.into())? as u32;
     let ucore = b.udata(iw::CORE_IN, iw::CORE_OUT);
-    let handler = invoked(cmd, &ucore)?;
+    let handler = invoked(cmd, b.ufile.device().abi().data_path_cmds, &ucore)?;
     let mut wb = Bundle {
         ufile: b.ufile,
         ucore,
@@ -53,11 +53,11 @@ pub(crate) fn invoke_write(b: &mut IoctlBundle<'_>) -> Result {
     Ok(())
 }
 
-/// The handler of write() command `cmd` carried by INVOKE_WRITE with buffers `ucore`: the
-/// command as [`write::lookup`] finds it, buffers shorter than its sizes `ENOSPC`, a
-/// command without a handler `EOPNOTSUPP`.
-pub(crate) fn invoked(cmd: u32, ucore: &Udata) -> Result<Handler> {
-    let m = write::lookup(cmd)?;
+/// The handler of write() command `cmd` carried by INVOKE_WRITE with buffers `ucore`, on a
+/// device serving the data-path commands `data_path`: the command as [`write::lookup`] finds
+/// it, buffers shorter than its sizes `ENOSPC`, a command without a handler `EOPNOTSUPP`.
+pub(crate) fn invoked(cmd: u32, data_path: u64, ucore: &Udata) -> Result<Handler> {
+    let m = write::lookup(cmd, data_path)?;
     if ucore.inlen() < m.req_size || ucore.outlen() < m.resp_size {
         return Err(ENOSPC);
     }
