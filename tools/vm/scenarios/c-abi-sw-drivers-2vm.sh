@@ -23,6 +23,12 @@
 # and prints C's lines: C's inline data path through the core's ops table, the core's objects,
 # the driver's through its ops table; then rxe0 is deleted under it (its remove destroys what
 # it holds). The counters' values are printed, not compared (the peer's traffic moves them).
+# User verbs on rxe0 between the two VMs (rdma-core's librxe through ib_uverbs on the Rust
+# core: user PDs, CQs and QPs made by the C driver with the context's udata, memory regions
+# pinned by the core, the driver's queues mapped by its mmap, POST_SEND to start its send
+# queue, the next hop's MAC resolved by the core when the QP gets its RoCE path):
+# ibv_rc_pingpong (received data checked) and ib_write_bw, each way; afterwards `rdma res`
+# counts what it counted before.
 # vms: 2
 # vm-stacks: rust c
 # timeout: 600
@@ -295,6 +301,51 @@ ib_c_roce: peer: ud send 1 status 0, rc send 1 status 0
 ib_c_roce: peer: ud receive 1 status 0 len 552, the peer's bytes 1
 ib_c_roce: peer: rc receive 1 status 0 len 512, the peer's bytes 1"
 meet roce-done
+
+# across <name> <server VM> <tool and args...>: the tool's server on VM <server VM> (listening
+# on TCP port 18515, the pingpong's and perftest's), its client on the other VM, which names
+# the server's address; both must exit 0. The output is recorded in the log.
+ACROSS=0
+across() {
+	ACROSS=$((ACROSS + 1))
+	_name=$1
+	_server=$2
+	shift 2
+	if [ "$VM_INDEX" = "$_server" ]; then
+		_role=server
+		timeout 120 "$@" >/tmp/across.out 2>&1 &
+		_pid=$!
+		wait_listening 18515 30
+		meet "across-$ACROSS-listening"
+		wait $_pid
+		_rc=$?
+	else
+		_role=client
+		meet "across-$ACROSS-listening"
+		timeout 120 "$@" "$PEER_IP" >/tmp/across.out 2>&1
+		_rc=$?
+	fi
+	meet "across-$ACROSS-done"
+	[ $_rc = 0 ]
+	ktap_result $? "$_name: the $_role exits 0" "exit $_rc: $(cat /tmp/across.out)"
+	sed 's/^/#   /' /tmp/across.out
+}
+res_before=$(rdma res show rxe0)
+for s in 0 1; do
+	across "ibv_rc_pingpong over rxe0, VM $s the server: 100 x 4 KiB each way, checked" $s \
+		ibv_rc_pingpong -d rxe0 -g 1 -n 100 -s 4096 -c
+	check_output "ibv_rc_pingpong over rxe0, VM $s the server: 819200 bytes moved" \
+		'^819200 bytes in ' cat /tmp/across.out
+done
+for s in 0 1; do
+	across "ib_write_bw over rxe0, VM $s the server: 200 RDMA writes of 64 KiB" $s \
+		ib_write_bw -d rxe0 -x 1 -s 65536 -n 200 -F
+	if [ "$VM_INDEX" != "$s" ]; then
+		check_output "ib_write_bw over rxe0, VM $s the server: the client's result row" \
+			'^ *65536 +200 +[0-9.]+' cat /tmp/across.out
+	fi
+done
+same "rdma res show rxe0: the user objects are gone" "$res_before" "$(rdma res show rxe0)"
 same "sysfs: rxe0's port files" \
 	"cap_mask counters gid_attrs gids hw_counters lid lid_mask_count link_layer phys_state pkeys rate sm_lid sm_sl state" \
 	"$(ls $SYS/ports/1 | tr '\n' ' ' | sed 's/ $//')"
