@@ -81,7 +81,7 @@ GUEST_TOOLS = [
     "/usr/bin/ibv_devices", "/usr/bin/ibv_devinfo", "/usr/bin/ibv_rc_pingpong", "/usr/bin/ibv_asyncwatch",
     "/usr/bin/ibv_ud_pingpong", "/usr/bin/ibv_srq_pingpong", "/usr/bin/ibv_uc_pingpong",
     "/usr/bin/ibv_xsrq_pingpong",
-    "/usr/bin/rping", "/usr/bin/ucmatose", "/usr/bin/udaddy",
+    "/usr/bin/rping", "/usr/bin/ucmatose", "/usr/bin/udaddy", "/usr/bin/cmtime",
     "/usr/bin/ib_write_bw", "/usr/bin/ib_read_bw", "/usr/bin/ib_send_bw",
     "/usr/bin/ib_send_lat", "/usr/bin/ib_write_lat", "/usr/bin/ib_read_lat",
     "/usr/bin/ib_atomic_bw",

@@ -29,6 +29,11 @@
 # queue, the next hop's MAC resolved by the core when the QP gets its RoCE path):
 # ibv_rc_pingpong (received data checked) and ib_write_bw, each way; afterwards `rdma res`
 # counts what it counted before.
+# C's connection managers on rxe0 (ib_cm, iw_cm, rdma_cm, rdma_ucm loaded on the Rust core: CM
+# MADs through the MAD layer on the RoCE port, addresses answered from the packets' RoCE v2
+# headers and the IP stack's next hop, RoCE path records, user AHs): rping with its data
+# verified, ib_write_bw -R, ucmatose, udaddy (UD, its replies through user AHs) and cmtime,
+# each way.
 # vms: 2
 # vm-stacks: rust c
 # timeout: 600
@@ -346,6 +351,71 @@ for s in 0 1; do
 	fi
 done
 same "rdma res show rxe0: the user objects are gone" "$res_before" "$(rdma res show rxe0)"
+
+check "insmod ib_cm, iw_cm, rdma_cm, rdma_ucm (C's; configfs first)" \
+	sh -c "{ [ -d /sys/module/configfs ] || insmod $stack_dir/configfs.ko; } && insmod $stack_dir/ib_cm.ko && insmod $stack_dir/iw_cm.ko && insmod $stack_dir/rdma_cm.ko && insmod $stack_dir/rdma_ucm.ko"
+OWN=10.23.0.$N
+# cm_waiting TOOL: prints "listening" when a thread of a TOOL process waits for rdma_cm events
+# (in C's rdma_ucm, the same on both stacks).
+cm_waiting() {
+	for p in $(pidof "$1"); do
+		for t in /proc/$p/task/*; do cat $t/wchan; echo; done
+	done | grep -q '^ucma_get_event$' && echo listening
+}
+# cm_pair N SERVER_VM WHAT PATTERN SERVER CLIENT: SERVER runs in VM SERVER_VM; once it waits
+# for connections, CLIENT runs once in the other VM; both outputs must match PATTERN and both
+# exit 0.
+cm_pair() {
+	if [ "$VM_INDEX" = "$2" ]; then
+		timeout 90 sh -c "$5" >/tmp/cm-server 2>&1 &
+		_pid=$!
+		wait_for "$3: the server listens" 20 '^listening$' cm_waiting "${5%% *}"
+		meet "cm-$1"
+		wait "$_pid"
+		_rc=$?
+		check_output "$3: the server on $OWN (exit $_rc)" "$4" sh -c "cat /tmp/cm-server; [ $_rc = 0 ]"
+	else
+		meet "cm-$1"
+		check_output "$3: the client to $PEER_IP" "$4" timeout 40 sh -c "$6"
+	fi
+	meet "cm-done-$1"
+}
+for s in 0 1; do
+	cm_pair rping-$s $s "rping -V over rxe0, server on VM $s: 10 pings, data verified" 'rdma-ping-9: ' \
+		"rping -s -a $OWN -p 7174 -C 10 -S 64 -v -V" "rping -c -a $PEER_IP -p 7174 -C 10 -S 64 -v -V"
+done
+for s in 0 1; do
+	cm_pair write-bw-$s $s "ib_write_bw -R over rxe0, server on VM $s" '^ *65536 +200 ' \
+		"ib_write_bw -R -d rxe0 -x 1 -p 18600 -s 65536 -n 200 -F" \
+		"ib_write_bw -R -d rxe0 -x 1 -p 18600 -s 65536 -n 200 -F $PEER_IP"
+done
+for s in 0 1; do
+	cm_pair ucmatose-$s $s "ucmatose over rxe0, server on VM $s: 2 connections, 10 messages each" \
+		'test complete' "ucmatose -b $OWN -c 2 -C 10" "ucmatose -s $PEER_IP -c 2 -C 10"
+done
+for s in 0 1; do
+	cm_pair udaddy-$s $s "udaddy over rxe0, server on VM $s: 2 UD endpoints, 10 datagrams each" \
+		'test complete' "udaddy -b $OWN -c 2 -C 10" "udaddy -s $PEER_IP -c 2 -C 10"
+done
+# cmtime's server serves until it is stopped: the client's table is checked, and that the
+# server was still serving.
+for s in 0 1; do
+	if [ "$VM_INDEX" = "$s" ]; then
+		cmtime -b $OWN -c 4 >/tmp/cm-server 2>&1 &
+		cmt=$!
+		wait_for "cmtime over rxe0, server on VM $s: the server listens" 20 '^listening$' cm_waiting cmtime
+		meet "cmt-$s"
+		meet "cmt-done-$s"
+		check "cmtime over rxe0, server on VM $s: still serving at the end" kill $cmt
+		wait $cmt
+	else
+		meet "cmt-$s"
+		check_output "cmtime over rxe0, server on VM $s: the client's 4 connections, each step timed" \
+			'^disconnect +: +[0-9.]+' timeout 40 cmtime -s $PEER_IP -c 4
+		meet "cmt-done-$s"
+	fi
+done
+check "rmmod rdma_ucm, rdma_cm, iw_cm, ib_cm" rmmod rdma_ucm rdma_cm iw_cm ib_cm
 same "sysfs: rxe0's port files" \
 	"cap_mask counters gid_attrs gids hw_counters lid lid_mask_count link_layer phys_state pkeys rate sm_lid sm_sl state" \
 	"$(ls $SYS/ports/1 | tr '\n' ' ' | sed 's/ $//')"

@@ -53,7 +53,7 @@ unsafe extern "C" fn finished(
 }
 
 /// The socket address of a GID: IPv4 for an IPv4-mapped one, else IPv6 (C's `rdma_gid2ip`).
-fn gid_to_ip(gid: &[u8; 16]) -> SockAddr {
+pub(crate) fn gid_to_ip(gid: &[u8; 16]) -> SockAddr {
     let mut a = SockAddr::zeroed();
     if gid[..10].iter().all(|&b| b == 0) && gid[10] == 0xff && gid[11] == 0xff {
         let s = in4_mut(&mut a);

@@ -181,12 +181,22 @@ pub(crate) unsafe extern "C" fn rdma_create_ah(
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rdma_destroy_ah_user(
     ah: *mut bindings::ib_ah,
-    _flags: u32,
+    flags: u32,
     udata: *mut bindings::ib_udata,
 ) -> c_int {
     if !udata.is_null() {
         return EINVAL.to_errno();
     }
+    // C callers destroy AHs under spinlocks (ib_cm, flags 0): the driver is told whether it may
+    // sleep.
+    let sleepable = flags & bindings::rdma_destroy_ah_flags_RDMA_DESTROY_AH_SLEEPABLE != 0;
+    // SAFETY: `ah` is live (contract).
+    unsafe {
+        AhObject::core(ah)
+            .ah
+            .driver()
+            .set_destroy_sleepable(sleepable)
+    };
     // SAFETY: `ah` is live (contract); so is its PD, which it holds.
     unsafe {
         let pd = (*ah).pd;

@@ -8,8 +8,9 @@
 //! InfiniBand port's table as the driver reported it; C leaves zero GIDs out of its table, so
 //! they are not entries here either). A `struct ib_gid_attr` C code holds is counted: the core
 //! makes one per `rdma_find_gid` (or per address a completion's GRH names) and frees it at the
-//! last `rdma_put_gid_attr`, as C's table entry is held and put. RoCE ports (an Ethernet link
-//! layer) are not served: this core's devices have none yet.
+//! last `rdma_put_gid_attr`, as C's table entry is held and put. On a RoCE port (a C software
+//! driver's), a completion's address is read from its packet's network header (a GRH, or RoCE
+//! v2's IPv4 or IPv6 header) and answered through the IP stack's next hop, as C does.
 
 use crate::{
     attrs::{Gid, GidType, CORE_CAP_PROT_ROCE, CORE_CAP_PROT_ROCE_UDP_ENCAP},
@@ -410,9 +411,19 @@ pub(crate) unsafe extern "C" fn ib_init_ah_attr_from_wc(
     let (w, out) = unsafe { (&*wc, &mut *ah_attr) };
     // SAFETY: `rdma_ah_attr` is a plain structure: all zeroes is valid (C's memset).
     *out = unsafe { core::mem::zeroed() };
-    out.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB;
     out.sl = w.sl;
     out.port_num = port_num;
+    let roce = dev.port_immutable(port_num).is_some_and(|i| {
+        i.core_cap_flags & (CORE_CAP_PROT_ROCE | CORE_CAP_PROT_ROCE_UDP_ENCAP) != 0
+    });
+    if roce {
+        // SAFETY: The caller's contract (the GRH area is read only with the flag).
+        return match unsafe { roce_from_wc(dev, device, port_num, w, grh, out) } {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        };
+    }
+    out.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB;
     out.__bindgen_anon_1.ib = bindings::ib_ah_attr {
         dlid: w.slid as u16,
         src_path_bits: w.dlid_path_bits,
@@ -450,6 +461,131 @@ pub(crate) unsafe extern "C" fn ib_init_ah_attr_from_wc(
     out.grh.traffic_class = ((flow_class >> 20) & 0xff) as u8;
     out.grh.sgid_attr = attr.as_ptr();
     0
+}
+
+/// The network header of a RoCE packet (C's `rdma_network_type`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum NetType {
+    /// RoCE v1: a GRH.
+    RoceV1,
+    /// RoCE v2 over IPv4: the IPv4 header in the last 20 bytes of the GRH area.
+    Ipv4,
+    /// RoCE v2 over IPv6: the IPv6 header in the GRH area.
+    Ipv6,
+}
+
+/// C's `ib_get_rdma_header_version`: 4 when the GRH area holds a RoCE v2 IPv4 header (version
+/// 4, no options, a right checksum, or an area whose first byte is not IPv6's), else 6.
+fn header_version(area: &[u8; 40]) -> u8 {
+    let ip4 = &area[20..40];
+    if area[0] >> 4 != 6 {
+        return if ip4[0] >> 4 == 4 { 4 } else { 0 };
+    }
+    if ip4[0] & 0xf != 5 {
+        return 6;
+    }
+    // The IPv4 header checksum: one's complement sum of its ten 16-bit words, `check` as 0.
+    let mut sum = 0u32;
+    for (i, w) in ip4.chunks_exact(2).enumerate() {
+        if i != 5 {
+            sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
+        }
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    if !(sum as u16) == u16::from_be_bytes([ip4[10], ip4[11]]) {
+        4
+    } else {
+        6
+    }
+}
+
+/// The network type of a RoCE completion (C's, from the completion's flag, else from its
+/// header: `ib_get_net_type_by_grh`); `None` for a type C does not know.
+fn net_type(w: &bindings::ib_wc, area: &[u8; 40]) -> Option<NetType> {
+    if w.wc_flags as u32 & bindings::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE != 0 {
+        return match u32::from(w.network_hdr_type) {
+            bindings::rdma_network_type_RDMA_NETWORK_ROCE_V1 => Some(NetType::RoceV1),
+            bindings::rdma_network_type_RDMA_NETWORK_IPV4 => Some(NetType::Ipv4),
+            bindings::rdma_network_type_RDMA_NETWORK_IPV6 => Some(NetType::Ipv6),
+            _ => None,
+        };
+    }
+    if header_version(area) == 4 {
+        Some(NetType::Ipv4)
+    } else if area[6] == bindings::IPPROTO_UDP as u8 {
+        // The GRH's next header.
+        Some(NetType::Ipv6)
+    } else {
+        Some(NetType::RoceV1)
+    }
+}
+
+/// The source and destination GIDs of a RoCE packet's header (C's
+/// `ib_get_gids_from_rdma_hdr`): IPv4 addresses as IPv4-mapped GIDs.
+fn gids_of(area: &[u8; 40], t: NetType) -> (Gid, Gid) {
+    let mut s = [0u8; 16];
+    let mut d = [0u8; 16];
+    if t == NetType::Ipv4 {
+        s[10] = 0xff;
+        s[11] = 0xff;
+        d[10] = 0xff;
+        d[11] = 0xff;
+        // The IPv4 header's source and destination, at 12 and 16 of its 20 bytes.
+        s[12..].copy_from_slice(&area[32..36]);
+        d[12..].copy_from_slice(&area[36..40]);
+    } else {
+        s.copy_from_slice(&area[8..24]);
+        d.copy_from_slice(&area[24..40]);
+    }
+    (Gid(s), Gid(d))
+}
+
+/// The RoCE half of [`ib_init_ah_attr_from_wc`] (C's): the sender's GID from the packet's
+/// network header as destination, the entry holding the GID the packet went to (of the
+/// header's type) as source, held, and the next hop's MAC and hop limit from the IP stack.
+///
+/// # Safety
+///
+/// As [`ib_init_ah_attr_from_wc`]; `out` is zeroed.
+unsafe fn roce_from_wc(
+    dev: &IbDevice,
+    device: *mut bindings::ib_device,
+    port_num: u32,
+    w: &bindings::ib_wc,
+    grh: *const bindings::ib_grh,
+    out: &mut bindings::rdma_ah_attr,
+) -> Result {
+    out.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+    if w.wc_flags as u32 & bindings::ib_wc_flags_IB_WC_GRH == 0 {
+        return Err(EPROTOTYPE);
+    }
+    let mut area = [0u8; 40];
+    // SAFETY: A completion with a GRH comes with its 40-byte area (contract).
+    unsafe { core::ptr::copy_nonoverlapping(grh.cast::<u8>(), area.as_mut_ptr(), 40) };
+    let t = net_type(w, &area).ok_or(EINVAL)?;
+    let kind = if t == NetType::RoceV1 {
+        GidType::RoceV1
+    } else {
+        GidType::RoceV2
+    };
+    let (sgid, dgid) = gids_of(&area, t);
+    // C's `get_sgid_attr_from_eth` with no VLAN: the entry of that GID and type.
+    let index = index_of(dev, port_num, &dgid, kind, core::ptr::null_mut()).ok_or(ENOENT)?;
+    let own = entry(dev, port_num, index).ok_or(ENOENT)?;
+    let (dmac, hop_limit) = crate::addr::l2_eth::resolve_eth_dmac(&own, &sgid.0)?;
+    let attr = new_attr(device, port_num, index, own)?;
+    let flow_class = u32::from_be_bytes([area[0], area[1], area[2], area[3]]);
+    out.ah_flags = bindings::ib_ah_flags_IB_AH_GRH as u8;
+    out.grh.dgid.raw = sgid.0;
+    out.grh.flow_label = flow_class & 0xf_ffff;
+    out.grh.sgid_index = index as u8;
+    out.grh.hop_limit = hop_limit.unwrap_or(0xff);
+    out.grh.traffic_class = ((flow_class >> 20) & 0xff) as u8;
+    out.grh.sgid_attr = attr.as_ptr();
+    out.__bindgen_anon_1.roce.dmac = dmac;
+    Ok(())
 }
 
 /// C's `ib_create_ah_from_wc`: an AH in `pd` that answers the completion `wc` received on

@@ -2,12 +2,13 @@
 
 //! Address attributes from SA path records: `ib_init_ah_attr_from_path`, with C's name and
 //! signature (C's `sa_query.c`), which ib_cm and rdma_cm use for a connection's primary and
-//! alternate paths. InfiniBand and OPA records on this core's InfiniBand ports; a RoCE record
-//! (its route resolved from the net device) is refused with `-EINVAL`: this core's devices have
-//! no RoCE port yet.
+//! alternate paths. InfiniBand and OPA records on InfiniBand ports; RoCE records (a C software
+//! driver's port), whose route is resolved from the source GID's net device and whose MAC the
+//! record carries.
 
 use crate::{
-    attrs::{Gid, LinkLayer},
+    addr::{self, l2_eth::gid_to_ip},
+    attrs::{Gid, GidType, LinkLayer},
     c_abi::{
         face::CFace,
         gid::{find_on_port, hold_gid_attr},
@@ -50,9 +51,18 @@ pub(crate) unsafe extern "C" fn ib_init_ah_attr_from_path(
         Err(e) => return e,
     };
     // SAFETY: The caller's contract.
-    let (r, out) = unsafe { (&*rec, &mut *ah_attr) };
+    let (r, out) = unsafe { (&mut *rec, &mut *ah_attr) };
     // SAFETY: `rdma_ah_attr` is a plain structure: all zeroes is valid (C's memset).
     *out = unsafe { core::mem::zeroed() };
+    if r.rec_type == bindings::sa_path_rec_type_SA_PATH_REC_TYPE_ROCE_V1
+        || r.rec_type == bindings::sa_path_rec_type_SA_PATH_REC_TYPE_ROCE_V2
+    {
+        // SAFETY: The caller's contract.
+        return match unsafe { roce_from_path(device, dev, port_num, r, out, gid_attr) } {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        };
+    }
     if dev.link_layer(port_num) != Some(LinkLayer::Infiniband) {
         return EINVAL.to_errno();
     }
@@ -112,6 +122,98 @@ pub(crate) unsafe extern "C" fn ib_init_ah_attr_from_path(
     out.grh.traffic_class = r.traffic_class;
     out.grh.sgid_attr = sgid;
     0
+}
+
+/// C's `roce_resolve_route_from_path`: a RoCE record's route, from its source GID's net device
+/// (`gid_attr`, which must be given) to its destination: `-EINVAL` for GIDs of two families, no
+/// entry or one without a net device, or a v1 record whose route is an IP one; the route's
+/// errors. Marks the record resolved (then nothing is asked again).
+///
+/// # Safety
+///
+/// `gid_attr` is null or held by the caller.
+unsafe fn roce_resolve_route(
+    r: &mut bindings::sa_path_rec,
+    gid_attr: *const bindings::ib_gid_attr,
+) -> Result {
+    // SAFETY: The RoCE member is the one a RoCE record's type names.
+    if unsafe { r.__bindgen_anon_1.roce.route_resolved } {
+        return Ok(());
+    }
+    // SAFETY: Every bit pattern of the GID union is its raw bytes.
+    let (sgid, dgid) = unsafe { (r.sgid.raw, r.dgid.raw) };
+    let mut src = gid_to_ip(&sgid);
+    let dst = gid_to_ip(&dgid);
+    if addr::family(&src) != addr::family(&dst) {
+        return Err(EINVAL);
+    }
+    // SAFETY: Held by the caller (contract) when not null.
+    if gid_attr.is_null() || unsafe { (*gid_attr).ndev }.is_null() {
+        return Err(EINVAL);
+    }
+    // SAFETY: A plain C structure: all zeroes is valid.
+    let mut dev_addr: bindings::rdma_dev_addr = unsafe { core::mem::zeroed() };
+    dev_addr.net = kernel::net::namespace::Net::init_net().as_raw();
+    dev_addr.sgid_attr = gid_attr;
+    // SAFETY: `dev_addr` is ours, its namespace the initial one, its GID entry held (contract).
+    unsafe { addr::resolve(&mut src, &dst, &mut dev_addr, false, true)? };
+    let ip = dev_addr.network == bindings::rdma_network_type_RDMA_NETWORK_IPV4
+        || dev_addr.network == bindings::rdma_network_type_RDMA_NETWORK_IPV6;
+    if ip && r.rec_type != bindings::sa_path_rec_type_SA_PATH_REC_TYPE_ROCE_V2 {
+        return Err(EINVAL);
+    }
+    r.__bindgen_anon_1.roce.route_resolved = true;
+    Ok(())
+}
+
+/// The RoCE half of [`ib_init_ah_attr_from_path`] (C's): a RoCE address with the record's SL,
+/// rate and MAC once its route resolves, and a GRH to its destination GID from `gid_attr` (held
+/// once more) or the port's entry of the record's source GID and type (held).
+///
+/// # Safety
+///
+/// As [`ib_init_ah_attr_from_path`]; `out` is zeroed.
+unsafe fn roce_from_path(
+    device: *mut bindings::ib_device,
+    dev: &crate::device::ib_device::IbDevice,
+    port_num: u32,
+    r: &mut bindings::sa_path_rec,
+    out: &mut bindings::rdma_ah_attr,
+    gid_attr: *const bindings::ib_gid_attr,
+) -> Result {
+    out.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+    out.sl = r.sl;
+    out.port_num = port_num;
+    out.static_rate = r.rate;
+    // SAFETY: The caller's contract.
+    unsafe { roce_resolve_route(r, gid_attr)? };
+    // SAFETY: The RoCE member is the one a RoCE record's type names.
+    out.__bindgen_anon_1.roce.dmac = unsafe { r.__bindgen_anon_1.roce.dmac };
+    let sgid = if gid_attr.is_null() {
+        let kind = if r.rec_type == bindings::sa_path_rec_type_SA_PATH_REC_TYPE_ROCE_V1 {
+            GidType::RoceV1
+        } else {
+            GidType::RoceV2
+        };
+        // SAFETY: Every bit pattern of the GID union is its raw bytes.
+        let want = Gid(unsafe { r.sgid.raw });
+        find_on_port(device, dev, port_num, &want, kind, core::ptr::null_mut())?
+            .as_ptr()
+            .cast_const()
+    } else {
+        // SAFETY: Held by the caller (contract); the new hold is the address attribute's.
+        unsafe { hold_gid_attr(gid_attr) };
+        gid_attr
+    };
+    out.ah_flags = bindings::ib_ah_flags_IB_AH_GRH as u8;
+    out.grh.dgid = r.dgid;
+    out.grh.flow_label = u32::from_be(r.flow_label);
+    // SAFETY: `sgid` is held (above).
+    out.grh.sgid_index = unsafe { (*sgid).index } as u8;
+    out.grh.hop_limit = r.hop_limit;
+    out.grh.traffic_class = r.traffic_class;
+    out.grh.sgid_attr = sgid;
+    Ok(())
 }
 
 #[kernel::macros::kunit_tests(rdma_rs_ib_c_sa_path)]

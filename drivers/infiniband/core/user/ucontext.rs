@@ -14,10 +14,10 @@ use crate::{
     user::udata::Udata,
     verbs::ops::{MrObject, PdObject, UContextObject, UserCqObject, UserQpObject, UserSrqObject},
     verbs::types::{
-        CompletionHandler, CqNotifier, QpAttr, QpAttrField, QpAttrMask, QpCap, QpInitDriver,
-        QpState, QpType, SrqAttr, SrqAttrMask, UserCqInit, UserMrInit,
+        AhAttr, CompletionHandler, CqNotifier, QpAttr, QpAttrField, QpAttrMask, QpCap,
+        QpInitDriver, QpState, QpType, SrqAttr, SrqAttrMask, UserCqInit, UserMrInit,
     },
-    verbs::wr::{PostError, SendWr},
+    verbs::wr::{AhObject, PostError, SendWr},
     verbs::{check_path_sgid, qp_transition_ok},
 };
 use kernel::{
@@ -348,6 +348,38 @@ impl UserPd {
         ))
     }
 
+    /// An address handle of context `ctx` in this PD for `attr` (C's `ib_uverbs_create_ah` and
+    /// `rdma_create_user_ah`): its source GID entry must exist (`EINVAL`), a RoCE address gets
+    /// its next hop's MAC and hop limit, then the driver makes it from `udata`
+    /// (`create_user_ah`; `EOPNOTSUPP` for a driver without it).
+    pub fn create_ah(&self, ctx: &UContext, attr: &AhAttr, udata: &Udata) -> Result<UserAh> {
+        let port = u32::from(attr.port_num);
+        if !self.dev.is_valid_port(port) {
+            return Err(EINVAL);
+        }
+        let mut attr = *attr;
+        if let Some(g) = attr.grh.as_mut() {
+            let entry = self
+                .dev
+                .gid_entry(port, g.sgid_index.into())
+                .filter(|e| !e.is_empty())
+                .ok_or(EINVAL)?;
+            if is_roce_port(&self.dev, port) {
+                let (dmac, hop_limit) = resolve_eth_dmac(&entry, &g.dgid.0)?;
+                g.roce_dmac = Some(dmac);
+                if let Some(h) = hop_limit {
+                    g.hop_limit = h;
+                }
+            }
+        }
+        let driver = self.driver.create_user_ah(&*ctx.driver, &attr, udata)?;
+        self.res.users.fetch_add(1, Relaxed);
+        Ok(UserAh {
+            _driver: driver,
+            pd_users: self.res.users.clone(),
+        })
+    }
+
     /// Registers user memory in this PD (C's `ib_uverbs_reg_mr` and the driver's
     /// `reg_user_mr`).
     pub fn reg_mr(&self, init: &UserMrInit, udata: &Udata) -> Result<UserMr> {
@@ -375,6 +407,29 @@ impl UserPd {
             dev: self.dev.clone(),
         })
     }
+}
+
+/// An address handle made for user space (its library keeps the address; the driver may keep
+/// a copy its queues name); the driver destroys it when it is dropped.
+pub struct UserAh {
+    /// Dropped first (field order).
+    _driver: KBox<dyn AhObject>,
+    pd_users: Arc<Atomic<u32>>,
+}
+
+impl Drop for UserAh {
+    fn drop(&mut self) {
+        // C destroys a user AH with `RDMA_DESTROY_AH_SLEEPABLE`: always in a task.
+        self._driver.set_destroy_sleepable(true);
+        self.pd_users.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Whether `port` of `dev` is a RoCE port.
+fn is_roce_port(dev: &IbDevice, port: u32) -> bool {
+    dev.port_immutable(port).is_some_and(|i| {
+        i.core_cap_flags & (CORE_CAP_PROT_ROCE | CORE_CAP_PROT_ROCE_UDP_ENCAP) != 0
+    })
 }
 
 /// What resource tracking shows of a user MR.

@@ -3,6 +3,7 @@
 //! The commands and methods, object by object (C's `uverbs_cmd.c` and `uverbs_std_types_*.c`):
 //! each handler gets a write() or an ioctl bundle and answers in the ABI's structures.
 
+pub(crate) mod ah;
 pub(crate) mod channel;
 pub(crate) mod cq;
 pub(crate) mod data_path;

@@ -42,6 +42,12 @@ user_abi! {
     DestroyCq = ib_uverbs_destroy_cq;
     /// DESTROY_CQ's response and the CQ DESTROY method's (`struct ib_uverbs_destroy_cq_resp`).
     DestroyCqResp = ib_uverbs_destroy_cq_resp;
+    /// CREATE_AH's request (`struct ib_uverbs_create_ah`).
+    CreateAh = ib_uverbs_create_ah;
+    /// CREATE_AH's response (`struct ib_uverbs_create_ah_resp`).
+    CreateAhResp = ib_uverbs_create_ah_resp;
+    /// DESTROY_AH's request (`struct ib_uverbs_destroy_ah`).
+    DestroyAh = ib_uverbs_destroy_ah;
     /// REQ_NOTIFY_CQ's request (`struct ib_uverbs_req_notify_cq`).
     ReqNotifyCq = ib_uverbs_req_notify_cq;
     /// POST_SEND's response (`struct ib_uverbs_post_send_resp`).

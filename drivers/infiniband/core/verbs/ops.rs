@@ -684,6 +684,16 @@ pub(crate) trait PdObject: Send + Sync {
         init: &QpInitDriver<'_, dyn UserCqObject, dyn UserSrqObject>,
         udata: &Udata,
     ) -> Result<(NewQp<Arc<dyn UserQpObject>>, QpCap)>;
+    /// A user AH in this PD (C's `create_user_ah`, which the core's drivers do not have:
+    /// `EOPNOTSUPP` by default): `ctx` must be of this PD's driver.
+    fn create_user_ah(
+        &self,
+        _ctx: &dyn UContextObject,
+        _attr: &AhAttr,
+        _udata: &Udata,
+    ) -> Result<KBox<dyn AhObject>> {
+        Err(EOPNOTSUPP)
+    }
     /// A user SRQ in this PD (`DeviceOps::create_user_srq`): `ctx` must be of this PD's
     /// driver.
     fn create_user_srq(

@@ -60,6 +60,9 @@ pub mod send_flags {
 pub(crate) trait AhObject: Send + Sync {
     /// The address of the driver's state (a `T::Ah` of the AH's driver `T`).
     fn state(&self) -> *const ();
+    /// Whether its destruction may sleep (C's `RDMA_DESTROY_AH_SLEEPABLE`, which a C caller
+    /// names when it destroys the AH); a driver that cares records it, the others ignore it.
+    fn set_destroy_sleepable(&self, _sleepable: bool) {}
 }
 
 /// What a UD work request needs of an address handle: the address, the driver's state and the

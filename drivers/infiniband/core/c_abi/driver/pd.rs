@@ -31,8 +31,19 @@ use crate::{
     verbs::types::{AccessFlags, AhAttr, NewMr, NewQp, QpCap, QpInitDriver, SrqAttr, UserMrInit},
     verbs::wr::AhObject,
 };
-use core::{any::Any, ptr::NonNull};
+use core::{
+    any::Any,
+    ptr::NonNull,
+    sync::atomic::{AtomicBool, Ordering},
+};
 use kernel::{alloc::Flags, bindings, ffi::c_int, prelude::*, sync::Arc};
+
+/// A driver's AH-creating op (`create_ah`, `create_user_ah`).
+type CreateAh = unsafe extern "C" fn(
+    *mut bindings::ib_ah,
+    *mut bindings::rdma_ah_init_attr,
+    *mut bindings::ib_udata,
+) -> c_int;
 
 /// A C driver's PD.
 ///
@@ -107,6 +118,77 @@ impl DriverPd {
         // SAFETY: The structure outlives the PD (type invariant).
         unsafe { &(*self.ib.as_ptr()).ops }
     }
+
+    /// An AH of this PD for `attr` by the driver's op `create` (`create_ah`, or
+    /// `create_user_ah` with `u`), its memory allocated with `flags`.
+    fn make_ah(
+        &self,
+        attr: &AhAttr,
+        flags: Flags,
+        create: CreateAh,
+        u: Option<&mut DriverUdata>,
+    ) -> Result<KBox<dyn AhObject>> {
+        // SAFETY: The structure outlives its PDs; its port data exists once registered.
+        let caps = unsafe {
+            let ib = &*self.ib.as_ptr();
+            if ib.port_data.is_null() || u32::from(attr.port_num) > ib.phys_port_cnt {
+                return Err(EINVAL);
+            }
+            (*ib.port_data.add(attr.port_num.into()))
+                .immutable
+                .core_cap_flags
+        };
+        if caps & (CORE_CAP_PROT_IB | CORE_CAP_PROT_ROCE | CORE_CAP_PROT_ROCE_UDP_ENCAP) == 0 {
+            // An iWARP port has no address handles.
+            return Err(EOPNOTSUPP);
+        }
+        let ah = DriverObject::<bindings::ib_ah>::alloc(self.ops().size_ib_ah, flags)?;
+        // The box is made first: once the driver made the AH, nothing may fail.
+        let slot = KBox::<DriverAh>::new_uninit(flags)?;
+        // SAFETY: A plain C structure: all zeroes is valid.
+        let mut c_attr: bindings::rdma_ah_attr = unsafe { core::mem::zeroed() };
+        ah_attr_to_c(attr, &mut c_attr);
+        // C's `rdma_fill_sgid_attr`: the source GID entry, held while the AH is.
+        let sgid = match &attr.grh {
+            // SAFETY: The structure is registered (type invariant of the PD's device).
+            Some(g) => Some(unsafe {
+                SgidHold::get(self.ib.as_ptr(), attr.port_num.into(), g.sgid_index)?
+            }),
+            None => None,
+        };
+        c_attr.grh.sgid_attr = sgid.as_ref().map_or(core::ptr::null(), |s| s.raw());
+        // SAFETY: The zeroed structure just allocated, ours until the driver gets it.
+        unsafe {
+            let a = &mut *ah.raw();
+            a.device = self.ib.as_ptr();
+            a.pd = self.pd.raw();
+            a.type_ = c_attr.type_;
+            a.sgid_attr = c_attr.grh.sgid_attr;
+        }
+        let mut init = bindings::rdma_ah_init_attr {
+            ah_attr: &mut c_attr,
+            flags: if flags == GFP_KERNEL {
+                bindings::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE
+            } else {
+                0
+            },
+            xmit_slave: core::ptr::null_mut(),
+        };
+        let udata = u.map_or(core::ptr::null_mut(), |u| u.udata());
+        // SAFETY: The driver's op with its own structure's new AH.
+        kernel::error::to_result(unsafe { create(ah.raw(), &mut init, udata) })?;
+        // INVARIANT: Made above.
+        let made: KBox<DriverAh> = KBox::write(
+            slot,
+            DriverAh {
+                ib: self.ib,
+                ah,
+                sleepable: AtomicBool::new(false),
+                _sgid: sgid,
+            },
+        );
+        Ok(made)
+    }
 }
 
 impl Drop for DriverPd {
@@ -163,6 +245,9 @@ impl Drop for DriverMr {
 pub(crate) struct DriverAh {
     ib: NonNull<bindings::ib_device>,
     ah: DriverObject<bindings::ib_ah>,
+    /// Whether the driver's `destroy_ah` may sleep: only when the last destroyer said so (a
+    /// C caller's flags); the core's own drops may come from any context.
+    sleepable: AtomicBool,
     /// The source GID entry, held while the AH is (dropped after the driver destroyed it).
     _sgid: Option<SgidHold>,
 }
@@ -177,20 +262,23 @@ impl AhObject for DriverAh {
     fn state(&self) -> *const () {
         self.ah.raw().cast_const().cast()
     }
+
+    fn set_destroy_sleepable(&self, sleepable: bool) {
+        self.sleepable.store(sleepable, Ordering::Relaxed);
+    }
 }
 
 impl Drop for DriverAh {
     fn drop(&mut self) {
         // SAFETY: The structure outlives the AH (type invariant).
         if let Some(destroy) = unsafe { (*self.ib.as_ptr()).ops.destroy_ah } {
-            // SAFETY: Made by the driver, destroyed once; a sleeping caller (the core destroys
-            // AHs in process context).
-            unsafe {
-                destroy(
-                    self.ah.raw(),
-                    bindings::rdma_destroy_ah_flags_RDMA_DESTROY_AH_SLEEPABLE,
-                )
+            let flags = if self.sleepable.load(Ordering::Relaxed) {
+                bindings::rdma_destroy_ah_flags_RDMA_DESTROY_AH_SLEEPABLE
+            } else {
+                0
             };
+            // SAFETY: Made by the driver, destroyed once, sleeping only when allowed.
+            unsafe { destroy(self.ah.raw(), flags) };
         }
     }
 }
@@ -298,61 +386,18 @@ impl PdObject for DriverPd {
 
     fn create_ah(&self, attr: &AhAttr, flags: Flags) -> Result<KBox<dyn AhObject>> {
         let create = self.ops().create_ah.ok_or(EOPNOTSUPP)?;
-        // SAFETY: The structure outlives its PDs; its port data exists once registered.
-        let caps = unsafe {
-            let ib = &*self.ib.as_ptr();
-            if ib.port_data.is_null() || u32::from(attr.port_num) > ib.phys_port_cnt {
-                return Err(EINVAL);
-            }
-            (*ib.port_data.add(attr.port_num.into()))
-                .immutable
-                .core_cap_flags
-        };
-        if caps & (CORE_CAP_PROT_IB | CORE_CAP_PROT_ROCE | CORE_CAP_PROT_ROCE_UDP_ENCAP) == 0 {
-            // An iWARP port has no address handles.
-            return Err(EOPNOTSUPP);
-        }
-        let ah = DriverObject::<bindings::ib_ah>::alloc(self.ops().size_ib_ah, flags)?;
-        // SAFETY: A plain C structure: all zeroes is valid.
-        let mut c_attr: bindings::rdma_ah_attr = unsafe { core::mem::zeroed() };
-        ah_attr_to_c(attr, &mut c_attr);
-        // C's `rdma_fill_sgid_attr`: the source GID entry, held while the AH is.
-        let sgid = match &attr.grh {
-            // SAFETY: The structure is registered (type invariant of the PD's device).
-            Some(g) => Some(unsafe {
-                SgidHold::get(self.ib.as_ptr(), attr.port_num.into(), g.sgid_index)?
-            }),
-            None => None,
-        };
-        c_attr.grh.sgid_attr = sgid.as_ref().map_or(core::ptr::null(), |s| s.raw());
-        // SAFETY: The zeroed structure just allocated, ours until the driver gets it.
-        unsafe {
-            let a = &mut *ah.raw();
-            a.device = self.ib.as_ptr();
-            a.pd = self.pd.raw();
-            a.type_ = c_attr.type_;
-            a.sgid_attr = c_attr.grh.sgid_attr;
-        }
-        let mut init = bindings::rdma_ah_init_attr {
-            ah_attr: &mut c_attr,
-            flags: if flags == GFP_KERNEL {
-                bindings::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE
-            } else {
-                0
-            },
-            xmit_slave: core::ptr::null_mut(),
-        };
-        // SAFETY: The driver's op with its own structure's new AH.
-        kernel::error::to_result(unsafe { create(ah.raw(), &mut init, core::ptr::null_mut()) })?;
-        // INVARIANT: Made above.
-        Ok(KBox::new(
-            DriverAh {
-                ib: self.ib,
-                ah,
-                _sgid: sgid,
-            },
-            flags,
-        )?)
+        self.make_ah(attr, flags, create, None)
+    }
+
+    fn create_user_ah(
+        &self,
+        ctx: &dyn UContextObject,
+        attr: &AhAttr,
+        udata: &Udata,
+    ) -> Result<KBox<dyn AhObject>> {
+        let create = self.ops().create_user_ah.ok_or(EOPNOTSUPP)?;
+        let mut u = DriverUdata::new(udata, DriverUContext::of(ctx)?.raw());
+        self.make_ah(attr, GFP_KERNEL, create, Some(&mut u))
     }
 
     fn create_user_qp(

@@ -298,8 +298,8 @@ impl DriverQp {
         // C's `rdma_fill_sgid_attr` for a path: its source GID entry, held while the path is
         // the QP's.
         let sgid = match (&attr.grh, mask.contains(QpAttrField::Av)) {
-            // SAFETY: The structure is registered while its QPs live (type invariant).
             (Some(g), true) => {
+                // SAFETY: The structure is registered while its QPs live (type invariant).
                 Some(unsafe { SgidHold::get(self.ib.as_ptr(), port, g.sgid_index)? })
             }
             _ => None,

@@ -10,9 +10,12 @@
 
 use crate::{
     file::objects::{UCq, UMr, UQp, USrq},
-    ioctl::ids::{OBJECT_CQ, OBJECT_MR, OBJECT_PD, OBJECT_QP, OBJECT_SRQ},
+    ioctl::ids::{OBJECT_AH, OBJECT_CQ, OBJECT_MR, OBJECT_PD, OBJECT_QP, OBJECT_SRQ},
 };
-use ib_core::{user::spec::DriverUObject, user::ucontext::UserPd};
+use ib_core::{
+    user::spec::DriverUObject,
+    user::ucontext::{UserAh, UserPd},
+};
 use kernel::{ida::Ida, prelude::*};
 
 /// One object.
@@ -27,6 +30,11 @@ pub(crate) enum UObject {
     Qp(UQp),
     /// A shared receive queue.
     Srq(USrq),
+    /// An address handle.
+    Ah {
+        /// Kept to be dropped: the driver destroys it then.
+        _ah: UserAh,
+    },
     /// A driver's object of type `object` (mlx5: a UAR).
     Driver {
         /// Its type (the driver's object id).
@@ -47,6 +55,7 @@ impl UObject {
             UObject::Cq(_) => OBJECT_CQ,
             UObject::Qp(_) => OBJECT_QP,
             UObject::Srq(_) => OBJECT_SRQ,
+            UObject::Ah { .. } => OBJECT_AH,
             UObject::Driver { object, .. } => *object,
             UObject::Reserved => u16::MAX,
         }
@@ -58,7 +67,11 @@ impl UObject {
             UObject::Pd(pd) => pd.users() != 0,
             UObject::Cq(cq) => cq.users() != 0,
             UObject::Srq(srq) => srq.users() != 0,
-            UObject::Mr(_) | UObject::Qp(_) | UObject::Driver { .. } | UObject::Reserved => false,
+            UObject::Mr(_)
+            | UObject::Qp(_)
+            | UObject::Ah { .. }
+            | UObject::Driver { .. }
+            | UObject::Reserved => false,
         }
     }
 }

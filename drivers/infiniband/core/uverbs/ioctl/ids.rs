@@ -19,6 +19,8 @@ pub(crate) const OBJECT_SRQ: u16 = 5;
 pub(crate) const OBJECT_XRCD: u16 = 10;
 /// `UVERBS_OBJECT_RWQ_IND_TBL`.
 pub(crate) const OBJECT_RWQ_IND_TBL: u16 = 11;
+/// `UVERBS_OBJECT_AH`.
+pub(crate) const OBJECT_AH: u16 = 6;
 /// `UVERBS_OBJECT_MR`.
 pub(crate) const OBJECT_MR: u16 = 7;
 /// `UVERBS_OBJECT_ASYNC_EVENT`.
