@@ -622,3 +622,50 @@ pub(crate) unsafe extern "C" fn ib_create_ah_from_wc(
     unsafe { rdma_destroy_ah_attr(&mut attr) };
     ah
 }
+
+#[kernel::macros::kunit_tests(rdma_rs_ib_c_gid_roce)]
+mod tests {
+    use super::*;
+
+    /// A GRH area holding an IPv4 header (192.168.0.1 to 192.168.0.199, checksum 0xb861) after
+    /// `first` and 19 zero bytes.
+    fn ipv4_area(first: u8, checksum: [u8; 2]) -> [u8; 40] {
+        let mut a = [0u8; 40];
+        a[0] = first;
+        a[20..40].copy_from_slice(&[
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, checksum[0], checksum[1],
+            0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+        ]);
+        a
+    }
+
+    #[test]
+    fn the_header_version_is_read_as_c_reads_it() {
+        // An IPv4 header after bytes that are not an IPv6 header's.
+        assert_eq!(header_version(&ipv4_area(0, [0xb8, 0x61])), 4);
+        // After bytes that look like an IPv6 header's: believed for its checksum alone.
+        assert_eq!(header_version(&ipv4_area(0x60, [0xb8, 0x61])), 4);
+        assert_eq!(header_version(&ipv4_area(0x60, [0xb8, 0x62])), 6);
+    }
+
+    #[test]
+    fn the_network_type_and_gids_of_a_packet() {
+        // SAFETY: A plain C structure: all zeroes is valid (no flags).
+        let wc: bindings::ib_wc = unsafe { core::mem::zeroed() };
+        let v4 = ipv4_area(0, [0xb8, 0x61]);
+        assert!(net_type(&wc, &v4) == Some(NetType::Ipv4));
+        let (s, d) = gids_of(&v4, NetType::Ipv4);
+        assert_eq!(s.0, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 0, 1]);
+        assert_eq!(d.0, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 0, 199]);
+        // An IPv6 header (a bad IPv4 checksum behind it): UDP next is RoCE v2, else v1.
+        let mut v6 = ipv4_area(0x60, [0, 0]);
+        v6[6] = bindings::IPPROTO_UDP as u8;
+        assert!(net_type(&wc, &v6) == Some(NetType::Ipv6));
+        v6[6] = 0x1b;
+        assert!(net_type(&wc, &v6) == Some(NetType::RoceV1));
+        v6[8..24].copy_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
+        let (s, _) = gids_of(&v6, NetType::RoceV1);
+        assert_eq!(s.0[0], 0xfe);
+        assert_eq!(s.0[15], 8);
+    }
+}

@@ -781,7 +781,7 @@ mod tests {
         );
         assert_eq!(run(64, hdr(EX | 18, 4, 4), ex(RESP, 1, 0, 0))?, (core, drv));
         // Commands without a handler yet: EOPNOTSUPP once the buffers are split.
-        assert_eq!(run(64, hdr(5, 16, 1), None).err(), Some(EOPNOTSUPP));
+        assert_eq!(run(64, hdr(37, 16, 1), None).err(), Some(EOPNOTSUPP));
         assert_eq!(
             run(64, hdr(EX | 24, 4, 4), ex(RESP, 1, 0, 0)).err(),
             Some(EOPNOTSUPP)
