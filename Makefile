@@ -106,10 +106,15 @@ endif
 ## changes one; the choice is kept there).
 RDMA_RS_CONFIG := $(OUT)/rdma-rs.config
 RDMA_RS_SET ?=
+## Its output is kept in $(OUT)/modules-build.log, and $(OUT)/modules-build.kind says whether
+## it built everything (`full`: the output directory was empty) or only what changed: make
+## test's style step reads the warnings of a full build instead of building again.
 modules: kernel
 	@mkdir -p $(RUST_MODULES)
 	tools/kernel/rdma-rs-config.sh $(REPO) $(KTREE) $(RDMA_RS_CONFIG) $(BINDGEN) $(RDMA_RS_SET)
-	+$(KMAKE) -j$(NPROC) M=$(REPO) MO=$(RUST_MODULES) RDMA_RS_CONFIG=$(RDMA_RS_CONFIG) CLIPPY=1 modules
+	@if [ -z "$$(ls -A $(RUST_MODULES))" ]; then echo full; else echo incremental; fi >$(OUT)/modules-build.kind
+	+@{ $(KMAKE) -j$(NPROC) M=$(REPO) MO=$(RUST_MODULES) RDMA_RS_CONFIG=$(RDMA_RS_CONFIG) CLIPPY=1 modules 2>&1; \
+		echo $$? >$(OUT)/modules-build.rc; } | tee $(OUT)/modules-build.log; exit $$(cat $(OUT)/modules-build.rc)
 	python3 tools/kernel/check-frames.py $(FRAME_LIMIT) $(RUST_MODULES)/*.ko
 
 ## Largest stack frame a function of our modules may have (bytes): a probe nests deep on a
