@@ -633,8 +633,26 @@ mod tests {
         let mut a = [0u8; 40];
         a[0] = first;
         a[20..40].copy_from_slice(&[
-            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, checksum[0], checksum[1],
-            0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+            0x45,
+            0x00,
+            0x00,
+            0x73,
+            0x00,
+            0x00,
+            0x40,
+            0x00,
+            0x40,
+            0x11,
+            checksum[0],
+            checksum[1],
+            0xc0,
+            0xa8,
+            0x00,
+            0x01,
+            0xc0,
+            0xa8,
+            0x00,
+            0xc7,
         ]);
         a
     }
@@ -655,8 +673,14 @@ mod tests {
         let v4 = ipv4_area(0, [0xb8, 0x61]);
         assert!(net_type(&wc, &v4) == Some(NetType::Ipv4));
         let (s, d) = gids_of(&v4, NetType::Ipv4);
-        assert_eq!(s.0, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 0, 1]);
-        assert_eq!(d.0, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 0, 199]);
+        assert_eq!(
+            s.0,
+            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 0, 1]
+        );
+        assert_eq!(
+            d.0,
+            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 0, 199]
+        );
         // An IPv6 header (a bad IPv4 checksum behind it): UDP next is RoCE v2, else v1.
         let mut v6 = ipv4_area(0x60, [0, 0]);
         v6[6] = bindings::IPPROTO_UDP as u8;

@@ -94,20 +94,35 @@ pub(crate) unsafe extern "C" fn ib_init_ah_attr_from_path(
     if r.hop_limit == 0 {
         return 0;
     }
+    // SAFETY: The caller's contract.
+    match unsafe { path_grh(device, dev, port_num, r, GidType::Ib, gid_attr, out) } {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// The GRH of a path's address (C's `init_ah_attr_grh_fields`): to the record's destination
+/// GID, from `gid_attr` (held once more) or the port's entry holding the record's source GID
+/// of type `kind` (held); the caller's `rdma_destroy_ah_attr` puts it.
+///
+/// # Safety
+///
+/// As [`ib_init_ah_attr_from_path`].
+unsafe fn path_grh(
+    device: *mut bindings::ib_device,
+    dev: &crate::device::ib_device::IbDevice,
+    port_num: u32,
+    r: &bindings::sa_path_rec,
+    kind: GidType,
+    gid_attr: *const bindings::ib_gid_attr,
+    out: &mut bindings::rdma_ah_attr,
+) -> Result {
     let sgid = if gid_attr.is_null() {
         // SAFETY: Every bit pattern of the GID union is its raw bytes.
         let want = Gid(unsafe { r.sgid.raw });
-        match find_on_port(
-            device,
-            dev,
-            port_num,
-            &want,
-            crate::attrs::GidType::Ib,
-            core::ptr::null_mut(),
-        ) {
-            Ok(a) => a.as_ptr().cast_const(),
-            Err(e) => return e.to_errno(),
-        }
+        find_on_port(device, dev, port_num, &want, kind, core::ptr::null_mut())?
+            .as_ptr()
+            .cast_const()
     } else {
         // SAFETY: Held by the caller (contract); the new hold is the address attribute's.
         unsafe { hold_gid_attr(gid_attr) };
@@ -121,7 +136,7 @@ pub(crate) unsafe extern "C" fn ib_init_ah_attr_from_path(
     out.grh.hop_limit = r.hop_limit;
     out.grh.traffic_class = r.traffic_class;
     out.grh.sgid_attr = sgid;
-    0
+    Ok(())
 }
 
 /// C's `roce_resolve_route_from_path`: a RoCE record's route, from its source GID's net device
@@ -189,31 +204,13 @@ unsafe fn roce_from_path(
     unsafe { roce_resolve_route(r, gid_attr)? };
     // SAFETY: The RoCE member is the one a RoCE record's type names.
     out.__bindgen_anon_1.roce.dmac = unsafe { r.__bindgen_anon_1.roce.dmac };
-    let sgid = if gid_attr.is_null() {
-        let kind = if r.rec_type == bindings::sa_path_rec_type_SA_PATH_REC_TYPE_ROCE_V1 {
-            GidType::RoceV1
-        } else {
-            GidType::RoceV2
-        };
-        // SAFETY: Every bit pattern of the GID union is its raw bytes.
-        let want = Gid(unsafe { r.sgid.raw });
-        find_on_port(device, dev, port_num, &want, kind, core::ptr::null_mut())?
-            .as_ptr()
-            .cast_const()
+    let kind = if r.rec_type == bindings::sa_path_rec_type_SA_PATH_REC_TYPE_ROCE_V1 {
+        GidType::RoceV1
     } else {
-        // SAFETY: Held by the caller (contract); the new hold is the address attribute's.
-        unsafe { hold_gid_attr(gid_attr) };
-        gid_attr
+        GidType::RoceV2
     };
-    out.ah_flags = bindings::ib_ah_flags_IB_AH_GRH as u8;
-    out.grh.dgid = r.dgid;
-    out.grh.flow_label = u32::from_be(r.flow_label);
-    // SAFETY: `sgid` is held (above).
-    out.grh.sgid_index = unsafe { (*sgid).index } as u8;
-    out.grh.hop_limit = r.hop_limit;
-    out.grh.traffic_class = r.traffic_class;
-    out.grh.sgid_attr = sgid;
-    Ok(())
+    // SAFETY: The caller's contract.
+    unsafe { path_grh(device, dev, port_num, r, kind, gid_attr, out) }
 }
 
 #[kernel::macros::kunit_tests(rdma_rs_ib_c_sa_path)]

@@ -119,6 +119,56 @@ impl DriverPd {
         unsafe { &(*self.ib.as_ptr()).ops }
     }
 
+    /// The MR the driver's op answered `mr` with (null or an `ERR_PTR` on failure), of `type_`,
+    /// with the range `user` of a user MR, as the core's object.
+    ///
+    /// # Safety
+    ///
+    /// `mr` is what an MR-making op of this PD's driver returned, on this PD.
+    unsafe fn own_mr(
+        &self,
+        mr: *mut bindings::ib_mr,
+        type_: bindings::ib_mr_type,
+        user: Option<(u64, u64)>,
+    ) -> Result<NewMr<KBox<dyn MrObject>>> {
+        if mr.is_null() {
+            return Err(ENOMEM);
+        }
+        let mr = kernel::error::from_err_ptr(mr)?;
+        // The box is made first: once the core owns the MR, nothing may fail.
+        let slot = KBox::<DriverMr>::new_uninit(GFP_KERNEL);
+        // SAFETY: The driver's new MR (the caller's contract); C fills these after the op.
+        let (lkey, rkey) = unsafe {
+            (*mr).device = self.ib.as_ptr();
+            (*mr).pd = self.pd.raw();
+            (*mr).type_ = type_;
+            if let Some((iova, length)) = user {
+                (*mr).iova = iova;
+                (*mr).length = length;
+            }
+            ((*mr).lkey, (*mr).rkey)
+        };
+        // INVARIANT: Returned by the driver's op; the structure outlives it, and the context,
+        // for a user MR.
+        let owned = DriverMr {
+            ib: self.ib,
+            uctx: if user.is_some() {
+                self.uctx
+            } else {
+                core::ptr::null_mut()
+            },
+            // SAFETY: Checked not null above.
+            mr: unsafe { NonNull::new_unchecked(mr) },
+        };
+        // On failure to box it, dropping `owned` deregisters the MR.
+        let made: KBox<DriverMr> = KBox::write(slot?, owned);
+        Ok(NewMr {
+            mr: made,
+            lkey,
+            rkey,
+        })
+    }
+
     /// An AH of this PD for `attr` by the driver's op `create` (`create_ah`, or
     /// `create_user_ah` with `u`), its memory allocated with `flags`.
     fn make_ah(
@@ -312,29 +362,8 @@ impl PdObject for DriverPd {
         let get = self.ops().get_dma_mr.ok_or(EOPNOTSUPP)?;
         // SAFETY: The driver's op on its live PD.
         let mr = unsafe { get(self.pd.raw(), u32::from(access) as c_int) };
-        if mr.is_null() {
-            return Err(ENOMEM);
-        }
-        let mr = kernel::error::from_err_ptr(mr)?;
-        // SAFETY: The driver's new MR; C's `ib_get_dma_mr` fills these after the op.
-        let (lkey, rkey) = unsafe {
-            (*mr).device = self.ib.as_ptr();
-            (*mr).pd = self.pd.raw();
-            (*mr).type_ = bindings::ib_mr_type_IB_MR_TYPE_DMA;
-            ((*mr).lkey, (*mr).rkey)
-        };
-        // INVARIANT: Returned by the driver's op; the structure outlives it.
-        let mr = DriverMr {
-            ib: self.ib,
-            uctx: core::ptr::null_mut(),
-            // SAFETY: Checked not null above.
-            mr: unsafe { NonNull::new_unchecked(mr) },
-        };
-        Ok(NewMr {
-            mr: KBox::new(mr, GFP_KERNEL)?,
-            lkey,
-            rkey,
-        })
+        // SAFETY: The driver's answer; C's `ib_get_dma_mr` fills these after the op.
+        unsafe { self.own_mr(mr, bindings::ib_mr_type_IB_MR_TYPE_DMA, None) }
     }
 
     fn reg_user_mr(&self, init: &UserMrInit, udata: &Udata) -> Result<NewMr<KBox<dyn MrObject>>> {
@@ -353,31 +382,14 @@ impl PdObject for DriverPd {
                 u.udata(),
             )
         };
-        if mr.is_null() {
-            return Err(ENOMEM);
+        // SAFETY: The driver's answer; C's `ib_uverbs_reg_mr` fills these after the op.
+        unsafe {
+            self.own_mr(
+                mr,
+                bindings::ib_mr_type_IB_MR_TYPE_USER,
+                Some((init.iova, init.length)),
+            )
         }
-        let mr = kernel::error::from_err_ptr(mr)?;
-        // SAFETY: The driver's new MR; C's `ib_uverbs_reg_mr` fills these after the op.
-        let (lkey, rkey) = unsafe {
-            (*mr).device = self.ib.as_ptr();
-            (*mr).pd = self.pd.raw();
-            (*mr).type_ = bindings::ib_mr_type_IB_MR_TYPE_USER;
-            (*mr).iova = init.iova;
-            (*mr).length = init.length;
-            ((*mr).lkey, (*mr).rkey)
-        };
-        // INVARIANT: Returned by the driver's op; the structure and the context outlive it.
-        let mr = DriverMr {
-            ib: self.ib,
-            uctx: self.uctx,
-            // SAFETY: Checked not null above.
-            mr: unsafe { NonNull::new_unchecked(mr) },
-        };
-        Ok(NewMr {
-            mr: KBox::new(mr, GFP_KERNEL)?,
-            lkey,
-            rkey,
-        })
     }
 
     fn create_srq(&self, _attr: &SrqAttr, _events: &EventNotifier) -> Result<KBox<dyn SrqObject>> {
