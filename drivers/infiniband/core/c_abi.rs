@@ -26,6 +26,8 @@ pub(crate) mod driver;
 pub(crate) mod events;
 /// The C structure of a registered device.
 pub(crate) mod face;
+/// The iWARP entries of a face's ops table (refused until iWARP connections go through the core).
+pub(crate) mod face_iw;
 /// GIDs and address attributes.
 pub(crate) mod gid;
 /// The MAD agent API.

@@ -28,6 +28,8 @@ pub(crate) mod ops;
 pub(crate) mod pd;
 /// Queue pairs and their work requests.
 pub(crate) mod qp;
+/// The event relay a driver's QP structure carries, and what it tells.
+pub(crate) mod qp_relay;
 /// Registration and unregistration.
 pub(crate) mod registration;
 /// The source GID attributes of addresses.

@@ -192,6 +192,7 @@ EXPORT_C_ABI(_ib_respond_udata);
 EXPORT_C_ABI(ib_umem_get_attr_or_va);
 EXPORT_C_ABI(ib_umem_release);
 EXPORT_C_ABI(ib_umem_check_rereg);
+EXPORT_C_ABI(ib_dma_virt_map_sg);
 
 /* c_abi/driver/user_mmap.rs */
 EXPORT_C_ABI(rdma_user_mmap_entry_insert);

@@ -582,6 +582,10 @@ impl CFace {
             // What C's inline post, poll and arm functions call (`c_abi/data_path.rs`).
             fill_ops(&mut c.ops, dev.attr().max_srq > 0);
         }
+        if c.node_type == bindings::RDMA_NODE_RNIC as u8 {
+            // What iw_cm calls through the device (refused: `c_abi/face_iw.rs`).
+            crate::c_abi::face_iw::fill(&mut c.ops);
+        }
         c.set_use_cq_dim(dev.use_cq_dim().into());
         c.local_dma_lkey = dev.attr().local_dma_lkey.unwrap_or(0);
         fill_attrs(&mut c.attrs, dev.attr());

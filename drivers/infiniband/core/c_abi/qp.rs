@@ -14,6 +14,7 @@ use crate::{
     c_abi::{
         ah::{ah_attr_from_c, ah_attr_to_c},
         cq::cq_of,
+        driver::qp_relay,
         object::{atomic, init_list, new_event, ptr_or_err, relay_events, Faced},
         pd::pd_of,
         restrack::{track, untrack},
@@ -325,6 +326,11 @@ pub(crate) unsafe extern "C" fn ib_modify_qp(
     qp_attr: *mut bindings::ib_qp_attr,
     qp_attr_mask: c_int,
 ) -> c_int {
+    // SAFETY: `qp` is live (contract).
+    if unsafe { qp_relay::is_driver_qp(qp) } {
+        // SAFETY: A driver's own live QP (checked), `qp_attr` readable (contract).
+        return unsafe { qp_relay::modify(qp, qp_attr, qp_attr_mask) };
+    }
     // SAFETY: `qp` is live (contract).
     let core = unsafe { qp_of(qp) };
     let bits = qp_attr_mask as u32;

@@ -683,7 +683,12 @@ impl UserQp {
         } else {
             *state
         };
-        if !qp_transition_ok(*state, next, self.res.qp_type, mask) {
+        // A C driver checks the transition itself (C's core leaves it to the driver's
+        // `modify_qp`, with its transport's rules: an iWARP QP goes to INIT with its access
+        // flags alone, and to RTS through its connection manager, not through a modify).
+        if !self.dev.ops().checks_qp_transitions()
+            && !qp_transition_ok(*state, next, self.res.qp_type, mask)
+        {
             return Err(EINVAL);
         }
         if mask.contains(QpAttrField::Port) && !self.dev.is_valid_port(attr.port_num.into()) {

@@ -641,6 +641,11 @@ pub(crate) trait DynOps: Send + Sync {
     fn alloc_hw_port_stats(&self, port: u32) -> Result<HwStatsDesc>;
     /// `DeviceOps::get_hw_stats`.
     fn get_hw_stats(&self, port: u32, values: &mut [u64], index: usize) -> Result<usize>;
+    /// Whether the driver checks QP transitions itself (C drivers: `ib_modify_qp_is_ok` from
+    /// their `modify_qp`, or their transport's own rules); the core checks them for its own.
+    fn checks_qp_transitions(&self) -> bool {
+        false
+    }
     /// The network device of `port` (C's `ib_device_get_netdev`), held: a C driver's, set with
     /// `ib_device_set_netdev`; none for the core's drivers.
     fn netdev(&self, _port: u32) -> Option<ARef<NetDevice>> {

@@ -152,6 +152,9 @@ impl DriverCq {
             (*c).cq_context = core::ptr::from_ref::<CqNotifier>(&notifier)
                 .cast_mut()
                 .cast();
+            // C's restrack marks a user object (siw tells user CQs from kernel ones by it:
+            // `rdma_is_kernel_res`).
+            (*c).res.user = !uctx.is_null();
         }
         let bundle = u.map_or(core::ptr::null_mut(), |u| u.bundle());
         // SAFETY: The driver's op with its own structure's new CQ (C's `__ib_create_cq`, or

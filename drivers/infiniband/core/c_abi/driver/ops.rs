@@ -353,6 +353,10 @@ impl DynOps for CDriverOps {
         )?)
     }
 
+    fn checks_qp_transitions(&self) -> bool {
+        true
+    }
+
     fn query_device_udata(&self, udata: &Udata) -> Result<DeviceAttr> {
         let attr = self.query_device_c(Some(udata))?;
         // SAFETY: The structure is alive (type invariant).

@@ -105,8 +105,12 @@ impl DriverPd {
         let ops = unsafe { &(*ib.as_ptr()).ops };
         let alloc = ops.alloc_pd.ok_or(EOPNOTSUPP)?;
         let pd = DriverObject::<bindings::ib_pd>::alloc(ops.size_ib_pd, GFP_KERNEL)?;
-        // SAFETY: The zeroed structure just allocated, ours until the driver gets it.
-        unsafe { (*pd.raw()).device = ib.as_ptr() };
+        // SAFETY: The zeroed structure just allocated, ours until the driver gets it; C's
+        // restrack marks a user object.
+        unsafe {
+            (*pd.raw()).device = ib.as_ptr();
+            (*pd.raw()).res.user = !uctx.is_null();
+        }
         let udata = u.map_or(core::ptr::null_mut(), |u| u.udata());
         // SAFETY: The driver's op with its own structure's new PD.
         kernel::error::to_result(unsafe { alloc(pd.raw(), udata) })?;
@@ -142,6 +146,7 @@ impl DriverPd {
             (*mr).device = self.ib.as_ptr();
             (*mr).pd = self.pd.raw();
             (*mr).type_ = type_;
+            (*mr).res.user = user.is_some();
             if let Some((iova, length)) = user {
                 (*mr).iova = iova;
                 (*mr).length = length;

@@ -16,12 +16,13 @@ use crate::{
             bundle::{self, DriverUdata},
             cq::DriverCq,
             object::DriverObject,
+            qp_relay::event,
             sgid::SgidHold,
         },
         object::init_list,
         qp::{attr_from_c, attr_to_c},
     },
-    device::events::{EventNotifier, EventType},
+    device::events::EventNotifier,
     user::udata::Udata,
     verbs::ops::{CqObject, QpObject, SrqObject, UserQpObject},
     verbs::prepared::{PreparedImage, PreparedSend},
@@ -53,21 +54,6 @@ pub(crate) struct DriverQp {
 unsafe impl Send for DriverQp {}
 // SAFETY: As above.
 unsafe impl Sync for DriverQp {}
-
-/// The driver's asynchronous event callback of a QP: passed on to the consumer.
-///
-/// # Safety
-///
-/// Called by the driver with an event of a QP of [`DriverQp::create`] and its context.
-unsafe extern "C" fn event(ev: *mut bindings::ib_event, ctx: *mut c_void) {
-    // SAFETY: The context is the QP's boxed notifier (type invariant of `DriverQp`); `ev` is
-    // readable.
-    unsafe {
-        if let Some(e) = EventType::from_number((*ev).event) {
-            (*ctx.cast::<EventNotifier>()).raise(e);
-        }
-    }
-}
 
 /// What a send run holds per work request: the base request in one of C's containers.
 #[repr(C)]
@@ -222,6 +208,8 @@ impl DriverQp {
             p.port = port;
             p.event_handler = Some(event);
             p.qp_context = ctx;
+            // C's restrack marks a user object (siw tells user QPs from kernel ones by it).
+            p.res.user = !uctx.is_null();
             init_list(&mut p.rdma_mrs);
             init_list(&mut p.sig_mrs);
             init_list(&mut p.xrcd_list);

@@ -3,9 +3,10 @@
 //! A C driver's user context ([`DriverUContext`]): the `struct ib_ucontext` of the driver's size
 //! a process gets when it opens the device's uverbs file (C's `ib_alloc_ucontext` and the
 //! driver's `alloc_ucontext`, `dealloc_ucontext`), its `mmap` (the driver's own, as C's
-//! `ib_uverbs_mmap` calls it) and the CQs made in it.
+//! `ib_uverbs_mmap` calls it, with the context's mmap entries, `user_mmap.rs`) and the CQs made
+//! in it.
 //!
-//! Not yet: the context's `rdma_user_mmap` entries (siw's queues), driver methods.
+//! Not yet: driver methods.
 
 use crate::{
     c_abi::driver::{bundle::DriverUdata, cq::DriverCq, object::DriverObject},
@@ -78,7 +79,8 @@ impl Drop for DriverUContext {
             // SAFETY: Made by the driver, freed once, after every object of it.
             unsafe { dealloc(self.uctx.raw()) };
         }
-        // SAFETY: The xarray of the context, empty (no entry is ever inserted yet).
+        // SAFETY: The xarray of the context, freed once, after the driver (which removes its
+        // mmap entries with the objects they belong to).
         unsafe { bindings::xa_destroy(&raw mut (*self.uctx.raw()).mmap_xa) };
     }
 }
