@@ -307,14 +307,11 @@ class DeferredBuild:
 def vm_scenarios(tally, runs, harness_args, jobs, deferred=None):
     """Runs the VM scenarios, up to `jobs` guests at once (each run has its own work directory,
     sockets and cx-model, so runs do not share anything; a two-VM run counts two). Exclusive
-    runs go first, one at a time, then the two-VM runs and then the single ones, each longest
-    first (the first that fits beside the ones running). Each run's output is printed when it ends. A `deferred` build starts after
+    runs go first, one at a time, then the rest longest first (the longest that fits beside the
+    ones running). Each run's output is printed when it ends. A `deferred` build starts after
     the exclusive runs; the runs that need it start once it has ended (failed: they fail)."""
     deferred = deferred or DeferredBuild(None)
-    # Two-guest runs before single ones: they then run one after the other beside single runs
-    # from the start, where the longest-first order left them for the end, one at a time, with
-    # cores idle (a single run always fit first while two others ran; docs/build.md).
-    pending = sorted(runs, key=lambda r: (not r.exclusive, r.guests == 1, -r.weight))
+    pending = sorted(runs, key=lambda r: (not r.exclusive, -r.weight))
     running = []  # (run, Popen, output file)
     busy0, total0 = cpu_times()
     cpu_runs = 0.0
