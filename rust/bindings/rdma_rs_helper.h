@@ -33,6 +33,7 @@
 #include <rdma/ib_user_sa.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>
+#include <rdma/rw.h>
 #include <rdma/uverbs_ioctl.h>
 #include <uapi/rdma/rdma_netlink.h>
 

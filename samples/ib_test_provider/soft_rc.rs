@@ -596,6 +596,10 @@ impl Fabric {
                     Err(s) => Outcome::failed(s),
                 }
             }
+            // Refused at post (`queue_send`): never queued.
+            SendOpcode::LocalInv | SendOpcode::SendWithInv | SendOpcode::RegMr => {
+                Outcome::failed(WcStatus::LocQpOpErr)
+            }
         }
     }
 
@@ -661,6 +665,10 @@ fn completed_opcode(op: SendOpcode) -> WcOpcode {
         SendOpcode::RdmaRead => WcOpcode::RdmaRead,
         SendOpcode::AtomicCmpAndSwp => WcOpcode::CompSwap,
         SendOpcode::AtomicFetchAndAdd => WcOpcode::FetchAdd,
+        // Refused at post (`queue_send`): never queued.
+        SendOpcode::LocalInv => WcOpcode::LocalInv,
+        SendOpcode::SendWithInv => WcOpcode::Send,
+        SendOpcode::RegMr => WcOpcode::RegMr,
     }
 }
 
@@ -1170,18 +1178,27 @@ impl SoftQp {
     }
 
     fn queue_send(&self, wr: &SendWr<'_>, ah_of: &impl Fn(&UdWr<'_>) -> AhAttr) -> Result {
-        let opcode_ok = match self.qp_type {
-            QpType::Ud => {
-                wr.ud.is_some() && matches!(wr.opcode, SendOpcode::Send | SendOpcode::SendWithImm)
-            }
-            QpType::Uc => !matches!(
-                wr.opcode,
-                SendOpcode::RdmaRead | SendOpcode::AtomicCmpAndSwp | SendOpcode::AtomicFetchAndAdd
-            ),
-            QpType::Rc => true,
-            // Not made by this provider.
-            QpType::Smi | QpType::Gsi => false,
-        };
+        // No fast-registration MRs here: their opcodes are refused on every QP.
+        let fast_reg = matches!(
+            wr.opcode,
+            SendOpcode::LocalInv | SendOpcode::SendWithInv | SendOpcode::RegMr
+        );
+        let opcode_ok = !fast_reg
+            && match self.qp_type {
+                QpType::Ud => {
+                    wr.ud.is_some()
+                        && matches!(wr.opcode, SendOpcode::Send | SendOpcode::SendWithImm)
+                }
+                QpType::Uc => !matches!(
+                    wr.opcode,
+                    SendOpcode::RdmaRead
+                        | SendOpcode::AtomicCmpAndSwp
+                        | SendOpcode::AtomicFetchAndAdd
+                ),
+                QpType::Rc => true,
+                // Not made by this provider.
+                QpType::Smi | QpType::Gsi => false,
+            };
         if !matches!(self.state(), QpState::Rts | QpState::Err)
             || !opcode_ok
             || wr.sg_list.len() > self.cap.max_send_sge as usize

@@ -65,6 +65,16 @@ STACK_EXTRAS = {
           "ib_c_cm", "ib_c_sa", "ib_c_rdmacm", "ib_cm", "iw_cm", "configfs", "rdma_cm", "rdma_ucm",
           "ib_ipoib", "udp_tunnel", "ip6_udp_tunnel", "rdma_rxe", "siw", "ib_c_roce"],
 }
+# NVMe over RDMA: C's host and target drivers, what they depend on, and null_blk (the target's
+# namespace), from the kernel tree; installed for the scenarios that name them.
+NVME_MODULES = {
+    "null_blk": "drivers/block/null_blk/null_blk.ko",
+    "nvme-core": "drivers/nvme/host/nvme-core.ko",
+    "nvme-fabrics": "drivers/nvme/host/nvme-fabrics.ko",
+    "nvme-rdma": "drivers/nvme/host/nvme-rdma.ko",
+    "nvmet": "drivers/nvme/target/nvmet.ko",
+    "nvmet-rdma": "drivers/nvme/target/nvmet-rdma.ko",
+}
 # Where the C modules sit in the kernel build tree.
 C_MODULE_PATHS = {
     "dimlib": "lib/dim/dimlib.ko",
@@ -573,6 +583,10 @@ def module_paths(args, stack: str) -> dict[str, Path]:
         c_abi["ip6_udp_tunnel"] = Path(args.kernel_tree) / "net/ipv6/ip6_udp_tunnel.ko"
         c_abi["rdma_rxe"] = Path(args.kernel_tree) / "drivers/infiniband/sw/rxe/rdma_rxe.ko"
         c_abi["siw"] = Path(args.kernel_tree) / "drivers/infiniband/sw/siw/siw.ko"
+        # NVMe over RDMA (C's host and target, on both stacks) and the memory-backed block
+        # device the target exports.
+        for name, rel in NVME_MODULES.items():
+            c_abi[name] = Path(args.kernel_tree) / rel
     if stack == "rust":
         paths = {m: Path(args.rust_modules) / f"{m}.ko" for m in STACK_MODULES["rust"] + STACK_EXTRAS["rust"]}
         for name in ("ib_verbs_client", "ib_verbs_peer"):

@@ -342,6 +342,9 @@ pub struct DeviceAttr {
     pub local_ca_ack_delay: u8,
     /// Scatter/gather entries per RDMA read.
     pub max_sge_rd: u32,
+    /// Pages one fast registration maps (C's `max_fast_reg_page_list_len`; 0 without fast
+    /// registration).
+    pub max_fast_reg_page_list_len: u32,
     /// Outstanding RDMA reads/atomics of the whole device as target.
     pub max_res_rd_atom: u32,
     /// Largest number of memory windows.

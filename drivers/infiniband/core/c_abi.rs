@@ -18,6 +18,8 @@ pub(crate) mod cache;
 pub(crate) mod clients;
 /// Completion queues, and those the core polls.
 pub(crate) mod cq;
+/// The device's shared CQ pool (`ib_cq_pool_get`).
+pub(crate) mod cq_pool;
 /// The data path: the ops table's post, poll and arm entries.
 pub(crate) mod data_path;
 /// C drivers' devices on the core.
@@ -36,6 +38,8 @@ pub(crate) mod mad_agent;
 pub(crate) mod messages;
 /// Memory regions.
 pub(crate) mod mr;
+/// Pools of fast-registration MRs on a QP.
+pub(crate) mod mr_pool;
 /// Objects as C holds them: the core's part, then the C structure.
 pub(crate) mod object;
 /// Protection domains.
@@ -50,6 +54,8 @@ pub(crate) mod queries;
 pub(crate) mod rates;
 /// RDMA netlink for C modules' clients.
 pub(crate) mod rdma_nl;
+/// The RDMA read/write API (`rdma_rw_ctx_*`).
+pub(crate) mod rdma_rw;
 /// Resource tracking as C sees it.
 pub(crate) mod restrack;
 /// The SA client's C API: clients, path queries, path records packed and unpacked.

@@ -35,17 +35,19 @@ pub use crate::verbs::types::{
     QpAttr, QpAttrField, QpAttrMask, QpCap, QpInitDriver, QpState, QpType, SrqAttr, SrqAttrField,
     SrqAttrMask,
 };
+pub use crate::verbs::wr::MappedSg;
 use crate::{
     attrs::{Gid, LinkLayer},
     device::ib_device::{DeviceRef, IbDevice},
     restrack::{ResType, Tracked},
-    verbs::ops::{CqObject, MrObject, PdObject, QpObject, SrqObject},
+    verbs::ops::{CqObject, PdObject, QpObject, SrqObject},
     verbs::prepared::PreparedSend,
-    verbs::wr::{AhHandle, PostError, RecvWr, SendWr, WorkCompletion},
+    verbs::wr::{AhHandle, MrHandle, MrObject, PostError, RecvWr, SendWr, WorkCompletion},
 };
 use core::any::Any;
 use kernel::{
     alloc::Flags,
+    bindings,
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
@@ -606,7 +608,10 @@ impl Qp {
         let dev = Arc::as_ptr(self.pd.dev.arc()).addr();
         post_until_refused(
             wrs,
-            |wr| wr.ud.as_ref().is_some_and(|ud| !ud.ah.is_of(dev)),
+            |wr| {
+                wr.ud.as_ref().is_some_and(|ud| !ud.ah.is_of(dev))
+                    || wr.reg.as_ref().is_some_and(|r| !r.mr.is_of(dev))
+            },
             |w| self.drv.post_send(w),
         )
     }
@@ -891,7 +896,7 @@ impl Drop for Ah {
 
 /// A memory region. It keeps its PD alive.
 pub struct Mr {
-    _drv: KBox<dyn MrObject>,
+    handle: MrHandle,
     _counted: Counted,
     pd: Arc<Pd>,
     lkey: u32,
@@ -903,7 +908,7 @@ impl Mr {
     pub fn get_dma_mr(pd: &Arc<Pd>, access: AccessFlags) -> Result<Arc<Self>> {
         let new = pd.drv.get_dma_mr(access)?;
         let mr = Self {
-            _drv: new.mr,
+            handle: MrHandle::new(new.mr, Arc::as_ptr(pd.dev.arc()).addr()),
             _counted: Counted::new(pd.dev.arc(), ResType::Mr),
             pd: pd.clone(),
             lkey: new.lkey,
@@ -913,6 +918,46 @@ impl Mr {
         pd.usecnt.fetch_add(1, Relaxed);
         let _ = track(&pd.dev, ResType::Mr, None, &mr);
         Ok(mr)
+    }
+
+    /// A fast-registration MR of `pd` for up to `max_num_sg` pages (C's `ib_alloc_mr` with
+    /// `IB_MR_TYPE_MEM_REG`): its pages are given by [`Mr::map_sg`] and registered by a
+    /// [`wr::SendOpcode::RegMr`] work request; `EOPNOTSUPP` when the driver has none.
+    pub fn alloc_fast_reg(pd: &Arc<Pd>, max_num_sg: u32) -> Result<Arc<Self>> {
+        let new = pd.drv.alloc_mr(max_num_sg)?;
+        let mr = Self {
+            handle: MrHandle::new(new.mr, Arc::as_ptr(pd.dev.arc()).addr()),
+            _counted: Counted::new(pd.dev.arc(), ResType::Mr),
+            pd: pd.clone(),
+            lkey: new.lkey,
+            rkey: new.rkey,
+        };
+        let mr = Arc::new(mr, GFP_KERNEL)?;
+        pd.usecnt.fetch_add(1, Relaxed);
+        let _ = track(&pd.dev, ResType::Mr, None, &mr);
+        Ok(mr)
+    }
+
+    /// Maps the DMA-mapped scatter list `sg` into this fast-registration MR's page list (C's
+    /// `ib_map_mr_sg`): see [`MrObject::map_sg`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`MrObject::map_sg`].
+    pub unsafe fn map_sg(
+        &self,
+        sg: *mut bindings::scatterlist,
+        nents: u32,
+        offset: *mut u32,
+        page_size: u32,
+    ) -> Result<MappedSg> {
+        // SAFETY: The caller's contract.
+        unsafe { self.handle.driver().map_sg(sg, nents, offset, page_size) }
+    }
+
+    /// What a registration work request names ([`wr::RegWr::mr`]).
+    pub fn handle(&self) -> &MrHandle {
+        &self.handle
     }
 
     /// The module that created the MR: its PD's (C's `rdma_restrack_parent_name`).

@@ -33,11 +33,13 @@
 # MADs through the MAD layer on the RoCE port, addresses answered from the packets' RoCE v2
 # headers and the IP stack's next hop, RoCE path records, user AHs): rping with its data
 # verified, ib_write_bw -R, ucmatose, udaddy (UD, its replies through user AHs) and cmtime,
-# each way.
+# each way. NVMe over RDMA on rxe0 (nvmet-rdma and nvme-rdma), each VM target and host at once:
+# 64 MiB written through the other's namespace, read back and compared; rxe0 deleted under the
+# target's listener.
 # vms: 2
 # vm-stacks: rust c
 # timeout: 600
-# install-modules: yes udp_tunnel ip6_udp_tunnel rdma_rxe siw
+# install-modules: yes udp_tunnel ip6_udp_tunnel rdma_rxe siw null_blk nvme-core nvme-fabrics nvme-rdma nvmet nvmet-rdma
 
 N=$((VM_INDEX + 1))
 SYS=/sys/class/infiniband/rxe0
@@ -46,6 +48,9 @@ check "load the stack" load_stack
 meet net-up
 NIC=$(net_ifname "$NET_MAC")
 check "the NIC is eth0" sh -c "[ '$NIC' = eth0 ]"
+# Jumbo frames: rxe's port MTU follows the NIC's (4096 rather than 1024 at 1500 bytes), a quarter
+# of the packets for the traffic below.
+check "eth0's MTU 9000" ip link set eth0 mtu 9000
 check "rdma link add rxe0 type rxe netdev eth0" rdma link add rxe0 type rxe netdev eth0
 check "rdma_rxe was loaded through its alias" grep -q '^rdma_rxe ' /proc/modules
 check_output "rdma link show: ACTIVE, LINK_UP, on eth0" \
@@ -195,7 +200,7 @@ DEVINFO_EXPECTED="hca_id:	rxe0
 		port:	1
 			state:			PORT_ACTIVE (4)
 			max_mtu:		4096 (5)
-			active_mtu:		1024 (3)
+			active_mtu:		4096 (5)
 			sm_lid:			0
 			port_lid:		0
 			port_lmc:		0x00
@@ -415,9 +420,59 @@ for s in 0 1; do
 		meet "cmt-done-$s"
 	fi
 done
-check "rmmod rdma_ucm, rdma_cm, iw_cm, ib_cm" rmmod rdma_ucm rdma_cm iw_cm ib_cm
-same "sysfs: rxe0's port files" \
-	"cap_mask counters gid_attrs gids hw_counters lid lid_mask_count link_layer phys_state pkeys rate sm_lid sm_sl state" \
+# NVMe over RDMA on rxe0 (C's nvmet-rdma and nvme-rdma, the same files on both stacks): each VM
+# exports a memory-backed null_blk namespace through nvmet's configfs and, at the same time,
+# connects to the other's through /dev/nvme-fabrics (what `nvme connect -t rdma` writes), writes
+# 64 MiB of random data to the namespace with direct I/O, reads it back and compares, and
+# disconnects. The host's I/O goes through rdma_cm, the CQ pool and fast-registration MRs
+# (REG_MR, local and remote invalidation); the target's through the CQ pool and rdma_rw (RDMA
+# READ and WRITE of the host's buffers). The exports stay until rxe0 is deleted under them
+# (below): nvmet-rdma's listener then goes with the device, and the configuration is taken down
+# after. (Taken down first, C's nvmet reports a lockdep cycle on both stacks: the port's unlink
+# destroys the listener under `nvmet_config_sem`, which an I/O queue's connect took under a
+# connection's `handler_mutex`.)
+NQN=nqn.2026-12.io.rdma-rs:rxe0-$N
+PEER_NQN=nqn.2026-12.io.rdma-rs:rxe0-$((3 - N))
+CFG=/sys/kernel/config/nvmet
+nvme_target_up() {
+	modprobe null_blk nr_devices=1 memory_backed=1 gb=1 || return 1
+	modprobe nvmet-rdma || return 1
+	grep -q ' /sys/kernel/config ' /proc/mounts || mount -t configfs none /sys/kernel/config || return 1
+	mkdir $CFG/subsystems/$NQN && echo 1 >$CFG/subsystems/$NQN/attr_allow_any_host &&
+		mkdir $CFG/subsystems/$NQN/namespaces/1 &&
+		echo /dev/nullb0 >$CFG/subsystems/$NQN/namespaces/1/device_path &&
+		echo 1 >$CFG/subsystems/$NQN/namespaces/1/enable &&
+		mkdir $CFG/ports/1 && echo rdma >$CFG/ports/1/addr_trtype && echo ipv4 >$CFG/ports/1/addr_adrfam &&
+		echo $OWN >$CFG/ports/1/addr_traddr && echo 4420 >$CFG/ports/1/addr_trsvcid &&
+		ln -s $CFG/subsystems/$NQN $CFG/ports/1/subsystems/$NQN
+}
+nvme_target_down() {
+	rm $CFG/ports/1/subsystems/$NQN && rmdir $CFG/ports/1 &&
+		echo 0 >$CFG/subsystems/$NQN/namespaces/1/enable && rmdir $CFG/subsystems/$NQN/namespaces/1 &&
+		rmdir $CFG/subsystems/$NQN && rmmod nvmet_rdma nvmet null_blk
+}
+nvme_io() {
+	head -c 67108864 /dev/urandom >/tmp/nvme-pattern || return 1
+	dd if=/tmp/nvme-pattern of=/dev/nvme0n1 bs=1M count=64 oflag=direct 2>&1 || return 1
+	dd if=/dev/nvme0n1 of=/tmp/nvme-back bs=1M count=64 iflag=direct 2>&1 || return 1
+	cmp /tmp/nvme-pattern /tmp/nvme-back && echo "64 MiB read back equal"
+	_rc=$?
+	rm -f /tmp/nvme-pattern /tmp/nvme-back
+	return $_rc
+}
+check "NVMe/RDMA: nvmet-rdma exports a null_blk namespace on $OWN:4420" nvme_target_up
+meet nvme-up
+check "NVMe/RDMA: modprobe nvme-rdma" modprobe nvme-rdma
+check "NVMe/RDMA: connect to the other VM's namespace ($PEER_IP:4420) over rxe0" \
+	sh -c "echo transport=rdma,traddr=$PEER_IP,trsvcid=4420,nqn=$PEER_NQN >/dev/nvme-fabrics"
+wait_for "NVMe/RDMA: the namespace appears" 20 'nvme0n1' ls /sys/block
+check_output "NVMe/RDMA: 64 MiB of random data written to the other VM's namespace, read back and compared" \
+	'^64 MiB read back equal$' nvme_io
+check "NVMe/RDMA: disconnect" sh -c 'echo 1 >/sys/class/nvme/nvme0/delete_controller'
+check "NVMe/RDMA: nvme-rdma unloads" rmmod nvme_rdma nvme_fabrics
+meet nvme-done
+same "sysfs: rxe0's port files (ib_cm's counter groups among them, ib_cm loaded)" \
+	"cap_mask cm_rx_duplicates cm_rx_msgs cm_tx_msgs cm_tx_retries counters gid_attrs gids hw_counters lid lid_mask_count link_layer phys_state pkeys rate sm_lid sm_sl state" \
 	"$(ls $SYS/ports/1 | tr '\n' ' ' | sed 's/ $//')"
 same "sysfs: rxe0's PerfMgmt counters (the driver's process_mad)" \
 	"VL15_dropped excessive_buffer_overrun_errors link_downed link_error_recovery local_link_integrity_errors multicast_rcv_packets multicast_xmit_packets port_rcv_constraint_errors port_rcv_data port_rcv_errors port_rcv_packets port_rcv_remote_physical_errors port_rcv_switch_relay_errors port_xmit_constraint_errors port_xmit_data port_xmit_discards port_xmit_packets port_xmit_wait symbol_error unicast_rcv_packets unicast_xmit_packets" \
@@ -430,6 +485,8 @@ mark=$(module_lines ib_c_roce | wc -l)
 check "rdma link delete rxe0 under ib_c_roce" rdma link delete rxe0
 expect_lines "ib_c_roce: removed, every destroy succeeded" ib_c_roce "$mark" "ib_c_roce: remove rxe0: destroys 0 0 0 0 0"
 check "rmmod ib_c_roce" rmmod ib_c_roce
+check "NVMe/RDMA: the export is taken down after rxe0 went, nvmet-rdma unloads" nvme_target_down
+check "rmmod rdma_ucm, rdma_cm, iw_cm, ib_cm" rmmod rdma_ucm rdma_cm iw_cm ib_cm
 check "rxe0 is gone" sh -c '! rdma dev show rxe0 2>/dev/null'
 check "rdma link delete of an InfiniBand device: refused" sh -c '! rdma link delete mlx5_0 2>/dev/null'
 check "rdma link add with an unknown type: refused" sh -c '! rdma link add foo0 type nosuch netdev eth0 2>/dev/null'

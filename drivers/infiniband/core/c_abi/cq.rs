@@ -419,6 +419,12 @@ pub(crate) unsafe extern "C" fn __ib_alloc_cq(
 #[no_mangle]
 pub(crate) unsafe extern "C" fn ib_free_cq(cq: *mut bindings::ib_cq) {
     // SAFETY: `cq` is live (contract).
+    if unsafe { (*cq).shared() } != 0 {
+        // A CQ of the device's pool is given back with `ib_cq_pool_put` (C warns and keeps it).
+        pr_warn!("ib_free_cq of a shared CQ\n");
+        return;
+    }
+    // SAFETY: `cq` is live (contract).
     if unsafe { atomic(&raw mut (*cq).usecnt) }.load(Ordering::Relaxed) != 0 {
         pr_warn!("ib_free_cq of a CQ still in use\n");
     }

@@ -56,6 +56,10 @@ EXPORT_C_ABI(__ib_alloc_cq);
 EXPORT_C_ABI(ib_free_cq);
 EXPORT_C_ABI(ib_process_cq_direct);
 
+/* c_abi/cq_pool.rs */
+EXPORT_C_ABI(ib_cq_pool_get);
+EXPORT_C_ABI(ib_cq_pool_put);
+
 /* c_abi/qp.rs */
 EXPORT_C_ABI(ib_create_qp_kernel);
 EXPORT_C_ABI(ib_modify_qp);
@@ -72,6 +76,25 @@ EXPORT_C_ABI(rdma_destroy_ah_user);
 
 /* c_abi/mr.rs */
 EXPORT_C_ABI(ib_dereg_mr_user);
+EXPORT_C_ABI(ib_alloc_mr);
+EXPORT_C_ABI(ib_map_mr_sg);
+EXPORT_C_ABI(ib_map_mr_sg_pi);
+EXPORT_C_ABI(ib_check_mr_status);
+
+/* c_abi/mr_pool.rs */
+EXPORT_C_ABI(ib_mr_pool_init);
+EXPORT_C_ABI(ib_mr_pool_destroy);
+EXPORT_C_ABI(ib_mr_pool_get);
+EXPORT_C_ABI(ib_mr_pool_put);
+
+/* c_abi/rdma_rw.rs */
+EXPORT_C_ABI(rdma_rw_ctx_init);
+EXPORT_C_ABI(rdma_rw_ctx_destroy);
+EXPORT_C_ABI(rdma_rw_ctx_wrs);
+EXPORT_C_ABI(rdma_rw_ctx_post);
+EXPORT_C_ABI(rdma_rw_ctx_signature_init);
+EXPORT_C_ABI(rdma_rw_ctx_destroy_signature);
+EXPORT_C_ABI(rdma_rw_mr_factor);
 
 /* c_abi/sg_to_pages.rs */
 EXPORT_C_ABI(ib_sg_to_pages);

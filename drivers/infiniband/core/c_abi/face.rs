@@ -189,6 +189,7 @@ pub(crate) fn alloc_driver_device(size: usize) -> Result<NonNull<bindings::ib_de
             kernel::static_lock_class!().as_ptr(),
         );
         bindings::init_completion(&raw mut c.unreg_completion);
+        init_cq_pools(ib);
     }
     let d = dev_of(ib);
     // SAFETY: `d` is the zeroed `struct device` of the structure; from here on `put_device`
@@ -204,6 +205,26 @@ pub(crate) fn alloc_driver_device(size: usize) -> Result<NonNull<bindings::ib_de
     }
     // SAFETY: A field of a live allocation is not null.
     Ok(unsafe { NonNull::new_unchecked(ib) })
+}
+
+/// Sets up the shared CQ pool of the device structure `ib` (C's `_ib_alloc_device` part;
+/// `c_abi/cq_pool.rs`): its lock and one empty list per polling context.
+///
+/// # Safety
+///
+/// `ib` is a zeroed device structure not yet shared.
+unsafe fn init_cq_pools(ib: *mut bindings::ib_device) {
+    // SAFETY: The structure is ours alone (contract); the lock's name and class are static.
+    unsafe {
+        bindings::__spin_lock_init(
+            &raw mut (*ib).cq_pools_lock,
+            c"&device->cq_pools_lock".as_char_ptr(),
+            kernel::static_lock_class!().as_ptr(),
+        );
+        for l in (*ib).cq_pools.iter_mut() {
+            crate::c_abi::object::init_list(l);
+        }
+    }
 }
 
 /// The user verbs commands C's `_ib_alloc_device` enables for every device
@@ -447,6 +468,7 @@ fn fill_attrs(a: &mut bindings::ib_device_attr, d: &DeviceAttr) {
     a.max_send_sge = d.max_send_sge;
     a.max_recv_sge = d.max_recv_sge;
     a.max_sge_rd = d.max_sge_rd;
+    a.max_fast_reg_page_list_len = d.max_fast_reg_page_list_len;
     a.max_cq = d.max_cq;
     a.max_cqe = d.max_cqe;
     a.max_mr = d.max_mr;
@@ -621,6 +643,7 @@ impl CFace {
         unsafe {
             bindings::refcount_set(&raw mut c.refcount, 1);
             bindings::init_completion(&raw mut c.unreg_completion);
+            init_cq_pools(ib);
         }
         let d = dev_of(ib);
         // SAFETY: `d` is the zeroed `struct device` of the face. From `device_initialize` on the

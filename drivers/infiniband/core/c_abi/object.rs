@@ -149,3 +149,98 @@ pub(crate) fn init_list(l: &mut bindings::list_head) {
     l.next = p;
     l.prev = p;
 }
+
+/// Links `new` into a C list between `prev` and `next` (C's `__list_add`).
+///
+/// # Safety
+///
+/// `prev` and `next` are adjacent entries of a live list the caller holds the lock of; `new`
+/// is on no list.
+unsafe fn list_insert(
+    new: *mut bindings::list_head,
+    prev: *mut bindings::list_head,
+    next: *mut bindings::list_head,
+) {
+    // SAFETY: The caller's contract.
+    unsafe {
+        (*next).prev = new;
+        (*new).next = next;
+        (*new).prev = prev;
+        (*prev).next = new;
+    }
+}
+
+/// Adds `new` at the front of the C list `head` (C's `list_add`).
+///
+/// # Safety
+///
+/// As for [`list_insert`], `head` being the list.
+pub(crate) unsafe fn list_add(new: *mut bindings::list_head, head: *mut bindings::list_head) {
+    // SAFETY: The caller's contract.
+    unsafe { list_insert(new, head, (*head).next) }
+}
+
+/// Adds `new` at the back of the C list `head` (C's `list_add_tail`).
+///
+/// # Safety
+///
+/// As for [`list_insert`], `head` being the list.
+pub(crate) unsafe fn list_add_tail(new: *mut bindings::list_head, head: *mut bindings::list_head) {
+    // SAFETY: The caller's contract.
+    unsafe { list_insert(new, (*head).prev, head) }
+}
+
+/// Unlinks `entry` from its C list and makes it an empty list (C's `list_del_init`).
+///
+/// # Safety
+///
+/// `entry` is on a live list the caller holds the lock of.
+pub(crate) unsafe fn list_del(entry: *mut bindings::list_head) {
+    // SAFETY: The caller's contract.
+    unsafe {
+        (*(*entry).prev).next = (*entry).next;
+        (*(*entry).next).prev = (*entry).prev;
+        (*entry).next = entry;
+        (*entry).prev = entry;
+    }
+}
+
+/// The first entry of the C list `head`, none when it is empty.
+///
+/// # Safety
+///
+/// `head` is a live list the caller holds the lock of.
+pub(crate) unsafe fn list_first(
+    head: *mut bindings::list_head,
+) -> Option<*mut bindings::list_head> {
+    // SAFETY: The caller's contract.
+    let first = unsafe { (*head).next };
+    (first != head).then_some(first)
+}
+
+/// A C `spinlock_t` of a C structure the core fills, held with interrupts saved (C's
+/// `spin_lock_irqsave`) until dropped.
+pub(crate) struct CSpinGuard {
+    lock: *mut bindings::spinlock_t,
+    flags: kernel::ffi::c_ulong,
+}
+
+impl CSpinGuard {
+    /// Takes `lock`.
+    ///
+    /// # Safety
+    ///
+    /// `lock` is an initialised spinlock that outlives the guard.
+    pub(crate) unsafe fn lock(lock: *mut bindings::spinlock_t) -> Self {
+        // SAFETY: The caller's contract.
+        let flags = unsafe { bindings::rdma_rs_spin_lock_irqsave(lock) };
+        Self { lock, flags }
+    }
+}
+
+impl Drop for CSpinGuard {
+    fn drop(&mut self) {
+        // SAFETY: Taken by `lock` with these flags; the lock outlives the guard (contract).
+        unsafe { bindings::rdma_rs_spin_unlock_irqrestore(self.lock, self.flags) }
+    }
+}

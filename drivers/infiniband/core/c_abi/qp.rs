@@ -17,6 +17,7 @@ use crate::{
         driver::qp_relay,
         object::{atomic, init_list, new_event, ptr_or_err, relay_events, Faced},
         pd::pd_of,
+        rdma_rw,
         restrack::{track, untrack},
         srq::srq_of,
     },
@@ -116,14 +117,16 @@ unsafe fn create(
     // SAFETY: `init` is readable and writable (contract).
     let a = unsafe { &mut *init };
     let qp_type = qp_type_from_c(a.qp_type)?;
-    // What this core does not make for C modules yet: QPs of an XRC domain, creation flags, RSS
-    // tables, and the RDMA read/write API's contexts (C's `rdma_rw`).
-    if !a.xrcd.is_null()
-        || !a.rwq_ind_tbl.is_null()
-        || a.create_flags != 0
-        || a.cap.max_rdma_ctxs != 0
-    {
+    // What this core does not make for C modules yet: QPs of an XRC domain, creation flags
+    // (integrity among them) and RSS tables.
+    if !a.xrcd.is_null() || !a.rwq_ind_tbl.is_null() || a.create_flags != 0 {
         return Err(EOPNOTSUPP);
+    }
+    if a.cap.max_rdma_ctxs != 0 {
+        // The RDMA read/write API's contexts need room in the send queue (C's
+        // `rdma_rw_init_qp`); the caller passes its port.
+        // SAFETY: `pd` is live and so is its registered device (contract).
+        unsafe { rdma_rw::init_qp((*pd).device, a) };
     }
     if a.send_cq.is_null() || a.recv_cq.is_null() {
         return Err(EINVAL);
@@ -189,6 +192,11 @@ unsafe fn create(
         p.port = a.port_num;
         p.qp_context = a.qp_context;
         p.registered_event_handler = a.event_handler;
+        bindings::__spin_lock_init(
+            &raw mut p.mr_lock,
+            c"&qp->mr_lock".as_char_ptr(),
+            kernel::static_lock_class!().as_ptr(),
+        );
         p.max_write_sge = cap.max_send_sge;
         p.max_read_sge = cap.max_send_sge.min((*(*pd).device).attrs.max_sge_rd);
         init_list(&mut p.rdma_mrs);
@@ -210,9 +218,21 @@ unsafe fn create(
             caller,
         );
     }
-    // C's `ib_create_qp` reports the sizes the driver made.
-    a.cap = cap_to_c(&cap);
+    // C's `ib_create_qp` reports the sizes the driver made (the contexts asked for stay).
+    a.cap = bindings::ib_qp_cap {
+        max_rdma_ctxs: a.cap.max_rdma_ctxs,
+        ..cap_to_c(&cap)
+    };
     this.store(q, Ordering::Release);
+    if a.cap.max_rdma_ctxs != 0 {
+        // SAFETY: `q` is the QP just made, not handed out yet.
+        let r = unsafe { rdma_rw::init_mrs(q, a) };
+        if r != 0 {
+            // SAFETY: As above; destroyed once, here.
+            unsafe { ib_destroy_qp_user(q, ptr::null_mut()) };
+            return Err(Error::from_errno(r));
+        }
+    }
     Ok(c)
 }
 
@@ -426,6 +446,13 @@ pub(crate) unsafe extern "C" fn ib_destroy_qp_user(
     if unsafe { atomic(&raw mut (*qp).usecnt) }.load(Ordering::Relaxed) != 0 {
         return EBUSY.to_errno();
     }
+    // SAFETY: `qp` is live (contract).
+    if unsafe { (*qp).mrs_used } > 0 {
+        // MRs of its pools still out (C warns too, and goes on).
+        pr_warn!("ib_destroy_qp of a QP whose pool MRs are still in use\n");
+    }
+    // SAFETY: As above: its pools' MRs are freed before it (C's `rdma_rw_cleanup_mrs`).
+    unsafe { rdma_rw::cleanup_mrs(qp) };
     // SAFETY: `qp` is live (contract), and so are its PD and CQs, which it keeps in use.
     unsafe {
         let core = QpObject::core(qp);

@@ -5,12 +5,16 @@
 //! copied; the rest of each request is described for the driver on the stack) and posted in
 //! runs of up to [`RUN`], and the core's completions written as C's `ib_wc`. Nothing here
 //! allocates: the data path may be called in any context, as C's. A request the core cannot
-//! express (an opcode other than SEND, RDMA WRITE/READ and the two atomics, with or without
-//! immediate data) is refused with `EINVAL`, as a driver refusing it would.
+//! express (an opcode other than SEND, RDMA WRITE/READ, the two atomics, with or without
+//! immediate data, SEND with invalidate, LOCAL_INV and REG_MR) is refused with `EINVAL`, as a
+//! driver refusing it would.
 
 use crate::{
-    c_abi::ah::ah_of,
-    verbs::wr::{PostError, RecvWr, SendOpcode, SendWr, Sge, UdWr, WorkCompletion},
+    c_abi::{ah::ah_of, mr::mr_of},
+    verbs::{
+        types::AccessFlags,
+        wr::{PostError, RecvWr, RegWr, SendOpcode, SendWr, Sge, UdWr, WorkCompletion},
+    },
 };
 use core::{mem::offset_of, ptr, slice};
 use kernel::{bindings, ffi::c_int, prelude::*};
@@ -53,6 +57,9 @@ fn opcode_from_c(op: bindings::ib_wr_opcode) -> Result<SendOpcode> {
         bindings::ib_wr_opcode_IB_WR_RDMA_READ => SendOpcode::RdmaRead,
         bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP => SendOpcode::AtomicCmpAndSwp,
         bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => SendOpcode::AtomicFetchAndAdd,
+        bindings::ib_wr_opcode_IB_WR_LOCAL_INV => SendOpcode::LocalInv,
+        bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV => SendOpcode::SendWithInv,
+        bindings::ib_wr_opcode_IB_WR_REG_MR => SendOpcode::RegMr,
         _ => return Err(EINVAL),
     })
 }
@@ -63,8 +70,8 @@ fn opcode_from_c(op: bindings::ib_wr_opcode) -> Result<SendOpcode> {
 /// # Safety
 ///
 /// `w` is a send work request as C's contract has it: its container (`ib_rdma_wr`,
-/// `ib_atomic_wr`, `ib_ud_wr`) is the one its opcode and the QP's type say, its scatter list is
-/// readable for `'a`, and a UD request's AH is live.
+/// `ib_atomic_wr`, `ib_ud_wr`, `ib_reg_wr`) is the one its opcode and the QP's type say, its
+/// scatter list is readable for `'a`, and a UD request's AH and a registration's MR are live.
 pub(crate) unsafe fn send_wr_from_c<'a>(
     w: &'a bindings::ib_send_wr,
     qp_type: bindings::ib_qp_type,
@@ -103,6 +110,23 @@ pub(crate) unsafe fn send_wr_from_c<'a>(
             wr.rkey = a.rkey;
             wr.compare_add = a.compare_add;
             wr.swap = a.swap;
+        }
+        SendOpcode::LocalInv | SendOpcode::SendWithInv => {
+            // SAFETY: These opcodes carry the key in the union's `invalidate_rkey`.
+            wr.invalidate_rkey = unsafe { w.ex.invalidate_rkey };
+        }
+        SendOpcode::RegMr => {
+            // SAFETY: A registration is the `wr` of an `ib_reg_wr` (contract).
+            let g = unsafe { &*kernel::container_of!(p, bindings::ib_reg_wr, wr) };
+            if g.mr.is_null() {
+                return Err(EINVAL);
+            }
+            wr.reg = Some(RegWr {
+                // SAFETY: The MR is a live MR made through this core (contract).
+                mr: unsafe { mr_of(g.mr) }.handle(),
+                key: g.key,
+                access: AccessFlags::from_ib_bits(g.access as u32),
+            });
         }
         SendOpcode::Send | SendOpcode::SendWithImm => {}
     }
@@ -222,6 +246,10 @@ pub(crate) fn wc_to_c(w: &WorkCompletion, qp: *mut bindings::ib_qp, out: &mut bi
         }
         None => 0,
     };
+    if let Some(key) = w.invalidated_rkey {
+        flags |= bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE;
+        out.ex.invalidate_rkey = key;
+    }
     if w.grh {
         flags |= bindings::ib_wc_flags_IB_WC_GRH;
     }

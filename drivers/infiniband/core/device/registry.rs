@@ -472,6 +472,12 @@ pub(crate) fn disable(dev: &IbDevice) {
         for c in reg.clients.iter().rev() {
             c.get().detach(dev, face);
         }
+        if let Some(f) = face {
+            // The device's shared CQs go once every client is removed (C's
+            // `ib_cq_pool_cleanup`).
+            // SAFETY: The face's live structure, its pool set up when it was made.
+            unsafe { crate::c_abi::cq_pool::cleanup(f.raw()) };
+        }
     })
 }
 

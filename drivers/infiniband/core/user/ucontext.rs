@@ -12,12 +12,12 @@ use crate::{
     restrack::{ResType, Tracked},
     user::spec::{DriverMethod, DriverUObject, MethodAttrs},
     user::udata::Udata,
-    verbs::ops::{MrObject, PdObject, UContextObject, UserCqObject, UserQpObject, UserSrqObject},
+    verbs::ops::{PdObject, UContextObject, UserCqObject, UserQpObject, UserSrqObject},
     verbs::types::{
         AhAttr, CompletionHandler, CqNotifier, QpAttr, QpAttrField, QpAttrMask, QpCap,
         QpInitDriver, QpState, QpType, SrqAttr, SrqAttrMask, UserCqInit, UserMrInit,
     },
-    verbs::wr::{AhObject, PostError, SendWr},
+    verbs::wr::{AhObject, MrObject, PostError, SendWr},
     verbs::{check_path_sgid, qp_transition_ok},
 };
 use kernel::{

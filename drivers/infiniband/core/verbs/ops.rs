@@ -18,7 +18,7 @@ use crate::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
         QpInitDriver, SrqAttr, SrqAttrMask, UserCqInit, UserMrInit,
     },
-    verbs::wr::{AhObject, PostError, RecvWr, SendWr, UdWr, WorkCompletion},
+    verbs::wr::{AhObject, MrObject, PostError, RecvWr, SendWr, UdWr, WorkCompletion},
 };
 use core::{any::Any, mem::ManuallyDrop};
 use kernel::{
@@ -676,6 +676,11 @@ pub(crate) trait PdObject: Send + Sync {
     fn get_dma_mr(&self, access: AccessFlags) -> Result<NewMr<KBox<dyn MrObject>>>;
     /// A memory region of user memory (`DeviceOps::reg_user_mr`).
     fn reg_user_mr(&self, init: &UserMrInit, udata: &Udata) -> Result<NewMr<KBox<dyn MrObject>>>;
+    /// A fast-registration MR of this PD for up to `max_num_sg` pages (C's `ib_alloc_mr` with
+    /// `IB_MR_TYPE_MEM_REG`); `EOPNOTSUPP` for drivers without it.
+    fn alloc_mr(&self, _max_num_sg: u32) -> Result<NewMr<KBox<dyn MrObject>>> {
+        Err(EOPNOTSUPP)
+    }
     /// A new SRQ in this PD.
     fn create_srq(&self, attr: &SrqAttr, events: &EventNotifier) -> Result<KBox<dyn SrqObject>>;
     /// A new AH in this PD, its memory allocated with `flags` (`GFP_ATOMIC` for a caller that
@@ -784,9 +789,6 @@ pub(crate) trait QpObject: Send + Sync {
     /// `DeviceOps::detach_mcast`.
     fn detach_mcast(&self, gid: &Gid, lid: u16) -> Result;
 }
-
-/// A memory region's driver state, with the driver's type erased once (it is only dropped).
-pub(crate) trait MrObject: Send + Sync {}
 
 /// A user context's driver state, with the driver's type erased once.
 pub(crate) trait UContextObject: Send + Sync {

@@ -4,8 +4,8 @@
 //! work completions a CQ returns (C's `ib_sge`, `ib_send_wr`, `ib_recv_wr`, `ib_wc`), with the
 //! numeric values of the C enums so that drivers can put them on the wire unchanged.
 
-use crate::verbs::types::AhAttr;
-use kernel::prelude::*;
+use crate::verbs::types::{AccessFlags, AhAttr};
+use kernel::{bindings, prelude::*};
 
 /// One piece of local memory a work request reads or writes (`ib_sge`, in its layout: a C
 /// module's scatter list is read as a slice of these).
@@ -41,6 +41,13 @@ pub enum SendOpcode {
     /// Adds [`SendWr::compare_add`] to 8 bytes of remote memory; the original value lands in
     /// the local buffer.
     AtomicFetchAndAdd = 6,
+    /// Invalidates the local key [`SendWr::invalidate_rkey`] of a fast-registration MR.
+    LocalInv = 7,
+    /// Sends and invalidates the peer's key [`SendWr::invalidate_rkey`] there.
+    SendWithInv = 9,
+    /// Registers the pages mapped into [`SendWr::reg`]'s MR ([`crate::verbs::Mr::map_sg`])
+    /// under its new key.
+    RegMr = 0x20,
 }
 
 /// Send flags (`enum ib_send_flags` values).
@@ -117,7 +124,93 @@ pub struct UdWr<'a> {
     pub remote_qkey: u32,
 }
 
-/// A send work request (`ib_send_wr` with `ib_rdma_wr`, `ib_atomic_wr` and `ib_ud_wr`).
+/// Where [`MrObject::map_sg`] left a fast-registration MR: C's `ib_map_mr_sg` return value and
+/// the range the driver's mapping gives the MR (its `iova` and `length`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MappedSg {
+    /// Scatter entries mapped (a prefix of those given).
+    pub count: u32,
+    /// The MR's I/O virtual address: the first entry's DMA address plus the offset.
+    pub iova: u64,
+    /// Bytes mapped.
+    pub length: u64,
+}
+
+/// A memory region's driver state, with the driver's type erased once.
+pub(crate) trait MrObject: Send + Sync {
+    /// The driver's own form of the MR, for a work request that names it (C drivers: its
+    /// `struct ib_mr`); null for drivers without fast registration.
+    fn state(&self) -> *const () {
+        core::ptr::null()
+    }
+
+    /// Maps the DMA-mapped scatter list `sg` (`nents` entries, the first from byte `*offset`
+    /// on, `offset` then advanced as C's `sg_offset_p`) into a fast-registration MR's page
+    /// list in pages of `page_size` bytes (C's `ib_map_mr_sg`); `EOPNOTSUPP` for drivers
+    /// without it.
+    ///
+    /// # Safety
+    ///
+    /// `sg` is a DMA-mapped scatter list of at least `nents` entries for this MR's device;
+    /// `offset` is null or writable.
+    unsafe fn map_sg(
+        &self,
+        _sg: *mut bindings::scatterlist,
+        _nents: u32,
+        _offset: *mut u32,
+        _page_size: u32,
+    ) -> Result<MappedSg> {
+        Err(EOPNOTSUPP)
+    }
+}
+
+/// What a registration work request needs of a fast-registration MR: the driver's state and
+/// the device it was made on. A [`crate::verbs::Mr`] holds one ([`crate::verbs::Mr::handle`]).
+pub struct MrHandle {
+    drv: KBox<dyn MrObject>,
+    /// The address of the device's `IbDevice`, which the MR keeps alive (through its PD).
+    device: usize,
+}
+
+impl MrHandle {
+    /// The handle of an MR that `drv` made on the device at `device`.
+    pub(crate) fn new(drv: KBox<dyn MrObject>, device: usize) -> Self {
+        Self { drv, device }
+    }
+
+    /// Whether the MR was made on the device at address `device`.
+    #[inline]
+    pub(crate) fn is_of(&self, device: usize) -> bool {
+        self.device == device
+    }
+
+    /// The driver's state.
+    #[inline]
+    pub(crate) fn driver(&self) -> &dyn MrObject {
+        &*self.drv
+    }
+}
+
+/// What a memory registration work request carries (`ib_reg_wr`).
+#[derive(Clone, Copy)]
+pub struct RegWr<'a> {
+    /// The fast-registration MR whose mapped pages are registered. The core refuses (`EINVAL`)
+    /// an MR of another device than the QP's before the driver sees the work request.
+    pub mr: &'a MrHandle,
+    /// The MR's key once registered (its index with the consumer's key byte).
+    pub key: u32,
+    /// The access rights of the registration.
+    pub access: AccessFlags,
+}
+
+impl core::fmt::Debug for RegWr<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RegWr").field("key", &self.key).finish()
+    }
+}
+
+/// A send work request (`ib_send_wr` with `ib_rdma_wr`, `ib_atomic_wr`, `ib_ud_wr` and
+/// `ib_reg_wr`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SendWr<'a> {
     /// The consumer's identifier, returned in the completion.
@@ -148,6 +241,11 @@ pub struct SendWr<'a> {
     pub swap: u64,
     /// UD QPs: the destination.
     pub ud: Option<UdWr<'a>>,
+    /// The key [`SendOpcode::SendWithInv`] invalidates at the peer, or
+    /// [`SendOpcode::LocalInv`] here.
+    pub invalidate_rkey: u32,
+    /// [`SendOpcode::RegMr`]: the registration.
+    pub reg: Option<RegWr<'a>>,
 }
 
 /// A receive work request (`ib_recv_wr`).
@@ -249,6 +347,10 @@ pub enum WcOpcode {
     CompSwap = 3,
     /// A fetch-and-add.
     FetchAdd = 4,
+    /// A local invalidation.
+    LocalInv = 6,
+    /// A memory registration.
+    RegMr = 10,
     /// A receive.
     Recv = 1 << 7,
     /// A receive consumed by an RDMA write with immediate data.
@@ -270,6 +372,9 @@ pub struct WorkCompletion {
     pub byte_len: u32,
     /// Immediate data, when the message carried some (C's `IB_WC_WITH_IMM`).
     pub imm_data: Option<u32>,
+    /// The local key a send with invalidate from the peer invalidated (receives; C's
+    /// `IB_WC_WITH_INVALIDATE`).
+    pub invalidated_rkey: Option<u32>,
     /// The local QP.
     pub qp_num: u32,
     /// The sending QP (receives).

@@ -239,6 +239,8 @@ fn opcode_from_c(o: u32) -> WcOpcode {
         bindings::ib_wc_opcode_IB_WC_RDMA_READ => WcOpcode::RdmaRead,
         bindings::ib_wc_opcode_IB_WC_COMP_SWAP => WcOpcode::CompSwap,
         bindings::ib_wc_opcode_IB_WC_FETCH_ADD => WcOpcode::FetchAdd,
+        bindings::ib_wc_opcode_IB_WC_LOCAL_INV => WcOpcode::LocalInv,
+        bindings::ib_wc_opcode_IB_WC_REG_MR => WcOpcode::RegMr,
         bindings::ib_wc_opcode_IB_WC_RECV => WcOpcode::Recv,
         bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM => WcOpcode::RecvRdmaWithImm,
         _ => WcOpcode::Send,
@@ -265,6 +267,10 @@ fn wc_from_c(c: &bindings::ib_wc) -> WorkCompletion {
         // SAFETY: `imm_data` is the union's member with immediate data (the flag says so).
         imm_data: (flags & bindings::ib_wc_flags_IB_WC_WITH_IMM != 0)
             .then(|| u32::from_be(unsafe { c.ex.imm_data })),
+        // SAFETY: Both members of the union are 32-bit integers; the key is used only when the
+        // flag says the driver wrote it.
+        invalidated_rkey: (flags & bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE != 0)
+            .then_some(unsafe { c.ex.invalidate_rkey }),
         qp_num,
         src_qp: c.src_qp,
         slid: c.slid as u16,

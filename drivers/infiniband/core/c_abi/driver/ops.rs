@@ -198,6 +198,7 @@ pub(crate) fn device_attr_from_c(a: &bindings::ib_device_attr, local_dma_lkey: u
         max_send_sge: a.max_send_sge,
         max_recv_sge: a.max_recv_sge,
         max_sge_rd: a.max_sge_rd,
+        max_fast_reg_page_list_len: a.max_fast_reg_page_list_len,
         max_cq: a.max_cq,
         max_cqe: a.max_cqe,
         max_mr: a.max_mr,

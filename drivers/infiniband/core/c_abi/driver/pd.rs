@@ -25,11 +25,11 @@ use crate::{
     device::events::EventNotifier,
     user::udata::Udata,
     verbs::ops::{
-        CqObject, MrObject, PdObject, QpObject, SrqObject, UContextObject, UserCqObject,
-        UserQpObject, UserSrqObject,
+        CqObject, PdObject, QpObject, SrqObject, UContextObject, UserCqObject, UserQpObject,
+        UserSrqObject,
     },
     verbs::types::{AccessFlags, AhAttr, NewMr, NewQp, QpCap, QpInitDriver, SrqAttr, UserMrInit},
-    verbs::wr::AhObject,
+    verbs::wr::{AhObject, MappedSg, MrObject},
 };
 use core::{
     any::Any,
@@ -276,7 +276,41 @@ unsafe impl Send for DriverMr {}
 // SAFETY: As above.
 unsafe impl Sync for DriverMr {}
 
-impl MrObject for DriverMr {}
+impl MrObject for DriverMr {
+    /// The MR's C structure, which a registration work request names (`DriverQp`'s posts).
+    fn state(&self) -> *const () {
+        self.mr.as_ptr().cast_const().cast()
+    }
+
+    unsafe fn map_sg(
+        &self,
+        sg: *mut bindings::scatterlist,
+        nents: u32,
+        offset: *mut u32,
+        page_size: u32,
+    ) -> Result<MappedSg> {
+        // SAFETY: The structure outlives the MR (type invariant).
+        let map = unsafe { (*self.ib.as_ptr()).ops.map_mr_sg }.ok_or(EOPNOTSUPP)?;
+        let mr = self.mr.as_ptr();
+        let nents = c_int::try_from(nents).map_err(|_| EINVAL)?;
+        // SAFETY: The driver's live MR; C's `ib_map_mr_sg` sets the page size before the op,
+        // which maps the caller's DMA-mapped list (the caller's contract).
+        let n = unsafe {
+            (*mr).page_size = page_size;
+            map(mr, sg, nents, offset)
+        };
+        if n < 0 {
+            return Err(Error::from_errno(n));
+        }
+        // SAFETY: The driver's live MR, its range set by the op (`ib_sg_to_pages`).
+        let (iova, length) = unsafe { ((*mr).iova, (*mr).length) };
+        Ok(MappedSg {
+            count: n as u32,
+            iova,
+            length,
+        })
+    }
+}
 
 impl Drop for DriverMr {
     fn drop(&mut self) {
@@ -395,6 +429,20 @@ impl PdObject for DriverPd {
                 Some((init.iova, init.length)),
             )
         }
+    }
+
+    fn alloc_mr(&self, max_num_sg: u32) -> Result<NewMr<KBox<dyn MrObject>>> {
+        let alloc = self.ops().alloc_mr.ok_or(EOPNOTSUPP)?;
+        // SAFETY: The driver's op on its live PD (C's `ib_alloc_mr`).
+        let mr = unsafe {
+            alloc(
+                self.pd.raw(),
+                bindings::ib_mr_type_IB_MR_TYPE_MEM_REG,
+                max_num_sg,
+            )
+        };
+        // SAFETY: The driver's answer; C's `ib_alloc_mr` fills these after the op.
+        unsafe { self.own_mr(mr, bindings::ib_mr_type_IB_MR_TYPE_MEM_REG, None) }
     }
 
     fn create_srq(&self, _attr: &SrqAttr, _events: &EventNotifier) -> Result<KBox<dyn SrqObject>> {

@@ -62,6 +62,7 @@ union SendSlot {
     rdma: bindings::ib_rdma_wr,
     atomic: bindings::ib_atomic_wr,
     ud: bindings::ib_ud_wr,
+    reg: bindings::ib_reg_wr,
 }
 
 /// Work requests per driver call.
@@ -83,6 +84,9 @@ fn opcode_to_c(op: SendOpcode) -> bindings::ib_wr_opcode {
         SendOpcode::RdmaRead => bindings::ib_wr_opcode_IB_WR_RDMA_READ,
         SendOpcode::AtomicCmpAndSwp => bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP,
         SendOpcode::AtomicFetchAndAdd => bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD,
+        SendOpcode::LocalInv => bindings::ib_wr_opcode_IB_WR_LOCAL_INV,
+        SendOpcode::SendWithInv => bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV,
+        SendOpcode::RegMr => bindings::ib_wr_opcode_IB_WR_REG_MR,
     }
 }
 
@@ -113,6 +117,20 @@ fn fill_send(slot: &mut SendSlot, wr: &SendWr<'_>, sges: *mut bindings::ib_sge, 
             a.rkey = wr.rkey;
             a.compare_add = wr.compare_add;
             a.swap = wr.swap;
+        }
+        SendOpcode::LocalInv | SendOpcode::SendWithInv => {
+            base.ex.invalidate_rkey = wr.invalidate_rkey;
+        }
+        SendOpcode::RegMr => {
+            if let Some(r) = &wr.reg {
+                // SAFETY: As above.
+                let g = unsafe { &mut slot.reg };
+                // The MR is the driver's (the core checked it is of the QP's device): its
+                // state is its C structure (`DriverMr`).
+                g.mr = r.mr.driver().state().cast_mut().cast();
+                g.key = r.key;
+                g.access = u32::from(r.access) as c_int;
+            }
         }
         _ => {}
     }

@@ -127,7 +127,8 @@ const _: () = assert!(
 
 /// The control segment opcode of a send work request (C's `mlx5_ib_opcode`); `EOPNOTSUPP` for
 /// atomics, which C's `mlx5_ib_post_send` refuses on RC QPs ("Atomic operations are not
-/// supported yet").
+/// supported yet"), and for the fast-registration opcodes (local invalidation, send with
+/// invalidate, registration), which this driver does not make MRs for yet.
 pub(crate) fn mlx5_opcode(op: SendOpcode) -> Result<u8> {
     Ok(match op {
         SendOpcode::RdmaWrite => opcode::RDMA_WRITE,
@@ -135,7 +136,11 @@ pub(crate) fn mlx5_opcode(op: SendOpcode) -> Result<u8> {
         SendOpcode::Send => opcode::SEND,
         SendOpcode::SendWithImm => opcode::SEND_IMM,
         SendOpcode::RdmaRead => opcode::RDMA_READ,
-        SendOpcode::AtomicCmpAndSwp | SendOpcode::AtomicFetchAndAdd => return Err(EOPNOTSUPP),
+        SendOpcode::AtomicCmpAndSwp
+        | SendOpcode::AtomicFetchAndAdd
+        | SendOpcode::LocalInv
+        | SendOpcode::SendWithInv
+        | SendOpcode::RegMr => return Err(EOPNOTSUPP),
     })
 }
 
