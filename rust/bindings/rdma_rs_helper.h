@@ -32,6 +32,7 @@
 #include <rdma/ib_umem.h>
 #include <rdma/ib_user_sa.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/iw_cm.h>
 #include <rdma/rdma_netlink.h>
 #include <rdma/rw.h>
 #include <rdma/uverbs_ioctl.h>

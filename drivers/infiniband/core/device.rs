@@ -140,7 +140,14 @@ impl Registration {
         };
         // The C structure C clients are handed (the product's devices: C modules see no other).
         let face = if domain == Domain::Live {
-            Some(CFace::new(&dev, crate::c_abi::data_path::fill_ops)?)
+            Some(CFace::new(
+                &dev,
+                crate::c_abi::data_path::fill_ops,
+                |c, drv| {
+                    // SAFETY: `drv` is null or the registering C driver's live structure.
+                    unsafe { crate::c_abi::face_iw::fill(c, drv) }
+                },
+            )?)
         } else {
             None
         };

@@ -536,7 +536,8 @@ check "rdma stat show link siw0/1: refused (no counters)" sh -c '! rdma stat sho
 # mapped through the context's mmap entries, its MR pins user memory): ibv_rc_pingpong's
 # server makes its PD, MR, CQ and QP and waits for its peer's TCP connection (an iWARP QP is
 # connected by iw_cm, not by the pingpong's modifies, so it goes no further on either stack);
-# stopped there, its objects go, and `rdma res` counts what it counted before.
+# stopped there, its objects go, and `rdma res` counts what it counted before. Then rping,
+# ib_write_bw -R and ucmatose over siw0 with C's rdma_cm and iw_cm, each way.
 siw_res=$(rdma res show siw0)
 timeout 20 ibv_rc_pingpong -d siw0 -g 0 >/tmp/siw-pp 2>&1 &
 pp=$!
@@ -546,14 +547,20 @@ same "rdma res show siw0 while ibv_rc_pingpong waits for its peer: its context, 
 kill $pp 2>/dev/null
 wait $pp
 same "rdma res show siw0: the user objects are gone" "$siw_res" "$(rdma res show siw0)"
-# rdma_cm on siw0: iWARP connections do not go through the Rust core yet (iw_cm is handed the
-# core's face of siw0, whose iWARP entries refuse); on C rping runs. What is checked on both
-# stacks is that a listener on siw0 ends with no kernel report (the log checks at the end); its
-# outcome is recorded.
+# rdma_cm on siw0 (iWARP): iw_cm's IDs go to siw's own connection ops (the face hands them over
+# to the driver's structure), the connection is siw's TCP stream between the VMs: rping with its
+# data verified, ib_write_bw -R and ucmatose, each way.
 check "insmod ib_cm, iw_cm, rdma_cm, rdma_ucm (again, for siw0)" \
 	sh -c "insmod $stack_dir/ib_cm.ko && insmod $stack_dir/iw_cm.ko && insmod $stack_dir/rdma_cm.ko && insmod $stack_dir/rdma_ucm.ko"
-timeout 2 rping -s -a $OWN -p 7175 -C 1 >/tmp/siw-rping 2>&1
-echo "# rping -s on siw0: exit $?, $(tr '\n' ' ' </tmp/siw-rping)"
+for s in 0 1; do
+	cm_pair rping-siw-$s $s "rping -V over siw0, server on VM $s: 10 pings, data verified" 'rdma-ping-9: ' \
+		"rping -s -a $OWN -p 7175 -C 10 -S 64 -v -V" "rping -c -a $PEER_IP -p 7175 -C 10 -S 64 -v -V"
+	cm_pair write-bw-siw-$s $s "ib_write_bw -R over siw0, server on VM $s" '^ *65536 +100 ' \
+		"ib_write_bw -R -d siw0 -p 18601 -s 65536 -n 100 -F" \
+		"ib_write_bw -R -d siw0 -p 18601 -s 65536 -n 100 -F $PEER_IP"
+	cm_pair ucmatose-siw-$s $s "ucmatose over siw0, server on VM $s: 2 connections, 10 messages each" \
+		'test complete' "ucmatose -b $OWN -c 2 -C 10" "ucmatose -s $PEER_IP -c 2 -C 10"
+done
 check "rmmod rdma_ucm, rdma_cm, iw_cm, ib_cm" rmmod rdma_ucm rdma_cm iw_cm ib_cm
 check "rdma link delete siw0" rdma link delete siw0
 check "rmmod siw" rmmod siw

@@ -562,10 +562,13 @@ impl Drop for CDeviceRef {
 
 impl CFace {
     /// The face of `dev`, which is being registered; `fill_ops` fills the ops table entries C
-    /// code calls directly, for a device with kernel verbs (given whether it has SRQs).
+    /// code calls directly, for a device with kernel verbs (given whether it has SRQs), and
+    /// `fill_iw` the iWARP entries of an RNIC's face (given the C driver's own structure, null
+    /// for one of the core's drivers).
     pub(crate) fn new(
         dev: &Arc<IbDevice>,
         fill_ops: impl FnOnce(&mut bindings::ib_device_ops, bool),
+        fill_iw: impl FnOnce(&mut bindings::ib_device, *mut bindings::ib_device),
     ) -> Result<Self> {
         let ports = dev.port_count();
         let mut port_data = KVec::with_capacity(ports as usize + 1, GFP_KERNEL)?;
@@ -605,8 +608,9 @@ impl CFace {
             fill_ops(&mut c.ops, dev.attr().max_srq > 0);
         }
         if c.node_type == bindings::RDMA_NODE_RNIC as u8 {
-            // What iw_cm calls through the device (refused: `c_abi/face_iw.rs`).
-            crate::c_abi::face_iw::fill(&mut c.ops);
+            // What iw_cm calls through the device (`c_abi/face_iw.rs`), for a C driver's the
+            // driver's own structure.
+            fill_iw(c, dev.ops().c_structure());
         }
         c.set_use_cq_dim(dev.use_cq_dim().into());
         c.local_dma_lkey = dev.attr().local_dma_lkey.unwrap_or(0);

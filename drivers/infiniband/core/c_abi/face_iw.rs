@@ -1,57 +1,192 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The iWARP connection entries of a face's ops table (what C's iw_cm calls through
-//! `cm_id->device`): an iWARP device's connections do not go through the core yet (its
-//! driver's connection ops expect the driver's own structure, and C clients get the face), so
-//! listening, connecting and accepting are refused with `-EOPNOTSUPP`, a QP number names no QP,
-//! and the rest do nothing: iw_cm and rdma_cm then fail the request cleanly, where an empty
-//! entry would be a call through a null pointer.
+//! `cm_id->device`). A C driver's connection ops (siw's) read `cm_id->device` as their own
+//! device structure, and C clients (rdma_cm) hand iw_cm the face: so an entry that starts a
+//! connection or a listener hands the `iw_cm_id` over to the driver's structure (its `device`
+//! becomes the driver's, as it would be on C, where there is one structure) and calls the
+//! driver's op; from then on iw_cm calls the driver's ops directly, and the IDs a listener's
+//! requests make are the driver's too. A QP number names the driver's own QP (`iw_get_qp` on
+//! the driver's structure), which iw_cm holds (`iw_add_ref`) and modifies (`ib_modify_qp` on a
+//! driver's QP reaches its op: `c_abi/driver/qp_relay.rs`). A device whose driver is not a C
+//! driver's (none of the core's drivers is an RNIC) has no such structure: its requests are
+//! refused with `-EOPNOTSUPP`.
 
+use crate::c_abi::face::CFace;
 use kernel::{
     bindings,
     ffi::{c_int, c_void},
     prelude::*,
 };
 
-/// `iw_create_listen`: refused (no argument is read; so are the others').
-extern "C" fn listen(_cm_id: *mut bindings::iw_cm_id, _backlog: c_int) -> c_int {
-    EOPNOTSUPP.to_errno()
+/// The C driver's own structure behind the face `ib`, null when there is none.
+///
+/// # Safety
+///
+/// `ib` is a face handed to a C client (iw_cm holds it through the rdma_cm ID's device).
+unsafe fn driver_of(ib: *mut bindings::ib_device) -> *mut bindings::ib_device {
+    // SAFETY: The caller's contract.
+    match unsafe { CFace::owner(ib) } {
+        Some(dev) => dev.ops().c_structure(),
+        None => core::ptr::null_mut(),
+    }
 }
 
-/// `iw_connect`, `iw_accept`: refused.
+/// Hands `cm_id` over to the driver's structure behind its face and returns that structure;
+/// null (and `cm_id` untouched) when there is none.
+///
+/// # Safety
+///
+/// `cm_id` is a live `iw_cm_id` whose `device` is a face or already a driver's structure.
+unsafe fn hand_over(cm_id: *mut bindings::iw_cm_id) -> *mut bindings::ib_device {
+    // SAFETY: The caller's contract.
+    let ib = unsafe { (*cm_id).device };
+    // SAFETY: As above: a driver's structure is answered as it is.
+    if unsafe { crate::c_abi::face::is_driver_device(ib) } {
+        return ib;
+    }
+    // SAFETY: `ib` is a face (contract).
+    let drv = unsafe { driver_of(ib) };
+    if !drv.is_null() {
+        // SAFETY: `cm_id` is live; the driver's structure outlives the face's registration.
+        unsafe { (*cm_id).device = drv };
+    }
+    drv
+}
+
+/// The op `pick` chooses from the ops table of the driver structure `drv`; none for a null
+/// `drv` or an op the driver does not have.
+///
+/// # Safety
+///
+/// `drv` is null or a live driver structure with its ops set.
+unsafe fn op_of<F>(
+    drv: *mut bindings::ib_device,
+    pick: impl FnOnce(&bindings::ib_device_ops) -> Option<F>,
+) -> Option<F> {
+    if drv.is_null() {
+        return None;
+    }
+    // SAFETY: The caller's contract.
+    pick(unsafe { &(*drv).ops })
+}
+
+/// `iw_create_listen`: the driver's, on its structure.
+extern "C" fn listen(cm_id: *mut bindings::iw_cm_id, backlog: c_int) -> c_int {
+    // SAFETY: iw_cm passes a live ID whose device is the face it was made on.
+    let drv = unsafe { hand_over(cm_id) };
+    // SAFETY: `drv` is null or the live driver structure behind the face.
+    match unsafe { op_of(drv, |o| o.iw_create_listen) } {
+        // SAFETY: The driver's op with an ID now on its structure.
+        Some(f) => unsafe { f(cm_id, backlog) },
+        None => EOPNOTSUPP.to_errno(),
+    }
+}
+
+/// `iw_connect`: the driver's, on its structure.
 extern "C" fn connect(
-    _cm_id: *mut bindings::iw_cm_id,
-    _param: *mut bindings::iw_cm_conn_param,
+    cm_id: *mut bindings::iw_cm_id,
+    param: *mut bindings::iw_cm_conn_param,
 ) -> c_int {
-    EOPNOTSUPP.to_errno()
+    // SAFETY: As for `listen`.
+    let drv = unsafe { hand_over(cm_id) };
+    // SAFETY: As for `listen`.
+    match unsafe { op_of(drv, |o| o.iw_connect) } {
+        // SAFETY: The driver's op with an ID now on its structure and iw_cm's parameters.
+        Some(f) => unsafe { f(cm_id, param) },
+        None => EOPNOTSUPP.to_errno(),
+    }
 }
 
-/// `iw_reject`: refused.
-extern "C" fn reject(_cm_id: *mut bindings::iw_cm_id, _pdata: *const c_void, _len: u8) -> c_int {
-    EOPNOTSUPP.to_errno()
+/// `iw_accept`: the driver's, on its structure (a request's ID is already the driver's: the
+/// listener's was handed over).
+extern "C" fn accept(
+    cm_id: *mut bindings::iw_cm_id,
+    param: *mut bindings::iw_cm_conn_param,
+) -> c_int {
+    // SAFETY: As for `listen`.
+    let drv = unsafe { hand_over(cm_id) };
+    // SAFETY: As for `listen`.
+    match unsafe { op_of(drv, |o| o.iw_accept) } {
+        // SAFETY: As for `connect`.
+        Some(f) => unsafe { f(cm_id, param) },
+        None => EOPNOTSUPP.to_errno(),
+    }
 }
 
-/// `iw_destroy_listen`: nothing listens.
+/// `iw_reject`: the driver's, on its structure.
+extern "C" fn reject(cm_id: *mut bindings::iw_cm_id, pdata: *const c_void, len: u8) -> c_int {
+    // SAFETY: As for `listen`.
+    let drv = unsafe { hand_over(cm_id) };
+    // SAFETY: As for `listen`.
+    match unsafe { op_of(drv, |o| o.iw_reject) } {
+        // SAFETY: The driver's op with an ID now on its structure and iw_cm's private data.
+        Some(f) => unsafe { f(cm_id, pdata, len) },
+        None => EOPNOTSUPP.to_errno(),
+    }
+}
+
+/// `iw_destroy_listen`: reached only for an ID never handed over (its listen refused), which
+/// listens nowhere.
 extern "C" fn destroy_listen(_cm_id: *mut bindings::iw_cm_id) -> c_int {
     0
 }
 
-/// `iw_get_qp`: no QP (iw_cm answers `-EINVAL`).
-extern "C" fn get_qp(_device: *mut bindings::ib_device, _qpn: c_int) -> *mut bindings::ib_qp {
-    core::ptr::null_mut()
+/// `iw_get_qp`: the driver's QP numbered `qpn` (the face's QP of that number stands for it).
+extern "C" fn get_qp(device: *mut bindings::ib_device, qpn: c_int) -> *mut bindings::ib_qp {
+    // SAFETY: iw_cm passes the face of its ID.
+    let drv = unsafe { driver_of(device) };
+    if drv.is_null() {
+        return core::ptr::null_mut();
+    }
+    // SAFETY: A live driver structure, its ops set; its op looks the number up.
+    match unsafe { (*drv).ops.iw_get_qp } {
+        // SAFETY: As above.
+        Some(f) => unsafe { f(drv, qpn) },
+        None => core::ptr::null_mut(),
+    }
 }
 
-/// `iw_add_ref`, `iw_rem_ref`: no QP is ever handed out.
-extern "C" fn qp_ref(_qp: *mut bindings::ib_qp) {}
+/// `iw_add_ref`: the driver's, on its QP (what `get_qp` returned).
+extern "C" fn add_ref(qp: *mut bindings::ib_qp) {
+    // SAFETY: A live QP of the driver, whose device is its structure.
+    if let Some(f) = unsafe { (*(*qp).device).ops.iw_add_ref } {
+        // SAFETY: As above.
+        unsafe { f(qp) };
+    }
+}
 
-/// Fills the iWARP entries of an iWARP device's face.
-pub(crate) fn fill(ops: &mut bindings::ib_device_ops) {
+/// `iw_rem_ref`: the driver's, on its QP.
+extern "C" fn rem_ref(qp: *mut bindings::ib_qp) {
+    // SAFETY: As for `add_ref`.
+    if let Some(f) = unsafe { (*(*qp).device).ops.iw_rem_ref } {
+        // SAFETY: As above.
+        unsafe { f(qp) };
+    }
+}
+
+/// Fills the iWARP entries of an iWARP device's face, and what iw_cm reads of the device for
+/// the port mapper (the driver's interface name and flags), from the driver's structure `drv`
+/// (null for a device without one).
+///
+/// # Safety
+///
+/// `drv` is null or a live C driver's device structure.
+pub(crate) unsafe fn fill(c: &mut bindings::ib_device, drv: *mut bindings::ib_device) {
+    let ops = &mut c.ops;
     ops.iw_create_listen = Some(listen);
     ops.iw_destroy_listen = Some(destroy_listen);
     ops.iw_connect = Some(connect);
-    ops.iw_accept = Some(connect);
+    ops.iw_accept = Some(accept);
     ops.iw_reject = Some(reject);
     ops.iw_get_qp = Some(get_qp);
-    ops.iw_add_ref = Some(qp_ref);
-    ops.iw_rem_ref = Some(qp_ref);
+    ops.iw_add_ref = Some(add_ref);
+    ops.iw_rem_ref = Some(rem_ref);
+    if !drv.is_null() {
+        // SAFETY: A live structure (contract).
+        unsafe {
+            c.iw_ifname = (*drv).iw_ifname;
+            c.iw_driver_flags = (*drv).iw_driver_flags;
+        }
+    }
 }

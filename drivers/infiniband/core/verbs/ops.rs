@@ -646,6 +646,11 @@ pub(crate) trait DynOps: Send + Sync {
     fn checks_qp_transitions(&self) -> bool {
         false
     }
+    /// A C driver's own device structure (what its iWARP connection ops are called with:
+    /// `c_abi/face_iw.rs`); null for the core's drivers.
+    fn c_structure(&self) -> *mut kernel::bindings::ib_device {
+        core::ptr::null_mut()
+    }
     /// The network device of `port` (C's `ib_device_get_netdev`), held: a C driver's, set with
     /// `ib_device_set_netdev`; none for the core's drivers.
     fn netdev(&self, _port: u32) -> Option<ARef<NetDevice>> {

@@ -626,6 +626,10 @@ impl DynOps for CDriverOps {
         Ok(n as usize)
     }
 
+    fn c_structure(&self) -> *mut bindings::ib_device {
+        self.raw()
+    }
+
     fn netdev(&self, port: u32) -> Option<ARef<NetDevice>> {
         crate::c_abi::driver::netdev::port_netdev(self.raw(), port)
     }
