@@ -906,7 +906,11 @@ pub struct Mr {
 impl Mr {
     /// The DMA MR of `pd`: all of memory, with `access` rights (`get_dma_mr`).
     pub fn get_dma_mr(pd: &Arc<Pd>, access: AccessFlags) -> Result<Arc<Self>> {
-        let new = pd.drv.get_dma_mr(access)?;
+        Self::own(pd, pd.drv.get_dma_mr(access)?)
+    }
+
+    /// The core's MR of `pd` for the driver's new MR `new`: counted, tracked, its PD in use.
+    fn own(pd: &Arc<Pd>, new: NewMr<KBox<dyn MrObject>>) -> Result<Arc<Self>> {
         let mr = Self {
             handle: MrHandle::new(new.mr, Arc::as_ptr(pd.dev.arc()).addr()),
             _counted: Counted::new(pd.dev.arc(), ResType::Mr),
@@ -924,18 +928,7 @@ impl Mr {
     /// `IB_MR_TYPE_MEM_REG`): its pages are given by [`Mr::map_sg`] and registered by a
     /// [`wr::SendOpcode::RegMr`] work request; `EOPNOTSUPP` when the driver has none.
     pub fn alloc_fast_reg(pd: &Arc<Pd>, max_num_sg: u32) -> Result<Arc<Self>> {
-        let new = pd.drv.alloc_mr(max_num_sg)?;
-        let mr = Self {
-            handle: MrHandle::new(new.mr, Arc::as_ptr(pd.dev.arc()).addr()),
-            _counted: Counted::new(pd.dev.arc(), ResType::Mr),
-            pd: pd.clone(),
-            lkey: new.lkey,
-            rkey: new.rkey,
-        };
-        let mr = Arc::new(mr, GFP_KERNEL)?;
-        pd.usecnt.fetch_add(1, Relaxed);
-        let _ = track(&pd.dev, ResType::Mr, None, &mr);
-        Ok(mr)
+        Self::own(pd, pd.drv.alloc_mr(max_num_sg)?)
     }
 
     /// Maps the DMA-mapped scatter list `sg` into this fast-registration MR's page list (C's
