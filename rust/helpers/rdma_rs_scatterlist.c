@@ -29,3 +29,10 @@ __rust_helper unsigned int rust_helper_rdma_rs_dma_max_seg_size(struct device *d
 {
 	return dma_get_max_seg_size(dev);
 }
+
+/* Points an entry at a kernel buffer (an inline function in C). */
+__rust_helper void rust_helper_rdma_rs_sg_set_buf(struct scatterlist *sg, const void *buf,
+						  unsigned int buflen)
+{
+	sg_set_buf(sg, buf, buflen);
+}

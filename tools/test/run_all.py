@@ -157,9 +157,10 @@ def header_value(name, key):
     """The value of the scenario's `# key: value` header line, or None."""
     path = HARNESS.parent / "scenarios" / f"{name}.sh"
     try:
-        head = path.read_text().splitlines()[:40]
+        head = path.read_text().splitlines()
     except OSError:
         return None
+    # The header is every comment line before the first other line (the harness reads it so).
     for line in head:
         if not line.startswith("#"):
             break
@@ -306,8 +307,7 @@ class DeferredBuild:
 
 def vm_scenarios(tally, runs, harness_args, jobs, deferred=None):
     """Runs the VM scenarios, up to `jobs` guests at once (each run has its own work directory,
-    sockets and cx-model, so runs do not share anything; a two-VM run counts two, and two of
-    them may run together, one guest over `jobs`, when nothing else runs). Exclusive
+    sockets and cx-model, so runs do not share anything; a two-VM run counts two). Exclusive
     runs go first, one at a time, then the rest longest first (the longest that fits beside the
     ones running). Each run's output is printed when it ends. A `deferred` build starts after
     the exclusive runs; the runs that need it start once it has ended (failed: they fail)."""
@@ -338,12 +338,6 @@ def vm_scenarios(tally, runs, harness_args, jobs, deferred=None):
                     continue
                 if not running or busy + r.guests <= jobs:
                     nxt = r  # the longest run that fits beside the ones running
-                    break
-                if r.guests == 2 and all(x.guests == 2 for x, _, _ in running) and busy + 2 <= jobs + 1:
-                    # Two two-guest runs at once (one guest more than `jobs`): alone, one pair
-                    # keeps 1.4 of the 2 cores busy (its guests wait on each other), and these
-                    # runs come last, one after the other, when the single runs are done.
-                    nxt = r
                     break
             if nxt is None:
                 break

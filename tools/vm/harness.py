@@ -961,16 +961,20 @@ def run_guests(vms: list[Vm], initrds: list[Path], timeout: int, kill_model_afte
                     for other in vms:
                         if not other.gone:
                             other.stop_guest(f"stopped because {vm.name} stopped before finishing")
-        if all(vm.gone for vm in vms):
-            break
         elapsed = time.monotonic() - start
         for vm in vms:
             if kill_model_after is not None and elapsed > kill_model_after and vm.model.poll() is None:
                 os.killpg(vm.model.pid, signal.SIGKILL)
-            if not vm.gone and vm.model.poll() is not None:
+            # A model that died while its QEMU ran, or was killed and took QEMU down with it
+            # before the guest finished (QEMU's vfio-user client can abort when its server goes
+            # mid-access), is the run's cause of failure.
+            rc = vm.model.poll()
+            if rc is not None and (not vm.gone or (rc < 0 and not vm.ktap_ended)):
                 raise HarnessError(
-                    f"{vm.tag}cx-model died during the run (exit {vm.model.returncode}) after "
+                    f"{vm.tag}cx-model died during the run (exit {rc}) after "
                     f"{elapsed:.1f} s; stopping QEMU. Logs: {vm.model_log}, {vm.console_log}")
+        if all(vm.gone for vm in vms):
+            break
         if elapsed > BOOT_STALL_SECS and not all(printed[id(vm)] or vm.gone for vm in vms):
             raise BootStall(f"a guest did not come up in {BOOT_STALL_SECS} s (QEMU stalled "
                             f"before the kernel); console in "

@@ -603,3 +603,184 @@ pub(crate) unsafe fn cleanup_mrs(qp: *mut bindings::ib_qp) {
         ib_mr_pool_destroy(qp, &raw mut (*qp).rdma_mrs);
     }
 }
+
+#[kernel::macros::kunit_tests(rdma_rs_ib_c_rdma_rw)]
+mod tests {
+    use super::*;
+
+    /// A zeroed `T` on the heap (the C structures here are too large for the stack).
+    ///
+    /// # Safety
+    ///
+    /// All zeroes is a valid `T` (a plain C structure).
+    unsafe fn zeroed<T>() -> Result<KBox<T>> {
+        let mut b = KBox::<T>::new_uninit(GFP_KERNEL)?;
+        // SAFETY: The allocation holds one `T`; all zeroes is valid (contract).
+        unsafe {
+            ptr::write_bytes(b.as_mut_ptr(), 0, 1);
+            Ok(b.assume_init())
+        }
+    }
+
+    /// A software device (no DMA device) whose port 1 is not iWARP, a PD with local key 0x77,
+    /// a QP taking two scatter entries per RDMA request, as C code hands them to rdma_rw; five
+    /// kernel buffers of 4096 bytes and a scatter list over them; a zeroed context.
+    struct Fake {
+        _ports: KBox<[bindings::ib_port_data; 2]>,
+        dev: KBox<bindings::ib_device>,
+        _pd: KBox<bindings::ib_pd>,
+        qp: KBox<bindings::ib_qp>,
+        bufs: KVec<KVec<u8>>,
+        sg: KBox<[bindings::scatterlist; 5]>,
+        ctx: KBox<bindings::rdma_rw_ctx>,
+    }
+
+    fn fake() -> Result<Fake> {
+        // SAFETY: Plain C structures.
+        let (mut ports, mut dev, mut pd, mut qp, mut sg, ctx) = unsafe {
+            (
+                zeroed::<[bindings::ib_port_data; 2]>()?,
+                zeroed::<bindings::ib_device>()?,
+                zeroed::<bindings::ib_pd>()?,
+                zeroed::<bindings::ib_qp>()?,
+                zeroed::<[bindings::scatterlist; 5]>()?,
+                zeroed::<bindings::rdma_rw_ctx>()?,
+            )
+        };
+        dev.phys_port_cnt = 1;
+        dev.port_data = ports.as_mut_ptr();
+        dev.attrs.max_sge_rd = 2;
+        dev.attrs.max_fast_reg_page_list_len = 512;
+        pd.device = &mut *dev;
+        pd.local_dma_lkey = 0x77;
+        qp.device = &mut *dev;
+        qp.pd = &mut *pd;
+        qp.max_write_sge = 2;
+        qp.max_read_sge = 2;
+        let mut bufs = KVec::new();
+        for _ in 0..5 {
+            let mut b = KVec::new();
+            b.extend_from_slice(&[0u8; 4096], GFP_KERNEL)?;
+            bufs.push(b, GFP_KERNEL)?;
+        }
+        // SAFETY: A table of five entries, each pointed at a live kernel buffer.
+        unsafe {
+            bindings::sg_init_table(sg.as_mut_ptr(), 5);
+            for (i, b) in bufs.iter().enumerate() {
+                bindings::rdma_rs_sg_set_buf(&mut sg[i], b.as_ptr().cast(), 4096);
+            }
+        }
+        Ok(Fake {
+            _ports: ports,
+            dev,
+            _pd: pd,
+            qp,
+            bufs,
+            sg,
+            ctx,
+        })
+    }
+
+    /// `rdma_rw_ctx_init` on the fake QP and list, from byte `offset`, in direction `dir`.
+    fn init(f: &mut Fake, offset: u32, dir: bindings::dma_data_direction) -> c_int {
+        // SAFETY: A fake QP of a software device, a live five-entry list, a writable context.
+        unsafe {
+            rdma_rw_ctx_init(
+                &mut *f.ctx,
+                &mut *f.qp,
+                1,
+                f.sg.as_mut_ptr(),
+                5,
+                offset,
+                0x10000,
+                9,
+                dir,
+            )
+        }
+    }
+
+    /// `rdma_rw_ctx_destroy` of the context `init` set up.
+    fn destroy(f: &mut Fake, dir: bindings::dma_data_direction) {
+        // SAFETY: The context set up by `init` with this QP and list.
+        unsafe { rdma_rw_ctx_destroy(&mut *f.ctx, &mut *f.qp, 1, f.sg.as_mut_ptr(), 5, dir) };
+    }
+
+    #[test]
+    fn a_list_is_split_into_requests_of_the_qps_scatter_limit() {
+        let Ok(mut f) = fake() else {
+            assert!(false);
+            return;
+        };
+        let dir = bindings::dma_data_direction::DMA_TO_DEVICE;
+        assert_eq!(init(&mut f, 100, dir), 3);
+        assert_eq!(f.ctx.type_, RDMA_RW_MULTI_WR);
+        // SAFETY: A plain C structure: all zeroes is valid.
+        let mut cqe: bindings::ib_cqe = unsafe { core::mem::zeroed() };
+        // SAFETY: The context set up above; `cqe` outlives its use here.
+        let first =
+            unsafe { rdma_rw_ctx_wrs(&mut *f.ctx, &mut *f.qp, 1, &mut cqe, ptr::null_mut()) };
+        let mut w = first;
+        let mut remote = 0x10000u64;
+        let mut at = 0usize;
+        for (k, sges) in [2usize, 2, 1].into_iter().enumerate() {
+            // SAFETY: The context's requests are RDMA requests in its own memory.
+            let r = unsafe { &*kernel::container_of!(w, bindings::ib_rdma_wr, wr) };
+            assert!(r.wr.opcode == bindings::ib_wr_opcode_IB_WR_RDMA_WRITE);
+            assert_eq!(r.wr.num_sge as usize, sges);
+            assert_eq!(r.remote_addr, remote);
+            assert_eq!(r.rkey, 9);
+            for j in 0..sges {
+                // SAFETY: The request's scatter list has `sges` entries.
+                let s = unsafe { &*r.wr.sg_list.add(j) };
+                let skip = if at == 0 { 100 } else { 0 };
+                // A software device's DMA address is the kernel address.
+                assert_eq!(s.addr, f.bufs[at].as_ptr() as u64 + skip);
+                assert_eq!(u64::from(s.length), 4096 - skip);
+                assert_eq!(s.lkey, 0x77);
+                remote += u64::from(s.length);
+                at += 1;
+            }
+            let last = k == 2;
+            assert_eq!(r.wr.next.is_null(), last);
+            let signaled = r.wr.send_flags & bindings::ib_send_flags_IB_SEND_SIGNALED as c_int;
+            let is_signaled = signaled != 0;
+            assert_eq!(is_signaled, last);
+            w = r.wr.next;
+        }
+        destroy(&mut f, dir);
+    }
+
+    #[test]
+    fn an_offset_into_the_last_entry_makes_one_request_and_past_the_list_eio() {
+        let Ok(mut f) = fake() else {
+            assert!(false);
+            return;
+        };
+        let dir = bindings::dma_data_direction::DMA_FROM_DEVICE;
+        // Past four entries and 8 bytes of the fifth: one request of one entry.
+        assert_eq!(init(&mut f, 4 * 4096 + 8, dir), 1);
+        assert_eq!(f.ctx.type_, RDMA_RW_SINGLE_WR);
+        // SAFETY: A single-request context: its `single` member.
+        let single = unsafe { &f.ctx.__bindgen_anon_1.single };
+        assert!(single.wr.wr.opcode == bindings::ib_wr_opcode_IB_WR_RDMA_READ);
+        assert_eq!(single.sge.addr, f.bufs[4].as_ptr() as u64 + 8);
+        assert_eq!(single.sge.length, 4096 - 8);
+        assert_eq!(single.wr.remote_addr, 0x10000);
+        destroy(&mut f, dir);
+        // An offset past the list: `-EIO`, nothing left to destroy.
+        assert_eq!(init(&mut f, 5 * 4096, dir), EIO.to_errno());
+    }
+
+    #[test]
+    fn the_mr_factor_is_the_read_scatter_limit_without_registration() {
+        let Ok(mut f) = fake() else {
+            assert!(false);
+            return;
+        };
+        let dev: *mut bindings::ib_device = &mut *f.dev;
+        // SAFETY: The fake device, port 1 (not iWARP, no `max_sgl_rd`).
+        let (seven, two) = unsafe { (rdma_rw_mr_factor(dev, 1, 7), rdma_rw_mr_factor(dev, 1, 2)) };
+        assert_eq!(seven, 4);
+        assert_eq!(two, 1);
+    }
+}
