@@ -402,24 +402,27 @@ for s in 0 1; do
 	cm_pair udaddy-$s $s "udaddy over rxe0, server on VM $s: 2 UD endpoints, 10 datagrams each" \
 		'test complete' "udaddy -b $OWN -c 2 -C 10" "udaddy -s $PEER_IP -c 2 -C 10"
 done
-# cmtime's server serves until it is stopped: the client's table is checked, and that the
-# server was still serving.
-for s in 0 1; do
-	if [ "$VM_INDEX" = "$s" ]; then
-		cmtime -b $OWN -c 4 >/tmp/cm-server 2>&1 &
-		cmt=$!
-		wait_for "cmtime over rxe0, server on VM $s: the server listens" 20 '^listening$' cm_waiting cmtime
-		meet "cmt-$s"
-		meet "cmt-done-$s"
-		check "cmtime over rxe0, server on VM $s: still serving at the end" kill $cmt
-		wait $cmt
-	else
-		meet "cmt-$s"
-		check_output "cmtime over rxe0, server on VM $s: the client's 4 connections, each step timed" \
-			'^disconnect +: +[0-9.]+' timeout 40 cmtime -s $PEER_IP -c 4
-		meet "cmt-done-$s"
-	fi
-done
+# cmtime_pair DEV: cmtime between the VMs over DEV, each VM the server once. Its server serves
+# until it is stopped: the client's table is checked, and that the server was still serving.
+cmtime_pair() {
+	for s in 0 1; do
+		if [ "$VM_INDEX" = "$s" ]; then
+			cmtime -b $OWN -c 4 >/tmp/cm-server 2>&1 &
+			cmt=$!
+			wait_for "cmtime over $1, server on VM $s: the server listens" 20 '^listening$' cm_waiting cmtime
+			meet "cmt-$1-$s"
+			meet "cmt-done-$1-$s"
+			check "cmtime over $1, server on VM $s: still serving at the end" kill $cmt
+			wait $cmt
+		else
+			meet "cmt-$1-$s"
+			check_output "cmtime over $1, server on VM $s: the client's 4 connections, each step timed" \
+				'^disconnect +: +[0-9.]+' timeout 40 cmtime -s $PEER_IP -c 4
+			meet "cmt-done-$1-$s"
+		fi
+	done
+}
+cmtime_pair rxe0
 # NVMe over RDMA on rxe0 (C's nvmet-rdma and nvme-rdma, the same files on both stacks): each VM
 # exports a memory-backed null_blk namespace through nvmet's configfs and, at the same time,
 # connects to the other's through /dev/nvme-fabrics (what `nvme connect -t rdma` writes), writes
@@ -537,7 +540,7 @@ check "rdma stat show link siw0/1: refused (no counters)" sh -c '! rdma stat sho
 # server makes its PD, MR, CQ and QP and waits for its peer's TCP connection (an iWARP QP is
 # connected by iw_cm, not by the pingpong's modifies, so it goes no further on either stack);
 # stopped there, its objects go, and `rdma res` counts what it counted before. Then rping,
-# ib_write_bw -R and ucmatose over siw0 with C's rdma_cm and iw_cm, each way.
+# ib_write_bw -R, ucmatose and cmtime over siw0 with C's rdma_cm and iw_cm, each way.
 siw_res=$(rdma res show siw0)
 timeout 20 ibv_rc_pingpong -d siw0 -g 0 >/tmp/siw-pp 2>&1 &
 pp=$!
@@ -549,7 +552,7 @@ wait $pp
 same "rdma res show siw0: the user objects are gone" "$siw_res" "$(rdma res show siw0)"
 # rdma_cm on siw0 (iWARP): iw_cm's IDs go to siw's own connection ops (the face hands them over
 # to the driver's structure), the connection is siw's TCP stream between the VMs: rping with its
-# data verified, ib_write_bw -R and ucmatose, each way.
+# data verified, ib_write_bw -R, ucmatose and cmtime, each way.
 check "insmod ib_cm, iw_cm, rdma_cm, rdma_ucm (again, for siw0)" \
 	sh -c "insmod $stack_dir/ib_cm.ko && insmod $stack_dir/iw_cm.ko && insmod $stack_dir/rdma_cm.ko && insmod $stack_dir/rdma_ucm.ko"
 for s in 0 1; do
@@ -561,6 +564,7 @@ for s in 0 1; do
 	cm_pair ucmatose-siw-$s $s "ucmatose over siw0, server on VM $s: 2 connections, 10 messages each" \
 		'test complete' "ucmatose -b $OWN -c 2 -C 10" "ucmatose -s $PEER_IP -c 2 -C 10"
 done
+cmtime_pair siw0
 check "rmmod rdma_ucm, rdma_cm, iw_cm, ib_cm" rmmod rdma_ucm rdma_cm iw_cm ib_cm
 check "rdma link delete siw0" rdma link delete siw0
 check "rmmod siw" rmmod siw
