@@ -10,7 +10,7 @@
 
 use crate::c_abi::{
     cq::{__ib_alloc_cq, ib_free_cq},
-    object::{atomic, err_ptr, list_add_tail, list_del, list_first},
+    object::{atomic, err_ptr, list_add_tail, list_del, list_first, CSpinGuard},
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{bindings, ffi::c_int, prelude::*};
@@ -23,29 +23,6 @@ const POOLS: usize = bindings::ib_poll_context_IB_POLL_LAST_POOL_TYPE as usize +
 
 /// The vector the last `ib_cq_pool_get` without a hint chose (C's `default_comp_vector`).
 static DEFAULT_COMP_VECTOR: AtomicU32 = AtomicU32::new(0);
-
-/// The pool lock of `ib`, held with interrupts disabled until dropped (C's `spin_lock_irq`).
-struct PoolGuard(*mut bindings::spinlock_t);
-
-impl PoolGuard {
-    /// # Safety
-    ///
-    /// `ib` is a live device structure whose pool is set up.
-    unsafe fn lock(ib: *mut bindings::ib_device) -> Self {
-        // SAFETY: The caller's contract.
-        let lock = unsafe { &raw mut (*ib).cq_pools_lock };
-        // SAFETY: An initialised lock of a live structure.
-        unsafe { bindings::spin_lock_irq_disable(lock) };
-        Self(lock)
-    }
-}
-
-impl Drop for PoolGuard {
-    fn drop(&mut self) {
-        // SAFETY: Taken by `lock`; the structure outlives the guard.
-        unsafe { bindings::spin_unlock_irq_enable(self.0) }
-    }
-}
 
 /// The CQ whose `pool_entry` is `entry`.
 fn cq_of_entry(entry: *mut bindings::list_head) -> *mut bindings::ib_cq {
@@ -114,7 +91,7 @@ unsafe fn grow(
         }
     }
     // SAFETY: As above.
-    let _g = unsafe { PoolGuard::lock(ib) };
+    let _g = unsafe { CSpinGuard::lock(&raw mut (*ib).cq_pools_lock) };
     for &cq in made.iter() {
         // SAFETY: The pool of a live structure, under its lock; the CQs are new.
         unsafe {
@@ -141,7 +118,7 @@ unsafe fn claim(
     poll_ctx: bindings::ib_poll_context,
 ) -> Option<*mut bindings::ib_cq> {
     // SAFETY: The caller's contract.
-    let _g = unsafe { PoolGuard::lock(ib) };
+    let _g = unsafe { CSpinGuard::lock(&raw mut (*ib).cq_pools_lock) };
     // SAFETY: The pool of a live structure, under its lock.
     let head = unsafe { &raw mut (*ib).cq_pools[poll_ctx as usize] };
     // SAFETY: As above.
@@ -215,7 +192,7 @@ pub(crate) unsafe extern "C" fn ib_cq_pool_put(cq: *mut bindings::ib_cq, nr_cqe:
     // SAFETY: `cq` and its device are live (contract).
     let ib = unsafe { (*cq).device };
     // SAFETY: As above.
-    let _g = unsafe { PoolGuard::lock(ib) };
+    let _g = unsafe { CSpinGuard::lock(&raw mut (*ib).cq_pools_lock) };
     // SAFETY: The count is under the pool's lock.
     unsafe {
         if nr_cqe > (*cq).cqe_used {
@@ -237,7 +214,7 @@ pub(crate) unsafe fn cleanup(ib: *mut bindings::ib_device) {
         loop {
             let cq = {
                 // SAFETY: The caller's contract.
-                let _g = unsafe { PoolGuard::lock(ib) };
+                let _g = unsafe { CSpinGuard::lock(&raw mut (*ib).cq_pools_lock) };
                 // SAFETY: The pool of a live structure, under its lock.
                 match unsafe { list_first(&raw mut (*ib).cq_pools[ctx]) } {
                     Some(entry) => {

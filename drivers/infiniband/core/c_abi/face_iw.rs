@@ -32,51 +32,37 @@ unsafe fn driver_of(ib: *mut bindings::ib_device) -> *mut bindings::ib_device {
     }
 }
 
-/// Hands `cm_id` over to the driver's structure behind its face and returns that structure;
-/// null (and `cm_id` untouched) when there is none.
+/// Hands `cm_id` over to the driver's structure behind its face and returns that structure's
+/// ops table; none (and `cm_id` untouched) when there is no such structure.
 ///
 /// # Safety
 ///
 /// `cm_id` is a live `iw_cm_id` whose `device` is a face or already a driver's structure.
-unsafe fn hand_over(cm_id: *mut bindings::iw_cm_id) -> *mut bindings::ib_device {
+unsafe fn hand_over<'a>(cm_id: *mut bindings::iw_cm_id) -> Option<&'a bindings::ib_device_ops> {
     // SAFETY: The caller's contract.
     let ib = unsafe { (*cm_id).device };
-    // SAFETY: As above: a driver's structure is answered as it is.
-    if unsafe { crate::c_abi::face::is_driver_device(ib) } {
-        return ib;
-    }
-    // SAFETY: `ib` is a face (contract).
-    let drv = unsafe { driver_of(ib) };
-    if !drv.is_null() {
-        // SAFETY: `cm_id` is live; the driver's structure outlives the face's registration.
-        unsafe { (*cm_id).device = drv };
-    }
-    drv
-}
-
-/// The op `pick` chooses from the ops table of the driver structure `drv`; none for a null
-/// `drv` or an op the driver does not have.
-///
-/// # Safety
-///
-/// `drv` is null or a live driver structure with its ops set.
-unsafe fn op_of<F>(
-    drv: *mut bindings::ib_device,
-    pick: impl FnOnce(&bindings::ib_device_ops) -> Option<F>,
-) -> Option<F> {
+    // SAFETY: As above: a driver's structure is answered as it is; a face's driver looked up.
+    let drv = if unsafe { crate::c_abi::face::is_driver_device(ib) } {
+        ib
+    } else {
+        // SAFETY: `ib` is a face (contract).
+        unsafe { driver_of(ib) }
+    };
     if drv.is_null() {
         return None;
     }
-    // SAFETY: The caller's contract.
-    pick(unsafe { &(*drv).ops })
+    // SAFETY: `cm_id` is live; the driver's structure, its ops set, outlives the face's
+    // registration and so the ID's use.
+    unsafe {
+        (*cm_id).device = drv;
+        Some(&(*drv).ops)
+    }
 }
 
 /// `iw_create_listen`: the driver's, on its structure.
 extern "C" fn listen(cm_id: *mut bindings::iw_cm_id, backlog: c_int) -> c_int {
     // SAFETY: iw_cm passes a live ID whose device is the face it was made on.
-    let drv = unsafe { hand_over(cm_id) };
-    // SAFETY: `drv` is null or the live driver structure behind the face.
-    match unsafe { op_of(drv, |o| o.iw_create_listen) } {
+    match unsafe { hand_over(cm_id) }.and_then(|o| o.iw_create_listen) {
         // SAFETY: The driver's op with an ID now on its structure.
         Some(f) => unsafe { f(cm_id, backlog) },
         None => EOPNOTSUPP.to_errno(),
@@ -88,10 +74,8 @@ extern "C" fn connect(
     cm_id: *mut bindings::iw_cm_id,
     param: *mut bindings::iw_cm_conn_param,
 ) -> c_int {
-    // SAFETY: As for `listen`.
-    let drv = unsafe { hand_over(cm_id) };
-    // SAFETY: As for `listen`.
-    match unsafe { op_of(drv, |o| o.iw_connect) } {
+    // SAFETY: iw_cm passes a live ID whose device is the face it was made on.
+    match unsafe { hand_over(cm_id) }.and_then(|o| o.iw_connect) {
         // SAFETY: The driver's op with an ID now on its structure and iw_cm's parameters.
         Some(f) => unsafe { f(cm_id, param) },
         None => EOPNOTSUPP.to_errno(),
@@ -104,10 +88,8 @@ extern "C" fn accept(
     cm_id: *mut bindings::iw_cm_id,
     param: *mut bindings::iw_cm_conn_param,
 ) -> c_int {
-    // SAFETY: As for `listen`.
-    let drv = unsafe { hand_over(cm_id) };
-    // SAFETY: As for `listen`.
-    match unsafe { op_of(drv, |o| o.iw_accept) } {
+    // SAFETY: iw_cm passes a live ID whose device is the face it was made on.
+    match unsafe { hand_over(cm_id) }.and_then(|o| o.iw_accept) {
         // SAFETY: As for `connect`.
         Some(f) => unsafe { f(cm_id, param) },
         None => EOPNOTSUPP.to_errno(),
@@ -116,10 +98,8 @@ extern "C" fn accept(
 
 /// `iw_reject`: the driver's, on its structure.
 extern "C" fn reject(cm_id: *mut bindings::iw_cm_id, pdata: *const c_void, len: u8) -> c_int {
-    // SAFETY: As for `listen`.
-    let drv = unsafe { hand_over(cm_id) };
-    // SAFETY: As for `listen`.
-    match unsafe { op_of(drv, |o| o.iw_reject) } {
+    // SAFETY: iw_cm passes a live ID whose device is the face it was made on.
+    match unsafe { hand_over(cm_id) }.and_then(|o| o.iw_reject) {
         // SAFETY: The driver's op with an ID now on its structure and iw_cm's private data.
         Some(f) => unsafe { f(cm_id, pdata, len) },
         None => EOPNOTSUPP.to_errno(),
