@@ -968,8 +968,12 @@ def run_guests(vms: list[Vm], initrds: list[Path], timeout: int, kill_model_afte
             # A model that died while its QEMU ran, or was killed and took QEMU down with it
             # before the guest finished (QEMU's vfio-user client can abort when its server goes
             # mid-access), is the run's cause of failure.
+            # The model also exits (status 0) when QEMU disconnects at the end of a run: QEMU
+            # may have gone between this loop's poll of it and this one (seen in CI), so it is
+            # polled again here before the model's exit counts against the run.
             rc = vm.model.poll()
-            if rc is not None and (not vm.gone or (rc < 0 and not vm.ktap_ended)):
+            qemu_running = not vm.gone and vm.qemu.poll() is None
+            if rc is not None and (qemu_running or (rc != 0 and not vm.ktap_ended)):
                 raise HarnessError(
                     f"{vm.tag}cx-model died during the run (exit {rc}) after "
                     f"{elapsed:.1f} s; stopping QEMU. Logs: {vm.model_log}, {vm.console_log}")
