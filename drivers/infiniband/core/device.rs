@@ -183,6 +183,14 @@ impl Registration {
     pub fn dispatch_event(&self, event: EventType, port: u32) {
         self.dev.dispatch_event(event, port);
     }
+
+    /// The first step of unregistering, which dropping the registration takes if this did not:
+    /// the device hidden and removed from every client (C's `disable_device`). For a driver
+    /// whose device must keep working while its clients let it go (their last messages, ib_cm's
+    /// DREQs, go out through it) and that lets go of its own part only after.
+    pub(crate) fn disable(&self) {
+        registry::disable(&self.dev);
+    }
 }
 
 impl Drop for Registration {

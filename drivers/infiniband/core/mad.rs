@@ -377,8 +377,16 @@ impl MadAgent {
 
     /// Unregisters the agent (C's `ib_unregister_mad_agent`): its sends complete with
     /// [`WcStatus::WrFlushErr`], its methods are free again, and once this returns no handler
-    /// of it runs. Nothing happens the second time.
+    /// of it runs. Nothing happens the second time. As C's, it waits for its sends already on
+    /// the QP to complete (so that a message sent just before, ib_cm's DREQ when an ID goes,
+    /// is on the wire before the device may go), for at most [`UNREGISTER_SEND_WAIT_MS`].
     pub fn unregister(self: &Arc<Self>) {
+        self.unregister_waiting(true);
+    }
+
+    /// [`Self::unregister`]; `wait`: for the sends on the QP (not when the port closes, whose
+    /// QPs go next).
+    fn unregister_waiting(self: &Arc<Self>, wait: bool) {
         if !self.registered.xchg(false, Relaxed) {
             return;
         }
@@ -392,16 +400,36 @@ impl MadAgent {
             st.rmpp_recvs.retain(|x| !core::ptr::eq(&*x.agent, &**self));
             let mut i = 0;
             while let Some(r) = st.sends.get_mut(i) {
-                let mine = r
-                    .agent
-                    .as_ref()
-                    .is_some_and(|a| core::ptr::eq(&**a, &**self));
-                if !mine {
+                if !self.owns(r) {
                     i += 1;
                     continue;
                 }
                 if matches!(r.state, SendState::Posted(_)) {
-                    // The slot is the device's until the send completes.
+                    // The slot is the device's until the send completes, which reports the
+                    // flush (C's `cancel_mads` marks it so); no response is waited for.
+                    r.flushed = true;
+                    r.timeout_ms = 0;
+                    i += 1;
+                } else if let Ok(r) = st.sends.remove(i) {
+                    finish(r, WcStatus::WrFlushErr, &mut notices);
+                }
+            }
+        }
+        deliver(notices);
+        if wait {
+            let deadline =
+                self.port.now_ns() + Delta::from_millis(UNREGISTER_SEND_WAIT_MS).as_nanos();
+            while self.has_posted() && self.port.now_ns() < deadline {
+                kernel::time::delay::fsleep(Delta::from_millis(1));
+            }
+        }
+        // Sends the device did not complete in time are reported flushed now; their slots stay
+        // the device's until it completes them.
+        let mut notices = KVec::new();
+        {
+            let mut st = self.port.state.lock();
+            for r in st.sends.iter_mut() {
+                if self.owns(r) && matches!(r.state, SendState::Posted(_)) && !r.cancelled {
                     r.cancelled = true;
                     if let Ok(mad) = KBox::new(*r.mad, GFP_KERNEL) {
                         let d = SendDone {
@@ -412,21 +440,25 @@ impl MadAgent {
                         };
                         let _ = notices.push(Notice::Done(self.clone(), d), GFP_KERNEL);
                     }
-                    i += 1;
-                } else if let Ok(r) = st.sends.remove(i) {
-                    let d = SendDone {
-                        context: r.context,
-                        status: WcStatus::WrFlushErr,
-                        mad: r.mad,
-                        retried: r.retried,
-                    };
-                    let _ = notices.push(Notice::Done(self.clone(), d), GFP_KERNEL);
                 }
             }
         }
         deliver(notices);
         // From here no handler runs.
         *self.live.lock() = false;
+    }
+
+    /// Whether `r` is one of this agent's sends.
+    fn owns(&self, r: &SendRec) -> bool {
+        r.agent.as_ref().is_some_and(|a| core::ptr::eq(&**a, self))
+    }
+
+    /// Whether a send of this agent is on the QP still.
+    fn has_posted(&self) -> bool {
+        let st = self.port.state.lock();
+        st.sends
+            .iter()
+            .any(|r| self.owns(r) && matches!(r.state, SendState::Posted(_)))
     }
 
     /// Changes how long the agent's send whose context is `context` waits for its response,
@@ -642,7 +674,7 @@ impl MadPort {
         drop(timer);
         drop(timer_obj);
         for a in &agents {
-            a.unregister();
+            a.unregister_waiting(false);
         }
         // The QPs go first (the device stops using the buffers), then the CQ's polling.
         drop(qps);
@@ -1382,6 +1414,11 @@ impl Client for MadClient {
 //
 // The sends this makes on its own (ACKs, ABORTs) go out as the port's replies, never seen by
 // the agent's handler, as C's internal RMPP sends.
+
+/// How long unregistering an agent waits for its sends on the QP to complete. C waits without
+/// limit; a device that stopped completing sends (gone before its driver flushed them) would
+/// hold the unregistration, and with it the device's removal, for ever.
+const UNREGISTER_SEND_WAIT_MS: i64 = 2000;
 
 /// How long a reassembly may take (C's 40 s "until we can find the packet lifetimes").
 const RMPP_RECV_TIMEOUT_MS: i64 = 40_000;

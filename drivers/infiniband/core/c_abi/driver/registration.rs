@@ -263,12 +263,17 @@ fn unregister_locked(d: &Arc<DriverDevice>, dealloc: bool) {
     let Some(registration) = held.take() else {
         return;
     };
-    // The driver's structure stops naming the device before the device may go (what the
+    // Clients removed first, with the device whole: what they send as they go (ib_cm's DREQ
+    // for each connection rdma_cm destroys) goes out through the driver, which finds its net
+    // device and GIDs through the core as before (C's `disable_device` comes before
+    // `free_netdevs`).
+    registration.disable();
+    // Then the driver's structure stops naming the device, before the device may go (what the
     // driver calls with it from here on finds no device, as an event of a device being
     // unregistered is dropped).
     // SAFETY: The driver's structure, alive until it is put below.
     unsafe { face::clear_driver_owner(raw) };
-    // Clients removed, users waited for, sysfs gone, the device dropped.
+    // Users waited for, sysfs gone, the device dropped.
     drop(registration);
     // SAFETY: The structure is alive until it is put below; its count and completion were set
     // up by `_ib_alloc_device` and registration. C's `disable_device`: the registration's
