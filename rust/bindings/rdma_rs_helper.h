@@ -33,10 +33,14 @@
 #include <rdma/ib_user_sa.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/iw_cm.h>
+#include <rdma/rdma_cm.h>
 #include <rdma/rdma_netlink.h>
 #include <rdma/rw.h>
 #include <rdma/uverbs_ioctl.h>
 #include <uapi/rdma/rdma_netlink.h>
+/* rdma_cm's private ID (`struct rdma_id_private`, whose restrack entry the core lists and whose
+ * fields `rdma res show cm_id` shows, as C's nldev.c reads them). */
+#include "../../drivers/infiniband/core/cma_priv.h"
 
 const gfp_t RUST_CONST_HELPER___GFP_DIRECT_RECLAIM = __GFP_DIRECT_RECLAIM;
 const size_t RUST_CONST_HELPER_NLMSG_DEFAULT_SIZE = NLMSG_DEFAULT_SIZE;

@@ -28,6 +28,7 @@
 //! entry with the mutex held, so destroying an object waits for a fill in progress (C's
 //! `rdma_restrack_begin_del` waiting for the entry's references).
 
+pub(crate) mod cm_id;
 pub(crate) mod view;
 
 use core::{any::Any, ptr::NonNull};

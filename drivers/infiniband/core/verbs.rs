@@ -1241,7 +1241,8 @@ mod tests {
                 ResView::Qp(qp) => (id, qp.kern_name().as_bytes(), 0),
                 ResView::Mr(mr) => (id, mr.kern_name().as_bytes(), 0),
                 ResView::Srq(srq) => (id, srq.kern_name().as_bytes(), srq.users()),
-                // No user objects in these tests.
+                // No user objects or rdma_cm IDs in these tests.
+                ResView::CmId(_) => (id, &b"cm_id"[..], 0),
                 ResView::Ctx(_)
                 | ResView::UserPd(_)
                 | ResView::UserMr(_)

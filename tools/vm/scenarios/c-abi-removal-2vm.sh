@@ -126,6 +126,34 @@ io_loop &
 io=$!
 check_output "the loads run: NVMe rounds, pings sent, pings answered" ' -> ' going 60
 meet loads-running
+# The rdma_cm IDs on rxe0 as `rdma res show cm_id` lists them (C's restrack entries of
+# rdma_cm's IDs: the listeners, each connection's ID on either end, the module or the task that
+# owns it; a connection accepted by a user listener is the listener's task's). Sorted, with the
+# ids, QP numbers, pids and ephemeral ports taken out (they follow the order the two VMs'
+# connections happened in).
+cm_ids() {
+	rdma res show cm_id | sed -E 's/ +$//; s/cm-idn [0-9]+ //; s/lqpn [0-9]+ //; s/pid [0-9]+ /pid P /;
+		s/:(4420|7176|0)( |$)/:K\1\2/g; s/:[0-9]+( |$)/:E\1/g; s/:K/:/g' | sort
+}
+CM_IDS=$(printf '%s\n' \
+	"link rxe0/1 qp-type RC state CONNECT ps TCP comm [nvme_rdma] src-addr $OWN:E dst-addr $PEER_IP:4420" \
+	"link rxe0/1 qp-type RC state CONNECT ps TCP comm [nvme_rdma] src-addr $OWN:E dst-addr $PEER_IP:4420" \
+	"link rxe0/1 qp-type RC state CONNECT ps TCP comm [nvmet_rdma] src-addr $OWN:4420 dst-addr $PEER_IP:E" \
+	"link rxe0/1 qp-type RC state CONNECT ps TCP comm [nvmet_rdma] src-addr $OWN:4420 dst-addr $PEER_IP:E" \
+	"link rxe0/1 qp-type RC state CONNECT ps TCP pid P comm rping src-addr $OWN:7176 dst-addr $PEER_IP:E" \
+	"link rxe0/1 qp-type RC state CONNECT ps TCP pid P comm rping src-addr $OWN:E dst-addr $PEER_IP:7176" \
+	"link rxe0/1 state LISTEN ps TCP comm [nvmet_rdma] src-addr $OWN:4420 dst-addr 0.0.0.0:0" \
+	"link rxe0/1 state LISTEN ps TCP pid P comm rping src-addr $OWN:7176 dst-addr 0.0.0.0:0" | sort)
+got=$(cm_ids)
+[ "$got" = "$CM_IDS" ]
+ktap_result $? "rdma res show cm_id: the listeners and both ends of every connection, their owners, as on C" \
+	"expected:
+$CM_IDS
+got:
+$got
+raw:
+$(rdma res show cm_id)"
+check_output "rdma res show rxe0: 8 cm_ids counted" 'cm_id 8 ' rdma res show rxe0
 
 if [ "$VM_INDEX" = 0 ]; then
 	# 1. mlx5_ib goes and comes back under the C clients.

@@ -8,6 +8,10 @@
 //! `get_dma_mr`). The objects are also in the core's own tracking, which netlink reads
 //! (`crate::restrack`); this is the view C code walks (`dev->res[type].xa`, by `kern_name`).
 
+use crate::{
+    c_abi::face::CFace,
+    restrack::{cm_id::CmIdEntry, ResType},
+};
 use kernel::{bindings, ffi::c_char, prelude::*, types::Opaque};
 
 /// C's `struct rdma_restrack_root` (drivers/infiniband/core/restrack.h, which bindgen does not
@@ -70,6 +74,11 @@ unsafe fn device_of(res: *mut bindings::rdma_restrack_entry) -> *mut bindings::i
             bindings::rdma_restrack_type_RDMA_RESTRACK_SRQ => {
                 (*kernel::container_of!(res, bindings::ib_srq, res)).device
             }
+            bindings::rdma_restrack_type_RDMA_RESTRACK_CM_ID => {
+                (*kernel::container_of!(res, bindings::rdma_id_private, res))
+                    .id
+                    .device
+            }
             _ => core::ptr::null_mut(),
         }
     }
@@ -111,12 +120,14 @@ pub(crate) unsafe extern "C" fn rdma_restrack_new(
     }
 }
 
-/// C's `rdma_restrack_parent_name`: a kernel object's entry takes its parent's name (the
-/// module that made the parent). (User objects are not made for C modules here.)
+/// C's `rdma_restrack_parent_name`: the entry takes its parent's owner: a kernel parent's name
+/// (the module that made the parent), or a user parent's task, held (rdma_cm's connection IDs
+/// made by a user listener are the listener's task's, as `rdma res show cm_id` shows them).
 ///
 /// # Safety
 ///
-/// `dst` is writable, `parent` readable.
+/// `dst` is writable, whose `task`, if not null, it holds; `parent` readable, whose `task`, if
+/// not null, is alive (held by it).
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rdma_restrack_parent_name(
     dst: *mut bindings::rdma_restrack_entry,
@@ -126,7 +137,17 @@ pub(crate) unsafe extern "C" fn rdma_restrack_parent_name(
     unsafe {
         if !(*parent).user {
             (*dst).kern_name = (*parent).kern_name;
+            return;
         }
+        let task = (*parent).task;
+        if task.is_null() {
+            return;
+        }
+        // C's `rdma_restrack_attach_task`: the hold is the entry's, dropped by `put_task`.
+        put_task(dst);
+        bindings::get_task_struct(task);
+        (*dst).task = task;
+        (*dst).user = true;
     }
 }
 
@@ -260,6 +281,69 @@ pub(crate) unsafe extern "C" fn rdma_restrack_add(res: *mut bindings::rdma_restr
     if ret == 0 {
         // SAFETY: As above.
         unsafe { (*res).valid = true };
+        // SAFETY: As above.
+        if unsafe { (*res).type_ } == bindings::rdma_restrack_type_RDMA_RESTRACK_CM_ID {
+            // SAFETY: A listed CM ID's entry, its device live (contract).
+            unsafe { track_cm_id(res) };
+        }
+    }
+}
+
+/// Lists the rdma_cm ID whose entry is `res` in its device's own tracking too, under the id
+/// the root gave it, for netlink (`rdma res show cm_id`) and the `RES_GET` count.
+///
+/// # Safety
+///
+/// `res` is the valid, listed entry of a live `rdma_id_private` whose device is a live face.
+unsafe fn track_cm_id(res: *mut bindings::rdma_restrack_entry) {
+    // SAFETY: The caller's contract.
+    let Some(dev) = (unsafe { CFace::owner(device_of(res)) }) else {
+        return;
+    };
+    // SAFETY: As above: `res` is an ID's entry, unlisted (`untrack_cm_id`) before rdma_cm
+    // frees the ID.
+    let Some(entry) = (unsafe { CmIdEntry::new(res) }) else {
+        return;
+    };
+    let Ok(entry) = KBox::new(entry, GFP_KERNEL) else {
+        return;
+    };
+    let ptr = KBox::into_raw(entry);
+    // SAFETY: As above.
+    let id = unsafe { (*res).id };
+    // SAFETY: `ptr` stays alive and in place until `untrack_cm_id` unlists and frees it.
+    if unsafe { dev.restrack().track(ResType::CmId, Some(id), ptr) }.is_some() {
+        dev.restrack().add(ResType::CmId);
+    } else {
+        // SAFETY: Not listed: ours to free.
+        drop(unsafe { KBox::from_raw(ptr) });
+    }
+}
+
+/// Unlists an rdma_cm ID from its device's own tracking ([`track_cm_id`]) and frees its entry;
+/// nothing if it is not listed there. Returns once no netlink fill reads it.
+///
+/// # Safety
+///
+/// `res` is the valid entry of a live `rdma_id_private` whose device is a live face.
+unsafe fn untrack_cm_id(res: *mut bindings::rdma_restrack_entry) {
+    // SAFETY: The caller's contract.
+    let Some(dev) = (unsafe { CFace::owner(device_of(res)) }) else {
+        return;
+    };
+    // SAFETY: As above.
+    let id = unsafe { (*res).id };
+    let listed = dev.restrack().with(ResType::CmId, id, |_, obj| {
+        let any: &dyn core::any::Any = obj;
+        any.downcast_ref::<CmIdEntry>()
+            .filter(|e| e.res() == res)
+            .map(|e| core::ptr::from_ref(e).cast_mut())
+    });
+    if let Some(Some(ptr)) = listed {
+        dev.restrack().untrack(ResType::CmId, ptr);
+        dev.restrack().remove(ResType::CmId);
+        // SAFETY: Made by `track_cm_id` with `KBox::into_raw`, unlisted now: no one else uses it.
+        drop(unsafe { KBox::from_raw(ptr) });
     }
 }
 
@@ -297,6 +381,9 @@ pub(crate) unsafe fn untrack(res: *mut bindings::rdma_restrack_entry) {
         (*res).valid = false;
         if (*res).no_track() != 0 {
             return;
+        }
+        if (*res).type_ == bindings::rdma_restrack_type_RDMA_RESTRACK_CM_ID {
+            untrack_cm_id(res);
         }
         if let Some(root) = root_of(res) {
             bindings::xa_erase(&raw mut (*root).xa, (*res).id as usize);

@@ -19,7 +19,7 @@ use crate::{
     device::registry::{self, ChardevInfo},
     netlink::uapi::{self, attr, cmd, EMPTY_STRING, IFNAMSIZ},
     netlink::{self as rdma_nl, Op},
-    restrack::view::ResView,
+    restrack::{cm_id::CmIdEntry, view::ResView},
     restrack::{KernName, Lists, ResType, Tracked},
     user::ucontext::{UserCqRes, UserMrRes, UserQpRes, UserSrqRes},
     verbs::types::QpAttr,
@@ -882,6 +882,7 @@ fn fill_res_entry(
         (Fill::Res, ResView::Pd(pd)) => fill_res_pd_entry(w, pd, id, admin),
         (Fill::Res, ResView::Srq(srq)) => fill_res_srq_entry(w, lists, srq, id),
         (Fill::Res, ResView::UserSrq(srq)) => fill_res_user_srq_entry(w, lists, srq, id),
+        (Fill::Res, ResView::CmId(cm)) => fill_res_cm_id_entry(w, cm, id, port),
         (Fill::Res, ResView::Ctx(ctx)) => {
             w.put_u32(attr::ATTR_RES_CTXN, ctx.id())?;
             fill_res_pid(w, ctx.pid())
@@ -896,6 +897,36 @@ fn fill_res_entry(
             w.put_u32(attr::ATTR_RES_CTXN, pd.ctx_id())?;
             fill_res_pid(w, pd.pid())
         }
+    }
+}
+
+/// One rdma_cm ID's attributes (C's `fill_res_cm_id_entry`): its port (`EAGAIN`, skip it, when
+/// the request names another), its QP once it has one, port space, state, the addresses it has,
+/// its id, and its module or task. (No driver here has a `fill_res_cm_id_entry` of its own.)
+fn fill_res_cm_id_entry(w: &mut MsgWriter<'_>, cm: &CmIdEntry, id: u32, port: u32) -> Result {
+    let cm_port = cm.port();
+    if port != 0 && port != cm_port {
+        return Err(EAGAIN);
+    }
+    if cm_port != 0 {
+        w.put_u32(attr::ATTR_PORT_INDEX, cm_port)?;
+    }
+    if let Some((qpn, qp_type)) = cm.qp() {
+        w.put_u32(attr::ATTR_RES_LQPN, qpn)?;
+        w.put_u8(attr::ATTR_RES_TYPE, qp_type)?;
+    }
+    w.put_u32(attr::ATTR_RES_PS, cm.ps())?;
+    w.put_u8(attr::ATTR_RES_STATE, cm.state())?;
+    if let Some(a) = cm.src_addr() {
+        w.put_bytes(attr::ATTR_RES_SRC_ADDR, &a)?;
+    }
+    if let Some(a) = cm.dst_addr() {
+        w.put_bytes(attr::ATTR_RES_DST_ADDR, &a)?;
+    }
+    w.put_u32(attr::ATTR_RES_CM_IDN, id)?;
+    match cm.creator() {
+        Some(name) => fill_res_name(w, name),
+        None => fill_res_pid(w, cm.pid()),
     }
 }
 

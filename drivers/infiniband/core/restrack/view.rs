@@ -4,7 +4,7 @@
 //! one trait, and netlink, which fills each kind's attributes, finds the object's type here.
 
 use crate::{
-    restrack::Tracked,
+    restrack::{cm_id::CmIdEntry, Tracked},
     user::ucontext::{UserCqRes, UserCtxRes, UserMrRes, UserPdRes, UserQpRes, UserSrqRes},
     verbs::{Cq, Mr, Pd, Qp, Srq},
 };
@@ -34,6 +34,8 @@ pub(crate) enum ResView<'a> {
     UserQp(&'a UserQpRes),
     /// A shared receive queue of a user context.
     UserSrq(&'a UserSrqRes),
+    /// A C connection manager ID.
+    CmId(&'a CmIdEntry),
 }
 
 impl<'a> ResView<'a> {
@@ -60,6 +62,7 @@ impl<'a> ResView<'a> {
             UserCqRes => UserCq,
             UserQpRes => UserQp,
             UserSrqRes => UserSrq,
+            CmIdEntry => CmId,
         );
         None
     }
