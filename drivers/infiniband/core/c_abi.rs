@@ -16,6 +16,8 @@ pub(crate) mod ah;
 pub(crate) mod cache;
 /// C modules' clients: registration and client data.
 pub(crate) mod clients;
+/// C's `rdma_restrack_add` and `rdma_restrack_del`; rdma_cm's IDs listed for netlink.
+pub(crate) mod cm_id;
 /// Completion queues, and those the core polls.
 pub(crate) mod cq;
 /// The device's shared CQ pool (`ib_cq_pool_get`).

@@ -8,10 +8,6 @@
 //! `get_dma_mr`). The objects are also in the core's own tracking, which netlink reads
 //! (`crate::restrack`); this is the view C code walks (`dev->res[type].xa`, by `kern_name`).
 
-use crate::{
-    c_abi::face::CFace,
-    restrack::{cm_id::CmIdEntry, ResType},
-};
 use kernel::{bindings, ffi::c_char, prelude::*, types::Opaque};
 
 /// C's `struct rdma_restrack_root` (drivers/infiniband/core/restrack.h, which bindgen does not
@@ -153,7 +149,7 @@ pub(crate) unsafe extern "C" fn rdma_restrack_parent_name(
 
 /// C's `rdma_restrack_set_name`: the entry `res` is a kernel object made by the module named
 /// `caller` (a static string, kept), or, with no name, a user object of the current task
-/// (held until [`rdma_restrack_del`]).
+/// (held until `rdma_restrack_del` ([`del`])).
 ///
 /// # Safety
 ///
@@ -204,8 +200,7 @@ unsafe fn put_task(res: *mut bindings::rdma_restrack_entry) {
 ///
 /// `res` is the entry of a live object, prepared by [`rdma_restrack_new`]; if listed, its
 /// device is live.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn rdma_restrack_del(res: *mut bindings::rdma_restrack_entry) {
+pub(crate) unsafe fn del(res: *mut bindings::rdma_restrack_entry) {
     // SAFETY: The caller's contract.
     unsafe {
         if (*res).valid {
@@ -228,8 +223,7 @@ pub(crate) unsafe extern "C" fn rdma_restrack_del(res: *mut bindings::rdma_restr
 ///
 /// `res` is the entry of an object its type names, made by [`rdma_restrack_new`], whose device
 /// is live; it is not listed yet.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn rdma_restrack_add(res: *mut bindings::rdma_restrack_entry) {
+pub(crate) unsafe fn add(res: *mut bindings::rdma_restrack_entry) {
     // SAFETY: `res` is a prepared entry (contract).
     if unsafe { (*res).no_track() } != 0 {
         // SAFETY: As above.
@@ -281,69 +275,6 @@ pub(crate) unsafe extern "C" fn rdma_restrack_add(res: *mut bindings::rdma_restr
     if ret == 0 {
         // SAFETY: As above.
         unsafe { (*res).valid = true };
-        // SAFETY: As above.
-        if unsafe { (*res).type_ } == bindings::rdma_restrack_type_RDMA_RESTRACK_CM_ID {
-            // SAFETY: A listed CM ID's entry, its device live (contract).
-            unsafe { track_cm_id(res) };
-        }
-    }
-}
-
-/// Lists the rdma_cm ID whose entry is `res` in its device's own tracking too, under the id
-/// the root gave it, for netlink (`rdma res show cm_id`) and the `RES_GET` count.
-///
-/// # Safety
-///
-/// `res` is the valid, listed entry of a live `rdma_id_private` whose device is a live face.
-unsafe fn track_cm_id(res: *mut bindings::rdma_restrack_entry) {
-    // SAFETY: The caller's contract.
-    let Some(dev) = (unsafe { CFace::owner(device_of(res)) }) else {
-        return;
-    };
-    // SAFETY: As above: `res` is an ID's entry, unlisted (`untrack_cm_id`) before rdma_cm
-    // frees the ID.
-    let Some(entry) = (unsafe { CmIdEntry::new(res) }) else {
-        return;
-    };
-    let Ok(entry) = KBox::new(entry, GFP_KERNEL) else {
-        return;
-    };
-    let ptr = KBox::into_raw(entry);
-    // SAFETY: As above.
-    let id = unsafe { (*res).id };
-    // SAFETY: `ptr` stays alive and in place until `untrack_cm_id` unlists and frees it.
-    if unsafe { dev.restrack().track(ResType::CmId, Some(id), ptr) }.is_some() {
-        dev.restrack().add(ResType::CmId);
-    } else {
-        // SAFETY: Not listed: ours to free.
-        drop(unsafe { KBox::from_raw(ptr) });
-    }
-}
-
-/// Unlists an rdma_cm ID from its device's own tracking ([`track_cm_id`]) and frees its entry;
-/// nothing if it is not listed there. Returns once no netlink fill reads it.
-///
-/// # Safety
-///
-/// `res` is the valid entry of a live `rdma_id_private` whose device is a live face.
-unsafe fn untrack_cm_id(res: *mut bindings::rdma_restrack_entry) {
-    // SAFETY: The caller's contract.
-    let Some(dev) = (unsafe { CFace::owner(device_of(res)) }) else {
-        return;
-    };
-    // SAFETY: As above.
-    let id = unsafe { (*res).id };
-    let listed = dev.restrack().with(ResType::CmId, id, |_, obj| {
-        let any: &dyn core::any::Any = obj;
-        any.downcast_ref::<CmIdEntry>()
-            .filter(|e| e.res() == res)
-            .map(|e| core::ptr::from_ref(e).cast_mut())
-    });
-    if let Some(Some(ptr)) = listed {
-        dev.restrack().untrack(ResType::CmId, ptr);
-        dev.restrack().remove(ResType::CmId);
-        // SAFETY: Made by `track_cm_id` with `KBox::into_raw`, unlisted now: no one else uses it.
-        drop(unsafe { KBox::from_raw(ptr) });
     }
 }
 
@@ -352,7 +283,7 @@ unsafe fn untrack_cm_id(res: *mut bindings::rdma_restrack_entry) {
 ///
 /// # Safety
 ///
-/// As for [`rdma_restrack_add`]; `caller` is null or outlives the entry.
+/// As for [`add`]; `caller` is null or outlives the entry.
 pub(crate) unsafe fn track(
     res: *mut bindings::rdma_restrack_entry,
     type_: bindings::rdma_restrack_type,
@@ -362,7 +293,7 @@ pub(crate) unsafe fn track(
     unsafe {
         rdma_restrack_new(res, type_);
         (*res).kern_name = caller;
-        rdma_restrack_add(res);
+        add(res);
     }
 }
 
@@ -381,9 +312,6 @@ pub(crate) unsafe fn untrack(res: *mut bindings::rdma_restrack_entry) {
         (*res).valid = false;
         if (*res).no_track() != 0 {
             return;
-        }
-        if (*res).type_ == bindings::rdma_restrack_type_RDMA_RESTRACK_CM_ID {
-            untrack_cm_id(res);
         }
         if let Some(root) = root_of(res) {
             bindings::xa_erase(&raw mut (*root).xa, (*res).id as usize);

@@ -11,7 +11,7 @@ use crate::{
     c_abi::{
         object::{atomic, new_event, ptr_or_err, relay_events, Faced},
         pd::pd_of,
-        restrack::{rdma_restrack_add, rdma_restrack_new, rdma_restrack_parent_name, untrack},
+        restrack::{self, rdma_restrack_new, rdma_restrack_parent_name, untrack},
     },
     device::events::EventType,
     verbs::{
@@ -108,7 +108,7 @@ unsafe fn create(
             bindings::rdma_restrack_type_RDMA_RESTRACK_SRQ,
         );
         rdma_restrack_parent_name(&raw mut p.res, &raw const (*pd).res);
-        rdma_restrack_add(&raw mut p.res);
+        restrack::add(&raw mut p.res);
     }
     a.attr.max_wr = made.max_wr;
     a.attr.max_sge = made.max_sge;
