@@ -255,7 +255,7 @@ KASAN_SCENARIOS ?= kunit rust-bringup rust-events rust-faults rust-health rust-r
 	rust-cmd-concurrency mlx5-auxbus mlx5-comp-vectors mlx5ib-device mlx5ib-kverbs mlx5ib-verbs \
 	mlx5ib-verbs-faults mlx5ib-verbs-removal ibcore-devices ibcore-netlink ibcore-sysfs ibcore-verbs ibcore-badinput \
 	hardening-eqes hardening-device hardening-cmdq hardening-failslab hardening-churn modules \
-	hardening-user hardening-mad-wire uverbs-fuzz
+	hardening-user hardening-mad-wire uverbs-fuzz c-abi-clients c-abi-load-orders
 kasan: setup
 	EXTRA_FRAGMENT=$(REPO)/tools/kernel/config-kasan.fragment \
 		tools/kernel/build-kernel.sh $(REPO) "$(PRISTINE)" $(KASAN_KTREE) $(BINDGEN)
