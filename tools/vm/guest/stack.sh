@@ -204,3 +204,26 @@ failnth_arm() {
 	echo Y >/sys/kernel/debug/fail_page_alloc/ignore-gfp-highmem &&
 		echo 0 >/sys/kernel/debug/fail_page_alloc/min-order
 }
+
+# nvme_target_up NQN ADDR: exports a memory-backed null_blk namespace (1 GiB) as subsystem NQN
+# through nvmet's configfs, on nvmet-rdma port 1 at ADDR:4420 (any host allowed): what
+# `nvmetcli` writes. nvme_target_down NQN: takes it down and unloads nvmet-rdma, nvmet and
+# null_blk.
+NVMET_CFG=/sys/kernel/config/nvmet
+nvme_target_up() {
+	modprobe null_blk nr_devices=1 memory_backed=1 gb=1 || return 1
+	modprobe nvmet-rdma || return 1
+	grep -q ' /sys/kernel/config ' /proc/mounts || mount -t configfs none /sys/kernel/config || return 1
+	_s=$NVMET_CFG/subsystems/$1
+	_p=$NVMET_CFG/ports/1
+	mkdir $_s && echo 1 >$_s/attr_allow_any_host && mkdir $_s/namespaces/1 &&
+		echo /dev/nullb0 >$_s/namespaces/1/device_path && echo 1 >$_s/namespaces/1/enable &&
+		mkdir $_p && echo rdma >$_p/addr_trtype && echo ipv4 >$_p/addr_adrfam &&
+		echo "$2" >$_p/addr_traddr && echo 4420 >$_p/addr_trsvcid && ln -s $_s $_p/subsystems/$1
+}
+nvme_target_down() {
+	_s=$NVMET_CFG/subsystems/$1
+	rm $NVMET_CFG/ports/1/subsystems/$1 && rmdir $NVMET_CFG/ports/1 &&
+		echo 0 >$_s/namespaces/1/enable && rmdir $_s/namespaces/1 && rmdir $_s &&
+		rmmod nvmet_rdma nvmet null_blk
+}

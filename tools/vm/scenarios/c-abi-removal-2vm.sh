@@ -24,7 +24,6 @@ N=$((VM_INDEX + 1))
 OWN=10.23.0.$N
 NQN=nqn.2026-12.io.rdma-rs:removal-$N
 PEER_NQN=nqn.2026-12.io.rdma-rs:removal-$((3 - N))
-CFG=/sys/kernel/config/nvmet
 dev=$(cx_device)
 bdf=$(basename "$dev")
 
@@ -36,24 +35,7 @@ check "insmod ib_cm, iw_cm, rdma_cm, rdma_ucm (C's; configfs first)" \
 	sh -c "{ [ -d /sys/module/configfs ] || insmod $stack_dir/configfs.ko; } && insmod $stack_dir/ib_cm.ko && insmod $stack_dir/iw_cm.ko && insmod $stack_dir/rdma_cm.ko && insmod $stack_dir/rdma_ucm.ko"
 
 # NVMe over RDMA both ways: this VM's export, then a connection to the other's.
-nvme_target_up() {
-	modprobe null_blk nr_devices=1 memory_backed=1 gb=1 || return 1
-	modprobe nvmet-rdma || return 1
-	grep -q ' /sys/kernel/config ' /proc/mounts || mount -t configfs none /sys/kernel/config || return 1
-	mkdir $CFG/subsystems/$NQN && echo 1 >$CFG/subsystems/$NQN/attr_allow_any_host &&
-		mkdir $CFG/subsystems/$NQN/namespaces/1 &&
-		echo /dev/nullb0 >$CFG/subsystems/$NQN/namespaces/1/device_path &&
-		echo 1 >$CFG/subsystems/$NQN/namespaces/1/enable &&
-		mkdir $CFG/ports/1 && echo rdma >$CFG/ports/1/addr_trtype && echo ipv4 >$CFG/ports/1/addr_adrfam &&
-		echo $OWN >$CFG/ports/1/addr_traddr && echo 4420 >$CFG/ports/1/addr_trsvcid &&
-		ln -s $CFG/subsystems/$NQN $CFG/ports/1/subsystems/$NQN
-}
-nvme_target_down() {
-	rm $CFG/ports/1/subsystems/$NQN && rmdir $CFG/ports/1 &&
-		echo 0 >$CFG/subsystems/$NQN/namespaces/1/enable && rmdir $CFG/subsystems/$NQN/namespaces/1 &&
-		rmdir $CFG/subsystems/$NQN && rmmod nvmet_rdma nvmet null_blk
-}
-check "NVMe/RDMA: nvmet-rdma exports a null_blk namespace on $OWN:4420" nvme_target_up
+check "NVMe/RDMA: nvmet-rdma exports a null_blk namespace on $OWN:4420" nvme_target_up $NQN $OWN
 meet nvme-up
 # Admin and I/O commands time out after 10 s rather than 60 (nvme-core's parameters): a host
 # whose device goes shuts its controller down with a property write that no answer reaches.
@@ -217,7 +199,7 @@ else
 fi
 wait $io
 printf '# NVMe I/O: %s\n' "$(cat /tmp/io-end)"
-check "NVMe/RDMA: the export is taken down, nvmet-rdma unloads" nvme_target_down
+check "NVMe/RDMA: the export is taken down, nvmet-rdma unloads" nvme_target_down $NQN
 check "NVMe/RDMA: nvme-rdma unloads" rmmod nvme_rdma nvme_fabrics
 check "rmmod rdma_ucm, rdma_cm, iw_cm, ib_cm" rmmod rdma_ucm rdma_cm iw_cm ib_cm
 check "rmmod rdma_rxe" rmmod rdma_rxe

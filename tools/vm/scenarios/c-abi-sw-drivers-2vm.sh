@@ -436,24 +436,6 @@ cmtime_pair rxe0
 # connection's `handler_mutex`.)
 NQN=nqn.2026-12.io.rdma-rs:rxe0-$N
 PEER_NQN=nqn.2026-12.io.rdma-rs:rxe0-$((3 - N))
-CFG=/sys/kernel/config/nvmet
-nvme_target_up() {
-	modprobe null_blk nr_devices=1 memory_backed=1 gb=1 || return 1
-	modprobe nvmet-rdma || return 1
-	grep -q ' /sys/kernel/config ' /proc/mounts || mount -t configfs none /sys/kernel/config || return 1
-	mkdir $CFG/subsystems/$NQN && echo 1 >$CFG/subsystems/$NQN/attr_allow_any_host &&
-		mkdir $CFG/subsystems/$NQN/namespaces/1 &&
-		echo /dev/nullb0 >$CFG/subsystems/$NQN/namespaces/1/device_path &&
-		echo 1 >$CFG/subsystems/$NQN/namespaces/1/enable &&
-		mkdir $CFG/ports/1 && echo rdma >$CFG/ports/1/addr_trtype && echo ipv4 >$CFG/ports/1/addr_adrfam &&
-		echo $OWN >$CFG/ports/1/addr_traddr && echo 4420 >$CFG/ports/1/addr_trsvcid &&
-		ln -s $CFG/subsystems/$NQN $CFG/ports/1/subsystems/$NQN
-}
-nvme_target_down() {
-	rm $CFG/ports/1/subsystems/$NQN && rmdir $CFG/ports/1 &&
-		echo 0 >$CFG/subsystems/$NQN/namespaces/1/enable && rmdir $CFG/subsystems/$NQN/namespaces/1 &&
-		rmdir $CFG/subsystems/$NQN && rmmod nvmet_rdma nvmet null_blk
-}
 # The data is 64 MiB from /dev/urandom, compared by MD5 (cmp takes three times as long under TCG).
 nvme_io() {
 	head -c 67108864 /dev/urandom >/tmp/nvme-pattern || return 1
@@ -466,7 +448,7 @@ nvme_io() {
 	rm -f /tmp/nvme-back
 	return $_rc
 }
-check "NVMe/RDMA: nvmet-rdma exports a null_blk namespace on $OWN:4420" nvme_target_up
+check "NVMe/RDMA: nvmet-rdma exports a null_blk namespace on $OWN:4420" nvme_target_up $NQN $OWN
 meet nvme-up
 check "NVMe/RDMA: modprobe nvme-rdma" modprobe nvme-rdma
 check "NVMe/RDMA: connect to the other VM's namespace ($PEER_IP:4420) over rxe0" \
@@ -491,7 +473,7 @@ mark=$(module_lines ib_c_roce | wc -l)
 check "rdma link delete rxe0 under ib_c_roce" rdma link delete rxe0
 expect_lines "ib_c_roce: removed, every destroy succeeded" ib_c_roce "$mark" "ib_c_roce: remove rxe0: destroys 0 0 0 0 0"
 check "rmmod ib_c_roce" rmmod ib_c_roce
-check "NVMe/RDMA: the export is taken down after rxe0 went, nvmet-rdma unloads" nvme_target_down
+check "NVMe/RDMA: the export is taken down after rxe0 went, nvmet-rdma unloads" nvme_target_down $NQN
 check "rmmod rdma_ucm, rdma_cm, iw_cm, ib_cm" rmmod rdma_ucm rdma_cm iw_cm ib_cm
 check "rxe0 is gone" sh -c '! rdma dev show rxe0 2>/dev/null'
 check "rdma link delete of an InfiniBand device: refused" sh -c '! rdma link delete mlx5_0 2>/dev/null'
