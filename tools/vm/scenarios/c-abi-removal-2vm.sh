@@ -11,8 +11,9 @@
 #   3. `rdma link delete rxe0`: every C user of rxe0 gets its remove (rdma_cm's device removal
 #      event, which rdma_ucm hands to rping; nvme-rdma deletes its controller; nvmet-rdma's
 #      listener and queues go), the command returns, rping exits with the error it exits with on
-#      C, the NVMe namespace goes and its I/O fails; on VM 1 the peer's users fail as on C (the
-#      rping connections end, nvme-rdma gives the controller up after its ctrl_loss_tmo).
+#      C, the NVMe namespace goes and its I/O fails; on VM 1 the peer's rping connections see
+#      the disconnect (ib_cm's DREQ) and end as on C, and its NVMe host is disconnected by hand.
+# While the loads run, `rdma res show cm_id` lists on each VM what C lists.
 # Then everything unloads on both VMs, kmemleak (rust) and dmesg are clean. The expectations
 # were recorded from two C VMs (--vm-stacks "c c").
 # vms: 2

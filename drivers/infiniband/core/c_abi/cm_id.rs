@@ -64,12 +64,8 @@ pub(crate) unsafe extern "C" fn rdma_restrack_del(res: *mut bindings::rdma_restr
 unsafe fn cm_id_device<'a>(
     res: *mut bindings::rdma_restrack_entry,
 ) -> Option<&'a crate::device::ib_device::IbDevice> {
-    // SAFETY: The caller's contract.
-    let ib = unsafe {
-        (*kernel::container_of!(res, bindings::rdma_id_private, res))
-            .id
-            .device
-    };
+    // SAFETY: The caller's contract: an ID's entry, so `device_of` reads its `id.device`.
+    let ib = unsafe { restrack::device_of(res) };
     if ib.is_null() {
         return None;
     }

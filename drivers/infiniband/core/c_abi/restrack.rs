@@ -46,12 +46,15 @@ pub(crate) unsafe fn destroy_roots(roots: &KVec<Opaque<Root>>) {
     }
 }
 
-/// The device of the object whose entry is `res`, by the entry's type.
+/// The device of the object whose entry is `res`, by the entry's type (null for a type this
+/// module does not list).
 ///
 /// # Safety
 ///
 /// `res` is the `res` field of the object its type names.
-unsafe fn device_of(res: *mut bindings::rdma_restrack_entry) -> *mut bindings::ib_device {
+pub(crate) unsafe fn device_of(
+    res: *mut bindings::rdma_restrack_entry,
+) -> *mut bindings::ib_device {
     // SAFETY: The entry's container is the object its type names (contract).
     unsafe {
         match (*res).type_ {
