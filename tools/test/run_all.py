@@ -39,10 +39,13 @@ class Tally:
         # printed with the summary: CI keeps only the summary of a run.
         self.why = []
 
-    def add(self, name, passed, failed):
+    def add(self, name, passed, failed, failing=()):
+        """Counts a step's checks; `failing` names its failed checks, listed under its summary
+        line (CI shows the summary's failing lines, not always the digests after it)."""
         self.passed += passed
         self.failed += failed
         self.lines.append(f"{'PASS' if failed == 0 else 'FAIL'}  {name}: {passed} passed, {failed} failed")
+        self.lines += [f"        failed: {f}" for f in list(failing)[:6]]
 
 
 def cargo_tests(tally, crate_dir, target):
@@ -235,7 +238,9 @@ def vm_tally(tally, run, returncode, output):
     passed, failed = (int(m.group(1)), int(m.group(2))) if m else (0, 1)
     if returncode != 0 and failed == 0:
         failed = 1
-    tally.add(f"vm: {run.name} ({run.stack})", passed, failed)
+    failing = [re.sub(r"^\s*\[FAIL\]\s*", "", l)[:160] for l in output.splitlines()
+               if "[FAIL]" in l or "FAILED" in l]
+    tally.add(f"vm: {run.name} ({run.stack})", passed, failed, failing)
     if failed:
         tally.why.append(failure_digest(f"vm: {run.name} ({run.stack})", output))
 

@@ -970,10 +970,13 @@ def run_guests(vms: list[Vm], initrds: list[Path], timeout: int, kill_model_afte
             # mid-access), is the run's cause of failure.
             # The model also exits (status 0) when QEMU disconnects at the end of a run: QEMU
             # may have gone between this loop's poll of it and this one (seen in CI), so it is
-            # polled again here before the model's exit counts against the run.
+            # polled again here, and a guest that printed its KTAP's end and powers off may
+            # close the device before its QEMU exits: a status-0 exit after the KTAP's end is
+            # that disconnect, not a death.
             rc = vm.model.poll()
             qemu_running = not vm.gone and vm.qemu.poll() is None
-            if rc is not None and (qemu_running or (rc != 0 and not vm.ktap_ended)):
+            normal_end = rc == 0 and vm.ktap_ended
+            if rc is not None and not normal_end and (qemu_running or (rc != 0 and not vm.ktap_ended)):
                 raise HarnessError(
                     f"{vm.tag}cx-model died during the run (exit {rc}) after "
                     f"{elapsed:.1f} s; stopping QEMU. Logs: {vm.model_log}, {vm.console_log}")
