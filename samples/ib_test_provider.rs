@@ -33,7 +33,8 @@ use ib_core::{
     attrs::{DeviceAttr, Gid, NodeType, PortAttr, PortImmutable, PortState, CORE_CAP_PROT_IB},
     device::{DeviceInfo, DeviceOps, FwVersion, NodeDesc, Registration},
     verbs::dma_buffer::DmaMemory,
-    verbs::wr::{PostError, RecvWr, SendWr, WorkCompletion},
+    verbs::ops::SendWrs,
+    verbs::wr::{PostError, RecvWr, WorkCompletion},
     verbs::{
         AccessFlags, AhAttr, CqInit, CqNotifier, EventNotifier, NewMr, NewQp, QpAttr, QpAttrField,
         QpAttrMask, QpCap, QpInitDriver, SrqAttr, SrqAttrMask,
@@ -357,12 +358,8 @@ impl DeviceOps for SoftDevice {
         Ok(())
     }
 
-    fn post_send(&self, qp: &Arc<SoftQp>, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        qp.post_send(&self.fabric, wrs, |ud| {
-            // SAFETY: This is `SoftDevice`'s `post_send`: the core checked that the AH is of
-            // the QP's device, whose driver is `SoftDevice`.
-            unsafe { ud.driver_ah::<SoftDevice>() }.attr
-        })
+    fn post_send(&self, qp: &Arc<SoftQp>, wrs: SendWrs<'_, Self>) -> Result<(), PostError> {
+        qp.post_send(&self.fabric, &wrs, |wr| wrs.ah(wr).map(|ah| ah.attr))
     }
 
     fn post_recv(&self, qp: &Arc<SoftQp>, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {

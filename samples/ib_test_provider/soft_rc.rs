@@ -27,8 +27,7 @@
 use ib_core::{
     verbs::dma_buffer::DmaMemory,
     verbs::wr::{
-        send_flags, PostError, RecvWr, SendOpcode, SendWr, Sge, UdWr, WcOpcode, WcStatus,
-        WorkCompletion,
+        send_flags, PostError, RecvWr, SendOpcode, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion,
     },
     verbs::{
         Access, AccessFlags, AhAttr, CqNotifier, EventNotifier, EventType, QpAttr, QpCap, QpState,
@@ -1165,19 +1164,23 @@ impl SoftQp {
 
     /// Queues send work requests (rxe's rules: RTS or ERR only, an RC or UC QP, at most
     /// `max_send_sge` entries, at most `max_inline_data` inline bytes), then runs the send queue.
-    /// `ah_of` gives the address of a UD work request's AH.
+    /// `ah_of` gives the address of a UD work request's AH (`None`: the request is refused).
     pub(crate) fn post_send(
         self: &Arc<Self>,
         fabric: &Fabric,
         wrs: &[SendWr<'_>],
-        ah_of: impl Fn(&UdWr<'_>) -> AhAttr,
+        ah_of: impl Fn(&SendWr<'_>) -> Option<AhAttr>,
     ) -> Result<(), PostError> {
         let result = queue_each(wrs, |wr| self.queue_send(wr, &ah_of));
         fabric.progress(self);
         result
     }
 
-    fn queue_send(&self, wr: &SendWr<'_>, ah_of: &impl Fn(&UdWr<'_>) -> AhAttr) -> Result {
+    fn queue_send(
+        &self,
+        wr: &SendWr<'_>,
+        ah_of: &impl Fn(&SendWr<'_>) -> Option<AhAttr>,
+    ) -> Result {
         // No fast-registration MRs here: their opcodes are refused on every QP.
         let fast_reg = matches!(
             wr.opcode,
@@ -1221,7 +1224,7 @@ impl SoftQp {
         };
         let ud = match (self.qp_type, &wr.ud) {
             (QpType::Ud, Some(ud)) => Some(UdDest {
-                ah: ah_of(ud),
+                ah: ah_of(wr).ok_or(EINVAL)?,
                 remote_qpn: ud.remote_qpn,
                 remote_qkey: ud.remote_qkey,
             }),

@@ -601,19 +601,16 @@ impl Qp {
 
     /// Queues send work requests, in order (C's `ib_post_send`). On error, the requests before
     /// [`PostError::first_bad`] are queued and will complete; the others are not. A work
-    /// request whose AH is of another device is refused with `EINVAL` (the driver gets its own
-    /// AH state from the others, see [`crate::verbs::wr::UdWr::driver_ah`]).
+    /// request whose AH or registered MR is of another device is refused with `EINVAL`
+    /// ([`post_send_checked`]; the driver gets its own AH state from the others, see
+    /// [`crate::verbs::ops::SendWrs::ah`]).
     #[inline]
     pub fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        let dev = Arc::as_ptr(self.pd.dev.arc()).addr();
-        post_until_refused(
-            wrs,
-            |wr| {
-                wr.ud.as_ref().is_some_and(|ud| !ud.ah.is_of(dev))
-                    || wr.reg.as_ref().is_some_and(|r| !r.mr.is_of(dev))
-            },
-            |w| self.drv.post_send(w),
-        )
+        post_send_checked(self.pd.dev.arc(), wrs, |w| {
+            // SAFETY: `post_send_checked` passes only requests whose AHs are of this QP's
+            // device.
+            unsafe { self.drv.post_send(w) }
+        })
     }
 
     /// The QP as a prepared request's owner: its device's address and its number.
@@ -985,6 +982,28 @@ impl Drop for Mr {
         untrack(&self.pd.dev, ResType::Mr, self);
         self.pd.usecnt.fetch_sub(1, Relaxed);
     }
+}
+
+/// The core's one "same device" check of send work requests, before any driver sees them:
+/// `wrs` go to `post` (a QP of device `dev`) up to the first whose AH or registered MR is of
+/// another device, which is refused with `EINVAL`. `post` gets only requests whose AHs are
+/// `dev`'s, which is what a driver's typed view of them rests on
+/// ([`crate::verbs::ops::SendWrs`]).
+#[inline]
+pub(crate) fn post_send_checked(
+    dev: &Arc<IbDevice>,
+    wrs: &[SendWr<'_>],
+    post: impl Fn(&[SendWr<'_>]) -> Result<(), PostError>,
+) -> Result<(), PostError> {
+    let dev = Arc::as_ptr(dev).addr();
+    post_until_refused(
+        wrs,
+        |wr| {
+            wr.ud.as_ref().is_some_and(|ud| !ud.ah.is_of(dev))
+                || wr.reg.as_ref().is_some_and(|r| !r.mr.is_of(dev))
+        },
+        post,
+    )
 }
 
 /// Posts `wrs` with `post` up to the first that `refused` (which the core refuses with `EINVAL`

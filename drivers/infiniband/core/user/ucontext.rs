@@ -751,7 +751,11 @@ impl UserQp {
     /// [`crate::verbs::ops::UverbsAbi::data_path_cmds`]; its library has usually written the
     /// requests to the queue already, and `wrs` is empty).
     pub fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        self.driver.post_send(wrs)
+        crate::verbs::post_send_checked(&self.dev, wrs, |w| {
+            // SAFETY: `post_send_checked` passes only requests whose AHs are of this QP's
+            // device.
+            unsafe { self.driver.post_send(w) }
+        })
     }
 }
 

@@ -18,9 +18,9 @@ use crate::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
         QpInitDriver, SrqAttr, SrqAttrMask, UserCqInit, UserMrInit,
     },
-    verbs::wr::{AhObject, MrObject, PostError, RecvWr, SendWr, UdWr, WorkCompletion},
+    verbs::wr::{AhObject, MrObject, PostError, RecvWr, SendWr, WorkCompletion},
 };
-use core::{any::Any, mem::ManuallyDrop};
+use core::{any::Any, marker::PhantomData, mem::ManuallyDrop, ops::Deref, ptr};
 use kernel::{
     alloc::Flags,
     error::VTABLE_DEFAULT_ERROR,
@@ -90,7 +90,7 @@ pub trait DeviceOps: Send + Sync + 'static {
     type Srq: Send + Sync + 'static;
 
     /// The driver's state of an address handle. A UD send gets it back from its work request
-    /// with [`crate::verbs::wr::UdWr::driver_ah`].
+    /// with [`SendWrs::ah`].
     type Ah: Send + Sync + 'static;
 
     /// The driver's state of a user context (C's `mlx5_ib_ucontext`): what a process that
@@ -434,8 +434,9 @@ pub trait DeviceOps: Send + Sync + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Queues send work requests on a QP, in order; stops at the first it cannot queue.
-    fn post_send(&self, _qp: &Self::Qp, _wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+    /// Queues send work requests on a QP, in order; stops at the first it cannot queue. The
+    /// driver finds its own state of a UD request's AH with [`SendWrs::ah`].
+    fn post_send(&self, _qp: &Self::Qp, _wrs: SendWrs<'_, Self>) -> Result<(), PostError> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -739,7 +740,11 @@ pub(crate) trait UserQpObject: Send + Sync {
     /// Starts the send queue's work (the POST_SEND command, which only drivers that ask for it
     /// get: C drivers of software devices, whose libraries write the queue and then call this
     /// with no request); `EOPNOTSUPP` by default.
-    fn post_send(&self, _wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+    ///
+    /// # Safety
+    ///
+    /// As [`QpObject::post_send`]: the AHs of `wrs` are of this QP's device.
+    unsafe fn post_send(&self, _wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         Err(EOPNOTSUPP.into())
     }
 }
@@ -778,7 +783,12 @@ pub(crate) trait QpObject: Send + Sync {
     /// `DeviceOps::query_qp`.
     fn query(&self) -> Result<QpAttr>;
     /// `DeviceOps::post_send`.
-    fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError>;
+    ///
+    /// # Safety
+    ///
+    /// The AH of every UD request of `wrs` was made on this QP's device (the core's one "same
+    /// device" check before a post, `crate::verbs::Qp::post_send`).
+    unsafe fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError>;
     /// `DeviceOps::prepare_send`.
     fn prepare_send(&self, wr: &SendWr<'_>) -> Result<PreparedImage>;
     /// `DeviceOps::post_prepared`.
@@ -903,17 +913,57 @@ unsafe fn driver_ah<T: DeviceOps>(ah: &dyn AhObject) -> &T::Ah {
     unsafe { &*ah.state().cast::<T::Ah>() }
 }
 
-impl UdWr<'_> {
-    /// The driver's own state of the AH, without a type check or an allocation.
+/// Send work requests on their way to driver `T`'s `DeviceOps::post_send`, which the core
+/// checked: the AH of every UD request was made on the QP's device, so it is `T`'s, and the
+/// driver reads its own state of it with [`SendWrs::ah`] (no type check, no `unsafe` in the
+/// driver). They read as a slice.
+pub struct SendWrs<'a, T: DeviceOps + ?Sized> {
+    wrs: &'a [SendWr<'a>],
+    _driver: PhantomData<fn() -> T>,
+}
+
+impl<'a, T: DeviceOps + ?Sized> SendWrs<'a, T> {
+    /// The requests `wrs` for a QP of driver `T`.
     ///
     /// # Safety
     ///
-    /// `T` is the driver of the QP the work request was posted to: always true in `T`'s
-    /// `DeviceOps::post_send`, since the core checked that the AH is of the QP's device.
-    pub unsafe fn driver_ah<T: DeviceOps>(&self) -> &T::Ah {
-        // SAFETY: The AH is of the QP's device, whose driver is `T` (the caller's promise), so
-        // it was made by `create_ah` of a PD of that driver.
-        unsafe { driver_ah::<T>(self.ah.driver()) }
+    /// The AH of every UD request of `wrs` was made by a PD of a device whose driver is `T`.
+    #[inline]
+    pub(crate) unsafe fn new(wrs: &'a [SendWr<'a>]) -> Self {
+        Self {
+            wrs,
+            _driver: PhantomData,
+        }
+    }
+
+    /// The driver's state of the AH of `wr`, one of these requests: `None` when it is not a UD
+    /// request, or not one of these.
+    #[inline]
+    pub fn ah(&self, wr: &SendWr<'_>) -> Option<&'a T::Ah>
+    where
+        T: Sized,
+    {
+        let base = self.wrs.as_ptr().addr();
+        let at = ptr::from_ref(wr).addr().wrapping_sub(base) / core::mem::size_of::<SendWr<'_>>();
+        let own = self.wrs.get(at)?;
+        if !ptr::eq(
+            ptr::from_ref(own).cast::<()>(),
+            ptr::from_ref(wr).cast::<()>(),
+        ) {
+            return None;
+        }
+        let ud = own.ud.as_ref()?;
+        // SAFETY: `own` is one of the requests, whose AHs are `T`'s (`new`'s contract).
+        Some(unsafe { driver_ah::<T>(ud.ah.driver()) })
+    }
+}
+
+impl<'a, T: DeviceOps + ?Sized> Deref for SendWrs<'a, T> {
+    type Target = [SendWr<'a>];
+
+    #[inline]
+    fn deref(&self) -> &Self::Target {
+        self.wrs
     }
 }
 
@@ -1198,7 +1248,10 @@ impl<T: DeviceOps> QpObject for Typed<T, T::Qp> {
         optional_op!(T::HAS_QUERY_QP, T::query_qp(&self.ops, &self.obj))
     }
 
-    fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+    unsafe fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        // SAFETY: The AHs of `wrs` are of this QP's device (the caller's promise), whose
+        // driver is `T`, so a PD of `T` made them.
+        let wrs = unsafe { SendWrs::new(wrs) };
         optional_op!(T::HAS_POST_SEND, T::post_send(&self.ops, &self.obj, wrs))
     }
 

@@ -27,7 +27,7 @@ use ib_core::{
     mad::types::{Mad, MadWc},
     user::spec::{DriverAttrs, DriverMethod, DriverUObject, MethodAttrs},
     user::udata::Udata,
-    verbs::ops::{method_pd, DmaMemory, UverbsAbi},
+    verbs::ops::{method_pd, DmaMemory, SendWrs, UverbsAbi},
     verbs::prepared::{PreparedImage, PreparedSend},
     verbs::types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
@@ -644,12 +644,11 @@ impl DeviceOps for Mlx5IbDevice {
     }
 
     /// `EIO` in the internal-error state, as C's `mlx5_ib_post_send`.
-    fn post_send(&self, qp: &qp::Mlx5Qp, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+    fn post_send(&self, qp: &qp::Mlx5Qp, wrs: SendWrs<'_, Self>) -> Result<(), PostError> {
         if self.cmds.in_internal_error() {
             return Err(EIO.into());
         }
-        // SAFETY: This is the driver's `post_send`, so `Self` is the driver of `qp`'s device.
-        unsafe { qp.post_send::<Self>(wrs) }
+        qp.post_send(wrs)
     }
 
     /// `EIO` in the internal-error state, as `post_send`.

@@ -17,7 +17,7 @@ use crate::user::umem::coherent_page_list;
 use ib_core::{
     attrs::Gid,
     device::events::{EventNotifier, EventType},
-    verbs::ops::DeviceOps,
+    verbs::ops::{DeviceOps, SendWrs},
     verbs::prepared::{PreparedImage, PreparedSend},
     verbs::types::{
         Access, AccessFlags, GlobalRoute, NewQp, QpAttr, QpAttrField as F, QpAttrMask, QpCap,
@@ -818,16 +818,11 @@ impl Mlx5Qp {
     }
 
     /// Queues send requests ([`QpShared::post_send`]).
-    ///
-    /// # Safety
-    ///
-    /// `D` is the driver of the QP's device.
-    pub(crate) unsafe fn post_send<D: DeviceOps<Ah = Mlx5Ah>>(
+    pub(crate) fn post_send<D: DeviceOps<Ah = Mlx5Ah>>(
         &self,
-        wrs: &[SendWr<'_>],
+        wrs: SendWrs<'_, D>,
     ) -> Result<(), PostError> {
-        // SAFETY: The caller's promise is the one `QpShared::post_send` asks.
-        unsafe { self.shared.post_send::<D>(wrs) }
+        self.shared.post_send(wrs)
     }
 
     /// Queues receive requests ([`QpShared::post_recv`]).

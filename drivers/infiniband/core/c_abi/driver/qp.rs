@@ -411,7 +411,7 @@ impl QpObject for DriverQp {
         Ok(self.query_all()?.0)
     }
 
-    fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+    unsafe fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         let mut at = 0;
         while at < wrs.len() {
             // A request with inline data goes alone, with its segments as a scatter list of
@@ -525,9 +525,10 @@ impl UserQpObject for DriverQp {
         self.query_all()
     }
 
-    fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+    unsafe fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         if !wrs.is_empty() {
-            return QpObject::post_send(self, wrs);
+            // SAFETY: The same promise (the AHs are of this QP's device).
+            return unsafe { QpObject::post_send(self, wrs) };
         }
         let post = self.ops().post_send.ok_or(PostError::from(EOPNOTSUPP))?;
         let mut bad: *const bindings::ib_send_wr = core::ptr::null();

@@ -26,7 +26,7 @@ use core::sync::atomic::{
     Ordering::{Acquire, Relaxed, Release},
 };
 use ib_core::{
-    verbs::ops::DeviceOps,
+    verbs::ops::{DeviceOps, SendWrs},
     verbs::prepared::{PreparedImage, PreparedSend, MAX_PREPARED_UNITS},
     verbs::types::QpCap,
     verbs::wr::{PostError, RecvWr, SendWr, WcStatus, WorkCompletion},
@@ -455,28 +455,21 @@ impl QpShared {
     /// Queues send requests (C's `mlx5_ib_post_send` for RC and UD): each WQE is written in
     /// place in the ring, segment by segment (wrapping at the end, inline data included), its
     /// control segment last; then the doorbell record, a barrier and the blue-flame doorbell
-    /// with the last WQE's first 8 bytes.
-    ///
-    /// # Safety
-    ///
-    /// `D` is the driver of the QP's device, as in `D`'s `DeviceOps::post_send`: the AHs of
-    /// the UD work requests are then `D`'s (the core checked they are of the QP's device).
+    /// with the last WQE's first 8 bytes. A UD request's address vector is its AH's, which
+    /// the core checked is of the QP's device.
     #[inline]
-    pub(crate) unsafe fn post_send<D: DeviceOps<Ah = Mlx5Ah>>(
+    pub(crate) fn post_send<D: DeviceOps<Ah = Mlx5Ah>>(
         &self,
-        wrs: &[SendWr<'_>],
+        wrs: SendWrs<'_, D>,
     ) -> Result<(), PostError> {
         let s = self;
         s.post_with(
-            wrs,
+            &wrs,
             |wr| wr.wr_id,
             |wr, at, qpn, ring| {
-                let av = match (s.kind, wr.ud.as_ref()) {
-                    // SAFETY: `D` is the driver of the QP (the caller's promise), as
-                    // `driver_ah` requires.
-                    (SendKind::Ud, Some(ud)) => Some(&unsafe { ud.driver_ah::<D>() }.av),
-                    (SendKind::Ud, None) => return Err(EINVAL),
-                    (SendKind::Rc | SendKind::Uc, _) => None,
+                let av = match s.kind {
+                    SendKind::Ud => Some(&wrs.ah(wr).ok_or(EINVAL)?.av),
+                    SendKind::Rc | SendKind::Uc => None,
                 };
                 let ctx = s.send_ctx(wr, qpn, av);
                 let mut sink = SendRing {
