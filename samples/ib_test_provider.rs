@@ -140,10 +140,13 @@ impl DeviceOps for SoftDevice {
     type UserQp = ib_core::verbs::ops::NoVerbs;
     type UserSrq = ib_core::verbs::ops::NoVerbs;
 
-    const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
-        Attribute::ro(c"hw_rev", hw_rev_show),
-        Attribute::ro(c"hca_type", hca_type_show),
-    ];
+    fn device_attrs() -> &'static [Attribute<Self>] {
+        const ATTRS: &[Attribute<SoftDevice>] = &[
+            Attribute::ro(c"hw_rev", hw_rev_show),
+            Attribute::ro(c"hca_type", hca_type_show),
+        ];
+        ATTRS
+    }
 
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(DeviceAttr {

@@ -38,8 +38,14 @@ pub use crate::{
     device::ib_device::{DeviceEventRegistration, DeviceInfo, DeviceRef, IbDevice, PortData},
     verbs::ops::{DeviceOps, NoVerbs},
 };
-use core::mem::ManuallyDrop;
-use kernel::{prelude::*, sync::Arc};
+use core::{marker::PhantomData, mem::ManuallyDrop, ptr};
+use kernel::{
+    device::{Bound, Device},
+    devres::Devres,
+    prelude::*,
+    sync::Arc,
+    types::ForLt,
+};
 
 /// A registered RDMA device; dropping it unregisters the device (and waits for its users).
 ///
@@ -52,19 +58,24 @@ pub struct Registration {
 }
 
 impl Registration {
-    /// Registers a device whose driver is `ops`.
-    pub fn new<T: DeviceOps>(info: DeviceInfo<'_>, ops: T) -> Result<Self> {
+    /// Registers a device whose driver is `ops` (which owns what it holds; a driver bound to a
+    /// bus device whose operations borrow from the binding uses [`BoundRegistration`]).
+    pub fn new<T: DeviceOps + 'static>(info: DeviceInfo<'_>, ops: T) -> Result<Self> {
         Self::new_in(Domain::Live, info, ops)
     }
 
     /// Registers a KUnit suite's device: in the suites' own registry (names, indices, clients),
     /// in the class `class::set_test_class` installed if any, without MONITOR events.
     #[cfg(CONFIG_KUNIT = "y")]
-    pub(crate) fn new_test<T: DeviceOps>(info: DeviceInfo<'_>, ops: T) -> Result<Self> {
+    pub(crate) fn new_test<T: DeviceOps + 'static>(info: DeviceInfo<'_>, ops: T) -> Result<Self> {
         Self::new_in(Domain::Test, info, ops)
     }
 
-    fn new_in<T: DeviceOps>(domain: Domain, info: DeviceInfo<'_>, ops: T) -> Result<Self> {
+    fn new_in<T: DeviceOps + 'static>(
+        domain: Domain,
+        info: DeviceInfo<'_>,
+        ops: T,
+    ) -> Result<Self> {
         // Phase 1: the name and index, so that uniqueness checks see them.
         let reserved = registry::reserve(domain, info.name)?;
         let mut immutables = KVec::with_capacity(info.phys_port_cnt as usize, GFP_KERNEL)?;
@@ -211,6 +222,79 @@ impl Drop for Registration {
     }
 }
 
+/// A device registered by a driver bound to a bus device (mlx5_ib's auxiliary device), whose
+/// operations may borrow what lives as long as that binding (`'bound`, as in 7.3's
+/// `auxiliary::Driver::Data<'bound>`: mlx5_ib's keep the function's `Mlx5Device`).
+///
+/// Dropping it unregisters the device as [`Registration`] does. It is also a device-managed
+/// resource of the bus device: if it is never dropped, the binding's end unregisters the
+/// device, so the core never calls the operations after `'bound` in either case.
+pub struct BoundRegistration<'bound> {
+    reg: Devres<Registration>,
+    _bound: PhantomData<&'bound ()>,
+}
+
+impl<'bound> BoundRegistration<'bound> {
+    /// Registers a device of the bus device `parent`, whose driver is `ops`: the family `F`
+    /// names the operations' type for every lifetime (`ForLt!(Mlx5IbDevice<'_>)`), and the
+    /// driver implements [`DeviceOps`] for all of them, so its code cannot rely on any.
+    pub fn new<F>(
+        parent: &'bound Device<Bound>,
+        info: DeviceInfo<'_>,
+        ops: F::Of<'bound>,
+    ) -> Result<Self>
+    where
+        F: ForLt,
+        for<'a> F::Of<'a>: DeviceOps,
+    {
+        Self::new_in::<F>(Domain::Live, parent, info, ops)
+    }
+
+    /// Registers a KUnit suite's device ([`Registration::new_test`]) for `parent`.
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(crate) fn new_test<F>(
+        parent: &'bound Device<Bound>,
+        info: DeviceInfo<'_>,
+        ops: F::Of<'bound>,
+    ) -> Result<Self>
+    where
+        F: ForLt,
+        for<'a> F::Of<'a>: DeviceOps,
+    {
+        Self::new_in::<F>(Domain::Test, parent, info, ops)
+    }
+
+    fn new_in<F>(
+        domain: Domain,
+        parent: &'bound Device<Bound>,
+        info: DeviceInfo<'_>,
+        ops: F::Of<'bound>,
+    ) -> Result<Self>
+    where
+        F: ForLt,
+        for<'a> F::Of<'a>: DeviceOps,
+    {
+        let ops = ManuallyDrop::new(ops);
+        // SAFETY: `F::Of<'bound>` and `F::Of<'static>` differ in a lifetime only, so they have
+        // one layout; the value is moved (read once, the original is not dropped). The core
+        // keeps the operations until the registration below is dropped, which is when `self`
+        // is or, at the latest, when the binding to `parent` ends (the device-managed
+        // resource), both within `'bound`; and the driver's code is generic over the lifetime
+        // (`for<'a> F::Of<'a>: DeviceOps`), so it cannot use the `'static` it is called with.
+        let ops = unsafe { ptr::read(ptr::from_ref(&*ops).cast::<F::Of<'static>>()) };
+        let reg = Registration::new_in(domain, info, ops)?;
+        Ok(Self {
+            reg: Devres::new(parent, reg)?,
+            _bound: PhantomData,
+        })
+    }
+
+    /// The registered device, while `parent` (the bus device it was registered for) is bound.
+    pub fn device<'a>(&'a self, parent: &'a Device<Bound>) -> Result<&'a Arc<IbDevice>> {
+        Ok(self.reg.access(parent)?.device())
+    }
+}
+
 /// Renames a registered device, with C's `ib_device_rename` rules: the same name is a no-op,
 /// a name in use is `EEXIST`; sysfs follows, and a MONITOR event tells listeners.
 pub fn rename(dev: &IbDevice, new: &[u8]) -> Result {
@@ -218,4 +302,66 @@ pub fn rename(dev: &IbDevice, new: &[u8]) -> Result {
         monitor::device_event(dev, Event::Rename);
     }
     Ok(())
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_ib_bound_registration)]
+mod tests {
+    use super::*;
+    use crate::{device::registry::get_by_name_in, kunit_fake::register_bound};
+    use kernel::{
+        faux,
+        sync::atomic::{Atomic, Relaxed},
+    };
+
+    /// The faux device's bus device, bound to the faux driver while `r` exists.
+    fn bound(r: &faux::Registration) -> &Device<Bound> {
+        let dev: &faux::Device<Bound> = r.as_ref();
+        dev.as_ref()
+    }
+
+    #[test]
+    fn dropping_it_unregisters_the_device_and_drops_the_operations() -> Result {
+        let dropped = Atomic::new(0u32);
+        let bus = faux::Registration::new(c"rdma_rs_kunit_bound", None)?;
+        let reg = register_bound(bound(&bus), b"kbound%d", &dropped)?;
+        let name = reg.device(bound(&bus))?.name();
+        assert!(get_by_name_in(Domain::Test, &name).is_some());
+        drop(reg);
+        assert!(dropped.load(Relaxed) == 1);
+        assert!(get_by_name_in(Domain::Test, &name).is_none());
+        Ok(())
+    }
+
+    #[test]
+    fn a_forgotten_one_goes_when_the_binding_ends() -> Result {
+        let dropped = Atomic::new(0u32);
+        let bus = faux::Registration::new(c"rdma_rs_kunit_bound", None)?;
+        let reg = register_bound(bound(&bus), b"kbound%d", &dropped)?;
+        let name = reg.device(bound(&bus))?.name();
+        // Not dropped while the binding lasts (as if forgotten): the operations would outlive
+        // what they borrow, but for the binding's end, which takes the registration with it.
+        let kept = KBox::into_raw(KBox::new(reg, GFP_KERNEL)?).cast::<BoundRegistration<'static>>();
+        assert!(dropped.load(Relaxed) == 0);
+        assert!(get_by_name_in(Domain::Test, &name).is_some());
+        drop(bus);
+        assert!(dropped.load(Relaxed) == 1);
+        assert!(get_by_name_in(Domain::Test, &name).is_none());
+        // SAFETY: `kept` is the box made above, not used since. Dropping it only drops its
+        // device-managed resource, already released with the binding (the registration and
+        // the borrowing operations went then), which keeps its own reference to the device.
+        drop(unsafe { KBox::from_raw(kept) });
+        assert!(dropped.load(Relaxed) == 1);
+        Ok(())
+    }
+
+    #[test]
+    fn its_device_is_reached_only_through_its_own_bus_device() -> Result {
+        let dropped = Atomic::new(0u32);
+        let bus = faux::Registration::new(c"rdma_rs_kunit_bound", None)?;
+        let other = faux::Registration::new(c"rdma_rs_kunit_other", None)?;
+        let reg = register_bound(bound(&bus), b"kbound%d", &dropped)?;
+        assert!(reg.device(bound(&other)).err() == Some(EINVAL));
+        assert!(reg.device(bound(&bus)).is_ok());
+        Ok(())
+    }
 }

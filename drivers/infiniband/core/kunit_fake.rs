@@ -12,7 +12,11 @@
 //!   `poll_cq` claims one completion more than there is room for (a driver bug the core
 //!   catches).
 //!
-//! Both register in the suites' own registry ([`Registration::new_test`]): they take no index
+//! - [`Borrowing`]: a [`Fake`] whose operations borrow a counter of the suite's, which they
+//!   increment when they are dropped: a [`BoundRegistration`]'s device, whose operations must
+//!   be gone before the binding it borrows from ends.
+//!
+//! All register in the suites' own registry ([`Registration::new_test`]): they take no index
 //! or name of the product's, are not in the `infiniband` class, and netlink never shows them.
 //!
 //! Both report the limits in [`device_attr`]. The test provider module
@@ -25,7 +29,7 @@ use crate::{
         DeviceAttr, Gid, NodeDesc, NodeType, PortAttr, PortImmutable, PortState, CORE_PORT_IBA_IB,
     },
     device::events::EventNotifier,
-    device::{DeviceInfo, Registration},
+    device::{BoundRegistration, DeviceInfo, Registration},
     verbs::ops::{DeviceOps, DmaMemory, NoVerbs},
     verbs::types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver,
@@ -34,6 +38,7 @@ use crate::{
     verbs::wr::WorkCompletion,
 };
 use kernel::{
+    device::{Bound, Device},
     new_mutex,
     prelude::*,
     sync::{
@@ -150,6 +155,64 @@ impl DeviceOps for Fake {
 /// Registers a [`Fake`] with `ports` ports, named from `name`.
 pub(crate) fn register(name: &[u8], ports: u32) -> Result<Registration> {
     Registration::new_test(info(name, ports), Fake)
+}
+
+/// A [`Fake`] whose operations borrow `dropped`, which they increment when they are dropped.
+pub(crate) struct Borrowing<'a> {
+    dropped: &'a Atomic<u32>,
+}
+
+impl Drop for Borrowing<'_> {
+    fn drop(&mut self) {
+        self.dropped.fetch_add(1, Relaxed);
+    }
+}
+
+#[vtable]
+impl<'a> DeviceOps for Borrowing<'a> {
+    type Pd = NoVerbs;
+    type Cq = NoVerbs;
+    type Qp = NoVerbs;
+    type Mr = NoVerbs;
+    type Srq = NoVerbs;
+    type Ah = NoVerbs;
+    type UContext = NoVerbs;
+    type UserCq = NoVerbs;
+    type UserQp = NoVerbs;
+    type UserSrq = NoVerbs;
+
+    fn query_device(&self) -> Result<DeviceAttr> {
+        Ok(device_attr())
+    }
+
+    fn query_port(&self, port: u32) -> Result<PortAttr> {
+        Ok(port_attr(port))
+    }
+
+    fn get_port_immutable(&self, port: u32) -> Result<PortImmutable> {
+        Ok(port_immutable(port))
+    }
+
+    fn query_gid(&self, _port: u32, index: u32) -> Result<Gid> {
+        Ok(gid(index))
+    }
+
+    fn query_pkey(&self, _port: u32, _index: u16) -> Result<u16> {
+        Ok(0xffff)
+    }
+}
+
+/// Registers a one-port [`Borrowing`] named from `name` for the bus device `parent`.
+pub(crate) fn register_bound<'a>(
+    parent: &'a Device<Bound>,
+    name: &[u8],
+    dropped: &'a Atomic<u32>,
+) -> Result<BoundRegistration<'a>> {
+    BoundRegistration::new_test::<kernel::types::ForLt!(Borrowing<'_>)>(
+        parent,
+        info(name, 1),
+        Borrowing { dropped },
+    )
 }
 
 /// Driver calls a [`Recording`] device saw, in order.

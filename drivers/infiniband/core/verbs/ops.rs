@@ -72,8 +72,15 @@ pub trait DmaMemory: Send + Sync {
 /// atomic context (from a completion handler, under a spinlock, in softirq), as in C: they must
 /// not sleep, take a sleeping lock, allocate with `GFP_KERNEL` or issue a firmware command.
 /// Every other verb is called in process context and may sleep.
+///
+/// # Lifetime
+///
+/// The operations may borrow what lives as long as the driver's binding to its bus device
+/// (`'bound`: mlx5_ib's keep the function's `Mlx5Device`), registered with
+/// [`crate::device::BoundRegistration`]; the core drops them before the binding ends. The
+/// objects' states (`Self::Pd`, ...) own what they hold.
 #[vtable]
-pub trait DeviceOps: Send + Sync + 'static {
+pub trait DeviceOps: Send + Sync {
     /// The driver's state of a protection domain ([`NoVerbs`] for a driver without verbs).
     type Pd: Send + Sync + 'static;
 
@@ -324,7 +331,12 @@ pub trait DeviceOps: Send + Sync + 'static {
 
     /// Files the driver adds to the device's sysfs directory (C's `ops.device_group`, e.g.
     /// mlx5's `hw_rev`); their callbacks get the driver's data and the file's position here.
-    const DEVICE_ATTRS: &'static [Attribute<Self>] = &[];
+    fn device_attrs() -> &'static [Attribute<Self>]
+    where
+        Self: Sized + 'static,
+    {
+        &[]
+    }
 
     /// A PD for user space (C's `alloc_pd` with the driver's request and response in
     /// `udata`). Without it, [`DeviceOps::alloc_pd`] and no driver data.
@@ -662,7 +674,7 @@ pub(crate) trait DynOps: Send + Sync {
 /// A driver's operations as the core keeps them: shared with every object the device makes.
 pub(crate) struct DeviceImpl<T>(Arc<T>);
 
-impl<T: DeviceOps> DeviceImpl<T> {
+impl<T: DeviceOps + 'static> DeviceImpl<T> {
     /// The driver's operations, type-erased.
     pub(crate) fn erase(ops: Arc<T>) -> Result<KBox<dyn DynOps>> {
         Ok(KBox::new(Self(ops), GFP_KERNEL)?)
@@ -671,7 +683,7 @@ impl<T: DeviceOps> DeviceImpl<T> {
 
 /// A protection domain's driver state, with the driver's type erased once.
 pub(crate) trait PdObject: Send + Sync {
-    /// The object as `Any`, for a driver method to find its PD state ([`method_pd`]).
+    /// The driver's state as `Any`, for a driver method to find its PD state ([`method_pd`]).
     fn as_any(&self) -> &dyn Any;
     /// Creates a QP in this PD with `init`'s CQs, which must be CQs of this PD's device.
     fn create_qp(
@@ -723,7 +735,7 @@ pub(crate) trait PdObject: Send + Sync {
 
 /// A user SRQ's driver state, with the driver's type erased once.
 pub(crate) trait UserSrqObject: Send + Sync {
-    /// The object as `Any`, for user QP creation to find the driver's SRQ state.
+    /// The driver's state as `Any`, for user QP creation to find the driver's SRQ state.
     fn as_any(&self) -> &dyn Any;
     /// `DeviceOps::modify_user_srq`.
     fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask, udata: &Udata) -> Result;
@@ -757,7 +769,7 @@ pub(crate) trait SrqObject: Send + Sync {
     fn query(&self) -> Result<SrqAttr>;
     /// `DeviceOps::post_srq_recv`.
     fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
-    /// The object as `Any`, for QP creation to find the driver's SRQ state.
+    /// The driver's state as `Any`, for QP creation to find the driver's SRQ state.
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -771,7 +783,7 @@ pub(crate) trait CqObject: Send + Sync {
     fn size(&self) -> Option<u32>;
     /// `DeviceOps::resize_cq`.
     fn resize(&self, cqe: u32) -> Result;
-    /// The object as `Any`, for QP creation to find the driver's CQ state.
+    /// The driver's state as `Any`, for QP creation to find the driver's CQ state.
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -807,7 +819,7 @@ pub(crate) trait QpObject: Send + Sync {
 
 /// A user context's driver state, with the driver's type erased once.
 pub(crate) trait UContextObject: Send + Sync {
-    /// The object as `Any`, for user QP creation to find the driver's context state.
+    /// The driver's state as `Any`, for user QP creation to find the driver's context state.
     fn as_any(&self) -> &dyn Any;
     /// `DeviceOps::driver_method`.
     fn driver_method(
@@ -830,7 +842,7 @@ pub(crate) trait UContextObject: Send + Sync {
 
 /// A user CQ's driver state, with the driver's type erased once.
 pub(crate) trait UserCqObject: Send + Sync {
-    /// The object as `Any`, for user QP creation to find the driver's CQ state.
+    /// The driver's state as `Any`, for user QP creation to find the driver's CQ state.
     fn as_any(&self) -> &dyn Any;
     /// `DeviceOps::resize_user_cq` (`EOPNOTSUPP` without it).
     fn resize(&self, cqe: u32, udata: &Udata) -> Result<u32>;
@@ -843,7 +855,7 @@ pub(crate) trait UserCqObject: Send + Sync {
 
 /// One verbs object of driver `T`: the driver's state `O` and the driver's operations. Dropping
 /// it gives the state back to the driver's destroying verb.
-struct Typed<T: DeviceOps, O: Send + Sync + 'static> {
+struct Typed<T: DeviceOps + 'static, O: Send + Sync + 'static> {
     ops: Arc<T>,
     obj: ManuallyDrop<O>,
     /// The destroying verb (`EOPNOTSUPP` when the driver lacks it) and its name for the log.
@@ -853,7 +865,7 @@ struct Typed<T: DeviceOps, O: Send + Sync + 'static> {
     num: Option<u32>,
 }
 
-impl<T: DeviceOps, O: Send + Sync + 'static> Typed<T, O> {
+impl<T: DeviceOps + 'static, O: Send + Sync + 'static> Typed<T, O> {
     fn new(ops: Arc<T>, obj: O, destroy: fn(&T, O) -> Result, what: &'static str) -> Self {
         Self {
             ops,
@@ -865,7 +877,7 @@ impl<T: DeviceOps, O: Send + Sync + 'static> Typed<T, O> {
     }
 }
 
-impl<T: DeviceOps, O: Send + Sync + 'static> Drop for Typed<T, O> {
+impl<T: DeviceOps + 'static, O: Send + Sync + 'static> Drop for Typed<T, O> {
     fn drop(&mut self) {
         // SAFETY: `obj` is not used again: this is the object's destructor.
         let obj = unsafe { ManuallyDrop::take(&mut self.obj) };
@@ -878,27 +890,27 @@ impl<T: DeviceOps, O: Send + Sync + 'static> Drop for Typed<T, O> {
     }
 }
 
-fn dealloc_pd<T: DeviceOps>(ops: &T, pd: T::Pd) -> Result {
+fn dealloc_pd<T: DeviceOps + 'static>(ops: &T, pd: T::Pd) -> Result {
     optional_op!(T::HAS_DEALLOC_PD, T::dealloc_pd(ops, pd))
 }
 
-fn destroy_cq<T: DeviceOps>(ops: &T, cq: T::Cq) -> Result {
+fn destroy_cq<T: DeviceOps + 'static>(ops: &T, cq: T::Cq) -> Result {
     optional_op!(T::HAS_DESTROY_CQ, T::destroy_cq(ops, cq))
 }
 
-fn destroy_qp<T: DeviceOps>(ops: &T, qp: T::Qp) -> Result {
+fn destroy_qp<T: DeviceOps + 'static>(ops: &T, qp: T::Qp) -> Result {
     optional_op!(T::HAS_DESTROY_QP, T::destroy_qp(ops, qp))
 }
 
-fn dereg_mr<T: DeviceOps>(ops: &T, mr: T::Mr) -> Result {
+fn dereg_mr<T: DeviceOps + 'static>(ops: &T, mr: T::Mr) -> Result {
     optional_op!(T::HAS_DEREG_MR, T::dereg_mr(ops, mr))
 }
 
-fn destroy_srq<T: DeviceOps>(ops: &T, srq: T::Srq) -> Result {
+fn destroy_srq<T: DeviceOps + 'static>(ops: &T, srq: T::Srq) -> Result {
     optional_op!(T::HAS_DESTROY_SRQ, T::destroy_srq(ops, srq))
 }
 
-fn destroy_ah<T: DeviceOps>(ops: &T, ah: T::Ah) -> Result {
+fn destroy_ah<T: DeviceOps + 'static>(ops: &T, ah: T::Ah) -> Result {
     optional_op!(T::HAS_DESTROY_AH, T::destroy_ah(ops, ah))
 }
 
@@ -967,23 +979,21 @@ impl<'a, T: DeviceOps + ?Sized> Deref for SendWrs<'a, T> {
     }
 }
 
-/// The driver state `O` of an object of driver `T`, from the object as `Any` (a CQ, SRQ or
-/// user context the core passes along with another object of the same device). The core only
-/// passes objects of the device the call is for, whose objects are all `T`'s: the check cannot
-/// fail (`EINVAL` if the core broke that rule).
-fn driver_obj<T: DeviceOps, O: Send + Sync + 'static>(any: &dyn Any) -> Result<&O> {
-    any.downcast_ref::<Typed<T, O>>()
-        .map(|c| &*c.obj)
-        .ok_or(EINVAL)
+/// The driver state `O` of an object, from its state as `Any` (a CQ, SRQ or user context the
+/// core passes along with another object: the core checked they are of the same device, whose
+/// objects are all its driver's, so the check cannot fail; `EINVAL` if the core broke that
+/// rule). The state is the driver's own type, which needs no lifetime of the driver's.
+fn driver_obj<O: Send + Sync + 'static>(any: &dyn Any) -> Result<&O> {
+    any.downcast_ref::<O>().ok_or(EINVAL)
 }
 
 /// Driver `T`'s state of the PD attribute `id` of a driver method names (C's
 /// `uverbs_attr_get_obj` and `to_mpd`): `EINVAL` when the method has no such attribute.
 pub fn method_pd<T: DeviceOps>(attrs: &dyn MethodAttrs, id: u16) -> Result<&T::Pd> {
-    driver_obj::<T, T::Pd>(attrs.pd_object(id)?)
+    driver_obj::<T::Pd>(attrs.pd_object(id)?)
 }
 
-impl<T: DeviceOps> Typed<T, T::Pd> {
+impl<T: DeviceOps + 'static> Typed<T, T::Pd> {
     /// A new MR of this PD's driver, type-erased (on failure it is given back to the driver).
     fn boxed_mr(&self, new: NewMr<T::Mr>) -> Result<NewMr<KBox<dyn MrObject>>> {
         let mr = Typed::new(self.ops.clone(), new.mr, dereg_mr::<T>, "dereg_mr");
@@ -995,9 +1005,9 @@ impl<T: DeviceOps> Typed<T, T::Pd> {
     }
 }
 
-impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
+impl<T: DeviceOps + 'static> PdObject for Typed<T, T::Pd> {
     fn as_any(&self) -> &dyn Any {
-        self
+        &*self.obj
     }
 
     fn create_qp(
@@ -1007,12 +1017,12 @@ impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
         let typed = QpInitDriver {
             qp_type: init.qp_type,
             port: init.port,
-            send_cq: driver_obj::<T, T::Cq>(init.send_cq.as_any())?,
-            recv_cq: driver_obj::<T, T::Cq>(init.recv_cq.as_any())?,
+            send_cq: driver_obj::<T::Cq>(init.send_cq.as_any())?,
+            recv_cq: driver_obj::<T::Cq>(init.recv_cq.as_any())?,
             cap: init.cap,
             sq_sig_all: init.sq_sig_all,
             srq: match init.srq {
-                Some(s) => Some(driver_obj::<T, T::Srq>(s.as_any())?),
+                Some(s) => Some(driver_obj::<T::Srq>(s.as_any())?),
                 None => None,
             },
             events: init.events,
@@ -1064,16 +1074,16 @@ impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
         init: &QpInitDriver<'_, dyn UserCqObject, dyn UserSrqObject>,
         udata: &Udata,
     ) -> Result<(NewQp<Arc<dyn UserQpObject>>, QpCap)> {
-        let ctx = driver_obj::<T, T::UContext>(ctx.as_any())?;
+        let ctx = driver_obj::<T::UContext>(ctx.as_any())?;
         let typed = QpInitDriver {
             qp_type: init.qp_type,
             port: init.port,
-            send_cq: driver_obj::<T, T::UserCq>(init.send_cq.as_any())?,
-            recv_cq: driver_obj::<T, T::UserCq>(init.recv_cq.as_any())?,
+            send_cq: driver_obj::<T::UserCq>(init.send_cq.as_any())?,
+            recv_cq: driver_obj::<T::UserCq>(init.recv_cq.as_any())?,
             cap: init.cap,
             sq_sig_all: init.sq_sig_all,
             srq: match init.srq {
-                Some(s) => Some(driver_obj::<T, T::UserSrq>(s.as_any())?),
+                Some(s) => Some(driver_obj::<T::UserSrq>(s.as_any())?),
                 None => None,
             },
             events: init.events,
@@ -1106,7 +1116,7 @@ impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
         udata: &Udata,
         events: &EventNotifier,
     ) -> Result<(KBox<dyn UserSrqObject>, SrqAttr)> {
-        let ctx = driver_obj::<T, T::UContext>(ctx.as_any())?;
+        let ctx = driver_obj::<T::UContext>(ctx.as_any())?;
         let (srq, made) = optional_op!(
             T::HAS_CREATE_USER_SRQ,
             T::create_user_srq(&self.ops, ctx, &self.obj, attr, udata, events)
@@ -1121,13 +1131,13 @@ impl<T: DeviceOps> PdObject for Typed<T, T::Pd> {
     }
 }
 
-fn destroy_user_srq<T: DeviceOps>(ops: &T, srq: T::UserSrq) -> Result {
+fn destroy_user_srq<T: DeviceOps + 'static>(ops: &T, srq: T::UserSrq) -> Result {
     optional_op!(T::HAS_DESTROY_USER_SRQ, T::destroy_user_srq(ops, srq))
 }
 
-impl<T: DeviceOps> UserSrqObject for Typed<T, T::UserSrq> {
+impl<T: DeviceOps + 'static> UserSrqObject for Typed<T, T::UserSrq> {
     fn as_any(&self) -> &dyn Any {
-        self
+        &*self.obj
     }
 
     fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask, udata: &Udata) -> Result {
@@ -1145,11 +1155,11 @@ impl<T: DeviceOps> UserSrqObject for Typed<T, T::UserSrq> {
     }
 }
 
-fn destroy_user_qp<T: DeviceOps>(ops: &T, qp: T::UserQp) -> Result {
+fn destroy_user_qp<T: DeviceOps + 'static>(ops: &T, qp: T::UserQp) -> Result {
     optional_op!(T::HAS_DESTROY_USER_QP, T::destroy_user_qp(ops, qp))
 }
 
-impl<T: DeviceOps> UserQpObject for Typed<T, T::UserQp> {
+impl<T: DeviceOps + 'static> UserQpObject for Typed<T, T::UserQp> {
     fn modify(&self, attr: &QpAttr, mask: QpAttrMask, udata: &Udata) -> Result {
         optional_op!(
             T::HAS_MODIFY_USER_QP,
@@ -1162,7 +1172,7 @@ impl<T: DeviceOps> UserQpObject for Typed<T, T::UserQp> {
     }
 }
 
-impl<T: DeviceOps> SrqObject for Typed<T, T::Srq> {
+impl<T: DeviceOps + 'static> SrqObject for Typed<T, T::Srq> {
     fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask) -> Result {
         optional_op!(
             T::HAS_MODIFY_SRQ,
@@ -1182,18 +1192,18 @@ impl<T: DeviceOps> SrqObject for Typed<T, T::Srq> {
     }
 
     fn as_any(&self) -> &dyn Any {
-        self
+        &*self.obj
     }
 }
 
-impl<T: DeviceOps> AhObject for Typed<T, T::Ah> {
+impl<T: DeviceOps + 'static> AhObject for Typed<T, T::Ah> {
     fn state(&self) -> *const () {
         let state: &T::Ah = &self.obj;
         core::ptr::from_ref(state).cast()
     }
 }
 
-impl<T: DeviceOps> CqObject for Typed<T, T::Cq> {
+impl<T: DeviceOps + 'static> CqObject for Typed<T, T::Cq> {
     fn req_notify(&self, solicited: bool) -> Result {
         optional_op!(
             T::HAS_REQ_NOTIFY_CQ,
@@ -1214,11 +1224,11 @@ impl<T: DeviceOps> CqObject for Typed<T, T::Cq> {
     }
 
     fn as_any(&self) -> &dyn Any {
-        self
+        &*self.obj
     }
 }
 
-impl<T: DeviceOps> QpObject for Typed<T, T::Qp> {
+impl<T: DeviceOps + 'static> QpObject for Typed<T, T::Qp> {
     fn has_mcast(&self) -> bool {
         T::HAS_ATTACH_MCAST
     }
@@ -1278,11 +1288,11 @@ impl<T: DeviceOps> QpObject for Typed<T, T::Qp> {
     }
 }
 
-impl<T: DeviceOps> MrObject for Typed<T, T::Mr> {}
+impl<T: DeviceOps + 'static> MrObject for Typed<T, T::Mr> {}
 
-impl<T: DeviceOps> UContextObject for Typed<T, T::UContext> {
+impl<T: DeviceOps + 'static> UContextObject for Typed<T, T::UContext> {
     fn as_any(&self) -> &dyn Any {
-        self
+        &*self.obj
     }
 
     fn driver_method(
@@ -1331,13 +1341,13 @@ impl<T: DeviceOps> UContextObject for Typed<T, T::UContext> {
     }
 }
 
-fn destroy_user_cq<T: DeviceOps>(ops: &T, cq: T::UserCq) -> Result {
+fn destroy_user_cq<T: DeviceOps + 'static>(ops: &T, cq: T::UserCq) -> Result {
     optional_op!(T::HAS_DESTROY_USER_CQ, T::destroy_user_cq(ops, cq))
 }
 
-impl<T: DeviceOps> UserCqObject for Typed<T, T::UserCq> {
+impl<T: DeviceOps + 'static> UserCqObject for Typed<T, T::UserCq> {
     fn as_any(&self) -> &dyn Any {
-        self
+        &*self.obj
     }
 
     fn resize(&self, cqe: u32, udata: &Udata) -> Result<u32> {
@@ -1348,14 +1358,14 @@ impl<T: DeviceOps> UserCqObject for Typed<T, T::UserCq> {
     }
 }
 
-fn dealloc_ucontext<T: DeviceOps>(ops: &T, ctx: T::UContext) -> Result {
+fn dealloc_ucontext<T: DeviceOps + 'static>(ops: &T, ctx: T::UContext) -> Result {
     if T::HAS_DEALLOC_UCONTEXT {
         T::dealloc_ucontext(ops, ctx);
     }
     Ok(())
 }
 
-impl<T: DeviceOps> DynOps for DeviceImpl<T> {
+impl<T: DeviceOps + 'static> DynOps for DeviceImpl<T> {
     fn uverbs(&self) -> Option<UverbsAbi> {
         T::UVERBS
     }
@@ -1480,18 +1490,18 @@ impl<T: DeviceOps> DynOps for DeviceImpl<T> {
     }
 
     fn device_attr(&self, i: usize) -> Option<(&'static CStr, u16, bool)> {
-        T::DEVICE_ATTRS
+        T::device_attrs()
             .get(i)
             .map(|a| (a.name(), a.mode(), a.has_store()))
     }
 
     fn device_attr_show(&self, i: u32, buf: &mut ShowBuffer<'_>) -> Result {
-        let a = T::DEVICE_ATTRS.get(i as usize).ok_or(EIO)?;
+        let a = T::device_attrs().get(i as usize).ok_or(EIO)?;
         a.show(&self.0, i, buf)
     }
 
     fn device_attr_store(&self, i: u32, data: &[u8]) -> Result {
-        let a = T::DEVICE_ATTRS.get(i as usize).ok_or(EIO)?;
+        let a = T::device_attrs().get(i as usize).ok_or(EIO)?;
         a.store(&self.0, i, data)
     }
 

@@ -15,14 +15,13 @@
 use crate::caps;
 use crate::mad::{self, attr, NodeInfo, PortInfo};
 use crate::{ah, counters, cq, dma_buf::DmaBuf, mr, pd, qp, qp::wq_size::Limits, srq, user};
-use core::ptr::NonNull;
 use ib_core::{
     attrs::{
         DeviceAttr, Gid, LinkLayer, NodeType, PortAttr, PortImmutable, PortState,
         CORE_CAP_IB_GRH_REQUIRED, CORE_PORT_IBA_IB,
     },
     device::events::EventNotifier,
-    device::{DeviceInfo, DeviceOps, FwVersion, Registration},
+    device::{BoundRegistration, DeviceInfo, DeviceOps, FwVersion},
     hw_stats::HwStatsDesc,
     mad::types::{Mad, MadWc},
     user::spec::{DriverAttrs, DriverMethod, DriverUObject, MethodAttrs},
@@ -36,6 +35,7 @@ use ib_core::{
     verbs::wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
 use kernel::{
+    device::{Bound, Device},
     mm::virt::VmaNew,
     prelude::*,
     sync::{
@@ -43,6 +43,7 @@ use kernel::{
         Arc,
     },
     sysfs_attrs::{Attribute, ShowBuffer},
+    types::ForLt,
     user_mmap::UserMaps,
 };
 use mlx5_core::{
@@ -72,37 +73,8 @@ const SPEED_NDR: u16 = 128;
 /// Bit offset of `stat_rate_support` (16 bits) in the general HCA capabilities.
 const STAT_RATE_SUPPORT_BIT: usize = 0x1e0;
 
-/// The function's `Mlx5Device`, reached from the RDMA device's verbs (CQ and QP creation need
-/// its EQs, UAR, doorbell pools and DMA memory), as C's `mlx5_ib_dev` keeps `mdev`.
-struct CoreRef(NonNull<Mlx5Device>);
-
-// `Mlx5Device` is shared by `mlx5_core` between threads (it must be `Sync`).
-const _: () = {
-    const fn sync<T: Sync>() {}
-    sync::<Mlx5Device>();
-};
-
-// SAFETY: `CoreRef` only gives out `&Mlx5Device`, which is `Sync` (checked above).
-unsafe impl Send for CoreRef {}
-// SAFETY: As above.
-unsafe impl Sync for CoreRef {}
-
-impl CoreRef {
-    fn get(&self) -> &Mlx5Device {
-        // SAFETY: The pointer is the `Mlx5Device` of the function this RDMA device was
-        // registered for (`register`). The `Registration` holding this driver state is owned
-        // by `IbFunction`, the driver data of the bound auxiliary device, and dropped in its
-        // `Drop` at unbind, before `mlx5_core` drops the `Mlx5Device` (the auxiliary device's
-        // registration data outlives its binding). Dropping the registration unregisters the
-        // RDMA device, which first removes its clients (destroying every verbs object); verbs
-        // are only called on a registered device, so `&self` here always precedes the
-        // unbind.
-        unsafe { self.0.as_ref() }
-    }
-}
-
 /// The RDMA device's driver state.
-pub(crate) struct Mlx5IbDevice {
+pub(crate) struct Mlx5IbDevice<'bound> {
     cmds: Commands,
     info: FunctionInfo,
     caps: HcaCaps,
@@ -114,7 +86,10 @@ pub(crate) struct Mlx5IbDevice {
     fw_pages: Arc<Atomic<u32>>,
     /// The mkey variant counter (C's `mkey_var`).
     mkey_var: Atomic<u32>,
-    core: CoreRef,
+    /// The function's `Mlx5Device` (CQ and QP creation need its EQs, UAR, doorbell pools and
+    /// DMA memory), as C's `mlx5_ib_dev` keeps `mdev`: the auxiliary device's registration
+    /// data, there as long as mlx5_ib is bound to it.
+    core: &'bound Mlx5Device,
     /// Work queue caps.
     limits: Limits,
     log_max_cq_sz: u32,
@@ -134,7 +109,7 @@ fn port_u8(port: u32) -> Result<u8> {
     u8::try_from(port).map_err(|_| EINVAL)
 }
 
-impl Mlx5IbDevice {
+impl Mlx5IbDevice<'_> {
     fn node_info(&self) -> Result<NodeInfo> {
         Ok(NodeInfo::parse(&mad::smp_get(
             &self.cmds,
@@ -167,17 +142,17 @@ fn vport_context_in(num_ports: u64, port: u32) -> Result<QueryHcaVportContextIn>
 }
 
 /// `hw_rev`: the PCI revision.
-fn hw_rev_show(d: &Mlx5IbDevice, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+fn hw_rev_show(d: &Mlx5IbDevice<'_>, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
     buf.emit(fmt!("{:x}\n", d.info.revision))
 }
 
 /// `hca_type`: `MT` and the PCI device id in decimal.
-fn hca_type_show(d: &Mlx5IbDevice, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+fn hca_type_show(d: &Mlx5IbDevice<'_>, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
     buf.emit(fmt!("MT{}\n", d.info.device_id))
 }
 
 /// `board_id`: the PSID QUERY_ADAPTER reported.
-fn board_id_show(d: &Mlx5IbDevice, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+fn board_id_show(d: &Mlx5IbDevice<'_>, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
     let id = &d.info.board_id;
     let end = id.iter().position(|&b| b == 0).unwrap_or(id.len());
     buf.write_bytes(&id[..end]);
@@ -186,18 +161,18 @@ fn board_id_show(d: &Mlx5IbDevice, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
 }
 
 /// `fw_pages`: pages the firmware holds.
-fn fw_pages_show(d: &Mlx5IbDevice, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+fn fw_pages_show(d: &Mlx5IbDevice<'_>, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
     buf.emit(fmt!("{}\n", d.fw_pages.load(Relaxed)))
 }
 
 /// `reg_pages`: C prints a counter its page allocator never raises, so always 0.
-fn reg_pages_show(_: &Mlx5IbDevice, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
+fn reg_pages_show(_: &Mlx5IbDevice<'_>, _: u32, buf: &mut ShowBuffer<'_>) -> Result {
     buf.write_bytes(b"0\n");
     Ok(())
 }
 
 #[vtable]
-impl DeviceOps for Mlx5IbDevice {
+impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
     type Pd = pd::Mlx5Pd;
     type Cq = cq::Mlx5Cq;
     type Qp = qp::Mlx5Qp;
@@ -218,13 +193,20 @@ impl DeviceOps for Mlx5IbDevice {
         data_path_cmds: 0,
     });
 
-    const DEVICE_ATTRS: &'static [Attribute<Self>] = &[
-        Attribute::ro(c"hw_rev", hw_rev_show),
-        Attribute::ro(c"hca_type", hca_type_show),
-        Attribute::ro(c"board_id", board_id_show),
-        Attribute::ro(c"fw_pages", fw_pages_show),
-        Attribute::ro(c"reg_pages", reg_pages_show),
-    ];
+    fn device_attrs() -> &'static [Attribute<Self>]
+    where
+        Self: 'static,
+    {
+        // `Self` is `'static` here, so the table of the `'static` instance is its table.
+        const ATTRS: &[Attribute<Mlx5IbDevice<'static>>] = &[
+            Attribute::ro(c"hw_rev", hw_rev_show),
+            Attribute::ro(c"hca_type", hca_type_show),
+            Attribute::ro(c"board_id", board_id_show),
+            Attribute::ro(c"fw_pages", fw_pages_show),
+            Attribute::ro(c"reg_pages", reg_pages_show),
+        ];
+        ATTRS
+    }
 
     fn query_device(&self) -> Result<DeviceAttr> {
         let mut a = caps::device_attr(&self.caps, &self.info);
@@ -267,15 +249,7 @@ impl DeviceOps for Mlx5IbDevice {
         notifier: &CqNotifier,
     ) -> Result<(user::cq::Mlx5UserCq, u32)> {
         let caps = GeneralCaps::from_bytes(&self.caps.general);
-        user::cq::create(
-            self.core.get(),
-            &self.cmds,
-            &caps,
-            ctx,
-            init,
-            udata,
-            notifier,
-        )
+        user::cq::create(self.core, &self.cmds, &caps, ctx, init, udata, notifier)
     }
 
     /// `ENOSYS` without the `cq_resize` capability, as C.
@@ -284,7 +258,7 @@ impl DeviceOps for Mlx5IbDevice {
             pr_info!("Firmware does not support resize CQ\n");
             return Err(ENOSYS);
         }
-        cq.resize(self.core.get(), self.log_max_cq_sz, cqe, udata)
+        cq.resize(self.core, self.log_max_cq_sz, cqe, udata)
     }
 
     fn destroy_user_cq(&self, cq: user::cq::Mlx5UserCq) -> Result {
@@ -299,7 +273,7 @@ impl DeviceOps for Mlx5IbDevice {
         udata: &Udata,
     ) -> Result<(NewQp<user::qp::Mlx5UserQp>, QpCap)> {
         let caps = GeneralCaps::from_bytes(&self.caps.general);
-        user::qp::create(self.core.get(), &caps, ctx, pd.pdn, init, udata)
+        user::qp::create(self.core, &caps, ctx, pd.pdn, init, udata)
     }
 
     fn modify_user_qp(
@@ -332,7 +306,7 @@ impl DeviceOps for Mlx5IbDevice {
     ) -> Result<(user::srq::Mlx5UserSrq, SrqAttr)> {
         let gen = GeneralCaps::from_bytes(&self.caps.general);
         let size = srq::srq_size(attr, gen.log_max_srq_sz() as u32, self.limits.max_wqe_sz_rq)?;
-        user::srq::create(self.core.get(), size, pd.pdn, attr, udata, events)
+        user::srq::create(self.core, size, pd.pdn, attr, udata, events)
     }
 
     fn modify_user_srq(
@@ -374,15 +348,7 @@ impl DeviceOps for Mlx5IbDevice {
     ) -> Result<Option<DriverUObject>> {
         let ports = GeneralCaps::from_bytes(&self.caps.general).num_ports() as u32;
         let pdn_of = |id| Ok(method_pd::<Self>(attrs, id)?.pdn);
-        user::methods::driver_method(
-            self.core.get(),
-            &self.cmds,
-            &ctx.mmap,
-            ports,
-            &pdn_of,
-            m,
-            attrs,
-        )
+        user::methods::driver_method(self.core, &self.cmds, &ctx.mmap, ports, &pdn_of, m, attrs)
     }
 
     fn query_ucontext(
@@ -400,7 +366,7 @@ impl DeviceOps for Mlx5IbDevice {
         vma: &VmaNew,
         maps: &Arc<UserMaps>,
     ) -> Result {
-        user::mmap::mmap(self.core.get(), &ctx.mmap, vma, maps)
+        user::mmap::mmap(self.core, &ctx.mmap, vma, maps)
     }
 
     fn query_port(&self, port: u32) -> Result<PortAttr> {
@@ -547,7 +513,7 @@ impl DeviceOps for Mlx5IbDevice {
         _udata: &Udata,
     ) -> Result<NewMr<mr::Mlx5Mr>> {
         let pg = GeneralCaps::from_bytes(&self.caps.general).pg() != 0;
-        let mr = mr::reg_user(self.core.get(), &self.mkey_var, pd, init, pg)?;
+        let mr = mr::reg_user(self.core, &self.mkey_var, pd, init, pg)?;
         let key = mr.key;
         Ok(NewMr {
             mr,
@@ -571,7 +537,7 @@ impl DeviceOps for Mlx5IbDevice {
     }
 
     fn create_cq(&self, init: &CqInit, notifier: &CqNotifier) -> Result<cq::Mlx5Cq> {
-        let cq = cq::create(self.core.get(), self.log_max_cq_sz, init, notifier)?;
+        let cq = cq::create(self.core, self.log_max_cq_sz, init, notifier)?;
         if let Err(e) = self.cqs.add(&cq.shared) {
             let _ = cq::destroy(&self.cmds, cq);
             return Err(e);
@@ -590,7 +556,7 @@ impl DeviceOps for Mlx5IbDevice {
             pr_info!("Firmware does not support resize CQ\n");
             return Err(ENOSYS);
         }
-        cq.shared.resize(self.core.get(), self.log_max_cq_sz, cqe)
+        cq.shared.resize(self.core, self.log_max_cq_sz, cqe)
     }
 
     fn destroy_cq(&self, cq: cq::Mlx5Cq) -> Result {
@@ -599,7 +565,7 @@ impl DeviceOps for Mlx5IbDevice {
     }
 
     fn req_notify_cq(&self, cq: &cq::Mlx5Cq, solicited: bool) -> Result {
-        cq.shared.arm(self.core.get(), solicited)
+        cq.shared.arm(self.core, solicited)
     }
 
     /// In the internal-error state, the outstanding requests come back flushed (C's
@@ -616,7 +582,7 @@ impl DeviceOps for Mlx5IbDevice {
         pd: &pd::Mlx5Pd,
         init: &QpInitDriver<'_, cq::Mlx5Cq, srq::Mlx5Srq>,
     ) -> Result<NewQp<qp::Mlx5Qp>> {
-        qp::create(self.core.get(), &self.limits, pd.pdn, init)
+        qp::create(self.core, &self.limits, pd.pdn, init)
     }
 
     fn qp_cap(&self, qp: &qp::Mlx5Qp) -> QpCap {
@@ -684,7 +650,7 @@ impl DeviceOps for Mlx5IbDevice {
         let gen = GeneralCaps::from_bytes(&self.caps.general);
         let size = srq::srq_size(attr, gen.log_max_srq_sz() as u32, self.limits.max_wqe_sz_rq)?;
         // As C, the limit is not armed at creation: a consumer arms it with a modify.
-        srq::create(self.core.get(), size, pd.pdn, events)
+        srq::create(self.core, size, pd.pdn, events)
     }
 
     fn modify_srq(&self, srq: &srq::Mlx5Srq, attr: &SrqAttr, mask: SrqAttrMask) -> Result {
@@ -724,7 +690,7 @@ impl DeviceOps for Mlx5IbDevice {
     }
 
     fn alloc_dma_buffer(&self, len: usize) -> Result<KBox<dyn DmaMemory>> {
-        let buf = DmaBuf::new(self.core.get().alloc_coherent(len)?, len)?;
+        let buf = DmaBuf::new(self.core.alloc_coherent(len)?, len)?;
         Ok(KBox::new(buf, GFP_KERNEL)?)
     }
 
@@ -744,7 +710,11 @@ impl DeviceOps for Mlx5IbDevice {
 /// Registers the RDMA device of `dev` (`mlx5_%d`), asking firmware what C's init stages ask.
 /// `EOPNOTSUPP` for functions whose ports are not native InfiniBand (Ethernet/RoCE and
 /// virtualized IB are not handled yet).
-pub(crate) fn register(dev: &Mlx5Device, cqs: Arc<cq::DeviceCqs>) -> Result<Registration> {
+pub(crate) fn register<'bound>(
+    parent: &'bound Device<Bound>,
+    dev: &'bound Mlx5Device,
+    cqs: Arc<cq::DeviceCqs>,
+) -> Result<BoundRegistration<'bound>> {
     if !caps::is_native_ib(dev.caps()) {
         return Err(EOPNOTSUPP);
     }
@@ -782,7 +752,8 @@ pub(crate) fn register(dev: &Mlx5Device, cqs: Arc<cq::DeviceCqs>) -> Result<Regi
     let counter_sets = counters
         .as_ref()
         .map_or([0; counters::MAX_PORTS], |c| c.set_ids());
-    Registration::new(
+    BoundRegistration::new::<ForLt!(Mlx5IbDevice<'_>)>(
+        parent,
         info,
         Mlx5IbDevice {
             cmds,
@@ -792,7 +763,7 @@ pub(crate) fn register(dev: &Mlx5Device, cqs: Arc<cq::DeviceCqs>) -> Result<Regi
             ext_port_info,
             fw_pages: dev.fw_pages().clone(),
             mkey_var: Atomic::new(0),
-            core: CoreRef(NonNull::from(dev)),
+            core: dev,
             limits,
             log_max_cq_sz: gen.log_max_cq_sz() as u32,
             cq_resize: gen.cq_resize() != 0,

@@ -11,6 +11,8 @@ use crate::{
     ib_device,
     port_events::{Notifier, PortEvents},
 };
+use core::cell::Cell;
+use ib_core::device::{names::Name, BoundRegistration};
 use kernel::{
     auxiliary,
     auxiliary_named::{NamedAdapter, NamedDriver},
@@ -37,25 +39,28 @@ kernel::auxiliary_device_table!(
 
 /// What `mlx5_ib` keeps per bound function: its registered RDMA device and its event notifier.
 /// Dropped after unbind: the notifier goes first, then the RDMA device (the reverse of probe).
-pub(crate) struct IbFunction {
+/// The device's operations borrow the function's `Mlx5Device` for the binding (`'bound`).
+pub(crate) struct IbFunction<'bound> {
     events: Option<NotifierRegistration>,
     /// The queue of the port events' work item: dropped after the notifier's registration (no
     /// new event), before the device (it waits for the events being dispatched).
     event_queue: Option<Arc<OwnedQueue>>,
-    device: Option<ib_core::device::Registration>,
+    device: Option<BoundRegistration<'bound>>,
     /// The function's PCI name.
     name: CString,
+    /// The RDMA device's name (`mlx5_0`) for the log when it goes: read at probe, and again
+    /// at unbind (it may have been renamed).
+    ib_name: Cell<Name>,
     ports: u8,
     /// Port events the notifier received.
     port_events: Arc<Atomic<u32>>,
 }
 
-impl Drop for IbFunction {
+impl Drop for IbFunction<'_> {
     fn drop(&mut self) {
         drop(self.events.take());
         drop(self.event_queue.take());
         if let Some(device) = self.device.take() {
-            let name = device.device().name();
             // Unregisters the RDMA device (its clients first), before the function goes.
             drop(device);
             pr_info!(
@@ -63,7 +68,7 @@ impl Drop for IbFunction {
                 &*self.name,
                 self.ports,
                 self.port_events.load(Relaxed),
-                BStr::from_bytes(&name)
+                BStr::from_bytes(&self.ib_name.get())
             );
         }
     }
@@ -71,7 +76,7 @@ impl Drop for IbFunction {
 
 impl auxiliary::Driver for IbDriver {
     type IdInfo = ();
-    type Data<'bound> = IbFunction;
+    type Data<'bound> = IbFunction<'bound>;
 
     const ID_TABLE: auxiliary::IdTable<Self::IdInfo> = &AUX_TABLE;
 
@@ -79,20 +84,21 @@ impl auxiliary::Driver for IbDriver {
         adev: &'bound auxiliary::Device<Core<'_>>,
         _info: &'bound Self::IdInfo,
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
-        let dev = auxdev::device_data(adev)?;
+        let dev = auxdev::device_data(adev)?.get_ref();
         let cqs = DeviceCqs::new()?;
-        let device = ib_device::register(&dev, cqs.clone()).inspect_err(|e| {
+        let device = ib_device::register(adev.as_ref(), dev, cqs.clone()).inspect_err(|e| {
             pr_err!(
                 "{}: no RDMA device registered: err {}\n",
                 dev.name(),
                 e.to_errno()
             );
         })?;
+        let ib_name = device.device(adev.as_ref())?.name();
         pr_info!(
             "attached to {} ({} port(s)) as {}\n",
             dev.name(),
             dev.ports(),
-            BStr::from_bytes(&device.device().name())
+            BStr::from_bytes(&ib_name)
         );
         let port_events = Arc::new(Atomic::new(0), GFP_KERNEL)?;
         let mut function = IbFunction {
@@ -102,14 +108,16 @@ impl auxiliary::Driver for IbDriver {
             name: CString::try_from_fmt(fmt!("{}", dev.name()))?,
             ports: dev.ports(),
             port_events: port_events.clone(),
+            ib_name: Cell::new(ib_name),
         };
         // Taken after `function`, so dropped before it on a failure below: dropping the
         // registration (in `function`) waits until every reference to the device is gone.
         let ib_dev = function
             .device
             .as_ref()
-            .map(|d| d.device().clone())
-            .ok_or(EINVAL)?;
+            .ok_or(EINVAL)?
+            .device(adev.as_ref())?
+            .clone();
         let queue = Arc::new(PortEvents::new_queue()?, GFP_KERNEL)?;
         function.event_queue = Some(queue.clone());
         let notifier = Arc::new(
@@ -128,6 +136,14 @@ impl auxiliary::Driver for IbDriver {
         // On failure `function` drops: the RDMA device is unregistered again.
         function.events = Some(dev.register_notifier(notifier)?);
         Ok(function)
+    }
+
+    /// The device's name for the log as it is now (the registration goes after this, when the
+    /// driver's data is dropped).
+    fn unbind<'bound>(adev: &'bound auxiliary::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
+        if let Some(Ok(d)) = this.device.as_ref().map(|r| r.device(adev.as_ref())) {
+            this.ib_name.set(d.name());
+        }
     }
 }
 
