@@ -32,8 +32,9 @@
 use ib_core::{
     attrs::{DeviceAttr, Gid, NodeType, PortAttr, PortImmutable, PortState, CORE_CAP_PROT_IB},
     device::{DeviceInfo, DeviceOps, FwVersion, NodeDesc, Registration},
+    user::udata::Udata,
     verbs::dma_buffer::DmaMemory,
-    verbs::ops::SendWrs,
+    verbs::ops::{NoVerbs, SendWrs, UserData},
     verbs::wr::{PostError, RecvWr, WorkCompletion},
     verbs::{
         AccessFlags, AhAttr, CqInit, CqNotifier, EventNotifier, NewMr, NewQp, QpAttr, QpAttrField,
@@ -138,7 +139,6 @@ impl DeviceOps for SoftDevice {
     type UContext = ib_core::verbs::ops::NoVerbs;
     type UserCq = ib_core::verbs::ops::NoVerbs;
     type UserQp = ib_core::verbs::ops::NoVerbs;
-    type UserSrq = ib_core::verbs::ops::NoVerbs;
 
     fn device_attrs() -> &'static [Attribute<Self>] {
         const ATTRS: &[Attribute<SoftDevice>] = &[
@@ -384,16 +384,29 @@ impl DeviceOps for SoftDevice {
         Ok(())
     }
 
+    /// Kernel SRQs only (the provider has no user verbs).
     fn create_srq(
         &self,
         pd: &SoftPd,
         attr: &SrqAttr,
         events: &EventNotifier,
-    ) -> Result<Arc<SoftSrq>> {
-        SoftSrq::new(pd.number, attr, events.clone())
+        user: Option<UserData<'_, NoVerbs>>,
+    ) -> Result<(Arc<SoftSrq>, SrqAttr)> {
+        if user.is_some() {
+            return Err(EOPNOTSUPP);
+        }
+        let srq = SoftSrq::new(pd.number, attr, events.clone())?;
+        let made = srq.query();
+        Ok((srq, made))
     }
 
-    fn modify_srq(&self, srq: &Arc<SoftSrq>, attr: &SrqAttr, mask: SrqAttrMask) -> Result {
+    fn modify_srq(
+        &self,
+        srq: &Arc<SoftSrq>,
+        attr: &SrqAttr,
+        mask: SrqAttrMask,
+        _udata: Option<&Udata>,
+    ) -> Result {
         srq.modify(attr, mask)
     }
 

@@ -30,7 +30,7 @@ use crate::{
     },
     device::events::EventNotifier,
     device::{BoundRegistration, DeviceInfo, Registration},
-    verbs::ops::{DeviceOps, DmaMemory, NoVerbs},
+    verbs::ops::{DeviceOps, DmaMemory, NoVerbs, UserData},
     verbs::types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver,
         SrqAttr,
@@ -125,7 +125,6 @@ impl DeviceOps for Fake {
     type UContext = crate::verbs::ops::NoVerbs;
     type UserCq = crate::verbs::ops::NoVerbs;
     type UserQp = crate::verbs::ops::NoVerbs;
-    type UserSrq = crate::verbs::ops::NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(device_attr())
@@ -179,7 +178,6 @@ impl<'a> DeviceOps for Borrowing<'a> {
     type UContext = NoVerbs;
     type UserCq = NoVerbs;
     type UserQp = NoVerbs;
-    type UserSrq = NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(device_attr())
@@ -268,7 +266,6 @@ impl DeviceOps for Recording {
     type UContext = crate::verbs::ops::NoVerbs;
     type UserCq = crate::verbs::ops::NoVerbs;
     type UserQp = crate::verbs::ops::NoVerbs;
-    type UserSrq = crate::verbs::ops::NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(self.attr)
@@ -370,11 +367,12 @@ impl DeviceOps for Recording {
     fn create_srq(
         &self,
         _pd: &Numbered,
-        _attr: &SrqAttr,
+        attr: &SrqAttr,
         _events: &EventNotifier,
-    ) -> Result<Numbered> {
+        _user: Option<UserData<'_, NoVerbs>>,
+    ) -> Result<(Numbered, SrqAttr)> {
         self.log("create_srq")?;
-        Ok(Numbered(self.number()))
+        Ok((Numbered(self.number()), *attr))
     }
 
     fn destroy_srq(&self, _srq: Numbered) -> Result {

@@ -775,7 +775,8 @@ impl Srq {
             return Err(EINVAL);
         }
         let events = EventNotifier::new(handler)?;
-        let drv = pd.drv.create_srq(attr, &events)?;
+        // The sizes the driver made are what `query` reports.
+        let (drv, _made) = pd.drv.create_srq(attr, &events, None)?;
         let srq = Self {
             drv,
             _counted: Counted::new(pd.dev.arc(), ResType::Srq),
@@ -791,7 +792,7 @@ impl Srq {
     /// Resizes the SRQ or arms its limit (C's `ib_modify_srq`; `EOPNOTSUPP` if the driver
     /// cannot).
     pub fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask) -> Result {
-        self.drv.modify(attr, mask)
+        self.drv.modify(attr, mask, None)
     }
 
     /// The SRQ's attributes, from the driver (`srq_limit`: 0 once the limit event fired).

@@ -1075,7 +1075,6 @@ mod tests {
         type UContext = crate::verbs::ops::NoVerbs;
         type UserCq = crate::verbs::ops::NoVerbs;
         type UserQp = crate::verbs::ops::NoVerbs;
-        type UserSrq = crate::verbs::ops::NoVerbs;
 
         fn query_device(&self) -> Result<crate::attrs::DeviceAttr> {
             Ok(crate::kunit_fake::device_attr())

@@ -12,7 +12,7 @@ use crate::{
     restrack::{ResType, Tracked},
     user::spec::{DriverMethod, DriverUObject, MethodAttrs},
     user::udata::Udata,
-    verbs::ops::{PdObject, UContextObject, UserCqObject, UserQpObject, UserSrqObject},
+    verbs::ops::{PdObject, SrqObject, UContextObject, UserCqObject, UserQpObject},
     verbs::types::{
         AhAttr, CompletionHandler, CqNotifier, QpAttr, QpAttrField, QpAttrMask, QpCap,
         QpInitDriver, QpState, QpType, SrqAttr, SrqAttrMask, UserCqInit, UserMrInit,
@@ -331,7 +331,7 @@ impl UserPd {
         let events = crate::device::events::EventNotifier::new(event)?;
         let (drv, made) = self
             .driver
-            .create_user_srq(&*ctx.driver, attr, udata, &events)?;
+            .create_srq(attr, &events, Some((&*ctx.driver, udata)))?;
         self.dev.restrack().add(ResType::Srq);
         if let Some(id) = track(&self.dev, ResType::Srq, &res) {
             res.id.store(id, Relaxed);
@@ -801,7 +801,7 @@ impl Tracked for UserSrqRes {}
 /// An SRQ made for user space; the driver destroys it when it is dropped.
 pub struct UserSrq {
     /// Dropped first (field order, after `Drop::drop` unlists it).
-    driver: KBox<dyn UserSrqObject>,
+    driver: KBox<dyn SrqObject>,
     res: KBox<UserSrqRes>,
     pd_users: Arc<Atomic<u32>>,
     dev: Arc<IbDevice>,
@@ -815,7 +815,7 @@ impl UserSrq {
 
     /// Resizes it or arms its limit (C's `ops.modify_srq` with `udata`; the driver checks).
     pub fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask, udata: &Udata) -> Result {
-        self.driver.modify(attr, mask, udata)
+        self.driver.modify(attr, mask, Some(udata))
     }
 
     /// Its attributes, from the driver (C's `ib_query_srq`).

@@ -112,10 +112,6 @@ pub trait DeviceOps: Send + Sync {
     /// memory, which user space posts to).
     type UserQp: Send + Sync + 'static;
 
-    /// The driver's state of an SRQ of user space (its ring and doorbell record are user
-    /// memory, which user space posts to).
-    type UserSrq: Send + Sync + 'static;
-
     /// The device's attributes; called once, at registration.
     fn query_device(&self) -> Result<DeviceAttr>;
 
@@ -171,7 +167,7 @@ pub trait DeviceOps: Send + Sync {
         &self,
         _ctx: &Self::UContext,
         _pd: &Self::Pd,
-        _init: &QpInitDriver<'_, Self::UserCq, Self::UserSrq>,
+        _init: &QpInitDriver<'_, Self::UserCq, Self::Srq>,
         _udata: &Udata,
     ) -> Result<(NewQp<Self::UserQp>, QpCap)> {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -196,43 +192,6 @@ pub trait DeviceOps: Send + Sync {
 
     /// Destroys a user QP; it is gone whatever this returns (an error is logged).
     fn destroy_user_qp(&self, _qp: Self::UserQp) -> Result {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// An SRQ of user context `ctx` in `pd` (C's `create_srq` with user data): its ring and
-    /// doorbell record described by the driver's request in `udata`, which the driver answers;
-    /// its asynchronous events go to `events`. Returns the SRQ and its sizes as made (C writes
-    /// them back into the caller's `ib_srq_attr`). Process context.
-    fn create_user_srq(
-        &self,
-        _ctx: &Self::UContext,
-        _pd: &Self::Pd,
-        _attr: &SrqAttr,
-        _udata: &Udata,
-        _events: &EventNotifier,
-    ) -> Result<(Self::UserSrq, SrqAttr)> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Resizes a user SRQ or arms its limit (C's `modify_srq` with the driver's request in
-    /// `udata`).
-    fn modify_user_srq(
-        &self,
-        _srq: &Self::UserSrq,
-        _attr: &SrqAttr,
-        _mask: SrqAttrMask,
-        _udata: &Udata,
-    ) -> Result {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// A user SRQ's attributes.
-    fn query_user_srq(&self, _srq: &Self::UserSrq) -> Result<SrqAttr> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Destroys a user SRQ (no QP uses it any more); it is gone whatever this returns.
-    fn destroy_user_srq(&self, _srq: Self::UserSrq) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -474,20 +433,32 @@ pub trait DeviceOps: Send + Sync {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Creates a shared receive queue in `pd` (`attr.srq_limit` armed if not 0); completions of
-    /// its receives go to the CQ of the QP that consumed them.
-    /// Its asynchronous events (`SrqLimitReached`, `SrqErr`) go to `events`.
+    /// Creates a shared receive queue in `pd` (`attr.srq_limit` armed if not 0), for a kernel
+    /// consumer (`user` is `None`: the driver makes its ring; completions of its receives go
+    /// to the CQ of the QP that consumed them) or for a user context (C's `create_srq` with
+    /// `udata`: its ring and doorbell record described by the driver's request, which the
+    /// driver answers; user space posts to it). Its asynchronous events (`SrqLimitReached`,
+    /// `SrqErr`) go to `events`. Returns the SRQ and its sizes as made (C writes them back
+    /// into the caller's `ib_srq_attr`). Process context.
     fn create_srq(
         &self,
         _pd: &Self::Pd,
         _attr: &SrqAttr,
         _events: &EventNotifier,
-    ) -> Result<Self::Srq> {
+        _user: Option<UserData<'_, Self::UContext>>,
+    ) -> Result<(Self::Srq, SrqAttr)> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Resizes an SRQ or arms its limit (C's `modify_srq`).
-    fn modify_srq(&self, _srq: &Self::Srq, _attr: &SrqAttr, _mask: SrqAttrMask) -> Result {
+    /// Resizes an SRQ or arms its limit (C's `modify_srq`; a user SRQ's with the driver's
+    /// request in `udata`).
+    fn modify_srq(
+        &self,
+        _srq: &Self::Srq,
+        _attr: &SrqAttr,
+        _mask: SrqAttrMask,
+        _udata: Option<&Udata>,
+    ) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -501,7 +472,8 @@ pub trait DeviceOps: Send + Sync {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Queues receive work requests on an SRQ, in order; stops at the first it cannot queue.
+    /// Queues receive work requests on an SRQ of a kernel consumer, in order; stops at the
+    /// first it cannot queue.
     fn post_srq_recv(&self, _srq: &Self::Srq, _wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
@@ -699,8 +671,14 @@ pub(crate) trait PdObject: Send + Sync {
     fn alloc_mr(&self, _max_num_sg: u32) -> Result<NewMr<KBox<dyn MrObject>>> {
         Err(EOPNOTSUPP)
     }
-    /// A new SRQ in this PD.
-    fn create_srq(&self, attr: &SrqAttr, events: &EventNotifier) -> Result<KBox<dyn SrqObject>>;
+    /// A new SRQ in this PD (`DeviceOps::create_srq`), for the kernel or for the user context
+    /// of `user`, which must be of this PD's driver; with its sizes as made.
+    fn create_srq(
+        &self,
+        attr: &SrqAttr,
+        events: &EventNotifier,
+        user: Option<(&dyn UContextObject, &Udata)>,
+    ) -> Result<(KBox<dyn SrqObject>, SrqAttr)>;
     /// A new AH in this PD, its memory allocated with `flags` (`GFP_ATOMIC` for a caller that
     /// cannot sleep).
     fn create_ah(&self, attr: &AhAttr, flags: Flags) -> Result<KBox<dyn AhObject>>;
@@ -709,7 +687,7 @@ pub(crate) trait PdObject: Send + Sync {
     fn create_user_qp(
         &self,
         ctx: &dyn UContextObject,
-        init: &QpInitDriver<'_, dyn UserCqObject, dyn UserSrqObject>,
+        init: &QpInitDriver<'_, dyn UserCqObject, dyn SrqObject>,
         udata: &Udata,
     ) -> Result<(NewQp<Arc<dyn UserQpObject>>, QpCap)>;
     /// A user AH in this PD (C's `create_user_ah`, which the core's drivers do not have:
@@ -722,25 +700,6 @@ pub(crate) trait PdObject: Send + Sync {
     ) -> Result<KBox<dyn AhObject>> {
         Err(EOPNOTSUPP)
     }
-    /// A user SRQ in this PD (`DeviceOps::create_user_srq`): `ctx` must be of this PD's
-    /// driver.
-    fn create_user_srq(
-        &self,
-        ctx: &dyn UContextObject,
-        attr: &SrqAttr,
-        udata: &Udata,
-        events: &EventNotifier,
-    ) -> Result<(KBox<dyn UserSrqObject>, SrqAttr)>;
-}
-
-/// A user SRQ's driver state, with the driver's type erased once.
-pub(crate) trait UserSrqObject: Send + Sync {
-    /// The driver's state as `Any`, for user QP creation to find the driver's SRQ state.
-    fn as_any(&self) -> &dyn Any;
-    /// `DeviceOps::modify_user_srq`.
-    fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask, udata: &Udata) -> Result;
-    /// `DeviceOps::query_user_srq`.
-    fn query(&self) -> Result<SrqAttr>;
 }
 
 /// A user QP's driver state, with the driver's type erased once.
@@ -761,10 +720,11 @@ pub(crate) trait UserQpObject: Send + Sync {
     }
 }
 
-/// A shared receive queue's driver state, with the driver's type erased once.
+/// A shared receive queue's driver state (a kernel consumer's or a user context's), with the
+/// driver's type erased once.
 pub(crate) trait SrqObject: Send + Sync {
     /// `DeviceOps::modify_srq`.
-    fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask) -> Result;
+    fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask, udata: Option<&Udata>) -> Result;
     /// `DeviceOps::query_srq`.
     fn query(&self) -> Result<SrqAttr>;
     /// `DeviceOps::post_srq_recv`.
@@ -979,6 +939,24 @@ impl<'a, T: DeviceOps + ?Sized> Deref for SendWrs<'a, T> {
     }
 }
 
+/// The user context an object is made for, with the driver's request and response (C's
+/// `udata`, whose context the driver finds from it); `None` in its place: a kernel consumer's
+/// object.
+pub struct UserData<'a, C> {
+    /// The driver's state of the user context.
+    pub ctx: &'a C,
+    /// The driver's request and response.
+    pub udata: &'a Udata,
+}
+
+impl<C> Clone for UserData<'_, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<C> Copy for UserData<'_, C> {}
+
 /// The driver state `O` of an object, from its state as `Any` (a CQ, SRQ or user context the
 /// core passes along with another object: the core checked they are of the same device, whose
 /// objects are all its driver's, so the check cannot fail; `EINVAL` if the core broke that
@@ -1053,13 +1031,25 @@ impl<T: DeviceOps + 'static> PdObject for Typed<T, T::Pd> {
         self.boxed_mr(new)
     }
 
-    fn create_srq(&self, attr: &SrqAttr, events: &EventNotifier) -> Result<KBox<dyn SrqObject>> {
-        let srq = optional_op!(
+    fn create_srq(
+        &self,
+        attr: &SrqAttr,
+        events: &EventNotifier,
+        user: Option<(&dyn UContextObject, &Udata)>,
+    ) -> Result<(KBox<dyn SrqObject>, SrqAttr)> {
+        let user = match user {
+            Some((ctx, udata)) => Some(UserData {
+                ctx: driver_obj::<T::UContext>(ctx.as_any())?,
+                udata,
+            }),
+            None => None,
+        };
+        let (srq, made) = optional_op!(
             T::HAS_CREATE_SRQ,
-            T::create_srq(&self.ops, &self.obj, attr, events)
+            T::create_srq(&self.ops, &self.obj, attr, events, user)
         )?;
         let srq = Typed::new(self.ops.clone(), srq, destroy_srq::<T>, "destroy_srq");
-        Ok(KBox::new(srq, GFP_KERNEL)?)
+        Ok((KBox::new(srq, GFP_KERNEL)?, made))
     }
 
     fn create_ah(&self, attr: &AhAttr, flags: Flags) -> Result<KBox<dyn AhObject>> {
@@ -1071,7 +1061,7 @@ impl<T: DeviceOps + 'static> PdObject for Typed<T, T::Pd> {
     fn create_user_qp(
         &self,
         ctx: &dyn UContextObject,
-        init: &QpInitDriver<'_, dyn UserCqObject, dyn UserSrqObject>,
+        init: &QpInitDriver<'_, dyn UserCqObject, dyn SrqObject>,
         udata: &Udata,
     ) -> Result<(NewQp<Arc<dyn UserQpObject>>, QpCap)> {
         let ctx = driver_obj::<T::UContext>(ctx.as_any())?;
@@ -1083,7 +1073,7 @@ impl<T: DeviceOps + 'static> PdObject for Typed<T, T::Pd> {
             cap: init.cap,
             sq_sig_all: init.sq_sig_all,
             srq: match init.srq {
-                Some(s) => Some(driver_obj::<T::UserSrq>(s.as_any())?),
+                Some(s) => Some(driver_obj::<T::Srq>(s.as_any())?),
                 None => None,
             },
             events: init.events,
@@ -1108,51 +1098,6 @@ impl<T: DeviceOps + 'static> PdObject for Typed<T, T::Pd> {
             cap,
         ))
     }
-
-    fn create_user_srq(
-        &self,
-        ctx: &dyn UContextObject,
-        attr: &SrqAttr,
-        udata: &Udata,
-        events: &EventNotifier,
-    ) -> Result<(KBox<dyn UserSrqObject>, SrqAttr)> {
-        let ctx = driver_obj::<T::UContext>(ctx.as_any())?;
-        let (srq, made) = optional_op!(
-            T::HAS_CREATE_USER_SRQ,
-            T::create_user_srq(&self.ops, ctx, &self.obj, attr, udata, events)
-        )?;
-        let srq = Typed::new(
-            self.ops.clone(),
-            srq,
-            destroy_user_srq::<T>,
-            "destroy_user_srq",
-        );
-        Ok((KBox::new(srq, GFP_KERNEL)?, made))
-    }
-}
-
-fn destroy_user_srq<T: DeviceOps + 'static>(ops: &T, srq: T::UserSrq) -> Result {
-    optional_op!(T::HAS_DESTROY_USER_SRQ, T::destroy_user_srq(ops, srq))
-}
-
-impl<T: DeviceOps + 'static> UserSrqObject for Typed<T, T::UserSrq> {
-    fn as_any(&self) -> &dyn Any {
-        &*self.obj
-    }
-
-    fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask, udata: &Udata) -> Result {
-        optional_op!(
-            T::HAS_MODIFY_USER_SRQ,
-            T::modify_user_srq(&self.ops, &self.obj, attr, mask, udata)
-        )
-    }
-
-    fn query(&self) -> Result<SrqAttr> {
-        optional_op!(
-            T::HAS_QUERY_USER_SRQ,
-            T::query_user_srq(&self.ops, &self.obj)
-        )
-    }
 }
 
 fn destroy_user_qp<T: DeviceOps + 'static>(ops: &T, qp: T::UserQp) -> Result {
@@ -1173,10 +1118,10 @@ impl<T: DeviceOps + 'static> UserQpObject for Typed<T, T::UserQp> {
 }
 
 impl<T: DeviceOps + 'static> SrqObject for Typed<T, T::Srq> {
-    fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask) -> Result {
+    fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask, udata: Option<&Udata>) -> Result {
         optional_op!(
             T::HAS_MODIFY_SRQ,
-            T::modify_srq(&self.ops, &self.obj, attr, mask)
+            T::modify_srq(&self.ops, &self.obj, attr, mask, udata)
         )
     }
 

@@ -26,7 +26,7 @@ use ib_core::{
     mad::types::{Mad, MadWc},
     user::spec::{DriverAttrs, DriverMethod, DriverUObject, MethodAttrs},
     user::udata::Udata,
-    verbs::ops::{method_pd, DmaMemory, SendWrs, UverbsAbi},
+    verbs::ops::{method_pd, DmaMemory, SendWrs, UserData, UverbsAbi},
     verbs::prepared::{PreparedImage, PreparedSend},
     verbs::types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
@@ -182,7 +182,6 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
     type UContext = user::ucontext::Mlx5UContext;
     type UserCq = user::cq::Mlx5UserCq;
     type UserQp = user::qp::Mlx5UserQp;
-    type UserSrq = user::srq::Mlx5UserSrq;
 
     /// mlx5's user-verbs ABI (`MLX5_IB_UVERBS_ABI_VERSION` 1) and driver id (`RDMA_DRIVER_MLX5`
     /// 1): libmlx5 binds to the device by them. It posts and polls in user space alone: no
@@ -269,7 +268,7 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
         &self,
         ctx: &user::ucontext::Mlx5UContext,
         pd: &pd::Mlx5Pd,
-        init: &QpInitDriver<'_, user::cq::Mlx5UserCq, user::srq::Mlx5UserSrq>,
+        init: &QpInitDriver<'_, user::cq::Mlx5UserCq, srq::Mlx5Srq>,
         udata: &Udata,
     ) -> Result<(NewQp<user::qp::Mlx5UserQp>, QpCap)> {
         let caps = GeneralCaps::from_bytes(&self.caps.general);
@@ -292,46 +291,6 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
 
     fn destroy_user_qp(&self, qp: user::qp::Mlx5UserQp) -> Result {
         user::qp::destroy(&self.cmds, qp)
-    }
-
-    /// C's `mlx5_ib_create_srq` with user data: the sizes checked and rounded as for a kernel
-    /// SRQ, then libmlx5's request. Basic SRQs only (the core makes no other kind).
-    fn create_user_srq(
-        &self,
-        _ctx: &user::ucontext::Mlx5UContext,
-        pd: &pd::Mlx5Pd,
-        attr: &SrqAttr,
-        udata: &Udata,
-        events: &EventNotifier,
-    ) -> Result<(user::srq::Mlx5UserSrq, SrqAttr)> {
-        let gen = GeneralCaps::from_bytes(&self.caps.general);
-        let size = srq::srq_size(attr, gen.log_max_srq_sz() as u32, self.limits.max_wqe_sz_rq)?;
-        user::srq::create(self.core, size, pd.pdn, attr, udata, events)
-    }
-
-    fn modify_user_srq(
-        &self,
-        srq: &user::srq::Mlx5UserSrq,
-        attr: &SrqAttr,
-        mask: SrqAttrMask,
-        _udata: &Udata,
-    ) -> Result {
-        // No resizing, as C.
-        if mask.contains(SrqAttrField::MaxWr) {
-            return Err(EINVAL);
-        }
-        if mask.contains(SrqAttrField::Limit) {
-            srq.arm(&self.cmds, attr.srq_limit)?;
-        }
-        Ok(())
-    }
-
-    fn query_user_srq(&self, srq: &user::srq::Mlx5UserSrq) -> Result<SrqAttr> {
-        srq.query(&self.cmds)
-    }
-
-    fn destroy_user_srq(&self, srq: user::srq::Mlx5UserSrq) -> Result {
-        user::srq::destroy(&self.cmds, srq)
     }
 
     /// The UAR object, QUERY_PORT, GET_DATA_DIRECT_SYSFS_PATH and PD_QUERY.
@@ -641,19 +600,37 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
         qp.post_recv(wrs)
     }
 
+    /// C's `mlx5_ib_create_srq`: the sizes checked and rounded, then the kernel's ring or
+    /// libmlx5's request. Basic SRQs only (the core makes no other kind). As C, the limit is
+    /// not armed at creation: a consumer arms it with a modify.
     fn create_srq(
         &self,
         pd: &pd::Mlx5Pd,
         attr: &SrqAttr,
         events: &EventNotifier,
-    ) -> Result<srq::Mlx5Srq> {
+        user: Option<UserData<'_, user::ucontext::Mlx5UContext>>,
+    ) -> Result<(srq::Mlx5Srq, SrqAttr)> {
         let gen = GeneralCaps::from_bytes(&self.caps.general);
         let size = srq::srq_size(attr, gen.log_max_srq_sz() as u32, self.limits.max_wqe_sz_rq)?;
-        // As C, the limit is not armed at creation: a consumer arms it with a modify.
-        srq::create(self.core, size, pd.pdn, events)
+        match user {
+            Some(u) => srq::create_user(self.core, size, pd.pdn, attr, u.udata, events),
+            None => {
+                let made = SrqAttr {
+                    max_wr: size.max - 1,
+                    ..*attr
+                };
+                Ok((srq::create(self.core, size, pd.pdn, events)?, made))
+            }
+        }
     }
 
-    fn modify_srq(&self, srq: &srq::Mlx5Srq, attr: &SrqAttr, mask: SrqAttrMask) -> Result {
+    fn modify_srq(
+        &self,
+        srq: &srq::Mlx5Srq,
+        attr: &SrqAttr,
+        mask: SrqAttrMask,
+        _udata: Option<&Udata>,
+    ) -> Result {
         // No resizing, as C.
         if mask.contains(SrqAttrField::MaxWr) {
             return Err(EINVAL);
@@ -677,7 +654,7 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
         if self.cmds.in_internal_error() {
             return Err(EIO.into());
         }
-        srq.shared.post_recv(wrs)
+        srq.kernel_ring()?.post_recv(wrs)
     }
 
     fn create_ah(&self, _pd: &pd::Mlx5Pd, attr: &AhAttr) -> Result<ah::Mlx5Ah> {

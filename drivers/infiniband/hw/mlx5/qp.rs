@@ -612,7 +612,10 @@ pub(crate) fn create(
         rqs,
         init.sq_sig_all,
         kind,
-        init.srq.map(|s| s.shared.clone()),
+        match init.srq {
+            Some(s) => Some(s.kernel_ring()?.clone()),
+            None => None,
+        },
     )?;
     let send_cq = init.send_cq.shared.clone();
     let recv_cq = init.recv_cq.shared.clone();

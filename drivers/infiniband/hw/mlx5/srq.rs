@@ -1,20 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Shared receive queues of kernel consumers (C's `mlx5_ib_create_srq` with
-//! `create_srq_kernel`, `mlx5_ib_modify_srq`, `mlx5_ib_query_srq`, `mlx5_ib_destroy_srq`,
-//! `mlx5_ib_post_srq_recv`, `mlx5_ib_free_srq_wqe`), made as C makes a basic SRQ on a
-//! function at ISSI 1: an RMP (CREATE_RMP) whose work queue is a linked list.
+//! Shared receive queues (C's `srq.c`: `mlx5_ib_create_srq` with `create_srq_kernel` or
+//! `create_srq_user`, `mlx5_ib_modify_srq`, `mlx5_ib_query_srq`, `mlx5_ib_destroy_srq`,
+//! `mlx5_ib_post_srq_recv`, `mlx5_ib_free_srq_wqe`), made as C makes a basic SRQ on a function
+//! at ISSI 1: an RMP (CREATE_RMP) whose work queue is a linked list. One SRQ type
+//! ([`Mlx5Srq`]) for both owners; only its memory differs ([`SrqMemory`]).
 //!
 //! Each WQE starts with a 16-byte "next" segment (the index of the next free WQE at bytes 2-3)
-//! followed by the data segments. The free list runs from `head` to `tail`; a post takes the
-//! WQE at `head` and follows its link, a completion (by the CQE's `wqe_counter`) links the
-//! freed WQE after `tail`. The doorbell record's word 0 counts the WQEs posted. One IRQ-safe
-//! spinlock guards the list: posting and completing may run in any context (a CQ's poll takes
-//! its own lock, then this one).
+//! followed by the data segments. A kernel consumer's SRQ has its ring in the driver's memory:
+//! the free list runs from `head` to `tail`; a post takes the WQE at `head` and follows its
+//! link, a completion (by the CQE's `wqe_counter`) links the freed WQE after `tail`. The
+//! doorbell record's word 0 counts the WQEs posted. One IRQ-safe spinlock guards the list:
+//! posting and completing may run in any context (a CQ's poll takes its own lock, then this
+//! one). A user context's SRQ has its ring and doorbell record in user memory: libmlx5
+//! allocates the ring of linked WQEs and the record and describes them in its request
+//! (`struct mlx5_ib_create_srq`); the driver sizes the ring as for a kernel SRQ, pins both,
+//! makes the RMP on them and answers its number (`struct mlx5_ib_create_srq_resp`). User space
+//! posts receives itself; the kernel forwards the SRQ's events (limit reached, error).
 
-use crate::qp::wqe::{self, DataSeg, SEG};
+use crate::{
+    qp::wqe::{self, DataSeg, SEG},
+    user::uabi::{CreateSrqReq, CreateSrqResp},
+    user::umem::{coherent_page_list, page_offset, UserMemory},
+};
 use ib_core::{
     device::events::{EventNotifier, EventType},
+    user::udata::Udata,
     verbs::types::SrqAttr,
     verbs::wr::{PostError, RecvWr},
 };
@@ -296,14 +307,26 @@ pub(crate) fn destroy_rmp(cmds: &Commands, srqn: u32) -> Result {
     cmds.exec::<DestroyRmp>(&input).map(|_| ())
 }
 
-/// An SRQ's driver state.
+/// An SRQ's driver state (C's `mlx5_ib_srq`): its RMP and its memory.
 pub(crate) struct Mlx5Srq {
-    /// The resource-table registration of its events (dropped before DESTROY_RMP).
+    /// The resource-table registration of its events (dropped before DESTROY_RMP: no event
+    /// reaches the SRQ's owner after that).
     events: Option<ResourceRegistration>,
-    /// Shared with the CQs of its QPs.
-    pub(crate) shared: Arc<SrqShared>,
-    /// The RMP number.
+    /// The RMP number (what a QP receiving from it names).
     pub(crate) srqn: u32,
+    size: SrqSize,
+    memory: SrqMemory,
+}
+
+/// Where an SRQ's ring and doorbell record are.
+enum SrqMemory {
+    /// A kernel consumer's: the driver's, shared with the CQs of its QPs.
+    Kernel(Arc<SrqShared>),
+    /// A user context's: user memory, pinned (never unpinned if DESTROY_RMP fails).
+    User {
+        buf: Option<UserMemory>,
+        db: Option<UserMemory>,
+    },
 }
 
 /// Creates a kernel SRQ in PD `pdn`: the WQE ring with every WQE linked to the next, a
@@ -324,7 +347,7 @@ pub(crate) fn create(
     for _ in 0..size.max {
         wrid.push(0u64, GFP_KERNEL)?;
     }
-    let pas = crate::user::umem::coherent_page_list(buf.dma(), buf.len())?;
+    let pas = coherent_page_list(buf.dma(), buf.len())?;
     let dbr = db.dma();
     let shared = Arc::pin_init(
         pin_init!(SrqShared {
@@ -357,8 +380,9 @@ pub(crate) fn create(
     };
     let mut srq = Mlx5Srq {
         events: None,
-        shared,
         srqn,
+        size,
+        memory: SrqMemory::Kernel(shared),
     };
     match register_events(dev, srqn, events) {
         Ok(reg) => srq.events = Some(reg),
@@ -370,32 +394,145 @@ pub(crate) fn create(
     Ok(srq)
 }
 
+/// Creates a basic SRQ of user space in PD `pdn`, shaped `size` (the caller sized it with C's
+/// checks), from libmlx5's request in `udata` (C's `create_srq_user` order: the request's
+/// length and reserved fields, the ring pinned, the doorbell record pinned). Returns it and
+/// what it holds as user space sees it.
+pub(crate) fn create_user(
+    dev: &Mlx5Device,
+    size: SrqSize,
+    pdn: u32,
+    attr: &SrqAttr,
+    udata: &Udata,
+    events: &EventNotifier,
+) -> Result<(Mlx5Srq, SrqAttr)> {
+    let req = Request::from_abi(&udata.read_in_as::<CreateSrqReq>(REQ_MIN)?);
+    req.check()?;
+    // Its `flags` are not read: `MLX5_SRQ_FLAG_SIGNATURE` asks for WQE signatures, which the
+    // device is not told of here (libmlx5 sets it only when asked to by its environment); C
+    // ignores the other bits.
+    let buf_len = (size.max as usize) << size.wqe_shift;
+    let buf = UserMemory::pin(dev, req.buf_addr, buf_len, false)?;
+    let db = UserMemory::pin(dev, req.db_addr, 8, true)?;
+    // The ring's offset in its first page must be a whole number of 64-byte units (C's
+    // quantized page offset finds no page size otherwise: `EINVAL`).
+    let offset = page_offset(req.buf_addr)?;
+    let pas = buf.page_list()?;
+    let mem = RmpMemory {
+        pas: &pas,
+        page_offset: offset,
+        dbr: db.first_dma(),
+    };
+    let srqn = match create_rmp(dev, size, pdn, &mem) {
+        Ok(n) => n,
+        Err(e) => {
+            // A timed-out CREATE_RMP may have made the RMP: its memory stays pinned for ever.
+            if e == ETIMEDOUT {
+                core::mem::forget(buf);
+                core::mem::forget(db);
+            }
+            return Err(e);
+        }
+    };
+    let mut srq = Mlx5Srq {
+        events: None,
+        srqn,
+        size,
+        memory: SrqMemory::User {
+            buf: Some(buf),
+            db: Some(db),
+        },
+    };
+    let done = register_events(dev, srqn, events).and_then(|reg| {
+        srq.events = Some(reg);
+        let mut resp = CreateSrqResp(Default::default());
+        resp.srqn = srqn;
+        udata.respond_as(&resp)
+    });
+    if let Err(e) = done {
+        let _ = destroy(dev.commands(), srq);
+        return Err(e);
+    }
+    let made = SrqAttr {
+        max_wr: size.max - 1,
+        max_sge: attr.max_sge,
+        srq_limit: attr.srq_limit,
+    };
+    Ok((srq, made))
+}
+
 impl Mlx5Srq {
     /// Arms the limit (C's `mlx5_ib_modify_srq`).
     pub(crate) fn arm(&self, cmds: &Commands, limit: u32) -> Result {
-        arm_rmp(cmds, self.srqn, self.shared.size.max, limit)
+        arm_rmp(cmds, self.srqn, self.size.max, limit)
     }
 
     /// The SRQ's attributes: what it holds, and the limit armed as the device reports it.
     pub(crate) fn query(&self, cmds: &Commands) -> Result<SrqAttr> {
         Ok(SrqAttr {
-            max_wr: self.shared.size.max - 1,
-            max_sge: self.shared.size.max_gs,
+            max_wr: self.size.max - 1,
+            max_sge: self.size.max_gs,
             srq_limit: query_rmp_limit(cmds, self.srqn)?,
         })
     }
+
+    /// A kernel consumer's ring (`EINVAL` for a user context's SRQ, which user space posts
+    /// to and whose completions the kernel never sees).
+    pub(crate) fn kernel_ring(&self) -> Result<&Arc<SrqShared>> {
+        match &self.memory {
+            SrqMemory::Kernel(shared) => Ok(shared),
+            SrqMemory::User { .. } => Err(EINVAL),
+        }
+    }
 }
 
-/// Destroys an SRQ: out of the resource table, DESTROY_RMP; its memory is leaked if that
-/// fails.
+/// Destroys an SRQ (C's `mlx5_ib_destroy_srq`): out of the resource table, DESTROY_RMP; its
+/// memory is freed (or unpinned) unless that failed, when the device may still write it.
 pub(crate) fn destroy(cmds: &Commands, mut srq: Mlx5Srq) -> Result {
     drop(srq.events.take());
-    match destroy_rmp(cmds, srq.srqn) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            core::mem::forget(srq);
-            Err(e)
+    let r = destroy_rmp(cmds, srq.srqn);
+    if r.is_err() {
+        match &mut srq.memory {
+            SrqMemory::Kernel(_) => core::mem::forget(srq),
+            SrqMemory::User { buf, db } => {
+                core::mem::forget(buf.take());
+                core::mem::forget(db.take());
+            }
         }
+    }
+    r
+}
+
+/// `sizeof(struct mlx5_ib_create_srq)` (the KUnit suite builds requests of it).
+#[cfg(CONFIG_KUNIT)]
+const REQ_SIZE: usize = size_of::<CreateSrqReq>();
+/// `offsetofend(struct mlx5_ib_create_srq, flags)`: the shortest request.
+const REQ_MIN: usize = 20;
+
+/// libmlx5's request (`struct mlx5_ib_create_srq`).
+#[derive(Debug, PartialEq, Eq)]
+struct Request {
+    buf_addr: u64,
+    db_addr: u64,
+    /// `reserved0` or `reserved1` is not zero.
+    reserved: bool,
+}
+
+impl Request {
+    fn from_abi(r: &CreateSrqReq) -> Self {
+        Self {
+            buf_addr: r.buf_addr,
+            db_addr: r.db_addr,
+            reserved: r.reserved0 != 0 || r.reserved1 != 0,
+        }
+    }
+
+    /// C's check of the request alone: reserved fields set are `EINVAL`.
+    fn check(&self) -> Result {
+        if self.reserved {
+            return Err(EINVAL);
+        }
+        Ok(())
     }
 }
 
@@ -437,5 +574,54 @@ mod tests {
             next_seg(0x0102),
             [0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
         );
+    }
+}
+
+#[kernel::macros::kunit_tests(rdma_rs_mlx5_ib_user_srq)]
+mod user_tests {
+    use super::*;
+    use kernel::transmute::FromBytes;
+
+    /// The request of `b`, as decoded.
+    fn parse(b: &[u8; REQ_SIZE]) -> Result<Request> {
+        Ok(Request::from_abi(
+            &CreateSrqReq::from_bytes_copy(b).ok_or(EINVAL)?,
+        ))
+    }
+
+    #[test]
+    fn request_parsed_as_c() -> Result {
+        let mut b = [0u8; REQ_SIZE];
+        b[0..8].copy_from_slice(&0x7f00_0000_3000u64.to_le_bytes());
+        b[8..16].copy_from_slice(&0x7f00_0000_4010u64.to_le_bytes());
+        b[16..20].copy_from_slice(&1u32.to_le_bytes());
+        b[24..28].copy_from_slice(&0xff_ffffu32.to_le_bytes());
+        let r = parse(&b)?;
+        assert_eq!(
+            r,
+            Request {
+                buf_addr: 0x7f00_0000_3000,
+                db_addr: 0x7f00_0000_4010,
+                reserved: false,
+            }
+        );
+        assert_eq!(r.check(), Ok(()));
+        // `uidx` (bytes 24..28) and `flags` (16..20) are not checked; `reserved0` (20..24)
+        // and `reserved1` (28..32), each byte: EINVAL (`uverbs_badinput`'s CREATE_SRQ cases).
+        for at in [16, 17, 18, 19, 24, 25, 26, 27] {
+            let mut x = b;
+            x[at] = 0xff;
+            assert_eq!(parse(&x)?.check(), Ok(()));
+        }
+        for at in [20, 21, 22, 23, 28, 29, 30, 31] {
+            let mut x = b;
+            x[at] = 1;
+            assert!(parse(&x)?.reserved);
+            assert_eq!(parse(&x)?.check(), Err(EINVAL));
+        }
+        // A ring 8 bytes into a page: EINVAL; 64-byte units otherwise.
+        assert_eq!(page_offset(0x7f00_0000_3008), Err(EINVAL));
+        assert_eq!(page_offset(0x7f00_0000_3080), Ok(2));
+        Ok(())
     }
 }

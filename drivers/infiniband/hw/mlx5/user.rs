@@ -9,7 +9,6 @@ pub(crate) mod cq;
 pub(crate) mod methods;
 pub(crate) mod mmap;
 pub(crate) mod qp;
-pub(crate) mod srq;
 pub(crate) mod uabi;
 pub(crate) mod ucontext;
 pub(crate) mod umem;

@@ -26,7 +26,6 @@ use crate::{
     user::udata::Udata,
     verbs::ops::{
         CqObject, PdObject, QpObject, SrqObject, UContextObject, UserCqObject, UserQpObject,
-        UserSrqObject,
     },
     verbs::types::{AccessFlags, AhAttr, NewMr, NewQp, QpCap, QpInitDriver, SrqAttr, UserMrInit},
     verbs::wr::{AhObject, MappedSg, MrObject},
@@ -445,7 +444,12 @@ impl PdObject for DriverPd {
         unsafe { self.own_mr(mr, bindings::ib_mr_type_IB_MR_TYPE_MEM_REG, None) }
     }
 
-    fn create_srq(&self, _attr: &SrqAttr, _events: &EventNotifier) -> Result<KBox<dyn SrqObject>> {
+    fn create_srq(
+        &self,
+        _attr: &SrqAttr,
+        _events: &EventNotifier,
+        _user: Option<(&dyn UContextObject, &Udata)>,
+    ) -> Result<(KBox<dyn SrqObject>, SrqAttr)> {
         Err(EOPNOTSUPP)
     }
 
@@ -468,7 +472,7 @@ impl PdObject for DriverPd {
     fn create_user_qp(
         &self,
         ctx: &dyn UContextObject,
-        init: &QpInitDriver<'_, dyn UserCqObject, dyn UserSrqObject>,
+        init: &QpInitDriver<'_, dyn UserCqObject, dyn SrqObject>,
         udata: &Udata,
     ) -> Result<(NewQp<Arc<dyn UserQpObject>>, QpCap)> {
         if init.srq.is_some() {
@@ -505,15 +509,5 @@ impl PdObject for DriverPd {
         let (qp_num, cap) = (qp.qp_num(), qp.made_cap());
         let qp: Arc<dyn UserQpObject> = Arc::new(qp, GFP_KERNEL)?;
         Ok((NewQp { qp, qp_num }, cap))
-    }
-
-    fn create_user_srq(
-        &self,
-        _ctx: &dyn UContextObject,
-        _attr: &SrqAttr,
-        _udata: &Udata,
-        _events: &EventNotifier,
-    ) -> Result<(KBox<dyn UserSrqObject>, SrqAttr)> {
-        Err(EOPNOTSUPP)
     }
 }

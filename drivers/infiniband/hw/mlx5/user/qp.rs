@@ -12,8 +12,8 @@
 use crate::{
     qp::wq_size::{RqSize, SendKind, SqSize},
     qp::{create_ctx, st_of, ModifyCaps, QpEvents, QpFw},
+    srq::Mlx5Srq,
     user::cq::Mlx5UserCq,
-    user::srq::Mlx5UserSrq,
     user::uabi::{CreateQpReq, CreateQpResp},
     user::ucontext::Mlx5UContext,
     user::umem::{page_offset, UserMemory},
@@ -243,7 +243,7 @@ pub(crate) fn create(
     caps: &GeneralCaps,
     ctx: &Mlx5UContext,
     pdn: u32,
-    init: &QpInitDriver<'_, Mlx5UserCq, Mlx5UserSrq>,
+    init: &QpInitDriver<'_, Mlx5UserCq, Mlx5Srq>,
     udata: &Udata,
 ) -> Result<(NewQp<Mlx5UserQp>, QpCap)> {
     let kind = match init.qp_type {
@@ -301,7 +301,7 @@ pub(crate) fn create(
         init.send_cq.cqn(),
         init.recv_cq.cqn(),
         db.first_dma(),
-        init.srq.map(|s| s.srqn()),
+        init.srq.map(|s| s.srqn),
     )?;
     // Kernel QPs only: fast registration and the reserved lkey (which addresses all of memory)
     // are never a user QP's.
