@@ -137,7 +137,6 @@ impl DeviceOps for SoftDevice {
     type Srq = Arc<SoftSrq>;
     type Ah = SoftAh;
     type UContext = ib_core::verbs::ops::NoVerbs;
-    type UserCq = ib_core::verbs::ops::NoVerbs;
     type UserQp = ib_core::verbs::ops::NoVerbs;
 
     fn device_attrs() -> &'static [Attribute<Self>] {
@@ -239,7 +238,16 @@ impl DeviceOps for SoftDevice {
         Ok(())
     }
 
-    fn create_cq(&self, init: &CqInit, notifier: &CqNotifier) -> Result<Arc<SoftCq>> {
+    /// Kernel CQs only (the provider has no user verbs).
+    fn create_cq(
+        &self,
+        init: &CqInit,
+        notifier: &CqNotifier,
+        user: Option<UserData<'_, NoVerbs>>,
+    ) -> Result<Arc<SoftCq>> {
+        if user.is_some() {
+            return Err(EOPNOTSUPP);
+        }
         SoftCq::new(init.cqe as usize, notifier.clone())
     }
 

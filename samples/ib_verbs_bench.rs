@@ -459,6 +459,7 @@ fn run(dev: &Arc<IbDevice>, name: &kernel::str::BStr) -> Result {
         &CqInit {
             cqe: CQE,
             comp_vector: 0,
+            flags: 0,
         },
         None,
         ib_core::kern_name!(),

@@ -327,6 +327,7 @@ impl Sample {
             &CqInit {
                 cqe: 64,
                 comp_vector: 0,
+                flags: 0,
             },
             Some(handler),
             ib_core::kern_name!(),

@@ -142,6 +142,7 @@ impl Env {
             &CqInit {
                 cqe,
                 comp_vector: 0,
+                flags: 0,
             },
             Some(handler),
             ib_core::kern_name!(),

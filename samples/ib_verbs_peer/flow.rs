@@ -339,6 +339,7 @@ impl FlowCtl {
             &CqInit {
                 cqe: 2 * SLOTS as u32 + 8,
                 comp_vector: 0,
+                flags: 0,
             },
             Some(KBox::new(on_completion, GFP_KERNEL)?),
             ib_core::kern_name!(),

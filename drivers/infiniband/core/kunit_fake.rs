@@ -123,7 +123,6 @@ impl DeviceOps for Fake {
     type Srq = NoVerbs;
     type Ah = NoVerbs;
     type UContext = crate::verbs::ops::NoVerbs;
-    type UserCq = crate::verbs::ops::NoVerbs;
     type UserQp = crate::verbs::ops::NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
@@ -176,7 +175,6 @@ impl<'a> DeviceOps for Borrowing<'a> {
     type Srq = NoVerbs;
     type Ah = NoVerbs;
     type UContext = NoVerbs;
-    type UserCq = NoVerbs;
     type UserQp = NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
@@ -264,7 +262,6 @@ impl DeviceOps for Recording {
     type Srq = Numbered;
     type Ah = Numbered;
     type UContext = crate::verbs::ops::NoVerbs;
-    type UserCq = crate::verbs::ops::NoVerbs;
     type UserQp = crate::verbs::ops::NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
@@ -296,7 +293,12 @@ impl DeviceOps for Recording {
         self.log("dealloc_pd")
     }
 
-    fn create_cq(&self, _init: &CqInit, _n: &CqNotifier) -> Result<Numbered> {
+    fn create_cq(
+        &self,
+        _init: &CqInit,
+        _n: &CqNotifier,
+        _user: Option<UserData<'_, NoVerbs>>,
+    ) -> Result<Numbered> {
         self.log("create_cq")?;
         Ok(Numbered(self.number()))
     }

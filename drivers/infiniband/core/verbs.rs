@@ -367,7 +367,7 @@ impl Cq {
     /// what the driver made. Process context; polls may go on meanwhile. (C 7.3 has no such
     /// kernel verb any more, `ib_resize_cq` having had no user; its drivers resize for uverbs.)
     pub fn resize(&self, cqe: u32) -> Result {
-        self.drv.resize(cqe)?;
+        self.drv.resize(cqe, None)?;
         self.cqe.store(self.drv.size().unwrap_or(cqe), Relaxed);
         Ok(())
     }
@@ -1174,6 +1174,7 @@ mod tests {
             &CqInit {
                 cqe: 16,
                 comp_vector: 0,
+                flags: 0,
             },
             None,
             crate::kern_name!(),
@@ -1216,7 +1217,8 @@ mod tests {
                 &dev,
                 &CqInit {
                     cqe: 4096,
-                    comp_vector: 0
+                    comp_vector: 0,
+                    flags: 0
                 },
                 None,
                 crate::kern_name!(),
@@ -1294,6 +1296,7 @@ mod tests {
         let init = CqInit {
             cqe: 4,
             comp_vector: 0,
+            flags: 0,
         };
         let cq = Cq::create(&dev, &init, None, crate::kern_name!())?;
         // The size is the driver's (1000 + its number), not the request.
@@ -1396,6 +1399,7 @@ mod tests {
             &CqInit {
                 cqe: 4,
                 comp_vector: 0,
+                flags: 0,
             },
             None,
             crate::kern_name!(),
@@ -1430,6 +1434,7 @@ mod tests {
             &CqInit {
                 cqe: 4,
                 comp_vector: 0,
+                flags: 0,
             },
             None,
             crate::kern_name!(),
@@ -1576,6 +1581,7 @@ mod tests {
             &CqInit {
                 cqe: 4,
                 comp_vector: 0,
+                flags: 0,
             },
             None,
             crate::kern_name!(),
@@ -1598,6 +1604,7 @@ mod tests {
         let init = CqInit {
             cqe: 4,
             comp_vector: 0,
+            flags: 0,
         };
         let send_cq = Cq::create(&dev, &init, None, crate::kern_name!())?;
         let recv_cq = Cq::create(&dev, &init, None, crate::kern_name!())?;

@@ -175,6 +175,7 @@ unsafe fn create(
     let init = CqInit {
         cqe: attr.cqe,
         comp_vector: attr.comp_vector,
+        flags: attr.flags,
     };
     let cq = Cq::create_with_event_handler(
         &dev,

@@ -12,10 +12,10 @@ use crate::{
     restrack::{ResType, Tracked},
     user::spec::{DriverMethod, DriverUObject, MethodAttrs},
     user::udata::Udata,
-    verbs::ops::{PdObject, SrqObject, UContextObject, UserCqObject, UserQpObject},
+    verbs::ops::{CqObject, PdObject, SrqObject, UContextObject, UserQpObject},
     verbs::types::{
-        AhAttr, CompletionHandler, CqNotifier, QpAttr, QpAttrField, QpAttrMask, QpCap,
-        QpInitDriver, QpState, QpType, SrqAttr, SrqAttrMask, UserCqInit, UserMrInit,
+        AhAttr, CompletionHandler, CqInit, CqNotifier, QpAttr, QpAttrField, QpAttrMask, QpCap,
+        QpInitDriver, QpState, QpType, SrqAttr, SrqAttrMask, UserMrInit,
     },
     verbs::wr::{AhObject, MrObject, PostError, SendWr},
     verbs::{check_path_sgid, qp_transition_ok},
@@ -180,7 +180,7 @@ impl UContext {
     /// errors `event`, in any context (they must not sleep).
     pub fn create_cq(
         &self,
-        init: &UserCqInit,
+        init: &CqInit,
         udata: &Udata,
         completion: Option<CompletionHandler>,
         event: Option<EventHandler>,
@@ -195,8 +195,8 @@ impl UContext {
             GFP_KERNEL,
         )?;
         let notifier = CqNotifier::new(completion, event)?;
-        let (drv, cqe) = self.driver.create_cq(init, udata, &notifier)?;
-        res.cqe.store(cqe, Relaxed);
+        let drv = self.driver.create_cq(init, udata, &notifier)?;
+        res.cqe.store(drv.size().unwrap_or(init.cqe), Relaxed);
         self.dev.restrack().add(ResType::Cq);
         let _ = track(&self.dev, ResType::Cq, &res);
         Ok(UserCq {
@@ -533,7 +533,7 @@ impl Tracked for UserCqRes {}
 /// A CQ made for user space; the driver destroys it when it is dropped.
 pub struct UserCq {
     /// Dropped first (field order, after `Drop::drop` unlists it).
-    driver: KBox<dyn UserCqObject>,
+    driver: KBox<dyn CqObject>,
     res: KBox<UserCqRes>,
     dev: Arc<IbDevice>,
 }
@@ -548,7 +548,8 @@ impl UserCq {
     /// describes (C's `ib_uverbs_resize_cq` and the driver's `resize_user_cq`); returns the size
     /// made, which the CQ reports from then on.
     pub fn resize(&self, cqe: u32, udata: &Udata) -> Result<u32> {
-        let made = self.driver.resize(cqe, udata)?;
+        self.driver.resize(cqe, Some(udata))?;
+        let made = self.driver.size().unwrap_or(cqe);
         self.res.cqe.store(made, Relaxed);
         Ok(made)
     }

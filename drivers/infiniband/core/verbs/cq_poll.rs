@@ -214,6 +214,7 @@ impl PolledCq {
         let init = CqInit {
             cqe: nr_cqe,
             comp_vector,
+            flags: 0,
         };
         let cq = Cq::create_polled(dev, &init, handler, kern_name, ctx as u8)?;
         cq.set_poller(poller.clone());

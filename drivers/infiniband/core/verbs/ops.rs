@@ -16,7 +16,7 @@ use crate::{
     verbs::prepared::{PreparedImage, PreparedSend},
     verbs::types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
-        QpInitDriver, SrqAttr, SrqAttrMask, UserCqInit, UserMrInit,
+        QpInitDriver, SrqAttr, SrqAttrMask, UserMrInit,
     },
     verbs::wr::{AhObject, MrObject, PostError, RecvWr, SendWr, WorkCompletion},
 };
@@ -104,10 +104,6 @@ pub trait DeviceOps: Send + Sync {
     /// opened the device's uverbs file gets once.
     type UContext: Send + Sync + 'static;
 
-    /// The driver's state of a CQ of user space (its ring and doorbell record are user memory,
-    /// which user space polls).
-    type UserCq: Send + Sync + 'static;
-
     /// The driver's state of a QP of user space (its rings and doorbell record are user
     /// memory, which user space posts to).
     type UserQp: Send + Sync + 'static;
@@ -133,32 +129,6 @@ pub trait DeviceOps: Send + Sync {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// A CQ of user context `ctx` (C's `create_user_cq`), its ring and doorbell record described
-    /// by the driver's request in `udata`, which the driver answers; completion and error
-    /// events go to `notifier`. Returns the CQ and its size as user space sees it (C's
-    /// `cq->cqe`). Process context.
-    fn create_user_cq(
-        &self,
-        _ctx: &Self::UContext,
-        _init: &UserCqInit,
-        _udata: &Udata,
-        _notifier: &CqNotifier,
-    ) -> Result<(Self::UserCq, u32)> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Gives a user CQ room for `cqe` completions in the new ring the driver's request in
-    /// `udata` describes (C's `resize_user_cq` with user data); returns its size as user space
-    /// sees it. Process context; the driver orders resizes of one CQ.
-    fn resize_user_cq(&self, _cq: &Self::UserCq, _cqe: u32, _udata: &Udata) -> Result<u32> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Destroys a CQ of user space; it is gone whatever this returns (an error is logged).
-    fn destroy_user_cq(&self, _cq: Self::UserCq) -> Result {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
     /// A QP of user context `ctx` in `pd` (C's `create_qp` with user data): its rings and
     /// doorbell record described by the driver's request in `udata`, which the driver
     /// answers; its CQs are user CQs of the same context. The core checked the sizes against
@@ -167,7 +137,7 @@ pub trait DeviceOps: Send + Sync {
         &self,
         _ctx: &Self::UContext,
         _pd: &Self::Pd,
-        _init: &QpInitDriver<'_, Self::UserCq, Self::Srq>,
+        _init: &QpInitDriver<'_, Self::Cq, Self::Srq>,
         _udata: &Udata,
     ) -> Result<(NewQp<Self::UserQp>, QpCap)> {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -313,22 +283,31 @@ pub trait DeviceOps: Send + Sync {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Creates a completion queue; completion events go to `notifier`.
-    fn create_cq(&self, _init: &CqInit, _notifier: &CqNotifier) -> Result<Self::Cq> {
+    /// Creates a completion queue, for a kernel consumer (`user` is `None`: the driver makes
+    /// its ring, which the kernel polls) or for a user context (C's `create_user_cq`: its ring
+    /// and doorbell record described by the driver's request in `udata`, which the driver
+    /// answers; user space polls and arms it). Completion and error events go to `notifier`.
+    /// Process context.
+    fn create_cq(
+        &self,
+        _init: &CqInit,
+        _notifier: &CqNotifier,
+        _user: Option<UserData<'_, Self::UContext>>,
+    ) -> Result<Self::Cq> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Entries `cq` holds as the driver made it (C's `ib_cq.cqe`, which drivers set, often
-    /// rounded up); what the consumer asked for when absent.
+    /// rounded up; what user space is answered); what the consumer asked for when absent.
     fn cq_size(&self, _cq: &Self::Cq) -> u32 {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Gives a completion queue room for `cqe` completions, keeping those not polled yet (C's
-    /// `resize_user_cq`, which 7.3 calls from uverbs only); [`DeviceOps::cq_size`] then says
-    /// what the driver made. Process context; the core serializes nothing: the driver orders a
-    /// resize with polls and other resizes.
-    fn resize_cq(&self, _cq: &Self::Cq, _cqe: u32) -> Result {
+    /// `resize_user_cq`; a user CQ's new ring described by the driver's request in `udata`);
+    /// [`DeviceOps::cq_size`] then says what the driver made. Process context; the core
+    /// serializes nothing: the driver orders a resize with polls and other resizes.
+    fn resize_cq(&self, _cq: &Self::Cq, _cqe: u32, _udata: Option<&Udata>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -337,7 +316,8 @@ pub trait DeviceOps: Send + Sync {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Arms a completion queue for one completion event.
+    /// Arms a completion queue for one completion event (from the kernel: a kernel consumer's
+    /// CQ, or a user CQ of a driver whose library asks the kernel, `UverbsAbi::data_path_cmds`).
     fn req_notify_cq(&self, _cq: &Self::Cq, _solicited: bool) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
@@ -687,7 +667,7 @@ pub(crate) trait PdObject: Send + Sync {
     fn create_user_qp(
         &self,
         ctx: &dyn UContextObject,
-        init: &QpInitDriver<'_, dyn UserCqObject, dyn SrqObject>,
+        init: &QpInitDriver<'_, dyn CqObject, dyn SrqObject>,
         udata: &Udata,
     ) -> Result<(NewQp<Arc<dyn UserQpObject>>, QpCap)>;
     /// A user AH in this PD (C's `create_user_ah`, which the core's drivers do not have:
@@ -741,8 +721,8 @@ pub(crate) trait CqObject: Send + Sync {
     fn poll(&self, wc: &mut [WorkCompletion]) -> Result<usize>;
     /// `DeviceOps::cq_size`, `None` when the driver has none.
     fn size(&self) -> Option<u32>;
-    /// `DeviceOps::resize_cq`.
-    fn resize(&self, cqe: u32) -> Result;
+    /// `DeviceOps::resize_cq` (a user CQ's with the driver's request in `udata`).
+    fn resize(&self, cqe: u32, udata: Option<&Udata>) -> Result;
     /// The driver's state as `Any`, for QP creation to find the driver's CQ state.
     fn as_any(&self) -> &dyn Any;
 }
@@ -791,26 +771,14 @@ pub(crate) trait UContextObject: Send + Sync {
     fn query(&self, attrs: &dyn MethodAttrs) -> Result;
     /// `DeviceOps::mmap` (`ENODEV` without it, as the VFS answers for a file without `mmap`).
     fn mmap(&self, vma: &VmaNew, maps: &Arc<UserMaps>) -> Result;
-    /// `DeviceOps::create_user_cq` (`EOPNOTSUPP` without it).
+    /// A CQ of this context (`DeviceOps::create_cq` with the context and `udata`;
+    /// `EOPNOTSUPP` without it).
     fn create_cq(
         &self,
-        init: &UserCqInit,
+        init: &CqInit,
         udata: &Udata,
         notifier: &CqNotifier,
-    ) -> Result<(KBox<dyn UserCqObject>, u32)>;
-}
-
-/// A user CQ's driver state, with the driver's type erased once.
-pub(crate) trait UserCqObject: Send + Sync {
-    /// The driver's state as `Any`, for user QP creation to find the driver's CQ state.
-    fn as_any(&self) -> &dyn Any;
-    /// `DeviceOps::resize_user_cq` (`EOPNOTSUPP` without it).
-    fn resize(&self, cqe: u32, udata: &Udata) -> Result<u32>;
-    /// Arms the CQ's completion event from the kernel (the REQ_NOTIFY_CQ command, which only
-    /// drivers that ask for it get: C drivers of software devices); `EOPNOTSUPP` by default.
-    fn req_notify(&self, _solicited: bool) -> Result {
-        Err(EOPNOTSUPP)
-    }
+    ) -> Result<KBox<dyn CqObject>>;
 }
 
 /// One verbs object of driver `T`: the driver's state `O` and the driver's operations. Dropping
@@ -1061,15 +1029,15 @@ impl<T: DeviceOps + 'static> PdObject for Typed<T, T::Pd> {
     fn create_user_qp(
         &self,
         ctx: &dyn UContextObject,
-        init: &QpInitDriver<'_, dyn UserCqObject, dyn SrqObject>,
+        init: &QpInitDriver<'_, dyn CqObject, dyn SrqObject>,
         udata: &Udata,
     ) -> Result<(NewQp<Arc<dyn UserQpObject>>, QpCap)> {
         let ctx = driver_obj::<T::UContext>(ctx.as_any())?;
         let typed = QpInitDriver {
             qp_type: init.qp_type,
             port: init.port,
-            send_cq: driver_obj::<T::UserCq>(init.send_cq.as_any())?,
-            recv_cq: driver_obj::<T::UserCq>(init.recv_cq.as_any())?,
+            send_cq: driver_obj::<T::Cq>(init.send_cq.as_any())?,
+            recv_cq: driver_obj::<T::Cq>(init.recv_cq.as_any())?,
             cap: init.cap,
             sq_sig_all: init.sq_sig_all,
             srq: match init.srq {
@@ -1164,8 +1132,11 @@ impl<T: DeviceOps + 'static> CqObject for Typed<T, T::Cq> {
         T::HAS_CQ_SIZE.then(|| T::cq_size(&self.ops, &self.obj))
     }
 
-    fn resize(&self, cqe: u32) -> Result {
-        optional_op!(T::HAS_RESIZE_CQ, T::resize_cq(&self.ops, &self.obj, cqe))
+    fn resize(&self, cqe: u32, udata: Option<&Udata>) -> Result {
+        optional_op!(
+            T::HAS_RESIZE_CQ,
+            T::resize_cq(&self.ops, &self.obj, cqe, udata)
+        )
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -1268,38 +1239,20 @@ impl<T: DeviceOps + 'static> UContextObject for Typed<T, T::UContext> {
 
     fn create_cq(
         &self,
-        init: &UserCqInit,
+        init: &CqInit,
         udata: &Udata,
         notifier: &CqNotifier,
-    ) -> Result<(KBox<dyn UserCqObject>, u32)> {
-        let (cq, cqe) = optional_op!(
-            T::HAS_CREATE_USER_CQ,
-            T::create_user_cq(&self.ops, &self.obj, init, udata, notifier)
+    ) -> Result<KBox<dyn CqObject>> {
+        let user = UserData {
+            ctx: &*self.obj,
+            udata,
+        };
+        let cq = optional_op!(
+            T::HAS_CREATE_CQ,
+            T::create_cq(&self.ops, init, notifier, Some(user))
         )?;
-        let cq = Typed::new(
-            self.ops.clone(),
-            cq,
-            destroy_user_cq::<T>,
-            "destroy_user_cq",
-        );
-        Ok((KBox::new(cq, GFP_KERNEL)?, cqe))
-    }
-}
-
-fn destroy_user_cq<T: DeviceOps + 'static>(ops: &T, cq: T::UserCq) -> Result {
-    optional_op!(T::HAS_DESTROY_USER_CQ, T::destroy_user_cq(ops, cq))
-}
-
-impl<T: DeviceOps + 'static> UserCqObject for Typed<T, T::UserCq> {
-    fn as_any(&self) -> &dyn Any {
-        &*self.obj
-    }
-
-    fn resize(&self, cqe: u32, udata: &Udata) -> Result<u32> {
-        optional_op!(
-            T::HAS_RESIZE_USER_CQ,
-            T::resize_user_cq(&self.ops, &self.obj, cqe, udata)
-        )
+        let cq = Typed::new(self.ops.clone(), cq, destroy_cq::<T>, "destroy_cq");
+        Ok(KBox::new(cq, GFP_KERNEL)?)
     }
 }
 
@@ -1330,7 +1283,10 @@ impl<T: DeviceOps + 'static> DynOps for DeviceImpl<T> {
     }
 
     fn create_cq(&self, init: &CqInit, notifier: &CqNotifier) -> Result<KBox<dyn CqObject>> {
-        let cq = optional_op!(T::HAS_CREATE_CQ, T::create_cq(&self.0, init, notifier))?;
+        let cq = optional_op!(
+            T::HAS_CREATE_CQ,
+            T::create_cq(&self.0, init, notifier, None)
+        )?;
         let cq = Typed::new(self.0.clone(), cq, destroy_cq::<T>, "destroy_cq");
         Ok(KBox::new(cq, GFP_KERNEL)?)
     }

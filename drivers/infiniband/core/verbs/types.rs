@@ -18,13 +18,17 @@ use kernel::{prelude::*, sync::Arc};
 #[derive(Debug)]
 pub enum NoVerbs {}
 
-/// Completion queue parameters (`ib_cq_init_attr`).
+/// Completion queue parameters (`ib_cq_init_attr`), a kernel consumer's or user space's (a
+/// user CQ's ring and doorbell record are in the driver's request).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CqInit {
-    /// Entries wanted (the driver may round up).
+    /// Entries wanted (the driver may round up; user space's: not 0).
     pub cqe: u32,
-    /// Completion vector.
+    /// Completion vector (user space's: below the device's count).
     pub comp_vector: u32,
+    /// `IB_UVERBS_CQ_FLAGS_*`: [`USER_CQ_TIMESTAMP_COMPLETION`], [`USER_CQ_IGNORE_OVERRUN`]
+    /// (0 for most kernel consumers).
+    pub flags: u32,
 }
 
 /// What a consumer's CQ callback is.
@@ -219,18 +223,6 @@ pub struct UserMrInit {
     /// The memory is written by the device (C's `ib_access_writable`: local or remote write,
     /// remote atomics, memory-window binding): pinned for writing.
     pub writable: bool,
-}
-
-/// A CQ user space asks for (C's `ib_cq_init_attr` from CREATE_CQ): its ring and doorbell
-/// record are in the driver's request.
-#[derive(Clone, Copy, Debug)]
-pub struct UserCqInit {
-    /// Entries wanted (not 0; the driver may round up).
-    pub cqe: u32,
-    /// Completion vector (below the device's count).
-    pub comp_vector: u32,
-    /// `IB_UVERBS_CQ_FLAGS_*`: [`USER_CQ_TIMESTAMP_COMPLETION`], [`USER_CQ_IGNORE_OVERRUN`].
-    pub flags: u32,
 }
 
 /// `IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION`.

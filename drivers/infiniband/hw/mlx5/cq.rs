@@ -22,7 +22,7 @@ pub(crate) mod cqe;
 
 use crate::cq::cqe::{op, Cqe64, CqeFields, CQE_INIT_OP_OWN, CQE_SIZE, OP_OWN};
 use crate::qp::rings::QpShared;
-use crate::user::umem::coherent_page_list;
+use crate::user::{cq::UserCq, umem::coherent_page_list};
 use ib_core::{
     verbs::types::{CqInit, CqNotifier},
     verbs::wr::{WcStatus, WorkCompletion},
@@ -274,10 +274,46 @@ impl DeviceCqs {
     }
 }
 
-/// A CQ's driver state.
-pub(crate) struct Mlx5Cq {
+/// A CQ's driver state (C's `mlx5_ib_cq`): one type for kernel consumers' CQs and user
+/// contexts'.
+pub(crate) enum Mlx5Cq {
+    /// A kernel consumer's: the driver's ring, which the driver polls and arms.
+    Kernel(KernelCq),
+    /// A user context's: user space's ring, which user space polls and arms (`user::cq`).
+    User(UserCq),
+}
+
+impl Mlx5Cq {
+    /// The CQ number.
+    pub(crate) fn cqn(&self) -> u32 {
+        match self {
+            Self::Kernel(k) => k.shared.cqn(),
+            Self::User(u) => u.cqn(),
+        }
+    }
+
+    /// Its size as its consumer sees it (C's `ibcq.cqe`: the entries made, less one).
+    pub(crate) fn size(&self) -> u32 {
+        match self {
+            Self::Kernel(k) => k.shared.entries().saturating_sub(1),
+            Self::User(u) => u.size(),
+        }
+    }
+
+    /// A kernel consumer's CQ, shared with the QPs that use it (`EINVAL` for a user CQ, which
+    /// the kernel neither polls nor arms).
+    pub(crate) fn kernel(&self) -> Result<&Arc<CqShared>> {
+        match self {
+            Self::Kernel(k) => Ok(&k.shared),
+            Self::User(_) => Err(EINVAL),
+        }
+    }
+}
+
+/// A kernel consumer's CQ.
+pub(crate) struct KernelCq {
     /// Shared with the QPs that use it.
-    pub(crate) shared: Arc<CqShared>,
+    shared: Arc<CqShared>,
     /// The CQ table registration (dropped before DESTROY_CQ).
     reg: Option<CqRegistration>,
 }
@@ -295,13 +331,13 @@ pub(crate) fn cq_entries(cqe: u32, log_max_cq_sz: u32) -> Result<u32> {
     Ok(n)
 }
 
-/// Creates a CQ.
+/// Creates a kernel consumer's CQ.
 pub(crate) fn create(
     dev: &Mlx5Device,
     log_max_cq_sz: u32,
     init: &CqInit,
     notifier: &CqNotifier,
-) -> Result<Mlx5Cq> {
+) -> Result<KernelCq> {
     let entries = cq_entries(init.cqe, log_max_cq_sz)?;
     let eqn = dev.comp_eqn(init.comp_vector)?;
     let ring = Ring::new(dev, entries)?;
@@ -359,7 +395,7 @@ pub(crate) fn create(
     shared.events.cqn.store(cqn, Relaxed);
     let handler: Arc<dyn CqHandler> = shared.events.clone();
     match dev.register_cq(cqn, handler) {
-        Ok(reg) => Ok(Mlx5Cq {
+        Ok(reg) => Ok(KernelCq {
             shared,
             reg: Some(reg),
         }),
@@ -377,9 +413,16 @@ fn destroy_cmd(cmds: &Commands, cqn: u32) -> Result {
     Ok(())
 }
 
-/// Destroys a CQ: unregisters its handler, then DESTROY_CQ; its memory is freed unless the
-/// command failed (the device may still write it then).
-pub(crate) fn destroy(cmds: &Commands, mut cq: Mlx5Cq) -> Result {
+/// Destroys a CQ: unregisters its handler, then DESTROY_CQ; its memory is freed (or unpinned)
+/// unless the command failed (the device may still write it then).
+pub(crate) fn destroy(cmds: &Commands, cq: Mlx5Cq) -> Result {
+    match cq {
+        Mlx5Cq::Kernel(k) => destroy_kernel(cmds, k),
+        Mlx5Cq::User(u) => crate::user::cq::destroy(cmds, u),
+    }
+}
+
+fn destroy_kernel(cmds: &Commands, mut cq: KernelCq) -> Result {
     drop(cq.reg.take());
     let r = destroy_cmd(cmds, cq.shared.cqn());
     if r.is_err() {

@@ -30,7 +30,8 @@ use ib_core::{
     verbs::prepared::{PreparedImage, PreparedSend},
     verbs::types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpCap,
-        QpInitDriver, SrqAttr, SrqAttrField, SrqAttrMask, UserCqInit, UserMrInit,
+        QpInitDriver, SrqAttr, SrqAttrField, SrqAttrMask, UserMrInit, USER_CQ_IGNORE_OVERRUN,
+        USER_CQ_TIMESTAMP_COMPLETION,
     },
     verbs::wr::{PostError, RecvWr, SendWr, WorkCompletion},
 };
@@ -180,7 +181,6 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
     type Srq = srq::Mlx5Srq;
     type Ah = ah::Mlx5Ah;
     type UContext = user::ucontext::Mlx5UContext;
-    type UserCq = user::cq::Mlx5UserCq;
     type UserQp = user::qp::Mlx5UserQp;
 
     /// mlx5's user-verbs ABI (`MLX5_IB_UVERBS_ABI_VERSION` 1) and driver id (`RDMA_DRIVER_MLX5`
@@ -240,35 +240,11 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
         user::ucontext::dealloc(&self.cmds, ctx)
     }
 
-    fn create_user_cq(
-        &self,
-        ctx: &user::ucontext::Mlx5UContext,
-        init: &UserCqInit,
-        udata: &Udata,
-        notifier: &CqNotifier,
-    ) -> Result<(user::cq::Mlx5UserCq, u32)> {
-        let caps = GeneralCaps::from_bytes(&self.caps.general);
-        user::cq::create(self.core, &self.cmds, &caps, ctx, init, udata, notifier)
-    }
-
-    /// `ENOSYS` without the `cq_resize` capability, as C.
-    fn resize_user_cq(&self, cq: &user::cq::Mlx5UserCq, cqe: u32, udata: &Udata) -> Result<u32> {
-        if !self.cq_resize {
-            pr_info!("Firmware does not support resize CQ\n");
-            return Err(ENOSYS);
-        }
-        cq.resize(self.core, self.log_max_cq_sz, cqe, udata)
-    }
-
-    fn destroy_user_cq(&self, cq: user::cq::Mlx5UserCq) -> Result {
-        user::cq::destroy(&self.cmds, cq)
-    }
-
     fn create_user_qp(
         &self,
         ctx: &user::ucontext::Mlx5UContext,
         pd: &pd::Mlx5Pd,
-        init: &QpInitDriver<'_, user::cq::Mlx5UserCq, srq::Mlx5Srq>,
+        init: &QpInitDriver<'_, cq::Mlx5Cq, srq::Mlx5Srq>,
         udata: &Udata,
     ) -> Result<(NewQp<user::qp::Mlx5UserQp>, QpCap)> {
         let caps = GeneralCaps::from_bytes(&self.caps.general);
@@ -495,9 +471,25 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
         mr::dereg(&self.cmds, mr)
     }
 
-    fn create_cq(&self, init: &CqInit, notifier: &CqNotifier) -> Result<cq::Mlx5Cq> {
-        let cq = cq::create(self.core, self.log_max_cq_sz, init, notifier)?;
-        if let Err(e) = self.cqs.add(&cq.shared) {
+    /// C's `mlx5_ib_create_cq`: a kernel consumer's ring (tracked for the internal-error
+    /// flush), or a user context's from libmlx5's request (`user::cq`, checked in C's order).
+    fn create_cq(
+        &self,
+        init: &CqInit,
+        notifier: &CqNotifier,
+        user: Option<UserData<'_, user::ucontext::Mlx5UContext>>,
+    ) -> Result<cq::Mlx5Cq> {
+        if let Some(u) = user {
+            let caps = GeneralCaps::from_bytes(&self.caps.general);
+            let cq = user::cq::create(self.core, &self.cmds, &caps, init, u.udata, notifier)?;
+            return Ok(cq::Mlx5Cq::User(cq));
+        }
+        // As C, for kernel consumers too: no creation flags but these two.
+        if init.flags & !(USER_CQ_IGNORE_OVERRUN | USER_CQ_TIMESTAMP_COMPLETION) != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let cq = cq::Mlx5Cq::Kernel(cq::create(self.core, self.log_max_cq_sz, init, notifier)?);
+        if let Err(e) = cq.kernel().and_then(|k| self.cqs.add(k)) {
             let _ = cq::destroy(&self.cmds, cq);
             return Err(e);
         }
@@ -505,35 +497,50 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
     }
 
     fn cq_size(&self, cq: &cq::Mlx5Cq) -> u32 {
-        // C's `ibcq.cqe`: the entries made, less one.
-        cq.shared.entries().saturating_sub(1)
+        cq.size()
     }
 
-    /// `ENOSYS` without the `cq_resize` capability, as C.
-    fn resize_cq(&self, cq: &cq::Mlx5Cq, cqe: u32) -> Result {
+    /// `ENOSYS` without the `cq_resize` capability, as C; a user CQ's new ring is libmlx5's
+    /// (`udata`), a kernel CQ's the driver's.
+    fn resize_cq(&self, cq: &cq::Mlx5Cq, cqe: u32, udata: Option<&Udata>) -> Result {
         if !self.cq_resize {
             pr_info!("Firmware does not support resize CQ\n");
             return Err(ENOSYS);
         }
-        cq.shared.resize(self.core, self.log_max_cq_sz, cqe)
+        match (cq, udata) {
+            (cq::Mlx5Cq::Kernel(_), None) => {
+                cq.kernel()?.resize(self.core, self.log_max_cq_sz, cqe)
+            }
+            (cq::Mlx5Cq::User(u), Some(udata)) => u
+                .resize(self.core, self.log_max_cq_sz, cqe, udata)
+                .map(|_| ()),
+            _ => Err(EINVAL),
+        }
     }
 
     fn destroy_cq(&self, cq: cq::Mlx5Cq) -> Result {
-        self.cqs.remove(&cq.shared);
+        if let Ok(k) = cq.kernel() {
+            self.cqs.remove(k);
+        }
         cq::destroy(&self.cmds, cq)
     }
 
+    /// A user CQ is armed by user space (mlx5 asks for no REQ_NOTIFY_CQ command).
     fn req_notify_cq(&self, cq: &cq::Mlx5Cq, solicited: bool) -> Result {
-        cq.shared.arm(self.core, solicited)
+        match cq {
+            cq::Mlx5Cq::Kernel(_) => cq.kernel()?.arm(self.core, solicited),
+            cq::Mlx5Cq::User(_) => Err(EOPNOTSUPP),
+        }
     }
 
     /// In the internal-error state, the outstanding requests come back flushed (C's
     /// `mlx5_ib_poll_sw_comp`).
     fn poll_cq(&self, cq: &cq::Mlx5Cq, wc: &mut [WorkCompletion]) -> Result<usize> {
+        let cq = cq.kernel()?;
         if self.cmds.in_internal_error() {
-            return Ok(cq.shared.poll_flushed(wc));
+            return Ok(cq.poll_flushed(wc));
         }
-        cq.shared.poll(wc)
+        cq.poll(wc)
     }
 
     fn create_qp(

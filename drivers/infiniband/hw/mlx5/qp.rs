@@ -617,8 +617,8 @@ pub(crate) fn create(
             None => None,
         },
     )?;
-    let send_cq = init.send_cq.shared.clone();
-    let recv_cq = init.recv_cq.shared.clone();
+    let send_cq = init.send_cq.kernel()?.clone();
+    let recv_cq = init.recv_cq.kernel()?.clone();
     let ctx = create_ctx(
         st,
         uar,

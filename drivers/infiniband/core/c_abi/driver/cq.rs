@@ -14,8 +14,8 @@ use crate::{
     },
     device::events::EventType,
     user::udata::Udata,
-    verbs::ops::{CqObject, UserCqObject},
-    verbs::types::{CqInit, CqNotifier, UserCqInit},
+    verbs::ops::CqObject,
+    verbs::types::{CqInit, CqNotifier},
     verbs::wr::{WcOpcode, WcStatus, WorkCompletion},
 };
 use core::{any::Any, ffi::c_void, ptr::NonNull};
@@ -88,7 +88,7 @@ impl DriverCq {
         let attr = bindings::ib_cq_init_attr {
             cqe: init.cqe,
             comp_vector: init.comp_vector,
-            flags: 0,
+            flags: init.flags,
         };
         // SAFETY: The caller's contract.
         let create = unsafe { (*ib.as_ptr()).ops.create_cq }.ok_or(EOPNOTSUPP)?;
@@ -106,7 +106,7 @@ impl DriverCq {
     pub(crate) unsafe fn create_user(
         ib: NonNull<bindings::ib_device>,
         uctx: *mut bindings::ib_ucontext,
-        init: &UserCqInit,
+        init: &CqInit,
         udata: &Udata,
         notifier: &CqNotifier,
     ) -> Result<Self> {
@@ -168,12 +168,6 @@ impl DriverCq {
             _notifier: notifier,
             cq,
         })
-    }
-
-    /// The entries the driver made room for.
-    pub(crate) fn cqe(&self) -> u32 {
-        // SAFETY: The CQ is live; the driver set its size.
-        u32::try_from(unsafe { (*self.raw()).cqe }).unwrap_or(0)
     }
 
     /// The C structure.
@@ -334,29 +328,17 @@ impl CqObject for DriverCq {
         u32::try_from(unsafe { (*self.raw()).cqe }).ok()
     }
 
-    fn resize(&self, _cqe: u32) -> Result {
-        Err(EOPNOTSUPP)
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
-impl UserCqObject for DriverCq {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn resize(&self, cqe: u32, udata: &Udata) -> Result<u32> {
+    /// A user CQ's resize (C's `resize_user_cq` with the command's buffers); C's 7.3 has no
+    /// kernel resize verb left, so a kernel CQ's is `EOPNOTSUPP`.
+    fn resize(&self, cqe: u32, udata: Option<&Udata>) -> Result {
+        let udata = udata.ok_or(EOPNOTSUPP)?;
         let resize = self.ops().resize_user_cq.ok_or(EOPNOTSUPP)?;
         let mut u = DriverUdata::new(udata, self.uctx);
         // SAFETY: The driver's op on its live CQ with the command's buffers.
-        kernel::error::to_result(unsafe { resize(self.raw(), cqe, u.udata()) })?;
-        Ok(self.cqe())
+        kernel::error::to_result(unsafe { resize(self.raw(), cqe, u.udata()) })
     }
 
-    fn req_notify(&self, solicited: bool) -> Result {
-        CqObject::req_notify(self, solicited)
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 }

@@ -24,9 +24,7 @@ use crate::{
     },
     device::events::EventNotifier,
     user::udata::Udata,
-    verbs::ops::{
-        CqObject, PdObject, QpObject, SrqObject, UContextObject, UserCqObject, UserQpObject,
-    },
+    verbs::ops::{CqObject, PdObject, QpObject, SrqObject, UContextObject, UserQpObject},
     verbs::types::{AccessFlags, AhAttr, NewMr, NewQp, QpCap, QpInitDriver, SrqAttr, UserMrInit},
     verbs::wr::{AhObject, MappedSg, MrObject},
 };
@@ -472,14 +470,14 @@ impl PdObject for DriverPd {
     fn create_user_qp(
         &self,
         ctx: &dyn UContextObject,
-        init: &QpInitDriver<'_, dyn UserCqObject, dyn SrqObject>,
+        init: &QpInitDriver<'_, dyn CqObject, dyn SrqObject>,
         udata: &Udata,
     ) -> Result<(NewQp<Arc<dyn UserQpObject>>, QpCap)> {
         if init.srq.is_some() {
             return Err(EOPNOTSUPP);
         }
         let uctx = DriverUContext::of(ctx)?.raw();
-        fn cq_of(c: &dyn UserCqObject) -> Result<&DriverCq> {
+        fn cq_of(c: &dyn CqObject) -> Result<&DriverCq> {
             c.as_any().downcast_ref::<DriverCq>().ok_or(EINVAL)
         }
         let (send_cq, recv_cq) = (cq_of(init.send_cq)?, cq_of(init.recv_cq)?);

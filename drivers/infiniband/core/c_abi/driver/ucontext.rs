@@ -12,8 +12,8 @@ use crate::{
     c_abi::driver::{bundle::DriverUdata, cq::DriverCq, object::DriverObject},
     user::spec::{DriverMethod, DriverUObject, MethodAttrs},
     user::udata::Udata,
-    verbs::ops::{UContextObject, UserCqObject},
-    verbs::types::{CqNotifier, UserCqInit},
+    verbs::ops::{CqObject, UContextObject},
+    verbs::types::{CqInit, CqNotifier},
 };
 use core::{any::Any, ptr::NonNull};
 use kernel::{bindings, mm::virt::VmaNew, prelude::*, sync::Arc, user_mmap::UserMaps};
@@ -113,14 +113,13 @@ impl UContextObject for DriverUContext {
 
     fn create_cq(
         &self,
-        init: &UserCqInit,
+        init: &CqInit,
         udata: &Udata,
         notifier: &CqNotifier,
-    ) -> Result<(KBox<dyn UserCqObject>, u32)> {
+    ) -> Result<KBox<dyn CqObject>> {
         // SAFETY: The structure outlives the context and its CQs; the context is live and
         // outlives its CQs (the core destroys a context's objects before it).
         let cq = unsafe { DriverCq::create_user(self.ib, self.uctx.raw(), init, udata, notifier)? };
-        let cqe = cq.cqe();
-        Ok((KBox::new(cq, GFP_KERNEL)?, cqe))
+        Ok(KBox::new(cq, GFP_KERNEL)?)
     }
 }

@@ -24,7 +24,7 @@ use crate::{
 use ib_core::{
     user::udata::Udata,
     verbs::types::{
-        CompletionHandler, UserCqInit, USER_CQ_IGNORE_OVERRUN, USER_CQ_TIMESTAMP_COMPLETION,
+        CompletionHandler, CqInit, USER_CQ_IGNORE_OVERRUN, USER_CQ_TIMESTAMP_COMPLETION,
     },
 };
 use kernel::{prelude::*, sync::Arc, transmute::AsBytes};
@@ -55,7 +55,7 @@ pub(crate) mod destroy_attr {
 /// What a CQ is made of, from either interface.
 struct CreateParams {
     user_handle: u64,
-    init: UserCqInit,
+    init: CqInit,
     channel: Option<Arc<EventFile>>,
     async_file: Option<Arc<EventFile>>,
 }
@@ -138,7 +138,7 @@ pub(crate) fn create_ioctl(b: &mut IoctlBundle<'_>) -> Result {
         let async_file = named_async.or_else(|| c.default_async_file());
         let params = CreateParams {
             user_handle,
-            init: UserCqInit {
+            init: CqInit {
                 cqe,
                 comp_vector,
                 flags,
@@ -184,7 +184,7 @@ pub(crate) fn destroy_ioctl(b: &mut IoctlBundle<'_>) -> Result {
 fn create_write(
     b: &Bundle<'_>,
     user_handle: u64,
-    init: UserCqInit,
+    init: CqInit,
     comp_channel: i32,
 ) -> Result<(u32, u32)> {
     if init.comp_vector >= comp_vectors(b.ufile)? {
@@ -227,7 +227,7 @@ fn respond_or_destroy<T: AsBytes>(b: &Bundle<'_>, handle: u32, resp: &T) -> Resu
 /// comp_channel, reserved): answers `{cq_handle, cqe}`.
 pub(crate) fn create_cq(b: &mut Bundle<'_>) -> Result {
     let req = b.request_as::<CreateCq>()?;
-    let init = UserCqInit {
+    let init = CqInit {
         cqe: req.cqe,
         comp_vector: req.comp_vector,
         flags: 0,
@@ -246,7 +246,7 @@ pub(crate) fn ex_create_cq(b: &mut Bundle<'_>) -> Result {
     if req.comp_mask != 0 || req.reserved != 0 {
         return Err(EINVAL);
     }
-    let init = UserCqInit {
+    let init = CqInit {
         cqe: req.cqe,
         comp_vector: req.comp_vector,
         flags: req.flags,

@@ -12,12 +12,11 @@
 
 use crate::{
     user::uabi::{CreateCqReq, CreateCqResp, ResizeCqReq},
-    user::ucontext::Mlx5UContext,
     user::umem::{page_offset, UserMemory},
 };
 use ib_core::{
     user::udata::Udata,
-    verbs::types::{CqNotifier, UserCqInit, USER_CQ_IGNORE_OVERRUN, USER_CQ_TIMESTAMP_COMPLETION},
+    verbs::types::{CqInit, CqNotifier, USER_CQ_IGNORE_OVERRUN, USER_CQ_TIMESTAMP_COMPLETION},
 };
 use kernel::{
     new_mutex,
@@ -186,8 +185,9 @@ impl CqHandler for Events {
     }
 }
 
-/// A user CQ's driver state.
-pub(crate) struct Mlx5UserCq {
+/// A user context's CQ (the user variant of [`crate::cq::Mlx5Cq`]): its ring and doorbell
+/// record are user memory, pinned.
+pub(crate) struct UserCq {
     cqn: u32,
     /// Dropped before DESTROY_CQ: no event reaches the CQ's owner after that.
     reg: Option<CqRegistration>,
@@ -217,10 +217,15 @@ fn cqe_sz(size: u32, pad: bool) -> u64 {
     }
 }
 
-impl Mlx5UserCq {
+impl UserCq {
     /// The CQ number.
     pub(crate) fn cqn(&self) -> u32 {
         self.cqn
+    }
+
+    /// Its size as user space sees it (C's `cq->cqe`: the entries, less one).
+    pub(crate) fn size(&self) -> u32 {
+        self.entries.load(Relaxed).saturating_sub(1)
     }
 
     /// C's `mlx5_ib_resize_cq` with user data: the new size checked and rounded as at
@@ -235,7 +240,7 @@ impl Mlx5UserCq {
         cqe: u32,
         udata: &Udata,
     ) -> Result<u32> {
-        let entries = crate::cq::cq_entries(cqe, log_max_cq_sz)?;
+        let entries = entries(cqe, 0, log_max_cq_sz.into())?;
         let mut ring = self.ring.lock();
         if entries == self.entries.load(Relaxed) {
             return Ok(entries - 1);
@@ -282,16 +287,14 @@ fn mini_cqe_format(format: u8) -> Result<u8> {
 }
 
 /// Creates a CQ of user context `ctx` (C's `mlx5_ib_create_user_cq`), checked in C's order.
-/// Returns it and its size as user space sees it (`entries - 1`).
 pub(crate) fn create(
     dev: &Mlx5Device,
     cmds: &Commands,
     caps: &GeneralCaps,
-    _ctx: &Mlx5UContext,
-    init: &UserCqInit,
+    init: &CqInit,
     udata: &Udata,
     notifier: &CqNotifier,
-) -> Result<(Mlx5UserCq, u32)> {
+) -> Result<UserCq> {
     let entries = entries(init.cqe, init.flags, caps.log_max_cq_sz())?;
     let req = Request::from_abi(&udata.read_in_as::<CreateCqReq>(REQ_MIN)?);
     req.check()?;
@@ -327,7 +330,7 @@ pub(crate) fn create(
     if init.flags & USER_CQ_IGNORE_OVERRUN != 0 {
         input.set_oi(1)?;
     }
-    let mut cq = Mlx5UserCq {
+    let mut cq = UserCq {
         cqn: 0,
         reg: None,
         ring: KBox::pin_init(new_mutex!(Some(ring), "mlx5_ib::user_cq::ring"), GFP_KERNEL)?,
@@ -356,12 +359,12 @@ pub(crate) fn create(
         let _ = destroy(cmds, cq);
         return Err(e);
     }
-    Ok((cq, entries - 1))
+    Ok(cq)
 }
 
 /// Destroys a user CQ: its handler goes, then DESTROY_CQ; its memory is unpinned unless the
 /// command failed (the device may still write it then).
-pub(crate) fn destroy(cmds: &Commands, mut cq: Mlx5UserCq) -> Result {
+pub(crate) fn destroy(cmds: &Commands, mut cq: UserCq) -> Result {
     drop(cq.reg.take());
     let r = DestroyCqIn::new()
         .cqn(cq.cqn.into())

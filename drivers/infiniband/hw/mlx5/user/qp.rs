@@ -10,10 +10,10 @@
 //! QP's (`qp::QpFw`); user space posts and polls itself.
 
 use crate::{
+    cq::Mlx5Cq,
     qp::wq_size::{RqSize, SendKind, SqSize},
     qp::{create_ctx, st_of, ModifyCaps, QpEvents, QpFw},
     srq::Mlx5Srq,
-    user::cq::Mlx5UserCq,
     user::uabi::{CreateQpReq, CreateQpResp},
     user::ucontext::Mlx5UContext,
     user::umem::{page_offset, UserMemory},
@@ -243,7 +243,7 @@ pub(crate) fn create(
     caps: &GeneralCaps,
     ctx: &Mlx5UContext,
     pdn: u32,
-    init: &QpInitDriver<'_, Mlx5UserCq, Mlx5Srq>,
+    init: &QpInitDriver<'_, Mlx5Cq, Mlx5Srq>,
     udata: &Udata,
 ) -> Result<(NewQp<Mlx5UserQp>, QpCap)> {
     let kind = match init.qp_type {
