@@ -137,7 +137,6 @@ impl DeviceOps for SoftDevice {
     type Srq = Arc<SoftSrq>;
     type Ah = SoftAh;
     type UContext = ib_core::verbs::ops::NoVerbs;
-    type UserQp = ib_core::verbs::ops::NoVerbs;
 
     fn device_attrs() -> &'static [Attribute<Self>] {
         const ATTRS: &[Attribute<SoftDevice>] = &[
@@ -268,7 +267,12 @@ impl DeviceOps for SoftDevice {
         &self,
         pd: &SoftPd,
         init: &QpInitDriver<'_, Arc<SoftCq>, Arc<SoftSrq>>,
+        user: Option<UserData<'_, NoVerbs>>,
     ) -> Result<NewQp<Arc<SoftQp>>> {
+        // Kernel QPs only (the provider has no user verbs).
+        if user.is_some() {
+            return Err(EOPNOTSUPP);
+        }
         // The software fabric carries no management datagrams: no special QPs.
         if matches!(
             init.qp_type,
@@ -289,10 +293,20 @@ impl DeviceOps for SoftDevice {
             events: init.events.clone(),
         })?;
         self.fabric.add_qp(qp.clone())?;
-        Ok(NewQp { qp, qp_num: qpn })
+        Ok(NewQp {
+            qp,
+            qp_num: qpn,
+            cap: init.cap,
+        })
     }
 
-    fn modify_qp(&self, qp: &Arc<SoftQp>, attr: &QpAttr, mask: QpAttrMask) -> Result {
+    fn modify_qp(
+        &self,
+        qp: &Arc<SoftQp>,
+        attr: &QpAttr,
+        mask: QpAttrMask,
+        _udata: Option<&Udata>,
+    ) -> Result {
         use QpAttrField as F;
         let (state, was) = {
             let mut cur = qp.attr.lock();

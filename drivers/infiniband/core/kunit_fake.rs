@@ -30,6 +30,7 @@ use crate::{
     },
     device::events::EventNotifier,
     device::{BoundRegistration, DeviceInfo, Registration},
+    user::udata::Udata,
     verbs::ops::{DeviceOps, DmaMemory, NoVerbs, UserData},
     verbs::types::{
         AccessFlags, AhAttr, CqInit, CqNotifier, NewMr, NewQp, QpAttr, QpAttrMask, QpInitDriver,
@@ -123,7 +124,6 @@ impl DeviceOps for Fake {
     type Srq = NoVerbs;
     type Ah = NoVerbs;
     type UContext = crate::verbs::ops::NoVerbs;
-    type UserQp = crate::verbs::ops::NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(device_attr())
@@ -175,7 +175,6 @@ impl<'a> DeviceOps for Borrowing<'a> {
     type Srq = NoVerbs;
     type Ah = NoVerbs;
     type UContext = NoVerbs;
-    type UserQp = NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(device_attr())
@@ -262,7 +261,6 @@ impl DeviceOps for Recording {
     type Srq = Numbered;
     type Ah = Numbered;
     type UContext = crate::verbs::ops::NoVerbs;
-    type UserQp = crate::verbs::ops::NoVerbs;
 
     fn query_device(&self) -> Result<DeviceAttr> {
         Ok(self.attr)
@@ -320,6 +318,7 @@ impl DeviceOps for Recording {
         &self,
         pd: &Numbered,
         init: &QpInitDriver<'_, Numbered, Numbered>,
+        _user: Option<UserData<'_, NoVerbs>>,
     ) -> Result<NewQp<RecQp>> {
         self.log("create_qp")?;
         Ok(NewQp {
@@ -330,10 +329,17 @@ impl DeviceOps for Recording {
                 srq: init.srq.map_or(0, |s| s.0),
             },
             qp_num: 0x42,
+            cap: init.cap,
         })
     }
 
-    fn modify_qp(&self, _qp: &RecQp, _attr: &QpAttr, _mask: QpAttrMask) -> Result {
+    fn modify_qp(
+        &self,
+        _qp: &RecQp,
+        _attr: &QpAttr,
+        _mask: QpAttrMask,
+        _udata: Option<&Udata>,
+    ) -> Result {
         self.log("modify_qp")
     }
 

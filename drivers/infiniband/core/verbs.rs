@@ -689,7 +689,7 @@ impl Qp {
             return Err(EINVAL);
         }
         check_path_sgid(&self.pd.dev, attr, mask, self.port.load(Relaxed))?;
-        self.drv.modify(attr, mask)?;
+        self.drv.modify(attr, mask, None)?;
         *state = next;
         if mask.contains(QpAttrField::Port) {
             self.port.store(attr.port_num.into(), Relaxed);

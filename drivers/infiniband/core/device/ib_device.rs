@@ -661,7 +661,6 @@ mod tests {
         type Srq = NoVerbs;
         type Ah = NoVerbs;
         type UContext = crate::verbs::ops::NoVerbs;
-        type UserQp = crate::verbs::ops::NoVerbs;
 
         fn query_device(&self) -> Result<DeviceAttr> {
             Ok(kunit_fake::device_attr())

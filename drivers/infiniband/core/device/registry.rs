@@ -1073,7 +1073,6 @@ mod tests {
         type Srq = crate::verbs::ops::NoVerbs;
         type Ah = crate::verbs::ops::NoVerbs;
         type UContext = crate::verbs::ops::NoVerbs;
-        type UserQp = crate::verbs::ops::NoVerbs;
 
         fn query_device(&self) -> Result<crate::attrs::DeviceAttr> {
             Ok(crate::kunit_fake::device_attr())

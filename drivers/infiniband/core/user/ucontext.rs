@@ -12,7 +12,7 @@ use crate::{
     restrack::{ResType, Tracked},
     user::spec::{DriverMethod, DriverUObject, MethodAttrs},
     user::udata::Udata,
-    verbs::ops::{CqObject, PdObject, SrqObject, UContextObject, UserQpObject},
+    verbs::ops::{CqObject, PdObject, QpObject, SrqObject, UContextObject},
     verbs::types::{
         AhAttr, CompletionHandler, CqInit, CqNotifier, QpAttr, QpAttrField, QpAttrMask, QpCap,
         QpInitDriver, QpState, QpType, SrqAttr, SrqAttrMask, UserMrInit,
@@ -265,7 +265,7 @@ impl UserPd {
             GFP_KERNEL,
         )?;
         let events = crate::device::events::EventNotifier::new(event)?;
-        let (new, cap) = self.driver.create_user_qp(
+        let new = self.driver.create_user_qp(
             &*ctx.driver,
             &QpInitDriver {
                 qp_type: init.qp_type,
@@ -280,6 +280,7 @@ impl UserPd {
             udata,
         )?;
         res.qp_num = new.qp_num;
+        let cap = new.cap;
         let drv = new.qp;
         res.drv = Some(drv.clone());
         let state = Arc::pin_init(
@@ -597,7 +598,7 @@ pub struct UserQpRes {
     /// The port a modify last set, 0 before (C's `qp->port`).
     port: Atomic<u32>,
     /// The driver's QP, for the attributes a listing queries.
-    drv: Option<Arc<dyn UserQpObject>>,
+    drv: Option<Arc<dyn QpObject>>,
     /// The tracking id of the SRQ it receives from (an SRQ's listing names its QPs).
     srq_id: Option<u32>,
 }
@@ -630,7 +631,7 @@ impl UserQpRes {
 
     /// Its attributes, from the driver.
     pub fn query(&self) -> Result<QpAttr> {
-        Ok(self.drv.as_ref().ok_or(EINVAL)?.query()?.0)
+        self.drv.as_ref().ok_or(EINVAL)?.query()
     }
 
     /// The pid of the task that made it, as the caller sees it (0 once that task exited).
@@ -643,7 +644,7 @@ impl Tracked for UserQpRes {}
 
 /// A QP made for user space; the driver destroys it when it is dropped.
 pub struct UserQp {
-    driver: Arc<dyn UserQpObject>,
+    driver: Arc<dyn QpObject>,
     res: KBox<UserQpRes>,
     /// The state the last modify left (C's `qp->state` as `ib_modify_qp_is_ok` checks it).
     state: Arc<kernel::sync::Mutex<QpState>>,
@@ -698,7 +699,7 @@ impl UserQp {
         let resolved = self.resolve_roce_path(attr, mask)?;
         let attr = resolved.as_ref().unwrap_or(attr);
         check_path_sgid(&self.dev, attr, mask, self.res.port())?;
-        self.driver.modify(attr, mask, udata)?;
+        self.driver.modify(attr, mask, Some(udata))?;
         *state = next;
         if mask.contains(QpAttrField::Port) {
             self.res.port.store(attr.port_num.into(), Relaxed);
@@ -743,9 +744,10 @@ impl UserQp {
         Ok(Some(path))
     }
 
-    /// The QP's attributes and queue sizes, from the driver.
+    /// The QP's attributes and queue sizes, from the driver (the sizes made when it does not
+    /// report them).
     pub fn query(&self) -> Result<(QpAttr, QpCap)> {
-        self.driver.query()
+        Ok((self.driver.query()?, self.driver.cap().unwrap_or(self.cap)))
     }
 
     /// Starts the driver's send work with `wrs` (POST_SEND, for a driver that serves it:

@@ -104,10 +104,6 @@ pub trait DeviceOps: Send + Sync {
     /// opened the device's uverbs file gets once.
     type UContext: Send + Sync + 'static;
 
-    /// The driver's state of a QP of user space (its rings and doorbell record are user
-    /// memory, which user space posts to).
-    type UserQp: Send + Sync + 'static;
-
     /// The device's attributes; called once, at registration.
     fn query_device(&self) -> Result<DeviceAttr>;
 
@@ -126,42 +122,6 @@ pub trait DeviceOps: Send + Sync {
 
     /// Frees a user context (C's `dealloc_ucontext`).
     fn dealloc_ucontext(&self, _ctx: Self::UContext) {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// A QP of user context `ctx` in `pd` (C's `create_qp` with user data): its rings and
-    /// doorbell record described by the driver's request in `udata`, which the driver
-    /// answers; its CQs are user CQs of the same context. The core checked the sizes against
-    /// the device's limits. Returns the QP, its number, and its queue sizes as made.
-    fn create_user_qp(
-        &self,
-        _ctx: &Self::UContext,
-        _pd: &Self::Pd,
-        _init: &QpInitDriver<'_, Self::Cq, Self::Srq>,
-        _udata: &Udata,
-    ) -> Result<(NewQp<Self::UserQp>, QpCap)> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Applies a modify of a user QP the core has checked against the QP state machine, with
-    /// the driver's request and response in `udata`.
-    fn modify_user_qp(
-        &self,
-        _qp: &Self::UserQp,
-        _attr: &QpAttr,
-        _mask: QpAttrMask,
-        _udata: &Udata,
-    ) -> Result {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// A user QP's attributes, and its queue sizes as the driver reports them.
-    fn query_user_qp(&self, _qp: &Self::UserQp) -> Result<(QpAttr, QpCap)> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
-
-    /// Destroys a user QP; it is gone whatever this returns (an error is logged).
-    fn destroy_user_qp(&self, _qp: Self::UserQp) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -322,24 +282,38 @@ pub trait DeviceOps: Send + Sync {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Creates a queue pair in `pd`, with the CQs and SRQ `init` names (all of this device).
+    /// Creates a queue pair in `pd`, with the CQs and SRQ `init` names (all of this device and,
+    /// for a user QP, of the same user context), for a kernel consumer (`user` is `None`: the
+    /// driver makes its rings) or for a user context (C's `create_qp` with `udata`: its rings
+    /// and doorbell record described by the driver's request, which the driver answers; the
+    /// core checked the sizes against the device's limits). Returns the QP, its number and its
+    /// queue sizes as made (C's `init_attr->cap` after `create_qp`, what user space is
+    /// answered).
     fn create_qp(
         &self,
         _pd: &Self::Pd,
         _init: &QpInitDriver<'_, Self::Cq, Self::Srq>,
+        _user: Option<UserData<'_, Self::UContext>>,
     ) -> Result<NewQp<Self::Qp>> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// The queue sizes `qp` has as the driver made it (C's `ib_qp_init_attr.cap` after
-    /// `create_qp`, which drivers update, often rounded up); what the consumer asked for when
-    /// absent.
+    /// The queue sizes of `qp` as a query reports them (C's `ib_qp_init_attr.cap` of
+    /// `query_qp`: for a kernel QP the sizes made, often rounded up; a user QP's as the driver
+    /// says); what the consumer asked for when absent.
     fn qp_cap(&self, _qp: &Self::Qp) -> QpCap {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Applies a modify the core has checked against the QP state machine.
-    fn modify_qp(&self, _qp: &Self::Qp, _attr: &QpAttr, _mask: QpAttrMask) -> Result {
+    /// Applies a modify the core has checked against the QP state machine (a user QP's with
+    /// the driver's request and response in `udata`).
+    fn modify_qp(
+        &self,
+        _qp: &Self::Qp,
+        _attr: &QpAttr,
+        _mask: QpAttrMask,
+        _udata: Option<&Udata>,
+    ) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -662,14 +636,14 @@ pub(crate) trait PdObject: Send + Sync {
     /// A new AH in this PD, its memory allocated with `flags` (`GFP_ATOMIC` for a caller that
     /// cannot sleep).
     fn create_ah(&self, attr: &AhAttr, flags: Flags) -> Result<KBox<dyn AhObject>>;
-    /// A user QP in this PD (`DeviceOps::create_user_qp`): `ctx` and the CQs must be of this
-    /// PD's driver.
+    /// A user QP in this PD (`DeviceOps::create_qp` with the context and `udata`): `ctx` and
+    /// the CQs must be of this PD's driver.
     fn create_user_qp(
         &self,
         ctx: &dyn UContextObject,
         init: &QpInitDriver<'_, dyn CqObject, dyn SrqObject>,
         udata: &Udata,
-    ) -> Result<(NewQp<Arc<dyn UserQpObject>>, QpCap)>;
+    ) -> Result<NewQp<Arc<dyn QpObject>>>;
     /// A user AH in this PD (C's `create_user_ah`, which the core's drivers do not have:
     /// `EOPNOTSUPP` by default): `ctx` must be of this PD's driver.
     fn create_user_ah(
@@ -679,24 +653,6 @@ pub(crate) trait PdObject: Send + Sync {
         _udata: &Udata,
     ) -> Result<KBox<dyn AhObject>> {
         Err(EOPNOTSUPP)
-    }
-}
-
-/// A user QP's driver state, with the driver's type erased once.
-pub(crate) trait UserQpObject: Send + Sync {
-    /// `DeviceOps::modify_user_qp`.
-    fn modify(&self, attr: &QpAttr, mask: QpAttrMask, udata: &Udata) -> Result;
-    /// `DeviceOps::query_user_qp`.
-    fn query(&self) -> Result<(QpAttr, QpCap)>;
-    /// Starts the send queue's work (the POST_SEND command, which only drivers that ask for it
-    /// get: C drivers of software devices, whose libraries write the queue and then call this
-    /// with no request); `EOPNOTSUPP` by default.
-    ///
-    /// # Safety
-    ///
-    /// As [`QpObject::post_send`]: the AHs of `wrs` are of this QP's device.
-    unsafe fn post_send(&self, _wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        Err(EOPNOTSUPP.into())
     }
 }
 
@@ -730,11 +686,13 @@ pub(crate) trait CqObject: Send + Sync {
 /// A queue pair's driver state, with the driver's type erased once: each verb on it is one
 /// indirect call into the driver's code.
 pub(crate) trait QpObject: Send + Sync {
-    /// `DeviceOps::modify_qp`.
-    fn modify(&self, attr: &QpAttr, mask: QpAttrMask) -> Result;
+    /// `DeviceOps::modify_qp` (a user QP's with the driver's request in `udata`).
+    fn modify(&self, attr: &QpAttr, mask: QpAttrMask, udata: Option<&Udata>) -> Result;
     /// `DeviceOps::query_qp`.
     fn query(&self) -> Result<QpAttr>;
-    /// `DeviceOps::post_send`.
+    /// `DeviceOps::post_send`; for a user QP of a driver whose library asks the kernel to
+    /// start its send queue (the POST_SEND command: C drivers of software devices), usually
+    /// with no request.
     ///
     /// # Safety
     ///
@@ -747,7 +705,7 @@ pub(crate) trait QpObject: Send + Sync {
     fn post_prepared(&self, wrs: &[PreparedSend]) -> Result<(), PostError>;
     /// `DeviceOps::post_recv`.
     fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
-    /// `DeviceOps::qp_cap`, `None` when the driver has none.
+    /// `DeviceOps::qp_cap` (the sizes a query reports), `None` when the driver has none.
     fn cap(&self) -> Option<QpCap>;
     /// Whether the driver has `DeviceOps::attach_mcast`.
     fn has_mcast(&self) -> bool;
@@ -960,26 +918,12 @@ impl<T: DeviceOps + 'static> PdObject for Typed<T, T::Pd> {
         &self,
         init: &QpInitDriver<'_, dyn CqObject, dyn SrqObject>,
     ) -> Result<NewQp<KBox<dyn QpObject>>> {
-        let typed = QpInitDriver {
-            qp_type: init.qp_type,
-            port: init.port,
-            send_cq: driver_obj::<T::Cq>(init.send_cq.as_any())?,
-            recv_cq: driver_obj::<T::Cq>(init.recv_cq.as_any())?,
-            cap: init.cap,
-            sq_sig_all: init.sq_sig_all,
-            srq: match init.srq {
-                Some(s) => Some(driver_obj::<T::Srq>(s.as_any())?),
-                None => None,
-            },
-            events: init.events,
-        };
-        let new = optional_op!(T::HAS_CREATE_QP, T::create_qp(&self.ops, &self.obj, &typed))?;
-        let mut qp = Typed::new(self.ops.clone(), new.qp, destroy_qp::<T>, "destroy_qp");
-        qp.num = Some(new.qp_num);
+        let new = self.typed_qp(init, None)?;
         // On failure the QP is dropped, which gives it back to the driver.
         Ok(NewQp {
-            qp: KBox::new(qp, GFP_KERNEL)?,
+            qp: KBox::new(new.qp, GFP_KERNEL)?,
             qp_num: new.qp_num,
+            cap: new.cap,
         })
     }
 
@@ -1031,8 +975,29 @@ impl<T: DeviceOps + 'static> PdObject for Typed<T, T::Pd> {
         ctx: &dyn UContextObject,
         init: &QpInitDriver<'_, dyn CqObject, dyn SrqObject>,
         udata: &Udata,
-    ) -> Result<(NewQp<Arc<dyn UserQpObject>>, QpCap)> {
-        let ctx = driver_obj::<T::UContext>(ctx.as_any())?;
+    ) -> Result<NewQp<Arc<dyn QpObject>>> {
+        let user = UserData {
+            ctx: driver_obj::<T::UContext>(ctx.as_any())?,
+            udata,
+        };
+        let new = self.typed_qp(init, Some(user))?;
+        let qp: Arc<dyn QpObject> = Arc::new(new.qp, GFP_KERNEL)?;
+        Ok(NewQp {
+            qp,
+            qp_num: new.qp_num,
+            cap: new.cap,
+        })
+    }
+}
+
+impl<T: DeviceOps + 'static> Typed<T, T::Pd> {
+    /// A QP of this PD made by the driver (`DeviceOps::create_qp`) with `init`'s CQs and SRQ
+    /// as the driver's own states, for the kernel or `user`.
+    fn typed_qp(
+        &self,
+        init: &QpInitDriver<'_, dyn CqObject, dyn SrqObject>,
+        user: Option<UserData<'_, T::UContext>>,
+    ) -> Result<NewQp<Typed<T, T::Qp>>> {
         let typed = QpInitDriver {
             qp_type: init.qp_type,
             port: init.port,
@@ -1046,42 +1011,17 @@ impl<T: DeviceOps + 'static> PdObject for Typed<T, T::Pd> {
             },
             events: init.events,
         };
-        let (new, cap) = optional_op!(
-            T::HAS_CREATE_USER_QP,
-            T::create_user_qp(&self.ops, ctx, &self.obj, &typed, udata)
+        let new = optional_op!(
+            T::HAS_CREATE_QP,
+            T::create_qp(&self.ops, &self.obj, &typed, user)
         )?;
-        let mut qp = Typed::new(
-            self.ops.clone(),
-            new.qp,
-            destroy_user_qp::<T>,
-            "destroy_user_qp",
-        );
+        let mut qp = Typed::new(self.ops.clone(), new.qp, destroy_qp::<T>, "destroy_qp");
         qp.num = Some(new.qp_num);
-        let qp: Arc<dyn UserQpObject> = Arc::new(qp, GFP_KERNEL)?;
-        Ok((
-            NewQp {
-                qp,
-                qp_num: new.qp_num,
-            },
-            cap,
-        ))
-    }
-}
-
-fn destroy_user_qp<T: DeviceOps + 'static>(ops: &T, qp: T::UserQp) -> Result {
-    optional_op!(T::HAS_DESTROY_USER_QP, T::destroy_user_qp(ops, qp))
-}
-
-impl<T: DeviceOps + 'static> UserQpObject for Typed<T, T::UserQp> {
-    fn modify(&self, attr: &QpAttr, mask: QpAttrMask, udata: &Udata) -> Result {
-        optional_op!(
-            T::HAS_MODIFY_USER_QP,
-            T::modify_user_qp(&self.ops, &self.obj, attr, mask, udata)
-        )
-    }
-
-    fn query(&self) -> Result<(QpAttr, QpCap)> {
-        optional_op!(T::HAS_QUERY_USER_QP, T::query_user_qp(&self.ops, &self.obj))
+        Ok(NewQp {
+            qp,
+            qp_num: new.qp_num,
+            cap: new.cap,
+        })
     }
 }
 
@@ -1163,10 +1103,10 @@ impl<T: DeviceOps + 'static> QpObject for Typed<T, T::Qp> {
         )
     }
 
-    fn modify(&self, attr: &QpAttr, mask: QpAttrMask) -> Result {
+    fn modify(&self, attr: &QpAttr, mask: QpAttrMask, udata: Option<&Udata>) -> Result {
         optional_op!(
             T::HAS_MODIFY_QP,
-            T::modify_qp(&self.ops, &self.obj, attr, mask)
+            T::modify_qp(&self.ops, &self.obj, attr, mask, udata)
         )
     }
 

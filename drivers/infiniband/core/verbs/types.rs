@@ -196,6 +196,9 @@ pub struct NewQp<Q> {
     pub qp: Q,
     /// The QP number.
     pub qp_num: u32,
+    /// Its queue sizes as made (C's `init_attr->cap` after `create_qp`, which drivers update;
+    /// what user space is answered).
+    pub cap: QpCap,
 }
 
 /// A memory region a driver registered (`M` is its `DeviceOps::Mr`).

@@ -181,7 +181,6 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
     type Srq = srq::Mlx5Srq;
     type Ah = ah::Mlx5Ah;
     type UContext = user::ucontext::Mlx5UContext;
-    type UserQp = user::qp::Mlx5UserQp;
 
     /// mlx5's user-verbs ABI (`MLX5_IB_UVERBS_ABI_VERSION` 1) and driver id (`RDMA_DRIVER_MLX5`
     /// 1): libmlx5 binds to the device by them. It posts and polls in user space alone: no
@@ -238,35 +237,6 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
 
     fn dealloc_ucontext(&self, ctx: user::ucontext::Mlx5UContext) {
         user::ucontext::dealloc(&self.cmds, ctx)
-    }
-
-    fn create_user_qp(
-        &self,
-        ctx: &user::ucontext::Mlx5UContext,
-        pd: &pd::Mlx5Pd,
-        init: &QpInitDriver<'_, cq::Mlx5Cq, srq::Mlx5Srq>,
-        udata: &Udata,
-    ) -> Result<(NewQp<user::qp::Mlx5UserQp>, QpCap)> {
-        let caps = GeneralCaps::from_bytes(&self.caps.general);
-        user::qp::create(self.core, &caps, ctx, pd.pdn, init, udata)
-    }
-
-    fn modify_user_qp(
-        &self,
-        qp: &user::qp::Mlx5UserQp,
-        attr: &QpAttr,
-        mask: QpAttrMask,
-        udata: &Udata,
-    ) -> Result {
-        qp.modify(&self.cmds, &self.modify_caps, attr, mask, udata)
-    }
-
-    fn query_user_qp(&self, qp: &user::qp::Mlx5UserQp) -> Result<(QpAttr, QpCap)> {
-        qp.query(&self.cmds)
-    }
-
-    fn destroy_user_qp(&self, qp: user::qp::Mlx5UserQp) -> Result {
-        user::qp::destroy(&self.cmds, qp)
     }
 
     /// The UAR object, QUERY_PORT, GET_DATA_DIRECT_SYSFS_PATH and PD_QUERY.
@@ -547,16 +517,29 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
         &self,
         pd: &pd::Mlx5Pd,
         init: &QpInitDriver<'_, cq::Mlx5Cq, srq::Mlx5Srq>,
+        user: Option<UserData<'_, user::ucontext::Mlx5UContext>>,
     ) -> Result<NewQp<qp::Mlx5Qp>> {
-        qp::create(self.core, &self.limits, pd.pdn, init)
+        match user {
+            Some(u) => {
+                let caps = GeneralCaps::from_bytes(&self.caps.general);
+                user::qp::create(self.core, &caps, u.ctx, pd.pdn, init, u.udata)
+            }
+            None => qp::create(self.core, &self.limits, pd.pdn, init),
+        }
     }
 
     fn qp_cap(&self, qp: &qp::Mlx5Qp) -> QpCap {
         qp.cap()
     }
 
-    fn modify_qp(&self, qp: &qp::Mlx5Qp, attr: &QpAttr, mask: QpAttrMask) -> Result {
-        qp.modify(&self.cmds, &self.modify_caps, attr, mask)
+    fn modify_qp(
+        &self,
+        qp: &qp::Mlx5Qp,
+        attr: &QpAttr,
+        mask: QpAttrMask,
+        udata: Option<&Udata>,
+    ) -> Result {
+        qp.modify(&self.cmds, &self.modify_caps, attr, mask, udata)
     }
 
     fn query_qp(&self, qp: &qp::Mlx5Qp) -> Result<QpAttr> {
@@ -568,11 +551,11 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
     }
 
     fn attach_mcast(&self, qp: &qp::Mlx5Qp, gid: &Gid, _lid: u16) -> Result {
-        qp.attach_mcast(&self.cmds, gid)
+        qp.kernel()?.attach_mcast(&self.cmds, gid)
     }
 
     fn detach_mcast(&self, qp: &qp::Mlx5Qp, gid: &Gid, _lid: u16) -> Result {
-        qp.detach_mcast(&self.cmds, gid)
+        qp.kernel()?.detach_mcast(&self.cmds, gid)
     }
 
     /// `EIO` in the internal-error state, as C's `mlx5_ib_post_send`.
@@ -580,7 +563,7 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
         if self.cmds.in_internal_error() {
             return Err(EIO.into());
         }
-        qp.post_send(wrs)
+        qp.kernel()?.post_send(wrs)
     }
 
     /// `EIO` in the internal-error state, as `post_send`.
@@ -588,7 +571,7 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
         if self.cmds.in_internal_error() {
             return Err(EIO);
         }
-        qp.prepare_send(wr)
+        qp.kernel()?.prepare_send(wr)
     }
 
     /// `EIO` in the internal-error state, as `post_send`.
@@ -596,7 +579,7 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
         if self.cmds.in_internal_error() {
             return Err(EIO.into());
         }
-        qp.post_prepared(wrs)
+        qp.kernel()?.post_prepared(wrs)
     }
 
     /// `EIO` in the internal-error state, as C's `mlx5_ib_post_recv`.
@@ -604,7 +587,7 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
         if self.cmds.in_internal_error() {
             return Err(EIO.into());
         }
-        qp.post_recv(wrs)
+        qp.kernel()?.post_recv(wrs)
     }
 
     /// C's `mlx5_ib_create_srq`: the sizes checked and rounded, then the kernel's ring or

@@ -13,10 +13,11 @@ use crate::cq::{CqShared, QueueRole};
 use crate::qp::rings::QpShared;
 use crate::qp::wq_size::{Limits, RqSize, SendKind, SqSize};
 use crate::srq::Mlx5Srq;
-use crate::user::umem::coherent_page_list;
+use crate::user::umem::{coherent_page_list, UserMemory};
 use ib_core::{
     attrs::Gid,
     device::events::{EventNotifier, EventType},
+    user::udata::Udata,
     verbs::ops::{DeviceOps, SendWrs},
     verbs::prepared::{PreparedImage, PreparedSend},
     verbs::types::{
@@ -87,14 +88,86 @@ impl ResourceHandler for QpEvents {
     }
 }
 
-/// A QP's driver state.
-pub(crate) struct Mlx5Qp {
+/// A QP's driver state (C's `mlx5_ib_qp`): one type for kernel consumers' QPs and user
+/// contexts'.
+pub(crate) enum Mlx5Qp {
+    /// A kernel consumer's: the driver's rings, which the driver posts to.
+    Kernel(KernelQp),
+    /// A user context's: user space's rings, which user space posts to (`user::qp` makes it).
+    User(UserQp),
+}
+
+/// A kernel consumer's QP.
+pub(crate) struct KernelQp {
     /// The resource-table registration of its events (dropped before DESTROY_QP).
     events: Option<ResourceRegistration>,
     shared: Arc<QpShared>,
     send_cq: Arc<CqShared>,
     recv_cq: Arc<CqShared>,
     fw: QpFw,
+}
+
+/// A user context's QP: its rings and doorbell record are user memory, pinned.
+pub(crate) struct UserQp {
+    pub(crate) fw: QpFw,
+    /// Its receive queue as the request shaped it (what a query reports).
+    pub(crate) rq: RqSize,
+    /// Dropped before DESTROY_QP: no event reaches the QP's owner after that.
+    pub(crate) events: Option<ResourceRegistration>,
+    pub(crate) buf: Option<UserMemory>,
+    pub(crate) db: Option<UserMemory>,
+}
+
+impl Mlx5Qp {
+    /// A kernel consumer's QP (`EINVAL` for a user QP, which the kernel does not post to).
+    pub(crate) fn kernel(&self) -> Result<&KernelQp> {
+        match self {
+            Self::Kernel(k) => Ok(k),
+            Self::User(_) => Err(EINVAL),
+        }
+    }
+
+    /// The queue sizes a query reports (C's `mlx5_ib_query_qp`): a kernel QP's as made; a
+    /// user QP's receive queue (the send queue is user space's own: 0).
+    pub(crate) fn cap(&self) -> QpCap {
+        match self {
+            Self::Kernel(k) => k.shared.cap(),
+            Self::User(u) => QpCap {
+                max_recv_wr: u.rq.wqe_cnt,
+                max_recv_sge: u.rq.max_gs,
+                ..QpCap::default()
+            },
+        }
+    }
+
+    /// Applies a modify (the core checked the transition). A user QP's request of a modify
+    /// (`struct mlx5_ib_modify_qp`) is not served: a non-empty one is `EOPNOTSUPP`.
+    pub(crate) fn modify(
+        &self,
+        cmds: &Commands,
+        caps: &ModifyCaps,
+        attr: &QpAttr,
+        mask: QpAttrMask,
+        udata: Option<&Udata>,
+    ) -> Result {
+        match (self, udata) {
+            (Self::Kernel(k), None) => k.modify(cmds, caps, attr, mask),
+            (Self::User(u), Some(udata)) => {
+                udata.check_in_empty()?;
+                u.fw.modify(cmds, caps, attr, mask)?;
+                Ok(())
+            }
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// QUERY_QP: the state and what the context reports.
+    pub(crate) fn query(&self, cmds: &Commands) -> Result<QpAttr> {
+        match self {
+            Self::Kernel(k) => k.fw.query(cmds),
+            Self::User(u) => u.fw.query(cmds),
+        }
+    }
 }
 
 /// A QP as its firmware commands see it, kernel or user: what a modify puts in the QP context
@@ -656,7 +729,7 @@ pub(crate) fn create(
         Some(st) => fw.special(st, init.port),
         None => fw,
     };
-    let mut qp = Mlx5Qp {
+    let mut qp = KernelQp {
         events: None,
         shared,
         send_cq,
@@ -679,7 +752,7 @@ pub(crate) fn create(
         .and_then(|()| qp.recv_cq.add_qp(qpn, &qp.shared, QueueRole::Recv));
     if let Err(e) = added {
         // Gives the QP back (tables, then DESTROY_QP).
-        let _ = destroy(dev.commands(), qp);
+        let _ = destroy_kernel(dev.commands(), qp);
         return Err(e);
     }
     // The special QPs are QP0 and QP1 to their users, whatever the firmware's number.
@@ -688,7 +761,12 @@ pub(crate) fn create(
         Some(_) => 1,
         None => qpn,
     };
-    Ok(NewQp { qp, qp_num })
+    let cap = qp.shared.cap();
+    Ok(NewQp {
+        qp: Mlx5Qp::Kernel(qp),
+        qp_num,
+        cap,
+    })
 }
 
 /// C's `fls(v - 1)` for a nonzero depth: log2 of `v` rounded up.
@@ -762,7 +840,7 @@ pub(crate) fn uc_opt_mask(cur: QpState, new: QpState) -> u32 {
     }
 }
 
-impl Mlx5Qp {
+impl KernelQp {
     fn qpn(&self) -> u32 {
         self.shared.qpn()
     }
@@ -790,14 +868,9 @@ impl Mlx5Qp {
         Ok(())
     }
 
-    /// The queue sizes as made (what C's `mlx5_ib_query_qp` reports for a kernel QP).
-    pub(crate) fn cap(&self) -> QpCap {
-        self.shared.cap()
-    }
-
     /// Applies a modify (the core checked the transition); a QP back in RESET has its CQEs
     /// dropped and its rings start over, as C.
-    pub(crate) fn modify(
+    fn modify(
         &self,
         cmds: &Commands,
         caps: &ModifyCaps,
@@ -813,11 +886,6 @@ impl Mlx5Qp {
             self.shared.reset_rings();
         }
         Ok(())
-    }
-
-    /// QUERY_QP: the state and what the context reports.
-    pub(crate) fn query(&self, cmds: &Commands) -> Result<QpAttr> {
-        self.fw.query(cmds)
     }
 
     /// Queues send requests ([`QpShared::post_send`]).
@@ -844,9 +912,33 @@ impl Mlx5Qp {
     }
 }
 
-/// Destroys a QP (C's `destroy_qp_common`): to RESET if it is not there, out of its CQs'
-/// tables (with its CQEs), DESTROY_QP; its memory is leaked if that fails.
-pub(crate) fn destroy(cmds: &Commands, mut qp: Mlx5Qp) -> Result {
+/// Destroys a QP (C's `destroy_qp_common`).
+pub(crate) fn destroy(cmds: &Commands, qp: Mlx5Qp) -> Result {
+    match qp {
+        Mlx5Qp::Kernel(k) => destroy_kernel(cmds, k),
+        Mlx5Qp::User(u) => destroy_user(cmds, u),
+    }
+}
+
+/// Destroys a user QP: its handler goes, it is moved to RESET, then DESTROY_QP; its memory is
+/// unpinned unless that failed (the device may still use it).
+pub(crate) fn destroy_user(cmds: &Commands, mut qp: UserQp) -> Result {
+    drop(qp.events.take());
+    let num = QpNumIn::new().qpn(qp.fw.qpn().into())?;
+    if qp.fw.state() != QpState::Reset {
+        let _ = cmds.exec::<QpToRst>(&num);
+    }
+    let r = cmds.exec::<DestroyQp>(&num).map(|_| ());
+    if r.is_err() {
+        core::mem::forget(qp.buf.take());
+        core::mem::forget(qp.db.take());
+    }
+    r
+}
+
+/// Destroys a kernel QP: to RESET if it is not there, out of its CQs' tables (with its CQEs),
+/// DESTROY_QP; its memory is leaked if that fails.
+fn destroy_kernel(cmds: &Commands, mut qp: KernelQp) -> Result {
     let qpn = qp.qpn();
     drop(qp.events.take());
     let num = QpNumIn::new().qpn(qpn.into())?;

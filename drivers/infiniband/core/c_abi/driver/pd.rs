@@ -24,8 +24,8 @@ use crate::{
     },
     device::events::EventNotifier,
     user::udata::Udata,
-    verbs::ops::{CqObject, PdObject, QpObject, SrqObject, UContextObject, UserQpObject},
-    verbs::types::{AccessFlags, AhAttr, NewMr, NewQp, QpCap, QpInitDriver, SrqAttr, UserMrInit},
+    verbs::ops::{CqObject, PdObject, QpObject, SrqObject, UContextObject},
+    verbs::types::{AccessFlags, AhAttr, NewMr, NewQp, QpInitDriver, SrqAttr, UserMrInit},
     verbs::wr::{AhObject, MappedSg, MrObject},
 };
 use core::{
@@ -387,10 +387,11 @@ impl PdObject for DriverPd {
         let (send_cq, recv_cq) = (cq_of(init.send_cq)?, cq_of(init.recv_cq)?);
         // SAFETY: The structure outlives its PDs (type invariant); the PD is live.
         let qp = unsafe { DriverQp::create(self.ib, self.pd.raw(), init, send_cq, recv_cq)? };
-        let qp_num = qp.qp_num();
+        let (qp_num, cap) = (qp.qp_num(), qp.made_cap());
         Ok(NewQp {
             qp: KBox::new(qp, GFP_KERNEL)?,
             qp_num,
+            cap,
         })
     }
 
@@ -472,7 +473,7 @@ impl PdObject for DriverPd {
         ctx: &dyn UContextObject,
         init: &QpInitDriver<'_, dyn CqObject, dyn SrqObject>,
         udata: &Udata,
-    ) -> Result<(NewQp<Arc<dyn UserQpObject>>, QpCap)> {
+    ) -> Result<NewQp<Arc<dyn QpObject>>> {
         if init.srq.is_some() {
             return Err(EOPNOTSUPP);
         }
@@ -505,7 +506,7 @@ impl PdObject for DriverPd {
             )?
         };
         let (qp_num, cap) = (qp.qp_num(), qp.made_cap());
-        let qp: Arc<dyn UserQpObject> = Arc::new(qp, GFP_KERNEL)?;
-        Ok((NewQp { qp, qp_num }, cap))
+        let qp: Arc<dyn QpObject> = Arc::new(qp, GFP_KERNEL)?;
+        Ok(NewQp { qp, qp_num, cap })
     }
 }

@@ -24,7 +24,7 @@ use crate::{
     },
     device::events::EventNotifier,
     user::udata::Udata,
-    verbs::ops::{CqObject, QpObject, SrqObject, UserQpObject},
+    verbs::ops::{CqObject, QpObject, SrqObject},
     verbs::prepared::{PreparedImage, PreparedSend},
     verbs::types::{QpAttr, QpAttrField, QpAttrMask, QpCap, QpInitDriver},
     verbs::wr::{PostError, RecvWr, SendOpcode, SendWr, Sge},
@@ -386,6 +386,25 @@ impl DriverQp {
     }
 }
 
+impl DriverQp {
+    /// A user QP's POST_SEND with no request: the driver's op with an empty list reads the
+    /// requests from the queue its library wrote.
+    fn start_user_sends(&self) -> Result<(), PostError> {
+        let post = self.ops().post_send.ok_or(PostError::from(EOPNOTSUPP))?;
+        let mut bad: *const bindings::ib_send_wr = core::ptr::null();
+        // SAFETY: The driver's op on its live QP with an empty list: a user QP's driver reads
+        // the requests from the queue its library wrote (C's POST_SEND with no request).
+        let r = unsafe { post(self.qp.raw(), core::ptr::null(), &mut bad) };
+        if r != 0 {
+            return Err(PostError {
+                first_bad: 0,
+                err: Error::from_errno(r),
+            });
+        }
+        Ok(())
+    }
+}
+
 impl Drop for DriverQp {
     fn drop(&mut self) {
         if let Some(destroy) = self.ops().destroy_qp {
@@ -403,8 +422,14 @@ impl Drop for DriverQp {
 const MAX_INLINE_SGE: usize = 16;
 
 impl QpObject for DriverQp {
-    fn modify(&self, attr: &QpAttr, mask: QpAttrMask) -> Result {
-        self.modify_with(attr, mask, None)
+    fn modify(&self, attr: &QpAttr, mask: QpAttrMask, udata: Option<&Udata>) -> Result {
+        match udata {
+            Some(udata) => {
+                let mut u = DriverUdata::new(udata, self.uctx);
+                self.modify_with(attr, mask, Some(&mut u))
+            }
+            None => self.modify_with(attr, mask, None),
+        }
     }
 
     fn query(&self) -> Result<QpAttr> {
@@ -412,6 +437,9 @@ impl QpObject for DriverQp {
     }
 
     unsafe fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        if wrs.is_empty() && !self.uctx.is_null() {
+            return self.start_user_sends();
+        }
         let mut at = 0;
         while at < wrs.len() {
             // A request with inline data goes alone, with its segments as a scatter list of
@@ -498,8 +526,14 @@ impl QpObject for DriverQp {
         Ok(())
     }
 
+    /// A user QP's as the driver's query reports them (C's `ib_query_qp` cap); a kernel QP's
+    /// as made.
     fn cap(&self) -> Option<QpCap> {
-        Some(self.cap)
+        if self.uctx.is_null() {
+            Some(self.cap)
+        } else {
+            self.query_all().ok().map(|(_, cap)| cap)
+        }
     }
 
     fn has_mcast(&self) -> bool {
@@ -512,35 +546,5 @@ impl QpObject for DriverQp {
 
     fn detach_mcast(&self, _gid: &crate::attrs::Gid, _lid: u16) -> Result {
         Err(EOPNOTSUPP)
-    }
-}
-
-impl UserQpObject for DriverQp {
-    fn modify(&self, attr: &QpAttr, mask: QpAttrMask, udata: &Udata) -> Result {
-        let mut u = DriverUdata::new(udata, self.uctx);
-        self.modify_with(attr, mask, Some(&mut u))
-    }
-
-    fn query(&self) -> Result<(QpAttr, QpCap)> {
-        self.query_all()
-    }
-
-    unsafe fn post_send(&self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        if !wrs.is_empty() {
-            // SAFETY: The same promise (the AHs are of this QP's device).
-            return unsafe { QpObject::post_send(self, wrs) };
-        }
-        let post = self.ops().post_send.ok_or(PostError::from(EOPNOTSUPP))?;
-        let mut bad: *const bindings::ib_send_wr = core::ptr::null();
-        // SAFETY: The driver's op on its live QP with an empty list: a user QP's driver reads
-        // the requests from the queue its library wrote (C's POST_SEND with no request).
-        let r = unsafe { post(self.qp.raw(), core::ptr::null(), &mut bad) };
-        if r != 0 {
-            return Err(PostError {
-                first_bad: 0,
-                err: Error::from_errno(r),
-            });
-        }
-        Ok(())
     }
 }

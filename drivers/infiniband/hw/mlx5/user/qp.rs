@@ -6,13 +6,14 @@
 //! user QP). libmlx5 sizes the rings itself and describes them in its request (`struct
 //! mlx5_ib_create_qp`): the receive ring first, then the send ring of 64-byte blocks, in one
 //! buffer, and a doorbell record; the driver pins both and creates the QP on the UAR page the
-//! request names (this driver serves dynamic UARs only). Modifies and queries are a kernel
-//! QP's (`qp::QpFw`); user space posts and polls itself.
+//! request names (this driver serves dynamic UARs only). The QP is `qp`'s one QP type, a user
+//! QP (`qp::UserQp`): modifies, queries and destruction are `qp`'s; user space posts and polls
+//! itself.
 
 use crate::{
     cq::Mlx5Cq,
     qp::wq_size::{RqSize, SendKind, SqSize},
-    qp::{create_ctx, st_of, ModifyCaps, QpEvents, QpFw},
+    qp::{create_ctx, destroy_user, st_of, Mlx5Qp, QpEvents, QpFw, UserQp},
     srq::Mlx5Srq,
     user::uabi::{CreateQpReq, CreateQpResp},
     user::ucontext::Mlx5UContext,
@@ -21,13 +22,12 @@ use crate::{
 use core::mem::offset_of;
 use ib_core::{
     user::udata::Udata,
-    verbs::types::{NewQp, QpAttr, QpAttrMask, QpCap, QpInitDriver, QpState, QpType},
+    verbs::types::{NewQp, QpCap, QpInitDriver, QpType},
 };
 use kernel::{prelude::*, sync::Arc, transmute::AsBytes, uapi};
 use mlx5_core::{
-    auxdev::{Mlx5Device, Resource, ResourceHandler, ResourceRegistration},
-    cmd::commands::Commands,
-    ifc::verbs::{CreateQp, DestroyQp, QpNumIn, QpToRst},
+    auxdev::{Mlx5Device, Resource, ResourceHandler},
+    ifc::verbs::CreateQp,
     ifc::GeneralCaps,
 };
 
@@ -224,17 +224,6 @@ fn shape(
     })
 }
 
-/// A user QP's driver state.
-pub(crate) struct Mlx5UserQp {
-    fw: QpFw,
-    /// Its receive queue as the request shaped it (what a query reports).
-    rq: RqSize,
-    /// Dropped before DESTROY_QP: no event reaches the QP's owner after that.
-    events: Option<ResourceRegistration>,
-    buf: Option<UserMemory>,
-    db: Option<UserMemory>,
-}
-
 /// Creates an RC, UC or UD QP of user context `ctx` in PD `pdn` (C's checks in C's order).
 /// Returns it and its sizes as user space sees them (what it asked for; no receive queue
 /// without one).
@@ -245,7 +234,7 @@ pub(crate) fn create(
     pdn: u32,
     init: &QpInitDriver<'_, Mlx5Cq, Mlx5Srq>,
     udata: &Udata,
-) -> Result<(NewQp<Mlx5UserQp>, QpCap)> {
+) -> Result<NewQp<Mlx5Qp>> {
     let kind = match init.qp_type {
         QpType::Rc => SendKind::Rc,
         QpType::Uc => SendKind::Uc,
@@ -327,7 +316,7 @@ pub(crate) fn create(
         }
     };
     let qpn = out.qpn() as u32;
-    let mut qp = Mlx5UserQp {
+    let mut qp = UserQp {
         fw: QpFw::new(
             qpn,
             kind,
@@ -361,55 +350,14 @@ pub(crate) fn create(
             udata.respond_as(&resp)
         });
     if let Err(e) = done {
-        let _ = destroy(dev.commands(), qp);
+        let _ = destroy_user(dev.commands(), qp);
         return Err(e);
     }
-    Ok((NewQp { qp, qp_num: qpn }, cap))
-}
-
-impl Mlx5UserQp {
-    /// Applies a modify (the core checked the transition). The driver's request of a modify
-    /// (`struct mlx5_ib_modify_qp`) is not served: a non-empty one is `EOPNOTSUPP`.
-    pub(crate) fn modify(
-        &self,
-        cmds: &Commands,
-        caps: &ModifyCaps,
-        attr: &QpAttr,
-        mask: QpAttrMask,
-        udata: &Udata,
-    ) -> Result {
-        udata.check_in_empty()?;
-        self.fw.modify(cmds, caps, attr, mask)?;
-        Ok(())
-    }
-
-    /// QUERY_QP: the state and what the context reports, and the queue sizes C's
-    /// `mlx5_ib_query_qp` reports for a user QP (the receive queue's; the send queue is user
-    /// space's own: 0).
-    pub(crate) fn query(&self, cmds: &Commands) -> Result<(QpAttr, QpCap)> {
-        let cap = QpCap {
-            max_recv_wr: self.rq.wqe_cnt,
-            max_recv_sge: self.rq.max_gs,
-            ..QpCap::default()
-        };
-        Ok((self.fw.query(cmds)?, cap))
-    }
-}
-
-/// Destroys a user QP (C's `destroy_qp_common`): its handler goes, it is moved to RESET, then
-/// DESTROY_QP; its memory is unpinned unless that failed (the device may still use it).
-pub(crate) fn destroy(cmds: &Commands, mut qp: Mlx5UserQp) -> Result {
-    drop(qp.events.take());
-    let num = QpNumIn::new().qpn(qp.fw.qpn().into())?;
-    if qp.fw.state() != QpState::Reset {
-        let _ = cmds.exec::<QpToRst>(&num);
-    }
-    let r = cmds.exec::<DestroyQp>(&num).map(|_| ());
-    if r.is_err() {
-        core::mem::forget(qp.buf.take());
-        core::mem::forget(qp.db.take());
-    }
-    r
+    Ok(NewQp {
+        qp: Mlx5Qp::User(qp),
+        qp_num: qpn,
+        cap,
+    })
 }
 
 #[kernel::macros::kunit_tests(rdma_rs_mlx5_ib_user_qp)]
