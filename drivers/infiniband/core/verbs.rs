@@ -22,6 +22,7 @@
 pub mod controlled_qkey;
 pub mod cq_poll;
 pub mod dma_buffer;
+pub mod modify_qp;
 pub mod ops;
 pub mod prepared;
 pub mod qp_transitions;
@@ -55,49 +56,7 @@ use kernel::{
     },
 };
 
-/// C's `rdma_fill_sgid_attr` for a modify with an address vector: a GRH names a source GID of
-/// the path's port (this modify's, else the QP's `qp_port`), `EINVAL` when there is none.
-pub(crate) fn check_path_sgid(
-    dev: &IbDevice,
-    attr: &QpAttr,
-    mask: QpAttrMask,
-    qp_port: u32,
-) -> Result {
-    let (true, Some(g)) = (mask.contains(QpAttrField::Av), &attr.grh) else {
-        return Ok(());
-    };
-    let port = if mask.contains(QpAttrField::Port) {
-        attr.port_num.into()
-    } else {
-        qp_port
-    };
-    if !av_type_ok(dev, port, Some(g)) {
-        return Err(EINVAL);
-    }
-    dev.cached_gid(port, g.sgid_index.into())
-        .map(|_| ())
-        .ok_or(EINVAL)
-}
-
-/// Whether an address with global route `grh` is of the type `port` needs (C's
-/// `rdma_ah_find_type`): a RoCE port's addresses have a GRH and the next hop's MAC, an
-/// InfiniBand port's none.
-pub(crate) fn av_type_ok(dev: &IbDevice, port: u32, grh: Option<&GlobalRoute>) -> bool {
-    let roce = dev.port_immutable(port).is_some_and(|i| {
-        i.core_cap_flags
-            & (crate::attrs::CORE_CAP_PROT_ROCE | crate::attrs::CORE_CAP_PROT_ROCE_UDP_ENCAP)
-            != 0
-    });
-    roce == grh.is_some_and(|g| g.roce_dmac.is_some())
-}
-
-/// Whether moving a `qp_type` QP from `cur` to `next` with `mask` is allowed: C's
-/// `ib_modify_qp_is_ok` ([`qp_transitions::modify_qp_is_ok`], the one table), and a modify
-/// without the state bit stays in `cur` (`next` must be `cur` then).
-pub fn qp_transition_ok(cur: QpState, next: QpState, qp_type: QpType, mask: QpAttrMask) -> bool {
-    (cur == next || mask.contains(QpAttrField::State))
-        && qp_transitions::modify_qp_is_ok(cur as u32, next as u32, qp_type as u32, mask.into())
-}
+pub use modify_qp::qp_transition_ok;
 
 /// A live object counted in its device's resource tracking; dropping it uncounts it. Objects
 /// keep it after their driver state, so that the count drops once the driver has destroyed
@@ -670,31 +629,17 @@ impl Qp {
     }
 
     /// Modifies the QP: the transition and required attributes are checked first (`EINVAL`),
-    /// as C's `ib_modify_qp_is_ok` (by the driver, for a C driver), then the driver applies it.
+    /// as C's `ib_modify_qp_is_ok` (by the driver, for a C driver), then the driver applies it
+    /// ([`modify_qp::QpModify::apply`]).
     pub fn modify(&self, attr: &QpAttr, mask: QpAttrMask) -> Result {
-        let mut state = self.state.lock();
-        let next = if mask.contains(QpAttrField::State) {
-            attr.qp_state
-        } else {
-            *state
-        };
-        // A C driver checks the transition itself, with its transport's rules (C's core
-        // leaves it to the driver).
-        if !self.pd.dev.ops().checks_qp_transitions()
-            && !qp_transition_ok(*state, next, self.qp_type, mask)
-        {
-            return Err(EINVAL);
+        modify_qp::QpModify {
+            dev: &self.pd.dev,
+            drv: &*self.drv,
+            qp_type: self.qp_type,
+            state: &self.state,
+            port: &self.port,
         }
-        if mask.contains(QpAttrField::Port) && !self.pd.dev.is_valid_port(attr.port_num.into()) {
-            return Err(EINVAL);
-        }
-        check_path_sgid(&self.pd.dev, attr, mask, self.port.load(Relaxed))?;
-        self.drv.modify(attr, mask, None)?;
-        *state = next;
-        if mask.contains(QpAttrField::Port) {
-            self.port.store(attr.port_num.into(), Relaxed);
-        }
-        Ok(())
+        .apply(attr, mask, None)
     }
 
     /// The QP's attributes, from the driver.
@@ -853,7 +798,7 @@ impl Ah {
     /// (C's `rdma_create_ah` without `RDMA_CREATE_AH_SLEEPABLE`, under a spinlock).
     pub fn create_with(pd: &Arc<Pd>, attr: &AhAttr, flags: Flags) -> Result<Arc<Self>> {
         if !pd.dev.is_valid_port(attr.port_num.into())
-            || !av_type_ok(&pd.dev, attr.port_num.into(), attr.grh.as_ref())
+            || !modify_qp::av_type_ok(&pd.dev, attr.port_num.into(), attr.grh.as_ref())
         {
             return Err(EINVAL);
         }

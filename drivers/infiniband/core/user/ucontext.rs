@@ -6,19 +6,18 @@
 
 use crate::{
     addr::l2_eth::resolve_eth_dmac,
-    attrs::{CORE_CAP_PROT_ROCE, CORE_CAP_PROT_ROCE_UDP_ENCAP},
     device::events::EventHandler,
     device::ib_device::IbDevice,
     restrack::{ResType, Tracked},
     user::spec::{DriverMethod, DriverUObject, MethodAttrs},
     user::udata::Udata,
+    verbs::modify_qp::{is_roce_port, QpModify},
     verbs::ops::{CqObject, PdObject, QpObject, SrqObject, UContextObject},
     verbs::types::{
-        AhAttr, CompletionHandler, CqInit, CqNotifier, QpAttr, QpAttrField, QpAttrMask, QpCap,
-        QpInitDriver, QpState, QpType, SrqAttr, SrqAttrMask, UserMrInit,
+        AhAttr, CompletionHandler, CqInit, CqNotifier, QpAttr, QpAttrMask, QpCap, QpInitDriver,
+        QpState, QpType, SrqAttr, SrqAttrMask, UserMrInit,
     },
     verbs::wr::{AhObject, MrObject, PostError, SendWr},
-    verbs::{check_path_sgid, qp_transition_ok},
 };
 use kernel::{
     mm::virt::VmaNew,
@@ -426,13 +425,6 @@ impl Drop for UserAh {
     }
 }
 
-/// Whether `port` of `dev` is a RoCE port.
-fn is_roce_port(dev: &IbDevice, port: u32) -> bool {
-    dev.port_immutable(port).is_some_and(|i| {
-        i.core_cap_flags & (CORE_CAP_PROT_ROCE | CORE_CAP_PROT_ROCE_UDP_ENCAP) != 0
-    })
-}
-
 /// What resource tracking shows of a user MR.
 pub struct UserMrRes {
     task: ARef<Task>,
@@ -675,73 +667,18 @@ impl UserQp {
         self.res.port()
     }
 
-    /// Applies a modify (C's `ib_modify_qp_with_udata`): the transition and its attributes are
-    /// checked as C's `ib_modify_qp_is_ok` (`EINVAL`), so is the port; then the driver applies
-    /// it with `udata`.
+    /// Applies a modify (C's `ib_modify_qp_with_udata`): checked as a kernel QP's, with the
+    /// path's next hop resolved on a RoCE port, then applied by the driver with `udata`
+    /// ([`QpModify::apply`]).
     pub fn modify(&self, attr: &QpAttr, mask: QpAttrMask, udata: &Udata) -> Result {
-        let mut state = self.state.lock();
-        let next = if mask.contains(QpAttrField::State) {
-            attr.qp_state
-        } else {
-            *state
-        };
-        // A C driver checks the transition itself (C's core leaves it to the driver's
-        // `modify_qp`, with its transport's rules: an iWARP QP goes to INIT with its access
-        // flags alone, and to RTS through its connection manager, not through a modify).
-        if !self.dev.ops().checks_qp_transitions()
-            && !qp_transition_ok(*state, next, self.res.qp_type, mask)
-        {
-            return Err(EINVAL);
+        QpModify {
+            dev: &self.dev,
+            drv: &*self.driver,
+            qp_type: self.res.qp_type,
+            state: &self.state,
+            port: &self.res.port,
         }
-        if mask.contains(QpAttrField::Port) && !self.dev.is_valid_port(attr.port_num.into()) {
-            return Err(EINVAL);
-        }
-        let resolved = self.resolve_roce_path(attr, mask)?;
-        let attr = resolved.as_ref().unwrap_or(attr);
-        check_path_sgid(&self.dev, attr, mask, self.res.port())?;
-        self.driver.modify(attr, mask, Some(udata))?;
-        *state = next;
-        if mask.contains(QpAttrField::Port) {
-            self.res.port.store(attr.port_num.into(), Relaxed);
-        }
-        Ok(())
-    }
-
-    /// A new path user space gives a connected QP on a RoCE port, with the next hop's MAC and
-    /// the route's hop limit filled in (C's `ib_resolve_eth_dmac` in `_ib_modify_qp` with
-    /// `udata`: user space knows only GIDs); `None` when there is nothing to resolve. A source
-    /// GID entry that does not exist is left to the path check (`EINVAL`).
-    fn resolve_roce_path(&self, attr: &QpAttr, mask: QpAttrMask) -> Result<Option<QpAttr>> {
-        let Some(g) = attr.grh.as_ref().filter(|_| mask.contains(QpAttrField::Av)) else {
-            return Ok(None);
-        };
-        if !matches!(self.res.qp_type, QpType::Rc | QpType::Uc) {
-            return Ok(None);
-        }
-        let port = if mask.contains(QpAttrField::Port) {
-            attr.port_num.into()
-        } else {
-            self.res.port()
-        };
-        let roce = self.dev.port_immutable(port).is_some_and(|i| {
-            i.core_cap_flags & (CORE_CAP_PROT_ROCE | CORE_CAP_PROT_ROCE_UDP_ENCAP) != 0
-        });
-        let Some(sgid) = self
-            .dev
-            .gid_entry(port, g.sgid_index.into())
-            .filter(|_| roce)
-        else {
-            return Ok(None);
-        };
-        let (dmac, hop_limit) = resolve_eth_dmac(&sgid, &g.dgid.0)?;
-        let mut path = *attr;
-        if let Some(pg) = path.grh.as_mut() {
-            pg.roce_dmac = Some(dmac);
-            if let Some(h) = hop_limit {
-                pg.hop_limit = h;
-            }
-        }
-        Ok(Some(path))
+        .apply(attr, mask, Some(udata))
     }
 
     /// The QP's attributes and queue sizes, from the driver (the sizes made when it does not

@@ -3,7 +3,7 @@
 //! Which QP state transitions exist and which attributes each requires and allows, per QP type:
 //! the rules of the InfiniBand specification's QP state machine as C's `ib_modify_qp_is_ok`
 //! applies them (its `qp_state_table`, `drivers/infiniband/core/verbs.c`). One table for the
-//! whole stack: the core checks every modify against it ([`crate::verbs::qp_transition_ok`]) and
+//! whole stack: the core checks every modify against it ([`crate::verbs::modify_qp::qp_transition_ok`]) and
 //! C drivers and consumers call it as `ib_modify_qp_is_ok` (`c_abi/qp.rs`).
 //!
 //! States, QP types and attribute bits are C's numbers (`enum ib_qp_state`, `enum ib_qp_type`,
