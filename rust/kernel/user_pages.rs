@@ -20,8 +20,13 @@
 //! [`include/linux/scatterlist.h`](srctree/include/linux/scatterlist.h)
 
 use crate::{
-    bindings, device::Device, dma::DataDirection, error::to_result, page::PAGE_SIZE, prelude::*,
-    sync::aref::ARef, types::Opaque,
+    bindings,
+    device::{Bound, Device},
+    dma::DataDirection,
+    error::to_result,
+    page::PAGE_SIZE,
+    prelude::*,
+    types::Opaque,
 };
 use core::ptr::NonNull;
 
@@ -207,7 +212,9 @@ impl Drop for PinnedPages {
     }
 }
 
-/// Pinned user pages mapped for DMA by one device.
+/// Pinned user pages mapped for DMA by one device, for as long as the device is bound
+/// (`'a`: the mapping borrows the bound device, and is undone through its DMA operations when it
+/// drops).
 ///
 /// # Invariants
 ///
@@ -215,9 +222,9 @@ impl Drop for PinnedPages {
 /// `writable`) and mapped with `dma_map_sgtable(dev, sgt, dir, MAP_ATTRS)`; its entries
 /// (`orig_nents`) cover each of those pages once ([`pages_of`]). The table is unmapped, its
 /// pages unpinned and the table freed only by `drop`; `_charge` is the process's charge for them.
-pub struct DmaMappedPages {
+pub struct DmaMappedPages<'a> {
     sgt: KBox<Opaque<bindings::sg_table>>,
-    dev: ARef<Device>,
+    dev: &'a Device<Bound>,
     dir: DataDirection,
     offset: usize,
     len: usize,
@@ -264,20 +271,15 @@ unsafe fn for_each_entry(
 const MAP_ATTRS: c_ulong = bindings::DMA_ATTR_REQUIRE_COHERENT as c_ulong;
 
 // SAFETY: The mapping is a property of the device and the memory, not of a thread.
-unsafe impl Send for DmaMappedPages {}
+unsafe impl Send for DmaMappedPages<'_> {}
 // SAFETY: `&DmaMappedPages` only reads the mapped list.
-unsafe impl Sync for DmaMappedPages {}
+unsafe impl Sync for DmaMappedPages<'_> {}
 
-impl DmaMappedPages {
+impl<'a> DmaMappedPages<'a> {
     /// Maps `pinned` for `dev` in direction `dir`: the `len` bytes from `offset` in the first
-    /// pinned page.
-    ///
-    /// # Safety
-    ///
-    /// `dev` must stay bound to its driver until the result is dropped (the mapping is undone
-    /// through its DMA operations then).
-    pub unsafe fn map(
-        dev: &Device,
+    /// pinned page. The mapping cannot outlive the device's binding.
+    pub fn map(
+        dev: &'a Device<Bound>,
         pinned: PinnedPages,
         offset: usize,
         len: usize,
@@ -311,7 +313,7 @@ impl DmaMappedPages {
             for_each_entry((*t).sgl, (*t).orig_nents, |sg| covered += pages_of(sg));
         }
         let mapped = if covered == pinned.page_count() {
-            // SAFETY: `sgt` was just filled; `dev` is bound (caller's promise).
+            // SAFETY: `sgt` was just filled; `dev` is bound (`&Device<Bound>`).
             to_result(unsafe {
                 bindings::dma_map_sgtable(dev.as_raw(), sgt.get(), dir.into(), MAP_ATTRS)
             })
@@ -331,7 +333,7 @@ impl DmaMappedPages {
         // INVARIANT: mapped above; the table's entries cover the `page_count` pinned pages.
         Ok(Self {
             sgt,
-            dev: dev.into(),
+            dev,
             dir,
             offset,
             len,
@@ -385,11 +387,11 @@ impl DmaMappedPages {
     }
 }
 
-impl Drop for DmaMappedPages {
+impl Drop for DmaMappedPages<'_> {
     fn drop(&mut self) {
         let sgt = self.sgt.get();
         // SAFETY: The table is mapped for `dev` (type invariant), which is still bound (the
-        // caller's promise at `map`); it is unmapped here, once.
+        // mapping borrows it as `&'a Device<Bound>`); it is unmapped here, once.
         unsafe { bindings::dma_unmap_sgtable(self.dev.as_raw(), sgt, self.dir.into(), MAP_ATTRS) };
         let dirty = self.writable;
         // SAFETY: The table is live; its entries cover the pinned pages, each once (type

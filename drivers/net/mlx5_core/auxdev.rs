@@ -96,8 +96,9 @@ pub struct Mlx5Device {
 }
 
 impl Mlx5Device {
-    /// The function's PCI device, bound.
-    fn bound_parent(&self) -> &device::Device<Bound> {
+    /// The function's PCI device, bound while the function's data is reachable: what the
+    /// function's DMA mappings borrow.
+    pub fn bound_parent(&self) -> &device::Device<Bound> {
         // SAFETY: INVARIANT: an `Mlx5Device` is the registration data of the function's
         // auxiliary device and is only reachable (through `device_data`, by a driver bound to
         // that device) while the device exists. `mlx5_core` deletes the auxiliary device (which

@@ -82,27 +82,27 @@ pub trait DmaMemory: Send + Sync {
 #[vtable]
 pub trait DeviceOps: Send + Sync {
     /// The driver's state of a protection domain ([`NoVerbs`] for a driver without verbs).
-    type Pd: Send + Sync + 'static;
+    type Pd: Send + Sync;
 
     /// The driver's state of a completion queue.
-    type Cq: Send + Sync + 'static;
+    type Cq: Send + Sync;
 
     /// The driver's state of a queue pair.
-    type Qp: Send + Sync + 'static;
+    type Qp: Send + Sync;
 
     /// The driver's state of a memory region.
-    type Mr: Send + Sync + 'static;
+    type Mr: Send + Sync;
 
     /// The driver's state of a shared receive queue.
-    type Srq: Send + Sync + 'static;
+    type Srq: Send + Sync;
 
     /// The driver's state of an address handle. A UD send gets it back from its work request
     /// with [`SendWrs::ah`].
-    type Ah: Send + Sync + 'static;
+    type Ah: Send + Sync;
 
     /// The driver's state of a user context (C's `mlx5_ib_ucontext`): what a process that
     /// opened the device's uverbs file gets once.
-    type UContext: Send + Sync + 'static;
+    type UContext: Send + Sync;
 
     /// The device's attributes; called once, at registration.
     fn query_device(&self) -> Result<DeviceAttr>;
@@ -893,7 +893,10 @@ fn driver_obj<O: Send + Sync + 'static>(any: &dyn Any) -> Result<&O> {
 
 /// Driver `T`'s state of the PD attribute `id` of a driver method names (C's
 /// `uverbs_attr_get_obj` and `to_mpd`): `EINVAL` when the method has no such attribute.
-pub fn method_pd<T: DeviceOps>(attrs: &dyn MethodAttrs, id: u16) -> Result<&T::Pd> {
+pub fn method_pd<T: DeviceOps>(attrs: &dyn MethodAttrs, id: u16) -> Result<&T::Pd>
+where
+    T::Pd: 'static,
+{
     driver_obj::<T::Pd>(attrs.pd_object(id)?)
 }
 

@@ -276,14 +276,14 @@ impl DeviceCqs {
 
 /// A CQ's driver state (C's `mlx5_ib_cq`): one type for kernel consumers' CQs and user
 /// contexts'.
-pub(crate) enum Mlx5Cq {
+pub(crate) enum Mlx5Cq<'bound> {
     /// A kernel consumer's: the driver's ring, which the driver polls and arms.
     Kernel(KernelCq),
     /// A user context's: user space's ring, which user space polls and arms (`user::cq`).
-    User(UserCq),
+    User(UserCq<'bound>),
 }
 
-impl Mlx5Cq {
+impl Mlx5Cq<'_> {
     /// The CQ number.
     pub(crate) fn cqn(&self) -> u32 {
         match self {
@@ -415,7 +415,7 @@ fn destroy_cmd(cmds: &Commands, cqn: u32) -> Result {
 
 /// Destroys a CQ: unregisters its handler, then DESTROY_CQ; its memory is freed (or unpinned)
 /// unless the command failed (the device may still write it then).
-pub(crate) fn destroy(cmds: &Commands, cq: Mlx5Cq) -> Result {
+pub(crate) fn destroy(cmds: &Commands, cq: Mlx5Cq<'_>) -> Result {
     match cq {
         Mlx5Cq::Kernel(k) => destroy_kernel(cmds, k),
         Mlx5Cq::User(u) => crate::user::cq::destroy(cmds, u),

@@ -175,10 +175,10 @@ fn reg_pages_show(_: &Mlx5IbDevice<'_>, _: u32, buf: &mut ShowBuffer<'_>) -> Res
 #[vtable]
 impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
     type Pd = pd::Mlx5Pd;
-    type Cq = cq::Mlx5Cq;
-    type Qp = qp::Mlx5Qp;
-    type Mr = mr::Mlx5Mr;
-    type Srq = srq::Mlx5Srq;
+    type Cq = cq::Mlx5Cq<'bound>;
+    type Qp = qp::Mlx5Qp<'bound>;
+    type Mr = mr::Mlx5Mr<'bound>;
+    type Srq = srq::Mlx5Srq<'bound>;
     type Ah = ah::Mlx5Ah;
     type UContext = user::ucontext::Mlx5UContext;
 
@@ -416,7 +416,7 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
         pd: &pd::Mlx5Pd,
         init: &UserMrInit,
         _udata: &Udata,
-    ) -> Result<NewMr<mr::Mlx5Mr>> {
+    ) -> Result<NewMr<mr::Mlx5Mr<'bound>>> {
         let pg = GeneralCaps::from_bytes(&self.caps.general).pg() != 0;
         let mr = mr::reg_user(self.core, &self.mkey_var, pd, init, pg)?;
         let key = mr.key;
@@ -427,7 +427,11 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
         })
     }
 
-    fn get_dma_mr(&self, pd: &pd::Mlx5Pd, access: AccessFlags) -> Result<NewMr<mr::Mlx5Mr>> {
+    fn get_dma_mr(
+        &self,
+        pd: &pd::Mlx5Pd,
+        access: AccessFlags,
+    ) -> Result<NewMr<mr::Mlx5Mr<'bound>>> {
         let mr = mr::get_dma_mr(&self.cmds, &self.mkey_var, pd, access)?;
         let key = mr.key;
         Ok(NewMr {
@@ -437,7 +441,7 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
         })
     }
 
-    fn dereg_mr(&self, mr: mr::Mlx5Mr) -> Result {
+    fn dereg_mr(&self, mr: mr::Mlx5Mr<'bound>) -> Result {
         mr::dereg(&self.cmds, mr)
     }
 
@@ -448,7 +452,7 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
         init: &CqInit,
         notifier: &CqNotifier,
         user: Option<UserData<'_, user::ucontext::Mlx5UContext>>,
-    ) -> Result<cq::Mlx5Cq> {
+    ) -> Result<cq::Mlx5Cq<'bound>> {
         if let Some(u) = user {
             let caps = GeneralCaps::from_bytes(&self.caps.general);
             let cq = user::cq::create(self.core, &self.cmds, &caps, init, u.udata, notifier)?;
@@ -466,13 +470,13 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
         Ok(cq)
     }
 
-    fn cq_size(&self, cq: &cq::Mlx5Cq) -> u32 {
+    fn cq_size(&self, cq: &cq::Mlx5Cq<'bound>) -> u32 {
         cq.size()
     }
 
     /// `ENOSYS` without the `cq_resize` capability, as C; a user CQ's new ring is libmlx5's
     /// (`udata`), a kernel CQ's the driver's.
-    fn resize_cq(&self, cq: &cq::Mlx5Cq, cqe: u32, udata: Option<&Udata>) -> Result {
+    fn resize_cq(&self, cq: &cq::Mlx5Cq<'bound>, cqe: u32, udata: Option<&Udata>) -> Result {
         if !self.cq_resize {
             pr_info!("Firmware does not support resize CQ\n");
             return Err(ENOSYS);
@@ -488,7 +492,7 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
         }
     }
 
-    fn destroy_cq(&self, cq: cq::Mlx5Cq) -> Result {
+    fn destroy_cq(&self, cq: cq::Mlx5Cq<'bound>) -> Result {
         if let Ok(k) = cq.kernel() {
             self.cqs.remove(k);
         }
@@ -496,7 +500,7 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
     }
 
     /// A user CQ is armed by user space (mlx5 asks for no REQ_NOTIFY_CQ command).
-    fn req_notify_cq(&self, cq: &cq::Mlx5Cq, solicited: bool) -> Result {
+    fn req_notify_cq(&self, cq: &cq::Mlx5Cq<'bound>, solicited: bool) -> Result {
         match cq {
             cq::Mlx5Cq::Kernel(_) => cq.kernel()?.arm(self.core, solicited),
             cq::Mlx5Cq::User(_) => Err(EOPNOTSUPP),
@@ -505,7 +509,7 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
 
     /// In the internal-error state, the outstanding requests come back flushed (C's
     /// `mlx5_ib_poll_sw_comp`).
-    fn poll_cq(&self, cq: &cq::Mlx5Cq, wc: &mut [WorkCompletion]) -> Result<usize> {
+    fn poll_cq(&self, cq: &cq::Mlx5Cq<'bound>, wc: &mut [WorkCompletion]) -> Result<usize> {
         let cq = cq.kernel()?;
         if self.cmds.in_internal_error() {
             return Ok(cq.poll_flushed(wc));
@@ -516,9 +520,9 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
     fn create_qp(
         &self,
         pd: &pd::Mlx5Pd,
-        init: &QpInitDriver<'_, cq::Mlx5Cq, srq::Mlx5Srq>,
+        init: &QpInitDriver<'_, cq::Mlx5Cq<'bound>, srq::Mlx5Srq<'bound>>,
         user: Option<UserData<'_, user::ucontext::Mlx5UContext>>,
-    ) -> Result<NewQp<qp::Mlx5Qp>> {
+    ) -> Result<NewQp<qp::Mlx5Qp<'bound>>> {
         match user {
             Some(u) => {
                 let caps = GeneralCaps::from_bytes(&self.caps.general);
@@ -528,13 +532,13 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
         }
     }
 
-    fn qp_cap(&self, qp: &qp::Mlx5Qp) -> QpCap {
+    fn qp_cap(&self, qp: &qp::Mlx5Qp<'bound>) -> QpCap {
         qp.cap()
     }
 
     fn modify_qp(
         &self,
-        qp: &qp::Mlx5Qp,
+        qp: &qp::Mlx5Qp<'bound>,
         attr: &QpAttr,
         mask: QpAttrMask,
         udata: Option<&Udata>,
@@ -542,24 +546,24 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
         qp.modify(&self.cmds, &self.modify_caps, attr, mask, udata)
     }
 
-    fn query_qp(&self, qp: &qp::Mlx5Qp) -> Result<QpAttr> {
+    fn query_qp(&self, qp: &qp::Mlx5Qp<'bound>) -> Result<QpAttr> {
         qp.query(&self.cmds)
     }
 
-    fn destroy_qp(&self, qp: qp::Mlx5Qp) -> Result {
+    fn destroy_qp(&self, qp: qp::Mlx5Qp<'bound>) -> Result {
         qp::destroy(&self.cmds, qp)
     }
 
-    fn attach_mcast(&self, qp: &qp::Mlx5Qp, gid: &Gid, _lid: u16) -> Result {
+    fn attach_mcast(&self, qp: &qp::Mlx5Qp<'bound>, gid: &Gid, _lid: u16) -> Result {
         qp.kernel()?.attach_mcast(&self.cmds, gid)
     }
 
-    fn detach_mcast(&self, qp: &qp::Mlx5Qp, gid: &Gid, _lid: u16) -> Result {
+    fn detach_mcast(&self, qp: &qp::Mlx5Qp<'bound>, gid: &Gid, _lid: u16) -> Result {
         qp.kernel()?.detach_mcast(&self.cmds, gid)
     }
 
     /// `EIO` in the internal-error state, as C's `mlx5_ib_post_send`.
-    fn post_send(&self, qp: &qp::Mlx5Qp, wrs: SendWrs<'_, Self>) -> Result<(), PostError> {
+    fn post_send(&self, qp: &qp::Mlx5Qp<'bound>, wrs: SendWrs<'_, Self>) -> Result<(), PostError> {
         if self.cmds.in_internal_error() {
             return Err(EIO.into());
         }
@@ -567,7 +571,7 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
     }
 
     /// `EIO` in the internal-error state, as `post_send`.
-    fn prepare_send(&self, qp: &qp::Mlx5Qp, wr: &SendWr<'_>) -> Result<PreparedImage> {
+    fn prepare_send(&self, qp: &qp::Mlx5Qp<'bound>, wr: &SendWr<'_>) -> Result<PreparedImage> {
         if self.cmds.in_internal_error() {
             return Err(EIO);
         }
@@ -575,7 +579,11 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
     }
 
     /// `EIO` in the internal-error state, as `post_send`.
-    fn post_prepared(&self, qp: &qp::Mlx5Qp, wrs: &[PreparedSend]) -> Result<(), PostError> {
+    fn post_prepared(
+        &self,
+        qp: &qp::Mlx5Qp<'bound>,
+        wrs: &[PreparedSend],
+    ) -> Result<(), PostError> {
         if self.cmds.in_internal_error() {
             return Err(EIO.into());
         }
@@ -583,7 +591,7 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
     }
 
     /// `EIO` in the internal-error state, as C's `mlx5_ib_post_recv`.
-    fn post_recv(&self, qp: &qp::Mlx5Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+    fn post_recv(&self, qp: &qp::Mlx5Qp<'bound>, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         if self.cmds.in_internal_error() {
             return Err(EIO.into());
         }
@@ -599,7 +607,7 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
         attr: &SrqAttr,
         events: &EventNotifier,
         user: Option<UserData<'_, user::ucontext::Mlx5UContext>>,
-    ) -> Result<(srq::Mlx5Srq, SrqAttr)> {
+    ) -> Result<(srq::Mlx5Srq<'bound>, SrqAttr)> {
         let gen = GeneralCaps::from_bytes(&self.caps.general);
         let size = srq::srq_size(attr, gen.log_max_srq_sz() as u32, self.limits.max_wqe_sz_rq)?;
         match user {
@@ -616,7 +624,7 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
 
     fn modify_srq(
         &self,
-        srq: &srq::Mlx5Srq,
+        srq: &srq::Mlx5Srq<'bound>,
         attr: &SrqAttr,
         mask: SrqAttrMask,
         _udata: Option<&Udata>,
@@ -631,16 +639,20 @@ impl<'bound> DeviceOps for Mlx5IbDevice<'bound> {
         Ok(())
     }
 
-    fn query_srq(&self, srq: &srq::Mlx5Srq) -> Result<SrqAttr> {
+    fn query_srq(&self, srq: &srq::Mlx5Srq<'bound>) -> Result<SrqAttr> {
         srq.query(&self.cmds)
     }
 
-    fn destroy_srq(&self, srq: srq::Mlx5Srq) -> Result {
+    fn destroy_srq(&self, srq: srq::Mlx5Srq<'bound>) -> Result {
         srq::destroy(&self.cmds, srq)
     }
 
     /// `EIO` in the internal-error state, as C's `mlx5_ib_post_srq_recv`.
-    fn post_srq_recv(&self, srq: &srq::Mlx5Srq, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+    fn post_srq_recv(
+        &self,
+        srq: &srq::Mlx5Srq<'bound>,
+        wrs: &[RecvWr<'_>],
+    ) -> Result<(), PostError> {
         if self.cmds.in_internal_error() {
             return Err(EIO.into());
         }

@@ -26,11 +26,11 @@ use mlx5_core::{
 };
 
 /// A memory region's driver state: its key, and for user memory the pinned, mapped pages.
-pub(crate) struct Mlx5Mr {
+pub(crate) struct Mlx5Mr<'bound> {
     /// The mkey (index << 8 | variant byte); lkey and rkey both.
     pub(crate) key: u32,
     /// The user memory the mkey translates to (none for a DMA MR).
-    umem: Option<DmaMappedPages>,
+    umem: Option<DmaMappedPages<'bound>>,
 }
 
 /// `MLX5_IB_MTT_READ | MLX5_IB_MTT_WRITE`: a translation entry's access bits, when the
@@ -75,12 +75,12 @@ fn mkey_in(pdn: u32, access: AccessFlags, start: u64, variant: u8) -> Result<Cre
 }
 
 /// Creates the DMA MR of `pd`; `variant` is the device's mkey variant counter.
-pub(crate) fn get_dma_mr(
+pub(crate) fn get_dma_mr<'bound>(
     cmds: &Commands,
     variant: &Atomic<u32>,
     pd: &Mlx5Pd,
     access: AccessFlags,
-) -> Result<Mlx5Mr> {
+) -> Result<Mlx5Mr<'bound>> {
     // C's `atomic_inc_return` truncated to the key byte.
     let key = (variant.fetch_add(1, Relaxed).wrapping_add(1) & 0xff) as u8;
     let out = cmds.exec::<CreateMkey>(&dma_mkey_in(pd.pdn, access, key)?)?;
@@ -113,28 +113,23 @@ fn user_mkey_in(
 
 /// Registers the calling process's memory `init` in `pd` for the function's PCI device `dev`
 /// (C's `create_real_mr` through `reg_create`). `pg_cap`: the function's `pg` capability.
-pub(crate) fn reg_user(
-    mdev: &Mlx5Device,
+pub(crate) fn reg_user<'bound>(
+    mdev: &'bound Mlx5Device,
     variant: &Atomic<u32>,
     pd: &Mlx5Pd,
     init: &UserMrInit,
     pg_cap: bool,
-) -> Result<Mlx5Mr> {
+) -> Result<Mlx5Mr<'bound>> {
     let start = usize::try_from(init.start).map_err(|_| EINVAL)?;
     let len = usize::try_from(init.length).map_err(|_| EINVAL)?;
     let pinned = PinnedPages::pin(start, len, init.writable)?;
-    let dev = mdev.device();
-    // SAFETY: The PCI function stays bound while the RDMA device is registered, and every user
-    // MR is destroyed (its contexts are) before the device's unregistration completes.
-    let umem = unsafe {
-        DmaMappedPages::map(
-            dev,
-            pinned,
-            start & (PAGE_SIZE - 1),
-            len,
-            DataDirection::Bidirectional,
-        )?
-    };
+    let umem = DmaMappedPages::map(
+        mdev.bound_parent(),
+        pinned,
+        start & (PAGE_SIZE - 1),
+        len,
+        DataDirection::Bidirectional,
+    )?;
     let octo = octo_len(init.iova, init.length);
     // The translation table: one big-endian entry per page, padded to whole 16-byte units.
     let entries = usize::try_from(octo * 2).map_err(|_| EINVAL)?;
@@ -155,7 +150,7 @@ pub(crate) fn reg_user(
 /// Destroys an MR's mkey, then unmaps and unpins its user memory. If the device may still
 /// use the memory (DESTROY_MKEY failed), the memory is left pinned and mapped for ever, as C
 /// leaves it.
-pub(crate) fn dereg(cmds: &Commands, mut mr: Mlx5Mr) -> Result {
+pub(crate) fn dereg(cmds: &Commands, mut mr: Mlx5Mr<'_>) -> Result {
     let done = DestroyMkeyIn::new()
         .mkey_index((mr.key >> 8).into())
         .and_then(|input| cmds.exec::<DestroyMkey>(&input).map(|_| ()));

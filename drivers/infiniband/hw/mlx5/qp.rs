@@ -90,11 +90,11 @@ impl ResourceHandler for QpEvents {
 
 /// A QP's driver state (C's `mlx5_ib_qp`): one type for kernel consumers' QPs and user
 /// contexts'.
-pub(crate) enum Mlx5Qp {
+pub(crate) enum Mlx5Qp<'bound> {
     /// A kernel consumer's: the driver's rings, which the driver posts to.
     Kernel(KernelQp),
     /// A user context's: user space's rings, which user space posts to (`user::qp` makes it).
-    User(UserQp),
+    User(UserQp<'bound>),
 }
 
 /// A kernel consumer's QP.
@@ -108,17 +108,17 @@ pub(crate) struct KernelQp {
 }
 
 /// A user context's QP: its rings and doorbell record are user memory, pinned.
-pub(crate) struct UserQp {
+pub(crate) struct UserQp<'bound> {
     pub(crate) fw: QpFw,
     /// Its receive queue as the request shaped it (what a query reports).
     pub(crate) rq: RqSize,
     /// Dropped before DESTROY_QP: no event reaches the QP's owner after that.
     pub(crate) events: Option<ResourceRegistration>,
-    pub(crate) buf: Option<UserMemory>,
-    pub(crate) db: Option<UserMemory>,
+    pub(crate) buf: Option<UserMemory<'bound>>,
+    pub(crate) db: Option<UserMemory<'bound>>,
 }
 
-impl Mlx5Qp {
+impl Mlx5Qp<'_> {
     /// A kernel consumer's QP (`EINVAL` for a user QP, which the kernel does not post to).
     pub(crate) fn kernel(&self) -> Result<&KernelQp> {
         match self {
@@ -647,12 +647,12 @@ impl QpFw {
 }
 
 /// Creates an RC or UD QP in PD `pdn` (other types: `EOPNOTSUPP`).
-pub(crate) fn create(
-    dev: &Mlx5Device,
+pub(crate) fn create<'bound>(
+    dev: &'bound Mlx5Device,
     limits: &Limits,
     pdn: u32,
-    init: &QpInitDriver<'_, crate::cq::Mlx5Cq, Mlx5Srq>,
-) -> Result<NewQp<Mlx5Qp>> {
+    init: &QpInitDriver<'_, crate::cq::Mlx5Cq<'_>, Mlx5Srq<'_>>,
+) -> Result<NewQp<Mlx5Qp<'bound>>> {
     // The special QPs send datagrams, as UD QPs (C sizes and builds their WQEs alike).
     let (kind, special) = match init.qp_type {
         QpType::Rc => (SendKind::Rc, None),
@@ -913,7 +913,7 @@ impl KernelQp {
 }
 
 /// Destroys a QP (C's `destroy_qp_common`).
-pub(crate) fn destroy(cmds: &Commands, qp: Mlx5Qp) -> Result {
+pub(crate) fn destroy(cmds: &Commands, qp: Mlx5Qp<'_>) -> Result {
     match qp {
         Mlx5Qp::Kernel(k) => destroy_kernel(cmds, k),
         Mlx5Qp::User(u) => destroy_user(cmds, u),
@@ -922,7 +922,7 @@ pub(crate) fn destroy(cmds: &Commands, qp: Mlx5Qp) -> Result {
 
 /// Destroys a user QP: its handler goes, it is moved to RESET, then DESTROY_QP; its memory is
 /// unpinned unless that failed (the device may still use it).
-pub(crate) fn destroy_user(cmds: &Commands, mut qp: UserQp) -> Result {
+pub(crate) fn destroy_user(cmds: &Commands, mut qp: UserQp<'_>) -> Result {
     drop(qp.events.take());
     let num = QpNumIn::new().qpn(qp.fw.qpn().into())?;
     if qp.fw.state() != QpState::Reset {

@@ -308,35 +308,35 @@ pub(crate) fn destroy_rmp(cmds: &Commands, srqn: u32) -> Result {
 }
 
 /// An SRQ's driver state (C's `mlx5_ib_srq`): its RMP and its memory.
-pub(crate) struct Mlx5Srq {
+pub(crate) struct Mlx5Srq<'bound> {
     /// The resource-table registration of its events (dropped before DESTROY_RMP: no event
     /// reaches the SRQ's owner after that).
     events: Option<ResourceRegistration>,
     /// The RMP number (what a QP receiving from it names).
     pub(crate) srqn: u32,
     size: SrqSize,
-    memory: SrqMemory,
+    memory: SrqMemory<'bound>,
 }
 
 /// Where an SRQ's ring and doorbell record are.
-enum SrqMemory {
+enum SrqMemory<'bound> {
     /// A kernel consumer's: the driver's, shared with the CQs of its QPs.
     Kernel(Arc<SrqShared>),
     /// A user context's: user memory, pinned (never unpinned if DESTROY_RMP fails).
     User {
-        buf: Option<UserMemory>,
-        db: Option<UserMemory>,
+        buf: Option<UserMemory<'bound>>,
+        db: Option<UserMemory<'bound>>,
     },
 }
 
 /// Creates a kernel SRQ in PD `pdn`: the WQE ring with every WQE linked to the next, a
 /// doorbell record, CREATE_RMP, then its events in the resource table.
-pub(crate) fn create(
-    dev: &Mlx5Device,
+pub(crate) fn create<'bound>(
+    dev: &'bound Mlx5Device,
     size: SrqSize,
     pdn: u32,
     events: &EventNotifier,
-) -> Result<Mlx5Srq> {
+) -> Result<Mlx5Srq<'bound>> {
     let buf = dev.alloc_coherent((size.max as usize) << size.wqe_shift)?;
     for i in 0..size.max {
         let next = ((i + 1) & (size.max - 1)) as u16;
@@ -398,14 +398,14 @@ pub(crate) fn create(
 /// checks), from libmlx5's request in `udata` (C's `create_srq_user` order: the request's
 /// length and reserved fields, the ring pinned, the doorbell record pinned). Returns it and
 /// what it holds as user space sees it.
-pub(crate) fn create_user(
-    dev: &Mlx5Device,
+pub(crate) fn create_user<'bound>(
+    dev: &'bound Mlx5Device,
     size: SrqSize,
     pdn: u32,
     attr: &SrqAttr,
     udata: &Udata,
     events: &EventNotifier,
-) -> Result<(Mlx5Srq, SrqAttr)> {
+) -> Result<(Mlx5Srq<'bound>, SrqAttr)> {
     let req = Request::from_abi(&udata.read_in_as::<CreateSrqReq>(REQ_MIN)?);
     req.check()?;
     // Its `flags` are not read: `MLX5_SRQ_FLAG_SIGNATURE` asks for WQE signatures, which the
@@ -461,7 +461,7 @@ pub(crate) fn create_user(
     Ok((srq, made))
 }
 
-impl Mlx5Srq {
+impl Mlx5Srq<'_> {
     /// Arms the limit (C's `mlx5_ib_modify_srq`).
     pub(crate) fn arm(&self, cmds: &Commands, limit: u32) -> Result {
         arm_rmp(cmds, self.srqn, self.size.max, limit)
@@ -488,7 +488,7 @@ impl Mlx5Srq {
 
 /// Destroys an SRQ (C's `mlx5_ib_destroy_srq`): out of the resource table, DESTROY_RMP; its
 /// memory is freed (or unpinned) unless that failed, when the device may still write it.
-pub(crate) fn destroy(cmds: &Commands, mut srq: Mlx5Srq) -> Result {
+pub(crate) fn destroy(cmds: &Commands, mut srq: Mlx5Srq<'_>) -> Result {
     drop(srq.events.take());
     let r = destroy_rmp(cmds, srq.srqn);
     if r.is_err() {

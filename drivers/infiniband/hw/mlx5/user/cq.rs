@@ -187,13 +187,13 @@ impl CqHandler for Events {
 
 /// A user context's CQ (the user variant of [`crate::cq::Mlx5Cq`]): its ring and doorbell
 /// record are user memory, pinned.
-pub(crate) struct UserCq {
+pub(crate) struct UserCq<'bound> {
     cqn: u32,
     /// Dropped before DESTROY_CQ: no event reaches the CQ's owner after that.
     reg: Option<CqRegistration>,
     /// The ring; its lock orders resizes (C's `resize_mutex`).
-    ring: Pin<KBox<Mutex<Option<UserMemory>>>>,
-    db: Option<UserMemory>,
+    ring: Pin<KBox<Mutex<Option<UserMemory<'bound>>>>>,
+    db: Option<UserMemory<'bound>>,
     /// Entries of the ring (a power of two).
     entries: Atomic<u32>,
     /// 128-byte CQEs are padded (`MLX5_IB_CREATE_CQ_FLAGS_CQE_128B_PAD`).
@@ -217,7 +217,7 @@ fn cqe_sz(size: u32, pad: bool) -> u64 {
     }
 }
 
-impl UserCq {
+impl<'bound> UserCq<'bound> {
     /// The CQ number.
     pub(crate) fn cqn(&self) -> u32 {
         self.cqn
@@ -235,7 +235,7 @@ impl UserCq {
     /// took the new one. Returns the size as user space sees it.
     pub(crate) fn resize(
         &self,
-        dev: &Mlx5Device,
+        dev: &'bound Mlx5Device,
         log_max_cq_sz: u32,
         cqe: u32,
         udata: &Udata,
@@ -287,14 +287,14 @@ fn mini_cqe_format(format: u8) -> Result<u8> {
 }
 
 /// Creates a CQ of user context `ctx` (C's `mlx5_ib_create_user_cq`), checked in C's order.
-pub(crate) fn create(
-    dev: &Mlx5Device,
+pub(crate) fn create<'bound>(
+    dev: &'bound Mlx5Device,
     cmds: &Commands,
     caps: &GeneralCaps,
     init: &CqInit,
     udata: &Udata,
     notifier: &CqNotifier,
-) -> Result<UserCq> {
+) -> Result<UserCq<'bound>> {
     let entries = entries(init.cqe, init.flags, caps.log_max_cq_sz())?;
     let req = Request::from_abi(&udata.read_in_as::<CreateCqReq>(REQ_MIN)?);
     req.check()?;
@@ -364,7 +364,7 @@ pub(crate) fn create(
 
 /// Destroys a user CQ: its handler goes, then DESTROY_CQ; its memory is unpinned unless the
 /// command failed (the device may still write it then).
-pub(crate) fn destroy(cmds: &Commands, mut cq: UserCq) -> Result {
+pub(crate) fn destroy(cmds: &Commands, mut cq: UserCq<'_>) -> Result {
     drop(cq.reg.take());
     let r = DestroyCqIn::new()
         .cqn(cq.cqn.into())

@@ -227,14 +227,14 @@ fn shape(
 /// Creates an RC, UC or UD QP of user context `ctx` in PD `pdn` (C's checks in C's order).
 /// Returns it and its sizes as user space sees them (what it asked for; no receive queue
 /// without one).
-pub(crate) fn create(
-    dev: &Mlx5Device,
+pub(crate) fn create<'bound>(
+    dev: &'bound Mlx5Device,
     caps: &GeneralCaps,
     ctx: &Mlx5UContext,
     pdn: u32,
-    init: &QpInitDriver<'_, Mlx5Cq, Mlx5Srq>,
+    init: &QpInitDriver<'_, Mlx5Cq<'_>, Mlx5Srq<'_>>,
     udata: &Udata,
-) -> Result<NewQp<Mlx5Qp>> {
+) -> Result<NewQp<Mlx5Qp<'bound>>> {
     let kind = match init.qp_type {
         QpType::Rc => SendKind::Rc,
         QpType::Uc => SendKind::Uc,

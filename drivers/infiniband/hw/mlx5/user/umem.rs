@@ -22,28 +22,29 @@ pub(crate) fn page_offset(addr: u64) -> Result<u64> {
 }
 
 /// Pinned user memory the device uses: the pages, mapped for it.
-pub(crate) struct UserMemory(DmaMappedPages);
+pub(crate) struct UserMemory<'bound>(DmaMappedPages<'bound>);
 
-impl UserMemory {
+impl<'bound> UserMemory<'bound> {
     /// Pins and maps `len` bytes at user address `addr` for `dev` (C's `ib_umem_get`), for
     /// writing when the device writes it: a range that wraps, or whose page-aligned end does,
-    /// is `EINVAL`.
-    pub(crate) fn pin(dev: &Mlx5Device, addr: u64, len: usize, writable: bool) -> Result<Self> {
+    /// is `EINVAL`. The mapping lives no longer than the function's binding (`'bound`).
+    pub(crate) fn pin(
+        dev: &'bound Mlx5Device,
+        addr: u64,
+        len: usize,
+        writable: bool,
+    ) -> Result<Self> {
         let start = usize::try_from(addr).map_err(|_| EINVAL)?;
         let end = start.checked_add(len).ok_or(EINVAL)?;
         end.checked_next_multiple_of(PAGE_SIZE).ok_or(EINVAL)?;
         let pinned = PinnedPages::pin(start, len, writable)?;
-        // SAFETY: The PCI function stays bound while the RDMA device is registered, and every
-        // user CQ is destroyed (its contexts are) before the device's unregistration completes.
-        let mapped = unsafe {
-            DmaMappedPages::map(
-                dev.device(),
-                pinned,
-                start & (PAGE_SIZE - 1),
-                len,
-                DataDirection::Bidirectional,
-            )?
-        };
+        let mapped = DmaMappedPages::map(
+            dev.bound_parent(),
+            pinned,
+            start & (PAGE_SIZE - 1),
+            len,
+            DataDirection::Bidirectional,
+        )?;
         Ok(Self(mapped))
     }
 
@@ -67,7 +68,11 @@ impl UserMemory {
 /// The translation table of `mapped` as the device reads it: one big-endian entry per 4 KiB
 /// page with `flags` or-ed in, `entries` of them (zeros past the mapping's pages; a mapping of
 /// more pages than that is `EINVAL`). Written in place, one pass (C's `mlx5_ib_populate_pas`).
-pub(crate) fn page_list(mapped: &DmaMappedPages, flags: u64, entries: usize) -> Result<KVVec<u8>> {
+pub(crate) fn page_list(
+    mapped: &DmaMappedPages<'_>,
+    flags: u64,
+    entries: usize,
+) -> Result<KVVec<u8>> {
     let bytes = entries.checked_mul(8).ok_or(EINVAL)?;
     let mut pas = KVVec::from_elem(0u8, bytes, GFP_KERNEL)?;
     let mut chunks = pas.chunks_exact_mut(8);
