@@ -223,12 +223,15 @@ impl Drop for Registration {
 }
 
 /// A device registered by a driver bound to a bus device (mlx5_ib's auxiliary device), whose
-/// operations may borrow what lives as long as that binding (`'bound`, as in 7.3's
-/// `auxiliary::Driver::Data<'bound>`: mlx5_ib's keep the function's `Mlx5Device`).
+/// operations and the states of the objects they make (`DeviceOps::Cq`, ...) may borrow what
+/// lives as long as that binding (`'bound`, as in 7.3's `auxiliary::Driver::Data<'bound>`:
+/// mlx5_ib's operations keep the function's `Mlx5Device`, its user objects' memory is mapped
+/// for the bound PCI device).
 ///
 /// Dropping it unregisters the device as [`Registration`] does. It is also a device-managed
 /// resource of the bus device: if it is never dropped, the binding's end unregisters the
-/// device, so the core never calls the operations after `'bound` in either case.
+/// device, so the core neither calls the operations nor keeps an object's state after
+/// `'bound` in either case.
 pub struct BoundRegistration<'bound> {
     reg: Devres<Registration>,
     _bound: PhantomData<&'bound ()>,
@@ -277,10 +280,13 @@ impl<'bound> BoundRegistration<'bound> {
         let ops = ManuallyDrop::new(ops);
         // SAFETY: `F::Of<'bound>` and `F::Of<'static>` differ in a lifetime only, so they have
         // one layout; the value is moved (read once, the original is not dropped). The core
-        // keeps the operations until the registration below is dropped, which is when `self`
-        // is or, at the latest, when the binding to `parent` ends (the device-managed
-        // resource), both within `'bound`; and the driver's code is generic over the lifetime
-        // (`for<'a> F::Of<'a>: DeviceOps`), so it cannot use the `'static` it is called with.
+        // keeps the operations, and the states of the objects they made (each object holds the
+        // device, whose release the unregistration waits for: clients' objects go in their
+        // `remove`, user contexts' when they are disassociated), until the registration below
+        // is dropped, which is when `self` is or, at the latest, when the binding to `parent`
+        // ends (the device-managed resource), both within `'bound`; and the driver's code is
+        // generic over the lifetime (`for<'a> F::Of<'a>: DeviceOps`), so it cannot use the
+        // `'static` it is called with.
         let ops = unsafe { ptr::read(ptr::from_ref(&*ops).cast::<F::Of<'static>>()) };
         let reg = Registration::new_in(domain, info, ops)?;
         Ok(Self {
