@@ -43,8 +43,8 @@
 # It runs alone because soft-iWARP's TCP framing between the two guests lost its place under
 # make test's full load (a third guest beside them on two CPUs): ib_write_bw -R over siw0 ended
 # with "Bad wc status 2" after the receiving siw found a DDP segment ahead of the one it
-# expected, then ucmatose could not connect (2026-11-30 and 2026-12-01, in make test only; never
-# in a run alone, which takes about 135 s).
+# expected, then ucmatose could not connect (twice on 2026-12-01, in make test only; never in
+# a run alone, which takes about 135 s).
 # install-modules: yes udp_tunnel ip6_udp_tunnel rdma_rxe siw null_blk nvme-core nvme-fabrics nvme-rdma nvmet nvmet-rdma
 
 N=$((VM_INDEX + 1))
