@@ -500,9 +500,8 @@ impl Qp {
             kernel::new_mutex!(QpState::Reset, "ib_core::verbs::Qp::state"),
             GFP_KERNEL,
         )?;
-        let cap = new.qp.cap().unwrap_or(init.cap);
         let qp = Self {
-            cap,
+            cap: new.cap,
             drv: new.qp,
             _counted: Counted::new(dev.arc(), ResType::Qp),
             pd: pd.clone(),

@@ -684,7 +684,8 @@ impl UserQp {
     /// The QP's attributes and queue sizes, from the driver (the sizes made when it does not
     /// report them).
     pub fn query(&self) -> Result<(QpAttr, QpCap)> {
-        Ok((self.driver.query()?, self.driver.cap().unwrap_or(self.cap)))
+        let (attr, cap) = self.driver.query_with_cap()?;
+        Ok((attr, cap.unwrap_or(self.cap)))
     }
 
     /// Starts the driver's send work with `wrs` (POST_SEND, for a driver that serves it:

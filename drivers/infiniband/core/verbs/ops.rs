@@ -707,6 +707,11 @@ pub(crate) trait QpObject: Send + Sync {
     fn post_recv(&self, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
     /// `DeviceOps::qp_cap` (the sizes a query reports), `None` when the driver has none.
     fn cap(&self) -> Option<QpCap>;
+    /// [`QpObject::query`] and [`QpObject::cap`] at once, for a driver that answers both in
+    /// one call (C's `query_qp` fills the attributes and the sizes).
+    fn query_with_cap(&self) -> Result<(QpAttr, Option<QpCap>)> {
+        Ok((self.query()?, self.cap()))
+    }
     /// Whether the driver has `DeviceOps::attach_mcast`.
     fn has_mcast(&self) -> bool;
     /// `DeviceOps::attach_mcast`.

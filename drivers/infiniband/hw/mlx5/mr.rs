@@ -7,14 +7,11 @@
 //! `umr_modify_entity_size_disabled`: `reg_create`): the pages pinned and mapped, an MTT mkey
 //! whose translation table lists them, 4 KiB each.
 
-use crate::{pd::Mlx5Pd, user::umem::page_list};
+use crate::{pd::Mlx5Pd, user::umem::UserMemory};
 use ib_core::verbs::types::{Access, AccessFlags, UserMrInit};
 use kernel::{
-    dma::DataDirection,
-    page::PAGE_SIZE,
     prelude::*,
     sync::atomic::{Atomic, Relaxed},
-    user_pages::{DmaMappedPages, PinnedPages},
 };
 use mlx5_core::{
     auxdev::Mlx5Device,
@@ -30,7 +27,7 @@ pub(crate) struct Mlx5Mr<'bound> {
     /// The mkey (index << 8 | variant byte); lkey and rkey both.
     pub(crate) key: u32,
     /// The user memory the mkey translates to (none for a DMA MR).
-    umem: Option<DmaMappedPages<'bound>>,
+    umem: Option<UserMemory<'bound>>,
 }
 
 /// `MLX5_IB_MTT_READ | MLX5_IB_MTT_WRITE`: a translation entry's access bits, when the
@@ -120,21 +117,13 @@ pub(crate) fn reg_user<'bound>(
     init: &UserMrInit,
     pg_cap: bool,
 ) -> Result<Mlx5Mr<'bound>> {
-    let start = usize::try_from(init.start).map_err(|_| EINVAL)?;
     let len = usize::try_from(init.length).map_err(|_| EINVAL)?;
-    let pinned = PinnedPages::pin(start, len, init.writable)?;
-    let umem = DmaMappedPages::map(
-        mdev.bound_parent(),
-        pinned,
-        start & (PAGE_SIZE - 1),
-        len,
-        DataDirection::Bidirectional,
-    )?;
+    let umem = UserMemory::pin(mdev, init.start, len, init.writable)?;
     let octo = octo_len(init.iova, init.length);
     // The translation table: one big-endian entry per page, padded to whole 16-byte units.
     let entries = usize::try_from(octo * 2).map_err(|_| EINVAL)?;
     let flags = if pg_cap { MTT_PRESENT } else { 0 };
-    let pas = page_list(&umem, flags, entries)?;
+    let pas = umem.translation_table(flags, entries)?;
     // C's `atomic_inc_return` truncated to the key byte.
     let key = (variant.fetch_add(1, Relaxed).wrapping_add(1) & 0xff) as u8;
     let input = user_mkey_in(pd.pdn, init, octo, pg_cap, key)?;

@@ -536,6 +536,17 @@ impl QpObject for DriverQp {
         }
     }
 
+    /// One call of the driver's `query_qp` for both (a kernel QP's sizes as made, as `cap`).
+    fn query_with_cap(&self) -> Result<(QpAttr, Option<QpCap>)> {
+        let (attr, queried) = self.query_all()?;
+        let cap = if self.uctx.is_null() {
+            self.cap
+        } else {
+            queried
+        };
+        Ok((attr, Some(cap)))
+    }
+
     fn has_mcast(&self) -> bool {
         false
     }

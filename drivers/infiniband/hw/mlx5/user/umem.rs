@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! User memory the device uses (C's `ib_umem`): the rings and doorbell records of user CQs and
-//! QPs, pinned and mapped for the function's PCI device, described to the firmware 4 KiB page
+//! User memory the device uses (C's `ib_umem`): the rings and doorbell records of user CQs,
+//! QPs and SRQs, and user memory regions, pinned and mapped for the function's PCI device, described to the firmware 4 KiB page
 //! by 4 KiB page; and the same page lists of the driver's own coherent buffers.
 
 use kernel::{
@@ -27,7 +27,8 @@ pub(crate) struct UserMemory<'bound>(DmaMappedPages<'bound>);
 impl<'bound> UserMemory<'bound> {
     /// Pins and maps `len` bytes at user address `addr` for `dev` (C's `ib_umem_get`), for
     /// writing when the device writes it: a range that wraps, or whose page-aligned end does,
-    /// is `EINVAL`. The mapping lives no longer than the function's binding (`'bound`).
+    /// is `EINVAL` ([`PinnedPages::pin`]). The mapping lives no longer than the function's
+    /// binding (`'bound`).
     pub(crate) fn pin(
         dev: &'bound Mlx5Device,
         addr: u64,
@@ -35,8 +36,6 @@ impl<'bound> UserMemory<'bound> {
         writable: bool,
     ) -> Result<Self> {
         let start = usize::try_from(addr).map_err(|_| EINVAL)?;
-        let end = start.checked_add(len).ok_or(EINVAL)?;
-        end.checked_next_multiple_of(PAGE_SIZE).ok_or(EINVAL)?;
         let pinned = PinnedPages::pin(start, len, writable)?;
         let mapped = DmaMappedPages::map(
             dev.bound_parent(),
@@ -61,30 +60,27 @@ impl<'bound> UserMemory<'bound> {
 
     /// The page list CREATE_CQ takes: one big-endian entry per 4 KiB page.
     pub(crate) fn page_list(&self) -> Result<KVVec<u8>> {
-        page_list(&self.0, 0, self.0.page_count())
+        self.translation_table(0, self.0.page_count())
     }
-}
 
-/// The translation table of `mapped` as the device reads it: one big-endian entry per 4 KiB
-/// page with `flags` or-ed in, `entries` of them (zeros past the mapping's pages; a mapping of
-/// more pages than that is `EINVAL`). Written in place, one pass (C's `mlx5_ib_populate_pas`).
-pub(crate) fn page_list(
-    mapped: &DmaMappedPages<'_>,
-    flags: u64,
-    entries: usize,
-) -> Result<KVVec<u8>> {
-    let bytes = entries.checked_mul(8).ok_or(EINVAL)?;
-    let mut pas = KVVec::from_elem(0u8, bytes, GFP_KERNEL)?;
-    let mut chunks = pas.chunks_exact_mut(8);
-    let mut fits = true;
-    mapped.for_each_dma_page(|a| match chunks.next() {
-        Some(entry) => entry.copy_from_slice(&(a | flags).to_be_bytes()),
-        None => fits = false,
-    });
-    if !fits {
-        return Err(EINVAL);
+    /// The translation table of the memory as the device reads it: one big-endian entry per
+    /// 4 KiB page with `flags` or-ed in, `entries` of them (zeros past the mapping's pages; a
+    /// mapping of more pages than that is `EINVAL`). Written in place, one pass (C's
+    /// `mlx5_ib_populate_pas`).
+    pub(crate) fn translation_table(&self, flags: u64, entries: usize) -> Result<KVVec<u8>> {
+        let bytes = entries.checked_mul(8).ok_or(EINVAL)?;
+        let mut pas = KVVec::from_elem(0u8, bytes, GFP_KERNEL)?;
+        let mut chunks = pas.chunks_exact_mut(8);
+        let mut fits = true;
+        self.0.for_each_dma_page(|a| match chunks.next() {
+            Some(entry) => entry.copy_from_slice(&(a | flags).to_be_bytes()),
+            None => fits = false,
+        });
+        if !fits {
+            return Err(EINVAL);
+        }
+        Ok(pas)
     }
-    Ok(pas)
 }
 
 /// The adapter page size (`MLX5_ADAPTER_PAGE_SHIFT`).
